@@ -1,0 +1,1 @@
+# Placeholder: the MLIR emitter build is set up by the emitter work (issue 3).

@@ -1,0 +1,146 @@
+/* Graph IR: SSA values and ops in program order (DESIGN §1).
+ * Values and ops are referred to by index; all strings and small arrays live
+ * in the graph's arena and are freed with the graph. */
+#ifndef PPCC_GRAPH_H
+#define PPCC_GRAPH_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "ppcc/diag.h"
+
+/* Limits instead of trust (each has a diagnostic in the frontend). */
+#define PPCC_MAX_RANK 8
+#define PPCC_MAX_DEVICES 4096
+#define PPCC_MAX_OPS 10000000
+#define PPCC_MAX_ELEMENTS (INT64_C(1) << 48)
+#define PPCC_MAX_NAME 256
+
+typedef enum {
+  PPCC_F32, PPCC_F16, PPCC_BF16, PPCC_I64, PPCC_I32, PPCC_I8, PPCC_BOOL,
+  PPCC_DTYPE_COUNT
+} ppcc_dtype;
+
+const char *ppcc_dtype_name(ppcc_dtype t);
+int ppcc_dtype_size(ppcc_dtype t);
+bool ppcc_dtype_from_name(const char *s, ppcc_dtype *out);
+bool ppcc_dtype_is_float(ppcc_dtype t);
+
+typedef enum {
+  PPCC_LAYOUT_UNSHARDED,  /* one whole tensor on one device */
+  PPCC_LAYOUT_REPLICATED, /* count identical copies */
+  PPCC_LAYOUT_SPLIT,      /* shard i = i-th contiguous slice along dim */
+  PPCC_LAYOUT_UNREDUCED   /* count partial sums of the full shape */
+} ppcc_layout_kind;
+
+typedef struct {
+  ppcc_layout_kind kind;
+  int dim;   /* SPLIT only, else -1 */
+  int count; /* number of shards; 1 for UNSHARDED */
+} ppcc_layout;
+
+const char *ppcc_layout_kind_name(ppcc_layout_kind k);
+/* "unsharded", "replicated(2)", "split(1, 2)", "unreduced(2)" */
+void ppcc_layout_str(ppcc_layout l, char *buf, size_t n);
+ppcc_layout ppcc_layout_unsharded(void);
+
+typedef enum { PPCC_VALUE_PARAM, PPCC_VALUE_INPUT, PPCC_VALUE_RESULT } ppcc_value_kind;
+
+typedef struct ppcc_value {
+  const char *name;
+  ppcc_value_kind kind;
+  ppcc_dtype dtype;
+  int rank;
+  int64_t shape[PPCC_MAX_RANK]; /* logical (unsharded) shape */
+  ppcc_layout layout;
+  int *devices;     /* layout.count entries: shard i lives on devices[i] */
+  bool pinned;
+  int def_op;       /* defining op index, -1 for params and inputs */
+  bool is_output;
+  const char *why;  /* rule that decided devices/pin (for explain) */
+} ppcc_value;
+
+typedef enum {
+  PPCC_ATTR_INT, PPCC_ATTR_INTS, PPCC_ATTR_FLOAT, PPCC_ATTR_BOOL, PPCC_ATTR_STRING
+} ppcc_attr_type;
+
+typedef struct ppcc_attr {
+  const char *name;
+  ppcc_attr_type type;
+  int64_t i;      /* INT, BOOL */
+  double f;       /* FLOAT */
+  int n;          /* INTS length */
+  int64_t *ints;  /* INTS */
+  const char *s;  /* STRING */
+} ppcc_attr;
+
+struct ppcc_op_info;
+
+typedef struct ppcc_op {
+  const struct ppcc_op_info *info; /* row of the op table */
+  int n_in, n_out, n_attrs;
+  int *in;          /* value indices */
+  int *out;         /* value indices */
+  ppcc_attr *attrs;
+  int n_devices;    /* after pin-propagate: devices the op runs on */
+  int *devices;
+  bool inserted;    /* added by a pass (e.g. insert-transfers) */
+  int src_index;    /* index in the model's "ops" array, -1 if inserted */
+  /* pin-propagate -> insert-transfers: operand k must move to
+   * move_to[k] (layout-count device ids), or NULL. */
+  int **move_to;
+  const char *why;
+} ppcc_op;
+
+typedef struct ppcc_arena_block ppcc_arena_block;
+
+typedef struct ppcc_graph {
+  const char *name;
+  int n_devices;
+  int n_values, cap_values;
+  ppcc_value *values;
+  int n_ops, cap_ops;
+  ppcc_op *ops;
+  int n_outputs;
+  int *outputs;           /* value indices */
+  ppcc_arena_block *arena;
+  struct ppcc_name_map *names; /* name -> value index */
+  const char *source_file;
+} ppcc_graph;
+
+ppcc_graph *ppcc_graph_new(const char *name, int n_devices);
+void ppcc_graph_free(ppcc_graph *g);
+
+/* Arena memory: zeroed, lives as long as the graph. NULL only on OOM. */
+void *ppcc_alloc(ppcc_graph *g, size_t bytes);
+char *ppcc_strdup(ppcc_graph *g, const char *s);
+int *ppcc_dup_ints(ppcc_graph *g, const int *v, int n);
+
+/* Adds a value; returns its index or -1 if the name exists (or OOM). */
+int ppcc_add_value(ppcc_graph *g, const char *name, ppcc_value_kind kind,
+                   ppcc_dtype dtype, int rank, const int64_t *shape);
+int ppcc_find_value(const ppcc_graph *g, const char *name);
+/* Appends an op (arrays copied into the arena); returns its index. */
+int ppcc_add_op(ppcc_graph *g, const struct ppcc_op_info *info, int n_in,
+                const int *in, int n_out, const int *out, int n_attrs,
+                const ppcc_attr *attrs);
+/* Replaces the op list (used by passes that insert ops). */
+void ppcc_graph_set_ops(ppcc_graph *g, ppcc_op *ops, int n_ops, int cap_ops);
+
+const ppcc_attr *ppcc_op_attr(const ppcc_op *op, const char *name);
+/* Attribute accessors with defaults. */
+int64_t ppcc_attr_int(const ppcc_op *op, const char *name, int64_t dflt);
+bool ppcc_attr_bool(const ppcc_op *op, const char *name, bool dflt);
+double ppcc_attr_float(const ppcc_op *op, const char *name, double dflt);
+
+/* Element count and byte sizes, overflow-checked (-1 on overflow). */
+int64_t ppcc_num_elements(int rank, const int64_t *shape);
+int64_t ppcc_value_bytes(const ppcc_value *v);        /* whole logical tensor */
+int64_t ppcc_value_shard_bytes(const ppcc_value *v);  /* one shard */
+/* Local (per-shard) shape of a value. */
+void ppcc_value_shard_shape(const ppcc_value *v, int64_t *shape_out);
+
+/* "[0,1]" style formatting used in messages and names. */
+void ppcc_devices_str(const int *devices, int n, char *buf, size_t len);
+bool ppcc_devices_equal(const int *a, const int *b, int n);
+
+#endif

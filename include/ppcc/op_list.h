@@ -1,0 +1,53 @@
+/* THE op table: one row per op. Every module expands the rows it needs:
+ * src/ir/ops.c takes the IR columns, the runtime takes `kernel`, the MLIR
+ * emitter takes `lower`. A missing kernel or lowering is written 0 and
+ * reported as a clear error by the module that needed it.
+ *
+ * PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin,
+ *         flops, kernel, lower)
+ *   attrs:  attribute schema array in src/ir/ops.c (attrs_<x>)
+ *   family: COMPUTE | COLLECTIVE | TRANSFER
+ *   shape/shard/flops: functions in src/ir/ops.c
+ *   pin:    UNARY | MULTI | CREATE | COLLECTIVE | INPLACE | TRANSFER | UNSHARD
+ *   kernel: reference kernel in src/runtime/kernels.c
+ *   lower:  MLIR lowering in src/emit/lower_ops.c
+ */
+/*       name            in  in out attrs           family      shape            shard              pin         flops          kernel               lower */
+PPCC_OP(matmul,          2, 2, 1, attrs_none,      COMPUTE,    shape_matmul,    shard_matmul,      MULTI,      flops_matmul,  kernel_matmul,       lower_matmul)
+PPCC_OP(linear,          2, 3, 1, attrs_none,      COMPUTE,    shape_linear,    shard_linear,      MULTI,      flops_linear,  kernel_linear,       lower_linear)
+PPCC_OP(gelu,            1, 1, 1, attrs_none,      COMPUTE,    shape_same,      shard_nonlinear,   UNARY,      flops_elem8,   kernel_gelu,         lower_unary)
+PPCC_OP(silu,            1, 1, 1, attrs_none,      COMPUTE,    shape_same,      shard_nonlinear,   UNARY,      flops_elem4,   kernel_silu,         lower_unary)
+PPCC_OP(relu,            1, 1, 1, attrs_none,      COMPUTE,    shape_same,      shard_nonlinear,   UNARY,      flops_elem1,   kernel_relu,         lower_unary)
+PPCC_OP(sigmoid,         1, 1, 1, attrs_none,      COMPUTE,    shape_same,      shard_nonlinear,   UNARY,      flops_elem4,   kernel_sigmoid,      lower_unary)
+PPCC_OP(tanh,            1, 1, 1, attrs_none,      COMPUTE,    shape_same,      shard_nonlinear,   UNARY,      flops_elem4,   kernel_tanh,         lower_unary)
+PPCC_OP(exp,             1, 1, 1, attrs_none,      COMPUTE,    shape_same,      shard_nonlinear,   UNARY,      flops_elem1,   kernel_exp,          lower_unary)
+PPCC_OP(neg,             1, 1, 1, attrs_none,      COMPUTE,    shape_same,      shard_linear_unary,UNARY,      flops_elem1,   kernel_neg,          lower_unary)
+PPCC_OP(scale,           1, 1, 1, attrs_scale,     COMPUTE,    shape_same,      shard_linear_unary,UNARY,      flops_elem1,   kernel_scale,        lower_unary)
+PPCC_OP(add,             2, 2, 1, attrs_none,      COMPUTE,    shape_broadcast, shard_add,         MULTI,      flops_elem1,   kernel_add,          lower_binary)
+PPCC_OP(sub,             2, 2, 1, attrs_none,      COMPUTE,    shape_broadcast, shard_add,         MULTI,      flops_elem1,   kernel_sub,          lower_binary)
+PPCC_OP(mul,             2, 2, 1, attrs_none,      COMPUTE,    shape_broadcast, shard_mul,         MULTI,      flops_elem1,   kernel_mul,          lower_binary)
+PPCC_OP(div,             2, 2, 1, attrs_none,      COMPUTE,    shape_broadcast, shard_div,         MULTI,      flops_elem1,   kernel_div,          lower_binary)
+PPCC_OP(maximum,         2, 2, 1, attrs_none,      COMPUTE,    shape_broadcast, shard_elementwise, MULTI,      flops_elem1,   kernel_maximum,      lower_binary)
+PPCC_OP(transpose,       1, 1, 1, attrs_perm_opt,  COMPUTE,    shape_transpose, shard_transpose,   UNARY,      flops_zero,    kernel_transpose,    lower_transpose)
+PPCC_OP(permute,         1, 1, 1, attrs_perm,      COMPUTE,    shape_transpose, shard_transpose,   UNARY,      flops_zero,    kernel_transpose,    lower_transpose)
+PPCC_OP(reshape,         1, 1, 1, attrs_shape,     COMPUTE,    shape_reshape,   shard_reshape,     UNARY,      flops_zero,    kernel_reshape,      lower_reshape)
+PPCC_OP(all_reduce,      1, 1, 1, attrs_none,      COLLECTIVE, shape_same,      shard_all_reduce,  COLLECTIVE, flops_reduce,  0,                   lower_collective)
+PPCC_OP(all_gather,      1, 1, 1, attrs_none,      COLLECTIVE, shape_same,      shard_all_gather,  COLLECTIVE, flops_zero,    0,                   lower_collective)
+PPCC_OP(reduce_scatter,  1, 1, 1, attrs_dim,       COLLECTIVE, shape_same,      shard_reduce_scatter,COLLECTIVE,flops_reduce, 0,                   lower_collective)
+PPCC_OP(replicate,       1, 1, 1, attrs_replicate, COLLECTIVE, shape_same,      shard_replicate,   CREATE,     flops_zero,    0,                   lower_collective)
+PPCC_OP(reshard_split,   1, 1, 1, attrs_reshard,   COLLECTIVE, shape_same,      shard_reshard_split,CREATE,    flops_zero,    0,                   lower_collective)
+PPCC_OP(unshard,         1, 1, 1, attrs_unshard,   COLLECTIVE, shape_same,      shard_unshard,     UNSHARD,    flops_reduce,  0,                   lower_collective)
+PPCC_OP(transfer,        1, 1, 1, attrs_transfer,  TRANSFER,   shape_same,      shard_transfer,    TRANSFER,   flops_zero,    0,                   lower_transfer)
+PPCC_OP(index_copy,      3, 3, 1, attrs_dim,       COMPUTE,    shape_index_copy,shard_index_copy,  INPLACE,    flops_zero,    kernel_index_copy,   lower_index_copy)
+PPCC_OP(index_put,       3, 3, 1, attrs_none,      COMPUTE,    shape_index_copy,shard_index_copy,  INPLACE,    flops_zero,    kernel_index_copy,   lower_index_copy)
+PPCC_OP(embedding,       2, 2, 1, attrs_none,      COMPUTE,    shape_embedding, shard_embedding,   MULTI,      flops_zero,    0,                   0)
+PPCC_OP(rms_norm,        2, 2, 1, attrs_eps,       COMPUTE,    shape_norm,      shard_norm,        MULTI,      flops_elem4,   0,                   0)
+PPCC_OP(layer_norm,      2, 3, 1, attrs_eps,       COMPUTE,    shape_norm,      shard_norm,        MULTI,      flops_elem8,   0,                   0)
+PPCC_OP(softmax,         1, 1, 1, attrs_dim_opt,   COMPUTE,    shape_same,      shard_softmax,     UNARY,      flops_elem4,   0,                   0)
+PPCC_OP(rotary,          2, 2, 1, attrs_rotary,    COMPUTE,    shape_rotary,    shard_rotary,      MULTI,      flops_elem4,   0,                   0)
+PPCC_OP(attention,       3, 3, 1, attrs_attention, COMPUTE,    shape_attention, shard_attention,   MULTI,      flops_attention,0,                  0)
+PPCC_OP(concat,          1,16, 1, attrs_dim,       COMPUTE,    shape_concat,    shard_concat,      MULTI,      flops_zero,    0,                   0)
+PPCC_OP(slice,           1, 1, 1, attrs_slice,     COMPUTE,    shape_slice,     shard_slice,       UNARY,      flops_zero,    0,                   0)
+PPCC_OP(sum,             1, 1, 1, attrs_reduce,    COMPUTE,    shape_reduce,    shard_reduce,      UNARY,      flops_reduce_in,0,                  0)
+PPCC_OP(mean,            1, 1, 1, attrs_reduce,    COMPUTE,    shape_reduce,    shard_reduce,      UNARY,      flops_reduce_in,0,                  0)
+PPCC_OP(argmax,          1, 1, 1, attrs_dim_opt,   COMPUTE,    shape_argmax,    shard_argmax,      UNARY,      flops_reduce_in,0,                  0)

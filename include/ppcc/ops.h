@@ -1,0 +1,90 @@
+/* The op table: one row per op (DESIGN §4). A row names the op, its arity,
+ * attribute schema, shape rule, sharding rule, pinning rule, FLOP count,
+ * reference kernel and MLIR lowering. Nothing else in ppcc switches on op
+ * names. */
+#ifndef PPCC_OPS_H
+#define PPCC_OPS_H
+#include "ppcc/graph.h"
+
+typedef struct ppcc_attr_spec {
+  const char *name;
+  ppcc_attr_type type;
+  bool required;
+} ppcc_attr_spec;
+
+/* How devices and the pinned flag flow through the op (DESIGN §2). */
+typedef enum {
+  PPCC_PIN_UNARY,      /* P3 */
+  PPCC_PIN_MULTI,      /* P4 */
+  PPCC_PIN_CREATE,     /* P5: replicate, reshard_split */
+  PPCC_PIN_COLLECTIVE, /* P6 */
+  PPCC_PIN_INPLACE,    /* P7: operand 0 is the destination */
+  PPCC_PIN_TRANSFER,   /* P8 */
+  PPCC_PIN_UNSHARD     /* P9 */
+} ppcc_pin_rule;
+
+/* Which family the op belongs to; used by emitters and the runtime to pick
+ * a shared lowering (all elementwise ops share one). */
+typedef enum {
+  PPCC_FAMILY_COMPUTE,    /* local per-shard computation */
+  PPCC_FAMILY_COLLECTIVE, /* moves data between the shards of one value */
+  PPCC_FAMILY_TRANSFER    /* moves shards between devices */
+} ppcc_op_family;
+
+/* A tensor buffer as kernels see it: local shard shape, contiguous row-major. */
+typedef struct ppcc_tensor {
+  ppcc_dtype dtype;
+  int rank;
+  int64_t shape[PPCC_MAX_RANK];
+  void *data;
+} ppcc_tensor;
+
+struct ppcc_emit_ctx; /* defined by the MLIR emitter */
+
+typedef ppcc_status (*ppcc_shape_fn)(ppcc_graph *g, ppcc_op *op, ppcc_diag *d);
+typedef ppcc_status (*ppcc_shard_fn)(ppcc_graph *g, ppcc_op *op, ppcc_diag *d);
+typedef double (*ppcc_flops_fn)(const ppcc_graph *g, const ppcc_op *op);
+/* Reference kernel on local tensors: outputs are preallocated with their
+ * shapes set. Used unsharded by the reference executor and per shard by the
+ * runtime for COMPUTE ops. */
+typedef ppcc_status (*ppcc_kernel_fn)(const ppcc_op *op, const ppcc_tensor *in,
+                                      ppcc_tensor *out, ppcc_diag *d);
+/* Lowers one shard of an op into the emitter's current block. */
+typedef ppcc_status (*ppcc_lower_fn)(struct ppcc_emit_ctx *ctx, const ppcc_graph *g,
+                                     const ppcc_op *op, int shard, ppcc_diag *d);
+
+typedef enum {
+#define PPCC_OP(name, ...) PPCC_OP_##name,
+#include "ppcc/op_list.h"
+#undef PPCC_OP
+  PPCC_OP_COUNT
+} ppcc_op_id;
+
+typedef struct ppcc_op_info {
+  ppcc_op_id id;
+  const char *name;
+  int min_in, max_in; /* operand count range */
+  int n_out;
+  const ppcc_attr_spec *attrs; /* terminated by {NULL} */
+  ppcc_op_family family;
+  ppcc_shape_fn infer_shape;   /* sets result dtype/rank/shape */
+  ppcc_shard_fn shard_rule;    /* sets result layouts, or errors */
+  ppcc_pin_rule pin_rule;
+  ppcc_flops_fn flops;         /* total FLOPs of the unsharded op */
+} ppcc_op_info;
+/* The kernel and lower columns of op_list.h are expanded by the runtime and
+ * the emitter into arrays indexed by ppcc_op_id. */
+
+const ppcc_op_info *ppcc_op_lookup(const char *name);
+const ppcc_op_info *ppcc_op_table(int *count);
+const ppcc_op_info *ppcc_op_info_by_id(ppcc_op_id id);
+
+/* Helpers shared by rules, reports, emitter and runtime. */
+/* Shape of operand k's shard as seen by the op (after broadcasting etc.
+ * this is just the value's shard shape). */
+bool ppcc_layout_equal(ppcc_layout a, ppcc_layout b);
+bool ppcc_value_is_sharded(const ppcc_value *v);
+/* "ops[3] 'matmul' (-> 'h0')": how diagnostics name an op. */
+const char *ppcc_op_ref(const ppcc_graph *g, const ppcc_op *op, char *buf, size_t n);
+
+#endif

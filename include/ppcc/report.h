@@ -1,0 +1,20 @@
+#ifndef PPCC_REPORT_H
+#define PPCC_REPORT_H
+#include <stdio.h>
+#include "ppcc/graph.h"
+
+typedef struct ppcc_device_summary {
+  int device;
+  int64_t param_bytes;
+  int64_t peak_activation_bytes;
+  double flops;
+} ppcc_device_summary;
+
+/* Per-device totals; returns an array of g->n_devices rows (caller frees). */
+ppcc_device_summary *ppcc_device_summaries(const ppcc_graph *g);
+
+ppcc_status ppcc_report_json(const ppcc_graph *g, FILE *out, ppcc_diag *d);
+ppcc_status ppcc_report_text(const ppcc_graph *g, FILE *out, ppcc_diag *d);
+ppcc_status ppcc_report_dot(const ppcc_graph *g, FILE *out, ppcc_diag *d);
+
+#endif

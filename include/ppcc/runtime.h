@@ -1,0 +1,205 @@
+/* Running a compiled graph on logical devices (DESIGN §7). Implemented in
+ * src/runtime/.
+ *
+ * Three layers, each usable on its own:
+ *   1. ppcc_rt_*      the communication ABI device programs call (plain C
+ *                     on device-local buffers, so a JIT-compiled device
+ *                     program can call it too);
+ *   2. loaders        .npy, .safetensors, .irpa, random weights;
+ *   3. ppcc_run       the whole `ppcc run` path: one OpenMP thread per
+ *                     device interpreting its part of the graph, and the
+ *                     unsharded reference executor for --check. */
+#ifndef PPCC_RUNTIME_H
+#define PPCC_RUNTIME_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "ppcc/graph.h"
+#include "ppcc/ops.h"
+
+/* ------------------------------------------------------------------ */
+/* 1. Communication ABI                                               */
+/* ------------------------------------------------------------------ */
+
+/* Shared state of one run: a mailbox per device and an abort flag. */
+typedef struct ppcc_rt_comm ppcc_rt_comm;
+
+ppcc_rt_comm *ppcc_rt_comm_new(int n_devices);
+void ppcc_rt_comm_free(ppcc_rt_comm *c);
+
+/* Every call below returns 0 on success and -1 once the run is aborted
+ * (by any device, or by this call on a protocol error such as a size
+ * mismatch). A blocked call wakes up on abort: no device waits forever. */
+
+/* Copies `bytes` from buf into device dst's receive buffer (directly if dst
+ * already waits in ppcc_rt_recv, else into the mailbox) and signals dst.
+ * Never blocks on the receiver. Messages between two devices arrive in the
+ * order they were sent. */
+int ppcc_rt_send(ppcc_rt_comm *c, int self, int dst, const void *buf, int64_t bytes);
+/* Waits for the next message from src and copies it into buf; the size
+ * must be exactly `bytes`. */
+int ppcc_rt_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes);
+
+/* Collectives over a group: devices[0..n-1] (shard i on devices[i]), the
+ * caller being devices[rank]. Every member calls with the same arguments
+ * except rank and the buffers. Reductions sum in shard order 0..n-1 (f16
+ * and bf16 accumulate in f32), so every member gets bit-identical results
+ * and a rerun gives the same bits. dtype is a ppcc_dtype. */
+int ppcc_rt_all_reduce(ppcc_rt_comm *c, const int *devices, int n, int rank, int dtype,
+                       void *buf, int64_t count);
+/* A split tensor seen as [outer][n][inner] elements; shard i is the
+ * [outer][inner] block. all_gather assembles the full tensor on everyone;
+ * reduce_scatter sums full tensors and leaves shard `rank` on each. */
+int ppcc_rt_all_gather(ppcc_rt_comm *c, const int *devices, int n, int rank, int dtype,
+                       const void *shard, void *full, int64_t outer, int64_t inner);
+int ppcc_rt_reduce_scatter(ppcc_rt_comm *c, const int *devices, int n, int rank, int dtype,
+                           const void *full, void *shard, int64_t outer, int64_t inner);
+
+/* Marks the run failed and wakes every waiting device. The first call's
+ * device and message are kept (see ppcc_rt_comm_error). */
+void ppcc_rt_abort(ppcc_rt_comm *c, int device, const char *message);
+bool ppcc_rt_aborted(const ppcc_rt_comm *c);
+/* The first failure: its device (or -1) and message. */
+int ppcc_rt_comm_error(const ppcc_rt_comm *c, const char **message);
+
+/* ------------------------------------------------------------------ */
+/* 2. Tensors, kernels and loaders                                    */
+/* ------------------------------------------------------------------ */
+
+/* A whole tensor owned by the caller (data from malloc). */
+typedef struct ppcc_host_tensor {
+  ppcc_dtype dtype;
+  int rank;
+  int64_t shape[PPCC_MAX_RANK];
+  void *data;
+  int64_t bytes;
+} ppcc_host_tensor;
+
+/* Allocates a zeroed tensor; false on overflow or OOM. */
+bool ppcc_host_tensor_alloc(ppcc_host_tensor *t, ppcc_dtype dtype, int rank, const int64_t *shape);
+void ppcc_host_tensor_free(ppcc_host_tensor *t);
+
+/* Reference kernel of an op (the op table's `kernel` column), NULL for
+ * collectives and transfers, which the runtime implements itself. */
+ppcc_kernel_fn ppcc_rt_kernel(ppcc_op_id id);
+/* Runs op's kernel on local tensors, converting f16/bf16 operands to f32
+ * and the results back (kernels compute in f32). */
+ppcc_status ppcc_rt_run_kernel(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out,
+                               ppcc_diag *d);
+/* Threads a kernel may use (nested OpenMP / BLAS threads); default 1. */
+void ppcc_rt_set_kernel_threads(int n);
+/* C = A[M,K] * B (B is [K,N], or [N,K] when b_transposed), row-major,
+ * f32. Uses OpenBLAS when built with it, else ppcc_rt_sgemm_portable. */
+void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                   bool b_transposed, float *C);
+/* The blocked C kernel used without OpenBLAS (exposed for the benchmark). */
+void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                            bool b_transposed, float *C);
+bool ppcc_rt_have_blas(void);
+
+/* Element conversions (round to nearest even). */
+float ppcc_f16_to_f32(uint16_t h);
+uint16_t ppcc_f32_to_f16(float f);
+float ppcc_bf16_to_f32(uint16_t h);
+uint16_t ppcc_f32_to_bf16(float f);
+
+/* .npy (format 1.0-3.0, little-endian, C order): f32, f16, i64, i32, i8,
+ * bool. bf16 tensors are written as f32 (numpy has no bf16). */
+ppcc_status ppcc_npy_read(const char *path, ppcc_host_tensor *out, ppcc_diag *d);
+/* Writes path atomically (temporary file renamed on success). */
+ppcc_status ppcc_npy_write(const char *path, const ppcc_host_tensor *t, ppcc_diag *d);
+/* Same, but leaves the data in *tmp_path for the caller to rename or
+ * unlink (so several outputs can be committed together). Caller frees. */
+ppcc_status ppcc_npy_write_tmp(const char *path, const ppcc_host_tensor *t, char **tmp_path,
+                               ppcc_diag *d);
+
+/* A source of parameter values: a .safetensors or .irpa file (mmapped) or
+ * the deterministic generator. */
+typedef struct ppcc_weights ppcc_weights;
+/* Opens a .safetensors or .irpa file (chosen by content, not the name). */
+ppcc_weights *ppcc_weights_open(const char *path, ppcc_diag *d);
+ppcc_weights *ppcc_weights_random(uint64_t seed);
+void ppcc_weights_close(ppcc_weights *w);
+/* The full (unsharded) tensor of param in its graph dtype. Errors name the
+ * file and the tensor: missing, wrong dtype/shape/size, out of bounds.
+ * *owned is set when the data was allocated for the caller (random), in
+ * which case the caller frees it; otherwise data points into the mapping. */
+ppcc_status ppcc_weights_get(ppcc_weights *w, const ppcc_value *param, const void **data,
+                             void **owned, ppcc_diag *d);
+
+/* Deterministic values for a named tensor: element j depends only on
+ * (seed, name, j), so every shard can be cut from the same full tensor and
+ * tools/gen_safetensors.c reproduces it. Floats: uniform in
+ * (-s, s), s = 1/sqrt(shape[rank-2]) for rank >= 2, else 0.5; integers: j
+ * modulo shape[0] (valid indices for the usual index_copy). */
+bool ppcc_random_tensor(uint64_t seed, const char *name, ppcc_host_tensor *t);
+
+/* ------------------------------------------------------------------ */
+/* 3. Running graphs                                                  */
+/* ------------------------------------------------------------------ */
+
+typedef struct ppcc_input_arg {
+  const char *name; /* graph input name */
+  const char *path; /* .npy file */
+} ppcc_input_arg;
+
+typedef struct ppcc_run_options {
+  const char *weights_path;    /* .safetensors or .irpa; NULL: random */
+  uint64_t random_seed;        /* --random-weights SEED */
+  bool have_random_seed;
+  const ppcc_input_arg *inputs;
+  int n_inputs;                /* inputs not given are random from the seed */
+  const char *output_dir;      /* NULL: no files written */
+  bool check;                  /* compare with the unsharded reference */
+  int threads;                 /* total cores to use; 0: all */
+  int microbatches;            /* 0 or 1: none (more is not supported yet) */
+  const char *trace_path;      /* Chrome trace JSON, or NULL */
+  FILE *log;                   /* summary lines (stdout), or NULL */
+  /* Testing hook: device fault_device fails when it reaches op fault_op. */
+  bool inject_fault;
+  int fault_device, fault_op;
+} ppcc_run_options;
+
+/* Runs the graph (after all passes) on its devices, writes outputs, and
+ * with check compares against the reference executor. */
+ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *opts, ppcc_diag *d);
+
+/* Lower-level entry points (tests, benchmark, a later JIT driver). */
+
+/* Full tensors of every param and input (index = value index; NULL for
+ * results), loaded per opts (weights file or seed, --input files). */
+typedef struct ppcc_run_data {
+  int n_values;
+  ppcc_host_tensor *values; /* values[i].data NULL when not a param/input */
+} ppcc_run_data;
+ppcc_status ppcc_run_data_load(const ppcc_graph *g, const ppcc_run_options *opts,
+                               ppcc_run_data *data, ppcc_diag *d);
+void ppcc_run_data_free(ppcc_run_data *data);
+
+/* Executes g. reference: every value unsharded on one device (layouts and
+ * placements ignored), else sharded with one OpenMP thread per device.
+ * outputs[k] receives the full value of g->outputs[k] (caller frees with
+ * ppcc_host_tensor_free). elapsed_ms, if not NULL, gets the wall time of
+ * the device programs (loading excluded). */
+typedef struct ppcc_exec_options {
+  bool reference;
+  int threads; /* total cores; 0: all */
+  bool inject_fault;
+  int fault_device, fault_op;
+  const char *trace_path;
+} ppcc_exec_options;
+ppcc_status ppcc_execute(const ppcc_graph *g, const ppcc_run_data *data,
+                         const ppcc_exec_options *opts, ppcc_host_tensor *outputs,
+                         double *elapsed_ms, ppcc_diag *d);
+
+/* Tolerances of --check: |a - r| <= tol * (1 + |r|) elementwise, tol by
+ * dtype (f32 1e-4, f16 1e-2, bf16 5e-2, integers exact). */
+double ppcc_check_tolerance(ppcc_dtype t);
+/* Compares two tensors of the same dtype and shape. */
+typedef struct ppcc_compare_result {
+  double max_abs, max_rel;
+  bool ok;
+} ppcc_compare_result;
+ppcc_compare_result ppcc_compare(const ppcc_host_tensor *got, const ppcc_host_tensor *ref);
+
+#endif

@@ -1,0 +1,48 @@
+#include "ppcc/diag.h"
+#include <stdarg.h>
+#include <string.h>
+
+void ppcc_diag_init(ppcc_diag *d, const char *file, FILE *sink) {
+  memset(d, 0, sizeof *d);
+  d->file = file ? file : "ppcc";
+  d->sink = sink;
+}
+
+static ppcc_status report(ppcc_diag *d, ppcc_status st, const char *kind,
+                          const char *fmt, va_list ap) {
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  /* One line per diagnostic, whatever the message carried. */
+  for (char *p = msg; *p; p++)
+    if (*p == '\n' || *p == '\r') *p = ' ';
+  if (st != PPCC_OK) {
+    if (d->errors == 0) memcpy(d->first, msg, sizeof msg);
+    memcpy(d->last, msg, sizeof msg);
+    d->errors++;
+  }
+  if (d->sink) fprintf(d->sink, "%s: %s: %s\n", d->file, kind, msg);
+  return st;
+}
+
+ppcc_status ppcc_error(ppcc_diag *d, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ppcc_status st = report(d, PPCC_ERR_USER, "error", fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+ppcc_status ppcc_error_status(ppcc_diag *d, ppcc_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  report(d, st, "error", fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+void ppcc_note(ppcc_diag *d, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  report(d, PPCC_OK, "note", fmt, ap);
+  va_end(ap);
+}

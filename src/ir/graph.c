@@ -1,0 +1,296 @@
+#include "ppcc/graph.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- arena ---- */
+struct ppcc_arena_block {
+  ppcc_arena_block *next;
+  size_t used, cap;
+  _Alignas(max_align_t) unsigned char data[];
+};
+
+void *ppcc_alloc(ppcc_graph *g, size_t bytes) {
+  bytes = (bytes + 15) & ~(size_t)15;
+  if (bytes == 0) bytes = 16;
+  ppcc_arena_block *b = g->arena;
+  if (!b || b->cap - b->used < bytes) {
+    size_t cap = bytes > 65536 ? bytes : 65536;
+    b = calloc(1, sizeof *b + cap);
+    if (!b) return NULL;
+    b->cap = cap;
+    b->next = g->arena;
+    g->arena = b;
+  }
+  void *p = b->data + b->used;
+  b->used += bytes;
+  return p;
+}
+
+char *ppcc_strdup(ppcc_graph *g, const char *s) {
+  size_t n = strlen(s) + 1;
+  char *p = ppcc_alloc(g, n);
+  if (p) memcpy(p, s, n);
+  return p;
+}
+
+int *ppcc_dup_ints(ppcc_graph *g, const int *v, int n) {
+  int *p = ppcc_alloc(g, sizeof(int) * (size_t)(n > 0 ? n : 1));
+  if (p && n > 0) memcpy(p, v, sizeof(int) * (size_t)n);
+  return p;
+}
+
+/* ---- name map: open addressing, name -> value index ---- */
+struct ppcc_name_map {
+  size_t cap, count;
+  int *slots; /* value index or -1 */
+};
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static bool map_grow(ppcc_graph *g) {
+  struct ppcc_name_map *m = g->names;
+  size_t cap = m->cap ? m->cap * 2 : 64;
+  int *slots = malloc(sizeof(int) * cap);
+  if (!slots) return false;
+  for (size_t i = 0; i < cap; i++) slots[i] = -1;
+  for (size_t i = 0; i < m->cap; i++) {
+    int v = m->slots[i];
+    if (v < 0) continue;
+    size_t h = hash_str(g->values[v].name) & (cap - 1);
+    while (slots[h] >= 0) h = (h + 1) & (cap - 1);
+    slots[h] = v;
+  }
+  free(m->slots);
+  m->slots = slots;
+  m->cap = cap;
+  return true;
+}
+
+int ppcc_find_value(const ppcc_graph *g, const char *name) {
+  const struct ppcc_name_map *m = g->names;
+  if (!m->cap) return -1;
+  size_t h = hash_str(name) & (m->cap - 1);
+  while (m->slots[h] >= 0) {
+    if (strcmp(g->values[m->slots[h]].name, name) == 0) return m->slots[h];
+    h = (h + 1) & (m->cap - 1);
+  }
+  return -1;
+}
+
+ppcc_graph *ppcc_graph_new(const char *name, int n_devices) {
+  ppcc_graph *g = calloc(1, sizeof *g);
+  if (!g) return NULL;
+  g->names = calloc(1, sizeof *g->names);
+  if (!g->names) {
+    free(g);
+    return NULL;
+  }
+  g->name = ppcc_strdup(g, name ? name : "model");
+  g->n_devices = n_devices;
+  return g;
+}
+
+void ppcc_graph_free(ppcc_graph *g) {
+  if (!g) return;
+  for (ppcc_arena_block *b = g->arena; b;) {
+    ppcc_arena_block *n = b->next;
+    free(b);
+    b = n;
+  }
+  free(g->values);
+  free(g->ops);
+  if (g->names) free(g->names->slots);
+  free(g->names);
+  free(g);
+}
+
+int ppcc_add_value(ppcc_graph *g, const char *name, ppcc_value_kind kind,
+                   ppcc_dtype dtype, int rank, const int64_t *shape) {
+  if (rank < 0 || rank > PPCC_MAX_RANK) return -1;
+  if (ppcc_find_value(g, name) >= 0) return -1;
+  if (g->n_values == g->cap_values) {
+    int cap = g->cap_values ? g->cap_values * 2 : 64;
+    ppcc_value *v = realloc(g->values, sizeof *v * (size_t)cap);
+    if (!v) return -1;
+    g->values = v;
+    g->cap_values = cap;
+  }
+  struct ppcc_name_map *m = g->names;
+  if ((m->count + 1) * 2 > m->cap && !map_grow(g)) return -1;
+  int idx = g->n_values;
+  ppcc_value *v = &g->values[idx];
+  memset(v, 0, sizeof *v);
+  v->name = ppcc_strdup(g, name);
+  if (!v->name) return -1;
+  v->kind = kind;
+  v->dtype = dtype;
+  v->rank = rank;
+  for (int i = 0; i < rank; i++) v->shape[i] = shape[i];
+  v->layout = ppcc_layout_unsharded();
+  v->def_op = -1;
+  g->n_values++;
+  size_t h = hash_str(name) & (m->cap - 1);
+  while (m->slots[h] >= 0) h = (h + 1) & (m->cap - 1);
+  m->slots[h] = idx;
+  m->count++;
+  return idx;
+}
+
+int ppcc_add_op(ppcc_graph *g, const struct ppcc_op_info *info, int n_in,
+                const int *in, int n_out, const int *out, int n_attrs,
+                const ppcc_attr *attrs) {
+  if (g->n_ops == g->cap_ops) {
+    int cap = g->cap_ops ? g->cap_ops * 2 : 64;
+    ppcc_op *o = realloc(g->ops, sizeof *o * (size_t)cap);
+    if (!o) return -1;
+    g->ops = o;
+    g->cap_ops = cap;
+  }
+  ppcc_op *op = &g->ops[g->n_ops];
+  memset(op, 0, sizeof *op);
+  op->info = info;
+  op->n_in = n_in;
+  op->n_out = n_out;
+  op->n_attrs = n_attrs;
+  op->in = ppcc_dup_ints(g, in, n_in);
+  op->out = ppcc_dup_ints(g, out, n_out);
+  op->src_index = g->n_ops;
+  if (n_attrs > 0) {
+    op->attrs = ppcc_alloc(g, sizeof(ppcc_attr) * (size_t)n_attrs);
+    if (!op->attrs) return -1;
+    memcpy(op->attrs, attrs, sizeof(ppcc_attr) * (size_t)n_attrs);
+  }
+  if (!op->in || !op->out) return -1;
+  return g->n_ops++;
+}
+
+void ppcc_graph_set_ops(ppcc_graph *g, ppcc_op *ops, int n_ops, int cap_ops) {
+  free(g->ops);
+  g->ops = ops;
+  g->n_ops = n_ops;
+  g->cap_ops = cap_ops;
+}
+
+const ppcc_attr *ppcc_op_attr(const ppcc_op *op, const char *name) {
+  for (int i = 0; i < op->n_attrs; i++)
+    if (strcmp(op->attrs[i].name, name) == 0) return &op->attrs[i];
+  return NULL;
+}
+
+int64_t ppcc_attr_int(const ppcc_op *op, const char *name, int64_t dflt) {
+  const ppcc_attr *a = ppcc_op_attr(op, name);
+  return a && (a->type == PPCC_ATTR_INT || a->type == PPCC_ATTR_BOOL) ? a->i : dflt;
+}
+
+bool ppcc_attr_bool(const ppcc_op *op, const char *name, bool dflt) {
+  const ppcc_attr *a = ppcc_op_attr(op, name);
+  return a && a->type == PPCC_ATTR_BOOL ? a->i != 0 : dflt;
+}
+
+double ppcc_attr_float(const ppcc_op *op, const char *name, double dflt) {
+  const ppcc_attr *a = ppcc_op_attr(op, name);
+  if (!a) return dflt;
+  if (a->type == PPCC_ATTR_FLOAT) return a->f;
+  if (a->type == PPCC_ATTR_INT) return (double)a->i;
+  return dflt;
+}
+
+/* ---- dtypes and layouts ---- */
+static const struct { const char *name; int size; bool is_float; } dtypes[] = {
+  [PPCC_F32] = {"f32", 4, true},  [PPCC_F16] = {"f16", 2, true},
+  [PPCC_BF16] = {"bf16", 2, true}, [PPCC_I64] = {"i64", 8, false},
+  [PPCC_I32] = {"i32", 4, false},  [PPCC_I8] = {"i8", 1, false},
+  [PPCC_BOOL] = {"bool", 1, false},
+};
+
+const char *ppcc_dtype_name(ppcc_dtype t) {
+  return (unsigned)t < PPCC_DTYPE_COUNT ? dtypes[t].name : "?";
+}
+int ppcc_dtype_size(ppcc_dtype t) {
+  return (unsigned)t < PPCC_DTYPE_COUNT ? dtypes[t].size : 0;
+}
+bool ppcc_dtype_is_float(ppcc_dtype t) {
+  return (unsigned)t < PPCC_DTYPE_COUNT && dtypes[t].is_float;
+}
+bool ppcc_dtype_from_name(const char *s, ppcc_dtype *out) {
+  for (int i = 0; i < PPCC_DTYPE_COUNT; i++)
+    if (strcmp(s, dtypes[i].name) == 0) {
+      *out = (ppcc_dtype)i;
+      return true;
+    }
+  return false;
+}
+
+const char *ppcc_layout_kind_name(ppcc_layout_kind k) {
+  switch (k) {
+  case PPCC_LAYOUT_UNSHARDED: return "none";
+  case PPCC_LAYOUT_REPLICATED: return "replicated";
+  case PPCC_LAYOUT_SPLIT: return "split";
+  case PPCC_LAYOUT_UNREDUCED: return "unreduced";
+  }
+  return "?";
+}
+
+void ppcc_layout_str(ppcc_layout l, char *buf, size_t n) {
+  switch (l.kind) {
+  case PPCC_LAYOUT_UNSHARDED: snprintf(buf, n, "unsharded"); break;
+  case PPCC_LAYOUT_REPLICATED: snprintf(buf, n, "replicated(%d)", l.count); break;
+  case PPCC_LAYOUT_SPLIT: snprintf(buf, n, "split(dim=%d, %d)", l.dim, l.count); break;
+  case PPCC_LAYOUT_UNREDUCED: snprintf(buf, n, "unreduced(%d)", l.count); break;
+  }
+}
+
+ppcc_layout ppcc_layout_unsharded(void) {
+  return (ppcc_layout){PPCC_LAYOUT_UNSHARDED, -1, 1};
+}
+
+int64_t ppcc_num_elements(int rank, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) {
+    if (shape[i] < 0) return -1;
+    if (shape[i] != 0 && n > PPCC_MAX_ELEMENTS / shape[i]) return -1;
+    n *= shape[i];
+  }
+  return n;
+}
+
+int64_t ppcc_value_bytes(const ppcc_value *v) {
+  int64_t n = ppcc_num_elements(v->rank, v->shape);
+  return n < 0 ? -1 : n * ppcc_dtype_size(v->dtype);
+}
+
+void ppcc_value_shard_shape(const ppcc_value *v, int64_t *shape_out) {
+  for (int i = 0; i < v->rank; i++) shape_out[i] = v->shape[i];
+  if (v->layout.kind == PPCC_LAYOUT_SPLIT && v->layout.dim >= 0 &&
+      v->layout.dim < v->rank && v->layout.count > 0)
+    shape_out[v->layout.dim] /= v->layout.count;
+}
+
+int64_t ppcc_value_shard_bytes(const ppcc_value *v) {
+  int64_t s[PPCC_MAX_RANK];
+  ppcc_value_shard_shape(v, s);
+  int64_t n = ppcc_num_elements(v->rank, s);
+  return n < 0 ? -1 : n * ppcc_dtype_size(v->dtype);
+}
+
+void ppcc_devices_str(const int *devices, int n, char *buf, size_t len) {
+  size_t off = 0;
+  if (len == 0) return;
+  buf[0] = 0;
+  off += (size_t)snprintf(buf + off, len - off, "[");
+  for (int i = 0; i < n && off < len; i++)
+    off += (size_t)snprintf(buf + off, len - off, i ? ",%d" : "%d", devices ? devices[i] : -1);
+  if (off < len) snprintf(buf + off, len - off, "]");
+}
+
+bool ppcc_devices_equal(const int *a, const int *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}

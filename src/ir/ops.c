@@ -1,0 +1,956 @@
+/* The IR columns of the op table (include/ppcc/op_list.h): attribute
+ * schemas, shape rules, sharding rules (DESIGN §4) and FLOP counts. */
+#include "ppcc/ops.h"
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------- attribute schemas ---------------- */
+static const ppcc_attr_spec attrs_none[] = {{NULL, 0, false}};
+static const ppcc_attr_spec attrs_scale[] = {{"value", PPCC_ATTR_FLOAT, true}, {NULL, 0, false}};
+static const ppcc_attr_spec attrs_perm[] = {{"perm", PPCC_ATTR_INTS, true}, {NULL, 0, false}};
+static const ppcc_attr_spec attrs_perm_opt[] = {{"perm", PPCC_ATTR_INTS, false}, {NULL, 0, false}};
+static const ppcc_attr_spec attrs_shape[] = {{"shape", PPCC_ATTR_INTS, true}, {NULL, 0, false}};
+static const ppcc_attr_spec attrs_dim[] = {{"dim", PPCC_ATTR_INT, true}, {NULL, 0, false}};
+static const ppcc_attr_spec attrs_replicate[] = {{"count", PPCC_ATTR_INT, false},
+                                                 {"devices", PPCC_ATTR_INTS, false},
+                                                 {"pinned", PPCC_ATTR_BOOL, false},
+                                                 {NULL, 0, false}};
+static const ppcc_attr_spec attrs_reshard[] = {{"dim", PPCC_ATTR_INT, true},
+                                               {"count", PPCC_ATTR_INT, false},
+                                               {"devices", PPCC_ATTR_INTS, false},
+                                               {"pinned", PPCC_ATTR_BOOL, false},
+                                               {NULL, 0, false}};
+static const ppcc_attr_spec attrs_unshard[] = {{"device", PPCC_ATTR_INT, false}, {NULL, 0, false}};
+static const ppcc_attr_spec attrs_transfer[] = {{"devices", PPCC_ATTR_INTS, true},
+                                                {"pinned", PPCC_ATTR_BOOL, false},
+                                                {NULL, 0, false}};
+
+static const ppcc_attr_spec attrs_eps[] = {{"eps", PPCC_ATTR_FLOAT, false}, {NULL, 0, false}};
+static const ppcc_attr_spec attrs_dim_opt[] = {{"dim", PPCC_ATTR_INT, false}, {NULL, 0, false}};
+static const ppcc_attr_spec attrs_rotary[] = {{"theta", PPCC_ATTR_FLOAT, false}, {NULL, 0, false}};
+static const ppcc_attr_spec attrs_attention[] = {{"causal", PPCC_ATTR_BOOL, false},
+                                                 {"scale", PPCC_ATTR_FLOAT, false},
+                                                 {NULL, 0, false}};
+static const ppcc_attr_spec attrs_slice[] = {{"dim", PPCC_ATTR_INT, true},
+                                             {"start", PPCC_ATTR_INT, true},
+                                             {"end", PPCC_ATTR_INT, true},
+                                             {NULL, 0, false}};
+static const ppcc_attr_spec attrs_reduce[] = {{"dim", PPCC_ATTR_INTS, false},
+                                              {"keepdim", PPCC_ATTR_BOOL, false},
+                                              {NULL, 0, false}};
+
+/* ---------------- helpers ---------------- */
+#define IN(k) (&g->values[op->in[k]])
+#define OUT(k) (&g->values[op->out[k]])
+
+const char *ppcc_op_ref(const ppcc_graph *g, const ppcc_op *op, char *buf, size_t n) {
+  const char *out = op->n_out > 0 ? g->values[op->out[0]].name : "?";
+  if (op->src_index >= 0)
+    snprintf(buf, n, "ops[%d] '%s' (-> '%s')", op->src_index, op->info->name, out);
+  else
+    snprintf(buf, n, "inserted '%s' (-> '%s')", op->info->name, out);
+  return buf;
+}
+
+static ppcc_status op_error(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, const char *what) {
+  char ref[PPCC_MAX_NAME * 2 + 64];
+  return ppcc_error(d, "%s: %s", ppcc_op_ref(g, op, ref, sizeof ref), what);
+}
+
+static void shape_str(const ppcc_value *v, char *buf, size_t n) {
+  size_t off = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < v->rank && off < n; i++)
+    off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)v->shape[i]);
+  if (off < n) snprintf(buf + off, n - off, "]");
+}
+
+static ppcc_status layouts_error(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, const char *why) {
+  char msg[1024], l[64];
+  size_t off = (size_t)snprintf(msg, sizeof msg, "unsupported layouts (");
+  for (int k = 0; k < op->n_in && off < sizeof msg; k++) {
+    ppcc_layout_str(IN(k)->layout, l, sizeof l);
+    off += (size_t)snprintf(msg + off, sizeof msg - off, "%s'%s' %s", k ? ", " : "", IN(k)->name, l);
+  }
+  if (off < sizeof msg) snprintf(msg + off, sizeof msg - off, ")%s%s", why ? ": " : "", why ? why : "");
+  return op_error(g, op, d, msg);
+}
+
+static void set_result(ppcc_value *out, const ppcc_value *like) {
+  out->dtype = like->dtype;
+  out->rank = like->rank;
+  memcpy(out->shape, like->shape, sizeof out->shape);
+}
+
+static ppcc_layout split_layout(int dim, int count) {
+  return (ppcc_layout){PPCC_LAYOUT_SPLIT, dim, count};
+}
+
+bool ppcc_layout_equal(ppcc_layout a, ppcc_layout b) {
+  return a.kind == b.kind && a.count == b.count &&
+         (a.kind != PPCC_LAYOUT_SPLIT || a.dim == b.dim);
+}
+
+bool ppcc_value_is_sharded(const ppcc_value *v) {
+  return v->layout.kind != PPCC_LAYOUT_UNSHARDED;
+}
+
+static ppcc_status check_same_dtype(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  for (int k = 1; k < op->n_in; k++)
+    if (IN(k)->dtype != IN(0)->dtype) {
+      char msg[PPCC_MAX_NAME * 2 + 128];
+      snprintf(msg, sizeof msg, "dtype mismatch: '%s' is %s but '%s' is %s", IN(0)->name,
+               ppcc_dtype_name(IN(0)->dtype), IN(k)->name, ppcc_dtype_name(IN(k)->dtype));
+      return op_error(g, op, d, msg);
+    }
+  return PPCC_OK;
+}
+
+static ppcc_status check_float(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int k) {
+  if (ppcc_dtype_is_float(IN(k)->dtype)) return PPCC_OK;
+  char msg[PPCC_MAX_NAME + 128];
+  snprintf(msg, sizeof msg, "operand '%s' must be a float tensor, not %s", IN(k)->name,
+           ppcc_dtype_name(IN(k)->dtype));
+  return op_error(g, op, d, msg);
+}
+
+/* ---------------- shape rules ---------------- */
+static ppcc_status shape_same(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  set_result(OUT(0), IN(0));
+  return PPCC_OK;
+}
+
+static ppcc_status shape_matmul(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *a = IN(0), *b = IN(1);
+  char msg[512], sa[128], sb[128];
+  ppcc_status st = check_same_dtype(g, op, d);
+  if (!st) st = check_float(g, op, d, 0);
+  if (st) return st;
+  shape_str(a, sa, sizeof sa);
+  shape_str(b, sb, sizeof sb);
+  if (a->rank < 2 || b->rank < 2 || (b->rank != 2 && b->rank != a->rank)) {
+    snprintf(msg, sizeof msg, "matmul needs rank >= 2 operands and a rank-2 or equal-rank right operand, got %s x %s", sa, sb);
+    return op_error(g, op, d, msg);
+  }
+  if (a->shape[a->rank - 1] != b->shape[b->rank - 2]) {
+    snprintf(msg, sizeof msg, "shape mismatch: %s x %s (contracting dims %lld and %lld differ)", sa, sb,
+             (long long)a->shape[a->rank - 1], (long long)b->shape[b->rank - 2]);
+    return op_error(g, op, d, msg);
+  }
+  for (int i = 0; b->rank > 2 && i < a->rank - 2; i++)
+    if (a->shape[i] != b->shape[i]) {
+      snprintf(msg, sizeof msg, "shape mismatch: batch dims of %s and %s differ", sa, sb);
+      return op_error(g, op, d, msg);
+    }
+  ppcc_value *o = OUT(0);
+  set_result(o, a);
+  o->shape[o->rank - 1] = b->shape[b->rank - 1];
+  return PPCC_OK;
+}
+
+/* linear: x[..., K] . w[N, K]^T (+ bias[N]), weights stored [out, in]. */
+static ppcc_status shape_linear(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0), *w = IN(1);
+  char msg[512], sx[128], sw[128];
+  ppcc_status st = check_same_dtype(g, op, d);
+  if (!st) st = check_float(g, op, d, 0);
+  if (st) return st;
+  shape_str(x, sx, sizeof sx);
+  shape_str(w, sw, sizeof sw);
+  if (x->rank < 1 || w->rank != 2 || x->shape[x->rank - 1] != w->shape[1]) {
+    snprintf(msg, sizeof msg, "shape mismatch: linear needs x[..., K] and weight [N, K], got %s and %s", sx, sw);
+    return op_error(g, op, d, msg);
+  }
+  if (op->n_in == 3) {
+    const ppcc_value *b = IN(2);
+    if (b->rank != 1 || b->shape[0] != w->shape[0]) {
+      shape_str(b, sx, sizeof sx);
+      snprintf(msg, sizeof msg, "shape mismatch: bias must be [%lld], got %s", (long long)w->shape[0], sx);
+      return op_error(g, op, d, msg);
+    }
+  }
+  ppcc_value *o = OUT(0);
+  set_result(o, x);
+  o->shape[o->rank - 1] = w->shape[0];
+  return PPCC_OK;
+}
+
+static ppcc_status shape_broadcast(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *a = IN(0), *b = IN(1);
+  ppcc_status st = check_same_dtype(g, op, d);
+  if (st) return st;
+  int rank = a->rank > b->rank ? a->rank : b->rank;
+  ppcc_value *o = OUT(0);
+  o->dtype = a->dtype;
+  o->rank = rank;
+  for (int i = 0; i < rank; i++) {
+    int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
+    int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+    if (da != db && da != 1 && db != 1) {
+      char msg[512], sa[128], sb[128];
+      shape_str(a, sa, sizeof sa);
+      shape_str(b, sb, sizeof sb);
+      snprintf(msg, sizeof msg, "shape mismatch: %s and %s do not broadcast (dim %d: %lld vs %lld)", sa, sb,
+               i, (long long)da, (long long)db);
+      return op_error(g, op, d, msg);
+    }
+    o->shape[i] = da == 1 ? db : da;
+  }
+  return PPCC_OK;
+}
+
+/* perm of a transpose: the attribute, or the last two dims swapped. */
+static bool transpose_perm(const ppcc_op *op, int rank, int *perm) {
+  const ppcc_attr *a = ppcc_op_attr(op, "perm");
+  if (!a) {
+    if (rank < 2) return false;
+    for (int i = 0; i < rank; i++) perm[i] = i;
+    perm[rank - 2] = rank - 1;
+    perm[rank - 1] = rank - 2;
+    return true;
+  }
+  if (a->n != rank) return false;
+  bool seen[PPCC_MAX_RANK] = {false};
+  for (int i = 0; i < rank; i++) {
+    if (a->ints[i] < 0 || a->ints[i] >= rank || seen[a->ints[i]]) return false;
+    seen[a->ints[i]] = true;
+    perm[i] = (int)a->ints[i];
+  }
+  return true;
+}
+
+static ppcc_status shape_transpose(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  int perm[PPCC_MAX_RANK];
+  const ppcc_value *x = IN(0);
+  if (!transpose_perm(op, x->rank, perm)) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "attrs.perm is not a permutation of the %d dims of '%s'", x->rank, x->name);
+    return op_error(g, op, d, msg);
+  }
+  ppcc_value *o = OUT(0);
+  set_result(o, x);
+  for (int i = 0; i < x->rank; i++) o->shape[i] = x->shape[perm[i]];
+  return PPCC_OK;
+}
+
+static ppcc_status shape_reshape(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_attr *a = ppcc_op_attr(op, "shape");
+  const ppcc_value *x = IN(0);
+  char msg[256];
+  if (a->n > PPCC_MAX_RANK) {
+    snprintf(msg, sizeof msg, "attrs.shape has rank %d, more than the maximum %d", a->n, PPCC_MAX_RANK);
+    return op_error(g, op, d, msg);
+  }
+  int infer = -1;
+  int64_t known = 1, total = ppcc_num_elements(x->rank, x->shape);
+  ppcc_value *o = OUT(0);
+  o->dtype = x->dtype;
+  o->rank = a->n;
+  for (int i = 0; i < a->n; i++) {
+    int64_t s = a->ints[i];
+    if (s == -1 && infer < 0) {
+      infer = i;
+      continue;
+    }
+    if (s < 0 || (s != 0 && known > PPCC_MAX_ELEMENTS / s)) {
+      snprintf(msg, sizeof msg, "attrs.shape[%d] = %lld is invalid (one -1 allowed, others >= 0)", i, (long long)s);
+      return op_error(g, op, d, msg);
+    }
+    known *= s;
+    o->shape[i] = s;
+  }
+  if (infer >= 0) {
+    if (known == 0 || total % known != 0) {
+      snprintf(msg, sizeof msg, "cannot infer attrs.shape[%d]: %lld elements do not divide by %lld", infer,
+               (long long)total, (long long)known);
+      return op_error(g, op, d, msg);
+    }
+    o->shape[infer] = total / known;
+    known = total;
+  }
+  if (known != total) {
+    snprintf(msg, sizeof msg, "shape mismatch: reshape of '%s' with %lld elements to %lld elements", x->name,
+             (long long)total, (long long)known);
+    return op_error(g, op, d, msg);
+  }
+  return PPCC_OK;
+}
+
+/* index_copy(dest, index, src) along dim (index_put: dim 0). */
+static int index_dim(const ppcc_op *op) { return (int)ppcc_attr_int(op, "dim", 0); }
+
+static ppcc_status shape_index_copy(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *dst = IN(0), *idx = IN(1), *src = IN(2);
+  char msg[512];
+  int dim = index_dim(op);
+  if (dim < 0 || dim >= dst->rank) {
+    snprintf(msg, sizeof msg, "attrs.dim = %d is out of range for rank %d", dim, dst->rank);
+    return op_error(g, op, d, msg);
+  }
+  if (idx->rank != 1 || (idx->dtype != PPCC_I64 && idx->dtype != PPCC_I32)) {
+    snprintf(msg, sizeof msg, "index '%s' must be a 1-D i64 or i32 tensor", idx->name);
+    return op_error(g, op, d, msg);
+  }
+  if (src->dtype != dst->dtype || src->rank != dst->rank) {
+    snprintf(msg, sizeof msg, "source '%s' must have the dtype and rank of destination '%s'", src->name, dst->name);
+    return op_error(g, op, d, msg);
+  }
+  for (int i = 0; i < dst->rank; i++) {
+    int64_t want = i == dim ? idx->shape[0] : dst->shape[i];
+    if (src->shape[i] != want) {
+      snprintf(msg, sizeof msg, "shape mismatch: source '%s' dim %d is %lld, expected %lld", src->name, i,
+               (long long)src->shape[i], (long long)want);
+      return op_error(g, op, d, msg);
+    }
+  }
+  set_result(OUT(0), dst);
+  return PPCC_OK;
+}
+
+/* ---------------- sharding rules ---------------- */
+static bool is_kind(const ppcc_value *v, ppcc_layout_kind k) { return v->layout.kind == k; }
+
+static ppcc_status check_divisible(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, const ppcc_value *v,
+                                   int dim, int count) {
+  if (dim >= 0 && dim < v->rank && count > 0 && v->shape[dim] % count == 0) return PPCC_OK;
+  char msg[256];
+  snprintf(msg, sizeof msg, "'%s' dim %d (size %lld) cannot be split evenly into %d shards", v->name, dim,
+           dim >= 0 && dim < v->rank ? (long long)v->shape[dim] : -1LL, count);
+  return op_error(g, op, d, msg);
+}
+
+static ppcc_status shard_same(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  OUT(0)->layout = IN(0)->layout;
+  return PPCC_OK;
+}
+
+/* Linear maps commute with partial sums: neg(a+b) = neg(a)+neg(b). */
+static ppcc_status shard_linear_unary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  return shard_same(g, op, d);
+}
+
+static ppcc_status shard_nonlinear(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  if (is_kind(IN(0), PPCC_LAYOUT_UNREDUCED))
+    return layouts_error(g, op, d, "a nonlinear op on partial sums is wrong; all_reduce first");
+  return shard_same(g, op, d);
+}
+
+/* Broadcasting elementwise: a split operand's dim, shifted to the result's
+ * rank; -1 if the operand is not split. */
+static int result_split_dim(const ppcc_value *in, const ppcc_value *out) {
+  return is_kind(in, PPCC_LAYOUT_SPLIT) ? in->layout.dim + (out->rank - in->rank) : -1;
+}
+
+/* Shared by every elementwise binary op. allow_unreduced: 0 none, 1 both
+ * unreduced (add/sub), 2 only the first operand unreduced with the second
+ * replicated (mul/div scale partial sums). */
+static ppcc_status shard_binary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int allow_unreduced) {
+  const ppcc_value *a = IN(0), *b = IN(1);
+  ppcc_value *o = OUT(0);
+  ppcc_layout la = a->layout, lb = b->layout;
+  bool a_sh = la.kind != PPCC_LAYOUT_UNSHARDED, b_sh = lb.kind != PPCC_LAYOUT_UNSHARDED;
+  if (!a_sh && !b_sh) {
+    o->layout = ppcc_layout_unsharded();
+    return PPCC_OK;
+  }
+  if (a_sh != b_sh)
+    return layouts_error(g, op, d, "mixing an unsharded and a sharded operand; replicate or reshard_split the unsharded one first");
+  if (la.count != lb.count) return layouts_error(g, op, d, "shard counts differ");
+  int count = la.count;
+  if (la.kind == PPCC_LAYOUT_UNREDUCED || lb.kind == PPCC_LAYOUT_UNREDUCED) {
+    bool both = la.kind == PPCC_LAYOUT_UNREDUCED && lb.kind == PPCC_LAYOUT_UNREDUCED;
+    bool scale = la.kind == PPCC_LAYOUT_UNREDUCED && lb.kind == PPCC_LAYOUT_REPLICATED;
+    if ((allow_unreduced == 1 && both) || (allow_unreduced == 2 && scale)) {
+      o->layout = (ppcc_layout){PPCC_LAYOUT_UNREDUCED, -1, count};
+      return PPCC_OK;
+    }
+    return layouts_error(g, op, d, "this op cannot combine these partial sums; all_reduce first");
+  }
+  int da = result_split_dim(a, o), db = result_split_dim(b, o);
+  if (da < 0 && db < 0) {
+    o->layout = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, count};
+    return PPCC_OK;
+  }
+  if (da >= 0 && db >= 0 && da != db) return layouts_error(g, op, d, "operands are split along different dims");
+  int dim = da >= 0 ? da : db;
+  /* A split operand broadcast along its split dim would need its data
+   * everywhere: refuse rather than compute garbage. */
+  const ppcc_value *sp = da >= 0 ? a : b;
+  if (sp->shape[sp->layout.dim] != o->shape[dim])
+    return layouts_error(g, op, d, "the split dim is broadcast");
+  o->layout = split_layout(dim, count);
+  return PPCC_OK;
+}
+
+static ppcc_status shard_elementwise(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  return shard_binary(g, op, d, 0);
+}
+static ppcc_status shard_add(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shard_binary(g, op, d, 1); }
+static ppcc_status shard_mul(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  /* mul is symmetric: replicated * unreduced scales partial sums too. */
+  if (is_kind(IN(1), PPCC_LAYOUT_UNREDUCED) && is_kind(IN(0), PPCC_LAYOUT_REPLICATED)) {
+    OUT(0)->layout = IN(1)->layout;
+    return PPCC_OK;
+  }
+  return shard_binary(g, op, d, 2);
+}
+static ppcc_status shard_div(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shard_binary(g, op, d, 2); }
+
+/* matmul a[..., M, K] x b[..., K, N] (DESIGN §4). bt: b is stored [N, K]
+ * (linear), so b's "last" and "contracting" dims are swapped. */
+static ppcc_status shard_contract(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, bool bt) {
+  const ppcc_value *a = IN(0), *b = IN(1);
+  ppcc_value *o = OUT(0);
+  ppcc_layout la = a->layout, lb = b->layout;
+  int a_k = a->rank - 1;
+  int b_k = bt ? 1 : b->rank - 2, b_n = bt ? 0 : b->rank - 1;
+  if (la.kind == PPCC_LAYOUT_UNSHARDED && lb.kind == PPCC_LAYOUT_UNSHARDED) {
+    o->layout = ppcc_layout_unsharded();
+    return PPCC_OK;
+  }
+  if (la.kind == PPCC_LAYOUT_UNSHARDED || lb.kind == PPCC_LAYOUT_UNSHARDED)
+    return layouts_error(g, op, d, "mixing an unsharded and a sharded operand; replicate or reshard_split the unsharded one first");
+  if (la.count != lb.count) return layouts_error(g, op, d, "shard counts differ");
+  int count = la.count;
+  bool a_rep = la.kind == PPCC_LAYOUT_REPLICATED, b_rep = lb.kind == PPCC_LAYOUT_REPLICATED;
+  bool a_spl = la.kind == PPCC_LAYOUT_SPLIT, b_spl = lb.kind == PPCC_LAYOUT_SPLIT;
+  bool a_unr = la.kind == PPCC_LAYOUT_UNREDUCED, b_unr = lb.kind == PPCC_LAYOUT_UNREDUCED;
+  ppcc_layout res;
+  if (a_rep && b_rep) {
+    res = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, count};
+  } else if (a_rep && b_spl && lb.dim == b_n) {
+    res = split_layout(o->rank - 1, count); /* column parallel */
+  } else if (a_spl && la.dim == a_k && b_spl && lb.dim == b_k) {
+    res = (ppcc_layout){PPCC_LAYOUT_UNREDUCED, -1, count}; /* row parallel */
+  } else if (a_spl && la.dim < a_k && (b_rep || (b->rank > 2 && b_spl && lb.dim == la.dim && la.dim < a->rank - 2))) {
+    res = split_layout(la.dim, count); /* batch / rows */
+  } else if ((a_unr && b_rep) || (a_rep && b_unr)) {
+    res = (ppcc_layout){PPCC_LAYOUT_UNREDUCED, -1, count}; /* linear in each operand */
+  } else {
+    return layouts_error(g, op, d, NULL);
+  }
+  if (op->n_in == 3) { /* linear bias: must line up with the result shards */
+    const ppcc_value *bias = IN(2);
+    bool ok = (res.kind == PPCC_LAYOUT_SPLIT && res.dim == o->rank - 1 && is_kind(bias, PPCC_LAYOUT_SPLIT) &&
+               bias->layout.count == count) ||
+              (res.kind != PPCC_LAYOUT_SPLIT && res.kind != PPCC_LAYOUT_UNREDUCED && is_kind(bias, PPCC_LAYOUT_REPLICATED) &&
+               bias->layout.count == count) ||
+              (res.kind == PPCC_LAYOUT_SPLIT && res.dim != o->rank - 1 && is_kind(bias, PPCC_LAYOUT_REPLICATED) &&
+               bias->layout.count == count);
+    if (!ok)
+      return layouts_error(g, op, d, res.kind == PPCC_LAYOUT_UNREDUCED
+                                         ? "a bias on partial sums would be added once per shard; add it after all_reduce"
+                                         : "the bias layout does not match the result's");
+  }
+  o->layout = res;
+  return PPCC_OK;
+}
+
+static ppcc_status shard_matmul(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shard_contract(g, op, d, false); }
+static ppcc_status shard_linear(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shard_contract(g, op, d, true); }
+
+static ppcc_status shard_transpose(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  int perm[PPCC_MAX_RANK];
+  transpose_perm(op, IN(0)->rank, perm); /* validated by the shape rule */
+  ppcc_layout l = IN(0)->layout;
+  if (l.kind == PPCC_LAYOUT_SPLIT)
+    for (int i = 0; i < IN(0)->rank; i++)
+      if (perm[i] == l.dim) {
+        l.dim = i;
+        break;
+      }
+  OUT(0)->layout = l;
+  return PPCC_OK;
+}
+
+/* A split survives a reshape when the dims before it keep their product and
+ * the result dim divides evenly: then each shard is still one contiguous
+ * slice per outer index. */
+static ppcc_status shard_reshape(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  ppcc_value *o = OUT(0);
+  ppcc_layout l = x->layout;
+  if (l.kind != PPCC_LAYOUT_SPLIT) {
+    o->layout = l;
+    return PPCC_OK;
+  }
+  int64_t before = 1;
+  for (int i = 0; i < l.dim; i++) before *= x->shape[i];
+  int64_t prod = 1;
+  for (int j = 0; j < o->rank; j++) {
+    if (prod == before && o->shape[j] >= l.count && o->shape[j] % l.count == 0) {
+      o->layout = split_layout(j, l.count);
+      return PPCC_OK;
+    }
+    prod *= o->shape[j];
+    if (prod > before && before != 0) break;
+  }
+  return layouts_error(g, op, d, "the reshape moves data across shard boundaries; all_gather first");
+}
+
+static ppcc_status shard_all_reduce(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  if (!is_kind(IN(0), PPCC_LAYOUT_UNREDUCED)) return layouts_error(g, op, d, "all_reduce needs an unreduced operand");
+  OUT(0)->layout = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, IN(0)->layout.count};
+  return PPCC_OK;
+}
+
+static ppcc_status shard_all_gather(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  if (!is_kind(IN(0), PPCC_LAYOUT_SPLIT)) return layouts_error(g, op, d, "all_gather needs a split operand");
+  OUT(0)->layout = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, IN(0)->layout.count};
+  return PPCC_OK;
+}
+
+static ppcc_status check_dim_attr(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int64_t dim) {
+  if (dim >= 0 && dim < IN(0)->rank) return PPCC_OK;
+  char msg[128];
+  snprintf(msg, sizeof msg, "attrs.dim = %lld is out of range for rank %d", (long long)dim, IN(0)->rank);
+  return op_error(g, op, d, msg);
+}
+
+static ppcc_status shard_reduce_scatter(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  int64_t dim = ppcc_attr_int(op, "dim", 0);
+  if (!is_kind(IN(0), PPCC_LAYOUT_UNREDUCED))
+    return layouts_error(g, op, d, "reduce_scatter needs an unreduced operand");
+  ppcc_status st = check_dim_attr(g, op, d, dim);
+  if (!st) st = check_divisible(g, op, d, IN(0), (int)dim, IN(0)->layout.count);
+  if (st) return st;
+  OUT(0)->layout = split_layout((int)dim, IN(0)->layout.count);
+  return PPCC_OK;
+}
+
+/* count attribute of replicate/reshard_split: needed for an unsharded
+ * operand; for a sharded one it must match (P5: it keeps its devices). */
+static ppcc_status create_count(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int *count) {
+  const ppcc_value *x = IN(0);
+  const ppcc_attr *c = ppcc_op_attr(op, "count");
+  char msg[160];
+  if (!ppcc_value_is_sharded(x)) {
+    if (!c) return op_error(g, op, d, "attrs.count is required for an unsharded operand");
+    if (c->i < 1 || c->i > PPCC_MAX_DEVICES) {
+      snprintf(msg, sizeof msg, "attrs.count = %lld is out of range [1, %d]", (long long)c->i, PPCC_MAX_DEVICES);
+      return op_error(g, op, d, msg);
+    }
+    *count = (int)c->i;
+    return PPCC_OK;
+  }
+  if (c && c->i != x->layout.count) {
+    snprintf(msg, sizeof msg, "attrs.count = %lld differs from the operand's %d shards", (long long)c->i,
+             x->layout.count);
+    return op_error(g, op, d, msg);
+  }
+  *count = x->layout.count;
+  return PPCC_OK;
+}
+
+static ppcc_status shard_replicate(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  int count;
+  ppcc_status st = create_count(g, op, d, &count);
+  if (st) return st;
+  OUT(0)->layout = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, count};
+  return PPCC_OK;
+}
+
+static ppcc_status shard_reshard_split(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  int count;
+  int64_t dim = ppcc_attr_int(op, "dim", 0);
+  ppcc_status st = create_count(g, op, d, &count);
+  if (!st) st = check_dim_attr(g, op, d, dim);
+  if (!st) st = check_divisible(g, op, d, IN(0), (int)dim, count);
+  if (st) return st;
+  if (is_kind(IN(0), PPCC_LAYOUT_SPLIT) && IN(0)->layout.dim != dim)
+    return layouts_error(g, op, d, "resplitting along another dim (all-to-all) is not supported; all_gather first");
+  OUT(0)->layout = split_layout((int)dim, count);
+  return PPCC_OK;
+}
+
+static ppcc_status shard_unshard(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  OUT(0)->layout = ppcc_layout_unsharded();
+  return PPCC_OK;
+}
+
+static ppcc_status shard_transfer(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shard_same(g, op, d); }
+
+/* In place (P7): the result is the destination. The source must be sharded
+ * like the destination, or replicated, split on the same non-indexed dim. */
+static ppcc_status shard_index_copy(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *dst = IN(0), *idx = IN(1), *src = IN(2);
+  ppcc_layout l = dst->layout;
+  int dim = index_dim(op);
+  if (l.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "the destination holds partial sums");
+  if (l.kind == PPCC_LAYOUT_SPLIT && l.dim == dim)
+    return layouts_error(g, op, d, "the destination is split along the indexed dim");
+  bool sharded = l.kind != PPCC_LAYOUT_UNSHARDED;
+  bool idx_ok = sharded ? (is_kind(idx, PPCC_LAYOUT_REPLICATED) && idx->layout.count == l.count)
+                        : !ppcc_value_is_sharded(idx);
+  bool src_ok = sharded ? (ppcc_layout_equal(src->layout, l) ||
+                           (l.kind == PPCC_LAYOUT_SPLIT && is_kind(src, PPCC_LAYOUT_REPLICATED) &&
+                            src->layout.count == l.count))
+                        : !ppcc_value_is_sharded(src);
+  if (!idx_ok || !src_ok)
+    return layouts_error(g, op, d, "index must be replicated and source laid out like the destination");
+  OUT(0)->layout = l;
+  return PPCC_OK;
+}
+
+/* ---------------- LLM ops: shape and sharding rules ---------------- */
+/* A dim attribute, negative counting from the end; -1 if out of range. */
+static int norm_dim(int64_t dim, int rank) {
+  if (dim < 0) dim += rank;
+  return dim >= 0 && dim < rank ? (int)dim : -1;
+}
+
+static ppcc_status dim_error(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, const char *attr, int64_t dim, int rank) {
+  char msg[160];
+  snprintf(msg, sizeof msg, "attrs.%s = %lld is out of range for rank %d", attr, (long long)dim, rank);
+  return op_error(g, op, d, msg);
+}
+
+/* embedding(ids[...], table[V, H]) -> [..., H] */
+static ppcc_status shape_embedding(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *ids = IN(0), *table = IN(1);
+  char msg[256];
+  if (ids->dtype != PPCC_I64 && ids->dtype != PPCC_I32) {
+    snprintf(msg, sizeof msg, "ids '%s' must be i64 or i32, not %s", ids->name, ppcc_dtype_name(ids->dtype));
+    return op_error(g, op, d, msg);
+  }
+  ppcc_status st = check_float(g, op, d, 1);
+  if (st) return st;
+  if (table->rank != 2 || ids->rank + 1 > PPCC_MAX_RANK) {
+    snprintf(msg, sizeof msg, "shape mismatch: table '%s' must be [vocab, hidden]", table->name);
+    return op_error(g, op, d, msg);
+  }
+  ppcc_value *o = OUT(0);
+  set_result(o, ids);
+  o->dtype = table->dtype;
+  o->shape[o->rank++] = table->shape[1];
+  return PPCC_OK;
+}
+
+static ppcc_status shard_embedding(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *ids = IN(0), *table = IN(1);
+  ppcc_layout li = ids->layout, lt = table->layout;
+  ppcc_value *o = OUT(0);
+  if (li.kind == PPCC_LAYOUT_UNSHARDED && lt.kind == PPCC_LAYOUT_UNSHARDED) {
+    o->layout = ppcc_layout_unsharded();
+    return PPCC_OK;
+  }
+  if (li.count != lt.count || li.kind == PPCC_LAYOUT_UNSHARDED || lt.kind == PPCC_LAYOUT_UNSHARDED)
+    return layouts_error(g, op, d, "ids and table must be sharded over the same count");
+  if (li.kind == PPCC_LAYOUT_REPLICATED && lt.kind == PPCC_LAYOUT_REPLICATED)
+    o->layout = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, li.count};
+  else if (li.kind == PPCC_LAYOUT_REPLICATED && lt.kind == PPCC_LAYOUT_SPLIT && lt.dim == 1)
+    o->layout = split_layout(o->rank - 1, li.count);
+  else if (li.kind == PPCC_LAYOUT_REPLICATED && lt.kind == PPCC_LAYOUT_SPLIT && lt.dim == 0)
+    o->layout = (ppcc_layout){PPCC_LAYOUT_UNREDUCED, -1, li.count}; /* vocab parallel: zeros off-shard */
+  else if (li.kind == PPCC_LAYOUT_SPLIT && lt.kind == PPCC_LAYOUT_REPLICATED)
+    o->layout = split_layout(li.dim, li.count);
+  else
+    return layouts_error(g, op, d, NULL);
+  return PPCC_OK;
+}
+
+/* rms_norm(x[..., H], w[H]), layer_norm(x, w[H], b[H]) over the last dim. */
+static ppcc_status shape_norm(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  ppcc_status st = check_same_dtype(g, op, d);
+  if (!st) st = check_float(g, op, d, 0);
+  if (st) return st;
+  for (int k = 1; k < op->n_in; k++)
+    if (x->rank < 1 || IN(k)->rank != 1 || IN(k)->shape[0] != x->shape[x->rank - 1]) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "shape mismatch: '%s' must be [%lld], the last dim of '%s'", IN(k)->name,
+               x->rank ? (long long)x->shape[x->rank - 1] : 0LL, x->name);
+      return op_error(g, op, d, msg);
+    }
+  set_result(OUT(0), x);
+  return PPCC_OK;
+}
+
+/* Params of a norm follow x: unsharded with unsharded, else replicated. */
+static bool params_follow(ppcc_graph *g, ppcc_op *op, int first) {
+  const ppcc_value *x = IN(0);
+  for (int k = first; k < op->n_in; k++) {
+    const ppcc_value *p = IN(k);
+    if (x->layout.kind == PPCC_LAYOUT_UNSHARDED ? ppcc_value_is_sharded(p)
+                                                : !(is_kind(p, PPCC_LAYOUT_REPLICATED) && p->layout.count == x->layout.count))
+      return false;
+  }
+  return true;
+}
+
+static ppcc_status shard_norm(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  if (is_kind(x, PPCC_LAYOUT_UNREDUCED)) return layouts_error(g, op, d, "a norm of partial sums is wrong; all_reduce first");
+  if (is_kind(x, PPCC_LAYOUT_SPLIT) && x->layout.dim == x->rank - 1)
+    return layouts_error(g, op, d, "normalising over a split dim needs the whole row; all_gather first");
+  if (!params_follow(g, op, 1)) return layouts_error(g, op, d, "the norm's weights must be replicated like its input");
+  OUT(0)->layout = x->layout;
+  return PPCC_OK;
+}
+
+static ppcc_status shard_softmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  int64_t raw = ppcc_attr_int(op, "dim", -1);
+  int dim = norm_dim(raw, x->rank);
+  if (dim < 0) return dim_error(g, op, d, "dim", raw, x->rank);
+  if (is_kind(x, PPCC_LAYOUT_UNREDUCED)) return layouts_error(g, op, d, "softmax of partial sums is wrong; all_reduce first");
+  if (is_kind(x, PPCC_LAYOUT_SPLIT) && x->layout.dim == dim)
+    return layouts_error(g, op, d, "softmax over a split dim needs the whole row; all_gather first");
+  OUT(0)->layout = x->layout;
+  return PPCC_OK;
+}
+
+/* rotary(x[B, S, H, D], positions[S]) */
+static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0), *pos = IN(1);
+  ppcc_status st = check_float(g, op, d, 0);
+  if (st) return st;
+  if (x->rank != 4 || x->shape[3] % 2 != 0 || pos->rank != 1 || pos->shape[0] != x->shape[1] ||
+      (pos->dtype != PPCC_I64 && pos->dtype != PPCC_I32)) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "shape mismatch: rotary needs x [batch, seq, heads, even head_dim] and i64 positions [seq] ('%s', '%s')",
+             x->name, pos->name);
+    return op_error(g, op, d, msg);
+  }
+  set_result(OUT(0), x);
+  return PPCC_OK;
+}
+
+static ppcc_status shard_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  if (is_kind(x, PPCC_LAYOUT_UNREDUCED)) return layouts_error(g, op, d, "rotary of partial sums is wrong; all_reduce first");
+  if (is_kind(x, PPCC_LAYOUT_SPLIT) && (x->layout.dim == 1 || x->layout.dim == 3))
+    return layouts_error(g, op, d, "rotary needs whole sequences and head dims; split over batch or heads");
+  if (!params_follow(g, op, 1)) return layouts_error(g, op, d, "positions must be replicated like x");
+  OUT(0)->layout = x->layout;
+  return PPCC_OK;
+}
+
+/* attention(q[B, Hq, S, D], k[B, Hkv, T, D], v[B, Hkv, T, Dv]) -> [B, Hq, S, Dv] */
+static ppcc_status shape_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *q = IN(0), *k = IN(1), *v = IN(2);
+  ppcc_status st = check_same_dtype(g, op, d);
+  if (!st) st = check_float(g, op, d, 0);
+  if (st) return st;
+  bool ok = q->rank == 4 && k->rank == 4 && v->rank == 4 && q->shape[0] == k->shape[0] && k->shape[0] == v->shape[0] &&
+            k->shape[1] == v->shape[1] && k->shape[1] > 0 && q->shape[1] % k->shape[1] == 0 &&
+            k->shape[2] == v->shape[2] && q->shape[3] == k->shape[3] && q->shape[2] <= k->shape[2];
+  if (!ok) {
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "shape mismatch: attention needs q [B, Hq, S, D], k and v [B, Hkv, T, D] with Hq a multiple of Hkv and S <= T");
+    return op_error(g, op, d, msg);
+  }
+  ppcc_value *o = OUT(0);
+  set_result(o, q);
+  o->shape[3] = v->shape[3];
+  return PPCC_OK;
+}
+
+static ppcc_status shard_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *q = IN(0);
+  for (int k = 1; k < 3; k++)
+    if (!ppcc_layout_equal(IN(k)->layout, q->layout))
+      return layouts_error(g, op, d, "q, k and v must share one layout");
+  ppcc_layout l = q->layout;
+  if (l.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "attention over partial sums is wrong; all_reduce first");
+  if (l.kind == PPCC_LAYOUT_SPLIT && l.dim > 1)
+    return layouts_error(g, op, d, "attention splits over batch or heads only");
+  OUT(0)->layout = l;
+  return PPCC_OK;
+}
+
+static ppcc_status shape_concat(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  int64_t raw = ppcc_attr_int(op, "dim", 0);
+  int dim = norm_dim(raw, x->rank);
+  if (dim < 0) return dim_error(g, op, d, "dim", raw, x->rank);
+  ppcc_status st = check_same_dtype(g, op, d);
+  if (st) return st;
+  ppcc_value *o = OUT(0);
+  set_result(o, x);
+  for (int k = 1; k < op->n_in; k++) {
+    const ppcc_value *y = IN(k);
+    bool ok = y->rank == x->rank;
+    for (int i = 0; ok && i < x->rank; i++) ok = i == dim || y->shape[i] == x->shape[i];
+    if (!ok) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "shape mismatch: '%s' and '%s' differ outside the concat dim %d", x->name, y->name, dim);
+      return op_error(g, op, d, msg);
+    }
+    o->shape[dim] += y->shape[dim];
+  }
+  return PPCC_OK;
+}
+
+static ppcc_status shard_concat(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  int dim = norm_dim(ppcc_attr_int(op, "dim", 0), IN(0)->rank);
+  for (int k = 1; k < op->n_in; k++)
+    if (!ppcc_layout_equal(IN(k)->layout, IN(0)->layout)) return layouts_error(g, op, d, "operands must share one layout");
+  if (is_kind(IN(0), PPCC_LAYOUT_SPLIT) && IN(0)->layout.dim == dim)
+    return layouts_error(g, op, d, "concatenating along the split dim would interleave shards; all_gather first");
+  OUT(0)->layout = IN(0)->layout;
+  return PPCC_OK;
+}
+
+static ppcc_status shape_slice(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  int64_t raw = ppcc_attr_int(op, "dim", 0);
+  int dim = norm_dim(raw, x->rank);
+  if (dim < 0) return dim_error(g, op, d, "dim", raw, x->rank);
+  int64_t size = x->shape[dim], start = ppcc_attr_int(op, "start", 0), end = ppcc_attr_int(op, "end", 0);
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  if (start < 0 || end > size || start > end) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "slice [%lld, %lld) is out of range for dim %d of size %lld",
+             (long long)ppcc_attr_int(op, "start", 0), (long long)ppcc_attr_int(op, "end", 0), dim, (long long)size);
+    return op_error(g, op, d, msg);
+  }
+  ppcc_value *o = OUT(0);
+  set_result(o, x);
+  o->shape[dim] = end - start;
+  return PPCC_OK;
+}
+
+static ppcc_status shard_slice(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  int dim = norm_dim(ppcc_attr_int(op, "dim", 0), IN(0)->rank);
+  if (is_kind(IN(0), PPCC_LAYOUT_SPLIT) && IN(0)->layout.dim == dim)
+    return layouts_error(g, op, d, "slicing along the split dim; all_gather first");
+  OUT(0)->layout = IN(0)->layout;
+  return PPCC_OK;
+}
+
+/* Reduced dims of sum/mean as a mask; all dims when the attr is absent. */
+static bool reduced_dims(const ppcc_op *op, int rank, bool *mask) {
+  const ppcc_attr *a = ppcc_op_attr(op, "dim");
+  for (int i = 0; i < rank; i++) mask[i] = a == NULL;
+  for (int i = 0; a && i < a->n; i++) {
+    int dim = norm_dim(a->ints[i], rank);
+    if (dim < 0 || mask[dim]) return false;
+    mask[dim] = true;
+  }
+  return true;
+}
+
+static ppcc_status shape_reduce(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  bool mask[PPCC_MAX_RANK];
+  if (!reduced_dims(op, x->rank, mask)) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "attrs.dim must list distinct dims of the rank-%d operand", x->rank);
+    return op_error(g, op, d, msg);
+  }
+  bool keep = ppcc_attr_bool(op, "keepdim", false);
+  ppcc_value *o = OUT(0);
+  o->dtype = x->dtype;
+  o->rank = 0;
+  for (int i = 0; i < x->rank; i++)
+    if (!mask[i]) o->shape[o->rank++] = x->shape[i];
+    else if (keep) o->shape[o->rank++] = 1;
+  return PPCC_OK;
+}
+
+/* Summing over the split dim leaves partial sums; a mean would divide by
+ * the local size, so it needs the whole dim. */
+static ppcc_status shard_reduce(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  ppcc_layout l = x->layout;
+  bool mask[PPCC_MAX_RANK];
+  reduced_dims(op, x->rank, mask);
+  if (l.kind != PPCC_LAYOUT_SPLIT) {
+    OUT(0)->layout = l;
+    return PPCC_OK;
+  }
+  if (mask[l.dim]) {
+    if (op->info->id == PPCC_OP_mean)
+      return layouts_error(g, op, d, "mean over the split dim needs the whole dim; all_gather first");
+    OUT(0)->layout = (ppcc_layout){PPCC_LAYOUT_UNREDUCED, -1, l.count};
+    return PPCC_OK;
+  }
+  int dim = l.dim;
+  if (!ppcc_attr_bool(op, "keepdim", false))
+    for (int i = 0; i < l.dim; i++) dim -= mask[i];
+  OUT(0)->layout = split_layout(dim, l.count);
+  return PPCC_OK;
+}
+
+static ppcc_status shape_argmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  int64_t raw = ppcc_attr_int(op, "dim", -1);
+  int dim = norm_dim(raw, x->rank);
+  if (dim < 0) return dim_error(g, op, d, "dim", raw, x->rank);
+  ppcc_value *o = OUT(0);
+  o->dtype = PPCC_I64;
+  o->rank = 0;
+  for (int i = 0; i < x->rank; i++)
+    if (i != dim) o->shape[o->rank++] = x->shape[i];
+  return PPCC_OK;
+}
+
+static ppcc_status shard_argmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  int dim = norm_dim(ppcc_attr_int(op, "dim", -1), x->rank);
+  ppcc_layout l = x->layout;
+  if (l.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "argmax of partial sums is wrong; all_reduce first");
+  if (l.kind == PPCC_LAYOUT_SPLIT && l.dim == dim)
+    return layouts_error(g, op, d, "argmax over the split dim needs the whole dim; all_gather first");
+  if (l.kind == PPCC_LAYOUT_SPLIT && l.dim > dim) l.dim--;
+  OUT(0)->layout = l;
+  return PPCC_OK;
+}
+
+/* ---------------- FLOP counts ---------------- */
+static double numel_out(const ppcc_graph *g, const ppcc_op *op) {
+  const ppcc_value *o = &g->values[op->out[0]];
+  return (double)ppcc_num_elements(o->rank, o->shape);
+}
+static double flops_zero(const ppcc_graph *g, const ppcc_op *op) { return 0; }
+static double flops_elem1(const ppcc_graph *g, const ppcc_op *op) { return numel_out(g, op); }
+static double flops_elem4(const ppcc_graph *g, const ppcc_op *op) { return 4 * numel_out(g, op); }
+static double flops_elem8(const ppcc_graph *g, const ppcc_op *op) { return 8 * numel_out(g, op); }
+static double flops_matmul(const ppcc_graph *g, const ppcc_op *op) {
+  const ppcc_value *a = &g->values[op->in[0]];
+  return 2.0 * numel_out(g, op) * (double)a->shape[a->rank - 1];
+}
+static double flops_linear(const ppcc_graph *g, const ppcc_op *op) {
+  return flops_matmul(g, op) + (op->n_in == 3 ? numel_out(g, op) : 0);
+}
+static double flops_reduce(const ppcc_graph *g, const ppcc_op *op) {
+  const ppcc_value *x = &g->values[op->in[0]];
+  return x->layout.kind == PPCC_LAYOUT_UNREDUCED ? numel_out(g, op) * (x->layout.count - 1) : 0;
+}
+
+static double flops_reduce_in(const ppcc_graph *g, const ppcc_op *op) {
+  const ppcc_value *x = &g->values[op->in[0]];
+  return (double)ppcc_num_elements(x->rank, x->shape);
+}
+static double flops_attention(const ppcc_graph *g, const ppcc_op *op) {
+  const ppcc_value *q = &g->values[op->in[0]], *k = &g->values[op->in[1]], *v = &g->values[op->in[2]];
+  double scores = (double)q->shape[0] * (double)q->shape[1] * (double)q->shape[2] * (double)k->shape[2];
+  return scores * (2.0 * (double)q->shape[3] + 2.0 * (double)v->shape[3] + 4.0);
+}
+
+/* ---------------- the table ---------------- */
+#define PPCC_FAMILY(f) PPCC_FAMILY_##f
+#define PPCC_PIN(p) PPCC_PIN_##p
+static const ppcc_op_info op_table[] = {
+#define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, kernel, lower) \
+  {PPCC_OP_##name, #name, min_in, max_in, n_out, attrs, PPCC_FAMILY(family), shape, shard, PPCC_PIN(pin), flops},
+#include "ppcc/op_list.h"
+#undef PPCC_OP
+};
+
+const ppcc_op_info *ppcc_op_table(int *count) {
+  *count = PPCC_OP_COUNT;
+  return op_table;
+}
+
+const ppcc_op_info *ppcc_op_lookup(const char *name) {
+  for (int i = 0; i < PPCC_OP_COUNT; i++)
+    if (strcmp(op_table[i].name, name) == 0) return &op_table[i];
+  return NULL;
+}
+
+const ppcc_op_info *ppcc_op_info_by_id(ppcc_op_id id) {
+  return (unsigned)id < PPCC_OP_COUNT ? &op_table[id] : NULL;
+}
