@@ -70,7 +70,9 @@ static ppcc_status attr_devices(ppcc_graph *g, ppcc_op *op, int count, int **out
   if (!dev) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   for (int i = 0; i < a->n; i++) {
     int64_t x = a->ints[i];
-    dev[i] = x < 0 || x >= g->n_devices ? (x < 0 ? -1 : g->n_devices) : (int)x;
+    if (x < 0 || x >= g->n_devices)
+      return ppcc_error(d, "%s: device %lld is out of range (model has %d devices)", what, (long long)x, g->n_devices);
+    dev[i] = (int)x;
   }
   *out = dev;
   return check_tuple(g, dev, a->n, count, what, d);
