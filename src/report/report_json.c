@@ -1,0 +1,159 @@
+/* The JSON placement report (DESIGN §6). Written directly with stdio for
+ * speed; one value/op/transfer/device per line so diffs stay readable. Key
+ * order is fixed, so equal graphs give byte-identical reports. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include "ppcc/ops.h"
+#include "ppcc/report.h"
+#include "report_internal.h"
+
+static void json_string(FILE *out, const char *s) {
+  putc('"', out);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    switch (*p) {
+    case '"': fputs("\\\"", out); break;
+    case '\\': fputs("\\\\", out); break;
+    case '\b': fputs("\\b", out); break;
+    case '\f': fputs("\\f", out); break;
+    case '\n': fputs("\\n", out); break;
+    case '\r': fputs("\\r", out); break;
+    case '\t': fputs("\\t", out); break;
+    default:
+      if (*p < 0x20) fprintf(out, "\\u%04x", *p);
+      else putc(*p, out);
+    }
+  }
+  putc('"', out);
+}
+
+/* Integral values print as integers (exact up to 2^53); JSON has no NaN. */
+static void json_number(FILE *out, double x) {
+  if (!isfinite(x)) fputs("null", out);
+  else if (x == floor(x) && fabs(x) < 9007199254740992.0) fprintf(out, "%.0f", x);
+  else fprintf(out, "%.17g", x);
+}
+
+static void json_int_list(FILE *out, const int *v, int n) {
+  putc('[', out);
+  for (int i = 0; i < n; i++) fprintf(out, i ? ", %d" : "%d", v[i]);
+  putc(']', out);
+}
+
+static void json_shard_devices(FILE *out, const ppcc_value *v) {
+  int n = v->layout.count > 0 ? v->layout.count : 1;
+  putc('[', out);
+  for (int i = 0; i < n; i++) fprintf(out, i ? ", %d" : "%d", rep_shard_device(v, i));
+  putc(']', out);
+}
+
+static void json_value_names(FILE *out, const ppcc_graph *g, const int *idx, int n) {
+  putc('[', out);
+  for (int i = 0; i < n; i++) {
+    if (i) fputs(", ", out);
+    json_string(out, g->values[idx[i]].name);
+  }
+  putc(']', out);
+}
+
+static void json_value(FILE *out, const ppcc_value *v) {
+  fputs("{\"name\": ", out);
+  json_string(out, v->name);
+  fprintf(out, ", \"dtype\": \"%s\", \"shape\": [", ppcc_dtype_name(v->dtype));
+  for (int i = 0; i < v->rank; i++) fprintf(out, i ? ", %" PRId64 : "%" PRId64, v->shape[i]);
+  fprintf(out, "], \"shard\": {\"kind\": \"%s\"", ppcc_layout_kind_name(v->layout.kind));
+  if (v->layout.kind == PPCC_LAYOUT_SPLIT) fprintf(out, ", \"dim\": %d", v->layout.dim);
+  fprintf(out, ", \"count\": %d}, \"devices\": ", v->layout.count > 0 ? v->layout.count : 1);
+  json_shard_devices(out, v);
+  fprintf(out, ", \"pinned\": %s}", v->pinned ? "true" : "false");
+}
+
+static void json_op(FILE *out, const ppcc_graph *g, int index, int *dev_buf) {
+  const ppcc_op *op = &g->ops[index];
+  fprintf(out, "{\"index\": %d, \"op\": ", index);
+  json_string(out, op->info ? op->info->name : "?");
+  fputs(", \"in\": ", out);
+  json_value_names(out, g, op->in, op->n_in);
+  fputs(", \"out\": ", out);
+  json_value_names(out, g, op->out, op->n_out);
+  fputs(", \"devices\": ", out);
+  json_int_list(out, dev_buf, rep_op_devices(g, op, dev_buf));
+  fprintf(out, ", \"inserted\": %s}", op->inserted ? "true" : "false");
+}
+
+static void json_transfer(FILE *out, const ppcc_graph *g, int index, const int *first_use) {
+  const ppcc_op *op = &g->ops[index];
+  const ppcc_value *from = &g->values[op->in[0]], *to = &g->values[op->out[0]];
+  fputs("{\"value\": ", out);
+  json_string(out, from->name);
+  fputs(", \"from\": ", out);
+  json_shard_devices(out, from);
+  fputs(", \"to\": ", out);
+  json_shard_devices(out, to);
+  fprintf(out, ", \"bytes\": %" PRId64 ", \"before_op\": %d}", rep_transfer_bytes(g, op), first_use[op->out[0]]);
+}
+
+static void write_values(FILE *out, const ppcc_graph *g) {
+  fputs("  \"values\": [", out);
+  for (int v = 0; v < g->n_values; v++) {
+    fputs(v ? ",\n    " : "\n    ", out);
+    json_value(out, &g->values[v]);
+  }
+  fputs(g->n_values ? "\n  ],\n" : "],\n", out);
+}
+
+static void write_ops(FILE *out, const ppcc_graph *g, int *dev_buf) {
+  fputs("  \"ops\": [", out);
+  for (int i = 0; i < g->n_ops; i++) {
+    fputs(i ? ",\n    " : "\n    ", out);
+    json_op(out, g, i, dev_buf);
+  }
+  fputs(g->n_ops ? "\n  ],\n" : "],\n", out);
+}
+
+static void write_transfers(FILE *out, const ppcc_graph *g, const int *first_use) {
+  int n = 0;
+  fputs("  \"transfers\": [", out);
+  for (int i = 0; i < g->n_ops; i++) {
+    if (!rep_is_transfer(&g->ops[i])) continue;
+    fputs(n++ ? ",\n    " : "\n    ", out);
+    json_transfer(out, g, i, first_use);
+  }
+  fputs(n ? "\n  ],\n" : "],\n", out);
+}
+
+static void write_summary(FILE *out, const ppcc_graph *g, const ppcc_device_summary *rows) {
+  fputs("  \"device_summary\": [", out);
+  for (int d = 0; d < g->n_devices; d++) {
+    fprintf(out, "%s{\"device\": %d, \"param_bytes\": %" PRId64 ", \"peak_activation_bytes\": %" PRId64
+                 ", \"flops\": ",
+            d ? ",\n    " : "\n    ", rows[d].device, rows[d].param_bytes, rows[d].peak_activation_bytes);
+    json_number(out, rows[d].flops);
+    putc('}', out);
+  }
+  fputs(g->n_devices > 0 ? "\n  ]\n" : "]\n", out);
+}
+
+ppcc_status ppcc_report_json(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
+  ppcc_device_summary *rows = ppcc_device_summaries(g);
+  int *first_use = rep_first_consumers(g);
+  int *dev_buf = malloc(sizeof(int) * PPCC_MAX_DEVICES);
+  ppcc_status st = PPCC_OK;
+  if (!rows || !first_use || !dev_buf) {
+    st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory writing the JSON report");
+  } else {
+    fputs("{\n  \"ppcc\": 1,\n  \"model\": ", out);
+    json_string(out, g->name);
+    fprintf(out, ",\n  \"devices\": %d,\n", g->n_devices);
+    write_values(out, g);
+    write_ops(out, g, dev_buf);
+    write_transfers(out, g, first_use);
+    write_summary(out, g, rows);
+    fputs("}\n", out);
+    if (ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the JSON report");
+  }
+  free(rows);
+  free(first_use);
+  free(dev_buf);
+  return st;
+}

@@ -1,0 +1,338 @@
+/* The text placement report, for people: a header, one table per stage
+ * (a distinct device group), the transfers with their bytes, per-device
+ * totals and the balance between stages. Column widths are computed over
+ * the whole graph first, so every line is deterministic and aligned. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ppcc/ops.h"
+#include "ppcc/report.h"
+#include "report_internal.h"
+
+#define CELL 1024 /* longest cell we print; longer text is cut with "..." */
+
+/* ---- tables ---- */
+
+typedef struct table {
+  int n_cols;
+  const char *const *heads;
+  const bool *right; /* right-align (numbers) */
+  int width[8];
+} table;
+
+static void table_init(table *t, int n_cols, const char *const *heads, const bool *right) {
+  t->n_cols = n_cols;
+  t->heads = heads;
+  t->right = right;
+  for (int c = 0; c < n_cols; c++) t->width[c] = (int)strlen(heads[c]);
+}
+
+static void table_fit(table *t, char cells[][CELL]) {
+  for (int c = 0; c < t->n_cols; c++) {
+    int w = (int)strlen(cells[c]);
+    if (w > t->width[c]) t->width[c] = w;
+  }
+}
+
+/* Two-space indent and gaps; no trailing blanks. */
+static void table_print(FILE *out, const table *t, const char *const *cells) {
+  fputs("  ", out);
+  for (int c = 0; c < t->n_cols; c++) {
+    bool last = c == t->n_cols - 1;
+    if (t->right[c]) fprintf(out, "%*s", t->width[c], cells[c]);
+    else if (last) fputs(cells[c], out);
+    else fprintf(out, "%-*s", t->width[c], cells[c]);
+    if (!last) fputs("  ", out);
+  }
+  putc('\n', out);
+}
+
+static void table_head(FILE *out, const table *t) {
+  table_print(out, t, t->heads);
+  char rule[8][CELL];
+  const char *cells[8];
+  for (int c = 0; c < t->n_cols; c++) {
+    int w = t->width[c] < CELL - 1 ? t->width[c] : CELL - 1;
+    memset(rule[c], '-', (size_t)w);
+    rule[c][w] = 0;
+    cells[c] = rule[c];
+  }
+  table_print(out, t, cells);
+}
+
+static void table_row(FILE *out, const table *t, char cells[][CELL]) {
+  const char *p[8];
+  for (int c = 0; c < t->n_cols; c++) p[c] = cells[c];
+  table_print(out, t, p);
+}
+
+/* ---- cells ---- */
+
+static void cut(char *cell) {
+  if (strlen(cell) == CELL - 1) memcpy(cell + CELL - 4, "...", 4);
+}
+
+static void names_cell(const ppcc_graph *g, const int *idx, int n, char *cell) {
+  size_t off = 0;
+  cell[0] = 0;
+  for (int i = 0; i < n && off < CELL - 1; i++)
+    off += (size_t)snprintf(cell + off, CELL - off, i ? ", %s" : "%s", g->values[idx[i]].name);
+  cut(cell);
+}
+
+static void devices_cell(const int *devices, int n, char *cell) {
+  ppcc_devices_str(devices, n, cell, CELL);
+  cut(cell);
+}
+
+static void shard_devices_cell(const ppcc_value *v, int *buf, char *cell) {
+  int n = v->layout.count > 0 ? v->layout.count : 1;
+  if (n > PPCC_MAX_DEVICES) n = PPCC_MAX_DEVICES;
+  for (int i = 0; i < n; i++) buf[i] = rep_shard_device(v, i);
+  devices_cell(buf, n, cell);
+}
+
+static void bytes_cell(int64_t bytes, char *cell) {
+  char human[32];
+  rep_human_bytes(bytes, human, sizeof human);
+  if (bytes < 1024) snprintf(cell, CELL, "%s", human);
+  else snprintf(cell, CELL, "%s (%" PRId64 ")", human, bytes);
+}
+
+/* GFLOP for scale, exact count for small models. */
+static void gflop_cell(double flops, char *cell) { snprintf(cell, CELL, "%.6f (%.0f)", flops / 1e9, flops); }
+
+/* ---- op tables, one per stage ---- */
+
+static const char *const op_heads[] = {"index", "op", "outputs", "layout", "devices", "pinned"};
+static const bool op_right[] = {true, false, false, false, false, false};
+
+static void op_cells(const ppcc_graph *g, int i, int *buf, char cells[][CELL]) {
+  const ppcc_op *op = &g->ops[i];
+  const ppcc_value *r = op->n_out > 0 ? &g->values[op->out[0]] : NULL;
+  snprintf(cells[0], CELL, "%d", i);
+  snprintf(cells[1], CELL, "%s%s", op->info ? op->info->name : "?", op->inserted ? "*" : "");
+  names_cell(g, op->out, op->n_out, cells[2]);
+  if (r) ppcc_layout_str(r->layout, cells[3], CELL);
+  else cells[3][0] = 0;
+  devices_cell(buf, rep_op_devices(g, op, buf), cells[4]);
+  snprintf(cells[5], CELL, "%s", r && r->pinned ? "yes" : "no");
+}
+
+typedef struct text_ctx {
+  const ppcc_graph *g;
+  FILE *out;
+  rep_stages stages;
+  ppcc_device_summary *rows;
+  int *first_use;
+  int *buf;            /* PPCC_MAX_DEVICES scratch */
+  char (*cells)[CELL]; /* 8 scratch cells */
+} text_ctx;
+
+static void write_stage_tables(text_ctx *x) {
+  table t;
+  table_init(&t, 6, op_heads, op_right);
+  for (int i = 0; i < x->g->n_ops; i++) {
+    op_cells(x->g, i, x->buf, x->cells);
+    table_fit(&t, x->cells);
+  }
+  const rep_stages *s = &x->stages;
+  for (int k = 0; k < s->n_stages; k++) {
+    devices_cell(rep_stage_devices(s, k), s->n_dev[k], x->cells[0]);
+    int n_ops = s->start[k + 1] - s->start[k];
+    fprintf(x->out, "\nstage %d: devices %s, %d op%s\n", k, x->cells[0], n_ops, n_ops == 1 ? "" : "s");
+    table_head(x->out, &t);
+    for (int j = s->start[k]; j < s->start[k + 1]; j++) {
+      op_cells(x->g, s->order[j], x->buf, x->cells);
+      table_row(x->out, &t, x->cells);
+    }
+  }
+}
+
+/* ---- transfers ---- */
+
+static const char *const xfer_heads[] = {"value", "from", "to", "bytes", "before op"};
+static const bool xfer_right[] = {false, false, false, true, true};
+
+static void transfer_cells(text_ctx *x, int i) {
+  const ppcc_op *op = &x->g->ops[i];
+  snprintf(x->cells[0], CELL, "%s", x->g->values[op->in[0]].name);
+  cut(x->cells[0]);
+  shard_devices_cell(&x->g->values[op->in[0]], x->buf, x->cells[1]);
+  shard_devices_cell(&x->g->values[op->out[0]], x->buf, x->cells[2]);
+  bytes_cell(rep_transfer_bytes(x->g, op), x->cells[3]);
+  int before = x->first_use[op->out[0]];
+  if (before >= 0) snprintf(x->cells[4], CELL, "%d", before);
+  else snprintf(x->cells[4], CELL, "-");
+}
+
+static void write_transfers(text_ctx *x) {
+  table t;
+  table_init(&t, 5, xfer_heads, xfer_right);
+  int count = 0;
+  int64_t total = 0;
+  for (int i = 0; i < x->g->n_ops; i++) {
+    if (!rep_is_transfer(&x->g->ops[i])) continue;
+    transfer_cells(x, i);
+    table_fit(&t, x->cells);
+    total += rep_transfer_bytes(x->g, &x->g->ops[i]);
+    count++;
+  }
+  if (count == 0) {
+    fputs("\ntransfers: none\n", x->out);
+    return;
+  }
+  bytes_cell(total, x->cells[0]);
+  fprintf(x->out, "\ntransfers: %d, %s\n", count, x->cells[0]);
+  table_head(x->out, &t);
+  for (int i = 0; i < x->g->n_ops; i++) {
+    if (!rep_is_transfer(&x->g->ops[i])) continue;
+    transfer_cells(x, i);
+    table_row(x->out, &t, x->cells);
+  }
+}
+
+/* ---- devices ---- */
+
+static const char *const dev_heads[] = {"device", "param bytes", "peak activation bytes", "GFLOP"};
+static const bool dev_right[] = {false, true, true, true};
+
+static void device_cells(const ppcc_device_summary *r, char cells[][CELL]) {
+  snprintf(cells[0], CELL, "%d", r->device);
+  bytes_cell(r->param_bytes, cells[1]);
+  bytes_cell(r->peak_activation_bytes, cells[2]);
+  gflop_cell(r->flops, cells[3]);
+}
+
+static void write_devices(text_ctx *x) {
+  table t;
+  table_init(&t, 4, dev_heads, dev_right);
+  ppcc_device_summary total = {0};
+  for (int d = 0; d < x->g->n_devices; d++) {
+    device_cells(&x->rows[d], x->cells);
+    table_fit(&t, x->cells);
+    total.param_bytes += x->rows[d].param_bytes;
+    total.peak_activation_bytes += x->rows[d].peak_activation_bytes;
+    total.flops += x->rows[d].flops;
+  }
+  device_cells(&total, x->cells);
+  snprintf(x->cells[0], CELL, "total");
+  table_fit(&t, x->cells);
+  fputs("\ndevices:\n", x->out);
+  table_head(x->out, &t);
+  for (int d = 0; d < x->g->n_devices; d++) {
+    device_cells(&x->rows[d], x->cells);
+    table_row(x->out, &t, x->cells);
+  }
+  device_cells(&total, x->cells);
+  snprintf(x->cells[0], CELL, "total");
+  table_row(x->out, &t, x->cells);
+}
+
+/* ---- stage balance ---- */
+
+static const char *const bal_heads[] = {"stage", "devices", "ops", "GFLOP", "param bytes"};
+static const bool bal_right[] = {false, false, true, true, true};
+
+/* A parameter counts (all shards) for the stage of the first op reading it. */
+static void stage_totals(text_ctx *x, double *flops, int64_t *params) {
+  const ppcc_graph *g = x->g;
+  for (int i = 0; i < g->n_ops; i++) flops[x->stages.op_stage[i]] += rep_op_flops_on_devices(g, &g->ops[i]);
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *val = &g->values[v];
+    if (val->kind != PPCC_VALUE_PARAM || x->first_use[v] < 0) continue;
+    int shards = val->layout.count > 0 ? val->layout.count : 1;
+    params[x->stages.op_stage[x->first_use[v]]] += rep_shard_bytes(val) * shards;
+  }
+}
+
+static void balance_cells(text_ctx *x, int k, double flops, int64_t params) {
+  snprintf(x->cells[0], CELL, "%d", k);
+  devices_cell(rep_stage_devices(&x->stages, k), x->stages.n_dev[k], x->cells[1]);
+  snprintf(x->cells[2], CELL, "%d", x->stages.start[k + 1] - x->stages.start[k]);
+  gflop_cell(flops, x->cells[3]);
+  bytes_cell(params, x->cells[4]);
+}
+
+static void print_imbalance(FILE *out, const char *what, double max, double sum, int n) {
+  double mean = n > 0 ? sum / n : 0;
+  if (mean > 0) fprintf(out, "  %s imbalance (max/mean): %.2f\n", what, max / mean);
+  else fprintf(out, "  %s imbalance (max/mean): -\n", what);
+}
+
+static bool write_balance(text_ctx *x) {
+  int n = x->stages.n_stages;
+  if (n == 0) return true;
+  double *flops = calloc((size_t)n, sizeof(double));
+  int64_t *params = calloc((size_t)n, sizeof(int64_t));
+  if (!flops || !params) {
+    free(flops);
+    free(params);
+    return false;
+  }
+  stage_totals(x, flops, params);
+  table t;
+  table_init(&t, 5, bal_heads, bal_right);
+  for (int k = 0; k < n; k++) {
+    balance_cells(x, k, flops[k], params[k]);
+    table_fit(&t, x->cells);
+  }
+  fputs("\nstage balance:\n", x->out);
+  table_head(x->out, &t);
+  double fmax = 0, fsum = 0, pmax = 0, psum = 0;
+  for (int k = 0; k < n; k++) {
+    balance_cells(x, k, flops[k], params[k]);
+    table_row(x->out, &t, x->cells);
+    fmax = flops[k] > fmax ? flops[k] : fmax;
+    fsum += flops[k];
+    pmax = (double)params[k] > pmax ? (double)params[k] : pmax;
+    psum += (double)params[k];
+  }
+  print_imbalance(x->out, "flops", fmax, fsum, n);
+  print_imbalance(x->out, "param bytes", pmax, psum, n);
+  free(flops);
+  free(params);
+  return true;
+}
+
+/* ---- header ---- */
+
+static void write_header(text_ctx *x) {
+  const ppcc_graph *g = x->g;
+  int inserted = 0, counts[3] = {0};
+  for (int i = 0; i < g->n_ops; i++) inserted += g->ops[i].inserted;
+  for (int v = 0; v < g->n_values; v++) counts[g->values[v].kind]++;
+  fprintf(x->out, "ppcc placement report\n");
+  fprintf(x->out, "model:   %s\n", g->name);
+  fprintf(x->out, "devices: %d\n", g->n_devices);
+  fprintf(x->out, "ops:     %d (%d inserted, marked *)\n", g->n_ops, inserted);
+  fprintf(x->out, "values:  %d (params %d, inputs %d, results %d)\n", g->n_values,
+          counts[PPCC_VALUE_PARAM], counts[PPCC_VALUE_INPUT], counts[PPCC_VALUE_RESULT]);
+  fprintf(x->out, "stages:  %d\n", x->stages.n_stages);
+}
+
+ppcc_status ppcc_report_text(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
+  text_ctx x = {.g = g, .out = out};
+  bool have_stages = rep_stages_build(g, &x.stages);
+  x.rows = ppcc_device_summaries(g);
+  x.first_use = rep_first_consumers(g);
+  x.buf = malloc(sizeof(int) * PPCC_MAX_DEVICES);
+  x.cells = malloc(sizeof(char[CELL]) * 8);
+  ppcc_status st = PPCC_OK;
+  if (!have_stages || !x.rows || !x.first_use || !x.buf || !x.cells) {
+    st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory writing the text report");
+  } else {
+    write_header(&x);
+    write_stage_tables(&x);
+    write_transfers(&x);
+    write_devices(&x);
+    if (!write_balance(&x)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory writing the text report");
+    else if (ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the text report");
+  }
+  rep_stages_free(&x.stages);
+  free(x.rows);
+  free(x.first_use);
+  free(x.buf);
+  free(x.cells);
+  return st;
+}
