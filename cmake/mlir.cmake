@@ -1,1 +1,48 @@
-# Placeholder: the MLIR emitter build is set up by the emitter work (issue 3).
+# MLIR emitter (DESIGN §5): target ppcc_emit, a static library over the MLIR
+# C API of Debian's libmlir-19-dev.
+#
+# Linking: Debian ships the C API only as static libMLIRCAPI*.a and the rest
+# of MLIR/LLVM as the shared libMLIR.so / libLLVM.so. The imported CMake
+# targets (MLIRCAPIIR, ...) would drag in the static MLIR libraries too
+# (slow, huge links), so we link the few CAPI archives we call by file, and
+# the C++ implementation through the two shared libraries.
+#
+#   cmake -S . -B build -DLLVM_DIR=/usr/lib/llvm-19/lib/cmake/llvm   (default)
+if(NOT LLVM_DIR)
+  set(LLVM_DIR /usr/lib/llvm-19/lib/cmake/llvm)
+endif()
+if(NOT MLIR_DIR)
+  get_filename_component(MLIR_DIR "${LLVM_DIR}/../mlir" ABSOLUTE)
+endif()
+find_package(MLIR CONFIG REQUIRED)
+message(STATUS "MLIR ${LLVM_PACKAGE_VERSION} from ${MLIR_DIR}")
+
+set(PPCC_MLIR_LIBDIR "${LLVM_LIBRARY_DIR}")
+set(PPCC_MLIR_CAPI_LIBS
+  MLIRCAPIRegisterEverything MLIRCAPIIRDL MLIRCAPILinalg MLIRCAPIIR)
+set(PPCC_MLIR_LINK)
+foreach(lib ${PPCC_MLIR_CAPI_LIBS})
+  find_library(PPCC_${lib}_PATH NAMES lib${lib}.a PATHS ${PPCC_MLIR_LIBDIR} NO_DEFAULT_PATH REQUIRED)
+  list(APPEND PPCC_MLIR_LINK ${PPCC_${lib}_PATH})
+endforeach()
+find_library(PPCC_LIBMLIR NAMES MLIR PATHS ${PPCC_MLIR_LIBDIR} NO_DEFAULT_PATH REQUIRED)
+find_library(PPCC_LIBLLVM NAMES LLVM PATHS ${PPCC_MLIR_LIBDIR} NO_DEFAULT_PATH REQUIRED)
+
+# The ppcc IRDL dialect, embedded into the library as a C string so the
+# binary needs no data file; the same file is installed for mlir-opt users.
+set(PPCC_IRDL_FILE ${PROJECT_SOURCE_DIR}/src/emit/ppcc.irdl.mlir)
+set(PPCC_IRDL_C ${CMAKE_CURRENT_BINARY_DIR}/ppcc_irdl_text.c)
+add_custom_command(OUTPUT ${PPCC_IRDL_C}
+  COMMAND ${CMAKE_COMMAND} -DIN=${PPCC_IRDL_FILE} -DOUT=${PPCC_IRDL_C} -DSYMBOL=ppcc_irdl_text
+          -P ${PROJECT_SOURCE_DIR}/src/emit/embed_text.cmake
+  DEPENDS ${PPCC_IRDL_FILE} ${PROJECT_SOURCE_DIR}/src/emit/embed_text.cmake
+  COMMENT "Embedding the ppcc IRDL dialect")
+
+file(GLOB PPCC_EMIT_SRC CONFIGURE_DEPENDS src/emit/*.c)
+add_library(ppcc_emit STATIC ${PPCC_EMIT_SRC} ${PPCC_IRDL_C})
+target_include_directories(ppcc_emit SYSTEM PRIVATE ${MLIR_INCLUDE_DIRS} ${LLVM_INCLUDE_DIRS})
+target_link_libraries(ppcc_emit PUBLIC ppcc_core ${PPCC_MLIR_LINK} ${PPCC_LIBMLIR} ${PPCC_LIBLLVM} stdc++)
+target_compile_definitions(ppcc_emit PUBLIC PPCC_IRDL_FILE="${PPCC_IRDL_FILE}")
+set_target_properties(ppcc_emit PROPERTIES BUILD_RPATH "${PPCC_MLIR_LIBDIR}" INSTALL_RPATH "${PPCC_MLIR_LIBDIR}")
+
+install(FILES ${PPCC_IRDL_FILE} DESTINATION share/ppcc)

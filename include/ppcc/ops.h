@@ -49,7 +49,9 @@ typedef double (*ppcc_flops_fn)(const ppcc_graph *g, const ppcc_op *op);
  * runtime for COMPUTE ops. */
 typedef ppcc_status (*ppcc_kernel_fn)(const ppcc_op *op, const ppcc_tensor *in,
                                       ppcc_tensor *out, ppcc_diag *d);
-/* Lowers one shard of an op into the emitter's current block. */
+/* Lowers one shard of an op into the emitter's current block. Collectives
+ * are called once with shard = -1 (PPCC_LOWER_ALL_SHARDS in src/emit/):
+ * they combine all shards of their operand. */
 typedef ppcc_status (*ppcc_lower_fn)(struct ppcc_emit_ctx *ctx, const ppcc_graph *g,
                                      const ppcc_op *op, int shard, ppcc_diag *d);
 

@@ -1,0 +1,135 @@
+/* Internals of the MLIR emitter, shared by its files and by the executable
+ * form: the emission context, the per-shard value table, and small helpers
+ * to build types, attributes and operations with the MLIR C API.
+ *
+ * Flow: ppcc_emit() (emit.c) creates a context, builds one func.func
+ * (emit_func.c), lowers every op through the op table's `lower` column
+ * (lower_ops.c, lower_collectives.c), verifies and prints (emit_print.c).
+ * Every device / transfer decision goes through placement_map.c. */
+#ifndef PPCC_EMIT_INTERNAL_H
+#define PPCC_EMIT_INTERNAL_H
+#include <mlir-c/AffineExpr.h>
+#include <mlir-c/AffineMap.h>
+#include <mlir-c/BuiltinAttributes.h>
+#include <mlir-c/BuiltinTypes.h>
+#include <mlir-c/IR.h>
+#include "ppcc/emit.h"
+#include "ppcc/ops.h"
+
+/* A lowering called with this shard index handles all shards of the op at
+ * once (collectives: they combine the shards of one value). */
+#define PPCC_LOWER_ALL_SHARDS (-1)
+
+typedef struct ppcc_emit_ctx {
+  const ppcc_graph *g;
+  ppcc_emit_kind kind;
+  ppcc_diag *d;
+  MlirContext mctx;
+  MlirModule module;
+  MlirBlock block;      /* where ops are appended (the function body) */
+  MlirValue **shards;   /* shards[v][i]: SSA value of shard i of value v */
+  MlirLocation op_loc;  /* location of the op being lowered */
+  const ppcc_op *op;    /* op being lowered, for diagnostics */
+  MlirOperation last_op; /* last op appended to block (null: none yet) */
+  MlirAttribute iter_parallel, iter_reduction; /* linalg iterator types */
+} ppcc_emit_ctx;
+
+/* ---- context (emit.c) ---- */
+ppcc_status emit_ctx_init(ppcc_emit_ctx *c, const ppcc_graph *g, ppcc_emit_kind kind, ppcc_diag *d);
+void emit_ctx_free(ppcc_emit_ctx *c);
+/* Lowers every op of the graph into c->block, in program order. */
+ppcc_status emit_lower_all_ops(ppcc_emit_ctx *c);
+/* The lowering of an op kind, NULL when the op table has none. */
+ppcc_lower_fn emit_lowering_for(ppcc_op_id id);
+
+/* ---- per-shard value table ---- */
+MlirValue emit_shard(const ppcc_emit_ctx *c, int value, int shard);
+void emit_set_shard(ppcc_emit_ctx *c, int value, int shard, MlirValue v);
+
+/* ---- diagnostics naming the op being lowered ---- */
+ppcc_status emit_op_error(ppcc_emit_ctx *c, const ppcc_op *op, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- types and attributes (mlir_build.c) ---- */
+/* Element type of a dtype; false if it has no mapping (caller reports). */
+bool emit_elem_type(ppcc_emit_ctx *c, ppcc_dtype t, MlirType *out);
+MlirType emit_tensor_type(ppcc_emit_ctx *c, ppcc_dtype t, int rank, const int64_t *shape);
+/* Type of one shard of a value (its local shape). */
+MlirType emit_shard_type(ppcc_emit_ctx *c, const ppcc_value *v);
+MlirStringRef emit_str(const char *s);
+MlirAttribute emit_i64_attr(ppcc_emit_ctx *c, int64_t v);
+MlirAttribute emit_i64_array_attr(ppcc_emit_ctx *c, int n, const int64_t *v);
+MlirAttribute emit_devices_attr(ppcc_emit_ctx *c, int n, const int *devices);
+MlirAttribute emit_string_attr(ppcc_emit_ctx *c, const char *s);
+MlirNamedAttribute emit_named(ppcc_emit_ctx *c, const char *name, MlirAttribute a);
+MlirLocation emit_name_loc(ppcc_emit_ctx *c, const char *name);
+
+/* ---- generic op construction ---- */
+typedef struct emit_op_spec {
+  const char *name;
+  int n_operands;
+  const MlirValue *operands;
+  int n_results;
+  const MlirType *results;
+  int n_attrs;
+  const MlirNamedAttribute *attrs;
+  int n_regions;       /* empty regions to create */
+} emit_op_spec;
+
+/* Creates the op at c->op_loc and appends it to block. */
+MlirOperation emit_op_in(ppcc_emit_ctx *c, MlirBlock block, const emit_op_spec *s);
+MlirOperation emit_op(ppcc_emit_ctx *c, const emit_op_spec *s);
+/* Single-result helpers appended to block. */
+MlirValue emit_float_const(ppcc_emit_ctx *c, MlirBlock block, MlirType t, double v);
+MlirValue emit_int_const(ppcc_emit_ctx *c, MlirBlock block, MlirType t, int64_t v);
+MlirValue emit_index_const(ppcc_emit_ctx *c, MlirBlock block, int64_t v);
+MlirValue emit_binary_scalar(ppcc_emit_ctx *c, MlirBlock block, const char *name, MlirValue a, MlirValue b);
+MlirValue emit_unary_scalar(ppcc_emit_ctx *c, MlirBlock block, const char *name, MlirValue a);
+/* tensor.empty + linalg.fill with zero: the init of a contraction. */
+MlirValue emit_zeros(ppcc_emit_ctx *c, MlirType tensor_type);
+MlirValue emit_empty(ppcc_emit_ctx *c, MlirType tensor_type);
+/* tensor.extract_slice of the `size` elements at `offset` along dim. */
+MlirValue emit_slice(ppcc_emit_ctx *c, MlirValue src, int dim, int64_t offset, int64_t size);
+/* tensor.concat along dim. */
+MlirValue emit_concat(ppcc_emit_ctx *c, int dim, int n, const MlirValue *parts, MlirType result);
+
+/* linalg.generic: maps[i] for each input then the init; body_fn fills the
+ * scalar body (block args: one per input, then the init) and returns the
+ * value to yield. */
+typedef MlirValue (*emit_body_fn)(ppcc_emit_ctx *c, MlirBlock body, void *user);
+MlirValue emit_generic(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, MlirValue init,
+                       int n_loops, int n_reduction_tail, const MlirAffineMap *maps,
+                       emit_body_fn body_fn, void *user);
+/* A linalg named op (matmul, ...) with its region filled by MLIR. */
+MlirValue emit_named_linalg(ppcc_emit_ctx *c, const char *name, int n_in, const MlirValue *ins,
+                            MlirValue init);
+/* Elementwise linalg.generic over a tensor of `type`: one input per operand,
+ * operands broadcast to `type` with identity/broadcast maps. */
+MlirValue emit_elementwise(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, MlirType type,
+                           emit_body_fn body_fn, void *user);
+
+/* ---- placement map (placement_map.c): the one place that knows how
+ * devices and transfers are spelled in each output form ---- */
+/* Attributes for a function argument / result holding shard i of v. */
+int placement_arg_attrs(ppcc_emit_ctx *c, const ppcc_value *v, int shard, MlirNamedAttribute *out);
+/* Marks a per-shard compute op as running on device. */
+void placement_mark_op(ppcc_emit_ctx *c, MlirOperation op, int device);
+/* Moves one shard from device `from` to device `to`; returns the value on
+ * `to` (the input itself when from == to: a shard already there is not
+ * copied, P10). */
+MlirValue placement_transfer(ppcc_emit_ctx *c, MlirValue v, int from, int to);
+/* Context options the form needs (e.g. unregistered IREE ops). */
+bool placement_allows_unregistered(ppcc_emit_kind kind);
+/* Whether collectives are emitted as one ppcc.* op (annotated form) or
+ * decomposed into transfers and local compute (IREE form). */
+bool placement_collectives_as_ops(ppcc_emit_kind kind);
+
+/* ---- function (emit_func.c) ---- */
+ppcc_status emit_main_func(ppcc_emit_ctx *c);
+
+/* ---- output (emit_print.c) ---- */
+/* Verifies the module, prints it and post-processes the text; on success
+ * *text is malloc'ed (caller frees). */
+ppcc_status emit_render(ppcc_emit_ctx *c, char **text, size_t *len);
+
+#endif

@@ -1,0 +1,81 @@
+/* index_copy / index_put (DESIGN P7): dest[.., index[j], ..] = src[.., j, ..]
+ * along `dim`, per shard. Lowered to an scf.for over the index carrying the
+ * destination tensor: extract the index, slice row j of the source, insert
+ * it at that position. */
+#include "emit_internal.h"
+
+ppcc_status lower_index_copy(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
+
+/* Static offsets marked dynamic are taken from the operand list. */
+static MlirValue slice_op(ppcc_emit_ctx *c, MlirBlock b, bool insert, MlirValue src, MlirValue dest,
+                          MlirType sliced, int dim, MlirValue pos) {
+  int rank = (int)mlirShapedTypeGetRank(insert ? mlirValueGetType(dest) : mlirValueGetType(src));
+  int64_t offsets[PPCC_MAX_RANK], sizes[PPCC_MAX_RANK], strides[PPCC_MAX_RANK];
+  for (int i = 0; i < rank; i++) {
+    offsets[i] = i == dim ? mlirShapedTypeGetDynamicStrideOrOffset() : 0;
+    sizes[i] = mlirShapedTypeGetDimSize(sliced, i);
+    strides[i] = 1;
+  }
+  int32_t seg_insert[5] = {1, 1, 1, 0, 0}, seg_extract[4] = {1, 1, 0, 0};
+  MlirNamedAttribute attrs[4] = {
+      emit_named(c, "static_offsets", emit_i64_array_attr(c, rank, offsets)),
+      emit_named(c, "static_sizes", emit_i64_array_attr(c, rank, sizes)),
+      emit_named(c, "static_strides", emit_i64_array_attr(c, rank, strides)),
+      emit_named(c, "operandSegmentSizes",
+                 insert ? mlirDenseI32ArrayGet(c->mctx, 5, seg_insert) : mlirDenseI32ArrayGet(c->mctx, 4, seg_extract)),
+  };
+  MlirValue operands[3] = {src, insert ? dest : pos, pos};
+  MlirType result = insert ? mlirValueGetType(dest) : sliced;
+  emit_op_spec s = {insert ? "tensor.insert_slice" : "tensor.extract_slice", insert ? 3 : 2, operands, 1, &result,
+                    4, attrs, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
+}
+
+/* Loop body: %pos = index_cast(index[%j]); acc[.., %pos, ..] = src[.., %j, ..] */
+static void build_body(ppcc_emit_ctx *c, MlirBlock body, MlirValue index, MlirValue src, int dim) {
+  MlirValue j = mlirBlockGetArgument(body, 0), acc = mlirBlockGetArgument(body, 1);
+  MlirType idx_elem = mlirShapedTypeGetElementType(mlirValueGetType(index));
+  MlirValue extract_operands[2] = {index, j};
+  emit_op_spec ex = {"tensor.extract", 2, extract_operands, 1, &idx_elem, 0, NULL, 0};
+  MlirValue raw = mlirOperationGetResult(emit_op_in(c, body, &ex), 0);
+  MlirType index_type = mlirIndexTypeGet(c->mctx);
+  emit_op_spec cast = {"arith.index_cast", 1, &raw, 1, &index_type, 0, NULL, 0};
+  MlirValue pos = mlirOperationGetResult(emit_op_in(c, body, &cast), 0);
+
+  MlirType st = mlirValueGetType(src);
+  int rank = (int)mlirShapedTypeGetRank(st);
+  int64_t row[PPCC_MAX_RANK];
+  for (int i = 0; i < rank; i++) row[i] = i == dim ? 1 : mlirShapedTypeGetDimSize(st, i);
+  MlirType row_type = mlirRankedTensorTypeGet(rank, row, mlirShapedTypeGetElementType(st), mlirAttributeGetNull());
+  MlirValue slice = slice_op(c, body, false, src, (MlirValue){NULL}, row_type, dim, j);
+  MlirValue updated = slice_op(c, body, true, slice, acc, row_type, dim, pos);
+  emit_op_spec y = {"scf.yield", 1, &updated, 0, NULL, 0, NULL, 0};
+  emit_op_in(c, body, &y);
+}
+
+ppcc_status lower_index_copy(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  const ppcc_value *dst_v = &g->values[op->in[0]], *idx_v = &g->values[op->in[1]];
+  int dim = (int)ppcc_attr_int(op, "dim", 0);
+  MlirValue dest = emit_shard(c, op->in[0], shard);
+  MlirValue index = emit_shard(c, op->in[1], idx_v->layout.count == 1 ? 0 : shard);
+  MlirValue src = emit_shard(c, op->in[2], g->values[op->in[2]].layout.count == 1 ? 0 : shard);
+  /* A replicated source next to a split destination: take this shard's part. */
+  int64_t local[PPCC_MAX_RANK];
+  ppcc_value_shard_shape(dst_v, local);
+  if (dst_v->layout.kind == PPCC_LAYOUT_SPLIT &&
+      mlirShapedTypeGetDimSize(mlirValueGetType(src), dst_v->layout.dim) != local[dst_v->layout.dim])
+    src = emit_slice(c, src, dst_v->layout.dim, shard * local[dst_v->layout.dim], local[dst_v->layout.dim]);
+
+  MlirValue bounds[4] = {emit_index_const(c, c->block, 0), emit_index_const(c, c->block, idx_v->shape[0]),
+                         emit_index_const(c, c->block, 1), dest};
+  MlirType t = mlirValueGetType(dest);
+  emit_op_spec loop = {"scf.for", 4, bounds, 1, &t, 0, NULL, 1};
+  MlirOperation for_op = emit_op(c, &loop);
+  MlirType arg_types[2] = {mlirIndexTypeGet(c->mctx), t};
+  MlirLocation arg_locs[2] = {c->op_loc, c->op_loc};
+  MlirBlock body = mlirBlockCreate(2, arg_types, arg_locs);
+  mlirRegionAppendOwnedBlock(mlirOperationGetRegion(for_op, 0), body);
+  build_body(c, body, index, src, dim);
+  emit_set_shard(c, op->out[0], shard, mlirOperationGetResult(for_op, 0));
+  return PPCC_OK;
+}
