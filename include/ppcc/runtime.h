@@ -130,8 +130,9 @@ ppcc_status ppcc_weights_get(ppcc_weights *w, const ppcc_value *param, const voi
 /* Deterministic values for a named tensor: element j depends only on
  * (seed, name, j), so every shard can be cut from the same full tensor and
  * tools/gen_safetensors.c reproduces it. Floats: uniform in
- * (-s, s), s = 1/sqrt(shape[rank-2]) for rank >= 2, else 0.5; integers: j
- * modulo shape[0] (valid indices for the usual index_copy). */
+ * (-s, s), s = sqrt(3/shape[rank-2]) for rank >= 2, else 1; integers: j
+ * modulo shape[0] (valid indices for the usual index_copy). The generator
+ * itself is include/ppcc/random_fill.h. */
 bool ppcc_random_tensor(uint64_t seed, const char *name, ppcc_host_tensor *t);
 
 /* ------------------------------------------------------------------ */
@@ -145,10 +146,11 @@ typedef struct ppcc_input_arg {
 
 typedef struct ppcc_run_options {
   const char *weights_path;    /* .safetensors or .irpa; NULL: random */
-  uint64_t random_seed;        /* --random-weights SEED */
+  uint64_t random_seed;        /* --random-weights SEED (0 when not given) */
   bool have_random_seed;
   const ppcc_input_arg *inputs;
-  int n_inputs;                /* inputs not given are random from the seed */
+  int n_inputs;                /* inputs not given are random from the seed;
+                                  with a weights file they need a seed */
   const char *output_dir;      /* NULL: no files written */
   bool check;                  /* compare with the unsharded reference */
   int threads;                 /* total cores to use; 0: all */
@@ -170,7 +172,10 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *opts, ppcc_dia
  * results), loaded per opts (weights file or seed, --input files). */
 typedef struct ppcc_run_data {
   int n_values;
-  ppcc_host_tensor *values; /* values[i].data NULL when not a param/input */
+  ppcc_host_tensor *values; /* values[i].data NULL when not a param/input;
+                               read only: params may point into a mapped file */
+  bool *owned;              /* values[i].data allocated here */
+  ppcc_weights *weights;    /* kept open while the data is used */
 } ppcc_run_data;
 ppcc_status ppcc_run_data_load(const ppcc_graph *g, const ppcc_run_options *opts,
                                ppcc_run_data *data, ppcc_diag *d);

@@ -1,0 +1,54 @@
+/* Shared helpers of the runtime's files; not a public interface. */
+#ifndef PPCC_RT_INTERNAL_H
+#define PPCC_RT_INTERNAL_H
+#include <stddef.h>
+#include <stdint.h>
+#include "ppcc/runtime.h"
+
+/* A read-only memory-mapped file (no copy of the contents). */
+typedef struct rt_mapped_file {
+  const unsigned char *data;
+  size_t size;
+  char *path;
+} rt_mapped_file;
+
+ppcc_status rt_map_file(const char *path, rt_mapped_file *f, ppcc_diag *d);
+void rt_unmap_file(rt_mapped_file *f);
+
+/* 64-byte aligned buffers (whole cache lines, SIMD friendly); bytes may be
+ * 0. rt_free accepts NULL. */
+void *rt_alloc(int64_t bytes);
+void *rt_calloc(int64_t bytes);
+void rt_free(void *p);
+
+/* Geometry of a split along dim of a shape: the tensor is
+ * [outer][count][inner] elements, shard i the [outer][inner] block. */
+typedef struct rt_split_geom {
+  int64_t outer, inner;
+} rt_split_geom;
+rt_split_geom rt_split_geometry(int rank, const int64_t *shape, int dim, int count);
+/* Copies shard i out of / into a full buffer (elem_size bytes each). */
+void rt_copy_shard_out(const void *full, void *shard, rt_split_geom g, int count, int i,
+                       int elem_size);
+void rt_copy_shard_in(void *full, const void *shard, rt_split_geom g, int count, int i,
+                      int elem_size);
+
+/* Adds src into acc (count elements of dtype; floats accumulate in f32 and
+ * round once per call, so callers summing many buffers use rt_acc_f32). */
+void rt_to_f32(ppcc_dtype dtype, const void *src, float *dst, int64_t count);
+void rt_from_f32(ppcc_dtype dtype, const float *src, void *dst, int64_t count);
+/* acc[j] += src[j] for f32 accumulators from any numeric dtype. */
+void rt_acc_f32(ppcc_dtype dtype, const void *src, float *acc, int64_t count);
+/* Exact sum for integer dtypes: acc[j] += src[j]. */
+void rt_add_int(ppcc_dtype dtype, const void *src, void *acc, int64_t count);
+
+/* A COMPUTE op whose result is split but whose operand k is replicated
+ * sees, per shard, only the matching slice of that operand: the dim of
+ * operand k to slice (shard i = i-th of result_layout.count), or -1. */
+int rt_local_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc_layout operand_layout,
+                       const ppcc_value *result, ppcc_layout result_layout);
+
+/* Threads kernels may use (set per run). */
+int rt_kernel_threads(void);
+
+#endif

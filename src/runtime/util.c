@@ -1,0 +1,210 @@
+/* Runtime utilities: mapped files, aligned buffers, shard geometry, dtype
+ * conversion and accumulation. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "ppcc/random_fill.h"
+#include "rt_internal.h"
+
+/* ---------------- mapped files ---------------- */
+ppcc_status rt_map_file(const char *path, rt_mapped_file *f, ppcc_diag *d) {
+  memset(f, 0, sizeof *f);
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return ppcc_error(d, "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return ppcc_error(d, "%s: not a regular file", path);
+  }
+  f->size = (size_t)st.st_size;
+  if (f->size > 0) {
+    void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      close(fd);
+      return ppcc_error(d, "%s: cannot map: %s", path, strerror(errno));
+    }
+    f->data = p;
+  }
+  close(fd); /* the mapping stays valid */
+  f->path = strdup(path);
+  if (!f->path) {
+    rt_unmap_file(f);
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  return PPCC_OK;
+}
+
+void rt_unmap_file(rt_mapped_file *f) {
+  if (f->data) munmap((void *)f->data, f->size);
+  free(f->path);
+  memset(f, 0, sizeof *f);
+}
+
+/* ---------------- buffers ---------------- */
+void *rt_alloc(int64_t bytes) {
+  if (bytes < 0) return NULL;
+  size_t n = ((size_t)bytes + 63) & ~(size_t)63;
+  void *p = NULL;
+  if (posix_memalign(&p, 64, n ? n : 64) != 0) return NULL;
+  return p;
+}
+
+void *rt_calloc(int64_t bytes) {
+  void *p = rt_alloc(bytes);
+  if (p) memset(p, 0, (size_t)bytes);
+  return p;
+}
+
+void rt_free(void *p) { free(p); }
+
+bool ppcc_host_tensor_alloc(ppcc_host_tensor *t, ppcc_dtype dtype, int rank, const int64_t *shape) {
+  memset(t, 0, sizeof *t);
+  if (rank < 0 || rank > PPCC_MAX_RANK) return false;
+  int64_t n = ppcc_num_elements(rank, shape);
+  if (n < 0) return false;
+  t->dtype = dtype;
+  t->rank = rank;
+  memcpy(t->shape, shape, sizeof(int64_t) * (size_t)rank);
+  t->bytes = n * ppcc_dtype_size(dtype);
+  t->data = rt_calloc(t->bytes);
+  return t->data != NULL;
+}
+
+void ppcc_host_tensor_free(ppcc_host_tensor *t) {
+  if (!t) return;
+  rt_free(t->data);
+  t->data = NULL;
+}
+
+bool ppcc_random_tensor(uint64_t seed, const char *name, ppcc_host_tensor *t) {
+  if (!t->data) return false;
+  ppcc_random_fill(seed, name, t->dtype, t->rank, t->shape, t->data);
+  return true;
+}
+
+/* ---------------- shard geometry ---------------- */
+rt_split_geom rt_split_geometry(int rank, const int64_t *shape, int dim, int count) {
+  rt_split_geom g = {1, 1};
+  for (int i = 0; i < dim; i++) g.outer *= shape[i];
+  g.inner = count > 0 ? shape[dim] / count : 0;
+  for (int i = dim + 1; i < rank; i++) g.inner *= shape[i];
+  return g;
+}
+
+void rt_copy_shard_out(const void *full, void *shard, rt_split_geom g, int count, int i,
+                       int elem_size) {
+  size_t row = (size_t)(g.inner * elem_size);
+  const char *src = (const char *)full + row * (size_t)i;
+  char *dst = shard;
+  for (int64_t o = 0; o < g.outer; o++) memcpy(dst + row * (size_t)o, src + row * (size_t)count * (size_t)o, row);
+}
+
+void rt_copy_shard_in(void *full, const void *shard, rt_split_geom g, int count, int i,
+                      int elem_size) {
+  size_t row = (size_t)(g.inner * elem_size);
+  char *dst = (char *)full + row * (size_t)i;
+  const char *src = shard;
+  for (int64_t o = 0; o < g.outer; o++) memcpy(dst + row * (size_t)count * (size_t)o, src + row * (size_t)o, row);
+}
+
+/* ---------------- dtype conversion ---------------- */
+float ppcc_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  float f;
+  if (exp == 0) {
+    f = (float)mant * (1.0f / 16777216.0f); /* subnormal: mant * 2^-24 */
+    return sign ? -f : f;
+  }
+  uint32_t x = exp == 31 ? (sign | 0x7f800000u | (mant << 13)) : (sign | ((exp + 112) << 23) | (mant << 13));
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+uint16_t ppcc_f32_to_f16(float f) { return ppcc_random_f32_to_f16(f); }
+
+float ppcc_bf16_to_f32(uint16_t h) {
+  uint32_t x = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+uint16_t ppcc_f32_to_bf16(float f) { return ppcc_random_f32_to_bf16(f); }
+
+void rt_to_f32(ppcc_dtype dtype, const void *src, float *dst, int64_t count) {
+  switch (dtype) {
+  case PPCC_F32: memcpy(dst, src, (size_t)count * 4); break;
+  case PPCC_F16:
+    for (int64_t j = 0; j < count; j++) dst[j] = ppcc_f16_to_f32(((const uint16_t *)src)[j]);
+    break;
+  case PPCC_BF16:
+    for (int64_t j = 0; j < count; j++) dst[j] = ppcc_bf16_to_f32(((const uint16_t *)src)[j]);
+    break;
+  case PPCC_I64:
+    for (int64_t j = 0; j < count; j++) dst[j] = (float)((const int64_t *)src)[j];
+    break;
+  case PPCC_I32:
+    for (int64_t j = 0; j < count; j++) dst[j] = (float)((const int32_t *)src)[j];
+    break;
+  case PPCC_I8:
+    for (int64_t j = 0; j < count; j++) dst[j] = (float)((const int8_t *)src)[j];
+    break;
+  case PPCC_BOOL:
+    for (int64_t j = 0; j < count; j++) dst[j] = ((const uint8_t *)src)[j] ? 1.0f : 0.0f;
+    break;
+  default: break;
+  }
+}
+
+void rt_from_f32(ppcc_dtype dtype, const float *src, void *dst, int64_t count) {
+  switch (dtype) {
+  case PPCC_F32: memcpy(dst, src, (size_t)count * 4); break;
+  case PPCC_F16:
+    for (int64_t j = 0; j < count; j++) ((uint16_t *)dst)[j] = ppcc_f32_to_f16(src[j]);
+    break;
+  case PPCC_BF16:
+    for (int64_t j = 0; j < count; j++) ((uint16_t *)dst)[j] = ppcc_f32_to_bf16(src[j]);
+    break;
+  /* Integers never take this path: they are not computed in f32. */
+  default: break;
+  }
+}
+
+void rt_acc_f32(ppcc_dtype dtype, const void *src, float *acc, int64_t count) {
+  if (dtype == PPCC_F32) {
+    const float *s = src;
+    for (int64_t j = 0; j < count; j++) acc[j] += s[j];
+    return;
+  }
+  float tmp[256];
+  for (int64_t j = 0; j < count; j += 256) {
+    int64_t n = count - j < 256 ? count - j : 256;
+    rt_to_f32(dtype, (const char *)src + j * ppcc_dtype_size(dtype), tmp, n);
+    for (int64_t k = 0; k < n; k++) acc[j + k] += tmp[k];
+  }
+}
+
+void rt_add_int(ppcc_dtype dtype, const void *src, void *acc, int64_t count) {
+  switch (dtype) {
+  case PPCC_I64:
+    for (int64_t j = 0; j < count; j++) /* wrap, like the hardware, without UB */
+      ((int64_t *)acc)[j] = (int64_t)((uint64_t)((int64_t *)acc)[j] + (uint64_t)((const int64_t *)src)[j]);
+    break;
+  case PPCC_I32:
+    for (int64_t j = 0; j < count; j++)
+      ((int32_t *)acc)[j] = (int32_t)((uint32_t)((int32_t *)acc)[j] + (uint32_t)((const int32_t *)src)[j]);
+    break;
+  case PPCC_I8:
+    for (int64_t j = 0; j < count; j++)
+      ((int8_t *)acc)[j] = (int8_t)((uint8_t)((int8_t *)acc)[j] + (uint8_t)((const int8_t *)src)[j]);
+    break;
+  case PPCC_BOOL:
+    for (int64_t j = 0; j < count; j++) ((uint8_t *)acc)[j] |= ((const uint8_t *)src)[j];
+    break;
+  default: break;
+  }
+}

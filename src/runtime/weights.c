@@ -1,0 +1,129 @@
+/* Parameter sources: a mapped .safetensors / .irpa file, or the
+ * deterministic generator. Every param is handed out as its full tensor;
+ * the executor cuts the shards from it per the param's layout. */
+#include <stdlib.h>
+#include <string.h>
+#include "weights.h"
+
+struct ppcc_weights {
+  bool random;
+  uint64_t seed;
+  rt_weight_index index;
+};
+
+rt_weight_entry *rt_weight_index_add(rt_weight_index *idx, const char *name, size_t name_len) {
+  if (idx->n == idx->cap) {
+    int cap = idx->cap ? idx->cap * 2 : 64;
+    rt_weight_entry *e = realloc(idx->entries, sizeof *e * (size_t)cap);
+    if (!e) return NULL;
+    idx->entries = e;
+    idx->cap = cap;
+  }
+  rt_weight_entry *e = &idx->entries[idx->n];
+  memset(e, 0, sizeof *e);
+  e->name = malloc(name_len + 1);
+  if (!e->name) return NULL;
+  memcpy(e->name, name, name_len);
+  e->name[name_len] = 0;
+  idx->n++;
+  return e;
+}
+
+void rt_weight_index_free(rt_weight_index *idx) {
+  for (int i = 0; i < idx->n; i++) free(idx->entries[i].name);
+  free(idx->entries);
+  rt_unmap_file(&idx->file);
+  memset(idx, 0, sizeof *idx);
+}
+
+ppcc_weights *ppcc_weights_open(const char *path, ppcc_diag *d) {
+  ppcc_weights *w = calloc(1, sizeof *w);
+  if (!w) {
+    ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    return NULL;
+  }
+  ppcc_status st = rt_map_file(path, &w->index.file, d);
+  if (!st)
+    st = rt_irpa_is_archive(&w->index.file) ? rt_irpa_index(&w->index, d) : rt_safetensors_index(&w->index, d);
+  if (st) {
+    ppcc_weights_close(w);
+    return NULL;
+  }
+  return w;
+}
+
+ppcc_weights *ppcc_weights_random(uint64_t seed) {
+  ppcc_weights *w = calloc(1, sizeof *w);
+  if (w) {
+    w->random = true;
+    w->seed = seed;
+  }
+  return w;
+}
+
+void ppcc_weights_close(ppcc_weights *w) {
+  if (!w) return;
+  rt_weight_index_free(&w->index);
+  free(w);
+}
+
+static const rt_weight_entry *find_entry(const rt_weight_index *idx, const char *name) {
+  for (int i = 0; i < idx->n; i++)
+    if (strcmp(idx->entries[i].name, name) == 0) return &idx->entries[i];
+  return NULL;
+}
+
+static void shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
+  size_t off = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < rank && off < n; i++) off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)shape[i]);
+  if (off < n) snprintf(buf + off, n - off, "]");
+}
+
+static ppcc_status check_entry(const char *path, const rt_weight_entry *e, const ppcc_value *p, ppcc_diag *d) {
+  char want[128], got[128];
+  uint64_t bytes = (uint64_t)ppcc_value_bytes(p);
+  if (e->has_type && e->dtype != p->dtype)
+    return ppcc_error(d, "%s: tensor '%s' is %s but the graph declares %s", path, p->name, ppcc_dtype_name(e->dtype),
+                      ppcc_dtype_name(p->dtype));
+  bool same_shape = e->rank == p->rank && memcmp(e->shape, p->shape, sizeof(int64_t) * (size_t)p->rank) == 0;
+  if (e->has_type && !same_shape) {
+    shape_str(e->rank, e->shape, got, sizeof got);
+    shape_str(p->rank, p->shape, want, sizeof want);
+    return ppcc_error(d, "%s: tensor '%s' has shape %s but the graph declares %s", path, p->name, got, want);
+  }
+  if (e->bytes != bytes)
+    return ppcc_error(d, "%s: tensor '%s' has %llu bytes but the graph's %s%s needs %llu", path, p->name,
+                      (unsigned long long)e->bytes, ppcc_dtype_name(p->dtype),
+                      (shape_str(p->rank, p->shape, want, sizeof want), want), (unsigned long long)bytes);
+  return PPCC_OK;
+}
+
+static ppcc_status splat(const rt_weight_entry *e, const void **data, void **owned, ppcc_diag *d) {
+  unsigned char *buf = rt_alloc((int64_t)e->bytes);
+  if (!buf) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (uint64_t j = 0; j < e->bytes; j++) buf[j] = e->pattern[j % (uint64_t)e->pattern_len];
+  *data = *owned = buf;
+  return PPCC_OK;
+}
+
+ppcc_status ppcc_weights_get(ppcc_weights *w, const ppcc_value *param, const void **data, void **owned,
+                             ppcc_diag *d) {
+  *data = NULL;
+  *owned = NULL;
+  if (w->random) {
+    ppcc_host_tensor t;
+    if (!ppcc_host_tensor_alloc(&t, param->dtype, param->rank, param->shape))
+      return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory for param '%s'", param->name);
+    ppcc_random_tensor(w->seed, param->name, &t);
+    *data = *owned = t.data;
+    return PPCC_OK;
+  }
+  const char *path = w->index.file.path;
+  const rt_weight_entry *e = find_entry(&w->index, param->name);
+  if (!e) return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing", path, param->name);
+  ppcc_status st = check_entry(path, e, param, d);
+  if (st) return st;
+  if (!e->data) return splat(e, data, owned, d);
+  *data = e->data;
+  return PPCC_OK;
+}

@@ -1,0 +1,217 @@
+/* .npy, .safetensors and .irpa loaders: round trips, and one-line errors
+ * naming file and tensor on truncated or corrupt files (never reading out
+ * of bounds: run under ASan). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ppcc/runtime.h"
+#include "test_support.h"
+
+static char tmp_path[256];
+
+static const char *tmp(const char *suffix) {
+  snprintf(tmp_path, sizeof tmp_path, "/tmp/ppcc_rt_loader_%d%s", (int)getpid(), suffix);
+  return tmp_path;
+}
+
+static void write_bytes(const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+  fclose(f);
+}
+
+START_TEST(npy_round_trip) {
+  ppcc_dtype types[] = {PPCC_F32, PPCC_F16, PPCC_I64, PPCC_I32, PPCC_I8, PPCC_BOOL};
+  int64_t shapes[][3] = {{2, 3, 5}, {7, 1, 1}};
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+    for (int r = 1; r <= 3; r += 2) {
+      ppcc_host_tensor a, b;
+      ck_assert(ppcc_host_tensor_alloc(&a, types[t], r, shapes[r == 3 ? 0 : 1]));
+      for (int64_t j = 0; j < a.bytes; j++) ((unsigned char *)a.data)[j] = (unsigned char)(j * 7 % 2 == 0 ? j : 1);
+      if (types[t] == PPCC_BOOL) memset(a.data, 1, (size_t)a.bytes);
+      ppcc_diag d;
+      ppcc_diag_init(&d, "test", NULL);
+      const char *p = tmp(".npy");
+      ck_assert_msg(ppcc_npy_write(p, &a, &d) == PPCC_OK, "%s", d.first);
+      ck_assert_msg(ppcc_npy_read(p, &b, &d) == PPCC_OK, "%s", d.first);
+      ck_assert_int_eq(b.dtype, a.dtype);
+      ck_assert_int_eq(b.rank, a.rank);
+      ck_assert(memcmp(a.shape, b.shape, sizeof(int64_t) * (size_t)r) == 0);
+      ck_assert(memcmp(a.data, b.data, (size_t)a.bytes) == 0);
+      ppcc_host_tensor_free(&a);
+      ppcc_host_tensor_free(&b);
+      unlink(p);
+    }
+}
+END_TEST
+
+START_TEST(npy_truncated_and_corrupt) {
+  ppcc_host_tensor a, b;
+  int64_t shape[] = {64};
+  ck_assert(ppcc_host_tensor_alloc(&a, PPCC_F32, 1, shape));
+  ppcc_diag d;
+  ppcc_diag_init(&d, "test", NULL);
+  const char *p = tmp(".npy");
+  ck_assert(ppcc_npy_write(p, &a, &d) == PPCC_OK);
+  FILE *f = fopen(p, "rb");
+  unsigned char buf[1024];
+  size_t n = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  for (size_t cut = 0; cut < n; cut += 7) { /* every truncation fails cleanly */
+    write_bytes(p, buf, cut);
+    ppcc_diag_init(&d, "test", NULL);
+    ck_assert_int_eq(ppcc_npy_read(p, &b, &d), PPCC_ERR_USER);
+    ck_assert_msg(strstr(d.first, p) != NULL, "message does not name the file: %s", d.first);
+  }
+  write_bytes(p, buf, n);
+  for (size_t i = 0; i + 3 < n; i++) /* big-endian: refused */
+    if (memcmp(buf + i, "<f4", 3) == 0) buf[i] = '>';
+  write_bytes(p, buf, n);
+  ppcc_diag_init(&d, "test", NULL);
+  ck_assert_int_eq(ppcc_npy_read(p, &b, &d), PPCC_ERR_USER);
+  ck_assert_ptr_nonnull(strstr(d.first, "dtype"));
+  ppcc_host_tensor_free(&a);
+  unlink(p);
+}
+END_TEST
+
+/* A one-param graph: w f32 [2, 3]. */
+static ppcc_value param_w(void) {
+  ppcc_value v = {.name = "w", .kind = PPCC_VALUE_PARAM, .dtype = PPCC_F32, .rank = 2, .shape = {2, 3}};
+  v.layout = ppcc_layout_unsharded();
+  return v;
+}
+
+static size_t safetensors_file(unsigned char *buf, const char *header, const float *data, size_t data_bytes) {
+  size_t h = strlen(header);
+  for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)h >> (8 * i));
+  memcpy(buf + 8, header, h);
+  memcpy(buf + 8 + h, data, data_bytes);
+  return 8 + h + data_bytes;
+}
+
+static ppcc_status load_w(const char *path, const ppcc_value *w, float *out, ppcc_diag *d) {
+  ppcc_diag_init(d, "test", NULL);
+  ppcc_weights *ws = ppcc_weights_open(path, d);
+  if (!ws) return PPCC_ERR_USER;
+  const void *data;
+  void *owned;
+  ppcc_status st = ppcc_weights_get(ws, w, &data, &owned, d);
+  if (!st) memcpy(out, data, 24);
+  free(owned);
+  ppcc_weights_close(ws);
+  return st;
+}
+
+START_TEST(safetensors_reads_and_checks) {
+  float data[6] = {1, 2, 3, 4, 5, 6}, got[6];
+  unsigned char buf[512];
+  ppcc_value w = param_w();
+  ppcc_diag d;
+  const char *p = tmp(".safetensors");
+  const char *good = "{\"__metadata__\":{\"a\":\"b\"},\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}";
+  size_t n = safetensors_file(buf, good, data, sizeof data);
+  write_bytes(p, buf, n);
+  ck_assert_msg(load_w(p, &w, got, &d) == PPCC_OK, "%s", d.first);
+  ck_assert(memcmp(got, data, sizeof data) == 0);
+  for (size_t cut = 0; cut < n; cut += 5) { /* truncated anywhere: a clean error */
+    write_bytes(p, buf, cut);
+    ck_assert_int_eq(load_w(p, &w, got, &d), PPCC_ERR_USER);
+    ck_assert_msg(strstr(d.first, p) != NULL, "%s", d.first);
+  }
+  struct { const char *header; const char *expect; } bad[] = {
+    {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,48]}}", "past the end"},
+    {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[8,4]}}", "bad data_offsets"},
+    {"{\"w\":{\"dtype\":\"F16\",\"shape\":[2,6],\"data_offsets\":[0,24]}}", "is f16 but the graph declares f32"},
+    {"{\"w\":{\"dtype\":\"F32\",\"shape\":[3,2],\"data_offsets\":[0,24]}}", "has shape [3, 2]"},
+    {"{\"v\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}", "tensor 'w' (a parameter of the graph) is missing"},
+    {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,20]}}", "20 data bytes"},
+    {"{\"w\":{\"dtype\":\"Q4\",\"shape\":[2,3],\"data_offsets\":[0,24]}}", "unsupported or missing dtype"},
+    {"[1,2]", "not a JSON object"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    write_bytes(p, buf, safetensors_file(buf, bad[i].header, data, sizeof data));
+    ck_assert_int_eq(load_w(p, &w, got, &d), PPCC_ERR_USER);
+    ck_assert_msg(strstr(d.first, bad[i].expect) && strstr(d.first, p), "case %zu: %s", i, d.first);
+  }
+  unsigned char huge[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, '{', '}'};
+  write_bytes(p, huge, sizeof huge);
+  ck_assert_int_eq(load_w(p, &w, got, &d), PPCC_ERR_USER);
+  ck_assert_ptr_nonnull(strstr(d.first, "header length"));
+  unlink(p);
+}
+END_TEST
+
+static void put(unsigned char *p, uint64_t v, int n) {
+  for (int i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* header(88) pad(8) entries@96 (96 bytes) name@192 "w" data@208 */
+static size_t irpa_file(unsigned char *b, const float *data, int type) {
+  memset(b, 0, 256);
+  put(b, 0x41505249u, 4);
+  put(b + 8, 88, 8);
+  put(b + 32, 1, 8);
+  put(b + 40, 96, 8), put(b + 48, 96, 8);
+  put(b + 56, 192, 8), put(b + 64, 1, 8);
+  put(b + 72, 208, 8), put(b + 80, 24, 8);
+  unsigned char *e = b + 96;
+  put(e, type == 1 ? 85 : 76, 8);
+  put(e + 8, (uint64_t)type, 4);
+  put(e + 20, 0, 8), put(e + 28, 1, 8);
+  if (type == 2) put(e + 60, 0, 8), put(e + 68, 24, 8);
+  if (type == 1) { /* splat of 1.5f */
+    float v = 1.5f;
+    put(e + 60, 24, 8);
+    memcpy(e + 68, &v, 4);
+    e[84] = 4;
+  }
+  b[192] = 'w';
+  memcpy(b + 208, data, 24);
+  return 232;
+}
+
+START_TEST(irpa_reads_and_checks) {
+  float data[6] = {1, 2, 3, 4, 5, 6}, got[6];
+  unsigned char buf[256];
+  ppcc_value w = param_w();
+  ppcc_diag d;
+  const char *p = tmp(".irpa");
+  size_t n = irpa_file(buf, data, 2);
+  write_bytes(p, buf, n);
+  ck_assert_msg(load_w(p, &w, got, &d) == PPCC_OK, "%s", d.first);
+  ck_assert(memcmp(got, data, sizeof data) == 0);
+  for (size_t cut = 4; cut < n; cut += 3) {
+    write_bytes(p, buf, cut);
+    ck_assert_int_eq(load_w(p, &w, got, &d), PPCC_ERR_USER);
+    ck_assert_msg(strstr(d.first, p) != NULL, "%s", d.first);
+  }
+  write_bytes(p, buf, irpa_file(buf, data, 1)); /* splat entry */
+  ck_assert_msg(load_w(p, &w, got, &d) == PPCC_OK, "%s", d.first);
+  for (int j = 0; j < 6; j++) ck_assert_float_eq(got[j], 1.5f);
+  irpa_file(buf, data, 2);
+  put(buf + 96 + 68, 40, 8); /* data length past the storage segment */
+  write_bytes(p, buf, n);
+  ck_assert_int_eq(load_w(p, &w, got, &d), PPCC_ERR_USER);
+  ck_assert_msg(strstr(d.first, "tensor 'w'") && strstr(d.first, "storage segment"), "%s", d.first);
+  irpa_file(buf, data, 2);
+  put(buf + 96 + 68, 20, 8); /* fits the file, wrong size for the graph */
+  write_bytes(p, buf, n);
+  ck_assert_int_eq(load_w(p, &w, got, &d), PPCC_ERR_USER);
+  ck_assert_msg(strstr(d.first, "tensor 'w' has 20 bytes"), "%s", d.first);
+  unlink(p);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("rt_loaders");
+  TCase *tc = tcase_create("loaders");
+  tcase_add_test(tc, npy_round_trip);
+  tcase_add_test(tc, npy_truncated_and_corrupt);
+  tcase_add_test(tc, safetensors_reads_and_checks);
+  tcase_add_test(tc, irpa_reads_and_checks);
+  suite_add_tcase(s, tc);
+  return t_run_suite(s);
+}
