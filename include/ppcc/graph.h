@@ -57,6 +57,7 @@ typedef struct ppcc_value {
   int def_op;       /* defining op index, -1 for params and inputs */
   bool is_output;
   const char *why;  /* rule that decided devices/pin (for explain) */
+  bool devices_declared; /* the model gave "devices" (auto-partition refuses those) */
 } ppcc_value;
 
 typedef enum {
@@ -105,6 +106,11 @@ typedef struct ppcc_graph {
   ppcc_arena_block *arena;
   struct ppcc_name_map *names; /* name -> value index */
   const char *source_file;
+  /* Auto-partition request (--pp/--tp/--device-memory); pp == tp == 0:
+   * none, the model's own placement is used. device_memory 0: no limit. */
+  struct { int pp, tp; int64_t device_memory; } partition;
+  /* The split auto-partition chose (include/ppcc/partition.h), or NULL. */
+  struct ppcc_partition_summary *partition_summary;
 } ppcc_graph;
 
 ppcc_graph *ppcc_graph_new(const char *name, int n_devices);

@@ -6,6 +6,10 @@
 /* Verifier + shape inference: defined-before-use, single definition, arity,
  * attribute schema, dtypes, shapes. */
 ppcc_status ppcc_pass_verify(ppcc_graph *g, ppcc_diag *d);
+/* With a partition request on the graph (--pp/--tp): Megatron layouts,
+ * the optimal pipeline split and the placement of params and inputs
+ * (include/ppcc/partition.h). No-op otherwise. */
+ppcc_status ppcc_pass_auto_partition(ppcc_graph *g, ppcc_diag *d);
 /* Layouts of every op result from the op table's sharding rules. */
 ppcc_status ppcc_pass_shard_propagate(ppcc_graph *g, ppcc_diag *d);
 /* Devices and pinned flags, rules P1-P10; records needed moves. */

@@ -17,4 +17,10 @@ ppcc_status ppcc_report_json(const ppcc_graph *g, FILE *out, ppcc_diag *d);
 ppcc_status ppcc_report_text(const ppcc_graph *g, FILE *out, ppcc_diag *d);
 ppcc_status ppcc_report_dot(const ppcc_graph *g, FILE *out, ppcc_diag *d);
 
+/* Prints the chain of rules that decided the value's devices and pin:
+ * its rule, its defining op, the operands that decided it (pinned ones,
+ * transferred ones), recursively up to params and inputs, each value once.
+ * An unknown name is a user error naming it. */
+ppcc_status ppcc_explain(const ppcc_graph *g, const char *value, FILE *out, ppcc_diag *d);
+
 #endif

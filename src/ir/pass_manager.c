@@ -5,6 +5,7 @@
 
 static const ppcc_pass_info passes[] = {
   {"verify", ppcc_pass_verify},
+  {"auto-partition", ppcc_pass_auto_partition},
   {"shard-propagate", ppcc_pass_shard_propagate},
   {"pin-propagate", ppcc_pass_pin_propagate},
   {"insert-transfers", ppcc_pass_insert_transfers},

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ppcc/ops.h"
+#include "ppcc/partition.h"
 #include "ppcc/report.h"
 #include "report_internal.h"
 
@@ -295,6 +296,93 @@ static bool write_balance(text_ctx *x) {
   return true;
 }
 
+/* ---- KV cache (only when the graph has one) ---- */
+
+/* The cache an in-place op (index_copy/index_put, P7) writes: its
+ * destination, unless that is itself an earlier update's result (the same
+ * buffer, counted once). */
+static int kv_cache_value(const ppcc_graph *g, const ppcc_op *op) {
+  if (!op->info || op->info->pin_rule != PPCC_PIN_INPLACE || op->n_in < 1) return -1;
+  const ppcc_value *dst = &g->values[op->in[0]];
+  if (dst->def_op >= 0 && g->ops[dst->def_op].info->pin_rule == PPCC_PIN_INPLACE) return -1;
+  return op->in[0];
+}
+
+/* One line per stage: bytes of all shards of the caches its ops update. */
+static bool write_kv_cache(text_ctx *x) {
+  int n = x->stages.n_stages, found = 0;
+  int64_t *bytes = calloc((size_t)(n > 0 ? n : 1), sizeof(int64_t));
+  int *count = calloc((size_t)(n > 0 ? n : 1), sizeof(int));
+  bool ok = bytes && count;
+  for (int i = 0; ok && i < x->g->n_ops; i++) {
+    int v = kv_cache_value(x->g, &x->g->ops[i]);
+    if (v < 0) continue;
+    const ppcc_value *val = &x->g->values[v];
+    bytes[x->stages.op_stage[i]] += rep_shard_bytes(val) * (val->layout.count > 0 ? val->layout.count : 1);
+    count[x->stages.op_stage[i]]++;
+    found++;
+  }
+  if (ok && found) {
+    fputs("\nkv cache (destinations of index_copy/index_put):\n", x->out);
+    for (int k = 0; k < n; k++) {
+      bytes_cell(bytes[k], x->cells[0]);
+      fprintf(x->out, "  stage %d: %d value%s, %s\n", k, count[k], count[k] == 1 ? "" : "s", x->cells[0]);
+    }
+  }
+  free(bytes);
+  free(count);
+  return ok;
+}
+
+/* ---- auto-partition (only when the graph was auto-partitioned) ---- */
+
+static const char *const part_heads[] = {"stage", "devices", "ops", "cost (us)", "transfer in (us)",
+                                         "params/device", "activations/device", "memory/device"};
+static const bool part_right[] = {false, false, true, true, true, true, true, true};
+
+static void partition_cells(text_ctx *x, const ppcc_partition_summary *s, int k) {
+  const ppcc_partition_stage *st = &s->stages[k];
+  snprintf(x->cells[0], CELL, "%d", k);
+  for (int t = 0; t < s->tp && t < PPCC_MAX_DEVICES; t++) x->buf[t] = k * s->tp + t;
+  devices_cell(x->buf, s->tp, x->cells[1]);
+  snprintf(x->cells[2], CELL, "%d", st->end_op - st->first_op);
+  snprintf(x->cells[3], CELL, "%.3f", st->cost * 1e6);
+  snprintf(x->cells[4], CELL, "%.3f", st->transfer_in * 1e6);
+  bytes_cell(st->param_bytes, x->cells[5]);
+  bytes_cell(st->activation_bytes, x->cells[6]);
+  bytes_cell(st->param_bytes + st->activation_bytes, x->cells[7]);
+}
+
+static void write_partition(text_ctx *x) {
+  const ppcc_partition_summary *s = x->g->partition_summary;
+  if (!s) return;
+  table t;
+  table_init(&t, 8, part_heads, part_right);
+  for (int k = 0; k < s->pp; k++) {
+    partition_cells(x, s, k);
+    table_fit(&t, x->cells);
+  }
+  fprintf(x->out, "\nauto-partition: %d stage%s x %d device%s, %d Megatron pair%s, device memory ", s->pp,
+          s->pp == 1 ? "" : "s", s->tp, s->tp == 1 ? "" : "s", s->n_pairs, s->n_pairs == 1 ? "" : "s");
+  if (s->device_memory > 0) {
+    bytes_cell(s->device_memory, x->cells[0]);
+    fprintf(x->out, "limit %s\n", x->cells[0]);
+  } else {
+    fputs("unlimited\n", x->out);
+  }
+  table_head(x->out, &t);
+  for (int k = 0; k < s->pp; k++) {
+    partition_cells(x, s, k);
+    table_row(x->out, &t, x->cells);
+  }
+  fprintf(x->out, "  slowest stage: %.3f us, mean %.3f us\n", s->max_cost * 1e6, s->mean_cost * 1e6);
+  if (s->even_imbalance >= 0)
+    fprintf(x->out, "  imbalance (slowest/mean): %.2f (even split by blocks: %.2f)\n", s->imbalance,
+            s->even_imbalance);
+  else
+    fprintf(x->out, "  imbalance (slowest/mean): %.2f\n", s->imbalance);
+}
+
 /* ---- header ---- */
 
 static void write_header(text_ctx *x) {
@@ -326,7 +414,9 @@ ppcc_status ppcc_report_text(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
     write_stage_tables(&x);
     write_transfers(&x);
     write_devices(&x);
-    if (!write_balance(&x)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory writing the text report");
+    bool balanced = write_balance(&x) && write_kv_cache(&x);
+    if (balanced) write_partition(&x);
+    if (!balanced) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory writing the text report");
     else if (ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the text report");
   }
   rep_stages_free(&x.stages);

@@ -1,0 +1,511 @@
+/* auto-partition: places a model that declares no placement on --pp P
+ * pipeline stages of --tp T devices each (stage s on devices
+ * [s*T, ..., s*T+T-1]). No-op unless the graph carries a request.
+ *
+ *  1. Tensor parallelism (T > 1), Megatron-style: a weight matmul/linear
+ *     whose result reaches, through single-use elementwise ops, a second
+ *     weight matmul/linear forms a pair. The first is column-parallel
+ *     (weight split along its output features), the second row-parallel
+ *     (split along its input features); its partial sums are completed by
+ *     one inserted all_reduce. Every other param and the graph inputs are
+ *     replicated over the stage's T devices.
+ *  2. The stage split: the optimal one under the cost model of
+ *     include/ppcc/partition.h (slowest stage minimised, memory per device
+ *     within --device-memory).
+ *  3. Placement: params pinned on the stage of their first reader, inputs
+ *     on stage 0; a value read by a later stage crosses with an inserted
+ *     explicit transfer (P8), so the receiving stage's pinned weights never
+ *     meet a pinned activation from elsewhere (which P4 forbids).
+ * Later passes then propagate layouts and placements as for any model. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ppcc/ops.h"
+#include "ppcc/partition.h"
+#include "ppcc/passes.h"
+
+enum { ROLE_NONE, ROLE_COLUMN, ROLE_ROW };
+
+typedef struct part_ctx {
+  ppcc_graph *g;
+  ppcc_diag *d;
+  int pp, tp;
+  int *n_uses;   /* per value */
+  int *consumer; /* per value: the last op reading it */
+  int n_pairs;
+} part_ctx;
+
+static ppcc_status oom(ppcc_diag *d) {
+  return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory in auto-partition");
+}
+
+/* ---------------- the request ---------------- */
+
+static ppcc_status check_declarations(const ppcc_graph *g, ppcc_diag *d) {
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *val = &g->values[v];
+    if (val->kind == PPCC_VALUE_RESULT) continue;
+    if (val->devices_declared || ppcc_value_is_sharded(val))
+      return ppcc_error(d, "auto-partition: %s '%s' already declares a placement (%s); give a model without "
+                           "\"devices\" and \"shard\" or drop --pp/--tp",
+                        val->kind == PPCC_VALUE_PARAM ? "param" : "input", val->name,
+                        val->devices_declared ? "devices" : "shard");
+  }
+  for (int i = 0; i < g->n_ops; i++) {
+    const ppcc_op *op = &g->ops[i];
+    if (op->info->family == PPCC_FAMILY_COMPUTE) continue;
+    char ref[600];
+    return ppcc_error(d, "%s: auto-partition chooses collectives and transfers itself; remove explicit '%s' "
+                         "ops or drop --pp/--tp",
+                      ppcc_op_ref(g, op, ref, sizeof ref), op->info->name);
+  }
+  return PPCC_OK;
+}
+
+static ppcc_status check_request(part_ctx *c) {
+  ppcc_graph *g = c->g;
+  if (c->pp < 1 || c->tp < 1 || c->pp > PPCC_MAX_DEVICES || c->tp > PPCC_MAX_DEVICES)
+    return ppcc_error(c->d, "auto-partition: --pp %d and --tp %d must be at least 1", c->pp, c->tp);
+  if ((int64_t)c->pp * c->tp > g->n_devices)
+    return ppcc_error(c->d, "auto-partition: --pp %d x --tp %d needs %lld devices, the model declares %d", c->pp,
+                      c->tp, (long long)c->pp * c->tp, g->n_devices);
+  if (g->n_ops < c->pp)
+    return ppcc_error(c->d, "auto-partition: %d stages need at least %d ops, the model has %d", c->pp, c->pp,
+                      g->n_ops);
+  return check_declarations(g, c->d);
+}
+
+/* ---------------- Megatron pairs ---------------- */
+
+static bool count_uses(part_ctx *c) {
+  size_t n = (size_t)(c->g->n_values > 0 ? c->g->n_values : 1);
+  c->n_uses = calloc(n, sizeof(int));
+  c->consumer = malloc(sizeof(int) * n);
+  if (!c->n_uses || !c->consumer) return false;
+  for (int i = 0; i < c->g->n_ops; i++)
+    for (int k = 0; k < c->g->ops[i].n_in; k++) {
+      c->n_uses[c->g->ops[i].in[k]]++;
+      c->consumer[c->g->ops[i].in[k]] = i;
+    }
+  return true;
+}
+
+static const ppcc_value *val(const part_ctx *c, int v) { return &c->g->values[v]; }
+
+/* A matmul/linear whose right operand is a rank-2 param read only here. */
+static bool is_weight_op(const part_ctx *c, const ppcc_op *op) {
+  ppcc_op_id id = op->info->id;
+  if ((id != PPCC_OP_matmul && id != PPCC_OP_linear) || op->in[0] == op->in[1]) return false;
+  const ppcc_value *w = val(c, op->in[1]);
+  return w->kind == PPCC_VALUE_PARAM && w->rank == 2 && c->n_uses[op->in[1]] == 1;
+}
+
+/* Output / input feature dims of the weight: matmul w[K, N], linear w[N, K]. */
+static int out_dim(const ppcc_op *op) { return op->info->id == PPCC_OP_linear ? 0 : 1; }
+static int in_dim(const ppcc_op *op) { return op->info->id == PPCC_OP_linear ? 1 : 0; }
+
+static bool column_ok(const part_ctx *c, const ppcc_op *op) {
+  if (!is_weight_op(c, op) || val(c, op->in[1])->shape[out_dim(op)] % c->tp != 0) return false;
+  if (op->n_in < 3) return true;
+  const ppcc_value *b = val(c, op->in[2]); /* the bias is split like the result */
+  return b->kind == PPCC_VALUE_PARAM && c->n_uses[op->in[2]] == 1;
+}
+
+/* A bias on partial sums would be added once per shard: no bias here. */
+static bool row_ok(const part_ctx *c, const ppcc_op *op, int activation) {
+  return is_weight_op(c, op) && op->n_in == 2 && op->in[0] == activation &&
+         val(c, op->in[1])->shape[in_dim(op)] % c->tp == 0;
+}
+
+/* Elementwise ops that keep a split along the last dim as it is. */
+static bool keeps_split(const ppcc_op *op) {
+  switch (op->info->id) {
+  case PPCC_OP_gelu: case PPCC_OP_silu: case PPCC_OP_relu: case PPCC_OP_sigmoid:
+  case PPCC_OP_tanh: case PPCC_OP_exp: case PPCC_OP_neg: case PPCC_OP_scale:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* The row-parallel partner of column op `col`: follow the single-use
+ * elementwise chain from its result; -1 if there is none. */
+static int find_partner(const part_ctx *c, int col) {
+  int v = c->g->ops[col].out[0];
+  for (;;) {
+    if (c->n_uses[v] != 1 || val(c, v)->is_output) return -1;
+    const ppcc_op *next = &c->g->ops[c->consumer[v]];
+    if (row_ok(c, next, v)) return c->consumer[v];
+    if (!keeps_split(next)) return -1;
+    v = next->out[0];
+  }
+}
+
+static void set_layout(part_ctx *c, int v, ppcc_layout l, const char *why) {
+  ppcc_value *x = &c->g->values[v];
+  x->layout = l;
+  x->why = why;
+}
+
+static void make_pair(part_ctx *c, int col, int row, int *role) {
+  const ppcc_op *a = &c->g->ops[col], *b = &c->g->ops[row];
+  role[col] = ROLE_COLUMN;
+  role[row] = ROLE_ROW;
+  set_layout(c, a->in[1], (ppcc_layout){PPCC_LAYOUT_SPLIT, out_dim(a), c->tp},
+             "auto-partition: column-parallel weight (Megatron: split along its output features), pinned on its "
+             "stage's devices");
+  if (a->n_in == 3)
+    set_layout(c, a->in[2], (ppcc_layout){PPCC_LAYOUT_SPLIT, 0, c->tp},
+               "auto-partition: bias of a column-parallel linear, split like its result");
+  set_layout(c, b->in[1], (ppcc_layout){PPCC_LAYOUT_SPLIT, in_dim(b), c->tp},
+             "auto-partition: row-parallel weight (Megatron: split along its input features; an all_reduce "
+             "follows), pinned on its stage's devices");
+  c->n_pairs++;
+}
+
+/* Default layouts: everything replicated over the stage (T > 1), or whole
+ * on the stage's one device. */
+static void default_layouts(part_ctx *c) {
+  ppcc_layout l = c->tp > 1 ? (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, c->tp} : ppcc_layout_unsharded();
+  for (int v = 0; v < c->g->n_values; v++) {
+    ppcc_value *x = &c->g->values[v];
+    if (x->kind == PPCC_VALUE_PARAM)
+      set_layout(c, v, l, c->tp > 1 ? "auto-partition: param replicated and pinned on its stage's devices"
+                                    : "auto-partition: param pinned on its stage's device");
+    else if (x->kind == PPCC_VALUE_INPUT)
+      set_layout(c, v, l, c->tp > 1 ? "auto-partition: graph input replicated on stage 0's devices"
+                                    : "auto-partition: graph input placed on stage 0's device");
+  }
+}
+
+static void choose_layouts(part_ctx *c, int *role) {
+  default_layouts(c);
+  if (c->tp < 2) return;
+  for (int i = 0; i < c->g->n_ops; i++) {
+    if (role[i] != ROLE_NONE || !column_ok(c, &c->g->ops[i])) continue;
+    int row = find_partner(c, i);
+    if (row >= 0) make_pair(c, i, row, role);
+  }
+}
+
+/* ---------------- rewriting the op list ---------------- */
+
+typedef struct op_list {
+  ppcc_op *ops;
+  int n, cap;
+} op_list;
+
+static bool push_op(op_list *l, const ppcc_op *op) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? l->cap * 2 : 64;
+    ppcc_op *o = realloc(l->ops, sizeof *o * (size_t)cap);
+    if (!o) return false;
+    l->ops = o;
+    l->cap = cap;
+  }
+  l->ops[l->n++] = *op;
+  return true;
+}
+
+/* A new result shaped like value `like`, named like + suffix (made unique). */
+static int new_value_like(ppcc_graph *g, int like, const char *suffix) {
+  char name[PPCC_MAX_NAME * 2 + 64], unique[sizeof name + 16];
+  snprintf(name, sizeof name, "%s%s", g->values[like].name, suffix);
+  snprintf(unique, sizeof unique, "%s", name);
+  for (int n = 2; ppcc_find_value(g, unique) >= 0; n++) snprintf(unique, sizeof unique, "%s#%d", name, n);
+  const ppcc_value *v = &g->values[like];
+  int64_t shape[PPCC_MAX_RANK];
+  memcpy(shape, v->shape, sizeof shape);
+  int idx = ppcc_add_value(g, unique, PPCC_VALUE_RESULT, v->dtype, v->rank, shape);
+  if (idx >= 0) g->values[idx].layout = g->values[like].layout; /* re-read: values may move */
+  return idx;
+}
+
+static bool one_to_one_op(ppcc_graph *g, ppcc_op *op, ppcc_op_id id, int in, int out, const char *why) {
+  memset(op, 0, sizeof *op);
+  op->info = ppcc_op_info_by_id(id);
+  op->n_in = op->n_out = 1;
+  op->in = ppcc_dup_ints(g, &in, 1);
+  op->out = ppcc_dup_ints(g, &out, 1);
+  op->inserted = true;
+  op->src_index = -1;
+  op->why = why;
+  return op->in && op->out;
+}
+
+/* The row-parallel op now writes "<y>.partial"; the inserted all_reduce
+ * writes y itself, so every consumer and output keeps reading y. */
+static bool push_row_with_all_reduce(ppcc_graph *g, op_list *l, ppcc_op *row) {
+  int y = row->out[0];
+  int partial = new_value_like(g, y, ".partial");
+  if (partial < 0) return false;
+  row->out[0] = partial;
+  g->values[partial].def_op = l->n;
+  ppcc_op ar;
+  if (!push_op(l, row) ||
+      !one_to_one_op(g, &ar, PPCC_OP_all_reduce, partial, y,
+                     "auto-partition: all_reduce completes the partial sums of a row-parallel matmul (Megatron pair)"))
+    return false;
+  g->values[y].def_op = l->n;
+  return push_op(l, &ar);
+}
+
+static bool insert_all_reduces(ppcc_graph *g, const int *role) {
+  op_list l = {0};
+  bool ok = true;
+  for (int i = 0; ok && i < g->n_ops; i++) {
+    ppcc_op op = g->ops[i];
+    if (role[i] == ROLE_ROW) {
+      ok = push_row_with_all_reduce(g, &l, &op);
+      continue;
+    }
+    for (int k = 0; k < op.n_out; k++) g->values[op.out[k]].def_op = l.n;
+    ok = push_op(&l, &op);
+  }
+  if (!ok) {
+    free(l.ops);
+    return false;
+  }
+  ppcc_graph_set_ops(g, l.ops, l.n, l.cap);
+  return true;
+}
+
+/* Layouts of every result now, so the cost model knows what is split;
+ * shard-propagate recomputes the same later. */
+static ppcc_status infer_layouts(ppcc_graph *g, ppcc_diag *d) {
+  for (int i = 0; i < g->n_ops; i++) {
+    ppcc_status st = g->ops[i].info->shard_rule(g, &g->ops[i], d);
+    if (st) return st;
+  }
+  return PPCC_OK;
+}
+
+/* ---------------- the split ---------------- */
+
+static void op_range(const ppcc_graph *g, int begin, int end, char *buf, size_t n) {
+  char a[600], b[600];
+  ppcc_op_ref(g, &g->ops[begin], a, sizeof a);
+  if (end - begin == 1) snprintf(buf, n, "%s", a);
+  else snprintf(buf, n, "%s .. %s", a, ppcc_op_ref(g, &g->ops[end - 1], b, sizeof b));
+}
+
+static ppcc_status split_error(const part_ctx *c, const ppcc_split_problem *p, const ppcc_split_result *r) {
+  if (r->too_few_cuts)
+    return ppcc_error(c->d, "auto-partition: cannot cut the model into %d stages: too few places where at most %d "
+                            "whole activations cross between ops",
+                      c->pp, PPCC_PART_MAX_CUT_VALUES);
+  char range[1300];
+  op_range(c->g, r->fail_begin, r->fail_end, range, sizeof range);
+  return ppcc_error(c->d, "auto-partition: stage %d (%s) needs %lld bytes per device, more than --device-memory "
+                          "%lld; no split into %d stages of %d devices fits",
+                    r->fail_stage, range, (long long)r->fail_memory, (long long)p->memory_limit, c->pp, c->tp);
+}
+
+static ppcc_status solve_split(part_ctx *c, ppcc_split_problem *p, int *start) {
+  if (!ppcc_split_problem_from_graph(c->g, c->pp, c->g->partition.device_memory, p)) return oom(c->d);
+  ppcc_split_result r;
+  if (!ppcc_split_solve(p, start, &r)) return oom(c->d);
+  return r.feasible ? PPCC_OK : split_error(c, p, &r);
+}
+
+/* ---------------- placement ---------------- */
+
+/* Device tuples of the stages: stage s = [s*T, ..., s*T+T-1]. */
+static int **stage_devices(part_ctx *c) {
+  int **devs = ppcc_alloc(c->g, sizeof(int *) * (size_t)c->pp);
+  for (int s = 0; devs && s < c->pp; s++) {
+    devs[s] = ppcc_alloc(c->g, sizeof(int) * (size_t)c->tp);
+    if (!devs[s]) return NULL;
+    for (int t = 0; t < c->tp; t++) devs[s][t] = s * c->tp + t;
+  }
+  return devs;
+}
+
+/* Stage of every value: params that of their first reader, inputs 0,
+ * results that of their op. */
+static void home_stages(const ppcc_graph *g, const int *op_stage, int *home) {
+  for (int v = 0; v < g->n_values; v++) home[v] = g->values[v].def_op >= 0 ? op_stage[g->values[v].def_op] : -1;
+  for (int i = g->n_ops - 1; i >= 0; i--)
+    for (int k = 0; k < g->ops[i].n_in; k++)
+      if (g->values[g->ops[i].in[k]].kind == PPCC_VALUE_PARAM) home[g->ops[i].in[k]] = op_stage[i];
+  for (int v = 0; v < g->n_values; v++)
+    if (home[v] < 0) home[v] = 0;
+}
+
+static void place_declared(ppcc_graph *g, const int *home, int **devs) {
+  for (int v = 0; v < g->n_values; v++) {
+    ppcc_value *x = &g->values[v];
+    if (x->kind == PPCC_VALUE_RESULT) continue;
+    x->devices = devs[home[v]];
+    if (x->kind == PPCC_VALUE_PARAM) x->pinned = true;
+  }
+}
+
+/* A value and the stages it was already moved to. */
+typedef struct moved {
+  struct moved *next;
+  int stage, value;
+} moved;
+
+static ppcc_attr devices_attr(ppcc_graph *g, const int *devices, int count) {
+  ppcc_attr a = {.name = "devices", .type = PPCC_ATTR_INTS, .n = count};
+  a.ints = ppcc_alloc(g, sizeof(int64_t) * (size_t)count);
+  for (int i = 0; a.ints && i < count; i++) a.ints[i] = devices[i];
+  return a;
+}
+
+/* "h@2,3", deterministic like insert-transfers' names. */
+static int crossing_value(ppcc_graph *g, int src, const int *devices, int count) {
+  char suffix[64] = "@";
+  size_t off = 1;
+  for (int i = 0; i < count && off < sizeof suffix; i++)
+    off += (size_t)snprintf(suffix + off, sizeof suffix - off, i ? ",%d" : "%d", devices[i]);
+  return new_value_like(g, src, suffix);
+}
+
+static bool push_stage_transfer(ppcc_graph *g, op_list *l, int src, const int *devices, int count, int *result) {
+  int out = crossing_value(g, src, devices, count);
+  ppcc_op t;
+  if (out < 0 || !one_to_one_op(g, &t, PPCC_OP_transfer, src, out,
+                                "auto-partition: the value crosses a pipeline-stage boundary to the stage that "
+                                "reads it"))
+    return false;
+  t.n_attrs = 1;
+  t.attrs = ppcc_alloc(g, sizeof(ppcc_attr));
+  if (!t.attrs) return false;
+  *t.attrs = devices_attr(g, devices, count);
+  g->values[out].def_op = l->n;
+  *result = out;
+  return t.attrs->ints && push_op(l, &t);
+}
+
+typedef struct crossing_ctx {
+  part_ctx *c;
+  op_list l;
+  moved **seen; /* per source value */
+  int **devs;
+  const int *home;
+} crossing_ctx;
+
+static bool transfer_to_stage(crossing_ctx *x, int src, int stage, int *result) {
+  for (moved *m = x->seen[src]; m; m = m->next)
+    if (m->stage == stage) {
+      *result = m->value;
+      return true;
+    }
+  moved *m = ppcc_alloc(x->c->g, sizeof *m);
+  if (!m || !push_stage_transfer(x->c->g, &x->l, src, x->devs[stage], x->c->tp, result)) return false;
+  *m = (moved){x->seen[src], stage, *result};
+  x->seen[src] = m;
+  return true;
+}
+
+/* Every read of a value homed on another stage goes through a transfer
+ * inserted before its first reader on this stage. */
+static bool insert_crossings(crossing_ctx *x, const int *op_stage) {
+  ppcc_graph *g = x->c->g;
+  bool ok = true;
+  for (int i = 0; ok && i < g->n_ops; i++) {
+    ppcc_op op = g->ops[i];
+    for (int k = 0; ok && k < op.n_in; k++) {
+      if (x->home[op.in[k]] == op_stage[i]) continue;
+      int moved_value;
+      ok = transfer_to_stage(x, op.in[k], op_stage[i], &moved_value);
+      if (ok) op.in[k] = moved_value;
+    }
+    for (int k = 0; ok && k < op.n_out; k++) g->values[op.out[k]].def_op = x->l.n;
+    ok = ok && push_op(&x->l, &op);
+  }
+  return ok;
+}
+
+static ppcc_status place_stages(part_ctx *c, const int *start) {
+  ppcc_graph *g = c->g;
+  size_t n_ops = (size_t)(g->n_ops > 0 ? g->n_ops : 1), n_values = (size_t)(g->n_values > 0 ? g->n_values : 1);
+  int *op_stage = malloc(sizeof(int) * n_ops), *home = malloc(sizeof(int) * n_values);
+  crossing_ctx x = {.c = c, .seen = calloc(n_values, sizeof(moved *)), .devs = stage_devices(c), .home = home};
+  bool ok = op_stage && home && x.seen && x.devs;
+  if (ok) {
+    for (int s = 0; s < c->pp; s++)
+      for (int i = start[s]; i < start[s + 1]; i++) op_stage[i] = s;
+    home_stages(g, op_stage, home);
+    place_declared(g, home, x.devs);
+    ok = insert_crossings(&x, op_stage);
+  }
+  if (ok) ppcc_graph_set_ops(g, x.l.ops, x.l.n, x.l.cap);
+  else free(x.l.ops);
+  free(op_stage);
+  free(home);
+  free(x.seen);
+  return ok ? PPCC_OK : oom(c->d);
+}
+
+/* ---------------- the summary for the reports ---------------- */
+
+static void fill_stage(const ppcc_split_problem *p, int begin, int end, ppcc_partition_stage *st) {
+  st->first_op = begin;
+  st->end_op = end;
+  st->cost = ppcc_split_stage_cost(p, begin, end);
+  st->transfer_in = begin > 0 ? p->cut_time[begin] : 0;
+  int64_t params = 0, peak = 0;
+  for (int i = begin; i < end; i++) {
+    params += p->param_bytes[i];
+    peak = p->live_bytes[i] > peak ? p->live_bytes[i] : peak;
+  }
+  st->param_bytes = params;
+  st->activation_bytes = peak;
+}
+
+static ppcc_status record_summary(part_ctx *c, const ppcc_split_problem *p, int *start) {
+  ppcc_graph *g = c->g;
+  ppcc_partition_summary *s = ppcc_alloc(g, sizeof *s);
+  ppcc_partition_stage *stages = ppcc_alloc(g, sizeof(ppcc_partition_stage) * (size_t)c->pp);
+  int *even = malloc(sizeof(int) * ((size_t)c->pp + 1));
+  if (!s || !stages || !even) {
+    free(even);
+    return oom(c->d);
+  }
+  *s = (ppcc_partition_summary){.pp = c->pp, .tp = c->tp, .device_memory = g->partition.device_memory,
+                                .n_pairs = c->n_pairs, .stages = stages, .problem = *p, .start = start};
+  for (int k = 0; k < c->pp; k++) {
+    fill_stage(p, start[k], start[k + 1], &s->stages[k]);
+    s->max_cost = s->stages[k].cost > s->max_cost ? s->stages[k].cost : s->max_cost;
+    s->mean_cost += s->stages[k].cost / c->pp;
+  }
+  s->imbalance = ppcc_split_imbalance(p, start);
+  s->even_imbalance = ppcc_split_even(p, even) ? ppcc_split_imbalance(p, even) : -1;
+  free(even);
+  g->partition_summary = s;
+  return PPCC_OK;
+}
+
+/* ---------------- the pass ---------------- */
+
+static ppcc_status partition(part_ctx *c) {
+  ppcc_status st = check_request(c);
+  if (st) return st;
+  int *role = calloc((size_t)c->g->n_ops, sizeof(int));
+  bool ok = role && count_uses(c);
+  if (ok) choose_layouts(c, role);
+  ok = ok && insert_all_reduces(c->g, role);
+  free(role);
+  if (!ok) return oom(c->d);
+  if ((st = infer_layouts(c->g, c->d))) return st;
+  ppcc_split_problem p;
+  int *start = ppcc_alloc(c->g, sizeof(int) * ((size_t)c->pp + 1));
+  if (!start) return oom(c->d);
+  if ((st = solve_split(c, &p, start))) return st;
+  if ((st = record_summary(c, &p, start))) return st;
+  return place_stages(c, start);
+}
+
+ppcc_status ppcc_pass_auto_partition(ppcc_graph *g, ppcc_diag *d) {
+  if (g->partition.pp <= 0 && g->partition.tp <= 0) return PPCC_OK;
+  part_ctx c = {.g = g, .d = d,
+                .pp = g->partition.pp > 0 ? g->partition.pp : 1,
+                .tp = g->partition.tp > 0 ? g->partition.tp : 1};
+  ppcc_status st = partition(&c);
+  free(c.n_uses);
+  free(c.consumer);
+  return st;
+}
