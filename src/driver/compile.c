@@ -1,0 +1,318 @@
+/* `ppcc compile` and `ppcc report`: load a model, run the passes, and write
+ * the placement report and/or the emitted MLIR. */
+#include <string.h>
+#include "driver.h"
+#include "ppcc/frontend.h"
+#include "ppcc/passes.h"
+#include "ppcc/report.h"
+#ifdef PPCC_HAVE_MLIR
+#include "ppcc/emit.h"
+#endif
+
+/* ---------------- report formats ---------------- */
+
+typedef struct report_format {
+  const char *name;      /* --format value */
+  const char *extension; /* --report=FILE.ext */
+  ppcc_status (*write)(const ppcc_graph *g, FILE *out, ppcc_diag *d);
+} report_format;
+
+static const report_format report_formats[] = {
+  {"text", ".txt", ppcc_report_text},
+  {"json", ".json", ppcc_report_json},
+  {"dot", ".dot", ppcc_report_dot},
+};
+#define N_REPORT_FORMATS (int)(sizeof report_formats / sizeof report_formats[0])
+
+static const report_format *format_by_name(const char *name) {
+  for (int i = 0; i < N_REPORT_FORMATS; i++)
+    if (strcmp(report_formats[i].name, name) == 0) return &report_formats[i];
+  return NULL;
+}
+
+static const report_format *format_by_path(const char *path) {
+  const char *dot = strrchr(path, '.');
+  const char *slash = strrchr(path, '/');
+  if (!dot || (slash && dot < slash)) return NULL;
+  for (int i = 0; i < N_REPORT_FORMATS; i++)
+    if (strcmp(report_formats[i].extension, dot) == 0) return &report_formats[i];
+  return NULL;
+}
+
+static ppcc_status render_report(const ppcc_graph *g, FILE *out, ppcc_diag *d, const void *arg) {
+  const report_format *fmt = arg;
+  return fmt->write(g, out, d);
+}
+
+static ppcc_status render_explain(const ppcc_graph *g, FILE *out, ppcc_diag *d, const void *arg) {
+  return ppcc_explain(g, arg, out, d);
+}
+
+/* ---------------- emission ---------------- */
+
+typedef struct emit_kind_name {
+  const char *name;
+  int kind; /* ppcc_emit_kind when built with MLIR */
+} emit_kind_name;
+
+static const emit_kind_name emit_kinds[] = {{"mlir", 0}, {"iree", 1}, {"mlir-exec", 2}};
+#define N_EMIT_KINDS (int)(sizeof emit_kinds / sizeof emit_kinds[0])
+
+static const emit_kind_name *emit_kind_by_name(const char *name) {
+  for (int i = 0; i < N_EMIT_KINDS; i++)
+    if (strcmp(emit_kinds[i].name, name) == 0) return &emit_kinds[i];
+  return NULL;
+}
+
+#ifdef PPCC_HAVE_MLIR
+_Static_assert(PPCC_EMIT_MLIR == 0 && PPCC_EMIT_IREE == 1 && PPCC_EMIT_MLIR_EXEC == 2,
+               "emit_kinds[] follows ppcc_emit_kind");
+
+static ppcc_status render_emit(const ppcc_graph *g, FILE *out, ppcc_diag *d, const void *arg) {
+  const emit_kind_name *kind = arg;
+  return ppcc_emit(g, (ppcc_emit_kind)kind->kind, out, d);
+}
+#endif
+
+/* ---------------- shared steps ---------------- */
+
+ppcc_status cli_check_pass_name(const char *command, const char *pass_name) {
+  if (!pass_name) return PPCC_OK;
+  int n = 0;
+  const ppcc_pass_info *passes = ppcc_pass_list(&n);
+  char names[1024] = "";
+  size_t off = 0;
+  for (int i = 0; i < n; i++) {
+    if (strcmp(passes[i].name, pass_name) == 0) return PPCC_OK;
+    off += (size_t)snprintf(names + off, off < sizeof names ? sizeof names - off : 0, "%s%s",
+                            i ? ", " : "", passes[i].name);
+  }
+  return cli_usage_error(command, "unknown pass '%s' for --dump-after (passes: %s)", pass_name,
+                         names);
+}
+
+ppcc_graph *cli_load_and_compile(const char *model_path, const char *dump_after,
+                                 ppcc_diag *d, ppcc_status *status) {
+  return cli_load_and_compile_partitioned(model_path, dump_after, NULL, d, status);
+}
+
+ppcc_graph *cli_load_and_compile_partitioned(const char *model_path, const char *dump_after,
+                                             const cli_partition *req, ppcc_diag *d,
+                                             ppcc_status *status) {
+  ppcc_diag_init(d, model_path, stderr);
+  ppcc_graph *g = ppcc_load_model_file(model_path, d);
+  if (!g) {
+    /* No diagnostic means the loader itself failed (out of memory). */
+    *status = d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
+    return NULL;
+  }
+  cli_apply_partition(g, req);
+  *status = ppcc_run_passes(g, dump_after, stderr, d);
+  if (*status != PPCC_OK) {
+    ppcc_graph_free(g);
+    return NULL;
+  }
+  return g;
+}
+
+/* ---------------- ppcc compile ---------------- */
+
+typedef struct compile_args {
+  const char *out_path;
+  const char *emit;
+  const char *report_path;
+  const char *dump_after;
+  cli_partition partition;
+} compile_args;
+
+static const cli_option compile_options[] = {
+  {"o", true}, {"emit", true}, {"report", true}, {"dump-after", true},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {NULL, false},
+};
+
+static ppcc_status on_compile_option(void *ctx, const char *name, const char *value) {
+  compile_args *a = ctx;
+  bool handled;
+  ppcc_status st = cli_partition_option("compile", &a->partition, name, value, &handled);
+  if (handled) return st;
+  if (strcmp(name, "o") == 0) a->out_path = value;
+  else if (strcmp(name, "emit") == 0) a->emit = value;
+  else if (strcmp(name, "report") == 0) a->report_path = value;
+  else if (strcmp(name, "dump-after") == 0) a->dump_after = value;
+  return PPCC_OK;
+}
+
+void cli_help_compile(FILE *out) {
+  fputs("Usage: ppcc compile MODEL.json [-o OUT.mlir] [--emit=mlir|iree|mlir-exec]\n"
+        "                   [--report=R.json|R.txt|R.dot] [--dump-after=PASS]\n"
+        "\n"
+        "Loads MODEL.json, propagates shardings and device placements, inserts the\n"
+        "transfers between devices, then writes the requested outputs. With neither\n"
+        "-o, --emit nor --report, prints the text placement report to stdout.\n"
+        "\n"
+        "Options:\n"
+        "  -o FILE             write the emitted MLIR to FILE\n"
+        "  --emit=KIND         MLIR form: mlir (annotated, default), iree, mlir-exec;\n"
+        "                      without -o the MLIR goes to stdout\n"
+        "  --report=FILE       write the placement report; the format follows the\n"
+        "                      extension: .json, .txt or .dot\n"
+        "  --dump-after=PASS   print the graph after PASS to stderr\n",
+        out);
+  fputs(cli_partition_help, out);
+  fputs("  -h, --help          show this help\n"
+        "\n"
+        "Output files are written only when everything succeeded, through a\n"
+        "temporary file renamed into place. Exit codes: 0 ok, 1 bad input,\n"
+        "2 bad command line, 3 internal error.\n",
+        out);
+}
+
+static ppcc_status check_compile_args(const compile_args *a, const report_format **report,
+                                      const emit_kind_name **emit) {
+  *report = NULL;
+  *emit = NULL;
+  if (a->report_path) {
+    *report = format_by_path(a->report_path);
+    if (!*report)
+      return cli_usage_error("compile", "--report=%s: unknown extension (use .json, .txt or .dot)",
+                             a->report_path);
+  }
+  if (a->emit || a->out_path) {
+    *emit = emit_kind_by_name(a->emit ? a->emit : "mlir");
+    if (!*emit)
+      return cli_usage_error("compile", "unknown --emit kind '%s' (use mlir, iree or mlir-exec)",
+                             a->emit);
+#ifndef PPCC_HAVE_MLIR
+    fprintf(stderr, "ppcc compile: error: this ppcc was built without MLIR, so -o and --emit are "
+                    "unavailable (configure with -DPPCC_WITH_MLIR=ON)\n");
+    return PPCC_ERR_USER;
+#endif
+  }
+  ppcc_status st = cli_check_partition("compile", &a->partition);
+  return st != PPCC_OK ? st : cli_check_pass_name("compile", a->dump_after);
+}
+
+#define MAX_OUTPUTS 2
+
+/* Renders every requested output to memory; returns how many in *n. */
+static ppcc_status render_compile_outputs(const ppcc_graph *g, const compile_args *a,
+                                          const report_format *report,
+                                          const emit_kind_name *emit, const char **paths,
+                                          cli_buffer *bufs, int *n, ppcc_diag *d) {
+  ppcc_status st = PPCC_OK;
+  *n = 0;
+  if (report || !emit) {
+    paths[*n] = report ? a->report_path : "-";
+    st = cli_render(&bufs[*n], g, render_report, report ? report : format_by_name("text"), d);
+    if (st != PPCC_OK) return st;
+    (*n)++;
+  }
+#ifdef PPCC_HAVE_MLIR
+  if (emit) {
+    paths[*n] = a->out_path ? a->out_path : "-";
+    st = cli_render(&bufs[*n], g, render_emit, emit, d);
+    if (st != PPCC_OK) return st;
+    (*n)++;
+  }
+#endif
+  return st;
+}
+
+int cli_cmd_compile(int argc, char **argv) {
+  compile_args a = {0};
+  cli_parse p = {.command = "compile", .options = compile_options,
+                 .on_option = on_compile_option, .ctx = &a};
+  ppcc_status st = cli_parse_args(&p, argc, argv);
+  if (st != PPCC_OK) return st;
+  if (p.help) {
+    cli_help_compile(stdout);
+    return PPCC_OK;
+  }
+  const report_format *report;
+  const emit_kind_name *emit;
+  st = check_compile_args(&a, &report, &emit);
+  if (st != PPCC_OK) return st;
+
+  ppcc_diag d;
+  ppcc_graph *g = cli_load_and_compile_partitioned(p.model_path, a.dump_after, &a.partition, &d, &st);
+  if (!g) return st;
+  const char *paths[MAX_OUTPUTS];
+  cli_buffer bufs[MAX_OUTPUTS] = {{0}};
+  int n = 0;
+  st = render_compile_outputs(g, &a, report, emit, paths, bufs, &n, &d);
+  if (st == PPCC_OK) st = cli_write_outputs(paths, bufs, n, &d);
+  for (int i = 0; i < MAX_OUTPUTS; i++) cli_buffer_free(&bufs[i]);
+  ppcc_graph_free(g);
+  return st;
+}
+
+/* ---------------- ppcc report ---------------- */
+
+typedef struct report_args {
+  const char *format;
+  const char *dump_after;
+  const char *why;
+  cli_partition partition;
+} report_args;
+
+static const cli_option report_options[] = {
+  {"format", true}, {"dump-after", true}, {"why", true},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {NULL, false},
+};
+
+static ppcc_status on_report_option(void *ctx, const char *name, const char *value) {
+  report_args *a = ctx;
+  bool handled;
+  ppcc_status st = cli_partition_option("report", &a->partition, name, value, &handled);
+  if (handled) return st;
+  if (strcmp(name, "why") == 0) a->why = value;
+  else if (strcmp(name, "format") == 0) a->format = value;
+  else if (strcmp(name, "dump-after") == 0) a->dump_after = value;
+  return PPCC_OK;
+}
+
+void cli_help_report(FILE *out) {
+  fputs("Usage: ppcc report MODEL.json [--format=text|json|dot] [--dump-after=PASS]\n"
+        "\n"
+        "Compiles MODEL.json and prints its placement report to stdout: which\n"
+        "devices every value and op live on, the transfers between devices with\n"
+        "their sizes, and per-device totals.\n"
+        "\n"
+        "Options:\n"
+        "  --format=FORMAT     text (default), json or dot (Graphviz)\n"
+        "  --dump-after=PASS   print the graph after PASS to stderr\n"
+        "  --why=VALUE         instead of the report, print the chain of rules that\n"
+        "                      placed VALUE (pinned operands, inserted transfers)\n",
+        out);
+  fputs(cli_partition_help, out);
+  fputs("  -h, --help          show this help\n", out);
+}
+
+int cli_cmd_report(int argc, char **argv) {
+  report_args a = {.format = "text"};
+  cli_parse p = {.command = "report", .options = report_options,
+                 .on_option = on_report_option, .ctx = &a};
+  ppcc_status st = cli_parse_args(&p, argc, argv);
+  if (st != PPCC_OK) return st;
+  if (p.help) {
+    cli_help_report(stdout);
+    return PPCC_OK;
+  }
+  const report_format *fmt = format_by_name(a.format);
+  if (!fmt) return cli_usage_error("report", "unknown --format '%s' (use text, json or dot)", a.format);
+  st = cli_check_pass_name("report", a.dump_after);
+  if (st == PPCC_OK) st = cli_check_partition("report", &a.partition);
+  if (st != PPCC_OK) return st;
+
+  ppcc_diag d;
+  ppcc_graph *g = cli_load_and_compile_partitioned(p.model_path, a.dump_after, &a.partition, &d, &st);
+  if (!g) return st;
+  cli_buffer buf = {0};
+  const char *path = "-";
+  if (a.why) st = cli_render(&buf, g, render_explain, a.why, &d);
+  else st = cli_render(&buf, g, render_report, fmt, &d);
+  if (st == PPCC_OK) st = cli_write_outputs(&path, &buf, 1, &d);
+  cli_buffer_free(&buf);
+  ppcc_graph_free(g);
+  return st;
+}

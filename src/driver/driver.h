@@ -1,0 +1,111 @@
+/* Private declarations of the ppcc command-line driver (DESIGN §8). */
+#ifndef PPCC_DRIVER_H
+#define PPCC_DRIVER_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "ppcc/diag.h"
+#include "ppcc/graph.h"
+
+/* ---- command-line parsing (args.c) ---- */
+
+/* One option a command accepts. Long options are written without the
+ * leading "--"; the short "-o" is spelled "o". */
+typedef struct cli_option {
+  const char *name;
+  bool takes_value;
+} cli_option;
+
+/* Called once per option in command-line order; value is NULL for flags.
+ * Returns PPCC_OK or a usage error (already printed). */
+typedef ppcc_status (*cli_option_fn)(void *ctx, const char *name, const char *value);
+
+typedef struct cli_parse {
+  const char *command;           /* "compile", for messages */
+  const cli_option *options;     /* terminated by {NULL} */
+  cli_option_fn on_option;
+  void *ctx;
+  const char *model_path;        /* the one positional argument */
+  bool help;                     /* -h / --help seen */
+} cli_parse;
+
+/* Parses argv (after the command name): "--opt=value", "--opt value",
+ * "-o FILE", "--" ends options. Exactly one positional (the model) unless
+ * --help is given. */
+ppcc_status cli_parse_args(cli_parse *p, int argc, char **argv);
+
+/* Prints "ppcc COMMAND: error: MSG" and the --help hint; returns
+ * PPCC_ERR_USAGE. */
+ppcc_status cli_usage_error(const char *command, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Strict integer parsing for option values; usage error on junk. */
+ppcc_status cli_parse_int(const char *command, const char *option, const char *text,
+                          long long min, long long max, long long *out);
+ppcc_status cli_parse_u64(const char *command, const char *option, const char *text,
+                          unsigned long long *out);
+
+/* ---- shared steps (compile.c) ---- */
+
+/* Checks that pass_name is one of ppcc_pass_list(); usage error listing
+ * the passes otherwise. NULL is fine (no dump). */
+ppcc_status cli_check_pass_name(const char *command, const char *pass_name);
+
+/* Loads model_path and runs every pass; NULL on error (diagnostics on
+ * stderr, *status says which exit code). */
+ppcc_graph *cli_load_and_compile(const char *model_path, const char *dump_after,
+                                 ppcc_diag *d, ppcc_status *status);
+
+/* ---- auto-partition request (partition_opts.c) ---- */
+
+/* --pp, --tp, --device-memory; all 0 when not given. */
+typedef struct cli_partition {
+  int pp, tp;
+  long long device_memory;
+} cli_partition;
+
+/* Help lines of the three options. */
+extern const char cli_partition_help[];
+/* Handles the option if it is one of the three (*handled), else leaves it. */
+ppcc_status cli_partition_option(const char *command, cli_partition *req, const char *name,
+                                 const char *value, bool *handled);
+/* Usage error for combinations that make no sense. */
+ppcc_status cli_check_partition(const char *command, const cli_partition *req);
+/* Puts the request on the graph (NULL: none). */
+void cli_apply_partition(ppcc_graph *g, const cli_partition *req);
+/* cli_load_and_compile with an auto-partition request (NULL: none);
+ * in compile.c. */
+ppcc_graph *cli_load_and_compile_partitioned(const char *model_path, const char *dump_after,
+                                             const cli_partition *req, ppcc_diag *d,
+                                             ppcc_status *status);
+
+/* ---- in-memory output, committed atomically (output.c) ---- */
+
+/* A rendered output held in memory until everything has succeeded. */
+typedef struct cli_buffer {
+  char *data;
+  size_t len;
+} cli_buffer;
+
+typedef ppcc_status (*cli_render_fn)(const ppcc_graph *g, FILE *out, ppcc_diag *d, const void *arg);
+
+/* Runs render into a memory buffer. */
+ppcc_status cli_render(cli_buffer *buf, const ppcc_graph *g, cli_render_fn render,
+                       const void *arg, ppcc_diag *d);
+void cli_buffer_free(cli_buffer *buf);
+
+/* Writes each buffer to its path ("-" is stdout) through temporary files;
+ * the targets are renamed only once every file was written completely. */
+ppcc_status cli_write_outputs(const char *const *paths, const cli_buffer *bufs, int n,
+                              ppcc_diag *d);
+
+/* ---- commands ---- */
+int cli_cmd_compile(int argc, char **argv);
+int cli_cmd_report(int argc, char **argv);
+int cli_cmd_run(int argc, char **argv);
+
+void cli_help_compile(FILE *out);
+void cli_help_report(FILE *out);
+void cli_help_run(FILE *out);
+
+#endif

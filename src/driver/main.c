@@ -1,0 +1,73 @@
+/* ppcc: the command-line driver (DESIGN §8). Dispatches to one command;
+ * every command returns the process exit code: 0 ok, 1 user error,
+ * 2 usage error, 3 internal error. */
+#include <string.h>
+#include "driver.h"
+
+#ifndef PPCC_VERSION
+#define PPCC_VERSION "unknown"
+#endif
+
+typedef struct command {
+  const char *name;
+  const char *summary;
+  int (*run)(int argc, char **argv);
+  void (*help)(FILE *out);
+} command;
+
+static const command commands[] = {
+  {"compile", "place a model on its devices; write MLIR and/or a placement report",
+   cli_cmd_compile, cli_help_compile},
+  {"report", "print the placement report (text, JSON or DOT)", cli_cmd_report, cli_help_report},
+  {"run", "execute a model on its logical devices", cli_cmd_run, cli_help_run},
+};
+#define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
+
+static void print_help(FILE *out) {
+  fputs("Usage: ppcc COMMAND MODEL.json [OPTIONS]\n"
+        "\n"
+        "ppcc compiles a graph of tensor ops (model.json) for several devices: it\n"
+        "propagates shardings and device placements (pipeline and tensor\n"
+        "parallelism), inserts the transfers between devices, and emits MLIR.\n"
+        "\n"
+        "Commands:\n",
+        out);
+  for (int i = 0; i < N_COMMANDS; i++) fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+  fputs("\n"
+        "Options:\n"
+        "  -h, --help     show this help; 'ppcc COMMAND --help' shows a command's\n"
+        "  --version      print the version\n"
+        "\n"
+        "Example:\n"
+        "  ppcc compile testdata/models/ppffn.json --report=ppffn.report.json\n"
+        "\n"
+        "Exit codes: 0 ok, 1 bad input (FILE: error: MESSAGE on stderr),\n"
+        "2 bad command line, 3 internal error.\n",
+        out);
+}
+
+static const command *find_command(const char *name) {
+  for (int i = 0; i < N_COMMANDS; i++)
+    if (strcmp(commands[i].name, name) == 0) return &commands[i];
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return cli_usage_error(NULL, "missing a command (compile, report or run)");
+  const char *first = argv[1];
+  if (strcmp(first, "-h") == 0 || strcmp(first, "--help") == 0 || strcmp(first, "help") == 0) {
+    const command *about = argc > 2 ? find_command(argv[2]) : NULL; /* ppcc help compile */
+    if (about)
+      about->help(stdout);
+    else
+      print_help(stdout);
+    return PPCC_OK;
+  }
+  if (strcmp(first, "--version") == 0) {
+    printf("ppcc %s\n", PPCC_VERSION);
+    return PPCC_OK;
+  }
+  const command *cmd = find_command(first);
+  if (!cmd) return cli_usage_error(NULL, "unknown command '%s' (compile, report or run)", first);
+  return cmd->run(argc - 2, argv + 2);
+}

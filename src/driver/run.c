@@ -1,0 +1,208 @@
+/* `ppcc run`: compile a model and execute it on its logical devices. */
+#include <stdlib.h>
+#include <string.h>
+#include "driver.h"
+#ifdef PPCC_HAVE_RUNTIME
+#include "ppcc/runtime.h"
+#endif
+#ifdef PPCC_HAVE_JIT
+#include "ppcc/jit.h"
+#endif
+
+typedef struct run_input {
+  const char *name;
+  const char *path;
+} run_input;
+
+typedef struct run_args {
+  const char *weights;
+  bool have_seed;
+  unsigned long long seed;
+  run_input *inputs; /* argc entries at most: one per --input */
+  int n_inputs;
+  const char *output_dir;
+  bool check;
+  long long threads;
+  long long microbatches;
+  const char *trace;
+  const char *dump_after;
+  const char *backend; /* "jit", "interp", or NULL: jit when it can run the model */
+} run_args;
+
+static const cli_option run_options[] = {
+  {"weights", true}, {"random-weights", true}, {"input", true}, {"output-dir", true},
+  {"check", false},  {"threads", true},        {"microbatches", true}, {"trace", true},
+  {"dump-after", true}, {"backend", true}, {NULL, false},
+};
+
+/* --input name=FILE.npy */
+static ppcc_status add_input(run_args *a, const char *value) {
+  const char *eq = strchr(value, '=');
+  if (!eq || eq == value || eq[1] == '\0')
+    return cli_usage_error("run", "--input needs NAME=FILE.npy, got '%s'", value);
+  run_input *in = &a->inputs[a->n_inputs++];
+  in->path = eq + 1;
+  /* The name is a prefix of an argv string: copy it to terminate it. */
+  char *name = malloc((size_t)(eq - value) + 1);
+  if (!name) return PPCC_ERR_INTERNAL;
+  memcpy(name, value, (size_t)(eq - value));
+  name[eq - value] = '\0';
+  in->name = name;
+  return PPCC_OK;
+}
+
+static ppcc_status on_run_option(void *ctx, const char *name, const char *value) {
+  run_args *a = ctx;
+  if (strcmp(name, "weights") == 0) {
+    a->weights = value;
+  } else if (strcmp(name, "random-weights") == 0) {
+    a->have_seed = true;
+    return cli_parse_u64("run", name, value, &a->seed);
+  } else if (strcmp(name, "input") == 0) {
+    return add_input(a, value);
+  } else if (strcmp(name, "output-dir") == 0) {
+    a->output_dir = value;
+  } else if (strcmp(name, "check") == 0) {
+    a->check = true;
+  } else if (strcmp(name, "threads") == 0) {
+    return cli_parse_int("run", name, value, 1, 4096, &a->threads);
+  } else if (strcmp(name, "microbatches") == 0) {
+    return cli_parse_int("run", name, value, 1, 1 << 20, &a->microbatches);
+  } else if (strcmp(name, "trace") == 0) {
+    a->trace = value;
+  } else if (strcmp(name, "dump-after") == 0) {
+    a->dump_after = value;
+  } else if (strcmp(name, "backend") == 0) {
+    if (strcmp(value, "jit") != 0 && strcmp(value, "interp") != 0)
+      return cli_usage_error("run", "unknown --backend '%s' (use jit or interp)", value);
+    a->backend = value;
+  }
+  return PPCC_OK;
+}
+
+void cli_help_run(FILE *out) {
+  fputs("Usage: ppcc run MODEL.json [--weights W.safetensors | --random-weights SEED]\n"
+        "                 [--input NAME=FILE.npy]... [--output-dir DIR] [--check]\n"
+        "                 [--threads N] [--microbatches M] [--trace=TRACE.json]\n"
+        "\n"
+        "Compiles MODEL.json and runs it: one in-order stream per logical device,\n"
+        "transfers and collectives between them.\n"
+        "\n"
+        "Options:\n"
+        "  --weights FILE        parameters from a .safetensors or .irpa file\n"
+        "  --random-weights SEED random parameters from SEED (random is the default)\n"
+        "  --input NAME=FILE     value of graph input NAME from a .npy file (repeatable);\n"
+        "                        inputs not given are random from the seed\n"
+        "  --output-dir DIR      write every graph output to DIR/NAME.npy\n"
+        "  --check               compare with the unsharded reference execution\n"
+        "  --threads N           worker threads (default: the runtime's choice)\n"
+        "  --microbatches M      split the batch into M pipelined microbatches\n"
+        "  --trace FILE          write a Chrome trace (JSON) of the run\n"
+        "  --dump-after=PASS     print the graph after PASS to stderr\n"
+        "  --backend=jit|interp  jit: device functions compiled from the executable MLIR\n"
+        "                        form; interp: the runtime's C kernels. Default: jit\n"
+        "                        when this ppcc has it and the model, --trace and\n"
+        "                        --microbatches allow it, else interp (with a note)\n"
+        "  -h, --help            show this help\n",
+        out);
+}
+
+static void free_run_args(run_args *a) {
+  for (int i = 0; i < a->n_inputs; i++) free((char *)a->inputs[i].name);
+  free(a->inputs);
+}
+
+#ifdef PPCC_HAVE_JIT
+/* The JIT for --backend=jit, or by default when it can run the model (else
+ * *jit stays NULL: the interpreter runs, after a note saying why). */
+static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit **jit, ppcc_diag *d) {
+  *jit = NULL;
+  bool asked = a->backend && strcmp(a->backend, "jit") == 0;
+  if (a->backend && !asked) return PPCC_OK;
+  const char *unsupported = a->trace ? "--trace" : a->microbatches > 1 ? "--microbatches" : NULL;
+  if (unsupported && asked) return ppcc_error(d, "--backend=jit does not support %s (use --backend=interp)", unsupported);
+  if (unsupported) return PPCC_OK;
+  ppcc_diag quiet;
+  ppcc_diag_init(&quiet, d->file, NULL);
+  ppcc_jit_stats t;
+  ppcc_status st = ppcc_jit_compile(g, NULL, jit, &t, asked ? d : &quiet);
+  if (!st) {
+    printf("jit: compiled %d device functions in %.1f ms (emit %.1f, lower %.1f, codegen %.1f)\n", g->n_devices,
+           t.emit_ms + t.lower_ms + t.codegen_ms, t.emit_ms, t.lower_ms, t.codegen_ms);
+    return PPCC_OK;
+  }
+  if (asked) return st;
+  if (st != PPCC_ERR_USER) return ppcc_error_status(d, st, "%s", quiet.first);
+  printf("note: running with --backend=interp: %s\n", quiet.first);
+  return PPCC_OK;
+}
+#endif
+
+#ifdef PPCC_HAVE_RUNTIME
+static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *d) {
+  ppcc_input_arg *inputs = calloc((size_t)(a->n_inputs > 0 ? a->n_inputs : 1), sizeof *inputs);
+  if (!inputs) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int i = 0; i < a->n_inputs; i++) inputs[i] = (ppcc_input_arg){a->inputs[i].name, a->inputs[i].path};
+  ppcc_run_options opts = {
+    .weights_path = a->weights,
+    .random_seed = a->seed,
+    .have_random_seed = a->have_seed,
+    .inputs = inputs,
+    .n_inputs = a->n_inputs,
+    .output_dir = a->output_dir,
+    .check = a->check,
+    .threads = (int)a->threads,
+    .microbatches = (int)a->microbatches,
+    .trace_path = a->trace,
+    .log = stdout,
+  };
+  ppcc_status st = PPCC_OK;
+#ifdef PPCC_HAVE_JIT
+  ppcc_jit *jit = NULL;
+  st = compile_jit(g, a, &jit, d);
+  opts.execute = jit ? ppcc_jit_execute : NULL;
+  opts.execute_ctx = jit;
+#endif
+  if (!st) st = ppcc_run(g, &opts, d);
+#ifdef PPCC_HAVE_JIT
+  ppcc_jit_free(jit);
+#endif
+  free(inputs);
+  return st;
+}
+#endif
+
+static ppcc_status check_run_args(const run_args *a) {
+  if (a->weights && a->have_seed)
+    return cli_usage_error("run", "--weights and --random-weights exclude each other");
+#ifndef PPCC_HAVE_RUNTIME
+  fprintf(stderr, "ppcc run: error: this ppcc was built without the runtime, so 'run' is "
+                  "unavailable\n");
+  return PPCC_ERR_USER;
+#endif
+#ifndef PPCC_HAVE_JIT
+  if (a->backend && strcmp(a->backend, "jit") == 0)
+    return cli_usage_error("run", "this ppcc was built without MLIR: --backend=jit is unavailable");
+#endif
+  return cli_check_pass_name("run", a->dump_after);
+}
+
+int cli_cmd_run(int argc, char **argv) {
+  run_args a = {0};
+  a.inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.inputs);
+  if (!a.inputs) return PPCC_ERR_INTERNAL;
+  cli_parse p = {.command = "run", .options = run_options, .on_option = on_run_option, .ctx = &a};
+  ppcc_status st = cli_parse_args(&p, argc, argv);
+  if (st == PPCC_OK && p.help) cli_help_run(stdout);
+  if (st == PPCC_OK && !p.help) st = check_run_args(&a);
+  if (st == PPCC_OK && !p.help) {
+    ppcc_diag d;
+    ppcc_graph *g = cli_load_and_compile(p.model_path, a.dump_after, &d, &st);
+#ifdef PPCC_HAVE_RUNTIME
+    if (g) st = run_graph(g, &a, &d);
+#endif
+    ppcc_graph_free(g);
+  }
+  free_run_args(&a);
+  return st;
+}

@@ -1,0 +1,362 @@
+/* Command-line tests: run the ppcc binary (PPCC_BINARY) and check exit
+ * codes, messages and output files (DESIGN §8). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "ppcc/io.h"
+#include "test_support.h"
+
+/* ---------------- running the binary ---------------- */
+
+typedef struct run_result {
+  int exit_code; /* -1 if killed by a signal */
+  char *out;     /* whole stdout, NUL-terminated */
+  char *err;
+} run_result;
+
+static char scratch[256]; /* per-test temp dir, made by the fixture (each test forks) */
+
+static void make_scratch(void) {
+  snprintf(scratch, sizeof scratch, "/tmp/ppcc_cli_XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+
+static void remove_scratch(void) {
+  DIR *dir = opendir(scratch);
+  if (!dir) return;
+  char path[512];
+  for (struct dirent *e; (e = readdir(dir));) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    snprintf(path, sizeof path, "%s/%s", scratch, e->d_name);
+    unlink(path);
+  }
+  closedir(dir);
+  rmdir(scratch);
+}
+
+static const char *in_scratch(const char *name) {
+  static char bufs[8][512];
+  static int next;
+  char *buf = bufs[next++ % 8];
+  snprintf(buf, sizeof bufs[0], "%s/%s", scratch, name);
+  return buf;
+}
+
+static char *slurp(const char *path) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, path, NULL);
+  size_t len = 0;
+  char *data = ppcc_read_file(path, &len, &d);
+  return data ? data : strdup("");
+}
+
+static void redirect(int fd, const char *path) {
+  int f = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (f < 0 || dup2(f, fd) < 0) _exit(127);
+  close(f);
+}
+
+/* Runs ppcc with the NULL-terminated arguments; stdout and stderr are
+ * captured in the scratch dir (as hidden files the listing ignores). */
+static run_result run_ppcc(const char *arg, ...) {
+  const char *argv[64] = {PPCC_BINARY};
+  int argc = 1;
+  va_list ap;
+  va_start(ap, arg);
+  for (const char *a = arg; a && argc < 63; a = va_arg(ap, const char *)) argv[argc++] = a;
+  va_end(ap);
+  argv[argc] = NULL;
+  char out_path[512], err_path[512];
+  snprintf(out_path, sizeof out_path, "%s/..stdout", scratch);
+  snprintf(err_path, sizeof err_path, "%s/..stderr", scratch);
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    redirect(1, out_path);
+    redirect(2, err_path);
+    execv(PPCC_BINARY, (char *const *)argv);
+    _exit(127);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  run_result r = {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out_path), slurp(err_path)};
+  unlink(out_path);
+  unlink(err_path);
+  return r;
+}
+
+static void free_result(run_result *r) {
+  free(r->out);
+  free(r->err);
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* Files in the scratch dir other than the captured output. */
+static int count_scratch_files(void) {
+  DIR *dir = opendir(scratch);
+  ck_assert_ptr_nonnull(dir);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(dir));)
+    if (strncmp(e->d_name, "..", 2) != 0 && strcmp(e->d_name, ".") != 0) n++;
+  closedir(dir);
+  return n;
+}
+
+#define ASSERT_EXIT(r, code)                                                                  \
+  ck_assert_msg((r).exit_code == (code), "exit code %d, expected %d\nstdout: %s\nstderr: %s", \
+                (r).exit_code, (code), (r).out, (r).err)
+#define ASSERT_CONTAINS(text, what) \
+  ck_assert_msg(strstr((text), (what)), "expected '%s' in:\n%s", (what), (text))
+
+static const char *model(const char *name) {
+  static char buf[4][1024];
+  static int next;
+  char *p = buf[next++ % 4];
+  char rel[256];
+  snprintf(rel, sizeof rel, "testdata/models/%s.json", name);
+  snprintf(p, sizeof buf[0], "%s", t_src_path(rel));
+  return p;
+}
+
+static void assert_file_matches_golden(const char *path, const char *golden_rel) {
+  char *got = slurp(path), *want = slurp(t_src_path(golden_rel));
+  ck_assert_msg(strcmp(got, want) == 0, "%s differs from %s", path, golden_rel);
+  free(got);
+  free(want);
+}
+
+/* ---------------- help and version ---------------- */
+
+START_TEST(test_help) {
+  run_result r = run_ppcc("--help", NULL);
+  ASSERT_EXIT(r, 0);
+  ASSERT_CONTAINS(r.out, "Usage: ppcc");
+  ASSERT_CONTAINS(r.out, "compile");
+  free_result(&r);
+}
+END_TEST
+
+START_TEST(test_version) {
+  run_result r = run_ppcc("--version", NULL);
+  ASSERT_EXIT(r, 0);
+  ck_assert_msg(strncmp(r.out, "ppcc ", 5) == 0 && strlen(r.out) > 6, "bad version line: %s", r.out);
+  free_result(&r);
+}
+END_TEST
+
+static const char *const commands[] = {"compile", "report", "run"};
+
+START_TEST(test_command_help) {
+  run_result r = run_ppcc(commands[_i], "--help", NULL);
+  ASSERT_EXIT(r, 0);
+  char want[64];
+  snprintf(want, sizeof want, "Usage: ppcc %s", commands[_i]);
+  ASSERT_CONTAINS(r.out, want);
+  free_result(&r);
+}
+END_TEST
+
+/* ---------------- usage errors: exit 2 with a hint ---------------- */
+
+static void assert_usage_error(run_result r, const char *message_part) {
+  ASSERT_EXIT(r, 2);
+  ASSERT_CONTAINS(r.err, "error:");
+  ASSERT_CONTAINS(r.err, "--help");
+  if (message_part) ASSERT_CONTAINS(r.err, message_part);
+  free_result(&r);
+}
+
+START_TEST(test_usage_errors) {
+  const char *m = model("tp_ffn");
+  assert_usage_error(run_ppcc(NULL), "missing a command");
+  assert_usage_error(run_ppcc("frobnicate", m, NULL), "unknown command");
+  assert_usage_error(run_ppcc("compile", NULL), "missing the model");
+  assert_usage_error(run_ppcc("compile", m, "--bogus", NULL), "--bogus");
+  assert_usage_error(run_ppcc("compile", m, m, NULL), "unexpected argument");
+  assert_usage_error(run_ppcc("compile", m, "--report", NULL), "needs a value");
+  assert_usage_error(run_ppcc("compile", m, "--emit=llvm", NULL), "llvm");
+  assert_usage_error(run_ppcc("compile", m, "--dump-after=nope", NULL), "insert-transfers");
+  assert_usage_error(run_ppcc("report", m, "--format=xml", NULL), "xml");
+  assert_usage_error(run_ppcc("run", m, "--threads=abc", NULL), "--threads");
+  assert_usage_error(run_ppcc("run", m, "--weights", "w.safetensors", "--random-weights", "1", NULL),
+                     "exclude");
+  assert_usage_error(run_ppcc("run", m, "--input", "x", NULL), "NAME=FILE");
+}
+END_TEST
+
+START_TEST(test_bad_report_extension) {
+  const char *out = in_scratch("r.xml");
+  char opt[600];
+  snprintf(opt, sizeof opt, "--report=%s", out);
+  assert_usage_error(run_ppcc("compile", model("tp_ffn"), opt, NULL), ".xml");
+  ck_assert(!exists(out));
+}
+END_TEST
+
+/* ---------------- outputs ---------------- */
+
+START_TEST(test_compile_writes_reports) {
+  static const char *const exts[] = {"json", "txt", "dot"};
+  for (int k = 0; k < 3; k++) {
+    char name[32], opt[600], golden[128];
+    snprintf(name, sizeof name, "ppffn.%s", exts[k]);
+    snprintf(opt, sizeof opt, "--report=%s", in_scratch(name));
+    run_result r = run_ppcc("compile", model("ppffn"), opt, NULL);
+    ASSERT_EXIT(r, 0);
+    ck_assert_msg(r.out[0] == '\0', "nothing expected on stdout, got: %s", r.out);
+    snprintf(golden, sizeof golden, "testdata/golden/ppffn.report.%s", exts[k]);
+    assert_file_matches_golden(in_scratch(name), golden);
+    free_result(&r);
+  }
+}
+END_TEST
+
+START_TEST(test_option_value_as_next_argument) {
+  const char *out = in_scratch("tp.json");
+  run_result r = run_ppcc("compile", model("tp_ffn"), "--report", out, NULL);
+  ASSERT_EXIT(r, 0);
+  assert_file_matches_golden(out, "testdata/golden/tp_ffn.report.json");
+  free_result(&r);
+}
+END_TEST
+
+START_TEST(test_compile_prints_text_report) {
+  run_result r = run_ppcc("compile", model("ppffn"), NULL);
+  ASSERT_EXIT(r, 0);
+  char *want = slurp(t_src_path("testdata/golden/ppffn.report.txt"));
+  ck_assert_str_eq(r.out, want);
+  free(want);
+  free_result(&r);
+}
+END_TEST
+
+START_TEST(test_report_formats_to_stdout) {
+  static const char *const formats[] = {"json", "text", "dot"};
+  static const char *const goldens[] = {"json", "txt", "dot"};
+  for (int k = 0; k < 3; k++) {
+    char opt[64], golden[128];
+    snprintf(opt, sizeof opt, "--format=%s", formats[k]);
+    run_result r = run_ppcc("report", model("pp_chain"), opt, NULL);
+    ASSERT_EXIT(r, 0);
+    snprintf(golden, sizeof golden, "testdata/golden/pp_chain.report.%s", goldens[k]);
+    char *want = slurp(t_src_path(golden));
+    ck_assert_msg(strcmp(r.out, want) == 0, "report --format=%s differs from %s", formats[k], golden);
+    free(want);
+    free_result(&r);
+  }
+}
+END_TEST
+
+START_TEST(test_dump_after_goes_to_stderr) {
+  run_result r = run_ppcc("report", model("tp_ffn"), "--dump-after", "insert-transfers", NULL);
+  ASSERT_EXIT(r, 0);
+  ck_assert_msg(r.err[0] != '\0', "expected a graph dump on stderr");
+  free_result(&r);
+}
+END_TEST
+
+/* ---------------- failures leave no output ---------------- */
+
+static const char bad_model[] =
+    "{\"ppcc\": 1, \"name\": \"bad\", \"devices\": 2, \"params\": [], \"inputs\": [],\n"
+    " \"ops\": [{\"op\": \"gelu\", \"in\": [\"missing\"], \"out\": [\"y\"]}],\n"
+    " \"outputs\": [\"y\"]}\n";
+
+START_TEST(test_bad_model_leaves_no_output) {
+  const char *bad = in_scratch("bad.json");
+  write_text(bad, bad_model);
+  const char *keep = in_scratch("keep.json");
+  write_text(keep, "precious\n");
+  char opt_new[600], opt_keep[600];
+  snprintf(opt_new, sizeof opt_new, "--report=%s", in_scratch("new.json"));
+  snprintf(opt_keep, sizeof opt_keep, "--report=%s", keep);
+
+  run_result r = run_ppcc("compile", bad, opt_new, NULL);
+  ASSERT_EXIT(r, 1);
+  char prefix[600];
+  snprintf(prefix, sizeof prefix, "%s: error: ", bad);
+  ASSERT_CONTAINS(r.err, prefix);
+  free_result(&r);
+
+  r = run_ppcc("compile", bad, opt_keep, NULL);
+  ASSERT_EXIT(r, 1);
+  free_result(&r);
+
+  char *kept = slurp(keep);
+  ck_assert_str_eq(kept, "precious\n");
+  free(kept);
+  ck_assert(!exists(in_scratch("new.json")));
+  ck_assert_int_eq(count_scratch_files(), 2); /* bad.json, keep.json: no temp files left */
+}
+END_TEST
+
+START_TEST(test_missing_model_is_user_error) {
+  run_result r = run_ppcc("compile", in_scratch("nope.json"), NULL);
+  ASSERT_EXIT(r, 1);
+  ASSERT_CONTAINS(r.err, "nope.json: error:");
+  free_result(&r);
+}
+END_TEST
+
+/* Works either way the binary was built: writes the MLIR, or says clearly
+ * that MLIR is missing and writes nothing. */
+START_TEST(test_emit_output_or_clear_error) {
+  const char *out = in_scratch("tp.mlir");
+  run_result r = run_ppcc("compile", model("tp_ffn"), "-o", out, NULL);
+  if (r.exit_code == 0) {
+    ck_assert(exists(out));
+  } else {
+    ASSERT_EXIT(r, 1);
+    ASSERT_CONTAINS(r.err, "without MLIR");
+    ck_assert(!exists(out));
+  }
+  free_result(&r);
+}
+END_TEST
+
+static Suite *cli_suite(void) {
+  Suite *s = suite_create("cli");
+  TCase *help = tcase_create("help");
+  tcase_add_checked_fixture(help, make_scratch, remove_scratch);
+  tcase_add_test(help, test_help);
+  tcase_add_test(help, test_version);
+  tcase_add_loop_test(help, test_command_help, 0, 3);
+  suite_add_tcase(s, help);
+  TCase *usage = tcase_create("usage");
+  tcase_add_checked_fixture(usage, make_scratch, remove_scratch);
+  tcase_add_test(usage, test_usage_errors);
+  tcase_add_test(usage, test_bad_report_extension);
+  suite_add_tcase(s, usage);
+  TCase *out = tcase_create("outputs");
+  tcase_add_checked_fixture(out, make_scratch, remove_scratch);
+  tcase_add_test(out, test_compile_writes_reports);
+  tcase_add_test(out, test_option_value_as_next_argument);
+  tcase_add_test(out, test_compile_prints_text_report);
+  tcase_add_test(out, test_report_formats_to_stdout);
+  tcase_add_test(out, test_dump_after_goes_to_stderr);
+  tcase_add_test(out, test_bad_model_leaves_no_output);
+  tcase_add_test(out, test_missing_model_is_user_error);
+  tcase_add_test(out, test_emit_output_or_clear_error);
+  suite_add_tcase(s, out);
+  return s;
+}
+
+int main(void) { return t_run_suite(cli_suite()); }
