@@ -190,68 +190,25 @@ static void choose_layouts(part_ctx *c, int *role) {
 
 /* ---------------- rewriting the op list ---------------- */
 
-typedef struct op_list {
-  ppcc_op *ops;
-  int n, cap;
-} op_list;
-
-static bool push_op(op_list *l, const ppcc_op *op) {
-  if (l->n == l->cap) {
-    int cap = l->cap ? l->cap * 2 : 64;
-    ppcc_op *o = realloc(l->ops, sizeof *o * (size_t)cap);
-    if (!o) return false;
-    l->ops = o;
-    l->cap = cap;
-  }
-  l->ops[l->n++] = *op;
-  return true;
-}
-
-/* A new result shaped like value `like`, named like + suffix (made unique). */
-static int new_value_like(ppcc_graph *g, int like, const char *suffix) {
-  char name[PPCC_MAX_NAME * 2 + 64], unique[sizeof name + 16];
-  snprintf(name, sizeof name, "%s%s", g->values[like].name, suffix);
-  snprintf(unique, sizeof unique, "%s", name);
-  for (int n = 2; ppcc_find_value(g, unique) >= 0; n++) snprintf(unique, sizeof unique, "%s#%d", name, n);
-  const ppcc_value *v = &g->values[like];
-  int64_t shape[PPCC_MAX_RANK];
-  memcpy(shape, v->shape, sizeof shape);
-  int idx = ppcc_add_value(g, unique, PPCC_VALUE_RESULT, v->dtype, v->rank, shape);
-  if (idx >= 0) g->values[idx].layout = g->values[like].layout; /* re-read: values may move */
-  return idx;
-}
-
-static bool one_to_one_op(ppcc_graph *g, ppcc_op *op, ppcc_op_id id, int in, int out, const char *why) {
-  memset(op, 0, sizeof *op);
-  op->info = ppcc_op_info_by_id(id);
-  op->n_in = op->n_out = 1;
-  op->in = ppcc_dup_ints(g, &in, 1);
-  op->out = ppcc_dup_ints(g, &out, 1);
-  op->inserted = true;
-  op->src_index = -1;
-  op->why = why;
-  return op->in && op->out;
-}
-
 /* The row-parallel op now writes "<y>.partial"; the inserted all_reduce
  * writes y itself, so every consumer and output keeps reading y. */
-static bool push_row_with_all_reduce(ppcc_graph *g, op_list *l, ppcc_op *row) {
+static bool push_row_with_all_reduce(ppcc_graph *g, ppcc_op_list *l, ppcc_op *row) {
   int y = row->out[0];
-  int partial = new_value_like(g, y, ".partial");
+  int partial = ppcc_add_value_like(g, y, ".partial");
   if (partial < 0) return false;
   row->out[0] = partial;
   g->values[partial].def_op = l->n;
   ppcc_op ar;
-  if (!push_op(l, row) ||
-      !one_to_one_op(g, &ar, PPCC_OP_all_reduce, partial, y,
+  if (!ppcc_op_list_push(l, row) ||
+      !ppcc_op_init_inserted(g, &ar, PPCC_OP_all_reduce, partial, y,
                      "auto-partition: all_reduce completes the partial sums of a row-parallel matmul (Megatron pair)"))
     return false;
   g->values[y].def_op = l->n;
-  return push_op(l, &ar);
+  return ppcc_op_list_push(l, &ar);
 }
 
 static bool insert_all_reduces(ppcc_graph *g, const int *role) {
-  op_list l = {0};
+  ppcc_op_list l = {0};
   bool ok = true;
   for (int i = 0; ok && i < g->n_ops; i++) {
     ppcc_op op = g->ops[i];
@@ -260,7 +217,7 @@ static bool insert_all_reduces(ppcc_graph *g, const int *role) {
       continue;
     }
     for (int k = 0; k < op.n_out; k++) g->values[op.out[k]].def_op = l.n;
-    ok = push_op(&l, &op);
+    ok = ppcc_op_list_push(&l, &op);
   }
   if (!ok) {
     free(l.ops);
@@ -347,41 +304,15 @@ typedef struct moved {
   int stage, value;
 } moved;
 
-static ppcc_attr devices_attr(ppcc_graph *g, const int *devices, int count) {
-  ppcc_attr a = {.name = "devices", .type = PPCC_ATTR_INTS, .n = count};
-  a.ints = ppcc_alloc(g, sizeof(int64_t) * (size_t)count);
-  for (int i = 0; a.ints && i < count; i++) a.ints[i] = devices[i];
-  return a;
-}
-
-/* "h@2,3", deterministic like insert-transfers' names. */
-static int crossing_value(ppcc_graph *g, int src, const int *devices, int count) {
-  char suffix[64] = "@";
-  size_t off = 1;
-  for (int i = 0; i < count && off < sizeof suffix; i++)
-    off += (size_t)snprintf(suffix + off, sizeof suffix - off, i ? ",%d" : "%d", devices[i]);
-  return new_value_like(g, src, suffix);
-}
-
-static bool push_stage_transfer(ppcc_graph *g, op_list *l, int src, const int *devices, int count, int *result) {
-  int out = crossing_value(g, src, devices, count);
-  ppcc_op t;
-  if (out < 0 || !one_to_one_op(g, &t, PPCC_OP_transfer, src, out,
-                                "auto-partition: the value crosses a pipeline-stage boundary to the stage that "
-                                "reads it"))
-    return false;
-  t.n_attrs = 1;
-  t.attrs = ppcc_alloc(g, sizeof(ppcc_attr));
-  if (!t.attrs) return false;
-  *t.attrs = devices_attr(g, devices, count);
-  g->values[out].def_op = l->n;
-  *result = out;
-  return t.attrs->ints && push_op(l, &t);
+static bool push_stage_transfer(ppcc_graph *g, ppcc_op_list *l, int src, const int *devices, int *result) {
+  *result = ppcc_push_transfer(g, l, src, devices,
+                               "auto-partition: the value crosses a pipeline-stage boundary to the stage that reads it");
+  return *result >= 0;
 }
 
 typedef struct crossing_ctx {
   part_ctx *c;
-  op_list l;
+  ppcc_op_list l;
   moved **seen; /* per source value */
   int **devs;
   const int *home;
@@ -394,7 +325,7 @@ static bool transfer_to_stage(crossing_ctx *x, int src, int stage, int *result) 
       return true;
     }
   moved *m = ppcc_alloc(x->c->g, sizeof *m);
-  if (!m || !push_stage_transfer(x->c->g, &x->l, src, x->devs[stage], x->c->tp, result)) return false;
+  if (!m || !push_stage_transfer(x->c->g, &x->l, src, x->devs[stage], result)) return false;
   *m = (moved){x->seen[src], stage, *result};
   x->seen[src] = m;
   return true;
@@ -414,7 +345,7 @@ static bool insert_crossings(crossing_ctx *x, const int *op_stage) {
       if (ok) op.in[k] = moved_value;
     }
     for (int k = 0; ok && k < op.n_out; k++) g->values[op.out[k]].def_op = x->l.n;
-    ok = ok && push_op(&x->l, &op);
+    ok = ok && ppcc_op_list_push(&x->l, &op);
   }
   return ok;
 }

@@ -13,77 +13,23 @@ typedef struct moved {
   int value; /* the transfer's result */
 } moved;
 
-/* "h1@2,3": deterministic, and unique even if the model used that name. */
-static int new_transfer_value(ppcc_graph *g, int src, const int *devices) {
-  const ppcc_value *v = &g->values[src];
-  int count = v->layout.count;
-  char name[PPCC_MAX_NAME + 64];
-  size_t off = (size_t)snprintf(name, sizeof name, "%s@", v->name);
-  for (int i = 0; i < count && off < sizeof name; i++)
-    off += (size_t)snprintf(name + off, sizeof name - off, i ? ",%d" : "%d", devices[i]);
-  char unique[sizeof name + 16];
-  snprintf(unique, sizeof unique, "%s", name);
-  for (int n = 2; ppcc_find_value(g, unique) >= 0; n++) snprintf(unique, sizeof unique, "%s#%d", name, n);
-  int idx = ppcc_add_value(g, unique, PPCC_VALUE_RESULT, v->dtype, v->rank, v->shape);
-  if (idx < 0) return -1;
-  ppcc_value *src_v = &g->values[src], *t = &g->values[idx]; /* re-read: values may move */
-  t->layout = src_v->layout;
+/* The transfer op and its result, placed: shard i moves to devices[i]. */
+static bool make_transfer(ppcc_graph *g, ppcc_op_list *l, int src, const int *devices, int *result) {
+  int out = ppcc_push_transfer(g, l, src, devices, "P10: per-shard transfer of an unpinned operand");
+  if (out < 0) return false;
+  ppcc_value *t = &g->values[out];
   t->devices = (int *)devices;
   t->pinned = false;
   t->why = "P10: transfer inserted to bring the value to a consumer's devices";
-  return idx;
-}
-
-static ppcc_attr devices_attr(ppcc_graph *g, const int *devices, int count) {
-  ppcc_attr a = {.name = "devices", .type = PPCC_ATTR_INTS, .n = count};
-  a.ints = ppcc_alloc(g, sizeof(int64_t) * (size_t)(count > 0 ? count : 1));
-  if (a.ints)
-    for (int i = 0; i < count; i++) a.ints[i] = devices[i];
-  return a;
-}
-
-typedef struct {
-  ppcc_op *ops;
-  int n, cap;
-} op_list;
-
-static bool push_op(op_list *l, const ppcc_op *op) {
-  if (l->n == l->cap) {
-    int cap = l->cap ? l->cap * 2 : 64;
-    ppcc_op *o = realloc(l->ops, sizeof *o * (size_t)cap);
-    if (!o) return false;
-    l->ops = o;
-    l->cap = cap;
-  }
-  l->ops[l->n++] = *op;
+  ppcc_op *op = &l->ops[l->n - 1];
+  op->devices = (int *)devices;
+  op->n_devices = t->layout.count;
+  *result = out;
   return true;
 }
 
-static bool make_transfer(ppcc_graph *g, op_list *l, int src, const int *devices, int *result) {
-  int count = g->values[src].layout.count;
-  int out = new_transfer_value(g, src, devices);
-  ppcc_attr attr = devices_attr(g, devices, count);
-  if (out < 0 || !attr.ints) return false;
-  ppcc_op t = {0};
-  t.info = ppcc_op_info_by_id(PPCC_OP_transfer);
-  t.n_in = t.n_out = t.n_attrs = 1;
-  t.in = ppcc_dup_ints(g, &src, 1);
-  t.out = ppcc_dup_ints(g, &out, 1);
-  t.attrs = ppcc_alloc(g, sizeof attr);
-  if (!t.in || !t.out || !t.attrs) return false;
-  *t.attrs = attr;
-  t.devices = (int *)devices;
-  t.n_devices = count;
-  t.inserted = true;
-  t.src_index = -1;
-  t.why = "P10: per-shard transfer of an unpinned operand";
-  g->values[out].def_op = l->n;
-  *result = out;
-  return push_op(l, &t);
-}
-
 /* The transfer result for (src, devices), creating the transfer if new. */
-static bool transfer_for(ppcc_graph *g, op_list *l, moved **seen, int src, const int *devices, int *result) {
+static bool transfer_for(ppcc_graph *g, ppcc_op_list *l, moved **seen, int src, const int *devices, int *result) {
   int count = g->values[src].layout.count;
   for (moved *m = seen[src]; m; m = m->next)
     if (ppcc_devices_equal(m->devices, devices, count)) {
@@ -102,7 +48,7 @@ static bool transfer_for(ppcc_graph *g, op_list *l, moved **seen, int src, const
 ppcc_status ppcc_pass_insert_transfers(ppcc_graph *g, ppcc_diag *d) {
   int n_sources = g->n_values;
   moved **seen = calloc((size_t)(n_sources > 0 ? n_sources : 1), sizeof *seen);
-  op_list l = {0};
+  ppcc_op_list l = {0};
   bool ok = seen != NULL;
   for (int i = 0; ok && i < g->n_ops; i++) {
     ppcc_op op = g->ops[i];
@@ -114,7 +60,7 @@ ppcc_status ppcc_pass_insert_transfers(ppcc_graph *g, ppcc_diag *d) {
     }
     op.move_to = NULL;
     for (int k = 0; ok && k < op.n_out; k++) g->values[op.out[k]].def_op = l.n;
-    ok = ok && push_op(&l, &op);
+    ok = ok && ppcc_op_list_push(&l, &op);
   }
   free(seen);
   if (!ok) {

@@ -37,6 +37,12 @@ typedef struct ppcc_tensor {
   int rank;
   int64_t shape[PPCC_MAX_RANK];
   void *data;
+  /* Where a shard sits in its logical tensor: it holds indices
+   * [split_offset, split_offset + shape[split_dim]) of split_full along
+   * split_dim. split_full == 0: the tensor is whole. Kernels whose result
+   * depends on global indices (a vocab-split embedding) read this. */
+  int split_dim;
+  int64_t split_offset, split_full;
 } ppcc_tensor;
 
 struct ppcc_emit_ctx; /* defined by the MLIR emitter */
@@ -86,6 +92,21 @@ const ppcc_op_info *ppcc_op_info_by_id(ppcc_op_id id);
  * this is just the value's shard shape). */
 bool ppcc_layout_equal(ppcc_layout a, ppcc_layout b);
 bool ppcc_value_is_sharded(const ppcc_value *v);
+/* Editing helpers for passes that insert ops (src/ir/graph_edit.c). */
+typedef struct ppcc_op_list {
+  ppcc_op *ops;
+  int n, cap;
+} ppcc_op_list; /* handed to ppcc_graph_set_ops when complete */
+bool ppcc_op_list_push(ppcc_op_list *l, const ppcc_op *op);
+/* A result value shaped and laid out like `like`, named like's name +
+ * suffix ("#2", "#3"... appended if taken); its index, or -1. */
+int ppcc_add_value_like(ppcc_graph *g, int like, const char *suffix);
+/* A one-operand, one-result op marked inserted (src_index -1). */
+bool ppcc_op_init_inserted(ppcc_graph *g, ppcc_op *op, ppcc_op_id id, int in, int out, const char *why);
+/* Appends a transfer of src to devices (one per shard) whose result is
+ * named "src@d0,d1,..."; returns the result's index, or -1 on OOM. */
+int ppcc_push_transfer(ppcc_graph *g, ppcc_op_list *l, int src, const int *devices, const char *why);
+
 /* "ops[3] 'matmul' (-> 'h0')": how diagnostics name an op. */
 const char *ppcc_op_ref(const ppcc_graph *g, const ppcc_op *op, char *buf, size_t n);
 
