@@ -154,6 +154,24 @@ static bool add_stage(stage_table *t, const int *v, int n) {
   return true;
 }
 
+/* Both sorted and unique: is every device of v in w? */
+static bool is_subset(const int *v, int n, const int *w, int m) {
+  int j = 0;
+  for (int i = 0; i < n; i++) {
+    while (j < m && w[j] < v[i]) j++;
+    if (j == m || w[j] != v[i]) return false;
+  }
+  return true;
+}
+
+/* A group inside an earlier stage's devices (e.g. an unshard onto one of
+ * them) is part of that pipeline stage, not a stage of its own. */
+static int enclosing_stage(const rep_stages *s, const int *v, int n) {
+  for (int k = 0; k < s->n_stages; k++)
+    if (is_subset(v, n, rep_stage_devices(s, k), s->n_dev[k])) return k;
+  return -1;
+}
+
 /* Returns the stage id of the group, adding it if new; -1 on OOM. */
 static int stage_of(stage_table *t, const int *v, int n) {
   size_t h = hash_devices(v, n) & t->mask;
@@ -161,6 +179,8 @@ static int stage_of(stage_table *t, const int *v, int n) {
     if (same_group(t->s, t->slots[h], v, n)) return t->slots[h];
     h = (h + 1) & t->mask;
   }
+  int enclosing = enclosing_stage(t->s, v, n);
+  if (enclosing >= 0) return enclosing;
   if (!add_stage(t, v, n)) return -1;
   t->slots[h] = t->s->n_stages - 1;
   return t->slots[h];

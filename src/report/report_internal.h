@@ -21,7 +21,8 @@ double rep_op_flops_on_devices(const ppcc_graph *g, const ppcc_op *op);
 /* Per value: index of the first op reading it, -1 if none. Caller frees. */
 int *rep_first_consumers(const ppcc_graph *g);
 
-/* A stage is a distinct sorted device group, numbered by first appearance.
+/* A stage is a distinct sorted device group, numbered by first appearance;
+ * a group inside an earlier stage's group belongs to that stage.
  * Collectives and transfers belong to their result devices' group. */
 typedef struct rep_stages {
   int n_stages;
