@@ -56,14 +56,22 @@ ppcc_status kernel_embedding(const ppcc_op *op, const ppcc_tensor *in, ppcc_tens
   const ppcc_tensor *ids = &in[0], *table = &in[1];
   ppcc_status st = check_index_dtype(ids, "embedding ids", d);
   if (st) return st;
+  /* A vocab-split table (Megatron vocab parallel) holds rows [first,
+   * first + rows) of vocab; other ids give zero rows, summed by all_reduce. */
+  bool vocab_split = table->split_full > 0 && table->split_dim == 0;
   int64_t rows = table->shape[0], n = numel(ids);
+  int64_t first = vocab_split ? table->split_offset : 0, vocab = vocab_split ? table->split_full : rows;
   size_t row_bytes = (size_t)(table->shape[1] * ppcc_dtype_size(table->dtype));
   for (int64_t p = 0; p < n; p++) {
     int64_t id = index_at(ids, p);
-    if (id < 0 || id >= rows)
+    char *dst = (char *)out->data + (size_t)p * row_bytes;
+    if (id < 0 || id >= vocab)
       return ppcc_error(d, "token id %lld at position %lld is out of range [0, %lld)", (long long)id, (long long)p,
-                        (long long)rows);
-    memcpy((char *)out->data + (size_t)p * row_bytes, (const char *)table->data + (size_t)id * row_bytes, row_bytes);
+                        (long long)vocab);
+    if (id < first || id >= first + rows)
+      memset(dst, 0, row_bytes);
+    else
+      memcpy(dst, (const char *)table->data + (size_t)(id - first) * row_bytes, row_bytes);
   }
   return PPCC_OK;
 }

@@ -1,0 +1,630 @@
+/* Lowerings of the LLM ops (the `lower` column of their rows in
+ * include/ppcc/op_list.h): embedding, rms_norm, layer_norm, softmax,
+ * rotary, attention, concat, slice, sum, mean, argmax. Per shard, to
+ * upstream linalg / tensor / arith / math only, so the same functions
+ * serve the annotated form and a per-device executable form.
+ *
+ * Reductions (norms, softmax, sum, argmax) are linalg.generic ops whose
+ * loops are the kept dims first and the reduced dims last; the elementwise
+ * step that follows reads the reduced tensors through "drop" maps. The
+ * semantics match the reference kernels in src/runtime/kernels_llm.c. */
+#include <math.h>
+#include "lower_llm.h"
+
+/* arith.cmpf / arith.cmpi predicates (their enum values in MLIR). */
+enum { CMPF_OEQ = 1, CMPF_UNO = 14, CMPI_SLT = 2, CMPI_SGE = 5, CMPI_ULT = 6, CMPI_UGT = 8 };
+
+/* ---------------- operand access ---------------- */
+
+static const ppcc_value *in_value(const ppcc_graph *g, const ppcc_op *op, int k) { return &g->values[op->in[k]]; }
+static const ppcc_value *out_value(const ppcc_graph *g, const ppcc_op *op) { return &g->values[op->out[0]]; }
+
+/* Shard `shard` of a sharded operand, the only shard of an unsharded one. */
+static MlirValue operand(const ppcc_emit_ctx *c, const ppcc_op *op, int k, int shard) {
+  return emit_shard(c, op->in[k], c->g->values[op->in[k]].layout.count == 1 ? 0 : shard);
+}
+
+static void set_result(ppcc_emit_ctx *c, const ppcc_op *op, int shard, MlirValue v) {
+  emit_set_shard(c, op->out[0], shard, v);
+}
+
+static int rank_of(MlirValue v) { return (int)mlirShapedTypeGetRank(mlirValueGetType(v)); }
+static int64_t dim_size(MlirValue v, int i) { return mlirShapedTypeGetDimSize(mlirValueGetType(v), i); }
+static MlirType elem_of(MlirValue v) { return mlirShapedTypeGetElementType(mlirValueGetType(v)); }
+static bool is_float_type(MlirType t) { return mlirTypeIsAFloat(t); }
+
+static ppcc_status need_float(ppcc_emit_ctx *c, const ppcc_op *op, const ppcc_value *v) {
+  if (ppcc_dtype_is_float(v->dtype)) return PPCC_OK;
+  return emit_op_error(c, op, "'%s' is %s; op '%s' is lowered for float tensors only", v->name,
+                       ppcc_dtype_name(v->dtype), op->info->name);
+}
+
+static int norm_dim(int64_t dim, int rank) { return (int)(dim < 0 ? dim + rank : dim); }
+
+/* ---------------- scalar helpers (inside region bodies) ---------------- */
+
+static MlirValue barg(MlirBlock b, int i) { return mlirBlockGetArgument(b, i); }
+
+static MlirValue scalar_op(ppcc_emit_ctx *c, MlirBlock b, const char *name, int n, const MlirValue *ops, MlirType t,
+                           int n_attrs, const MlirNamedAttribute *attrs) {
+  emit_op_spec s = {name, n, ops, 1, &t, n_attrs, attrs, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
+}
+
+static MlirValue bin(ppcc_emit_ctx *c, MlirBlock b, const char *name, MlirValue x, MlirValue y) {
+  return emit_binary_scalar(c, b, name, x, y);
+}
+
+static MlirValue fconst(ppcc_emit_ctx *c, MlirBlock b, MlirType t, double v) { return emit_float_const(c, b, t, v); }
+
+static MlirValue cast(ppcc_emit_ctx *c, MlirBlock b, const char *name, MlirValue x, MlirType to) {
+  return scalar_op(c, b, name, 1, &x, to, 0, NULL);
+}
+
+static MlirValue compare(ppcc_emit_ctx *c, MlirBlock b, bool is_float, int predicate, MlirValue x, MlirValue y) {
+  MlirValue ops[2] = {x, y};
+  MlirNamedAttribute p = emit_named(c, "predicate", emit_i64_attr(c, predicate));
+  return scalar_op(c, b, is_float ? "arith.cmpf" : "arith.cmpi", 2, ops, mlirIntegerTypeGet(c->mctx, 1), 1, &p);
+}
+
+static MlirValue select_value(ppcc_emit_ctx *c, MlirBlock b, MlirValue cond, MlirValue x, MlirValue y) {
+  MlirValue ops[3] = {cond, x, y};
+  return scalar_op(c, b, "arith.select", 3, ops, mlirValueGetType(x), 0, NULL);
+}
+
+/* linalg.index: the current iteration index of loop `loop`. */
+static MlirValue loop_index(ppcc_emit_ctx *c, MlirBlock b, int loop) {
+  MlirNamedAttribute dim = emit_named(c, "dim", emit_i64_attr(c, loop));
+  return scalar_op(c, b, "linalg.index", 0, NULL, mlirIndexTypeGet(c->mctx), 1, &dim);
+}
+
+static MlirValue extract(ppcc_emit_ctx *c, MlirBlock b, MlirValue tensor, int n, const MlirValue *indices) {
+  MlirValue ops[PPCC_MAX_RANK + 1] = {tensor};
+  for (int i = 0; i < n; i++) ops[i + 1] = indices[i];
+  return scalar_op(c, b, "tensor.extract", n + 1, ops, elem_of(tensor), 0, NULL);
+}
+
+/* An integer or index scalar as a float of type t. */
+static MlirValue int_to_float(ppcc_emit_ctx *c, MlirBlock b, MlirValue x, MlirType t) {
+  if (mlirTypeIsAIndex(mlirValueGetType(x))) x = cast(c, b, "arith.index_cast", x, mlirIntegerTypeGet(c->mctx, 64));
+  return cast(c, b, "arith.sitofp", x, t);
+}
+
+/* f32 <-> the element type, for math done in f32 on f16/bf16 tensors. */
+static MlirValue to_f32(ppcc_emit_ctx *c, MlirBlock b, MlirValue x) {
+  return mlirTypeIsAF32(mlirValueGetType(x)) ? x : cast(c, b, "arith.extf", x, mlirF32TypeGet(c->mctx));
+}
+static MlirValue from_f32(ppcc_emit_ctx *c, MlirBlock b, MlirValue x, MlirType t) {
+  return mlirTypeIsAF32(t) ? x : cast(c, b, "arith.truncf", x, t);
+}
+
+/* ---------------- tensors ---------------- */
+
+static MlirType tensor_type(int rank, const int64_t *shape, MlirType elem) {
+  return mlirRankedTensorTypeGet(rank, shape, elem, mlirAttributeGetNull());
+}
+
+static MlirValue filled(ppcc_emit_ctx *c, MlirType tensor_type, MlirValue scalar) {
+  return emit_named_linalg(c, "linalg.fill", 1, &scalar, emit_empty(c, tensor_type));
+}
+
+/* tensor.reshape of v to the static type t (same element count). */
+static MlirValue reshape_to(ppcc_emit_ctx *c, MlirValue v, MlirType t) {
+  int64_t rank = mlirShapedTypeGetRank(t), shape[PPCC_MAX_RANK];
+  for (int i = 0; i < rank; i++) shape[i] = mlirShapedTypeGetDimSize(t, i);
+  MlirType shape_type = mlirRankedTensorTypeGet(1, &rank, mlirIntegerTypeGet(c->mctx, 64), mlirAttributeGetNull());
+  MlirNamedAttribute value = emit_named(c, "value", mlirDenseElementsAttrInt64Get(shape_type, rank, shape));
+  emit_op_spec cst = {"arith.constant", 0, NULL, 1, &shape_type, 1, &value, 0};
+  MlirValue operands[2] = {v, mlirOperationGetResult(emit_op(c, &cst), 0)};
+  emit_op_spec s = {"tensor.reshape", 2, operands, 1, &t, 0, NULL, 0};
+  return mlirOperationGetResult(emit_op(c, &s), 0);
+}
+
+/* ---------------- reduction spaces ---------------- */
+
+/* The loops of a reduction of x over the dims in mask: kept dims first (in
+ * order), reduced dims last, so linalg's reduction iterators are a tail. */
+typedef struct red_space {
+  int rank, n_kept;
+  bool mask[PPCC_MAX_RANK];
+  int loop_of[PPCC_MAX_RANK]; /* x dim -> loop */
+  int64_t shape[PPCC_MAX_RANK];
+} red_space;
+
+static red_space red_space_make(MlirValue x, const bool *mask) {
+  red_space r = {rank_of(x), 0, {false}, {0}, {0}};
+  for (int i = 0; i < r.rank; i++) {
+    r.mask[i] = mask[i];
+    r.shape[i] = dim_size(x, i);
+    r.n_kept += !mask[i];
+  }
+  int kept = 0, red = r.n_kept;
+  for (int i = 0; i < r.rank; i++) r.loop_of[i] = mask[i] ? red++ : kept++;
+  return r;
+}
+
+static red_space red_space_one_dim(MlirValue x, int dim) {
+  bool mask[PPCC_MAX_RANK] = {false};
+  mask[dim] = true;
+  return red_space_make(x, mask);
+}
+
+static MlirAffineExpr dim_expr(ppcc_emit_ctx *c, int i) { return mlirAffineDimExprGet(c->mctx, i); }
+
+/* How an operand of a reduction or of the elementwise step after it is
+ * indexed: the whole x shape, the reduced (kept dims) shape, or only the
+ * last dim of x (a norm's weight). */
+typedef enum { K_FULL, K_KEPT, K_LAST } operand_kind;
+
+/* Map of an operand in the reduction's loop space. */
+static MlirAffineMap reduce_map(ppcc_emit_ctx *c, const red_space *r, operand_kind k) {
+  MlirAffineExpr e[PPCC_MAX_RANK];
+  int n = 0;
+  if (k == K_FULL)
+    for (int i = 0; i < r->rank; i++) e[n++] = dim_expr(c, r->loop_of[i]);
+  else if (k == K_KEPT)
+    for (int i = 0; i < r->n_kept; i++) e[n++] = dim_expr(c, i);
+  else
+    e[n++] = dim_expr(c, r->loop_of[r->rank - 1]);
+  return mlirAffineMapGet(c->mctx, r->rank, 0, n, e);
+}
+
+/* Map of an operand in x's own (elementwise) loop space. */
+static MlirAffineMap elementwise_map(ppcc_emit_ctx *c, const red_space *r, operand_kind k) {
+  MlirAffineExpr e[PPCC_MAX_RANK];
+  int n = 0;
+  for (int i = 0; i < r->rank; i++)
+    if (k == K_FULL || (k == K_KEPT && !r->mask[i]) || (k == K_LAST && i == r->rank - 1)) e[n++] = dim_expr(c, i);
+  return mlirAffineMapGet(c->mctx, r->rank, 0, n, e);
+}
+
+static MlirType kept_type(const red_space *r, MlirType elem) {
+  int64_t shape[PPCC_MAX_RANK];
+  int n = 0;
+  for (int i = 0; i < r->rank; i++)
+    if (!r->mask[i]) shape[n++] = r->shape[i];
+  return tensor_type(n, shape, elem);
+}
+
+/* A reduction into a kept-shape tensor of `elem` filled with init; the
+ * body's block args are the inputs' elements, then the accumulator. */
+static MlirValue reduce(ppcc_emit_ctx *c, const red_space *r, int n_in, const MlirValue *ins, const operand_kind *kinds,
+                        MlirType elem, MlirValue init, emit_body_fn body, void *user) {
+  MlirAffineMap maps[8];
+  for (int k = 0; k < n_in; k++) maps[k] = reduce_map(c, r, kinds[k]);
+  maps[n_in] = reduce_map(c, r, K_KEPT);
+  MlirValue acc = filled(c, kept_type(r, elem), init);
+  return emit_generic(c, n_in, ins, acc, r->rank, r->rank - r->n_kept, maps, body, user);
+}
+
+/* An elementwise generic over x's shape with result element type elem. */
+static MlirValue elementwise(ppcc_emit_ctx *c, const red_space *r, int n_in, const MlirValue *ins,
+                             const operand_kind *kinds, MlirType elem, emit_body_fn body, void *user) {
+  MlirAffineMap maps[8];
+  for (int k = 0; k < n_in; k++) maps[k] = elementwise_map(c, r, kinds[k]);
+  maps[n_in] = mlirAffineMapMultiDimIdentityGet(c->mctx, r->rank);
+  MlirValue out = emit_empty(c, tensor_type(r->rank, r->shape, elem));
+  return emit_generic(c, n_in, ins, out, r->rank, 0, maps, body, user);
+}
+
+/* ---------------- scalar bodies ---------------- */
+
+static MlirValue body_add(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  bool f = is_float_type(mlirValueGetType(barg(b, 0)));
+  return bin(c, b, f ? "arith.addf" : "arith.addi", barg(b, 1), barg(b, 0));
+}
+
+static MlirValue body_add_square(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  MlirValue x = barg(b, 0);
+  return bin(c, b, "arith.addf", barg(b, 1), bin(c, b, "arith.mulf", x, x));
+}
+
+static MlirValue body_max(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  return bin(c, b, "arith.maximumf", barg(b, 1), barg(b, 0));
+}
+
+/* acc + exp(x - max) */
+static MlirValue body_add_exp_shifted(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  MlirValue e = emit_unary_scalar(c, b, "math.exp", bin(c, b, "arith.subf", barg(b, 0), barg(b, 1)));
+  return bin(c, b, "arith.addf", barg(b, 2), e);
+}
+
+/* exp(x - max) / sum */
+static MlirValue body_softmax(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  MlirValue e = emit_unary_scalar(c, b, "math.exp", bin(c, b, "arith.subf", barg(b, 0), barg(b, 1)));
+  return bin(c, b, "arith.divf", e, barg(b, 2));
+}
+
+static MlirValue zero_of(ppcc_emit_ctx *c, MlirType elem) {
+  return is_float_type(elem) ? emit_float_const(c, c->block, elem, 0.0) : emit_int_const(c, c->block, elem, 0);
+}
+
+/* softmax of x over dim, as max / sum-of-exp reductions and a normalise. */
+static MlirValue softmax_of(ppcc_emit_ctx *c, MlirValue x, int dim) {
+  red_space r = red_space_one_dim(x, dim);
+  MlirType elem = elem_of(x);
+  operand_kind full[1] = {K_FULL}, full_kept[2] = {K_FULL, K_KEPT}, full_kept2[3] = {K_FULL, K_KEPT, K_KEPT};
+  MlirValue mx = reduce(c, &r, 1, &x, full, elem, emit_float_const(c, c->block, elem, -INFINITY), body_max, NULL);
+  MlirValue ins2[2] = {x, mx};
+  MlirValue sum = reduce(c, &r, 2, ins2, full_kept, elem, zero_of(c, elem), body_add_exp_shifted, NULL);
+  MlirValue ins3[3] = {x, mx, sum};
+  return elementwise(c, &r, 3, ins3, full_kept2, elem, body_softmax, NULL);
+}
+
+/* ---------------- norms ---------------- */
+
+typedef struct norm_body {
+  double inv_h, eps;
+  bool has_bias;
+} norm_body;
+
+/* x * rsqrt(ss / H + eps) * w */
+static MlirValue body_rms(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const norm_body *n = user;
+  MlirValue x = barg(b, 0);
+  MlirType t = mlirValueGetType(x);
+  MlirValue ms = bin(c, b, "arith.mulf", barg(b, 1), fconst(c, b, t, n->inv_h));
+  MlirValue inv = emit_unary_scalar(c, b, "math.rsqrt", bin(c, b, "arith.addf", ms, fconst(c, b, t, n->eps)));
+  return bin(c, b, "arith.mulf", bin(c, b, "arith.mulf", x, inv), barg(b, 2));
+}
+
+ppcc_status lower_rms_norm(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  ppcc_status st = need_float(c, op, in_value(g, op, 0));
+  if (st) return st;
+  MlirValue x = operand(c, op, 0, shard), w = operand(c, op, 1, shard);
+  red_space r = red_space_one_dim(x, rank_of(x) - 1);
+  MlirType elem = elem_of(x);
+  operand_kind full[1] = {K_FULL}, kinds[3] = {K_FULL, K_KEPT, K_LAST};
+  MlirValue ss = reduce(c, &r, 1, &x, full, elem, zero_of(c, elem), body_add_square, NULL);
+  norm_body n = {1.0 / (double)r.shape[r.rank - 1], ppcc_attr_float(op, "eps", 1e-5), false};
+  MlirValue ins[3] = {x, ss, w};
+  set_result(c, op, shard, elementwise(c, &r, 3, ins, kinds, elem, body_rms, &n));
+  return PPCC_OK;
+}
+
+/* acc + (x - sum / H)^2 */
+static MlirValue body_add_centered_square(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const norm_body *n = user;
+  MlirValue x = barg(b, 0);
+  MlirValue mean = bin(c, b, "arith.mulf", barg(b, 1), fconst(c, b, mlirValueGetType(x), n->inv_h));
+  MlirValue dx = bin(c, b, "arith.subf", x, mean);
+  return bin(c, b, "arith.addf", barg(b, 2), bin(c, b, "arith.mulf", dx, dx));
+}
+
+/* (x - sum / H) * rsqrt(sq / H + eps) * w (+ bias) */
+static MlirValue body_layer_norm(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const norm_body *n = user;
+  MlirValue x = barg(b, 0);
+  MlirType t = mlirValueGetType(x);
+  MlirValue mean = bin(c, b, "arith.mulf", barg(b, 1), fconst(c, b, t, n->inv_h));
+  MlirValue var = bin(c, b, "arith.mulf", barg(b, 2), fconst(c, b, t, n->inv_h));
+  MlirValue inv = emit_unary_scalar(c, b, "math.rsqrt", bin(c, b, "arith.addf", var, fconst(c, b, t, n->eps)));
+  MlirValue y = bin(c, b, "arith.mulf", bin(c, b, "arith.mulf", bin(c, b, "arith.subf", x, mean), inv), barg(b, 3));
+  return n->has_bias ? bin(c, b, "arith.addf", y, barg(b, 4)) : y;
+}
+
+ppcc_status lower_layer_norm(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  ppcc_status st = need_float(c, op, in_value(g, op, 0));
+  if (st) return st;
+  MlirValue x = operand(c, op, 0, shard);
+  red_space r = red_space_one_dim(x, rank_of(x) - 1);
+  MlirType elem = elem_of(x);
+  norm_body n = {1.0 / (double)r.shape[r.rank - 1], ppcc_attr_float(op, "eps", 1e-5), op->n_in == 3};
+  operand_kind full[1] = {K_FULL}, full_kept[2] = {K_FULL, K_KEPT};
+  MlirValue sum = reduce(c, &r, 1, &x, full, elem, zero_of(c, elem), body_add, NULL);
+  MlirValue ins2[2] = {x, sum};
+  MlirValue sq = reduce(c, &r, 2, ins2, full_kept, elem, zero_of(c, elem), body_add_centered_square, &n);
+  MlirValue ins[5] = {x, sum, sq, operand(c, op, 1, shard), n.has_bias ? operand(c, op, 2, shard) : x};
+  operand_kind kinds[5] = {K_FULL, K_KEPT, K_KEPT, K_LAST, K_LAST};
+  set_result(c, op, shard, elementwise(c, &r, n.has_bias ? 5 : 4, ins, kinds, elem, body_layer_norm, &n));
+  return PPCC_OK;
+}
+
+/* ---------------- softmax ---------------- */
+
+ppcc_status lower_softmax(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  const ppcc_value *x = in_value(g, op, 0);
+  ppcc_status st = need_float(c, op, x);
+  if (st) return st;
+  if (x->rank == 0) return emit_op_error(c, op, "softmax of a rank-0 tensor has no MLIR lowering");
+  int dim = norm_dim(ppcc_attr_int(op, "dim", -1), x->rank);
+  set_result(c, op, shard, softmax_of(c, operand(c, op, 0, shard), dim));
+  return PPCC_OK;
+}
+
+/* ---------------- sum, mean ---------------- */
+
+typedef struct scale_body {
+  double factor;
+} scale_body;
+
+static MlirValue body_scale(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const scale_body *s = user;
+  MlirValue x = barg(b, 0);
+  return bin(c, b, "arith.mulf", x, fconst(c, b, mlirValueGetType(x), s->factor));
+}
+
+/* The sum over the reduced dims (kept dims only); *count gets how many
+ * elements each result element sums. */
+static MlirValue sum_over(ppcc_emit_ctx *c, const ppcc_op *op, MlirValue x, int64_t *count) {
+  int rank = rank_of(x);
+  bool mask[PPCC_MAX_RANK] = {false};
+  const ppcc_attr *a = ppcc_op_attr(op, "dim");
+  for (int i = 0; i < rank; i++) mask[i] = a == NULL;
+  for (int i = 0; a && i < a->n; i++) mask[norm_dim(a->ints[i], rank)] = true;
+  red_space r = red_space_make(x, mask);
+  *count = 1;
+  for (int i = 0; i < rank; i++) *count *= mask[i] ? r.shape[i] : 1;
+  operand_kind full[1] = {K_FULL};
+  MlirType elem = elem_of(x);
+  return reduce(c, &r, 1, &x, full, elem, zero_of(c, elem), body_add, NULL);
+}
+
+static ppcc_status lower_reduction(ppcc_emit_ctx *c, const ppcc_op *op, int shard, bool mean) {
+  if (mean) {
+    ppcc_status st = need_float(c, op, in_value(c->g, op, 0));
+    if (st) return st;
+  }
+  int64_t count;
+  MlirValue y = sum_over(c, op, operand(c, op, 0, shard), &count);
+  if (mean) { /* the reduced dims are never split (shard_reduce): count is global */
+    red_space r = red_space_make(y, (bool[PPCC_MAX_RANK]){false});
+    scale_body s = {count > 0 ? 1.0 / (double)count : NAN};
+    operand_kind full[1] = {K_FULL};
+    y = elementwise(c, &r, 1, &y, full, elem_of(y), body_scale, &s);
+  }
+  MlirType t = emit_shard_type(c, out_value(c->g, op));
+  set_result(c, op, shard, mlirTypeEqual(t, mlirValueGetType(y)) ? y : reshape_to(c, y, t)); /* keepdim */
+  return PPCC_OK;
+}
+
+ppcc_status lower_sum(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  return lower_reduction(c, op, shard, false);
+}
+
+ppcc_status lower_mean(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  return lower_reduction(c, op, shard, true);
+}
+
+/* ---------------- argmax ---------------- */
+
+typedef struct argmax_body {
+  int dim_loop;
+} argmax_body;
+
+/* The first index whose element equals the max, or is NaN (then the max
+ * is NaN too, as arith.maximumf propagates it): acc = min(acc, match ? i : acc). */
+static MlirValue body_argmax(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const argmax_body *a = user;
+  MlirValue x = barg(b, 0), mx = barg(b, 1), acc = barg(b, 2);
+  MlirValue match = bin(c, b, "arith.ori", compare(c, b, true, CMPF_OEQ, x, mx), compare(c, b, true, CMPF_UNO, x, x));
+  MlirValue i = cast(c, b, "arith.index_cast", loop_index(c, b, a->dim_loop), mlirValueGetType(acc));
+  return bin(c, b, "arith.minsi", acc, select_value(c, b, match, i, acc));
+}
+
+ppcc_status lower_argmax(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  const ppcc_value *xv = in_value(g, op, 0);
+  ppcc_status st = need_float(c, op, xv);
+  if (st) return st;
+  if (xv->rank == 0) return emit_op_error(c, op, "argmax of a rank-0 tensor has no MLIR lowering");
+  MlirValue x = operand(c, op, 0, shard);
+  int dim = norm_dim(ppcc_attr_int(op, "dim", -1), xv->rank);
+  red_space r = red_space_one_dim(x, dim);
+  MlirType elem = elem_of(x), i64 = mlirIntegerTypeGet(c->mctx, 64);
+  operand_kind full[1] = {K_FULL}, full_kept[2] = {K_FULL, K_KEPT};
+  MlirValue mx = reduce(c, &r, 1, &x, full, elem, emit_float_const(c, c->block, elem, -INFINITY), body_max, NULL);
+  argmax_body a = {r.rank - 1};
+  MlirValue ins[2] = {x, mx};
+  MlirValue none = emit_int_const(c, c->block, i64, r.shape[dim]); /* larger than any index */
+  set_result(c, op, shard, reduce(c, &r, 2, ins, full_kept, i64, none, body_argmax, &a));
+  return PPCC_OK;
+}
+
+/* ---------------- embedding ---------------- */
+
+typedef struct embedding_body {
+  MlirValue table;
+  int hidden_loop;
+  int64_t row_offset, rows; /* this shard's rows of a vocab-split table */
+} embedding_body;
+
+/* table[id - offset, h] when the row is in this shard's table, else 0
+ * (a vocab-split table leaves partial sums; out-of-range ids read 0
+ * instead of memory outside the table). */
+static MlirValue body_embedding(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const embedding_body *e = user;
+  MlirValue id = barg(b, 0);
+  MlirType it = mlirValueGetType(id), index = mlirIndexTypeGet(c->mctx);
+  MlirValue local = bin(c, b, "arith.subi", id, emit_int_const(c, b, it, e->row_offset));
+  MlirValue ok = bin(c, b, "arith.andi", compare(c, b, false, CMPI_SGE, local, emit_int_const(c, b, it, 0)),
+                     compare(c, b, false, CMPI_SLT, local, emit_int_const(c, b, it, e->rows)));
+  MlirValue row = cast(c, b, "arith.index_cast", select_value(c, b, ok, local, emit_int_const(c, b, it, 0)), index);
+  MlirValue at[2] = {row, loop_index(c, b, e->hidden_loop)};
+  MlirValue v = extract(c, b, e->table, 2, at);
+  MlirType t = mlirValueGetType(v);
+  MlirValue zero = is_float_type(t) ? fconst(c, b, t, 0.0) : emit_int_const(c, b, t, 0);
+  return select_value(c, b, ok, v, zero);
+}
+
+ppcc_status lower_embedding(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  const ppcc_value *table = in_value(g, op, 1);
+  MlirValue ids = operand(c, op, 0, shard), tab = operand(c, op, 1, shard);
+  MlirType t = emit_shard_type(c, out_value(g, op));
+  int rank = (int)mlirShapedTypeGetRank(t);
+  bool vocab_split = table->layout.kind == PPCC_LAYOUT_SPLIT && table->layout.dim == 0;
+  int64_t rows = dim_size(tab, 0);
+  embedding_body e = {tab, rank - 1, vocab_split ? shard * rows : 0, rows};
+  MlirAffineExpr ex[PPCC_MAX_RANK];
+  for (int i = 0; i < rank - 1; i++) ex[i] = dim_expr(c, i);
+  MlirAffineMap maps[2] = {mlirAffineMapGet(c->mctx, rank, 0, rank - 1, ex), mlirAffineMapMultiDimIdentityGet(c->mctx, rank)};
+  set_result(c, op, shard, emit_generic(c, 1, &ids, emit_empty(c, t), rank, 0, maps, body_embedding, &e));
+  return PPCC_OK;
+}
+
+/* ---------------- rotary ---------------- */
+
+typedef struct rotary_body {
+  MlirValue x;
+  int64_t half;
+  double log_theta_over_d; /* -2 ln(theta) / D: freq_j = exp(j * this) */
+} rotary_body;
+
+/* Rotate-half pairing (see kernel_rotary): lane i < D/2 pairs with
+ * i + D/2 and gets x[i] cos - x[i+D/2] sin; lane i >= D/2 gets
+ * x[i] cos + x[i-D/2] sin; the angle is pos * theta^(-2j/D), j = i mod D/2.
+ * The angle math runs in f32. */
+static MlirValue body_rotary(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const rotary_body *r = user;
+  MlirValue x = barg(b, 0), pos = barg(b, 1);
+  MlirType t = mlirValueGetType(x), f32 = mlirF32TypeGet(c->mctx);
+  MlirValue idx[4];
+  for (int i = 0; i < 4; i++) idx[i] = loop_index(c, b, i);
+  MlirValue half = emit_index_const(c, b, r->half);
+  MlirValue low = compare(c, b, false, CMPI_ULT, idx[3], half);
+  MlirValue j = select_value(c, b, low, idx[3], bin(c, b, "arith.subi", idx[3], half));
+  idx[3] = select_value(c, b, low, bin(c, b, "arith.addi", idx[3], half), j); /* the partner lane */
+  MlirValue partner = to_f32(c, b, extract(c, b, r->x, 4, idx));
+  MlirValue freq = emit_unary_scalar(c, b, "math.exp",
+                                     bin(c, b, "arith.mulf", int_to_float(c, b, j, f32), fconst(c, b, f32, r->log_theta_over_d)));
+  MlirValue angle = bin(c, b, "arith.mulf", int_to_float(c, b, pos, f32), freq);
+  MlirValue cosv = emit_unary_scalar(c, b, "math.cos", angle), sinv = emit_unary_scalar(c, b, "math.sin", angle);
+  MlirValue ps = bin(c, b, "arith.mulf", partner, sinv);
+  MlirValue signed_ps = select_value(c, b, low, emit_unary_scalar(c, b, "arith.negf", ps), ps);
+  return from_f32(c, b, bin(c, b, "arith.addf", bin(c, b, "arith.mulf", to_f32(c, b, x), cosv), signed_ps), t);
+}
+
+ppcc_status lower_rotary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  const ppcc_value *xv = in_value(g, op, 0);
+  MlirValue x = operand(c, op, 0, shard), pos = operand(c, op, 1, shard);
+  double theta = ppcc_attr_float(op, "theta", 10000.0);
+  if (!(theta > 0)) return emit_op_error(c, op, "attrs.theta must be positive, got %g", theta);
+  rotary_body r = {x, xv->shape[3] / 2, -2.0 * log(theta) / (double)xv->shape[3]};
+  MlirAffineExpr s = dim_expr(c, 1);
+  MlirAffineMap maps[3] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4), mlirAffineMapGet(c->mctx, 4, 0, 1, &s),
+                           mlirAffineMapMultiDimIdentityGet(c->mctx, 4)};
+  MlirValue ins[2] = {x, pos};
+  MlirValue out = emit_empty(c, mlirValueGetType(x));
+  set_result(c, op, shard, emit_generic(c, 2, ins, out, 4, 0, maps, body_rotary, &r));
+  return PPCC_OK;
+}
+
+/* ---------------- attention ---------------- */
+
+static MlirValue body_mul_add(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  return bin(c, b, "arith.addf", barg(b, 2), bin(c, b, "arith.mulf", barg(b, 0), barg(b, 1)));
+}
+
+/* kv head of query head h: h floordiv (Hq / Hkv). */
+static MlirAffineExpr kv_head(ppcc_emit_ctx *c, int loop, int64_t group) {
+  MlirAffineExpr h = dim_expr(c, loop);
+  return group == 1 ? h : mlirAffineFloorDivExprGet(h, mlirAffineConstantExprGet(c->mctx, group));
+}
+
+/* out[b, h, i, j] = sum_r a[b, h, i, r] * kv[b, h / group, ., .], with kv
+ * indexed [r, j] (p . v) or [j, r] (q . k^T). Loops b, h, i, j, r. */
+static MlirValue head_contraction(ppcc_emit_ctx *c, MlirValue a, MlirValue kv, bool kv_transposed, int64_t group,
+                                  int64_t n_j) {
+  MlirAffineExpr ea[4] = {dim_expr(c, 0), dim_expr(c, 1), dim_expr(c, 2), dim_expr(c, 4)};
+  MlirAffineExpr ek[4] = {dim_expr(c, 0), kv_head(c, 1, group), dim_expr(c, kv_transposed ? 3 : 4),
+                          dim_expr(c, kv_transposed ? 4 : 3)};
+  MlirAffineExpr eo[4] = {dim_expr(c, 0), dim_expr(c, 1), dim_expr(c, 2), dim_expr(c, 3)};
+  MlirAffineMap maps[3] = {mlirAffineMapGet(c->mctx, 5, 0, 4, ea), mlirAffineMapGet(c->mctx, 5, 0, 4, ek),
+                           mlirAffineMapGet(c->mctx, 5, 0, 4, eo)};
+  int64_t shape[4] = {dim_size(a, 0), dim_size(a, 1), dim_size(a, 2), n_j};
+  MlirType elem = elem_of(a);
+  MlirValue init = filled(c, tensor_type(4, shape, elem), zero_of(c, elem));
+  MlirValue ins[2] = {a, kv};
+  return emit_generic(c, 2, ins, init, 5, 1, maps, body_mul_add, NULL);
+}
+
+typedef struct mask_body {
+  double scale;
+  bool causal;
+  int64_t offset; /* T - S: query i sits at position offset + i */
+} mask_body;
+
+/* scale * score, or -inf for a key after the query's position. */
+static MlirValue body_scale_mask(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const mask_body *m = user;
+  MlirValue x = barg(b, 0);
+  MlirType t = mlirValueGetType(x);
+  MlirValue v = bin(c, b, "arith.mulf", x, fconst(c, b, t, m->scale));
+  if (!m->causal) return v;
+  MlirValue last_visible = bin(c, b, "arith.addi", loop_index(c, b, 2), emit_index_const(c, b, m->offset));
+  MlirValue future = compare(c, b, false, CMPI_UGT, loop_index(c, b, 3), last_visible);
+  return select_value(c, b, future, fconst(c, b, t, -INFINITY), v);
+}
+
+/* softmax(q k^T * scale, causal bottom-right) v per head, grouped-query:
+ * the same semantics as kernel_attention. */
+ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  ppcc_status st = need_float(c, op, in_value(g, op, 0));
+  if (st) return st;
+  MlirValue q = operand(c, op, 0, shard), k = operand(c, op, 1, shard), v = operand(c, op, 2, shard);
+  int64_t Hq = dim_size(q, 1), Hkv = dim_size(k, 1), S = dim_size(q, 2), T = dim_size(k, 2), D = dim_size(q, 3);
+  if (Hkv <= 0 || Hq % Hkv != 0)
+    return emit_op_error(c, op, "shard %d: %lld query heads do not group over %lld kv heads", shard, (long long)Hq,
+                         (long long)Hkv);
+  int64_t group = Hq / Hkv;
+  MlirValue scores = head_contraction(c, q, k, true, group, T);
+  mask_body m = {ppcc_attr_float(op, "scale", D > 0 ? 1.0 / sqrt((double)D) : 1.0), ppcc_attr_bool(op, "causal", false),
+                 T - S};
+  red_space all = red_space_make(scores, (bool[PPCC_MAX_RANK]){false});
+  operand_kind full[1] = {K_FULL};
+  MlirValue masked = elementwise(c, &all, 1, &scores, full, elem_of(scores), body_scale_mask, &m);
+  MlirValue p = softmax_of(c, masked, 3);
+  set_result(c, op, shard, head_contraction(c, p, v, false, group, dim_size(v, 3)));
+  return PPCC_OK;
+}
+
+/* ---------------- concat, slice ---------------- */
+
+/* dest with src inserted at `offset` along dim (static offsets). */
+static MlirValue insert_at(ppcc_emit_ctx *c, MlirValue src, MlirValue dest, int dim, int64_t offset) {
+  int rank = rank_of(src);
+  int64_t offsets[PPCC_MAX_RANK], sizes[PPCC_MAX_RANK], strides[PPCC_MAX_RANK];
+  for (int i = 0; i < rank; i++) {
+    offsets[i] = i == dim ? offset : 0;
+    sizes[i] = dim_size(src, i);
+    strides[i] = 1;
+  }
+  int32_t seg[5] = {1, 1, 0, 0, 0};
+  MlirNamedAttribute attrs[4] = {
+      emit_named(c, "static_offsets", emit_i64_array_attr(c, rank, offsets)),
+      emit_named(c, "static_sizes", emit_i64_array_attr(c, rank, sizes)),
+      emit_named(c, "static_strides", emit_i64_array_attr(c, rank, strides)),
+      emit_named(c, "operandSegmentSizes", mlirDenseI32ArrayGet(c->mctx, 5, seg)),
+  };
+  MlirValue operands[2] = {src, dest};
+  MlirType t = mlirValueGetType(dest);
+  emit_op_spec s = {"tensor.insert_slice", 2, operands, 1, &t, 4, attrs, 0};
+  return mlirOperationGetResult(emit_op(c, &s), 0);
+}
+
+/* A chain of tensor.insert_slice into tensor.empty rather than
+ * tensor.concat: upstream one-shot bufferization handles the former, so
+ * the executable form can reuse this lowering as is. */
+ppcc_status lower_concat(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  const ppcc_value *out = out_value(g, op);
+  int dim = norm_dim(ppcc_attr_int(op, "dim", 0), out->rank);
+  MlirValue acc = emit_empty(c, emit_shard_type(c, out));
+  int64_t offset = 0;
+  for (int k = 0; k < op->n_in; k++) {
+    MlirValue part = operand(c, op, k, shard);
+    acc = insert_at(c, part, acc, dim, offset);
+    offset += dim_size(part, dim);
+  }
+  set_result(c, op, shard, acc);
+  return PPCC_OK;
+}
+
+/* The sliced dim is never the split dim (shard_slice), so every shard
+ * takes the same [start, end) of its local tensor. */
+ppcc_status lower_slice(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  const ppcc_value *x = in_value(g, op, 0), *out = out_value(g, op);
+  int dim = norm_dim(ppcc_attr_int(op, "dim", 0), x->rank);
+  int64_t start = ppcc_attr_int(op, "start", 0);
+  if (start < 0) start += x->shape[dim];
+  set_result(c, op, shard, emit_slice(c, operand(c, op, 0, shard), dim, start, out->shape[dim]));
+  return PPCC_OK;
+}
