@@ -96,6 +96,11 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
 void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                             bool b_transposed, float *C);
 bool ppcc_rt_have_blas(void);
+/* With on, ppcc_rt_sgemm always uses the portable kernel, whose rows do
+ * not depend on the row count: a microbatched run then equals the
+ * unbatched one bit for bit (with OpenBLAS they agree to about an ulp).
+ * Process-wide; default off. */
+void ppcc_rt_set_row_invariant_matmul(bool on);
 
 /* Element conversions (round to nearest even). */
 float ppcc_f16_to_f32(uint16_t h);
@@ -139,6 +144,9 @@ bool ppcc_random_tensor(uint64_t seed, const char *name, ppcc_host_tensor *t);
 /* 3. Running graphs                                                  */
 /* ------------------------------------------------------------------ */
 
+struct ppcc_run_data;     /* below */
+struct ppcc_exec_options;
+
 typedef struct ppcc_input_arg {
   const char *name; /* graph input name */
   const char *path; /* .npy file */
@@ -154,12 +162,23 @@ typedef struct ppcc_run_options {
   const char *output_dir;      /* NULL: no files written */
   bool check;                  /* compare with the unsharded reference */
   int threads;                 /* total cores to use; 0: all */
-  int microbatches;            /* 0 or 1: none (more is not supported yet) */
+  int microbatches;            /* 0 or 1: none; M > 1: the batch (dim 0 of
+                                  every input) is cut into M microbatches that
+                                  flow through the pipeline (GPipe fill and
+                                  drain); outputs are bit-identical to M = 1 */
   const char *trace_path;      /* Chrome trace JSON, or NULL */
-  FILE *log;                   /* summary lines (stdout), or NULL */
+  FILE *log;                   /* summary lines (stdout), or NULL; includes
+                                  the pipeline summary (ppcc_pipeline_stats) */
   /* Testing hook: device fault_device fails when it reaches op fault_op. */
   bool inject_fault;
   int fault_device, fault_op;
+  /* Executor of the sharded run (same contract as ppcc_execute); NULL:
+   * ppcc_execute. `ppcc run --backend=jit` passes ppcc_jit_execute
+   * (include/ppcc/jit.h) with its compiled module as execute_ctx. */
+  ppcc_status (*execute)(void *ctx, const ppcc_graph *g, const struct ppcc_run_data *data,
+                         const struct ppcc_exec_options *opts, ppcc_host_tensor *outputs,
+                         double *elapsed_ms, ppcc_diag *d);
+  void *execute_ctx;
 } ppcc_run_options;
 
 /* Runs the graph (after all passes) on its devices, writes outputs, and
@@ -186,12 +205,39 @@ void ppcc_run_data_free(ppcc_run_data *data);
  * outputs[k] receives the full value of g->outputs[k] (caller frees with
  * ppcc_host_tensor_free). elapsed_ms, if not NULL, gets the wall time of
  * the device programs (loading excluded). */
+/* What the per-device timeline of a run measured. Busy time is the time
+ * a device spends in compute ops (transfers and collectives are mostly
+ * waiting for a peer, so they count as idle).
+ *   busy[d]      busy time of device d / wall_ms;
+ *   bubble       1 - (mean busy time of the stage devices) / span, where
+ *                the stage devices are those that run compute ops and the
+ *                span runs from the first compute op's start to the last
+ *                one's end on any device: the fraction of the pipeline's
+ *                device-time spent idle;
+ *   gpipe_bubble (p - 1) / (m + p - 1), the GPipe estimate for p equal
+ *                stages and m microbatches with free communication; p is
+ *                the number of distinct device groups of compute ops. */
+typedef struct ppcc_pipeline_stats {
+  int n_devices;
+  double wall_ms, span_ms;
+  double *busy; /* n_devices entries */
+  int stages, microbatches;
+  double bubble, gpipe_bubble;
+} ppcc_pipeline_stats;
+void ppcc_pipeline_stats_free(ppcc_pipeline_stats *s);
+/* The summary lines `ppcc run` prints. */
+void ppcc_pipeline_stats_print(const ppcc_pipeline_stats *s, FILE *out);
+
 typedef struct ppcc_exec_options {
   bool reference;
   int threads; /* total cores; 0: all */
   bool inject_fault;
   int fault_device, fault_op;
-  const char *trace_path;
+  const char *trace_path; /* Chrome trace: a track per device, an event per
+                             op and microbatch, flow arrows for transfers */
+  int microbatches;       /* as in ppcc_run_options */
+  ppcc_pipeline_stats *stats; /* filled when not NULL (free with
+                                 ppcc_pipeline_stats_free) */
 } ppcc_exec_options;
 ppcc_status ppcc_execute(const ppcc_graph *g, const ppcc_run_data *data,
                          const ppcc_exec_options *opts, ppcc_host_tensor *outputs,

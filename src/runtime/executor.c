@@ -12,7 +12,12 @@
  * which wakes every waiting device.
  *
  * The reference executor is the same code with every value viewed as
- * unsharded on device 0: collectives and transfers become copies. */
+ * unsharded on device 0: collectives and transfers become copies.
+ *
+ * With M microbatches (microbatch.c) g is the microbatch-sized graph and
+ * every device runs it M times in the pipelined order of
+ * rt_pipeline_segments, on separate slots per microbatch (params are
+ * shared: they are loaded once, into microbatch 0's slots). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,19 +35,23 @@ typedef struct rt_view {
   const int *devices;
 } rt_view;
 
-typedef struct rt_trace_event {
-  double start, end;
-} rt_trace_event;
-
+/* Each device thread works on its own copy (mb, op_index differ). */
 typedef struct rt_exec {
-  const ppcc_graph *g;
+  const ppcc_graph *g;    /* the graph run (microbatch-sized when M > 1) */
+  const ppcc_graph *full; /* the caller's graph: output shapes */
   const ppcc_run_data *data;
   const ppcc_exec_options *opts;
   int n_devices;
-  int *slot_base; /* per value: index of its shard 0 in slots */
-  rt_slot *slots;
+  int microbatches;       /* M >= 1 */
+  int mb;                 /* microbatch this device is working on */
+  int op_index;           /* op this device is running (flow ids) */
+  int *slot_base;         /* per value: index of its shard 0 in a microbatch's slots */
+  int slots_per_mb;
+  rt_slot *slots;         /* [microbatch][slot] */
+  int n_segments;
+  int *segment_begin;     /* rt_pipeline_segments */
   ppcc_rt_comm *comm;
-  rt_trace_event *trace; /* [device][op], or NULL */
+  rt_timeline *timeline;  /* NULL: nothing recorded */
   double t0;
 } rt_exec;
 
@@ -55,7 +64,10 @@ static rt_view view_of(const rt_exec *x, int v) {
   return (rt_view){val(x, v)->layout, val(x, v)->devices};
 }
 
-static rt_slot *slot(const rt_exec *x, int v, int shard) { return &x->slots[x->slot_base[v] + shard]; }
+static rt_slot *slot(const rt_exec *x, int v, int shard) {
+  int mb = val(x, v)->kind == PPCC_VALUE_PARAM ? 0 : x->mb;
+  return &x->slots[(size_t)mb * (size_t)x->slots_per_mb + (size_t)(x->slot_base[v] + shard)];
+}
 
 static void local_shape(const rt_exec *x, int v, int64_t *shape) {
   const ppcc_value *p = val(x, v);
@@ -103,10 +115,19 @@ static void *cut_shard(const rt_exec *x, int v, ppcc_layout l, int i, const void
   return dup_bytes(full, bytes);
 }
 
+/* The data of leaf v for the current microbatch: params whole, inputs
+ * the mb-th slice along dim 0 (contiguous: dim 0 is outermost). */
+static const void *leaf_data(const rt_exec *x, int v) {
+  const char *full = x->data->values[v].data;
+  if (!full || val(x, v)->kind == PPCC_VALUE_PARAM) return full;
+  return full + (size_t)x->mb * (size_t)ppcc_value_bytes(val(x, v));
+}
+
+/* Params once (microbatch 0), inputs for microbatch x->mb. */
 static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
   for (int v = 0; v < x->g->n_values; v++) {
-    if (val(x, v)->kind == PPCC_VALUE_RESULT) continue;
-    const void *full = x->data->values[v].data;
+    if (val(x, v)->kind == PPCC_VALUE_RESULT || (val(x, v)->kind == PPCC_VALUE_PARAM && x->mb > 0)) continue;
+    const void *full = leaf_data(x, v);
     rt_view w = view_of(x, v);
     for (int i = 0; i < w.layout.count; i++) {
       if (w.devices[i] != dev) continue;
@@ -120,20 +141,29 @@ static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
 
 /* ---------------- point-to-point delivery ---------------- */
 
+/* Both ends of the transfer of shard `shard` in the current op and
+ * microbatch get the same id: the trace draws an arrow between them. */
+static void trace_flow(const rt_exec *x, int dev, int shard, bool is_send) {
+  if (!x->timeline) return;
+  int64_t id = ((int64_t)x->mb * x->g->n_ops + x->op_index) * PPCC_MAX_DEVICES + shard;
+  rt_timeline_flow(x->timeline, dev, id, is_send, omp_get_wtime() - x->t0);
+}
+
 /* Moves one shard from device `home` (data valid there) to `target`.
  * Called twice per op, sends first, so an op never waits on a send that
  * a later shard of another device would do. `temp`: data is a temporary
  * owned by home, handed over or freed. */
 typedef enum { PHASE_SEND, PHASE_RECV } rt_phase;
 
-static ppcc_status deliver(rt_exec *x, int dev, rt_phase phase, int home, int target, void *data, bool temp,
-                           int64_t bytes, rt_slot *out, ppcc_diag *d) {
+static ppcc_status deliver(rt_exec *x, int dev, rt_phase phase, int shard, int home, int target, void *data,
+                           bool temp, int64_t bytes, rt_slot *out, ppcc_diag *d) {
   if (home == target) {
     if (dev != home || phase != PHASE_SEND) return PPCC_OK;
     *out = (rt_slot){temp ? data : dup_bytes(data, bytes), true};
     return out->data ? PPCC_OK : oom(d);
   }
   if (dev == home && phase == PHASE_SEND) {
+    trace_flow(x, dev, shard, true);
     int rc = ppcc_rt_send(x->comm, dev, target, data, bytes);
     if (temp) rt_free(data);
     return rc ? comm_failed(x, d) : PPCC_OK;
@@ -141,7 +171,8 @@ static ppcc_status deliver(rt_exec *x, int dev, rt_phase phase, int home, int ta
   if (dev == target && phase == PHASE_RECV) {
     *out = (rt_slot){rt_alloc(bytes), true};
     if (!out->data) return oom(d);
-    return ppcc_rt_recv(x->comm, dev, home, out->data, bytes) ? comm_failed(x, d) : PPCC_OK;
+    if (ppcc_rt_recv(x->comm, dev, home, out->data, bytes)) return comm_failed(x, d);
+    trace_flow(x, dev, shard, false);
   }
   return PPCC_OK;
 }
@@ -149,6 +180,13 @@ static ppcc_status deliver(rt_exec *x, int dev, rt_phase phase, int home, int ta
 /* ---------------- COMPUTE ---------------- */
 
 static int operand_shard(rt_view in, rt_view out, int i) { return in.layout.count == out.layout.count ? i : 0; }
+
+/* Records that t, holding `local` indices along dim, is shard i of n. */
+static void set_split_position(ppcc_tensor *t, int dim, int64_t local, int i, int n) {
+  t->split_dim = dim;
+  t->split_offset = local * i;
+  t->split_full = local * n;
+}
 
 /* The local tensor operand k of op shows to shard i of the result. */
 static ppcc_status operand_tensor(rt_exec *x, int dev, const ppcc_op *op, int k, int i, ppcc_tensor *t,
@@ -162,11 +200,16 @@ static ppcc_status operand_tensor(rt_exec *x, int dev, const ppcc_op *op, int k,
   t->rank = val(x, v)->rank;
   local_shape(x, v, t->shape);
   t->data = slot(x, v, s)->data;
+  t->split_dim = 0;
+  t->split_offset = t->split_full = 0;
+  if (iv.layout.kind == PPCC_LAYOUT_SPLIT)
+    set_split_position(t, iv.layout.dim, t->shape[iv.layout.dim], s, iv.layout.count);
   *temp = NULL;
   int sd = rt_local_slice_dim(op, k, val(x, v), iv.layout, val(x, res), ov.layout);
   if (sd < 0) return PPCC_OK;
   /* A replicated operand next to a split one: this shard's slice only. */
   int n = ov.layout.count;
+  set_split_position(t, sd, t->shape[sd] / n, i, n);
   rt_split_geom geom = rt_split_geometry(t->rank, t->shape, sd, n);
   t->shape[sd] /= n;
   *temp = rt_alloc(ppcc_num_elements(t->rank, t->shape) * ppcc_dtype_size(t->dtype));
@@ -186,6 +229,7 @@ static ppcc_status compute_shard(rt_exec *x, int dev, const ppcc_op *op, int i, 
   for (int k = 0; k < op->n_in && !st; k++) st = operand_tensor(x, dev, op, k, i, &in[k], &temps[k], d);
   bool in_place = op->info->pin_rule == PPCC_PIN_INPLACE; /* P7: result aliases the destination */
   if (!st) {
+    out = (ppcc_tensor){0};
     out.dtype = val(x, res)->dtype;
     out.rank = val(x, res)->rank;
     local_shape(x, res, out.shape);
@@ -220,7 +264,7 @@ static ppcc_status run_transfer(rt_exec *x, int dev, const ppcc_op *op, ppcc_dia
   int64_t bytes = local_bytes(x, v);
   for (rt_phase ph = PHASE_SEND; ph <= PHASE_RECV; ph++)
     for (int i = 0; i < iv.layout.count; i++) {
-      ppcc_status st = deliver(x, dev, ph, iv.devices[i], ov.devices[i], slot(x, v, i)->data, false, bytes,
+      ppcc_status st = deliver(x, dev, ph, i, iv.devices[i], ov.devices[i], slot(x, v, i)->data, false, bytes,
                                slot(x, res, i), d);
       if (st) return st;
     }
@@ -255,7 +299,7 @@ static ppcc_status produce_and_deliver(rt_exec *x, int dev, const ppcc_op *op, c
         ppcc_status st = produce(x, dev, op, i, &data, d);
         if (st) return st;
       }
-      ppcc_status st = deliver(x, dev, ph, homes[i], ov.devices[i], data, true, bytes, slot(x, res, i), d);
+      ppcc_status st = deliver(x, dev, ph, i, homes[i], ov.devices[i], data, true, bytes, slot(x, res, i), d);
       if (st) return st;
     }
   return PPCC_OK;
@@ -327,9 +371,11 @@ static ppcc_status collect_to_root(rt_exec *x, int dev, const ppcc_op *op, ppcc_
   rt_view iv = view_of(x, v);
   int root = view_of(x, res).devices[0], n = iv.layout.count, es = es_of(x, v);
   int64_t bytes = local_bytes(x, v), count = bytes / es;
-  for (int i = 0; i < n; i++) /* sends first */
-    if (iv.devices[i] == dev && dev != root && ppcc_rt_send(x->comm, dev, root, slot(x, v, i)->data, bytes))
-      return comm_failed(x, d);
+  for (int i = 0; i < n; i++) { /* sends first */
+    if (iv.devices[i] != dev || dev == root) continue;
+    trace_flow(x, dev, i, true);
+    if (ppcc_rt_send(x->comm, dev, root, slot(x, v, i)->data, bytes)) return comm_failed(x, d);
+  }
   if (dev != root) return PPCC_OK;
   bool sum = iv.layout.kind == PPCC_LAYOUT_UNREDUCED, fl = ppcc_dtype_is_float(val(x, v)->dtype);
   void *full = rt_calloc(local_bytes(x, res)), *tmp = rt_alloc(bytes);
@@ -339,6 +385,7 @@ static ppcc_status collect_to_root(rt_exec *x, int dev, const ppcc_op *op, ppcc_
     const void *part = slot(x, v, i)->data;
     if (iv.devices[i] != root) {
       if (ppcc_rt_recv(x->comm, dev, iv.devices[i], tmp, bytes)) st = comm_failed(x, d);
+      else trace_flow(x, dev, i, false);
       part = tmp;
     }
     if (st) break;
@@ -427,29 +474,47 @@ static void fail_device(rt_exec *x, int dev, const ppcc_op *op, const ppcc_diag 
   ppcc_rt_abort(x->comm, dev, msg);
 }
 
-/* Copies this device's shards of params and inputs into its buffers. */
-static void device_load(rt_exec *x, int dev) {
+/* Copies this device's shards of params and of every microbatch's inputs
+ * into its buffers. */
+static void device_load(const rt_exec *shared, int dev) {
+  rt_exec x = *shared;
   ppcc_diag d;
   ppcc_diag_init(&d, NULL, NULL);
-  if (load_leaves(x, dev, &d)) fail_device(x, dev, NULL, &d);
-}
-
-static void device_program(rt_exec *x, int dev) {
-  ppcc_diag d;
-  ppcc_diag_init(&d, NULL, NULL);
-  for (int k = 0; k < x->g->n_ops; k++) {
-    const ppcc_op *op = &x->g->ops[k];
-    if (ppcc_rt_aborted(x->comm)) return;
-    double t = x->trace ? omp_get_wtime() : 0;
-    ppcc_status st = x->opts->inject_fault && dev == x->opts->fault_device && k == x->opts->fault_op
-                         ? ppcc_error(&d, "injected failure")
-                         : run_op(x, dev, op, &d);
-    if (st) {
-      fail_device(x, dev, op, &d);
+  for (x.mb = 0; x.mb < x.microbatches; x.mb++)
+    if (load_leaves(&x, dev, &d)) {
+      fail_device(&x, dev, NULL, &d);
       return;
     }
-    if (x->trace) x->trace[(size_t)dev * (size_t)x->g->n_ops + (size_t)k] = (rt_trace_event){t - x->t0, omp_get_wtime() - x->t0};
+}
+
+/* Runs op j of microbatch x->mb; false once this device failed. */
+static bool run_step(rt_exec *x, int dev, int j, ppcc_diag *d) {
+  const ppcc_op *op = &x->g->ops[j];
+  x->op_index = j;
+  bool traced = x->timeline && rt_op_involves(x->g, op, dev);
+  double t = traced ? omp_get_wtime() : 0;
+  ppcc_status st = x->opts->inject_fault && dev == x->opts->fault_device && j == x->opts->fault_op
+                       ? ppcc_error(d, "injected failure")
+                       : run_op(x, dev, op, d);
+  if (st) {
+    fail_device(x, dev, op, d);
+    return false;
   }
+  if (traced) rt_timeline_span(x->timeline, dev, j, x->mb, t - x->t0, omp_get_wtime() - x->t0);
+  return true;
+}
+
+/* Per segment, the segment's ops for microbatch 0, 1, ... in turn (the
+ * order rt_pipeline_segments explains). */
+static void device_program(const rt_exec *shared, int dev) {
+  rt_exec x = *shared;
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  for (int s = 0; s < x.n_segments; s++)
+    for (x.mb = 0; x.mb < x.microbatches; x.mb++)
+      for (int j = x.segment_begin[s]; j < x.segment_begin[s + 1]; j++) {
+        if (ppcc_rt_aborted(x.comm) || !run_step(&x, dev, j, &d)) return;
+      }
 }
 
 /* ---------------- setup, outputs, teardown ---------------- */
@@ -479,36 +544,46 @@ static ppcc_status setup(rt_exec *x, ppcc_diag *d) {
   ppcc_status st = check_placements(x, d);
   if (st) return st;
   x->slot_base = malloc(sizeof(int) * (size_t)(x->g->n_values + 1));
-  if (!x->slot_base) return oom(d);
+  x->segment_begin = malloc(sizeof(int) * (size_t)(x->g->n_ops + 2));
+  if (!x->slot_base || !x->segment_begin) return oom(d);
   int total = 0;
   for (int v = 0; v < x->g->n_values; v++) {
     x->slot_base[v] = total;
     total += view_of(x, v).layout.count;
   }
-  x->slots = calloc((size_t)(total > 0 ? total : 1), sizeof *x->slots);
+  x->slots_per_mb = total;
+  x->slots = calloc((size_t)(total > 0 ? total : 1) * (size_t)x->microbatches, sizeof *x->slots);
   x->comm = ppcc_rt_comm_new(x->n_devices);
-  if (x->opts->trace_path)
-    x->trace = calloc((size_t)x->n_devices * (size_t)(x->g->n_ops > 0 ? x->g->n_ops : 1), sizeof *x->trace);
-  if (!x->slots || !x->comm || (x->opts->trace_path && !x->trace)) return oom(d);
+  x->n_segments = rt_pipeline_segments(x->g, x->segment_begin);
+  if (!x->slots || !x->comm) return oom(d);
+  if (x->opts->trace_path || x->opts->stats) {
+    x->timeline = calloc(1, sizeof *x->timeline);
+    if (!x->timeline || !rt_timeline_init(x->timeline, x->n_devices)) return oom(d);
+  }
   return PPCC_OK;
 }
 
 static void teardown(rt_exec *x) {
-  if (x->slots)
-    for (int v = 0; v < x->g->n_values; v++)
+  for (x->mb = 0; x->slots && x->mb < x->microbatches; x->mb++)
+    for (int v = 0; v < x->g->n_values; v++) {
+      if (val(x, v)->kind == PPCC_VALUE_PARAM && x->mb > 0) continue; /* shared with microbatch 0 */
       for (int i = 0; i < view_of(x, v).layout.count; i++)
         if (slot(x, v, i)->owned) rt_free(slot(x, v, i)->data);
+    }
   free(x->slots);
   free(x->slot_base);
-  free(x->trace);
+  free(x->segment_begin);
+  if (x->timeline) rt_timeline_free(x->timeline);
+  free(x->timeline);
   ppcc_rt_comm_free(x->comm);
 }
 
-/* The full value of v from its shards (after the devices joined). */
-static ppcc_status assemble(const rt_exec *x, int v, ppcc_host_tensor *t, ppcc_diag *d) {
+/* The value of v in microbatch x->mb from its shards (after the devices
+ * joined), written to dst: that microbatch's slice of the full output. */
+static ppcc_status assemble_microbatch(const rt_exec *x, int v, void *dst, ppcc_diag *d) {
   const ppcc_value *p = val(x, v);
   rt_view w = view_of(x, v);
-  if (!ppcc_host_tensor_alloc(t, p->dtype, p->rank, p->shape)) return oom(d);
+  ppcc_host_tensor slice = {.data = dst, .bytes = ppcc_value_bytes(p)}, *t = &slice;
   int n = w.layout.count, es = es_of(x, v);
   int64_t count = local_bytes(x, v) / es;
   for (int i = 0; i < n; i++)
@@ -529,33 +604,15 @@ static ppcc_status assemble(const rt_exec *x, int v, ppcc_host_tensor *t, ppcc_d
   return PPCC_OK;
 }
 
-static ppcc_status write_trace(const rt_exec *x, const char *path, ppcc_diag *d) {
-  char *tmp;
-  size_t n = strlen(path) + 16;
-  if (!(tmp = malloc(n))) return oom(d);
-  snprintf(tmp, n, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    free(tmp);
-    return ppcc_error(d, "%s: cannot write trace", path);
-  }
-  fprintf(f, "{\"traceEvents\": [\n");
-  bool first = true;
-  for (int dev = 0; dev < x->n_devices; dev++)
-    for (int k = 0; k < x->g->n_ops; k++) {
-      rt_trace_event e = x->trace[(size_t)dev * (size_t)x->g->n_ops + (size_t)k];
-      if (e.end <= 0) continue;
-      const ppcc_op *op = &x->g->ops[k];
-      fprintf(f, "%s{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 0, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f}",
-              first ? "" : ",\n", op->info->name, op->n_out ? val(x, op->out[0])->name : "", dev, e.start * 1e6,
-              (e.end - e.start) * 1e6);
-      first = false;
-    }
-  fprintf(f, "\n]}\n");
-  bool ok = fclose(f) == 0 && rename(tmp, path) == 0;
-  if (!ok) remove(tmp);
-  free(tmp);
-  return ok ? PPCC_OK : ppcc_error(d, "%s: cannot write trace", path);
+/* The full value of v: its microbatches concatenated along dim 0. */
+static ppcc_status assemble(rt_exec *x, int v, ppcc_host_tensor *t, ppcc_diag *d) {
+  const ppcc_value *p = &x->full->values[v];
+  if (!ppcc_host_tensor_alloc(t, p->dtype, p->rank, p->shape)) return oom(d);
+  int64_t slice_bytes = ppcc_value_bytes(val(x, v));
+  ppcc_status st = PPCC_OK;
+  for (x->mb = 0; x->mb < x->microbatches && !st; x->mb++)
+    st = assemble_microbatch(x, v, (char *)t->data + (size_t)x->mb * (size_t)slice_bytes, d);
+  return st;
 }
 
 static int total_threads(const ppcc_exec_options *o) { return o->threads > 0 ? o->threads : omp_get_num_procs(); }
@@ -587,16 +644,40 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* The trace file and the statistics, from the recorded timeline. */
+static ppcc_status report_timeline(const rt_exec *x, double wall_ms, ppcc_diag *d) {
+  for (int dev = 0; dev < x->n_devices; dev++)
+    if (x->timeline->dev[dev].oom) return oom(d);
+  ppcc_status st = x->opts->trace_path ? rt_timeline_write(x->timeline, x->g, x->opts->trace_path, d) : PPCC_OK;
+  if (!st && x->opts->stats) st = rt_timeline_stats(x->timeline, x->g, x->microbatches, wall_ms, x->opts->stats, d);
+  return st;
+}
+
+static ppcc_status execute_graph(rt_exec *x, ppcc_host_tensor *outputs, double *elapsed_ms, ppcc_diag *d) {
+  double wall_ms = 0;
+  ppcc_status st = setup(x, d);
+  if (!st) st = run_devices(x, &wall_ms, d);
+  for (int k = 0; k < x->g->n_outputs && !st; k++) st = assemble(x, x->g->outputs[k], &outputs[k], d);
+  if (!st && x->timeline) st = report_timeline(x, wall_ms, d);
+  if (elapsed_ms) *elapsed_ms = wall_ms;
+  teardown(x);
+  return st;
+}
+
 ppcc_status ppcc_execute(const ppcc_graph *g, const ppcc_run_data *data, const ppcc_exec_options *opts,
                          ppcc_host_tensor *outputs, double *elapsed_ms, ppcc_diag *d) {
-  rt_exec x = {.g = g, .data = data, .opts = opts};
+  rt_exec x = {.g = g, .full = g, .data = data, .opts = opts, .microbatches = 1};
+  ppcc_graph micro;
   for (int k = 0; k < g->n_outputs; k++) memset(&outputs[k], 0, sizeof outputs[k]);
-  ppcc_status st = setup(&x, d);
-  if (!st) st = run_devices(&x, elapsed_ms, d);
-  for (int k = 0; k < g->n_outputs && !st; k++) st = assemble(&x, g->outputs[k], &outputs[k], d);
-  if (!st && opts->trace_path) st = write_trace(&x, opts->trace_path, d);
+  if (opts->stats) memset(opts->stats, 0, sizeof *opts->stats);
+  bool split = opts->microbatches > 1;
+  ppcc_status st = split ? rt_microbatch_graph(g, opts->microbatches, &micro, d) : PPCC_OK;
+  if (st) return st;
+  if (split) x.g = &micro, x.microbatches = opts->microbatches;
+  st = execute_graph(&x, outputs, elapsed_ms, d);
+  if (split) rt_microbatch_graph_free(&micro);
   if (st)
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&outputs[k]);
-  teardown(&x);
+  if (st && opts->stats) ppcc_pipeline_stats_free(opts->stats);
   return st;
 }

@@ -14,6 +14,13 @@
 #endif
 
 static int kernel_threads = 1;
+/* OpenBLAS gives a row of C different bits depending on how many rows the
+ * call has (its micro-kernels and tails accumulate differently), so runs
+ * that must match bit for bit across batch splits (--microbatches) can
+ * ask for the portable kernel, which computes every row alike. */
+static bool row_invariant_matmul = false;
+
+void ppcc_rt_set_row_invariant_matmul(bool on) { row_invariant_matmul = on; }
 
 void ppcc_rt_set_kernel_threads(int n) {
   kernel_threads = n > 0 ? n : 1;
@@ -94,7 +101,7 @@ void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, con
 void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                    bool b_transposed, float *C) {
 #ifdef PPCC_HAVE_OPENBLAS
-  if (M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && M > 0 && N > 0 && K > 0) {
+  if (!row_invariant_matmul && M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && M > 0 && N > 0 && K > 0) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, (int)M, (int)N,
                 (int)K, 1.0f, A, (int)K, B, b_transposed ? (int)K : (int)N, 0.0f, C, (int)N);
     return;

@@ -51,4 +51,56 @@ int rt_local_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc
 /* Threads kernels may use (set per run). */
 int rt_kernel_threads(void);
 
+/* ---- microbatching (microbatch.c) ---- */
+
+/* mg = g with every shape for one of m microbatches (dim 0 of every input
+ * divided by m); values and ops are copied, everything else is shared
+ * with g. User error naming the input, op or value if the graph cannot
+ * run on microbatches. Free with rt_microbatch_graph_free. */
+ppcc_status rt_microbatch_graph(const ppcc_graph *g, int m, ppcc_graph *mg, ppcc_diag *d);
+void rt_microbatch_graph_free(ppcc_graph *mg);
+/* Cuts the op list into segments; each device runs, per segment, the
+ * segment's ops for microbatch 0, 1, ... in turn. begin needs n_ops + 2
+ * entries: begin[s] is segment s's first op, begin[return] = n_ops. */
+int rt_pipeline_segments(const ppcc_graph *g, int *begin);
+/* Whether dev holds a shard of an operand or result of op. */
+bool rt_op_involves(const ppcc_graph *g, const ppcc_op *op, int dev);
+
+/* ---- per-device timeline, Chrome trace, statistics (trace_stats.c) ---- */
+
+typedef struct rt_span {
+  int op, microbatch;
+  double start, end; /* seconds since the run started */
+} rt_span;
+
+/* One end of a transfer: a flow arrow from the send to the receive. */
+typedef struct rt_flow_end {
+  int64_t id; /* the same at both ends */
+  double t;
+  bool is_send;
+} rt_flow_end;
+
+/* Written only by its device's thread, so no locking. */
+typedef struct rt_device_timeline {
+  rt_span *spans;
+  int n_spans, cap_spans;
+  rt_flow_end *flows;
+  int n_flows, cap_flows;
+  bool oom;
+} rt_device_timeline;
+
+typedef struct rt_timeline {
+  int n_devices;
+  rt_device_timeline *dev;
+} rt_timeline;
+
+bool rt_timeline_init(rt_timeline *t, int n_devices);
+void rt_timeline_free(rt_timeline *t);
+void rt_timeline_span(rt_timeline *t, int dev, int op, int microbatch, double start, double end);
+void rt_timeline_flow(rt_timeline *t, int dev, int64_t id, bool is_send, double at);
+/* Chrome trace event format, written atomically (temporary + rename). */
+ppcc_status rt_timeline_write(const rt_timeline *t, const ppcc_graph *g, const char *path, ppcc_diag *d);
+ppcc_status rt_timeline_stats(const rt_timeline *t, const ppcc_graph *g, int microbatches, double wall_ms,
+                              ppcc_pipeline_stats *s, ppcc_diag *d);
+
 #endif

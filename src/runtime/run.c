@@ -246,17 +246,21 @@ static ppcc_status write_outputs(const ppcc_graph *g, const ppcc_run_options *o,
 /* ---------------- ppcc run ---------------- */
 
 ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
-  if (o->microbatches > 1) return ppcc_error(d, "--microbatches %d: microbatched pipelining is not supported yet", o->microbatches);
   ppcc_run_data data;
   ppcc_status st = ppcc_run_data_load(g, o, &data, d);
   if (st) return st;
   ppcc_host_tensor *out = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *out);
   if (!out) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   ppcc_exec_options eo = {.threads = o->threads, .inject_fault = o->inject_fault, .fault_device = o->fault_device,
-                          .fault_op = o->fault_op, .trace_path = o->trace_path};
+                          .fault_op = o->fault_op, .trace_path = o->trace_path,
+                          .microbatches = o->microbatches};
+  ppcc_pipeline_stats stats = {0};
+  if (o->log) eo.stats = &stats;
   double ms = 0;
-  if (!st) st = ppcc_execute(g, &data, &eo, out, &ms, d);
+  if (!st) st = o->execute ? o->execute(o->execute_ctx, g, &data, &eo, out, &ms, d) : ppcc_execute(g, &data, &eo, out, &ms, d);
   if (!st && o->log) fprintf(o->log, "ran '%s' on %d devices in %.3f ms\n", g->name, g->n_devices, ms);
+  if (!st && o->log && stats.busy) ppcc_pipeline_stats_print(&stats, o->log);
+  ppcc_pipeline_stats_free(&stats);
   if (!st && o->check) st = check_outputs(g, &data, o, out, d);
   if (!st && o->output_dir) st = write_outputs(g, o, out, d);
   for (int k = 0; out && k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);

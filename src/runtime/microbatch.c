@@ -1,0 +1,269 @@
+/* Microbatched pipeline execution (`ppcc run --microbatches M`).
+ *
+ * The batch dim is dim 0 of every graph input. A run with M microbatches
+ * executes a microbatch-sized copy of the compiled graph M times: every
+ * input is cut into M contiguous slices along dim 0, microbatch k gets
+ * slice k, and each output is the concatenation of its M microbatch
+ * results along dim 0. Placements, layouts and inserted transfers are the
+ * compiled graph's, so the pipeline is the same as for M = 1.
+ *
+ * This is only correct when no op mixes rows of different microbatches.
+ * rt_microbatch_graph proves it with a small dataflow rule: a value
+ * "carries the batch" if it is an input or computed from one; every
+ * batch-carrying value must keep the batch in dim 0 (its microbatch shape
+ * is its full shape with dim 0 divided by M), and every op on such a value
+ * must keep dim-0 rows apart (no reduction, softmax, slice, concat or
+ * transpose over dim 0, no contraction over it). Anything else, including
+ * an attribute that hard-codes the batch size (a reshape to [8, ...]),
+ * is a user error naming the op or value. Inputs split along dim 0 (data
+ * parallel) are allowed when each microbatch still splits evenly.
+ *
+ * rt_pipeline_segments picks the order in which a device interleaves
+ * microbatches (see there). */
+#include <stdlib.h>
+#include <string.h>
+#include "rt_internal.h"
+
+static ppcc_status oom(ppcc_diag *d) { return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"); }
+
+static int norm_dim(int64_t dim, int rank) { return (int)(dim < 0 ? dim + rank : dim); }
+
+/* ---------------- which ops keep batch rows apart ---------------- */
+
+static const ppcc_value *operand(const ppcc_graph *g, const ppcc_op *op, int k) { return &g->values[op->in[k]]; }
+
+/* NULL if operand k may carry the batch in this op, else why not. */
+static const char *operand_rule(const ppcc_graph *g, const ppcc_op *op, int k) {
+  const ppcc_value *x = operand(g, op, k), *out = &g->values[op->out[0]];
+  switch (op->info->id) {
+  case PPCC_OP_gelu: case PPCC_OP_silu: case PPCC_OP_relu: case PPCC_OP_sigmoid: case PPCC_OP_tanh:
+  case PPCC_OP_exp: case PPCC_OP_neg: case PPCC_OP_scale: case PPCC_OP_reshape: case PPCC_OP_attention:
+  case PPCC_OP_transpose: case PPCC_OP_permute: case PPCC_OP_softmax: case PPCC_OP_argmax:
+  case PPCC_OP_concat: case PPCC_OP_slice: case PPCC_OP_sum: case PPCC_OP_mean:
+    return NULL; /* op_rule decides; reshape: the dim-0 shape check is enough (row-major chunks) */
+  case PPCC_OP_add: case PPCC_OP_sub: case PPCC_OP_mul: case PPCC_OP_div: case PPCC_OP_maximum:
+    return x->rank == out->rank ? NULL : "broadcasting moves the batch dim away from dim 0";
+  case PPCC_OP_matmul:
+    return k == 0 || x->rank >= 3 ? NULL : "it contracts over the batch dim";
+  case PPCC_OP_linear:
+    return k == 0 && x->rank >= 2 ? NULL : "it contracts over the batch dim";
+  case PPCC_OP_rms_norm: case PPCC_OP_layer_norm:
+    return k == 0 && x->rank >= 2 ? NULL : "it normalises over the batch dim";
+  case PPCC_OP_embedding:
+    return k == 0 ? NULL : "the table would depend on the batch";
+  case PPCC_OP_rotary:
+    return k == 0 ? NULL : "the positions would depend on the batch";
+  case PPCC_OP_index_copy: case PPCC_OP_index_put:
+    if (k == 1) return "the index would depend on the batch";
+    return norm_dim(ppcc_attr_int(op, "dim", 0), x->rank) != 0 ? NULL : "it indexes along the batch dim";
+  default: break;
+  }
+  return "microbatching does not know whether this op keeps batch rows apart";
+}
+
+/* NULL if the op, with some batch-carrying operand, keeps dim-0 rows
+ * apart as a whole (beyond the per-operand rules), else why not. */
+static const char *op_rule(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  const ppcc_value *x = operand(g, op, 0);
+  int64_t dim = ppcc_attr_int(op, "dim", op->info->id == PPCC_OP_softmax || op->info->id == PPCC_OP_argmax ? -1 : 0);
+  switch (op->info->id) {
+  case PPCC_OP_transpose: case PPCC_OP_permute: {
+    const ppcc_attr *perm = ppcc_op_attr(op, "perm");
+    bool keeps = perm ? perm->n > 0 && perm->ints[0] == 0 : x->rank > 2; /* default: swap the last two */
+    return keeps ? NULL : "it moves the batch dim away from dim 0";
+  }
+  case PPCC_OP_softmax: case PPCC_OP_argmax: case PPCC_OP_concat: case PPCC_OP_slice:
+    return norm_dim(dim, x->rank) != 0 ? NULL : "it works along the batch dim";
+  case PPCC_OP_sum: case PPCC_OP_mean: {
+    const ppcc_attr *dims = ppcc_op_attr(op, "dim");
+    for (int i = 0; dims && i < dims->n; i++)
+      if (norm_dim(dims->ints[i], x->rank) == 0) dims = NULL;
+    return dims ? NULL : "it reduces over the batch dim";
+  }
+  case PPCC_OP_index_copy: case PPCC_OP_index_put:
+    return carries[op->in[0]] || !carries[op->in[2]] ? NULL : "it writes batch rows into a batch-independent tensor";
+  case PPCC_OP_attention:
+    return carries[op->in[0]] && carries[op->in[1]] && carries[op->in[2]] ? NULL : "q, k and v must all carry the batch";
+  default: return NULL;
+  }
+}
+
+/* NULL if op may run on microbatches, else why not. */
+static const char *mixes_batch_rows(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  if (op->info->family != PPCC_FAMILY_COMPUTE) return NULL; /* layout conversions and moves copy shards whole */
+  bool any = false;
+  for (int k = 0; k < op->n_in; k++) {
+    if (!carries[op->in[k]]) continue;
+    any = true;
+    const char *why = operand_rule(g, op, k);
+    if (why) return why;
+  }
+  return any ? op_rule(g, op, carries) : NULL;
+}
+
+/* ---------------- the microbatch-sized graph ---------------- */
+
+static void shape_text(const ppcc_value *v, char *buf, size_t n) {
+  size_t off = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < v->rank && off < n; i++)
+    off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)v->shape[i]);
+  if (off < n) snprintf(buf + off, n - off, "]");
+}
+
+static ppcc_status split_inputs(ppcc_graph *mg, int m, bool *carries, ppcc_diag *d) {
+  for (int v = 0; v < mg->n_values; v++) {
+    ppcc_value *p = &mg->values[v];
+    if (p->kind != PPCC_VALUE_INPUT) continue;
+    char s[160];
+    shape_text(p, s, sizeof s);
+    if (p->rank < 1 || p->shape[0] % m != 0)
+      return ppcc_error(d, "--microbatches %d: input '%s' %s: its batch dim (dim 0) does not divide into %d microbatches",
+                        m, p->name, s, m);
+    p->shape[0] /= m;
+    carries[v] = true;
+  }
+  return PPCC_OK;
+}
+
+/* Shape inference of every result on microbatch-sized inputs, and the
+ * row rule of every op. */
+static ppcc_status infer_micro_shapes(ppcc_graph *mg, int m, bool *carries, ppcc_diag *d) {
+  for (int j = 0; j < mg->n_ops; j++) {
+    ppcc_op *op = &mg->ops[j];
+    char ref[PPCC_MAX_NAME * 2 + 64];
+    ppcc_op_ref(mg, op, ref, sizeof ref);
+    ppcc_diag local;
+    ppcc_diag_init(&local, NULL, NULL);
+    if (op->info->infer_shape(mg, op, &local))
+      return ppcc_error(d, "--microbatches %d: cannot run on a microbatch (does an attribute depend on the batch size?): %s",
+                        m, local.first);
+    const char *why = mixes_batch_rows(mg, op, carries);
+    if (why) return ppcc_error(d, "--microbatches %d: %s mixes rows of different microbatches: %s", m, ref, why);
+    for (int k = 0; k < op->n_in; k++)
+      if (carries[op->in[k]])
+        for (int r = 0; r < op->n_out; r++) carries[op->out[r]] = true;
+  }
+  return PPCC_OK;
+}
+
+/* A batch-carrying value must be its full shape with dim 0 divided by m;
+ * any other value must not have changed. Split shards must stay even. */
+static ppcc_status check_value(const ppcc_graph *g, const ppcc_graph *mg, int m, const bool *carries, int v,
+                               ppcc_diag *d) {
+  const ppcc_value *full = &g->values[v], *micro = &mg->values[v];
+  bool ok = full->rank == micro->rank && (!carries[v] || (full->rank >= 1 && micro->shape[0] * m == full->shape[0]));
+  for (int i = 0; ok && i < full->rank; i++) ok = (carries[v] && i == 0) || micro->shape[i] == full->shape[i];
+  char a[160], b[160];
+  shape_text(full, a, sizeof a);
+  shape_text(micro, b, sizeof b);
+  if (!ok)
+    return ppcc_error(d, "--microbatches %d: value '%s' %s does not keep the batch in dim 0 (a microbatch gives %s)", m,
+                      full->name, a, b);
+  ppcc_layout l = micro->layout;
+  if (l.kind == PPCC_LAYOUT_SPLIT && (l.dim >= micro->rank || micro->shape[l.dim] % l.count != 0))
+    return ppcc_error(d, "--microbatches %d: value '%s' is split %d ways along dim %d, which is %lld in a microbatch %s",
+                      m, full->name, l.count, l.dim, l.dim < micro->rank ? (long long)micro->shape[l.dim] : -1LL, b);
+  if (full->is_output && !carries[v])
+    return ppcc_error(d, "--microbatches %d: output '%s' does not depend on the batch, so it cannot be concatenated "
+                         "over microbatches", m, full->name);
+  return PPCC_OK;
+}
+
+ppcc_status rt_microbatch_graph(const ppcc_graph *g, int m, ppcc_graph *mg, ppcc_diag *d) {
+  memset(mg, 0, sizeof *mg);
+  if (m < 1) return ppcc_error(d, "--microbatches must be at least 1, got %d", m);
+  *mg = *g; /* names, arena and outputs are shared read-only; values and ops are copied */
+  size_t nv = (size_t)(g->n_values > 0 ? g->n_values : 1), no = (size_t)(g->n_ops > 0 ? g->n_ops : 1);
+  mg->values = malloc(nv * sizeof *mg->values);
+  mg->ops = malloc(no * sizeof *mg->ops);
+  bool *carries = calloc(nv, sizeof *carries);
+  ppcc_status st = mg->values && mg->ops && carries ? PPCC_OK : oom(d);
+  if (!st) {
+    memcpy(mg->values, g->values, sizeof *mg->values * (size_t)g->n_values);
+    memcpy(mg->ops, g->ops, sizeof *mg->ops * (size_t)g->n_ops);
+    mg->cap_values = g->n_values;
+    mg->cap_ops = g->n_ops;
+    st = split_inputs(mg, m, carries, d);
+  }
+  if (!st) st = infer_micro_shapes(mg, m, carries, d);
+  for (int v = 0; v < g->n_values && !st; v++) st = check_value(g, mg, m, carries, v, d);
+  free(carries);
+  if (st) rt_microbatch_graph_free(mg);
+  return st;
+}
+
+void rt_microbatch_graph_free(ppcc_graph *mg) {
+  free(mg->values);
+  free(mg->ops);
+  memset(mg, 0, sizeof *mg);
+}
+
+/* ---------------- the pipeline schedule ---------------- */
+
+static bool has_device(const ppcc_value *v, int dev) {
+  for (int i = 0; v->devices && i < v->layout.count; i++)
+    if (v->devices[i] == dev) return true;
+  return false;
+}
+
+bool rt_op_involves(const ppcc_graph *g, const ppcc_op *op, int dev) {
+  for (int k = 0; k < op->n_in; k++)
+    if (has_device(&g->values[op->in[k]], dev)) return true;
+  for (int r = 0; r < op->n_out; r++)
+    if (has_device(&g->values[op->out[r]], dev)) return true;
+  return false;
+}
+
+/* Whether dev may wait on another device in op: it receives a shard of a
+ * transfer from elsewhere, or takes part in a collective (only the root
+ * of a gather to one device waits). Compute ops never wait. */
+static bool may_wait(const ppcc_graph *g, const ppcc_op *op, int dev) {
+  const ppcc_value *in = &g->values[op->in[0]], *out = &g->values[op->out[0]];
+  if (op->info->family == PPCC_FAMILY_COMPUTE) return false;
+  if (op->info->family == PPCC_FAMILY_TRANSFER) {
+    for (int i = 0; i < out->layout.count && i < in->layout.count; i++)
+      if (out->devices[i] == dev && in->devices[i] != dev) return true;
+    return false;
+  }
+  if (out->layout.kind == PPCC_LAYOUT_UNSHARDED) return out->devices[0] == dev;
+  return rt_op_involves(g, op, dev);
+}
+
+/* Every device runs: for each segment, for each microbatch k, the ops of
+ * the segment on microbatch k. All devices thus visit (segment,
+ * microbatch, op) in the same lexicographic order: a receive waits only
+ * for a send at the same position, so the run cannot deadlock, and
+ * messages between two devices (FIFO) pair up without tags.
+ *
+ * One segment is the naive "whole program per microbatch", which already
+ * pipelines a chain of stages: stage 0 sends microbatch k (sends never
+ * block) and goes on with k+1. It stalls when a device comes back later
+ * in the program to wait for a downstream stage (e.g. the final gather of
+ * the output onto device 0): it would wait for microbatch k to cross the
+ * whole pipeline before starting k+1. So a new segment starts at an op
+ * where some device may wait although it was idle since its last op in
+ * the segment; then it first finishes its earlier work for every
+ * microbatch (GPipe fill), and collects results afterwards (drain).
+ * Returns the number of segments; begin[s] is the first op of segment s,
+ * begin[n] = n_ops. */
+int rt_pipeline_segments(const ppcc_graph *g, int *begin) {
+  int n = 0, n_dev = g->n_devices > 0 ? g->n_devices : 1;
+  int *last = malloc(sizeof(int) * (size_t)n_dev); /* last op of dev in the segment, -1 none */
+  begin[n++] = 0;
+  for (int dev = 0; last && dev < n_dev; dev++) last[dev] = -1;
+  for (int j = 0; last && j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    bool cut = false;
+    for (int dev = 0; dev < n_dev && !cut && j > begin[n - 1]; dev++)
+      cut = last[dev] >= 0 && last[dev] < j - 1 && may_wait(g, op, dev);
+    if (cut) {
+      begin[n++] = j;
+      for (int dev = 0; dev < n_dev; dev++) last[dev] = -1;
+    }
+    for (int dev = 0; dev < n_dev; dev++)
+      if (rt_op_involves(g, op, dev)) last[dev] = j;
+  }
+  free(last); /* on OOM: one segment, still correct */
+  begin[n] = g->n_ops;
+  return n;
+}
