@@ -50,6 +50,10 @@ struct ppcc_emit_ctx; /* defined by the MLIR emitter */
 typedef ppcc_status (*ppcc_shape_fn)(ppcc_graph *g, ppcc_op *op, ppcc_diag *d);
 typedef ppcc_status (*ppcc_shard_fn)(ppcc_graph *g, ppcc_op *op, ppcc_diag *d);
 typedef double (*ppcc_flops_fn)(const ppcc_graph *g, const ppcc_op *op);
+/* Called when operands carrying the batch in dim 0 are marked in carries
+ * (indexed by value): NULL if the op keeps dim-0 rows apart, so it can run
+ * on microbatches, else the reason it cannot. */
+typedef const char *(*ppcc_batch_fn)(const ppcc_graph *g, const ppcc_op *op, const bool *carries);
 /* Reference kernel on local tensors: outputs are preallocated with their
  * shapes set. Used unsharded by the reference executor and per shard by the
  * runtime for COMPUTE ops. */
@@ -79,6 +83,7 @@ typedef struct ppcc_op_info {
   ppcc_shard_fn shard_rule;    /* sets result layouts, or errors */
   ppcc_pin_rule pin_rule;
   ppcc_flops_fn flops;         /* total FLOPs of the unsharded op */
+  ppcc_batch_fn batch_rule;    /* keeps dim-0 rows apart? (microbatching) */
 } ppcc_op_info;
 /* The kernel and lower columns of op_list.h are expanded by the runtime and
  * the emitter into arrays indexed by ppcc_op_id. */

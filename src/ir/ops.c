@@ -930,12 +930,86 @@ static double flops_attention(const ppcc_graph *g, const ppcc_op *op) {
   return scores * (2.0 * (double)q->shape[3] + 2.0 * (double)v->shape[3] + 4.0);
 }
 
+/* ---------------- batch rules (microbatching) ----------------
+ * Called when some operand carries the batch in dim 0 (carries[v]); NULL
+ * when the op keeps dim-0 rows apart, so running it on row chunks and
+ * concatenating equals running it whole; else the reason it does not. */
+#define CARRIES(k) (carries[op->in[k]])
+
+/* Moves and layout conversions copy shards whole; reshape is checked by
+ * the microbatch shape rule (dim 0 must scale with the batch). */
+static const char *batch_any(const ppcc_graph *g, const ppcc_op *op, const bool *carries) { return NULL; }
+
+static const char *batch_rowwise(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  for (int k = 0; k < op->n_in; k++)
+    if (CARRIES(k) && IN(k)->rank != OUT(0)->rank) return "broadcasting moves the batch dim away from dim 0";
+  return NULL;
+}
+
+/* matmul/linear: the activation's rows, or the batch of a batched matmul. */
+static const char *batch_contract(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  for (int k = 0; k < op->n_in; k++) {
+    bool ok = k == 0 ? IN(0)->rank >= 2 : k == 1 && IN(1)->rank >= 3;
+    if (CARRIES(k) && !ok) return "it contracts over the batch dim";
+  }
+  return NULL;
+}
+
+static const char *batch_norm(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  for (int k = 0; k < op->n_in; k++)
+    if (CARRIES(k) && (k != 0 || IN(0)->rank < 2)) return "it normalises over the batch dim";
+  return NULL;
+}
+
+/* embedding ids, rotary x: the other operand (table, positions) is shared. */
+static const char *batch_first_only(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  for (int k = 1; k < op->n_in; k++)
+    if (CARRIES(k)) return "only its first operand may depend on the batch";
+  return NULL;
+}
+
+static const char *batch_all(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  for (int k = 0; k < op->n_in; k++)
+    if (!CARRIES(k)) return "all its operands must carry the batch";
+  return NULL;
+}
+
+static const char *along_dim(const ppcc_op *op, const bool *carries, const ppcc_graph *g, int64_t dflt) {
+  return norm_dim(ppcc_attr_int(op, "dim", dflt), IN(0)->rank) != 0 ? NULL : "it works along the batch dim";
+}
+static const char *batch_dim_first(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  return along_dim(op, carries, g, 0);
+}
+static const char *batch_dim_last(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  return along_dim(op, carries, g, -1);
+}
+
+static const char *batch_reduce(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  bool mask[PPCC_MAX_RANK];
+  reduced_dims(op, IN(0)->rank, mask);
+  return IN(0)->rank > 0 && mask[0] ? "it reduces over the batch dim" : NULL;
+}
+
+static const char *batch_transpose(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  int perm[PPCC_MAX_RANK];
+  return transpose_perm(op, IN(0)->rank, perm) && perm[0] == 0 ? NULL : "it moves the batch dim away from dim 0";
+}
+
+/* P7 updates: batch rows may be written into a batch-carrying destination
+ * along a non-batch dim; the index never depends on the batch. */
+static const char *batch_inplace(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  if (CARRIES(1)) return "the index would depend on the batch";
+  if (CARRIES(2) && !CARRIES(0)) return "it writes batch rows into a batch-independent tensor";
+  return index_dim(op) != 0 ? NULL : "it indexes along the batch dim";
+}
+#undef CARRIES
+
 /* ---------------- the table ---------------- */
 #define PPCC_FAMILY(f) PPCC_FAMILY_##f
 #define PPCC_PIN(p) PPCC_PIN_##p
 static const ppcc_op_info op_table[] = {
-#define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, kernel, lower) \
-  {PPCC_OP_##name, #name, min_in, max_in, n_out, attrs, PPCC_FAMILY(family), shape, shard, PPCC_PIN(pin), flops},
+#define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, batch, kernel, lower) \
+  {PPCC_OP_##name, #name, min_in, max_in, n_out, attrs, PPCC_FAMILY(family), shape, shard, PPCC_PIN(pin), flops, batch},
 #include "ppcc/op_list.h"
 #undef PPCC_OP
 };

@@ -361,7 +361,7 @@ int rt_local_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc
 
 /* ---------------- the table ---------------- */
 static const ppcc_kernel_fn kernel_table[PPCC_OP_COUNT] = {
-#define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, kernel, lower) \
+#define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, batch, kernel, lower) \
   [PPCC_OP_##name] = kernel,
 #include "ppcc/op_list.h"
 #undef PPCC_OP

@@ -26,79 +26,15 @@
 
 static ppcc_status oom(ppcc_diag *d) { return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"); }
 
-static int norm_dim(int64_t dim, int rank) { return (int)(dim < 0 ? dim + rank : dim); }
 
 /* ---------------- which ops keep batch rows apart ---------------- */
 
-static const ppcc_value *operand(const ppcc_graph *g, const ppcc_op *op, int k) { return &g->values[op->in[k]]; }
-
-/* NULL if operand k may carry the batch in this op, else why not. */
-static const char *operand_rule(const ppcc_graph *g, const ppcc_op *op, int k) {
-  const ppcc_value *x = operand(g, op, k), *out = &g->values[op->out[0]];
-  switch (op->info->id) {
-  case PPCC_OP_gelu: case PPCC_OP_silu: case PPCC_OP_relu: case PPCC_OP_sigmoid: case PPCC_OP_tanh:
-  case PPCC_OP_exp: case PPCC_OP_neg: case PPCC_OP_scale: case PPCC_OP_reshape: case PPCC_OP_attention:
-  case PPCC_OP_transpose: case PPCC_OP_permute: case PPCC_OP_softmax: case PPCC_OP_argmax:
-  case PPCC_OP_concat: case PPCC_OP_slice: case PPCC_OP_sum: case PPCC_OP_mean:
-    return NULL; /* op_rule decides; reshape: the dim-0 shape check is enough (row-major chunks) */
-  case PPCC_OP_add: case PPCC_OP_sub: case PPCC_OP_mul: case PPCC_OP_div: case PPCC_OP_maximum:
-    return x->rank == out->rank ? NULL : "broadcasting moves the batch dim away from dim 0";
-  case PPCC_OP_matmul:
-    return k == 0 || x->rank >= 3 ? NULL : "it contracts over the batch dim";
-  case PPCC_OP_linear:
-    return k == 0 && x->rank >= 2 ? NULL : "it contracts over the batch dim";
-  case PPCC_OP_rms_norm: case PPCC_OP_layer_norm:
-    return k == 0 && x->rank >= 2 ? NULL : "it normalises over the batch dim";
-  case PPCC_OP_embedding:
-    return k == 0 ? NULL : "the table would depend on the batch";
-  case PPCC_OP_rotary:
-    return k == 0 ? NULL : "the positions would depend on the batch";
-  case PPCC_OP_index_copy: case PPCC_OP_index_put:
-    if (k == 1) return "the index would depend on the batch";
-    return norm_dim(ppcc_attr_int(op, "dim", 0), x->rank) != 0 ? NULL : "it indexes along the batch dim";
-  default: break;
-  }
-  return "microbatching does not know whether this op keeps batch rows apart";
-}
-
-/* NULL if the op, with some batch-carrying operand, keeps dim-0 rows
- * apart as a whole (beyond the per-operand rules), else why not. */
-static const char *op_rule(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
-  const ppcc_value *x = operand(g, op, 0);
-  int64_t dim = ppcc_attr_int(op, "dim", op->info->id == PPCC_OP_softmax || op->info->id == PPCC_OP_argmax ? -1 : 0);
-  switch (op->info->id) {
-  case PPCC_OP_transpose: case PPCC_OP_permute: {
-    const ppcc_attr *perm = ppcc_op_attr(op, "perm");
-    bool keeps = perm ? perm->n > 0 && perm->ints[0] == 0 : x->rank > 2; /* default: swap the last two */
-    return keeps ? NULL : "it moves the batch dim away from dim 0";
-  }
-  case PPCC_OP_softmax: case PPCC_OP_argmax: case PPCC_OP_concat: case PPCC_OP_slice:
-    return norm_dim(dim, x->rank) != 0 ? NULL : "it works along the batch dim";
-  case PPCC_OP_sum: case PPCC_OP_mean: {
-    const ppcc_attr *dims = ppcc_op_attr(op, "dim");
-    for (int i = 0; dims && i < dims->n; i++)
-      if (norm_dim(dims->ints[i], x->rank) == 0) dims = NULL;
-    return dims ? NULL : "it reduces over the batch dim";
-  }
-  case PPCC_OP_index_copy: case PPCC_OP_index_put:
-    return carries[op->in[0]] || !carries[op->in[2]] ? NULL : "it writes batch rows into a batch-independent tensor";
-  case PPCC_OP_attention:
-    return carries[op->in[0]] && carries[op->in[1]] && carries[op->in[2]] ? NULL : "q, k and v must all carry the batch";
-  default: return NULL;
-  }
-}
-
-/* NULL if op may run on microbatches, else why not. */
+/* NULL if op may run on microbatches, else why not (the op table's batch
+ * rule, asked only when some operand carries the batch). */
 static const char *mixes_batch_rows(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
-  if (op->info->family != PPCC_FAMILY_COMPUTE) return NULL; /* layout conversions and moves copy shards whole */
-  bool any = false;
-  for (int k = 0; k < op->n_in; k++) {
-    if (!carries[op->in[k]]) continue;
-    any = true;
-    const char *why = operand_rule(g, op, k);
-    if (why) return why;
-  }
-  return any ? op_rule(g, op, carries) : NULL;
+  for (int k = 0; k < op->n_in; k++)
+    if (carries[op->in[k]]) return op->info->batch_rule(g, op, carries);
+  return NULL;
 }
 
 /* ---------------- the microbatch-sized graph ---------------- */
