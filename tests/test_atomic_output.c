@@ -1,0 +1,467 @@
+/* Atomic outputs (DESIGN §8, io.h): runs the ppcc binary and checks that
+ *   - a failing compile / run leaves an existing target byte-identical and
+ *     no temporary file in the directory;
+ *   - when one of several outputs cannot be written, none is written;
+ *   - a compile killed with SIGKILL (or interrupted with SIGINT/SIGTERM) at
+ *     any moment never leaves a partial target: the target is either the
+ *     old file or the complete new one.
+ * SIGKILL cannot be caught, so its temporary file (".NAME.XXXXXX", hidden,
+ * in the target's directory) may stay behind; the test checks that any
+ * such leftover is a hidden temporary and never the target itself. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "test_support.h"
+
+#define ORIGINAL "original contents: must survive a failed compile\n"
+
+/* ---------------- helpers ---------------- */
+
+static char *make_temp_dir(void) {
+  char tmpl[] = "/tmp/ppcc_atomic_XXXXXX";
+  char *dir = mkdtemp(tmpl);
+  ck_assert_ptr_nonnull(dir);
+  return strdup(dir);
+}
+
+static char *join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  snprintf(p, n, "%s/%s", dir, name);
+  return p;
+}
+
+static void write_file(const char *path, const char *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  ck_assert_msg(f != NULL, "cannot write %s", path);
+  ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  size_t got;
+  while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += got;
+    if (n == cap) buf = realloc(buf, cap *= 2);
+  }
+  fclose(f);
+  *len = n;
+  return buf;
+}
+
+static bool file_equals(const char *path, const char *data, size_t len) {
+  size_t n;
+  char *got = read_file(path, &n);
+  bool same = got && n == len && memcmp(got, data, len) == 0;
+  free(got);
+  return same;
+}
+
+/* Number of directory entries other than the names in keep[]; their names
+ * go to stderr. */
+static int count_other_files(const char *dir, const char *const *keep, int n_keep, bool remove_them) {
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  int others = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    bool kept = false;
+    for (int i = 0; i < n_keep; i++) kept |= strcmp(e->d_name, keep[i]) == 0;
+    if (kept) continue;
+    others++;
+    if (remove_them) {
+      char *p = join(dir, e->d_name);
+      unlink(p);
+      free(p);
+    } else {
+      fprintf(stderr, "test_atomic_output: unexpected file '%s' in %s\n", e->d_name, dir);
+    }
+  }
+  closedir(d);
+  return others;
+}
+
+static void remove_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    char *p = join(dir, e->d_name);
+    struct stat st;
+    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+      remove_tree(p);
+    else
+      unlink(p);
+    free(p);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+/* Starts ppcc with argv (NULL-terminated, argv[0] ignored), stdout and
+ * stderr to /dev/null; returns the pid. */
+static pid_t spawn(char *const argv[]) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    int null_fd = open("/dev/null", O_WRONLY);
+    if (null_fd >= 0) {
+      dup2(null_fd, 1);
+      dup2(null_fd, 2);
+    }
+    execv(PPCC_BINARY, argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+/* Runs ppcc to completion; returns its exit code (or 128 + signal). */
+static int run_ppcc(char *const argv[]) {
+  pid_t pid = spawn(argv);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_seconds(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static bool binary_has_mlir(const char *dir) {
+  char *model = join(dir, "probe.json");
+  char *out = join(dir, "probe.mlir");
+  write_file(model, "{\"ppcc\": 1, \"devices\": 1, \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", "
+                    "\"shape\": [2]}], \"ops\": [{\"op\": \"neg\", \"in\": [\"x\"], \"out\": [\"y\"]}], "
+                    "\"outputs\": [\"y\"]}",
+             strlen("{\"ppcc\": 1, \"devices\": 1, \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", "
+                    "\"shape\": [2]}], \"ops\": [{\"op\": \"neg\", \"in\": [\"x\"], \"out\": [\"y\"]}], "
+                    "\"outputs\": [\"y\"]}"));
+  char *argv[] = {"ppcc", "compile", model, "-o", out, NULL};
+  bool ok = run_ppcc(argv) == 0;
+  unlink(model);
+  unlink(out);
+  free(model);
+  free(out);
+  return ok;
+}
+
+#define GOOD_MODEL                                                                                     \
+  "{\"ppcc\": 1, \"devices\": 2, \"params\": [{\"name\": \"w\", \"dtype\": \"f32\", \"shape\": [4, 4], " \
+  "\"devices\": [1]}], \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [2, 4]}], "         \
+  "\"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"y\"]}], \"outputs\": [\"y\"]}"
+
+/* Each way a compile can fail: frontend error, pass error (pin conflict),
+ * missing model. */
+static const char *const bad_models[] = {
+  "{\"ppcc\": 1, \"devices\": 2, \"ops\": [], \"outputs\": [\"nope\"]}",
+  "{\"ppcc\": 1, \"devices\": 2, \"params\": [{\"name\": \"a\", \"dtype\": \"f32\", \"shape\": [4, 4], "
+  "\"devices\": [0]}, {\"name\": \"b\", \"dtype\": \"f32\", \"shape\": [4, 4], \"devices\": [1]}], "
+  "\"ops\": [{\"op\": \"matmul\", \"in\": [\"a\", \"b\"], \"out\": [\"y\"]}], \"outputs\": [\"y\"]}",
+  NULL, /* the model file does not exist */
+};
+
+/* ---------------- failed compiles ---------------- */
+
+START_TEST(test_failed_compile_keeps_target) {
+  char *dir = make_temp_dir();
+  bool mlir = binary_has_mlir(dir);
+  const char *targets[] = {"out.json", "out.txt", "out.dot", "out.mlir"};
+  for (int m = 0; m < 3; m++) {
+    char *model = join(dir, "model.json");
+    if (bad_models[m])
+      write_file(model, bad_models[m], strlen(bad_models[m]));
+    else
+      unlink(model);
+    for (int t = 0; t < 4; t++) {
+      if (t == 3 && !mlir) continue;
+      char *target = join(dir, targets[t]);
+      write_file(target, ORIGINAL, strlen(ORIGINAL));
+      char report_opt[4096];
+      snprintf(report_opt, sizeof report_opt, "--report=%s", target);
+      char *argv_report[] = {"ppcc", "compile", model, report_opt, NULL};
+      char *argv_mlir[] = {"ppcc", "compile", model, "-o", target, NULL};
+      int rc = run_ppcc(t == 3 ? argv_mlir : argv_report);
+      ck_assert_msg(rc == 1, "model %d, target %s: exit %d, expected 1", m, targets[t], rc);
+      ck_assert_msg(file_equals(target, ORIGINAL, strlen(ORIGINAL)), "model %d: %s was modified", m,
+                    targets[t]);
+      const char *keep[] = {"model.json", targets[t]};
+      ck_assert_int_eq(count_other_files(dir, keep, 2, false), 0);
+      unlink(target);
+      free(target);
+    }
+    free(model);
+  }
+  remove_tree(dir);
+  free(dir);
+}
+END_TEST
+
+START_TEST(test_failed_compile_creates_nothing) {
+  char *dir = make_temp_dir();
+  char *model = join(dir, "model.json");
+  write_file(model, bad_models[1], strlen(bad_models[1]));
+  char *target = join(dir, "new.json");
+  char report_opt[4096];
+  snprintf(report_opt, sizeof report_opt, "--report=%s", target);
+  char *argv[] = {"ppcc", "compile", model, report_opt, NULL};
+  ck_assert_int_eq(run_ppcc(argv), 1);
+  const char *keep[] = {"model.json"};
+  ck_assert_int_eq(count_other_files(dir, keep, 1, false), 0);
+  free(target);
+  free(model);
+  remove_tree(dir);
+  free(dir);
+}
+END_TEST
+
+/* Two outputs, the second one unwritable: neither may appear or change. */
+START_TEST(test_all_or_nothing) {
+  char *dir = make_temp_dir();
+  if (!binary_has_mlir(dir)) {
+    fprintf(stderr, "test_all_or_nothing: skipped, ppcc built without MLIR (one output only)\n");
+    remove_tree(dir);
+    free(dir);
+    return;
+  }
+  char *model = join(dir, "model.json");
+  write_file(model, GOOD_MODEL, strlen(GOOD_MODEL));
+  char *mlir = join(dir, "out.mlir");
+  write_file(mlir, ORIGINAL, strlen(ORIGINAL));
+  char report_opt[4096];
+  snprintf(report_opt, sizeof report_opt, "--report=%s/no/such/dir/r.json", dir);
+  char *argv[] = {"ppcc", "compile", model, "-o", mlir, report_opt, NULL};
+  ck_assert_int_eq(run_ppcc(argv), 1);
+  ck_assert(file_equals(mlir, ORIGINAL, strlen(ORIGINAL)));
+  const char *keep[] = {"model.json", "out.mlir"};
+  ck_assert_int_eq(count_other_files(dir, keep, 2, false), 0);
+  /* And the same command with a writable report succeeds and writes both. */
+  snprintf(report_opt, sizeof report_opt, "--report=%s/r.json", dir);
+  ck_assert_int_eq(run_ppcc(argv), 0);
+  ck_assert(!file_equals(mlir, ORIGINAL, strlen(ORIGINAL)));
+  free(model);
+  free(mlir);
+  remove_tree(dir);
+  free(dir);
+}
+END_TEST
+
+/* A target that is a directory, or in a read-only directory: an error,
+ * nothing else touched. */
+START_TEST(test_unwritable_target) {
+  char *dir = make_temp_dir();
+  char *model = join(dir, "model.json");
+  write_file(model, GOOD_MODEL, strlen(GOOD_MODEL));
+  char *sub = join(dir, "sub.json");
+  ck_assert_int_eq(mkdir(sub, 0755), 0);
+  char report_opt[4096];
+  snprintf(report_opt, sizeof report_opt, "--report=%s", sub);
+  char *argv[] = {"ppcc", "compile", model, report_opt, NULL};
+  ck_assert_int_eq(run_ppcc(argv), 1);
+  struct stat st;
+  ck_assert_int_eq(stat(sub, &st), 0);
+  ck_assert(S_ISDIR(st.st_mode));
+  const char *keep[] = {"model.json", "sub.json"};
+  ck_assert_int_eq(count_other_files(dir, keep, 2, false), 0);
+  free(sub);
+  free(model);
+  remove_tree(dir);
+  free(dir);
+}
+END_TEST
+
+/* ---------------- failed runs (.npy outputs) ---------------- */
+
+START_TEST(test_failed_run_keeps_outputs) {
+  char *dir = make_temp_dir();
+  char *model = join(dir, "model.json");
+  write_file(model, GOOD_MODEL, strlen(GOOD_MODEL));
+  char *out_dir = join(dir, "out");
+  ck_assert_int_eq(mkdir(out_dir, 0755), 0);
+  char *y = join(out_dir, "y.npy");
+  write_file(y, ORIGINAL, strlen(ORIGINAL));
+  /* Weights that are not a weights file: the run must fail before any
+   * output is written. */
+  char *weights = join(dir, "w.safetensors");
+  write_file(weights, "garbage", 7);
+  char *argv[] = {"ppcc", "run", model, "--weights", weights, "--output-dir", out_dir, NULL};
+  int rc = run_ppcc(argv);
+  ck_assert_msg(rc == 1, "exit %d, expected 1", rc);
+  ck_assert(file_equals(y, ORIGINAL, strlen(ORIGINAL)));
+  const char *keep[] = {"y.npy"};
+  ck_assert_int_eq(count_other_files(out_dir, keep, 1, false), 0);
+  /* With random weights it succeeds and replaces y.npy. */
+  char *argv_ok[] = {"ppcc", "run", model, "--random-weights", "1", "--output-dir", out_dir, NULL};
+  rc = run_ppcc(argv_ok);
+  if (rc == 0) {
+    ck_assert(!file_equals(y, ORIGINAL, strlen(ORIGINAL)));
+    ck_assert_int_eq(count_other_files(out_dir, keep, 1, false), 0);
+  } else {
+    /* Built without the runtime: a clean error, nothing written. */
+    ck_assert_msg(rc == 1, "'ppcc run' with random weights exits %d", rc);
+    ck_assert(file_equals(y, ORIGINAL, strlen(ORIGINAL)));
+    fprintf(stderr, "test_failed_run_keeps_outputs: 'ppcc run' exits 1 (runtime not built?)\n");
+  }
+  free(weights);
+  free(y);
+  free(out_dir);
+  free(model);
+  remove_tree(dir);
+  free(dir);
+}
+END_TEST
+
+/* ---------------- interrupted compiles ---------------- */
+
+/* A pipeline model big enough that compiling and writing its reports
+ * takes a measurable time: blocks x (matmul, gelu, matmul, add) over
+ * 4 stages of 2 devices, with the transfers between stages. */
+static void write_big_model(const char *path, int blocks) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "{\"ppcc\": 1, \"name\": \"big\", \"devices\": 8, \"params\": [\n");
+  for (int b = 0; b < blocks; b++) {
+    int stage = b * 4 / blocks;
+    fprintf(f,
+            "%s{\"name\": \"up%d\", \"dtype\": \"f32\", \"shape\": [16, 32], \"shard\": {\"kind\": \"split\", "
+            "\"dim\": 1, \"count\": 2}, \"devices\": [%d, %d]},\n"
+            "{\"name\": \"down%d\", \"dtype\": \"f32\", \"shape\": [32, 16], \"shard\": {\"kind\": \"split\", "
+            "\"dim\": 0, \"count\": 2}, \"devices\": [%d, %d]}",
+            b ? ",\n" : "", b, 2 * stage, 2 * stage + 1, b, 2 * stage, 2 * stage + 1);
+  }
+  fprintf(f, "],\n\"inputs\": [{\"name\": \"h0\", \"dtype\": \"f32\", \"shape\": [8, 16], "
+             "\"shard\": {\"kind\": \"replicated\", \"count\": 2}}],\n\"ops\": [\n");
+  for (int b = 0; b < blocks; b++) {
+    fprintf(f,
+            "%s{\"op\": \"matmul\", \"in\": [\"h%d\", \"up%d\"], \"out\": [\"u%d\"]},\n"
+            "{\"op\": \"gelu\", \"in\": [\"u%d\"], \"out\": [\"g%d\"]},\n"
+            "{\"op\": \"matmul\", \"in\": [\"g%d\", \"down%d\"], \"out\": [\"p%d\"]},\n"
+            "{\"op\": \"all_reduce\", \"in\": [\"p%d\"], \"out\": [\"h%d\"]}",
+            b ? ",\n" : "", b, b, b, b, b, b, b, b, b, b + 1);
+  }
+  fprintf(f, "],\n\"outputs\": [\"h%d\"]}\n", blocks);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+static void interrupt_at_many_points(int sig) {
+  char *dir = make_temp_dir();
+  char *model = join(dir, "big.json");
+  char *target = join(dir, "out.json");
+  char report_opt[4096];
+  snprintf(report_opt, sizeof report_opt, "--report=%s", target);
+  char *argv[] = {"ppcc", "compile", model, report_opt, NULL};
+
+  /* Grow the model until a full compile takes at least 0.3 s. */
+  int blocks = 2000;
+  double full = 0;
+  for (;;) {
+    write_big_model(model, blocks);
+    unlink(target);
+    double t0 = now_seconds();
+    int rc = run_ppcc(argv);
+    full = now_seconds() - t0;
+    ck_assert_msg(rc == 0, "the big model does not compile (exit %d)", rc);
+    if (full >= 0.3 || blocks >= 64000) break;
+    blocks *= 2;
+  }
+  size_t ref_len;
+  char *ref = read_file(target, &ref_len);
+  ck_assert_ptr_nonnull(ref);
+  ck_assert_uint_gt(ref_len, 0);
+
+  enum { POINTS = 24 };
+  int old_kept = 0, new_written = 0, leftovers = 0;
+  for (int i = 0; i < POINTS; i++) {
+    write_file(target, ORIGINAL, strlen(ORIGINAL));
+    /* Spread the kills over the whole run, a little past its end. */
+    double delay = full * (0.02 + 1.1 * i / (POINTS - 1));
+    pid_t pid = spawn(argv);
+    sleep_seconds(delay);
+    kill(pid, sig);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    bool old = file_equals(target, ORIGINAL, strlen(ORIGINAL));
+    bool complete = file_equals(target, ref, ref_len);
+    ck_assert_msg(old || complete, "signal %d after %.3f s left a partial or foreign %s", sig, delay, target);
+    old_kept += old;
+    new_written += complete;
+    /* Anything else in the directory must be a hidden temporary of the
+     * target (".out.json.XXXXXX"); remove it for the next round. */
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "big.json") ||
+          !strcmp(e->d_name, "out.json"))
+        continue;
+      ck_assert_msg(strncmp(e->d_name, ".out.json.", 10) == 0, "unexpected file '%s' after signal %d", e->d_name,
+                    sig);
+      leftovers++;
+    }
+    closedir(d);
+    const char *keep[] = {"big.json", "out.json"};
+    count_other_files(dir, keep, 2, true);
+  }
+  fprintf(stderr,
+          "test_atomic_output: signal %d, %d blocks (%.2f s a compile): %d kills kept the old target, "
+          "%d came after the rename, %d left a hidden temporary\n",
+          sig, blocks, full, old_kept, new_written, leftovers);
+  /* The kills must have landed during the compile at least once. */
+  ck_assert_int_gt(old_kept, 0);
+  free(ref);
+  free(target);
+  free(model);
+  remove_tree(dir);
+  free(dir);
+}
+
+START_TEST(test_sigkill_never_leaves_partial_target) { interrupt_at_many_points(SIGKILL); }
+END_TEST
+
+START_TEST(test_sigint_never_leaves_partial_target) { interrupt_at_many_points(SIGINT); }
+END_TEST
+
+START_TEST(test_sigterm_never_leaves_partial_target) { interrupt_at_many_points(SIGTERM); }
+END_TEST
+
+Suite *atomic_suite(void) {
+  Suite *s = suite_create("atomic_output");
+  TCase *fail = tcase_create("failures");
+  tcase_set_timeout(fail, 300);
+  tcase_add_test(fail, test_failed_compile_keeps_target);
+  tcase_add_test(fail, test_failed_compile_creates_nothing);
+  tcase_add_test(fail, test_all_or_nothing);
+  tcase_add_test(fail, test_unwritable_target);
+  tcase_add_test(fail, test_failed_run_keeps_outputs);
+  suite_add_tcase(s, fail);
+  TCase *kill_tc = tcase_create("interrupts");
+  tcase_set_timeout(kill_tc, 600);
+  tcase_add_test(kill_tc, test_sigkill_never_leaves_partial_target);
+  tcase_add_test(kill_tc, test_sigint_never_leaves_partial_target);
+  tcase_add_test(kill_tc, test_sigterm_never_leaves_partial_target);
+  suite_add_tcase(s, kill_tc);
+  return s;
+}
+
+int main(void) { return t_run_suite(atomic_suite()); }
