@@ -19,7 +19,7 @@ message(STATUS "MLIR ${LLVM_PACKAGE_VERSION} from ${MLIR_DIR}")
 
 set(PPCC_MLIR_LIBDIR "${LLVM_LIBRARY_DIR}")
 set(PPCC_MLIR_CAPI_LIBS
-  MLIRCAPIRegisterEverything MLIRCAPIIRDL MLIRCAPILinalg MLIRCAPIIR)
+  MLIRCAPIExecutionEngine MLIRCAPIRegisterEverything MLIRCAPIIRDL MLIRCAPILinalg MLIRCAPIIR)
 set(PPCC_MLIR_LINK)
 foreach(lib ${PPCC_MLIR_CAPI_LIBS})
   find_library(PPCC_${lib}_PATH NAMES lib${lib}.a PATHS ${PPCC_MLIR_LIBDIR} NO_DEFAULT_PATH REQUIRED)
@@ -39,10 +39,19 @@ add_custom_command(OUTPUT ${PPCC_IRDL_C}
   COMMENT "Embedding the ppcc IRDL dialect")
 
 file(GLOB PPCC_EMIT_SRC CONFIGURE_DEPENDS src/emit/*.c)
+# The JIT (src/emit/exec_jit.c) runs device code on the runtime; without
+# the runtime only the emitter is built.
+if(NOT TARGET ppcc_runtime)
+  list(FILTER PPCC_EMIT_SRC EXCLUDE REGEX "exec_jit\\.c$")
+endif()
 add_library(ppcc_emit STATIC ${PPCC_EMIT_SRC} ${PPCC_IRDL_C})
 target_include_directories(ppcc_emit SYSTEM PRIVATE ${MLIR_INCLUDE_DIRS} ${LLVM_INCLUDE_DIRS})
 target_link_libraries(ppcc_emit PUBLIC ppcc_core ${PPCC_MLIR_LINK} ${PPCC_LIBMLIR} ${PPCC_LIBLLVM} stdc++)
 target_compile_definitions(ppcc_emit PUBLIC PPCC_IRDL_FILE="${PPCC_IRDL_FILE}")
+if(TARGET ppcc_runtime)
+  target_link_libraries(ppcc_emit PUBLIC ppcc_runtime)
+  target_compile_definitions(ppcc_emit PUBLIC PPCC_HAVE_JIT=1)
+endif()
 set_target_properties(ppcc_emit PROPERTIES BUILD_RPATH "${PPCC_MLIR_LIBDIR}" INSTALL_RPATH "${PPCC_MLIR_LIBDIR}")
 
 install(FILES ${PPCC_IRDL_FILE} DESTINATION share/ppcc)

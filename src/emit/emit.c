@@ -75,6 +75,7 @@ ppcc_status emit_ctx_init(ppcc_emit_ctx *c, const ppcc_graph *g, ppcc_emit_kind 
 }
 
 void emit_ctx_free(ppcc_emit_ctx *c) {
+  exec_state_free(c);
   if (c->shards)
     for (int v = 0; v < c->g->n_values; v++) free(c->shards[v]);
   free(c->shards);
@@ -144,13 +145,11 @@ ppcc_status emit_lower_all_ops(ppcc_emit_ctx *c) {
 }
 
 ppcc_status ppcc_emit(const ppcc_graph *g, ppcc_emit_kind kind, FILE *out, ppcc_diag *d) {
-  if (kind == PPCC_EMIT_MLIR_EXEC)
-    return ppcc_error(d, "--emit=mlir-exec is not implemented yet");
   ppcc_emit_ctx c;
   ppcc_status st = emit_ctx_init(&c, g, kind, d);
   char *text = NULL;
   size_t len = 0;
-  if (!st) st = emit_main_func(&c);
+  if (!st) st = kind == PPCC_EMIT_MLIR_EXEC ? exec_build_module(&c) : emit_main_func(&c);
   if (!st) st = emit_render(&c, &text, &len);
   if (!st && fwrite(text, 1, len, out) != len)
     st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "cannot write the MLIR output");

@@ -9,7 +9,7 @@ static bool is_argument(const ppcc_value *v) {
   return v->kind == PPCC_VALUE_PARAM || v->kind == PPCC_VALUE_INPUT;
 }
 
-static ppcc_status check_dtypes(ppcc_emit_ctx *c) {
+ppcc_status emit_check_values(ppcc_emit_ctx *c) {
   for (int i = 0; i < c->g->n_values; i++) {
     MlirType t;
     const ppcc_value *v = &c->g->values[i];
@@ -113,7 +113,7 @@ static ppcc_status add_return(ppcc_emit_ctx *c, const shard_list *res) {
 }
 
 ppcc_status emit_main_func(ppcc_emit_ctx *c) {
-  ppcc_status st = check_dtypes(c);
+  ppcc_status st = emit_check_values(c);
   if (st) return st;
   c->module = mlirModuleCreateEmpty(emit_name_loc(c, c->g->name));
   mlirOperationSetAttributeByName(mlirModuleGetOperation(c->module), emit_str("sym_name"),

@@ -32,6 +32,8 @@ typedef struct ppcc_emit_ctx {
   const ppcc_op *op;    /* op being lowered, for diagnostics */
   MlirOperation last_op; /* last op appended to block (null: none yet) */
   MlirAttribute iter_parallel, iter_reduction; /* linalg iterator types */
+  struct exec_state *exec; /* executable form only (exec_*.c), else NULL */
+  bool exec_linalg_matmul; /* executable form: f32 matmul as linalg, not ppcc_rt_matmul */
 } ppcc_emit_ctx;
 
 /* ---- context (emit.c) ---- */
@@ -126,6 +128,22 @@ bool placement_collectives_as_ops(ppcc_emit_kind kind);
 
 /* ---- function (emit_func.c) ---- */
 ppcc_status emit_main_func(ppcc_emit_ctx *c);
+/* Every value has a dtype with an MLIR mapping and a placement. */
+ppcc_status emit_check_values(ppcc_emit_ctx *c);
+
+/* ---- executable form (exec_func.c, exec_comm.c) ---- */
+/* Builds the module: one func.func @device_D per device (include/ppcc/jit.h
+ * gives the argument ABI), runtime calls for transfers and collectives. */
+ppcc_status exec_build_module(ppcc_emit_ctx *c);
+void exec_state_free(ppcc_emit_ctx *c);
+/* Transfer of one shard in the executable form: ppcc_rt_send on `from`,
+ * ppcc_rt_recv on `to`; returns the value on `to`. */
+MlirValue exec_transfer(ppcc_emit_ctx *c, MlirValue v, int from, int to);
+/* Lowers a collective op into the device functions of its shards. */
+ppcc_status exec_lower_collective(ppcc_emit_ctx *c, const ppcc_op *op);
+/* A contraction the executable form hands to ppcc_rt_matmul (f32, 2-D), or
+ * a null value when it is left to linalg. */
+MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
 
 /* ---- output (emit_print.c) ---- */
 /* Verifies the module, prints it and post-processes the text; on success

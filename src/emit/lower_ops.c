@@ -14,9 +14,10 @@ ppcc_status lower_reshape(struct ppcc_emit_ctx *c, const ppcc_graph *g, const pp
 ppcc_status lower_transfer(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
 ppcc_status lower_index_copy(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
 ppcc_status lower_collective(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
+#include "lower_llm.h" /* lower_embedding, lower_rms_norm, ... */
 
 static const ppcc_lower_fn lowerings[PPCC_OP_COUNT] = {
-#define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, kernel, lower) \
+#define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, batch, kernel, lower) \
   [PPCC_OP_##name] = lower,
 #include "ppcc/op_list.h"
 #undef PPCC_OP
@@ -216,6 +217,10 @@ static const char *named_contraction(int ra, int rb, bool b_transposed) {
 }
 
 static MlirValue contract(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type) {
+  if (c->kind == PPCC_EMIT_MLIR_EXEC) { /* f32 GEMMs go to OpenBLAS through the runtime */
+    MlirValue call = exec_try_matmul_call(c, a, b, b_transposed, out_type);
+    if (!mlirValueIsNull(call)) return call;
+  }
   MlirValue init = emit_zeros(c, out_type);
   int ra = (int)mlirShapedTypeGetRank(mlirValueGetType(a));
   int rb = (int)mlirShapedTypeGetRank(mlirValueGetType(b));

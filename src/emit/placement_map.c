@@ -6,8 +6,8 @@
  *   IREE        iree.abi.affinity =                  flow.tensor.transfer %v : T
  *                 #hal.device.promise<@__device_N>     to #hal.device.promise<@__device_N>
  *   executable  one func per device (no attribute)   ppcc_rt_send / ppcc_rt_recv calls
- *
- * The executable form adds its rows here. */
+ *                                                      (exec_comm.c)
+ */
 #include <stdio.h>
 #include "emit_internal.h"
 
@@ -45,13 +45,15 @@ int placement_arg_attrs(ppcc_emit_ctx *c, const ppcc_value *v, int shard, MlirNa
 }
 
 void placement_mark_op(ppcc_emit_ctx *c, MlirOperation op, int device) {
-  /* IREE infers where compute runs from its operands' affinities. */
-  if (c->kind == PPCC_EMIT_IREE) return;
+  /* IREE infers where compute runs from its operands' affinities; in the
+   * executable form the enclosing function is the device. */
+  if (c->kind == PPCC_EMIT_IREE || c->kind == PPCC_EMIT_MLIR_EXEC) return;
   mlirOperationSetAttributeByName(op, emit_str("ppcc.device"), emit_i64_attr(c, device));
 }
 
 MlirValue placement_transfer(ppcc_emit_ctx *c, MlirValue v, int from, int to) {
   if (from == to) return v;
+  if (c->kind == PPCC_EMIT_MLIR_EXEC) return exec_transfer(c, v, from, to);
   MlirType t = mlirValueGetType(v);
   if (c->kind == PPCC_EMIT_IREE) {
     MlirNamedAttribute target = emit_named(c, "target", iree_device_attr(c, to));

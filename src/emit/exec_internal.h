@@ -1,0 +1,50 @@
+/* Shared by the files of the executable form (exec_func.c, exec_comm.c,
+ * exec_jit.c): the per-device function bodies and small builders for the
+ * memref / bufferization / func.call ops that surround runtime calls. */
+#ifndef PPCC_EXEC_INTERNAL_H
+#define PPCC_EXEC_INTERNAL_H
+#include "emit_internal.h"
+
+typedef struct exec_state {
+  int n_devices;
+  MlirBlock *blocks;       /* body of func.func @device_D */
+  MlirOperation anchor;    /* last runtime declaration / global at the module top */
+  char **declared;         /* symbols declared so far */
+  int n_declared, cap_declared;
+  int op_index;            /* index in g->ops of the op being lowered */
+} exec_state;
+
+/* Makes device's function body the insertion block and returns it. */
+MlirBlock exec_block(ppcc_emit_ctx *c, int device);
+
+/* Declares `func.func private @name(types) attributes
+ * {llvm.emit_c_interface}` once, at the top of the module. */
+ppcc_status exec_declare(ppcc_emit_ctx *c, const char *name, int n, const MlirType *types);
+/* Inserts a module-level op (a memref.global) next to the declarations. */
+void exec_insert_global(ppcc_emit_ctx *c, MlirOperation op);
+bool exec_is_declared(const ppcc_emit_ctx *c, const char *name);
+ppcc_status exec_mark_declared(ppcc_emit_ctx *c, const char *name);
+
+/* ---- builders, appended to c->block ---- */
+MlirType exec_memref_type(ppcc_emit_ctx *c, MlirType tensor_type);
+MlirType exec_unranked_type(ppcc_emit_ctx *c, MlirType elem);
+MlirValue exec_i64(ppcc_emit_ctx *c, int64_t v);
+/* memref.alloc of the tensor type's shape (64-byte aligned). */
+MlirValue exec_alloc(ppcc_emit_ctx *c, MlirType tensor_type);
+/* bufferization.to_memref (read_only): the buffer of a tensor, to read. */
+MlirValue exec_to_memref(ppcc_emit_ctx *c, MlirValue tensor);
+/* bufferization.to_tensor restrict [writable]. */
+MlirValue exec_to_tensor(ppcc_emit_ctx *c, MlirValue memref, bool writable);
+/* bufferization.materialize_in_destination tensor in restrict writable memref. */
+void exec_materialize(ppcc_emit_ctx *c, MlirValue tensor, MlirValue memref);
+/* memref.cast to memref<*xT>, as the runtime ABI takes it. */
+MlirValue exec_unranked(ppcc_emit_ctx *c, MlirValue memref);
+/* A fresh buffer holding a copy of tensor (for in-place runtime calls). */
+MlirValue exec_copy_to_buffer(ppcc_emit_ctx *c, MlirValue tensor);
+/* func.call @name(operands), declaring @name on first use. */
+ppcc_status exec_call(ppcc_emit_ctx *c, const char *name, int n, const MlirValue *operands);
+
+/* ppcc_dtype of an MLIR element type (-1 if none). */
+int exec_dtype_of(MlirType elem);
+
+#endif

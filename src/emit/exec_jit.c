@@ -1,0 +1,156 @@
+/* JIT compilation of the executable form (DESIGN §5): build the module
+ * (exec_func.c), verify it, lower it in-process with an upstream pass
+ * pipeline to the LLVM dialect, compile it with the MLIR ExecutionEngine
+ * and look up one packed entry point per device. The runtime half
+ * (src/runtime/jit_*.c) supplies the ABI symbols and runs the devices. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <mlir-c/ExecutionEngine.h>
+#include <mlir-c/Pass.h>
+#include <mlir-c/RegisterEverything.h>
+#include "exec_internal.h"
+#include "ppcc/jit.h"
+#include "ppcc/runtime.h"
+
+/* Tensors -> buffers (One-Shot Bufferize, function signatures are memrefs
+ * already), frees of temporaries, linalg -> loops, then everything to the
+ * LLVM dialect. Math ops without an LLVM intrinsic (erf, tanh) become libm
+ * calls resolved in the ppcc process; math-to-libm comes second because it
+ * rejects ops it has no function for (rsqrt). */
+static const char lowering_pipeline[] =
+    "builtin.module("
+    "one-shot-bufferize{unknown-type-conversion=identity-layout-map},"
+    "buffer-deallocation-pipeline,"
+    "convert-bufferization-to-memref,"
+    "func.func(convert-linalg-to-loops),"
+    "convert-scf-to-cf,"
+    "expand-strided-metadata,"
+    "lower-affine,"
+    "convert-math-to-llvm,"
+    "convert-math-to-libm,"
+    "finalize-memref-to-llvm,"
+    "convert-arith-to-llvm,"
+    "convert-func-to-llvm,"
+    "convert-cf-to-llvm,"
+    "reconcile-unrealized-casts)";
+
+struct ppcc_jit {
+  MlirExecutionEngine engine;
+  int n_devices;
+  ppcc_jit_entry *entries;
+};
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static void register_passes_once(void) {
+  static bool done = false; /* MLIR's registry is global; idempotent anyway */
+  if (!done) mlirRegisterAllPasses();
+  done = true;
+}
+
+static void append_error(MlirStringRef s, void *user) {
+  char *buf = user;
+  size_t used = strlen(buf), room = 511 - used, n = s.length < room ? s.length : room;
+  memcpy(buf + used, s.data, n);
+  buf[used + n] = 0;
+}
+
+static ppcc_status lower_to_llvm(ppcc_emit_ctx *c) {
+  register_passes_once();
+  MlirPassManager pm = mlirPassManagerCreate(c->mctx);
+  char err[512] = "";
+  MlirLogicalResult parsed =
+      mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm), emit_str(lowering_pipeline), append_error, err);
+  ppcc_status st = PPCC_OK;
+  if (mlirLogicalResultIsFailure(parsed))
+    st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: bad lowering pipeline: %s", err);
+  else if (mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(c->module))))
+    st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: lowering the executable module to LLVM failed (see above)");
+  mlirPassManagerDestroy(pm);
+  return st;
+}
+
+static void register_runtime_symbols(MlirExecutionEngine engine) {
+  for (const ppcc_jit_symbol *s = ppcc_jit_symbols(); s->name; s++)
+    mlirExecutionEngineRegisterSymbol(engine, emit_str(s->name), s->address);
+}
+
+static ppcc_status codegen(ppcc_emit_ctx *c, const ppcc_jit_options *o, ppcc_jit *jit) {
+  mlirRegisterAllLLVMTranslations(c->mctx);
+  /* -O2 by default: -O3 compiled tiny_llama 5x slower (12 s) for no gain
+   * at these sizes (GEMMs run in OpenBLAS anyway). */
+  int level = o && o->opt_level > 0 && o->opt_level <= 3 ? o->opt_level : 2;
+  jit->engine = mlirExecutionEngineCreate(c->module, level, 0, NULL, false);
+  if (mlirExecutionEngineIsNull(jit->engine))
+    return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: the ExecutionEngine could not compile the module");
+  register_runtime_symbols(jit->engine);
+  for (int dev = 0; dev < jit->n_devices; dev++) {
+    char name[48];
+    snprintf(name, sizeof name, "_mlir_ciface_device_%d", dev);
+    jit->entries[dev] = (ppcc_jit_entry)mlirExecutionEngineLookupPacked(jit->engine, emit_str(name));
+    if (!jit->entries[dev])
+      return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: no compiled function for device %d", dev);
+  }
+  return PPCC_OK;
+}
+
+ppcc_status ppcc_jit_compile(const ppcc_graph *g, const ppcc_jit_options *opts, ppcc_jit **out, ppcc_jit_stats *stats,
+                             ppcc_diag *d) {
+  *out = NULL;
+  ppcc_jit *jit = calloc(1, sizeof *jit);
+  if (jit) jit->entries = calloc((size_t)(g->n_devices > 0 ? g->n_devices : 1), sizeof *jit->entries);
+  if (!jit || !jit->entries) {
+    ppcc_jit_free(jit);
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  jit->n_devices = g->n_devices;
+  ppcc_jit_stats t = {0};
+  double t0 = now_ms();
+  ppcc_emit_ctx c;
+  ppcc_status st = emit_ctx_init(&c, g, PPCC_EMIT_MLIR_EXEC, d);
+  c.exec_linalg_matmul = opts && opts->linalg_matmul;
+  if (!st) st = exec_build_module(&c);
+  if (!st && !mlirOperationVerify(mlirModuleGetOperation(c.module)))
+    st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "the executable MLIR module does not verify (see above)");
+  double t1 = now_ms();
+  if (!st) st = lower_to_llvm(&c);
+  double t2 = now_ms();
+  if (!st) st = codegen(&c, opts, jit);
+  double t3 = now_ms(); /* lookups compiled the code: LLJIT materializes on first lookup */
+  emit_ctx_free(&c);
+  t = (ppcc_jit_stats){t1 - t0, t2 - t1, t3 - t2};
+  if (stats) *stats = t;
+  if (st) {
+    ppcc_jit_free(jit);
+    return st;
+  }
+  *out = jit;
+  return PPCC_OK;
+}
+
+void ppcc_jit_free(ppcc_jit *jit) {
+  if (!jit) return;
+  if (!mlirExecutionEngineIsNull(jit->engine)) mlirExecutionEngineDestroy(jit->engine);
+  free(jit->entries);
+  free(jit);
+}
+
+ppcc_jit_entry ppcc_jit_device_entry(const ppcc_jit *jit, int device) {
+  return device >= 0 && device < jit->n_devices ? jit->entries[device] : NULL;
+}
+
+ppcc_status ppcc_jit_execute(void *ctx, const ppcc_graph *g, const ppcc_run_data *data, const ppcc_exec_options *opts,
+                             ppcc_host_tensor *outputs, double *elapsed_ms, ppcc_diag *d) {
+  const ppcc_jit *jit = ctx;
+  if (opts->reference) return ppcc_execute(g, data, opts, outputs, elapsed_ms, d); /* the interpreter is the reference */
+  if (g->n_devices != jit->n_devices)
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT compiled for %d devices, graph has %d", jit->n_devices,
+                             g->n_devices);
+  return ppcc_jit_run_devices(g, jit->entries, data, opts, outputs, elapsed_ms, d);
+}
