@@ -17,7 +17,7 @@
 #define rt_unmap_file fuzz_unmap_file
 #define ppcc_npy_read fuzz_npy_read
 #define ppcc_npy_write fuzz_npy_write
-#define ppcc_npy_write_tmp fuzz_npy_write_tmp
+#define ppcc_npy_write_stream fuzz_npy_write_stream
 #include "../src/runtime/npy.c"
 
 static const uint8_t *fuzz_data;
@@ -56,7 +56,7 @@ static void round_trip(const ppcc_host_tensor *t) {
   if (!mem) return;
   ppcc_diag d;
   ppcc_diag_init(&d, "fuzz.npy", NULL);
-  ppcc_status st = write_npy_stream(mem, "fuzz.npy", t, &d);
+  ppcc_status st = ppcc_npy_write_stream(mem, "fuzz.npy", t, &d);
   fclose(mem);
   if (st != PPCC_OK) { /* only bf16 cannot be written as itself */
     require_diag(&d, "write");

@@ -5,7 +5,8 @@
  *   - a compile killed with SIGKILL (or interrupted with SIGINT/SIGTERM) at
  *     any moment never leaves a partial target: the target is either the
  *     old file or the complete new one.
- * SIGKILL cannot be caught, so its temporary file (".NAME.XXXXXX", hidden,
+ * SIGINT/SIGTERM remove the temporary in a handler; SIGKILL cannot be
+ * caught, so its temporary file (".NAME.XXXXXX", hidden,
  * in the target's directory) may stay behind; the test checks that any
  * such leftover is a hidden temporary and never the target itself. */
 #include <dirent.h>
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "ppcc/io.h"
 #include "test_support.h"
 
 #define ORIGINAL "original contents: must survive a failed compile\n"
@@ -436,6 +438,40 @@ static void interrupt_at_many_points(int sig) {
   free(dir);
 }
 
+/* A signal that lands while an output is open (the window is too short to
+ * hit from outside) removes the temporary, then kills the process. */
+static void signal_while_writing(int sig) {
+  char *dir = make_temp_dir();
+  char *target = join(dir, "out.json");
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    ppcc_outfile_cleanup_on_signals();
+    ppcc_diag d;
+    ppcc_diag_init(&d, "test", NULL);
+    ppcc_outfile f;
+    if (ppcc_outfile_open(&f, target, &d) != PPCC_OK) _exit(3);
+    fputs("{\"partial\": ", f.fp);
+    fflush(f.fp);
+    raise(sig);
+    _exit(4); /* not reached: the handler re-raises with the default action */
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == sig, "child status %d", status);
+  const char *keep[] = {NULL};
+  ck_assert_int_eq(count_other_files(dir, keep, 0, false), 0);
+  free(target);
+  remove_tree(dir);
+  free(dir);
+}
+
+START_TEST(test_signal_handler_removes_temporary) {
+  signal_while_writing(SIGINT);
+  signal_while_writing(SIGTERM);
+}
+END_TEST
+
 START_TEST(test_sigkill_never_leaves_partial_target) { interrupt_at_many_points(SIGKILL); }
 END_TEST
 
@@ -457,6 +493,7 @@ Suite *atomic_suite(void) {
   suite_add_tcase(s, fail);
   TCase *kill_tc = tcase_create("interrupts");
   tcase_set_timeout(kill_tc, 600);
+  tcase_add_test(kill_tc, test_signal_handler_removes_temporary);
   tcase_add_test(kill_tc, test_sigkill_never_leaves_partial_target);
   tcase_add_test(kill_tc, test_sigint_never_leaves_partial_target);
   tcase_add_test(kill_tc, test_sigterm_never_leaves_partial_target);

@@ -15,6 +15,9 @@ typedef struct ppcc_outfile {
 ppcc_status ppcc_outfile_open(ppcc_outfile *f, const char *path, ppcc_diag *d);
 ppcc_status ppcc_outfile_commit(ppcc_outfile *f, ppcc_diag *d);
 void ppcc_outfile_abort(ppcc_outfile *f);
+/* Installs SIGINT/SIGTERM/SIGHUP/SIGPIPE handlers that remove every open
+ * temporary before the process dies of the signal (the driver calls it). */
+void ppcc_outfile_cleanup_on_signals(void);
 
 /* Reads a whole file; NULL with a diagnostic on failure. Caller frees. */
 char *ppcc_read_file(const char *path, size_t *len, ppcc_diag *d);

@@ -111,12 +111,10 @@ uint16_t ppcc_f32_to_bf16(float f);
 /* .npy (format 1.0-3.0, little-endian, C order): f32, f16, i64, i32, i8,
  * bool. bf16 tensors are written as f32 (numpy has no bf16). */
 ppcc_status ppcc_npy_read(const char *path, ppcc_host_tensor *out, ppcc_diag *d);
-/* Writes path atomically (temporary file renamed on success). */
+/* Writes path atomically (through ppcc_outfile: temp file + rename). */
 ppcc_status ppcc_npy_write(const char *path, const ppcc_host_tensor *t, ppcc_diag *d);
-/* Same, but leaves the data in *tmp_path for the caller to rename or
- * unlink (so several outputs can be committed together). Caller frees. */
-ppcc_status ppcc_npy_write_tmp(const char *path, const ppcc_host_tensor *t, char **tmp_path,
-                               ppcc_diag *d);
+/* Writes the .npy bytes to an open stream; path names it in diagnostics. */
+ppcc_status ppcc_npy_write_stream(FILE *fp, const char *path, const ppcc_host_tensor *t, ppcc_diag *d);
 
 /* A source of parameter values: a .safetensors or .irpa file (mmapped) or
  * the deterministic generator. */

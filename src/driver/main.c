@@ -3,6 +3,7 @@
  * 2 usage error, 3 internal error. */
 #include <string.h>
 #include "driver.h"
+#include "ppcc/io.h"
 
 #ifndef PPCC_VERSION
 #define PPCC_VERSION "unknown"
@@ -53,6 +54,7 @@ static const command *find_command(const char *name) {
 }
 
 int main(int argc, char **argv) {
+  ppcc_outfile_cleanup_on_signals(); /* an interrupted run leaves no temporaries */
   if (argc < 2) return cli_usage_error(NULL, "missing a command (compile, report or run)");
   const char *first = argv[1];
   if (strcmp(first, "-h") == 0 || strcmp(first, "--help") == 0 || strcmp(first, "help") == 0) {

@@ -2,6 +2,7 @@
 #include "ppcc/io.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,7 +37,43 @@ static mode_t default_file_mode(void) {
   return 0666 & ~mask;
 }
 
+/* Temporaries not yet renamed or removed, for the signal handler: a
+ * fixed table of paths, so the handler only reads memory and calls the
+ * async-signal-safe unlink. */
+#define MAX_PENDING 64
+static char *volatile pending[MAX_PENDING];
+
+static void pending_add(char *tmp) {
+  for (int i = 0; i < MAX_PENDING; i++)
+    if (!pending[i]) {
+      pending[i] = tmp;
+      return;
+    }
+}
+
+static void pending_remove(const char *tmp) {
+  for (int i = 0; i < MAX_PENDING; i++)
+    if (pending[i] == tmp) pending[i] = NULL;
+}
+
+static void remove_pending_and_reraise(int sig) {
+  for (int i = 0; i < MAX_PENDING; i++)
+    if (pending[i]) unlink(pending[i]);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void ppcc_outfile_cleanup_on_signals(void) {
+  static const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = remove_pending_and_reraise;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) sigaction(signals[i], &sa, NULL);
+}
+
 static void outfile_clear(ppcc_outfile *f) {
+  if (f->tmp_path) pending_remove(f->tmp_path);
   free(f->path);
   free(f->tmp_path);
   f->fp = NULL;
@@ -67,6 +104,7 @@ ppcc_status ppcc_outfile_open(ppcc_outfile *f, const char *path, ppcc_diag *d) {
     outfile_clear(f);
     return ppcc_error(d, "cannot create '%s': %s", path, strerror(err));
   }
+  pending_add(f->tmp_path);
   (void)fchmod(fd, default_file_mode()); /* best effort: the data is what matters */
   f->fp = fdopen(fd, "w");
   if (!f->fp) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ppcc/io.h"
 #include "rt_internal.h"
 
 static const struct {
@@ -151,7 +152,7 @@ static size_t format_header(const ppcc_host_tensor *t, const char *descr, char *
   return len;
 }
 
-static ppcc_status write_npy_stream(FILE *fp, const char *path, const ppcc_host_tensor *t, ppcc_diag *d) {
+ppcc_status ppcc_npy_write_stream(FILE *fp, const char *path, const ppcc_host_tensor *t, ppcc_diag *d) {
   ppcc_dtype dtype = t->dtype == PPCC_BF16 ? PPCC_F32 : t->dtype;
   const char *descr = dtype_to_descr(dtype);
   if (!descr) return ppcc_error(d, "%s: cannot write dtype %s to .npy", path, ppcc_dtype_name(t->dtype));
@@ -176,39 +177,14 @@ static ppcc_status write_npy_stream(FILE *fp, const char *path, const ppcc_host_
   return PPCC_OK;
 }
 
-ppcc_status ppcc_npy_write_tmp(const char *path, const ppcc_host_tensor *t, char **tmp_path, ppcc_diag *d) {
-  *tmp_path = NULL;
-  size_t n = strlen(path) + 16;
-  char *tmp = malloc(n);
-  if (!tmp) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  snprintf(tmp, n, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    ppcc_status st = ppcc_error(d, "%s: cannot create: %s", path, strerror(errno));
-    free(tmp);
-    return st;
-  }
-  FILE *fp = fdopen(fd, "wb");
-  ppcc_status st = fp ? write_npy_stream(fp, path, t, d) : ppcc_error(d, "%s: cannot open: %s", path, strerror(errno));
-  if (fp ? fclose(fp) != 0 : close(fd) != 0)
-    if (!st) st = ppcc_error(d, "%s: write failed: %s", path, strerror(errno));
-  if (st) {
-    unlink(tmp);
-    free(tmp);
-    return st;
-  }
-  *tmp_path = tmp;
-  return PPCC_OK;
-}
-
 ppcc_status ppcc_npy_write(const char *path, const ppcc_host_tensor *t, ppcc_diag *d) {
-  char *tmp;
-  ppcc_status st = ppcc_npy_write_tmp(path, t, &tmp, d);
+  ppcc_outfile f;
+  ppcc_status st = ppcc_outfile_open(&f, path, d);
   if (st) return st;
-  if (rename(tmp, path) != 0) {
-    st = ppcc_error(d, "%s: cannot rename: %s", path, strerror(errno));
-    unlink(tmp);
+  st = ppcc_npy_write_stream(f.fp, path, t, d);
+  if (st) {
+    ppcc_outfile_abort(&f);
+    return st;
   }
-  free(tmp);
-  return st;
+  return ppcc_outfile_commit(&f, d);
 }

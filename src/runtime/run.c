@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "ppcc/io.h"
 #include "rt_internal.h"
 
 /* ---------------- loading ---------------- */
@@ -220,26 +221,32 @@ static ppcc_status ensure_dir(const char *dir, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* All outputs or none: every file is written to its temporary first and
+ * renamed only once all of them were written. */
 static ppcc_status write_outputs(const ppcc_graph *g, const ppcc_run_options *o, const ppcc_host_tensor *out,
                                  ppcc_diag *d) {
   ppcc_status st = ensure_dir(o->output_dir, d);
-  int n = g->n_outputs;
-  char **paths = calloc((size_t)(n > 0 ? n : 1), sizeof *paths), **tmps = calloc((size_t)(n > 0 ? n : 1), sizeof *tmps);
-  if (!paths || !tmps) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  int n = g->n_outputs, opened = 0;
+  ppcc_outfile *files = calloc((size_t)(n > 0 ? n : 1), sizeof *files);
+  if (!files && !st) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   for (int k = 0; k < n && !st; k++) {
-    paths[k] = output_path(o->output_dir, g->values[g->outputs[k]].name);
-    st = paths[k] ? ppcc_npy_write_tmp(paths[k], &out[k], &tmps[k], d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    char *path = output_path(o->output_dir, g->values[g->outputs[k]].name);
+    st = path ? ppcc_outfile_open(&files[k], path, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    free(path);
+    if (!st) opened++;
+    if (!st) st = ppcc_npy_write_stream(files[k].fp, files[k].path, &out[k], d);
   }
-  for (int k = 0; k < n && !st; k++)
-    if (rename(tmps[k], paths[k]) != 0) st = ppcc_error(d, "%s: cannot rename: %s", paths[k], strerror(errno));
-  for (int k = 0; k < n && paths && tmps; k++) {
-    if (!st && o->log) fprintf(o->log, "wrote %s\n", paths[k]);
-    if (st && tmps[k]) unlink(tmps[k]);
-    free(paths[k]);
-    free(tmps[k]);
+  for (int k = 0; k < opened; k++) {
+    if (st) {
+      ppcc_outfile_abort(&files[k]);
+      continue;
+    }
+    char *path = strdup(files[k].path); /* commit frees it */
+    st = ppcc_outfile_commit(&files[k], d);
+    if (!st && o->log && path) fprintf(o->log, "wrote %s\n", path);
+    free(path);
   }
-  free(paths);
-  free(tmps);
+  free(files);
   return st;
 }
 
