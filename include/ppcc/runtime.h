@@ -96,10 +96,11 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
 void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                             bool b_transposed, float *C);
 bool ppcc_rt_have_blas(void);
-/* With on, ppcc_rt_sgemm always uses the portable kernel, whose rows do
- * not depend on the row count: a microbatched run then equals the
- * unbatched one bit for bit (with OpenBLAS they agree to about an ulp).
- * Process-wide; default off. */
+/* With on, ppcc_rt_sgemm computes every row with the same one-row call
+ * (OpenBLAS gemv, or the portable kernel), so a row's bits do not depend on
+ * the row count: a microbatched run then equals the unbatched one bit for
+ * bit (with full OpenBLAS sgemm they agree to about an ulp). Process-wide;
+ * default off; `ppcc run --deterministic`. */
 void ppcc_rt_set_row_invariant_matmul(bool on);
 
 /* Element conversions (round to nearest even). */
@@ -163,7 +164,10 @@ typedef struct ppcc_run_options {
   int microbatches;            /* 0 or 1: none; M > 1: the batch (dim 0 of
                                   every input) is cut into M microbatches that
                                   flow through the pipeline (GPipe fill and
-                                  drain); outputs are bit-identical to M = 1 */
+                                  drain); outputs equal M = 1 within an ulp,
+                                  bit for bit with deterministic */
+  bool deterministic;          /* row-invariant matmul (see
+                                  ppcc_rt_set_row_invariant_matmul) */
   const char *trace_path;      /* Chrome trace JSON, or NULL */
   FILE *log;                   /* summary lines (stdout), or NULL; includes
                                   the pipeline summary (ppcc_pipeline_stats) */

@@ -24,6 +24,7 @@ typedef struct run_args {
   bool check;
   long long threads;
   long long microbatches;
+  bool deterministic;
   const char *trace;
   const char *dump_after;
   const char *backend; /* "jit", "interp", or NULL: jit when it can run the model */
@@ -32,7 +33,7 @@ typedef struct run_args {
 static const cli_option run_options[] = {
   {"weights", true}, {"random-weights", true}, {"input", true}, {"output-dir", true},
   {"check", false},  {"threads", true},        {"microbatches", true}, {"trace", true},
-  {"dump-after", true}, {"backend", true}, {NULL, false},
+  {"dump-after", true}, {"backend", true}, {"deterministic", false}, {NULL, false},
 };
 
 /* --input name=FILE.npy */
@@ -66,6 +67,8 @@ static ppcc_status on_run_option(void *ctx, const char *name, const char *value)
     a->check = true;
   } else if (strcmp(name, "threads") == 0) {
     return cli_parse_int("run", name, value, 1, 4096, &a->threads);
+  } else if (strcmp(name, "deterministic") == 0) {
+    a->deterministic = true;
   } else if (strcmp(name, "microbatches") == 0) {
     return cli_parse_int("run", name, value, 1, 1 << 20, &a->microbatches);
   } else if (strcmp(name, "trace") == 0) {
@@ -83,7 +86,7 @@ static ppcc_status on_run_option(void *ctx, const char *name, const char *value)
 void cli_help_run(FILE *out) {
   fputs("Usage: ppcc run MODEL.json [--weights W.safetensors | --random-weights SEED]\n"
         "                 [--input NAME=FILE.npy]... [--output-dir DIR] [--check]\n"
-        "                 [--threads N] [--microbatches M] [--trace=TRACE.json]\n"
+        "                 [--threads N] [--microbatches M] [--deterministic] [--trace=TRACE.json]\n"
         "\n"
         "Compiles MODEL.json and runs it: one in-order stream per logical device,\n"
         "transfers and collectives between them.\n"
@@ -98,11 +101,15 @@ void cli_help_run(FILE *out) {
         "  --threads N           worker threads (default: the runtime's choice)\n"
         "  --microbatches M      split the batch (dim 0 of every input, divisible by M)\n"
         "                        into M microbatches that flow through the pipeline;\n"
-        "                        outputs match M = 1 (graphs that mix batch rows are\n"
+        "                        outputs match M = 1 within an ulp, bit for bit with\n"
+        "                        --deterministic (graphs that mix batch rows are\n"
         "                        refused). The summary gives each device's busy time\n"
         "                        (compute ops / wall), the measured bubble (idle share\n"
         "                        of the stage devices over the compute span) and the\n"
         "                        GPipe estimate (p-1)/(m+p-1)\n"
+        "  --deterministic       every matmul row computed alike (one BLAS gemv per\n"
+        "                        row, about a third of sgemm's speed), so results do\n"
+        "                        not depend on --microbatches\n"
         "  --trace FILE          write a Chrome trace (JSON: a track per device, an\n"
         "                        event per op and microbatch, transfers as arrows)\n"
         "  --dump-after=PASS     print the graph after PASS to stderr\n"
@@ -160,6 +167,7 @@ static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *
     .check = a->check,
     .threads = (int)a->threads,
     .microbatches = (int)a->microbatches,
+    .deterministic = a->deterministic,
     .trace_path = a->trace,
     .log = stdout,
   };

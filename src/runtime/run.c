@@ -256,6 +256,7 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   ppcc_run_data data;
   ppcc_status st = ppcc_run_data_load(g, o, &data, d);
   if (st) return st;
+  ppcc_rt_set_row_invariant_matmul(o->deterministic);
   ppcc_host_tensor *out = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *out);
   if (!out) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   ppcc_exec_options eo = {.threads = o->threads, .inject_fault = o->inject_fault, .fault_device = o->fault_device,
