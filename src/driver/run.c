@@ -25,6 +25,7 @@ typedef struct run_args {
   long long threads;
   long long microbatches;
   bool deterministic;
+  cli_partition partition;
   const char *trace;
   const char *dump_after;
   const char *backend; /* "jit", "interp", or NULL: jit when it can run the model */
@@ -33,7 +34,8 @@ typedef struct run_args {
 static const cli_option run_options[] = {
   {"weights", true}, {"random-weights", true}, {"input", true}, {"output-dir", true},
   {"check", false},  {"threads", true},        {"microbatches", true}, {"trace", true},
-  {"dump-after", true}, {"backend", true}, {"deterministic", false}, {NULL, false},
+  {"dump-after", true}, {"backend", true}, {"deterministic", false},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {NULL, false},
 };
 
 /* --input name=FILE.npy */
@@ -54,6 +56,9 @@ static ppcc_status add_input(run_args *a, const char *value) {
 
 static ppcc_status on_run_option(void *ctx, const char *name, const char *value) {
   run_args *a = ctx;
+  bool handled;
+  ppcc_status st = cli_partition_option("run", &a->partition, name, value, &handled);
+  if (handled) return st;
   if (strcmp(name, "weights") == 0) {
     a->weights = value;
   } else if (strcmp(name, "random-weights") == 0) {
@@ -87,6 +92,7 @@ void cli_help_run(FILE *out) {
   fputs("Usage: ppcc run MODEL.json [--weights W.safetensors | --random-weights SEED]\n"
         "                 [--input NAME=FILE.npy]... [--output-dir DIR] [--check]\n"
         "                 [--threads N] [--microbatches M] [--deterministic] [--trace=TRACE.json]\n"
+        "                 [--backend=jit|interp] [--pp=P] [--tp=T] [--device-memory=BYTES]\n"
         "\n"
         "Compiles MODEL.json and runs it: one in-order stream per logical device,\n"
         "transfers and collectives between them.\n"
@@ -116,9 +122,10 @@ void cli_help_run(FILE *out) {
         "  --backend=jit|interp  jit: device functions compiled from the executable MLIR\n"
         "                        form; interp: the runtime's C kernels. Default: jit\n"
         "                        when this ppcc has it and the model, --trace and\n"
-        "                        --microbatches allow it, else interp (with a note)\n"
-        "  -h, --help            show this help\n",
+        "                        --microbatches allow it, else interp (with a note)\n",
         out);
+  fputs(cli_partition_help, out);
+  fputs("  -h, --help            show this help\n", out);
 }
 
 static void free_run_args(run_args *a) {
@@ -199,7 +206,8 @@ static ppcc_status check_run_args(const run_args *a) {
   if (a->backend && strcmp(a->backend, "jit") == 0)
     return cli_usage_error("run", "this ppcc was built without MLIR: --backend=jit is unavailable");
 #endif
-  return cli_check_pass_name("run", a->dump_after);
+  ppcc_status st = cli_check_partition("run", &a->partition);
+  return st ? st : cli_check_pass_name("run", a->dump_after);
 }
 
 int cli_cmd_run(int argc, char **argv) {
@@ -212,7 +220,7 @@ int cli_cmd_run(int argc, char **argv) {
   if (st == PPCC_OK && !p.help) st = check_run_args(&a);
   if (st == PPCC_OK && !p.help) {
     ppcc_diag d;
-    ppcc_graph *g = cli_load_and_compile(p.model_path, a.dump_after, &d, &st);
+    ppcc_graph *g = cli_load_and_compile_partitioned(p.model_path, a.dump_after, &a.partition, &d, &st);
 #ifdef PPCC_HAVE_RUNTIME
     if (g) st = run_graph(g, &a, &d);
 #endif
