@@ -11,50 +11,20 @@
 #include "ppcc/emit.h"
 #include "ppcc/jit.h"
 #include "ppcc/runtime.h"
-#include "test_support.h"
+#include "emit_support.h"
 
 static ppcc_diag diag;
 
 static ppcc_graph *model(int devices, const char *params, const char *inputs, const char *ops, const char *outputs) {
-  size_t n = strlen(params) + strlen(inputs) + strlen(ops) + strlen(outputs) + 256;
-  char *json = malloc(n);
-  snprintf(json, n, "{'ppcc': 1, 'name': 't', 'devices': %d, 'params': [%s], 'inputs': [%s], 'ops': [%s], 'outputs': [%s]}",
-           devices, params, inputs, ops, outputs);
-  for (char *p = json; *p; p++)
-    if (*p == '\'') *p = '"';
-  ppcc_graph *g = t_compile(json, &diag);
-  free(json);
+  ppcc_graph *g = t_model(devices, params, inputs, ops, outputs, &diag);
   ck_assert_msg(g != NULL, "model does not compile: %s", diag.first);
   return g;
 }
 
-static char *emit_exec(const ppcc_graph *g, ppcc_status *st) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  ppcc_diag_init(&diag, "test.json", NULL);
-  *st = ppcc_emit(g, PPCC_EMIT_MLIR_EXEC, f, &diag);
-  fclose(f);
-  if (*st == PPCC_OK) return text;
-  ck_assert_msg(len == 0, "an error left %zu bytes of output", len);
-  free(text);
-  return NULL;
-}
+static char *emit_exec(const ppcc_graph *g, ppcc_status *st) { return t_emit(g, PPCC_EMIT_MLIR_EXEC, st, &diag); }
 
 /* Plain mlir-opt-19: no ppcc dialect, no unregistered ops. */
-static void expect_mlir_opt_verifies(const char *text) {
-  char path[] = "/tmp/ppcc_exec_XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert(fd >= 0);
-  FILE *f = fdopen(fd, "w");
-  fputs(text, f);
-  fclose(f);
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "mlir-opt-19 %s > /dev/null", path);
-  int rc = system(cmd);
-  unlink(path);
-  ck_assert_msg(rc == 0, "mlir-opt-19 rejects the module:\n%s", text);
-}
+static void expect_mlir_opt_verifies(const char *text) { t_expect_mlir_opt_verifies(text, ""); }
 
 static void expect_exec_form(const ppcc_graph *g) {
   ppcc_status st;

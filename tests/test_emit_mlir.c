@@ -8,50 +8,23 @@
 #include <unistd.h>
 #include "ppcc/emit.h"
 #include "ppcc/ops.h"
-#include "test_support.h"
+#include "emit_support.h"
 
 static ppcc_diag diag;
 
 static ppcc_graph *model(int devices, const char *params, const char *inputs, const char *ops, const char *outputs) {
-  size_t n = strlen(params) + strlen(inputs) + strlen(ops) + strlen(outputs) + 256;
-  char *json = malloc(n);
-  snprintf(json, n, "{'ppcc': 1, 'name': 't', 'devices': %d, 'params': [%s], 'inputs': [%s], 'ops': [%s], 'outputs': [%s]}",
-           devices, params, inputs, ops, outputs);
-  for (char *p = json; *p; p++)
-    if (*p == '\'') *p = '"';
-  ppcc_graph *g = t_compile(json, &diag);
-  free(json);
+  ppcc_graph *g = t_model(devices, params, inputs, ops, outputs, &diag);
   ck_assert_msg(g != NULL, "model does not compile: %s", diag.first);
   return g;
 }
 
-/* Emits into memory; returns the text (caller frees) or NULL on error. */
-static char *emit(const ppcc_graph *g, ppcc_emit_kind kind, ppcc_status *st) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  ppcc_diag_init(&diag, "test.json", NULL);
-  *st = ppcc_emit(g, kind, f, &diag);
-  fclose(f);
-  if (*st == PPCC_OK) return text;
-  ck_assert_msg(len == 0, "an error left %zu bytes of output", len);
-  free(text);
-  return NULL;
-}
+static char *emit(const ppcc_graph *g, ppcc_emit_kind kind, ppcc_status *st) { return t_emit(g, kind, st, &diag); }
 
 /* Runs mlir-opt-19 with the shipped dialect on the text. */
 static void expect_mlir_opt_verifies(const char *text) {
-  char path[] = "/tmp/ppcc_emit_XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert(fd >= 0);
-  FILE *f = fdopen(fd, "w");
-  fputs(text, f);
-  fclose(f);
-  char cmd[8192];
-  snprintf(cmd, sizeof cmd, "mlir-opt-19 --irdl-file=%s %s > /dev/null", t_src_path("src/emit/ppcc.irdl.mlir"), path);
-  int rc = system(cmd);
-  unlink(path);
-  ck_assert_msg(rc == 0, "mlir-opt-19 rejects the module:\n%s", text);
+  char options[4096];
+  snprintf(options, sizeof options, "--irdl-file=%s", t_src_path("src/emit/ppcc.irdl.mlir"));
+  t_expect_mlir_opt_verifies(text, options);
 }
 
 /* Emits both forms, checks the annotated one with mlir-opt and that it

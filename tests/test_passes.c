@@ -11,14 +11,7 @@ static ppcc_diag diag;
 
 /* Compiles a model given as its params, inputs, ops and outputs. */
 static ppcc_graph *model(int devices, const char *params, const char *inputs, const char *ops, const char *outputs) {
-  size_t n = strlen(params) + strlen(inputs) + strlen(ops) + strlen(outputs) + 256;
-  char *json = malloc(n);
-  snprintf(json, n, "{'ppcc': 1, 'name': 't', 'devices': %d, 'params': [%s], 'inputs': [%s], 'ops': [%s], 'outputs': [%s]}",
-           devices, params, inputs, ops, outputs);
-  for (char *p = json; *p; p++)
-    if (*p == '\'') *p = '"';
-  ppcc_graph *g = t_compile(json, &diag);
-  free(json);
+  ppcc_graph *g = t_model(devices, params, inputs, ops, outputs, &diag);
   return g;
 }
 

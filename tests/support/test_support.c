@@ -16,6 +16,20 @@ ppcc_graph *t_compile(const char *json, ppcc_diag *d) {
   return g;
 }
 
+ppcc_graph *t_model(int devices, const char *params, const char *inputs, const char *ops, const char *outputs,
+                    ppcc_diag *d) {
+  size_t n = strlen(params) + strlen(inputs) + strlen(ops) + strlen(outputs) + 256;
+  char *json = malloc(n);
+  ck_assert_ptr_nonnull(json);
+  snprintf(json, n, "{'ppcc': 1, 'name': 't', 'devices': %d, 'params': [%s], 'inputs': [%s], 'ops': [%s], 'outputs': [%s]}",
+           devices, params, inputs, ops, outputs);
+  for (char *p = json; *p; p++)
+    if (*p == '\'') *p = '"';
+  ppcc_graph *g = t_compile(json, d);
+  free(json);
+  return g;
+}
+
 const char *t_src_path(const char *rel) {
   static char buf[4096];
   snprintf(buf, sizeof buf, "%s/%s", PPCC_SOURCE_DIR, rel);
