@@ -106,7 +106,7 @@ static void mark_new_ops(ppcc_emit_ctx *c, MlirOperation before, int device) {
   for (; !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) placement_mark_op(c, op, device);
 }
 
-static ppcc_status check_results_defined(ppcc_emit_ctx *c, const ppcc_op *op) {
+ppcc_status emit_check_results_defined(ppcc_emit_ctx *c, const ppcc_op *op) {
   for (int k = 0; k < op->n_out; k++) {
     const ppcc_value *v = &c->g->values[op->out[k]];
     for (int i = 0; i < v->layout.count; i++)
@@ -132,7 +132,7 @@ static ppcc_status lower_one_op(ppcc_emit_ctx *c, const ppcc_op *op) {
       if (!st && op->info->family == PPCC_FAMILY_COMPUTE) mark_new_ops(c, before, out->devices[i]);
     }
   }
-  if (!st) st = check_results_defined(c, op);
+  if (!st) st = emit_check_results_defined(c, op);
   return st;
 }
 

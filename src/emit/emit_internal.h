@@ -94,6 +94,13 @@ MlirValue emit_empty(ppcc_emit_ctx *c, MlirType tensor_type);
 MlirValue emit_slice(ppcc_emit_ctx *c, MlirValue src, int dim, int64_t offset, int64_t size);
 /* tensor.concat along dim. */
 MlirValue emit_concat(ppcc_emit_ctx *c, int dim, int n, const MlirValue *parts, MlirType result);
+/* dest with src inserted at offset along dim (tensor.insert_slice). */
+MlirValue emit_insert_slice(ppcc_emit_ctx *c, MlirValue src, MlirValue dest, int dim, int64_t offset);
+/* Concatenation as tensor.empty + one insert_slice per part: unlike
+ * tensor.concat, upstream one-shot bufferization handles it (MLIR 19). */
+MlirValue emit_concat_by_inserts(ppcc_emit_ctx *c, int dim, int n, const MlirValue *parts, MlirType result);
+/* Fails naming the op if its lowering left a result shard undefined. */
+ppcc_status emit_check_results_defined(ppcc_emit_ctx *c, const ppcc_op *op);
 
 /* linalg.generic: maps[i] for each input then the init; body_fn fills the
  * scalar body (block args: one per input, then the init) and returns the

@@ -212,35 +212,6 @@ static MlirValue add_body(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   return emit_binary_scalar(c, b, mlirTypeIsAInteger(mlirValueGetType(x)) ? "arith.addi" : "arith.addf", x, y);
 }
 
-/* tensor.empty + one insert_slice per part (tensor.concat does not
- * bufferize in MLIR 19). */
-static MlirValue concat(ppcc_emit_ctx *c, int dim, int n, const MlirValue *parts, MlirType type) {
-  MlirValue acc = emit_empty(c, type);
-  int rank = (int)mlirShapedTypeGetRank(type);
-  int64_t offset = 0;
-  for (int i = 0; i < n; i++) {
-    MlirType pt = mlirValueGetType(parts[i]);
-    int64_t offsets[PPCC_MAX_RANK], sizes[PPCC_MAX_RANK], strides[PPCC_MAX_RANK];
-    for (int r = 0; r < rank; r++) {
-      offsets[r] = r == dim ? offset : 0;
-      sizes[r] = mlirShapedTypeGetDimSize(pt, r);
-      strides[r] = 1;
-    }
-    offset += sizes[dim];
-    int32_t seg[5] = {1, 1, 0, 0, 0};
-    MlirNamedAttribute attrs[4] = {
-        emit_named(c, "static_offsets", emit_i64_array_attr(c, rank, offsets)),
-        emit_named(c, "static_sizes", emit_i64_array_attr(c, rank, sizes)),
-        emit_named(c, "static_strides", emit_i64_array_attr(c, rank, strides)),
-        emit_named(c, "operandSegmentSizes", mlirDenseI32ArrayGet(c->mctx, 5, seg)),
-    };
-    MlirValue operands[2] = {parts[i], acc};
-    emit_op_spec s = {"tensor.insert_slice", 2, operands, 1, &type, 4, attrs, 0};
-    acc = mlirOperationGetResult(emit_op(c, &s), 0);
-  }
-  return acc;
-}
-
 /* Split or unreduced shards gathered (concatenated / summed in shard
  * order) on the one device of an unsharded result. */
 static ppcc_status collect_to_root(exec_coll *k) {
@@ -259,7 +230,7 @@ static ppcc_status collect_to_root(exec_coll *k) {
     exec_block(c, root);
     MlirValue acc = parts[0];
     if (k->in->layout.kind == PPCC_LAYOUT_SPLIT) {
-      acc = concat(c, k->in->layout.dim, n, parts, k->out_type);
+      acc = emit_concat_by_inserts(c, k->in->layout.dim, n, parts, k->out_type);
     } else {
       for (int i = 1; i < n; i++) {
         MlirValue pair[2] = {acc, parts[i]};

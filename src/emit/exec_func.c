@@ -129,16 +129,6 @@ static ppcc_status lower_compute(ppcc_emit_ctx *c, const ppcc_op *op) {
   return st;
 }
 
-static ppcc_status check_defined(ppcc_emit_ctx *c, const ppcc_op *op) {
-  for (int k = 0; k < op->n_out; k++) {
-    const ppcc_value *v = &c->g->values[op->out[k]];
-    for (int i = 0; i < v->layout.count; i++)
-      if (mlirValueIsNull(emit_shard(c, op->out[k], i)))
-        return emit_op_error(c, op, "lowering left shard %d of '%s' undefined", i, v->name);
-  }
-  return PPCC_OK;
-}
-
 static ppcc_status lower_op(ppcc_emit_ctx *c, int index) {
   const ppcc_op *op = &c->g->ops[index];
   c->op = op;
@@ -154,7 +144,7 @@ static ppcc_status lower_op(ppcc_emit_ctx *c, int index) {
     break;
   }
   }
-  return st ? st : check_defined(c, op);
+  return st ? st : emit_check_results_defined(c, op);
 }
 
 static ppcc_status check_devices(ppcc_emit_ctx *c) {

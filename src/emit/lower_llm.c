@@ -579,42 +579,15 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
 
 /* ---------------- concat, slice ---------------- */
 
-/* dest with src inserted at `offset` along dim (static offsets). */
-static MlirValue insert_at(ppcc_emit_ctx *c, MlirValue src, MlirValue dest, int dim, int64_t offset) {
-  int rank = rank_of(src);
-  int64_t offsets[PPCC_MAX_RANK], sizes[PPCC_MAX_RANK], strides[PPCC_MAX_RANK];
-  for (int i = 0; i < rank; i++) {
-    offsets[i] = i == dim ? offset : 0;
-    sizes[i] = dim_size(src, i);
-    strides[i] = 1;
-  }
-  int32_t seg[5] = {1, 1, 0, 0, 0};
-  MlirNamedAttribute attrs[4] = {
-      emit_named(c, "static_offsets", emit_i64_array_attr(c, rank, offsets)),
-      emit_named(c, "static_sizes", emit_i64_array_attr(c, rank, sizes)),
-      emit_named(c, "static_strides", emit_i64_array_attr(c, rank, strides)),
-      emit_named(c, "operandSegmentSizes", mlirDenseI32ArrayGet(c->mctx, 5, seg)),
-  };
-  MlirValue operands[2] = {src, dest};
-  MlirType t = mlirValueGetType(dest);
-  emit_op_spec s = {"tensor.insert_slice", 2, operands, 1, &t, 4, attrs, 0};
-  return mlirOperationGetResult(emit_op(c, &s), 0);
-}
-
 /* A chain of tensor.insert_slice into tensor.empty rather than
  * tensor.concat: upstream one-shot bufferization handles the former, so
  * the executable form can reuse this lowering as is. */
 ppcc_status lower_concat(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
   const ppcc_value *out = out_value(g, op);
   int dim = norm_dim(ppcc_attr_int(op, "dim", 0), out->rank);
-  MlirValue acc = emit_empty(c, emit_shard_type(c, out));
-  int64_t offset = 0;
-  for (int k = 0; k < op->n_in; k++) {
-    MlirValue part = operand(c, op, k, shard);
-    acc = insert_at(c, part, acc, dim, offset);
-    offset += dim_size(part, dim);
-  }
-  set_result(c, op, shard, acc);
+  MlirValue parts[16]; /* the op table allows at most 16 operands */
+  for (int k = 0; k < op->n_in; k++) parts[k] = operand(c, op, k, shard);
+  set_result(c, op, shard, emit_concat_by_inserts(c, dim, op->n_in, parts, emit_shard_type(c, out)));
   return PPCC_OK;
 }
 

@@ -225,6 +225,37 @@ MlirValue emit_slice(ppcc_emit_ctx *c, MlirValue src, int dim, int64_t offset, i
   return single_result(emit_op(c, &s));
 }
 
+MlirValue emit_insert_slice(ppcc_emit_ctx *c, MlirValue src, MlirValue dest, int dim, int64_t offset) {
+  MlirType st = mlirValueGetType(src), dt = mlirValueGetType(dest);
+  int rank = (int)mlirShapedTypeGetRank(st);
+  int64_t offsets[PPCC_MAX_RANK], sizes[PPCC_MAX_RANK], strides[PPCC_MAX_RANK];
+  for (int r = 0; r < rank; r++) {
+    offsets[r] = r == dim ? offset : 0;
+    sizes[r] = mlirShapedTypeGetDimSize(st, r);
+    strides[r] = 1;
+  }
+  int32_t seg[5] = {1, 1, 0, 0, 0};
+  MlirNamedAttribute attrs[4] = {
+      emit_named(c, "static_offsets", emit_i64_array_attr(c, rank, offsets)),
+      emit_named(c, "static_sizes", emit_i64_array_attr(c, rank, sizes)),
+      emit_named(c, "static_strides", emit_i64_array_attr(c, rank, strides)),
+      emit_named(c, "operandSegmentSizes", segment_sizes(c, 5, seg)),
+  };
+  MlirValue operands[2] = {src, dest};
+  emit_op_spec s = {"tensor.insert_slice", 2, operands, 1, &dt, 4, attrs, 0};
+  return single_result(emit_op(c, &s));
+}
+
+MlirValue emit_concat_by_inserts(ppcc_emit_ctx *c, int dim, int n, const MlirValue *parts, MlirType result) {
+  MlirValue acc = emit_empty(c, result);
+  int64_t offset = 0;
+  for (int i = 0; i < n; i++) {
+    acc = emit_insert_slice(c, parts[i], acc, dim, offset);
+    offset += mlirShapedTypeGetDimSize(mlirValueGetType(parts[i]), dim);
+  }
+  return acc;
+}
+
 MlirValue emit_concat(ppcc_emit_ctx *c, int dim, int n, const MlirValue *parts, MlirType result) {
   MlirNamedAttribute attr = emit_named(c, "dim", emit_i64_attr(c, dim));
   emit_op_spec s = {"tensor.concat", n, parts, 1, &result, 1, &attr, 0};
