@@ -23,12 +23,7 @@
  * - Outputs: the last position's logits [B, 1, V] (vocab-parallel head,
  *   all_gather), next_token = argmax(logits) [B, 1] and the caches.
  * T = 1 keeps the sharded layouts with one shard, like tools/gen_pipeline. */
-#include <errno.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "ppcc/io.h"
+#include "generator_cli.h"
 
 typedef struct llama_config {
   long layers, hidden, heads, kv_heads, ffn, vocab, seq, tp, pp;
@@ -307,31 +302,6 @@ static void usage(FILE *out) {
         out);
 }
 
-static int usage_error(const char *msg, const char *arg) {
-  fprintf(stderr, "gen_llama: error: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
-  usage(stderr);
-  return 2;
-}
-
-static bool parse_long(const char *text, long *out) {
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(text, &end, 10);
-  if (errno || end == text || *end) return false;
-  *out = v;
-  return true;
-}
-
-static long *numeric_option(llama_config *c, const char *name) {
-  static const char *const names[] = {"--layers", "--hidden", "--heads", "--kv-heads", "--ffn",   "--vocab",
-                                      "--seq",    "--tp",     "--pp",    "--batch",    "--start", "--cache"};
-  long *fields[] = {&c->layers, &c->hidden, &c->heads, &c->kv_heads, &c->ffn,   &c->vocab,
-                    &c->seq,    &c->tp,     &c->pp,    &c->batch,    &c->start, &c->cache};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (strcmp(name, names[i]) == 0) return fields[i];
-  return NULL;
-}
-
 /* Model names become MLIR symbols and file names: keep them plain. */
 static bool plain_name(const char *s) {
   if (!*s || strlen(s) > 64) return false;
@@ -342,41 +312,24 @@ static bool plain_name(const char *s) {
   return true;
 }
 
+static void write_config(FILE *out, const void *config) { write_model(out, config); }
+
 int main(int argc, char **argv) {
   llama_config c = llama_defaults;
-  const char *out_path = NULL;
   c.cache = -1;
-  for (int i = 1; i < argc; i += 2) { /* every option takes a value */
-    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      usage(stdout);
-      return 0;
-    }
-    if (i + 1 >= argc) return usage_error("missing value or unknown option", argv[i]);
-    long *field = numeric_option(&c, argv[i]);
-    if (strcmp(argv[i], "-o") == 0)
-      out_path = argv[i + 1];
-    else if (strcmp(argv[i], "--name") == 0)
-      c.name = argv[i + 1];
-    else if (!field)
-      return usage_error("unknown option", argv[i]);
-    else if (!parse_long(argv[i + 1], field))
-      return usage_error("not an integer", argv[i + 1]);
-  }
-  if (!out_path) return usage_error("missing -o FILE", NULL);
+  static const char *const names[] = {"--layers", "--hidden", "--heads", "--kv-heads", "--ffn",   "--vocab",
+                                      "--seq",    "--tp",     "--pp",    "--batch",    "--start", "--cache"};
+  long *const fields[] = {&c.layers, &c.hidden, &c.heads, &c.kv_heads, &c.ffn,   &c.vocab,
+                          &c.seq,    &c.tp,     &c.pp,    &c.batch,    &c.start, &c.cache};
+  static const char *const string_names[] = {"--name"};
+  const char **const string_fields[] = {&c.name};
+  gen_cli cli = {.tool = "gen_llama", .usage = usage, .long_names = names, .long_fields = fields, .n_longs = 12,
+                 .string_names = string_names, .string_fields = string_fields, .n_strings = 1};
+  int rc = gen_cli_parse(&cli, argc, argv);
+  if (rc >= 0) return rc;
   if (c.cache < 0) c.cache = c.start + c.seq;
-  if (c.name && !plain_name(c.name)) return usage_error("--name must be 1-64 of [A-Za-z0-9_.-]", c.name);
+  if (c.name && !plain_name(c.name)) return gen_cli_usage_error(&cli, "--name must be 1-64 of [A-Za-z0-9_.-]", c.name);
   const char *problem = config_error(&c);
-  if (problem) return usage_error(problem, NULL);
-
-  ppcc_diag d;
-  ppcc_diag_init(&d, out_path, stderr);
-  ppcc_outfile f;
-  if (ppcc_outfile_open(&f, out_path, &d) != PPCC_OK) return 1;
-  write_model(f.fp, &c);
-  if (ferror(f.fp)) {
-    ppcc_outfile_abort(&f);
-    ppcc_error(&d, "write failed");
-    return 1;
-  }
-  return ppcc_outfile_commit(&f, &d) == PPCC_OK ? 0 : 1;
+  if (problem) return gen_cli_usage_error(&cli, problem, NULL);
+  return gen_cli_write(cli.out_path, write_config, &c);
 }
