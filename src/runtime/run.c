@@ -184,11 +184,12 @@ static ppcc_status check_outputs(const ppcc_graph *g, const ppcc_run_data *data,
     const ppcc_value *p = &g->values[g->outputs[k]];
     ppcc_compare_result r = ppcc_compare(&got[k], &ref[k]);
     if (o->log)
-      fprintf(o->log, "check %s: max abs error %.3g, max rel error %.3g (%s tolerance %.0e): %s\n", p->name,
-              r.max_abs, r.max_rel, ppcc_dtype_name(p->dtype), ppcc_check_tolerance(p->dtype), r.ok ? "ok" : "FAIL");
+      fprintf(o->log, "check %s: max abs error %.3g, max rel error %.3g; every |got-ref| <= %.0e*(1+|ref|) (%s): %s\n",
+              p->name, r.max_abs, r.max_rel, ppcc_check_tolerance(p->dtype), ppcc_dtype_name(p->dtype),
+              r.ok ? "ok" : "FAIL");
     if (!r.ok)
       st = ppcc_error(d, "output '%s' differs from the unsharded reference: max abs error %.3g, max rel error %.3g "
-                         "(tolerance %.0e for %s)",
+                         "(needs every |got-ref| <= %.0e*(1+|ref|) for %s)",
                       p->name, r.max_abs, r.max_rel, ppcc_check_tolerance(p->dtype), ppcc_dtype_name(p->dtype));
   }
   if (!st && o->log) fprintf(o->log, "reference (unsharded, 1 device) ran in %.3f ms\n", ms);
