@@ -154,6 +154,7 @@ int ppcc_add_value(ppcc_graph *g, const char *name, ppcc_value_kind kind,
 int ppcc_add_op(ppcc_graph *g, const struct ppcc_op_info *info, int n_in,
                 const int *in, int n_out, const int *out, int n_attrs,
                 const ppcc_attr *attrs) {
+  if (g->n_ops >= PPCC_MAX_OPS) return -1; /* the frontend reports it; API users get -1 */
   if (g->n_ops == g->cap_ops) {
     int cap = g->cap_ops ? g->cap_ops * 2 : 64;
     ppcc_op *o = realloc(g->ops, sizeof *o * (size_t)cap);
