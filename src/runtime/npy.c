@@ -104,10 +104,12 @@ static ppcc_status read_header(const rt_mapped_file *f, char **header, size_t *d
 static ppcc_status parse_header(const char *path, const char *header, ppcc_dtype *dtype, int *rank,
                                 int64_t *shape, ppcc_diag *d) {
   char descr[32] = "";
+  if (!dict_value(header, "descr")) return ppcc_error(d, "%s: bad .npy header: no 'descr' key", path);
   if (!parse_descr(header, dtype, descr, sizeof descr))
     return ppcc_error(d, "%s: unsupported .npy dtype '%s' (need <f4, <f2, <i8, <i4, |i1 or |b1)", path, descr);
   const char *fo = dict_value(header, "fortran_order");
-  if (!fo || strncmp(fo, "False", 5) != 0) return ppcc_error(d, "%s: Fortran-order .npy is not supported", path);
+  if (!fo) return ppcc_error(d, "%s: bad .npy header: no 'fortran_order' key", path);
+  if (strncmp(fo, "False", 5) != 0) return ppcc_error(d, "%s: Fortran-order .npy is not supported", path);
   if (!parse_shape(header, rank, shape)) return ppcc_error(d, "%s: bad .npy shape", path);
   if (ppcc_num_elements(*rank, shape) < 0) return ppcc_error(d, "%s: .npy shape too large", path);
   return PPCC_OK;

@@ -80,7 +80,8 @@ static ppcc_status load_input_file(const ppcc_graph *g, const ppcc_input_arg *ar
   int v = ppcc_find_value(g, arg->name);
   if (v < 0 || g->values[v].kind != PPCC_VALUE_INPUT)
     return ppcc_error(d, "--input %s=%s: the graph has no input named '%s'", arg->name, arg->path, arg->name);
-  if (data->values[v].data) return ppcc_error(d, "--input %s given twice", arg->name);
+  if (data->values[v].data)
+    return ppcc_error(d, "--input %s=%s: input '%s' is given twice", arg->name, arg->path, arg->name);
   ppcc_host_tensor t;
   ppcc_status st = ppcc_npy_read(arg->path, &t, d);
   if (!st) st = convert_input(arg, &g->values[v], &t, d);

@@ -2,6 +2,7 @@
  * microbatch) and when each transfer was sent and received. Written as a
  * Chrome trace (chrome://tracing, Perfetto) and summarised as busy
  * fractions and the measured pipeline bubble (runtime.h defines them). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "rt_internal.h"
@@ -109,8 +110,9 @@ ppcc_status rt_timeline_write(const rt_timeline *t, const ppcc_graph *g, const c
   snprintf(tmp, n, "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
   if (!f) {
+    int err = errno;
     free(tmp);
-    return ppcc_error(d, "%s: cannot write trace", path);
+    return ppcc_error(d, "%s: cannot write trace: %s", path, strerror(err));
   }
   fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n", f);
   write_tracks(f, t, g);

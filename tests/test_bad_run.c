@@ -1,0 +1,303 @@
+/* Runs the real `ppcc run` on every case of the runtime bad-input corpus
+ * (testdata/bad_run/expected.tsv: MODEL<TAB>ARGS<TAB>SUBSTRING) and checks
+ * the user-facing contract of the loaders and runtime: exit code 1, exactly
+ * one line "MODEL: error: ..." on stderr containing the expected text, which
+ * names the offending file, tensor, input, op or option, and no file left in
+ * the output directory.
+ *
+ * Each case runs `ppcc run SRC/MODEL --output-dir TMP/out ARGS` with the
+ * source dir as working directory, so the paths in ARGS (and in the
+ * diagnostics) are relative to it; a row may give its own --output-dir,
+ * which wins. ARGS are split at spaces. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "test_support.h"
+
+#define MIN_CORPUS_ROWS 25
+#define MAX_ROWS 512
+#define MAX_ARGS 32
+#define CORPUS_DIR "testdata/bad_run"
+
+typedef struct {
+  char model[256];
+  char args[1024];
+  char want[768];
+} manifest_row;
+
+static manifest_row rows[MAX_ROWS];
+static int n_rows;
+static char manifest_error[512];
+
+/* Reads MODEL<TAB>ARGS<TAB>SUBSTRING lines; '#' and blank lines are comments. */
+static void read_manifest(void) {
+  const char *path = t_src_path(CORPUS_DIR "/expected.tsv");
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(manifest_error, sizeof manifest_error, "cannot open %s: %s", path, strerror(errno));
+    return;
+  }
+  char line[4096];
+  int line_no = 0;
+  while (fgets(line, sizeof line, f)) {
+    line_no++;
+    line[strcspn(line, "\r\n")] = 0;
+    if (line[0] == '#' || line[0] == 0) continue;
+    char *t1 = strchr(line, '\t');
+    char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+    if (!t1 || !t2 || t1 == line || t2[1] == 0 || strchr(t2 + 1, '\t') || n_rows == MAX_ROWS ||
+        strlen(line) >= sizeof rows[0].args) {
+      snprintf(manifest_error, sizeof manifest_error, "expected.tsv:%d: expected MODEL<TAB>ARGS<TAB>SUBSTRING",
+               line_no);
+      break;
+    }
+    *t1 = *t2 = 0;
+    manifest_row *r = &rows[n_rows++];
+    snprintf(r->model, sizeof r->model, "%s", line);
+    snprintf(r->args, sizeof r->args, "%s", t1 + 1);
+    snprintf(r->want, sizeof r->want, "%s", t2 + 1);
+  }
+  fclose(f);
+}
+
+/* Splits a copy of args at spaces into argv[first..]; returns the new count. */
+static int split_args(char *copy, char **argv, int first) {
+  int n = first;
+  for (char *tok = strtok(copy, " "); tok; tok = strtok(NULL, " ")) {
+    ck_assert_msg(n < MAX_ARGS, "too many arguments in [%s]", copy);
+    argv[n++] = tok;
+  }
+  argv[n] = NULL;
+  return n;
+}
+
+/* The path an argument names: the argument itself or what follows NAME=. */
+static const char *arg_path(const char *arg) {
+  const char *eq = strchr(arg, '=');
+  return eq && strncmp(arg, "--", 2) != 0 ? eq + 1 : arg;
+}
+
+/* Is `file` (a name in CORPUS_DIR) a model of, or an argument of, some row? */
+static bool referenced(const char *file) {
+  char rel[512];
+  snprintf(rel, sizeof rel, CORPUS_DIR "/%s", file);
+  for (int i = 0; i < n_rows; i++) {
+    if (strcmp(rows[i].model, rel) == 0) return true;
+    char copy[1024], *argv[MAX_ARGS + 1];
+    snprintf(copy, sizeof copy, "%s", rows[i].args);
+    int n = split_args(copy, argv, 0);
+    for (int k = 0; k < n; k++)
+      if (strcmp(arg_path(argv[k]), rel) == 0) return true;
+  }
+  return false;
+}
+
+START_TEST(test_manifest_is_complete) {
+  ck_assert_msg(manifest_error[0] == 0, "%s", manifest_error);
+  ck_assert_msg(n_rows >= MIN_CORPUS_ROWS, "only %d cases in " CORPUS_DIR "/expected.tsv (need at least %d)",
+                n_rows, MIN_CORPUS_ROWS);
+  for (int i = 0; i < n_rows; i++)
+    ck_assert_msg(access(t_src_path(rows[i].model), R_OK) == 0, "model %s is listed but missing", rows[i].model);
+  /* Every corpus file is used: none can be added and forgotten. */
+  DIR *dir = opendir(t_src_path(CORPUS_DIR));
+  ck_assert_ptr_nonnull(dir);
+  struct dirent *e;
+  while ((e = readdir(dir))) {
+    if (e->d_name[0] == '.' || strcmp(e->d_name, "expected.tsv") == 0) continue;
+    ck_assert_msg(referenced(e->d_name), CORPUS_DIR "/%s is neither a model nor an argument of any case",
+                  e->d_name);
+  }
+  closedir(dir);
+}
+END_TEST
+
+static char *make_dir(char *buf, size_t n, const char *tag) {
+  snprintf(buf, n, "/tmp/ppcc_bad_run_%s.XXXXXX", tag);
+  ck_assert_ptr_nonnull(mkdtemp(buf));
+  return buf;
+}
+
+/* Files below dir_path (recursively); removes them and the directory. */
+static int remove_tree(const char *dir_path) {
+  DIR *dir = opendir(dir_path);
+  if (!dir) return 0;
+  int n = 0;
+  struct dirent *e;
+  char path[1024];
+  while ((e = readdir(dir))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    snprintf(path, sizeof path, "%s/%s", dir_path, e->d_name);
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+      n += remove_tree(path);
+    } else {
+      n++;
+      unlink(path);
+    }
+  }
+  closedir(dir);
+  rmdir(dir_path);
+  return n;
+}
+
+/* Runs `ppcc run SRC/MODEL --output-dir OUT ARGS` from the source dir with
+ * stdout to /dev/null and stderr into err_path; returns the wait status. */
+static int run_ppcc(const char *model, const char *out, const char *args, const char *err_path) {
+  char model_path[4096], copy[1024];
+  snprintf(model_path, sizeof model_path, "%s", t_src_path(model));
+  snprintf(copy, sizeof copy, "%s", args);
+  char *argv[MAX_ARGS + 1] = {(char *)PPCC_BINARY, "run", model_path, "--output-dir", (char *)out};
+  split_args(copy, argv, 5);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    int in = open("/dev/null", O_RDONLY), devnull = open("/dev/null", O_WRONLY),
+        err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || devnull < 0 || err < 0 || chdir(PPCC_SOURCE_DIR) != 0 || dup2(in, 0) < 0 || dup2(devnull, 1) < 0 ||
+        dup2(err, 2) < 0)
+      _exit(127);
+    execv(PPCC_BINARY, argv);
+    _exit(127);
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0) ck_assert_int_eq(errno, EINTR);
+  return status;
+}
+
+static const char *slurp(const char *path) {
+  static char buf[8192];
+  buf[0] = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return buf;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
+/* The expected text must say what is wrong where: a quoted name ('x',
+ * 'w1', an op) or one of the paths the row passes. */
+static bool names_offender(const manifest_row *row) {
+  if (strchr(row->want, '\'')) return true;
+  char copy[1024], *argv[MAX_ARGS + 1];
+  snprintf(copy, sizeof copy, "%s", row->args);
+  int n = split_args(copy, argv, 0);
+  for (int k = 0; k < n; k++)
+    if (strchr(arg_path(argv[k]), '/') && strstr(row->want, arg_path(argv[k]))) return true;
+  return false;
+}
+
+START_TEST(test_bad_run) {
+  ck_assert_msg(_i < n_rows, "manifest row %d missing", _i);
+  const manifest_row *row = &rows[_i];
+  char dir_buf[256], err_buf[256], out[512], err_path[512];
+  const char *work = make_dir(dir_buf, sizeof dir_buf, "out");
+  const char *err_dir = make_dir(err_buf, sizeof err_buf, "err");
+  snprintf(out, sizeof out, "%s/out", work);
+  snprintf(err_path, sizeof err_path, "%s/stderr", err_dir);
+
+  int status = run_ppcc(row->model, out, row->args, err_path);
+  char err[8192];
+  snprintf(err, sizeof err, "%s", slurp(err_path));
+  /* Clean up before asserting: a failed check must not litter /tmp. */
+  int leftovers = remove_tree(work);
+  remove_tree(err_dir);
+
+  const char *what = row->args;
+  ck_assert_msg(names_offender(row), "%s [%s]: expected text \"%s\" names no quoted name nor path of the case",
+                row->model, what, row->want);
+  ck_assert_msg(WIFEXITED(status), "%s [%s]: ppcc died (signal %d); stderr: %s", row->model, what,
+                WIFSIGNALED(status) ? WTERMSIG(status) : 0, err);
+  ck_assert_msg(WEXITSTATUS(status) == 1, "%s [%s]: exit code %d, want 1; stderr: %s", row->model, what,
+                WEXITSTATUS(status), err);
+  size_t len = strlen(err);
+  const char *newline = strchr(err, '\n');
+  ck_assert_msg(len > 0 && newline == err + len - 1, "%s [%s]: stderr is not exactly one line: [%s]", row->model,
+                what, err);
+  char prefix[4200];
+  snprintf(prefix, sizeof prefix, "%s: error: ", t_src_path(row->model));
+  ck_assert_msg(strncmp(err, prefix, strlen(prefix)) == 0, "%s [%s]: stderr does not start with \"%s\": [%s]",
+                row->model, what, prefix, err);
+  ck_assert_msg(strstr(err, row->want) != NULL, "%s [%s]: diagnostic lacks \"%s\": [%s]", row->model, what,
+                row->want, err);
+  ck_assert_msg(leftovers == 0, "%s [%s]: %d files left in the output directory", row->model, what, leftovers);
+}
+END_TEST
+
+/* Runs a case expected to succeed; returns the bytes of OUT/NAME (or NULL). */
+static char *run_ok(const char *model, const char *args, const char *output, size_t *size) {
+  char dir_buf[256], out[512], err_path[512], file[640];
+  const char *work = make_dir(dir_buf, sizeof dir_buf, "ok");
+  snprintf(out, sizeof out, "%s/out", work);
+  snprintf(err_path, sizeof err_path, "%s/stderr", work);
+  int status = run_ppcc(model, out, args, err_path);
+  char err[8192];
+  snprintf(err, sizeof err, "%s", slurp(err_path));
+  snprintf(file, sizeof file, "%s/%s", out, output);
+  char *bytes = NULL;
+  FILE *f = fopen(file, "rb");
+  if (f) {
+    bytes = malloc(4096);
+    *size = bytes ? fread(bytes, 1, 4096, f) : 0;
+    fclose(f);
+  }
+  remove_tree(work);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s [%s]: exit status %d; stderr: %s", model, args,
+                status, err);
+  ck_assert_msg(bytes != NULL, "%s [%s]: %s was not written", model, args, output);
+  return bytes;
+}
+
+/* The corpus is meaningful only if its models and good files work: each
+ * bad case then fails for the one thing it breaks. */
+START_TEST(test_good_files_run) {
+  const char *tiny = CORPUS_DIR "/tiny.json";
+  size_t n1 = 0, n2 = 0;
+  char *a = run_ok(tiny, "--weights " CORPUS_DIR "/good.safetensors --input x=" CORPUS_DIR "/x_good.npy", "y.npy",
+                   &n1);
+  char *b = run_ok(tiny, "--weights " CORPUS_DIR "/good.irpa --input x=" CORPUS_DIR "/x_good.npy", "y.npy", &n2);
+  bool same = n1 == n2 && memcmp(a, b, n1) == 0;
+  free(a);
+  free(b);
+  ck_assert_msg(same, "good.safetensors and good.irpa give different outputs");
+  for (int i = 0; i < n_rows; i++) {
+    bool seen = false;
+    for (int j = 0; j < i && !seen; j++) seen = strcmp(rows[j].model, rows[i].model) == 0;
+    if (seen) continue;
+    char dir_buf[256], out[512], err_path[512];
+    const char *work = make_dir(dir_buf, sizeof dir_buf, "ok");
+    snprintf(out, sizeof out, "%s/out", work);
+    snprintf(err_path, sizeof err_path, "%s/stderr", work);
+    int status = run_ppcc(rows[i].model, out, "--random-weights 1", err_path);
+    char err[8192];
+    snprintf(err, sizeof err, "%s", slurp(err_path));
+    remove_tree(work);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s does not run: status %d; stderr: %s",
+                  rows[i].model, status, err);
+  }
+}
+END_TEST
+
+int main(void) {
+  read_manifest();
+  Suite *s = suite_create("bad_run");
+  TCase *manifest = tcase_create("manifest");
+  tcase_add_test(manifest, test_manifest_is_complete);
+  suite_add_tcase(s, manifest);
+  TCase *good = tcase_create("good");
+  tcase_set_timeout(good, 120);
+  tcase_add_test(good, test_good_files_run);
+  suite_add_tcase(s, good);
+  TCase *corpus = tcase_create("corpus");
+  tcase_set_timeout(corpus, 60);
+  /* At least one iteration, so a missing manifest fails loudly. */
+  tcase_add_loop_test(corpus, test_bad_run, 0, n_rows > 0 ? n_rows : 1);
+  suite_add_tcase(s, corpus);
+  return t_run_suite(s);
+}
