@@ -10,6 +10,7 @@ packages=(
   libmlir-19-dev mlir-19-tools llvm-19-dev  # MLIR emitter (C API) and mlir-opt-19
   libopenblas-dev                    # runtime kernels
   clang-14 libclang-rt-14-dev        # sanitizer and fuzzing builds
+  graphviz                           # tests check that DOT reports render
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -158,7 +158,7 @@ ppcc_status ppcc_report_dot(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
   } else {
     fputs("digraph \"", out);
     dot_text(out, g->name);
-    fputs("\" {\n  graph [rankdir=TB, fontname=\"Helvetica\"];\n"
+    fputs("\" {\n  graph [rankdir=TB, newrank=true, fontname=\"Helvetica\"];\n"
           "  node [fontname=\"Helvetica\", fontsize=10, style=filled];\n"
           "  edge [fontname=\"Helvetica\", fontsize=9];\n",
           out);
