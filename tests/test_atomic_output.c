@@ -11,7 +11,6 @@
  * such leftover is a hidden temporary and never the target itself. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,45 +26,9 @@
 
 /* ---------------- helpers ---------------- */
 
-static char *make_temp_dir(void) {
-  char tmpl[] = "/tmp/ppcc_atomic_XXXXXX";
-  char *dir = mkdtemp(tmpl);
-  ck_assert_ptr_nonnull(dir);
-  return strdup(dir);
-}
-
-static char *join(const char *dir, const char *name) {
-  size_t n = strlen(dir) + strlen(name) + 2;
-  char *p = malloc(n);
-  snprintf(p, n, "%s/%s", dir, name);
-  return p;
-}
-
-static void write_file(const char *path, const char *data, size_t len) {
-  FILE *f = fopen(path, "wb");
-  ck_assert_msg(f != NULL, "cannot write %s", path);
-  ck_assert_uint_eq(fwrite(data, 1, len, f), len);
-  ck_assert_int_eq(fclose(f), 0);
-}
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  size_t got;
-  while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += got;
-    if (n == cap) buf = realloc(buf, cap *= 2);
-  }
-  fclose(f);
-  *len = n;
-  return buf;
-}
-
 static bool file_equals(const char *path, const char *data, size_t len) {
   size_t n;
-  char *got = read_file(path, &n);
+  char *got = t_read_file(path, &n);
   bool same = got && n == len && memcmp(got, data, len) == 0;
   free(got);
   return same;
@@ -85,7 +48,7 @@ static int count_other_files(const char *dir, const char *const *keep, int n_kee
     if (kept) continue;
     others++;
     if (remove_them) {
-      char *p = join(dir, e->d_name);
+      char *p = t_path_join(dir, e->d_name);
       unlink(p);
       free(p);
     } else {
@@ -96,46 +59,9 @@ static int count_other_files(const char *dir, const char *const *keep, int n_kee
   return others;
 }
 
-static void remove_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    char *p = join(dir, e->d_name);
-    struct stat st;
-    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-      remove_tree(p);
-    else
-      unlink(p);
-    free(p);
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
-/* Starts ppcc with argv (NULL-terminated, argv[0] ignored), stdout and
- * stderr to /dev/null; returns the pid. */
-static pid_t spawn(char *const argv[]) {
-  pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    int null_fd = open("/dev/null", O_WRONLY);
-    if (null_fd >= 0) {
-      dup2(null_fd, 1);
-      dup2(null_fd, 2);
-    }
-    execv(PPCC_BINARY, argv);
-    _exit(127);
-  }
-  return pid;
-}
-
 /* Runs ppcc to completion; returns its exit code (or 128 + signal). */
-static int run_ppcc(char *const argv[]) {
-  pid_t pid = spawn(argv);
-  int status;
-  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+static int run_ppcc(const char *const argv[]) {
+  int status = t_run_ppcc(argv, NULL);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
 }
@@ -153,15 +79,12 @@ static void sleep_seconds(double s) {
 }
 
 static bool binary_has_mlir(const char *dir) {
-  char *model = join(dir, "probe.json");
-  char *out = join(dir, "probe.mlir");
-  write_file(model, "{\"ppcc\": 1, \"devices\": 1, \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", "
-                    "\"shape\": [2]}], \"ops\": [{\"op\": \"neg\", \"in\": [\"x\"], \"out\": [\"y\"]}], "
-                    "\"outputs\": [\"y\"]}",
-             strlen("{\"ppcc\": 1, \"devices\": 1, \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", "
-                    "\"shape\": [2]}], \"ops\": [{\"op\": \"neg\", \"in\": [\"x\"], \"out\": [\"y\"]}], "
-                    "\"outputs\": [\"y\"]}"));
-  char *argv[] = {"ppcc", "compile", model, "-o", out, NULL};
+  char *model = t_path_join(dir, "probe.json");
+  char *out = t_path_join(dir, "probe.mlir");
+  t_write_text(model, "{\"ppcc\": 1, \"devices\": 1, \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", "
+                      "\"shape\": [2]}], \"ops\": [{\"op\": \"neg\", \"in\": [\"x\"], \"out\": [\"y\"]}], "
+                      "\"outputs\": [\"y\"]}");
+  const char *argv[] = {"ppcc", "compile", model, "-o", out, NULL};
   bool ok = run_ppcc(argv) == 0;
   unlink(model);
   unlink(out);
@@ -188,23 +111,23 @@ static const char *const bad_models[] = {
 /* ---------------- failed compiles ---------------- */
 
 START_TEST(test_failed_compile_keeps_target) {
-  char *dir = make_temp_dir();
+  char *dir = t_make_temp_dir("atomic");
   bool mlir = binary_has_mlir(dir);
   const char *targets[] = {"out.json", "out.txt", "out.dot", "out.mlir"};
   for (int m = 0; m < 3; m++) {
-    char *model = join(dir, "model.json");
+    char *model = t_path_join(dir, "model.json");
     if (bad_models[m])
-      write_file(model, bad_models[m], strlen(bad_models[m]));
+      t_write_file(model, bad_models[m], strlen(bad_models[m]));
     else
       unlink(model);
     for (int t = 0; t < 4; t++) {
       if (t == 3 && !mlir) continue;
-      char *target = join(dir, targets[t]);
-      write_file(target, ORIGINAL, strlen(ORIGINAL));
+      char *target = t_path_join(dir, targets[t]);
+      t_write_file(target, ORIGINAL, strlen(ORIGINAL));
       char report_opt[4096];
       snprintf(report_opt, sizeof report_opt, "--report=%s", target);
-      char *argv_report[] = {"ppcc", "compile", model, report_opt, NULL};
-      char *argv_mlir[] = {"ppcc", "compile", model, "-o", target, NULL};
+      const char *argv_report[] = {"ppcc", "compile", model, report_opt, NULL};
+      const char *argv_mlir[] = {"ppcc", "compile", model, "-o", target, NULL};
       int rc = run_ppcc(t == 3 ? argv_mlir : argv_report);
       ck_assert_msg(rc == 1, "model %d, target %s: exit %d, expected 1", m, targets[t], rc);
       ck_assert_msg(file_equals(target, ORIGINAL, strlen(ORIGINAL)), "model %d: %s was modified", m,
@@ -216,45 +139,45 @@ START_TEST(test_failed_compile_keeps_target) {
     }
     free(model);
   }
-  remove_tree(dir);
+  t_remove_tree(dir);
   free(dir);
 }
 END_TEST
 
 START_TEST(test_failed_compile_creates_nothing) {
-  char *dir = make_temp_dir();
-  char *model = join(dir, "model.json");
-  write_file(model, bad_models[1], strlen(bad_models[1]));
-  char *target = join(dir, "new.json");
+  char *dir = t_make_temp_dir("atomic");
+  char *model = t_path_join(dir, "model.json");
+  t_write_file(model, bad_models[1], strlen(bad_models[1]));
+  char *target = t_path_join(dir, "new.json");
   char report_opt[4096];
   snprintf(report_opt, sizeof report_opt, "--report=%s", target);
-  char *argv[] = {"ppcc", "compile", model, report_opt, NULL};
+  const char *argv[] = {"ppcc", "compile", model, report_opt, NULL};
   ck_assert_int_eq(run_ppcc(argv), 1);
   const char *keep[] = {"model.json"};
   ck_assert_int_eq(count_other_files(dir, keep, 1, false), 0);
   free(target);
   free(model);
-  remove_tree(dir);
+  t_remove_tree(dir);
   free(dir);
 }
 END_TEST
 
 /* Two outputs, the second one unwritable: neither may appear or change. */
 START_TEST(test_all_or_nothing) {
-  char *dir = make_temp_dir();
+  char *dir = t_make_temp_dir("atomic");
   if (!binary_has_mlir(dir)) {
     fprintf(stderr, "test_all_or_nothing: skipped, ppcc built without MLIR (one output only)\n");
-    remove_tree(dir);
+    t_remove_tree(dir);
     free(dir);
     return;
   }
-  char *model = join(dir, "model.json");
-  write_file(model, GOOD_MODEL, strlen(GOOD_MODEL));
-  char *mlir = join(dir, "out.mlir");
-  write_file(mlir, ORIGINAL, strlen(ORIGINAL));
+  char *model = t_path_join(dir, "model.json");
+  t_write_file(model, GOOD_MODEL, strlen(GOOD_MODEL));
+  char *mlir = t_path_join(dir, "out.mlir");
+  t_write_file(mlir, ORIGINAL, strlen(ORIGINAL));
   char report_opt[4096];
   snprintf(report_opt, sizeof report_opt, "--report=%s/no/such/dir/r.json", dir);
-  char *argv[] = {"ppcc", "compile", model, "-o", mlir, report_opt, NULL};
+  const char *argv[] = {"ppcc", "compile", model, "-o", mlir, report_opt, NULL};
   ck_assert_int_eq(run_ppcc(argv), 1);
   ck_assert(file_equals(mlir, ORIGINAL, strlen(ORIGINAL)));
   const char *keep[] = {"model.json", "out.mlir"};
@@ -265,7 +188,7 @@ START_TEST(test_all_or_nothing) {
   ck_assert(!file_equals(mlir, ORIGINAL, strlen(ORIGINAL)));
   free(model);
   free(mlir);
-  remove_tree(dir);
+  t_remove_tree(dir);
   free(dir);
 }
 END_TEST
@@ -273,14 +196,14 @@ END_TEST
 /* A target that is a directory, or in a read-only directory: an error,
  * nothing else touched. */
 START_TEST(test_unwritable_target) {
-  char *dir = make_temp_dir();
-  char *model = join(dir, "model.json");
-  write_file(model, GOOD_MODEL, strlen(GOOD_MODEL));
-  char *sub = join(dir, "sub.json");
+  char *dir = t_make_temp_dir("atomic");
+  char *model = t_path_join(dir, "model.json");
+  t_write_file(model, GOOD_MODEL, strlen(GOOD_MODEL));
+  char *sub = t_path_join(dir, "sub.json");
   ck_assert_int_eq(mkdir(sub, 0755), 0);
   char report_opt[4096];
   snprintf(report_opt, sizeof report_opt, "--report=%s", sub);
-  char *argv[] = {"ppcc", "compile", model, report_opt, NULL};
+  const char *argv[] = {"ppcc", "compile", model, report_opt, NULL};
   ck_assert_int_eq(run_ppcc(argv), 1);
   struct stat st;
   ck_assert_int_eq(stat(sub, &st), 0);
@@ -289,7 +212,7 @@ START_TEST(test_unwritable_target) {
   ck_assert_int_eq(count_other_files(dir, keep, 2, false), 0);
   free(sub);
   free(model);
-  remove_tree(dir);
+  t_remove_tree(dir);
   free(dir);
 }
 END_TEST
@@ -297,25 +220,25 @@ END_TEST
 /* ---------------- failed runs (.npy outputs) ---------------- */
 
 START_TEST(test_failed_run_keeps_outputs) {
-  char *dir = make_temp_dir();
-  char *model = join(dir, "model.json");
-  write_file(model, GOOD_MODEL, strlen(GOOD_MODEL));
-  char *out_dir = join(dir, "out");
+  char *dir = t_make_temp_dir("atomic");
+  char *model = t_path_join(dir, "model.json");
+  t_write_file(model, GOOD_MODEL, strlen(GOOD_MODEL));
+  char *out_dir = t_path_join(dir, "out");
   ck_assert_int_eq(mkdir(out_dir, 0755), 0);
-  char *y = join(out_dir, "y.npy");
-  write_file(y, ORIGINAL, strlen(ORIGINAL));
+  char *y = t_path_join(out_dir, "y.npy");
+  t_write_file(y, ORIGINAL, strlen(ORIGINAL));
   /* Weights that are not a weights file: the run must fail before any
    * output is written. */
-  char *weights = join(dir, "w.safetensors");
-  write_file(weights, "garbage", 7);
-  char *argv[] = {"ppcc", "run", model, "--weights", weights, "--output-dir", out_dir, NULL};
+  char *weights = t_path_join(dir, "w.safetensors");
+  t_write_file(weights, "garbage", 7);
+  const char *argv[] = {"ppcc", "run", model, "--weights", weights, "--output-dir", out_dir, NULL};
   int rc = run_ppcc(argv);
   ck_assert_msg(rc == 1, "exit %d, expected 1", rc);
   ck_assert(file_equals(y, ORIGINAL, strlen(ORIGINAL)));
   const char *keep[] = {"y.npy"};
   ck_assert_int_eq(count_other_files(out_dir, keep, 1, false), 0);
   /* With random weights it succeeds and replaces y.npy. */
-  char *argv_ok[] = {"ppcc", "run", model, "--random-weights", "1", "--output-dir", out_dir, NULL};
+  const char *argv_ok[] = {"ppcc", "run", model, "--random-weights", "1", "--output-dir", out_dir, NULL};
   rc = run_ppcc(argv_ok);
   if (rc == 0) {
     ck_assert(!file_equals(y, ORIGINAL, strlen(ORIGINAL)));
@@ -330,7 +253,7 @@ START_TEST(test_failed_run_keeps_outputs) {
   free(y);
   free(out_dir);
   free(model);
-  remove_tree(dir);
+  t_remove_tree(dir);
   free(dir);
 }
 END_TEST
@@ -368,12 +291,12 @@ static void write_big_model(const char *path, int blocks) {
 }
 
 static void interrupt_at_many_points(int sig) {
-  char *dir = make_temp_dir();
-  char *model = join(dir, "big.json");
-  char *target = join(dir, "out.json");
+  char *dir = t_make_temp_dir("atomic");
+  char *model = t_path_join(dir, "big.json");
+  char *target = t_path_join(dir, "out.json");
   char report_opt[4096];
   snprintf(report_opt, sizeof report_opt, "--report=%s", target);
-  char *argv[] = {"ppcc", "compile", model, report_opt, NULL};
+  const char *argv[] = {"ppcc", "compile", model, report_opt, NULL};
 
   /* Grow the model until a full compile takes at least 0.3 s. */
   int blocks = 2000;
@@ -389,17 +312,17 @@ static void interrupt_at_many_points(int sig) {
     blocks *= 2;
   }
   size_t ref_len;
-  char *ref = read_file(target, &ref_len);
+  char *ref = t_read_file(target, &ref_len);
   ck_assert_ptr_nonnull(ref);
   ck_assert_uint_gt(ref_len, 0);
 
   enum { POINTS = 24 };
   int old_kept = 0, new_written = 0, leftovers = 0;
   for (int i = 0; i < POINTS; i++) {
-    write_file(target, ORIGINAL, strlen(ORIGINAL));
+    t_write_file(target, ORIGINAL, strlen(ORIGINAL));
     /* Spread the kills over the whole run, a little past its end. */
     double delay = full * (0.02 + 1.1 * i / (POINTS - 1));
-    pid_t pid = spawn(argv);
+    pid_t pid = t_spawn_ppcc(argv, NULL, NULL, NULL);
     sleep_seconds(delay);
     kill(pid, sig);
     int status;
@@ -434,15 +357,15 @@ static void interrupt_at_many_points(int sig) {
   free(ref);
   free(target);
   free(model);
-  remove_tree(dir);
+  t_remove_tree(dir);
   free(dir);
 }
 
 /* A signal that lands while an output is open (the window is too short to
  * hit from outside) removes the temporary, then kills the process. */
 static void signal_while_writing(int sig) {
-  char *dir = make_temp_dir();
-  char *target = join(dir, "out.json");
+  char *dir = t_make_temp_dir("atomic");
+  char *target = t_path_join(dir, "out.json");
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
@@ -462,7 +385,7 @@ static void signal_while_writing(int sig) {
   const char *keep[] = {NULL};
   ck_assert_int_eq(count_other_files(dir, keep, 0, false), 0);
   free(target);
-  remove_tree(dir);
+  t_remove_tree(dir);
   free(dir);
 }
 
@@ -483,21 +406,17 @@ END_TEST
 
 Suite *atomic_suite(void) {
   Suite *s = suite_create("atomic_output");
-  TCase *fail = tcase_create("failures");
-  tcase_set_timeout(fail, 300);
+  TCase *fail = t_add_tcase(s, "failures", 300);
   tcase_add_test(fail, test_failed_compile_keeps_target);
   tcase_add_test(fail, test_failed_compile_creates_nothing);
   tcase_add_test(fail, test_all_or_nothing);
   tcase_add_test(fail, test_unwritable_target);
   tcase_add_test(fail, test_failed_run_keeps_outputs);
-  suite_add_tcase(s, fail);
-  TCase *kill_tc = tcase_create("interrupts");
-  tcase_set_timeout(kill_tc, 600);
+  TCase *kill_tc = t_add_tcase(s, "interrupts", 600);
   tcase_add_test(kill_tc, test_signal_handler_removes_temporary);
   tcase_add_test(kill_tc, test_sigkill_never_leaves_partial_target);
   tcase_add_test(kill_tc, test_sigint_never_leaves_partial_target);
   tcase_add_test(kill_tc, test_sigterm_never_leaves_partial_target);
-  suite_add_tcase(s, kill_tc);
   return s;
 }
 

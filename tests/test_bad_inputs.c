@@ -4,20 +4,15 @@
  * expected text, and no report file (nor temporary file) left behind. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "test_support.h"
 
 #define MIN_CORPUS_ROWS 60
 #define MAX_ROWS 1024
-
-extern char **environ;
 
 typedef struct {
   char file[256];
@@ -82,65 +77,13 @@ START_TEST(test_manifest_is_complete) {
 }
 END_TEST
 
-static char *make_dir(const char *tag) {
-  static char bufs[2][256];
-  char *buf = bufs[tag[0] == 'o'];
-  snprintf(buf, sizeof bufs[0], "/tmp/ppcc_bad_%s.XXXXXX", tag);
-  ck_assert_ptr_nonnull(mkdtemp(buf));
-  return buf;
-}
-
-static int count_entries(const char *dir_path) {
-  DIR *dir = opendir(dir_path);
-  int n = 0;
-  struct dirent *e;
-  while (dir && (e = readdir(dir)))
-    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
-  if (dir) closedir(dir);
-  return n;
-}
-
-static void remove_dir(const char *dir_path) {
-  DIR *dir = opendir(dir_path);
-  struct dirent *e;
-  char path[600];
-  while (dir && (e = readdir(dir))) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    snprintf(path, sizeof path, "%s/%s", dir_path, e->d_name);
-    unlink(path);
-  }
-  if (dir) closedir(dir);
-  rmdir(dir_path);
-}
-
 /* Runs `ppcc compile MODEL --report=REPORT` with stderr into err_path;
  * returns the raw wait status. */
 static int run_compile(const char *model, const char *report, const char *err_path) {
   char report_arg[600];
   snprintf(report_arg, sizeof report_arg, "--report=%s", report);
-  char *argv[] = {(char *)PPCC_BINARY, "compile", (char *)model, report_arg, NULL};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid;
-  int rc = posix_spawn(&pid, PPCC_BINARY, &actions, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ck_assert_msg(rc == 0, "cannot run %s: %s", PPCC_BINARY, strerror(rc));
-  int status;
-  while (waitpid(pid, &status, 0) < 0) ck_assert_int_eq(errno, EINTR);
-  return status;
-}
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  ck_assert_ptr_nonnull(f);
-  static char buf[8192];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = 0;
-  fclose(f);
-  return buf;
+  const char *argv[] = {PPCC_BINARY, "compile", model, report_arg, NULL};
+  return t_run_ppcc(argv, err_path);
 }
 
 START_TEST(test_bad_input) {
@@ -149,19 +92,22 @@ START_TEST(test_bad_input) {
   char rel[512], model[4096], report[512], err_path[512];
   snprintf(rel, sizeof rel, "testdata/bad/%s", row->file);
   snprintf(model, sizeof model, "%s", t_src_path(rel));
-  char *out_dir = make_dir("out");
-  char *err_dir = make_dir("err");
+  char *out_dir = t_make_temp_dir("bad_out");
+  char *err_dir = t_make_temp_dir("bad_err");
   snprintf(report, sizeof report, "%s/out.json", out_dir);
   snprintf(err_path, sizeof err_path, "%s/stderr", err_dir);
 
   int status = run_compile(model, report, err_path);
-  const char *err = slurp(err_path);
+  char *err = t_read_file(err_path, NULL);
   bool report_written = access(report, F_OK) == 0;
-  int leftovers = count_entries(out_dir);
+  int leftovers = t_count_entries(out_dir);
   /* Clean up before asserting: a failed check must not litter /tmp. */
-  remove_dir(out_dir);
-  remove_dir(err_dir);
+  t_remove_tree(out_dir);
+  t_remove_tree(err_dir);
+  free(out_dir);
+  free(err_dir);
 
+  ck_assert_msg(err != NULL, "%s: cannot read the captured stderr", row->file);
   ck_assert_msg(WIFEXITED(status), "%s: ppcc died (signal %d); stderr: %s", row->file,
                 WIFSIGNALED(status) ? WTERMSIG(status) : 0, err);
   ck_assert_msg(WEXITSTATUS(status) == 1, "%s: exit code %d, want 1; stderr: %s", row->file, WEXITSTATUS(status),
@@ -176,19 +122,17 @@ START_TEST(test_bad_input) {
   ck_assert_msg(strstr(err, row->want) != NULL, "%s: diagnostic lacks \"%s\": [%s]", row->file, row->want, err);
   ck_assert_msg(!report_written, "%s: %s was written despite the error", row->file, report);
   ck_assert_msg(leftovers == 0, "%s: %d files left behind in the report directory", row->file, leftovers);
+  free(err);
 }
 END_TEST
 
 int main(void) {
   read_manifest();
   Suite *s = suite_create("bad_inputs");
-  TCase *manifest = tcase_create("manifest");
+  TCase *manifest = t_add_tcase(s, "manifest", 0);
   tcase_add_test(manifest, test_manifest_is_complete);
-  suite_add_tcase(s, manifest);
-  TCase *corpus = tcase_create("corpus");
-  tcase_set_timeout(corpus, 60);
+  TCase *corpus = t_add_tcase(s, "corpus", 60);
   /* At least one iteration, so a missing manifest fails loudly. */
   tcase_add_loop_test(corpus, test_bad_input, 0, n_rows > 0 ? n_rows : 1);
-  suite_add_tcase(s, corpus);
   return t_run_suite(s);
 }

@@ -11,11 +11,9 @@
  * which wins. ARGS are split at spaces. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "test_support.h"
@@ -117,35 +115,6 @@ START_TEST(test_manifest_is_complete) {
 }
 END_TEST
 
-static char *make_dir(char *buf, size_t n, const char *tag) {
-  snprintf(buf, n, "/tmp/ppcc_bad_run_%s.XXXXXX", tag);
-  ck_assert_ptr_nonnull(mkdtemp(buf));
-  return buf;
-}
-
-/* Files below dir_path (recursively); removes them and the directory. */
-static int remove_tree(const char *dir_path) {
-  DIR *dir = opendir(dir_path);
-  if (!dir) return 0;
-  int n = 0;
-  struct dirent *e;
-  char path[1024];
-  while ((e = readdir(dir))) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    snprintf(path, sizeof path, "%s/%s", dir_path, e->d_name);
-    struct stat st;
-    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-      n += remove_tree(path);
-    } else {
-      n++;
-      unlink(path);
-    }
-  }
-  closedir(dir);
-  rmdir(dir_path);
-  return n;
-}
-
 /* Runs `ppcc run SRC/MODEL --output-dir OUT ARGS` from the source dir with
  * stdout to /dev/null and stderr into err_path; returns the wait status. */
 static int run_ppcc(const char *model, const char *out, const char *args, const char *err_path) {
@@ -154,31 +123,7 @@ static int run_ppcc(const char *model, const char *out, const char *args, const 
   snprintf(copy, sizeof copy, "%s", args);
   char *argv[MAX_ARGS + 1] = {(char *)PPCC_BINARY, "run", model_path, "--output-dir", (char *)out};
   split_args(copy, argv, 5);
-  pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    int in = open("/dev/null", O_RDONLY), devnull = open("/dev/null", O_WRONLY),
-        err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (in < 0 || devnull < 0 || err < 0 || chdir(PPCC_SOURCE_DIR) != 0 || dup2(in, 0) < 0 || dup2(devnull, 1) < 0 ||
-        dup2(err, 2) < 0)
-      _exit(127);
-    execv(PPCC_BINARY, argv);
-    _exit(127);
-  }
-  int status;
-  while (waitpid(pid, &status, 0) < 0) ck_assert_int_eq(errno, EINTR);
-  return status;
-}
-
-static const char *slurp(const char *path) {
-  static char buf[8192];
-  buf[0] = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return buf;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = 0;
-  fclose(f);
-  return buf;
+  return t_wait(t_spawn_ppcc((const char *const *)argv, PPCC_SOURCE_DIR, NULL, err_path));
 }
 
 /* The expected text must say what is wrong where: a quoted name ('x',
@@ -196,18 +141,19 @@ static bool names_offender(const manifest_row *row) {
 START_TEST(test_bad_run) {
   ck_assert_msg(_i < n_rows, "manifest row %d missing", _i);
   const manifest_row *row = &rows[_i];
-  char dir_buf[256], err_buf[256], out[512], err_path[512];
-  const char *work = make_dir(dir_buf, sizeof dir_buf, "out");
-  const char *err_dir = make_dir(err_buf, sizeof err_buf, "err");
+  char out[512], err_path[512];
+  char *work = t_make_temp_dir("bad_run_out");
+  char *err_dir = t_make_temp_dir("bad_run_err");
   snprintf(out, sizeof out, "%s/out", work);
   snprintf(err_path, sizeof err_path, "%s/stderr", err_dir);
 
   int status = run_ppcc(row->model, out, row->args, err_path);
-  char err[8192];
-  snprintf(err, sizeof err, "%s", slurp(err_path));
+  char *err = t_read_text(err_path);
   /* Clean up before asserting: a failed check must not litter /tmp. */
-  int leftovers = remove_tree(work);
-  remove_tree(err_dir);
+  int leftovers = t_remove_tree(work);
+  t_remove_tree(err_dir);
+  free(work);
+  free(err_dir);
 
   const char *what = row->args;
   ck_assert_msg(names_offender(row), "%s [%s]: expected text \"%s\" names no quoted name nor path of the case",
@@ -227,30 +173,26 @@ START_TEST(test_bad_run) {
   ck_assert_msg(strstr(err, row->want) != NULL, "%s [%s]: diagnostic lacks \"%s\": [%s]", row->model, what,
                 row->want, err);
   ck_assert_msg(leftovers == 0, "%s [%s]: %d files left in the output directory", row->model, what, leftovers);
+  free(err);
 }
 END_TEST
 
 /* Runs a case expected to succeed; returns the bytes of OUT/NAME (or NULL). */
 static char *run_ok(const char *model, const char *args, const char *output, size_t *size) {
-  char dir_buf[256], out[512], err_path[512], file[640];
-  const char *work = make_dir(dir_buf, sizeof dir_buf, "ok");
+  char out[512], err_path[512], file[640];
+  char *work = t_make_temp_dir("bad_run_ok");
   snprintf(out, sizeof out, "%s/out", work);
   snprintf(err_path, sizeof err_path, "%s/stderr", work);
   int status = run_ppcc(model, out, args, err_path);
-  char err[8192];
-  snprintf(err, sizeof err, "%s", slurp(err_path));
+  char *err = t_read_text(err_path);
   snprintf(file, sizeof file, "%s/%s", out, output);
-  char *bytes = NULL;
-  FILE *f = fopen(file, "rb");
-  if (f) {
-    bytes = malloc(4096);
-    *size = bytes ? fread(bytes, 1, 4096, f) : 0;
-    fclose(f);
-  }
-  remove_tree(work);
+  char *bytes = t_read_file(file, size);
+  t_remove_tree(work);
+  free(work);
   ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s [%s]: exit status %d; stderr: %s", model, args,
                 status, err);
   ck_assert_msg(bytes != NULL, "%s [%s]: %s was not written", model, args, output);
+  free(err);
   return bytes;
 }
 
@@ -270,16 +212,17 @@ START_TEST(test_good_files_run) {
     bool seen = false;
     for (int j = 0; j < i && !seen; j++) seen = strcmp(rows[j].model, rows[i].model) == 0;
     if (seen) continue;
-    char dir_buf[256], out[512], err_path[512];
-    const char *work = make_dir(dir_buf, sizeof dir_buf, "ok");
+    char out[512], err_path[512];
+    char *work = t_make_temp_dir("bad_run_ok");
     snprintf(out, sizeof out, "%s/out", work);
     snprintf(err_path, sizeof err_path, "%s/stderr", work);
     int status = run_ppcc(rows[i].model, out, "--random-weights 1", err_path);
-    char err[8192];
-    snprintf(err, sizeof err, "%s", slurp(err_path));
-    remove_tree(work);
+    char *err = t_read_text(err_path);
+    t_remove_tree(work);
+    free(work);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s does not run: status %d; stderr: %s",
                   rows[i].model, status, err);
+    free(err);
   }
 }
 END_TEST
@@ -287,17 +230,12 @@ END_TEST
 int main(void) {
   read_manifest();
   Suite *s = suite_create("bad_run");
-  TCase *manifest = tcase_create("manifest");
+  TCase *manifest = t_add_tcase(s, "manifest", 0);
   tcase_add_test(manifest, test_manifest_is_complete);
-  suite_add_tcase(s, manifest);
-  TCase *good = tcase_create("good");
-  tcase_set_timeout(good, 120);
+  TCase *good = t_add_tcase(s, "good", 120);
   tcase_add_test(good, test_good_files_run);
-  suite_add_tcase(s, good);
-  TCase *corpus = tcase_create("corpus");
-  tcase_set_timeout(corpus, 60);
+  TCase *corpus = t_add_tcase(s, "corpus", 60);
   /* At least one iteration, so a missing manifest fails loudly. */
   tcase_add_loop_test(corpus, test_bad_run, 0, n_rows > 0 ? n_rows : 1);
-  suite_add_tcase(s, corpus);
   return t_run_suite(s);
 }

@@ -1,7 +1,6 @@
 /* Command-line tests: run the ppcc binary (PPCC_BINARY) and check exit
  * codes, messages and output files (DESIGN §8). */
 #include <dirent.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +8,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "ppcc/io.h"
 #include "test_support.h"
 
 /* ---------------- running the binary ---------------- */
@@ -20,47 +18,17 @@ typedef struct run_result {
   char *err;
 } run_result;
 
-static char scratch[256]; /* per-test temp dir, made by the fixture (each test forks) */
+static char *scratch; /* per-test temp dir, made by the fixture (each test forks) */
 
-static void make_scratch(void) {
-  snprintf(scratch, sizeof scratch, "/tmp/ppcc_cli_XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(scratch));
-}
+static void make_scratch(void) { scratch = t_make_temp_dir("cli"); }
 
 static void remove_scratch(void) {
-  DIR *dir = opendir(scratch);
-  if (!dir) return;
-  char path[512];
-  for (struct dirent *e; (e = readdir(dir));) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    snprintf(path, sizeof path, "%s/%s", scratch, e->d_name);
-    unlink(path);
-  }
-  closedir(dir);
-  rmdir(scratch);
+  t_remove_tree(scratch);
+  free(scratch);
+  scratch = NULL;
 }
 
-static const char *in_scratch(const char *name) {
-  static char bufs[8][512];
-  static int next;
-  char *buf = bufs[next++ % 8];
-  snprintf(buf, sizeof bufs[0], "%s/%s", scratch, name);
-  return buf;
-}
-
-static char *slurp(const char *path) {
-  ppcc_diag d;
-  ppcc_diag_init(&d, path, NULL);
-  size_t len = 0;
-  char *data = ppcc_read_file(path, &len, &d);
-  return data ? data : strdup("");
-}
-
-static void redirect(int fd, const char *path) {
-  int f = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (f < 0 || dup2(f, fd) < 0) _exit(127);
-  close(f);
-}
+static const char *in_scratch(const char *name) { return t_path_in(scratch, name); }
 
 /* Runs ppcc with the NULL-terminated arguments; stdout and stderr are
  * captured in the scratch dir (as hidden files the listing ignores). */
@@ -75,18 +43,8 @@ static run_result run_ppcc(const char *arg, ...) {
   char out_path[512], err_path[512];
   snprintf(out_path, sizeof out_path, "%s/..stdout", scratch);
   snprintf(err_path, sizeof err_path, "%s/..stderr", scratch);
-  fflush(NULL);
-  pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    redirect(1, out_path);
-    redirect(2, err_path);
-    execv(PPCC_BINARY, (char *const *)argv);
-    _exit(127);
-  }
-  int status = 0;
-  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-  run_result r = {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out_path), slurp(err_path)};
+  int status = t_wait(t_spawn_ppcc(argv, NULL, out_path, err_path));
+  run_result r = {WIFEXITED(status) ? WEXITSTATUS(status) : -1, t_read_text(out_path), t_read_text(err_path)};
   unlink(out_path);
   unlink(err_path);
   return r;
@@ -95,13 +53,6 @@ static run_result run_ppcc(const char *arg, ...) {
 static void free_result(run_result *r) {
   free(r->out);
   free(r->err);
-}
-
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(text, f);
-  fclose(f);
 }
 
 static bool exists(const char *path) {
@@ -137,7 +88,7 @@ static const char *model(const char *name) {
 }
 
 static void assert_file_matches_golden(const char *path, const char *golden_rel) {
-  char *got = slurp(path), *want = slurp(t_src_path(golden_rel));
+  char *got = t_read_text(path), *want = t_read_text(t_src_path(golden_rel));
   ck_assert_msg(strcmp(got, want) == 0, "%s differs from %s", path, golden_rel);
   free(got);
   free(want);
@@ -241,7 +192,7 @@ END_TEST
 START_TEST(test_compile_prints_text_report) {
   run_result r = run_ppcc("compile", model("ppffn"), NULL);
   ASSERT_EXIT(r, 0);
-  char *want = slurp(t_src_path("testdata/golden/ppffn.report.txt"));
+  char *want = t_read_text(t_src_path("testdata/golden/ppffn.report.txt"));
   ck_assert_str_eq(r.out, want);
   free(want);
   free_result(&r);
@@ -257,7 +208,7 @@ START_TEST(test_report_formats_to_stdout) {
     run_result r = run_ppcc("report", model("pp_chain"), opt, NULL);
     ASSERT_EXIT(r, 0);
     snprintf(golden, sizeof golden, "testdata/golden/pp_chain.report.%s", goldens[k]);
-    char *want = slurp(t_src_path(golden));
+    char *want = t_read_text(t_src_path(golden));
     ck_assert_msg(strcmp(r.out, want) == 0, "report --format=%s differs from %s", formats[k], golden);
     free(want);
     free_result(&r);
@@ -282,9 +233,9 @@ static const char bad_model[] =
 
 START_TEST(test_bad_model_leaves_no_output) {
   const char *bad = in_scratch("bad.json");
-  write_text(bad, bad_model);
+  t_write_text(bad, bad_model);
   const char *keep = in_scratch("keep.json");
-  write_text(keep, "precious\n");
+  t_write_text(keep, "precious\n");
   char opt_new[600], opt_keep[600];
   snprintf(opt_new, sizeof opt_new, "--report=%s", in_scratch("new.json"));
   snprintf(opt_keep, sizeof opt_keep, "--report=%s", keep);
@@ -300,7 +251,7 @@ START_TEST(test_bad_model_leaves_no_output) {
   ASSERT_EXIT(r, 1);
   free_result(&r);
 
-  char *kept = slurp(keep);
+  char *kept = t_read_text(keep);
   ck_assert_str_eq(kept, "precious\n");
   free(kept);
   ck_assert(!exists(in_scratch("new.json")));
@@ -334,18 +285,16 @@ END_TEST
 
 static Suite *cli_suite(void) {
   Suite *s = suite_create("cli");
-  TCase *help = tcase_create("help");
+  TCase *help = t_add_tcase(s, "help", 0);
   tcase_add_checked_fixture(help, make_scratch, remove_scratch);
   tcase_add_test(help, test_help);
   tcase_add_test(help, test_version);
   tcase_add_loop_test(help, test_command_help, 0, 3);
-  suite_add_tcase(s, help);
-  TCase *usage = tcase_create("usage");
+  TCase *usage = t_add_tcase(s, "usage", 0);
   tcase_add_checked_fixture(usage, make_scratch, remove_scratch);
   tcase_add_test(usage, test_usage_errors);
   tcase_add_test(usage, test_bad_report_extension);
-  suite_add_tcase(s, usage);
-  TCase *out = tcase_create("outputs");
+  TCase *out = t_add_tcase(s, "outputs", 0);
   tcase_add_checked_fixture(out, make_scratch, remove_scratch);
   tcase_add_test(out, test_compile_writes_reports);
   tcase_add_test(out, test_option_value_as_next_argument);
@@ -355,7 +304,6 @@ static Suite *cli_suite(void) {
   tcase_add_test(out, test_bad_model_leaves_no_output);
   tcase_add_test(out, test_missing_model_is_user_error);
   tcase_add_test(out, test_emit_output_or_clear_error);
-  suite_add_tcase(s, out);
   return s;
 }
 

@@ -122,12 +122,11 @@ END_TEST
 
 Suite *explain_suite(void) {
   Suite *s = suite_create("explain");
-  TCase *tc = tcase_create("explain");
+  TCase *tc = t_add_tcase(s, "explain", 0);
   tcase_add_test(tc, ppffn_value_after_the_stage_crossing);
   tcase_add_test(tc, param_is_its_own_chain);
   tcase_add_test(tc, unknown_value_is_an_error_naming_it);
   tcase_add_test(tc, auto_partitioned_value_names_the_partition_rules);
-  suite_add_tcase(s, tc);
   return s;
 }
 

@@ -1,5 +1,4 @@
 /* Frontend (model.json -> graph) and atomic output files (io.c). */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -476,43 +475,19 @@ END_TEST
 
 /* ---------------- files and io.c ---------------- */
 
-static char tmp_dir[256];
+static char *tmp_dir;
 
-static void make_tmp_dir(void) {
-  snprintf(tmp_dir, sizeof tmp_dir, "/tmp/ppcc_test_frontend.XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-}
+static void make_tmp_dir(void) { tmp_dir = t_make_temp_dir("test_frontend"); }
 
 static void remove_tmp_dir(void) {
-  DIR *dir = opendir(tmp_dir);
-  struct dirent *e;
-  char path[512];
-  while (dir && (e = readdir(dir))) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    snprintf(path, sizeof path, "%s/%s", tmp_dir, e->d_name);
-    unlink(path);
-  }
-  if (dir) closedir(dir);
-  rmdir(tmp_dir);
+  t_remove_tree(tmp_dir);
+  free(tmp_dir);
+  tmp_dir = NULL;
 }
 
-static int count_dir_entries(void) {
-  DIR *dir = opendir(tmp_dir);
-  int n = 0;
-  struct dirent *e;
-  while (dir && (e = readdir(dir)))
-    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
-  if (dir) closedir(dir);
-  return n;
-}
+static int count_dir_entries(void) { return t_count_entries(tmp_dir); }
 
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(text, f);
-  fclose(f);
-}
-
+/* Reads back through io.c, the module under test here. */
 static char *read_text(const char *path) {
   ppcc_diag d;
   ppcc_diag_init(&d, path, NULL);
@@ -536,7 +511,7 @@ START_TEST(test_outfile_abort_keeps_target) {
   ck_assert_int_eq(count_dir_entries(), 0);
 
   /* Existing target: abort keeps it as it was. */
-  write_text(target, "old");
+  t_write_text(target, "old");
   ck_assert_int_eq(ppcc_outfile_open(&f, target, &d), PPCC_OK);
   fputs("new but aborted", f.fp);
   ppcc_outfile_abort(&f);
@@ -552,7 +527,7 @@ START_TEST(test_outfile_commit_replaces) {
   make_tmp_dir();
   char target[512];
   snprintf(target, sizeof target, "%s/out.mlir", tmp_dir);
-  write_text(target, "old contents");
+  t_write_text(target, "old contents");
   ppcc_diag d;
   ppcc_diag_init(&d, "t", NULL);
   ppcc_outfile f;
@@ -630,7 +605,7 @@ START_TEST(test_load_file_uses_stem_as_name) {
   make_tmp_dir();
   char path[512];
   snprintf(path, sizeof path, "%s/tiny_ffn.json", tmp_dir);
-  write_text(path, json_of(HEAD X_IN NEG_OP));
+  t_write_text(path, json_of(HEAD X_IN NEG_OP));
   ppcc_diag d;
   ppcc_diag_init(&d, path, NULL);
   ppcc_graph *g = ppcc_load_model_file(path, &d);
@@ -644,12 +619,11 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("frontend");
-  TCase *valid = tcase_create("valid");
+  TCase *valid = t_add_tcase(s, "valid", 0);
   tcase_add_test(valid, test_defaults);
   tcase_add_test(valid, test_unsharded_default_and_explicit_placement);
   tcase_add_test(valid, test_attrs);
-  suite_add_tcase(s, valid);
-  TCase *errors = tcase_create("errors");
+  TCase *errors = t_add_tcase(s, "errors", 0);
   tcase_add_test(errors, test_structure_errors);
   tcase_add_test(errors, test_decl_errors);
   tcase_add_test(errors, test_op_errors);
@@ -657,18 +631,14 @@ int main(void) {
   tcase_add_test(errors, test_malformed_json);
   tcase_add_test(errors, test_nesting_limit);
   tcase_add_test(errors, test_every_truncation_fails_cleanly);
-  suite_add_tcase(s, errors);
-  TCase *scale = tcase_create("scale");
-  tcase_set_timeout(scale, 60);
+  TCase *scale = t_add_tcase(s, "scale", 60);
   tcase_add_test(scale, test_large_model_loads_fast);
-  suite_add_tcase(s, scale);
-  TCase *io = tcase_create("io");
+  TCase *io = t_add_tcase(s, "io", 0);
   tcase_add_test(io, test_outfile_abort_keeps_target);
   tcase_add_test(io, test_outfile_commit_replaces);
   tcase_add_test(io, test_outfile_errors);
   tcase_add_test(io, test_read_file_errors);
   tcase_add_test(io, test_read_file_size_limit);
   tcase_add_test(io, test_load_file_uses_stem_as_name);
-  suite_add_tcase(s, io);
   return t_run_suite(s);
 }

@@ -269,17 +269,15 @@ END_TEST
 
 static Suite *golden_suite(void) {
   Suite *s = suite_create("golden");
-  TCase *tc = tcase_create("goldens");
+  TCase *tc = t_add_tcase(s, "goldens", 0);
   tcase_add_test(tc, test_models_exist);
   tcase_add_loop_test(tc, test_model_matches_goldens, 0, n_models);
-  suite_add_tcase(s, tc);
-  TCase *facts = tcase_create("placement");
+  TCase *facts = t_add_tcase(s, "placement", 0);
   tcase_add_test(facts, test_ppffn_placement);
   tcase_add_test(facts, test_pp_chain_placement);
   tcase_add_test(facts, test_explicit_transfer_kept);
   tcase_add_loop_test(facts, test_generated_pipeline_transfers, 0,
                       (int)(sizeof pipeline_shapes / sizeof pipeline_shapes[0]));
-  suite_add_tcase(s, facts);
   return s;
 }
 

@@ -347,8 +347,7 @@ END_TEST
 
 Suite *limits_suite(void) {
   Suite *s = suite_create("limits");
-  TCase *tc = tcase_create("limits");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = t_add_tcase(s, "limits", 300);
   tcase_add_test(tc, test_rank_limit);
   tcase_add_test(tc, test_elements_limit);
   tcase_add_test(tc, test_elements_helper);
@@ -360,7 +359,6 @@ Suite *limits_suite(void) {
   tcase_add_test(tc, test_nesting_limit);
   tcase_add_test(tc, test_name_limit);
   tcase_add_test(tc, test_file_size_limit);
-  suite_add_tcase(s, tc);
   return s;
 }
 

@@ -33,21 +33,9 @@ static ppcc_graph *compile_auto(const char *model, int pp, int tp, int64_t memor
   return g;
 }
 
-static char *read_text(const char *rel) {
-  FILE *f = fopen(t_src_path(rel), "rb");
-  ck_assert_msg(f != NULL, "cannot open %s", rel);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  ck_assert(fread(s, 1, (size_t)n, f) == (size_t)n);
-  s[n] = 0;
-  fclose(f);
-  return s;
-}
-
 static ppcc_graph *compile_auto_file(const char *rel, int pp, int tp, int64_t memory) {
-  char *json = read_text(rel);
+  char *json = t_read_file(t_src_path(rel), NULL);
+  ck_assert_msg(json != NULL, "cannot open %s", rel);
   ppcc_graph *g = compile_auto(json, pp, tp, memory);
   free(json);
   return g;
@@ -428,31 +416,27 @@ END_TEST
 
 Suite *partition_suite(void) {
   Suite *s = suite_create("partition");
-  TCase *dp = tcase_create("dp");
+  TCase *dp = t_add_tcase(s, "dp", 0);
   tcase_add_test(dp, dp_matches_brute_force_on_random_problems);
   tcase_add_test(dp, dp_optimal_on_random_graphs);
   tcase_add_test(dp, chain_cuts_only_at_block_boundaries);
-  suite_add_tcase(s, dp);
-  TCase *mem = tcase_create("memory");
+  TCase *mem = t_add_tcase(s, "memory", 0);
   tcase_add_test(mem, memory_limit_is_respected);
   tcase_add_test(mem, memory_limit_too_small_names_the_stage);
   tcase_add_test(mem, memory_error_from_solver_names_first_stage_that_cannot_fit);
-  suite_add_tcase(s, mem);
-  TCase *tp = tcase_create("megatron");
+  TCase *tp = t_add_tcase(s, "megatron", 0);
   tcase_add_test(tp, megatron_one_all_reduce_per_pair);
   tcase_add_test(tp, megatron_linear_with_column_bias_and_norm);
   tcase_add_test(tp, row_linear_with_bias_is_not_a_pair);
   tcase_add_test(tp, tp1_places_whole_values_on_one_device_per_stage);
   tcase_add_test(tp, side_input_used_by_later_stages_is_transferred_once_per_stage);
-  suite_add_tcase(s, tp);
-  TCase *err = tcase_create("errors");
+  TCase *err = t_add_tcase(s, "errors", 0);
   tcase_add_test(err, declared_placement_is_refused);
   tcase_add_test(err, too_few_devices_is_an_error);
   tcase_add_test(err, explicit_collectives_are_refused);
   tcase_add_test(err, more_stages_than_cut_points_is_an_error);
   tcase_add_test(err, no_request_is_a_no_op);
   tcase_add_test(err, text_report_shows_stage_costs_and_imbalance);
-  suite_add_tcase(s, err);
   return s;
 }
 

@@ -434,7 +434,7 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("passes");
-  TCase *p = tcase_create("placement");
+  TCase *p = t_add_tcase(s, "placement", 0);
   tcase_add_test(p, p1_params_pinned_on_default_and_declared_devices);
   tcase_add_test(p, p2_inputs_unpinned_unless_declared);
   tcase_add_test(p, p1_device_out_of_range_is_error);
@@ -453,14 +453,12 @@ int main(void) {
   tcase_add_test(p, p9_unshard_onto_first_or_given_device);
   tcase_add_test(p, p10_transfer_reused_and_per_shard);
   tcase_add_test(p, p10_transfer_of_sharded_value_names_every_device);
-  suite_add_tcase(s, p);
-  TCase *r = tcase_create("sharding");
+  TCase *r = t_add_tcase(s, "sharding", 0);
   tcase_add_test(r, matmul_rules);
   tcase_add_test(r, linear_rules);
   tcase_add_test(r, elementwise_rules);
   tcase_add_test(r, shape_op_rules);
   tcase_add_test(r, collective_rules);
   tcase_add_test(r, dump_after_each_pass);
-  suite_add_tcase(s, r);
   return t_run_suite(s);
 }

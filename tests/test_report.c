@@ -539,15 +539,14 @@ END_TEST
 
 Suite *report_suite(void) {
   Suite *s = suite_create("report");
-  TCase *tc = tcase_create("summary");
+  TCase *tc = t_add_tcase(s, "summary", 0);
   tcase_add_test(tc, summary_param_bytes_per_shard_device);
   tcase_add_test(tc, summary_peak_activation);
   tcase_add_test(tc, summary_flops_split_between_shards);
   tcase_add_test(tc, summary_flops_replicated_unsharded_unreduced);
   tcase_add_test(tc, summary_uses_declared_devices);
   tcase_add_test(tc, summary_inplace_result_aliases_destination);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("json");
+  tc = t_add_tcase(s, "json", 0);
   tcase_add_test(tc, json_has_exact_keys);
   tcase_add_test(tc, json_values_and_ops);
   tcase_add_test(tc, json_transfers);
@@ -555,21 +554,16 @@ Suite *report_suite(void) {
   tcase_add_test(tc, json_escapes_names);
   tcase_add_test(tc, json_is_deterministic);
   tcase_add_test(tc, json_empty_graph);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("text_dot");
+  tc = t_add_tcase(s, "text_dot", 0);
   tcase_add_test(tc, text_has_stage_tables);
   tcase_add_test(tc, text_groups_by_sorted_device_set);
   tcase_add_test(tc, dot_marks_transfers);
   tcase_add_test(tc, dot_escapes_names);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("compiled");
+  tc = t_add_tcase(s, "compiled", 0);
   tcase_add_test(tc, compiled_pipeline_report);
   tcase_add_test(tc, compiled_explicit_transfer_partial);
-  suite_add_tcase(s, tc);
-  tc = tcase_create("scale");
-  tcase_set_timeout(tc, 120);
+  tc = t_add_tcase(s, "scale", 120);
   tcase_add_test(tc, reports_scale_linearly);
-  suite_add_tcase(s, tc);
   return s;
 }
 

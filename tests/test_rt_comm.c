@@ -294,8 +294,7 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("rt_comm");
-  TCase *tc = tcase_create("comm");
-  tcase_set_timeout(tc, 60);
+  TCase *tc = t_add_tcase(s, "comm", 60);
   tcase_add_test(tc, send_recv_keeps_order);
   tcase_add_test(tc, all_reduce_1_to_4_devices);
   tcase_add_test(tc, all_reduce_more_devices_than_cores);
@@ -305,6 +304,5 @@ int main(void) {
   tcase_add_test(tc, f16_all_reduce_accumulates_in_f32);
   tcase_add_test(tc, abort_wakes_waiting_devices);
   tcase_add_test(tc, size_mismatch_aborts);
-  suite_add_tcase(s, tc);
   return t_run_suite(s);
 }

@@ -198,7 +198,7 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("rt_kernels");
-  TCase *tc = tcase_create("kernels");
+  TCase *tc = t_add_tcase(s, "kernels", 0);
   tcase_add_test(tc, sgemm_matches_naive);
   tcase_add_test(tc, batched_matmul_and_linear_with_bias);
   tcase_add_test(tc, unary_ops);
@@ -207,6 +207,5 @@ int main(void) {
   tcase_add_test(tc, index_copy_in_place_and_out_of_range);
   tcase_add_test(tc, f16_and_bf16_compute_in_f32);
   tcase_add_test(tc, kernel_table);
-  suite_add_tcase(s, tc);
   return t_run_suite(s);
 }

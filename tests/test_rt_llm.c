@@ -247,49 +247,28 @@ END_TEST
 
 /* ---------------- generated Llama graphs ---------------- */
 
-/* Path of a tool built next to the ppcc binary. */
-static const char *tool_path(const char *name) {
-  static char path[4096];
-  snprintf(path, sizeof path, "%s", PPCC_BINARY);
-  char *slash = strrchr(path, '/');
-  ck_assert_ptr_nonnull(slash);
-  snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "%s", name);
-  return path;
-}
+static char *tmp_dir;
 
-static char tmp_dir[64];
+static const char *tmp_file(const char *name) { return t_path_in(tmp_dir, name); }
 
-static const char *tmp_file(const char *name) {
-  static char path[8][256];
-  static int next;
-  char *p = path[next++ % 8];
-  snprintf(p, 256, "%s/%s", tmp_dir, name);
-  return p;
-}
-
-static void make_tmp_dir(void) {
-  snprintf(tmp_dir, sizeof tmp_dir, "/tmp/ppcc_llm_XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-}
+static void make_tmp_dir(void) { tmp_dir = t_make_temp_dir("llm"); }
 
 static void remove_tmp_dir(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
-  ck_assert_int_eq(system(cmd), 0);
+  t_remove_tree(tmp_dir);
+  ck_assert_msg(access(tmp_dir, F_OK) != 0, "cannot remove %s", tmp_dir);
+  free(tmp_dir);
+  tmp_dir = NULL;
 }
 
 static ppcc_graph *generate_llama(const char *args, const char *file) {
   char cmd[8192];
-  snprintf(cmd, sizeof cmd, "'%s' %s -o '%s'", tool_path("gen_llama"), args, file);
+  snprintf(cmd, sizeof cmd, "'%s' %s -o '%s'", t_tool_path("gen_llama"), args, file);
   ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
-  FILE *f = fopen(file, "rb");
-  ck_assert_ptr_nonnull(f);
-  static char json[1 << 20];
-  size_t n = fread(json, 1, sizeof json - 1, f);
-  fclose(f);
-  json[n] = 0;
+  char *json = t_read_file(file, NULL);
+  ck_assert_ptr_nonnull(json);
   ppcc_diag d;
   ppcc_graph *g = t_compile(json, &d);
+  free(json);
   ck_assert_msg(g != NULL, "%s: %s", args, d.first);
   return g;
 }
@@ -388,7 +367,7 @@ START_TEST(prefill_then_decode_reads_the_cache) {
   ppcc_graph *prefill = generate_llama(args, tmp_file("prefill.json"));
   char weights[256];
   snprintf(weights, sizeof weights, "%s", tmp_file("weights.safetensors"));
-  snprintf(cmd, sizeof cmd, "'%s' '%s' 42 '%s'", tool_path("gen_safetensors"), tmp_file("prefill.json"), weights);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' 42 '%s'", t_tool_path("gen_safetensors"), tmp_file("prefill.json"), weights);
   ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
   ppcc_graph_free(prefill);
 
@@ -427,7 +406,7 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("rt_llm");
-  TCase *k = tcase_create("kernels");
+  TCase *k = t_add_tcase(s, "kernels", 0);
   tcase_add_test(k, rms_norm_known_values);
   tcase_add_test(k, softmax_over_first_dim);
   tcase_add_test(k, attention_causal_and_grouped);
@@ -435,13 +414,10 @@ int main(void) {
   tcase_add_test(k, argmax_first_max_and_nan);
   tcase_add_test(k, concat_slice_sum_mean);
   tcase_add_test(k, embedding_rejects_bad_ids);
-  suite_add_tcase(s, k);
-  TCase *m = tcase_create("models");
-  tcase_set_timeout(m, 300);
+  TCase *m = t_add_tcase(s, "models", 300);
   tcase_add_test(m, llm_ops_sharded_match_reference);
   tcase_add_test(m, llama_tp_pp_grid_matches_reference);
   tcase_add_test(m, tiny_llama_report_has_kv_cache);
   tcase_add_test(m, prefill_then_decode_reads_the_cache);
-  suite_add_tcase(s, m);
   return t_run_suite(s);
 }

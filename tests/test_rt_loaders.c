@@ -15,13 +15,6 @@ static const char *tmp(const char *suffix) {
   return tmp_path;
 }
 
-static void write_bytes(const char *path, const void *data, size_t n) {
-  FILE *f = fopen(path, "wb");
-  ck_assert_ptr_nonnull(f);
-  ck_assert_uint_eq(fwrite(data, 1, n, f), n);
-  fclose(f);
-}
-
 START_TEST(npy_round_trip) {
   ppcc_dtype types[] = {PPCC_F32, PPCC_F16, PPCC_I64, PPCC_I32, PPCC_I8, PPCC_BOOL};
   int64_t shapes[][3] = {{2, 3, 5}, {7, 1, 1}};
@@ -60,15 +53,15 @@ START_TEST(npy_truncated_and_corrupt) {
   size_t n = fread(buf, 1, sizeof buf, f);
   fclose(f);
   for (size_t cut = 0; cut < n; cut += 7) { /* every truncation fails cleanly */
-    write_bytes(p, buf, cut);
+    t_write_file(p, buf, cut);
     ppcc_diag_init(&d, "test", NULL);
     ck_assert_int_eq(ppcc_npy_read(p, &b, &d), PPCC_ERR_USER);
     ck_assert_msg(strstr(d.first, p) != NULL, "message does not name the file: %s", d.first);
   }
-  write_bytes(p, buf, n);
+  t_write_file(p, buf, n);
   for (size_t i = 0; i + 3 < n; i++) /* big-endian: refused */
     if (memcmp(buf + i, "<f4", 3) == 0) buf[i] = '>';
-  write_bytes(p, buf, n);
+  t_write_file(p, buf, n);
   ppcc_diag_init(&d, "test", NULL);
   ck_assert_int_eq(ppcc_npy_read(p, &b, &d), PPCC_ERR_USER);
   ck_assert_ptr_nonnull(strstr(d.first, "dtype"));
@@ -113,11 +106,11 @@ START_TEST(safetensors_reads_and_checks) {
   const char *p = tmp(".safetensors");
   const char *good = "{\"__metadata__\":{\"a\":\"b\"},\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}";
   size_t n = safetensors_file(buf, good, data, sizeof data);
-  write_bytes(p, buf, n);
+  t_write_file(p, buf, n);
   ck_assert_msg(load_w(p, &w, got, &d) == PPCC_OK, "%s", d.first);
   ck_assert(memcmp(got, data, sizeof data) == 0);
   for (size_t cut = 0; cut < n; cut += 5) { /* truncated anywhere: a clean error */
-    write_bytes(p, buf, cut);
+    t_write_file(p, buf, cut);
     ck_assert_int_eq(load_w(p, &w, got, &d), PPCC_ERR_USER);
     ck_assert_msg(strstr(d.first, p) != NULL, "%s", d.first);
   }
@@ -132,12 +125,12 @@ START_TEST(safetensors_reads_and_checks) {
     {"[1,2]", "not a JSON object"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    write_bytes(p, buf, safetensors_file(buf, bad[i].header, data, sizeof data));
+    t_write_file(p, buf, safetensors_file(buf, bad[i].header, data, sizeof data));
     ck_assert_int_eq(load_w(p, &w, got, &d), PPCC_ERR_USER);
     ck_assert_msg(strstr(d.first, bad[i].expect) && strstr(d.first, p), "case %zu: %s", i, d.first);
   }
   unsigned char huge[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, '{', '}'};
-  write_bytes(p, huge, sizeof huge);
+  t_write_file(p, huge, sizeof huge);
   ck_assert_int_eq(load_w(p, &w, got, &d), PPCC_ERR_USER);
   ck_assert_ptr_nonnull(strstr(d.first, "header length"));
   unlink(p);
@@ -180,25 +173,25 @@ START_TEST(irpa_reads_and_checks) {
   ppcc_diag d;
   const char *p = tmp(".irpa");
   size_t n = irpa_file(buf, data, 2);
-  write_bytes(p, buf, n);
+  t_write_file(p, buf, n);
   ck_assert_msg(load_w(p, &w, got, &d) == PPCC_OK, "%s", d.first);
   ck_assert(memcmp(got, data, sizeof data) == 0);
   for (size_t cut = 4; cut < n; cut += 3) {
-    write_bytes(p, buf, cut);
+    t_write_file(p, buf, cut);
     ck_assert_int_eq(load_w(p, &w, got, &d), PPCC_ERR_USER);
     ck_assert_msg(strstr(d.first, p) != NULL, "%s", d.first);
   }
-  write_bytes(p, buf, irpa_file(buf, data, 1)); /* splat entry */
+  t_write_file(p, buf, irpa_file(buf, data, 1)); /* splat entry */
   ck_assert_msg(load_w(p, &w, got, &d) == PPCC_OK, "%s", d.first);
   for (int j = 0; j < 6; j++) ck_assert_float_eq(got[j], 1.5f);
   irpa_file(buf, data, 2);
   put(buf + 96 + 68, 40, 8); /* data length past the storage segment */
-  write_bytes(p, buf, n);
+  t_write_file(p, buf, n);
   ck_assert_int_eq(load_w(p, &w, got, &d), PPCC_ERR_USER);
   ck_assert_msg(strstr(d.first, "tensor 'w'") && strstr(d.first, "storage segment"), "%s", d.first);
   irpa_file(buf, data, 2);
   put(buf + 96 + 68, 20, 8); /* fits the file, wrong size for the graph */
-  write_bytes(p, buf, n);
+  t_write_file(p, buf, n);
   ck_assert_int_eq(load_w(p, &w, got, &d), PPCC_ERR_USER);
   ck_assert_msg(strstr(d.first, "tensor 'w' has 20 bytes"), "%s", d.first);
   unlink(p);
@@ -207,11 +200,10 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("rt_loaders");
-  TCase *tc = tcase_create("loaders");
+  TCase *tc = t_add_tcase(s, "loaders", 0);
   tcase_add_test(tc, npy_round_trip);
   tcase_add_test(tc, npy_truncated_and_corrupt);
   tcase_add_test(tc, safetensors_reads_and_checks);
   tcase_add_test(tc, irpa_reads_and_checks);
-  suite_add_tcase(s, tc);
   return t_run_suite(s);
 }

@@ -311,7 +311,7 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("rt_microbatch");
-  TCase *tc = tcase_create("core");
+  TCase *tc = t_add_tcase(s, "core", 0);
   tcase_add_test(tc, microbatched_runs_equal_unbatched_bit_for_bit);
   tcase_add_test(tc, data_parallel_input_split_along_the_batch);
   tcase_add_test(tc, microbatched_runs_with_blas_agree_within_tolerance);
@@ -320,6 +320,5 @@ int main(void) {
   tcase_add_test(tc, statistics_measure_the_bubble_beside_the_gpipe_estimate);
   tcase_add_test(tc, schedule_segments_fill_then_drain);
   tcase_add_test(tc, ppcc_run_prints_the_pipeline_summary);
-  suite_add_tcase(s, tc);
   return t_run_suite(s);
 }

@@ -63,12 +63,8 @@ static void run_outputs(const ppcc_graph *g, const ppcc_run_options *ro, ppcc_ho
 }
 
 static void generate(const char *flag, const char *model, const char *out) {
-  char tool[4096], cmd[8192];
-  snprintf(tool, sizeof tool, "%s", PPCC_BINARY);
-  char *slash = strrchr(tool, '/');
-  ck_assert_ptr_nonnull(slash);
-  snprintf(slash + 1, sizeof tool - (size_t)(slash + 1 - tool), "gen_safetensors");
-  snprintf(cmd, sizeof cmd, "'%s' %s '%s' 7 '%s'", tool, flag, t_src_path(model), out);
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "'%s' %s '%s' 7 '%s'", t_tool_path("gen_safetensors"), flag, t_src_path(model), out);
   ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
 }
 
@@ -228,13 +224,11 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("rt_models");
-  TCase *tc = tcase_create("models");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = t_add_tcase(s, "models", 120);
   tcase_add_test(tc, every_model_matches_reference);
   tcase_add_test(tc, weight_files_equal_random_weights);
   tcase_add_test(tc, failure_on_one_device_does_not_hang);
   tcase_add_test(tc, collectives_and_local_slicing_match_reference);
   tcase_add_test(tc, more_devices_than_cores);
-  suite_add_tcase(s, tc);
   return t_run_suite(s);
 }
