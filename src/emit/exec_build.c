@@ -122,6 +122,25 @@ MlirValue exec_unranked(ppcc_emit_ctx *c, MlirValue memref) {
   return result0(emit_op(c, &s));
 }
 
+MlirValue exec_static_view(ppcc_emit_ctx *c, MlirValue memref) {
+  MlirType mt = mlirValueGetType(memref);
+  int rank = (int)mlirShapedTypeGetRank(mt);
+  int64_t shape[PPCC_MAX_RANK], strides[PPCC_MAX_RANK], zero = 0;
+  for (int i = 0; i < rank; i++) shape[i] = mlirShapedTypeGetDimSize(mt, i);
+  for (int i = rank - 1, s = 1; i >= 0; s *= shape[i], i--) strides[i] = s;
+  MlirAttribute layout = mlirStridedLayoutAttrGet(c->mctx, 0, rank, strides);
+  MlirType t = mlirMemRefTypeGet(mlirShapedTypeGetElementType(mt), rank, shape, layout, mlirAttributeGetNull());
+  int32_t seg[4] = {1, 0, 0, 0};
+  MlirNamedAttribute attrs[4] = {
+      emit_named(c, "operandSegmentSizes", mlirDenseI32ArrayGet(c->mctx, 4, seg)),
+      emit_named(c, "static_offsets", mlirDenseI64ArrayGet(c->mctx, 1, &zero)),
+      emit_named(c, "static_sizes", mlirDenseI64ArrayGet(c->mctx, rank, shape)),
+      emit_named(c, "static_strides", mlirDenseI64ArrayGet(c->mctx, rank, strides)),
+  };
+  emit_op_spec s = {"memref.reinterpret_cast", 1, &memref, 1, &t, 4, attrs, 0};
+  return result0(emit_op(c, &s));
+}
+
 MlirValue exec_copy_to_buffer(ppcc_emit_ctx *c, MlirValue tensor) {
   MlirValue buf = exec_alloc(c, mlirValueGetType(tensor));
   exec_materialize(c, tensor, buf);

@@ -70,8 +70,9 @@ MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool 
       mlirShapedTypeGetRank(mlirValueGetType(a)) != 2 || mlirShapedTypeGetRank(mlirValueGetType(b)) != 2)
     return (MlirValue){NULL};
   MlirValue out = exec_alloc(c, out_type);
-  MlirValue ops[4] = {exec_unranked(c, exec_to_memref(c, a)), exec_unranked(c, exec_to_memref(c, b)),
-                      exec_unranked(c, out), exec_i64(c, b_transposed)};
+  MlirValue ops[4] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, a))),
+                      exec_unranked(c, exec_static_view(c, exec_to_memref(c, b))),
+                      exec_unranked(c, exec_static_view(c, out)), exec_i64(c, b_transposed)};
   if (exec_call(c, "ppcc_rt_matmul_f32", 4, ops)) return (MlirValue){NULL};
   return exec_to_tensor(c, out, true);
 }

@@ -2,8 +2,9 @@
  * @device_D per logical device, in upstream dialects. Each function takes
  * memrefs for the shards it holds and the output shards it writes (ABI in
  * include/ppcc/jit.h), views them as tensors, computes its shards of every
- * op in program order with the shared lowerings (lower_*.c), and talks to
- * other devices only through ppcc_rt_* calls (exec_comm.c). */
+ * op in program order with the shared lowerings (lower_*.c) by calling one
+ * deduplicated kernel per distinct shard computation (exec_kernel.c), and
+ * talks to other devices only through ppcc_rt_* calls (exec_comm.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include "exec_internal.h"
@@ -11,6 +12,7 @@
 void exec_state_free(ppcc_emit_ctx *c) {
   exec_state *x = c->exec;
   if (!x) return;
+  exec_kernels_free(x);
   for (int i = 0; i < x->n_declared; i++) free(x->declared[i]);
   free(x->declared);
   free(x->blocks);
@@ -123,8 +125,7 @@ static ppcc_status lower_compute(ppcc_emit_ctx *c, const ppcc_op *op) {
   ppcc_status st = PPCC_OK;
   for (int i = 0; i < out->layout.count && !st; i++) {
     st = check_colocated(c, op, i, out->devices[i]);
-    exec_block(c, out->devices[i]);
-    if (!st) st = lower(c, c->g, op, i, c->d);
+    if (!st) st = exec_lower_shard(c, op, lower, i, out->devices[i]);
   }
   return st;
 }

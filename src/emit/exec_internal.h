@@ -1,5 +1,5 @@
 /* Shared by the files of the executable form (exec_func.c, exec_comm.c,
- * exec_jit.c): the per-device function bodies and small builders for the
+ * exec_kernel.c, exec_jit.c): the per-device function bodies and small builders for the
  * memref / bufferization / func.call ops that surround runtime calls. */
 #ifndef PPCC_EXEC_INTERNAL_H
 #define PPCC_EXEC_INTERNAL_H
@@ -12,6 +12,8 @@ typedef struct exec_state {
   char **declared;         /* symbols declared so far */
   int n_declared, cap_declared;
   int op_index;            /* index in g->ops of the op being lowered */
+  struct exec_kernel *kernels; /* distinct shard kernels (exec_kernel.c) */
+  int n_kernels, cap_kernels;
 } exec_state;
 
 /* Makes device's function body the insertion block and returns it. */
@@ -39,10 +41,21 @@ MlirValue exec_to_tensor(ppcc_emit_ctx *c, MlirValue memref, bool writable);
 void exec_materialize(ppcc_emit_ctx *c, MlirValue tensor, MlirValue memref);
 /* memref.cast to memref<*xT>, as the runtime ABI takes it. */
 MlirValue exec_unranked(ppcc_emit_ctx *c, MlirValue memref);
+/* memref.reinterpret_cast of a contiguous static buffer to the same shape
+ * with its strides spelled out: a descriptor built from constants, so a
+ * kernel passing it on needs only the buffer's pointers from its caller. */
+MlirValue exec_static_view(ppcc_emit_ctx *c, MlirValue memref);
 /* A fresh buffer holding a copy of tensor (for in-place runtime calls). */
 MlirValue exec_copy_to_buffer(ppcc_emit_ctx *c, MlirValue tensor);
 /* func.call @name(operands), declaring @name on first use. */
 ppcc_status exec_call(ppcc_emit_ctx *c, const char *name, int n, const MlirValue *operands);
+
+/* ---- shard kernels (exec_kernel.c) ---- */
+/* Lowers shard `shard` of a compute op running on `device`: into a private
+ * kernel function shared by every identical shard computation, called
+ * from the device function (or in place when it has no loops). */
+ppcc_status exec_lower_shard(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_fn lower, int shard, int device);
+void exec_kernels_free(exec_state *x);
 
 /* ppcc_dtype of an MLIR element type (-1 if none). */
 int exec_dtype_of(MlirType elem);

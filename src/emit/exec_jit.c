@@ -15,12 +15,15 @@
 #include "ppcc/runtime.h"
 
 /* Tensors -> buffers (One-Shot Bufferize, function signatures are memrefs
- * already), frees of temporaries, linalg -> loops, then everything to the
- * LLVM dialect. Math ops without an LLVM intrinsic (erf, tanh) become libm
- * calls resolved in the ppcc process; math-to-libm comes second because it
- * rejects ops it has no function for (rsqrt). */
+ * already; eliminate-empty-tensors first, so that a shard kernel computes
+ * straight into its result argument, exec_kernel.c), frees of temporaries,
+ * linalg -> loops, then everything to the LLVM dialect. Math ops without
+ * an LLVM intrinsic (erf, tanh) become libm calls resolved in the ppcc
+ * process; math-to-libm comes second because it rejects ops it has no
+ * function for (rsqrt). */
 static const char lowering_pipeline[] =
     "builtin.module("
+    "eliminate-empty-tensors,"
     "one-shot-bufferize{unknown-type-conversion=identity-layout-map},"
     "buffer-deallocation-pipeline,"
     "convert-bufferization-to-memref,"

@@ -1,0 +1,291 @@
+/* Shard kernels of the executable form. Every per-shard compute is built
+ * with its shared lowering (lower_*.c) inside a private func.func, a
+ * kernel, and the device function calls it:
+ *
+ *   func.func private @k1_gelu_8x32(%x: memref<8x32xf32>, %out: memref<8x32xf32>)
+ *
+ * Operands come in as buffers, viewed as tensors (read only); the result
+ * is written into a buffer the caller allocated (destination passing), so
+ * the signatures need no bufferization across calls and every buffer the
+ * device function frees is one it allocated. Kernels are deduplicated by
+ * their printed form (op kind, attributes, operand / result types and any
+ * shard-dependent offset all show in it): identical shard computations
+ * across blocks and devices share one function, so LLVM compiles each
+ * distinct computation once (as IREE dedups dispatches).
+ *
+ * A shard computation without loops or calls (a slice or reshape view) is
+ * not outlined: it costs nothing to compile and, as a kernel, would be
+ * copied into its result buffer. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "exec_internal.h"
+
+#define KERNEL_TMP_NAME "ppcc_kernel_under_construction"
+
+struct exec_kernel {
+  uint64_t hash;
+  char *key;         /* printed function, under KERNEL_TMP_NAME */
+  char name[128];
+  MlirType result;   /* result shard type */
+};
+
+void exec_kernels_free(exec_state *x) {
+  for (int i = 0; i < x->n_kernels; i++) free(x->kernels[i].key);
+  free(x->kernels);
+  x->kernels = NULL;
+  x->n_kernels = x->cap_kernels = 0;
+}
+
+/* ---- printed form ---- */
+typedef struct key_buf {
+  char *data;
+  size_t len, cap;
+  bool oom;
+} key_buf;
+
+static void key_append(MlirStringRef s, void *user) {
+  key_buf *b = user;
+  if (b->oom) return;
+  if (b->len + s.length + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + s.length + 1) cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (!p) {
+      b->oom = true;
+      return;
+    }
+    b->data = p;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, s.data, s.length);
+  b->len += s.length;
+  b->data[b->len] = 0;
+}
+
+/* The function printed without locations, in a local scope (not the whole
+ * module's: that would make every print cost the module's size). */
+static char *print_key(MlirOperation func) {
+  key_buf b = {0};
+  MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
+  mlirOpPrintingFlagsUseLocalScope(flags);
+  mlirOperationPrintWithFlags(func, flags, key_append, &b);
+  mlirOpPrintingFlagsDestroy(flags);
+  if (b.oom) {
+    free(b.data);
+    return NULL;
+  }
+  return b.data ? b.data : calloc(1, 1);
+}
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* ---- naming: k<N>_<op>_<operand shapes> ---- */
+static void kernel_name(const ppcc_emit_ctx *c, const ppcc_op *op, int n, const MlirType *types, char *buf,
+                        size_t size) {
+  int off = snprintf(buf, size, "k%d_%s", c->exec->n_kernels, op->info->name);
+  for (int i = 0; i < n && off < (int)size - 24; i++) {
+    int rank = (int)mlirShapedTypeGetRank(types[i]);
+    off += snprintf(buf + off, size - (size_t)off, "_");
+    if (rank == 0) off += snprintf(buf + off, size - (size_t)off, "scalar");
+    for (int d = 0; d < rank && off < (int)size - 24; d++)
+      off += snprintf(buf + off, size - (size_t)off, d ? "x%lld" : "%lld",
+                      (long long)mlirShapedTypeGetDimSize(types[i], d));
+  }
+}
+
+/* ---- operand bindings ---- */
+typedef struct binding {
+  int value, shard;
+  MlirValue outer; /* the shard in the device function */
+} binding;
+
+/* The operand shards the lowering reads (as operand() in lower_*.c:
+ * shard `shard` of a sharded operand, the only shard of an unsharded
+ * one), each once. */
+static int bind_operands(const ppcc_emit_ctx *c, const ppcc_op *op, int shard, binding *b) {
+  int n = 0;
+  for (int k = 0; k < op->n_in; k++) {
+    int v = op->in[k], s = c->g->values[v].layout.count == 1 ? 0 : shard;
+    bool seen = false;
+    for (int j = 0; j < n && !seen; j++) seen = b[j].value == v && b[j].shard == s;
+    if (!seen) b[n++] = (binding){v, s, emit_shard(c, v, s)};
+  }
+  return n;
+}
+
+static void swap_out(ppcc_emit_ctx *c, int n, const binding *b) {
+  for (int i = 0; i < n; i++) c->shards[b[i].value][b[i].shard] = b[i].outer;
+}
+
+static bool is_op(MlirOperation op, const char *name);
+
+/* Loops (ops with regions) or calls: worth a function of its own. */
+static bool worth_outlining(MlirBlock body) {
+  for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    if (mlirOperationGetNumRegions(o) > 0) return true;
+    if (is_op(o, "func.call")) return true;
+  }
+  return false;
+}
+
+static void erase(MlirOperation op) {
+  mlirOperationRemoveFromParent(op);
+  mlirOperationDestroy(op);
+}
+
+static bool is_op(MlirOperation op, const char *name) {
+  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
+  return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
+}
+
+/* A result that is a buffer the kernel allocated and filled (a runtime
+ * GEMM: to_tensor(memref.alloc)) is filled in the result argument instead,
+ * rather than copied there. Tensor results (linalg outs of tensor.empty)
+ * are written in place by eliminate-empty-tensors (exec_jit.c). */
+static bool write_in_place(MlirValue r, MlirValue out) {
+  if (!mlirValueIsAOpResult(r)) return false;
+  MlirOperation to_tensor = mlirOpResultGetOwner(r);
+  if (!is_op(to_tensor, "bufferization.to_tensor")) return false;
+  MlirValue buf = mlirOperationGetOperand(to_tensor, 0);
+  if (!mlirValueIsAOpResult(buf) || !is_op(mlirOpResultGetOwner(buf), "memref.alloc")) return false;
+  if (!mlirTypeEqual(mlirValueGetType(buf), mlirValueGetType(out))) return false;
+  erase(to_tensor); /* r has no uses: it is the result */
+  MlirOperation alloc = mlirOpResultGetOwner(buf);
+  mlirValueReplaceAllUsesOfWith(buf, out);
+  erase(alloc);
+  return true;
+}
+
+static ppcc_status record_kernel(ppcc_emit_ctx *c, uint64_t hash, char *key, const char *name, MlirType result) {
+  exec_state *x = c->exec;
+  if (x->n_kernels == x->cap_kernels) {
+    int cap = x->cap_kernels ? 2 * x->cap_kernels : 32;
+    struct exec_kernel *p = realloc(x->kernels, sizeof *p * (size_t)cap);
+    if (!p) return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
+    x->kernels = p;
+    x->cap_kernels = cap;
+  }
+  struct exec_kernel *k = &x->kernels[x->n_kernels++];
+  k->hash = hash;
+  k->key = key;
+  snprintf(k->name, sizeof k->name, "%s", name);
+  k->result = result;
+  return PPCC_OK;
+}
+
+static const struct exec_kernel *find_kernel(const exec_state *x, uint64_t hash, const char *key) {
+  for (int i = 0; i < x->n_kernels; i++)
+    if (x->kernels[i].hash == hash && strcmp(x->kernels[i].key, key) == 0) return &x->kernels[i];
+  return NULL;
+}
+
+/* In device's function: the operands' buffers, a new buffer for the
+ * result, func.call @name(operands..., result); the result shard is the
+ * filled buffer. */
+static void call_kernel(ppcc_emit_ctx *c, const ppcc_op *op, int shard, int device, const char *name, MlirType result,
+                        int n, const binding *b) {
+  MlirValue operands[65];
+  exec_block(c, device);
+  for (int i = 0; i < n; i++) {
+    MlirType t = exec_memref_type(c, mlirValueGetType(b[i].outer));
+    MlirNamedAttribute ro = emit_named(c, "read_only", mlirUnitAttrGet(c->mctx));
+    emit_op_spec s = {"bufferization.to_memref", 1, &b[i].outer, 1, &t, 1, &ro, 0};
+    operands[i] = mlirOperationGetResult(emit_op(c, &s), 0);
+  }
+  MlirValue out = exec_alloc(c, result);
+  operands[n] = out;
+  MlirNamedAttribute callee = emit_named(c, "callee", mlirFlatSymbolRefAttrGet(c->mctx, emit_str(name)));
+  emit_op_spec s = {"func.call", n + 1, operands, 0, NULL, 1, &callee, 0};
+  emit_op(c, &s);
+  emit_set_shard(c, op->out[0], shard, exec_to_tensor(c, out, true));
+}
+
+/* The kernel: func.func private @name(operands..., result) with its
+ * operands viewed as tensors (read only), the shard computed by the shared
+ * lowering and written into the result buffer. */
+ppcc_status exec_lower_shard(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_fn lower, int shard, int device) {
+  binding b[64];
+  if (op->n_in > 64) return emit_op_error(c, op, "more than 64 operands");
+  int n = bind_operands(c, op, shard, b);
+  MlirType tensors[64], types[65];
+  MlirLocation locs[64];
+  for (int i = 0; i < n; i++) {
+    if (mlirValueIsNull(b[i].outer))
+      return emit_op_error(c, op, "operand '%s' shard %d is undefined", c->g->values[b[i].value].name, b[i].shard);
+    tensors[i] = mlirValueGetType(b[i].outer);
+    types[i] = exec_memref_type(c, tensors[i]);
+  }
+  MlirLocation call_loc = c->op_loc;
+  char name[128];
+  kernel_name(c, op, n, tensors, name, sizeof name);
+  c->op_loc = emit_name_loc(c, name);
+  for (int i = 0; i < n; i++) locs[i] = c->op_loc;
+
+  MlirAttribute noinline = emit_string_attr(c, "noinline");
+  MlirNamedAttribute attrs[5] = {
+      emit_named(c, "sym_name", emit_string_attr(c, KERNEL_TMP_NAME)),
+      emit_named(c, "function_type", mlirTypeAttrGet(mlirFunctionTypeGet(c->mctx, n, types, 0, NULL))),
+      emit_named(c, "sym_visibility", emit_string_attr(c, "private")),
+      /* internal: LLVM specializes the kernel for its callers' constant
+       * shapes and strides and drops unused descriptor fields; noinline:
+       * one body per kernel, not one per call site. */
+      emit_named(c, "llvm.linkage", mlirAttributeParseGet(c->mctx, emit_str("#llvm.linkage<internal>"))),
+      emit_named(c, "passthrough", mlirArrayAttrGet(c->mctx, 1, &noinline)),
+  };
+  emit_op_spec fs = {"func.func", 0, NULL, 0, NULL, 5, attrs, 1};
+  MlirOperation func = emit_op_in(c, mlirModuleGetBody(c->module), &fs);
+  MlirBlock body = mlirBlockCreate(n, types, locs);
+  mlirRegionAppendOwnedBlock(mlirOperationGetRegion(func, 0), body);
+
+  /* Lower the shard into the kernel, its operands bound to the arguments. */
+  c->block = body;
+  for (int i = 0; i < n; i++) c->shards[b[i].value][b[i].shard] = exec_to_tensor(c, mlirBlockGetArgument(body, i), false);
+  ppcc_status st = lower(c, c->g, op, shard, c->d);
+  swap_out(c, n, b);
+  c->last_op = (MlirOperation){NULL};
+  MlirValue r = emit_shard(c, op->out[0], shard);
+  if (st || mlirValueIsNull(r) || !worth_outlining(body)) {
+    erase(func);
+    c->op_loc = call_loc;
+    if (st || mlirValueIsNull(r)) return st; /* a null result: reported by emit_check_results_defined */
+    /* Nothing to compile (a view): lower again, in the device function. */
+    emit_set_shard(c, op->out[0], shard, (MlirValue){NULL});
+    exec_block(c, device);
+    return lower(c, c->g, op, shard, c->d);
+  }
+
+  MlirType result = mlirValueGetType(r);
+  types[n] = exec_memref_type(c, result);
+  MlirValue out = mlirBlockAddArgument(body, types[n], c->op_loc);
+  if (!write_in_place(r, out)) exec_materialize(c, r, out);
+  emit_op_spec ret = {"func.return", 0, NULL, 0, NULL, 0, NULL, 0};
+  emit_op_in(c, body, &ret);
+  mlirOperationSetAttributeByName(func, emit_str("function_type"),
+                                  mlirTypeAttrGet(mlirFunctionTypeGet(c->mctx, n + 1, types, 0, NULL)));
+  c->op_loc = call_loc;
+
+  char *key = print_key(func);
+  if (!key) return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
+  uint64_t hash = fnv1a(key);
+  const struct exec_kernel *same = find_kernel(c->exec, hash, key);
+  if (same) {
+    free(key);
+    erase(func);
+    call_kernel(c, op, shard, device, same->name, same->result, n, b);
+    return PPCC_OK;
+  }
+  mlirOperationSetAttributeByName(func, emit_str("sym_name"), emit_string_attr(c, name));
+  st = record_kernel(c, hash, key, name, result);
+  if (st) {
+    free(key);
+    return st;
+  }
+  call_kernel(c, op, shard, device, name, result, n, b);
+  return PPCC_OK;
+}
