@@ -20,34 +20,7 @@
 #define ppcc_npy_write_stream fuzz_npy_write_stream
 #include "../src/runtime/npy.c"
 
-static const uint8_t *fuzz_data;
-static size_t fuzz_size;
-
-ppcc_status fuzz_map_file(const char *path, rt_mapped_file *f, ppcc_diag *d) {
-  memset(f, 0, sizeof *f);
-  if (fuzz_size > 0) {
-    unsigned char *copy = malloc(fuzz_size);
-    if (!copy) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-    memcpy(copy, fuzz_data, fuzz_size);
-    f->data = copy;
-  }
-  f->size = fuzz_size;
-  f->path = strdup(path);
-  return PPCC_OK;
-}
-
-void fuzz_unmap_file(rt_mapped_file *f) {
-  free((void *)f->data);
-  free(f->path);
-  memset(f, 0, sizeof *f);
-}
-
-static void require_diag(const ppcc_diag *d, const char *what) {
-  if (d->errors == 0) {
-    fprintf(stderr, "fuzz_npy: %s failed without a diagnostic\n", what);
-    abort();
-  }
-}
+#include "memory_file.h"
 
 static void round_trip(const ppcc_host_tensor *t) {
   char *buf = NULL;
@@ -59,7 +32,7 @@ static void round_trip(const ppcc_host_tensor *t) {
   ppcc_status st = ppcc_npy_write_stream(mem, "fuzz.npy", t, &d);
   fclose(mem);
   if (st != PPCC_OK) { /* only bf16 cannot be written as itself */
-    require_diag(&d, "write");
+    fuzz_require_diag(&d, "write");
     free(buf);
     return;
   }
@@ -93,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ppcc_host_tensor t;
   ppcc_status st = fuzz_npy_read("fuzz.npy", &t, &d);
   if (st != PPCC_OK) {
-    require_diag(&d, "read");
+    fuzz_require_diag(&d, "read");
     return 0;
   }
   round_trip(&t);

@@ -28,34 +28,7 @@
 #define FUZZ_MAX_SPLAT_BYTES ((uint64_t)1 << 20)
 #define FUZZ_MAX_ENTRIES 256
 
-static const uint8_t *fuzz_data;
-static size_t fuzz_size;
-
-ppcc_status fuzz_map_file(const char *path, rt_mapped_file *f, ppcc_diag *d) {
-  memset(f, 0, sizeof *f);
-  if (fuzz_size > 0) {
-    unsigned char *copy = malloc(fuzz_size);
-    if (!copy) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-    memcpy(copy, fuzz_data, fuzz_size);
-    f->data = copy;
-  }
-  f->size = fuzz_size;
-  f->path = strdup(path);
-  return PPCC_OK;
-}
-
-void fuzz_unmap_file(rt_mapped_file *f) {
-  free((void *)f->data);
-  free(f->path);
-  memset(f, 0, sizeof *f);
-}
-
-static void fuzz_require_diag(const ppcc_diag *d, const char *what) {
-  if (d->errors == 0) {
-    fprintf(stderr, "fuzz weights: %s failed without a diagnostic\n", what);
-    abort();
-  }
-}
+#include "memory_file.h"
 
 static volatile unsigned fuzz_checksum;
 
