@@ -153,6 +153,16 @@ static void jit_memref_copy(int64_t es, jit_unranked *src, jit_unranked *dst) {
   copy_strided(r, src->desc + 3, src->desc + 3 + r, dst->desc + 3 + r, s.data, d.data, es);
 }
 
+/* LLVM lowers f32->bf16 truncation to this libcall; libgcc before GCC 13
+ * lacks it. The x86-64 ABI returns a bf16 in the low 16 bits of xmm0, the
+ * same register _Float16 uses. Rounds to nearest even, as compiler-rt does. */
+static _Float16 jit_truncsfbf2(float f) {
+  uint16_t bits = ppcc_f32_to_bf16(f);
+  _Float16 out;
+  memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
 #define DTYPE_SYMBOLS(fn, impl)                                                                     \
   {"_mlir_ciface_ppcc_rt_" #fn "_f32", (void *)impl}, {"_mlir_ciface_ppcc_rt_" #fn "_f16", (void *)impl}, \
       {"_mlir_ciface_ppcc_rt_" #fn "_bf16", (void *)impl}, {"_mlir_ciface_ppcc_rt_" #fn "_i64", (void *)impl}, \
@@ -168,6 +178,7 @@ const ppcc_jit_symbol *ppcc_jit_symbols(void) {
       DTYPE_SYMBOLS(reduce_scatter, jit_reduce_scatter),
       {"_mlir_ciface_ppcc_rt_matmul_f32", (void *)jit_matmul},
       {"memrefCopy", (void *)jit_memref_copy},
+      {"__truncsfbf2", (void *)jit_truncsfbf2},
       {NULL, NULL},
   };
   return table;
