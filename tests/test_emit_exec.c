@@ -100,6 +100,36 @@ START_TEST(linalg_matmul_instead_of_openblas) {
 }
 END_TEST
 
+/* Contractions of any rank reach the runtime's GEMM calls (OpenBLAS):
+ * linear on [B,S,H], batched matmul, grouped-query causal attention. The
+ * linalg form (linalg_matmul) is an independent check of the runtime's
+ * GEMM-based attention kernel, which the reference executor shares. */
+START_TEST(contractions_of_any_rank_call_the_runtime) {
+  ppcc_graph *g = model(1,
+                        "{'name': 'w', 'dtype': 'f32', 'shape': [32, 16]},"
+                        "{'name': 'm', 'dtype': 'f32', 'shape': [2, 6, 16, 5]}",
+                        "{'name': 'x', 'dtype': 'f32', 'shape': [2, 6, 16]},"
+                        "{'name': 'q', 'dtype': 'f32', 'shape': [2, 4, 6, 8]},"
+                        "{'name': 'k', 'dtype': 'f32', 'shape': [2, 2, 9, 8]},"
+                        "{'name': 'v', 'dtype': 'f32', 'shape': [2, 2, 9, 4]}",
+                        "{'op': 'linear', 'in': ['x', 'w'], 'out': ['y']},"
+                        "{'op': 'reshape', 'in': ['x'], 'out': ['x4'], 'attrs': {'shape': [2, 6, 1, 16]}},"
+                        "{'op': 'matmul', 'in': ['x4', 'm'], 'out': ['z']},"
+                        "{'op': 'attention', 'in': ['q', 'k', 'v'], 'out': ['a'], 'attrs': {'causal': true}}",
+                        "'y', 'z', 'a'");
+  ppcc_status st;
+  char *text = emit_exec(g, &st);
+  ck_assert_msg(text, "%s", diag.first);
+  ck_assert_msg(strstr(text, "call @ppcc_rt_matmul_f32") && strstr(text, "call @ppcc_rt_attention_f32"), "%s", text);
+  ck_assert_msg(!strstr(text, "linalg.generic"), "a contraction left to linalg loops:\n%s", text);
+  free(text);
+  expect_jit_matches_reference(g, NULL);
+  ppcc_jit_options jo = {.linalg_matmul = true, .opt_level = 1};
+  expect_jit_matches_reference(g, &jo);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 START_TEST(all_gather_and_elementwise) {
   expect_all(model(2,
                    "{'name': 'w', 'dtype': 'f32', 'shape': [16, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}},"
@@ -213,6 +243,7 @@ int main(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, every_shipped_model_verifies_and_matches_reference);
   tcase_add_test(tc, linalg_matmul_instead_of_openblas);
+  tcase_add_test(tc, contractions_of_any_rank_call_the_runtime);
   tcase_add_test(tc, all_gather_and_elementwise);
   tcase_add_test(tc, create_and_unshard);
   tcase_add_test(tc, reduce_scatter_index_copy_and_unreduced_unshard);

@@ -96,6 +96,13 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
 void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                             bool b_transposed, float *C);
 bool ppcc_rt_have_blas(void);
+/* softmax(q k^T * scale [causal, bottom-right]) v per head, grouped-query:
+ * q[B,Hq,S,D], k[B,Hkv,T,D], v[B,Hkv,T,Dv] -> out[B,Hq,S,Dv], contiguous
+ * f32, as GEMMs through ppcc_rt_sgemm. The attention kernel of both
+ * backends. 0 on success, -1 when Hq is not a multiple of Hkv, -2 out of
+ * memory. */
+int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
+                          double scale, bool causal, const float *q, const float *k, const float *v, float *out);
 /* With on, ppcc_rt_sgemm computes every row with the same one-row call
  * (OpenBLAS gemv, or the portable kernel), so a row's bits do not depend on
  * the row count: a microbatched run then equals the unbatched one bit for
@@ -169,6 +176,9 @@ typedef struct ppcc_run_options {
   bool deterministic;          /* row-invariant matmul (see
                                   ppcc_rt_set_row_invariant_matmul) */
   const char *trace_path;      /* Chrome trace JSON, or NULL */
+  int repeat;                  /* > 0: run the forward this many more times
+                                  after the first and log the min / median
+                                  steady-state time (outputs of the first) */
   FILE *log;                   /* summary lines (stdout), or NULL; includes
                                   the pipeline summary (ppcc_pipeline_stats) */
   /* Testing hook: device fault_device fails when it reaches op fault_op. */

@@ -24,6 +24,7 @@ typedef struct run_args {
   bool check;
   long long threads;
   long long microbatches;
+  long long repeat;
   bool deterministic;
   cli_partition partition;
   const char *trace;
@@ -35,7 +36,7 @@ static const cli_option run_options[] = {
   {"weights", true}, {"random-weights", true}, {"input", true}, {"output-dir", true},
   {"check", false},  {"threads", true},        {"microbatches", true}, {"trace", true},
   {"dump-after", true}, {"backend", true}, {"deterministic", false},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {NULL, false},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {"repeat", true}, {NULL, false},
 };
 
 /* --input name=FILE.npy */
@@ -72,6 +73,8 @@ static ppcc_status on_run_option(void *ctx, const char *name, const char *value)
     a->check = true;
   } else if (strcmp(name, "threads") == 0) {
     return cli_parse_int("run", name, value, 1, 4096, &a->threads);
+  } else if (strcmp(name, "repeat") == 0) {
+    return cli_parse_int("run", name, value, 0, 1 << 20, &a->repeat);
   } else if (strcmp(name, "deterministic") == 0) {
     a->deterministic = true;
   } else if (strcmp(name, "microbatches") == 0) {
@@ -93,6 +96,7 @@ void cli_help_run(FILE *out) {
         "                 [--input NAME=FILE.npy]... [--output-dir DIR] [--check]\n"
         "                 [--threads N] [--microbatches M] [--deterministic] [--trace=TRACE.json]\n"
         "                 [--backend=jit|interp] [--pp=P] [--tp=T] [--device-memory=BYTES]\n"
+        "                 [--repeat N]\n"
         "\n"
         "Compiles MODEL.json and runs it: one in-order stream per logical device,\n"
         "transfers and collectives between them.\n"
@@ -116,6 +120,9 @@ void cli_help_run(FILE *out) {
         "  --deterministic       every matmul row computed alike (one BLAS gemv per\n"
         "                        row, about a third of sgemm's speed), so results do\n"
         "                        not depend on --microbatches\n"
+        "  --repeat N            after the first run, run the forward N more times\n"
+        "                        and print their min and median wall time (the\n"
+        "                        device programs only: no compile, no loading)\n"
         "  --trace FILE          write a Chrome trace (JSON: a track per device, an\n"
         "                        event per op and microbatch, transfers as arrows)\n"
         "  --dump-after=PASS     print the graph after PASS to stderr\n"
@@ -176,6 +183,7 @@ static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *
     .microbatches = (int)a->microbatches,
     .deterministic = a->deterministic,
     .trace_path = a->trace,
+    .repeat = (int)a->repeat,
     .log = stdout,
   };
   ppcc_status st = PPCC_OK;

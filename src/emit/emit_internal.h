@@ -148,9 +148,14 @@ void exec_state_free(ppcc_emit_ctx *c);
 MlirValue exec_transfer(ppcc_emit_ctx *c, MlirValue v, int from, int to);
 /* Lowers a collective op into the device functions of its shards. */
 ppcc_status exec_lower_collective(ppcc_emit_ctx *c, const ppcc_op *op);
-/* A contraction the executable form hands to ppcc_rt_matmul (f32, 2-D), or
- * a null value when it is left to linalg. */
+/* A contraction the executable form hands to ppcc_rt_matmul (f32, a of
+ * rank >= 2, b a matrix or of a's rank), or a null value when it is left
+ * to linalg. */
 MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
+/* f32 attention as a ppcc_rt_attention call in the executable form (null
+ * value otherwise: the linalg lowering is used). */
+MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, double scale, bool causal,
+                                  MlirType out_type);
 
 /* ---- output (emit_print.c) ---- */
 /* Verifies the module, prints it and post-processes the text; on success

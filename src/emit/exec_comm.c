@@ -8,6 +8,7 @@
  *   ppcc_rt_all_gather_T(op, dtype, group, rank, outer, inner, shard, full)
  *   ppcc_rt_reduce_scatter_T(op, dtype, group, rank, outer, inner, full, shard)
  *   ppcc_rt_matmul_f32(a, b, c, b_transposed)                    (OpenBLAS)
+ *   ppcc_rt_attention_f32(q, k, v, out, scale, causal)            (OpenBLAS)
  *
  * Buffers are memref<*xT>; a group is a memref.global of device ids.
  * Collectives follow the executor's plan (src/runtime/executor.c): every
@@ -64,16 +65,35 @@ MlirValue exec_transfer(ppcc_emit_ctx *c, MlirValue v, int from, int to) {
 
 /* ---- GEMM ---- */
 
+/* f32 contractions of any rank >= 2 go to the runtime: a's leading dims
+ * collapse into the GEMM's rows when b is a matrix, else (b of a's rank)
+ * one GEMM per batch element. */
 MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type) {
   MlirType elem = mlirShapedTypeGetElementType(out_type);
+  intptr_t ra = mlirShapedTypeGetRank(mlirValueGetType(a)), rb = mlirShapedTypeGetRank(mlirValueGetType(b));
   if (c->exec_linalg_matmul || !mlirTypeIsAF32(elem) || !mlirTypeIsAF32(elem_of(a)) || !mlirTypeIsAF32(elem_of(b)) ||
-      mlirShapedTypeGetRank(mlirValueGetType(a)) != 2 || mlirShapedTypeGetRank(mlirValueGetType(b)) != 2)
+      ra < 2 || (rb != 2 && rb != ra) || mlirShapedTypeGetRank(out_type) != ra)
     return (MlirValue){NULL};
   MlirValue out = exec_alloc(c, out_type);
   MlirValue ops[4] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, a))),
                       exec_unranked(c, exec_static_view(c, exec_to_memref(c, b))),
                       exec_unranked(c, exec_static_view(c, out)), exec_i64(c, b_transposed)};
   if (exec_call(c, "ppcc_rt_matmul_f32", 4, ops)) return (MlirValue){NULL};
+  return exec_to_tensor(c, out, true);
+}
+
+MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, double scale, bool causal,
+                                  MlirType out_type) {
+  if (c->kind != PPCC_EMIT_MLIR_EXEC || c->exec_linalg_matmul || !mlirTypeIsAF32(mlirShapedTypeGetElementType(out_type)) ||
+      !mlirTypeIsAF32(elem_of(q)) || !mlirTypeIsAF32(elem_of(k)) || !mlirTypeIsAF32(elem_of(v)))
+    return (MlirValue){NULL};
+  MlirValue out = exec_alloc(c, out_type);
+  MlirValue ops[6] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, q))),
+                      exec_unranked(c, exec_static_view(c, exec_to_memref(c, k))),
+                      exec_unranked(c, exec_static_view(c, exec_to_memref(c, v))),
+                      exec_unranked(c, exec_static_view(c, out)),
+                      emit_float_const(c, c->block, mlirF64TypeGet(c->mctx), scale), exec_i64(c, causal)};
+  if (exec_call(c, "ppcc_rt_attention_f32", 6, ops)) return (MlirValue){NULL};
   return exec_to_tensor(c, out, true);
 }
 

@@ -566,9 +566,15 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
     return emit_op_error(c, op, "shard %d: %lld query heads do not group over %lld kv heads", shard, (long long)Hq,
                          (long long)Hkv);
   int64_t group = Hq / Hkv;
-  MlirValue scores = head_contraction(c, q, k, true, group, T);
   mask_body m = {ppcc_attr_float(op, "scale", D > 0 ? 1.0 / sqrt((double)D) : 1.0), ppcc_attr_bool(op, "causal", false),
                  T - S};
+  /* Executable form: the runtime's GEMM-based kernel (both backends). */
+  MlirValue call = exec_try_attention_call(c, q, k, v, m.scale, m.causal, emit_shard_type(c, out_value(g, op)));
+  if (!mlirValueIsNull(call)) {
+    set_result(c, op, shard, call);
+    return PPCC_OK;
+  }
+  MlirValue scores = head_contraction(c, q, k, true, group, T);
   red_space all = red_space_make(scores, (bool[PPCC_MAX_RANK]){false});
   operand_kind full[1] = {K_FULL};
   MlirValue masked = elementwise(c, &all, 1, &scores, full, elem_of(scores), body_scale_mask, &m);

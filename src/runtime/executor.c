@@ -50,6 +50,8 @@ typedef struct rt_exec {
   rt_slot *slots;         /* [microbatch][slot] */
   int n_segments;
   int *segment_begin;     /* rt_pipeline_segments */
+  int *last_use;          /* per value: the last op reading it (or its
+                             in-place aliases); -1: none; n_ops: keep */
   ppcc_rt_comm *comm;
   rt_timeline *timeline;  /* NULL: nothing recorded */
   double t0;
@@ -487,6 +489,30 @@ static void device_load(const rt_exec *shared, int dev) {
     }
 }
 
+/* A value's buffers go back to the allocator once its last reader ran,
+ * so the next op's buffers reuse them (warm pages, a small working set)
+ * instead of growing the footprint by every op's result. */
+static void release_value(rt_exec *x, int dev, int v, int j) {
+  if (x->last_use[v] != j || val(x, v)->kind == PPCC_VALUE_PARAM) return;
+  rt_view w = view_of(x, v);
+  for (int i = 0; i < w.layout.count; i++) {
+    rt_slot *s = slot(x, v, i);
+    if (w.devices[i] != dev || !s->owned) continue;
+    rt_free(s->data);
+    *s = (rt_slot){NULL, false};
+  }
+}
+
+static void release_dead(rt_exec *x, int dev, const ppcc_op *op, int j) {
+  for (int k = 0; k < op->n_in; k++) release_value(x, dev, op->in[k], j);
+  for (int k = 0; k < op->n_out; k++)
+    if (x->last_use[op->out[k]] < 0) {
+      x->last_use[op->out[k]] = j; /* never read: free it now */
+      release_value(x, dev, op->out[k], j);
+      x->last_use[op->out[k]] = -1;
+    }
+}
+
 /* Runs op j of microbatch x->mb; false once this device failed. */
 static bool run_step(rt_exec *x, int dev, int j, ppcc_diag *d) {
   const ppcc_op *op = &x->g->ops[j];
@@ -501,6 +527,7 @@ static bool run_step(rt_exec *x, int dev, int j, ppcc_diag *d) {
     return false;
   }
   if (traced) rt_timeline_span(x->timeline, dev, j, x->mb, t - x->t0, omp_get_wtime() - x->t0);
+  release_dead(x, dev, op, j);
   return true;
 }
 
@@ -538,6 +565,27 @@ static ppcc_status check_placements(const rt_exec *x, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* last_use: the last op reading each value; an in-place result aliases
+ * its destination, so the destination lives as long as the result; graph
+ * outputs (and what they alias) are kept. */
+static bool plan_lifetimes(rt_exec *x) {
+  const ppcc_graph *g = x->g;
+  x->last_use = malloc(sizeof(int) * (size_t)(g->n_values + 1));
+  if (!x->last_use) return false;
+  for (int v = 0; v < g->n_values; v++) x->last_use[v] = -1;
+  for (int j = 0; j < g->n_ops; j++)
+    for (int k = 0; k < g->ops[j].n_in; k++) x->last_use[g->ops[j].in[k]] = j;
+  for (int k = 0; k < g->n_outputs; k++) x->last_use[g->outputs[k]] = g->n_ops;
+  for (int j = g->n_ops - 1; j >= 0; j--) {
+    const ppcc_op *op = &g->ops[j];
+    if (op->info->pin_rule != PPCC_PIN_INPLACE || op->n_in < 1) continue;
+    int dst = op->in[0], res = op->out[0];
+    if (x->last_use[res] > x->last_use[dst]) x->last_use[dst] = x->last_use[res];
+    if (x->last_use[res] < 0 && x->last_use[dst] < j) x->last_use[dst] = j;
+  }
+  return true;
+}
+
 static ppcc_status setup(rt_exec *x, ppcc_diag *d) {
   x->n_devices = x->opts->reference ? 1 : x->g->n_devices;
   if (x->n_devices < 1) return ppcc_error(d, "the model has no devices");
@@ -545,7 +593,7 @@ static ppcc_status setup(rt_exec *x, ppcc_diag *d) {
   if (st) return st;
   x->slot_base = malloc(sizeof(int) * (size_t)(x->g->n_values + 1));
   x->segment_begin = malloc(sizeof(int) * (size_t)(x->g->n_ops + 2));
-  if (!x->slot_base || !x->segment_begin) return oom(d);
+  if (!x->slot_base || !x->segment_begin || !plan_lifetimes(x)) return oom(d);
   int total = 0;
   for (int v = 0; v < x->g->n_values; v++) {
     x->slot_base[v] = total;
@@ -573,6 +621,7 @@ static void teardown(rt_exec *x) {
   free(x->slots);
   free(x->slot_base);
   free(x->segment_begin);
+  free(x->last_use);
   if (x->timeline) rt_timeline_free(x->timeline);
   free(x->timeline);
   ppcc_rt_comm_free(x->comm);
@@ -621,9 +670,7 @@ static int total_threads(const ppcc_exec_options *o) { return o->threads > 0 ? o
 static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
   int n = x->n_devices, cores = total_threads(x->opts);
   int per_device = cores / n > 1 ? cores / n : 1;
-  ppcc_rt_set_kernel_threads(per_device);
-  omp_set_dynamic(0);
-  if (per_device > 1) omp_set_max_active_levels(2);
+  rt_thread_budget(n, per_device);
   int started = 0;
 #pragma omp parallel num_threads(n)
   {

@@ -121,14 +121,56 @@ static void jit_reduce_scatter(int64_t op, int64_t dtype, jit_unranked *group, i
   note_failure(op, ppcc_rt_reduce_scatter(bound_comm, ids, n, (int)rank, (int)dtype, f.data, s.data, outer, inner));
 }
 
-/* C[M,N] = A[M,K] * B ([K,N], or [N,K] when b_transposed), through
- * ppcc_rt_sgemm (OpenBLAS when built with it). */
+static bool fail_call(const char *what) {
+  ppcc_rt_abort(bound_comm, bound_self, what);
+  note_failure(-1, -1);
+  return false;
+}
+
+/* C[..., M, N] = A[..., M, K] * B, through ppcc_rt_sgemm (OpenBLAS when
+ * built with it). B is [K, N] (or [N, K] when b_transposed): A's leading
+ * dims collapse into M, one GEMM. B of A's rank: one GEMM per batch
+ * element (batched matmul). */
 static void jit_matmul(jit_unranked *a, jit_unranked *b, jit_unranked *c, int64_t b_transposed) {
   jit_view va = view_of(a, 4), vb = view_of(b, 4), vc = view_of(c, 4);
   if (!usable(-1, &va, "matmul") || !usable(-1, &vb, "matmul") || !usable(-1, &vc, "matmul")) return;
-  int64_t M = a->desc[3], K = a->desc[4], N = c->desc[4];
-  ppcc_rt_sgemm(M, N, K, (const float *)(void *)va.data, (const float *)(void *)vb.data, b_transposed != 0,
-                (float *)(void *)vc.data);
+  if (a->rank < 2 || c->rank != a->rank || (b->rank != 2 && b->rank != a->rank)) {
+    fail_call("matmul: unsupported operand ranks");
+    return;
+  }
+  int64_t K = a->desc[3 + a->rank - 1], M = a->desc[3 + a->rank - 2], N = c->desc[3 + c->rank - 1], batch = 1;
+  for (int64_t i = 0; i < a->rank - 2; i++) batch *= a->desc[3 + i];
+  if (va.count != batch * M * K || vc.count != batch * M * N || (b->rank == 2 ? vb.count != K * N : vb.count != batch * K * N)) {
+    fail_call("matmul: operand sizes do not match");
+    return;
+  }
+  const float *A = (const float *)(void *)va.data, *B = (const float *)(void *)vb.data;
+  float *C = (float *)(void *)vc.data;
+  if (b->rank == 2) {
+    ppcc_rt_sgemm(batch * M, N, K, A, B, b_transposed != 0, C);
+    return;
+  }
+  for (int64_t p = 0; p < batch; p++)
+    ppcc_rt_sgemm(M, N, K, A + p * M * K, B + p * K * N, b_transposed != 0, C + p * M * N);
+}
+
+/* out[B,Hq,S,Dv] = attention(q[B,Hq,S,D], k[B,Hkv,T,D], v[B,Hkv,T,Dv]):
+ * the interpreter's kernel (ppcc_rt_attention_f32). */
+static void jit_attention(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o, double scale,
+                          int64_t causal) {
+  jit_view vq = view_of(q, 4), vk = view_of(k, 4), vv = view_of(v, 4), vo = view_of(o, 4);
+  if (!usable(-1, &vq, "attention") || !usable(-1, &vk, "attention") || !usable(-1, &vv, "attention") ||
+      !usable(-1, &vo, "attention"))
+    return;
+  if (q->rank != 4 || k->rank != 4 || v->rank != 4 || o->rank != 4) {
+    fail_call("attention: operands must have rank 4");
+    return;
+  }
+  const int64_t *qs = q->desc + 3, *ks = k->desc + 3, *vs = v->desc + 3;
+  int rc = ppcc_rt_attention_f32(qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3], scale, causal != 0,
+                                 (const float *)(void *)vq.data, (const float *)(void *)vk.data,
+                                 (const float *)(void *)vv.data, (float *)(void *)vo.data);
+  if (rc) fail_call(rc == -1 ? "attention: query heads do not group over kv heads" : "attention: out of memory");
 }
 
 /* memref.copy between strided buffers (MLIR's CRunnerUtils memrefCopy,
@@ -177,6 +219,7 @@ const ppcc_jit_symbol *ppcc_jit_symbols(void) {
       DTYPE_SYMBOLS(all_gather, jit_all_gather),
       DTYPE_SYMBOLS(reduce_scatter, jit_reduce_scatter),
       {"_mlir_ciface_ppcc_rt_matmul_f32", (void *)jit_matmul},
+      {"_mlir_ciface_ppcc_rt_attention_f32", (void *)jit_attention},
       {"memrefCopy", (void *)jit_memref_copy},
       {"__truncsfbf2", (void *)jit_truncsfbf2},
       {NULL, NULL},

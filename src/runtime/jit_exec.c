@@ -177,9 +177,7 @@ static ppcc_status run_all(jit_exec *x, const ppcc_jit_entry *entries, double *e
   int n = x->g->n_devices;
   int cores = x->opts->threads > 0 ? x->opts->threads : omp_get_num_procs();
   int per_device = cores / n > 1 ? cores / n : 1;
-  ppcc_rt_set_kernel_threads(per_device);
-  omp_set_dynamic(0);
-  if (per_device > 1) omp_set_max_active_levels(2);
+  rt_thread_budget(n, per_device);
   int started = 0;
   double t0 = omp_get_wtime();
 #pragma omp parallel num_threads(n)

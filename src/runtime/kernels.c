@@ -5,6 +5,7 @@
  * dtype. Collectives and transfers have no kernel: the executor does them
  * over the communication ABI. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernels_llm.h"
@@ -13,6 +14,10 @@
 #include <cblas.h>
 #endif
 
+/* Threads of one kernel call: OpenBLAS's own threads only. The other
+ * kernels run on the device's thread: a nested OpenMP team inside a device
+ * thread spins against the BLAS threads on the same cores (an elementwise
+ * mul took 3x longer with 2 threads than with 1). */
 static int kernel_threads = 1;
 /* OpenBLAS gives a row of C different bits depending on how many rows the
  * call has (its micro-kernels and tails accumulate differently), so runs
@@ -30,6 +35,13 @@ void ppcc_rt_set_kernel_threads(int n) {
 }
 
 int rt_kernel_threads(void) { return kernel_threads; }
+
+void rt_thread_budget(int devices, int per_device) {
+  ppcc_rt_set_kernel_threads(per_device);
+  omp_set_dynamic(0);
+  /* Only the portable GEMM (no OpenBLAS) opens a team inside a device thread. */
+  omp_set_max_active_levels(per_device > 1 && !ppcc_rt_have_blas() ? 2 : 1);
+}
 
 bool ppcc_rt_have_blas(void) {
 #ifdef PPCC_HAVE_OPENBLAS
@@ -171,8 +183,6 @@ static void map_unary(float (*f)(float), const ppcc_tensor *x, ppcc_tensor *y) {
   const float *src = x->data;
   float *dst = y->data;
   int64_t n = numel(x);
-  int nt = kernel_threads;
-#pragma omp parallel for num_threads(nt) if (nt > 1 && n > PAR_MIN) schedule(static)
   for (int64_t j = 0; j < n; j++) dst[j] = f(src[j]);
 }
 
@@ -261,8 +271,6 @@ static ppcc_status run_binary(binary_kind k, const ppcc_tensor *in, ppcc_tensor 
     const float *a = in[0].data, *b = in[1].data;
     float *y = out->data;
     int64_t n = numel(out);
-    int nt = kernel_threads;
-#pragma omp parallel for num_threads(nt) if (nt > 1 && n > PAR_MIN) schedule(static)
     for (int64_t j = 0; j < n; j++) y[j] = apply_binary(k, a[j], b[j]);
     return PPCC_OK;
   }

@@ -202,24 +202,37 @@ typedef struct attn_dims {
   bool causal;
 } attn_dims;
 
-/* One query row s: scores over the keys of its kv head, causal mask,
- * softmax, then the weighted sum of values. Causal rows are aligned
- * bottom-right: query s sits at position T - S + s and sees keys
- * 0..T-S+s, so a decode step (S = 1) over a cache of T positions sees
- * all of them and a prefill (S = T) is the usual lower triangle. */
-static void attend_row(const attn_dims *a, int64_t s, const float *q, const float *k, const float *v, float *o,
-                       float *p) {
-  for (int64_t t = 0; t < a->T; t++) {
-    float dot = 0;
-    for (int64_t j = 0; j < a->D; j++) dot += q[j] * k[t * a->D + j];
-    p[t] = dot * a->scale;
-  }
-  if (a->causal)
-    for (int64_t t = a->T - a->S + s + 1; t < a->T; t++) p[t] = -INFINITY;
-  softmax_strided(p, p, a->T, 1);
-  for (int64_t e = 0; e < a->Dv; e++) o[e] = 0;
-  for (int64_t t = 0; t < a->T; t++)
-    for (int64_t e = 0; e < a->Dv; e++) o[e] += p[t] * v[t * a->Dv + e];
+/* The query heads of one kv head are contiguous in q and out, so each
+ * (batch, kv head) pair is two GEMMs through ppcc_rt_sgemm (OpenBLAS):
+ *   P[group*S, T] = Q[group*S, D] . K[T, D]^T,  scaled, masked, softmax rows,
+ *   O[group*S, Dv] = P . V[T, Dv].
+ * Causal rows are aligned bottom-right: query s sits at position T - S + s
+ * and sees keys 0..T-S+s, so a decode step (S = 1) over a cache of T
+ * positions sees all of them and a prefill (S = T) is the usual lower
+ * triangle. A pair's GEMM shapes do not depend on the batch size, so
+ * microbatched runs compute every row alike. */
+int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
+                          double scale, bool causal, const float *q, const float *k, const float *v, float *out) {
+  if (Hkv <= 0 || Hq % Hkv != 0) return -1;
+  int64_t group = Hq / Hkv, rows = group * S;
+  float *p = rt_alloc((rows * T > 0 ? rows * T : 1) * 4);
+  if (!p) return -2;
+  float sc = (float)scale;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t g = 0; g < Hkv; g++) {
+      int64_t qh = b * Hq + g * group, kvh = b * Hkv + g;
+      ppcc_rt_sgemm(rows, T, D, q + qh * S * D, k + kvh * T * D, true, p);
+      for (int64_t r = 0; r < rows; r++) {
+        float *row = p + r * T;
+        for (int64_t t = 0; t < T; t++) row[t] *= sc;
+        if (causal)
+          for (int64_t t = T - S + r % S + 1; t < T; t++) row[t] = -INFINITY;
+        softmax_strided(row, row, T, 1);
+      }
+      ppcc_rt_sgemm(rows, Dv, T, p, v + kvh * T * Dv, false, out + qh * S * Dv);
+    }
+  rt_free(p);
+  return 0;
 }
 
 /* q[B, Hq, S, D], k[B, Hkv, T, D], v[B, Hkv, T, Dv]; query head h reads kv
@@ -227,25 +240,14 @@ static void attend_row(const attn_dims *a, int64_t s, const float *q, const floa
  * Hq/n query and Hkv/n kv heads, so the grouping is the same locally. */
 ppcc_status kernel_attention(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
   const ppcc_tensor *q = &in[0], *k = &in[1], *v = &in[2];
-  attn_dims a = {q->shape[0], q->shape[1], q->shape[2], q->shape[3], k->shape[1], k->shape[2], v->shape[3], 1, 0, false};
-  if (a.Hkv <= 0 || a.Hq % a.Hkv != 0)
-    return ppcc_error(d, "attention: %lld query heads do not group over %lld kv heads in this shard", (long long)a.Hq,
-                      (long long)a.Hkv);
-  a.group = a.Hq / a.Hkv;
-  a.scale = (float)ppcc_attr_float(op, "scale", a.D > 0 ? 1.0 / sqrt((double)a.D) : 1.0);
-  a.causal = ppcc_attr_bool(op, "causal", false);
-  float *p = rt_alloc((a.T > 0 ? a.T : 1) * 4);
-  if (!p) return oom(d);
-  const float *qd = q->data, *kd = k->data, *vd = v->data;
-  for (int64_t b = 0; b < a.B; b++)
-    for (int64_t h = 0; h < a.Hq; h++) {
-      int64_t kvh = b * a.Hkv + h / a.group, qh = b * a.Hq + h;
-      for (int64_t s = 0; s < a.S; s++)
-        attend_row(&a, s, qd + (qh * a.S + s) * a.D, kd + kvh * a.T * a.D, vd + kvh * a.T * a.Dv,
-                   (float *)out->data + (qh * a.S + s) * a.Dv, p);
-    }
-  rt_free(p);
-  return PPCC_OK;
+  int64_t Hq = q->shape[1], Hkv = k->shape[1], D = q->shape[3];
+  if (Hkv <= 0 || Hq % Hkv != 0)
+    return ppcc_error(d, "attention: %lld query heads do not group over %lld kv heads in this shard", (long long)Hq,
+                      (long long)Hkv);
+  double scale = ppcc_attr_float(op, "scale", D > 0 ? 1.0 / sqrt((double)D) : 1.0);
+  int rc = ppcc_rt_attention_f32(q->shape[0], Hq, q->shape[2], D, Hkv, k->shape[2], v->shape[3], scale,
+                                 ppcc_attr_bool(op, "causal", false), q->data, k->data, v->data, out->data);
+  return rc ? oom(d) : PPCC_OK;
 }
 
 /* ---------------- concat, slice (raw elements, any dtype) ---------------- */

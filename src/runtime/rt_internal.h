@@ -50,6 +50,10 @@ int rt_local_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc
 
 /* Threads kernels may use (set per run). */
 int rt_kernel_threads(void);
+/* One thread budget for a run: `devices` device threads (OpenMP, one
+ * level), each kernel call using per_device threads (OpenBLAS's); the
+ * caller makes devices * per_device <= cores. */
+void rt_thread_budget(int devices, int per_device);
 
 /* ---- microbatching (microbatch.c) ---- */
 

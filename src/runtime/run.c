@@ -2,7 +2,9 @@
  * against the unsharded reference, and write outputs as .npy files
  * (all-or-nothing: temporaries renamed only when everything succeeded). */
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -254,7 +256,51 @@ static ppcc_status write_outputs(const ppcc_graph *g, const ppcc_run_options *o,
 
 /* ---------------- ppcc run ---------------- */
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* --repeat N: N more forwards on the loaded data (weights stay in place,
+ * as in a serving loop); their device-program wall times, min and median,
+ * are the steady-state figure that compares with an eager framework's
+ * forward. The first run's outputs are the ones kept. */
+static ppcc_status repeat_forward(const ppcc_graph *g, const ppcc_run_options *o, const ppcc_run_data *data,
+                                  const ppcc_exec_options *eo, ppcc_diag *d) {
+  double *ms = calloc((size_t)o->repeat, sizeof *ms);
+  ppcc_host_tensor *out = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *out);
+  ppcc_status st = ms && out ? PPCC_OK : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  ppcc_exec_options quiet = *eo;
+  quiet.stats = NULL;
+  quiet.trace_path = NULL;
+  for (int r = 0; r < o->repeat && !st; r++) {
+    st = o->execute ? o->execute(o->execute_ctx, g, data, &quiet, out, &ms[r], d) : ppcc_execute(g, data, &quiet, out, &ms[r], d);
+    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+  }
+  if (!st && o->log) {
+    qsort(ms, (size_t)o->repeat, sizeof *ms, cmp_double);
+    double median = o->repeat % 2 ? ms[o->repeat / 2] : 0.5 * (ms[o->repeat / 2 - 1] + ms[o->repeat / 2]);
+    fprintf(o->log, "forward (steady state, %d runs): min %.3f ms, median %.3f ms\n", o->repeat, ms[0], median);
+  }
+  free(ms);
+  free(out);
+  return st;
+}
+
+/* Freed buffers stay with the process for the next op and the next
+ * forward (glibc would hand large ones back to the kernel at once, and
+ * every reuse would fault its pages in again). */
+static void keep_freed_memory(void) {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
 ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
+  keep_freed_memory();
+  int cores = o->threads > 0 ? o->threads : omp_get_num_procs();
+  if (g->n_devices > cores)
+    fprintf(stderr, "%s: warning: %d logical devices on %d cores: device threads time-share the cores\n",
+            d->file ? d->file : "ppcc run", g->n_devices, cores);
   ppcc_run_data data;
   ppcc_status st = ppcc_run_data_load(g, o, &data, d);
   if (st) return st;
@@ -270,6 +316,7 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   if (!st) st = o->execute ? o->execute(o->execute_ctx, g, &data, &eo, out, &ms, d) : ppcc_execute(g, &data, &eo, out, &ms, d);
   if (!st && o->log) fprintf(o->log, "ran '%s' on %d devices in %.3f ms\n", g->name, g->n_devices, ms);
   if (!st && o->log && stats.busy) ppcc_pipeline_stats_print(&stats, o->log);
+  if (!st && o->repeat > 0) st = repeat_forward(g, o, &data, &eo, d);
   ppcc_pipeline_stats_free(&stats);
   if (!st && o->check) st = check_outputs(g, &data, o, out, d);
   if (!st && o->output_dir) st = write_outputs(g, o, out, d);
