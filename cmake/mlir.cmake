@@ -44,8 +44,22 @@ file(GLOB PPCC_EMIT_SRC CONFIGURE_DEPENDS src/emit/*.c)
 if(NOT TARGET ppcc_runtime)
   list(FILTER PPCC_EMIT_SRC EXCLUDE REGEX "exec_jit\\.c$")
 endif()
-add_library(ppcc_emit STATIC ${PPCC_EMIT_SRC} ${PPCC_IRDL_C})
-target_include_directories(ppcc_emit SYSTEM PRIVATE ${MLIR_INCLUDE_DIRS} ${LLVM_INCLUDE_DIRS})
+# The emitter's objects, position independent: linked statically into the
+# tests and benchmarks (ppcc_emit) and, for the ppcc command, into the
+# loadable module libppcc_mlir.so, which the driver dlopens only for the
+# commands that need MLIR (so --version and report start without loading
+# MLIR/LLVM; src/driver/mlir_loader.c).
+add_library(ppcc_emit_objs OBJECT ${PPCC_EMIT_SRC} ${PPCC_IRDL_C})
+set_target_properties(ppcc_emit_objs PROPERTIES POSITION_INDEPENDENT_CODE ON)
+target_include_directories(ppcc_emit_objs SYSTEM PRIVATE ${MLIR_INCLUDE_DIRS} ${LLVM_INCLUDE_DIRS})
+target_link_libraries(ppcc_emit_objs PRIVATE ppcc_core)
+target_compile_definitions(ppcc_emit_objs PRIVATE PPCC_IRDL_FILE="${PPCC_IRDL_FILE}")
+if(TARGET ppcc_runtime)
+  target_link_libraries(ppcc_emit_objs PRIVATE ppcc_runtime)
+  target_compile_definitions(ppcc_emit_objs PRIVATE PPCC_HAVE_JIT=1)
+endif()
+
+add_library(ppcc_emit STATIC $<TARGET_OBJECTS:ppcc_emit_objs>)
 target_link_libraries(ppcc_emit PUBLIC ppcc_core ${PPCC_MLIR_LINK} ${PPCC_LIBMLIR} ${PPCC_LIBLLVM} stdc++)
 target_compile_definitions(ppcc_emit PUBLIC PPCC_IRDL_FILE="${PPCC_IRDL_FILE}")
 if(TARGET ppcc_runtime)
@@ -53,5 +67,12 @@ if(TARGET ppcc_runtime)
   target_compile_definitions(ppcc_emit PUBLIC PPCC_HAVE_JIT=1)
 endif()
 set_target_properties(ppcc_emit PROPERTIES BUILD_RPATH "${PPCC_MLIR_LIBDIR}" INSTALL_RPATH "${PPCC_MLIR_LIBDIR}")
+
+# ppcc core and runtime symbols come from the ppcc executable (exported).
+add_library(ppcc_mlir MODULE $<TARGET_OBJECTS:ppcc_emit_objs>)
+target_link_libraries(ppcc_mlir PRIVATE ${PPCC_MLIR_LINK} ${PPCC_LIBMLIR} ${PPCC_LIBLLVM} stdc++)
+set_target_properties(ppcc_mlir PROPERTIES BUILD_RPATH "${PPCC_MLIR_LIBDIR}" INSTALL_RPATH "${PPCC_MLIR_LIBDIR}")
+include(GNUInstallDirs)
+install(TARGETS ppcc_mlir LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 install(FILES ${PPCC_IRDL_FILE} DESTINATION share/ppcc)

@@ -70,7 +70,7 @@ _Static_assert(PPCC_EMIT_MLIR == 0 && PPCC_EMIT_IREE == 1 && PPCC_EMIT_MLIR_EXEC
 
 static ppcc_status render_emit(const ppcc_graph *g, FILE *out, ppcc_diag *d, const void *arg) {
   const emit_kind_name *kind = arg;
-  return ppcc_emit(g, (ppcc_emit_kind)kind->kind, out, d);
+  return cli_emit(g, kind->kind, out, d);
 }
 #endif
 

@@ -108,4 +108,20 @@ void cli_help_compile(FILE *out);
 void cli_help_report(FILE *out);
 void cli_help_run(FILE *out);
 
+/* ---- the MLIR backend, loaded on first use (mlir_loader.c) ---- */
+#ifdef PPCC_HAVE_MLIR
+#include "ppcc/graph.h"
+ppcc_status cli_emit(const ppcc_graph *g, int kind, FILE *out, ppcc_diag *d); /* ppcc_emit */
+#ifdef PPCC_HAVE_JIT
+#include "ppcc/jit.h"
+#include "ppcc/runtime.h"
+ppcc_status cli_jit_compile(const ppcc_graph *g, const ppcc_jit_options *opts, ppcc_jit **out, ppcc_jit_stats *stats,
+                            ppcc_diag *d);
+ppcc_status cli_jit_execute(void *ctx, const ppcc_graph *g, const struct ppcc_run_data *data,
+                            const struct ppcc_exec_options *opts, ppcc_host_tensor *outputs, double *elapsed_ms,
+                            ppcc_diag *d);
+void cli_jit_free(ppcc_jit *jit);
+#endif
+#endif
+
 #endif

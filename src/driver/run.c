@@ -153,7 +153,7 @@ static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit 
   ppcc_diag quiet;
   ppcc_diag_init(&quiet, d->file, NULL);
   ppcc_jit_stats t;
-  ppcc_status st = ppcc_jit_compile(g, NULL, jit, &t, asked ? d : &quiet);
+  ppcc_status st = cli_jit_compile(g, NULL, jit, &t, asked ? d : &quiet);
   if (!st) {
     printf("jit: compiled %d device functions in %.1f ms (emit %.1f, lower %.1f, codegen %.1f)\n", g->n_devices,
            t.emit_ms + t.lower_ms + t.codegen_ms, t.emit_ms, t.lower_ms, t.codegen_ms);
@@ -190,12 +190,12 @@ static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *
 #ifdef PPCC_HAVE_JIT
   ppcc_jit *jit = NULL;
   st = compile_jit(g, a, &jit, d);
-  opts.execute = jit ? ppcc_jit_execute : NULL;
+  opts.execute = jit ? cli_jit_execute : NULL;
   opts.execute_ctx = jit;
 #endif
   if (!st) st = ppcc_run(g, &opts, d);
 #ifdef PPCC_HAVE_JIT
-  ppcc_jit_free(jit);
+  cli_jit_free(jit);
 #endif
   free(inputs);
   return st;
