@@ -87,6 +87,18 @@ for cfg in "1 1" "2 1" "1 2"; do
 done
 echo "TP=2 speed-up over TP=1 (jit, min forward t(TP1)/t(TP2), 2 cores both): $(ratio "$(cat "$TMP/jit_tp1pp1")" "$(cat "$TMP/jit_tp2pp1")")"
 
+echo "== linear layers vs OpenBLAS sgemm at the same shapes (interp trace of a steady-state forward, TP1PP1) =="
+NUMPY_PY=""
+for py in "$PYTHON" python3; do
+  [ -n "$py" ] && "$py" -c 'import numpy' >/dev/null 2>&1 && { NUMPY_PY=$py; break; }
+done
+if [ -n "$NUMPY_PY" ] && [ -n "$REPEAT_ARG" ]; then
+  "$PPCC" run "$TMP/tp1pp1.json" --backend=interp --repeat 2 --trace "$TMP/trace.json" >/dev/null 2>&1
+  OPENBLAS_NUM_THREADS=2 "$NUMPY_PY" "$SRC/bench/linear_gflops.py" "$TMP/tp1pp1.json" "$TMP/trace.json"
+else
+  echo "skipped (needs a python with numpy and a ppcc with --repeat)"
+fi
+
 echo "== 2-stage pipeline on 2 cores, 4 microbatches vs 1 (interp; --batch 4) =="
 "$BUILD/gen_llama" $LLAMA --batch 4 --tp 1 --pp 2 -o "$TMP/pp2b4.json" || exit 1
 : >"$TMP/mb1" ; : >"$TMP/mb4"

@@ -12,6 +12,11 @@ packages=(
   clang-14 libclang-rt-14-dev        # sanitizer and fuzzing builds
   graphviz                           # tests check that DOT reports render
 )
+# The PyTorch reference of bench/bench_vs_torch.sh (tools/torch_llama_ref.py)
+# is large and only the benchmark needs it: PPCC_BENCH=1 adds it.
+if [[ ${PPCC_BENCH:-0} == 1 ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "setup.sh: run as root (sudo bash tools/setup.sh)" >&2

@@ -40,7 +40,8 @@ static const char lowering_pipeline[] =
     "reconcile-unrealized-casts)";
 
 struct ppcc_jit {
-  MlirExecutionEngine engine;
+  MlirExecutionEngine engine;  /* the device functions (call glue) */
+  MlirExecutionEngine kernels; /* the shard kernels they call */
   int n_devices;
   ppcc_jit_entry *entries;
 };
@@ -84,23 +85,125 @@ static void register_runtime_symbols(MlirExecutionEngine engine) {
     mlirExecutionEngineRegisterSymbol(engine, emit_str(s->name), s->address);
 }
 
+/* ---- two engines: kernels optimized, glue compiled fast ----
+ * The deduplicated kernels (exec_kernel.c) are few and hold the loops:
+ * they are compiled at -O2 in an engine of their own. The device
+ * functions are call glue as long as the model; LLVM's -O2 pipeline is
+ * super-linear on them (CalledValuePropagation, DAG combining over one
+ * huge block) for nothing to gain, so they are compiled at -O0 in a second
+ * engine, which calls the kernels through their addresses in the first. */
+
+static MlirStringRef name_of(MlirOperation op) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, emit_str("sym_name"));
+  return mlirAttributeIsNull(a) ? (MlirStringRef){"", 0} : mlirStringAttrGetValue(a);
+}
+
+static bool is_llvm_func(MlirOperation op) {
+  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
+  return s.length == 9 && memcmp(s.data, "llvm.func", 9) == 0;
+}
+
+static bool has_body(MlirOperation f) { return !mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0))); }
+
+/* A shard kernel: k<N>_<op>... (exec_kernel.c's names). */
+static bool is_kernel(MlirOperation f) {
+  MlirStringRef s = name_of(f);
+  return is_llvm_func(f) && has_body(f) && s.length > 2 && s.data[0] == 'k' && s.data[1] >= '0' && s.data[1] <= '9';
+}
+
+static bool mentions_device(MlirOperation f) {
+  MlirStringRef s = name_of(f);
+  for (size_t i = 0; i + 7 <= s.length; i++)
+    if (memcmp(s.data + i, "device_", 7) == 0) return true;
+  return false;
+}
+
+static void set_external(ppcc_emit_ctx *c, MlirOperation f) {
+  mlirOperationSetAttributeByName(f, emit_str("linkage"),
+                                  mlirAttributeParseGet(c->mctx, emit_str("#llvm.linkage<external>")));
+}
+
+/* Blocks of a body use each other's values: the region is destroyed as a
+ * whole (which drops every reference first), not block by block. */
+static void drop_body(MlirOperation f) {
+  MlirRegion body = mlirRegionCreate();
+  mlirRegionTakeBody(body, mlirOperationGetRegion(f, 0));
+  mlirRegionDestroy(body);
+}
+
+/* The kernels module: a copy of the lowered module without the device
+ * functions, its kernels exported. */
+static MlirModule kernels_module(ppcc_emit_ctx *c) {
+  MlirOperation copy = mlirOperationClone(mlirModuleGetOperation(c->module));
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0));
+  for (MlirOperation f = mlirBlockGetFirstOperation(body), next; !mlirOperationIsNull(f); f = next) {
+    next = mlirOperationGetNextInBlock(f);
+    if (is_llvm_func(f) && mentions_device(f)) {
+      mlirOperationRemoveFromParent(f);
+      mlirOperationDestroy(f);
+    } else if (is_kernel(f)) {
+      set_external(c, f);
+    }
+  }
+  return mlirModuleFromOperation(copy);
+}
+
+static ppcc_status compile_kernels(ppcc_emit_ctx *c, int level, ppcc_jit *jit) {
+  MlirModule k = kernels_module(c);
+  jit->kernels = mlirExecutionEngineCreate(k, level, 0, NULL, false);
+  mlirModuleDestroy(k); /* the engine keeps its own LLVM IR */
+  if (mlirExecutionEngineIsNull(jit->kernels))
+    return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: the ExecutionEngine could not compile the kernels");
+  register_runtime_symbols(jit->kernels);
+  return PPCC_OK;
+}
+
 static ppcc_status codegen(ppcc_emit_ctx *c, const ppcc_jit_options *o, ppcc_jit *jit) {
   mlirRegisterAllLLVMTranslations(c->mctx);
   /* -O2 by default: -O3 compiled tiny_llama 5x slower (12 s) for no gain
    * at these sizes (GEMMs run in OpenBLAS anyway). */
   int level = o && o->opt_level > 0 && o->opt_level <= 3 ? o->opt_level : 2;
-  jit->engine = mlirExecutionEngineCreate(c->module, level, 0, NULL, false);
-  if (mlirExecutionEngineIsNull(jit->engine))
-    return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: the ExecutionEngine could not compile the module");
-  register_runtime_symbols(jit->engine);
-  for (int dev = 0; dev < jit->n_devices; dev++) {
+  ppcc_status st = compile_kernels(c, level, jit);
+  if (st) return st;
+  /* The kernels' addresses, then their bodies dropped from the glue
+   * module (declarations), then the glue engine with them registered. */
+  MlirBlock body = mlirModuleGetBody(c->module);
+  int n = 0;
+  for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f))
+    n += is_kernel(f);
+  char (*names)[160] = calloc((size_t)(n > 0 ? n : 1), sizeof *names);
+  void **addresses = calloc((size_t)(n > 0 ? n : 1), sizeof *addresses);
+  if (!names || !addresses) st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
+  int k = 0;
+  for (MlirOperation f = mlirBlockGetFirstOperation(body); !st && !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f)) {
+    if (!is_kernel(f)) continue;
+    MlirStringRef s = name_of(f);
+    snprintf(names[k], sizeof names[k], "%.*s", (int)s.length, s.data);
+    addresses[k] = mlirExecutionEngineLookup(jit->kernels, emit_str(names[k]));
+    if (!addresses[k]) st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: kernel %s was not compiled", names[k]);
+    drop_body(f);
+    set_external(c, f);
+    k++;
+  }
+  if (!st) {
+    jit->engine = mlirExecutionEngineCreate(c->module, 0, 0, NULL, false);
+    if (mlirExecutionEngineIsNull(jit->engine))
+      st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: the ExecutionEngine could not compile the module");
+  }
+  if (!st) {
+    register_runtime_symbols(jit->engine);
+    for (int i = 0; i < k; i++) mlirExecutionEngineRegisterSymbol(jit->engine, emit_str(names[i]), addresses[i]);
+  }
+  free(names);
+  free(addresses);
+  for (int dev = 0; dev < jit->n_devices && !st; dev++) {
     char name[48];
     snprintf(name, sizeof name, "_mlir_ciface_device_%d", dev);
     jit->entries[dev] = (ppcc_jit_entry)mlirExecutionEngineLookupPacked(jit->engine, emit_str(name));
     if (!jit->entries[dev])
-      return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: no compiled function for device %d", dev);
+      st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: no compiled function for device %d", dev);
   }
-  return PPCC_OK;
+  return st;
 }
 
 ppcc_status ppcc_jit_compile(const ppcc_graph *g, const ppcc_jit_options *opts, ppcc_jit **out, ppcc_jit_stats *stats,
@@ -140,6 +243,7 @@ ppcc_status ppcc_jit_compile(const ppcc_graph *g, const ppcc_jit_options *opts, 
 void ppcc_jit_free(ppcc_jit *jit) {
   if (!jit) return;
   if (!mlirExecutionEngineIsNull(jit->engine)) mlirExecutionEngineDestroy(jit->engine);
+  if (!mlirExecutionEngineIsNull(jit->kernels)) mlirExecutionEngineDestroy(jit->kernels);
   free(jit->entries);
   free(jit);
 }

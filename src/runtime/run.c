@@ -274,6 +274,7 @@ static ppcc_status repeat_forward(const ppcc_graph *g, const ppcc_run_options *o
   quiet.stats = NULL;
   quiet.trace_path = NULL;
   for (int r = 0; r < o->repeat && !st; r++) {
+    quiet.trace_path = r == o->repeat - 1 ? eo->trace_path : NULL; /* the trace shows a steady-state forward */
     st = o->execute ? o->execute(o->execute_ctx, g, data, &quiet, out, &ms[r], d) : ppcc_execute(g, data, &quiet, out, &ms[r], d);
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
   }
