@@ -130,6 +130,38 @@ START_TEST(contractions_of_any_rank_call_the_runtime) {
 }
 END_TEST
 
+/* Both backends against PyTorch (testdata/reference/README.md): the
+ * logits of a small Llama with ppcc's random weights (seed 0). */
+START_TEST(llama_matches_pytorch_logits) {
+  ppcc_graph *g = t_compile_file("testdata/reference/llama_torch.json", &diag);
+  ck_assert_msg(g, "%s", diag.first);
+  ppcc_host_tensor ref;
+  ck_assert_msg(ppcc_npy_read(t_src_path("testdata/reference/llama_torch.logits.npy"), &ref, &diag) == PPCC_OK, "%s",
+                diag.first);
+  ppcc_run_options ro = {.random_seed = 0, .have_random_seed = true};
+  ppcc_run_data data;
+  ck_assert_msg(ppcc_run_data_load(g, &ro, &data, &diag) == PPCC_OK, "%s", diag.first);
+  ppcc_jit *jit = NULL;
+  ck_assert_msg(ppcc_jit_compile(g, NULL, &jit, NULL, &diag) == PPCC_OK, "JIT: %s", diag.first);
+  ck_assert_str_eq(g->values[g->outputs[0]].name, "logits");
+  for (int backend = 0; backend < 2; backend++) {
+    ppcc_host_tensor *got = calloc((size_t)g->n_outputs, sizeof *got);
+    ppcc_exec_options eo = {.threads = 2};
+    ppcc_status st = backend ? ppcc_execute(g, &data, &eo, got, NULL, &diag)
+                             : ppcc_jit_execute(jit, g, &data, &eo, got, NULL, &diag);
+    ck_assert_msg(st == PPCC_OK, "%s", diag.first);
+    ppcc_compare_result r = ppcc_compare(&got[0], &ref);
+    ck_assert_msg(r.ok, "%s logits differ from PyTorch's: max abs error %g", backend ? "interp" : "jit", r.max_abs);
+    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&got[k]);
+    free(got);
+  }
+  ppcc_jit_free(jit);
+  ppcc_run_data_free(&data);
+  ppcc_host_tensor_free(&ref);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 START_TEST(all_gather_and_elementwise) {
   expect_all(model(2,
                    "{'name': 'w', 'dtype': 'f32', 'shape': [16, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}},"
@@ -244,6 +276,7 @@ int main(void) {
   tcase_add_test(tc, every_shipped_model_verifies_and_matches_reference);
   tcase_add_test(tc, linalg_matmul_instead_of_openblas);
   tcase_add_test(tc, contractions_of_any_rank_call_the_runtime);
+  tcase_add_test(tc, llama_matches_pytorch_logits);
   tcase_add_test(tc, all_gather_and_elementwise);
   tcase_add_test(tc, create_and_unshard);
   tcase_add_test(tc, reduce_scatter_index_copy_and_unreduced_unshard);

@@ -9,7 +9,7 @@ position's logits and their argmax. float32 throughout.
 
   torch_llama_ref.py --layers 4 --hidden 512 --heads 8 --kv-heads 4 \
       --ffn 1408 --vocab 4096 --seq 128 [--threads 2] [--repeat 10]
-      [--weights W.safetensors] [--compare LOGITS.npy]
+      [--weights W.safetensors] [--compare LOGITS.npy] [--save LOGITS.npy]
 
 Prints one line per timed forward set:
   torch forward (steady state, N runs): min X ms, median Y ms
@@ -19,7 +19,8 @@ batch of 1), positions 0..S-1. With --weights (written by
 tools/gen_safetensors with the seed ppcc run used) the weights are the
 same as ppcc's, and --compare checks ppcc's logits.npy against torch's
 (|got - ref| <= 1e-3 * (1 + |ref|)); exit 1 when they differ.
-Without --weights the weights are random (timing only).
+Without --weights the weights are random (timing only). --save writes
+torch's logits (how testdata/reference/ was made: see its README).
 """
 import argparse
 import json
@@ -123,6 +124,7 @@ def main():
         ap.add_argument("--" + name, type=int, default=default)
     ap.add_argument("--weights")
     ap.add_argument("--compare")
+    ap.add_argument("--save")
     c = ap.parse_args()
     torch.set_num_threads(c.threads)
     W = load_safetensors(c.weights) if c.weights else random_weights(c)
@@ -146,6 +148,8 @@ def main():
     median = ms[n // 2] if n % 2 else 0.5 * (ms[n // 2 - 1] + ms[n // 2])
     print(f"torch {torch.__version__} forward (steady state, {n} runs, {c.threads} threads): "
           f"min {ms[0]:.3f} ms, median {median:.3f} ms")
+    if c.save:
+        np.save(c.save, logits.numpy())
     if c.compare:
         got = np.load(c.compare)
         ref = logits.numpy()
