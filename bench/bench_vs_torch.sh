@@ -23,6 +23,12 @@
 #             --vocab 4096 --seq 128   (3.17 GFLOP)
 # at TP1PP1, TP2PP1 and TP1PP2 (2 logical devices on 2 cores, 1 kernel
 # thread each). Never more than 2 busy threads.
+#
+# On a shared machine, torch's 2-thread OpenMP forward suffers most from
+# other users' load (its threads spin-wait: 2 s instead of 0.05-0.2 s at
+# load 13 here); TORCH_THREADS=1 gives a second, less load-sensitive
+# reference. JIT compile figures give the process CPU time too, which load
+# inflates less than wall time.
 set -u
 BUILD=${1:-build}
 PAIRS=${PAIRS:-5}
