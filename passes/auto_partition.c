@@ -231,7 +231,7 @@ static bool insert_all_reduces(ppcc_graph *g, const int *role) {
  * shard-propagate recomputes the same later. */
 static ppcc_status infer_layouts(ppcc_graph *g, ppcc_diag *d) {
   for (int i = 0; i < g->n_ops; i++) {
-    ppcc_status st = g->ops[i].info->shard_rule(g, &g->ops[i], d);
+    ppcc_status st = ppcc_apply_shard_rule(g, &g->ops[i], d);
     if (st) return st;
   }
   return PPCC_OK;

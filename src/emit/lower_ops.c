@@ -229,17 +229,32 @@ static MlirValue contract(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_tra
   return named ? emit_named_linalg(c, named, 2, ins, init) : emit_contraction(c, a, b, b_transposed, init);
 }
 
+/* Operand k of a row-parallel contraction (unreduced result): a replicated
+ * operand next to a split one is cut along its contracting dim to this
+ * shard's part (DESIGN §4: sharktank's PPFFN, no data moves). */
+static MlirValue contract_operand(ppcc_emit_ctx *c, const ppcc_op *op, int k, int shard, bool b_transposed) {
+  MlirValue v = operand(c, op, k, shard);
+  const ppcc_value *x = in_value(c, op, k), *other = in_value(c, op, 1 - k);
+  if (out_value(c, op)->layout.kind != PPCC_LAYOUT_UNREDUCED || x->layout.kind != PPCC_LAYOUT_REPLICATED ||
+      other->layout.kind != PPCC_LAYOUT_SPLIT)
+    return v;
+  int dim = k == 0 ? x->rank - 1 : b_transposed ? 1 : x->rank - 2;
+  int64_t part = x->shape[dim] / other->layout.count;
+  return emit_slice(c, v, dim, (int64_t)shard * part, part);
+}
+
 ppcc_status lower_matmul(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
   MlirType t = emit_shard_type(c, out_value(c, op));
-  set_result(c, op, shard, contract(c, operand(c, op, 0, shard), operand(c, op, 1, shard), false, t));
+  set_result(c, op, shard, contract(c, contract_operand(c, op, 0, shard, false), contract_operand(c, op, 1, shard, false), false, t));
   return PPCC_OK;
 }
 
-/* linear: x . w^T (+ bias), weights stored [out, in]. */
+/* linear: x . w^T (+ bias), weights stored [out, in]. On partial sums the
+ * bias is added by shard 0 only, so the all_reduce counts it once. */
 ppcc_status lower_linear(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
   MlirType t = emit_shard_type(c, out_value(c, op));
-  MlirValue y = contract(c, operand(c, op, 0, shard), operand(c, op, 1, shard), true, t);
-  if (op->n_in == 3) {
+  MlirValue y = contract(c, contract_operand(c, op, 0, shard, true), contract_operand(c, op, 1, shard, true), true, t);
+  if (op->n_in == 3 && !(out_value(c, op)->layout.kind == PPCC_LAYOUT_UNREDUCED && shard > 0)) {
     const char *add = ppcc_dtype_is_float(out_value(c, op)->dtype) ? "arith.addf" : "arith.addi";
     y = emit_binary_tensor(c, add, y, operand(c, op, 2, shard), t, shard);
   }
@@ -287,7 +302,7 @@ ppcc_status lower_reshape(struct ppcc_emit_ctx *c, const ppcc_graph *g, const pp
 /* transfer: shard i moves from the operand's devices[i] to the result's. */
 ppcc_status lower_transfer(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
   const ppcc_value *in = in_value(c, op, 0), *out = out_value(c, op);
-  MlirValue v = operand(c, op, 0, shard);
-  set_result(c, op, shard, placement_transfer(c, v, in->devices[shard], out->devices[shard]));
+  MlirValue v = operand(c, op, 0, shard); /* P8: a whole value goes to every result shard */
+  set_result(c, op, shard, placement_transfer(c, v, in->devices[in->layout.count == 1 ? 0 : shard], out->devices[shard]));
   return PPCC_OK;
 }

@@ -419,10 +419,18 @@ static ppcc_status shard_contract(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, bool
     res = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, count};
   } else if (a_rep && b_spl && lb.dim == b_n) {
     res = split_layout(o->rank - 1, count); /* column parallel */
-  } else if (a_spl && la.dim == a_k && b_spl && lb.dim == b_k) {
-    res = (ppcc_layout){PPCC_LAYOUT_UNREDUCED, -1, count}; /* row parallel */
+  } else if ((a_spl || a_rep) && (b_spl || b_rep) && (a_rep || la.dim == a_k) && (b_rep || lb.dim == b_k)) {
+    /* row parallel; a replicated operand next to a split one is sliced
+     * locally along its contracting dim (sharktank's PPFFN:
+     * all_reduce(linear(x, w)) with w split on its input features) */
+    res = (ppcc_layout){PPCC_LAYOUT_UNREDUCED, -1, count};
   } else if (a_spl && la.dim < a_k && (b_rep || (b->rank > 2 && b_spl && lb.dim == la.dim && la.dim < a->rank - 2))) {
     res = split_layout(la.dim, count); /* batch / rows */
+  } else if (a_spl && la.dim < a_k && b_spl && lb.dim == b_n) {
+    /* rows x columns: the right operand is all-gathered first (P11); the
+     * pass inserts the all_gather and applies this rule again */
+    op->gather_operands |= 1u << 1;
+    res = split_layout(la.dim, count);
   } else if ((a_unr && b_rep) || (a_rep && b_unr)) {
     res = (ppcc_layout){PPCC_LAYOUT_UNREDUCED, -1, count}; /* linear in each operand */
   } else {
@@ -430,16 +438,15 @@ static ppcc_status shard_contract(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, bool
   }
   if (op->n_in == 3) { /* linear bias: must line up with the result shards */
     const ppcc_value *bias = IN(2);
+    /* On partial sums a replicated bias is added by shard 0 only, so it
+     * counts exactly once in the all_reduce. */
     bool ok = (res.kind == PPCC_LAYOUT_SPLIT && res.dim == o->rank - 1 && is_kind(bias, PPCC_LAYOUT_SPLIT) &&
-               bias->layout.count == count) ||
-              (res.kind != PPCC_LAYOUT_SPLIT && res.kind != PPCC_LAYOUT_UNREDUCED && is_kind(bias, PPCC_LAYOUT_REPLICATED) &&
-               bias->layout.count == count) ||
+               bias->layout.dim == 0 && bias->layout.count == count) ||
+              (res.kind != PPCC_LAYOUT_SPLIT && is_kind(bias, PPCC_LAYOUT_REPLICATED) && bias->layout.count == count) ||
               (res.kind == PPCC_LAYOUT_SPLIT && res.dim != o->rank - 1 && is_kind(bias, PPCC_LAYOUT_REPLICATED) &&
                bias->layout.count == count);
     if (!ok)
-      return layouts_error(g, op, d, res.kind == PPCC_LAYOUT_UNREDUCED
-                                         ? "a bias on partial sums would be added once per shard; add it after all_reduce"
-                                         : "the bias layout does not match the result's");
+      return layouts_error(g, op, d, "the bias layout does not match the result's");
   }
   o->layout = res;
   return PPCC_OK;
@@ -567,7 +574,16 @@ static ppcc_status shard_unshard(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
-static ppcc_status shard_transfer(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shard_same(g, op, d); }
+/* P8: an unsharded (or count-1) value sent to n > 1 devices is replicated
+ * onto them; otherwise shard i simply moves. */
+static ppcc_status shard_transfer(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_attr *devices = ppcc_op_attr(op, "devices");
+  if (IN(0)->layout.count == 1 && devices && devices->n > 1) {
+    OUT(0)->layout = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, devices->n};
+    return PPCC_OK;
+  }
+  return shard_same(g, op, d);
+}
 
 /* In place (P7): the result is the destination. The source must be sharded
  * like the destination, or replicated, split on the same non-indexed dim. */
@@ -786,8 +802,13 @@ static ppcc_status shard_concat(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   int dim = norm_dim(ppcc_attr_int(op, "dim", 0), IN(0)->rank);
   for (int k = 1; k < op->n_in; k++)
     if (!ppcc_layout_equal(IN(k)->layout, IN(0)->layout)) return layouts_error(g, op, d, "operands must share one layout");
-  if (is_kind(IN(0), PPCC_LAYOUT_SPLIT) && IN(0)->layout.dim == dim)
-    return layouts_error(g, op, d, "concatenating along the split dim would interleave shards; all_gather first");
+  if (is_kind(IN(0), PPCC_LAYOUT_SPLIT) && IN(0)->layout.dim == dim) {
+    /* Shard-by-shard concat would interleave shards: gather every operand,
+     * concat whole, re-split along dim (P11; the pass inserts the ops). */
+    op->gather_operands |= (1u << op->n_in) - 1;
+    op->resplit = true;
+    op->resplit_dim = dim;
+  }
   OUT(0)->layout = IN(0)->layout;
   return PPCC_OK;
 }
@@ -1027,4 +1048,28 @@ const ppcc_op_info *ppcc_op_lookup(const char *name) {
 
 const ppcc_op_info *ppcc_op_info_by_id(ppcc_op_id id) {
   return (unsigned)id < PPCC_OP_COUNT ? &op_table[id] : NULL;
+}
+
+/* A split/replicated/unreduced layout with count 1 behaves as unsharded
+ * (DESIGN §1): if the rule refuses the op as laid out, it is asked again
+ * with count-1 operands seen as unsharded; the first refusal is the one
+ * reported. */
+ppcc_status ppcc_apply_shard_rule(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  enum { MAX_IN = 16 };
+  bool any_count1 = false;
+  for (int k = 0; k < op->n_in; k++) any_count1 |= IN(k)->layout.kind != PPCC_LAYOUT_UNSHARDED && IN(k)->layout.count == 1;
+  if (!any_count1 || op->n_in > MAX_IN) return op->info->shard_rule(g, op, d);
+  ppcc_diag quiet;
+  ppcc_diag_init(&quiet, d->file, NULL);
+  if (op->info->shard_rule(g, op, &quiet) == PPCC_OK) return PPCC_OK;
+  ppcc_layout saved[MAX_IN];
+  for (int k = 0; k < op->n_in; k++) {
+    saved[k] = IN(k)->layout;
+    if (saved[k].count == 1) IN(k)->layout = ppcc_layout_unsharded();
+  }
+  op->gather_operands = 0;
+  op->resplit = false;
+  ppcc_status st = op->info->shard_rule(g, op, &quiet);
+  for (int k = op->n_in - 1; k >= 0; k--) IN(k)->layout = saved[k];
+  return st == PPCC_OK ? PPCC_OK : op->info->shard_rule(g, op, d);
 }

@@ -206,6 +206,8 @@ static ppcc_status operand_tensor(rt_exec *x, int dev, const ppcc_op *op, int k,
     set_split_position(t, iv.layout.dim, t->shape[iv.layout.dim], s, iv.layout.count);
   *temp = NULL;
   int sd = rt_local_slice_dim(op, k, val(x, v), iv.layout, val(x, res), ov.layout);
+  if (sd < 0 && k < 2 && op->n_in >= 2)
+    sd = rt_contract_slice_dim(op, k, val(x, v), iv.layout, view_of(x, op->in[1 - k]).layout, ov.layout);
   if (sd < 0) return PPCC_OK;
   /* A replicated operand next to a split one: this shard's slice only. */
   int n = ov.layout.count;
@@ -238,7 +240,9 @@ static ppcc_status compute_shard(rt_exec *x, int dev, const ppcc_op *op, int i, 
   }
   if (!st) {
     *slot(x, res, i) = (rt_slot){out.data, !in_place};
-    st = ppcc_rt_run_kernel(op, in, &out, d);
+    ppcc_op no_bias = *op; /* partial sums: the bias counts once, on shard 0 */
+    no_bias.n_in--;
+    st = ppcc_rt_run_kernel(rt_drops_bias(op, view_of(x, res).layout, i) ? &no_bias : op, in, &out, d);
   }
   for (int k = 0; k < op->n_in; k++) rt_free(temps[k]);
   return st;
@@ -259,12 +263,14 @@ static ppcc_status run_compute(rt_exec *x, int dev, const ppcc_op *op, ppcc_diag
 static ppcc_status run_transfer(rt_exec *x, int dev, const ppcc_op *op, ppcc_diag *d) {
   int v = op->in[0], res = op->out[0];
   rt_view iv = view_of(x, v), ov = view_of(x, res);
-  if (iv.layout.count != ov.layout.count)
+  bool replicates = iv.layout.count == 1 && ov.layout.count > 1; /* P8: one whole value onto n devices */
+  if (iv.layout.count != ov.layout.count && !replicates)
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "transfer changes the shard count");
   int64_t bytes = local_bytes(x, v);
   for (rt_phase ph = PHASE_SEND; ph <= PHASE_RECV; ph++)
-    for (int i = 0; i < iv.layout.count; i++) {
-      ppcc_status st = deliver(x, dev, ph, i, iv.devices[i], ov.devices[i], slot(x, v, i)->data, false, bytes,
+    for (int i = 0; i < ov.layout.count; i++) {
+      int s = replicates ? 0 : i;
+      ppcc_status st = deliver(x, dev, ph, i, iv.devices[s], ov.devices[i], slot(x, v, s)->data, false, bytes,
                                slot(x, res, i), d);
       if (st) return st;
     }

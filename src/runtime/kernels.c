@@ -374,6 +374,26 @@ int rt_local_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc
   return -1;
 }
 
+/* Row-parallel contraction (unreduced result): a replicated operand next
+ * to one split along its contracting dim is cut along its own contracting
+ * dim, so shard i multiplies matching slices (DESIGN §4, sharktank's PPFFN). */
+int rt_contract_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc_layout operand_layout,
+                          ppcc_layout other_layout, ppcc_layout result_layout) {
+  ppcc_kernel_fn kern = ppcc_rt_kernel(op->info->id);
+  if ((kern != kernel_matmul && kern != kernel_linear) || k > 1 || result_layout.kind != PPCC_LAYOUT_UNREDUCED ||
+      operand_layout.kind != PPCC_LAYOUT_REPLICATED || other_layout.kind != PPCC_LAYOUT_SPLIT)
+    return -1;
+  if (k == 0) return operand->rank - 1;
+  return kern == kernel_linear ? 1 : operand->rank - 2;
+}
+
+/* A linear's bias on partial sums is added by shard 0 only, so the
+ * all_reduce counts it once: true when shard `shard` runs without it. */
+bool rt_drops_bias(const ppcc_op *op, ppcc_layout result_layout, int shard) {
+  return ppcc_rt_kernel(op->info->id) == kernel_linear && op->n_in == 3 &&
+         result_layout.kind == PPCC_LAYOUT_UNREDUCED && shard > 0;
+}
+
 /* ---------------- the table ---------------- */
 static const ppcc_kernel_fn kernel_table[PPCC_OP_COUNT] = {
 #define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, batch, kernel, lower) \

@@ -48,6 +48,13 @@ void rt_add_int(ppcc_dtype dtype, const void *src, void *acc, int64_t count);
 int rt_local_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc_layout operand_layout,
                        const ppcc_value *result, ppcc_layout result_layout);
 
+/* matmul/linear with an unreduced result: the contracting dim of a
+ * replicated operand k whose other operand is split, or -1. */
+int rt_contract_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc_layout operand_layout,
+                          ppcc_layout other_layout, ppcc_layout result_layout);
+/* Shard `shard` of a linear with partial-sum result runs without its bias. */
+bool rt_drops_bias(const ppcc_op *op, ppcc_layout result_layout, int shard);
+
 /* Threads kernels may use (set per run). */
 int rt_kernel_threads(void);
 

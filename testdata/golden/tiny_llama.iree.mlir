@@ -687,17 +687,19 @@ module @tiny_llama {
     } -> tensor<1x8x64xf32> loc("blk.0.out")
     %154 = flow.tensor.transfer %151 : tensor<1x8x64xf32> to #hal.device.promise<@__device_2> loc("blk.1.in")
     %155 = flow.tensor.transfer %153 : tensor<1x8x64xf32> to #hal.device.promise<@__device_3> loc("blk.1.in")
+    %156 = flow.tensor.transfer %arg44 : tensor<8xi64> to #hal.device.promise<@__device_2> loc("blk.1.positions")
+    %157 = flow.tensor.transfer %arg45 : tensor<8xi64> to #hal.device.promise<@__device_3> loc("blk.1.positions")
     %cst_52 = arith.constant 0.000000e+00 : f32 loc("blk.1.attn_in")
-    %156 = tensor.empty() : tensor<1x8xf32> loc("blk.1.attn_in")
-    %157 = linalg.fill ins(%cst_52 : f32) outs(%156 : tensor<1x8xf32>) -> tensor<1x8xf32> loc("blk.1.attn_in")
-    %158 = linalg.generic {indexing_maps = [#map1, #map], iterator_types = ["parallel", "parallel", "reduction"]} ins(%154 : tensor<1x8x64xf32>) outs(%157 : tensor<1x8xf32>) {
+    %158 = tensor.empty() : tensor<1x8xf32> loc("blk.1.attn_in")
+    %159 = linalg.fill ins(%cst_52 : f32) outs(%158 : tensor<1x8xf32>) -> tensor<1x8xf32> loc("blk.1.attn_in")
+    %160 = linalg.generic {indexing_maps = [#map1, #map], iterator_types = ["parallel", "parallel", "reduction"]} ins(%154 : tensor<1x8x64xf32>) outs(%159 : tensor<1x8xf32>) {
     ^bb0(%in: f32 loc("blk.1.attn_in"), %out: f32 loc("blk.1.attn_in")):
       %338 = arith.mulf %in, %in : f32 loc("blk.1.attn_in")
       %339 = arith.addf %out, %338 : f32 loc("blk.1.attn_in")
       linalg.yield %339 : f32 loc("blk.1.attn_in")
     } -> tensor<1x8xf32> loc("blk.1.attn_in")
-    %159 = tensor.empty() : tensor<1x8x64xf32> loc("blk.1.attn_in")
-    %160 = linalg.generic {indexing_maps = [#map1, #map, #map2, #map1], iterator_types = ["parallel", "parallel", "parallel"]} ins(%154, %158, %arg20 : tensor<1x8x64xf32>, tensor<1x8xf32>, tensor<64xf32>) outs(%159 : tensor<1x8x64xf32>) {
+    %161 = tensor.empty() : tensor<1x8x64xf32> loc("blk.1.attn_in")
+    %162 = linalg.generic {indexing_maps = [#map1, #map, #map2, #map1], iterator_types = ["parallel", "parallel", "parallel"]} ins(%154, %160, %arg20 : tensor<1x8x64xf32>, tensor<1x8xf32>, tensor<64xf32>) outs(%161 : tensor<1x8x64xf32>) {
     ^bb0(%in: f32 loc("blk.1.attn_in"), %in_120: f32 loc("blk.1.attn_in"), %in_121: f32 loc("blk.1.attn_in"), %out: f32 loc("blk.1.attn_in")):
       %cst_122 = arith.constant 1.562500e-02 : f32 loc("blk.1.attn_in")
       %338 = arith.mulf %in_120, %cst_122 : f32 loc("blk.1.attn_in")
@@ -709,16 +711,16 @@ module @tiny_llama {
       linalg.yield %342 : f32 loc("blk.1.attn_in")
     } -> tensor<1x8x64xf32> loc("blk.1.attn_in")
     %cst_53 = arith.constant 0.000000e+00 : f32 loc("blk.1.attn_in")
-    %161 = tensor.empty() : tensor<1x8xf32> loc("blk.1.attn_in")
-    %162 = linalg.fill ins(%cst_53 : f32) outs(%161 : tensor<1x8xf32>) -> tensor<1x8xf32> loc("blk.1.attn_in")
-    %163 = linalg.generic {indexing_maps = [#map1, #map], iterator_types = ["parallel", "parallel", "reduction"]} ins(%155 : tensor<1x8x64xf32>) outs(%162 : tensor<1x8xf32>) {
+    %163 = tensor.empty() : tensor<1x8xf32> loc("blk.1.attn_in")
+    %164 = linalg.fill ins(%cst_53 : f32) outs(%163 : tensor<1x8xf32>) -> tensor<1x8xf32> loc("blk.1.attn_in")
+    %165 = linalg.generic {indexing_maps = [#map1, #map], iterator_types = ["parallel", "parallel", "reduction"]} ins(%155 : tensor<1x8x64xf32>) outs(%164 : tensor<1x8xf32>) {
     ^bb0(%in: f32 loc("blk.1.attn_in"), %out: f32 loc("blk.1.attn_in")):
       %338 = arith.mulf %in, %in : f32 loc("blk.1.attn_in")
       %339 = arith.addf %out, %338 : f32 loc("blk.1.attn_in")
       linalg.yield %339 : f32 loc("blk.1.attn_in")
     } -> tensor<1x8xf32> loc("blk.1.attn_in")
-    %164 = tensor.empty() : tensor<1x8x64xf32> loc("blk.1.attn_in")
-    %165 = linalg.generic {indexing_maps = [#map1, #map, #map2, #map1], iterator_types = ["parallel", "parallel", "parallel"]} ins(%155, %163, %arg21 : tensor<1x8x64xf32>, tensor<1x8xf32>, tensor<64xf32>) outs(%164 : tensor<1x8x64xf32>) {
+    %166 = tensor.empty() : tensor<1x8x64xf32> loc("blk.1.attn_in")
+    %167 = linalg.generic {indexing_maps = [#map1, #map, #map2, #map1], iterator_types = ["parallel", "parallel", "parallel"]} ins(%155, %165, %arg21 : tensor<1x8x64xf32>, tensor<1x8xf32>, tensor<64xf32>) outs(%166 : tensor<1x8x64xf32>) {
     ^bb0(%in: f32 loc("blk.1.attn_in"), %in_120: f32 loc("blk.1.attn_in"), %in_121: f32 loc("blk.1.attn_in"), %out: f32 loc("blk.1.attn_in")):
       %cst_122 = arith.constant 1.562500e-02 : f32 loc("blk.1.attn_in")
       %338 = arith.mulf %in_120, %cst_122 : f32 loc("blk.1.attn_in")
@@ -730,75 +732,73 @@ module @tiny_llama {
       linalg.yield %342 : f32 loc("blk.1.attn_in")
     } -> tensor<1x8x64xf32> loc("blk.1.attn_in")
     %cst_54 = arith.constant 0.000000e+00 : f32 loc("blk.1.q")
-    %166 = tensor.empty() : tensor<1x8x32xf32> loc("blk.1.q")
-    %167 = linalg.fill ins(%cst_54 : f32) outs(%166 : tensor<1x8x32xf32>) -> tensor<1x8x32xf32> loc("blk.1.q")
-    %168 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%160, %arg22 : tensor<1x8x64xf32>, tensor<32x64xf32>) outs(%167 : tensor<1x8x32xf32>) {
+    %168 = tensor.empty() : tensor<1x8x32xf32> loc("blk.1.q")
+    %169 = linalg.fill ins(%cst_54 : f32) outs(%168 : tensor<1x8x32xf32>) -> tensor<1x8x32xf32> loc("blk.1.q")
+    %170 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%162, %arg22 : tensor<1x8x64xf32>, tensor<32x64xf32>) outs(%169 : tensor<1x8x32xf32>) {
     ^bb0(%in: f32 loc("blk.1.q"), %in_120: f32 loc("blk.1.q"), %out: f32 loc("blk.1.q")):
       %338 = arith.mulf %in, %in_120 : f32 loc("blk.1.q")
       %339 = arith.addf %out, %338 : f32 loc("blk.1.q")
       linalg.yield %339 : f32 loc("blk.1.q")
     } -> tensor<1x8x32xf32> loc("blk.1.q")
     %cst_55 = arith.constant 0.000000e+00 : f32 loc("blk.1.q")
-    %169 = tensor.empty() : tensor<1x8x32xf32> loc("blk.1.q")
-    %170 = linalg.fill ins(%cst_55 : f32) outs(%169 : tensor<1x8x32xf32>) -> tensor<1x8x32xf32> loc("blk.1.q")
-    %171 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%165, %arg23 : tensor<1x8x64xf32>, tensor<32x64xf32>) outs(%170 : tensor<1x8x32xf32>) {
+    %171 = tensor.empty() : tensor<1x8x32xf32> loc("blk.1.q")
+    %172 = linalg.fill ins(%cst_55 : f32) outs(%171 : tensor<1x8x32xf32>) -> tensor<1x8x32xf32> loc("blk.1.q")
+    %173 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%167, %arg23 : tensor<1x8x64xf32>, tensor<32x64xf32>) outs(%172 : tensor<1x8x32xf32>) {
     ^bb0(%in: f32 loc("blk.1.q"), %in_120: f32 loc("blk.1.q"), %out: f32 loc("blk.1.q")):
       %338 = arith.mulf %in, %in_120 : f32 loc("blk.1.q")
       %339 = arith.addf %out, %338 : f32 loc("blk.1.q")
       linalg.yield %339 : f32 loc("blk.1.q")
     } -> tensor<1x8x32xf32> loc("blk.1.q")
     %cst_56 = arith.constant 0.000000e+00 : f32 loc("blk.1.k")
-    %172 = tensor.empty() : tensor<1x8x16xf32> loc("blk.1.k")
-    %173 = linalg.fill ins(%cst_56 : f32) outs(%172 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.k")
-    %174 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%160, %arg24 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%173 : tensor<1x8x16xf32>) {
+    %174 = tensor.empty() : tensor<1x8x16xf32> loc("blk.1.k")
+    %175 = linalg.fill ins(%cst_56 : f32) outs(%174 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.k")
+    %176 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%162, %arg24 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%175 : tensor<1x8x16xf32>) {
     ^bb0(%in: f32 loc("blk.1.k"), %in_120: f32 loc("blk.1.k"), %out: f32 loc("blk.1.k")):
       %338 = arith.mulf %in, %in_120 : f32 loc("blk.1.k")
       %339 = arith.addf %out, %338 : f32 loc("blk.1.k")
       linalg.yield %339 : f32 loc("blk.1.k")
     } -> tensor<1x8x16xf32> loc("blk.1.k")
     %cst_57 = arith.constant 0.000000e+00 : f32 loc("blk.1.k")
-    %175 = tensor.empty() : tensor<1x8x16xf32> loc("blk.1.k")
-    %176 = linalg.fill ins(%cst_57 : f32) outs(%175 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.k")
-    %177 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%165, %arg25 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%176 : tensor<1x8x16xf32>) {
+    %177 = tensor.empty() : tensor<1x8x16xf32> loc("blk.1.k")
+    %178 = linalg.fill ins(%cst_57 : f32) outs(%177 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.k")
+    %179 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%167, %arg25 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%178 : tensor<1x8x16xf32>) {
     ^bb0(%in: f32 loc("blk.1.k"), %in_120: f32 loc("blk.1.k"), %out: f32 loc("blk.1.k")):
       %338 = arith.mulf %in, %in_120 : f32 loc("blk.1.k")
       %339 = arith.addf %out, %338 : f32 loc("blk.1.k")
       linalg.yield %339 : f32 loc("blk.1.k")
     } -> tensor<1x8x16xf32> loc("blk.1.k")
     %cst_58 = arith.constant 0.000000e+00 : f32 loc("blk.1.v")
-    %178 = tensor.empty() : tensor<1x8x16xf32> loc("blk.1.v")
-    %179 = linalg.fill ins(%cst_58 : f32) outs(%178 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.v")
-    %180 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%160, %arg26 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%179 : tensor<1x8x16xf32>) {
+    %180 = tensor.empty() : tensor<1x8x16xf32> loc("blk.1.v")
+    %181 = linalg.fill ins(%cst_58 : f32) outs(%180 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.v")
+    %182 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%162, %arg26 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%181 : tensor<1x8x16xf32>) {
     ^bb0(%in: f32 loc("blk.1.v"), %in_120: f32 loc("blk.1.v"), %out: f32 loc("blk.1.v")):
       %338 = arith.mulf %in, %in_120 : f32 loc("blk.1.v")
       %339 = arith.addf %out, %338 : f32 loc("blk.1.v")
       linalg.yield %339 : f32 loc("blk.1.v")
     } -> tensor<1x8x16xf32> loc("blk.1.v")
     %cst_59 = arith.constant 0.000000e+00 : f32 loc("blk.1.v")
-    %181 = tensor.empty() : tensor<1x8x16xf32> loc("blk.1.v")
-    %182 = linalg.fill ins(%cst_59 : f32) outs(%181 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.v")
-    %183 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%165, %arg27 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%182 : tensor<1x8x16xf32>) {
+    %183 = tensor.empty() : tensor<1x8x16xf32> loc("blk.1.v")
+    %184 = linalg.fill ins(%cst_59 : f32) outs(%183 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.v")
+    %185 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%167, %arg27 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%184 : tensor<1x8x16xf32>) {
     ^bb0(%in: f32 loc("blk.1.v"), %in_120: f32 loc("blk.1.v"), %out: f32 loc("blk.1.v")):
       %338 = arith.mulf %in, %in_120 : f32 loc("blk.1.v")
       %339 = arith.addf %out, %338 : f32 loc("blk.1.v")
       linalg.yield %339 : f32 loc("blk.1.v")
     } -> tensor<1x8x16xf32> loc("blk.1.v")
     %cst_60 = arith.constant dense<[1, 8, 2, 16]> : tensor<4xi64> loc("blk.1.q_heads")
-    %reshape_61 = tensor.reshape %168(%cst_60) : (tensor<1x8x32xf32>, tensor<4xi64>) -> tensor<1x8x2x16xf32> loc("blk.1.q_heads")
+    %reshape_61 = tensor.reshape %170(%cst_60) : (tensor<1x8x32xf32>, tensor<4xi64>) -> tensor<1x8x2x16xf32> loc("blk.1.q_heads")
     %cst_62 = arith.constant dense<[1, 8, 2, 16]> : tensor<4xi64> loc("blk.1.q_heads")
-    %reshape_63 = tensor.reshape %171(%cst_62) : (tensor<1x8x32xf32>, tensor<4xi64>) -> tensor<1x8x2x16xf32> loc("blk.1.q_heads")
+    %reshape_63 = tensor.reshape %173(%cst_62) : (tensor<1x8x32xf32>, tensor<4xi64>) -> tensor<1x8x2x16xf32> loc("blk.1.q_heads")
     %cst_64 = arith.constant dense<[1, 8, 1, 16]> : tensor<4xi64> loc("blk.1.k_heads")
-    %reshape_65 = tensor.reshape %174(%cst_64) : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.k_heads")
+    %reshape_65 = tensor.reshape %176(%cst_64) : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.k_heads")
     %cst_66 = arith.constant dense<[1, 8, 1, 16]> : tensor<4xi64> loc("blk.1.k_heads")
-    %reshape_67 = tensor.reshape %177(%cst_66) : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.k_heads")
+    %reshape_67 = tensor.reshape %179(%cst_66) : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.k_heads")
     %cst_68 = arith.constant dense<[1, 8, 1, 16]> : tensor<4xi64> loc("blk.1.v_heads")
-    %reshape_69 = tensor.reshape %180(%cst_68) : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.v_heads")
+    %reshape_69 = tensor.reshape %182(%cst_68) : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.v_heads")
     %cst_70 = arith.constant dense<[1, 8, 1, 16]> : tensor<4xi64> loc("blk.1.v_heads")
-    %reshape_71 = tensor.reshape %183(%cst_70) : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.v_heads")
-    %184 = flow.tensor.transfer %arg44 : tensor<8xi64> to #hal.device.promise<@__device_2> loc("positions@2,3")
-    %185 = flow.tensor.transfer %arg45 : tensor<8xi64> to #hal.device.promise<@__device_3> loc("positions@2,3")
+    %reshape_71 = tensor.reshape %185(%cst_70) : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.v_heads")
     %186 = tensor.empty() : tensor<1x8x2x16xf32> loc("blk.1.q_rot")
-    %187 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_61, %184 : tensor<1x8x2x16xf32>, tensor<8xi64>) outs(%186 : tensor<1x8x2x16xf32>) {
+    %187 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_61, %156 : tensor<1x8x2x16xf32>, tensor<8xi64>) outs(%186 : tensor<1x8x2x16xf32>) {
     ^bb0(%in: f32 loc("blk.1.q_rot"), %in_120: i64 loc("blk.1.q_rot"), %out: f32 loc("blk.1.q_rot")):
       %338 = linalg.index 0 : index loc("blk.1.q_rot")
       %339 = linalg.index 1 : index loc("blk.1.q_rot")
@@ -828,7 +828,7 @@ module @tiny_llama {
       linalg.yield %359 : f32 loc("blk.1.q_rot")
     } -> tensor<1x8x2x16xf32> loc("blk.1.q_rot")
     %188 = tensor.empty() : tensor<1x8x2x16xf32> loc("blk.1.q_rot")
-    %189 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_63, %185 : tensor<1x8x2x16xf32>, tensor<8xi64>) outs(%188 : tensor<1x8x2x16xf32>) {
+    %189 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_63, %157 : tensor<1x8x2x16xf32>, tensor<8xi64>) outs(%188 : tensor<1x8x2x16xf32>) {
     ^bb0(%in: f32 loc("blk.1.q_rot"), %in_120: i64 loc("blk.1.q_rot"), %out: f32 loc("blk.1.q_rot")):
       %338 = linalg.index 0 : index loc("blk.1.q_rot")
       %339 = linalg.index 1 : index loc("blk.1.q_rot")
@@ -858,7 +858,7 @@ module @tiny_llama {
       linalg.yield %359 : f32 loc("blk.1.q_rot")
     } -> tensor<1x8x2x16xf32> loc("blk.1.q_rot")
     %190 = tensor.empty() : tensor<1x8x1x16xf32> loc("blk.1.k_rot")
-    %191 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_65, %184 : tensor<1x8x1x16xf32>, tensor<8xi64>) outs(%190 : tensor<1x8x1x16xf32>) {
+    %191 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_65, %156 : tensor<1x8x1x16xf32>, tensor<8xi64>) outs(%190 : tensor<1x8x1x16xf32>) {
     ^bb0(%in: f32 loc("blk.1.k_rot"), %in_120: i64 loc("blk.1.k_rot"), %out: f32 loc("blk.1.k_rot")):
       %338 = linalg.index 0 : index loc("blk.1.k_rot")
       %339 = linalg.index 1 : index loc("blk.1.k_rot")
@@ -888,7 +888,7 @@ module @tiny_llama {
       linalg.yield %359 : f32 loc("blk.1.k_rot")
     } -> tensor<1x8x1x16xf32> loc("blk.1.k_rot")
     %192 = tensor.empty() : tensor<1x8x1x16xf32> loc("blk.1.k_rot")
-    %193 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_67, %185 : tensor<1x8x1x16xf32>, tensor<8xi64>) outs(%192 : tensor<1x8x1x16xf32>) {
+    %193 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_67, %157 : tensor<1x8x1x16xf32>, tensor<8xi64>) outs(%192 : tensor<1x8x1x16xf32>) {
     ^bb0(%in: f32 loc("blk.1.k_rot"), %in_120: i64 loc("blk.1.k_rot"), %out: f32 loc("blk.1.k_rot")):
       %338 = linalg.index 0 : index loc("blk.1.k_rot")
       %339 = linalg.index 1 : index loc("blk.1.k_rot")
@@ -921,7 +921,7 @@ module @tiny_llama {
     %c8_73 = arith.constant 8 : index loc("blk.1.k_cache_new")
     %c1_74 = arith.constant 1 : index loc("blk.1.k_cache_new")
     %194 = scf.for %arg54 = %c0_72 to %c8_73 step %c1_74 iter_args(%arg55 = %arg50) -> (tensor<1x16x1x16xf32>) {
-      %extracted = tensor.extract %184[%arg54] : tensor<8xi64> loc("blk.1.k_cache_new")
+      %extracted = tensor.extract %156[%arg54] : tensor<8xi64> loc("blk.1.k_cache_new")
       %338 = arith.index_cast %extracted : i64 to index loc("blk.1.k_cache_new")
       %extracted_slice_120 = tensor.extract_slice %191[0, %arg54, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x8x1x16xf32> to tensor<1x1x1x16xf32> loc("blk.1.k_cache_new")
       %inserted_slice = tensor.insert_slice %extracted_slice_120 into %arg55[0, %338, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x1x1x16xf32> into tensor<1x16x1x16xf32> loc("blk.1.k_cache_new")
@@ -931,7 +931,7 @@ module @tiny_llama {
     %c8_76 = arith.constant 8 : index loc("blk.1.k_cache_new")
     %c1_77 = arith.constant 1 : index loc("blk.1.k_cache_new")
     %195 = scf.for %arg54 = %c0_75 to %c8_76 step %c1_77 iter_args(%arg55 = %arg51) -> (tensor<1x16x1x16xf32>) {
-      %extracted = tensor.extract %185[%arg54] : tensor<8xi64> loc("blk.1.k_cache_new")
+      %extracted = tensor.extract %157[%arg54] : tensor<8xi64> loc("blk.1.k_cache_new")
       %338 = arith.index_cast %extracted : i64 to index loc("blk.1.k_cache_new")
       %extracted_slice_120 = tensor.extract_slice %193[0, %arg54, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x8x1x16xf32> to tensor<1x1x1x16xf32> loc("blk.1.k_cache_new")
       %inserted_slice = tensor.insert_slice %extracted_slice_120 into %arg55[0, %338, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x1x1x16xf32> into tensor<1x16x1x16xf32> loc("blk.1.k_cache_new")
@@ -941,7 +941,7 @@ module @tiny_llama {
     %c8_79 = arith.constant 8 : index loc("blk.1.v_cache_new")
     %c1_80 = arith.constant 1 : index loc("blk.1.v_cache_new")
     %196 = scf.for %arg54 = %c0_78 to %c8_79 step %c1_80 iter_args(%arg55 = %arg52) -> (tensor<1x16x1x16xf32>) {
-      %extracted = tensor.extract %184[%arg54] : tensor<8xi64> loc("blk.1.v_cache_new")
+      %extracted = tensor.extract %156[%arg54] : tensor<8xi64> loc("blk.1.v_cache_new")
       %338 = arith.index_cast %extracted : i64 to index loc("blk.1.v_cache_new")
       %extracted_slice_120 = tensor.extract_slice %reshape_69[0, %arg54, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x8x1x16xf32> to tensor<1x1x1x16xf32> loc("blk.1.v_cache_new")
       %inserted_slice = tensor.insert_slice %extracted_slice_120 into %arg55[0, %338, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x1x1x16xf32> into tensor<1x16x1x16xf32> loc("blk.1.v_cache_new")
@@ -951,7 +951,7 @@ module @tiny_llama {
     %c8_82 = arith.constant 8 : index loc("blk.1.v_cache_new")
     %c1_83 = arith.constant 1 : index loc("blk.1.v_cache_new")
     %197 = scf.for %arg54 = %c0_81 to %c8_82 step %c1_83 iter_args(%arg55 = %arg53) -> (tensor<1x16x1x16xf32>) {
-      %extracted = tensor.extract %185[%arg54] : tensor<8xi64> loc("blk.1.v_cache_new")
+      %extracted = tensor.extract %157[%arg54] : tensor<8xi64> loc("blk.1.v_cache_new")
       %338 = arith.index_cast %extracted : i64 to index loc("blk.1.v_cache_new")
       %extracted_slice_120 = tensor.extract_slice %reshape_71[0, %arg54, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x8x1x16xf32> to tensor<1x1x1x16xf32> loc("blk.1.v_cache_new")
       %inserted_slice = tensor.insert_slice %extracted_slice_120 into %arg55[0, %338, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x1x1x16xf32> into tensor<1x16x1x16xf32> loc("blk.1.v_cache_new")

@@ -661,17 +661,19 @@ module @tiny_llama {
     } -> tensor<1x8x64xf32> loc("blk.0.out")
     %144 = "ppcc.transfer"(%141) {source = 0 : i64, target = 2 : i64} : (tensor<1x8x64xf32>) -> tensor<1x8x64xf32> loc("blk.1.in")
     %145 = "ppcc.transfer"(%143) {source = 1 : i64, target = 3 : i64} : (tensor<1x8x64xf32>) -> tensor<1x8x64xf32> loc("blk.1.in")
+    %146 = "ppcc.transfer"(%arg44) {source = 0 : i64, target = 2 : i64} : (tensor<8xi64>) -> tensor<8xi64> loc("blk.1.positions")
+    %147 = "ppcc.transfer"(%arg45) {source = 1 : i64, target = 3 : i64} : (tensor<8xi64>) -> tensor<8xi64> loc("blk.1.positions")
     %cst_52 = arith.constant {ppcc.device = 2 : i64} 0.000000e+00 : f32 loc("blk.1.attn_in")
-    %146 = tensor.empty() {ppcc.device = 2 : i64} : tensor<1x8xf32> loc("blk.1.attn_in")
-    %147 = linalg.fill {ppcc.device = 2 : i64} ins(%cst_52 : f32) outs(%146 : tensor<1x8xf32>) -> tensor<1x8xf32> loc("blk.1.attn_in")
-    %148 = linalg.generic {indexing_maps = [#map1, #map], iterator_types = ["parallel", "parallel", "reduction"]} ins(%144 : tensor<1x8x64xf32>) outs(%147 : tensor<1x8xf32>) attrs =  {ppcc.device = 2 : i64} {
+    %148 = tensor.empty() {ppcc.device = 2 : i64} : tensor<1x8xf32> loc("blk.1.attn_in")
+    %149 = linalg.fill {ppcc.device = 2 : i64} ins(%cst_52 : f32) outs(%148 : tensor<1x8xf32>) -> tensor<1x8xf32> loc("blk.1.attn_in")
+    %150 = linalg.generic {indexing_maps = [#map1, #map], iterator_types = ["parallel", "parallel", "reduction"]} ins(%144 : tensor<1x8x64xf32>) outs(%149 : tensor<1x8xf32>) attrs =  {ppcc.device = 2 : i64} {
     ^bb0(%in: f32 loc("blk.1.attn_in"), %out: f32 loc("blk.1.attn_in")):
       %317 = arith.mulf %in, %in : f32 loc("blk.1.attn_in")
       %318 = arith.addf %out, %317 : f32 loc("blk.1.attn_in")
       linalg.yield %318 : f32 loc("blk.1.attn_in")
     } -> tensor<1x8xf32> loc("blk.1.attn_in")
-    %149 = tensor.empty() {ppcc.device = 2 : i64} : tensor<1x8x64xf32> loc("blk.1.attn_in")
-    %150 = linalg.generic {indexing_maps = [#map1, #map, #map2, #map1], iterator_types = ["parallel", "parallel", "parallel"]} ins(%144, %148, %arg20 : tensor<1x8x64xf32>, tensor<1x8xf32>, tensor<64xf32>) outs(%149 : tensor<1x8x64xf32>) attrs =  {ppcc.device = 2 : i64} {
+    %151 = tensor.empty() {ppcc.device = 2 : i64} : tensor<1x8x64xf32> loc("blk.1.attn_in")
+    %152 = linalg.generic {indexing_maps = [#map1, #map, #map2, #map1], iterator_types = ["parallel", "parallel", "parallel"]} ins(%144, %150, %arg20 : tensor<1x8x64xf32>, tensor<1x8xf32>, tensor<64xf32>) outs(%151 : tensor<1x8x64xf32>) attrs =  {ppcc.device = 2 : i64} {
     ^bb0(%in: f32 loc("blk.1.attn_in"), %in_119: f32 loc("blk.1.attn_in"), %in_120: f32 loc("blk.1.attn_in"), %out: f32 loc("blk.1.attn_in")):
       %cst_121 = arith.constant 1.562500e-02 : f32 loc("blk.1.attn_in")
       %317 = arith.mulf %in_119, %cst_121 : f32 loc("blk.1.attn_in")
@@ -683,16 +685,16 @@ module @tiny_llama {
       linalg.yield %321 : f32 loc("blk.1.attn_in")
     } -> tensor<1x8x64xf32> loc("blk.1.attn_in")
     %cst_53 = arith.constant {ppcc.device = 3 : i64} 0.000000e+00 : f32 loc("blk.1.attn_in")
-    %151 = tensor.empty() {ppcc.device = 3 : i64} : tensor<1x8xf32> loc("blk.1.attn_in")
-    %152 = linalg.fill {ppcc.device = 3 : i64} ins(%cst_53 : f32) outs(%151 : tensor<1x8xf32>) -> tensor<1x8xf32> loc("blk.1.attn_in")
-    %153 = linalg.generic {indexing_maps = [#map1, #map], iterator_types = ["parallel", "parallel", "reduction"]} ins(%145 : tensor<1x8x64xf32>) outs(%152 : tensor<1x8xf32>) attrs =  {ppcc.device = 3 : i64} {
+    %153 = tensor.empty() {ppcc.device = 3 : i64} : tensor<1x8xf32> loc("blk.1.attn_in")
+    %154 = linalg.fill {ppcc.device = 3 : i64} ins(%cst_53 : f32) outs(%153 : tensor<1x8xf32>) -> tensor<1x8xf32> loc("blk.1.attn_in")
+    %155 = linalg.generic {indexing_maps = [#map1, #map], iterator_types = ["parallel", "parallel", "reduction"]} ins(%145 : tensor<1x8x64xf32>) outs(%154 : tensor<1x8xf32>) attrs =  {ppcc.device = 3 : i64} {
     ^bb0(%in: f32 loc("blk.1.attn_in"), %out: f32 loc("blk.1.attn_in")):
       %317 = arith.mulf %in, %in : f32 loc("blk.1.attn_in")
       %318 = arith.addf %out, %317 : f32 loc("blk.1.attn_in")
       linalg.yield %318 : f32 loc("blk.1.attn_in")
     } -> tensor<1x8xf32> loc("blk.1.attn_in")
-    %154 = tensor.empty() {ppcc.device = 3 : i64} : tensor<1x8x64xf32> loc("blk.1.attn_in")
-    %155 = linalg.generic {indexing_maps = [#map1, #map, #map2, #map1], iterator_types = ["parallel", "parallel", "parallel"]} ins(%145, %153, %arg21 : tensor<1x8x64xf32>, tensor<1x8xf32>, tensor<64xf32>) outs(%154 : tensor<1x8x64xf32>) attrs =  {ppcc.device = 3 : i64} {
+    %156 = tensor.empty() {ppcc.device = 3 : i64} : tensor<1x8x64xf32> loc("blk.1.attn_in")
+    %157 = linalg.generic {indexing_maps = [#map1, #map, #map2, #map1], iterator_types = ["parallel", "parallel", "parallel"]} ins(%145, %155, %arg21 : tensor<1x8x64xf32>, tensor<1x8xf32>, tensor<64xf32>) outs(%156 : tensor<1x8x64xf32>) attrs =  {ppcc.device = 3 : i64} {
     ^bb0(%in: f32 loc("blk.1.attn_in"), %in_119: f32 loc("blk.1.attn_in"), %in_120: f32 loc("blk.1.attn_in"), %out: f32 loc("blk.1.attn_in")):
       %cst_121 = arith.constant 1.562500e-02 : f32 loc("blk.1.attn_in")
       %317 = arith.mulf %in_119, %cst_121 : f32 loc("blk.1.attn_in")
@@ -704,75 +706,73 @@ module @tiny_llama {
       linalg.yield %321 : f32 loc("blk.1.attn_in")
     } -> tensor<1x8x64xf32> loc("blk.1.attn_in")
     %cst_54 = arith.constant {ppcc.device = 2 : i64} 0.000000e+00 : f32 loc("blk.1.q")
-    %156 = tensor.empty() {ppcc.device = 2 : i64} : tensor<1x8x32xf32> loc("blk.1.q")
-    %157 = linalg.fill {ppcc.device = 2 : i64} ins(%cst_54 : f32) outs(%156 : tensor<1x8x32xf32>) -> tensor<1x8x32xf32> loc("blk.1.q")
-    %158 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%150, %arg22 : tensor<1x8x64xf32>, tensor<32x64xf32>) outs(%157 : tensor<1x8x32xf32>) attrs =  {ppcc.device = 2 : i64} {
+    %158 = tensor.empty() {ppcc.device = 2 : i64} : tensor<1x8x32xf32> loc("blk.1.q")
+    %159 = linalg.fill {ppcc.device = 2 : i64} ins(%cst_54 : f32) outs(%158 : tensor<1x8x32xf32>) -> tensor<1x8x32xf32> loc("blk.1.q")
+    %160 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%152, %arg22 : tensor<1x8x64xf32>, tensor<32x64xf32>) outs(%159 : tensor<1x8x32xf32>) attrs =  {ppcc.device = 2 : i64} {
     ^bb0(%in: f32 loc("blk.1.q"), %in_119: f32 loc("blk.1.q"), %out: f32 loc("blk.1.q")):
       %317 = arith.mulf %in, %in_119 : f32 loc("blk.1.q")
       %318 = arith.addf %out, %317 : f32 loc("blk.1.q")
       linalg.yield %318 : f32 loc("blk.1.q")
     } -> tensor<1x8x32xf32> loc("blk.1.q")
     %cst_55 = arith.constant {ppcc.device = 3 : i64} 0.000000e+00 : f32 loc("blk.1.q")
-    %159 = tensor.empty() {ppcc.device = 3 : i64} : tensor<1x8x32xf32> loc("blk.1.q")
-    %160 = linalg.fill {ppcc.device = 3 : i64} ins(%cst_55 : f32) outs(%159 : tensor<1x8x32xf32>) -> tensor<1x8x32xf32> loc("blk.1.q")
-    %161 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%155, %arg23 : tensor<1x8x64xf32>, tensor<32x64xf32>) outs(%160 : tensor<1x8x32xf32>) attrs =  {ppcc.device = 3 : i64} {
+    %161 = tensor.empty() {ppcc.device = 3 : i64} : tensor<1x8x32xf32> loc("blk.1.q")
+    %162 = linalg.fill {ppcc.device = 3 : i64} ins(%cst_55 : f32) outs(%161 : tensor<1x8x32xf32>) -> tensor<1x8x32xf32> loc("blk.1.q")
+    %163 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%157, %arg23 : tensor<1x8x64xf32>, tensor<32x64xf32>) outs(%162 : tensor<1x8x32xf32>) attrs =  {ppcc.device = 3 : i64} {
     ^bb0(%in: f32 loc("blk.1.q"), %in_119: f32 loc("blk.1.q"), %out: f32 loc("blk.1.q")):
       %317 = arith.mulf %in, %in_119 : f32 loc("blk.1.q")
       %318 = arith.addf %out, %317 : f32 loc("blk.1.q")
       linalg.yield %318 : f32 loc("blk.1.q")
     } -> tensor<1x8x32xf32> loc("blk.1.q")
     %cst_56 = arith.constant {ppcc.device = 2 : i64} 0.000000e+00 : f32 loc("blk.1.k")
-    %162 = tensor.empty() {ppcc.device = 2 : i64} : tensor<1x8x16xf32> loc("blk.1.k")
-    %163 = linalg.fill {ppcc.device = 2 : i64} ins(%cst_56 : f32) outs(%162 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.k")
-    %164 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%150, %arg24 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%163 : tensor<1x8x16xf32>) attrs =  {ppcc.device = 2 : i64} {
+    %164 = tensor.empty() {ppcc.device = 2 : i64} : tensor<1x8x16xf32> loc("blk.1.k")
+    %165 = linalg.fill {ppcc.device = 2 : i64} ins(%cst_56 : f32) outs(%164 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.k")
+    %166 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%152, %arg24 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%165 : tensor<1x8x16xf32>) attrs =  {ppcc.device = 2 : i64} {
     ^bb0(%in: f32 loc("blk.1.k"), %in_119: f32 loc("blk.1.k"), %out: f32 loc("blk.1.k")):
       %317 = arith.mulf %in, %in_119 : f32 loc("blk.1.k")
       %318 = arith.addf %out, %317 : f32 loc("blk.1.k")
       linalg.yield %318 : f32 loc("blk.1.k")
     } -> tensor<1x8x16xf32> loc("blk.1.k")
     %cst_57 = arith.constant {ppcc.device = 3 : i64} 0.000000e+00 : f32 loc("blk.1.k")
-    %165 = tensor.empty() {ppcc.device = 3 : i64} : tensor<1x8x16xf32> loc("blk.1.k")
-    %166 = linalg.fill {ppcc.device = 3 : i64} ins(%cst_57 : f32) outs(%165 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.k")
-    %167 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%155, %arg25 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%166 : tensor<1x8x16xf32>) attrs =  {ppcc.device = 3 : i64} {
+    %167 = tensor.empty() {ppcc.device = 3 : i64} : tensor<1x8x16xf32> loc("blk.1.k")
+    %168 = linalg.fill {ppcc.device = 3 : i64} ins(%cst_57 : f32) outs(%167 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.k")
+    %169 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%157, %arg25 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%168 : tensor<1x8x16xf32>) attrs =  {ppcc.device = 3 : i64} {
     ^bb0(%in: f32 loc("blk.1.k"), %in_119: f32 loc("blk.1.k"), %out: f32 loc("blk.1.k")):
       %317 = arith.mulf %in, %in_119 : f32 loc("blk.1.k")
       %318 = arith.addf %out, %317 : f32 loc("blk.1.k")
       linalg.yield %318 : f32 loc("blk.1.k")
     } -> tensor<1x8x16xf32> loc("blk.1.k")
     %cst_58 = arith.constant {ppcc.device = 2 : i64} 0.000000e+00 : f32 loc("blk.1.v")
-    %168 = tensor.empty() {ppcc.device = 2 : i64} : tensor<1x8x16xf32> loc("blk.1.v")
-    %169 = linalg.fill {ppcc.device = 2 : i64} ins(%cst_58 : f32) outs(%168 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.v")
-    %170 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%150, %arg26 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%169 : tensor<1x8x16xf32>) attrs =  {ppcc.device = 2 : i64} {
+    %170 = tensor.empty() {ppcc.device = 2 : i64} : tensor<1x8x16xf32> loc("blk.1.v")
+    %171 = linalg.fill {ppcc.device = 2 : i64} ins(%cst_58 : f32) outs(%170 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.v")
+    %172 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%152, %arg26 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%171 : tensor<1x8x16xf32>) attrs =  {ppcc.device = 2 : i64} {
     ^bb0(%in: f32 loc("blk.1.v"), %in_119: f32 loc("blk.1.v"), %out: f32 loc("blk.1.v")):
       %317 = arith.mulf %in, %in_119 : f32 loc("blk.1.v")
       %318 = arith.addf %out, %317 : f32 loc("blk.1.v")
       linalg.yield %318 : f32 loc("blk.1.v")
     } -> tensor<1x8x16xf32> loc("blk.1.v")
     %cst_59 = arith.constant {ppcc.device = 3 : i64} 0.000000e+00 : f32 loc("blk.1.v")
-    %171 = tensor.empty() {ppcc.device = 3 : i64} : tensor<1x8x16xf32> loc("blk.1.v")
-    %172 = linalg.fill {ppcc.device = 3 : i64} ins(%cst_59 : f32) outs(%171 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.v")
-    %173 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%155, %arg27 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%172 : tensor<1x8x16xf32>) attrs =  {ppcc.device = 3 : i64} {
+    %173 = tensor.empty() {ppcc.device = 3 : i64} : tensor<1x8x16xf32> loc("blk.1.v")
+    %174 = linalg.fill {ppcc.device = 3 : i64} ins(%cst_59 : f32) outs(%173 : tensor<1x8x16xf32>) -> tensor<1x8x16xf32> loc("blk.1.v")
+    %175 = linalg.generic {indexing_maps = [#map3, #map4, #map5], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%157, %arg27 : tensor<1x8x64xf32>, tensor<16x64xf32>) outs(%174 : tensor<1x8x16xf32>) attrs =  {ppcc.device = 3 : i64} {
     ^bb0(%in: f32 loc("blk.1.v"), %in_119: f32 loc("blk.1.v"), %out: f32 loc("blk.1.v")):
       %317 = arith.mulf %in, %in_119 : f32 loc("blk.1.v")
       %318 = arith.addf %out, %317 : f32 loc("blk.1.v")
       linalg.yield %318 : f32 loc("blk.1.v")
     } -> tensor<1x8x16xf32> loc("blk.1.v")
     %cst_60 = arith.constant {ppcc.device = 2 : i64} dense<[1, 8, 2, 16]> : tensor<4xi64> loc("blk.1.q_heads")
-    %reshape_61 = tensor.reshape %158(%cst_60) {ppcc.device = 2 : i64} : (tensor<1x8x32xf32>, tensor<4xi64>) -> tensor<1x8x2x16xf32> loc("blk.1.q_heads")
+    %reshape_61 = tensor.reshape %160(%cst_60) {ppcc.device = 2 : i64} : (tensor<1x8x32xf32>, tensor<4xi64>) -> tensor<1x8x2x16xf32> loc("blk.1.q_heads")
     %cst_62 = arith.constant {ppcc.device = 3 : i64} dense<[1, 8, 2, 16]> : tensor<4xi64> loc("blk.1.q_heads")
-    %reshape_63 = tensor.reshape %161(%cst_62) {ppcc.device = 3 : i64} : (tensor<1x8x32xf32>, tensor<4xi64>) -> tensor<1x8x2x16xf32> loc("blk.1.q_heads")
+    %reshape_63 = tensor.reshape %163(%cst_62) {ppcc.device = 3 : i64} : (tensor<1x8x32xf32>, tensor<4xi64>) -> tensor<1x8x2x16xf32> loc("blk.1.q_heads")
     %cst_64 = arith.constant {ppcc.device = 2 : i64} dense<[1, 8, 1, 16]> : tensor<4xi64> loc("blk.1.k_heads")
-    %reshape_65 = tensor.reshape %164(%cst_64) {ppcc.device = 2 : i64} : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.k_heads")
+    %reshape_65 = tensor.reshape %166(%cst_64) {ppcc.device = 2 : i64} : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.k_heads")
     %cst_66 = arith.constant {ppcc.device = 3 : i64} dense<[1, 8, 1, 16]> : tensor<4xi64> loc("blk.1.k_heads")
-    %reshape_67 = tensor.reshape %167(%cst_66) {ppcc.device = 3 : i64} : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.k_heads")
+    %reshape_67 = tensor.reshape %169(%cst_66) {ppcc.device = 3 : i64} : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.k_heads")
     %cst_68 = arith.constant {ppcc.device = 2 : i64} dense<[1, 8, 1, 16]> : tensor<4xi64> loc("blk.1.v_heads")
-    %reshape_69 = tensor.reshape %170(%cst_68) {ppcc.device = 2 : i64} : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.v_heads")
+    %reshape_69 = tensor.reshape %172(%cst_68) {ppcc.device = 2 : i64} : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.v_heads")
     %cst_70 = arith.constant {ppcc.device = 3 : i64} dense<[1, 8, 1, 16]> : tensor<4xi64> loc("blk.1.v_heads")
-    %reshape_71 = tensor.reshape %173(%cst_70) {ppcc.device = 3 : i64} : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.v_heads")
-    %174 = "ppcc.transfer"(%arg44) {source = 0 : i64, target = 2 : i64} : (tensor<8xi64>) -> tensor<8xi64> loc("positions@2,3")
-    %175 = "ppcc.transfer"(%arg45) {source = 1 : i64, target = 3 : i64} : (tensor<8xi64>) -> tensor<8xi64> loc("positions@2,3")
+    %reshape_71 = tensor.reshape %175(%cst_70) {ppcc.device = 3 : i64} : (tensor<1x8x16xf32>, tensor<4xi64>) -> tensor<1x8x1x16xf32> loc("blk.1.v_heads")
     %176 = tensor.empty() {ppcc.device = 2 : i64} : tensor<1x8x2x16xf32> loc("blk.1.q_rot")
-    %177 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_61, %174 : tensor<1x8x2x16xf32>, tensor<8xi64>) outs(%176 : tensor<1x8x2x16xf32>) attrs =  {ppcc.device = 2 : i64} {
+    %177 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_61, %146 : tensor<1x8x2x16xf32>, tensor<8xi64>) outs(%176 : tensor<1x8x2x16xf32>) attrs =  {ppcc.device = 2 : i64} {
     ^bb0(%in: f32 loc("blk.1.q_rot"), %in_119: i64 loc("blk.1.q_rot"), %out: f32 loc("blk.1.q_rot")):
       %317 = linalg.index 0 : index loc("blk.1.q_rot")
       %318 = linalg.index 1 : index loc("blk.1.q_rot")
@@ -802,7 +802,7 @@ module @tiny_llama {
       linalg.yield %338 : f32 loc("blk.1.q_rot")
     } -> tensor<1x8x2x16xf32> loc("blk.1.q_rot")
     %178 = tensor.empty() {ppcc.device = 3 : i64} : tensor<1x8x2x16xf32> loc("blk.1.q_rot")
-    %179 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_63, %175 : tensor<1x8x2x16xf32>, tensor<8xi64>) outs(%178 : tensor<1x8x2x16xf32>) attrs =  {ppcc.device = 3 : i64} {
+    %179 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_63, %147 : tensor<1x8x2x16xf32>, tensor<8xi64>) outs(%178 : tensor<1x8x2x16xf32>) attrs =  {ppcc.device = 3 : i64} {
     ^bb0(%in: f32 loc("blk.1.q_rot"), %in_119: i64 loc("blk.1.q_rot"), %out: f32 loc("blk.1.q_rot")):
       %317 = linalg.index 0 : index loc("blk.1.q_rot")
       %318 = linalg.index 1 : index loc("blk.1.q_rot")
@@ -832,7 +832,7 @@ module @tiny_llama {
       linalg.yield %338 : f32 loc("blk.1.q_rot")
     } -> tensor<1x8x2x16xf32> loc("blk.1.q_rot")
     %180 = tensor.empty() {ppcc.device = 2 : i64} : tensor<1x8x1x16xf32> loc("blk.1.k_rot")
-    %181 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_65, %174 : tensor<1x8x1x16xf32>, tensor<8xi64>) outs(%180 : tensor<1x8x1x16xf32>) attrs =  {ppcc.device = 2 : i64} {
+    %181 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_65, %146 : tensor<1x8x1x16xf32>, tensor<8xi64>) outs(%180 : tensor<1x8x1x16xf32>) attrs =  {ppcc.device = 2 : i64} {
     ^bb0(%in: f32 loc("blk.1.k_rot"), %in_119: i64 loc("blk.1.k_rot"), %out: f32 loc("blk.1.k_rot")):
       %317 = linalg.index 0 : index loc("blk.1.k_rot")
       %318 = linalg.index 1 : index loc("blk.1.k_rot")
@@ -862,7 +862,7 @@ module @tiny_llama {
       linalg.yield %338 : f32 loc("blk.1.k_rot")
     } -> tensor<1x8x1x16xf32> loc("blk.1.k_rot")
     %182 = tensor.empty() {ppcc.device = 3 : i64} : tensor<1x8x1x16xf32> loc("blk.1.k_rot")
-    %183 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_67, %175 : tensor<1x8x1x16xf32>, tensor<8xi64>) outs(%182 : tensor<1x8x1x16xf32>) attrs =  {ppcc.device = 3 : i64} {
+    %183 = linalg.generic {indexing_maps = [#map6, #map7, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%reshape_67, %147 : tensor<1x8x1x16xf32>, tensor<8xi64>) outs(%182 : tensor<1x8x1x16xf32>) attrs =  {ppcc.device = 3 : i64} {
     ^bb0(%in: f32 loc("blk.1.k_rot"), %in_119: i64 loc("blk.1.k_rot"), %out: f32 loc("blk.1.k_rot")):
       %317 = linalg.index 0 : index loc("blk.1.k_rot")
       %318 = linalg.index 1 : index loc("blk.1.k_rot")
@@ -895,7 +895,7 @@ module @tiny_llama {
     %c8_73 = arith.constant {ppcc.device = 2 : i64} 8 : index loc("blk.1.k_cache_new")
     %c1_74 = arith.constant {ppcc.device = 2 : i64} 1 : index loc("blk.1.k_cache_new")
     %184 = scf.for %arg54 = %c0_72 to %c8_73 step %c1_74 iter_args(%arg55 = %arg50) -> (tensor<1x16x1x16xf32>) {
-      %extracted = tensor.extract %174[%arg54] : tensor<8xi64> loc("blk.1.k_cache_new")
+      %extracted = tensor.extract %146[%arg54] : tensor<8xi64> loc("blk.1.k_cache_new")
       %317 = arith.index_cast %extracted : i64 to index loc("blk.1.k_cache_new")
       %extracted_slice_119 = tensor.extract_slice %181[0, %arg54, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x8x1x16xf32> to tensor<1x1x1x16xf32> loc("blk.1.k_cache_new")
       %inserted_slice = tensor.insert_slice %extracted_slice_119 into %arg55[0, %317, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x1x1x16xf32> into tensor<1x16x1x16xf32> loc("blk.1.k_cache_new")
@@ -905,7 +905,7 @@ module @tiny_llama {
     %c8_76 = arith.constant {ppcc.device = 3 : i64} 8 : index loc("blk.1.k_cache_new")
     %c1_77 = arith.constant {ppcc.device = 3 : i64} 1 : index loc("blk.1.k_cache_new")
     %185 = scf.for %arg54 = %c0_75 to %c8_76 step %c1_77 iter_args(%arg55 = %arg51) -> (tensor<1x16x1x16xf32>) {
-      %extracted = tensor.extract %175[%arg54] : tensor<8xi64> loc("blk.1.k_cache_new")
+      %extracted = tensor.extract %147[%arg54] : tensor<8xi64> loc("blk.1.k_cache_new")
       %317 = arith.index_cast %extracted : i64 to index loc("blk.1.k_cache_new")
       %extracted_slice_119 = tensor.extract_slice %183[0, %arg54, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x8x1x16xf32> to tensor<1x1x1x16xf32> loc("blk.1.k_cache_new")
       %inserted_slice = tensor.insert_slice %extracted_slice_119 into %arg55[0, %317, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x1x1x16xf32> into tensor<1x16x1x16xf32> loc("blk.1.k_cache_new")
@@ -915,7 +915,7 @@ module @tiny_llama {
     %c8_79 = arith.constant {ppcc.device = 2 : i64} 8 : index loc("blk.1.v_cache_new")
     %c1_80 = arith.constant {ppcc.device = 2 : i64} 1 : index loc("blk.1.v_cache_new")
     %186 = scf.for %arg54 = %c0_78 to %c8_79 step %c1_80 iter_args(%arg55 = %arg52) -> (tensor<1x16x1x16xf32>) {
-      %extracted = tensor.extract %174[%arg54] : tensor<8xi64> loc("blk.1.v_cache_new")
+      %extracted = tensor.extract %146[%arg54] : tensor<8xi64> loc("blk.1.v_cache_new")
       %317 = arith.index_cast %extracted : i64 to index loc("blk.1.v_cache_new")
       %extracted_slice_119 = tensor.extract_slice %reshape_69[0, %arg54, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x8x1x16xf32> to tensor<1x1x1x16xf32> loc("blk.1.v_cache_new")
       %inserted_slice = tensor.insert_slice %extracted_slice_119 into %arg55[0, %317, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x1x1x16xf32> into tensor<1x16x1x16xf32> loc("blk.1.v_cache_new")
@@ -925,7 +925,7 @@ module @tiny_llama {
     %c8_82 = arith.constant {ppcc.device = 3 : i64} 8 : index loc("blk.1.v_cache_new")
     %c1_83 = arith.constant {ppcc.device = 3 : i64} 1 : index loc("blk.1.v_cache_new")
     %187 = scf.for %arg54 = %c0_81 to %c8_82 step %c1_83 iter_args(%arg55 = %arg53) -> (tensor<1x16x1x16xf32>) {
-      %extracted = tensor.extract %175[%arg54] : tensor<8xi64> loc("blk.1.v_cache_new")
+      %extracted = tensor.extract %147[%arg54] : tensor<8xi64> loc("blk.1.v_cache_new")
       %317 = arith.index_cast %extracted : i64 to index loc("blk.1.v_cache_new")
       %extracted_slice_119 = tensor.extract_slice %reshape_71[0, %arg54, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x8x1x16xf32> to tensor<1x1x1x16xf32> loc("blk.1.v_cache_new")
       %inserted_slice = tensor.insert_slice %extracted_slice_119 into %arg55[0, %317, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x1x1x16xf32> into tensor<1x16x1x16xf32> loc("blk.1.v_cache_new")
