@@ -494,14 +494,19 @@ static ppcc_status shard_reshape(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return layouts_error(g, op, d, "the reshape moves data across shard boundaries; all_gather first");
 }
 
+/* A collective over one shard is the identity, whatever the layout: with
+ * count-1 layouts behaving as unsharded (DESIGN §1), a TP=1 graph's
+ * all_reduce may meet a value that a rule made unsharded. */
+static bool one_shard(const ppcc_value *v) { return v->layout.count == 1; }
+
 static ppcc_status shard_all_reduce(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
-  if (!is_kind(IN(0), PPCC_LAYOUT_UNREDUCED)) return layouts_error(g, op, d, "all_reduce needs an unreduced operand");
+  if (!is_kind(IN(0), PPCC_LAYOUT_UNREDUCED) && !one_shard(IN(0))) return layouts_error(g, op, d, "all_reduce needs an unreduced operand");
   OUT(0)->layout = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, IN(0)->layout.count};
   return PPCC_OK;
 }
 
 static ppcc_status shard_all_gather(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
-  if (!is_kind(IN(0), PPCC_LAYOUT_SPLIT)) return layouts_error(g, op, d, "all_gather needs a split operand");
+  if (!is_kind(IN(0), PPCC_LAYOUT_SPLIT) && !one_shard(IN(0))) return layouts_error(g, op, d, "all_gather needs a split operand");
   OUT(0)->layout = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, IN(0)->layout.count};
   return PPCC_OK;
 }
@@ -515,7 +520,7 @@ static ppcc_status check_dim_attr(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int6
 
 static ppcc_status shard_reduce_scatter(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   int64_t dim = ppcc_attr_int(op, "dim", 0);
-  if (!is_kind(IN(0), PPCC_LAYOUT_UNREDUCED))
+  if (!is_kind(IN(0), PPCC_LAYOUT_UNREDUCED) && !one_shard(IN(0)))
     return layouts_error(g, op, d, "reduce_scatter needs an unreduced operand");
   ppcc_status st = check_dim_attr(g, op, d, dim);
   if (!st) st = check_divisible(g, op, d, IN(0), (int)dim, IN(0)->layout.count);

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Placement faithful to sharktank (DESIGN §2 v2): the models whose placement
+# comes from P4/P5/P8/P11 and the count-1 rules run with --check on both
+# backends, and so do gen_llama decode graphs at TP=1 (batch 1 and 2), whose
+# count-1 layouts must behave as unsharded.
+# Usage: run_placement.sh PPCC_BINARY SOURCE_DIR
+set -euo pipefail
+ppcc=$1
+src=$2
+gen_llama=$(dirname "$ppcc")/gen_llama
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() { # MODEL_FILE LABEL
+  for backend in jit interp; do
+    "$ppcc" run "$1" --random-weights 3 --check --backend="$backend" > "$tmp/log" 2>&1 ||
+      { cat "$tmp/log"; echo "run_placement: $2 --backend=$backend failed" >&2; exit 1; }
+    grep -q ": ok" "$tmp/log" || { cat "$tmp/log"; echo "run_placement: $2: no output checked" >&2; exit 1; }
+    if grep -q "check .*: FAIL\|mismatch" "$tmp/log"; then cat "$tmp/log"; exit 1; fi
+  done
+}
+
+for model in ppffn_sharktank pp_chain inserted_collectives; do
+  check "$src/testdata/models/$model.json" "$model"
+done
+
+for batch in 1 2; do
+  for pp in 1 2; do
+    "$gen_llama" --layers 2 --hidden 32 --heads 4 --kv-heads 2 --ffn 32 --vocab 64 --tp 1 --pp "$pp" \
+      --seq 1 --start 8 --batch "$batch" -o "$tmp/decode.json"
+    check "$tmp/decode.json" "gen_llama decode --tp 1 --pp $pp --batch $batch"
+  done
+done
+echo "run_placement: sharktank-style models and TP=1 decode graphs pass --check on jit and interp"
