@@ -428,8 +428,9 @@ static ppcc_status shard_contract(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, bool
     res = split_layout(la.dim, count); /* batch / rows */
   } else if (a_spl && la.dim < a_k && b_spl && lb.dim == b_n) {
     /* rows x columns: the right operand is all-gathered first (P11); the
-     * pass inserts the all_gather and applies this rule again */
-    op->gather_operands |= 1u << 1;
+     * pass inserts the all_gather and applies this rule again. One shard
+     * is already whole. */
+    if (count > 1) op->gather_operands |= 1u << 1;
     res = split_layout(la.dim, count);
   } else if ((a_unr && b_rep) || (a_rep && b_unr)) {
     res = (ppcc_layout){PPCC_LAYOUT_UNREDUCED, -1, count}; /* linear in each operand */
@@ -807,7 +808,7 @@ static ppcc_status shard_concat(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   int dim = norm_dim(ppcc_attr_int(op, "dim", 0), IN(0)->rank);
   for (int k = 1; k < op->n_in; k++)
     if (!ppcc_layout_equal(IN(k)->layout, IN(0)->layout)) return layouts_error(g, op, d, "operands must share one layout");
-  if (is_kind(IN(0), PPCC_LAYOUT_SPLIT) && IN(0)->layout.dim == dim) {
+  if (is_kind(IN(0), PPCC_LAYOUT_SPLIT) && IN(0)->layout.dim == dim && IN(0)->layout.count > 1) {
     /* Shard-by-shard concat would interleave shards: gather every operand,
      * concat whole, re-split along dim (P11; the pass inserts the ops). */
     op->gather_operands |= (1u << op->n_in) - 1;
