@@ -24,6 +24,12 @@ for model in ppffn_sharktank pp_chain inserted_collectives; do
   check "$src/testdata/models/$model.json" "$model"
 done
 
+# The stage-crossing activations pipeline by microbatches (interpreter).
+for model in ppffn_sharktank pp_chain; do
+  "$ppcc" run "$src/testdata/models/$model.json" --random-weights 3 --check --microbatches 2 --backend=interp \
+    > "$tmp/log" 2>&1 || { cat "$tmp/log"; echo "run_placement: $model --microbatches 2 failed" >&2; exit 1; }
+done
+
 for batch in 1 2; do
   for pp in 1 2; do
     "$gen_llama" --layers 2 --hidden 32 --heads 4 --kv-heads 2 --ffn 32 --vocab 64 --tp 1 --pp "$pp" \
