@@ -494,6 +494,23 @@ START_TEST(count_one_layouts_behave_as_unsharded) {
                      "{'op': 'index_copy', 'in': ['cache', 'pos', 'kv'], 'out': ['y'], 'attrs': {'dim': 0}}", "'y'", &g),
                 PPCC_LAYOUT_UNSHARDED, -1, 1);
   ppcc_graph_free(g);
+  /* ...and a TP=1 graph's collectives after it are the identity */
+  expect_layout(rule("", ONE("cache", "[16, 4]", 0) ", {'name': 'pos', 'dtype': 'i64', 'shape': [1]}, " PLAIN("kv", "[1, 4]"),
+                     "{'op': 'index_copy', 'in': ['cache', 'pos', 'kv'], 'out': ['c'], 'attrs': {'dim': 0}},"
+                     "{'op': 'all_reduce', 'in': ['c'], 'out': ['r']}, {'op': 'all_gather', 'in': ['c'], 'out': ['a']},"
+                     "{'op': 'reduce_scatter', 'in': ['c'], 'out': ['y'], 'attrs': {'dim': 1}}",
+                     "'y'", &g),
+                PPCC_LAYOUT_SPLIT, 1, 1);
+  expect_layout(t_value(g, "r"), PPCC_LAYOUT_REPLICATED, -1, 1);
+  expect_layout(t_value(g, "a"), PPCC_LAYOUT_REPLICATED, -1, 1);
+  ppcc_graph_free(g);
+  /* count-1 operands never trigger inserted collectives: one shard is whole */
+  expect_layout(rule(ONE("w", "[16, 32]", 1), ONE("x", "[8, 16]", 0),
+                     "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['m']}, {'op': 'concat', 'in': ['x', 'x'], 'out': ['y'], 'attrs': {'dim': 0}}",
+                     "'y'", &g),
+                PPCC_LAYOUT_SPLIT, 0, 1);
+  ck_assert_int_eq(g->n_ops, 2);
+  ppcc_graph_free(g);
   /* mixed with unsharded operands, and softmax over the "split" dim */
   expect_layout(rule("", ONE("a", "[8, 16]", 1) ", " PLAIN("b", "[8, 16]"),
                      "{'op': 'add', 'in': ['a', 'b'], 'out': ['s']}, {'op': 'softmax', 'in': ['a'], 'out': ['y'], 'attrs': {'dim': 1}}",
