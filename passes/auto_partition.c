@@ -7,7 +7,8 @@
  *     weight matmul/linear forms a pair. The first is column-parallel
  *     (weight split along its output features), the second row-parallel
  *     (split along its input features); its partial sums are completed by
- *     one inserted all_reduce. Every other param and the graph inputs are
+ *     one inserted all_reduce (a bias of the row-parallel op stays
+ *     replicated and counts once). Every other param and the graph inputs are
  *     replicated over the stage's T devices.
  *  2. The stage split: the optimal one under the cost model of
  *     include/ppcc/partition.h (slowest stage minimised, memory per device
@@ -111,10 +112,11 @@ static bool column_ok(const part_ctx *c, const ppcc_op *op) {
   return b->kind == PPCC_VALUE_PARAM && c->n_uses[op->in[2]] == 1;
 }
 
-/* A bias on partial sums would be added once per shard: no bias here. */
+/* A bias of the row-parallel op stays replicated: on partial sums shard 0
+ * adds it, so the all_reduce counts it once (DESIGN §4). */
 static bool row_ok(const part_ctx *c, const ppcc_op *op, int activation) {
-  return is_weight_op(c, op) && op->n_in == 2 && op->in[0] == activation &&
-         val(c, op->in[1])->shape[in_dim(op)] % c->tp == 0;
+  return is_weight_op(c, op) && (op->n_in == 2 || val(c, op->in[2])->kind == PPCC_VALUE_PARAM) &&
+         op->in[0] == activation && val(c, op->in[1])->shape[in_dim(op)] % c->tp == 0;
 }
 
 /* Elementwise ops that keep a split along the last dim as it is. */

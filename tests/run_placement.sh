@@ -24,6 +24,14 @@ for model in ppffn_sharktank pp_chain inserted_collectives; do
   check "$src/testdata/models/$model.json" "$model"
 done
 
+# Auto-partition pairs a row-parallel linear with its bias: shard 0 adds the
+# bias to its partial sum, so the all_reduce counts it once.
+for backend in jit interp; do
+  "$ppcc" run "$src/testdata/auto/auto_linear_bias.json" --tp=2 --pp=2 --random-weights 3 --check \
+    --backend="$backend" > "$tmp/log" 2>&1 ||
+    { cat "$tmp/log"; echo "run_placement: auto_linear_bias --backend=$backend failed" >&2; exit 1; }
+done
+
 # The stage-crossing activations pipeline by microbatches (interpreter).
 for model in ppffn_sharktank pp_chain; do
   "$ppcc" run "$src/testdata/models/$model.json" --random-weights 3 --check --microbatches 2 --backend=interp \
