@@ -38,6 +38,23 @@ for model in ppffn_sharktank pp_chain; do
     > "$tmp/log" 2>&1 || { cat "$tmp/log"; echo "run_placement: $model --microbatches 2 failed" >&2; exit 1; }
 done
 
+# A count-1 value may do what an unsharded one may: replicate, reshard_split
+# and transfer onto several devices (all three backends' collectives treat
+# one shard as a whole value).
+cat > "$tmp/count1.json" <<'JSON'
+{"ppcc": 1, "name": "count1_create", "devices": 4,
+ "params": [{"name": "w", "dtype": "f32", "shape": [16, 8], "shard": {"kind": "split", "dim": 1, "count": 2}, "devices": [2, 3]}],
+ "inputs": [{"name": "x", "dtype": "f32", "shape": [4, 16], "shard": {"kind": "split", "dim": 0, "count": 1}, "devices": [1]}],
+ "ops": [{"op": "replicate", "in": ["x"], "out": ["xr"], "attrs": {"count": 2, "devices": [2, 3]}},
+         {"op": "matmul", "in": ["xr", "w"], "out": ["h"]},
+         {"op": "reshard_split", "in": ["x"], "out": ["xs"], "attrs": {"dim": 0, "count": 2, "devices": [0, 1]}},
+         {"op": "gelu", "in": ["xs"], "out": ["g"]},
+         {"op": "transfer", "in": ["x"], "out": ["xt"], "attrs": {"devices": [0, 3]}}],
+ "outputs": ["h", "g", "xt"]}
+JSON
+check "$tmp/count1.json" count1_create
+"$ppcc" compile "$tmp/count1.json" --emit=iree -o "$tmp/count1.iree.mlir"
+
 for batch in 1 2; do
   for pp in 1 2; do
     "$gen_llama" --layers 2 --hidden 32 --heads 4 --kv-heads 2 --ffn 32 --vocab 64 --tp 1 --pp "$pp" \

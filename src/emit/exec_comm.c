@@ -260,6 +260,7 @@ static ppcc_status check_group(exec_coll *k) {
  * name only chose the result layout (as in the executor). */
 static bool choose(const exec_coll *k, produce_kind *kind, bool *group) {
   ppcc_layout i = k->in->layout, o = k->out->layout;
+  if (i.count == 1) i = ppcc_layout_unsharded(); /* one shard is a whole value */
   bool whole_in = i.kind == PPCC_LAYOUT_UNSHARDED || i.kind == PPCC_LAYOUT_REPLICATED;
   bool whole_out = o.kind == PPCC_LAYOUT_UNSHARDED || o.kind == PPCC_LAYOUT_REPLICATED;
   *group = false;
@@ -281,7 +282,8 @@ static ppcc_status unsupported(exec_coll *k) {
 }
 
 static ppcc_status lower(exec_coll *k) {
-  ppcc_layout_kind ik = k->in->layout.kind, ok = k->out->layout.kind;
+  /* one shard is a whole value, whatever its layout (count-1 = unsharded) */
+  ppcc_layout_kind ik = k->in->layout.count == 1 ? PPCC_LAYOUT_UNSHARDED : k->in->layout.kind, ok = k->out->layout.kind;
   if (ik != PPCC_LAYOUT_UNSHARDED && ok != PPCC_LAYOUT_UNSHARDED && k->in->layout.count != k->out->layout.count)
     return unsupported(k);
   if (ok == PPCC_LAYOUT_UNSHARDED && (ik == PPCC_LAYOUT_SPLIT || ik == PPCC_LAYOUT_UNREDUCED)) return collect_to_root(k);

@@ -430,7 +430,8 @@ static void homes_of(rt_view iv, rt_view ov, int *homes) {
 static ppcc_status run_collective(rt_exec *x, int dev, const ppcc_op *op, ppcc_diag *d) {
   int v = op->in[0];
   rt_view iv = view_of(x, v), ov = view_of(x, op->out[0]);
-  ppcc_layout_kind ik = iv.layout.kind, ok = ov.layout.kind;
+  /* one shard is a whole value, whatever its layout (count-1 = unsharded) */
+  ppcc_layout_kind ik = iv.layout.count == 1 ? PPCC_LAYOUT_UNSHARDED : iv.layout.kind, ok = ov.layout.kind;
   if (ik != PPCC_LAYOUT_UNSHARDED && ok != PPCC_LAYOUT_UNSHARDED && iv.layout.count != ov.layout.count)
     return unsupported_collective(x, op, iv, ov, d);
   if (ok == PPCC_LAYOUT_UNSHARDED && (ik == PPCC_LAYOUT_SPLIT || ik == PPCC_LAYOUT_UNREDUCED))
