@@ -237,6 +237,8 @@ typedef struct ppcc_exec_options {
   int fault_device, fault_op;
   const char *trace_path; /* Chrome trace: a track per device, an event per
                              op and microbatch, flow arrows for transfers */
+  struct ppcc_outfile *trace_file; /* open (ppcc/io.h): the trace goes there,
+                                      uncommitted; NULL: to trace_path */
   int microbatches;       /* as in ppcc_run_options */
   ppcc_pipeline_stats *stats; /* filled when not NULL (free with
                                  ppcc_pipeline_stats_free) */
