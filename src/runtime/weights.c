@@ -155,6 +155,13 @@ ppcc_status ppcc_weights_get(ppcc_weights *w, const ppcc_value *param, const voi
   ppcc_status st = check_entry(path, e, param, d);
   if (st) return st;
   if (!e->data) return splat(e, data, owned, d);
+  if ((uintptr_t)e->data % (uintptr_t)ppcc_dtype_size(param->dtype) != 0) { /* kernels read whole elements */
+    unsigned char *copy = rt_alloc((int64_t)e->bytes);
+    if (!copy) return ppcc_error(d, "out of memory for param '%s'", param->name);
+    memcpy(copy, e->data, (size_t)e->bytes);
+    *data = *owned = copy;
+    return PPCC_OK;
+  }
   *data = e->data;
   return PPCC_OK;
 }
