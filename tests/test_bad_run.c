@@ -320,6 +320,53 @@ START_TEST(test_fifo_input) {
 }
 END_TEST
 
+/* A value bigger than the machine is refused before anything is
+ * allocated, naming it and its bytes; running out of memory part way is
+ * exit 1 "out of memory" on every path and backend (it was 1 or 3). */
+START_TEST(test_memory_refusals) {
+  char *work = t_make_temp_dir("bad_run_mem");
+  char model[512], err_path[512];
+  snprintf(model, sizeof model, "%s/huge.json", work);
+  snprintf(err_path, sizeof err_path, "%s/stderr", work);
+  t_write_text(model, "{\"ppcc\": 1, \"devices\": 1, \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", "
+                      "\"shape\": [1000000, 1000000]}], \"ops\": [{\"op\": \"neg\", \"in\": [\"x\"], \"out\": [\"y\"]}],"
+                      " \"outputs\": [\"y\"]}");
+  const char *argv[] = {"ppcc", "run", model, "--backend=interp", NULL};
+  int status = run_bounded(argv, 0, err_path, 120);
+  char *err = t_read_text(err_path);
+  ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
+                    strstr(err, "value 'x' (f32[1000000, 1000000]) needs 4000000000000 bytes, more than"),
+                "status %d; stderr: %s", status, err);
+  free(err);
+#ifndef ASAN_BUILD
+  /* Four 128 MiB inputs under 700 MB / 1 GB of address space. */
+  t_write_text(model, "{\"ppcc\": 1, \"devices\": 1, \"inputs\": ["
+                      "{\"name\": \"x0\", \"dtype\": \"f32\", \"shape\": [33554432]},"
+                      "{\"name\": \"x1\", \"dtype\": \"f32\", \"shape\": [33554432]},"
+                      "{\"name\": \"x2\", \"dtype\": \"f32\", \"shape\": [33554432]},"
+                      "{\"name\": \"x3\", \"dtype\": \"f32\", \"shape\": [33554432]}],"
+                      "\"ops\": [{\"op\": \"add\", \"in\": [\"x0\", \"x1\"], \"out\": [\"a\"]},"
+                      "{\"op\": \"add\", \"in\": [\"x2\", \"x3\"], \"out\": [\"b\"]},"
+                      "{\"op\": \"add\", \"in\": [\"a\", \"b\"], \"out\": [\"y\"]}], \"outputs\": [\"y\"]}");
+  static const char *const backends[] = {"--backend=interp", "--backend=jit"};
+  static const rlim_t limits_mb[] = {700, 1000};
+  for (int b = 0; b < 2; b++)
+    for (int i = 0; i < 2; i++) {
+      const char *argv_b[] = {"ppcc", "run", model, backends[b], NULL};
+      status = run_bounded(argv_b, limits_mb[i] << 20, err_path, 120);
+      err = t_read_text(err_path);
+      bool no_jit = WIFEXITED(status) && WEXITSTATUS(status) == 2 && strstr(err, "without MLIR");
+      if (!no_jit)
+        ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(err, "out of memory"),
+                      "%s, ulimit -v %d MB: status %d; stderr: %s", backends[b], (int)limits_mb[i], status, err);
+      free(err);
+    }
+#endif
+  t_remove_tree(work);
+  free(work);
+}
+END_TEST
+
 int main(void) {
   read_manifest();
   Suite *s = suite_create("bad_run");
@@ -333,5 +380,6 @@ int main(void) {
   TCase *limits = t_add_tcase(s, "limits", 300);
   tcase_add_test(limits, test_address_space_limit);
   tcase_add_test(limits, test_fifo_input);
+  tcase_add_test(limits, test_memory_refusals);
   return t_run_suite(s);
 }

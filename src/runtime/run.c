@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ppcc/io.h"
@@ -319,9 +320,45 @@ static ppcc_status write_outputs(const ppcc_graph *g, const ppcc_run_options *o,
 
 /* ---------------- ppcc run ---------------- */
 
+/* The most memory this process can hold: the machine's, or less under
+ * ulimit -v / -d. */
+static uint64_t memory_limit(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  uint64_t limit = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+  static const int resources[] = {RLIMIT_AS, RLIMIT_DATA};
+  for (int i = 0; i < 2; i++) {
+    struct rlimit r;
+    if (getrlimit(resources[i], &r) == 0 && r.rlim_cur != RLIM_INFINITY && (uint64_t)r.rlim_cur < limit)
+      limit = (uint64_t)r.rlim_cur;
+  }
+  return limit;
+}
+
+/* A value larger than all the memory there is is refused before anything
+ * is allocated (else a lazy allocation might succeed and the OOM killer
+ * end the run), naming the value and its bytes. */
+static ppcc_status check_value_sizes(const ppcc_graph *g, ppcc_diag *d) {
+  uint64_t limit = memory_limit();
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    int64_t bytes = ppcc_value_bytes(p);
+    char shape[128];
+    shape_str(p->rank, p->shape, shape, sizeof shape);
+    if (bytes < 0)
+      return ppcc_error(d, "value '%s' (%s%s) is too large to address", p->name, ppcc_dtype_name(p->dtype), shape);
+    if ((uint64_t)bytes > limit)
+      return ppcc_error(d, "value '%s' (%s%s) needs %lld bytes, more than the %llu bytes of memory this process can "
+                           "use",
+                        p->name, ppcc_dtype_name(p->dtype), shape, (long long)bytes, (unsigned long long)limit);
+  }
+  return PPCC_OK;
+}
+
 ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
   ppcc_run_data data;
-  ppcc_status st = ppcc_run_data_load(g, o, &data, d);
+  ppcc_status st = check_value_sizes(g, d);
+  if (st) return st;
+  st = ppcc_run_data_load(g, o, &data, d);
   if (st) return st;
   ppcc_rt_set_row_invariant_matmul(o->deterministic);
   ppcc_host_tensor *out = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *out);
