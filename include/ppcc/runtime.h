@@ -96,6 +96,13 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
 void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                             bool b_transposed, float *C);
 bool ppcc_rt_have_blas(void);
+/* Under an address-space limit (ulimit -v) OpenBLAS's worker threads spin
+ * forever on a failing malloc, and exit waits for them: call first thing
+ * in main. With a finite RLIMIT_AS and OPENBLAS_NUM_THREADS unset, it
+ * re-executes the program with OPENBLAS_NUM_THREADS=1 (no worker threads;
+ * each BLAS call then runs only where its buffer fits, else the portable
+ * kernel). Returns (doing nothing) otherwise or if that fails. */
+void ppcc_rt_tame_blas_under_rlimit(char **argv);
 /* With on, ppcc_rt_sgemm computes every row with the same one-row call
  * (OpenBLAS gemv, or the portable kernel), so a row's bits do not depend on
  * the row count: a microbatched run then equals the unbatched one bit for
@@ -237,6 +244,8 @@ typedef struct ppcc_exec_options {
   int fault_device, fault_op;
   const char *trace_path; /* Chrome trace: a track per device, an event per
                              op and microbatch, flow arrows for transfers */
+  struct ppcc_outfile *trace_file; /* open (ppcc/io.h): the trace goes there,
+                                      uncommitted; NULL: to trace_path */
   int microbatches;       /* as in ppcc_run_options */
   ppcc_pipeline_stats *stats; /* filled when not NULL (free with
                                  ppcc_pipeline_stats_free) */

@@ -4,6 +4,9 @@
 #include <string.h>
 #include "driver.h"
 #include "ppcc/io.h"
+#ifdef PPCC_HAVE_RUNTIME
+#include "ppcc/runtime.h"
+#endif
 
 #ifndef PPCC_VERSION
 #define PPCC_VERSION "unknown"
@@ -54,6 +57,9 @@ static const command *find_command(const char *name) {
 }
 
 int main(int argc, char **argv) {
+#ifdef PPCC_HAVE_RUNTIME
+  ppcc_rt_tame_blas_under_rlimit(argv); /* ulimit -v: no OpenBLAS worker may hang us */
+#endif
   ppcc_outfile_cleanup_on_signals(); /* an interrupted run leaves no temporaries */
   if (argc < 2) return cli_usage_error(NULL, "missing a command (compile, report or run)");
   const char *first = argv[1];

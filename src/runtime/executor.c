@@ -655,7 +655,9 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
 static ppcc_status report_timeline(const rt_exec *x, double wall_ms, ppcc_diag *d) {
   for (int dev = 0; dev < x->n_devices; dev++)
     if (x->timeline->dev[dev].oom) return oom(d);
-  ppcc_status st = x->opts->trace_path ? rt_timeline_write(x->timeline, x->g, x->opts->trace_path, d) : PPCC_OK;
+  ppcc_status st = PPCC_OK;
+  if (x->opts->trace_file) st = rt_timeline_write_to(x->timeline, x->g, x->opts->trace_file, d);
+  else if (x->opts->trace_path) st = rt_timeline_write(x->timeline, x->g, x->opts->trace_path, d);
   if (!st && x->opts->stats) st = rt_timeline_stats(x->timeline, x->g, x->microbatches, wall_ms, x->opts->stats, d);
   return st;
 }

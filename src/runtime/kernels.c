@@ -11,7 +11,12 @@
 #include "rt_internal.h"
 #ifdef PPCC_HAVE_OPENBLAS
 #include <cblas.h>
+#include <limits.h>
+#include <omp.h>
+#include <stdatomic.h>
 #endif
+#include <sys/resource.h>
+#include <unistd.h>
 
 static int kernel_threads = 1;
 /* OpenBLAS gives a row of C different bits depending on how many rows the
@@ -22,10 +27,27 @@ static bool row_invariant_matmul = false;
 
 void ppcc_rt_set_row_invariant_matmul(bool on) { row_invariant_matmul = on; }
 
+static bool address_space_limited(void) {
+  struct rlimit r;
+  return getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+}
+
 void ppcc_rt_set_kernel_threads(int n) {
   kernel_threads = n > 0 ? n : 1;
 #ifdef PPCC_HAVE_OPENBLAS
-  openblas_set_num_threads(kernel_threads);
+  /* New OpenBLAS workers each take a buffer at start (see below). */
+  openblas_set_num_threads(address_space_limited() ? 1 : kernel_threads);
+#endif
+}
+
+void ppcc_rt_tame_blas_under_rlimit(char **argv) {
+#ifdef PPCC_HAVE_OPENBLAS
+  if (!address_space_limited() || getenv("OPENBLAS_NUM_THREADS")) return;
+  if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("OPENBLAS_NUM_THREADS"); /* no /proc: carry on as we are */
+#else
+  (void)argv;
 #endif
 }
 
@@ -99,6 +121,33 @@ void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, con
 }
 
 #ifdef PPCC_HAVE_OPENBLAS
+/* OpenBLAS takes a work buffer (128 MiB in Debian's build) for each thread
+ * that runs a BLAS call and, when malloc fails, retries forever: under a
+ * tight `ulimit -v` the process hung. So with an address-space limit the
+ * BLAS runs only where the buffers of every thread that may call it at
+ * once (device threads x kernel threads, + 1) fit: probed by allocating
+ * that much (address space only: nothing is touched) and freeing it. Elsewhere the portable kernel computes the product. */
+#define BLAS_BUFFER_BYTES ((size_t)136 << 20)
+static atomic_int blas_room_ok, blas_room_short = INT_MAX; /* concurrency known to fit / not to fit */
+
+static bool rt_blas_has_room(int kernel_thread_count) {
+  static atomic_int limited = -1;
+  if (atomic_load(&limited) < 0) atomic_store(&limited, address_space_limited());
+  if (!atomic_load(&limited)) return true;
+  int callers = omp_get_num_threads() * (kernel_thread_count > 0 ? kernel_thread_count : 1) + 1;
+  if (callers <= atomic_load(&blas_room_ok)) return true;
+  if (callers >= atomic_load(&blas_room_short)) return false;
+  size_t bytes = BLAS_BUFFER_BYTES * (size_t)callers;
+  void *p = malloc(bytes); /* as OpenBLAS asks: address space only, nothing touched */
+  bool fits = p != NULL;
+  free(p);
+  atomic_int *known = fits ? &blas_room_ok : &blas_room_short;
+  int old = atomic_load(known);
+  while ((fits ? callers > old : callers < old) && !atomic_compare_exchange_weak(known, &old, callers)) {
+  }
+  return fits;
+}
+
 /* C[i, :] = A[i, :] . B, one gemv per row: the same call for every row,
  * so a row's bits never depend on M (about a third of sgemm's speed). */
 static void sgemm_by_rows(int M, int N, int K, const float *A, const float *B, bool b_transposed, float *C) {
@@ -113,7 +162,7 @@ static void sgemm_by_rows(int M, int N, int K, const float *A, const float *B, b
 void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                    bool b_transposed, float *C) {
 #ifdef PPCC_HAVE_OPENBLAS
-  if (M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && M > 0 && N > 0 && K > 0) {
+  if (rt_blas_has_room(kernel_threads) && M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && M > 0 && N > 0 && K > 0) {
     if (row_invariant_matmul)
       sgemm_by_rows((int)M, (int)N, (int)K, A, B, b_transposed, C);
     else

@@ -105,7 +105,10 @@ bool rt_timeline_init(rt_timeline *t, int n_devices);
 void rt_timeline_free(rt_timeline *t);
 void rt_timeline_span(rt_timeline *t, int dev, int op, int microbatch, double start, double end);
 void rt_timeline_flow(rt_timeline *t, int dev, int64_t id, bool is_send, double at);
-/* Chrome trace event format, written atomically (temporary + rename). */
+/* Chrome trace event format, written atomically (temporary + rename);
+ * _to writes into an open output file and closes it, uncommitted. */
+struct ppcc_outfile;
+ppcc_status rt_timeline_write_to(const rt_timeline *t, const ppcc_graph *g, struct ppcc_outfile *f, ppcc_diag *d);
 ppcc_status rt_timeline_write(const rt_timeline *t, const ppcc_graph *g, const char *path, ppcc_diag *d);
 ppcc_status rt_timeline_stats(const rt_timeline *t, const ppcc_graph *g, int microbatches, double wall_ms,
                               ppcc_pipeline_stats *s, ppcc_diag *d);

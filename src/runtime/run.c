@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ppcc/io.h"
@@ -201,18 +202,35 @@ static ppcc_status check_outputs(const ppcc_graph *g, const ppcc_run_data *data,
 
 /* ---------------- writing ---------------- */
 
-/* "blk.0/h@2,3" -> "blk.0_h_2_3.npy": names stay readable and safe. */
-static char *output_path(const char *dir, const char *name) {
-  size_t n = strlen(dir) + strlen(name) + 8;
-  char *p = malloc(n);
+/* The longest file name most file systems take (NAME_MAX). */
+#define FILE_NAME_MAX 255
+
+static uint64_t fnv1a64(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++) h = (h ^ *c) * 1099511628211ull;
+  return h;
+}
+
+/* "blk.0/h@2,3" -> "blk.0_h_2_3.npy": names stay readable and safe. A name
+ * too long for a file name keeps its first bytes and gets a hash of the
+ * whole name. Different names can still meet (a/b and a_b): the caller
+ * refuses those. */
+static char *output_file_name(const char *name) {
+  size_t len = strlen(name);
+  char *p = malloc(len + 32);
   if (!p) return NULL;
-  int off = snprintf(p, n, "%s/", dir);
-  for (const char *c = name; *c; c++) {
-    bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' ||
-              *c == '-' || *c == '_';
-    p[off++] = ok ? *c : '_';
+  for (size_t i = 0; i < len; i++) {
+    char c = name[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+              c == '_';
+    p[i] = ok ? c : '_';
   }
-  snprintf(p + off, n - (size_t)off, ".npy");
+  if (len + 4 <= FILE_NAME_MAX) {
+    memcpy(p + len, ".npy", 5);
+    return p;
+  }
+  size_t keep = FILE_NAME_MAX - 4 - 17;
+  snprintf(p + keep, len + 32 - keep, "-%016llx.npy", (unsigned long long)fnv1a64(name));
   return p;
 }
 
@@ -223,47 +241,134 @@ static ppcc_status ensure_dir(const char *dir, ppcc_diag *d) {
   return PPCC_OK;
 }
 
-/* All outputs or none: every file is written to its temporary first and
- * renamed only once all of them were written. */
+typedef struct named_output {
+  const char *value; /* the graph's name */
+  char *file;        /* its file name in the output directory */
+} named_output;
+
+static int by_file(const void *a, const void *b) {
+  return strcmp(((const named_output *)a)->file, ((const named_output *)b)->file);
+}
+
+/* The file name of every output; two outputs whose names give the same
+ * file are refused (writing one would silently drop the other). */
+static ppcc_status name_outputs(const ppcc_graph *g, const char *dir, named_output *names, ppcc_diag *d) {
+  int n = g->n_outputs;
+  for (int k = 0; k < n; k++) {
+    names[k].value = g->values[g->outputs[k]].name;
+    names[k].file = output_file_name(names[k].value);
+    if (!names[k].file) return ppcc_error(d, "out of memory");
+  }
+  named_output *sorted = malloc(sizeof *sorted * (size_t)(n > 0 ? n : 1));
+  if (!sorted) return ppcc_error(d, "out of memory");
+  memcpy(sorted, names, sizeof *sorted * (size_t)n);
+  qsort(sorted, (size_t)n, sizeof *sorted, by_file);
+  ppcc_status st = PPCC_OK;
+  for (int k = 1; k < n && !st; k++)
+    if (strcmp(sorted[k - 1].file, sorted[k].file) == 0)
+      st = ppcc_error(d, "--output-dir %s: outputs '%s' and '%s' would both be written to %s (file names keep only "
+                         "letters, digits, '.', '-' and '_'); rename one of them",
+                      dir, sorted[k - 1].value, sorted[k].value, sorted[k].file);
+  free(sorted);
+  return st;
+}
+
+/* Writes output k to its temporary and closes it (no descriptor stays
+ * open: any number of outputs can be written). */
+static ppcc_status write_one(const char *dir, const named_output *name, const ppcc_host_tensor *t, ppcc_outfile *f,
+                             bool *opened, ppcc_diag *d) {
+  size_t n = strlen(dir) + strlen(name->file) + 2;
+  char *path = malloc(n);
+  if (!path) return ppcc_error(d, "out of memory");
+  snprintf(path, n, "%s/%s", dir, name->file);
+  ppcc_status st = ppcc_outfile_open(f, path, d);
+  free(path);
+  if (st) return st;
+  *opened = true;
+  st = ppcc_npy_write_stream(f->fp, f->path, t, d);
+  return st ? st : ppcc_outfile_close(f, d);
+}
+
+/* All outputs (and the trace) or none: every file is written to its
+ * temporary first, and the set is committed only once all were written. */
 static ppcc_status write_outputs(const ppcc_graph *g, const ppcc_run_options *o, const ppcc_host_tensor *out,
-                                 ppcc_diag *d) {
-  ppcc_status st = ensure_dir(o->output_dir, d);
-  int n = g->n_outputs, opened = 0;
-  ppcc_outfile *files = calloc((size_t)(n > 0 ? n : 1), sizeof *files);
-  if (!files && !st) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+                                 ppcc_outfile *trace, ppcc_diag *d) {
+  int n = o->output_dir ? g->n_outputs : 0, opened = 0;
+  ppcc_outfile *files = calloc((size_t)n + 1, sizeof *files);
+  named_output *names = calloc((size_t)n + 1, sizeof *names);
+  ppcc_status st = files && names ? PPCC_OK : ppcc_error(d, "out of memory");
+  if (!st && o->output_dir) st = ensure_dir(o->output_dir, d);
+  if (!st && o->output_dir) st = name_outputs(g, o->output_dir, names, d);
   for (int k = 0; k < n && !st; k++) {
-    char *path = output_path(o->output_dir, g->values[g->outputs[k]].name);
-    st = path ? ppcc_outfile_open(&files[k], path, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-    free(path);
-    if (!st) opened++;
-    if (!st) st = ppcc_npy_write_stream(files[k].fp, files[k].path, &out[k], d);
+    bool ok = false;
+    st = write_one(o->output_dir, &names[k], &out[k], &files[opened], &ok, d);
+    if (ok) opened++;
+    if (!st && trace && trace->path && strcmp(trace->path, files[opened - 1].path) == 0)
+      st = ppcc_error(d, "--trace %s: the same file as output '%s'", trace->path, names[k].value);
   }
-  for (int k = 0; k < opened; k++) {
-    if (st) {
-      ppcc_outfile_abort(&files[k]);
-      continue;
-    }
-    char *path = strdup(files[k].path); /* commit frees it */
-    st = ppcc_outfile_commit(&files[k], d);
-    if (!st && o->log && path) fprintf(o->log, "wrote %s\n", path);
-    free(path);
-  }
+  if (trace && trace->path) files[opened++] = *trace; /* the set owns it now */
+  if (trace) memset(trace, 0, sizeof *trace);
+  if (!st) st = ppcc_outfile_commit_all(files, opened, d);
+  else
+    for (int k = 0; k < opened; k++) ppcc_outfile_abort(&files[k]);
+  for (int k = 0; !st && o->log && k < n; k++) fprintf(o->log, "wrote %s/%s\n", o->output_dir, names[k].file);
+  for (int k = 0; names && k < n; k++) free(names[k].file);
+  free(names);
   free(files);
   return st;
 }
 
 /* ---------------- ppcc run ---------------- */
 
+/* The most memory this process can hold: the machine's, or less under
+ * ulimit -v / -d. */
+static uint64_t memory_limit(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  uint64_t limit = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+  static const int resources[] = {RLIMIT_AS, RLIMIT_DATA};
+  for (int i = 0; i < 2; i++) {
+    struct rlimit r;
+    if (getrlimit(resources[i], &r) == 0 && r.rlim_cur != RLIM_INFINITY && (uint64_t)r.rlim_cur < limit)
+      limit = (uint64_t)r.rlim_cur;
+  }
+  return limit;
+}
+
+/* A value larger than all the memory there is is refused before anything
+ * is allocated (else a lazy allocation might succeed and the OOM killer
+ * end the run), naming the value and its bytes. */
+static ppcc_status check_value_sizes(const ppcc_graph *g, ppcc_diag *d) {
+  uint64_t limit = memory_limit();
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    int64_t bytes = ppcc_value_bytes(p);
+    char shape[128];
+    shape_str(p->rank, p->shape, shape, sizeof shape);
+    if (bytes < 0)
+      return ppcc_error(d, "value '%s' (%s%s) is too large to address", p->name, ppcc_dtype_name(p->dtype), shape);
+    if ((uint64_t)bytes > limit)
+      return ppcc_error(d, "value '%s' (%s%s) needs %lld bytes, more than the %llu bytes of memory this process can "
+                           "use",
+                        p->name, ppcc_dtype_name(p->dtype), shape, (long long)bytes, (unsigned long long)limit);
+  }
+  return PPCC_OK;
+}
+
 ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
   ppcc_run_data data;
-  ppcc_status st = ppcc_run_data_load(g, o, &data, d);
+  ppcc_status st = check_value_sizes(g, d);
+  if (st) return st;
+  st = ppcc_run_data_load(g, o, &data, d);
   if (st) return st;
   ppcc_rt_set_row_invariant_matmul(o->deterministic);
   ppcc_host_tensor *out = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *out);
-  if (!out) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  if (!out) st = ppcc_error(d, "out of memory");
+  /* The trace is committed with the outputs: a failed run leaves neither. */
+  ppcc_outfile trace = {0};
+  if (!st && o->trace_path) st = ppcc_outfile_open(&trace, o->trace_path, d);
   ppcc_exec_options eo = {.threads = o->threads, .inject_fault = o->inject_fault, .fault_device = o->fault_device,
                           .fault_op = o->fault_op, .trace_path = o->trace_path,
-                          .microbatches = o->microbatches};
+                          .trace_file = o->trace_path ? &trace : NULL, .microbatches = o->microbatches};
   ppcc_pipeline_stats stats = {0};
   if (o->log) eo.stats = &stats;
   double ms = 0;
@@ -272,7 +377,8 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   if (!st && o->log && stats.busy) ppcc_pipeline_stats_print(&stats, o->log);
   ppcc_pipeline_stats_free(&stats);
   if (!st && o->check) st = check_outputs(g, &data, o, out, d);
-  if (!st && o->output_dir) st = write_outputs(g, o, out, d);
+  if (!st && (o->output_dir || trace.path)) st = write_outputs(g, o, out, &trace, d);
+  if (trace.path) ppcc_outfile_abort(&trace);
   for (int k = 0; out && k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
   free(out);
   ppcc_run_data_free(&data);

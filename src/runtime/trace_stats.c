@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ppcc/io.h"
 #include "rt_internal.h"
 
 bool rt_timeline_init(rt_timeline *t, int n_devices) {
@@ -103,30 +104,29 @@ static void write_flow(FILE *f, int dev, const rt_flow_end *e) {
           e->is_send ? "s" : "f", e->is_send ? "" : "\"bp\": \"e\", ", (long long)e->id, dev, e->t * 1e6);
 }
 
-ppcc_status rt_timeline_write(const rt_timeline *t, const ppcc_graph *g, const char *path, ppcc_diag *d) {
-  size_t n = strlen(path) + 16;
-  char *tmp = malloc(n);
-  if (!tmp) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  snprintf(tmp, n, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    int err = errno;
-    free(tmp);
-    return ppcc_error(d, "%s: cannot write trace: %s", path, strerror(err));
-  }
-  fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n", f);
-  write_tracks(f, t, g);
+ppcc_status rt_timeline_write_to(const rt_timeline *t, const ppcc_graph *g, ppcc_outfile *f, ppcc_diag *d) {
+  FILE *out = f->fp;
+  fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n", out);
+  write_tracks(out, t, g);
   for (int dev = 0; dev < t->n_devices; dev++) {
     const rt_device_timeline *dt = &t->dev[dev];
-    for (int i = 0; i < dt->n_spans; i++) write_span(f, g, dev, &dt->spans[i]);
-    for (int i = 0; i < dt->n_flows; i++) write_flow(f, dev, &dt->flows[i]);
+    for (int i = 0; i < dt->n_spans; i++) write_span(out, g, dev, &dt->spans[i]);
+    for (int i = 0; i < dt->n_flows; i++) write_flow(out, dev, &dt->flows[i]);
   }
-  fputs("\n]}\n", f);
-  bool ok = !ferror(f);
-  ok = fclose(f) == 0 && ok && rename(tmp, path) == 0;
-  if (!ok) remove(tmp);
-  free(tmp);
-  return ok ? PPCC_OK : ppcc_error(d, "%s: cannot write trace", path);
+  fputs("\n]}\n", out);
+  return ppcc_outfile_close(f, d);
+}
+
+ppcc_status rt_timeline_write(const rt_timeline *t, const ppcc_graph *g, const char *path, ppcc_diag *d) {
+  ppcc_outfile f;
+  ppcc_status st = ppcc_outfile_open(&f, path, d);
+  if (st) return st;
+  st = rt_timeline_write_to(t, g, &f, d);
+  if (st) {
+    ppcc_outfile_abort(&f);
+    return st;
+  }
+  return ppcc_outfile_commit(&f, d);
 }
 
 /* ---------------- statistics ---------------- */
