@@ -152,6 +152,12 @@ ppcc_status exec_lower_collective(ppcc_emit_ctx *c, const ppcc_op *op);
  * a null value when it is left to linalg. */
 MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
 
+/* Executable form: a run-time error (failing the run, naming the op) unless
+ * every element of the index tensor (i64 or i32) is in [0, bound); the
+ * message says "token id" or "index" as the interpreter's kernels do. No-op
+ * in the other forms. The caller still clamps the indices it uses. */
+ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, bool token_ids);
+
 /* ---- output (emit_print.c) ---- */
 /* Verifies the module, prints it and post-processes the text; on success
  * *text is malloc'ed (caller frees). */

@@ -429,8 +429,9 @@ typedef struct embedding_body {
 } embedding_body;
 
 /* table[id - offset, h] when the row is in this shard's table, else 0
- * (a vocab-split table leaves partial sums; out-of-range ids read 0
- * instead of memory outside the table). */
+ * (a vocab-split table leaves partial sums). Ids outside the vocabulary
+ * fail the run (exec_check_index) and read row 0 meanwhile, never memory
+ * outside the table. */
 static MlirValue body_embedding(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const embedding_body *e = user;
   MlirValue id = barg(b, 0);
@@ -453,6 +454,9 @@ ppcc_status lower_embedding(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   int rank = (int)mlirShapedTypeGetRank(t);
   bool vocab_split = table->layout.kind == PPCC_LAYOUT_SPLIT && table->layout.dim == 0;
   int64_t rows = dim_size(tab, 0);
+  /* ids outside the whole vocabulary fail the run, as in the interpreter. */
+  ppcc_status st = exec_check_index(c, ids, table->shape[0], true);
+  if (st) return st;
   embedding_body e = {tab, rank - 1, vocab_split ? shard * rows : 0, rows};
   MlirAffineExpr ex[PPCC_MAX_RANK];
   for (int i = 0; i < rank - 1; i++) ex[i] = dim_expr(c, i);

