@@ -175,11 +175,109 @@ START_TEST(tiny_llama_positions_past_the_cache) {
 }
 END_TEST
 
+/* ---------------- item 10: small disagreements ---------------- */
+
+START_TEST(relu_keeps_nan) {
+  ppcc_graph *g = model(1, "", "{'name': 'x', 'dtype': 'f32', 'shape': [4]}",
+                        "{'op': 'relu', 'in': ['x'], 'out': ['y']}", "'y'");
+  float x[4] = {NAN, -0.0f, -1.0f, 2.0f};
+  for (backend b = INTERP; b <= JIT; b++) {
+    ppcc_host_tensor out[1] = {0};
+    ck_assert_msg(run_on(g, b, 1, (given[]){{"x", x}}, out) == PPCC_OK, "%s", diag.first);
+    const float *y = out[0].data;
+    ck_assert_msg(isnan(y[0]), "%s: relu(NaN) = %g", backend_name(b), y[0]);
+    ck_assert_msg(y[1] == 0 && y[2] == 0 && y[3] == 2, "%s", backend_name(b));
+    free_outputs(g, out);
+  }
+  ppcc_graph_free(g);
+}
+END_TEST
+
+START_TEST(bad_rotary_theta_and_norm_eps_refused_at_compile) {
+  const char *x = "{'name': 'x', 'dtype': 'f32', 'shape': [1, 2, 1, 4]}, {'name': 'p', 'dtype': 'i64', 'shape': [2]},"
+                  " {'name': 'w', 'dtype': 'f32', 'shape': [4]}";
+  struct {
+    const char *op, *want;
+  } cases[] = {
+      {"{'op': 'rotary', 'in': ['x', 'p'], 'out': ['y'], 'attrs': {'theta': 0}}", "'rotary'"},
+      {"{'op': 'rotary', 'in': ['x', 'p'], 'out': ['y'], 'attrs': {'theta': -2}}", "attrs.theta must be"},
+      {"{'op': 'rms_norm', 'in': ['x', 'w'], 'out': ['y'], 'attrs': {'eps': -1}}", "'rms_norm'"},
+      {"{'op': 'layer_norm', 'in': ['x', 'w'], 'out': ['y'], 'attrs': {'eps': -1e-6}}", "attrs.eps must be"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ppcc_graph *g = t_model(1, "", x, cases[i].op, "'y'", &diag);
+    ck_assert_msg(g == NULL, "compiled: %s", cases[i].op);
+    ck_assert_msg(strstr(diag.first, cases[i].want) && strstr(diag.first, "must be a finite number"), "%s", diag.first);
+  }
+}
+END_TEST
+
+/* The interpreter's f64 angles: pos * theta^(-2j/D). */
+static void rotary_expected(const float *x, float *y, int D, double pos, double theta) {
+  for (int j = 0; j < D / 2; j++) {
+    double a = pos * pow(theta, -2.0 * j / D);
+    y[j] = (float)(x[j] * cos(a) - x[j + D / 2] * sin(a));
+    y[j + D / 2] = (float)(x[j + D / 2] * cos(a) + x[j] * sin(a));
+  }
+}
+
+START_TEST(rotary_angles_accurate_at_position_500k) {
+  ppcc_graph *g = model(1, "", "{'name': 'x', 'dtype': 'f32', 'shape': [1, 2, 1, 16]}, {'name': 'p', 'dtype': 'i64', 'shape': [2]}",
+                        "{'op': 'rotary', 'in': ['x', 'p'], 'out': ['y'], 'attrs': {'theta': 500000}}", "'y'");
+  float x[32], want[32];
+  for (int i = 0; i < 32; i++) x[i] = (float)(i % 7) * 0.25f - 0.75f;
+  int64_t pos[2] = {499999, 500000};
+  for (int s = 0; s < 2; s++) rotary_expected(x + 16 * s, want + 16 * s, 16, (double)pos[s], 500000.0);
+  for (backend b = INTERP; b <= JIT; b++) {
+    ppcc_host_tensor out[1] = {0};
+    ck_assert_msg(run_on(g, b, 2, (given[]){{"x", x}, {"p", pos}}, out) == PPCC_OK, "%s", diag.first);
+    const float *y = out[0].data;
+    double worst = 0;
+    for (int i = 0; i < 32; i++) worst = fmax(worst, fabs(y[i] - want[i]));
+    ck_assert_msg(worst < 1e-5, "%s: rotary at position 500k off by %g", backend_name(b), worst);
+    free_outputs(g, out);
+  }
+  ppcc_graph_free(g);
+}
+END_TEST
+
+/* i64 arithmetic on both backends, wrapping like two's complement. */
+START_TEST(i64_arithmetic_on_both_backends) {
+  ppcc_graph *g = model(1, "", "{'name': 'a', 'dtype': 'i64', 'shape': [2, 3]}, {'name': 'b', 'dtype': 'i64', 'shape': [3]}",
+                        "{'op': 'add', 'in': ['a', 'b'], 'out': ['s']}, {'op': 'sub', 'in': ['a', 'b'], 'out': ['d']},"
+                        " {'op': 'mul', 'in': ['a', 'b'], 'out': ['m']}, {'op': 'maximum', 'in': ['a', 'b'], 'out': ['x']},"
+                        " {'op': 'neg', 'in': ['a'], 'out': ['n']}, {'op': 'sum', 'in': ['a'], 'out': ['t'], 'attrs': {'dim': [0]}}",
+                        "'s', 'd', 'm', 'x', 'n', 't'");
+  int64_t a[6] = {INT64_MAX, -5, 7, INT64_MIN, 0, 3}, b[3] = {1, -2, 1000000000000};
+  int64_t want_s[6] = {INT64_MIN, -7, 1000000000007, INT64_MIN + 1, -2, 1000000000003};
+  int64_t want_t[3] = {-1, -5, 10};
+  for (backend k = INTERP; k <= JIT; k++) {
+    ppcc_host_tensor out[6] = {0};
+    ck_assert_msg(run_on(g, k, 2, (given[]){{"a", a}, {"b", b}}, out) == PPCC_OK, "%s: %s", backend_name(k), diag.first);
+    ck_assert_msg(memcmp(out[0].data, want_s, sizeof want_s) == 0, "%s: add", backend_name(k));
+    ck_assert_msg(memcmp(out[5].data, want_t, sizeof want_t) == 0, "%s: sum", backend_name(k));
+    const int64_t *m = out[2].data, *x = out[3].data, *n = out[4].data;
+    ck_assert(m[1] == 10 && x[0] == INT64_MAX && x[1] == -2 && n[0] == INT64_MIN + 1 && n[3] == INT64_MIN);
+    free_outputs(g, out);
+  }
+  ppcc_graph_free(g);
+  /* integer div: refused by both (at compile time) */
+  ck_assert(t_model(1, "", "{'name': 'a', 'dtype': 'i64', 'shape': [2]}",
+                    "{'op': 'div', 'in': ['a', 'a'], 'out': ['y']}", "'y'", &diag) == NULL);
+  ck_assert_msg(strstr(diag.first, "'div'") && strstr(diag.first, "must be a float tensor"), "%s", diag.first);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("emit_backends");
   TCase *tc = t_add_tcase(s, "index_bounds", 300);
   tcase_add_test(tc, index_copy_out_of_range_fails_on_both_backends);
   tcase_add_test(tc, embedding_out_of_range_fails_on_both_backends);
   tcase_add_test(tc, tiny_llama_positions_past_the_cache);
+  tc = t_add_tcase(s, "agreement", 300);
+  tcase_add_test(tc, relu_keeps_nan);
+  tcase_add_test(tc, bad_rotary_theta_and_norm_eps_refused_at_compile);
+  tcase_add_test(tc, rotary_angles_accurate_at_position_500k);
+  tcase_add_test(tc, i64_arithmetic_on_both_backends);
   return t_run_suite(s);
 }
