@@ -268,6 +268,203 @@ START_TEST(i64_arithmetic_on_both_backends) {
 }
 END_TEST
 
+/* ---------------- item 7: half floats accumulate in f32 ---------------- */
+
+static uint64_t rng_state = 88172645463325252ull;
+static double uniform(void) { /* xorshift64: [0, 1) */
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+static uint16_t *bf16_values(int n, double lo, double hi, double *as_double) {
+  uint16_t *v = malloc(sizeof *v * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    v[i] = ppcc_f32_to_bf16((float)(lo + (hi - lo) * uniform()));
+    if (as_double) as_double[i] = ppcc_bf16_to_f32(v[i]);
+  }
+  return v;
+}
+
+START_TEST(bf16_softmax_of_4096_zeros_is_1_over_4096) {
+  ppcc_graph *g = model(1, "", "{'name': 'x', 'dtype': 'bf16', 'shape': [2, 4096]}",
+                        "{'op': 'softmax', 'in': ['x'], 'out': ['y']}", "'y'");
+  uint16_t *zeros = calloc(8192, sizeof *zeros);
+  for (backend b = INTERP; b <= JIT; b++) {
+    ppcc_host_tensor out[1] = {0};
+    ck_assert_msg(run_on(g, b, 1, (given[]){{"x", zeros}}, out) == PPCC_OK, "%s", diag.first);
+    const uint16_t *y = out[0].data;
+    for (int i = 0; i < 8192; i++)
+      ck_assert_msg(ppcc_bf16_to_f32(y[i]) == 1.0f / 4096, "%s: y[%d] = %g, want 1/4096", backend_name(b), i,
+                    ppcc_bf16_to_f32(y[i]));
+    free_outputs(g, out);
+  }
+  free(zeros);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+/* linear, rms_norm and sum over K = 4096 in bf16 against f64 sums of the
+ * same bf16 inputs: within one bf16 rounding of the result plus f32
+ * summation error (bf16 accumulation was 11-80 % of max|ref| off). */
+START_TEST(bf16_long_reductions_accumulate_in_f32) {
+  enum { K = 4096, N = 8 };
+  ppcc_graph *g = model(1, "{'name': 'w', 'dtype': 'bf16', 'shape': [8, 4096]}, {'name': 'nw', 'dtype': 'bf16', 'shape': [4096]}",
+                        "{'name': 'x', 'dtype': 'bf16', 'shape': [1, 4096]}",
+                        "{'op': 'linear', 'in': ['x', 'w'], 'out': ['l']},"
+                        " {'op': 'rms_norm', 'in': ['x', 'nw'], 'out': ['r']},"
+                        " {'op': 'sum', 'in': ['x'], 'out': ['s']}",
+                        "'l', 'r', 's'");
+  static double x[K], w[N * K], nw[K];
+  uint16_t *xb = bf16_values(K, 0, 1, x), *wb = bf16_values(N * K, -1, 1, w), *nwb = bf16_values(K, 0.5, 1.5, nw);
+  double want_l[N], scale_l[N], ss = 0, want_s = 0;
+  for (int n = 0; n < N; n++) {
+    want_l[n] = scale_l[n] = 0;
+    for (int k = 0; k < K; k++) {
+      want_l[n] += x[k] * w[n * K + k];
+      scale_l[n] += fabs(x[k] * w[n * K + k]);
+    }
+  }
+  for (int k = 0; k < K; k++) {
+    ss += x[k] * x[k];
+    want_s += x[k];
+  }
+  double inv = 1.0 / sqrt(ss / K + (double)1e-5f);
+  for (backend b = INTERP; b <= JIT; b++) {
+    ppcc_host_tensor out[3] = {0};
+    ck_assert_msg(run_on(g, b, 3, (given[]){{"x", xb}, {"w", wb}, {"nw", nwb}}, out) == PPCC_OK, "%s", diag.first);
+    const uint16_t *l = out[0].data, *r = out[1].data, *s = out[2].data;
+    for (int n = 0; n < N; n++) {
+      double got = ppcc_bf16_to_f32(l[n]);
+      ck_assert_msg(fabs(got - want_l[n]) <= 0x1p-8 * fabs(want_l[n]) + 1e-5 * scale_l[n], "%s: linear[%d] = %g, want %g",
+                    backend_name(b), n, got, want_l[n]);
+    }
+    for (int k = 0; k < K; k++) {
+      double want = x[k] * inv * nw[k], got = ppcc_bf16_to_f32(r[k]);
+      ck_assert_msg(fabs(got - want) <= 0x1p-7 * fabs(want), "%s: rms_norm[%d] = %g, want %g", backend_name(b), k, got,
+                    want);
+    }
+    double got_s = ppcc_bf16_to_f32(s[0]);
+    ck_assert_msg(fabs(got_s - want_s) <= 0x1p-8 * want_s, "%s: sum = %g, want %g", backend_name(b), got_s, want_s);
+    free_outputs(g, out);
+  }
+  free(xb);
+  free(wb);
+  free(nwb);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+/* ---------------- item 9: norms of huge values ---------------- */
+
+START_TEST(norms_of_huge_values_on_both_backends) {
+  ppcc_graph *g = model(1, "{'name': 'w', 'dtype': 'f32', 'shape': [4]}, {'name': 'b', 'dtype': 'f32', 'shape': [4]}",
+                        "{'name': 'x', 'dtype': 'f32', 'shape': [4, 4]}",
+                        "{'op': 'rms_norm', 'in': ['x', 'w'], 'out': ['r']},"
+                        " {'op': 'layer_norm', 'in': ['x', 'w', 'b'], 'out': ['n']}",
+                        "'r', 'n'");
+  float x[16] = {1.8e19f, -2e19f, 3e19f, 1e19f, 1e30f, 2e30f, -1e30f, 5e29f,
+                 3e38f,   -3e38f, 1e38f, 2e38f, 1e-30f, -2e-30f, 3e-30f, 1e-30f};
+  float w[4] = {1, 2, 0.5f, -1}, bias[4] = {0.25f, 0, -1, 2};
+  for (backend k = INTERP; k <= JIT; k++) {
+    ppcc_host_tensor out[2] = {0};
+    ck_assert_msg(run_on(g, k, 3, (given[]){{"x", x}, {"w", w}, {"b", bias}}, out) == PPCC_OK, "%s", diag.first);
+    const float *r = out[0].data, *n = out[1].data;
+    for (int row = 0; row < 4; row++) {
+      const float *xr = x + 4 * row;
+      double ss = 0, sum = 0, sq = 0;
+      for (int j = 0; j < 4; j++) {
+        ss += (double)xr[j] * xr[j];
+        sum += xr[j];
+      }
+      double mean = sum / 4;
+      for (int j = 0; j < 4; j++) sq += (xr[j] - mean) * (xr[j] - mean);
+      for (int j = 0; j < 4; j++) {
+        double want_r = xr[j] / sqrt(ss / 4 + 1e-5) * w[j];
+        double want_n = (xr[j] - mean) / sqrt(sq / 4 + 1e-5) * w[j] + bias[j];
+        ck_assert_msg(fabs(r[4 * row + j] - want_r) <= 1e-5 * fabs(want_r) + 1e-6, "%s: rms_norm[%d][%d] = %g, want %g",
+                      backend_name(k), row, j, r[4 * row + j], want_r);
+        ck_assert_msg(fabs(n[4 * row + j] - want_n) <= 1e-5 * fabs(want_n) + 1e-5, "%s: layer_norm[%d][%d] = %g, want %g",
+                      backend_name(k), row, j, n[4 * row + j], want_n);
+      }
+    }
+    free_outputs(g, out);
+  }
+  ppcc_graph_free(g);
+}
+END_TEST
+
+/* ---------------- item 8: the --check criterion ---------------- */
+
+static ppcc_host_tensor tensor_of(ppcc_dtype t, int64_t n, const double *v) {
+  ppcc_host_tensor h;
+  ck_assert(ppcc_host_tensor_alloc(&h, t, 1, &n));
+  for (int64_t i = 0; i < n; i++) {
+    if (t == PPCC_F32) ((float *)h.data)[i] = (float)v[i];
+    if (t == PPCC_BF16) ((uint16_t *)h.data)[i] = ppcc_f32_to_bf16((float)v[i]);
+    if (t == PPCC_F16) ((uint16_t *)h.data)[i] = ppcc_f32_to_f16((float)v[i]);
+    if (t == PPCC_I64) ((int64_t *)h.data)[i] = (int64_t)v[i];
+  }
+  return h;
+}
+
+static ppcc_compare_result compare_values(ppcc_dtype t, int64_t n, const double *got, const double *ref) {
+  ppcc_host_tensor a = tensor_of(t, n, got), b = tensor_of(t, n, ref);
+  ppcc_compare_result r = ppcc_compare(&a, &b);
+  ppcc_host_tensor_free(&a);
+  ppcc_host_tensor_free(&b);
+  return r;
+}
+
+START_TEST(check_criterion_is_assert_close) {
+  ppcc_tolerance t = ppcc_check_tolerance(PPCC_F32);
+  ck_assert(t.rtol == 1.3e-6 && t.atol == 1e-5);
+  t = ppcc_check_tolerance(PPCC_F16);
+  ck_assert(t.rtol == 1e-3 && t.atol == 1e-5);
+  t = ppcc_check_tolerance(PPCC_BF16);
+  ck_assert(t.rtol == 1.6e-2 && t.atol == 1e-5);
+  /* the reported case: bf16 softmax over 4096 zeros giving 1/256 */
+  static double got[4096], ref[4096];
+  for (int i = 0; i < 4096; i++) {
+    got[i] = 1.0 / 256;
+    ref[i] = 1.0 / 4096;
+  }
+  ppcc_compare_result r = compare_values(PPCC_BF16, 4096, got, ref);
+  ck_assert_msg(!r.ok && r.n_bad == 4096 && r.worst == 0, "a 16x error passed");
+  /* one bad element is found and located */
+  for (int i = 0; i < 4096; i++) got[i] = ref[i] = sin(i) * 3;
+  got[1234] += 1e-3;
+  r = compare_values(PPCC_F32, 4096, got, ref);
+  ck_assert_msg(!r.ok && r.n_bad == 1 && r.worst == 1234 && r.n_nan == 0, "worst %lld", (long long)r.worst);
+  /* within rtol + atol scaled by max|ref| (3): passes */
+  got[1234] = ref[1234] + 2e-5;
+  r = compare_values(PPCC_F32, 4096, got, ref);
+  ck_assert_msg(r.ok && r.worst == 1234, "2e-5 at max|ref| 3 failed");
+  got[1234] = ref[1234] + 4e-5;
+  ck_assert(!compare_values(PPCC_F32, 4096, got, ref).ok);
+  /* NaN where the reference is finite fails and is counted as NaN */
+  got[1234] = NAN;
+  got[7] = ref[7] + 1;
+  r = compare_values(PPCC_F32, 4096, got, ref);
+  ck_assert(!r.ok && r.n_nan == 1 && r.worst == 1234 && r.n_bad == 2);
+  /* NaN against NaN and equal infinities agree; an infinity against a number does not */
+  double a[3] = {NAN, INFINITY, -INFINITY}, b[3] = {NAN, INFINITY, -INFINITY}, c[3] = {NAN, INFINITY, 1e30};
+  ck_assert(compare_values(PPCC_F32, 3, a, b).ok);
+  ck_assert(!compare_values(PPCC_F32, 3, a, c).ok);
+  /* integers: exact */
+  double j1[2] = {5, 6}, j2[2] = {5, 7};
+  r = compare_values(PPCC_I64, 2, j1, j2);
+  ck_assert(!r.ok && r.worst == 1);
+  ppcc_host_tensor x = tensor_of(PPCC_I64, 2, j1), y = tensor_of(PPCC_I64, 2, j1);
+  ((int64_t *)x.data)[1] = (1ll << 53) + 1; /* equal as doubles */
+  ((int64_t *)y.data)[1] = 1ll << 53;
+  ck_assert(!ppcc_compare(&x, &y).ok);
+  ppcc_host_tensor_free(&x);
+  ppcc_host_tensor_free(&y);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("emit_backends");
   TCase *tc = t_add_tcase(s, "index_bounds", 300);
@@ -279,5 +476,10 @@ int main(void) {
   tcase_add_test(tc, bad_rotary_theta_and_norm_eps_refused_at_compile);
   tcase_add_test(tc, rotary_angles_accurate_at_position_500k);
   tcase_add_test(tc, i64_arithmetic_on_both_backends);
+  tc = t_add_tcase(s, "numerics", 300);
+  tcase_add_test(tc, bf16_softmax_of_4096_zeros_is_1_over_4096);
+  tcase_add_test(tc, bf16_long_reductions_accumulate_in_f32);
+  tcase_add_test(tc, norms_of_huge_values_on_both_backends);
+  tcase_add_test(tc, check_criterion_is_assert_close);
   return t_run_suite(s);
 }

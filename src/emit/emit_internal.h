@@ -117,6 +117,12 @@ MlirValue emit_named_linalg(ppcc_emit_ctx *c, const char *name, int n_in, const 
 MlirValue emit_elementwise(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, MlirType type,
                            emit_body_fn body_fn, void *user);
 
+/* A float tensor converted elementwise to element type elem (extf or
+ * truncf); v itself when it has that type or is not float. f16/bf16 ops
+ * compute on emit_to_f32 of their operands and round once at the end. */
+MlirValue emit_convert_floats(ppcc_emit_ctx *c, MlirValue v, MlirType elem);
+MlirValue emit_to_f32(ppcc_emit_ctx *c, MlirValue v);
+
 /* ---- placement map (placement_map.c): the one place that knows how
  * devices and transfers are spelled in each output form ---- */
 /* Attributes for a function argument / result holding shard i of v. */
