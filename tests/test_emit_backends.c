@@ -5,9 +5,10 @@
  *     never an out-of-bounds write (also run under ASan by ci_sanitize);
  *   - f16/bf16 reductions accumulate in f32 and round once;
  *   - norms stay finite and right for |x| ~ 1e19 and beyond;
- *   - every op of the op table on random and edge values (+-0,
- *     subnormals, +-Inf, NaN, 1e30, dtype max): the backends agree within
- *     the --check tolerance (ppcc_compare) or both refuse.
+ *   - every op of the op table, in every dtype it takes, on random and on
+ *     edge values (+-0, subnormals, +-Inf, NaN, +-1e30, +-dtype max): the
+ *     backends agree within the --check tolerance (ppcc_compare) or fail
+ *     alike; an op added to the table without a case here fails the test.
  * Models are written with single quotes for readability. */
 #include <math.h>
 #include <stdio.h>
@@ -30,7 +31,8 @@ typedef struct given {
 
 /* Runs g sharded on backend b; outputs into out (g->n_outputs tensors).
  * Returns the status; the diagnostic is in diag. */
-static ppcc_status run_on(const ppcc_graph *g, backend b, int n_given, const given *gv, ppcc_host_tensor *out) {
+static ppcc_status run_compiled(const ppcc_graph *g, backend b, ppcc_jit *compiled, int n_given, const given *gv,
+                                ppcc_host_tensor *out) {
   ppcc_run_options ro = {.random_seed = 5, .have_random_seed = true};
   ppcc_run_data data;
   ppcc_diag_init(&diag, "test.json", NULL);
@@ -43,15 +45,19 @@ static ppcc_status run_on(const ppcc_graph *g, backend b, int n_given, const giv
   ppcc_exec_options eo = {.threads = 2};
   ppcc_status st;
   if (b == JIT) {
-    ppcc_jit *jit = NULL;
-    st = ppcc_jit_compile(g, NULL, &jit, NULL, &diag);
+    ppcc_jit *jit = compiled;
+    st = jit ? PPCC_OK : ppcc_jit_compile(g, NULL, &jit, NULL, &diag);
     if (!st) st = ppcc_jit_execute(jit, g, &data, &eo, out, NULL, &diag);
-    ppcc_jit_free(jit);
+    if (jit != compiled) ppcc_jit_free(jit);
   } else {
     st = ppcc_execute(g, &data, &eo, out, NULL, &diag);
   }
   ppcc_run_data_free(&data);
   return st;
+}
+
+static ppcc_status run_on(const ppcc_graph *g, backend b, int n_given, const given *gv, ppcc_host_tensor *out) {
+  return run_compiled(g, b, NULL, n_given, gv, out);
 }
 
 static ppcc_graph *model(int devices, const char *params, const char *inputs, const char *ops, const char *outputs) {
@@ -465,6 +471,221 @@ START_TEST(check_criterion_is_assert_close) {
 }
 END_TEST
 
+/* ---------------- every op on both backends ---------------- */
+
+/* One graph per op; "DT" in inputs stands for the dtype under test.
+ * Inputs named ids / pos / p are indices, filled in range. */
+typedef struct op_case {
+  const char *op;
+  int devices;
+  const char *inputs, *ops, *outputs;
+  const char *dtypes; /* space-separated */
+} op_case;
+
+#define X34 "{'name': 'x', 'dtype': 'DT', 'shape': [4, 8]}"
+#define UNARY(name, dts) {name, 1, X34, "{'op': '" name "', 'in': ['x'], 'out': ['y']}", "'y'", dts}
+#define BINARY(name, dts)                                                                                  \
+  {name, 1, X34 ", {'name': 'b', 'dtype': 'DT', 'shape': [8]}", "{'op': '" name "', 'in': ['x', 'b'], 'out': ['y']}", \
+   "'y'", dts}
+static const op_case op_cases[] = {
+    {"matmul", 1, "{'name': 'a', 'dtype': 'DT', 'shape': [3, 5]}, {'name': 'b', 'dtype': 'DT', 'shape': [5, 4]}",
+     "{'op': 'matmul', 'in': ['a', 'b'], 'out': ['y']}", "'y'", "f32 f16 bf16"},
+    {"linear", 1,
+     "{'name': 'a', 'dtype': 'DT', 'shape': [3, 5]}, {'name': 'w', 'dtype': 'DT', 'shape': [4, 5]},"
+     " {'name': 'b', 'dtype': 'DT', 'shape': [4]}",
+     "{'op': 'linear', 'in': ['a', 'w', 'b'], 'out': ['y']}", "'y'", "f32 f16 bf16"},
+    UNARY("gelu", "f32 f16 bf16"),
+    UNARY("silu", "f32 f16 bf16"),
+    UNARY("relu", "f32 f16 bf16 i64"),
+    UNARY("sigmoid", "f32 f16 bf16"),
+    UNARY("tanh", "f32 f16 bf16"),
+    UNARY("exp", "f32 f16 bf16"),
+    UNARY("neg", "f32 f16 bf16 i64"),
+    {"scale", 1, X34, "{'op': 'scale', 'in': ['x'], 'out': ['y'], 'attrs': {'value': 3.37}}", "'y'", "f32 f16 bf16 i64"},
+    BINARY("add", "f32 f16 bf16 i64"),
+    BINARY("sub", "f32 f16 bf16 i64"),
+    BINARY("mul", "f32 f16 bf16 i64"),
+    BINARY("div", "f32 f16 bf16"),
+    BINARY("maximum", "f32 f16 bf16 i64"),
+    {"transpose", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 5]}", "{'op': 'transpose', 'in': ['x'], 'out': ['y']}",
+     "'y'", "f32 f16 bf16 i64"},
+    {"permute", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [2, 3, 4]}",
+     "{'op': 'permute', 'in': ['x'], 'out': ['y'], 'attrs': {'perm': [2, 0, 1]}}", "'y'", "f32 f16 bf16 i64"},
+    {"reshape", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6]}",
+     "{'op': 'reshape', 'in': ['x'], 'out': ['y'], 'attrs': {'shape': [2, 12]}}", "'y'", "f32 f16 bf16 i64"},
+    {"all_reduce", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6], 'shard': {'kind': 'unreduced', 'count': 2}}",
+     "{'op': 'all_reduce', 'in': ['x'], 'out': ['y']}", "'y'", "f32 f16 bf16 i64"},
+    {"all_gather", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}}",
+     "{'op': 'all_gather', 'in': ['x'], 'out': ['y']}", "'y'", "f32 f16 bf16 i64"},
+    {"reduce_scatter", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6], 'shard': {'kind': 'unreduced', 'count': 2}}",
+     "{'op': 'reduce_scatter', 'in': ['x'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64"},
+    {"replicate", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6]}",
+     "{'op': 'replicate', 'in': ['x'], 'out': ['y'], 'attrs': {'count': 2}}", "'y'", "f32 f16 bf16 i64"},
+    {"reshard_split", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6]}",
+     "{'op': 'reshard_split', 'in': ['x'], 'out': ['y'], 'attrs': {'dim': 1, 'count': 2}}", "'y'", "f32 f16 bf16 i64"},
+    {"unshard", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6], 'shard': {'kind': 'split', 'dim': 1, 'count': 2}}",
+     "{'op': 'unshard', 'in': ['x'], 'out': ['y']}", "'y'", "f32 f16 bf16 i64"},
+    {"transfer", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6]}",
+     "{'op': 'transfer', 'in': ['x'], 'out': ['y'], 'attrs': {'devices': [1]}}", "'y'", "f32 f16 bf16 i64"},
+    {"index_copy", 1,
+     "{'name': 'x', 'dtype': 'DT', 'shape': [8, 4]}, {'name': 'pos', 'dtype': 'i64', 'shape': [3]},"
+     " {'name': 'r', 'dtype': 'DT', 'shape': [3, 4]}",
+     "{'op': 'index_copy', 'in': ['x', 'pos', 'r'], 'out': ['y'], 'attrs': {'dim': 0}}", "'y'", "f32 f16 bf16 i64"},
+    {"index_put", 1,
+     "{'name': 'x', 'dtype': 'DT', 'shape': [8, 4]}, {'name': 'pos', 'dtype': 'i64', 'shape': [3]},"
+     " {'name': 'r', 'dtype': 'DT', 'shape': [3, 4]}",
+     "{'op': 'index_put', 'in': ['x', 'pos', 'r'], 'out': ['y']}", "'y'", "f32 f16 bf16 i64"},
+    {"embedding", 1, "{'name': 'ids', 'dtype': 'i64', 'shape': [2, 3]}, {'name': 't', 'dtype': 'DT', 'shape': [10, 4]}",
+     "{'op': 'embedding', 'in': ['ids', 't'], 'out': ['y']}", "'y'", "f32 f16 bf16"},
+    {"rms_norm", 1, X34 ", {'name': 'w', 'dtype': 'DT', 'shape': [8]}",
+     "{'op': 'rms_norm', 'in': ['x', 'w'], 'out': ['y'], 'attrs': {'eps': 1e-6}}", "'y'", "f32 f16 bf16"},
+    {"layer_norm", 1, X34 ", {'name': 'w', 'dtype': 'DT', 'shape': [8]}, {'name': 'b', 'dtype': 'DT', 'shape': [8]}",
+     "{'op': 'layer_norm', 'in': ['x', 'w', 'b'], 'out': ['y']}", "'y'", "f32 f16 bf16"},
+    {"softmax", 1, X34,
+     "{'op': 'softmax', 'in': ['x'], 'out': ['y']}, {'op': 'softmax', 'in': ['x'], 'out': ['z'], 'attrs': {'dim': 0}}",
+     "'y', 'z'", "f32 f16 bf16"},
+    {"rotary", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [1, 3, 2, 8]}, {'name': 'p', 'dtype': 'i64', 'shape': [3]}",
+     "{'op': 'rotary', 'in': ['x', 'p'], 'out': ['y']}", "'y'", "f32 f16 bf16"},
+    {"attention", 1,
+     "{'name': 'q', 'dtype': 'DT', 'shape': [1, 2, 3, 4]}, {'name': 'k', 'dtype': 'DT', 'shape': [1, 1, 5, 4]},"
+     " {'name': 'v', 'dtype': 'DT', 'shape': [1, 1, 5, 4]}",
+     "{'op': 'attention', 'in': ['q', 'k', 'v'], 'out': ['y'], 'attrs': {'causal': true}}", "'y'", "f32 f16 bf16"},
+    {"concat", 1, "{'name': 'a', 'dtype': 'DT', 'shape': [2, 3]}, {'name': 'b', 'dtype': 'DT', 'shape': [2, 5]}",
+     "{'op': 'concat', 'in': ['a', 'b'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64"},
+    {"slice", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6]}",
+     "{'op': 'slice', 'in': ['x'], 'out': ['y'], 'attrs': {'dim': 1, 'start': 1, 'end': 5}}", "'y'", "f32 f16 bf16 i64"},
+    {"sum", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 4, 5]}",
+     "{'op': 'sum', 'in': ['x'], 'out': ['y'], 'attrs': {'dim': [1]}}, {'op': 'sum', 'in': ['x'], 'out': ['z']}",
+     "'y', 'z'", "f32 f16 bf16 i64"},
+    {"mean", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 4, 5]}",
+     "{'op': 'mean', 'in': ['x'], 'out': ['y'], 'attrs': {'dim': [0, 2], 'keepdim': true}}", "'y'", "f32 f16 bf16"},
+    {"argmax", 1, X34, "{'op': 'argmax', 'in': ['x'], 'out': ['y']}", "'y'", "f32 f16 bf16"},
+};
+
+/* s with every "DT" replaced by dt, in buf. */
+static const char *with_dtype(const char *s, const char *dt, char *buf, size_t n) {
+  size_t o = 0;
+  for (; *s && o + 8 < n; s++) {
+    if (s[0] == 'D' && s[1] == 'T') {
+      o += (size_t)snprintf(buf + o, n - o, "%s", dt);
+      s++;
+    } else {
+      buf[o++] = *s;
+    }
+  }
+  buf[o] = 0;
+  return buf;
+}
+
+/* Random in [-3, 3]; with edges, every third element one of the edge
+ * values: +-0, subnormals, +-Inf, NaN, +-1e30, +-dtype max, +-1. */
+static double float_value(ppcc_dtype t, bool edges, int64_t i) {
+  double max = t == PPCC_F16 ? 65504.0 : t == PPCC_BF16 ? 3.3895313892515355e38 : 3.4028234663852886e38;
+  double sub = t == PPCC_F16 ? 3e-6 : 1e-40;
+  double list[] = {0.0, -0.0, sub, -sub, INFINITY, -INFINITY, NAN, 1e30, -1e30, max, -max, 1, -1};
+  if (edges && i % 3 == 1) return list[(i / 3) % (sizeof list / sizeof list[0])];
+  return -3 + 6 * uniform();
+}
+
+static int64_t int_value(bool edges, int64_t i) {
+  int64_t list[] = {INT64_MAX, INT64_MIN, 0, -1, 1};
+  if (edges && i % 3 == 1) return list[(i / 3) % 5];
+  return (int64_t)(uniform() * 2001) - 1000;
+}
+
+/* Fills every input of g; index inputs in range. Returns malloc'd buffers
+ * in bufs (freed by the caller) and the given list. */
+static int fill_inputs(const ppcc_graph *g, bool edges, given *gv, void **bufs) {
+  int n = 0;
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    if (p->kind != PPCC_VALUE_INPUT) continue;
+    int64_t count = ppcc_num_elements(p->rank, p->shape);
+    void *buf = calloc((size_t)(count > 0 ? count : 1), 8);
+    for (int64_t i = 0; i < count; i++) {
+      if (strcmp(p->name, "ids") == 0) ((int64_t *)buf)[i] = (int64_t)(uniform() * 10);
+      else if (strcmp(p->name, "pos") == 0) ((int64_t *)buf)[i] = (i * 3 + 1) % 8; /* distinct rows */
+      else if (strcmp(p->name, "p") == 0) ((int64_t *)buf)[i] = edges ? 600000 - i : i;
+      else if (p->dtype == PPCC_I64) ((int64_t *)buf)[i] = int_value(edges, i);
+      else if (p->dtype == PPCC_F32) ((float *)buf)[i] = (float)float_value(p->dtype, edges, i);
+      else if (p->dtype == PPCC_F16) ((uint16_t *)buf)[i] = ppcc_f32_to_f16((float)float_value(p->dtype, edges, i));
+      else ((uint16_t *)buf)[i] = ppcc_f32_to_bf16((float)float_value(p->dtype, edges, i));
+    }
+    bufs[n] = buf;
+    gv[n] = (given){p->name, buf};
+    n++;
+  }
+  return n;
+}
+
+/* Runs one case on both backends; returns a description of the first
+ * disagreement (static buffer) or NULL. */
+static const char *compare_backends(const op_case *k, const char *dt, bool edges, ppcc_jit **jit) {
+  static char why[4096];
+  char inputs[1024], ops[1024];
+  ppcc_graph *g = t_model(k->devices, "", with_dtype(k->inputs, dt, inputs, sizeof inputs), with_dtype(k->ops, dt, ops, sizeof ops),
+                          k->outputs, &diag);
+  if (!g) {
+    snprintf(why, sizeof why, "does not compile: %s", diag.first);
+    return why;
+  }
+  given gv[8];
+  void *bufs[8];
+  int n = fill_inputs(g, edges, gv, bufs);
+  ppcc_host_tensor got[2] = {0}, ref[2] = {0};
+  ppcc_status st_ref = run_on(g, INTERP, n, gv, ref);
+  char ref_msg[1100];
+  snprintf(ref_msg, sizeof ref_msg, "%s", diag.first);
+  ppcc_status st_got = PPCC_OK;
+  ppcc_diag_init(&diag, "test.json", NULL);
+  if (!*jit) st_got = ppcc_jit_compile(g, NULL, jit, NULL, &diag); /* once per graph */
+  if (!st_got) st_got = run_compiled(g, JIT, *jit, n, gv, got);
+  const char *result = NULL;
+  if (st_ref != st_got) {
+    snprintf(why, sizeof why, "interp status %d (%s), jit status %d (%s)", st_ref, ref_msg, st_got, diag.first);
+    result = why;
+  }
+  for (int o = 0; !result && !st_ref && o < g->n_outputs; o++) {
+    ppcc_compare_result r = ppcc_compare(&got[o], &ref[o]);
+    if (r.ok) continue;
+    snprintf(why, sizeof why, "output %d: %lld bad, worst element %lld: jit %.9g, interp %.9g", o, (long long)r.n_bad,
+             (long long)r.worst, r.worst_got, r.worst_ref);
+    result = why;
+  }
+  free_outputs(g, got);
+  free_outputs(g, ref);
+  for (int i = 0; i < n; i++) free(bufs[i]);
+  ppcc_graph_free(g);
+  return result;
+}
+
+START_TEST(every_op_agrees_on_both_backends) {
+  int n_ops;
+  const ppcc_op_info *table = ppcc_op_table(&n_ops);
+  int n_cases = (int)(sizeof op_cases / sizeof op_cases[0]), failures = 0;
+  for (int i = 0; i < n_ops; i++) { /* a new op needs a case here */
+    bool covered = false;
+    for (int k = 0; k < n_cases; k++) covered = covered || strcmp(op_cases[k].op, table[i].name) == 0;
+    ck_assert_msg(covered, "op '%s' has no differential case", table[i].name);
+  }
+  for (int k = 0; k < n_cases; k++) {
+    char dts[64];
+    snprintf(dts, sizeof dts, "%s", op_cases[k].dtypes);
+    for (char *dt = strtok(dts, " "); dt; dt = strtok(NULL, " ")) {
+      ppcc_jit *jit = NULL;
+      for (int edges = 0; edges < 2; edges++) {
+        const char *why = compare_backends(&op_cases[k], dt, edges, &jit);
+        if (!why) continue;
+        fprintf(stderr, "DISAGREE %s %s %s: %s\n", op_cases[k].op, dt, edges ? "edge" : "random", why);
+        failures++;
+      }
+      ppcc_jit_free(jit);
+    }
+  }
+  ck_assert_msg(failures == 0, "%d op/dtype/value-set combinations disagree (see DISAGREE lines)", failures);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("emit_backends");
   TCase *tc = t_add_tcase(s, "index_bounds", 300);
@@ -481,5 +702,7 @@ int main(void) {
   tcase_add_test(tc, bf16_long_reductions_accumulate_in_f32);
   tcase_add_test(tc, norms_of_huge_values_on_both_backends);
   tcase_add_test(tc, check_criterion_is_assert_close);
+  tc = t_add_tcase(s, "differential", 900);
+  tcase_add_test(tc, every_op_agrees_on_both_backends);
   return t_run_suite(s);
 }
