@@ -169,12 +169,13 @@ ppcc_compare_result ppcc_compare(const ppcc_host_tensor *got, const ppcc_host_te
     return (ppcc_compare_result){INFINITY, INFINITY, false, 0, n, 0, -1, NAN, NAN};
   ppcc_tolerance tol = ppcc_check_tolerance(ref->dtype);
   bool is_float = ppcc_dtype_is_float(ref->dtype);
-  double scale = 1;
+  double max_ref = 0;
   for (int64_t j = 0; is_float && j < n; j++) {
     double b = fabs(element(ref, j));
-    if (b > scale && b <= DBL_MAX) scale = b;
+    if (b > max_ref && b <= DBL_MAX) max_ref = b;
   }
-  r.atol = tol.atol * scale;
+  double scale = max_ref > 1 ? max_ref : 1;
+  r.atol = tol.atol * scale + tol.rtol * (scale > 1 ? scale : max_ref); /* see ppcc_check_tolerance */
   double worst_excess = -INFINITY;
   for (int64_t j = 0; j < n; j++) {
     double a = element(got, j), b = element(ref, j), err, excess;
@@ -222,8 +223,8 @@ static void criterion_str(const ppcc_value *p, const ppcc_compare_result *r, cha
   if (!ppcc_dtype_is_float(p->dtype))
     snprintf(buf, n, "every element equal (%s)", ppcc_dtype_name(p->dtype));
   else
-    snprintf(buf, n, "every |got-ref| <= %.3g + %.2g*|ref| (%s: atol %.0e scaled by max(1, max|ref|), rtol %.2g)", r->atol,
-             t.rtol, ppcc_dtype_name(p->dtype), t.atol, t.rtol);
+    snprintf(buf, n, "every |got-ref| <= %.3g + %.2g*|ref| (%s: atol %.0e*max(1, M) + rtol %.2g*M, M = max|ref|)",
+             r->atol, t.rtol, ppcc_dtype_name(p->dtype), t.atol, t.rtol);
 }
 
 static ppcc_status check_outputs(const ppcc_graph *g, const ppcc_run_data *data, const ppcc_run_options *o,
