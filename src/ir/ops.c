@@ -896,6 +896,8 @@ static ppcc_status shard_reduce(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
 
 static ppcc_status shape_argmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *x = IN(0);
+  ppcc_status st = check_float(g, op, d, 0); /* the JIT lowers float argmax only; refuse ints alike */
+  if (st) return st;
   int64_t raw = ppcc_attr_int(op, "dim", -1);
   int dim = norm_dim(raw, x->rank);
   if (dim < 0) return dim_error(g, op, d, "dim", raw, x->rank);
