@@ -28,7 +28,7 @@ PPCC_OP(scale,           1,  1,   1,  attrs_scale,      COMPUTE,     shape_same,
 PPCC_OP(add,             2,  2,   1,  attrs_none,       COMPUTE,     shape_broadcast,   shard_add,             MULTI,       flops_elem1,      batch_rowwise,     kernel_add,         lower_binary)
 PPCC_OP(sub,             2,  2,   1,  attrs_none,       COMPUTE,     shape_broadcast,   shard_add,             MULTI,       flops_elem1,      batch_rowwise,     kernel_sub,         lower_binary)
 PPCC_OP(mul,             2,  2,   1,  attrs_none,       COMPUTE,     shape_broadcast,   shard_mul,             MULTI,       flops_elem1,      batch_rowwise,     kernel_mul,         lower_binary)
-PPCC_OP(div,             2,  2,   1,  attrs_none,       COMPUTE,     shape_broadcast,   shard_div,             MULTI,       flops_elem1,      batch_rowwise,     kernel_div,         lower_binary)
+PPCC_OP(div,             2,  2,   1,  attrs_none,       COMPUTE,     shape_div,         shard_div,             MULTI,       flops_elem1,      batch_rowwise,     kernel_div,         lower_binary)
 PPCC_OP(maximum,         2,  2,   1,  attrs_none,       COMPUTE,     shape_broadcast,   shard_elementwise,     MULTI,       flops_elem1,      batch_rowwise,     kernel_maximum,     lower_binary)
 PPCC_OP(transpose,       1,  1,   1,  attrs_perm_opt,   COMPUTE,     shape_transpose,   shard_transpose,       UNARY,       flops_zero,       batch_transpose,   kernel_transpose,   lower_transpose)
 PPCC_OP(permute,         1,  1,   1,  attrs_perm,       COMPUTE,     shape_transpose,   shard_transpose,       UNARY,       flops_zero,       batch_transpose,   kernel_transpose,   lower_transpose)

@@ -254,13 +254,33 @@ ppcc_status ppcc_execute(const ppcc_graph *g, const ppcc_run_data *data,
                          const ppcc_exec_options *opts, ppcc_host_tensor *outputs,
                          double *elapsed_ms, ppcc_diag *d);
 
-/* Tolerances of --check: |a - r| <= tol * (1 + |r|) elementwise, tol by
- * dtype (f32 1e-4, f16 1e-2, bf16 5e-2, integers exact). */
-double ppcc_check_tolerance(ppcc_dtype t);
+/* Tolerances of --check, those of torch.testing.assert_close: an element
+ * passes when |got - ref| <= atol + rtol * |ref| (rtol / atol: f32
+ * 1.3e-6 / 1e-5, f16 1e-3 / 1e-5, bf16 1.6e-2 / 1e-5; integers exact).
+ * ppcc_compare widens atol with the output's scale M = max|ref| to
+ * atol * max(1, M) + rtol * M: a sharded run sums long reductions in
+ * another order (partial sums rounded to the dtype, then all_reduce), and
+ * that rounding error grows with the magnitude of the terms, not of each
+ * result element, so an element near zero among large ones needs an
+ * absolute allowance of the tensor's scale (a bf16 Llama split over 2
+ * devices differs from the unsharded run by ~0.6 % of max|logit|). An
+ * output whose values are all small is still held to its own scale (bf16
+ * softmax over 4096 zeros giving 1/256 instead of 1/4096 fails). NaN
+ * agrees only with NaN, an infinity only with the same infinity. */
+typedef struct ppcc_tolerance {
+  double rtol, atol;
+} ppcc_tolerance;
+ppcc_tolerance ppcc_check_tolerance(ppcc_dtype t);
 /* Compares two tensors of the same dtype and shape. */
 typedef struct ppcc_compare_result {
   double max_abs, max_rel;
   bool ok;
+  double atol;          /* the widened atol used */
+  int64_t n_bad;        /* elements beyond the bound (all when shapes differ) */
+  int64_t n_nan;        /* of those, NaN where the reference is not NaN */
+  int64_t worst;        /* flat index of the element furthest past its bound
+                           (or closest to it when all pass); -1: none */
+  double worst_got, worst_ref;
 } ppcc_compare_result;
 ppcc_compare_result ppcc_compare(const ppcc_host_tensor *got, const ppcc_host_tensor *ref);
 

@@ -117,6 +117,12 @@ MlirValue emit_named_linalg(ppcc_emit_ctx *c, const char *name, int n_in, const 
 MlirValue emit_elementwise(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, MlirType type,
                            emit_body_fn body_fn, void *user);
 
+/* A float tensor converted elementwise to element type elem (extf or
+ * truncf); v itself when it has that type or is not float. f16/bf16 ops
+ * compute on emit_to_f32 of their operands and round once at the end. */
+MlirValue emit_convert_floats(ppcc_emit_ctx *c, MlirValue v, MlirType elem);
+MlirValue emit_to_f32(ppcc_emit_ctx *c, MlirValue v);
+
 /* ---- placement map (placement_map.c): the one place that knows how
  * devices and transfers are spelled in each output form ---- */
 /* Attributes for a function argument / result holding shard i of v. */
@@ -151,6 +157,12 @@ ppcc_status exec_lower_collective(ppcc_emit_ctx *c, const ppcc_op *op);
 /* A contraction the executable form hands to ppcc_rt_matmul (f32, 2-D), or
  * a null value when it is left to linalg. */
 MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
+
+/* Executable form: a run-time error (failing the run, naming the op) unless
+ * every element of the index tensor (i64 or i32) is in [0, bound); the
+ * message says "token id" or "index" as the interpreter's kernels do. No-op
+ * in the other forms. The caller still clamps the indices it uses. */
+ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, bool token_ids);
 
 /* ---- output (emit_print.c) ---- */
 /* Verifies the module, prints it and post-processes the text; on success

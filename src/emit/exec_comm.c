@@ -8,6 +8,7 @@
  *   ppcc_rt_all_gather_T(op, dtype, group, rank, outer, inner, shard, full)
  *   ppcc_rt_reduce_scatter_T(op, dtype, group, rank, outer, inner, full, shard)
  *   ppcc_rt_matmul_f32(a, b, c, b_transposed)                    (OpenBLAS)
+ *   ppcc_rt_check_index_T(op, dtype, kind, bound, index)         (T: i64, i32)
  *
  * Buffers are memref<*xT>; a group is a memref.global of device ids.
  * Collectives follow the executor's plan (src/runtime/executor.c): every
@@ -75,6 +76,21 @@ MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool 
                       exec_unranked(c, exec_static_view(c, out)), exec_i64(c, b_transposed)};
   if (exec_call(c, "ppcc_rt_matmul_f32", 4, ops)) return (MlirValue){NULL};
   return exec_to_tensor(c, out, true);
+}
+
+/* ---- index checks ---- */
+
+ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, bool token_ids) {
+  if (!c->exec) return PPCC_OK; /* only the executable form runs */
+  MlirType elem = elem_of(index);
+  char name[64];
+  symbol(name, sizeof name, "check_index", elem);
+  MlirValue ops[5];
+  head(c, elem, ops);
+  ops[2] = exec_i64(c, token_ids);
+  ops[3] = exec_i64(c, bound);
+  ops[4] = exec_unranked(c, exec_to_memref(c, index));
+  return exec_call(c, name, 5, ops);
 }
 
 /* ---- collectives ---- */

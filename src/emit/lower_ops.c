@@ -97,9 +97,24 @@ typedef struct unary_body {
   double scale;
 } unary_body;
 
+/* f16/bf16 <-> f32 inside a scalar body: half floats compute in f32 and
+ * round once, as the interpreter does. */
+static MlirValue scalar_cast(ppcc_emit_ctx *c, MlirBlock b, MlirValue x, MlirType to) {
+  if (mlirTypeEqual(mlirValueGetType(x), to)) return x;
+  bool widen = mlirFloatTypeGetWidth(to) > mlirFloatTypeGetWidth(mlirValueGetType(x));
+  emit_op_spec s = {widen ? "arith.extf" : "arith.truncf", 1, &x, 1, &to, 0, NULL, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
+}
+
+static MlirValue unary_f32_of(ppcc_emit_ctx *c, MlirBlock b, const struct unary_body *u, MlirValue x);
+
 static MlirValue unary_float_body(ppcc_emit_ctx *c, MlirBlock b, void *user) {
-  const unary_body *u = user;
-  MlirValue x = arg(b, 0);
+  MlirType t = mlirValueGetType(arg(b, 0));
+  MlirValue x = scalar_cast(c, b, arg(b, 0), mlirF32TypeGet(c->mctx));
+  return scalar_cast(c, b, unary_f32_of(c, b, user, x), t);
+}
+
+static MlirValue unary_f32_of(ppcc_emit_ctx *c, MlirBlock b, const unary_body *u, MlirValue x) {
   switch (u->id) {
   case PPCC_OP_gelu: return gelu_of(c, b, x);
   case PPCC_OP_silu: return emit_binary_scalar(c, b, "arith.mulf", x, sigmoid_of(c, b, x));
@@ -243,22 +258,42 @@ static MlirValue contract_operand(ppcc_emit_ctx *c, const ppcc_op *op, int k, in
   return emit_slice(c, v, dim, (int64_t)shard * part, part);
 }
 
+/* The type a contraction computes in: f32 for f16/bf16 results (summed in
+ * f32 and rounded once, as the interpreter and PyTorch do). */
+static MlirType compute_type(ppcc_emit_ctx *c, MlirType t) {
+  MlirType e = mlirShapedTypeGetElementType(t);
+  if (!mlirTypeIsAF16(e) && !mlirTypeIsABF16(e)) return t;
+  int rank;
+  int64_t shape[PPCC_MAX_RANK];
+  local_shape(t, &rank, shape);
+  return mlirRankedTensorTypeGet(rank, shape, mlirF32TypeGet(c->mctx), mlirAttributeGetNull());
+}
+
+/* A half-float operand widened to f32 when the op computes in f32. */
+static MlirValue widened(ppcc_emit_ctx *c, MlirValue v, MlirType compute) {
+  return emit_convert_floats(c, v, mlirShapedTypeGetElementType(compute));
+}
+
 ppcc_status lower_matmul(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
-  MlirType t = emit_shard_type(c, out_value(c, op));
-  set_result(c, op, shard, contract(c, contract_operand(c, op, 0, shard, false), contract_operand(c, op, 1, shard, false), false, t));
+  MlirType t = emit_shard_type(c, out_value(c, op)), ct = compute_type(c, t);
+  MlirValue a = widened(c, contract_operand(c, op, 0, shard, false), ct);
+  MlirValue b = widened(c, contract_operand(c, op, 1, shard, false), ct);
+  set_result(c, op, shard, emit_convert_floats(c, contract(c, a, b, false, ct), mlirShapedTypeGetElementType(t)));
   return PPCC_OK;
 }
 
 /* linear: x . w^T (+ bias), weights stored [out, in]. On partial sums the
  * bias is added by shard 0 only, so the all_reduce counts it once. */
 ppcc_status lower_linear(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
-  MlirType t = emit_shard_type(c, out_value(c, op));
-  MlirValue y = contract(c, contract_operand(c, op, 0, shard, true), contract_operand(c, op, 1, shard, true), true, t);
+  MlirType t = emit_shard_type(c, out_value(c, op)), ct = compute_type(c, t);
+  MlirValue a = widened(c, contract_operand(c, op, 0, shard, true), ct);
+  MlirValue b = widened(c, contract_operand(c, op, 1, shard, true), ct);
+  MlirValue y = contract(c, a, b, true, ct);
   if (op->n_in == 3 && !(out_value(c, op)->layout.kind == PPCC_LAYOUT_UNREDUCED && shard > 0)) {
     const char *add = ppcc_dtype_is_float(out_value(c, op)->dtype) ? "arith.addf" : "arith.addi";
-    y = emit_binary_tensor(c, add, y, operand(c, op, 2, shard), t, shard);
+    y = emit_binary_tensor(c, add, y, widened(c, operand(c, op, 2, shard), ct), ct, shard);
   }
-  set_result(c, op, shard, y);
+  set_result(c, op, shard, emit_convert_floats(c, y, mlirShapedTypeGetElementType(t)));
   return PPCC_OK;
 }
 

@@ -1,5 +1,6 @@
 /* The IR columns of the op table (include/ppcc/op_list.h): attribute
  * schemas, shape rules, sharding rules (DESIGN §4) and FLOP counts. */
+#include <float.h>
 #include "ppcc/ops.h"
 #include <stdio.h>
 #include <string.h>
@@ -196,6 +197,13 @@ static ppcc_status shape_broadcast(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
     o->shape[i] = da == 1 ? db : da;
   }
   return PPCC_OK;
+}
+
+/* Integer division is refused on every backend: truncation vs torch's true
+ * division is ambiguous, and x/0 or INT_MIN/-1 would trap in JIT code. */
+static ppcc_status shape_div(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_status st = check_float(g, op, d, 0);
+  return st ? st : shape_broadcast(g, op, d);
 }
 
 /* perm of a transpose: the attribute, or the last two dims swapped. */
@@ -676,6 +684,12 @@ static ppcc_status shape_norm(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   ppcc_status st = check_same_dtype(g, op, d);
   if (!st) st = check_float(g, op, d, 0);
   if (st) return st;
+  double eps = ppcc_attr_float(op, "eps", 1e-5);
+  if (!(eps >= 0 && eps <= DBL_MAX)) { /* a negative eps makes 1/sqrt(mean + eps) NaN */
+    char msg[128];
+    snprintf(msg, sizeof msg, "attrs.eps must be a finite number >= 0, got %g", eps);
+    return op_error(g, op, d, msg);
+  }
   for (int k = 1; k < op->n_in; k++)
     if (x->rank < 1 || IN(k)->rank != 1 || IN(k)->shape[0] != x->shape[x->rank - 1]) {
       char msg[256];
@@ -726,6 +740,12 @@ static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *x = IN(0), *pos = IN(1);
   ppcc_status st = check_float(g, op, d, 0);
   if (st) return st;
+  double theta = ppcc_attr_float(op, "theta", 10000.0);
+  if (!(theta > 0 && theta <= DBL_MAX)) { /* theta^(-2j/D) needs a finite positive base */
+    char msg[128];
+    snprintf(msg, sizeof msg, "attrs.theta must be a finite number > 0, got %g", theta);
+    return op_error(g, op, d, msg);
+  }
   if (x->rank != 4 || x->shape[3] % 2 != 0 || pos->rank != 1 || pos->shape[0] != x->shape[1] ||
       (pos->dtype != PPCC_I64 && pos->dtype != PPCC_I32)) {
     char msg[256];
@@ -903,6 +923,8 @@ static ppcc_status shard_reduce(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
 
 static ppcc_status shape_argmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *x = IN(0);
+  ppcc_status st = check_float(g, op, d, 0); /* the JIT lowers float argmax only; refuse ints alike */
+  if (st) return st;
   int64_t raw = ppcc_attr_int(op, "dim", -1);
   int dim = norm_dim(raw, x->rank);
   if (dim < 0) return dim_error(g, op, d, "dim", raw, x->rank);

@@ -210,7 +210,7 @@ static ppcc_status kernel_linear(const ppcc_op *op, const ppcc_tensor *in, ppcc_
 /* ---------------- elementwise unary ---------------- */
 static float f_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 static float f_silu(float x) { return x / (1.0f + expf(-x)); }
-static float f_relu(float x) { return x > 0.0f ? x : 0.0f; }
+static float f_relu(float x) { return x > 0.0f || isnan(x) ? x : 0.0f; } /* NaN stays NaN (torch) */
 static float f_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 static float f_tanh(float x) { return tanhf(x); }
 static float f_exp(float x) { return expf(x); }
@@ -443,6 +443,127 @@ bool rt_drops_bias(const ppcc_op *op, ppcc_layout result_layout, int shard) {
          result_layout.kind == PPCC_LAYOUT_UNREDUCED && shard > 0;
 }
 
+/* ---------------- integer forms ---------------- */
+/* Integer add, sub, mul, maximum, neg, relu, scale and sum, as the JIT
+ * lowers them (arith.addi, subi, muli, maxsi): two's complement at the
+ * dtype's width, wrapping. bool is a 1-bit integer there (true reads as
+ * -1), so it is loaded sign-extended and stored as its low bit. Integer
+ * div is refused by the op's shape rule. */
+typedef enum { INT_NONE, INT_ADD, INT_SUB, INT_MUL, INT_MAXIMUM, INT_NEG, INT_RELU, INT_SCALE, INT_SUM } int_kind;
+
+static int_kind int_form(ppcc_kernel_fn k) {
+  if (k == kernel_add) return INT_ADD;
+  if (k == kernel_sub) return INT_SUB;
+  if (k == kernel_mul) return INT_MUL;
+  if (k == kernel_maximum) return INT_MAXIMUM;
+  if (k == kernel_neg) return INT_NEG;
+  if (k == kernel_relu) return INT_RELU;
+  if (k == kernel_scale) return INT_SCALE;
+  if (k == kernel_sum) return INT_SUM;
+  return INT_NONE;
+}
+
+static int int_bits(ppcc_dtype t) { return t == PPCC_BOOL ? 1 : 8 * ppcc_dtype_size(t); }
+
+/* The low `bits` bits of v, sign-extended. */
+static int64_t wrap_to(int64_t v, int bits) {
+  if (bits >= 64) return v;
+  uint64_t m = 1ull << (bits - 1), u = (uint64_t)v & ((m << 1) - 1);
+  return (int64_t)(u ^ m) - (int64_t)m;
+}
+
+static int64_t int_load(const ppcc_tensor *t, int64_t j) {
+  switch (t->dtype) {
+  case PPCC_I64: return ((const int64_t *)t->data)[j];
+  case PPCC_I32: return ((const int32_t *)t->data)[j];
+  case PPCC_I8: return ((const int8_t *)t->data)[j];
+  default: return wrap_to(((const uint8_t *)t->data)[j], 1);
+  }
+}
+
+static void int_store(ppcc_tensor *t, int64_t j, int64_t v) {
+  switch (t->dtype) {
+  case PPCC_I64: ((int64_t *)t->data)[j] = v; break;
+  case PPCC_I32: ((int32_t *)t->data)[j] = (int32_t)wrap_to(v, 32); break;
+  case PPCC_I8: ((int8_t *)t->data)[j] = (int8_t)wrap_to(v, 8); break;
+  default: ((uint8_t *)t->data)[j] = (uint8_t)(v & 1); break;
+  }
+}
+
+static int64_t int_apply(int_kind k, int64_t a, int64_t b) {
+  switch (k) {
+  case INT_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
+  case INT_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
+  case INT_MUL:
+  case INT_SCALE: return (int64_t)((uint64_t)a * (uint64_t)b);
+  case INT_MAXIMUM: return a > b ? a : b;
+  case INT_NEG: return (int64_t)(0 - (uint64_t)a);
+  case INT_RELU: return a > 0 ? a : 0;
+  default: return 0;
+  }
+}
+
+/* Elementwise (binary with broadcasting, or unary with b as a constant). */
+static void int_map(int_kind k, const ppcc_tensor *a, const ppcc_tensor *b, int64_t constant, ppcc_tensor *out) {
+  int64_t sa[PPCC_MAX_RANK], sb[PPCC_MAX_RANK], idx[PPCC_MAX_RANK] = {0}, oa = 0, ob = 0;
+  broadcast_strides(a, out, sa);
+  if (b) broadcast_strides(b, out, sb);
+  int r = out->rank, bits = int_bits(out->dtype);
+  int64_t n = numel(out);
+  for (int64_t j = 0; j < n; j++) {
+    int64_t x = int_load(a, oa), y = b ? int_load(b, ob) : constant;
+    int_store(out, j, wrap_to(int_apply(k, x, y), bits));
+    for (int i = r - 1; i >= 0; i--) { /* next index: odometer over out's dims */
+      oa += sa[i];
+      ob += b ? sb[i] : 0;
+      if (++idx[i] < out->shape[i]) break;
+      oa -= sa[i] * out->shape[i];
+      ob -= b ? sb[i] * out->shape[i] : 0;
+      idx[i] = 0;
+    }
+  }
+}
+
+/* sum over the attribute's dims (all without it), wrapping. */
+static ppcc_status int_sum(const ppcc_op *op, const ppcc_tensor *x, ppcc_tensor *y, ppcc_diag *d) {
+  bool mask[PPCC_MAX_RANK];
+  const ppcc_attr *a = ppcc_op_attr(op, "dim");
+  for (int i = 0; i < x->rank; i++) mask[i] = a == NULL;
+  for (int i = 0; a && i < a->n; i++) mask[a->ints[i] < 0 ? a->ints[i] + x->rank : a->ints[i]] = true;
+  int64_t stride[PPCC_MAX_RANK], idx[PPCC_MAX_RANK] = {0}, s = 1, off = 0;
+  for (int i = x->rank - 1; i >= 0; i--) {
+    stride[i] = mask[i] ? 0 : s;
+    s *= mask[i] ? 1 : x->shape[i];
+  }
+  int64_t n_out = numel(y), n_in = numel(x);
+  int64_t *acc = rt_calloc((n_out > 0 ? n_out : 1) * 8);
+  if (!acc) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int64_t j = 0; j < n_in; j++) {
+    acc[off] = int_apply(INT_ADD, acc[off], int_load(x, j));
+    for (int i = x->rank - 1; i >= 0; i--) {
+      off += stride[i];
+      if (++idx[i] < x->shape[i]) break;
+      off -= stride[i] * x->shape[i];
+      idx[i] = 0;
+    }
+  }
+  for (int64_t j = 0; j < n_out; j++) int_store(y, j, wrap_to(acc[j], int_bits(y->dtype)));
+  rt_free(acc);
+  return PPCC_OK;
+}
+
+static ppcc_status run_int(int_kind k, const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  if (k == INT_SUM) return int_sum(op, &in[0], out, d);
+  if (op->n_in == 2) {
+    int_map(k, &in[0], &in[1], 0, out);
+    return PPCC_OK;
+  }
+  /* scale by the attribute truncated to an integer, as the JIT's constant */
+  int64_t c = k == INT_SCALE ? wrap_to((int64_t)ppcc_attr_float(op, "value", 1.0), int_bits(out->dtype)) : 0;
+  int_map(k, &in[0], NULL, c, out);
+  return PPCC_OK;
+}
+
 /* ---------------- the table ---------------- */
 static const ppcc_kernel_fn kernel_table[PPCC_OP_COUNT] = {
 #define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, batch, kernel, lower) \
@@ -500,6 +621,9 @@ ppcc_status ppcc_rt_run_kernel(const ppcc_op *op, const ppcc_tensor *in, ppcc_te
   if (op->n_in > 8 || op->n_out != 1)
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "op '%s': unsupported arity", op->info->name);
   if (moves_raw_elements(k)) return k(op, in, out, d);
+  bool all_int = !ppcc_dtype_is_float(out[0].dtype);
+  for (int i = 0; i < op->n_in; i++) all_int = all_int && !ppcc_dtype_is_float(in[i].dtype);
+  if (all_int && int_form(k) != INT_NONE) return run_int(int_form(k), op, in, out, d);
   bool all_f32 = out[0].dtype == PPCC_F32;
   for (int i = 0; i < op->n_in; i++) {
     if (!ppcc_dtype_is_float(in[i].dtype))

@@ -89,8 +89,9 @@ ppcc_status kernel_rms_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tenso
     const float *xr = x + r * H;
     double ss = 0;
     for (int64_t j = 0; j < H; j++) ss += (double)xr[j] * xr[j];
-    float inv = (float)(1.0 / sqrt(ss / (double)H + eps));
-    for (int64_t j = 0; j < H; j++) y[r * H + j] = xr[j] * inv * w[j];
+    /* x * inv in f64: in f32, inv underflows to a subnormal for |x| ~ 1e19+ */
+    double inv = 1.0 / sqrt(ss / (double)H + eps);
+    for (int64_t j = 0; j < H; j++) y[r * H + j] = (float)(xr[j] * inv) * w[j];
   }
   return PPCC_OK;
 }
@@ -107,8 +108,13 @@ ppcc_status kernel_layer_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_ten
     for (int64_t j = 0; j < H; j++) sum += xr[j];
     double mean = sum / (double)H;
     for (int64_t j = 0; j < H; j++) sq += (xr[j] - mean) * (xr[j] - mean);
-    float inv = (float)(1.0 / sqrt(sq / (double)H + eps)), m = (float)mean;
-    for (int64_t j = 0; j < H; j++) y[r * H + j] = (xr[j] - m) * inv * w[j] + (b ? b[j] : 0.0f);
+    /* (x - mean) * inv in f64: in f32, x - mean overflows near the f32
+     * maximum and inv underflows for |x| ~ 1e19+ */
+    double inv = 1.0 / sqrt(sq / (double)H + eps);
+    for (int64_t j = 0; j < H; j++) {
+      float v = (float)((xr[j] - mean) * inv) * w[j];
+      y[r * H + j] = b ? v + b[j] : v;
+    }
   }
   return PPCC_OK;
 }
@@ -311,7 +317,7 @@ static ppcc_status reduce_sum(const ppcc_op *op, const ppcc_tensor *x, ppcc_tens
     }
   }
   float *ys = y->data;
-  for (int64_t j = 0; j < n_out; j++) ys[j] = (float)(mean && reduced ? acc[j] / (double)reduced : acc[j]);
+  for (int64_t j = 0; j < n_out; j++) ys[j] = (float)(mean ? acc[j] / (double)reduced : acc[j]); /* mean of none: NaN */
   rt_free(acc);
   return PPCC_OK;
 }
