@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ppcc/io.h"
+#include "ppcc/mpi.h"
 #include "rt_internal.h"
 
 /* ---------------- loading ---------------- */
@@ -29,10 +30,16 @@ static void set_meta(ppcc_host_tensor *t, const ppcc_value *p) {
   t->bytes = ppcc_value_bytes(p);
 }
 
-static ppcc_status load_params(const ppcc_graph *g, ppcc_run_data *data, ppcc_diag *d) {
+/* An MPI rank loads only the leaves of its devices (rank 0 all of them
+ * for --check, whose reference run needs every value). */
+static bool needed(const ppcc_graph *g, const ppcc_run_options *o, int v) {
+  return (o->check && rt_dist_rank() == 0) || rt_dist_holds_value(g, v);
+}
+
+static ppcc_status load_params(const ppcc_graph *g, const ppcc_run_options *o, ppcc_run_data *data, ppcc_diag *d) {
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *p = &g->values[v];
-    if (p->kind != PPCC_VALUE_PARAM) continue;
+    if (p->kind != PPCC_VALUE_PARAM || !needed(g, o, v)) continue;
     const void *bytes;
     void *owned;
     ppcc_status st = ppcc_weights_get(data->weights, p, &bytes, &owned, d);
@@ -101,7 +108,7 @@ static ppcc_status load_inputs(const ppcc_graph *g, const ppcc_run_options *o, p
   }
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *p = &g->values[v];
-    if (p->kind != PPCC_VALUE_INPUT || data->values[v].data) continue;
+    if (p->kind != PPCC_VALUE_INPUT || data->values[v].data || !needed(g, o, v)) continue;
     if (o->weights_path && !o->have_random_seed)
       return ppcc_error(d, "input '%s' needs --input %s=FILE.npy (or a --random-weights seed)", p->name, p->name);
     if (!ppcc_host_tensor_alloc(&data->values[v], p->dtype, p->rank, p->shape))
@@ -125,7 +132,7 @@ ppcc_status ppcc_run_data_load(const ppcc_graph *g, const ppcc_run_options *o, p
   /* Without --weights, random weights are the default (seed 0). */
   data->weights = o->weights_path ? ppcc_weights_open(o->weights_path, d) : ppcc_weights_random(o->random_seed);
   if (!data->weights) st = d->errors ? PPCC_ERR_USER : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  if (!st) st = load_params(g, data, d);
+  if (!st) st = load_params(g, o, data, d);
   if (!st) st = load_inputs(g, o, data, d);
   if (st) ppcc_run_data_free(data);
   return st;
@@ -254,7 +261,11 @@ static ppcc_status write_outputs(const ppcc_graph *g, const ppcc_run_options *o,
 
 /* ---------------- ppcc run ---------------- */
 
+/* An MPI run: every rank calls ppcc_run; rank 0 checks, writes and logs. */
+static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d);
+
 ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
+  if (rt_dist_active()) return run_distributed(g, o, d);
   ppcc_run_data data;
   ppcc_status st = ppcc_run_data_load(g, o, &data, d);
   if (st) return st;
@@ -273,6 +284,42 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   ppcc_pipeline_stats_free(&stats);
   if (!st && o->check) st = check_outputs(g, &data, o, out, d);
   if (!st && o->output_dir) st = write_outputs(g, o, out, d);
+  for (int k = 0; out && k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+  free(out);
+  ppcc_run_data_free(&data);
+  return st;
+}
+
+static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
+  bool root = rt_dist_rank() == 0;
+  ppcc_run_options local = *o;
+  if (!root) local.log = NULL, local.check = false, local.output_dir = NULL;
+  ppcc_run_data data;
+  ppcc_status st = ppcc_run_data_load(g, o, &data, d);
+  if (st) return rt_dist_agree(st, d); /* the executor's agreement is never reached */
+  ppcc_rt_set_row_invariant_matmul(o->deterministic);
+  ppcc_host_tensor *out = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *out);
+  ppcc_exec_options eo = {.threads = o->threads, .inject_fault = o->inject_fault, .fault_device = o->fault_device,
+                          .fault_op = o->fault_op, .trace_path = root ? o->trace_path : NULL,
+                          .microbatches = o->microbatches};
+  ppcc_pipeline_stats stats = {0};
+  eo.stats = &stats; /* every rank records its tracks: rank 0 merges them */
+  double ms = 0;
+  if (!out) {
+    ppcc_run_data_free(&data);
+    return rt_dist_agree(ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"), d);
+  }
+  /* the executors agree on the result */
+  st = o->execute ? o->execute(o->execute_ctx, g, &data, &eo, out, &ms, d) : ppcc_execute(g, &data, &eo, out, &ms, d);
+  if (!st && local.log)
+    fprintf(local.log, "ran '%s' on %d devices over %d MPI ranks in %.3f ms\n", g->name, g->n_devices,
+            ppcc_mpi_size(), ms);
+  if (!st && local.log && stats.busy) ppcc_pipeline_stats_print(&stats, local.log);
+  ppcc_pipeline_stats_free(&stats);
+  ppcc_status post = PPCC_OK; /* rank 0's check and writing */
+  if (!st && local.check) post = check_outputs(g, &data, &local, out, d);
+  if (!st && !post && local.output_dir) post = write_outputs(g, &local, out, d);
+  if (!st) st = rt_dist_agree(post, d); /* a failed write fails every rank */
   for (int k = 0; out && k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
   free(out);
   ppcc_run_data_free(&data);
