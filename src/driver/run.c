@@ -1,4 +1,5 @@
 /* `ppcc run`: compile a model and execute it on its logical devices. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "driver.h"
@@ -177,6 +178,9 @@ static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit 
 #ifdef PPCC_HAVE_RUNTIME
 /* MPI: this rank's devices per --ranks-map or the default stage map. */
 static ppcc_status distribute(const ppcc_graph *g, const run_args *a, ppcc_diag *d) {
+  static char label[4096]; /* every message says which rank printed it */
+  snprintf(label, sizeof label, "%s [rank %d]", d->file ? d->file : "ppcc run", ppcc_mpi_rank());
+  d->file = label;
   int *rank_of = malloc(sizeof(int) * (size_t)(g->n_devices > 0 ? g->n_devices : 1));
   if (!rank_of) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   ppcc_status st = ppcc_rank_map(g, ppcc_mpi_size(), a->ranks_map, rank_of, d);
@@ -203,6 +207,9 @@ static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *
     .trace_path = a->trace,
     .log = stdout,
   };
+  /* Testing hook (tests/mpi): device DEV fails at op OP, like a kernel error. */
+  const char *fault = getenv("PPCC_INJECT_FAULT");
+  if (fault && sscanf(fault, "%d:%d", &opts.fault_device, &opts.fault_op) == 2) opts.inject_fault = true;
   ppcc_status st = a->mpi ? distribute(g, a, d) : PPCC_OK;
 #ifdef PPCC_HAVE_JIT
   ppcc_jit *jit = NULL;

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include "ppcc/mpi.h"
 #include "rt_internal.h"
@@ -86,6 +87,7 @@ static void pause_briefly(long spins) {
 ppcc_status ppcc_mpi_init(int *argc, char ***argv, ppcc_diag *d) {
   if (D.initialized) return PPCC_OK;
   int provided = 0;
+  setenv("UCX_LOG_LEVEL", "error", 0); /* MPICH over UCX: no warnings about messages a failed run left */
   if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
     return ppcc_error(d, "MPI_Init_thread failed");
   if (provided < MPI_THREAD_MULTIPLE) {
@@ -390,19 +392,15 @@ static void give_up(const char *what) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-void rt_dist_sync(ppcc_rt_comm *c) {
+/* Every rank calls it exactly once per run, failed or not (the executor
+ * after loading, ppcc_run when loading failed), so it is never abandoned. */
+void rt_dist_sync(void) {
   if (!D.active) return;
   MPI_Request req;
   pthread_mutex_lock(&D.lock);
   MPI_Ibarrier(D.sync, &req);
   pthread_mutex_unlock(&D.lock);
-  int rc = wait_request(&req, c, NULL);
-  if (rc == 0) { /* aborted: the barrier is left behind; finalize cancels nothing on it, so free it */
-    pthread_mutex_lock(&D.lock);
-    MPI_Request_free(&req);
-    pthread_mutex_unlock(&D.lock);
-  }
-  if (rc < 0) give_up("waiting for every rank to load");
+  if (wait_request(&req, NULL, NULL) < 0) give_up("waiting for every rank to load");
 }
 
 ppcc_status rt_dist_agree(ppcc_status st, ppcc_diag *d) {
@@ -476,4 +474,18 @@ void rt_dist_bind_comm(ppcc_rt_comm *c) {
   abort_msg m = D.remote;
   pthread_mutex_unlock(&D.lock);
   if (c && failed) rt_comm_remote_abort(c, m.device, m.text);
+}
+
+/* Rank 0 prints every rank's params and peak RSS (getrusage). */
+void rt_dist_report_memory(FILE *log, int64_t param_bytes) {
+  if (!D.active) return;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double mine[2] = {(double)param_bytes, (double)ru.ru_maxrss * 1024.0}, *all = NULL;
+  if (D.rank == 0) all = malloc(sizeof(double) * 2 * (size_t)D.size);
+  MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, D.control);
+  for (int r = 0; all && log && r < D.size; r++)
+    fprintf(log, "rank %d: params %.1f MiB, peak RSS %.1f MiB\n", r, all[2 * r] / 1048576.0,
+            all[2 * r + 1] / 1048576.0);
+  free(all);
 }

@@ -18,7 +18,12 @@
  * every device runs it M times in the pipelined order of
  * rt_pipeline_segments, on separate slots per microbatch (params are
  * shared: they are loaded once, into microbatch 0's slots). */
+#define _DEFAULT_SOURCE /* madvise */
 #include <omp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,10 +108,37 @@ static void *dup_bytes(const void *src, int64_t bytes) {
 
 /* ---------------- leaves: params and inputs ---------------- */
 
+static bool mapped_param(const rt_exec *x, int v) {
+  return x->dist && val(x, v)->kind == PPCC_VALUE_PARAM && !x->data->owned[v];
+}
+
+/* Drops the whole pages of [p, p + bytes) of the mapped weights file from
+ * this process (MADV_DONTNEED: a later touch reads them again). */
+static void release_pages(const void *p, int64_t bytes) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)p, end = start + (uintptr_t)bytes;
+  start = (start + page - 1) / page * page, end = end / page * page;
+  if (end > start) madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
+/* dup_bytes of a contiguous range of a mapped file, 1 MiB at a time,
+ * releasing each piece once copied: the file's pages never add up. */
+static void *dup_releasing(const void *src, int64_t bytes) {
+  char *p = rt_alloc(bytes);
+  for (int64_t off = 0, step = 1 << 20; p && off < bytes; off += step) {
+    int64_t n = bytes - off < step ? bytes - off : step;
+    memcpy(p + off, (const char *)src + off, (size_t)n);
+    release_pages((const char *)src + off, n);
+  }
+  return p;
+}
+
 /* Shard `i` of a full tensor under layout l (an unreduced leaf puts the
  * whole value in shard 0 and zeros elsewhere: the sum is the value). */
 static void *cut_shard(const rt_exec *x, int v, ppcc_layout l, int i, const void *full) {
   int64_t bytes = local_bytes(x, v);
+  rt_split_geom geom = l.kind == PPCC_LAYOUT_SPLIT ? geom_of(x, v, l) : (rt_split_geom){1, 0};
+  if (mapped_param(x, v) && geom.outer == 1 && (l.kind != PPCC_LAYOUT_UNREDUCED || i == 0))
+    return dup_releasing((const char *)full + (l.kind == PPCC_LAYOUT_SPLIT ? (int64_t)i * bytes : 0), bytes);
   if (l.kind == PPCC_LAYOUT_SPLIT) {
     void *p = rt_alloc(bytes);
     if (p) rt_copy_shard_out(full, p, geom_of(x, v, l), l.count, i, es_of(x, v));
@@ -124,6 +156,14 @@ static const void *leaf_data(const rt_exec *x, int v) {
   return full + (size_t)x->mb * (size_t)ppcc_value_bytes(val(x, v));
 }
 
+/* MPI runs: once a param's shards are copied, drop the pages of the
+ * mapped weights file from this process, so a rank's peak RSS is its own
+ * shards, not shards plus file pages (contiguous shards were released
+ * while copied). Params the loader allocated (random) are left alone. */
+static void release_mapped_param(const rt_exec *x, int v) {
+  if (mapped_param(x, v) && x->data->values[v].data) release_pages(x->data->values[v].data, x->data->values[v].bytes);
+}
+
 /* Params once (microbatch 0), inputs for microbatch x->mb. */
 static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
   for (int v = 0; v < x->g->n_values; v++) {
@@ -135,6 +175,7 @@ static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
       if (!full) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", val(x, v)->name);
       *slot(x, v, i) = (rt_slot){cut_shard(x, v, w.layout, i, full), true};
       if (!slot(x, v, i)->data) return oom(d);
+      if (val(x, v)->kind == PPCC_VALUE_PARAM) release_mapped_param(x, v);
     }
   }
   return PPCC_OK;
@@ -494,9 +535,9 @@ static bool run_step(rt_exec *x, int dev, int j, ppcc_diag *d) {
   x->op_index = j;
   bool traced = x->timeline && rt_op_involves(x->g, op, dev);
   double t = traced ? omp_get_wtime() : 0;
-  ppcc_status st = x->opts->inject_fault && dev == x->opts->fault_device && j == x->opts->fault_op
-                       ? ppcc_error(d, "injected failure")
-                       : run_op(x, dev, op, d);
+  bool inject = x->opts->inject_fault && dev == x->opts->fault_device && j == x->opts->fault_op;
+  if (inject && getenv("PPCC_INJECT_KILL")) raise(SIGKILL); /* test hook: a rank dies mid-pipeline */
+  ppcc_status st = inject ? ppcc_error(d, "injected failure") : run_op(x, dev, op, d);
   if (st) {
     fail_device(x, dev, op, d);
     return false;
@@ -665,7 +706,7 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
 #pragma omp barrier
 #pragma omp single
     {
-      if (x->dist) rt_dist_sync(x->comm); /* one clock for every rank */
+      if (x->dist) rt_dist_sync(); /* one clock for every rank */
       x->t0 = omp_get_wtime(); /* the clock starts when every device is loaded */
     }
     if (started == n && mine) device_program(x, omp_get_thread_num());
@@ -695,6 +736,7 @@ static ppcc_status execute_graph(rt_exec *x, ppcc_host_tensor *outputs, double *
   double wall_ms = 0;
   ppcc_status st = setup(x, d);
   if (!st) st = run_devices(x, &wall_ms, d);
+  else if (x->dist) rt_dist_sync(); /* as run_devices would have */
   if (x->dist) st = rt_dist_agree(st, d); /* every rank fails if one did */
   bool collects = !x->dist || rt_dist_rank() == 0; /* MPI: rank 0 got every output shard */
   for (int k = 0; k < x->g->n_outputs && !st && collects; k++) st = assemble(x, x->g->outputs[k], &outputs[k], d);
@@ -712,6 +754,7 @@ ppcc_status ppcc_execute(const ppcc_graph *g, const ppcc_run_data *data, const p
   if (opts->stats) memset(opts->stats, 0, sizeof *opts->stats);
   bool split = opts->microbatches > 1;
   ppcc_status st = split ? rt_microbatch_graph(g, opts->microbatches, &micro, d) : PPCC_OK;
+  if (st && !opts->reference && rt_dist_active()) rt_dist_sync();
   if (st) return opts->reference ? st : rt_dist_agree(st, d);
   if (split) x.g = &micro, x.microbatches = opts->microbatches;
   st = execute_graph(&x, outputs, elapsed_ms, d);

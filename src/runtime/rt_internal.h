@@ -131,13 +131,17 @@ int rt_dist_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes);
 void rt_dist_broadcast_abort(int device, const char *message);
 /* Lets MPI progress and takes in other ranks' aborts. */
 void rt_dist_poll(void);
-/* Waits until every rank got here (or the run aborted): a common clock. */
-void rt_dist_sync(ppcc_rt_comm *c);
+/* Waits until every rank got here: a common clock. Every rank calls it
+ * exactly once per distributed run, also when it failed before running. */
+void rt_dist_sync(void);
 /* Every rank calls it once per distributed run with its own status; all
  * return failure (with the failing rank's message) if any rank failed. */
 ppcc_status rt_dist_agree(ppcc_status st, ppcc_diag *d);
 /* After a successful agreement: rank 0's timeline gets every other rank's
  * device tracks (the others send theirs). */
 ppcc_status rt_dist_merge_timeline(rt_timeline *t, ppcc_diag *d);
+/* After a successful run: rank 0 prints each rank's param bytes (its
+ * shards) and peak RSS. */
+void rt_dist_report_memory(FILE *log, int64_t param_bytes);
 
 #endif

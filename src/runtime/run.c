@@ -290,13 +290,30 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   return st;
 }
 
+/* Bytes of the param shards this rank's devices hold. */
+static int64_t local_param_bytes(const ppcc_graph *g) {
+  int64_t total = 0;
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    int64_t shape[PPCC_MAX_RANK];
+    if (p->kind != PPCC_VALUE_PARAM || !p->devices) continue;
+    ppcc_value_shard_shape(p, shape);
+    for (int i = 0; i < p->layout.count; i++)
+      if (rt_dist_local(p->devices[i])) total += ppcc_num_elements(p->rank, shape) * ppcc_dtype_size(p->dtype);
+  }
+  return total;
+}
+
 static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
   bool root = rt_dist_rank() == 0;
   ppcc_run_options local = *o;
   if (!root) local.log = NULL, local.check = false, local.output_dir = NULL;
   ppcc_run_data data;
   ppcc_status st = ppcc_run_data_load(g, o, &data, d);
-  if (st) return rt_dist_agree(st, d); /* the executor's agreement is never reached */
+  if (st) { /* the executor's steps are never reached: take part in them here */
+    rt_dist_sync();
+    return rt_dist_agree(st, d);
+  }
   ppcc_rt_set_row_invariant_matmul(o->deterministic);
   ppcc_host_tensor *out = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *out);
   ppcc_exec_options eo = {.threads = o->threads, .inject_fault = o->inject_fault, .fault_device = o->fault_device,
@@ -307,6 +324,7 @@ static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *
   double ms = 0;
   if (!out) {
     ppcc_run_data_free(&data);
+    rt_dist_sync();
     return rt_dist_agree(ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"), d);
   }
   /* the executors agree on the result */
@@ -320,6 +338,7 @@ static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *
   if (!st && local.check) post = check_outputs(g, &data, &local, out, d);
   if (!st && !post && local.output_dir) post = write_outputs(g, &local, out, d);
   if (!st) st = rt_dist_agree(post, d); /* a failed write fails every rank */
+  if (!st) rt_dist_report_memory(local.log, local_param_bytes(g));
   for (int k = 0; out && k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
   free(out);
   ppcc_run_data_free(&data);
