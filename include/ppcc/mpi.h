@@ -15,6 +15,7 @@
 #define PPCC_MPI_H
 #include <stdbool.h>
 #include "ppcc/graph.h"
+#include "ppcc/runtime.h"
 
 /* Whether this ppcc was built with MPI. */
 bool ppcc_mpi_available(void);
@@ -46,5 +47,9 @@ ppcc_status ppcc_rank_map(const ppcc_graph *g, int ranks, const char *spec, int 
 /* Makes the next ppcc_run distributed with this map (after ppcc_mpi_init):
  * this rank loads and runs only devices d with rank_of[d] == its rank. */
 ppcc_status ppcc_mpi_distribute(const ppcc_graph *g, const int *rank_of, ppcc_diag *d);
+
+/* A communicator (ppcc_rt_comm_new) whose devices on other ranks are
+ * reached over MPI after ppcc_mpi_distribute; for tests and benchmarks. */
+ppcc_rt_comm *ppcc_mpi_comm_new(int n_devices);
 
 #endif

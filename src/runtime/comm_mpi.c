@@ -87,7 +87,6 @@ static void pause_briefly(long spins) {
 ppcc_status ppcc_mpi_init(int *argc, char ***argv, ppcc_diag *d) {
   if (D.initialized) return PPCC_OK;
   int provided = 0;
-  setenv("UCX_LOG_LEVEL", "error", 0); /* MPICH over UCX: no warnings about messages a failed run left */
   if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
     return ppcc_error(d, "MPI_Init_thread failed");
   if (provided < MPI_THREAD_MULTIPLE) {

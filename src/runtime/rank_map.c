@@ -109,3 +109,9 @@ bool ppcc_mpi_launched(void) {
     if (getenv(vars[i])) return true;
   return false;
 }
+
+ppcc_rt_comm *ppcc_mpi_comm_new(int n_devices) {
+  ppcc_rt_comm *c = ppcc_rt_comm_new(n_devices);
+  rt_comm_attach_dist(c);
+  return c;
+}
