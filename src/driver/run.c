@@ -136,7 +136,7 @@ void cli_help_run(FILE *out) {
         "                        only their weights, and moves shards between ranks\n"
         "                        with MPI; results are bit-identical to one process.\n"
         "                        Rank 0 writes the outputs, the summary and the trace\n"
-        "                        (a process per rank). Interpreter backend only\n"
+        "                        (a process per rank)\n"
         "  --ranks-map=R0,R1,..  the rank of each device (default: whole pipeline\n"
         "                        stages per rank, spread evenly)\n",
         out);
@@ -156,16 +156,17 @@ static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit 
   *jit = NULL;
   bool asked = a->backend && strcmp(a->backend, "jit") == 0;
   if (a->backend && !asked) return PPCC_OK;
-  const char *unsupported = a->trace ? "--trace" : a->microbatches > 1 ? "--microbatches" : a->mpi ? "MPI runs" : NULL;
+  const char *unsupported = a->trace ? "--trace" : a->microbatches > 1 ? "--microbatches" : NULL;
   if (unsupported && asked) return ppcc_error(d, "--backend=jit does not support %s (use --backend=interp)", unsupported);
   if (unsupported) return PPCC_OK;
   ppcc_diag quiet;
   ppcc_diag_init(&quiet, d->file, NULL);
   ppcc_jit_stats t;
   ppcc_status st = ppcc_jit_compile(g, NULL, jit, &t, asked ? d : &quiet);
-  if (!st && ppcc_mpi_rank() == 0) {
-    printf("jit: compiled %d device functions in %.1f ms (emit %.1f, lower %.1f, codegen %.1f)\n", g->n_devices,
-           t.emit_ms + t.lower_ms + t.codegen_ms, t.emit_ms, t.lower_ms, t.codegen_ms);
+  if (!st) {
+    if (ppcc_mpi_rank() == 0) /* MPI: rank 0 prints the summary */
+      printf("jit: compiled %d device functions in %.1f ms (emit %.1f, lower %.1f, codegen %.1f)\n", g->n_devices,
+             t.emit_ms + t.lower_ms + t.codegen_ms, t.emit_ms, t.lower_ms, t.codegen_ms);
     return PPCC_OK;
   }
   if (asked) return st;

@@ -115,14 +115,12 @@ static bool abort_local(ppcc_rt_comm *c, int device, const char *prefix, const c
   return first;
 }
 
-void ppcc_rt_abort(ppcc_rt_comm *c, int device, const char *message) {
-  char prefix[32] = "";
-  if (c->dist) snprintf(prefix, sizeof prefix, "rank %d: ", rt_dist_rank());
-  if (abort_local(c, device, prefix, message) && c->dist) rt_dist_broadcast_abort(device, c->error_message);
-}
+/* With MPI, other ranks learn of the failure once this rank's devices
+ * stopped (rt_dist_agree), with the executor's full message (device, op). */
+void ppcc_rt_abort(ppcc_rt_comm *c, int device, const char *message) { abort_local(c, device, "", message); }
 
 void rt_comm_remote_abort(ppcc_rt_comm *c, int device, const char *message) {
-  abort_local(c, device < 0 ? 0 : device, "", message);
+  abort_local(c, PPCC_MAX_DEVICES, "", message); /* no device of this rank: report the message as it is */
 }
 
 int ppcc_rt_comm_error(const ppcc_rt_comm *c, const char **message) {

@@ -12,10 +12,10 @@
  *   - receives post MPI_Irecv and poll it (a short spin, then short sleeps),
  *     so a waiting device notices an abort and a timeout instead of
  *     hanging in MPI_Recv.
- * Aborts: the first failure on a rank sends its message ("rank R: device D:
- * op ...: why") to every other rank on the control communicator; a rank
- * that receives it aborts its local communicator with that message, which
- * wakes its waiting devices. At the end every rank takes part in one
+ * Aborts: a failing rank stops its own devices (comm.c), then sends its
+ * message ("rank R: device D: op ...: why") to every other rank on the
+ * control communicator; a rank that receives it aborts its local
+ * communicator with that message, which wakes its waiting devices. At the end every rank takes part in one
  * agreement (an all-reduce of "failed"), so all exit with the same status.
  * A peer that never answers (killed, hung) runs into PPCC_MPI_TIMEOUT
  * seconds (default 300) of waiting, after which MPI_Abort ends every rank.
@@ -23,6 +23,7 @@
  * Every MPI call is made under one mutex (calls are short: only nonblocking
  * operations and tests), which keeps request lists simple. */
 #include <mpi.h>
+#include <omp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -52,7 +53,7 @@ typedef struct abort_msg {
 
 static struct {
   bool initialized, active;
-  int rank, size;
+  int rank, size, host_ranks;
   MPI_Comm data, control, sync;
   double timeout_s;
   int n_devices;
@@ -96,6 +97,10 @@ ppcc_status ppcc_mpi_init(int *argc, char ***argv, ppcc_diag *d) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &D.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &D.size);
+  MPI_Comm host; /* the ranks sharing this host's cores */
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  MPI_Comm_size(host, &D.host_ranks);
+  MPI_Comm_free(&host);
   MPI_Comm_dup(MPI_COMM_WORLD, &D.data);
   MPI_Comm_dup(MPI_COMM_WORLD, &D.control);
   MPI_Comm_dup(MPI_COMM_WORLD, &D.sync);
@@ -197,6 +202,17 @@ bool rt_dist_local(int dev) { return !D.active || dev < 0 || dev >= D.n_devices 
 int rt_dist_rank(void) { return D.active ? D.rank : 0; }
 int rt_dist_rank_of(int dev) { return D.active && dev >= 0 && dev < D.n_devices ? D.rank_of[dev] : 0; }
 
+int rt_dist_local_devices(void) {
+  int n = 0;
+  for (int dev = 0; D.active && dev < D.n_devices; dev++) n += D.rank_of[dev] == D.rank;
+  return n;
+}
+
+int rt_dist_rank_cores(void) {
+  int cores = omp_get_num_procs() / (D.host_ranks > 0 ? D.host_ranks : 1);
+  return cores > 1 ? cores : 1;
+}
+
 int rt_dist_collector(void) {
   for (int dev = 0; D.active && dev < D.n_devices; dev++)
     if (D.rank_of[dev] == 0) return dev;
@@ -243,6 +259,7 @@ void rt_dist_poll(void) {
 void rt_dist_broadcast_abort(int device, const char *message) {
   if (!D.active) return;
   pthread_mutex_lock(&D.lock);
+  take_remote_abort();
   if (!D.broadcast_done && !D.remote_failed) {
     D.broadcast_done = true;
     pending_send *s = calloc(1, sizeof *s);
@@ -405,12 +422,9 @@ void rt_dist_sync(void) {
 ppcc_status rt_dist_agree(ppcc_status st, ppcc_diag *d) {
   if (!D.active) return st;
   int failed = st != PPCC_OK, any = 0;
-  if (failed) {
+  if (failed) { /* unless another rank's abort made this one fail */
     char msg[ABORT_TEXT + 32];
-    if (strncmp(d->first, "rank ", 5) == 0) /* a device failure already names its rank */
-      snprintf(msg, sizeof msg, "%s", d->first);
-    else
-      snprintf(msg, sizeof msg, "rank %d: %s", D.rank, d->first);
+    snprintf(msg, sizeof msg, "rank %d: %s", D.rank, d->first);
     rt_dist_broadcast_abort(-1, msg);
   }
   MPI_Request req;

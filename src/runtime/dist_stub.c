@@ -34,3 +34,5 @@ void rt_dist_sync(void) {}
 ppcc_status rt_dist_agree(ppcc_status st, ppcc_diag *d) { return st; }
 ppcc_status rt_dist_merge_timeline(rt_timeline *t, ppcc_diag *d) { return PPCC_OK; }
 void rt_dist_report_memory(FILE *log, int64_t param_bytes) {}
+int rt_dist_local_devices(void) { return 0; }
+int rt_dist_rank_cores(void) { return 1; }

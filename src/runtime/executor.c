@@ -18,12 +18,8 @@
  * every device runs it M times in the pipelined order of
  * rt_pipeline_segments, on separate slots per microbatch (params are
  * shared: they are loaded once, into microbatch 0's slots). */
-#define _DEFAULT_SOURCE /* madvise */
 #include <omp.h>
 #include <signal.h>
-#include <stdint.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,33 +108,11 @@ static bool mapped_param(const rt_exec *x, int v) {
   return x->dist && val(x, v)->kind == PPCC_VALUE_PARAM && !x->data->owned[v];
 }
 
-/* Drops the whole pages of [p, p + bytes) of the mapped weights file from
- * this process (MADV_DONTNEED: a later touch reads them again). */
-static void release_pages(const void *p, int64_t bytes) {
-  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)p, end = start + (uintptr_t)bytes;
-  start = (start + page - 1) / page * page, end = end / page * page;
-  if (end > start) madvise((void *)start, end - start, MADV_DONTNEED);
-}
-
-/* dup_bytes of a contiguous range of a mapped file, 1 MiB at a time,
- * releasing each piece once copied: the file's pages never add up. */
-static void *dup_releasing(const void *src, int64_t bytes) {
-  char *p = rt_alloc(bytes);
-  for (int64_t off = 0, step = 1 << 20; p && off < bytes; off += step) {
-    int64_t n = bytes - off < step ? bytes - off : step;
-    memcpy(p + off, (const char *)src + off, (size_t)n);
-    release_pages((const char *)src + off, n);
-  }
-  return p;
-}
-
 /* Shard `i` of a full tensor under layout l (an unreduced leaf puts the
  * whole value in shard 0 and zeros elsewhere: the sum is the value). */
 static void *cut_shard(const rt_exec *x, int v, ppcc_layout l, int i, const void *full) {
   int64_t bytes = local_bytes(x, v);
-  rt_split_geom geom = l.kind == PPCC_LAYOUT_SPLIT ? geom_of(x, v, l) : (rt_split_geom){1, 0};
-  if (mapped_param(x, v) && geom.outer == 1 && (l.kind != PPCC_LAYOUT_UNREDUCED || i == 0))
-    return dup_releasing((const char *)full + (l.kind == PPCC_LAYOUT_SPLIT ? (int64_t)i * bytes : 0), bytes);
+  if (mapped_param(x, v)) return rt_copy_mapped_shard(full, val(x, v), i); /* MPI: see mapped_shard.c */
   if (l.kind == PPCC_LAYOUT_SPLIT) {
     void *p = rt_alloc(bytes);
     if (p) rt_copy_shard_out(full, p, geom_of(x, v, l), l.count, i, es_of(x, v));
@@ -156,14 +130,6 @@ static const void *leaf_data(const rt_exec *x, int v) {
   return full + (size_t)x->mb * (size_t)ppcc_value_bytes(val(x, v));
 }
 
-/* MPI runs: once a param's shards are copied, drop the pages of the
- * mapped weights file from this process, so a rank's peak RSS is its own
- * shards, not shards plus file pages (contiguous shards were released
- * while copied). Params the loader allocated (random) are left alone. */
-static void release_mapped_param(const rt_exec *x, int v) {
-  if (mapped_param(x, v) && x->data->values[v].data) release_pages(x->data->values[v].data, x->data->values[v].bytes);
-}
-
 /* Params once (microbatch 0), inputs for microbatch x->mb. */
 static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
   for (int v = 0; v < x->g->n_values; v++) {
@@ -175,7 +141,6 @@ static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
       if (!full) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", val(x, v)->name);
       *slot(x, v, i) = (rt_slot){cut_shard(x, v, w.layout, i, full), true};
       if (!slot(x, v, i)->data) return oom(d);
-      if (val(x, v)->kind == PPCC_VALUE_PARAM) release_mapped_param(x, v);
     }
   }
   return PPCC_OK;
@@ -691,7 +656,9 @@ static int total_threads(const ppcc_exec_options *o) { return o->threads > 0 ? o
 /* One OpenMP thread per device; kernels get the cores left over. */
 static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
   int n = x->n_devices, cores = total_threads(x->opts);
-  int per_device = cores / n > 1 ? cores / n : 1;
+  int busy = x->dist ? rt_dist_local_devices() : n; /* MPI: only this rank's devices run here */
+  if (x->dist && x->opts->threads <= 0) cores = rt_dist_rank_cores(); /* ranks on one host share it */
+  int per_device = busy > 0 && cores / busy > 1 ? cores / busy : 1;
   ppcc_rt_set_kernel_threads(per_device);
   omp_set_dynamic(0);
   if (per_device > 1) omp_set_max_active_levels(2);

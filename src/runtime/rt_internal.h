@@ -113,6 +113,10 @@ bool rt_dist_local(int dev);
 int rt_dist_rank(void);
 /* The rank that runs device dev (0 when not distributed). */
 int rt_dist_rank_of(int dev);
+/* How many devices this rank runs, and the cores it may use by default:
+ * the host's cores divided among the ranks on that host. */
+int rt_dist_local_devices(void);
+int rt_dist_rank_cores(void);
 /* The device of rank 0 that receives every remote output shard. */
 int rt_dist_collector(void);
 /* Whether this rank needs the data of leaf v (a shard of it is local). */
@@ -120,6 +124,10 @@ bool rt_dist_holds_value(const ppcc_graph *g, int v);
 /* The communicator of the running executor receives other ranks' aborts
  * (NULL: none running). */
 void rt_dist_bind_comm(ppcc_rt_comm *c);
+/* mapped_shard.c: shard i of param p cut from its full tensor in a mapped
+ * weights file, the file's pages released as they are copied (MPI runs:
+ * a rank's memory is its own shards). */
+void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i);
 /* comm.c: route moves to devices of other ranks through MPI. */
 void rt_comm_attach_dist(ppcc_rt_comm *c);
 /* comm.c: an abort another rank reported (not reported back). */

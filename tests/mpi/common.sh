@@ -10,6 +10,9 @@ trap 'rm -rf "$tmp"' EXIT
 models="$src/testdata/models"
 # A rank that waits longer than this aborts the run (tests must never hang).
 export PPCC_MPI_TIMEOUT=20
+# Sanitizer builds (tools/ci_sanitize.sh): full malloc stacks, so that
+# tools/lsan.supp can name the MPI library's own leak (MPI_Init -> hwloc).
+[[ -z ${ASAN_OPTIONS:-} ]] || export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
 name=$(basename "$0" .sh)
 
 fail() {
@@ -24,9 +27,9 @@ mpirun() {
   timeout -k 5 60 "$mpiexec" -n "$n" "$ppcc" run "$@"
 }
 
-# One-process reference with the interpreter (what MPI ranks run).
+# One-process reference (pass the same --backend as the MPI run).
 single() {
-  "$ppcc" run "$@" --backend=interp
+  "$ppcc" run "$@"
 }
 
 # same_files DIR_A DIR_B: every .npy of A is in B with the same bytes.
@@ -37,4 +40,11 @@ same_files() {
     n=$((n + 1))
   done
   [[ $n -gt 0 && $(ls "$2" | wc -l) -eq $n ]]
+}
+
+# Whether this ppcc has the JIT backend (a build without MLIR has not).
+have_jit() {
+  local out
+  out=$("$ppcc" run "$src/testdata/models/tp_ffn.json" --backend=jit 2>&1 || true)
+  [[ $out != *"built without MLIR"* ]]
 }

@@ -25,14 +25,23 @@ expect_failure() {
   echo "$what: all $n ranks failed in ${took}s with: $(grep -m1 -- "$pattern" "$tmp/log")"
 }
 
+# who R: matches the failing rank's own message ("[rank R]: error: ...") and
+# the others' ("error: rank R: ...").
+who() { echo "\(\[rank $1\]: error: \|error: rank $1: \)"; }
+
 # A kernel error on device 3 (rank 1 of 2, rank 3 of 4) in the middle of a
 # microbatched pipeline: the other ranks are waiting on it or already done.
 for n in 2 4; do
   PPCC_INJECT_FAULT=3:13 expect_failure "$n" "-n $n: device 3 fails at op 13" \
-    "error: rank $((3 * n / 4)): device 3: ops\[[0-9]*\] .*injected failure" --random-weights 1 --microbatches 4
+    "$(who $((3 * n / 4)))device 3: ops\[[0-9]*\] .*injected failure" --random-weights 1 --microbatches 4 --backend=interp
   PPCC_INJECT_FAULT=0:0 expect_failure "$n" "-n $n: device 0 fails at its first op" \
-    "error: rank 0: device 0: ops\[[0-9]*\] .*injected failure" --random-weights 1
+    "$(who 0)device 0: ops\[[0-9]*\] .*injected failure" --random-weights 1 --backend=interp
 done
+# The JIT backend (its fault hook fails a device before its first op).
+if have_jit; then
+  PPCC_INJECT_FAULT=2:0 expect_failure 2 "-n 2 --backend=jit: device 2 fails" \
+    "$(who 1)device 2: injected failure" --random-weights 1 --backend=jit
+fi
 
 # A bad weights slice: the file lacks a param of the last stage only, so
 # only the last rank fails (while loading) and the others wait on it.
@@ -41,7 +50,7 @@ done
 grep -q '"blk.3.ffn_up.weight"' "$model" || fail "the model has no param blk.3.ffn_up.weight"
 for n in 2 4; do
   expect_failure "$n" "-n $n: last stage's weights slice missing" \
-    "rank $((n - 1))\]\{0,1\}: .*w.safetensors: tensor 'blk.3.ffn_up.weight' .*is missing" \
+    "$(who $((n - 1))).*w.safetensors: tensor 'blk.3.ffn_up.weight' .*is missing" \
     --weights "$tmp/w.safetensors" --input "x=$src/testdata/inputs/x.npy"
 done
 
