@@ -44,6 +44,7 @@ typedef struct pending_send {
   int n_req;
   MPI_Request *req;
   void *buf;
+  int64_t cap; /* > 0: buf goes back to the pool */
 } pending_send;
 
 typedef struct abort_msg {
@@ -51,8 +52,17 @@ typedef struct abort_msg {
   char text[ABORT_TEXT];
 } abort_msg;
 
+/* Send copies are reused (a fresh multi-MiB malloc costs a page fault per
+ * 4 KiB on its first write): a few free buffers are kept by capacity. */
+#define POOL_SLOTS 8
+typedef struct pooled_buffer {
+  void *p;
+  int64_t cap;
+} pooled_buffer;
+
 static struct {
   bool initialized, active;
+  pooled_buffer pool[POOL_SLOTS];
   int rank, size, host_ranks;
   MPI_Comm data, control, sync;
   double timeout_s;
@@ -113,6 +123,34 @@ ppcc_status ppcc_mpi_init(int *argc, char ***argv, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* Called with the lock held: a buffer of at least `bytes` (NULL on OOM). */
+static void *take_buffer(int64_t bytes, int64_t *cap) {
+  for (int i = 0; i < POOL_SLOTS; i++)
+    if (D.pool[i].p && D.pool[i].cap >= bytes && D.pool[i].cap <= 2 * bytes + 4096) {
+      void *p = D.pool[i].p;
+      *cap = D.pool[i].cap;
+      D.pool[i].p = NULL;
+      return p;
+    }
+  *cap = bytes > 0 ? bytes : 1;
+  return malloc((size_t)*cap);
+}
+
+/* Called with the lock held: keeps buf for reuse, or frees it. */
+static void give_buffer(void *buf, int64_t cap) {
+  for (int i = 0; i < POOL_SLOTS; i++)
+    if (!D.pool[i].p) {
+      D.pool[i] = (pooled_buffer){buf, cap};
+      return;
+    }
+  free(buf);
+}
+
+static void free_pool(void) {
+  for (int i = 0; i < POOL_SLOTS; i++) free(D.pool[i].p);
+  memset(D.pool, 0, sizeof D.pool);
+}
+
 /* Called with the lock held: frees the sends MPI has finished. */
 static void reap_sends(void) {
   for (pending_send **p = &D.pending; *p;) {
@@ -124,7 +162,10 @@ static void reap_sends(void) {
     }
     pending_send *s = *p;
     *p = s->next;
-    free(s->buf);
+    if (s->cap > 0)
+      give_buffer(s->buf, s->cap);
+    else
+      free(s->buf);
     free(s->req);
     free(s);
   }
@@ -166,6 +207,7 @@ void ppcc_mpi_finalize(ppcc_status status) {
     }
     cancel_all();
   }
+  free_pool();
   pthread_mutex_unlock(&D.lock);
   MPI_Comm_free(&D.data);
   MPI_Comm_free(&D.control);
@@ -301,15 +343,18 @@ int rt_dist_send(ppcc_rt_comm *c, int self, int dst, const void *buf, int64_t by
   if (ppcc_rt_aborted(c)) return -1;
   int n = n_chunks(bytes);
   pending_send *s = calloc(1, sizeof *s);
-  void *copy = malloc(bytes > 0 ? (size_t)bytes : 1);
   MPI_Request *req = calloc((size_t)n, sizeof *req);
+  int64_t cap = 0;
+  pthread_mutex_lock(&D.lock);
+  void *copy = take_buffer(bytes, &cap);
+  pthread_mutex_unlock(&D.lock);
   if (!s || !copy || !req) {
     free(s), free(copy), free(req);
     ppcc_rt_abort(c, self, "send: out of memory");
     return -1;
   }
   if (bytes > 0) memcpy(copy, buf, (size_t)bytes);
-  s->buf = copy, s->req = req, s->n_req = n;
+  s->buf = copy, s->req = req, s->n_req = n, s->cap = cap;
   int rc = MPI_SUCCESS;
   pthread_mutex_lock(&D.lock);
   for (int k = 0; k < n && rc == MPI_SUCCESS; k++)
@@ -409,14 +454,25 @@ static void give_up(const char *what) {
 }
 
 /* Every rank calls it exactly once per run, failed or not (the executor
- * after loading, ppcc_run when loading failed), so it is never abandoned. */
-void rt_dist_sync(void) {
+ * after loading, ppcc_run when loading failed), so it is never abandoned.
+ * When every rank is on this host, they share its monotonic clock (that of
+ * omp_get_wtime): all take rank 0's origin, so the merged trace lines up
+ * exactly; across hosts each rank starts its clock as it leaves the barrier. */
+void rt_dist_sync(double *t0) {
   if (!D.active) return;
   MPI_Request req;
   pthread_mutex_lock(&D.lock);
   MPI_Ibarrier(D.sync, &req);
   pthread_mutex_unlock(&D.lock);
   if (wait_request(&req, NULL, NULL) < 0) give_up("waiting for every rank to load");
+  double origin = omp_get_wtime();
+  if (D.host_ranks == D.size) {
+    pthread_mutex_lock(&D.lock);
+    MPI_Ibcast(&origin, 1, MPI_DOUBLE, 0, D.sync, &req);
+    pthread_mutex_unlock(&D.lock);
+    if (wait_request(&req, NULL, NULL) < 0) give_up("waiting for every rank to load");
+  }
+  if (t0) *t0 = origin;
 }
 
 ppcc_status rt_dist_agree(ppcc_status st, ppcc_diag *d) {

@@ -30,7 +30,7 @@ int rt_dist_send(ppcc_rt_comm *c, int self, int dst, const void *buf, int64_t by
 int rt_dist_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes) { return -1; }
 void rt_dist_broadcast_abort(int device, const char *message) {}
 void rt_dist_poll(void) {}
-void rt_dist_sync(void) {}
+void rt_dist_sync(double *t0) {}
 ppcc_status rt_dist_agree(ppcc_status st, ppcc_diag *d) { return st; }
 ppcc_status rt_dist_merge_timeline(rt_timeline *t, ppcc_diag *d) { return PPCC_OK; }
 void rt_dist_report_memory(FILE *log, int64_t param_bytes) {}

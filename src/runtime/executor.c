@@ -673,8 +673,8 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
 #pragma omp barrier
 #pragma omp single
     {
-      if (x->dist) rt_dist_sync(); /* one clock for every rank */
       x->t0 = omp_get_wtime(); /* the clock starts when every device is loaded */
+      if (x->dist) rt_dist_sync(&x->t0); /* every rank loaded: one clock for all */
     }
     if (started == n && mine) device_program(x, omp_get_thread_num());
   }
@@ -703,7 +703,7 @@ static ppcc_status execute_graph(rt_exec *x, ppcc_host_tensor *outputs, double *
   double wall_ms = 0;
   ppcc_status st = setup(x, d);
   if (!st) st = run_devices(x, &wall_ms, d);
-  else if (x->dist) rt_dist_sync(); /* as run_devices would have */
+  else if (x->dist) rt_dist_sync(NULL); /* as run_devices would have */
   if (x->dist) st = rt_dist_agree(st, d); /* every rank fails if one did */
   bool collects = !x->dist || rt_dist_rank() == 0; /* MPI: rank 0 got every output shard */
   for (int k = 0; k < x->g->n_outputs && !st && collects; k++) st = assemble(x, x->g->outputs[k], &outputs[k], d);
@@ -721,7 +721,7 @@ ppcc_status ppcc_execute(const ppcc_graph *g, const ppcc_run_data *data, const p
   if (opts->stats) memset(opts->stats, 0, sizeof *opts->stats);
   bool split = opts->microbatches > 1;
   ppcc_status st = split ? rt_microbatch_graph(g, opts->microbatches, &micro, d) : PPCC_OK;
-  if (st && !opts->reference && rt_dist_active()) rt_dist_sync();
+  if (st && !opts->reference && rt_dist_active()) rt_dist_sync(NULL);
   if (st) return opts->reference ? st : rt_dist_agree(st, d);
   if (split) x.g = &micro, x.microbatches = opts->microbatches;
   st = execute_graph(&x, outputs, elapsed_ms, d);

@@ -217,8 +217,8 @@ static ppcc_status run_all(jit_exec *x, const ppcc_jit_entry *entries, double *e
 #pragma omp single
     {
       started = omp_get_num_threads();
-      if (x->dist) rt_dist_sync(); /* one clock for every rank */
       t0 = omp_get_wtime();
+      if (x->dist) rt_dist_sync(&t0); /* every rank compiled and loaded: one clock for all */
     }
     /* implicit barrier: every thread sees `started` */
     if (started == n) run_device(x, entries[omp_get_thread_num()], omp_get_thread_num());
@@ -279,7 +279,7 @@ ppcc_status ppcc_jit_run_devices(const ppcc_graph *g, const ppcc_jit_entry *entr
   }
   for (int dev = 0; dev < g->n_devices && !st; dev++) st = setup_device(&x, dev, d);
   if (!st) st = run_all(&x, entries, elapsed_ms, d);
-  else if (x.dist) rt_dist_sync(); /* as run_all would have */
+  else if (x.dist) rt_dist_sync(NULL); /* as run_all would have */
   if (x.dist) st = rt_dist_agree(st, d); /* every rank fails if one did */
   bool collects = !x.dist || rt_dist_rank() == 0; /* MPI: rank 0 got every output shard */
   for (int k = 0; k < g->n_outputs && !st && collects; k++) st = assemble(&x, k, &outputs[k], d);

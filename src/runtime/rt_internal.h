@@ -139,9 +139,10 @@ int rt_dist_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes);
 void rt_dist_broadcast_abort(int device, const char *message);
 /* Lets MPI progress and takes in other ranks' aborts. */
 void rt_dist_poll(void);
-/* Waits until every rank got here: a common clock. Every rank calls it
- * exactly once per distributed run, also when it failed before running. */
-void rt_dist_sync(void);
+/* Waits until every rank got here and sets *t0 (if not NULL) to the
+ * common clock origin (omp_get_wtime). Every rank calls it exactly once
+ * per distributed run, also when it failed before running. */
+void rt_dist_sync(double *t0);
 /* Every rank calls it once per distributed run with its own status; all
  * return failure (with the failing rank's message) if any rank failed. */
 ppcc_status rt_dist_agree(ppcc_status st, ppcc_diag *d);

@@ -311,7 +311,7 @@ static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *
   ppcc_run_data data;
   ppcc_status st = ppcc_run_data_load(g, o, &data, d);
   if (st) { /* the executor's steps are never reached: take part in them here */
-    rt_dist_sync();
+    rt_dist_sync(NULL);
     return rt_dist_agree(st, d);
   }
   ppcc_rt_set_row_invariant_matmul(o->deterministic);
@@ -324,7 +324,7 @@ static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *
   double ms = 0;
   if (!out) {
     ppcc_run_data_free(&data);
-    rt_dist_sync();
+    rt_dist_sync(NULL);
     return rt_dist_agree(ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"), d);
   }
   /* the executors agree on the result */
