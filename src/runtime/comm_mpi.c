@@ -322,10 +322,10 @@ void rt_dist_broadcast_abort(int device, const char *message) {
   pthread_mutex_unlock(&D.lock);
 }
 
-/* Aborts c: "WHAT: ... device PEER (rank R) ..." (comm.c adds rank and device). */
+/* Aborts c: "device DEV: WHAT: device PEER (rank R) WHY". */
 static int fail(ppcc_rt_comm *c, int dev, const char *what, int peer, const char *why) {
   char msg[512];
-  snprintf(msg, sizeof msg, "%s: device %d (rank %d) %s", what, peer, D.rank_of[peer], why);
+  snprintf(msg, sizeof msg, "device %d: %s: device %d (rank %d) %s", dev, what, peer, D.rank_of[peer], why);
   ppcc_rt_abort(c, dev, msg);
   return -1;
 }
@@ -394,7 +394,7 @@ int rt_dist_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes) {
     if (now_s() - t0 > D.timeout_s) {
       char why[160];
       snprintf(why, sizeof why, "sent nothing for %.0f s (PPCC_MPI_TIMEOUT); is that rank alive?", now_s() - t0);
-      fail(c, self, "recv", src, why);
+      fail(c, self, "waiting for a message", src, why);
       break;
     }
     pause_briefly(spins);

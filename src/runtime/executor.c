@@ -501,7 +501,8 @@ static bool run_step(rt_exec *x, int dev, int j, ppcc_diag *d) {
   bool traced = x->timeline && rt_op_involves(x->g, op, dev);
   double t = traced ? omp_get_wtime() : 0;
   bool inject = x->opts->inject_fault && dev == x->opts->fault_device && j == x->opts->fault_op;
-  if (inject && getenv("PPCC_INJECT_KILL")) raise(SIGKILL); /* test hook: a rank dies mid-pipeline */
+  const char *kill_how = inject ? getenv("PPCC_INJECT_KILL") : NULL; /* test hook: a rank dies or hangs */
+  if (kill_how) raise(strcmp(kill_how, "stop") == 0 ? SIGSTOP : SIGKILL);
   ppcc_status st = inject ? ppcc_error(d, "injected failure") : run_op(x, dev, op, d);
   if (st) {
     fail_device(x, dev, op, d);

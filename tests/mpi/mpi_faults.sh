@@ -72,3 +72,16 @@ PPCC_INJECT_KILL=1 PPCC_INJECT_FAULT=2:9 timeout -k 5 60 "$mpiexec" -n 2 "$ppcc"
 [[ $status -ne 0 && $status -ne 124 && $status -ne 137 ]] || { cat "$tmp/log"; fail "killed rank: exit status $status"; }
 [[ $((SECONDS - start)) -le 30 && ! -e "$tmp/out" ]] || fail "killed rank: too slow or output written"
 echo "-n 2: rank 1 killed mid-pipeline: the job ended with status $status in $((SECONDS - start))s, no output"
+
+# A rank that hangs mid-pipeline (SIGSTOP): the others give up after
+# PPCC_MPI_TIMEOUT seconds of waiting, name the silent device and rank, and
+# MPI_Abort ends the job (the hung rank included).
+start=$SECONDS
+status=0
+PPCC_MPI_TIMEOUT=2 PPCC_INJECT_KILL=stop PPCC_INJECT_FAULT=2:9 timeout -k 5 60 "$mpiexec" -n 2 "$ppcc" run "$model" \
+  --random-weights 1 --microbatches 4 --backend=interp --output-dir "$tmp/out" > "$tmp/log" 2>&1 || status=$?
+[[ $status -ne 0 && $status -ne 124 && $status -ne 137 ]] || { cat "$tmp/log"; fail "hung rank: exit status $status"; }
+grep -q "rank 0\]: error: device [01]: waiting for a message: device [23] (rank 1) sent nothing for 2 s" "$tmp/log" ||
+  { cat "$tmp/log"; fail "hung rank: no message naming it"; }
+[[ $((SECONDS - start)) -le 30 && ! -e "$tmp/out" ]] || fail "hung rank: too slow or output written"
+echo "-n 2: rank 1 hung mid-pipeline: the job ended with status $status in $((SECONDS - start))s, no output"
