@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev                    # runtime kernels
   clang-14 libclang-rt-14-dev        # sanitizer and fuzzing builds
   graphviz                           # tests check that DOT reports render
+  mpich libmpich-dev                 # distributed runs (MPI backend, tests/mpi)
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ppcc/io.h"
+#include "ppcc/mpi.h"
 #include "rt_internal.h"
 
 /* ---------------- loading ---------------- */
@@ -31,10 +32,16 @@ static void set_meta(ppcc_host_tensor *t, const ppcc_value *p) {
   t->bytes = ppcc_value_bytes(p);
 }
 
-static ppcc_status load_params(const ppcc_graph *g, ppcc_run_data *data, ppcc_diag *d) {
+/* An MPI rank loads only the leaves of its devices (rank 0 all of them
+ * for --check, whose reference run needs every value). */
+static bool needed(const ppcc_graph *g, const ppcc_run_options *o, int v) {
+  return (o->check && rt_dist_rank() == 0) || rt_dist_holds_value(g, v);
+}
+
+static ppcc_status load_params(const ppcc_graph *g, const ppcc_run_options *o, ppcc_run_data *data, ppcc_diag *d) {
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *p = &g->values[v];
-    if (p->kind != PPCC_VALUE_PARAM) continue;
+    if (p->kind != PPCC_VALUE_PARAM || !needed(g, o, v)) continue;
     const void *bytes;
     void *owned;
     ppcc_status st = ppcc_weights_get(data->weights, p, &bytes, &owned, d);
@@ -103,7 +110,7 @@ static ppcc_status load_inputs(const ppcc_graph *g, const ppcc_run_options *o, p
   }
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *p = &g->values[v];
-    if (p->kind != PPCC_VALUE_INPUT || data->values[v].data) continue;
+    if (p->kind != PPCC_VALUE_INPUT || data->values[v].data || !needed(g, o, v)) continue;
     if (o->weights_path && !o->have_random_seed)
       return ppcc_error(d, "input '%s' needs --input %s=FILE.npy (or a --random-weights seed)", p->name, p->name);
     if (!ppcc_host_tensor_alloc(&data->values[v], p->dtype, p->rank, p->shape))
@@ -127,7 +134,7 @@ ppcc_status ppcc_run_data_load(const ppcc_graph *g, const ppcc_run_options *o, p
   /* Without --weights, random weights are the default (seed 0). */
   data->weights = o->weights_path ? ppcc_weights_open(o->weights_path, d) : ppcc_weights_random(o->random_seed);
   if (!data->weights) st = d->errors ? PPCC_ERR_USER : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  if (!st) st = load_params(g, data, d);
+  if (!st) st = load_params(g, o, data, d);
   if (!st) st = load_inputs(g, o, data, d);
   if (st) ppcc_run_data_free(data);
   return st;
@@ -414,7 +421,11 @@ static ppcc_status check_value_sizes(const ppcc_graph *g, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* An MPI run: every rank calls ppcc_run; rank 0 checks, writes and logs. */
+static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d);
+
 ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
+  if (rt_dist_active()) return run_distributed(g, o, d);
   ppcc_run_data data;
   ppcc_status st = check_value_sizes(g, d);
   if (st) return st;
@@ -439,6 +450,67 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   if (!st && o->check) st = check_outputs(g, &data, o, out, d);
   if (!st && (o->output_dir || trace.path)) st = write_outputs(g, o, out, &trace, d);
   if (trace.path) ppcc_outfile_abort(&trace);
+  for (int k = 0; out && k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+  free(out);
+  ppcc_run_data_free(&data);
+  return st;
+}
+
+/* Bytes of the param shards this rank's devices hold. */
+static int64_t local_param_bytes(const ppcc_graph *g) {
+  int64_t total = 0;
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    int64_t shape[PPCC_MAX_RANK];
+    if (p->kind != PPCC_VALUE_PARAM || !p->devices) continue;
+    ppcc_value_shard_shape(p, shape);
+    for (int i = 0; i < p->layout.count; i++)
+      if (rt_dist_local(p->devices[i])) total += ppcc_num_elements(p->rank, shape) * ppcc_dtype_size(p->dtype);
+  }
+  return total;
+}
+
+static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
+  bool root = rt_dist_rank() == 0;
+  ppcc_run_options local = *o;
+  if (!root) local.log = NULL, local.check = false, local.output_dir = NULL;
+  ppcc_run_data data;
+  ppcc_status st = ppcc_run_data_load(g, o, &data, d);
+  if (st) { /* the executor's steps are never reached: take part in them here */
+    rt_dist_sync(NULL);
+    return rt_dist_agree(st, d);
+  }
+  ppcc_rt_set_row_invariant_matmul(o->deterministic);
+  ppcc_host_tensor *out = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *out);
+  /* rank 0's trace is committed with its outputs, as in a one-process run */
+  ppcc_outfile trace = {0};
+  ppcc_status trace_st = root && o->trace_path ? ppcc_outfile_open(&trace, o->trace_path, d) : PPCC_OK;
+  ppcc_exec_options eo = {.threads = o->threads, .inject_fault = o->inject_fault, .fault_device = o->fault_device,
+                          .fault_op = o->fault_op, .trace_path = root ? o->trace_path : NULL,
+                          .trace_file = root && trace.path ? &trace : NULL, .microbatches = o->microbatches};
+  ppcc_pipeline_stats stats = {0};
+  eo.stats = &stats; /* every rank records its tracks: rank 0 merges them */
+  double ms = 0;
+  if (!out || trace_st) {
+    if (trace.path) ppcc_outfile_abort(&trace);
+    free(out);
+    ppcc_run_data_free(&data);
+    rt_dist_sync(NULL);
+    return rt_dist_agree(trace_st ? trace_st : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"), d);
+  }
+  /* the executors agree on the result */
+  st = o->execute ? o->execute(o->execute_ctx, g, &data, &eo, out, &ms, d) : ppcc_execute(g, &data, &eo, out, &ms, d);
+  if (!st && local.log)
+    fprintf(local.log, "ran '%s' on %d devices over %d MPI ranks in %.3f ms\n", g->name, g->n_devices,
+            ppcc_mpi_size(), ms);
+  if (!st && local.log && stats.busy) ppcc_pipeline_stats_print(&stats, local.log);
+  ppcc_pipeline_stats_free(&stats);
+  ppcc_status post = PPCC_OK; /* rank 0's check and writing */
+  if (!st && local.check) post = check_outputs(g, &data, &local, out, d);
+  if (!st && !post && (local.output_dir || trace.path)) post = write_outputs(g, &local, out, &trace, d);
+  if (trace.path) ppcc_outfile_abort(&trace);
+  if (!st) st = rt_dist_agree(post, d); /* a failed write fails every rank */
+  if (!st) rt_dist_report_memory(local.log, local_param_bytes(g));
   for (int k = 0; out && k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
   free(out);
   ppcc_run_data_free(&data);
