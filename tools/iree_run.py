@@ -133,8 +133,17 @@ class IreeModel:
         config = rt.Config(device=self.devices[0])
         self.main = rt.load_vm_modules(params, hal, module, config=config)[-1].main
 
+    def _arg(self, arr, dtype, device):
+        if dtype != "bf16":
+            return arr  # numpy dtypes map to IREE's element types
+        dev = self.devices[device]  # bf16: the uint16 bits, typed bf16
+        return dev.allocator.allocate_buffer_copy(memory_type=rt.MemoryType.DEVICE_LOCAL,
+                                                  allowed_usage=rt.BufferUsage.DEFAULT, device=dev, buffer=arr,
+                                                  element_type=rt.HalElementType.BFLOAT_16)
+
     def __call__(self, args):
-        res = self.main(*args)
+        """args: (numpy array, dtype name, device index) per shard."""
+        res = self.main(*[self._arg(*a) for a in args])
         res = res if isinstance(res, (list, tuple)) else [res]
         return [r.to_host() for r in res]
 
@@ -163,8 +172,8 @@ def output_slots(outputs, placed):
 
 
 def check_model(args, model_path, work):
-    name = os.path.splitext(os.path.basename(model_path))[0]
     model = json.load(open(model_path))
+    name = model.get("name") or os.path.splitext(os.path.basename(model_path))[0]
     report = json.loads(run([args.ppcc, "report", model_path, "--format=json"]))
     placed = {v["name"]: v for v in report["values"]}
     n_devices = report["devices"]
@@ -213,7 +222,7 @@ def check_model(args, model_path, work):
     for x in model.get("inputs", []):
         v = placed[x["name"]]
         for i in range(v["shard"].get("count", 1)):
-            call_args.append(np.ascontiguousarray(cut(inputs[x["name"]], v["shard"], i)))
+            call_args.append((np.ascontiguousarray(cut(inputs[x["name"]], v["shard"], i)), v["dtype"], v["devices"][i]))
     iree_ms = None
     for fmt, path in weights.items():
         m = IreeModel(vmfb, n_devices, path, args.driver)
