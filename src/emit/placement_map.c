@@ -141,6 +141,12 @@ static bool device_seen_before(const ppcc_value *v, int i) {
   return false;
 }
 
+/* Every shard reads the param except shards 1.. of an unreduced one
+ * (zeros: the sum of the shards is the param, as the runtime cuts it). */
+static bool shard_reads_param(const ppcc_value *v, int i) {
+  return v->layout.kind != PPCC_LAYOUT_UNREDUCED || i == 0;
+}
+
 static ppcc_status declare_param(ppcc_emit_ctx *c, MlirBlock body, const ppcc_value *v) {
   MlirType full = emit_tensor_type(c, v->dtype, v->rank, v->shape);
   fixed_text t = {.len = 0};
@@ -157,7 +163,7 @@ static ppcc_status declare_param(ppcc_emit_ctx *c, MlirBlock body, const ppcc_va
                              v->name);
   c->op_loc = emit_name_loc(c, v->name);
   for (int i = 0; i < v->layout.count; i++) {
-    if (device_seen_before(v, i)) continue;
+    if (device_seen_before(v, i) || !shard_reads_param(v, i)) continue;
     char sym[PPCC_MAX_NAME + 32];
     param_symbol(v, v->devices[i], sym, sizeof sym);
     MlirNamedAttribute attrs[5] = {
@@ -189,7 +195,7 @@ ppcc_status placement_declare_params(ppcc_emit_ctx *c, MlirBlock module_body) {
  * param the whole in shard 0 and zeros elsewhere (their sum is the param,
  * as the runtime cuts it). */
 static MlirValue load_param_shard(ppcc_emit_ctx *c, const ppcc_value *v, int i) {
-  if (v->layout.kind == PPCC_LAYOUT_UNREDUCED && i > 0) return emit_zeros(c, emit_shard_type(c, v));
+  if (!shard_reads_param(v, i)) return emit_zeros(c, emit_shard_type(c, v));
   char sym[PPCC_MAX_NAME + 32];
   param_symbol(v, v->devices[i], sym, sizeof sym);
   MlirType full = emit_tensor_type(c, v->dtype, v->rank, v->shape);
