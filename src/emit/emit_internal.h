@@ -133,6 +133,14 @@ void placement_mark_op(ppcc_emit_ctx *c, MlirOperation op, int device);
  * `to` (the input itself when from == to: a shard already there is not
  * copied, P10). */
 MlirValue placement_transfer(ppcc_emit_ctx *c, MlirValue v, int from, int to);
+/* Whether params are function arguments (annotated form) or, in the IREE
+ * form, parameter-backed globals resolved from the weights file at run
+ * time. */
+bool placement_params_are_arguments(ppcc_emit_kind kind);
+/* IREE form: one util.global per (param, device) into module_body. */
+ppcc_status placement_declare_params(ppcc_emit_ctx *c, MlirBlock module_body);
+/* IREE form: every param shard from a load of its global (c->block). */
+void placement_load_params(ppcc_emit_ctx *c);
 /* Context options the form needs (e.g. unregistered IREE ops). */
 bool placement_allows_unregistered(ppcc_emit_kind kind);
 /* Whether collectives are emitted as one ppcc.* op (annotated form) or
