@@ -101,13 +101,14 @@ START_TEST(iree_params_are_named_parameter_globals) {
   char *iree = emit(g, PPCC_EMIT_IREE, &st);
   ck_assert_msg(iree, "IREE emit failed: %s", diag.first);
   const char *want[] = {
-      "initial_value = #flow.parameter.named<\"model\"::\"w\"> : tensor<8x6xf32>, "
-      "stream.affinity = #hal.device.promise<@__device_2>, sym_name = \"w@2\"",
-      "stream.affinity = #hal.device.promise<@__device_3>, sym_name = \"w@3\"",
+      "util.global private @\"w@2\" {stream.affinity = #hal.device.promise<@__device_2>} = "
+      "#flow.parameter.named<\"model\"::\"w\"> : tensor<8x6xf32> loc(\"w\")",
+      "util.global private @\"w@3\" {stream.affinity = #hal.device.promise<@__device_3>} = ",
       /* a param on one device keeps its name */
-      "initial_value = #flow.parameter.named<\"model\"::\"solo\"> : tensor<4x6xf32>, "
-      "stream.affinity = #hal.device.promise<@__device_1>, sym_name = \"solo\"",
-      "\"util.global.load\"() {global = @\"w@3\"} : () -> tensor<8x6xf32>",
+      "util.global private @\"solo\" {stream.affinity = #hal.device.promise<@__device_1>} = "
+      "#flow.parameter.named<\"model\"::\"solo\"> : tensor<4x6xf32>",
+      "= util.global.load @\"w@3\" : tensor<8x6xf32>",
+      "= util.global.load @solo : tensor<4x6xf32>",
       /* shard 1 of a column split: columns 3..5 of the loaded param */
       "[0, 3] [8, 3] [1, 1] : tensor<8x6xf32> to tensor<8x3xf32>",
       /* shard 1 of an unreduced param is zeros: the sum is the param */
@@ -118,7 +119,9 @@ START_TEST(iree_params_are_named_parameter_globals) {
   /* the only function arguments are the input's two shards */
   ck_assert_msg(strstr(iree, "func.func @main(%arg0: tensor<4x8xf32>") && !strstr(iree, "%arg2"), "%s", iree);
   /* only shard 0 of an unreduced param holds it: no copy on device 3 */
-  ck_assert_msg(strstr(iree, "global = @\"b@2\"") && !strstr(iree, "b@3"), "%s", iree);
+  ck_assert_msg(strstr(iree, "util.global.load @\"b@2\"") && !strstr(iree, "b@3"), "%s", iree);
+  /* every IREE op is in its custom form */
+  ck_assert_msg(!strstr(iree, "\"util.") && !strstr(iree, "\"flow."), "%s", iree);
   free(iree);
   ppcc_graph_free(g);
 }

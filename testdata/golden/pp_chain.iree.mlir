@@ -1,14 +1,14 @@
 #map = affine_map<(d0, d1) -> (d0, d1)>
 module @pp_chain {
-  "util.global"() {initial_value = #flow.parameter.named<"model"::"stage.0.weight"> : tensor<64x64xf32>, stream.affinity = #hal.device.promise<@__device_0>, sym_name = "stage.0.weight", sym_visibility = "private", type = tensor<64x64xf32>} : () -> () loc("stage.0.weight")
-  "util.global"() {initial_value = #flow.parameter.named<"model"::"stage.1.weight"> : tensor<64x64xf32>, stream.affinity = #hal.device.promise<@__device_1>, sym_name = "stage.1.weight", sym_visibility = "private", type = tensor<64x64xf32>} : () -> () loc("stage.1.weight")
-  "util.global"() {initial_value = #flow.parameter.named<"model"::"stage.2.weight"> : tensor<64x64xf32>, stream.affinity = #hal.device.promise<@__device_2>, sym_name = "stage.2.weight", sym_visibility = "private", type = tensor<64x64xf32>} : () -> () loc("stage.2.weight")
-  "util.global"() {initial_value = #flow.parameter.named<"model"::"stage.3.weight"> : tensor<64x64xf32>, stream.affinity = #hal.device.promise<@__device_3>, sym_name = "stage.3.weight", sym_visibility = "private", type = tensor<64x64xf32>} : () -> () loc("stage.3.weight")
+  util.global private @"stage.0.weight" {stream.affinity = #hal.device.promise<@__device_0>} = #flow.parameter.named<"model"::"stage.0.weight"> : tensor<64x64xf32> loc("stage.0.weight")
+  util.global private @"stage.1.weight" {stream.affinity = #hal.device.promise<@__device_1>} = #flow.parameter.named<"model"::"stage.1.weight"> : tensor<64x64xf32> loc("stage.1.weight")
+  util.global private @"stage.2.weight" {stream.affinity = #hal.device.promise<@__device_2>} = #flow.parameter.named<"model"::"stage.2.weight"> : tensor<64x64xf32> loc("stage.2.weight")
+  util.global private @"stage.3.weight" {stream.affinity = #hal.device.promise<@__device_3>} = #flow.parameter.named<"model"::"stage.3.weight"> : tensor<64x64xf32> loc("stage.3.weight")
   func.func @main(%arg0: tensor<8x64xf32> {iree.abi.affinity = #hal.device.promise<@__device_0>} loc("x")) -> (tensor<8x64xf32> {iree.abi.affinity = #hal.device.promise<@__device_3>}) {
-    %0 = "util.global.load"() {global = @stage.0.weight} : () -> tensor<64x64xf32> loc("stage.0.weight")
-    %1 = "util.global.load"() {global = @stage.1.weight} : () -> tensor<64x64xf32> loc("stage.1.weight")
-    %2 = "util.global.load"() {global = @stage.2.weight} : () -> tensor<64x64xf32> loc("stage.2.weight")
-    %3 = "util.global.load"() {global = @stage.3.weight} : () -> tensor<64x64xf32> loc("stage.3.weight")
+    %0 = util.global.load @stage.0.weight : tensor<64x64xf32> loc("stage.0.weight")
+    %1 = util.global.load @stage.1.weight : tensor<64x64xf32> loc("stage.1.weight")
+    %2 = util.global.load @stage.2.weight : tensor<64x64xf32> loc("stage.2.weight")
+    %3 = util.global.load @stage.3.weight : tensor<64x64xf32> loc("stage.3.weight")
     %cst = arith.constant 0.000000e+00 : f32 loc("stage.0.h")
     %4 = tensor.empty() : tensor<8x64xf32> loc("stage.0.h")
     %5 = linalg.fill ins(%cst : f32) outs(%4 : tensor<8x64xf32>) -> tensor<8x64xf32> loc("stage.0.h")
