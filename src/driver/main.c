@@ -3,6 +3,9 @@
  * 2 usage error, 3 internal error. */
 #include <string.h>
 #include "driver.h"
+#ifdef PPCC_HAVE_RUNTIME
+#include "import_cli.h"
+#endif
 #include "ppcc/io.h"
 
 #ifndef PPCC_VERSION
@@ -21,6 +24,10 @@ static const command commands[] = {
    cli_cmd_compile, cli_help_compile},
   {"report", "print the placement report (text, JSON or DOT)", cli_cmd_report, cli_help_report},
   {"run", "execute a model on its logical devices", cli_cmd_run, cli_help_run},
+#ifdef PPCC_HAVE_RUNTIME
+  {"import", "write a model.json for a Hugging Face Llama directory or a GGUF file", cli_cmd_import, cli_help_import},
+  {"generate", "greedy decoding of a checkpoint (HF directory or GGUF)", cli_cmd_generate, cli_help_generate},
+#endif
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 

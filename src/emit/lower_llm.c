@@ -12,7 +12,7 @@
 #include "lower_llm.h"
 
 /* arith.cmpf / arith.cmpi predicates (their enum values in MLIR). */
-enum { CMPF_OEQ = 1, CMPF_UNO = 14, CMPI_SLT = 2, CMPI_SGE = 5, CMPI_ULT = 6, CMPI_UGT = 8 };
+enum { CMPF_OEQ = 1, CMPF_UNO = 14, CMPI_SLT = 2, CMPI_SGT = 4, CMPI_SGE = 5, CMPI_ULT = 6, CMPI_UGT = 8 };
 
 /* ---------------- operand access ---------------- */
 
@@ -555,6 +555,18 @@ static MlirValue body_scale_mask(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   return select_value(c, b, future, fconst(c, b, t, -INFINITY), v);
 }
 
+/* scale * score, or -inf for a cache slot after the query's position
+ * (operand 1: positions[S], loop 2 is the query, loop 3 the key). */
+static MlirValue body_scale_mask_positions(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const mask_body *m = user;
+  MlirValue x = barg(b, 0), pos = barg(b, 1);
+  MlirType t = mlirValueGetType(x);
+  MlirValue v = bin(c, b, "arith.mulf", x, fconst(c, b, t, m->scale));
+  MlirValue key = cast(c, b, "arith.index_cast", loop_index(c, b, 3), mlirValueGetType(pos));
+  MlirValue future = compare(c, b, false, CMPI_SGT, key, pos);
+  return select_value(c, b, future, fconst(c, b, t, -INFINITY), v);
+}
+
 /* softmax(q k^T * scale, causal bottom-right) v per head, grouped-query:
  * the same semantics as kernel_attention. */
 ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
@@ -571,7 +583,16 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
                  T - S};
   red_space all = red_space_make(scores, (bool[PPCC_MAX_RANK]){false});
   operand_kind full[1] = {K_FULL};
-  MlirValue masked = elementwise(c, &all, 1, &scores, full, elem_of(scores), body_scale_mask, &m);
+  MlirValue masked;
+  if (op->n_in == 4) { /* query s sees cache slots 0..positions[s] */
+    MlirAffineExpr sdim = dim_expr(c, 2);
+    MlirAffineMap maps[3] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4), mlirAffineMapGet(c->mctx, 4, 0, 1, &sdim),
+                             mlirAffineMapMultiDimIdentityGet(c->mctx, 4)};
+    MlirValue ins[2] = {scores, operand(c, op, 3, shard)};
+    masked = emit_generic(c, 2, ins, emit_empty(c, mlirValueGetType(scores)), 4, 0, maps, body_scale_mask_positions, &m);
+  } else {
+    masked = elementwise(c, &all, 1, &scores, full, elem_of(scores), body_scale_mask, &m);
+  }
   MlirValue p = softmax_of(c, masked, 3);
   set_result(c, op, shard, head_contraction(c, p, v, false, group, dim_size(v, 3)));
   return PPCC_OK;
