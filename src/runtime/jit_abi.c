@@ -156,12 +156,23 @@ static void jit_memref_copy(int64_t es, jit_unranked *src, jit_unranked *dst) {
 /* LLVM lowers f32->bf16 truncation to this libcall; libgcc before GCC 13
  * lacks it. The x86-64 ABI returns a bf16 in the low 16 bits of xmm0, the
  * same register _Float16 uses. Rounds to nearest even, as compiler-rt does. */
+#if defined(__clang__) && __clang_major__ < 15
+/* clang 14 (the fuzz build) has no _Float16 on x86-64: a float whose low
+ * 16 bits are the bf16 leaves the same bits in xmm0. */
+static float jit_truncsfbf2(float f) {
+  uint32_t bits = ppcc_f32_to_bf16(f);
+  float out;
+  memcpy(&out, &bits, sizeof out);
+  return out;
+}
+#else
 static _Float16 jit_truncsfbf2(float f) {
   uint16_t bits = ppcc_f32_to_bf16(f);
   _Float16 out;
   memcpy(&out, &bits, sizeof out);
   return out;
 }
+#endif
 
 #define DTYPE_SYMBOLS(fn, impl)                                                                     \
   {"_mlir_ciface_ppcc_rt_" #fn "_f32", (void *)impl}, {"_mlir_ciface_ppcc_rt_" #fn "_f16", (void *)impl}, \
