@@ -10,6 +10,9 @@ Writes under testdata/llm/:
                    sharded into two files through model.safetensors.index.json
   hf_tied_bf16/    the same shape with head_dim 32 (!= hidden/heads), tied
                    embeddings, bf16 weights, one model.safetensors
+  hf_rope_llama3/  one layer, bf16, rope_scaling llama3 (factor 8, original
+                   context 64, so all three frequency bands occur)
+  hf_rope_linear/  one layer, bf16, tied, rope_scaling linear (factor 4)
   tiny.gguf        hf_untied_f32's weights as GGUF v3: F32 norms, F16
                    token_embd, Q8_0 attention and output, Q4_0 feed-forward;
                    q/k rows in llama.cpp's interleaved-rotary order
@@ -34,11 +37,12 @@ PROMPT = [1, 15, 27, 3, 100, 42]
 NEW_TOKENS = 8
 
 
-def make_model(seed, head_dim, tied):
+def make_model(seed, head_dim, tied, layers=2, rope_scaling=None):
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+    cfg = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=layers,
                       num_attention_heads=4, num_key_value_heads=2, head_dim=head_dim,
-                      max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=10000.0,
+                      max_position_embeddings=64 if rope_scaling is None else 256,
+                      rms_norm_eps=1e-5, rope_theta=10000.0, rope_scaling=rope_scaling,
                       tie_word_embeddings=tied, attention_bias=False, mlp_bias=False,
                       bos_token_id=1, eos_token_id=2)
     model = LlamaForCausalLM(cfg).eval()
@@ -112,6 +116,17 @@ def hf_tied_bf16(root):
     # reference: f32 compute on the bf16 weights (ppcc converts them once at
     # load); a fresh f32 model, so the rotary inv_freq buffer stays f32
     ref = make_model(2, 32, True)
+    ref.load_state_dict({k: v.float() for k, v in model.state_dict().items()})
+    write_refs(d, ref.eval(), PROMPT)
+
+
+def hf_rope_scaled(root, name, seed, tied, rope_scaling):
+    """One layer, bf16 weights, a scaled rotary embedding (f32 reference)."""
+    d = os.path.join(root, name)
+    os.makedirs(d, exist_ok=True)
+    model = make_model(seed, 16, tied, 1, rope_scaling).to(torch.bfloat16)
+    model.save_pretrained(d, safe_serialization=True)
+    ref = make_model(seed, 16, tied, 1, rope_scaling)
     ref.load_state_dict({k: v.float() for k, v in model.state_dict().items()})
     write_refs(d, ref.eval(), PROMPT)
 
@@ -247,6 +262,10 @@ def main():
     hf_tied_bf16(OUT)
     write_gguf(OUT, untied)
     write_kquants(OUT)
+    hf_rope_scaled(OUT, "hf_rope_llama3", 3, False,
+                   {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                    "original_max_position_embeddings": 64})
+    hf_rope_scaled(OUT, "hf_rope_linear", 4, True, {"rope_type": "linear", "factor": 4.0})
     print("versions: torch", torch.__version__, "transformers", __import__("transformers").__version__,
           "gguf", getattr(gguf, "__version__", "?"), "numpy", np.__version__)
 

@@ -48,8 +48,19 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
   if (!st) st = need_number(g, "llama.attention.layer_norm_rms_epsilon", false, 1e-5, &s->eps, d);
   if (!st) st = need_number(g, "llama.rope.freq_base", false, 10000.0, &s->theta, d);
   if (st) return st;
-  if (rt_gguf_find_kv(g, "llama.rope.scaling.type") || rt_gguf_find_kv(g, "llama.rope.scaling.factor"))
-    return ppcc_error(d, "%s: metadata key 'llama.rope.scaling.type': scaled rotary embeddings are not supported", path);
+  s->rope_factor = 1.0;
+  s->rope_low = 1.0;
+  s->rope_high = 4.0;
+  s->rope_orig = 0;
+  const rt_gguf_kv *scaling = rt_gguf_find_kv(g, "llama.rope.scaling.type");
+  if (scaling && !(scaling->string && (strcmp(scaling->string, "linear") == 0 || strcmp(scaling->string, "none") == 0)))
+    return ppcc_error(d, "%s: metadata key 'llama.rope.scaling.type': only linear rope scaling is supported", path);
+  if (scaling && strcmp(scaling->string, "linear") == 0) {
+    st = need_number(g, "llama.rope.scaling.factor", true, 1.0, &s->rope_factor, d);
+    if (st) return st;
+  }
+  if (rt_gguf_find_tensor(g, "rope_freqs.weight"))
+    return ppcc_error(d, "%s: tensor 'rope_freqs.weight': per-frequency rope factors (Llama 3 in GGUF) are not supported", path);
   if (s->hidden % s->heads != 0)
     return ppcc_error(d, "%s: metadata key 'llama.embedding_length' is not a multiple of the head count", path);
   s->head_dim = s->hidden / s->heads;

@@ -78,14 +78,44 @@ static ppcc_status check_arch(const cJSON *root, const char *path, ppcc_diag *d)
   return key_error(d, path, "architectures", msg);
 }
 
+/* rope_scaling: null, {"rope_type"|"type": "linear", "factor"} or
+ * {"rope_type": "llama3", "factor", "low_freq_factor", "high_freq_factor",
+ * "original_max_position_embeddings"}; other kinds are errors. */
+static ppcc_status read_rope_scaling(const cJSON *root, const char *path, llama_spec *s, ppcc_diag *d) {
+  const char *key = "rope_scaling";
+  s->rope_factor = 1.0;
+  s->rope_low = 1.0;
+  s->rope_high = 4.0;
+  s->rope_orig = 0;
+  const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, key);
+  if (!rs || cJSON_IsNull(rs)) return PPCC_OK;
+  if (!cJSON_IsObject(rs)) return key_error(d, path, key, "must be null or an object");
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+  if (!type) type = cJSON_GetObjectItemCaseSensitive(rs, "type");
+  if (!cJSON_IsString(type)) return key_error(d, path, key, "needs a rope_type string");
+  bool llama3 = strcmp(type->valuestring, "llama3") == 0;
+  if (!llama3 && strcmp(type->valuestring, "linear") != 0 && strcmp(type->valuestring, "default") != 0) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "rope_type '%.60s' is not supported (linear, llama3)", type->valuestring);
+    return key_error(d, path, key, msg);
+  }
+  if (strcmp(type->valuestring, "default") == 0) return PPCC_OK;
+  ppcc_status st = float_key(rs, path, "factor", 0, &s->rope_factor, d);
+  if (!st && !(s->rope_factor > 0)) st = key_error(d, path, "rope_scaling.factor", "missing (a positive number)");
+  if (st || !llama3) return st;
+  st = float_key(rs, path, "low_freq_factor", 1.0, &s->rope_low, d);
+  if (!st) st = float_key(rs, path, "high_freq_factor", 4.0, &s->rope_high, d);
+  if (!st) st = int_key(rs, path, "original_max_position_embeddings", 0, &s->rope_orig, d);
+  if (!st && !(s->rope_high > s->rope_low))
+    st = key_error(d, path, "rope_scaling.high_freq_factor", "must exceed low_freq_factor");
+  return st;
+}
+
 /* Keys whose non-default values change the math in ways not implemented. */
 static ppcc_status check_unsupported(const cJSON *root, const char *path, const llama_spec *s, ppcc_diag *d) {
   const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
   if (act && !cJSON_IsNull(act) && !(cJSON_IsString(act) && strcmp(act->valuestring, "silu") == 0))
     return key_error(d, path, "hidden_act", "only \"silu\" is supported");
-  const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
-  if (rs && !cJSON_IsNull(rs))
-    return key_error(d, path, "rope_scaling", "scaled rotary embeddings (llama3, linear, ...) are not supported yet");
   if (s->attn_bias) return key_error(d, path, "attention_bias", "projection biases are not supported");
   if (s->mlp_bias) return key_error(d, path, "mlp_bias", "feed-forward biases are not supported");
   const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
@@ -120,6 +150,7 @@ ppcc_status llama_spec_from_hf_json(const char *path, const char *json, size_t l
   if (!st) st = bool_key(root, path, "tie_word_embeddings", &s->tied, d);
   if (!st) st = bool_key(root, path, "attention_bias", &s->attn_bias, d);
   if (!st) st = bool_key(root, path, "mlp_bias", &s->mlp_bias, d);
+  if (!st) st = read_rope_scaling(root, path, s, d);
   if (!st) st = check_unsupported(root, path, s, d);
   if (!st && s->heads % s->kv_heads != 0)
     st = key_error(d, path, "num_key_value_heads", "must divide num_attention_heads");

@@ -16,6 +16,9 @@ typedef struct llama_spec {
   /* the model (from config.json or GGUF metadata) */
   long layers, hidden, heads, kv_heads, head_dim, ffn, vocab;
   double eps, theta;
+  /* rope_scaling: factor 1 = none; orig_max_pos 0 = linear, else llama3 */
+  double rope_factor, rope_low, rope_high;
+  long rope_orig;
   bool tied;        /* the output head reuses the embedding table */
   bool attn_bias;   /* q/k/v/o projections have biases */
   bool mlp_bias;    /* gate/up/down have biases */

@@ -192,9 +192,17 @@ static const char *const perm_bshd = "\"perm\": [0, 2, 1, 3]";
 static void write_attention(writer *w, long b, const char *h) {
   const llama_spec *s = w->s;
   long D = s->head_dim;
-  char attrs[160], theta[64];
+  char attrs[160], theta[320];
   names n = {.n = 0};
-  snprintf(theta, sizeof theta, "\"theta\": %.17g", s->theta);
+  if (s->rope_orig > 0)
+    snprintf(theta, sizeof theta,
+             "\"theta\": %.17g, \"rope_factor\": %.17g, \"rope_low_freq_factor\": %.17g, "
+             "\"rope_high_freq_factor\": %.17g, \"rope_original_max_position\": %ld",
+             s->theta, s->rope_factor, s->rope_low, s->rope_high, s->rope_orig);
+  else if (s->rope_factor > 0 && s->rope_factor != 1.0)
+    snprintf(theta, sizeof theta, "\"theta\": %.17g, \"rope_factor\": %.17g", s->theta, s->rope_factor);
+  else
+    snprintf(theta, sizeof theta, "\"theta\": %.17g", s->theta);
   OP2(w, "linear", h, weight_name(&n, s, b, W_Q), nm(&n, b, "q"), NULL);
   OP2(w, "linear", h, weight_name(&n, s, b, W_K), nm(&n, b, "k"), NULL);
   OP2(w, "linear", h, weight_name(&n, s, b, W_V), nm(&n, b, "v"), NULL);

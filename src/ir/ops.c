@@ -27,7 +27,14 @@ static const ppcc_attr_spec attrs_transfer[] = {{"devices", PPCC_ATTR_INTS, true
 
 static const ppcc_attr_spec attrs_eps[] = {{"eps", PPCC_ATTR_FLOAT, false}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_dim_opt[] = {{"dim", PPCC_ATTR_INT, false}, {NULL, 0, false}};
-static const ppcc_attr_spec attrs_rotary[] = {{"theta", PPCC_ATTR_FLOAT, false}, {NULL, 0, false}};
+/* rope_factor alone: linear scaling (positions / factor); with
+ * rope_original_max_position too: Llama 3's per-frequency scaling. */
+static const ppcc_attr_spec attrs_rotary[] = {{"theta", PPCC_ATTR_FLOAT, false},
+                                              {"rope_factor", PPCC_ATTR_FLOAT, false},
+                                              {"rope_low_freq_factor", PPCC_ATTR_FLOAT, false},
+                                              {"rope_high_freq_factor", PPCC_ATTR_FLOAT, false},
+                                              {"rope_original_max_position", PPCC_ATTR_INT, false},
+                                              {NULL, 0, false}};
 static const ppcc_attr_spec attrs_attention[] = {{"causal", PPCC_ATTR_BOOL, false},
                                                  {"scale", PPCC_ATTR_FLOAT, false},
                                                  {NULL, 0, false}};
@@ -702,6 +709,8 @@ static ppcc_status shard_softmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+static ppcc_status check_rope_scaling(ppcc_graph *g, ppcc_op *op, ppcc_diag *d);
+
 /* rotary(x[B, S, H, D], positions[S]) */
 static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *x = IN(0), *pos = IN(1);
@@ -714,7 +723,19 @@ static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
              x->name, pos->name);
     return op_error(g, op, d, msg);
   }
+  st = check_rope_scaling(g, op, d);
+  if (st) return st;
   set_result(OUT(0), x);
+  return PPCC_OK;
+}
+
+static ppcc_status check_rope_scaling(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  double factor = ppcc_attr_float(op, "rope_factor", 1.0), lo = ppcc_attr_float(op, "rope_low_freq_factor", 1.0),
+         hi = ppcc_attr_float(op, "rope_high_freq_factor", 4.0);
+  int64_t orig = ppcc_attr_int(op, "rope_original_max_position", 0);
+  if (!(factor > 0) || !(lo > 0) || !(hi > lo) || orig < 0)
+    return op_error(g, op, d, "rope scaling needs rope_factor > 0, 0 < rope_low_freq_factor < rope_high_freq_factor "
+                              "and rope_original_max_position >= 0");
   return PPCC_OK;
 }
 

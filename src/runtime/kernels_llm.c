@@ -152,10 +152,28 @@ ppcc_status kernel_softmax(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor
  *   y[j]       = x[j] cos - x[j + D/2] sin
  *   y[j + D/2] = x[j + D/2] cos + x[j] sin
  * Heads are independent, so a head-split shard rotates its own heads. */
-static void rotate_row(const float *x, float *y, int64_t D, double pos, double theta) {
+/* Rotary scaling (HF's rope_scaling): linear divides every frequency by
+ * factor; llama3 keeps high frequencies (wavelength < orig / high), divides
+ * low ones (wavelength > orig / low) and blends in between. */
+typedef struct rope_scaling {
+  double factor, low, high;
+  int64_t orig; /* 0: linear (or none when factor is 1) */
+} rope_scaling;
+
+static double scaled_freq(const rope_scaling *r, double freq) {
+  if (r->orig <= 0) return freq / r->factor;
+  double wavelen = 2.0 * 3.14159265358979323846 / freq, low_wavelen = (double)r->orig / r->low,
+         high_wavelen = (double)r->orig / r->high;
+  if (wavelen < high_wavelen) return freq;
+  if (wavelen > low_wavelen) return freq / r->factor;
+  double smooth = ((double)r->orig / wavelen - r->low) / (r->high - r->low);
+  return (1.0 - smooth) * freq / r->factor + smooth * freq;
+}
+
+static void rotate_row(const float *x, float *y, int64_t D, double pos, double theta, const rope_scaling *r) {
   int64_t half = D / 2;
   for (int64_t j = 0; j < half; j++) {
-    double angle = pos * pow(theta, -2.0 * (double)j / (double)D);
+    double angle = pos * scaled_freq(r, pow(theta, -2.0 * (double)j / (double)D));
     float c = (float)cos(angle), s = (float)sin(angle);
     float a = x[j], b = x[j + half];
     y[j] = a * c - b * s;
@@ -182,11 +200,13 @@ ppcc_status kernel_rotary(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor 
   if (!x || !y) st = oom(d);
   int64_t B = xt->shape[0], S = xt->shape[1], H = xt->shape[2], D = xt->shape[3];
   double theta = ppcc_attr_float(op, "theta", 10000.0);
+  rope_scaling r = {ppcc_attr_float(op, "rope_factor", 1.0), ppcc_attr_float(op, "rope_low_freq_factor", 1.0),
+                    ppcc_attr_float(op, "rope_high_freq_factor", 4.0), ppcc_attr_int(op, "rope_original_max_position", 0)};
   for (int64_t b = 0; b < B && !st; b++)
     for (int64_t s = 0; s < S; s++)
       for (int64_t h = 0; h < H; h++) {
         int64_t off = ((b * S + s) * H + h) * D;
-        rotate_row(x + off, y + off, D, (double)index_at(pos, s), theta);
+        rotate_row(x + off, y + off, D, (double)index_at(pos, s), theta, &r);
       }
   if (!st && y != out->data) rt_from_f32(out->dtype, y, out->data, numel(out));
   if (y != out->data) rt_free(y);
