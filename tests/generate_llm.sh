@@ -34,6 +34,18 @@ for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf
     done
   done
 done
+# a batch of two prompts: each row gives its own reference ids
+m=$src/testdata/llm/hf_untied_f32
+row1=$("$ppcc" generate "$m" --prompt-ids 5,6,7,8,9,10 --max-new-tokens 8 --backend=interp | sed -n 1p)
+for backend in $backends; do
+  out=$("$ppcc" generate "$m" --tp 2 --pp 2 --backend=$backend --prompt-ids "$prompt;5,6,7,8,9,10" --max-new-tokens 8 2>&1)
+  if [[ $(sed -n 1p <<<"$out") == "tokens: $(cat "$m/ref_ids.txt")" && $(sed -n 2p <<<"$out") == "$row1" ]]; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL batch of 2 ($backend): $out"
+    fail=$((fail + 1))
+  fi
+done
 # bad command lines and sources: one line naming the problem, exit 1 or 2
 check_error() { # expected-exit needle args...
   local code=$1 needle=$2
@@ -54,6 +66,8 @@ check_error 1 "config.json" generate "$src/testdata/llm" --prompt-ids 1
 check_error 1 "no such file" generate "$src/testdata/llm/missing.gguf" --prompt-ids 1
 check_error 1 "divisible by --tp" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 --tp 4
 check_error 2 "hf or gguf" import onnx x -o /dev/null
+check_error 2 "one length" generate "$m" --prompt-ids "1,2;3"
+check_error 2 "--batch 3" generate "$m" --prompt-ids "1,2;3,4" --batch 3
 check_error 1 "not a GGUF file" import gguf "$src/testdata/llm/hf_untied_f32/config.json" -o /dev/null
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

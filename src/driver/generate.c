@@ -30,7 +30,7 @@ typedef struct generate_args {
 
 static const cli_option generate_options[] = {
   {"tp", true}, {"pp", true}, {"dtype", true}, {"prompt-ids", true}, {"max-new-tokens", true},
-  {"backend", true}, {"threads", true}, {NULL, false},
+  {"backend", true}, {"threads", true}, {"batch", true}, {NULL, false},
 };
 
 static ppcc_status on_generate_option(void *ctx, const char *name, const char *value) {
@@ -52,7 +52,7 @@ static ppcc_status on_generate_option(void *ctx, const char *name, const char *v
 void cli_help_generate(FILE *out) {
   fputs("Usage: ppcc generate SOURCE --prompt-ids ID,ID,... [--max-new-tokens N]\n"
         "                     [--tp T] [--pp P] [--dtype f32|f16|bf16] [--backend=jit|interp]\n"
-        "                     [--threads N]\n"
+        "                     [--threads N] [--batch B]\n"
         "\n"
         "Greedy decoding of SOURCE, a Hugging Face checkpoint directory or a .gguf file\n"
         "(see 'ppcc import --help'). Compiles a prefill graph over the prompt and a\n"
@@ -61,7 +61,10 @@ void cli_help_generate(FILE *out) {
         "to first token and the decode speed. Token ids in and out: no tokenizer.\n"
         "\n"
         "Options:\n"
-        "  --prompt-ids LIST    the prompt's token ids, separated by commas\n"
+        "  --prompt-ids LIST    the prompt's token ids, separated by commas; rows of a\n"
+        "                       batch separated by ';' (all of one length)\n"
+        "  --batch B            rows (default: the rows given; one row is repeated)\n"
+
         "  --max-new-tokens N   tokens to generate (default 16)\n"
         "  --tp T, --pp P       tensor- and pipeline-parallel degrees (default 1, 1)\n"
         "  --dtype D            graph dtype (default f32; other weights converted at load)\n"
@@ -71,20 +74,30 @@ void cli_help_generate(FILE *out) {
         out);
 }
 
-static ppcc_status parse_prompt(const char *text, int64_t **ids, long *n) {
+/* "1,2,3;4,5,6": *rows rows of *n ids each, row-major in *ids. */
+static ppcc_status parse_prompt(const char *text, int64_t **ids, long *n, long *rows) {
+  long count = 0, in_row = 0;
   *n = 0;
+  *rows = 1;
   *ids = malloc(sizeof **ids * (strlen(text) + 1));
   if (!*ids) return PPCC_ERR_INTERNAL;
   const char *p = text;
   while (*p) {
     char *end;
     long long v = strtoll(p, &end, 10);
-    if (end == p || v < 0 || (*end && *end != ','))
+    if (end == p || v < 0 || (*end && *end != ',' && *end != ';'))
       return cli_usage_error("generate", "--prompt-ids must be non-negative integers separated by commas, got '%s'", text);
-    (*ids)[(*n)++] = v;
+    (*ids)[count++] = v;
+    in_row++;
+    if (*end == ';' || !*end) {
+      if (*rows == 1 && !*n) *n = in_row;
+      else if (in_row != *n) return cli_usage_error("generate", "--prompt-ids rows must have one length, got '%s'", text);
+      in_row = 0;
+      if (*end == ';') ++*rows;
+    }
     p = *end ? end + 1 : end;
   }
-  if (*n == 0) return cli_usage_error("generate", "--prompt-ids is empty");
+  if (count == 0 || *n == 0) return cli_usage_error("generate", "--prompt-ids is empty");
   return PPCC_OK;
 }
 
@@ -181,10 +194,12 @@ static void carry_caches(stage_graph *from, stage_graph *to, long layers) {
     }
 }
 
-static int64_t next_token(const stage_graph *s) { return ((const int64_t *)s->out[1].data)[0]; }
+static int64_t next_token(const stage_graph *s, long row) { return ((const int64_t *)s->out[1].data)[row]; }
 
+/* prompt: B rows of n_prompt ids (row-major). */
 static ppcc_status generate(const char *source, generate_args *a, const int64_t *prompt, long n_prompt, ppcc_diag *d) {
   llama_spec pre = a->spec, dec = a->spec;
+  long B = a->spec.batch;
   pre.seq = n_prompt;
   pre.cache = dec.cache = n_prompt + a->max_new;
   dec.seq = 1;
@@ -192,51 +207,56 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   dec.name = "decode";
   ppcc_status st = cli_llama_finish("generate", source, &pre, d);
   if (st) return st;
-  for (long i = 0; i < n_prompt; i++)
+  for (long i = 0; i < B * n_prompt; i++)
     if (prompt[i] >= pre.vocab)
       return ppcc_error(d, "%s: prompt id %lld is outside the vocabulary [0, %ld)", source, (long long)prompt[i], pre.vocab);
   stage_graph sp, sd;
   st = stage_build(&sp, &pre, source, a, d);
   if (!st) st = stage_build(&sd, &dec, source, a, d);
   else memset(&sd, 0, sizeof sd);
-  int64_t *tokens = malloc(sizeof *tokens * (size_t)a->max_new), *pos = malloc(sizeof *pos * (size_t)n_prompt);
+  /* tokens[i * B + b]: the i-th generated id of row b */
+  int64_t *tokens = malloc(sizeof *tokens * (size_t)(a->max_new * B)), *pos = malloc(sizeof *pos * (size_t)n_prompt);
   if (!st && (!tokens || !pos)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   double t0 = now_ms(), t_first = 0, t_end = 0;
   if (!st) { /* prefill: zero caches, positions 0..n-1 */
-    int64_t shape[2] = {1, n_prompt};
+    int64_t shape[2] = {B, n_prompt};
     for (long i = 0; i < n_prompt; i++) pos[i] = i;
     st = set_ids(&sp, "tokens", 2, shape, prompt, d);
     if (!st) st = set_ids(&sp, "positions", 1, &shape[1], pos, d);
     for (int v = 0; v < sp.g->n_values && !st; v++) {
       const ppcc_value *val = &sp.g->values[v];
-      if (val->kind == PPCC_VALUE_INPUT && strstr(val->name, "_cache")) memset(sp.data.values[v].data, 0, (size_t)sp.data.values[v].bytes);
+      if (val->kind == PPCC_VALUE_INPUT && strstr(val->name, "_cache"))
+        memset(sp.data.values[v].data, 0, (size_t)sp.data.values[v].bytes);
     }
     t0 = now_ms();
     if (!st) st = execute(&sp, a, d);
     if (!st) {
-      tokens[0] = next_token(&sp);
+      for (long b = 0; b < B; b++) tokens[b] = next_token(&sp, b);
       t_first = now_ms();
       carry_caches(&sp, &sd, pre.layers);
     }
   }
   for (long long i = 1; i < a->max_new && !st; i++) {
-    int64_t shape[2] = {1, 1}, p = n_prompt + i - 1;
-    st = set_ids(&sd, "tokens", 2, shape, &tokens[i - 1], d);
+    int64_t shape[2] = {B, 1}, p = n_prompt + i - 1;
+    st = set_ids(&sd, "tokens", 2, shape, &tokens[(i - 1) * B], d);
     if (!st) st = set_ids(&sd, "positions", 1, &shape[1], &p, d);
     if (!st) st = execute(&sd, a, d);
     if (!st) {
-      tokens[i] = next_token(&sd);
+      for (long b = 0; b < B; b++) tokens[i * B + b] = next_token(&sd, b);
       carry_caches(&sd, &sd, dec.layers);
     }
   }
   t_end = now_ms();
   if (!st) {
-    fputs("tokens:", stdout);
-    for (long long i = 0; i < a->max_new; i++) printf(" %lld", (long long)tokens[i]);
-    printf("\ntime to first token: %.3f ms\n", t_first - t0);
+    for (long b = 0; b < B; b++) {
+      fputs("tokens:", stdout);
+      for (long long i = 0; i < a->max_new; i++) printf(" %lld", (long long)tokens[i * B + b]);
+      fputs("\n", stdout);
+    }
+    printf("time to first token: %.3f ms\n", t_first - t0);
     if (a->max_new > 1)
-      printf("decode: %lld tokens in %.3f ms, %.1f tokens/s\n", a->max_new - 1, t_end - t_first,
-             (double)(a->max_new - 1) * 1e3 / (t_end - t_first));
+      printf("decode: %lld tokens in %.3f ms, %.1f tokens/s\n", (a->max_new - 1) * B, t_end - t_first,
+             (double)((a->max_new - 1) * B) * 1e3 / (t_end - t_first));
   }
   free(tokens);
   free(pos);
@@ -247,7 +267,7 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
 
 int cli_cmd_generate(int argc, char **argv) {
   generate_args a = {.max_new = 16};
-  a.spec = (llama_spec){.tp = 1, .pp = 1, .batch = 1, .dtype = "f32"};
+  a.spec = (llama_spec){.tp = 1, .pp = 1, .batch = 0, .dtype = "f32"};
   cli_parse p = {.command = "generate", .options = generate_options, .on_option = on_generate_option, .ctx = &a};
   ppcc_status st = cli_parse_args(&p, argc, argv);
   if (st) return st;
@@ -257,8 +277,17 @@ int cli_cmd_generate(int argc, char **argv) {
   }
   if (!a.prompt_text) return cli_usage_error("generate", "missing --prompt-ids ID,ID,...");
   int64_t *prompt = NULL;
-  long n_prompt = 0;
-  st = parse_prompt(a.prompt_text, &prompt, &n_prompt);
+  long n_prompt = 0, rows = 1;
+  st = parse_prompt(a.prompt_text, &prompt, &n_prompt, &rows);
+  if (!st && a.spec.batch && rows != 1 && rows != a.spec.batch)
+    st = cli_usage_error("generate", "--batch %ld but --prompt-ids has %ld rows", a.spec.batch, rows);
+  if (!st && !a.spec.batch) a.spec.batch = rows;
+  if (!st && rows == 1 && a.spec.batch > 1) { /* one prompt for every row */
+    int64_t *all = realloc(prompt, sizeof *all * (size_t)(a.spec.batch * n_prompt));
+    if (!all) st = PPCC_ERR_INTERNAL;
+    else prompt = all;
+    for (long b = 1; !st && b < a.spec.batch; b++) memcpy(prompt + b * n_prompt, prompt, sizeof *prompt * (size_t)n_prompt);
+  }
   if (!st) {
     ppcc_diag d;
     ppcc_diag_init(&d, p.model_path, stderr);

@@ -182,9 +182,11 @@ static void write_inputs(writer *w) {
 
 /* ---------------- ops ---------------- */
 
+/* The batch dim is -1 (inferred), so the graph runs on microbatches too. */
 static void reshape_attr(char *buf, size_t n, long a, long b, long c3, long d4) {
-  if (d4 > 0) snprintf(buf, n, "\"shape\": [%ld, %ld, %ld, %ld]", a, b, c3, d4);
-  else snprintf(buf, n, "\"shape\": [%ld, %ld, %ld]", a, b, c3);
+  (void)a;
+  if (d4 > 0) snprintf(buf, n, "\"shape\": [-1, %ld, %ld, %ld]", b, c3, d4);
+  else snprintf(buf, n, "\"shape\": [-1, %ld, %ld]", b, c3);
 }
 
 static const char *const perm_bshd = "\"perm\": [0, 2, 1, 3]";
