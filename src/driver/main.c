@@ -62,7 +62,7 @@ static const command *find_command(const char *name) {
 
 int main(int argc, char **argv) {
   ppcc_outfile_cleanup_on_signals(); /* an interrupted run leaves no temporaries */
-  if (argc < 2) return cli_usage_error(NULL, "missing a command (compile, report or run)");
+  if (argc < 2) return cli_usage_error(NULL, "missing a command (compile, report, run, import or generate)");
   const char *first = argv[1];
   if (strcmp(first, "-h") == 0 || strcmp(first, "--help") == 0 || strcmp(first, "help") == 0) {
     const command *about = argc > 2 ? find_command(argv[2]) : NULL; /* ppcc help compile */
@@ -77,6 +77,6 @@ int main(int argc, char **argv) {
     return PPCC_OK;
   }
   const command *cmd = find_command(first);
-  if (!cmd) return cli_usage_error(NULL, "unknown command '%s' (compile, report or run)", first);
+  if (!cmd) return cli_usage_error(NULL, "unknown command '%s' (compile, report, run, import or generate)", first);
   return cmd->run(argc - 2, argv + 2);
 }
