@@ -26,7 +26,7 @@ if ! [[ $seconds =~ ^[0-9]+$ ]]; then
   echo "usage: tools/run_fuzz.sh [SECONDS] [TARGET...]" >&2
   exit 2
 fi
-all_targets=(fuzz_model fuzz_npy fuzz_safetensors fuzz_irpa fuzz_run)
+all_targets=(fuzz_model fuzz_npy fuzz_safetensors fuzz_irpa fuzz_run fuzz_gguf fuzz_hf_config)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all_targets[@]}")
 
@@ -56,6 +56,8 @@ bad_inputs() {
     fuzz_npy) find testdata/bad -type f -name '*.npy' ;;
     fuzz_safetensors) find testdata/bad -type f -name '*.safetensors' ;;
     fuzz_irpa) find testdata/bad -type f -name '*.irpa' ;;
+    fuzz_gguf) find testdata/bad -type f -name '*.gguf' ;;
+    fuzz_hf_config) find testdata/bad -type f -name 'config*.json' ;;
   esac 2>/dev/null | sort
 }
 

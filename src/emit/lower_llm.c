@@ -12,7 +12,7 @@
 #include "lower_llm.h"
 
 /* arith.cmpf / arith.cmpi predicates (their enum values in MLIR). */
-enum { CMPF_OEQ = 1, CMPF_UNO = 14, CMPI_SLT = 2, CMPI_SGE = 5, CMPI_ULT = 6, CMPI_UGT = 8 };
+enum { CMPF_OEQ = 1, CMPF_OGT = 2, CMPF_OLT = 4, CMPF_UNO = 14, CMPI_SLT = 2, CMPI_SGT = 4, CMPI_SGE = 5, CMPI_ULT = 6, CMPI_UGT = 8 };
 
 /* ---------------- operand access ---------------- */
 
@@ -507,7 +507,27 @@ typedef struct rotary_body {
   MlirValue x;
   int64_t half;
   double log_theta_over_d; /* -2 ln(theta) / D: freq_j = exp(j * this) */
+  double factor, low, high; /* rope scaling (see kernel_rotary's scaled_freq) */
+  int64_t orig;
 } rotary_body;
+
+/* The scaled frequency, as scaled_freq in src/runtime/kernels_llm.c:
+ * linear: freq / factor; llama3: freq above 2 pi high / orig kept, below
+ * 2 pi low / orig divided by factor, blended in between. */
+static MlirValue scale_freq(ppcc_emit_ctx *c, MlirBlock b, const rotary_body *r, MlirValue freq) {
+  MlirType f32 = mlirValueGetType(freq); /* the angle's type (f64) */
+  MlirValue scaled = bin(c, b, "arith.mulf", freq, fconst(c, b, f32, 1.0 / r->factor));
+  if (r->orig <= 0) return scaled;
+  double two_pi = 2.0 * 3.14159265358979323846, orig = (double)r->orig;
+  MlirValue smooth = bin(c, b, "arith.subf", bin(c, b, "arith.mulf", freq, fconst(c, b, f32, orig / two_pi)),
+                         fconst(c, b, f32, r->low));
+  smooth = bin(c, b, "arith.mulf", smooth, fconst(c, b, f32, 1.0 / (r->high - r->low)));
+  MlirValue one_minus = bin(c, b, "arith.subf", fconst(c, b, f32, 1.0), smooth);
+  MlirValue mid = bin(c, b, "arith.addf", bin(c, b, "arith.mulf", one_minus, scaled), bin(c, b, "arith.mulf", smooth, freq));
+  MlirValue is_high = compare(c, b, true, CMPF_OGT, freq, fconst(c, b, f32, two_pi * r->high / orig));
+  MlirValue is_low = compare(c, b, true, CMPF_OLT, freq, fconst(c, b, f32, two_pi * r->low / orig));
+  return select_value(c, b, is_high, freq, select_value(c, b, is_low, scaled, mid));
+}
 
 /* Rotate-half pairing (see kernel_rotary): lane i < D/2 pairs with
  * i + D/2 and gets x[i] cos - x[i+D/2] sin; lane i >= D/2 gets
@@ -527,6 +547,7 @@ static MlirValue body_rotary(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   MlirValue partner = to_f32(c, b, extract(c, b, r->x, 4, idx));
   MlirValue freq = emit_unary_scalar(c, b, "math.exp",
                                      bin(c, b, "arith.mulf", int_to_float(c, b, j, f64), fconst(c, b, f64, r->log_theta_over_d)));
+  if (r->factor != 1.0 || r->orig > 0) freq = scale_freq(c, b, r, freq);
   MlirValue angle = bin(c, b, "arith.mulf", int_to_float(c, b, pos, f64), freq);
   MlirValue cosv = cast(c, b, "arith.truncf", emit_unary_scalar(c, b, "math.cos", angle), f32);
   MlirValue sinv = cast(c, b, "arith.truncf", emit_unary_scalar(c, b, "math.sin", angle), f32);
@@ -540,7 +561,9 @@ ppcc_status lower_rotary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
   MlirValue x = operand(c, op, 0, shard), pos = operand(c, op, 1, shard);
   double theta = ppcc_attr_float(op, "theta", 10000.0);
   if (!(theta > 0)) return emit_op_error(c, op, "attrs.theta must be positive, got %g", theta);
-  rotary_body r = {x, xv->shape[3] / 2, -2.0 * log(theta) / (double)xv->shape[3]};
+  rotary_body r = {x, xv->shape[3] / 2, -2.0 * log(theta) / (double)xv->shape[3], ppcc_attr_float(op, "rope_factor", 1.0),
+                   ppcc_attr_float(op, "rope_low_freq_factor", 1.0), ppcc_attr_float(op, "rope_high_freq_factor", 4.0),
+                   ppcc_attr_int(op, "rope_original_max_position", 0)};
   MlirAffineExpr s = dim_expr(c, 1);
   MlirAffineMap maps[3] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4), mlirAffineMapGet(c->mctx, 4, 0, 1, &s),
                            mlirAffineMapMultiDimIdentityGet(c->mctx, 4)};
@@ -597,6 +620,18 @@ static MlirValue body_scale_mask(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   return select_value(c, b, future, fconst(c, b, t, -INFINITY), v);
 }
 
+/* scale * score, or -inf for a cache slot after the query's position
+ * (operand 1: positions[S], loop 2 is the query, loop 3 the key). */
+static MlirValue body_scale_mask_positions(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const mask_body *m = user;
+  MlirValue x = barg(b, 0), pos = barg(b, 1);
+  MlirType t = mlirValueGetType(x);
+  MlirValue v = bin(c, b, "arith.mulf", x, fconst(c, b, t, m->scale));
+  MlirValue key = cast(c, b, "arith.index_cast", loop_index(c, b, 3), mlirValueGetType(pos));
+  MlirValue future = compare(c, b, false, CMPI_SGT, key, pos);
+  return select_value(c, b, future, fconst(c, b, t, -INFINITY), v);
+}
+
 /* softmax(q k^T * scale, causal bottom-right) v per head, grouped-query:
  * the same semantics as kernel_attention. */
 ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
@@ -614,7 +649,16 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
                  T - S};
   red_space all = red_space_make(scores, (bool[PPCC_MAX_RANK]){false});
   operand_kind full[1] = {K_FULL};
-  MlirValue masked = elementwise(c, &all, 1, &scores, full, elem_of(scores), body_scale_mask, &m);
+  MlirValue masked;
+  if (op->n_in == 4) { /* query s sees cache slots 0..positions[s] */
+    MlirAffineExpr sdim = dim_expr(c, 2);
+    MlirAffineMap maps[3] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4), mlirAffineMapGet(c->mctx, 4, 0, 1, &sdim),
+                             mlirAffineMapMultiDimIdentityGet(c->mctx, 4)};
+    MlirValue ins[2] = {scores, operand(c, op, 3, shard)};
+    masked = emit_generic(c, 2, ins, emit_empty(c, mlirValueGetType(scores)), 4, 0, maps, body_scale_mask_positions, &m);
+  } else {
+    masked = elementwise(c, &all, 1, &scores, full, elem_of(scores), body_scale_mask, &m);
+  }
   MlirValue p = softmax_of(c, masked, 3);
   set_result(c, op, shard, emit_convert_floats(c, head_contraction(c, p, v, false, group, dim_size(v, 3)), elem_of(q0)));
   return PPCC_OK;

@@ -28,7 +28,14 @@ static const ppcc_attr_spec attrs_transfer[] = {{"devices", PPCC_ATTR_INTS, true
 
 static const ppcc_attr_spec attrs_eps[] = {{"eps", PPCC_ATTR_FLOAT, false}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_dim_opt[] = {{"dim", PPCC_ATTR_INT, false}, {NULL, 0, false}};
-static const ppcc_attr_spec attrs_rotary[] = {{"theta", PPCC_ATTR_FLOAT, false}, {NULL, 0, false}};
+/* rope_factor alone: linear scaling (positions / factor); with
+ * rope_original_max_position too: Llama 3's per-frequency scaling. */
+static const ppcc_attr_spec attrs_rotary[] = {{"theta", PPCC_ATTR_FLOAT, false},
+                                              {"rope_factor", PPCC_ATTR_FLOAT, false},
+                                              {"rope_low_freq_factor", PPCC_ATTR_FLOAT, false},
+                                              {"rope_high_freq_factor", PPCC_ATTR_FLOAT, false},
+                                              {"rope_original_max_position", PPCC_ATTR_INT, false},
+                                              {NULL, 0, false}};
 static const ppcc_attr_spec attrs_attention[] = {{"causal", PPCC_ATTR_BOOL, false},
                                                  {"scale", PPCC_ATTR_FLOAT, false},
                                                  {NULL, 0, false}};
@@ -493,7 +500,10 @@ static ppcc_status shard_reshape(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   for (int i = 0; i < l.dim; i++) before *= x->shape[i];
   int64_t prod = 1;
   for (int j = 0; j < o->rank; j++) {
-    if (prod == before && o->shape[j] >= l.count && o->shape[j] % l.count == 0) {
+    /* a size-1 dim is skipped when a later one starts at the same offset:
+     * [1, 1, 32] split(2, 1) -> [1, 1, 2, 16] splits dim 2, not dim 0 */
+    bool later = o->shape[j] == 1 && j + 1 < o->rank;
+    if (prod == before && !later && o->shape[j] >= l.count && o->shape[j] % l.count == 0) {
       o->layout = split_layout(j, l.count);
       return PPCC_OK;
     }
@@ -735,6 +745,8 @@ static ppcc_status shard_softmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+static ppcc_status check_rope_scaling(ppcc_graph *g, ppcc_op *op, ppcc_diag *d);
+
 /* rotary(x[B, S, H, D], positions[S]) */
 static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *x = IN(0), *pos = IN(1);
@@ -753,7 +765,19 @@ static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
              x->name, pos->name);
     return op_error(g, op, d, msg);
   }
+  st = check_rope_scaling(g, op, d);
+  if (st) return st;
   set_result(OUT(0), x);
+  return PPCC_OK;
+}
+
+static ppcc_status check_rope_scaling(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  double factor = ppcc_attr_float(op, "rope_factor", 1.0), lo = ppcc_attr_float(op, "rope_low_freq_factor", 1.0),
+         hi = ppcc_attr_float(op, "rope_high_freq_factor", 4.0);
+  int64_t orig = ppcc_attr_int(op, "rope_original_max_position", 0);
+  if (!(factor > 0) || !(lo > 0) || !(hi > lo) || orig < 0)
+    return op_error(g, op, d, "rope scaling needs rope_factor > 0, 0 < rope_low_freq_factor < rope_high_freq_factor "
+                              "and rope_original_max_position >= 0");
   return PPCC_OK;
 }
 
@@ -770,12 +794,24 @@ static ppcc_status shard_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
 /* attention(q[B, Hq, S, D], k[B, Hkv, T, D], v[B, Hkv, T, Dv]) -> [B, Hq, S, Dv] */
 static ppcc_status shape_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *q = IN(0), *k = IN(1), *v = IN(2);
+  int n_in = op->n_in;
+  op->n_in = 3; /* q, k, v share a dtype; positions are indices */
   ppcc_status st = check_same_dtype(g, op, d);
+  op->n_in = n_in;
   if (!st) st = check_float(g, op, d, 0);
   if (st) return st;
   bool ok = q->rank == 4 && k->rank == 4 && v->rank == 4 && q->shape[0] == k->shape[0] && k->shape[0] == v->shape[0] &&
             k->shape[1] == v->shape[1] && k->shape[1] > 0 && q->shape[1] % k->shape[1] == 0 &&
             k->shape[2] == v->shape[2] && q->shape[3] == k->shape[3] && q->shape[2] <= k->shape[2];
+  if (ok && op->n_in == 4) { /* positions[S]: query s sees keys 0..positions[s] */
+    const ppcc_value *pos = IN(3);
+    if (pos->rank != 1 || pos->shape[0] != q->shape[2] || (pos->dtype != PPCC_I64 && pos->dtype != PPCC_I32)) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "shape mismatch: attention positions '%s' must be i64 [S] (S = %lld, q's dim 2)",
+               pos->name, (long long)q->shape[2]);
+      return op_error(g, op, d, msg);
+    }
+  }
   if (!ok) {
     char msg[256];
     snprintf(msg, sizeof msg,
@@ -793,6 +829,7 @@ static ppcc_status shard_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   for (int k = 1; k < 3; k++)
     if (!ppcc_layout_equal(IN(k)->layout, q->layout))
       return layouts_error(g, op, d, "q, k and v must share one layout");
+  if (op->n_in == 4 && !params_follow(g, op, 3)) return layouts_error(g, op, d, "positions must be replicated like q");
   ppcc_layout l = q->layout;
   if (l.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "attention over partial sums is wrong; all_reduce first");
   if (l.kind == PPCC_LAYOUT_SPLIT && l.dim > 1)
@@ -1018,7 +1055,7 @@ static const char *batch_first_only(const ppcc_graph *g, const ppcc_op *op, cons
 }
 
 static const char *batch_all(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
-  for (int k = 0; k < op->n_in; k++)
+  for (int k = 0; k < op->n_in && k < 3; k++) /* attention's positions are shared */
     if (!CARRIES(k)) return "all its operands must carry the batch";
   return NULL;
 }

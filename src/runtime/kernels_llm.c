@@ -158,10 +158,28 @@ ppcc_status kernel_softmax(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor
  *   y[j]       = x[j] cos - x[j + D/2] sin
  *   y[j + D/2] = x[j + D/2] cos + x[j] sin
  * Heads are independent, so a head-split shard rotates its own heads. */
-static void rotate_row(const float *x, float *y, int64_t D, double pos, double theta) {
+/* Rotary scaling (HF's rope_scaling): linear divides every frequency by
+ * factor; llama3 keeps high frequencies (wavelength < orig / high), divides
+ * low ones (wavelength > orig / low) and blends in between. */
+typedef struct rope_scaling {
+  double factor, low, high;
+  int64_t orig; /* 0: linear (or none when factor is 1) */
+} rope_scaling;
+
+static double scaled_freq(const rope_scaling *r, double freq) {
+  if (r->orig <= 0) return freq / r->factor;
+  double wavelen = 2.0 * 3.14159265358979323846 / freq, low_wavelen = (double)r->orig / r->low,
+         high_wavelen = (double)r->orig / r->high;
+  if (wavelen < high_wavelen) return freq;
+  if (wavelen > low_wavelen) return freq / r->factor;
+  double smooth = ((double)r->orig / wavelen - r->low) / (r->high - r->low);
+  return (1.0 - smooth) * freq / r->factor + smooth * freq;
+}
+
+static void rotate_row(const float *x, float *y, int64_t D, double pos, double theta, const rope_scaling *r) {
   int64_t half = D / 2;
   for (int64_t j = 0; j < half; j++) {
-    double angle = pos * pow(theta, -2.0 * (double)j / (double)D);
+    double angle = pos * scaled_freq(r, pow(theta, -2.0 * (double)j / (double)D));
     float c = (float)cos(angle), s = (float)sin(angle);
     float a = x[j], b = x[j + half];
     y[j] = a * c - b * s;
@@ -188,11 +206,13 @@ ppcc_status kernel_rotary(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor 
   if (!x || !y) st = oom(d);
   int64_t B = xt->shape[0], S = xt->shape[1], H = xt->shape[2], D = xt->shape[3];
   double theta = ppcc_attr_float(op, "theta", 10000.0);
+  rope_scaling r = {ppcc_attr_float(op, "rope_factor", 1.0), ppcc_attr_float(op, "rope_low_freq_factor", 1.0),
+                    ppcc_attr_float(op, "rope_high_freq_factor", 4.0), ppcc_attr_int(op, "rope_original_max_position", 0)};
   for (int64_t b = 0; b < B && !st; b++)
     for (int64_t s = 0; s < S; s++)
       for (int64_t h = 0; h < H; h++) {
         int64_t off = ((b * S + s) * H + h) * D;
-        rotate_row(x + off, y + off, D, (double)index_at(pos, s), theta);
+        rotate_row(x + off, y + off, D, (double)index_at(pos, s), theta, &r);
       }
   if (!st && y != out->data) rt_from_f32(out->dtype, y, out->data, numel(out));
   if (y != out->data) rt_free(y);
@@ -206,6 +226,7 @@ typedef struct attn_dims {
   int64_t B, Hq, S, D, Hkv, T, Dv, group;
   float scale;
   bool causal;
+  const ppcc_tensor *positions; /* optional [S]: query s sits at positions[s] */
 } attn_dims;
 
 /* One query row s: scores over the keys of its kv head, causal mask,
@@ -220,8 +241,11 @@ static void attend_row(const attn_dims *a, int64_t s, const float *q, const floa
     for (int64_t j = 0; j < a->D; j++) dot += q[j] * k[t * a->D + j];
     p[t] = dot * a->scale;
   }
-  if (a->causal)
-    for (int64_t t = a->T - a->S + s + 1; t < a->T; t++) p[t] = -INFINITY;
+  /* With positions, query s sees cache slots 0..positions[s] (later slots
+   * are not written yet), causal or not; one decode graph serves every step. */
+  int64_t last = a->positions ? index_at(a->positions, s) : a->causal ? a->T - a->S + s : a->T - 1;
+  if (last < 0) last = -1;
+  for (int64_t t = last + 1; t < a->T; t++) p[t] = -INFINITY;
   softmax_strided(p, p, a->T, 1);
   for (int64_t e = 0; e < a->Dv; e++) o[e] = 0;
   for (int64_t t = 0; t < a->T; t++)
@@ -233,24 +257,46 @@ static void attend_row(const attn_dims *a, int64_t s, const float *q, const floa
  * Hq/n query and Hkv/n kv heads, so the grouping is the same locally. */
 ppcc_status kernel_attention(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
   const ppcc_tensor *q = &in[0], *k = &in[1], *v = &in[2];
-  attn_dims a = {q->shape[0], q->shape[1], q->shape[2], q->shape[3], k->shape[1], k->shape[2], v->shape[3], 1, 0, false};
+  attn_dims a = {q->shape[0], q->shape[1], q->shape[2], q->shape[3], k->shape[1], k->shape[2], v->shape[3], 1, 0, false, NULL};
   if (a.Hkv <= 0 || a.Hq % a.Hkv != 0)
     return ppcc_error(d, "attention: %lld query heads do not group over %lld kv heads in this shard", (long long)a.Hq,
                       (long long)a.Hkv);
   a.group = a.Hq / a.Hkv;
   a.scale = (float)ppcc_attr_float(op, "scale", a.D > 0 ? 1.0 / sqrt((double)a.D) : 1.0);
   a.causal = ppcc_attr_bool(op, "causal", false);
+  a.positions = op->n_in == 4 ? &in[3] : NULL;
+  if (a.positions) {
+    ppcc_status st = check_index_dtype(a.positions, "attention positions", d);
+    if (st) return st;
+  }
+  /* converts f16/bf16 itself (kernel_llm_handles_dtypes): the positions
+   * operand is an index tensor */
+  float *tq, *tk, *tv, *o = out->dtype == PPCC_F32 ? out->data : rt_alloc(numel(out) * 4);
+  const float *qd = as_f32(q, &tq), *kd = as_f32(k, &tk), *vd = as_f32(v, &tv);
   float *p = rt_alloc((a.T > 0 ? a.T : 1) * 4);
-  if (!p) return oom(d);
-  const float *qd = q->data, *kd = k->data, *vd = v->data;
+  if (!p || !o || !qd || !kd || !vd) {
+    rt_free(p);
+    rt_free(tq);
+    rt_free(tk);
+    rt_free(tv);
+    if (o != out->data) rt_free(o);
+    return oom(d);
+  }
   for (int64_t b = 0; b < a.B; b++)
     for (int64_t h = 0; h < a.Hq; h++) {
       int64_t kvh = b * a.Hkv + h / a.group, qh = b * a.Hq + h;
       for (int64_t s = 0; s < a.S; s++)
         attend_row(&a, s, qd + (qh * a.S + s) * a.D, kd + kvh * a.T * a.D, vd + kvh * a.T * a.Dv,
-                   (float *)out->data + (qh * a.S + s) * a.Dv, p);
+                   o + (qh * a.S + s) * a.Dv, p);
     }
+  if (o != out->data) {
+    rt_from_f32(out->dtype, o, out->data, numel(out));
+    rt_free(o);
+  }
   rt_free(p);
+  rt_free(tq);
+  rt_free(tk);
+  rt_free(tv);
   return PPCC_OK;
 }
 
@@ -361,5 +407,6 @@ ppcc_status kernel_argmax(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor 
 }
 
 bool kernel_llm_handles_dtypes(ppcc_kernel_fn k) {
-  return k == kernel_embedding || k == kernel_rotary || k == kernel_argmax || k == kernel_concat || k == kernel_slice;
+  return k == kernel_embedding || k == kernel_rotary || k == kernel_argmax || k == kernel_concat || k == kernel_slice ||
+         k == kernel_attention;
 }

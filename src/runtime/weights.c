@@ -4,11 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "weights.h"
+#include "weights_sources.h"
 
 struct ppcc_weights {
   bool random;
   uint64_t seed;
   rt_weight_index index;
+  rt_source *source; /* an HF checkpoint directory or a GGUF file */
 };
 
 rt_weight_entry *rt_weight_index_add(rt_weight_index *idx, const char *name, size_t name_len) {
@@ -78,6 +80,14 @@ ppcc_weights *ppcc_weights_open(const char *path, ppcc_diag *d) {
     ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
     return NULL;
   }
+  if (rt_source_handles(path)) {
+    w->source = rt_source_open(path, d);
+    if (!w->source) {
+      free(w);
+      return NULL;
+    }
+    return w;
+  }
   ppcc_status st = rt_map_file(path, &w->index.file, d);
   if (!st)
     st = rt_irpa_is_archive(&w->index.file) ? rt_irpa_index(&w->index, d) : rt_safetensors_index(&w->index, d);
@@ -100,6 +110,7 @@ ppcc_weights *ppcc_weights_random(uint64_t seed) {
 
 void ppcc_weights_close(ppcc_weights *w) {
   if (!w) return;
+  rt_source_close(w->source);
   rt_weight_index_free(&w->index);
   free(w);
 }
@@ -149,6 +160,7 @@ ppcc_status ppcc_weights_get(ppcc_weights *w, const ppcc_value *param, const voi
     *data = *owned = t.data;
     return PPCC_OK;
   }
+  if (w->source) return rt_source_get(w->source, param, data, owned, d);
   const char *path = w->index.file.path;
   const rt_weight_entry *e = rt_weight_index_find(&w->index, param->name);
   if (!e) return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing", path, param->name);
