@@ -6,7 +6,11 @@
  * Sends never block: if the receiver already waits for that sender, the
  * data is copied straight into its buffer; otherwise into a queued message.
  * Waiting uses condition variables, never spinning, so more devices than
- * cores works. An abort flag wakes every waiter. */
+ * cores works. An abort flag wakes every waiter.
+ *
+ * In an MPI run (rt_comm_attach_dist) moves to or from a device of another
+ * rank go to comm_mpi.c instead of a mailbox; the collectives below are
+ * unchanged, so they sum in the same order across ranks. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -96,12 +100,12 @@ bool ppcc_rt_aborted(const ppcc_rt_comm *c) {
 
 /* Sets the flag (first message wins) and wakes every waiter; true if this
  * call recorded the first failure. */
-static bool abort_local(ppcc_rt_comm *c, int device, const char *prefix, const char *message) {
+static bool abort_local(ppcc_rt_comm *c, int device, const char *message) {
   pthread_mutex_lock(&c->error_lock);
   bool first = c->error_device < 0 && !ppcc_rt_aborted(c);
   if (first) {
     c->error_device = device;
-    snprintf(c->error_message, sizeof c->error_message, "%s%s", prefix, message ? message : "failed");
+    snprintf(c->error_message, sizeof c->error_message, "%s", message ? message : "failed");
   }
   atomic_store_explicit(&c->aborted, true, memory_order_release);
   pthread_mutex_unlock(&c->error_lock);
@@ -117,10 +121,10 @@ static bool abort_local(ppcc_rt_comm *c, int device, const char *prefix, const c
 
 /* With MPI, other ranks learn of the failure once this rank's devices
  * stopped (rt_dist_agree), with the executor's full message (device, op). */
-void ppcc_rt_abort(ppcc_rt_comm *c, int device, const char *message) { abort_local(c, device, "", message); }
+void ppcc_rt_abort(ppcc_rt_comm *c, int device, const char *message) { abort_local(c, device, message); }
 
 void rt_comm_remote_abort(ppcc_rt_comm *c, int device, const char *message) {
-  abort_local(c, PPCC_MAX_DEVICES, "", message); /* no device of this rank: report the message as it is */
+  abort_local(c, PPCC_MAX_DEVICES, message); /* no device of this rank: report the message as it is */
 }
 
 int ppcc_rt_comm_error(const ppcc_rt_comm *c, const char **message) {
