@@ -154,11 +154,13 @@ static void jit_memref_copy(int64_t es, jit_unranked *src, jit_unranked *dst) {
 }
 
 /* LLVM lowers f32->bf16 truncation to this libcall; libgcc before GCC 13
- * lacks it. The x86-64 ABI returns a bf16 in the low 16 bits of xmm0, the
- * same register _Float16 uses. Rounds to nearest even, as compiler-rt does. */
-static _Float16 jit_truncsfbf2(float f) {
-  uint16_t bits = ppcc_f32_to_bf16(f);
-  _Float16 out;
+ * lacks it. The x86-64 ABI returns a bf16 in the low 16 bits of xmm0; a
+ * float carrying those bits in its low half lands there too (clang 14,
+ * which builds the fuzz targets, has no _Float16 on x86). Rounds to
+ * nearest even, as compiler-rt does. */
+static float jit_truncsfbf2(float f) {
+  uint32_t bits = ppcc_f32_to_bf16(f);
+  float out;
   memcpy(&out, &bits, sizeof out);
   return out;
 }
