@@ -98,7 +98,7 @@ void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, con
 bool ppcc_rt_have_blas(void);
 /* Under an address-space limit (ulimit -v) OpenBLAS's worker threads spin
  * forever on a failing malloc, and exit waits for them: call first thing
- * in main. With a finite RLIMIT_AS and OPENBLAS_NUM_THREADS unset, it
+ * in main. With RLIMIT_AS under 32 GiB and OPENBLAS_NUM_THREADS unset, it
  * re-executes the program with OPENBLAS_NUM_THREADS=1 (no worker threads;
  * each BLAS call then runs only where its buffer fits, else the portable
  * kernel). Returns (doing nothing) otherwise or if that fails. */

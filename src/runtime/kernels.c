@@ -27,9 +27,11 @@ static bool row_invariant_matmul = false;
 
 void ppcc_rt_set_row_invariant_matmul(bool on) { row_invariant_matmul = on; }
 
+/* An address-space limit OpenBLAS's buffers could run into (a generous
+ * container-wide one, 32 GiB or more, leaves BLAS threads alone). */
 static bool address_space_limited(void) {
   struct rlimit r;
-  return getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+  return getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY && r.rlim_cur < ((rlim_t)32 << 30);
 }
 
 void ppcc_rt_set_kernel_threads(int n) {
