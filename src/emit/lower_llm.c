@@ -7,7 +7,10 @@
  * Reductions (norms, softmax, sum, argmax) are linalg.generic ops whose
  * loops are the kept dims first and the reduced dims last; the elementwise
  * step that follows reads the reduced tensors through "drop" maps. The
- * semantics match the reference kernels in src/runtime/kernels_llm.c. */
+ * semantics match the reference kernels in src/runtime/kernels_llm.c,
+ * step for step: f16/bf16 operands are widened to f32 and the result
+ * rounded once; softmax, norm and sum/mean sums accumulate in f64, norms
+ * take 1/sqrt and x * inv in f64, rotary angles are f64. */
 #include <math.h>
 #include "lower_llm.h"
 

@@ -2,7 +2,7 @@
  * run on local (per-shard) tensors, contiguous row-major; float kernels
  * compute in f32 (ppcc_rt_run_kernel converts f16/bf16 around them), data
  * movers (reshape, transpose, index_copy) work on raw elements of any
- * dtype. Collectives and transfers have no kernel: the executor does them
+ * dtype, and integer arithmetic has its own wrapping forms (as the JIT). Collectives and transfers have no kernel: the executor does them
  * over the communication ABI. */
 #include <math.h>
 #include <stdlib.h>
