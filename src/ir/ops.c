@@ -1118,16 +1118,14 @@ const ppcc_op_info *ppcc_op_info_by_id(ppcc_op_id id) {
 /* A split/replicated/unreduced layout with count 1 behaves as unsharded
  * (DESIGN §1): if the rule refuses the op as laid out, it is asked again
  * with count-1 operands seen as unsharded; the first refusal is the one
- * reported. */
-ppcc_status ppcc_apply_shard_rule(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
-  enum { MAX_IN = 16 };
-  bool any_count1 = false;
-  for (int k = 0; k < op->n_in; k++) any_count1 |= IN(k)->layout.kind != PPCC_LAYOUT_UNSHARDED && IN(k)->layout.count == 1;
-  if (!any_count1 || op->n_in > MAX_IN) return op->info->shard_rule(g, op, d);
+ * reported. Kept out of line: the common path stays a scan and a call. */
+enum { MAX_RETRY_IN = 16 };
+
+static ppcc_status apply_with_count1_operands(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   ppcc_diag quiet;
   ppcc_diag_init(&quiet, d->file, NULL);
   if (op->info->shard_rule(g, op, &quiet) == PPCC_OK) return PPCC_OK;
-  ppcc_layout saved[MAX_IN];
+  ppcc_layout saved[MAX_RETRY_IN];
   for (int k = 0; k < op->n_in; k++) {
     saved[k] = IN(k)->layout;
     if (saved[k].count == 1) IN(k)->layout = ppcc_layout_unsharded();
@@ -1135,6 +1133,16 @@ ppcc_status ppcc_apply_shard_rule(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   op->gather_operands = 0;
   op->resplit = false;
   ppcc_status st = op->info->shard_rule(g, op, &quiet);
-  for (int k = op->n_in - 1; k >= 0; k--) IN(k)->layout = saved[k];
+  for (int k = op->n_in - 1; k >= 0; k--) IN(k)->layout = saved[k]; /* reverse: an operand may repeat */
   return st == PPCC_OK ? PPCC_OK : op->info->shard_rule(g, op, d);
+}
+
+ppcc_status ppcc_apply_shard_rule(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  bool any_count1 = false;
+  for (int k = 0; k < op->n_in; k++) {
+    const ppcc_layout *l = &IN(k)->layout;
+    any_count1 |= l->count == 1 && l->kind != PPCC_LAYOUT_UNSHARDED;
+  }
+  return any_count1 && op->n_in <= MAX_RETRY_IN ? apply_with_count1_operands(g, op, d)
+                                                : op->info->shard_rule(g, op, d);
 }
