@@ -191,7 +191,7 @@ static void reshape_attr(char *buf, size_t n, long a, long b, long c3, long d4) 
 
 static const char *const perm_bshd = "\"perm\": [0, 2, 1, 3]";
 
-static void write_attention(writer *w, long b, const char *h) {
+static void write_attention(writer *w, long b, const char *h, const char *pos) {
   const llama_spec *s = w->s;
   long D = s->head_dim;
   char attrs[160], theta[320];
@@ -213,14 +213,14 @@ static void write_attention(writer *w, long b, const char *h) {
   reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->kv_heads, D);
   OP1(w, "reshape", nm(&n, b, "k"), nm(&n, b, "k_heads"), attrs);
   OP1(w, "reshape", nm(&n, b, "v"), nm(&n, b, "v_heads"), attrs);
-  OP2(w, "rotary", nm(&n, b, "q_heads"), "positions", nm(&n, b, "q_rot"), theta);
-  OP2(w, "rotary", nm(&n, b, "k_heads"), "positions", nm(&n, b, "k_rot"), theta);
-  OP3(w, "index_copy", nm(&n, b, "k_cache"), "positions", nm(&n, b, "k_rot"), nm(&n, b, "k_cache_new"), "\"dim\": 1");
-  OP3(w, "index_copy", nm(&n, b, "v_cache"), "positions", nm(&n, b, "v_heads"), nm(&n, b, "v_cache_new"), "\"dim\": 1");
+  OP2(w, "rotary", nm(&n, b, "q_heads"), pos, nm(&n, b, "q_rot"), theta);
+  OP2(w, "rotary", nm(&n, b, "k_heads"), pos, nm(&n, b, "k_rot"), theta);
+  OP3(w, "index_copy", nm(&n, b, "k_cache"), pos, nm(&n, b, "k_rot"), nm(&n, b, "k_cache_new"), "\"dim\": 1");
+  OP3(w, "index_copy", nm(&n, b, "v_cache"), pos, nm(&n, b, "v_heads"), nm(&n, b, "v_cache_new"), "\"dim\": 1");
   OP1(w, "permute", nm(&n, b, "q_rot"), nm(&n, b, "q_t"), perm_bshd);
   OP1(w, "permute", nm(&n, b, "k_cache_new"), nm(&n, b, "k_t"), perm_bshd);
   OP1(w, "permute", nm(&n, b, "v_cache_new"), nm(&n, b, "v_t"), perm_bshd);
-  OP4(w, "attention", nm(&n, b, "q_t"), nm(&n, b, "k_t"), nm(&n, b, "v_t"), "positions", nm(&n, b, "attn"),
+  OP4(w, "attention", nm(&n, b, "q_t"), nm(&n, b, "k_t"), nm(&n, b, "v_t"), pos, nm(&n, b, "attn"),
       "\"causal\": true");
   OP1(w, "permute", nm(&n, b, "attn"), nm(&n, b, "attn_bshd"), perm_bshd);
   reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->heads * D, 0);
@@ -247,7 +247,12 @@ static void stage_devices_attr(writer *w, long stage, char *buf, size_t size, bo
   if (off < size) snprintf(buf + off, size - off, "]%s", pinned ? ", \"pinned\": true" : "");
 }
 
-static void write_block(writer *w, long b, const char *x) {
+/* Block b reads the residual stream `x` and the positions `pos`. A block
+ * that starts a new stage gets both by explicit transfers: activations are
+ * unpinned (DESIGN P4), so the stage's copy of the positions is what its
+ * rotary, cache writes and attention meet (sharktank hands positions to
+ * every stage too). `pos` is updated to the stage's copy. */
+static void write_block(writer *w, long b, const char *x, char *pos, size_t pos_len) {
   const llama_spec *s = w->s;
   names n = {.n = 0};
   char eps[64], x_in[96];
@@ -258,9 +263,11 @@ static void write_block(writer *w, long b, const char *x) {
     stage_devices_attr(w, stage_of(s, b), devices, sizeof devices, false);
     OP1(w, "transfer", x, nm(&n, b, "in"), devices);
     snprintf(x_in, sizeof x_in, "blk.%ld.in", b);
+    OP1(w, "transfer", pos, nm(&n, b, "positions"), devices);
+    snprintf(pos, pos_len, "blk.%ld.positions", b);
   }
   OP2(w, "rms_norm", x_in, weight_name(&n, s, b, W_ATTN_NORM), nm(&n, b, "attn_in"), eps);
-  write_attention(w, b, nm(&n, b, "attn_in"));
+  write_attention(w, b, nm(&n, b, "attn_in"), pos);
   OP2(w, "add", x_in, nm(&n, b, "attn_out"), nm(&n, b, "mid"), NULL);
   OP2(w, "rms_norm", nm(&n, b, "mid"), weight_name(&n, s, b, W_FFN_NORM), nm(&n, b, "ffn_in"), eps);
   write_ffn(w, b, nm(&n, b, "ffn_in"));
@@ -271,9 +278,9 @@ static void write_ops(writer *w) {
   const llama_spec *s = w->s;
   open_array(w, "ops");
   OP2(w, "embedding", "tokens", embd_name(s), "embedded", NULL);
-  char x[64] = "embedded", attrs[256];
+  char x[64] = "embedded", pos[64] = "positions", attrs[256];
   for (long b = 0; b < s->layers; b++) {
-    write_block(w, b, x);
+    write_block(w, b, x, pos, sizeof pos);
     snprintf(x, sizeof x, "blk.%ld.out", b);
   }
   snprintf(attrs, sizeof attrs, "\"eps\": %.17g", s->eps);

@@ -60,6 +60,8 @@ static bool exists(const char *path) {
 
 bool rt_source_handles(const char *path) {
   if (is_dir(path)) return true;
+  struct stat st; /* only a regular file is opened: a FIFO would block open() */
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return false;
   FILE *f = fopen(path, "rb");
   if (!f) return false;
   char magic[4] = {0};
