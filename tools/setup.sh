@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev                    # runtime kernels
   clang-14 libclang-rt-14-dev        # sanitizer and fuzzing builds
   graphviz                           # tests check that DOT reports render
+  libprotobuf-c-dev protobuf-c-compiler libonnx-dev  # ppcc import onnx: protobuf-c code from Debian's onnx.proto
 )
 
 if [[ $(id -u) -ne 0 ]]; then
