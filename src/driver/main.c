@@ -21,6 +21,7 @@ static const command commands[] = {
    cli_cmd_compile, cli_help_compile},
   {"report", "print the placement report (text, JSON or DOT)", cli_cmd_report, cli_help_report},
   {"run", "execute a model on its logical devices", cli_cmd_run, cli_help_run},
+  {"import", "turn a model of another format (ONNX) into model.json and weights", cli_cmd_import, cli_help_import},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
