@@ -272,6 +272,7 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   if (!st && o->log && stats.busy) ppcc_pipeline_stats_print(&stats, o->log);
   ppcc_pipeline_stats_free(&stats);
   if (!st && o->check) st = check_outputs(g, &data, o, out, d);
+  if (!st && o->n_expects) st = ppcc_expect_outputs(g, o->expects, o->n_expects, out, o->log, d);
   if (!st && o->output_dir) st = write_outputs(g, o, out, d);
   for (int k = 0; out && k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
   free(out);
