@@ -26,7 +26,7 @@ if ! [[ $seconds =~ ^[0-9]+$ ]]; then
   echo "usage: tools/run_fuzz.sh [SECONDS] [TARGET...]" >&2
   exit 2
 fi
-all_targets=(fuzz_model fuzz_npy fuzz_safetensors fuzz_irpa)
+all_targets=(fuzz_model fuzz_npy fuzz_safetensors fuzz_irpa fuzz_onnx)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all_targets[@]}")
 
@@ -56,6 +56,7 @@ bad_inputs() {
     fuzz_npy) find testdata/bad -type f -name '*.npy' ;;
     fuzz_safetensors) find testdata/bad -type f -name '*.safetensors' ;;
     fuzz_irpa) find testdata/bad -type f -name '*.irpa' ;;
+    fuzz_onnx) find testdata/onnx/bad -type f -name '*.onnx' ;;
   esac 2>/dev/null | sort
 }
 
@@ -85,6 +86,7 @@ for t in "${targets[@]}"; do
          -artifact_prefix="$crashes/" -print_final_stats=1)
   [[ -f fuzz/$t.dict ]] && flags+=(-dict="fuzz/$t.dict")
   [[ $t == fuzz_model ]] && flags+=(-max_len=16384)
+  [[ $t == fuzz_onnx ]] && flags+=(-max_len=65536)
   log=$build/$t.log
 
   # 1. replay seeds and regression inputs once
