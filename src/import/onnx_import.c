@@ -34,7 +34,8 @@ typedef struct importer {
   int n_e, cap_e;
   int *slots; /* open-addressing hash of entry indices, -1 empty */
   int n_slots;
-  ox_tensor **param_data; /* per ppcc value: the param's data (borrowed) */
+  int *param_entry; /* per ppcc value: the entry holding a param's data, or -1
+                       (an index: the entry array moves as it grows) */
   int cap_param_data;
   const Onnx__NodeProto *node; /* node being translated, for messages */
   int node_index;
@@ -101,10 +102,10 @@ static entry *add_entry(importer *I, const char *name) {
 static bool grow_param_data(importer *I) {
   if (I->g->n_values <= I->cap_param_data) return true;
   int cap = I->g->n_values * 2 + 64;
-  ox_tensor **p = realloc(I->param_data, sizeof(ox_tensor *) * (size_t)cap);
+  int *p = realloc(I->param_entry, sizeof(int) * (size_t)cap);
   if (!p) return false;
-  memset(p + I->cap_param_data, 0, sizeof(ox_tensor *) * (size_t)(cap - I->cap_param_data));
-  I->param_data = p;
+  for (int i = I->cap_param_data; i < cap; i++) p[i] = -1;
+  I->param_entry = p;
   I->cap_param_data = cap;
   return true;
 }
@@ -138,7 +139,7 @@ static int value_of(importer *I, entry *x) {
   int v = add_named_value(I, x->name, PPCC_VALUE_PARAM, x->c.dtype, x->c.rank, x->c.shape);
   if (v < 0) return v;
   I->g->values[v].pinned = true;
-  I->param_data[v] = &x->c;
+  I->param_entry[v] = (int)(x - I->e);
   x->value = v;
   return v;
 }
@@ -1024,7 +1025,12 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
     if (!grow_param_data(I)) st = oom(I);
   }
   if (!st) st = ox_write_model(I->g, live_op, live_value, out, I->d);
-  if (!st) st = ox_write_weights(I->g, live_value, I->param_data, out, I->d);
+  ox_tensor **param_data = st ? NULL : calloc(nv, sizeof(ox_tensor *));
+  if (!st && !param_data) st = oom(I);
+  for (int v = 0; !st && v < I->g->n_values; v++)
+    if (I->param_entry[v] >= 0) param_data[v] = &I->e[I->param_entry[v]].c;
+  if (!st) st = ox_write_weights(I->g, live_value, param_data, out, I->d);
+  free(param_data);
   out->n_nodes = (int)gr->n_node;
   free(live_value);
   free(live_op);
@@ -1036,7 +1042,7 @@ static void importer_free(importer *I) {
     if (I->e[k].is_const) ox_tensor_free(&I->e[k].c);
   free(I->e);
   free(I->slots);
-  free(I->param_data);
+  free(I->param_entry);
   ppcc_graph_free(I->g);
 }
 
