@@ -3,7 +3,8 @@
 # tools/make_onnx_models.py; references from ONNX Runtime): each imports,
 # reports (goldens in testdata/golden/onnx), emits verified MLIR and runs
 # with --expect against ONNX Runtime's outputs on both backends, unsharded
-# and at --tp 2 --pp 2. The mlp whose weights live in an external-data file
+# and at --tp 2 --pp 2: both the placed model `import --tp 2 --pp 2` writes
+# and the unplaced one auto-partitioned by `run --tp 2 --pp 2`. The mlp whose weights live in an external-data file
 # imports to the same weights.
 # Usage: onnx_import.sh PPCC_BINARY SOURCE_DIR [--update]
 #   --update rewrites the report goldens (tools/update_onnx_goldens.sh).
@@ -25,7 +26,7 @@ if "$ppcc" compile "$src/testdata/models/tp_ffn.json" --emit=mlir 2>&1 | grep -q
 fi
 
 runs=0
-for m in mlp llama gpt2 bert; do
+for m in mlp llama gpt2 bert ops; do
   shape=$(awk -v m="$m" '$1 == m {print $2}' "$data/shapes.txt")
   shape_opt=()
   [[ -n $shape ]] && shape_opt=(--shape "$shape")
@@ -33,19 +34,22 @@ for m in mlp llama gpt2 bert; do
     { echo "$out"; fail "$m: import failed"; }
   "$ppcc" import onnx "$data/$m.onnx" -o "$m.tp.json" --tp 2 --pp 2 "${shape_opt[@]}" >/dev/null ||
     fail "$m: import --tp 2 --pp 2 failed"
+  "$ppcc" import onnx "$data/$m.onnx" -o "$m.auto.json" --devices 4 "${shape_opt[@]}" >/dev/null ||
+    fail "$m: import --devices 4 failed"
   if [[ $update == --update ]]; then
     mkdir -p "$gold"
     "$ppcc" report "$m.json" > "$gold/$m.report.txt"
-    "$ppcc" report "$m.tp.json" --tp 2 --pp 2 > "$gold/$m.tp2pp2.report.txt"
+    "$ppcc" report "$m.tp.json" > "$gold/$m.tp2pp2.report.txt"
     continue
   fi
   "$ppcc" report "$m.json" > "$m.report.txt"
   diff -u "$gold/$m.report.txt" "$m.report.txt" || fail "$m: report differs from its golden"
-  "$ppcc" report "$m.tp.json" --tp 2 --pp 2 > "$m.tp2pp2.report.txt"
+  "$ppcc" report "$m.tp.json" > "$m.tp2pp2.report.txt"
   diff -u "$gold/$m.tp2pp2.report.txt" "$m.tp2pp2.report.txt" || fail "$m: --tp 2 --pp 2 report differs from its golden"
+  grep -q '"devices":[[:space:]]*\[2, 3\]' "$m.tp.json" || fail "$m: the placed model puts nothing on stage 1"
   if [[ $jit == 1 ]]; then
     "$ppcc" compile "$m.json" -o "$m.mlir" --emit=mlir || fail "$m: MLIR emission failed"
-    "$ppcc" compile "$m.tp.json" --tp 2 --pp 2 -o "$m.tp.mlir" --emit=mlir || fail "$m: sharded MLIR emission failed"
+    "$ppcc" compile "$m.tp.json" -o "$m.tp.mlir" --emit=mlir || fail "$m: sharded MLIR emission failed"
     grep -q "ppcc.device" "$m.tp.mlir" || fail "$m: sharded MLIR has no device annotations"
   fi
   inputs=()
@@ -61,13 +65,14 @@ for m in mlp llama gpt2 bert; do
   backends=(interp)
   [[ $jit == 1 ]] && backends+=(jit)
   for backend in "${backends[@]}"; do
-    for split in "" "--tp 2 --pp 2"; do
-      model=$m.json
-      [[ -n $split ]] && model=$m.tp.json
+    for form in unsharded placed auto; do
+      model=$m.json split=""
+      [[ $form == placed ]] && model=$m.tp.json
+      [[ $form == auto ]] && model=$m.auto.json split="--tp 2 --pp 2"
       # shellcheck disable=SC2086 # the split is two options
       out=$("$ppcc" run "$model" $split --weights "$m.safetensors" "${inputs[@]}" "${expects[@]}" \
-        --backend="$backend" 2>&1) || { echo "$out"; fail "$m: run --backend=$backend $split failed"; }
-      grep -q "^expect .*: ok$" <<<"$out" || { echo "$out"; fail "$m: $backend $split: no expect line"; }
+        --backend="$backend" 2>&1) || { echo "$out"; fail "$m: run --backend=$backend $form failed"; }
+      grep -q "^expect .*: ok$" <<<"$out" || { echo "$out"; fail "$m: $backend $form: no expect line"; }
       runs=$((runs + 1))
     done
   done
@@ -87,4 +92,4 @@ if "$ppcc" run mlp.json --weights mlp.safetensors --input "x=$data/mlp.in.x.npy"
   fail "--expect with a wrong reference passed"
 fi
 grep -q "error: --expect y: output is f32\[4, 8\]" err.txt || { cat err.txt; fail "--expect shape mismatch message"; }
-echo "onnx_import: 4 models imported, reports match goldens, $runs runs match ONNX Runtime (--expect), external data ok"
+echo "onnx_import: 5 models imported, reports match goldens, $runs runs match ONNX Runtime (--expect), external data ok"

@@ -17,6 +17,10 @@ Models (tiny sizes so the repository stays small):
            Where folded at import, erf GELU, tied-free lm head
   bert     opset 17: 2 blocks; word/type/position embeddings, an additive
            attention mask from an input, biases, erf GELU
+  ops      opset 18: Sqrt, Reciprocal, Log, Erf, Pow, Tanh on computed
+           tensors, a LayerNorm spelt out (ReduceMean/Sub/Pow/Sqrt/Div),
+           Unsqueeze/Squeeze, Softmax, ReduceSum, Gather of one index,
+           Split(num_outputs) and Concat; three outputs
   mlp_ext  the mlp with its weights in an external-data file
 Bad inputs for the importer's error tests go to testdata/onnx/bad/.
 """
@@ -259,6 +263,34 @@ def bert():
     return b.model(17), inputs, ""
 
 
+def ops():
+    b = Builder("ops")
+    b.inputs.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8]))
+    e = b.op("Exp", ["x"])
+    terms = [b.op("Sqrt", [e]), b.op("Reciprocal", [b.op("Sqrt", [e])]),
+             b.op("Log", [b.op("Add", [e, b.const(np.float32(1.0), "one")])]), b.op("Erf", ["x"]),
+             b.op("Pow", [e, b.const(np.float32(0.5), "half")]), b.op("Tanh", ["x"])]
+    a = terms[0]
+    for t in terms[1:]:
+        a = b.op("Add", [a, t])
+    axes = b.const(np.array([-1], np.int64), "axes")
+    m = b.op("ReduceMean", [a, axes], keepdims=1)
+    dev = b.op("Sub", [a, m])
+    var = b.op("ReduceMean", [b.op("Pow", [dev, b.const(np.float32(2.0), "two")]), axes], keepdims=1)
+    n = b.op("Div", [dev, b.op("Sqrt", [b.op("Add", [var, b.const(np.float32(1e-5), "eps")])])])
+    u = b.op("Unsqueeze", [n, b.const(np.array([0], np.int64))])
+    sq = b.op("Squeeze", [u, b.const(np.array([0], np.int64))])
+    sm = b.op("Softmax", [sq], axis=-1)
+    b.nodes.append(helper.make_node("ReduceSum", [sm, b.const(np.array([1], np.int64))], ["z"], keepdims=0, name="z"))
+    b.nodes.append(helper.make_node("Gather", [sq, b.const(np.array(1, np.int64))], ["w"], axis=0, name="w"))
+    lo, hi = b.op("Split", [sq], n_out=2, axis=1, num_outputs=2)
+    b.nodes.append(helper.make_node("Concat", [hi, lo], ["y"], axis=1, name="y"))
+    for name, shape in (("y", [2, 8]), ("z", [2]), ("w", [8])):
+        b.outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, shape))
+    inputs = {"x": rng.standard_normal((2, 8)).astype(np.float32)}
+    return b.model(18), inputs, ""
+
+
 def save_case(out, name, model, inputs):
     onnx.save_model(model, os.path.join(out, name + ".onnx"))
     sess = ort.InferenceSession(os.path.join(out, name + ".onnx"), providers=["CPUExecutionProvider"])
@@ -319,7 +351,7 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "testdata/onnx"
     os.makedirs(out, exist_ok=True)
     shapes = []
-    for name, make in (("mlp", mlp), ("llama", llama), ("gpt2", gpt2), ("bert", bert)):
+    for name, make in (("mlp", mlp), ("llama", llama), ("gpt2", gpt2), ("bert", bert), ("ops", ops)):
         model, inputs, shape = make()
         save_case(out, name, model, inputs)
         shapes.append(f"{name} {shape}")

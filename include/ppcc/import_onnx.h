@@ -41,6 +41,11 @@ ppcc_status ppcc_import_onnx_memory(const uint8_t *data, size_t len, const char 
                                     const ppcc_onnx_options *opts, ppcc_onnx_result *out,
                                     ppcc_diag *d);
 void ppcc_onnx_result_free(ppcc_onnx_result *r);
+/* Replaces r's model.json by g's with every param's and input's layout,
+ * devices and pinned flag written out, and g's ops (those auto-partition
+ * inserted included): the placed model, which ppcc report/run read as it
+ * is (without --tp/--pp). */
+ppcc_status ppcc_onnx_write_placed(const ppcc_graph *g, ppcc_onnx_result *r, ppcc_diag *d);
 
 /* Parses "NAME=D0,D1,..." into s (name points into text's copy held by
  * the caller); false on junk. */

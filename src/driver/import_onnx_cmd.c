@@ -15,11 +15,12 @@ typedef struct import_args {
   ppcc_onnx_shape *shapes;
   char **shape_text; /* copies the shapes' names point into */
   int n_shapes;
+  long long devices; /* --devices, 0: T*P */
   cli_partition partition;
 } import_args;
 
 static const cli_option import_options[] = {
-  {"o", true}, {"weights-out", true}, {"shape", true}, {"pp", true}, {"tp", true}, {"device-memory", true},
+  {"o", true}, {"weights-out", true}, {"shape", true}, {"devices", true}, {"pp", true}, {"tp", true}, {"device-memory", true},
   {NULL, false},
 };
 
@@ -30,6 +31,7 @@ static ppcc_status on_import_option(void *ctx, const char *name, const char *val
   if (handled) return st;
   if (strcmp(name, "o") == 0) a->out_path = value;
   else if (strcmp(name, "weights-out") == 0) a->weights_out = value;
+  else if (strcmp(name, "devices") == 0) return cli_parse_int("import", name, value, 1, PPCC_MAX_DEVICES, &a->devices);
   else if (strcmp(name, "shape") == 0) {
     char *copy = strdup(value);
     if (!copy) return PPCC_ERR_INTERNAL;
@@ -55,7 +57,9 @@ void cli_help_import_onnx(FILE *out) {
         "Options:\n"
         "  -o FILE               the model.json to write (required)\n"
         "  --weights-out FILE    write the params as safetensors\n"
-        "  --shape NAME=DIMS     static shape of a graph input with symbolic dims\n",
+        "  --shape NAME=DIMS     static shape of a graph input with symbolic dims\n"
+        "  --devices=N           devices the model declares (default T*P, or 1), so an\n"
+        "                        unplaced model can be auto-partitioned later\n",
         out);
   fputs(cli_partition_help, out);
   fputs("                      (the model declares T*P devices; the placement is\n"
@@ -70,15 +74,37 @@ static double now_ms(void) {
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* Loads the written model.json back and runs every pass on it. */
-static ppcc_status check_imported(const char *path, const ppcc_onnx_result *r, const cli_partition *req, ppcc_diag *d) {
+/* Runs the passes up to and including auto-partition on g. */
+static ppcc_status run_until_partition(ppcc_graph *g, ppcc_diag *d) {
+  int n = 0;
+  const ppcc_pass_info *passes = ppcc_pass_list(&n);
+  for (int i = 0; i < n; i++) {
+    ppcc_status st = passes[i].run(g, d);
+    if (st || strcmp(passes[i].name, "auto-partition") == 0) return st;
+  }
+  return PPCC_OK;
+}
+
+static ppcc_status load_and_check(const ppcc_onnx_result *r, ppcc_diag *d) {
+  ppcc_graph *g = ppcc_load_model_string(r->model_json, r->model_len, d);
+  if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "internal error: the imported model.json does not load");
+  ppcc_status st = ppcc_run_passes(g, NULL, NULL, d);
+  ppcc_graph_free(g);
+  return st;
+}
+
+/* With --tp/--pp the written model is the placed one (auto-partition's
+ * layouts, devices and inserted ops); either way it must load and pass
+ * every pass before anything is written. */
+static ppcc_status place_and_check(ppcc_onnx_result *r, const cli_partition *req, ppcc_diag *d) {
+  if (req->pp <= 0 && req->tp <= 0) return load_and_check(r, d);
   ppcc_graph *g = ppcc_load_model_string(r->model_json, r->model_len, d);
   if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "internal error: the imported model.json does not load");
   cli_apply_partition(g, req);
-  ppcc_status st = ppcc_run_passes(g, NULL, NULL, d);
+  ppcc_status st = run_until_partition(g, d);
+  if (!st) st = ppcc_onnx_write_placed(g, r, d);
   ppcc_graph_free(g);
-  (void)path;
-  return st;
+  return st ? st : load_and_check(r, d);
 }
 
 static int import_onnx(int argc, char **argv) {
@@ -95,12 +121,13 @@ static int import_onnx(int argc, char **argv) {
     ppcc_diag d;
     ppcc_diag_init(&d, p.model_path, stderr);
     int tp = a.partition.tp > 0 ? a.partition.tp : 1, pp = a.partition.pp > 0 ? a.partition.pp : 1;
-    ppcc_onnx_options opts = {.shapes = a.shapes, .n_shapes = a.n_shapes, .devices = tp * pp};
+    ppcc_onnx_options opts = {.shapes = a.shapes, .n_shapes = a.n_shapes,
+                              .devices = a.devices > 0 ? (int)a.devices : tp * pp};
     ppcc_onnx_result r;
     double t0 = now_ms();
     st = ppcc_import_onnx_file(p.model_path, &opts, &r, &d);
     double t1 = now_ms();
-    if (!st) st = check_imported(p.model_path, &r, &a.partition, &d);
+    if (!st) st = place_and_check(&r, &a.partition, &d);
     if (!st) {
       const char *paths[2] = {a.out_path, a.weights_out};
       cli_buffer bufs[2] = {{r.model_json, r.model_len}, {(char *)r.weights, r.weights_len}};

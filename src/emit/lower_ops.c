@@ -15,6 +15,7 @@ ppcc_status lower_transfer(struct ppcc_emit_ctx *c, const ppcc_graph *g, const p
 ppcc_status lower_index_copy(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
 ppcc_status lower_collective(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
 #include "lower_llm.h" /* lower_embedding, lower_rms_norm, ... */
+#include "lower_onnx.h" /* lower_onnx_unary */
 
 static const ppcc_lower_fn lowerings[PPCC_OP_COUNT] = {
 #define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, batch, kernel, lower) \

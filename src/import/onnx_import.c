@@ -204,6 +204,16 @@ static ppcc_status bind(importer *I, int k, int v) {
 
 static const char *out_name(importer *I, int k) { return k < (int)I->node->n_output ? I->node->output[k] : "out"; }
 
+/* Name of an intermediate value of a node translated into several ops, so
+ * the node's result keeps its ONNX name. */
+static const char *tmp_name(importer *I) {
+  const char *base = out_name(I, 0);
+  size_t n = strlen(base) + 8;
+  char *s = ppcc_alloc(I->g, n);
+  if (s) snprintf(s, n, "%s.part", base);
+  return s ? s : base;
+}
+
 static ppcc_attr attr_int(const char *name, int64_t v) { return (ppcc_attr){.name = name, .type = PPCC_ATTR_INT, .i = v}; }
 static ppcc_attr attr_float(const char *name, double v) { return (ppcc_attr){.name = name, .type = PPCC_ATTR_FLOAT, .f = v}; }
 static ppcc_attr attr_bool(const char *name, bool v) { return (ppcc_attr){.name = name, .type = PPCC_ATTR_BOOL, .i = v}; }
@@ -426,18 +436,14 @@ static ppcc_status defer_node(importer *I, const char *why) {
 
 static ppcc_status tr_unary(importer *I) {
   static const char *const map[][2] = {{"Relu", "relu"}, {"Tanh", "tanh"}, {"Sigmoid", "sigmoid"}, {"Exp", "exp"},
-                                       {"Neg", "neg"}};
+                                       {"Neg", "neg"},   {"Sqrt", "sqrt"}, {"Reciprocal", "reciprocal"},
+                                       {"Erf", "erf"},   {"Log", "log"}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (strcmp(map[i][0], I->node->op_type) == 0) {
       int in = operand(I, 0);
       return bind(I, 0, emit(I, map[i][1], 1, &in, out_name(I, 0), 0, NULL));
     }
   return defer_node(I, "unreachable");
-}
-
-static ppcc_status tr_pattern_only(importer *I) {
-  return defer_node(I, "ppcc runs this op on computed tensors only inside a fused pattern (RMSNorm, erf GELU), "
-                       "and this one is not part of one");
 }
 
 static ppcc_status tr_alias(importer *I) {
@@ -477,7 +483,12 @@ static ppcc_status tr_binary(importer *I) {
       int in[2] = {operand(I, 0), operand(I, 0)};
       return bind(I, 0, emit(I, "mul", 2, in, out_name(I, 0), 0, NULL));
     }
-    return tr_pattern_only(I);
+    if (scalar_const(I, I->node->input[1], &c) && (c == 0.5 || c == -1.0 || c == 1.0)) {
+      int in = x0;
+      if (c == 1.0) return bind(I, 0, x0);
+      return bind(I, 0, emit(I, c == 0.5 ? "sqrt" : "reciprocal", 1, &in, out_name(I, 0), 0, NULL));
+    }
+    return defer_node(I, "Pow of a computed tensor is supported for constant exponents 2, 1, 0.5 and -1");
   }
   const char *name = strcmp(op, "Add") == 0 ? "add" : strcmp(op, "Sub") == 0 ? "sub" : strcmp(op, "Mul") == 0 ? "mul" : "div";
   int in[2] = {operand(I, 0), operand(I, 1)};
@@ -506,11 +517,11 @@ static ppcc_status tr_gemm(importer *I) {
     return bind(I, 0, emit(I, "linear", b >= 0 ? 3 : 2, in, out_name(I, 0), 0, NULL));
   }
   if (ox_attr_int(I->node, "transB", 0)) {
-    int wt = emit(I, "transpose", 1, &w, out_name(I, 0), 0, NULL);
+    int wt = emit(I, "transpose", 1, &w, tmp_name(I), 0, NULL);
     w = wt;
   }
   int in[2] = {x, w};
-  int y = emit(I, "matmul", 2, in, out_name(I, 0), 0, NULL);
+  int y = emit(I, "matmul", 2, in, b >= 0 ? tmp_name(I) : out_name(I, 0), 0, NULL);
   if (b >= 0 && y >= 0) {
     int in2[2] = {y, b};
     y = emit(I, "add", 2, in2, out_name(I, 0), 0, NULL);
@@ -663,7 +674,7 @@ static ppcc_status tr_slice(importer *I) {
     if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Slice axis out of range", I->who);
     int64_t s = (int64_t)ox_get(st, i), e = (int64_t)ox_get(en, i);
     clamp_range(V(I, x)->shape[axis], &s, &e);
-    x = slice_dim(I, x, axis, s, e, out_name(I, 0));
+    x = slice_dim(I, x, axis, s, e, i + 1 < st->n ? tmp_name(I) : out_name(I, 0));
     if (x < 0) return PPCC_ERR_USER;
   }
   return bind(I, 0, x);
@@ -717,7 +728,7 @@ static ppcc_status tr_gather(importer *I) {
     int64_t k = (int64_t)ox_get(idx, 0), n = V(I, x)->shape[axis];
     if (k < 0) k += n;
     if (k < 0 || k >= n) return ppcc_error(I->d, "%s: Gather index out of range", I->who);
-    int y = slice_dim(I, x, axis, k, k + 1, out_name(I, 0));
+    int y = slice_dim(I, x, axis, k, k + 1, idx->rank == 0 ? tmp_name(I) : out_name(I, 0));
     if (y >= 0 && idx->rank == 0) {
       int64_t shape[PPCC_MAX_RANK];
       int r = 0;
@@ -758,7 +769,7 @@ typedef struct translation {
 
 static const translation translations[] = {
   {"Relu", tr_unary}, {"Tanh", tr_unary}, {"Sigmoid", tr_unary}, {"Exp", tr_unary}, {"Neg", tr_unary},
-  {"Sqrt", tr_pattern_only}, {"Reciprocal", tr_pattern_only}, {"Erf", tr_pattern_only}, {"Log", tr_pattern_only},
+  {"Sqrt", tr_unary}, {"Reciprocal", tr_unary}, {"Erf", tr_unary}, {"Log", tr_unary},
   {"Identity", tr_alias}, {"Dropout", tr_alias}, {"Cast", tr_cast},
   {"Add", tr_binary}, {"Sub", tr_binary}, {"Mul", tr_binary}, {"Div", tr_binary}, {"Pow", tr_binary},
   {"MatMul", tr_matmul}, {"Gemm", tr_gemm}, {"Softmax", tr_softmax}, {"LayerNormalization", tr_layer_norm},
@@ -1024,7 +1035,7 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
     mark_live(I->g, live_op, live_value);
     if (!grow_param_data(I)) st = oom(I);
   }
-  if (!st) st = ox_write_model(I->g, live_op, live_value, out, I->d);
+  if (!st) st = ox_write_model(I->g, live_op, live_value, false, out, I->d);
   ox_tensor **param_data = st ? NULL : calloc(nv, sizeof(ox_tensor *));
   if (!st && !param_data) st = oom(I);
   for (int v = 0; !st && v < I->g->n_values; v++)

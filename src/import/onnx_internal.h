@@ -44,7 +44,7 @@ float ox_attr_float(const Onnx__NodeProto *n, const char *name, float dflt);
 
 /* model.json and safetensors text of a finished graph (onnx_write.c):
  * only ops reaching an output (live[op]) and the params they read. */
-ppcc_status ox_write_model(const ppcc_graph *g, const bool *live_op, const bool *live_value,
+ppcc_status ox_write_model(const ppcc_graph *g, const bool *live_op, const bool *live_value, bool placed,
                            ppcc_onnx_result *out, ppcc_diag *d);
 ppcc_status ox_write_weights(const ppcc_graph *g, const bool *live_value, ox_tensor *const *param_data,
                              ppcc_onnx_result *out, ppcc_diag *d);

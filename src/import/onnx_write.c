@@ -7,17 +7,47 @@
 #include "onnx_internal.h"
 #include "ppcc/ops.h"
 
+/* A value's name in the written model: '@' is reserved for values a pass
+ * inserts, so the placed model spells "h@2,3" as "h.to_2_3". */
+static cJSON *name_json(const char *name) {
+  if (!strchr(name, '@')) return cJSON_CreateString(name);
+  char buf[PPCC_MAX_NAME * 2];
+  size_t o = 0;
+  for (const char *c = name; *c && o + 5 < sizeof buf; c++) {
+    if (*c == '@') {
+      memcpy(buf + o, ".to_", 4);
+      o += 4;
+    } else {
+      buf[o++] = *c == ',' ? '_' : *c;
+    }
+  }
+  buf[o] = '\0';
+  return cJSON_CreateString(buf);
+}
+
 static cJSON *shape_json(int rank, const int64_t *shape) {
   cJSON *a = cJSON_CreateArray();
   for (int i = 0; a && i < rank; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)shape[i]));
   return a;
 }
 
-static cJSON *value_json(const ppcc_value *v) {
+static cJSON *value_json(const ppcc_value *v, bool placed) {
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "name", v->name);
+  cJSON_AddItemToObject(o, "name", name_json(v->name));
   cJSON_AddStringToObject(o, "dtype", ppcc_dtype_name(v->dtype));
   cJSON_AddItemToObject(o, "shape", shape_json(v->rank, v->shape));
+  if (!placed || !v->devices) return o;
+  if (v->layout.kind != PPCC_LAYOUT_UNSHARDED) {
+    cJSON *sh = cJSON_CreateObject();
+    cJSON_AddStringToObject(sh, "kind", ppcc_layout_kind_name(v->layout.kind));
+    if (v->layout.kind == PPCC_LAYOUT_SPLIT) cJSON_AddNumberToObject(sh, "dim", v->layout.dim);
+    cJSON_AddNumberToObject(sh, "count", v->layout.count);
+    cJSON_AddItemToObject(o, "shard", sh);
+  }
+  cJSON *devs = cJSON_CreateArray();
+  for (int i = 0; i < v->layout.count; i++) cJSON_AddItemToArray(devs, cJSON_CreateNumber(v->devices[i]));
+  cJSON_AddItemToObject(o, "devices", devs);
+  cJSON_AddBoolToObject(o, "pinned", v->pinned);
   return o;
 }
 
@@ -35,8 +65,8 @@ static cJSON *attr_json(const ppcc_attr *a) {
 static cJSON *op_json(const ppcc_graph *g, const ppcc_op *op) {
   cJSON *o = cJSON_CreateObject(), *in = cJSON_CreateArray(), *out = cJSON_CreateArray();
   cJSON_AddStringToObject(o, "op", op->info->name);
-  for (int k = 0; k < op->n_in; k++) cJSON_AddItemToArray(in, cJSON_CreateString(g->values[op->in[k]].name));
-  for (int k = 0; k < op->n_out; k++) cJSON_AddItemToArray(out, cJSON_CreateString(g->values[op->out[k]].name));
+  for (int k = 0; k < op->n_in; k++) cJSON_AddItemToArray(in, name_json(g->values[op->in[k]].name));
+  for (int k = 0; k < op->n_out; k++) cJSON_AddItemToArray(out, name_json(g->values[op->out[k]].name));
   cJSON_AddItemToObject(o, "in", in);
   cJSON_AddItemToObject(o, "out", out);
   if (op->n_attrs > 0) {
@@ -47,7 +77,7 @@ static cJSON *op_json(const ppcc_graph *g, const ppcc_op *op) {
   return o;
 }
 
-ppcc_status ox_write_model(const ppcc_graph *g, const bool *live_op, const bool *live_value,
+ppcc_status ox_write_model(const ppcc_graph *g, const bool *live_op, const bool *live_value, bool placed,
                            ppcc_onnx_result *out, ppcc_diag *d) {
   cJSON *root = cJSON_CreateObject(), *params = cJSON_CreateArray(), *inputs = cJSON_CreateArray(),
         *ops = cJSON_CreateArray(), *outputs = cJSON_CreateArray();
@@ -56,8 +86,8 @@ ppcc_status ox_write_model(const ppcc_graph *g, const bool *live_op, const bool 
   cJSON_AddNumberToObject(root, "devices", g->n_devices);
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *x = &g->values[v];
-    if (x->kind == PPCC_VALUE_PARAM && live_value[v]) cJSON_AddItemToArray(params, value_json(x));
-    else if (x->kind == PPCC_VALUE_INPUT) cJSON_AddItemToArray(inputs, value_json(x));
+    if (x->kind == PPCC_VALUE_PARAM && live_value[v]) cJSON_AddItemToArray(params, value_json(x, placed));
+    else if (x->kind == PPCC_VALUE_INPUT) cJSON_AddItemToArray(inputs, value_json(x, placed));
   }
   int n_ops = 0;
   for (int i = 0; i < g->n_ops; i++)
@@ -65,7 +95,7 @@ ppcc_status ox_write_model(const ppcc_graph *g, const bool *live_op, const bool 
       cJSON_AddItemToArray(ops, op_json(g, &g->ops[i]));
       n_ops++;
     }
-  for (int k = 0; k < g->n_outputs; k++) cJSON_AddItemToArray(outputs, cJSON_CreateString(g->values[g->outputs[k]].name));
+  for (int k = 0; k < g->n_outputs; k++) cJSON_AddItemToArray(outputs, name_json(g->values[g->outputs[k]].name));
   cJSON_AddItemToObject(root, "params", params);
   cJSON_AddItemToObject(root, "inputs", inputs);
   cJSON_AddItemToObject(root, "ops", ops);
@@ -144,4 +174,23 @@ ppcc_status ox_write_weights(const ppcc_graph *g, const bool *live_value, ox_ten
   out->weights_len = total;
   out->n_params = n_params;
   return PPCC_OK;
+}
+
+ppcc_status ppcc_onnx_write_placed(const ppcc_graph *g, ppcc_onnx_result *r, ppcc_diag *d) {
+  size_t nv = (size_t)g->n_values + 1, no = (size_t)g->n_ops + 1;
+  bool *live_value = malloc(nv), *live_op = malloc(no);
+  ppcc_status st = PPCC_OK;
+  if (!live_value || !live_op) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  if (!st) {
+    memset(live_value, 1, nv);
+    memset(live_op, 1, no);
+    free(r->model_json);
+    r->model_json = NULL;
+    int n_ops = r->n_ops;
+    st = ox_write_model(g, live_op, live_value, true, r, d);
+    r->n_ops = n_ops;
+  }
+  free(live_value);
+  free(live_op);
+  return st;
 }
