@@ -275,7 +275,7 @@ static bool reduces_last_axis(importer *I, const Onnx__NodeProto *n, int rank) {
   else if (n->n_input > 1) {
     entry *x = find(I, n->input[1]);
     if (!x || !x->is_const || x->c.n != 1) return false;
-    axis = (int64_t)ox_get(&x->c, 0);
+    axis = ox_get_int(&x->c, 0);
   } else return false;
   return axis == -1 || axis == rank - 1;
 }
@@ -557,7 +557,7 @@ static ppcc_status tr_reduce(importer *I) {
     for (size_t i = 0; i < a->n_ints; i++) axes[n++] = a->ints[i];
   } else if (t) {
     if (t->n > PPCC_MAX_RANK) return ppcc_error(I->d, "%s: too many axes", I->who);
-    for (int64_t i = 0; i < t->n; i++) axes[n++] = (int64_t)ox_get(t, i);
+    for (int64_t i = 0; i < t->n; i++) axes[n++] = ox_get_int(t, i);
   } else if (in_entry(I, 1)) {
     return defer_node(I, "reduction axes must be constant");
   }
@@ -582,10 +582,11 @@ static ppcc_status tr_reshape_like(importer *I) {
     int infer = -1;
     bool allowzero = ox_attr_int(I->node, "allowzero", 0) != 0;
     for (int64_t i = 0; i < s->n; i++) {
-      int64_t dim = (int64_t)ox_get(s, i);
+      int64_t dim = ox_get_int(s, i);
       if (dim == 0 && !allowzero) dim = i < v->rank ? v->shape[i] : 0;
       if (dim == -1 && infer < 0) infer = (int)i;
-      else if (dim < 0) return ppcc_error(I->d, "%s: Reshape shape has an invalid dim %lld", I->who, (long long)dim);
+      else if (dim < 0 || (dim > 0 && known > PPCC_MAX_ELEMENTS / dim))
+        return ppcc_error(I->d, "%s: Reshape shape has an invalid dim %lld", I->who, (long long)dim);
       else known *= dim;
       shape[rank++] = dim;
     }
@@ -669,10 +670,10 @@ static ppcc_status tr_slice(importer *I) {
   int rank = V(I, x)->rank;
   for (int64_t i = 0; i < st->n; i++) {
     if (sp && ox_get(sp, i) != 1) return defer_node(I, "Slice with a step other than 1 is not supported");
-    int64_t axis = ax ? (int64_t)ox_get(ax, i) : i;
+    int64_t axis = ax ? ox_get_int(ax, i) : i;
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Slice axis out of range", I->who);
-    int64_t s = (int64_t)ox_get(st, i), e = (int64_t)ox_get(en, i);
+    int64_t s = ox_get_int(st, i), e = ox_get_int(en, i);
     clamp_range(V(I, x)->shape[axis], &s, &e);
     x = slice_dim(I, x, axis, s, e, i + 1 < st->n ? tmp_name(I) : out_name(I, 0));
     if (x < 0) return PPCC_ERR_USER;
@@ -694,7 +695,7 @@ static ppcc_status tr_split(importer *I) {
   if (s || a) {
     int64_t n = s ? s->n : (int64_t)a->n_ints;
     if (n != n_out) return ppcc_error(I->d, "%s: %lld split sizes for %d results", I->who, (long long)n, n_out);
-    for (int k = 0; k < n_out; k++) sizes[k] = s ? (int64_t)ox_get(s, k) : a->ints[k];
+    for (int k = 0; k < n_out; k++) sizes[k] = s ? ox_get_int(s, k) : a->ints[k];
   } else if (in_entry(I, 1)) {
     return defer_node(I, "Split sizes must be constant");
   } else {
@@ -725,7 +726,7 @@ static ppcc_status tr_gather(importer *I) {
     int rank = V(I, x)->rank;
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Gather axis out of range", I->who);
-    int64_t k = (int64_t)ox_get(idx, 0), n = V(I, x)->shape[axis];
+    int64_t k = ox_get_int(idx, 0), n = V(I, x)->shape[axis];
     if (k < 0) k += n;
     if (k < 0 || k >= n) return ppcc_error(I->d, "%s: Gather index out of range", I->who);
     int y = slice_dim(I, x, axis, k, k + 1, idx->rank == 0 ? tmp_name(I) : out_name(I, 0));
@@ -750,7 +751,7 @@ static ppcc_status tr_expand(importer *I) {
   if (s && s->n <= v->rank) {
     bool same = true;
     for (int64_t i = 0; i < s->n; i++) {
-      int64_t want = (int64_t)ox_get(s, i), have = v->shape[v->rank - s->n + i];
+      int64_t want = ox_get_int(s, i), have = v->shape[v->rank - s->n + i];
       same = same && (want == have || want == 1);
     }
     if (same) return bind(I, 0, x);

@@ -22,6 +22,8 @@ bool ox_tensor_alloc(ox_tensor *t, ppcc_dtype dtype, int rank, const int64_t *sh
 void ox_tensor_free(ox_tensor *t);
 bool ox_tensor_copy(ox_tensor *dst, const ox_tensor *src);
 double ox_get(const ox_tensor *t, int64_t i);
+/* Element i as an integer, clamped to int64's range (NaN is 0). */
+int64_t ox_get_int(const ox_tensor *t, int64_t i);
 void ox_set(ox_tensor *t, int64_t i, double v);
 /* ONNX elem_type -> ppcc dtype; false for types ppcc has no counterpart of. */
 bool ox_dtype_from_onnx(int32_t onnx_type, ppcc_dtype *out);

@@ -77,6 +77,8 @@ static int64_t to_int(double v) {
   return (int64_t)v;
 }
 
+int64_t ox_get_int(const ox_tensor *t, int64_t i) { return to_int(ox_get(t, i)); }
+
 void ox_set(ox_tensor *t, int64_t i, double v) {
   switch (t->dtype) {
   case PPCC_F32: ((float *)t->data)[i] = (float)v; break;
@@ -366,7 +368,7 @@ static ppcc_status fold_binary(binary_fn fn, bool to_bool, bool int_div, const o
 /* Reads a constant int64 list (axes, shape, starts...). */
 static bool int_list(const ox_tensor *t, int64_t *v, int max, int *n) {
   if (!t || t->n > max || ppcc_dtype_is_float(t->dtype)) return false;
-  for (int64_t i = 0; i < t->n; i++) v[i] = (int64_t)ox_get(t, i);
+  for (int64_t i = 0; i < t->n; i++) v[i] = ox_get_int(t, i);
   *n = (int)t->n;
   return true;
 }
@@ -428,7 +430,9 @@ static ppcc_status fold_slice(const ox_tensor *x, ox_tensor *const *in, int n_in
   for (int i = 0; i < x->rank; i++) lo[i] = 0, step[i] = 1, shape[i] = x->shape[i];
   for (int i = 0; i < ns; i++) {
     int64_t ax = axes[i], dim;
-    if (!norm_axis(&ax, x->rank) || steps[i] == 0) return fold_error(d, who, "Slice axis out of range or step 0");
+    if (!norm_axis(&ax, x->rank) || steps[i] == 0 || steps[i] > OX_MAX_CONST_ELEMENTS ||
+        steps[i] < -OX_MAX_CONST_ELEMENTS)
+      return fold_error(d, who, "Slice axis out of range, or step 0 or out of range");
     dim = x->shape[ax];
     int64_t s = starts[i], e = ends[i];
     if (s < 0) s += dim;
@@ -474,7 +478,7 @@ static ppcc_status fold_gather(const Onnx__NodeProto *n, const ox_tensor *x, con
   int64_t o = 0;
   for (int64_t a = 0; a < outer; a++)
     for (int64_t j = 0; j < ind->n; j++) {
-      int64_t k = (int64_t)ox_get(ind, j);
+      int64_t k = ox_get_int(ind, j);
       if (k < 0) k += dim;
       if (k < 0 || k >= dim) {
         ox_tensor_free(out);
@@ -511,7 +515,7 @@ static ppcc_status fold_trilu(const Onnx__NodeProto *n, ox_tensor *const *in, in
                               ox_tensor *out, ppcc_diag *d) {
   const ox_tensor *x = in[0];
   if (x->rank < 2) return fold_error(d, who, "Trilu needs rank >= 2");
-  int64_t k = n_in > 1 && in[1] && in[1]->n == 1 ? (int64_t)ox_get(in[1], 0) : 0;
+  int64_t k = n_in > 1 && in[1] && in[1]->n == 1 ? ox_get_int(in[1], 0) : 0;
   bool upper = ox_attr_int(n, "upper", 1) != 0;
   if (!ox_tensor_copy(out, x)) return fold_error(d, who, "out of memory");
   int64_t R = x->shape[x->rank - 2], C = x->shape[x->rank - 1];
@@ -599,6 +603,7 @@ static ppcc_status fold_shape_op(const Onnx__NodeProto *n, ox_tensor *const *in,
       if (shape[i] == 0) shape[i] = i < x->rank ? x->shape[i] : 0;
       if (shape[i] == -1) infer = i;
       else if (shape[i] < 0) return fold_error(d, who, "Reshape shape has a negative dim");
+      else if (shape[i] > 0 && known > OX_MAX_CONST_ELEMENTS / shape[i]) return fold_error(d, who, "Reshape shape is too large");
       else known *= shape[i];
     }
     if (infer >= 0) shape[infer] = known ? x->n / known : 0;
