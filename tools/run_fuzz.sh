@@ -26,7 +26,7 @@ if ! [[ $seconds =~ ^[0-9]+$ ]]; then
   echo "usage: tools/run_fuzz.sh [SECONDS] [TARGET...]" >&2
   exit 2
 fi
-all_targets=(fuzz_model fuzz_npy fuzz_safetensors fuzz_irpa fuzz_run fuzz_gguf fuzz_hf_config)
+all_targets=(fuzz_model fuzz_npy fuzz_safetensors fuzz_irpa fuzz_run fuzz_gguf fuzz_hf_config fuzz_onnx)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all_targets[@]}")
 
@@ -58,6 +58,7 @@ bad_inputs() {
     fuzz_irpa) find testdata/bad -type f -name '*.irpa' ;;
     fuzz_gguf) find testdata/bad -type f -name '*.gguf' ;;
     fuzz_hf_config) find testdata/bad -type f -name 'config*.json' ;;
+    fuzz_onnx) find testdata/onnx/bad -type f -name '*.onnx' ;;
   esac 2>/dev/null | sort
 }
 
@@ -87,6 +88,7 @@ for t in "${targets[@]}"; do
          -artifact_prefix="$crashes/" -print_final_stats=1)
   [[ -f fuzz/$t.dict ]] && flags+=(-dict="fuzz/$t.dict")
   [[ $t == fuzz_model ]] && flags+=(-max_len=16384)
+  [[ $t == fuzz_onnx ]] && flags+=(-max_len=65536)
   log=$build/$t.log
 
   # 1. replay seeds and regression inputs once

@@ -19,6 +19,7 @@ packages=(
   graphviz                           # tests check that DOT reports render
   mpich libmpich-dev                 # distributed runs (MPI backend, tests/mpi)
   python3-venv                       # venv of the IREE test (PyPI packages)
+  libprotobuf-c-dev protobuf-c-compiler libonnx-dev  # ppcc import onnx: protobuf-c code from Debian's onnx.proto
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -188,6 +188,10 @@ typedef struct ppcc_run_options {
                          const struct ppcc_exec_options *opts, ppcc_host_tensor *outputs,
                          double *elapsed_ms, ppcc_diag *d);
   void *execute_ctx;
+  /* --expect NAME=FILE.npy: outputs compared with given references by the
+   * criterion of --check (src/runtime/expect.c). */
+  const ppcc_input_arg *expects;
+  int n_expects;
 } ppcc_run_options;
 
 /* Runs the graph (after all passes) on its devices, writes outputs, and
@@ -283,5 +287,9 @@ typedef struct ppcc_compare_result {
   double worst_got, worst_ref;
 } ppcc_compare_result;
 ppcc_compare_result ppcc_compare(const ppcc_host_tensor *got, const ppcc_host_tensor *ref);
+/* Compares the outputs named in expects with their .npy files by
+ * ppcc_compare; an error names the output, the file and the errors. */
+ppcc_status ppcc_expect_outputs(const ppcc_graph *g, const ppcc_input_arg *expects, int n,
+                                const ppcc_host_tensor *got, FILE *log, ppcc_diag *d);
 
 #endif

@@ -56,7 +56,7 @@ static ppcc_status on_import_option(void *ctx, const char *name, const char *val
   return PPCC_OK;
 }
 
-void cli_help_import(FILE *out) {
+void cli_help_import_llama(FILE *out) {
   fputs("Usage: ppcc import hf DIR -o MODEL.json [--tp T] [--pp P] [--seq N] [--batch B]\n"
         "                          [--decode] [--cache C] [--dtype f32|f16|bf16]\n"
         "       ppcc import gguf FILE.gguf -o MODEL.json [same options]\n"
@@ -93,21 +93,17 @@ ppcc_status cli_llama_finish(const char *command, const char *source, llama_spec
   return PPCC_OK;
 }
 
-int cli_cmd_import(int argc, char **argv) {
+int cli_cmd_import_llama(int argc, char **argv, bool *handled) {
+  *handled = argc >= 1 && (strcmp(argv[0], "hf") == 0 || strcmp(argv[0], "gguf") == 0);
+  if (!*handled) return PPCC_OK;
   import_args a = {0};
   a.spec = (llama_spec){.tp = 1, .pp = 1, .batch = 1, .dtype = "f32"};
-  if (argc >= 1 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)) {
-    cli_help_import(stdout);
-    return PPCC_OK;
-  }
-  if (argc < 1 || (strcmp(argv[0], "hf") != 0 && strcmp(argv[0], "gguf") != 0))
-    return cli_usage_error("import", "the first argument must be the source kind: hf or gguf");
   a.kind = argv[0];
   cli_parse p = {.command = "import", .options = import_options, .on_option = on_import_option, .ctx = &a};
   ppcc_status st = cli_parse_args(&p, argc - 1, argv + 1);
   if (st) return st;
   if (p.help) {
-    cli_help_import(stdout);
+    cli_help_import_llama(stdout);
     return PPCC_OK;
   }
   if (!a.out) return cli_usage_error("import", "missing -o MODEL.json");

@@ -27,8 +27,9 @@ static const command commands[] = {
    cli_cmd_compile, cli_help_compile},
   {"report", "print the placement report (text, JSON or DOT)", cli_cmd_report, cli_help_report},
   {"run", "execute a model on its logical devices", cli_cmd_run, cli_help_run},
+  {"import", "turn a model of another format (HF checkpoint, GGUF, ONNX) into model.json", cli_cmd_import,
+   cli_help_import},
 #ifdef PPCC_HAVE_RUNTIME
-  {"import", "write a model.json for a Hugging Face Llama directory or a GGUF file", cli_cmd_import, cli_help_import},
   {"generate", "greedy decoding of a checkpoint (HF directory or GGUF)", cli_cmd_generate, cli_help_generate},
 #endif
 };

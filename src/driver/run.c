@@ -22,6 +22,8 @@ typedef struct run_args {
   unsigned long long seed;
   run_input *inputs; /* argc entries at most: one per --input */
   int n_inputs;
+  run_input *expects; /* --expect NAME=FILE.npy, argc entries at most */
+  int n_expects;
   const char *output_dir;
   bool check;
   long long threads;
@@ -39,15 +41,16 @@ static const cli_option run_options[] = {
   {"weights", true}, {"random-weights", true}, {"input", true}, {"output-dir", true},
   {"check", false},  {"threads", true},        {"microbatches", true}, {"trace", true},
   {"dump-after", true}, {"backend", true}, {"deterministic", false},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {"mpi", false}, {"ranks-map", true}, {NULL, false},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {"mpi", false}, {"ranks-map", true}, {"expect", true},
+  {NULL, false},
 };
 
-/* --input name=FILE.npy */
-static ppcc_status add_input(run_args *a, const char *value) {
+/* --input name=FILE.npy, --expect name=FILE.npy */
+static ppcc_status add_named_file(run_input *list, int *count, const char *option, const char *value) {
   const char *eq = strchr(value, '=');
   if (!eq || eq == value || eq[1] == '\0')
-    return cli_usage_error("run", "--input needs NAME=FILE.npy, got '%s'", value);
-  run_input *in = &a->inputs[a->n_inputs++];
+    return cli_usage_error("run", "--%s needs NAME=FILE.npy, got '%s'", option, value);
+  run_input *in = &list[(*count)++];
   in->path = eq + 1;
   /* The name is a prefix of an argv string: copy it to terminate it. */
   char *name = malloc((size_t)(eq - value) + 1);
@@ -69,7 +72,9 @@ static ppcc_status on_run_option(void *ctx, const char *name, const char *value)
     a->have_seed = true;
     return cli_parse_u64("run", name, value, &a->seed);
   } else if (strcmp(name, "input") == 0) {
-    return add_input(a, value);
+    return add_named_file(a->inputs, &a->n_inputs, name, value);
+  } else if (strcmp(name, "expect") == 0) {
+    return add_named_file(a->expects, &a->n_expects, name, value);
   } else if (strcmp(name, "output-dir") == 0) {
     a->output_dir = value;
   } else if (strcmp(name, "check") == 0) {
@@ -118,6 +123,8 @@ void cli_help_run(FILE *out) {
         "                        NAME keeps letters, digits, '.', '-', '_', others\n"
         "                        become '_'; outputs whose files would clash are refused)\n"
         "  --check               compare with the unsharded reference execution\n"
+        "  --expect NAME=FILE    compare output NAME with FILE.npy by --check's criterion\n"
+        "                        (repeatable); fails beyond it\n"
         "  --threads N           worker threads (default: the runtime's choice)\n"
         "  --microbatches M      split the batch (dim 0 of every input, divisible by M)\n"
         "                        into M microbatches that flow through the pipeline;\n"
@@ -152,7 +159,9 @@ void cli_help_run(FILE *out) {
 
 static void free_run_args(run_args *a) {
   for (int i = 0; i < a->n_inputs; i++) free((char *)a->inputs[i].name);
+  for (int i = 0; i < a->n_expects; i++) free((char *)a->expects[i].name);
   free(a->inputs);
+  free(a->expects);
 }
 
 #ifdef PPCC_HAVE_JIT
@@ -198,8 +207,14 @@ static ppcc_status distribute(const ppcc_graph *g, const run_args *a, ppcc_diag 
 
 static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *d) {
   ppcc_input_arg *inputs = calloc((size_t)(a->n_inputs > 0 ? a->n_inputs : 1), sizeof *inputs);
-  if (!inputs) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  ppcc_input_arg *expects = calloc((size_t)(a->n_expects > 0 ? a->n_expects : 1), sizeof *expects);
+  if (!inputs || !expects) {
+    free(inputs);
+    free(expects);
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
   for (int i = 0; i < a->n_inputs; i++) inputs[i] = (ppcc_input_arg){a->inputs[i].name, a->inputs[i].path};
+  for (int i = 0; i < a->n_expects; i++) expects[i] = (ppcc_input_arg){a->expects[i].name, a->expects[i].path};
   ppcc_run_options opts = {
     .weights_path = a->weights,
     .random_seed = a->seed,
@@ -213,6 +228,8 @@ static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *
     .deterministic = a->deterministic,
     .trace_path = a->trace,
     .log = stdout,
+    .expects = expects,
+    .n_expects = a->n_expects,
   };
   /* Testing hook (tests/mpi): device DEV fails at op OP, like a kernel error. */
   const char *fault = getenv("PPCC_INJECT_FAULT");
@@ -229,6 +246,7 @@ static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *
   ppcc_jit_free(jit);
 #endif
   free(inputs);
+  free(expects);
   return st;
 }
 #endif
@@ -254,7 +272,12 @@ static ppcc_status check_run_args(const run_args *a) {
 int cli_cmd_run(int argc, char **argv) {
   run_args a = {0};
   a.inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.inputs);
-  if (!a.inputs) return PPCC_ERR_INTERNAL;
+  a.expects = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.expects);
+  if (!a.inputs || !a.expects) {
+    free(a.inputs);
+    free(a.expects);
+    return PPCC_ERR_INTERNAL;
+  }
   cli_parse p = {.command = "run", .options = run_options, .on_option = on_run_option, .ctx = &a};
   ppcc_status st = cli_parse_args(&p, argc, argv);
   if (st == PPCC_OK && p.help) cli_help_run(stdout);

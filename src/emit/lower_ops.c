@@ -15,6 +15,7 @@ ppcc_status lower_transfer(struct ppcc_emit_ctx *c, const ppcc_graph *g, const p
 ppcc_status lower_index_copy(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
 ppcc_status lower_collective(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
 #include "lower_llm.h" /* lower_embedding, lower_rms_norm, ... */
+#include "lower_onnx.h" /* lower_onnx_unary */
 
 static const ppcc_lower_fn lowerings[PPCC_OP_COUNT] = {
 #define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, batch, kernel, lower) \
@@ -239,7 +240,8 @@ static MlirValue contract(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_tra
   MlirValue init = emit_zeros(c, out_type);
   int ra = (int)mlirShapedTypeGetRank(mlirValueGetType(a));
   int rb = (int)mlirShapedTypeGetRank(mlirValueGetType(b));
-  const char *named = named_contraction(ra, rb, b_transposed);
+  /* IREE 3.x dropped the *_transpose_b named ops: it gets the generic form. */
+  const char *named = c->kind == PPCC_EMIT_IREE && b_transposed ? NULL : named_contraction(ra, rb, b_transposed);
   MlirValue ins[2] = {a, b};
   return named ? emit_named_linalg(c, named, 2, ins, init) : emit_contraction(c, a, b, b_transposed, init);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernels_llm.h"
+#include "kernels_onnx.h"
 #include "rt_internal.h"
 #ifdef PPCC_HAVE_OPENBLAS
 #include <cblas.h>

@@ -163,4 +163,7 @@ ppcc_status rt_dist_merge_timeline(rt_timeline *t, ppcc_diag *d);
  * shards) and peak RSS. */
 void rt_dist_report_memory(FILE *log, int64_t param_bytes);
 
+ppcc_status rt_report_comparison(const ppcc_value *p, const ppcc_compare_result *r, const char *label,
+                                 const char *against, FILE *log, ppcc_diag *d);
+
 #endif

@@ -235,6 +235,26 @@ static void criterion_str(const ppcc_value *p, const ppcc_compare_result *r, cha
              r->atol, t.rtol, ppcc_dtype_name(p->dtype), t.atol, t.rtol);
 }
 
+/* Logs one output's comparison (`label NAME: ...: ok|FAIL`) and returns
+ * the error when it fails, naming the worst element (--check, --expect). */
+ppcc_status rt_report_comparison(const ppcc_value *p, const ppcc_compare_result *r, const char *label,
+                                 const char *against, FILE *log, ppcc_diag *d) {
+  char at[PPCC_MAX_RANK * 24 + 8] = "[]", rule[256];
+  if (r->worst >= 0) index_str(p, r->worst, at, sizeof at);
+  criterion_str(p, r, rule, sizeof rule);
+  if (log)
+    fprintf(log, "%s %s: max abs error %.3g, max rel error %.3g, worst at %s (got %.6g, ref %.6g); %s: %s\n", label,
+            p->name, r->max_abs, r->max_rel, at, r->worst_got, r->worst_ref, rule, r->ok ? "ok" : "FAIL");
+  if (r->ok) return PPCC_OK;
+  if (r->n_nan > 0)
+    return ppcc_error(d, "output '%s' differs from %s: NaN where the reference is not NaN (%lld elements; first at %s, "
+                         "ref %.6g)",
+                      p->name, against, (long long)r->n_nan, at, r->worst_ref);
+  return ppcc_error(d, "output '%s' differs from %s: %lld elements fail, worst at %s: got %.6g, ref %.6g (max abs "
+                       "error %.3g; needs %s)",
+                    p->name, against, (long long)r->n_bad, at, r->worst_got, r->worst_ref, r->max_abs, rule);
+}
+
 static ppcc_status check_outputs(const ppcc_graph *g, const ppcc_run_data *data, const ppcc_run_options *o,
                                  const ppcc_host_tensor *got, ppcc_diag *d) {
   ppcc_host_tensor *ref = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *ref);
@@ -243,23 +263,8 @@ static ppcc_status check_outputs(const ppcc_graph *g, const ppcc_run_data *data,
   double ms = 0;
   ppcc_status st = ppcc_execute(g, data, &eo, ref, &ms, d);
   for (int k = 0; k < g->n_outputs && !st; k++) {
-    const ppcc_value *p = &g->values[g->outputs[k]];
     ppcc_compare_result r = ppcc_compare(&got[k], &ref[k]);
-    char at[PPCC_MAX_RANK * 24 + 8] = "[]", rule[256];
-    if (r.worst >= 0) index_str(p, r.worst, at, sizeof at);
-    criterion_str(p, &r, rule, sizeof rule);
-    if (o->log)
-      fprintf(o->log, "check %s: max abs error %.3g, max rel error %.3g, worst at %s (got %.6g, ref %.6g); %s: %s\n",
-              p->name, r.max_abs, r.max_rel, at, r.worst_got, r.worst_ref, rule, r.ok ? "ok" : "FAIL");
-    if (r.ok) continue;
-    if (r.n_nan > 0)
-      st = ppcc_error(d, "output '%s' differs from the unsharded reference: NaN where the reference is not NaN "
-                         "(%lld elements; first at %s, ref %.6g)",
-                      p->name, (long long)r.n_nan, at, r.worst_ref);
-    else
-      st = ppcc_error(d, "output '%s' differs from the unsharded reference: %lld elements fail, worst at %s: got %.6g, "
-                         "ref %.6g (max abs error %.3g; needs %s)",
-                      p->name, (long long)r.n_bad, at, r.worst_got, r.worst_ref, r.max_abs, rule);
+    st = rt_report_comparison(&g->values[g->outputs[k]], &r, "check", "the unsharded reference", o->log, d);
   }
   if (!st && o->log) fprintf(o->log, "reference (unsharded, 1 device) ran in %.3f ms\n", ms);
   for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&ref[k]);
@@ -448,6 +453,7 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   if (!st && o->log && stats.busy) ppcc_pipeline_stats_print(&stats, o->log);
   ppcc_pipeline_stats_free(&stats);
   if (!st && o->check) st = check_outputs(g, &data, o, out, d);
+  if (!st && o->n_expects) st = ppcc_expect_outputs(g, o->expects, o->n_expects, out, o->log, d);
   if (!st && (o->output_dir || trace.path)) st = write_outputs(g, o, out, &trace, d);
   if (trace.path) ppcc_outfile_abort(&trace);
   for (int k = 0; out && k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
@@ -507,6 +513,8 @@ static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *
   ppcc_pipeline_stats_free(&stats);
   ppcc_status post = PPCC_OK; /* rank 0's check and writing */
   if (!st && local.check) post = check_outputs(g, &data, &local, out, d);
+  if (!st && !post && root && o->n_expects)
+    post = ppcc_expect_outputs(g, o->expects, o->n_expects, out, local.log, d);
   if (!st && !post && (local.output_dir || trace.path)) post = write_outputs(g, &local, out, &trace, d);
   if (trace.path) ppcc_outfile_abort(&trace);
   if (!st) st = rt_dist_agree(post, d); /* a failed write fails every rank */
