@@ -7,7 +7,8 @@
  *     weight matmul/linear forms a pair. The first is column-parallel
  *     (weight split along its output features), the second row-parallel
  *     (split along its input features); its partial sums are completed by
- *     one inserted all_reduce. Every other param and the graph inputs are
+ *     one inserted all_reduce (a bias of the row-parallel op stays
+ *     replicated and counts once). Every other param and the graph inputs are
  *     replicated over the stage's T devices.
  *  2. The stage split: the optimal one under the cost model of
  *     include/ppcc/partition.h (slowest stage minimised, memory per device
@@ -111,10 +112,11 @@ static bool column_ok(const part_ctx *c, const ppcc_op *op) {
   return b->kind == PPCC_VALUE_PARAM && c->n_uses[op->in[2]] == 1;
 }
 
-/* A bias on partial sums would be added once per shard: no bias here. */
+/* A bias of the row-parallel op stays replicated: on partial sums shard 0
+ * adds it, so the all_reduce counts it once (DESIGN §4). */
 static bool row_ok(const part_ctx *c, const ppcc_op *op, int activation) {
-  return is_weight_op(c, op) && op->n_in == 2 && op->in[0] == activation &&
-         val(c, op->in[1])->shape[in_dim(op)] % c->tp == 0;
+  return is_weight_op(c, op) && (op->n_in == 2 || val(c, op->in[2])->kind == PPCC_VALUE_PARAM) &&
+         op->in[0] == activation && val(c, op->in[1])->shape[in_dim(op)] % c->tp == 0;
 }
 
 /* Elementwise ops that keep a split along the last dim as it is. */
@@ -178,14 +180,203 @@ static void default_layouts(part_ctx *c) {
   }
 }
 
-static void choose_layouts(part_ctx *c, int *role) {
+static bool choose_regions(part_ctx *c, int *role);
+
+static bool choose_layouts(part_ctx *c, int *role) {
   default_layouts(c);
-  if (c->tp < 2) return;
+  if (c->tp < 2) return true;
   for (int i = 0; i < c->g->n_ops; i++) {
     if (role[i] != ROLE_NONE || !column_ok(c, &c->g->ops[i])) continue;
     int row = find_partner(c, i);
     if (row >= 0) make_pair(c, i, row, role);
   }
+  return choose_regions(c, role);
+}
+
+/* ---------------- Megatron regions (SwiGLU, attention) ---------------- */
+
+/* Imported blocks spell their pairs as graphs, not chains: SwiGLU is
+ * down(silu(gate(x)) * up(x)); attention is o(attention(rope(q(x)),
+ * rope(k(x)), v(x))) through reshapes and permutes. A region grows from a
+ * column candidate forward through ops that carry a split along, pulling
+ * in the other column ops feeding it (backward through such ops), and ends
+ * at row-parallel weight ops. It is kept only if the sharding rules accept
+ * it with no data movement (checked quietly). */
+enum { MARK_NONE, MARK_COL, MARK_PASS, MARK_ROW };
+
+static bool passes_split(const ppcc_op *op) {
+  if (keeps_split(op)) return true;
+  switch (op->info->id) {
+  case PPCC_OP_add: case PPCC_OP_sub: case PPCC_OP_mul: case PPCC_OP_div: case PPCC_OP_maximum:
+  case PPCC_OP_reshape: case PPCC_OP_permute: case PPCC_OP_transpose: case PPCC_OP_slice:
+  case PPCC_OP_concat: case PPCC_OP_attention: case PPCC_OP_softmax:
+    return true;
+  default:
+    return false;
+  }
+}
+
+typedef struct region_ctx {
+  part_ctx *c;
+  int *first_use, *uses; /* consumers of value v: uses[first_use[v] .. first_use[v+1]) */
+  char *mark;            /* per op */
+  int *stack, n_stack;   /* values to visit */
+  int *touched, n_touched;
+} region_ctx;
+
+static bool build_uses(region_ctx *r) {
+  const ppcc_graph *g = r->c->g;
+  r->first_use = calloc((size_t)g->n_values + 1, sizeof(int));
+  int total = 0;
+  for (int i = 0; i < g->n_ops; i++) total += g->ops[i].n_in;
+  r->uses = malloc(sizeof(int) * (size_t)(total > 0 ? total : 1));
+  int *fill = calloc((size_t)g->n_values + 1, sizeof(int));
+  if (!r->first_use || !r->uses || !fill) {
+    free(fill);
+    return false;
+  }
+  for (int i = 0; i < g->n_ops; i++)
+    for (int k = 0; k < g->ops[i].n_in; k++) r->first_use[g->ops[i].in[k] + 1]++;
+  for (int v = 0; v < g->n_values; v++) r->first_use[v + 1] += r->first_use[v];
+  for (int i = 0; i < g->n_ops; i++)
+    for (int k = 0; k < g->ops[i].n_in; k++) {
+      int v = g->ops[i].in[k];
+      bool dup = false; /* an op reading v twice is one consumer */
+      for (int j = r->first_use[v]; j < r->first_use[v] + fill[v]; j++) dup = dup || r->uses[j] == i;
+      if (!dup) r->uses[r->first_use[v] + fill[v]++] = i;
+    }
+  for (int v = 0; v < g->n_values; v++) /* mark unused slots of duplicates */
+    for (int j = r->first_use[v] + fill[v]; j < r->first_use[v + 1]; j++) r->uses[j] = -1;
+  free(fill);
+  return true;
+}
+
+static void mark_op(region_ctx *r, int i, char m) {
+  r->mark[i] = m;
+  r->touched[r->n_touched++] = i;
+  if (m != MARK_ROW)
+    for (int k = 0; k < r->c->g->ops[i].n_out; k++) r->stack[r->n_stack++] = r->c->g->ops[i].out[k];
+}
+
+/* Does value w come from a column candidate through split-carrying ops? */
+static bool traces_to_column(region_ctx *r, int w, int depth, const int *role) {
+  const ppcc_value *x = val(r->c, w);
+  if (x->def_op < 0 || depth > 64) return false;
+  int p = x->def_op;
+  if (r->mark[p] == MARK_COL || r->mark[p] == MARK_PASS) return true;
+  if (r->mark[p] != MARK_NONE || role[p] != ROLE_NONE) return false;
+  if (column_ok(r->c, &r->c->g->ops[p])) return true;
+  if (!passes_split(&r->c->g->ops[p])) return false;
+  for (int k = 0; k < r->c->g->ops[p].n_in; k++)
+    if (traces_to_column(r, r->c->g->ops[p].in[k], depth + 1, role)) return true;
+  return false;
+}
+
+/* Pulls w's producers into the region back to their column ops. */
+static void absorb_backward(region_ctx *r, int w, const int *role) {
+  int p = val(r->c, w)->def_op;
+  if (p < 0 || r->mark[p] != MARK_NONE || !traces_to_column(r, w, 0, role)) return;
+  if (column_ok(r->c, &r->c->g->ops[p])) {
+    mark_op(r, p, MARK_COL);
+    return;
+  }
+  mark_op(r, p, MARK_PASS);
+  for (int k = 0; k < r->c->g->ops[p].n_in; k++) absorb_backward(r, r->c->g->ops[p].in[k], role);
+}
+
+static bool grow_region(region_ctx *r, int start, const int *role, int *n_rows) {
+  part_ctx *c = r->c;
+  *n_rows = 0;
+  mark_op(r, start, MARK_COL);
+  while (r->n_stack > 0) {
+    int v = r->stack[--r->n_stack];
+    if (val(c, v)->is_output) return false;
+    for (int j = r->first_use[v]; j < r->first_use[v + 1]; j++) {
+      int u = r->uses[j];
+      if (u < 0 || r->mark[u] != MARK_NONE) continue;
+      const ppcc_op *op = &c->g->ops[u];
+      if (role[u] != ROLE_NONE) return false;
+      if (row_ok(c, op, v)) {
+        mark_op(r, u, MARK_ROW);
+        (*n_rows)++;
+        continue;
+      }
+      if (!passes_split(op)) return false;
+      mark_op(r, u, MARK_PASS);
+      for (int k = 0; k < op->n_in; k++) absorb_backward(r, op->in[k], role);
+    }
+  }
+  return *n_rows > 0;
+}
+
+/* The sharding rules accept the layouts with no data movement; row
+ * results count as all-reduced. Leaves no rewrite requests behind. */
+static bool layouts_accepted(part_ctx *c, const int *role, const char *mark) {
+  ppcc_diag quiet;
+  ppcc_diag_init(&quiet, NULL, NULL);
+  bool ok = true;
+  for (int i = 0; ok && i < c->g->n_ops; i++) {
+    ppcc_op *op = &c->g->ops[i];
+    ok = ppcc_apply_shard_rule(c->g, op, &quiet) == PPCC_OK && !op->gather_operands && !op->resplit;
+    if (ok && (role[i] == ROLE_ROW || mark[i] == MARK_ROW))
+      c->g->values[op->out[0]].layout = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, c->tp};
+  }
+  for (int i = 0; i < c->g->n_ops; i++) {
+    c->g->ops[i].gather_operands = 0;
+    c->g->ops[i].resplit = false;
+  }
+  return ok;
+}
+
+static void set_region_layouts(part_ctx *c, region_ctx *r, bool on) {
+  ppcc_layout repl = {PPCC_LAYOUT_REPLICATED, -1, c->tp};
+  for (int t = 0; t < r->n_touched; t++) {
+    const ppcc_op *op = &c->g->ops[r->touched[t]];
+    char m = r->mark[r->touched[t]];
+    if (m == MARK_COL)
+      set_layout(c, op->in[1], on ? (ppcc_layout){PPCC_LAYOUT_SPLIT, out_dim(op), c->tp} : repl,
+                 "auto-partition: column-parallel weight (Megatron: split along its output features), pinned on its "
+                 "stage's devices");
+    else if (m == MARK_ROW)
+      set_layout(c, op->in[1], on ? (ppcc_layout){PPCC_LAYOUT_SPLIT, in_dim(op), c->tp} : repl,
+                 "auto-partition: row-parallel weight (Megatron: split along its input features; an all_reduce "
+                 "follows), pinned on its stage's devices");
+    if (!on && (m == MARK_COL || m == MARK_ROW))
+      set_layout(c, op->in[1], repl, "auto-partition: param replicated and pinned on its stage's devices");
+  }
+}
+
+static bool choose_regions(part_ctx *c, int *role) {
+  int n_ops = c->g->n_ops;
+  region_ctx r = {.c = c};
+  r.mark = calloc((size_t)(n_ops > 0 ? n_ops : 1), 1);
+  r.stack = malloc(sizeof(int) * (size_t)(c->g->n_values + n_ops + 1));
+  r.touched = malloc(sizeof(int) * (size_t)(n_ops + 1));
+  bool ok = r.mark && r.stack && r.touched && build_uses(&r);
+  for (int i = 0; ok && i < n_ops; i++) {
+    if (role[i] != ROLE_NONE || !column_ok(c, &c->g->ops[i])) continue;
+    int n_rows;
+    r.n_stack = r.n_touched = 0;
+    bool grown = grow_region(&r, i, role, &n_rows);
+    if (grown) set_region_layouts(c, &r, true);
+    if (grown && layouts_accepted(c, role, r.mark)) {
+      for (int t = 0; t < r.n_touched; t++) {
+        int k = r.touched[t];
+        if (r.mark[k] == MARK_COL) role[k] = ROLE_COLUMN;
+        else if (r.mark[k] == MARK_ROW) role[k] = ROLE_ROW;
+      }
+      c->n_pairs += n_rows;
+    } else if (grown) {
+      set_region_layouts(c, &r, false);
+    }
+    for (int t = 0; t < r.n_touched; t++) r.mark[r.touched[t]] = MARK_NONE;
+  }
+  free(r.mark);
+  free(r.stack);
+  free(r.touched);
+  free(r.first_use);
+  free(r.uses);
+  return ok;
 }
 
 /* ---------------- rewriting the op list ---------------- */
@@ -231,7 +422,7 @@ static bool insert_all_reduces(ppcc_graph *g, const int *role) {
  * shard-propagate recomputes the same later. */
 static ppcc_status infer_layouts(ppcc_graph *g, ppcc_diag *d) {
   for (int i = 0; i < g->n_ops; i++) {
-    ppcc_status st = g->ops[i].info->shard_rule(g, &g->ops[i], d);
+    ppcc_status st = ppcc_apply_shard_rule(g, &g->ops[i], d);
     if (st) return st;
   }
   return PPCC_OK;
@@ -417,7 +608,7 @@ static ppcc_status partition(part_ctx *c) {
   if (st) return st;
   int *role = calloc((size_t)c->g->n_ops, sizeof(int));
   bool ok = role && count_uses(c);
-  if (ok) choose_layouts(c, role);
+  if (ok) ok = choose_layouts(c, role);
   ok = ok && insert_all_reduces(c->g, role);
   free(role);
   if (!ok) return oom(c->d);

@@ -1,4 +1,4 @@
-/* pin-propagate: devices and pinned flag of every value, rules P1-P10 of
+/* pin-propagate: devices and pinned flag of every value, rules P1-P11 of
  * DESIGN §2. Moves an op needs are recorded in op->move_to for
  * insert-transfers; nothing is inserted here. */
 #include <stdio.h>
@@ -109,22 +109,28 @@ static void request_move(ppcc_graph *g, ppcc_op *op, int k, int *target) {
   if (op->move_to) op->move_to[k] = target;
 }
 
-/* P4: all on one tuple -> stay; otherwise unpinned operands move to the
- * pinned operands' tuple. */
+/* P4 (v2): all on one tuple -> stay; otherwise unpinned operands move to
+ * the pinned operands' tuple. The result is pinned iff every operand is:
+ * computed only from weights it stays with them, anything computed from
+ * an activation is an activation and follows the next weights it meets. */
 static ppcc_status pin_multi(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
-  bool all_same = true, any_pinned = false;
+  bool all_same = true, all_pinned = true;
   const ppcc_value *pinned = NULL;
   for (int k = 0; k < op->n_in; k++) {
     const ppcc_value *v = IN(k);
     if (!same_tuple(v, IN(0))) all_same = false;
-    if (!v->pinned) continue;
-    any_pinned = true;
+    if (!v->pinned) {
+      all_pinned = false;
+      continue;
+    }
     if (!pinned) pinned = v;
     else if (!same_tuple(v, pinned))
       return placement_error(g, op, "pin conflict: pinned operands live on different devices", d);
   }
   if (all_same) {
-    place_result(op, OUT(0), IN(0)->devices, any_pinned, "P4: all operands on the same devices");
+    place_result(op, OUT(0), IN(0)->devices, all_pinned && op->n_in > 0,
+                 all_pinned ? "P4: all operands pinned on the same devices; the result stays with them, pinned"
+                            : "P4: all operands on the same devices; computed from an unpinned operand, so unpinned");
     return PPCC_OK;
   }
   if (!pinned) return placement_error(g, op, "operands on different devices and none pinned", d);
@@ -135,22 +141,28 @@ static ppcc_status pin_multi(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
     request_move(g, op, k, pinned->devices);
   }
   if (op->n_in > 0 && !op->move_to) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  place_result(op, OUT(0), pinned->devices, true, "P4: unpinned operands moved to the pinned operands' devices");
+  place_result(op, OUT(0), pinned->devices, false,
+               "P4: unpinned operands moved to the pinned operands' devices; the result is unpinned");
   return PPCC_OK;
 }
 
-/* P5: replicate / reshard_split. */
+/* P5 (v2): replicate / reshard_split. Of an unsharded value (or a count-1
+ * one made into several shards): onto the given or default devices, pinned
+ * as asked. Of a sharded value: in place, keeping devices and pin. */
 static ppcc_status pin_create(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   bool pinned = ppcc_attr_bool(op, "pinned", false);
   const ppcc_value *x = IN(0);
   ppcc_value *o = OUT(0);
-  if (ppcc_value_is_sharded(x)) {
-    if (ppcc_op_attr(op, "devices")) {
+  if (ppcc_value_is_sharded(x) && x->layout.count == o->layout.count) {
+    const char *given = ppcc_op_attr(op, "devices") ? "devices" : ppcc_op_attr(op, "pinned") ? "pinned" : NULL;
+    if (given) {
       char ref[600];
-      return ppcc_error(d, "%s: attrs.devices cannot be given: applied to sharded '%s' the op keeps its devices",
-                        ppcc_op_ref(g, op, ref, sizeof ref), x->name);
+      return ppcc_error(d, "%s: attrs.%s cannot be given: applied to sharded '%s' the op keeps its devices and pin",
+                        ppcc_op_ref(g, op, ref, sizeof ref), given, x->name);
     }
-    place_result(op, o, x->devices, pinned, "P5: resharded in place, keeps its operand's devices");
+    place_result(op, o, x->devices, x->pinned,
+                 op->inserted ? "P11/P5: inserted re-split, local on each device; keeps its operand's devices and pin"
+                              : "P5: resharded in place; keeps its operand's devices and pin");
     return PPCC_OK;
   }
   int *dev = NULL;
@@ -169,7 +181,15 @@ static ppcc_status pin_create(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* P6; a collective inserted by shard-propagate (P11) is part of the op
+ * that needed it, so it keeps its operand's pin: a gathered weight is
+ * still a weight. */
 static ppcc_status pin_collective(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  if (op->inserted) {
+    place_result(op, OUT(0), IN(0)->devices, IN(0)->pinned,
+                 "P11: inserted collective; stays on its operand's devices and keeps its pin");
+    return PPCC_OK;
+  }
   place_result(op, OUT(0), IN(0)->devices, false, "P6: collective result stays on its operand's devices, unpinned");
   return PPCC_OK;
 }
@@ -190,9 +210,12 @@ static ppcc_status pin_inplace(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
 
 static ppcc_status pin_transfer(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   int *dev;
-  ppcc_status st = attr_devices(g, op, IN(0)->layout.count, &dev, d);
+  ppcc_status st = attr_devices(g, op, OUT(0)->layout.count, &dev, d);
   if (st) return st;
-  place_result(op, OUT(0), dev, ppcc_attr_bool(op, "pinned", false), "P8: explicit transfer to the given devices");
+  place_result(op, OUT(0), dev, ppcc_attr_bool(op, "pinned", false),
+               OUT(0)->layout.count != IN(0)->layout.count
+                   ? "P8: explicit transfer of an unsharded value to several devices replicates it onto them"
+                   : "P8: explicit transfer to the given devices");
   return PPCC_OK;
 }
 

@@ -14,7 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "test_support.h"
 
@@ -227,6 +232,141 @@ START_TEST(test_good_files_run) {
 }
 END_TEST
 
+/* ---------------- limits and FIFOs (issue 11) ---------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASAN_BUILD 1
+#endif
+#endif
+
+/* Starts ppcc (from the source dir, stderr into err_path) under an
+ * address-space limit (0: none) and waits at most `seconds`: returns the
+ * wait status, or -1 if it had to be killed (a hang). */
+static int run_bounded(const char *const *argv, rlim_t as_limit, const char *err_path, int seconds) {
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    struct rlimit r = {as_limit, as_limit};
+    int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644), null = open("/dev/null", O_RDWR);
+    if (err < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(err, 2) < 0 ||
+        chdir(PPCC_SOURCE_DIR) != 0 || (as_limit && setrlimit(RLIMIT_AS, &r) != 0))
+      _exit(127);
+    execv(PPCC_BINARY, (char *const *)argv);
+    _exit(127);
+  }
+  for (int tenth = 0; tenth < seconds * 10; tenth++) {
+    int status;
+    pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid) return status;
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  kill(pid, SIGKILL);
+  t_wait(pid);
+  return -1;
+}
+
+/* Under `ulimit -v` 400-700 MB a run finishes (OpenBLAS's workers used to
+ * spin on a failing malloc, and exit waited for them forever). */
+START_TEST(test_address_space_limit) {
+#ifdef ASAN_BUILD
+  fprintf(stderr, "test_address_space_limit: skipped (ASan reserves more address space than any limit)\n");
+#else
+  static const rlim_t limits_mb[] = {400, 550, 700};
+  char *work = t_make_temp_dir("bad_run_as");
+  char out[512], err_path[512], y[600];
+  snprintf(out, sizeof out, "%s/out", work);
+  snprintf(err_path, sizeof err_path, "%s/stderr", work);
+  snprintf(y, sizeof y, "%s/y.npy", out);
+  for (size_t i = 0; i < sizeof limits_mb / sizeof limits_mb[0]; i++) {
+    const char *argv[] = {"ppcc", "run", CORPUS_DIR "/tiny.json", "--weights", CORPUS_DIR "/good.safetensors",
+                          "--input", "x=" CORPUS_DIR "/x_good.npy", "--output-dir", out, NULL};
+    int status = run_bounded(argv, limits_mb[i] << 20, err_path, 90);
+    char *err = t_read_text(err_path);
+    ck_assert_msg(status != -1, "ulimit -v %d MB: ppcc hung (killed after 90 s); stderr: %s", (int)limits_mb[i], err);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "ulimit -v %d MB: status %d; stderr: %s",
+                  (int)limits_mb[i], status, err);
+    ck_assert_msg(access(y, R_OK) == 0, "ulimit -v %d MB: no output", (int)limits_mb[i]);
+    unlink(y);
+    free(err);
+  }
+  t_remove_tree(work);
+  free(work);
+#endif
+}
+END_TEST
+
+/* A FIFO as --input is refused at once (it used to block in open()). */
+START_TEST(test_fifo_input) {
+  char *work = t_make_temp_dir("bad_run_fifo");
+  char fifo[512], err_path[512], arg[600];
+  snprintf(fifo, sizeof fifo, "%s/x.npy", work);
+  snprintf(err_path, sizeof err_path, "%s/stderr", work);
+  snprintf(arg, sizeof arg, "x=%s", fifo);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  const char *argv[] = {"ppcc", "run", CORPUS_DIR "/tiny.json", "--input", arg, NULL};
+  int status = run_bounded(argv, 0, err_path, 60);
+  char *err = t_read_text(err_path);
+  ck_assert_msg(status != -1, "a FIFO as --input blocked ppcc (killed after 60 s)");
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(err, "x.npy: not a regular file"),
+                "status %d; stderr: %s", status, err);
+  free(err);
+  t_remove_tree(work);
+  free(work);
+}
+END_TEST
+
+/* A value bigger than the machine is refused before anything is
+ * allocated, naming it and its bytes; running out of memory part way is
+ * exit 1 "out of memory" on every path and backend (it was 1 or 3). */
+START_TEST(test_memory_refusals) {
+  char *work = t_make_temp_dir("bad_run_mem");
+  char model[512], err_path[512];
+  snprintf(model, sizeof model, "%s/huge.json", work);
+  snprintf(err_path, sizeof err_path, "%s/stderr", work);
+  t_write_text(model, "{\"ppcc\": 1, \"devices\": 1, \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", "
+                      "\"shape\": [1000000, 1000000]}], \"ops\": [{\"op\": \"neg\", \"in\": [\"x\"], \"out\": [\"y\"]}],"
+                      " \"outputs\": [\"y\"]}");
+  const char *argv[] = {"ppcc", "run", model, "--backend=interp", NULL};
+  int status = run_bounded(argv, 0, err_path, 120);
+  char *err = t_read_text(err_path);
+  ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
+                    strstr(err, "value 'x' (f32[1000000, 1000000]) needs 4000000000000 bytes, more than"),
+                "status %d; stderr: %s", status, err);
+  free(err);
+#ifndef ASAN_BUILD
+  /* Four 128 MiB inputs under 700 MB / 1 GB of address space. */
+  t_write_text(model, "{\"ppcc\": 1, \"devices\": 1, \"inputs\": ["
+                      "{\"name\": \"x0\", \"dtype\": \"f32\", \"shape\": [33554432]},"
+                      "{\"name\": \"x1\", \"dtype\": \"f32\", \"shape\": [33554432]},"
+                      "{\"name\": \"x2\", \"dtype\": \"f32\", \"shape\": [33554432]},"
+                      "{\"name\": \"x3\", \"dtype\": \"f32\", \"shape\": [33554432]}],"
+                      "\"ops\": [{\"op\": \"add\", \"in\": [\"x0\", \"x1\"], \"out\": [\"a\"]},"
+                      "{\"op\": \"add\", \"in\": [\"x2\", \"x3\"], \"out\": [\"b\"]},"
+                      "{\"op\": \"add\", \"in\": [\"a\", \"b\"], \"out\": [\"y\"]}], \"outputs\": [\"y\"]}");
+  static const char *const backends[] = {"--backend=interp", "--backend=jit"};
+  static const rlim_t limits_mb[] = {700, 1000};
+  for (int b = 0; b < 2; b++)
+    for (int i = 0; i < 2; i++) {
+      const char *argv_b[] = {"ppcc", "run", model, backends[b], NULL};
+      status = run_bounded(argv_b, limits_mb[i] << 20, err_path, 120);
+      err = t_read_text(err_path);
+      bool no_jit = WIFEXITED(status) && WEXITSTATUS(status) == 2 && strstr(err, "without MLIR");
+      if (!no_jit)
+        ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(err, "out of memory"),
+                      "%s, ulimit -v %d MB: status %d; stderr: %s", backends[b], (int)limits_mb[i], status, err);
+      free(err);
+    }
+#endif
+  t_remove_tree(work);
+  free(work);
+}
+END_TEST
+
 int main(void) {
   read_manifest();
   Suite *s = suite_create("bad_run");
@@ -237,5 +377,9 @@ int main(void) {
   TCase *corpus = t_add_tcase(s, "corpus", 60);
   /* At least one iteration, so a missing manifest fails loudly. */
   tcase_add_loop_test(corpus, test_bad_run, 0, n_rows > 0 ? n_rows : 1);
+  TCase *limits = t_add_tcase(s, "limits", 300);
+  tcase_add_test(limits, test_address_space_limit);
+  tcase_add_test(limits, test_fifo_input);
+  tcase_add_test(limits, test_memory_refusals);
   return t_run_suite(s);
 }

@@ -43,8 +43,9 @@ START_TEST(ppffn_value_after_the_stage_crossing) {
   char *text = explain(g, "blk.2.h", &st);
   ck_assert_int_eq(st, PPCC_OK);
   /* The value, its rule, its op and the operands that decided it. */
-  ck_assert_msg(strncmp(text, "'blk.2.h': result split(dim=1, 2) on [2,3], pinned\n", 51) == 0, "%s", text);
-  expect_line(text, "  rule: P4: unpinned operands moved to the pinned operands' devices\n");
+  /* P4 v2: computed from the activation that crossed, so unpinned */
+  ck_assert_msg(strncmp(text, "'blk.2.h': result split(dim=1, 2) on [2,3], unpinned\n", 53) == 0, "%s", text);
+  expect_line(text, "  rule: P4: unpinned operands moved to the pinned operands' devices; the result is unpinned\n");
   expect_line(text, "  defined by ops[8] 'matmul' (-> 'blk.2.h')\n");
   expect_line(text, "  pinned operand 'blk.2.ffn_up.weight' (split(dim=1, 2) on [2,3], pinned)\n");
   expect_line(text, "  operand 'blk.1.y@2,3' is 'blk.1.y' (replicated(2) on [0,1], unpinned) brought to it by an "
@@ -120,6 +121,37 @@ START_TEST(auto_partitioned_value_names_the_partition_rules) {
 }
 END_TEST
 
+/* P11: collectives a sharding rule needs are inserted ops, and --why says
+ * which rule inserted them; P4 v2 texts say why a result is (un)pinned. */
+START_TEST(inserted_collectives_name_their_rule) {
+  ppcc_graph *g = t_compile(
+      "{\"ppcc\": 1, \"name\": \"rows_cols\", \"devices\": 2,"
+      " \"params\": [{\"name\": \"w\", \"dtype\": \"f32\", \"shape\": [16, 32], \"shard\": {\"kind\": \"split\", \"dim\": 1, \"count\": 2}}],"
+      " \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [8, 16], \"shard\": {\"kind\": \"split\", \"dim\": 0, \"count\": 2}}],"
+      " \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"y\"]},"
+      "          {\"op\": \"concat\", \"in\": [\"y\", \"y\"], \"out\": [\"z\"], \"attrs\": {\"dim\": 0}}],"
+      " \"outputs\": [\"z\"]}",
+      &diag);
+  ck_assert_msg(g != NULL, "%s", diag.first);
+  ppcc_status st;
+  char *text = explain(g, "z", &st);
+  ck_assert_int_eq(st, PPCC_OK);
+  expect_line(text, "'z': result split(dim=0, 2) on [0,1], unpinned\n"
+                    "  rule: P11/P5: inserted re-split, local on each device; keeps its operand's devices and pin\n"
+                    "  defined by inserted 'reshard_split' (-> 'z'): P11: inserted reshard_split: the op ran on whole "
+                    "(gathered) operands; its result is re-split locally\n");
+  expect_line(text, "'y@gathered': result replicated(2) on [0,1], unpinned\n"
+                    "  rule: P11: inserted collective; stays on its operand's devices and keeps its pin\n"
+                    "  defined by inserted 'all_gather' (-> 'y@gathered'): P11: inserted all_gather: the sharding rule "
+                    "needs this operand whole on every shard\n");
+  expect_line(text, "'w@gathered': result replicated(2) on [0,1], pinned\n");
+  expect_line(text, "'y': result split(dim=0, 2) on [0,1], unpinned\n"
+                    "  rule: P4: all operands on the same devices; computed from an unpinned operand, so unpinned\n");
+  free(text);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 Suite *explain_suite(void) {
   Suite *s = suite_create("explain");
   TCase *tc = t_add_tcase(s, "explain", 0);
@@ -127,6 +159,7 @@ Suite *explain_suite(void) {
   tcase_add_test(tc, param_is_its_own_chain);
   tcase_add_test(tc, unknown_value_is_an_error_naming_it);
   tcase_add_test(tc, auto_partitioned_value_names_the_partition_rules);
+  tcase_add_test(tc, inserted_collectives_name_their_rule);
   return s;
 }
 

@@ -192,22 +192,63 @@ START_TEST(test_ppffn_placement) {
 }
 END_TEST
 
-/* TP=1, PP=4 with unsharded values: a stage's gelu result is pinned (P3,
- * P4), so the model moves it with explicit transfers, and nothing else
- * needs to move. */
+/* TP=1, PP=4 with unsharded values and no transfer in the model: each
+ * stage's gelu result is an activation (P4 v2), so it follows the next
+ * stage's pinned weight through an inserted transfer, one per boundary. */
 START_TEST(test_pp_chain_placement) {
   ppcc_diag d;
   ppcc_graph *g = t_compile_file("testdata/models/pp_chain.json", &d);
   ck_assert_msg(g, "pp_chain does not compile: %s", d.first);
   assert_params_pinned(g);
-  ck_assert_int_eq(count_transfers(g, false), 3);
-  ck_assert_int_eq(count_transfers(g, true), 0);
+  ck_assert_int_eq(count_transfers(g, false), 0);
+  ck_assert_int_eq(count_transfers(g, true), 3);
   for (int s = 0; s < 4; s++) {
     char name[32];
     snprintf(name, sizeof name, "stage.%d.y", s);
     assert_devices(t_value(g, name), 1, (int[]){s});
-    snprintf(name, sizeof name, "stage.%d.x", s);
-    if (s > 0) ck_assert_msg(!t_value(g, name)->pinned, "'%s' must be unpinned (P8)", name);
+    ck_assert_msg(!t_value(g, name)->pinned, "'%s' must be unpinned (P4)", name);
+    if (s == 0) continue;
+    snprintf(name, sizeof name, "stage.%d.y@%d", s - 1, s);
+    const ppcc_value *moved = t_value(g, name);
+    assert_devices(moved, 1, (int[]){s});
+    ck_assert_msg(g->ops[moved->def_op].inserted, "'%s' must come from an inserted transfer", name);
+  }
+  ppcc_graph_free(g);
+}
+END_TEST
+
+/* sharktank's own PPFFN (export_ppffn_net.py): 8 layers of
+ * all_reduce(linear(x, w_i)), x replicated on [0,1], w_i split on its input
+ * features and pinned on stage i/2's devices. It compiles unchanged:
+ * exactly one inserted transfer per stage boundary, 2 shards each, weights
+ * pinned, every activation unpinned. */
+START_TEST(test_ppffn_sharktank_placement) {
+  ppcc_diag d;
+  ppcc_graph *g = t_compile_file("testdata/models/ppffn_sharktank.json", &d);
+  ck_assert_msg(g, "ppffn_sharktank does not compile: %s", d.first);
+  assert_params_pinned(g);
+  ck_assert_int_eq(count_transfers(g, false), 0);
+  ck_assert_int_eq(count_transfers(g, true), 3);
+  int boundary = 0;
+  for (int i = 0; i < g->n_ops; i++) {
+    const ppcc_op *op = &g->ops[i];
+    if (op->info->family != PPCC_FAMILY_TRANSFER) continue;
+    const ppcc_value *from = &g->values[op->in[0]], *to = &g->values[op->out[0]];
+    ck_assert_int_eq(to->layout.count, 2);
+    assert_devices(from, 2, (int[]){2 * boundary, 2 * boundary + 1});
+    assert_devices(to, 2, (int[]){2 * boundary + 2, 2 * boundary + 3});
+    boundary++;
+  }
+  for (int i = 0; i < g->n_values; i++) {
+    const ppcc_value *v = &g->values[i];
+    if (v->kind != PPCC_VALUE_PARAM)
+      ck_assert_msg(!v->pinned, "activation '%s' is pinned", v->name);
+  }
+  for (int l = 0; l < 8; l++) {
+    char name[32];
+    snprintf(name, sizeof name, "blk.%d.partial", l);
+    ck_assert_int_eq(t_value(g, name)->layout.kind, PPCC_LAYOUT_UNREDUCED);
+    assert_devices(t_value(g, name), 2, (int[]){2 * (l / 2), 2 * (l / 2) + 1});
   }
   ppcc_graph_free(g);
 }
@@ -275,6 +316,7 @@ static Suite *golden_suite(void) {
   TCase *facts = t_add_tcase(s, "placement", 0);
   tcase_add_test(facts, test_ppffn_placement);
   tcase_add_test(facts, test_pp_chain_placement);
+  tcase_add_test(facts, test_ppffn_sharktank_placement);
   tcase_add_test(facts, test_explicit_transfer_kept);
   tcase_add_loop_test(facts, test_generated_pipeline_transfers, 0,
                       (int)(sizeof pipeline_shapes / sizeof pipeline_shapes[0]));

@@ -309,15 +309,20 @@ START_TEST(megatron_linear_with_column_bias_and_norm) {
 }
 END_TEST
 
-START_TEST(row_linear_with_bias_is_not_a_pair) {
-  /* A bias on partial sums would be added per shard: stay replicated. */
+START_TEST(row_linear_with_bias_is_a_pair) {
+  /* The row-parallel bias stays replicated; shard 0 adds it to its partial
+   * sum, so the all_reduce counts it once (checked against the reference
+   * in test_rt_models). */
   ppcc_graph *g = ok(compile_auto(LIN_MODEL("{'op': 'linear', 'in': ['x', 'w1'], 'out': ['h']},"
                                             "{'op': 'linear', 'in': ['h', 'w2', 'b2'], 'out': ['y']}",
                                             "'y'"),
                                   1, 2, 0));
-  ck_assert_int_eq(g->partition_summary->n_pairs, 0);
-  ck_assert_int_eq(count_ops(g, PPCC_OP_all_reduce, true), 0);
-  ck_assert_int_eq(t_value(g, "w1")->layout.kind, PPCC_LAYOUT_REPLICATED);
+  ck_assert_int_eq(g->partition_summary->n_pairs, 1);
+  ck_assert_int_eq(count_ops(g, PPCC_OP_all_reduce, true), 1);
+  ck_assert_int_eq(t_value(g, "w1")->layout.kind, PPCC_LAYOUT_SPLIT);
+  ck_assert_int_eq(t_value(g, "w2")->layout.dim, 1);
+  ck_assert_int_eq(t_value(g, "b2")->layout.kind, PPCC_LAYOUT_REPLICATED);
+  ck_assert_int_eq(t_value(g, "y.partial")->layout.kind, PPCC_LAYOUT_UNREDUCED);
   ppcc_graph_free(g);
 }
 END_TEST
@@ -427,7 +432,7 @@ Suite *partition_suite(void) {
   TCase *tp = t_add_tcase(s, "megatron", 0);
   tcase_add_test(tp, megatron_one_all_reduce_per_pair);
   tcase_add_test(tp, megatron_linear_with_column_bias_and_norm);
-  tcase_add_test(tp, row_linear_with_bias_is_not_a_pair);
+  tcase_add_test(tp, row_linear_with_bias_is_a_pair);
   tcase_add_test(tp, tp1_places_whole_values_on_one_device_per_stage);
   tcase_add_test(tp, side_input_used_by_later_stages_is_transferred_once_per_stage);
   TCase *err = t_add_tcase(s, "errors", 0);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "ppcc/runtime.h"
 #include "test_support.h"
@@ -198,6 +199,166 @@ START_TEST(irpa_reads_and_checks) {
 }
 END_TEST
 
+/* ---------------- issue 11: strict parsers, lookup, FIFOs ---------------- */
+
+static ppcc_status npy_header(const char *header, ppcc_diag *d) {
+  unsigned char buf[512];
+  size_t h = strlen(header);
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  buf[8] = (unsigned char)h;
+  buf[9] = 0;
+  memcpy(buf + 10, header, h);
+  memset(buf + 10 + h, 0, 24); /* data: 6 f32 zeros */
+  const char *p = tmp(".npy");
+  t_write_file(p, buf, 10 + h + 24);
+  ppcc_diag_init(d, "test", NULL);
+  ppcc_host_tensor t;
+  ppcc_status st = ppcc_npy_read(p, &t, d);
+  ppcc_host_tensor_free(&t);
+  unlink(p);
+  return st;
+}
+
+/* The header is a Python dict literal: what numpy writes (and reorders)
+ * is read; anything literal_eval or numpy would refuse is refused. */
+START_TEST(npy_header_is_a_dict_literal) {
+  static const char *const good[] = {
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n",
+    "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2, 3)}",
+    "{'shape': (2,3,), 'fortran_order': False, 'descr': '<f4'}   \n",
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }\n",
+  };
+  static const char *const bad[] = {
+    "{'junk': \"'descr': '<f4'\", 'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }",
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), ",
+    "{'descr': '<f4', 'fortran_order': Falsey, 'shape': (2, 3), }",
+    "{'descr': '<f4' 'fortran_order': False, 'shape': (2, 3), }",
+    "{'descr': '<f4', 'fortran_order': False 'shape': (2, 3), }",
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (2 3), }",
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (6), }",
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'extra': 1}",
+    "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}",
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)} x",
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (02, 3)}",
+    "{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 3)}",
+    "{'descr': '<f\\x34', 'fortran_order': False, 'shape': (2, 3)}",
+    "'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}",
+    "{'descr': '<f4', 'fortran_order': False}",
+  };
+  ppcc_diag d;
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+    ck_assert_msg(npy_header(good[i], &d) == PPCC_OK, "refused [%s]: %s", good[i], d.first);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert_msg(npy_header(bad[i], &d) == PPCC_ERR_USER, "accepted [%s]", bad[i]);
+    ck_assert_msg(strstr(d.first, ".npy"), "[%s]: %s", bad[i], d.first);
+  }
+  /* A long descr is shown as it is (not as ''). */
+  npy_header("{'descr': '<f4_and_a_descr_longer_than_31_bytes', 'fortran_order': False, 'shape': (2, 3)}", &d);
+  ck_assert_msg(strstr(d.first, "'<f4_and_a_descr_longer_than_31_bytes'"), "%s", d.first);
+}
+END_TEST
+
+/* A FIFO given as a .npy or weights file is refused at once, not waited
+ * on in open() (the test would time out). */
+START_TEST(fifo_is_refused_without_blocking) {
+  const char *p = tmp(".fifo");
+  unlink(p);
+  ck_assert_int_eq(mkfifo(p, 0600), 0);
+  ppcc_diag d;
+  ppcc_diag_init(&d, "test", NULL);
+  ppcc_host_tensor t;
+  ck_assert_int_eq(ppcc_npy_read(p, &t, &d), PPCC_ERR_USER);
+  ck_assert_msg(strstr(d.first, "not a regular file"), "%s", d.first);
+  ppcc_diag_init(&d, "test", NULL);
+  ck_assert_ptr_null(ppcc_weights_open(p, &d));
+  ck_assert_msg(strstr(d.first, "not a regular file"), "%s", d.first);
+  unlink(p);
+}
+END_TEST
+
+/* 20000 tensors: each name finds its own tensor (hashed lookup), a name
+ * that is not there finds nothing, and a name given twice is refused. */
+START_TEST(weights_lookup_by_name) {
+  enum { N = 20000 };
+  size_t cap = (size_t)N * 80 + 64;
+  char *header = malloc(cap);
+  ck_assert_ptr_nonnull(header);
+  size_t h = (size_t)snprintf(header, cap, "{");
+  for (int i = 0; i < N; i++)
+    h += (size_t)snprintf(header + h, cap - h, "%s\"t%d\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[%d,%d]}",
+                          i ? "," : "", i, 4 * i, 4 * i + 4);
+  h += (size_t)snprintf(header + h, cap - h, "}");
+  while ((8 + h) % 8) header[h++] = ' ';
+  unsigned char *buf = malloc(8 + h + 4 * (size_t)N);
+  ck_assert_ptr_nonnull(buf);
+  for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)h >> (8 * i));
+  memcpy(buf + 8, header, h);
+  for (int32_t i = 0; i < N; i++) memcpy(buf + 8 + h + 4 * (size_t)i, &i, 4);
+  const char *p = tmp(".safetensors");
+  t_write_file(p, buf, 8 + h + 4 * (size_t)N);
+  ppcc_diag d;
+  ppcc_diag_init(&d, "test", NULL);
+  ppcc_weights *ws = ppcc_weights_open(p, &d);
+  ck_assert_msg(ws != NULL, "%s", d.first);
+  char name[32];
+  ppcc_value v = {.name = name, .kind = PPCC_VALUE_PARAM, .dtype = PPCC_I32, .rank = 1, .shape = {1}};
+  v.layout = ppcc_layout_unsharded();
+  for (int32_t i = N - 1; i >= 0; i -= 7) {
+    snprintf(name, sizeof name, "t%d", i);
+    const void *data;
+    void *owned;
+    ck_assert_msg(ppcc_weights_get(ws, &v, &data, &owned, &d) == PPCC_OK, "%s", d.first);
+    int32_t got;
+    memcpy(&got, data, 4);
+    ck_assert_int_eq(got, i);
+    free(owned);
+  }
+  snprintf(name, sizeof name, "t%d", N);
+  const void *data;
+  void *owned;
+  ck_assert_int_eq(ppcc_weights_get(ws, &v, &data, &owned, &d), PPCC_ERR_USER);
+  ck_assert_msg(strstr(d.first, "is missing"), "%s", d.first);
+  ppcc_weights_close(ws);
+  /* t7 twice (the second one replaces t8's name). */
+  char *dup = strstr(header, "\"t8\"");
+  ck_assert_ptr_nonnull(dup);
+  memcpy(dup, "\"t7\"", 4);
+  memcpy(buf + 8, header, h);
+  t_write_file(p, buf, 8 + h + 4 * (size_t)N);
+  ppcc_diag_init(&d, "test", NULL);
+  ck_assert_ptr_null(ppcc_weights_open(p, &d));
+  ck_assert_msg(strstr(d.first, "tensor 't7' is defined twice"), "%s", d.first);
+  unlink(p);
+  free(buf);
+  free(header);
+}
+END_TEST
+
+/* gen_safetensors writes files the strict reader takes: mixed dtype widths
+ * tile the data section with no padding, each tensor aligned. */
+START_TEST(generated_safetensors_tile) {
+  const char *model = "{\"ppcc\": 1, \"devices\": 1, \"params\": ["
+                      "{\"name\": \"b\", \"dtype\": \"bool\", \"shape\": [3]},"
+                      "{\"name\": \"h\", \"dtype\": \"f16\", \"shape\": [3]},"
+                      "{\"name\": \"f\", \"dtype\": \"f32\", \"shape\": [3]},"
+                      "{\"name\": \"l\", \"dtype\": \"i64\", \"shape\": [1]}],"
+                      "\"ops\": [{\"op\": \"neg\", \"in\": [\"f\"], \"out\": [\"y\"]}], \"outputs\": [\"y\"]}";
+  char model_path[300], weights[300], cmd[1200];
+  snprintf(model_path, sizeof model_path, "%s", tmp(".json"));
+  t_write_text(model_path, model);
+  snprintf(weights, sizeof weights, "%s", tmp(".safetensors"));
+  snprintf(cmd, sizeof cmd, "'%s' '%s' 3 '%s'", t_tool_path("gen_safetensors"), model_path, weights);
+  ck_assert_int_eq(system(cmd), 0);
+  ppcc_diag d;
+  ppcc_diag_init(&d, "test", NULL);
+  ppcc_weights *ws = ppcc_weights_open(weights, &d);
+  ck_assert_msg(ws != NULL, "%s", d.first);
+  ppcc_weights_close(ws);
+  unlink(weights);
+  unlink(model_path);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("rt_loaders");
   TCase *tc = t_add_tcase(s, "loaders", 0);
@@ -205,5 +366,9 @@ int main(void) {
   tcase_add_test(tc, npy_truncated_and_corrupt);
   tcase_add_test(tc, safetensors_reads_and_checks);
   tcase_add_test(tc, irpa_reads_and_checks);
+  tcase_add_test(tc, npy_header_is_a_dict_literal);
+  tcase_add_test(tc, fifo_is_refused_without_blocking);
+  tcase_add_test(tc, weights_lookup_by_name);
+  tcase_add_test(tc, generated_safetensors_tile);
   return t_run_suite(s);
 }

@@ -184,6 +184,43 @@ static const char *collective_models[] = {
   "\"outputs\":[\"g\"]}",
 };
 
+/* DESIGN v2 rules in the interpreter: replicated x split(contracting)
+ * (the replicated operand sliced locally, the bias added once, shards on
+ * permuted devices), its mirror split(contracting) x replicated, and a
+ * whole value transferred to several devices (replicated there). */
+static const char *const v2_models[] = {
+  "{\"ppcc\":1,\"name\":\"ppffn_layer\",\"devices\":4,"
+  "\"params\":[{\"name\":\"w\",\"dtype\":\"f16\",\"shape\":[12,16],\"shard\":{\"kind\":\"split\",\"dim\":1,\"count\":4},\"devices\":[3,1,0,2]},"
+  "{\"name\":\"b\",\"dtype\":\"f16\",\"shape\":[12],\"shard\":{\"kind\":\"replicated\",\"count\":4},\"devices\":[3,1,0,2]}],"
+  "\"inputs\":[{\"name\":\"x\",\"dtype\":\"f16\",\"shape\":[2,3,16],\"shard\":{\"kind\":\"replicated\",\"count\":4},\"devices\":[0,1,2,3]}],"
+  "\"ops\":[{\"op\":\"linear\",\"in\":[\"x\",\"w\",\"b\"],\"out\":[\"p\"]},"
+  "{\"op\":\"all_reduce\",\"in\":[\"p\"],\"out\":[\"y\"]}],"
+  "\"outputs\":[\"y\",\"p\"]}",
+  "{\"ppcc\":1,\"name\":\"split_k_times_replicated\",\"devices\":2,"
+  "\"params\":[{\"name\":\"w\",\"dtype\":\"f32\",\"shape\":[8,6],\"shard\":{\"kind\":\"replicated\",\"count\":2}}],"
+  "\"inputs\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[4,8],\"shard\":{\"kind\":\"split\",\"dim\":1,\"count\":2}},"
+  "{\"name\":\"u\",\"dtype\":\"f32\",\"shape\":[6]}],"
+  "\"ops\":[{\"op\":\"matmul\",\"in\":[\"x\",\"w\"],\"out\":[\"p\"]},"
+  "{\"op\":\"all_reduce\",\"in\":[\"p\"],\"out\":[\"y\"]},"
+  "{\"op\":\"transfer\",\"in\":[\"u\"],\"out\":[\"ur\"],\"attrs\":{\"devices\":[0,1]}},"
+  "{\"op\":\"add\",\"in\":[\"y\",\"ur\"],\"out\":[\"z\"]}],"
+  "\"outputs\":[\"z\"]}",
+};
+
+START_TEST(v2_placement_rules_match_reference) {
+  size_t n_inline = sizeof v2_models / sizeof v2_models[0];
+  const char *files[] = {"testdata/models/ppffn_sharktank.json", "testdata/models/inserted_collectives.json"};
+  for (size_t i = 0; i < n_inline + 2; i++) {
+    ppcc_diag d;
+    ppcc_graph *g = i < n_inline ? t_compile(v2_models[i], &d) : t_compile_file(files[i - n_inline], &d);
+    ck_assert_msg(g != NULL, "model %zu: %s", i, d.first);
+    ppcc_run_options ro = seeded(11);
+    check_matches_reference(g, &ro);
+    ppcc_graph_free(g);
+  }
+}
+END_TEST
+
 START_TEST(collectives_and_local_slicing_match_reference) {
   for (size_t i = 0; i < sizeof collective_models / sizeof collective_models[0]; i++) {
     ppcc_diag d;
@@ -229,6 +266,7 @@ int main(void) {
   tcase_add_test(tc, weight_files_equal_random_weights);
   tcase_add_test(tc, failure_on_one_device_does_not_hang);
   tcase_add_test(tc, collectives_and_local_slicing_match_reference);
+  tcase_add_test(tc, v2_placement_rules_match_reference);
   tcase_add_test(tc, more_devices_than_cores);
   return t_run_suite(s);
 }

@@ -7,8 +7,9 @@
  *
  * - Block b runs on stage floor(b*P/L); stage s is the TP group of devices
  *   [s*T, s*T+T-1]. The embedding lives on stage 0, the output head on
- *   stage P-1. Where a block starts a new stage, an explicit transfer moves
- *   the residual stream over (sharktank's transfer between blocks).
+ *   stage P-1. Where a block starts a new stage, explicit transfers move
+ *   the residual stream and the positions over (sharktank's transfer
+ *   between blocks).
  * - Megatron tensor parallelism: Q/K/V, gate and up are column-parallel
  *   (weights split over their output rows), attn_output and ffn_down are
  *   row-parallel (split over their input columns), each followed by an
@@ -182,7 +183,7 @@ static const char *const perm_bshd = "\"perm\": [0, 2, 1, 3]"; /* [B,S,H,D] <-> 
 
 /* Self-attention of block b on the normed input h; the result (after the
  * row-parallel output projection and all_reduce) is blk.b.attn_out. */
-static void write_attention(writer *w, long b, const char *h) {
+static void write_attention(writer *w, long b, const char *h, const char *pos) {
   const llama_config *c = w->c;
   long D = head_dim(c), visible = c->start + c->seq;
   char attrs[160];
@@ -195,10 +196,10 @@ static void write_attention(writer *w, long b, const char *h) {
   reshape_attr(attrs, sizeof attrs, c->batch, c->seq, c->kv_heads, D);
   OP1(w, "reshape", nm(&n, b, "k"), nm(&n, b, "k_heads"), attrs);
   OP1(w, "reshape", nm(&n, b, "v"), nm(&n, b, "v_heads"), attrs);
-  OP2(w, "rotary", nm(&n, b, "q_heads"), "positions", nm(&n, b, "q_rot"), NULL);
-  OP2(w, "rotary", nm(&n, b, "k_heads"), "positions", nm(&n, b, "k_rot"), NULL);
-  OP3(w, "index_copy", nm(&n, b, "k_cache"), "positions", nm(&n, b, "k_rot"), nm(&n, b, "k_cache_new"), "\"dim\": 1");
-  OP3(w, "index_copy", nm(&n, b, "v_cache"), "positions", nm(&n, b, "v_heads"), nm(&n, b, "v_cache_new"), "\"dim\": 1");
+  OP2(w, "rotary", nm(&n, b, "q_heads"), pos, nm(&n, b, "q_rot"), NULL);
+  OP2(w, "rotary", nm(&n, b, "k_heads"), pos, nm(&n, b, "k_rot"), NULL);
+  OP3(w, "index_copy", nm(&n, b, "k_cache"), pos, nm(&n, b, "k_rot"), nm(&n, b, "k_cache_new"), "\"dim\": 1");
+  OP3(w, "index_copy", nm(&n, b, "v_cache"), pos, nm(&n, b, "v_heads"), nm(&n, b, "v_cache_new"), "\"dim\": 1");
   const char *keys = nm(&n, b, "k_cache_new"), *values = nm(&n, b, "v_cache_new");
   if (visible < c->cache) { /* read only the positions written so far */
     snprintf(attrs, sizeof attrs, "\"dim\": 1, \"start\": 0, \"end\": %ld", visible);
@@ -229,8 +230,12 @@ static void write_ffn(writer *w, long b, const char *h) {
   OP1(w, "all_reduce", nm(&n, b, "ffn_partial"), nm(&n, b, "ffn_out"), NULL);
 }
 
-/* Block b reads the residual stream `x` and leaves it in blk.b.out. */
-static void write_block(writer *w, long b, const char *x) {
+/* Block b reads the residual stream `x` and the positions `pos` and leaves
+ * the stream in blk.b.out. A new stage gets both by explicit transfers:
+ * activations are unpinned (P4), so the stage's copy of the positions is
+ * what its rotary and cache writes meet (sharktank passes positions to
+ * every stage too). `pos` is updated to the stage's copy. */
+static void write_block(writer *w, long b, const char *x, char *pos, size_t pos_len) {
   const llama_config *c = w->c;
   names n = {.n = 0};
   char devices[64] = "\"devices\": ";
@@ -241,11 +246,13 @@ static void write_block(writer *w, long b, const char *x) {
                               t + 1 == c->tp ? "]" : "");
     OP1(w, "transfer", x, nm(&n, b, "in"), devices);
     x = nm(&n, b, "in");
+    OP1(w, "transfer", pos, nm(&n, b, "positions"), devices);
+    snprintf(pos, pos_len, "blk.%ld.positions", b);
   }
   char x_in[64];
   snprintf(x_in, sizeof x_in, "%s", x);
   OP2(w, "rms_norm", x_in, nm(&n, b, "attn_norm.weight"), nm(&n, b, "attn_in"), NULL);
-  write_attention(w, b, nm(&n, b, "attn_in"));
+  write_attention(w, b, nm(&n, b, "attn_in"), pos);
   OP2(w, "add", x_in, nm(&n, b, "attn_out"), nm(&n, b, "mid"), NULL);
   OP2(w, "rms_norm", nm(&n, b, "mid"), nm(&n, b, "ffn_norm.weight"), nm(&n, b, "ffn_in"), NULL);
   write_ffn(w, b, nm(&n, b, "ffn_in"));
@@ -256,9 +263,9 @@ static void write_ops(writer *w) {
   const llama_config *c = w->c;
   open_array(w, "ops");
   OP2(w, "embedding", "tokens", "token_embd.weight", "embedded", NULL);
-  char x[64] = "embedded", attrs[96];
+  char x[64] = "embedded", pos[64] = "positions", attrs[96];
   for (long b = 0; b < c->layers; b++) {
-    write_block(w, b, x);
+    write_block(w, b, x, pos, sizeof pos);
     snprintf(x, sizeof x, "blk.%ld.out", b);
   }
   OP2(w, "rms_norm", x, "output_norm.weight", "final_norm", NULL);

@@ -19,7 +19,10 @@ static const char *st_dtype(ppcc_dtype t) {
   return (unsigned)t < PPCC_DTYPE_COUNT ? names[t] : "?";
 }
 
-/* Params in graph order with their byte offsets (8-byte aligned). */
+/* Params with their byte offsets, each padded to `align`. by_size: the
+ * widest dtypes first and no padding, as the safetensors package lays
+ * files out: the tensors tile the data section exactly (the format
+ * requires it) and every tensor stays aligned to its element size. */
 typedef struct param_list {
   int n;
   int *values;
@@ -27,16 +30,18 @@ typedef struct param_list {
   uint64_t total;
 } param_list;
 
-static bool list_params(const ppcc_graph *g, param_list *l, uint64_t align) {
+static bool list_params(const ppcc_graph *g, param_list *l, uint64_t align, bool by_size) {
   l->values = calloc((size_t)g->n_values + 1, sizeof(int));
   l->offsets = calloc((size_t)g->n_values + 1, sizeof(uint64_t));
   if (!l->values || !l->offsets) return false;
-  for (int v = 0; v < g->n_values; v++) {
-    if (g->values[v].kind != PPCC_VALUE_PARAM) continue;
-    l->values[l->n] = v;
-    l->offsets[l->n++] = l->total;
-    l->total += ((uint64_t)ppcc_value_bytes(&g->values[v]) + align - 1) / align * align;
-  }
+  for (int size = 8; size >= 1; size /= 2)
+    for (int v = 0; v < g->n_values; v++) {
+      if (g->values[v].kind != PPCC_VALUE_PARAM) continue;
+      if (by_size ? ppcc_dtype_size(g->values[v].dtype) != size : size != 1) continue;
+      l->values[l->n] = v;
+      l->offsets[l->n++] = l->total;
+      l->total += ((uint64_t)ppcc_value_bytes(&g->values[v]) + align - 1) / align * align;
+    }
   return true;
 }
 
@@ -83,7 +88,7 @@ static void put_le(unsigned char *p, uint64_t v, int bytes) {
 
 static bool write_safetensors(FILE *f, const ppcc_graph *g, uint64_t seed) {
   param_list l = {0};
-  bool ok = list_params(g, &l, 8);
+  bool ok = list_params(g, &l, 1, true);
   char *header = ok ? safetensors_header(g, &l) : NULL;
   if (header) {
     size_t len = strlen(header), padded = (len + 7) / 8 * 8; /* data 8-byte aligned */
@@ -103,7 +108,7 @@ static bool write_safetensors(FILE *f, const ppcc_graph *g, uint64_t seed) {
 static bool write_irpa(FILE *f, const ppcc_graph *g, uint64_t seed) {
   enum { HEADER = 88, ENTRY = 76, ENTRY_PADDED = 80, DATA_ALIGN = 64 };
   param_list l = {0};
-  if (!list_params(g, &l, DATA_ALIGN)) return false;
+  if (!list_params(g, &l, DATA_ALIGN, false)) return false;
   uint64_t entries_off = HEADER + 8 /* pad to 16 */, entries_len = (uint64_t)l.n * ENTRY_PADDED;
   uint64_t names_off = entries_off + entries_len, names_len = 0;
   for (int i = 0; i < l.n; i++) names_len += strlen(g->values[l.values[i]].name);

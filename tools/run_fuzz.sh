@@ -3,8 +3,8 @@
 #
 #   tools/run_fuzz.sh [SECONDS] [TARGET...]     (default: 60 s, all targets)
 #
-# Builds build-fuzz with clang-14 (-DPPCC_FUZZ=ON, ASan + UBSan, MLIR off:
-# the targets never call the emitter), then for each target:
+# Builds build-fuzz with clang-14 (-DPPCC_FUZZ=ON, ASan + UBSan, MLIR on:
+# fuzz_run runs the JIT next to the interpreter), then for each target:
 #   1. replays its seed corpus testdata/fuzz/<name>/ and the matching
 #      regression inputs of testdata/bad/ once (a fixed crash stays fixed);
 #   2. fuzzes for SECONDS from a scratch copy of the seed corpus plus those
@@ -26,7 +26,7 @@ if ! [[ $seconds =~ ^[0-9]+$ ]]; then
   echo "usage: tools/run_fuzz.sh [SECONDS] [TARGET...]" >&2
   exit 2
 fi
-all_targets=(fuzz_model fuzz_npy fuzz_safetensors fuzz_irpa)
+all_targets=(fuzz_model fuzz_npy fuzz_safetensors fuzz_irpa fuzz_run fuzz_gguf fuzz_hf_config fuzz_onnx)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all_targets[@]}")
 
@@ -39,7 +39,7 @@ timeout_per_input=${FUZZ_TIMEOUT:-10}
 echo "run_fuzz: configuring $build with $cc"
 mkdir -p "$build"
 if ! CC=$cc CXX=$cxx cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DPPCC_FUZZ=ON -DPPCC_SANITIZE=ON -DPPCC_WITH_MLIR=OFF -DBUILD_TESTING=OFF >"$build/configure.log" 2>&1; then
+    -DPPCC_FUZZ=ON -DPPCC_SANITIZE=ON -DPPCC_WITH_MLIR=ON -DBUILD_TESTING=OFF >"$build/configure.log" 2>&1; then
   cat "$build/configure.log" >&2
   echo "run_fuzz: configure failed" >&2
   exit 1
@@ -56,6 +56,9 @@ bad_inputs() {
     fuzz_npy) find testdata/bad -type f -name '*.npy' ;;
     fuzz_safetensors) find testdata/bad -type f -name '*.safetensors' ;;
     fuzz_irpa) find testdata/bad -type f -name '*.irpa' ;;
+    fuzz_gguf) find testdata/bad -type f -name '*.gguf' ;;
+    fuzz_hf_config) find testdata/bad -type f -name 'config*.json' ;;
+    fuzz_onnx) find testdata/onnx/bad -type f -name '*.onnx' ;;
   esac 2>/dev/null | sort
 }
 
@@ -85,6 +88,7 @@ for t in "${targets[@]}"; do
          -artifact_prefix="$crashes/" -print_final_stats=1)
   [[ -f fuzz/$t.dict ]] && flags+=(-dict="fuzz/$t.dict")
   [[ $t == fuzz_model ]] && flags+=(-max_len=16384)
+  [[ $t == fuzz_onnx ]] && flags+=(-max_len=65536)
   log=$build/$t.log
 
   # 1. replay seeds and regression inputs once

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything ppcc needs to build and test, on Debian 12, as root.
 # Idempotent: re-running only checks that the packages are there.
+# Also makes the Python venv of the IREE test (tools/requirements-iree.txt,
+# pinned) at $PPCC_VENV (default build/venv, inside the build tree that
+# CI and the README use); the system Python is never touched.
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${PPCC_VENV:-$root/build/venv}
+requirements=$root/tools/requirements-iree.txt
 
 packages=(
   cmake gcc g++ make pkg-config      # build
@@ -11,6 +17,9 @@ packages=(
   libopenblas-dev                    # runtime kernels
   clang-14 libclang-rt-14-dev        # sanitizer and fuzzing builds
   graphviz                           # tests check that DOT reports render
+  mpich libmpich-dev                 # distributed runs (MPI backend, tests/mpi)
+  python3-venv                       # venv of the IREE test (PyPI packages)
+  libprotobuf-c-dev protobuf-c-compiler libonnx-dev  # ppcc import onnx: protobuf-c code from Debian's onnx.proto
 )
 # The PyTorch reference of bench/bench_vs_torch.sh (tools/torch_llama_ref.py)
 # is large and only the benchmark needs it: PPCC_BENCH=1 adds it.
@@ -29,10 +38,22 @@ for p in "${packages[@]}"; do
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "setup.sh: all packages already installed"
-  exit 0
+else
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+  echo "setup.sh: installed ${missing[*]}"
 fi
 
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq "${missing[@]}" >/dev/null
-echo "setup.sh: installed ${missing[*]}"
+# The venv is current when it holds a copy of the requirements it was made
+# from and its packages import.
+stamp=$venv/ppcc-requirements.txt
+if [[ -x $venv/bin/python ]] && cmp -s "$requirements" "$stamp" &&
+   "$venv/bin/python" -c 'import iree.compiler, iree.runtime, numpy, safetensors' 2>/dev/null; then
+  echo "setup.sh: IREE venv $venv up to date"
+  exit 0
+fi
+/usr/bin/python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
+cp "$requirements" "$stamp"
+echo "setup.sh: IREE venv $venv installed ($(grep -v '^#' "$requirements" | tr '\n' ' '))"

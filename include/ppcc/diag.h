@@ -23,7 +23,9 @@ void ppcc_diag_init(ppcc_diag *d, const char *file, FILE *sink);
 /* Reports "FILE: error: MSG" and returns PPCC_ERR_USER. */
 ppcc_status ppcc_error(ppcc_diag *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Same with another status (internal errors, usage errors). */
+/* Same with another status (internal errors, usage errors). A message
+ * that starts with "out of memory" is a user error (exit 1) whatever
+ * status is passed. */
 ppcc_status ppcc_error_status(ppcc_diag *d, ppcc_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void ppcc_note(ppcc_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -89,6 +89,12 @@ typedef struct ppcc_op {
   /* pin-propagate -> insert-transfers: operand k must move to
    * move_to[k] (layout-count device ids), or NULL. */
   int **move_to;
+  /* shard-propagate's rewrite requests (P11), set by sharding rules: bit k
+   * of gather_operands: operand k is all-gathered first; resplit: the
+   * result is computed whole (replicated) and re-split along resplit_dim. */
+  unsigned gather_operands;
+  bool resplit;
+  int resplit_dim;
   const char *why;
 } ppcc_op;
 

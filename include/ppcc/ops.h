@@ -92,6 +92,9 @@ const ppcc_op_info *ppcc_op_lookup(const char *name);
 const ppcc_op_info *ppcc_op_table(int *count);
 const ppcc_op_info *ppcc_op_info_by_id(ppcc_op_id id);
 
+/* Runs op's sharding rule; count-1 layouts behave as unsharded there
+ * (a rule refusing them is retried with them seen as unsharded). */
+ppcc_status ppcc_apply_shard_rule(ppcc_graph *g, ppcc_op *op, ppcc_diag *d);
 /* Helpers shared by rules, reports, emitter and runtime. */
 /* Shape of operand k's shard as seen by the op (after broadcasting etc.
  * this is just the value's shard shape). */

@@ -98,11 +98,20 @@ void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, con
 bool ppcc_rt_have_blas(void);
 /* softmax(q k^T * scale [causal, bottom-right]) v per head, grouped-query:
  * q[B,Hq,S,D], k[B,Hkv,T,D], v[B,Hkv,T,Dv] -> out[B,Hq,S,Dv], contiguous
- * f32, as GEMMs through ppcc_rt_sgemm. The attention kernel of both
+ * f32, as GEMMs through ppcc_rt_sgemm; positions (S entries, or NULL)
+ * limit query s to cache slots 0..positions[s]. The attention kernel of both
  * backends. 0 on success, -1 when Hq is not a multiple of Hkv, -2 out of
  * memory. */
 int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
-                          double scale, bool causal, const float *q, const float *k, const float *v, float *out);
+                          double scale, bool causal, const int64_t *positions, const float *q, const float *k,
+                          const float *v, float *out);
+/* Under an address-space limit (ulimit -v) OpenBLAS's worker threads spin
+ * forever on a failing malloc, and exit waits for them: call first thing
+ * in main. With RLIMIT_AS under 32 GiB and OPENBLAS_NUM_THREADS unset, it
+ * re-executes the program with OPENBLAS_NUM_THREADS=1 (no worker threads;
+ * each BLAS call then runs only where its buffer fits, else the portable
+ * kernel). Returns (doing nothing) otherwise or if that fails. */
+void ppcc_rt_tame_blas_under_rlimit(char **argv);
 /* With on, ppcc_rt_sgemm computes every row with the same one-row call
  * (OpenBLAS gemv, or the portable kernel), so a row's bits do not depend on
  * the row count: a microbatched run then equals the unbatched one bit for
@@ -191,6 +200,10 @@ typedef struct ppcc_run_options {
                          const struct ppcc_exec_options *opts, ppcc_host_tensor *outputs,
                          double *elapsed_ms, ppcc_diag *d);
   void *execute_ctx;
+  /* --expect NAME=FILE.npy: outputs compared with given references by the
+   * criterion of --check (src/runtime/expect.c). */
+  const ppcc_input_arg *expects;
+  int n_expects;
 } ppcc_run_options;
 
 /* Runs the graph (after all passes) on its devices, writes outputs, and
@@ -247,6 +260,8 @@ typedef struct ppcc_exec_options {
   int fault_device, fault_op;
   const char *trace_path; /* Chrome trace: a track per device, an event per
                              op and microbatch, flow arrows for transfers */
+  struct ppcc_outfile *trace_file; /* open (ppcc/io.h): the trace goes there,
+                                      uncommitted; NULL: to trace_path */
   int microbatches;       /* as in ppcc_run_options */
   ppcc_pipeline_stats *stats; /* filled when not NULL (free with
                                  ppcc_pipeline_stats_free) */
@@ -255,14 +270,38 @@ ppcc_status ppcc_execute(const ppcc_graph *g, const ppcc_run_data *data,
                          const ppcc_exec_options *opts, ppcc_host_tensor *outputs,
                          double *elapsed_ms, ppcc_diag *d);
 
-/* Tolerances of --check: |a - r| <= tol * (1 + |r|) elementwise, tol by
- * dtype (f32 1e-4, f16 1e-2, bf16 5e-2, integers exact). */
-double ppcc_check_tolerance(ppcc_dtype t);
+/* Tolerances of --check, those of torch.testing.assert_close: an element
+ * passes when |got - ref| <= atol + rtol * |ref| (rtol / atol: f32
+ * 1.3e-6 / 1e-5, f16 1e-3 / 1e-5, bf16 1.6e-2 / 1e-5; integers exact).
+ * ppcc_compare widens atol with the output's scale M = max|ref| to
+ * atol * max(1, M) + rtol * M: a sharded run sums long reductions in
+ * another order (partial sums rounded to the dtype, then all_reduce), and
+ * that rounding error grows with the magnitude of the terms, not of each
+ * result element, so an element near zero among large ones needs an
+ * absolute allowance of the tensor's scale (a bf16 Llama split over 2
+ * devices differs from the unsharded run by ~0.6 % of max|logit|). An
+ * output whose values are all small is still held to its own scale (bf16
+ * softmax over 4096 zeros giving 1/256 instead of 1/4096 fails). NaN
+ * agrees only with NaN, an infinity only with the same infinity. */
+typedef struct ppcc_tolerance {
+  double rtol, atol;
+} ppcc_tolerance;
+ppcc_tolerance ppcc_check_tolerance(ppcc_dtype t);
 /* Compares two tensors of the same dtype and shape. */
 typedef struct ppcc_compare_result {
   double max_abs, max_rel;
   bool ok;
+  double atol;          /* the widened atol used */
+  int64_t n_bad;        /* elements beyond the bound (all when shapes differ) */
+  int64_t n_nan;        /* of those, NaN where the reference is not NaN */
+  int64_t worst;        /* flat index of the element furthest past its bound
+                           (or closest to it when all pass); -1: none */
+  double worst_got, worst_ref;
 } ppcc_compare_result;
 ppcc_compare_result ppcc_compare(const ppcc_host_tensor *got, const ppcc_host_tensor *ref);
+/* Compares the outputs named in expects with their .npy files by
+ * ppcc_compare; an error names the output, the file and the errors. */
+ppcc_status ppcc_expect_outputs(const ppcc_graph *g, const ppcc_input_arg *expects, int n,
+                                const ppcc_host_tensor *got, FILE *log, ppcc_diag *d);
 
 #endif

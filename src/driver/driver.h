@@ -103,10 +103,17 @@ ppcc_status cli_write_outputs(const char *const *paths, const cli_buffer *bufs, 
 int cli_cmd_compile(int argc, char **argv);
 int cli_cmd_report(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
+int cli_cmd_import(int argc, char **argv);
+/* One importer per source (argv[0] names it); *handled false if not ours. */
+int cli_cmd_import_onnx(int argc, char **argv, bool *handled);
+void cli_help_import_onnx(FILE *out);
+int cli_cmd_import_llama(int argc, char **argv, bool *handled); /* hf, gguf */
+void cli_help_import_llama(FILE *out);
 
 void cli_help_compile(FILE *out);
 void cli_help_report(FILE *out);
 void cli_help_run(FILE *out);
+void cli_help_import(FILE *out);
 
 /* ---- the MLIR backend, loaded on first use (mlir_loader.c) ---- */
 #ifdef PPCC_HAVE_MLIR

@@ -3,7 +3,13 @@
  * 2 usage error, 3 internal error. */
 #include <string.h>
 #include "driver.h"
+#ifdef PPCC_HAVE_RUNTIME
+#include "import_cli.h"
+#endif
 #include "ppcc/io.h"
+#ifdef PPCC_HAVE_RUNTIME
+#include "ppcc/runtime.h"
+#endif
 
 #ifndef PPCC_VERSION
 #define PPCC_VERSION "unknown"
@@ -21,6 +27,11 @@ static const command commands[] = {
    cli_cmd_compile, cli_help_compile},
   {"report", "print the placement report (text, JSON or DOT)", cli_cmd_report, cli_help_report},
   {"run", "execute a model on its logical devices", cli_cmd_run, cli_help_run},
+  {"import", "turn a model of another format (HF checkpoint, GGUF, ONNX) into model.json", cli_cmd_import,
+   cli_help_import},
+#ifdef PPCC_HAVE_RUNTIME
+  {"generate", "greedy decoding of a checkpoint (HF directory or GGUF)", cli_cmd_generate, cli_help_generate},
+#endif
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
@@ -54,8 +65,11 @@ static const command *find_command(const char *name) {
 }
 
 int main(int argc, char **argv) {
+#ifdef PPCC_HAVE_RUNTIME
+  ppcc_rt_tame_blas_under_rlimit(argv); /* ulimit -v: no OpenBLAS worker may hang us */
+#endif
   ppcc_outfile_cleanup_on_signals(); /* an interrupted run leaves no temporaries */
-  if (argc < 2) return cli_usage_error(NULL, "missing a command (compile, report or run)");
+  if (argc < 2) return cli_usage_error(NULL, "missing a command (compile, report, run, import or generate)");
   const char *first = argv[1];
   if (strcmp(first, "-h") == 0 || strcmp(first, "--help") == 0 || strcmp(first, "help") == 0) {
     const command *about = argc > 2 ? find_command(argv[2]) : NULL; /* ppcc help compile */
@@ -70,6 +84,6 @@ int main(int argc, char **argv) {
     return PPCC_OK;
   }
   const command *cmd = find_command(first);
-  if (!cmd) return cli_usage_error(NULL, "unknown command '%s' (compile, report or run)", first);
+  if (!cmd) return cli_usage_error(NULL, "unknown command '%s' (compile, report, run, import or generate)", first);
   return cmd->run(argc - 2, argv + 2);
 }

@@ -1,8 +1,10 @@
 /* `ppcc run`: compile a model and execute it on its logical devices. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "driver.h"
 #ifdef PPCC_HAVE_RUNTIME
+#include "ppcc/mpi.h"
 #include "ppcc/runtime.h"
 #endif
 #ifdef PPCC_HAVE_JIT
@@ -20,6 +22,8 @@ typedef struct run_args {
   unsigned long long seed;
   run_input *inputs; /* argc entries at most: one per --input */
   int n_inputs;
+  run_input *expects; /* --expect NAME=FILE.npy, argc entries at most */
+  int n_expects;
   const char *output_dir;
   bool check;
   long long threads;
@@ -30,21 +34,24 @@ typedef struct run_args {
   const char *trace;
   const char *dump_after;
   const char *backend; /* "jit", "interp", or NULL: jit when it can run the model */
+  bool mpi;             /* --mpi, or started by an MPI launcher */
+  const char *ranks_map;
 } run_args;
 
 static const cli_option run_options[] = {
   {"weights", true}, {"random-weights", true}, {"input", true}, {"output-dir", true},
   {"check", false},  {"threads", true},        {"microbatches", true}, {"trace", true},
   {"dump-after", true}, {"backend", true}, {"deterministic", false},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {"repeat", true}, {NULL, false},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {"repeat", true}, {"mpi", false}, {"ranks-map", true},
+  {"expect", true}, {NULL, false},
 };
 
-/* --input name=FILE.npy */
-static ppcc_status add_input(run_args *a, const char *value) {
+/* --input name=FILE.npy, --expect name=FILE.npy */
+static ppcc_status add_named_file(run_input *list, int *count, const char *option, const char *value) {
   const char *eq = strchr(value, '=');
   if (!eq || eq == value || eq[1] == '\0')
-    return cli_usage_error("run", "--input needs NAME=FILE.npy, got '%s'", value);
-  run_input *in = &a->inputs[a->n_inputs++];
+    return cli_usage_error("run", "--%s needs NAME=FILE.npy, got '%s'", option, value);
+  run_input *in = &list[(*count)++];
   in->path = eq + 1;
   /* The name is a prefix of an argv string: copy it to terminate it. */
   char *name = malloc((size_t)(eq - value) + 1);
@@ -66,7 +73,9 @@ static ppcc_status on_run_option(void *ctx, const char *name, const char *value)
     a->have_seed = true;
     return cli_parse_u64("run", name, value, &a->seed);
   } else if (strcmp(name, "input") == 0) {
-    return add_input(a, value);
+    return add_named_file(a->inputs, &a->n_inputs, name, value);
+  } else if (strcmp(name, "expect") == 0) {
+    return add_named_file(a->expects, &a->n_expects, name, value);
   } else if (strcmp(name, "output-dir") == 0) {
     a->output_dir = value;
   } else if (strcmp(name, "check") == 0) {
@@ -83,6 +92,10 @@ static ppcc_status on_run_option(void *ctx, const char *name, const char *value)
     a->trace = value;
   } else if (strcmp(name, "dump-after") == 0) {
     a->dump_after = value;
+  } else if (strcmp(name, "mpi") == 0) {
+    a->mpi = true;
+  } else if (strcmp(name, "ranks-map") == 0) {
+    a->ranks_map = value;
   } else if (strcmp(name, "backend") == 0) {
     if (strcmp(value, "jit") != 0 && strcmp(value, "interp") != 0)
       return cli_usage_error("run", "unknown --backend '%s' (use jit or interp)", value);
@@ -102,12 +115,20 @@ void cli_help_run(FILE *out) {
         "transfers and collectives between them.\n"
         "\n"
         "Options:\n"
-        "  --weights FILE        parameters from a .safetensors or .irpa file\n"
+        "  --weights FILE        parameters from a .safetensors, .irpa or .gguf file, or a\n"
+        "                        Hugging Face checkpoint directory (model.safetensors or\n"
+        "                        the shards of model.safetensors.index.json); float\n"
+        "                        weights of another dtype than the graph's (bf16, f16,\n"
+        "                        dequantized GGUF blocks) are converted once at load\n"
         "  --random-weights SEED random parameters from SEED (random is the default)\n"
         "  --input NAME=FILE     value of graph input NAME from a .npy file (repeatable);\n"
         "                        inputs not given are random from the seed\n"
-        "  --output-dir DIR      write every graph output to DIR/NAME.npy\n"
+        "  --output-dir DIR      write every graph output to DIR/NAME.npy (all or none;\n"
+        "                        NAME keeps letters, digits, '.', '-', '_', others\n"
+        "                        become '_'; outputs whose files would clash are refused)\n"
         "  --check               compare with the unsharded reference execution\n"
+        "  --expect NAME=FILE    compare output NAME with FILE.npy by --check's criterion\n"
+        "                        (repeatable); fails beyond it\n"
         "  --threads N           worker threads (default: the runtime's choice)\n"
         "  --microbatches M      split the batch (dim 0 of every input, divisible by M)\n"
         "                        into M microbatches that flow through the pipeline;\n"
@@ -130,7 +151,15 @@ void cli_help_run(FILE *out) {
         "  --backend=jit|interp  jit: device functions compiled from the executable MLIR\n"
         "                        form; interp: the runtime's C kernels. Default: jit\n"
         "                        when this ppcc has it and the model, --trace and\n"
-        "                        --microbatches allow it, else interp (with a note)\n",
+        "                        --microbatches allow it, else interp (with a note)\n"
+        "  --mpi                 run distributed over MPI ranks (implied when started by\n"
+        "                        mpiexec/mpirun): each rank holds some devices, loads\n"
+        "                        only their weights, and moves shards between ranks\n"
+        "                        with MPI; results are bit-identical to one process.\n"
+        "                        Rank 0 writes the outputs, the summary and the trace\n"
+        "                        (a process per rank)\n"
+        "  --ranks-map=R0,R1,..  the rank of each device (default: whole pipeline\n"
+        "                        stages per rank, spread evenly)\n",
         out);
   fputs(cli_partition_help, out);
   fputs("  -h, --help            show this help\n", out);
@@ -138,7 +167,9 @@ void cli_help_run(FILE *out) {
 
 static void free_run_args(run_args *a) {
   for (int i = 0; i < a->n_inputs; i++) free((char *)a->inputs[i].name);
+  for (int i = 0; i < a->n_expects; i++) free((char *)a->expects[i].name);
   free(a->inputs);
+  free(a->expects);
 }
 
 #ifdef PPCC_HAVE_JIT
@@ -156,22 +187,42 @@ static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit 
   ppcc_jit_stats t;
   ppcc_status st = cli_jit_compile(g, NULL, jit, &t, asked ? d : &quiet);
   if (!st) {
-    printf("jit: compiled %d device functions in %.1f ms (emit %.1f, lower %.1f, codegen %.1f)\n", g->n_devices,
-           t.emit_ms + t.lower_ms + t.codegen_ms, t.emit_ms, t.lower_ms, t.codegen_ms);
+    if (ppcc_mpi_rank() == 0) /* MPI: rank 0 prints the summary */
+      printf("jit: compiled %d device functions in %.1f ms (emit %.1f, lower %.1f, codegen %.1f)\n", g->n_devices,
+             t.emit_ms + t.lower_ms + t.codegen_ms, t.emit_ms, t.lower_ms, t.codegen_ms);
     return PPCC_OK;
   }
   if (asked) return st;
   if (st != PPCC_ERR_USER) return ppcc_error_status(d, st, "%s", quiet.first);
-  printf("note: running with --backend=interp: %s\n", quiet.first);
+  if (ppcc_mpi_rank() == 0) printf("note: running with --backend=interp: %s\n", quiet.first);
   return PPCC_OK;
 }
 #endif
 
 #ifdef PPCC_HAVE_RUNTIME
+/* MPI: this rank's devices per --ranks-map or the default stage map. */
+static ppcc_status distribute(const ppcc_graph *g, const run_args *a, ppcc_diag *d) {
+  static char label[4096]; /* every message says which rank printed it */
+  snprintf(label, sizeof label, "%s [rank %d]", d->file ? d->file : "ppcc run", ppcc_mpi_rank());
+  d->file = label;
+  int *rank_of = malloc(sizeof(int) * (size_t)(g->n_devices > 0 ? g->n_devices : 1));
+  if (!rank_of) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  ppcc_status st = ppcc_rank_map(g, ppcc_mpi_size(), a->ranks_map, rank_of, d);
+  if (!st) st = ppcc_mpi_distribute(g, rank_of, d);
+  free(rank_of);
+  return st;
+}
+
 static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *d) {
   ppcc_input_arg *inputs = calloc((size_t)(a->n_inputs > 0 ? a->n_inputs : 1), sizeof *inputs);
-  if (!inputs) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  ppcc_input_arg *expects = calloc((size_t)(a->n_expects > 0 ? a->n_expects : 1), sizeof *expects);
+  if (!inputs || !expects) {
+    free(inputs);
+    free(expects);
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
   for (int i = 0; i < a->n_inputs; i++) inputs[i] = (ppcc_input_arg){a->inputs[i].name, a->inputs[i].path};
+  for (int i = 0; i < a->n_expects; i++) expects[i] = (ppcc_input_arg){a->expects[i].name, a->expects[i].path};
   ppcc_run_options opts = {
     .weights_path = a->weights,
     .random_seed = a->seed,
@@ -186,11 +237,16 @@ static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *
     .trace_path = a->trace,
     .repeat = (int)a->repeat,
     .log = stdout,
+    .expects = expects,
+    .n_expects = a->n_expects,
   };
-  ppcc_status st = PPCC_OK;
+  /* Testing hook (tests/mpi): device DEV fails at op OP, like a kernel error. */
+  const char *fault = getenv("PPCC_INJECT_FAULT");
+  if (fault && sscanf(fault, "%d:%d", &opts.fault_device, &opts.fault_op) == 2) opts.inject_fault = true;
+  ppcc_status st = a->mpi ? distribute(g, a, d) : PPCC_OK;
 #ifdef PPCC_HAVE_JIT
   ppcc_jit *jit = NULL;
-  st = compile_jit(g, a, &jit, d);
+  if (!st) st = compile_jit(g, a, &jit, d);
   opts.execute = jit ? cli_jit_execute : NULL;
   opts.execute_ctx = jit;
 #endif
@@ -199,6 +255,7 @@ static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *
   cli_jit_free(jit);
 #endif
   free(inputs);
+  free(expects);
   return st;
 }
 #endif
@@ -211,6 +268,8 @@ static ppcc_status check_run_args(const run_args *a) {
                   "unavailable\n");
   return PPCC_ERR_USER;
 #endif
+  if (a->ranks_map && !a->mpi)
+    return cli_usage_error("run", "--ranks-map needs an MPI run (mpiexec -n R ppcc run ... or --mpi)");
 #ifndef PPCC_HAVE_JIT
   if (a->backend && strcmp(a->backend, "jit") == 0)
     return cli_usage_error("run", "this ppcc was built without MLIR: --backend=jit is unavailable");
@@ -222,16 +281,33 @@ static ppcc_status check_run_args(const run_args *a) {
 int cli_cmd_run(int argc, char **argv) {
   run_args a = {0};
   a.inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.inputs);
-  if (!a.inputs) return PPCC_ERR_INTERNAL;
+  a.expects = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.expects);
+  if (!a.inputs || !a.expects) {
+    free(a.inputs);
+    free(a.expects);
+    return PPCC_ERR_INTERNAL;
+  }
   cli_parse p = {.command = "run", .options = run_options, .on_option = on_run_option, .ctx = &a};
   ppcc_status st = cli_parse_args(&p, argc, argv);
   if (st == PPCC_OK && p.help) cli_help_run(stdout);
-  if (st == PPCC_OK && !p.help) st = check_run_args(&a);
+  if (st == PPCC_OK && !p.help) {
+#ifdef PPCC_HAVE_RUNTIME
+    a.mpi = a.mpi || ppcc_mpi_launched();
+#endif
+    st = check_run_args(&a);
+  }
   if (st == PPCC_OK && !p.help) {
     ppcc_diag d;
-    ppcc_graph *g = cli_load_and_compile_partitioned(p.model_path, a.dump_after, &a.partition, &d, &st);
+#ifdef PPCC_HAVE_RUNTIME
+    if (a.mpi) {
+      ppcc_diag_init(&d, "ppcc run", stderr);
+      st = ppcc_mpi_init(NULL, NULL, &d);
+    }
+#endif
+    ppcc_graph *g = st ? NULL : cli_load_and_compile_partitioned(p.model_path, a.dump_after, &a.partition, &d, &st);
 #ifdef PPCC_HAVE_RUNTIME
     if (g) st = run_graph(g, &a, &d);
+    if (a.mpi) ppcc_mpi_finalize(st);
 #endif
     ppcc_graph_free(g);
   }

@@ -5,8 +5,8 @@
 
 #define MAX_ARG_ATTRS 8
 
-static bool is_argument(const ppcc_value *v) {
-  return v->kind == PPCC_VALUE_PARAM || v->kind == PPCC_VALUE_INPUT;
+static bool is_argument(const ppcc_emit_ctx *c, const ppcc_value *v) {
+  return (v->kind == PPCC_VALUE_PARAM && placement_params_are_arguments(c->kind)) || v->kind == PPCC_VALUE_INPUT;
 }
 
 ppcc_status emit_check_values(ppcc_emit_ctx *c) {
@@ -56,7 +56,7 @@ static ppcc_status shard_list_build(ppcc_emit_ctx *c, shard_list *l, bool output
   int cap = 0;
   const ppcc_graph *g = c->g;
   for (int i = 0; i < g->n_values; i++)
-    if (is_argument(&g->values[i])) cap += g->values[i].layout.count;
+    if (is_argument(c, &g->values[i])) cap += g->values[i].layout.count;
   for (int i = 0; i < g->n_outputs; i++) cap += g->values[g->outputs[i]].layout.count;
   size_t n = (size_t)(cap > 0 ? cap : 1);
   l->n = 0;
@@ -71,7 +71,7 @@ static ppcc_status shard_list_build(ppcc_emit_ctx *c, shard_list *l, bool output
     for (int i = 0; i < g->n_outputs && !st; i++) st = shard_list_add(c, l, cap, g->outputs[i]);
   } else {
     for (int i = 0; i < g->n_values && !st; i++)
-      if (is_argument(&g->values[i])) st = shard_list_add(c, l, cap, i);
+      if (is_argument(c, &g->values[i])) st = shard_list_add(c, l, cap, i);
   }
   return st;
 }
@@ -121,9 +121,11 @@ ppcc_status emit_main_func(ppcc_emit_ctx *c) {
   shard_list args = {0}, res = {0};
   st = shard_list_build(c, &args, false);
   if (!st) st = shard_list_build(c, &res, true);
+  if (!st) st = placement_declare_params(c, mlirModuleGetBody(c->module));
   if (!st) {
     MlirOperation func = create_func(c, &args, &res);
     add_entry_block(c, func, &args);
+    placement_load_params(c);
     st = emit_lower_all_ops(c);
   }
   if (!st) st = add_return(c, &res);

@@ -117,6 +117,12 @@ MlirValue emit_named_linalg(ppcc_emit_ctx *c, const char *name, int n_in, const 
 MlirValue emit_elementwise(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, MlirType type,
                            emit_body_fn body_fn, void *user);
 
+/* A float tensor converted elementwise to element type elem (extf or
+ * truncf); v itself when it has that type or is not float. f16/bf16 ops
+ * compute on emit_to_f32 of their operands and round once at the end. */
+MlirValue emit_convert_floats(ppcc_emit_ctx *c, MlirValue v, MlirType elem);
+MlirValue emit_to_f32(ppcc_emit_ctx *c, MlirValue v);
+
 /* ---- placement map (placement_map.c): the one place that knows how
  * devices and transfers are spelled in each output form ---- */
 /* Attributes for a function argument / result holding shard i of v. */
@@ -127,6 +133,14 @@ void placement_mark_op(ppcc_emit_ctx *c, MlirOperation op, int device);
  * `to` (the input itself when from == to: a shard already there is not
  * copied, P10). */
 MlirValue placement_transfer(ppcc_emit_ctx *c, MlirValue v, int from, int to);
+/* Whether params are function arguments (annotated form) or, in the IREE
+ * form, parameter-backed globals resolved from the weights file at run
+ * time. */
+bool placement_params_are_arguments(ppcc_emit_kind kind);
+/* IREE form: one util.global per (param, device) into module_body. */
+ppcc_status placement_declare_params(ppcc_emit_ctx *c, MlirBlock module_body);
+/* IREE form: every param shard from a load of its global (c->block). */
+void placement_load_params(ppcc_emit_ctx *c);
 /* Context options the form needs (e.g. unregistered IREE ops). */
 bool placement_allows_unregistered(ppcc_emit_kind kind);
 /* Whether collectives are emitted as one ppcc.* op (annotated form) or
@@ -156,6 +170,12 @@ MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool 
  * value otherwise: the linalg lowering is used). */
 MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, double scale, bool causal,
                                   MlirType out_type);
+
+/* Executable form: a run-time error (failing the run, naming the op) unless
+ * every element of the index tensor (i64 or i32) is in [0, bound); the
+ * message says "token id" or "index" as the interpreter's kernels do. No-op
+ * in the other forms. The caller still clamps the indices it uses. */
+ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, bool token_ids);
 
 /* ---- output (emit_print.c) ---- */
 /* Verifies the module, prints it and post-processes the text; on success

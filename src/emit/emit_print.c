@@ -2,10 +2,13 @@
  * forms, locations on) into a buffer; two textual touch-ups follow:
  *  - location aliases (#locN = loc("h0") at the end of the file) are put
  *    back inline, so every op shows the model name it comes from;
- *  - IREE form: the unregistered flow.tensor.transfer, which MLIR can only
- *    print generically, is rewritten to IREE's custom form
- *    `flow.tensor.transfer %v : T to #hal.device.promise<@__device_N>`.
- * Both keep the text parseable. */
+ *  - IREE form: the unregistered IREE ops, which MLIR can only print
+ *    generically, are rewritten to IREE's custom forms:
+ *    `flow.tensor.transfer %v : T to #hal.device.promise<@__device_N>`,
+ *    `util.global private @"S" {stream.affinity = A} = INIT`,
+ *    `util.global.load @"S" : T`.
+ * Both keep the text parseable; a line that does not have the expected
+ * shape is left in generic form, which IREE parses too. */
 #include <stdlib.h>
 #include <string.h>
 #include "emit_internal.h"
@@ -166,13 +169,68 @@ static bool rewrite_transfer_line(text_buf *out, const char *line, size_t n) {
   return true;
 }
 
+/* Returns the first occurrence of `needle` in [p, end), or NULL. */
+static const char *find_in(const char *p, const char *end, const char *needle) {
+  size_t n = strlen(needle);
+  for (; p + n <= end; p++)
+    if (memcmp(p, needle, n) == 0) return p;
+  return NULL;
+}
+
+/* `"util.global"() {initial_value = INIT, stream.affinity = A, sym_name = "S",
+ *  sym_visibility = "private", type = T} : () -> () loc(...)` becomes
+ * `util.global private @"S" {stream.affinity = A} = INIT loc(...)`. INIT is
+ * `#flow.parameter.named<"model"::"KEY"> : T`; KEY and S are printed
+ * escaped, so they hold no raw quote. */
+static bool rewrite_global_line(text_buf *out, const char *line, size_t n) {
+  static const char head[] = "\"util.global\"() {initial_value = ";
+  const char *end = line + n, *p = find_in(line, end, head);
+  if (!p) return false;
+  const char *init = p + sizeof head - 1, *key = find_in(init, end, "::\"");
+  const char *key_end = key ? memchr(key + 3, '"', (size_t)(end - key - 3)) : NULL;
+  const char *init_end = key_end ? find_in(key_end, end, ", stream.affinity = ") : NULL;
+  const char *aff = init_end ? init_end + 20 : NULL, *aff_end = aff ? find_in(aff, end, ", sym_name = \"") : NULL;
+  const char *sym = aff_end ? aff_end + 14 : NULL, *sym_end = sym ? memchr(sym, '"', (size_t)(end - sym)) : NULL;
+  const char *tail = sym_end ? find_in(sym_end, end, "} : () -> ()") : NULL;
+  if (!tail || !find_in(sym_end, tail, "sym_visibility = \"private\"")) return false;
+  buf_append(out, line, (size_t)(p - line));
+  buf_puts(out, "util.global private @\"");
+  buf_append(out, sym, (size_t)(sym_end - sym));
+  buf_puts(out, "\" {stream.affinity = ");
+  buf_append(out, aff, (size_t)(aff_end - aff));
+  buf_puts(out, "} = ");
+  buf_append(out, init, (size_t)(init_end - init));
+  buf_append(out, tail + 12, (size_t)(end - tail - 12));
+  return true;
+}
+
+/* `"util.global.load"() {global = @S} : () -> T loc(...)` becomes
+ * `util.global.load @S : T loc(...)`. */
+static bool rewrite_load_line(text_buf *out, const char *line, size_t n) {
+  static const char head[] = "\"util.global.load\"() {global = ";
+  const char *end = line + n, *p = find_in(line, end, head);
+  if (!p) return false;
+  const char *sym = p + sizeof head - 1, *sym_end = find_in(sym, end, "} : () -> ");
+  if (!sym_end) return false;
+  buf_append(out, line, (size_t)(p - line));
+  buf_puts(out, "util.global.load ");
+  buf_append(out, sym, (size_t)(sym_end - sym));
+  buf_puts(out, " : ");
+  buf_append(out, sym_end + 10, (size_t)(end - sym_end - 10));
+  return true;
+}
+
+static bool rewrite_iree_line(text_buf *out, const char *line, size_t n) {
+  return rewrite_transfer_line(out, line, n) || rewrite_global_line(out, line, n) || rewrite_load_line(out, line, n);
+}
+
 static bool rewrite_iree_transfers(text_buf *b) {
   text_buf out = {0};
   const char *p = b->data, *end = b->data + b->len;
   while (p < end) {
     const char *eol = memchr(p, '\n', (size_t)(end - p));
     size_t n = (size_t)((eol ? eol : end) - p);
-    if (!rewrite_transfer_line(&out, p, n)) buf_append(&out, p, n);
+    if (!rewrite_iree_line(&out, p, n)) buf_append(&out, p, n);
     if (eol) buf_append(&out, "\n", 1);
     p += n + (eol ? 1 : 0);
   }

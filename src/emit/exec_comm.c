@@ -9,6 +9,7 @@
  *   ppcc_rt_reduce_scatter_T(op, dtype, group, rank, outer, inner, full, shard)
  *   ppcc_rt_matmul_f32(a, b, c, b_transposed)                    (OpenBLAS)
  *   ppcc_rt_attention_f32(q, k, v, out, scale, causal)            (OpenBLAS)
+ *   ppcc_rt_check_index_T(op, dtype, kind, bound, index)         (T: i64, i32)
  *
  * Buffers are memref<*xT>; a group is a memref.global of device ids.
  * Collectives follow the executor's plan (src/runtime/executor.c): every
@@ -95,6 +96,21 @@ MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, Ml
                       emit_float_const(c, c->block, mlirF64TypeGet(c->mctx), scale), exec_i64(c, causal)};
   if (exec_call(c, "ppcc_rt_attention_f32", 6, ops)) return (MlirValue){NULL};
   return exec_to_tensor(c, out, true);
+}
+
+/* ---- index checks ---- */
+
+ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, bool token_ids) {
+  if (!c->exec) return PPCC_OK; /* only the executable form runs */
+  MlirType elem = elem_of(index);
+  char name[64];
+  symbol(name, sizeof name, "check_index", elem);
+  MlirValue ops[5];
+  head(c, elem, ops);
+  ops[2] = exec_i64(c, token_ids);
+  ops[3] = exec_i64(c, bound);
+  ops[4] = exec_unranked(c, exec_to_memref(c, index));
+  return exec_call(c, name, 5, ops);
 }
 
 /* ---- collectives ---- */
@@ -280,6 +296,7 @@ static ppcc_status check_group(exec_coll *k) {
  * name only chose the result layout (as in the executor). */
 static bool choose(const exec_coll *k, produce_kind *kind, bool *group) {
   ppcc_layout i = k->in->layout, o = k->out->layout;
+  if (i.count == 1) i = ppcc_layout_unsharded(); /* one shard is a whole value */
   bool whole_in = i.kind == PPCC_LAYOUT_UNSHARDED || i.kind == PPCC_LAYOUT_REPLICATED;
   bool whole_out = o.kind == PPCC_LAYOUT_UNSHARDED || o.kind == PPCC_LAYOUT_REPLICATED;
   *group = false;
@@ -301,7 +318,8 @@ static ppcc_status unsupported(exec_coll *k) {
 }
 
 static ppcc_status lower(exec_coll *k) {
-  ppcc_layout_kind ik = k->in->layout.kind, ok = k->out->layout.kind;
+  /* one shard is a whole value, whatever its layout (count-1 = unsharded) */
+  ppcc_layout_kind ik = k->in->layout.count == 1 ? PPCC_LAYOUT_UNSHARDED : k->in->layout.kind, ok = k->out->layout.kind;
   if (ik != PPCC_LAYOUT_UNSHARDED && ok != PPCC_LAYOUT_UNSHARDED && k->in->layout.count != k->out->layout.count)
     return unsupported(k);
   if (ok == PPCC_LAYOUT_UNSHARDED && (ik == PPCC_LAYOUT_SPLIT || ik == PPCC_LAYOUT_UNREDUCED)) return collect_to_root(k);

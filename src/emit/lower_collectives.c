@@ -67,7 +67,8 @@ static MlirValue any_copy_to(collective *k, int to) {
 
 /* Result shard j from the operand, by the operand's layout. */
 static MlirValue decompose_shard(collective *k, int j, MlirValue *moved) {
-  const ppcc_layout in = k->in->layout, out = k->out->layout;
+  const ppcc_layout out = k->out->layout; /* one shard is a whole value (count-1 = unsharded) */
+  const ppcc_layout in = k->in->layout.count == 1 ? ppcc_layout_unsharded() : k->in->layout;
   int to = k->out->devices[j];
   int out_dim = out.kind == PPCC_LAYOUT_SPLIT ? out.dim : -1;
   switch (in.kind) {

@@ -1,7 +1,9 @@
 /* index_copy / index_put (DESIGN P7): dest[.., index[j], ..] = src[.., j, ..]
  * along `dim`, per shard. Lowered to an scf.for over the index carrying the
  * destination tensor: extract the index, slice row j of the source, insert
- * it at that position. */
+ * it at that position. An index outside [0, D) is a run-time error
+ * (exec_check_index, the interpreter's message); the loop clamps it to 0
+ * so that nothing is written out of bounds before the run stops. */
 #include "emit_internal.h"
 
 ppcc_status lower_index_copy(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
@@ -31,13 +33,34 @@ static MlirValue slice_op(ppcc_emit_ctx *c, MlirBlock b, bool insert, MlirValue 
   return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
 }
 
-/* Loop body: %pos = index_cast(index[%j]); acc[.., %pos, ..] = src[.., %j, ..] */
-static void build_body(ppcc_emit_ctx *c, MlirBlock body, MlirValue index, MlirValue src, int dim) {
+enum { CMPI_SGE = 5, CMPI_SLT = 2 };
+
+static MlirValue compare_int(ppcc_emit_ctx *c, MlirBlock b, int predicate, MlirValue x, MlirValue y) {
+  MlirValue ops[2] = {x, y};
+  MlirType i1 = mlirIntegerTypeGet(c->mctx, 1);
+  MlirNamedAttribute p = emit_named(c, "predicate", emit_i64_attr(c, predicate));
+  emit_op_spec s = {"arith.cmpi", 2, ops, 1, &i1, 1, &p, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
+}
+
+/* raw when 0 <= raw < bound, else 0. */
+static MlirValue clamp_index(ppcc_emit_ctx *c, MlirBlock b, MlirValue raw, int64_t bound) {
+  MlirType t = mlirValueGetType(raw);
+  MlirValue zero = emit_int_const(c, b, t, 0);
+  MlirValue ok = emit_binary_scalar(c, b, "arith.andi", compare_int(c, b, CMPI_SGE, raw, zero),
+                                    compare_int(c, b, CMPI_SLT, raw, emit_int_const(c, b, t, bound)));
+  MlirValue ops[3] = {ok, raw, zero};
+  emit_op_spec s = {"arith.select", 3, ops, 1, &t, 0, NULL, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
+}
+
+/* Loop body: %pos = index_cast(clamp(index[%j])); acc[.., %pos, ..] = src[.., %j, ..] */
+static void build_body(ppcc_emit_ctx *c, MlirBlock body, MlirValue index, MlirValue src, int dim, int64_t bound) {
   MlirValue j = mlirBlockGetArgument(body, 0), acc = mlirBlockGetArgument(body, 1);
   MlirType idx_elem = mlirShapedTypeGetElementType(mlirValueGetType(index));
   MlirValue extract_operands[2] = {index, j};
   emit_op_spec ex = {"tensor.extract", 2, extract_operands, 1, &idx_elem, 0, NULL, 0};
-  MlirValue raw = mlirOperationGetResult(emit_op_in(c, body, &ex), 0);
+  MlirValue raw = clamp_index(c, body, mlirOperationGetResult(emit_op_in(c, body, &ex), 0), bound);
   MlirType index_type = mlirIndexTypeGet(c->mctx);
   emit_op_spec cast = {"arith.index_cast", 1, &raw, 1, &index_type, 0, NULL, 0};
   MlirValue pos = mlirOperationGetResult(emit_op_in(c, body, &cast), 0);
@@ -66,7 +89,13 @@ ppcc_status lower_index_copy(struct ppcc_emit_ctx *c, const ppcc_graph *g, const
       mlirShapedTypeGetDimSize(mlirValueGetType(src), dst_v->layout.dim) != local[dst_v->layout.dim])
     src = emit_slice(c, src, dst_v->layout.dim, shard * local[dst_v->layout.dim], local[dst_v->layout.dim]);
 
-  MlirValue bounds[4] = {emit_index_const(c, c->block, 0), emit_index_const(c, c->block, idx_v->shape[0]),
+  int64_t rows = mlirShapedTypeGetDimSize(mlirValueGetType(dest), dim);
+  ppcc_status st = exec_check_index(c, index, rows, false);
+  if (st) return st;
+  /* No row to write into: every index fails the check, and the loop must
+   * not run (its clamped index 0 would still be out of bounds). */
+  int64_t trips = rows > 0 ? idx_v->shape[0] : 0;
+  MlirValue bounds[4] = {emit_index_const(c, c->block, 0), emit_index_const(c, c->block, trips),
                          emit_index_const(c, c->block, 1), dest};
   MlirType t = mlirValueGetType(dest);
   emit_op_spec loop = {"scf.for", 4, bounds, 1, &t, 0, NULL, 1};
@@ -75,7 +104,7 @@ ppcc_status lower_index_copy(struct ppcc_emit_ctx *c, const ppcc_graph *g, const
   MlirLocation arg_locs[2] = {c->op_loc, c->op_loc};
   MlirBlock body = mlirBlockCreate(2, arg_types, arg_locs);
   mlirRegionAppendOwnedBlock(mlirOperationGetRegion(for_op, 0), body);
-  build_body(c, body, index, src, dim);
+  build_body(c, body, index, src, dim, rows);
   emit_set_shard(c, op->out[0], shard, mlirOperationGetResult(for_op, 0));
   return PPCC_OK;
 }

@@ -7,12 +7,15 @@
  * Reductions (norms, softmax, sum, argmax) are linalg.generic ops whose
  * loops are the kept dims first and the reduced dims last; the elementwise
  * step that follows reads the reduced tensors through "drop" maps. The
- * semantics match the reference kernels in src/runtime/kernels_llm.c. */
+ * semantics match the reference kernels in src/runtime/kernels_llm.c,
+ * step for step: f16/bf16 operands are widened to f32 and the result
+ * rounded once; softmax, norm and sum/mean sums accumulate in f64, norms
+ * take 1/sqrt and x * inv in f64, rotary angles are f64. */
 #include <math.h>
 #include "lower_llm.h"
 
 /* arith.cmpf / arith.cmpi predicates (their enum values in MLIR). */
-enum { CMPF_OEQ = 1, CMPF_UNO = 14, CMPI_SLT = 2, CMPI_SGE = 5, CMPI_ULT = 6, CMPI_UGT = 8 };
+enum { CMPF_OEQ = 1, CMPF_OGT = 2, CMPF_OLT = 4, CMPF_UNO = 14, CMPI_SLT = 2, CMPI_SGT = 4, CMPI_SGE = 5, CMPI_ULT = 6, CMPI_UGT = 8 };
 
 /* ---------------- operand access ---------------- */
 
@@ -214,109 +217,136 @@ static MlirValue body_add(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   return bin(c, b, f ? "arith.addf" : "arith.addi", barg(b, 1), barg(b, 0));
 }
 
-static MlirValue body_add_square(ppcc_emit_ctx *c, MlirBlock b, void *user) {
-  MlirValue x = barg(b, 0);
-  return bin(c, b, "arith.addf", barg(b, 1), bin(c, b, "arith.mulf", x, x));
-}
-
 static MlirValue body_max(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   return bin(c, b, "arith.maximumf", barg(b, 1), barg(b, 0));
 }
 
-/* acc + exp(x - max) */
-static MlirValue body_add_exp_shifted(ppcc_emit_ctx *c, MlirBlock b, void *user) {
-  MlirValue e = emit_unary_scalar(c, b, "math.exp", bin(c, b, "arith.subf", barg(b, 0), barg(b, 1)));
-  return bin(c, b, "arith.addf", barg(b, 2), e);
+static MlirType f64_type(ppcc_emit_ctx *c) { return mlirF64TypeGet(c->mctx); }
+static MlirValue to_f64(ppcc_emit_ctx *c, MlirBlock b, MlirValue x) { return cast(c, b, "arith.extf", x, f64_type(c)); }
+
+/* acc + f64(x): float sums accumulate in f64, as the interpreter's. */
+static MlirValue body_add_f64(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  return bin(c, b, "arith.addf", barg(b, 1), to_f64(c, b, barg(b, 0)));
 }
 
-/* exp(x - max) / sum */
-static MlirValue body_softmax(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+/* acc + f64(exp(x - max)) */
+static MlirValue body_add_exp_shifted(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   MlirValue e = emit_unary_scalar(c, b, "math.exp", bin(c, b, "arith.subf", barg(b, 0), barg(b, 1)));
-  return bin(c, b, "arith.divf", e, barg(b, 2));
+  return bin(c, b, "arith.addf", barg(b, 2), to_f64(c, b, e));
+}
+
+/* exp(x - max) * f32(1 / sum) */
+static MlirValue body_softmax(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  MlirValue x = barg(b, 0);
+  MlirValue e = emit_unary_scalar(c, b, "math.exp", bin(c, b, "arith.subf", x, barg(b, 1)));
+  MlirValue inv = bin(c, b, "arith.divf", fconst(c, b, f64_type(c), 1.0), barg(b, 2));
+  return bin(c, b, "arith.mulf", e, cast(c, b, "arith.truncf", inv, mlirValueGetType(x)));
 }
 
 static MlirValue zero_of(ppcc_emit_ctx *c, MlirType elem) {
   return is_float_type(elem) ? emit_float_const(c, c->block, elem, 0.0) : emit_int_const(c, c->block, elem, 0);
 }
 
-/* softmax of x over dim, as max / sum-of-exp reductions and a normalise. */
+/* softmax of an f32 x over dim, as max / sum-of-exp reductions (the sum
+ * in f64) and a normalise: the interpreter's softmax_strided. */
 static MlirValue softmax_of(ppcc_emit_ctx *c, MlirValue x, int dim) {
   red_space r = red_space_one_dim(x, dim);
-  MlirType elem = elem_of(x);
+  MlirType elem = elem_of(x), f64 = f64_type(c);
   operand_kind full[1] = {K_FULL}, full_kept[2] = {K_FULL, K_KEPT}, full_kept2[3] = {K_FULL, K_KEPT, K_KEPT};
   MlirValue mx = reduce(c, &r, 1, &x, full, elem, emit_float_const(c, c->block, elem, -INFINITY), body_max, NULL);
   MlirValue ins2[2] = {x, mx};
-  MlirValue sum = reduce(c, &r, 2, ins2, full_kept, elem, zero_of(c, elem), body_add_exp_shifted, NULL);
+  MlirValue sum = reduce(c, &r, 2, ins2, full_kept, f64, zero_of(c, f64), body_add_exp_shifted, NULL);
   MlirValue ins3[3] = {x, mx, sum};
   return elementwise(c, &r, 3, ins3, full_kept2, elem, body_softmax, NULL);
 }
 
 /* ---------------- norms ---------------- */
 
+/* Norms compute on f32 x and weights (f16/bf16 widened, the result
+ * rounded once), with f64 sums, f64 1/sqrt and an f64 x * inv: the same
+ * steps as the interpreter's kernels, and no overflow or underflow of
+ * x^2 or 1/sqrt for |x| up to the f32 maximum. */
 typedef struct norm_body {
-  double inv_h, eps;
+  double h, eps;
   bool has_bias;
 } norm_body;
 
-/* x * rsqrt(ss / H + eps) * w */
+/* 1 / sqrt(acc / H + eps), in f64 */
+static MlirValue inv_root(ppcc_emit_ctx *c, MlirBlock b, const norm_body *n, MlirValue acc) {
+  MlirType f64 = f64_type(c);
+  MlirValue v = bin(c, b, "arith.addf", bin(c, b, "arith.divf", acc, fconst(c, b, f64, n->h)), fconst(c, b, f64, n->eps));
+  return bin(c, b, "arith.divf", fconst(c, b, f64, 1.0), emit_unary_scalar(c, b, "math.sqrt", v));
+}
+
+/* acc + f64(x)^2 */
+static MlirValue body_add_square(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  MlirValue x = to_f64(c, b, barg(b, 0));
+  return bin(c, b, "arith.addf", barg(b, 1), bin(c, b, "arith.mulf", x, x));
+}
+
+/* f32(f64(x) * inv) * w */
 static MlirValue body_rms(ppcc_emit_ctx *c, MlirBlock b, void *user) {
-  const norm_body *n = user;
   MlirValue x = barg(b, 0);
-  MlirType t = mlirValueGetType(x);
-  MlirValue ms = bin(c, b, "arith.mulf", barg(b, 1), fconst(c, b, t, n->inv_h));
-  MlirValue inv = emit_unary_scalar(c, b, "math.rsqrt", bin(c, b, "arith.addf", ms, fconst(c, b, t, n->eps)));
-  return bin(c, b, "arith.mulf", bin(c, b, "arith.mulf", x, inv), barg(b, 2));
+  MlirValue y = bin(c, b, "arith.mulf", to_f64(c, b, x), inv_root(c, b, user, barg(b, 1)));
+  return bin(c, b, "arith.mulf", cast(c, b, "arith.truncf", y, mlirValueGetType(x)), barg(b, 2));
+}
+
+static norm_body norm_of(const ppcc_op *op, const red_space *r) {
+  /* eps as the interpreter reads it: an f32 attribute */
+  return (norm_body){(double)r->shape[r->rank - 1], (double)(float)ppcc_attr_float(op, "eps", 1e-5), op->n_in == 3};
 }
 
 ppcc_status lower_rms_norm(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
   ppcc_status st = need_float(c, op, in_value(g, op, 0));
   if (st) return st;
-  MlirValue x = operand(c, op, 0, shard), w = operand(c, op, 1, shard);
+  MlirValue x0 = operand(c, op, 0, shard);
+  MlirValue x = emit_to_f32(c, x0), w = emit_to_f32(c, operand(c, op, 1, shard));
   red_space r = red_space_one_dim(x, rank_of(x) - 1);
-  MlirType elem = elem_of(x);
+  MlirType f64 = f64_type(c);
   operand_kind full[1] = {K_FULL}, kinds[3] = {K_FULL, K_KEPT, K_LAST};
-  MlirValue ss = reduce(c, &r, 1, &x, full, elem, zero_of(c, elem), body_add_square, NULL);
-  norm_body n = {1.0 / (double)r.shape[r.rank - 1], ppcc_attr_float(op, "eps", 1e-5), false};
+  MlirValue ss = reduce(c, &r, 1, &x, full, f64, zero_of(c, f64), body_add_square, NULL);
+  norm_body n = norm_of(op, &r);
   MlirValue ins[3] = {x, ss, w};
-  set_result(c, op, shard, elementwise(c, &r, 3, ins, kinds, elem, body_rms, &n));
+  MlirValue y = elementwise(c, &r, 3, ins, kinds, elem_of(x), body_rms, &n);
+  set_result(c, op, shard, emit_convert_floats(c, y, elem_of(x0)));
   return PPCC_OK;
 }
 
-/* acc + (x - sum / H)^2 */
+/* acc + (f64(x) - sum / H)^2 */
 static MlirValue body_add_centered_square(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const norm_body *n = user;
-  MlirValue x = barg(b, 0);
-  MlirValue mean = bin(c, b, "arith.mulf", barg(b, 1), fconst(c, b, mlirValueGetType(x), n->inv_h));
-  MlirValue dx = bin(c, b, "arith.subf", x, mean);
+  MlirValue mean = bin(c, b, "arith.divf", barg(b, 1), fconst(c, b, f64_type(c), n->h));
+  MlirValue dx = bin(c, b, "arith.subf", to_f64(c, b, barg(b, 0)), mean);
   return bin(c, b, "arith.addf", barg(b, 2), bin(c, b, "arith.mulf", dx, dx));
 }
 
-/* (x - sum / H) * rsqrt(sq / H + eps) * w (+ bias) */
+/* f32((f64(x) - sum / H) * inv) * w (+ bias) */
 static MlirValue body_layer_norm(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const norm_body *n = user;
   MlirValue x = barg(b, 0);
-  MlirType t = mlirValueGetType(x);
-  MlirValue mean = bin(c, b, "arith.mulf", barg(b, 1), fconst(c, b, t, n->inv_h));
-  MlirValue var = bin(c, b, "arith.mulf", barg(b, 2), fconst(c, b, t, n->inv_h));
-  MlirValue inv = emit_unary_scalar(c, b, "math.rsqrt", bin(c, b, "arith.addf", var, fconst(c, b, t, n->eps)));
-  MlirValue y = bin(c, b, "arith.mulf", bin(c, b, "arith.mulf", bin(c, b, "arith.subf", x, mean), inv), barg(b, 3));
+  MlirValue mean = bin(c, b, "arith.divf", barg(b, 1), fconst(c, b, f64_type(c), n->h));
+  MlirValue dx = bin(c, b, "arith.subf", to_f64(c, b, x), mean);
+  MlirValue y64 = bin(c, b, "arith.mulf", dx, inv_root(c, b, n, barg(b, 2)));
+  MlirValue y = bin(c, b, "arith.mulf", cast(c, b, "arith.truncf", y64, mlirValueGetType(x)), barg(b, 3));
   return n->has_bias ? bin(c, b, "arith.addf", y, barg(b, 4)) : y;
 }
 
 ppcc_status lower_layer_norm(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
   ppcc_status st = need_float(c, op, in_value(g, op, 0));
   if (st) return st;
-  MlirValue x = operand(c, op, 0, shard);
+  MlirValue x0 = operand(c, op, 0, shard), x = emit_to_f32(c, x0);
   red_space r = red_space_one_dim(x, rank_of(x) - 1);
-  MlirType elem = elem_of(x);
-  norm_body n = {1.0 / (double)r.shape[r.rank - 1], ppcc_attr_float(op, "eps", 1e-5), op->n_in == 3};
+  MlirType f64 = f64_type(c);
+  norm_body n = norm_of(op, &r);
   operand_kind full[1] = {K_FULL}, full_kept[2] = {K_FULL, K_KEPT};
-  MlirValue sum = reduce(c, &r, 1, &x, full, elem, zero_of(c, elem), body_add, NULL);
+  MlirValue sum = reduce(c, &r, 1, &x, full, f64, zero_of(c, f64), body_add_f64, NULL);
   MlirValue ins2[2] = {x, sum};
-  MlirValue sq = reduce(c, &r, 2, ins2, full_kept, elem, zero_of(c, elem), body_add_centered_square, &n);
-  MlirValue ins[5] = {x, sum, sq, operand(c, op, 1, shard), n.has_bias ? operand(c, op, 2, shard) : x};
+  MlirValue sq = reduce(c, &r, 2, ins2, full_kept, f64, zero_of(c, f64), body_add_centered_square, &n);
+  MlirValue w = emit_to_f32(c, operand(c, op, 1, shard));
+  MlirValue ins[5] = {x, sum, sq, w, n.has_bias ? emit_to_f32(c, operand(c, op, 2, shard)) : x};
   operand_kind kinds[5] = {K_FULL, K_KEPT, K_KEPT, K_LAST, K_LAST};
-  set_result(c, op, shard, elementwise(c, &r, n.has_bias ? 5 : 4, ins, kinds, elem, body_layer_norm, &n));
+  MlirValue y = elementwise(c, &r, n.has_bias ? 5 : 4, ins, kinds, elem_of(x), body_layer_norm, &n);
+  set_result(c, op, shard, emit_convert_floats(c, y, elem_of(x0)));
   return PPCC_OK;
 }
 
@@ -328,24 +358,30 @@ ppcc_status lower_softmax(struct ppcc_emit_ctx *c, const ppcc_graph *g, const pp
   if (st) return st;
   if (x->rank == 0) return emit_op_error(c, op, "softmax of a rank-0 tensor has no MLIR lowering");
   int dim = norm_dim(ppcc_attr_int(op, "dim", -1), x->rank);
-  set_result(c, op, shard, softmax_of(c, operand(c, op, 0, shard), dim));
+  MlirValue x0 = operand(c, op, 0, shard);
+  set_result(c, op, shard, emit_convert_floats(c, softmax_of(c, emit_to_f32(c, x0), dim), elem_of(x0)));
   return PPCC_OK;
 }
 
 /* ---------------- sum, mean ---------------- */
 
 typedef struct scale_body {
-  double factor;
+  double count; /* divide by it (mean); 0: a plain sum */
+  MlirType elem;
 } scale_body;
 
-static MlirValue body_scale(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+/* f64 accumulator -> the result's element type, via f32 (the interpreter
+ * rounds its double sums to f32, then to f16/bf16). */
+static MlirValue body_round_sum(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const scale_body *s = user;
   MlirValue x = barg(b, 0);
-  return bin(c, b, "arith.mulf", x, fconst(c, b, mlirValueGetType(x), s->factor));
+  if (s->count != 0) x = bin(c, b, "arith.divf", x, fconst(c, b, f64_type(c), s->count));
+  MlirValue f = cast(c, b, "arith.truncf", x, mlirF32TypeGet(c->mctx));
+  return mlirTypeIsAF32(s->elem) ? f : cast(c, b, "arith.truncf", f, s->elem);
 }
 
-/* The sum over the reduced dims (kept dims only); *count gets how many
- * elements each result element sums. */
+/* The sum over the reduced dims (kept dims only; f64 for floats); *count
+ * gets how many elements each result element sums. */
 static MlirValue sum_over(ppcc_emit_ctx *c, const ppcc_op *op, MlirValue x, int64_t *count) {
   int rank = rank_of(x);
   bool mask[PPCC_MAX_RANK] = {false};
@@ -357,7 +393,9 @@ static MlirValue sum_over(ppcc_emit_ctx *c, const ppcc_op *op, MlirValue x, int6
   for (int i = 0; i < rank; i++) *count *= mask[i] ? r.shape[i] : 1;
   operand_kind full[1] = {K_FULL};
   MlirType elem = elem_of(x);
-  return reduce(c, &r, 1, &x, full, elem, zero_of(c, elem), body_add, NULL);
+  if (!is_float_type(elem)) return reduce(c, &r, 1, &x, full, elem, zero_of(c, elem), body_add, NULL);
+  MlirType f64 = f64_type(c);
+  return reduce(c, &r, 1, &x, full, f64, zero_of(c, f64), body_add_f64, NULL);
 }
 
 static ppcc_status lower_reduction(ppcc_emit_ctx *c, const ppcc_op *op, int shard, bool mean) {
@@ -366,12 +404,13 @@ static ppcc_status lower_reduction(ppcc_emit_ctx *c, const ppcc_op *op, int shar
     if (st) return st;
   }
   int64_t count;
-  MlirValue y = sum_over(c, op, operand(c, op, 0, shard), &count);
-  if (mean) { /* the reduced dims are never split (shard_reduce): count is global */
+  MlirValue x = operand(c, op, 0, shard);
+  MlirValue y = sum_over(c, op, x, &count);
+  if (is_float_type(elem_of(x))) { /* the reduced dims are never split (shard_reduce): count is global */
     red_space r = red_space_make(y, (bool[PPCC_MAX_RANK]){false});
-    scale_body s = {count > 0 ? 1.0 / (double)count : NAN};
+    scale_body s = {mean ? (count > 0 ? (double)count : NAN) : 0, elem_of(x)};
     operand_kind full[1] = {K_FULL};
-    y = elementwise(c, &r, 1, &y, full, elem_of(y), body_scale, &s);
+    y = elementwise(c, &r, 1, &y, full, elem_of(x), body_round_sum, &s);
   }
   MlirType t = emit_shard_type(c, out_value(c->g, op));
   set_result(c, op, shard, mlirTypeEqual(t, mlirValueGetType(y)) ? y : reshape_to(c, y, t)); /* keepdim */
@@ -429,8 +468,9 @@ typedef struct embedding_body {
 } embedding_body;
 
 /* table[id - offset, h] when the row is in this shard's table, else 0
- * (a vocab-split table leaves partial sums; out-of-range ids read 0
- * instead of memory outside the table). */
+ * (a vocab-split table leaves partial sums). Ids outside the vocabulary
+ * fail the run (exec_check_index) and read row 0 meanwhile, never memory
+ * outside the table. */
 static MlirValue body_embedding(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const embedding_body *e = user;
   MlirValue id = barg(b, 0);
@@ -453,6 +493,9 @@ ppcc_status lower_embedding(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   int rank = (int)mlirShapedTypeGetRank(t);
   bool vocab_split = table->layout.kind == PPCC_LAYOUT_SPLIT && table->layout.dim == 0;
   int64_t rows = dim_size(tab, 0);
+  /* ids outside the whole vocabulary fail the run, as in the interpreter. */
+  ppcc_status st = exec_check_index(c, ids, table->shape[0], true);
+  if (st) return st;
   embedding_body e = {tab, rank - 1, vocab_split ? shard * rows : 0, rows};
   MlirAffineExpr ex[PPCC_MAX_RANK];
   for (int i = 0; i < rank - 1; i++) ex[i] = dim_expr(c, i);
@@ -467,16 +510,37 @@ typedef struct rotary_body {
   MlirValue x;
   int64_t half;
   double log_theta_over_d; /* -2 ln(theta) / D: freq_j = exp(j * this) */
+  double factor, low, high; /* rope scaling (see kernel_rotary's scaled_freq) */
+  int64_t orig;
 } rotary_body;
+
+/* The scaled frequency, as scaled_freq in src/runtime/kernels_llm.c:
+ * linear: freq / factor; llama3: freq above 2 pi high / orig kept, below
+ * 2 pi low / orig divided by factor, blended in between. */
+static MlirValue scale_freq(ppcc_emit_ctx *c, MlirBlock b, const rotary_body *r, MlirValue freq) {
+  MlirType f32 = mlirValueGetType(freq); /* the angle's type (f64) */
+  MlirValue scaled = bin(c, b, "arith.mulf", freq, fconst(c, b, f32, 1.0 / r->factor));
+  if (r->orig <= 0) return scaled;
+  double two_pi = 2.0 * 3.14159265358979323846, orig = (double)r->orig;
+  MlirValue smooth = bin(c, b, "arith.subf", bin(c, b, "arith.mulf", freq, fconst(c, b, f32, orig / two_pi)),
+                         fconst(c, b, f32, r->low));
+  smooth = bin(c, b, "arith.mulf", smooth, fconst(c, b, f32, 1.0 / (r->high - r->low)));
+  MlirValue one_minus = bin(c, b, "arith.subf", fconst(c, b, f32, 1.0), smooth);
+  MlirValue mid = bin(c, b, "arith.addf", bin(c, b, "arith.mulf", one_minus, scaled), bin(c, b, "arith.mulf", smooth, freq));
+  MlirValue is_high = compare(c, b, true, CMPF_OGT, freq, fconst(c, b, f32, two_pi * r->high / orig));
+  MlirValue is_low = compare(c, b, true, CMPF_OLT, freq, fconst(c, b, f32, two_pi * r->low / orig));
+  return select_value(c, b, is_high, freq, select_value(c, b, is_low, scaled, mid));
+}
 
 /* Rotate-half pairing (see kernel_rotary): lane i < D/2 pairs with
  * i + D/2 and gets x[i] cos - x[i+D/2] sin; lane i >= D/2 gets
  * x[i] cos + x[i-D/2] sin; the angle is pos * theta^(-2j/D), j = i mod D/2.
- * The angle math runs in f32. */
+ * The angle, its cos and sin are computed in f64 (as the interpreter
+ * does): in f32 an angle of pos * freq at position 500k is off by ~4e-2. */
 static MlirValue body_rotary(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const rotary_body *r = user;
   MlirValue x = barg(b, 0), pos = barg(b, 1);
-  MlirType t = mlirValueGetType(x), f32 = mlirF32TypeGet(c->mctx);
+  MlirType t = mlirValueGetType(x), f32 = mlirF32TypeGet(c->mctx), f64 = mlirF64TypeGet(c->mctx);
   MlirValue idx[4];
   for (int i = 0; i < 4; i++) idx[i] = loop_index(c, b, i);
   MlirValue half = emit_index_const(c, b, r->half);
@@ -485,9 +549,11 @@ static MlirValue body_rotary(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   idx[3] = select_value(c, b, low, bin(c, b, "arith.addi", idx[3], half), j); /* the partner lane */
   MlirValue partner = to_f32(c, b, extract(c, b, r->x, 4, idx));
   MlirValue freq = emit_unary_scalar(c, b, "math.exp",
-                                     bin(c, b, "arith.mulf", int_to_float(c, b, j, f32), fconst(c, b, f32, r->log_theta_over_d)));
-  MlirValue angle = bin(c, b, "arith.mulf", int_to_float(c, b, pos, f32), freq);
-  MlirValue cosv = emit_unary_scalar(c, b, "math.cos", angle), sinv = emit_unary_scalar(c, b, "math.sin", angle);
+                                     bin(c, b, "arith.mulf", int_to_float(c, b, j, f64), fconst(c, b, f64, r->log_theta_over_d)));
+  if (r->factor != 1.0 || r->orig > 0) freq = scale_freq(c, b, r, freq);
+  MlirValue angle = bin(c, b, "arith.mulf", int_to_float(c, b, pos, f64), freq);
+  MlirValue cosv = cast(c, b, "arith.truncf", emit_unary_scalar(c, b, "math.cos", angle), f32);
+  MlirValue sinv = cast(c, b, "arith.truncf", emit_unary_scalar(c, b, "math.sin", angle), f32);
   MlirValue ps = bin(c, b, "arith.mulf", partner, sinv);
   MlirValue signed_ps = select_value(c, b, low, emit_unary_scalar(c, b, "arith.negf", ps), ps);
   return from_f32(c, b, bin(c, b, "arith.addf", bin(c, b, "arith.mulf", to_f32(c, b, x), cosv), signed_ps), t);
@@ -498,7 +564,9 @@ ppcc_status lower_rotary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
   MlirValue x = operand(c, op, 0, shard), pos = operand(c, op, 1, shard);
   double theta = ppcc_attr_float(op, "theta", 10000.0);
   if (!(theta > 0)) return emit_op_error(c, op, "attrs.theta must be positive, got %g", theta);
-  rotary_body r = {x, xv->shape[3] / 2, -2.0 * log(theta) / (double)xv->shape[3]};
+  rotary_body r = {x, xv->shape[3] / 2, -2.0 * log(theta) / (double)xv->shape[3], ppcc_attr_float(op, "rope_factor", 1.0),
+                   ppcc_attr_float(op, "rope_low_freq_factor", 1.0), ppcc_attr_float(op, "rope_high_freq_factor", 4.0),
+                   ppcc_attr_int(op, "rope_original_max_position", 0)};
   MlirAffineExpr s = dim_expr(c, 1);
   MlirAffineMap maps[3] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4), mlirAffineMapGet(c->mctx, 4, 0, 1, &s),
                            mlirAffineMapMultiDimIdentityGet(c->mctx, 4)};
@@ -555,12 +623,25 @@ static MlirValue body_scale_mask(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   return select_value(c, b, future, fconst(c, b, t, -INFINITY), v);
 }
 
+/* scale * score, or -inf for a cache slot after the query's position
+ * (operand 1: positions[S], loop 2 is the query, loop 3 the key). */
+static MlirValue body_scale_mask_positions(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const mask_body *m = user;
+  MlirValue x = barg(b, 0), pos = barg(b, 1);
+  MlirType t = mlirValueGetType(x);
+  MlirValue v = bin(c, b, "arith.mulf", x, fconst(c, b, t, m->scale));
+  MlirValue key = cast(c, b, "arith.index_cast", loop_index(c, b, 3), mlirValueGetType(pos));
+  MlirValue future = compare(c, b, false, CMPI_SGT, key, pos);
+  return select_value(c, b, future, fconst(c, b, t, -INFINITY), v);
+}
+
 /* softmax(q k^T * scale, causal bottom-right) v per head, grouped-query:
  * the same semantics as kernel_attention. */
 ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
   ppcc_status st = need_float(c, op, in_value(g, op, 0));
   if (st) return st;
-  MlirValue q = operand(c, op, 0, shard), k = operand(c, op, 1, shard), v = operand(c, op, 2, shard);
+  MlirValue q0 = operand(c, op, 0, shard); /* f16/bf16: computed in f32, rounded once */
+  MlirValue q = emit_to_f32(c, q0), k = emit_to_f32(c, operand(c, op, 1, shard)), v = emit_to_f32(c, operand(c, op, 2, shard));
   int64_t Hq = dim_size(q, 1), Hkv = dim_size(k, 1), S = dim_size(q, 2), T = dim_size(k, 2), D = dim_size(q, 3);
   if (Hkv <= 0 || Hq % Hkv != 0)
     return emit_op_error(c, op, "shard %d: %lld query heads do not group over %lld kv heads", shard, (long long)Hq,
@@ -569,7 +650,9 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   mask_body m = {ppcc_attr_float(op, "scale", D > 0 ? 1.0 / sqrt((double)D) : 1.0), ppcc_attr_bool(op, "causal", false),
                  T - S};
   /* Executable form: the runtime's GEMM-based kernel (both backends). */
-  MlirValue call = exec_try_attention_call(c, q, k, v, m.scale, m.causal, emit_shard_type(c, out_value(g, op)));
+  /* (with positions, the generic masked form below: the call has no positions operand yet) */
+  MlirValue call = op->n_in == 4 ? (MlirValue){NULL}
+                                 : exec_try_attention_call(c, q, k, v, m.scale, m.causal, emit_shard_type(c, out_value(g, op)));
   if (!mlirValueIsNull(call)) {
     set_result(c, op, shard, call);
     return PPCC_OK;
@@ -577,9 +660,18 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   MlirValue scores = head_contraction(c, q, k, true, group, T);
   red_space all = red_space_make(scores, (bool[PPCC_MAX_RANK]){false});
   operand_kind full[1] = {K_FULL};
-  MlirValue masked = elementwise(c, &all, 1, &scores, full, elem_of(scores), body_scale_mask, &m);
+  MlirValue masked;
+  if (op->n_in == 4) { /* query s sees cache slots 0..positions[s] */
+    MlirAffineExpr sdim = dim_expr(c, 2);
+    MlirAffineMap maps[3] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4), mlirAffineMapGet(c->mctx, 4, 0, 1, &sdim),
+                             mlirAffineMapMultiDimIdentityGet(c->mctx, 4)};
+    MlirValue ins[2] = {scores, operand(c, op, 3, shard)};
+    masked = emit_generic(c, 2, ins, emit_empty(c, mlirValueGetType(scores)), 4, 0, maps, body_scale_mask_positions, &m);
+  } else {
+    masked = elementwise(c, &all, 1, &scores, full, elem_of(scores), body_scale_mask, &m);
+  }
   MlirValue p = softmax_of(c, masked, 3);
-  set_result(c, op, shard, head_contraction(c, p, v, false, group, dim_size(v, 3)));
+  set_result(c, op, shard, emit_convert_floats(c, head_contraction(c, p, v, false, group, dim_size(v, 3)), elem_of(q0)));
   return PPCC_OK;
 }
 

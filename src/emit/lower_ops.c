@@ -15,6 +15,7 @@ ppcc_status lower_transfer(struct ppcc_emit_ctx *c, const ppcc_graph *g, const p
 ppcc_status lower_index_copy(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
 ppcc_status lower_collective(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
 #include "lower_llm.h" /* lower_embedding, lower_rms_norm, ... */
+#include "lower_onnx.h" /* lower_onnx_unary */
 
 static const ppcc_lower_fn lowerings[PPCC_OP_COUNT] = {
 #define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, batch, kernel, lower) \
@@ -97,9 +98,24 @@ typedef struct unary_body {
   double scale;
 } unary_body;
 
+/* f16/bf16 <-> f32 inside a scalar body: half floats compute in f32 and
+ * round once, as the interpreter does. */
+static MlirValue scalar_cast(ppcc_emit_ctx *c, MlirBlock b, MlirValue x, MlirType to) {
+  if (mlirTypeEqual(mlirValueGetType(x), to)) return x;
+  bool widen = mlirFloatTypeGetWidth(to) > mlirFloatTypeGetWidth(mlirValueGetType(x));
+  emit_op_spec s = {widen ? "arith.extf" : "arith.truncf", 1, &x, 1, &to, 0, NULL, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
+}
+
+static MlirValue unary_f32_of(ppcc_emit_ctx *c, MlirBlock b, const struct unary_body *u, MlirValue x);
+
 static MlirValue unary_float_body(ppcc_emit_ctx *c, MlirBlock b, void *user) {
-  const unary_body *u = user;
-  MlirValue x = arg(b, 0);
+  MlirType t = mlirValueGetType(arg(b, 0));
+  MlirValue x = scalar_cast(c, b, arg(b, 0), mlirF32TypeGet(c->mctx));
+  return scalar_cast(c, b, unary_f32_of(c, b, user, x), t);
+}
+
+static MlirValue unary_f32_of(ppcc_emit_ctx *c, MlirBlock b, const unary_body *u, MlirValue x) {
   switch (u->id) {
   case PPCC_OP_gelu: return gelu_of(c, b, x);
   case PPCC_OP_silu: return emit_binary_scalar(c, b, "arith.mulf", x, sigmoid_of(c, b, x));
@@ -224,26 +240,62 @@ static MlirValue contract(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_tra
   MlirValue init = emit_zeros(c, out_type);
   int ra = (int)mlirShapedTypeGetRank(mlirValueGetType(a));
   int rb = (int)mlirShapedTypeGetRank(mlirValueGetType(b));
-  const char *named = named_contraction(ra, rb, b_transposed);
+  /* IREE 3.x dropped the *_transpose_b named ops: it gets the generic form. */
+  const char *named = c->kind == PPCC_EMIT_IREE && b_transposed ? NULL : named_contraction(ra, rb, b_transposed);
   MlirValue ins[2] = {a, b};
   return named ? emit_named_linalg(c, named, 2, ins, init) : emit_contraction(c, a, b, b_transposed, init);
 }
 
+/* Operand k of a row-parallel contraction (unreduced result): a replicated
+ * operand next to a split one is cut along its contracting dim to this
+ * shard's part (DESIGN §4: sharktank's PPFFN, no data moves). */
+static MlirValue contract_operand(ppcc_emit_ctx *c, const ppcc_op *op, int k, int shard, bool b_transposed) {
+  MlirValue v = operand(c, op, k, shard);
+  const ppcc_value *x = in_value(c, op, k), *other = in_value(c, op, 1 - k);
+  if (out_value(c, op)->layout.kind != PPCC_LAYOUT_UNREDUCED || x->layout.kind != PPCC_LAYOUT_REPLICATED ||
+      other->layout.kind != PPCC_LAYOUT_SPLIT)
+    return v;
+  int dim = k == 0 ? x->rank - 1 : b_transposed ? 1 : x->rank - 2;
+  int64_t part = x->shape[dim] / other->layout.count;
+  return emit_slice(c, v, dim, (int64_t)shard * part, part);
+}
+
+/* The type a contraction computes in: f32 for f16/bf16 results (summed in
+ * f32 and rounded once, as the interpreter and PyTorch do). */
+static MlirType compute_type(ppcc_emit_ctx *c, MlirType t) {
+  MlirType e = mlirShapedTypeGetElementType(t);
+  if (!mlirTypeIsAF16(e) && !mlirTypeIsABF16(e)) return t;
+  int rank;
+  int64_t shape[PPCC_MAX_RANK];
+  local_shape(t, &rank, shape);
+  return mlirRankedTensorTypeGet(rank, shape, mlirF32TypeGet(c->mctx), mlirAttributeGetNull());
+}
+
+/* A half-float operand widened to f32 when the op computes in f32. */
+static MlirValue widened(ppcc_emit_ctx *c, MlirValue v, MlirType compute) {
+  return emit_convert_floats(c, v, mlirShapedTypeGetElementType(compute));
+}
+
 ppcc_status lower_matmul(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
-  MlirType t = emit_shard_type(c, out_value(c, op));
-  set_result(c, op, shard, contract(c, operand(c, op, 0, shard), operand(c, op, 1, shard), false, t));
+  MlirType t = emit_shard_type(c, out_value(c, op)), ct = compute_type(c, t);
+  MlirValue a = widened(c, contract_operand(c, op, 0, shard, false), ct);
+  MlirValue b = widened(c, contract_operand(c, op, 1, shard, false), ct);
+  set_result(c, op, shard, emit_convert_floats(c, contract(c, a, b, false, ct), mlirShapedTypeGetElementType(t)));
   return PPCC_OK;
 }
 
-/* linear: x . w^T (+ bias), weights stored [out, in]. */
+/* linear: x . w^T (+ bias), weights stored [out, in]. On partial sums the
+ * bias is added by shard 0 only, so the all_reduce counts it once. */
 ppcc_status lower_linear(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
-  MlirType t = emit_shard_type(c, out_value(c, op));
-  MlirValue y = contract(c, operand(c, op, 0, shard), operand(c, op, 1, shard), true, t);
-  if (op->n_in == 3) {
+  MlirType t = emit_shard_type(c, out_value(c, op)), ct = compute_type(c, t);
+  MlirValue a = widened(c, contract_operand(c, op, 0, shard, true), ct);
+  MlirValue b = widened(c, contract_operand(c, op, 1, shard, true), ct);
+  MlirValue y = contract(c, a, b, true, ct);
+  if (op->n_in == 3 && !(out_value(c, op)->layout.kind == PPCC_LAYOUT_UNREDUCED && shard > 0)) {
     const char *add = ppcc_dtype_is_float(out_value(c, op)->dtype) ? "arith.addf" : "arith.addi";
-    y = emit_binary_tensor(c, add, y, operand(c, op, 2, shard), t, shard);
+    y = emit_binary_tensor(c, add, y, widened(c, operand(c, op, 2, shard), ct), ct, shard);
   }
-  set_result(c, op, shard, y);
+  set_result(c, op, shard, emit_convert_floats(c, y, mlirShapedTypeGetElementType(t)));
   return PPCC_OK;
 }
 
@@ -287,7 +339,7 @@ ppcc_status lower_reshape(struct ppcc_emit_ctx *c, const ppcc_graph *g, const pp
 /* transfer: shard i moves from the operand's devices[i] to the result's. */
 ppcc_status lower_transfer(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
   const ppcc_value *in = in_value(c, op, 0), *out = out_value(c, op);
-  MlirValue v = operand(c, op, 0, shard);
-  set_result(c, op, shard, placement_transfer(c, v, in->devices[shard], out->devices[shard]));
+  MlirValue v = operand(c, op, 0, shard); /* P8: a whole value goes to every result shard */
+  set_result(c, op, shard, placement_transfer(c, v, in->devices[in->layout.count == 1 ? 0 : shard], out->devices[shard]));
   return PPCC_OK;
 }

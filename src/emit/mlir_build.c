@@ -261,3 +261,24 @@ MlirValue emit_concat(ppcc_emit_ctx *c, int dim, int n, const MlirValue *parts, 
   emit_op_spec s = {"tensor.concat", n, parts, 1, &result, 1, &attr, 0};
   return single_result(emit_op(c, &s));
 }
+
+/* ---- f16/bf16 computed in f32 (DESIGN §7: accumulate in f32, round once) ---- */
+static MlirValue convert_body(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  MlirValue x = mlirBlockGetArgument(b, 0);
+  MlirType to = *(const MlirType *)user;
+  bool widen = mlirFloatTypeGetWidth(to) > mlirFloatTypeGetWidth(mlirValueGetType(x));
+  emit_op_spec s = {widen ? "arith.extf" : "arith.truncf", 1, &x, 1, &to, 0, NULL, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
+}
+
+MlirValue emit_convert_floats(ppcc_emit_ctx *c, MlirValue v, MlirType elem) {
+  MlirType t = mlirValueGetType(v), from = mlirShapedTypeGetElementType(t);
+  if (mlirTypeEqual(from, elem) || !mlirTypeIsAFloat(from) || !mlirTypeIsAFloat(elem)) return v;
+  int rank = (int)mlirShapedTypeGetRank(t);
+  int64_t shape[PPCC_MAX_RANK];
+  for (int i = 0; i < rank; i++) shape[i] = mlirShapedTypeGetDimSize(t, i);
+  MlirType to = mlirRankedTensorTypeGet(rank, shape, elem, mlirAttributeGetNull());
+  return emit_elementwise(c, 1, &v, to, convert_body, &elem);
+}
+
+MlirValue emit_to_f32(ppcc_emit_ctx *c, MlirValue v) { return emit_convert_floats(c, v, mlirF32TypeGet(c->mctx)); }

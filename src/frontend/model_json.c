@@ -238,7 +238,8 @@ typedef enum { INT_OK, INT_NOT_INTEGER, INT_TOO_LARGE } int_result;
 static int_result json_int(const cJSON *j, int64_t *out) {
   if (!cJSON_IsNumber(j)) return INT_NOT_INTEGER;
   double v = j->valuedouble;
-  if (!isfinite(v) || v != floor(v)) return INT_NOT_INTEGER;
+  if (!isfinite(v)) return INT_TOO_LARGE; /* 1e400 reads as infinity */
+  if (v != floor(v)) return INT_NOT_INTEGER;
   if (v > (double)MAX_JSON_INT || v < -(double)MAX_JSON_INT) return INT_TOO_LARGE;
   *out = (int64_t)v;
   return INT_OK;
@@ -248,7 +249,9 @@ static int_result json_int(const cJSON *j, int64_t *out) {
 static ppcc_status get_int(const cJSON *j, const char *path, const char *who, int64_t *out, ppcc_diag *d) {
   switch (json_int(j, out)) {
   case INT_OK: return PPCC_OK;
-  case INT_TOO_LARGE: return err_at(d, path, who, "integer %.17g is too large", j->valuedouble);
+  case INT_TOO_LARGE:
+    if (!isfinite(j->valuedouble)) return err_at(d, path, who, "number out of range (beyond 1.8e308)");
+    return err_at(d, path, who, "integer %.17g is too large", j->valuedouble);
   case INT_NOT_INTEGER: break;
   }
   if (cJSON_IsNumber(j)) return err_at(d, path, who, "expected an integer, got %.17g", j->valuedouble);
@@ -284,6 +287,22 @@ static size_t utf8_sequence_length(const unsigned char *s) {
   return n;
 }
 
+/* The code point of a valid UTF-8 sequence of length n. */
+static uint32_t utf8_code_point(const unsigned char *s, size_t n) {
+  if (n == 1) return s[0];
+  uint32_t c = s[0] & (0x7F >> n);
+  for (size_t i = 1; i < n; i++) c = c << 6 | (s[i] & 0x3F);
+  return c;
+}
+
+/* C1 controls, and the invisible characters that reorder or break the
+ * text around them (bidi controls, line separators): in a name they make
+ * a diagnostic or a report show something other than what is there. */
+static bool misleading_code_point(uint32_t c) {
+  return (c >= 0x80 && c <= 0x9F) || c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x2028 && c <= 0x202E) ||
+         (c >= 0x2066 && c <= 0x2069) || c == 0xFEFF;
+}
+
 /* Names of values and models: non-empty, bounded, printable UTF-8 (they
  * end up in reports and MLIR), and without '@' (reserved for names of
  * inserted values such as "h1@2,3"). */
@@ -298,10 +317,16 @@ static ppcc_status check_name(const cJSON *j, const char *path, const char *who,
                   PPCC_MAX_NAME);
   for (size_t i = 0; i < n;) {
     if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-      return err_at(d, path, who, "name contains a control character");
+      return err_at(d, path, who, "name contains a control character (U+%04X at byte %zu)", (unsigned char)s[i], i);
     if (s[i] == '@') return err_at(d, path, who, "name '%s' contains '@' (reserved for inserted values)", s);
     size_t len = utf8_sequence_length((const unsigned char *)s + i);
     if (len == 0) return err_at(d, path, who, "name is not valid UTF-8 (byte %zu)", i);
+    uint32_t c = utf8_code_point((const unsigned char *)s + i, len);
+    if (c >= 0x80 && c <= 0x9F)
+      return err_at(d, path, who, "name contains a control character (U+%04X at byte %zu)", (unsigned)c, i);
+    if (misleading_code_point(c))
+      return err_at(d, path, who, "name contains the invisible direction or line character U+%04X (byte %zu)",
+                    (unsigned)c, i);
     i += len;
   }
   return PPCC_OK;
@@ -688,6 +713,8 @@ static ppcc_status load_attr_value(loader *L, const op_ctx *c, const ppcc_attr_s
   case PPCC_ATTR_BOOL: ok = cJSON_IsBool(j); break;
   case PPCC_ATTR_STRING: ok = cJSON_IsString(j); break;
   }
+  if (!ok && cJSON_IsNumber(j) && !isfinite(j->valuedouble))
+    return err_at(L->d, path, c->who, "number out of range (beyond 1.8e308)");
   if (!ok) return err_at(L->d, path, c->who, "expected %s, got %s", attr_type_name(spec->type), json_type_name(j));
   switch (spec->type) {
   case PPCC_ATTR_INT: return get_int(j, path, c->who, &a->i, L->d);

@@ -33,6 +33,9 @@ ppcc_status ppcc_error(ppcc_diag *d, const char *fmt, ...) {
 }
 
 ppcc_status ppcc_error_status(ppcc_diag *d, ppcc_status st, const char *fmt, ...) {
+  /* Running out of memory is a limit of the machine, not a bug: exit 1
+   * like any refusal, whichever code path ran out. */
+  if (st == PPCC_ERR_INTERNAL && strncmp(fmt, "out of memory", 13) == 0) st = PPCC_ERR_USER;
   va_list ap;
   va_start(ap, fmt);
   report(d, st, "error", fmt, ap);

@@ -1,5 +1,6 @@
 /* The IR columns of the op table (include/ppcc/op_list.h): attribute
  * schemas, shape rules, sharding rules (DESIGN §4) and FLOP counts. */
+#include <float.h>
 #include "ppcc/ops.h"
 #include <stdio.h>
 #include <string.h>
@@ -27,7 +28,14 @@ static const ppcc_attr_spec attrs_transfer[] = {{"devices", PPCC_ATTR_INTS, true
 
 static const ppcc_attr_spec attrs_eps[] = {{"eps", PPCC_ATTR_FLOAT, false}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_dim_opt[] = {{"dim", PPCC_ATTR_INT, false}, {NULL, 0, false}};
-static const ppcc_attr_spec attrs_rotary[] = {{"theta", PPCC_ATTR_FLOAT, false}, {NULL, 0, false}};
+/* rope_factor alone: linear scaling (positions / factor); with
+ * rope_original_max_position too: Llama 3's per-frequency scaling. */
+static const ppcc_attr_spec attrs_rotary[] = {{"theta", PPCC_ATTR_FLOAT, false},
+                                              {"rope_factor", PPCC_ATTR_FLOAT, false},
+                                              {"rope_low_freq_factor", PPCC_ATTR_FLOAT, false},
+                                              {"rope_high_freq_factor", PPCC_ATTR_FLOAT, false},
+                                              {"rope_original_max_position", PPCC_ATTR_INT, false},
+                                              {NULL, 0, false}};
 static const ppcc_attr_spec attrs_attention[] = {{"causal", PPCC_ATTR_BOOL, false},
                                                  {"scale", PPCC_ATTR_FLOAT, false},
                                                  {NULL, 0, false}};
@@ -196,6 +204,13 @@ static ppcc_status shape_broadcast(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
     o->shape[i] = da == 1 ? db : da;
   }
   return PPCC_OK;
+}
+
+/* Integer division is refused on every backend: truncation vs torch's true
+ * division is ambiguous, and x/0 or INT_MIN/-1 would trap in JIT code. */
+static ppcc_status shape_div(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_status st = check_float(g, op, d, 0);
+  return st ? st : shape_broadcast(g, op, d);
 }
 
 /* perm of a transpose: the attribute, or the last two dims swapped. */
@@ -419,10 +434,19 @@ static ppcc_status shard_contract(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, bool
     res = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, count};
   } else if (a_rep && b_spl && lb.dim == b_n) {
     res = split_layout(o->rank - 1, count); /* column parallel */
-  } else if (a_spl && la.dim == a_k && b_spl && lb.dim == b_k) {
-    res = (ppcc_layout){PPCC_LAYOUT_UNREDUCED, -1, count}; /* row parallel */
+  } else if ((a_spl || a_rep) && (b_spl || b_rep) && (a_rep || la.dim == a_k) && (b_rep || lb.dim == b_k)) {
+    /* row parallel; a replicated operand next to a split one is sliced
+     * locally along its contracting dim (sharktank's PPFFN:
+     * all_reduce(linear(x, w)) with w split on its input features) */
+    res = (ppcc_layout){PPCC_LAYOUT_UNREDUCED, -1, count};
   } else if (a_spl && la.dim < a_k && (b_rep || (b->rank > 2 && b_spl && lb.dim == la.dim && la.dim < a->rank - 2))) {
     res = split_layout(la.dim, count); /* batch / rows */
+  } else if (a_spl && la.dim < a_k && b_spl && lb.dim == b_n) {
+    /* rows x columns: the right operand is all-gathered first (P11); the
+     * pass inserts the all_gather and applies this rule again. One shard
+     * is already whole. */
+    if (count > 1) op->gather_operands |= 1u << 1;
+    res = split_layout(la.dim, count);
   } else if ((a_unr && b_rep) || (a_rep && b_unr)) {
     res = (ppcc_layout){PPCC_LAYOUT_UNREDUCED, -1, count}; /* linear in each operand */
   } else {
@@ -430,16 +454,15 @@ static ppcc_status shard_contract(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, bool
   }
   if (op->n_in == 3) { /* linear bias: must line up with the result shards */
     const ppcc_value *bias = IN(2);
+    /* On partial sums a replicated bias is added by shard 0 only, so it
+     * counts exactly once in the all_reduce. */
     bool ok = (res.kind == PPCC_LAYOUT_SPLIT && res.dim == o->rank - 1 && is_kind(bias, PPCC_LAYOUT_SPLIT) &&
-               bias->layout.count == count) ||
-              (res.kind != PPCC_LAYOUT_SPLIT && res.kind != PPCC_LAYOUT_UNREDUCED && is_kind(bias, PPCC_LAYOUT_REPLICATED) &&
-               bias->layout.count == count) ||
+               bias->layout.dim == 0 && bias->layout.count == count) ||
+              (res.kind != PPCC_LAYOUT_SPLIT && is_kind(bias, PPCC_LAYOUT_REPLICATED) && bias->layout.count == count) ||
               (res.kind == PPCC_LAYOUT_SPLIT && res.dim != o->rank - 1 && is_kind(bias, PPCC_LAYOUT_REPLICATED) &&
                bias->layout.count == count);
     if (!ok)
-      return layouts_error(g, op, d, res.kind == PPCC_LAYOUT_UNREDUCED
-                                         ? "a bias on partial sums would be added once per shard; add it after all_reduce"
-                                         : "the bias layout does not match the result's");
+      return layouts_error(g, op, d, "the bias layout does not match the result's");
   }
   o->layout = res;
   return PPCC_OK;
@@ -477,7 +500,10 @@ static ppcc_status shard_reshape(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   for (int i = 0; i < l.dim; i++) before *= x->shape[i];
   int64_t prod = 1;
   for (int j = 0; j < o->rank; j++) {
-    if (prod == before && o->shape[j] >= l.count && o->shape[j] % l.count == 0) {
+    /* a size-1 dim is skipped when a later one starts at the same offset:
+     * [1, 1, 32] split(2, 1) -> [1, 1, 2, 16] splits dim 2, not dim 0 */
+    bool later = o->shape[j] == 1 && j + 1 < o->rank;
+    if (prod == before && !later && o->shape[j] >= l.count && o->shape[j] % l.count == 0) {
       o->layout = split_layout(j, l.count);
       return PPCC_OK;
     }
@@ -487,14 +513,19 @@ static ppcc_status shard_reshape(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return layouts_error(g, op, d, "the reshape moves data across shard boundaries; all_gather first");
 }
 
+/* A collective over one shard is the identity, whatever the layout: with
+ * count-1 layouts behaving as unsharded (DESIGN §1), a TP=1 graph's
+ * all_reduce may meet a value that a rule made unsharded. */
+static bool one_shard(const ppcc_value *v) { return v->layout.count == 1; }
+
 static ppcc_status shard_all_reduce(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
-  if (!is_kind(IN(0), PPCC_LAYOUT_UNREDUCED)) return layouts_error(g, op, d, "all_reduce needs an unreduced operand");
+  if (!is_kind(IN(0), PPCC_LAYOUT_UNREDUCED) && !one_shard(IN(0))) return layouts_error(g, op, d, "all_reduce needs an unreduced operand");
   OUT(0)->layout = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, IN(0)->layout.count};
   return PPCC_OK;
 }
 
 static ppcc_status shard_all_gather(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
-  if (!is_kind(IN(0), PPCC_LAYOUT_SPLIT)) return layouts_error(g, op, d, "all_gather needs a split operand");
+  if (!is_kind(IN(0), PPCC_LAYOUT_SPLIT) && !one_shard(IN(0))) return layouts_error(g, op, d, "all_gather needs a split operand");
   OUT(0)->layout = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, IN(0)->layout.count};
   return PPCC_OK;
 }
@@ -508,7 +539,7 @@ static ppcc_status check_dim_attr(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int6
 
 static ppcc_status shard_reduce_scatter(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   int64_t dim = ppcc_attr_int(op, "dim", 0);
-  if (!is_kind(IN(0), PPCC_LAYOUT_UNREDUCED))
+  if (!is_kind(IN(0), PPCC_LAYOUT_UNREDUCED) && !one_shard(IN(0)))
     return layouts_error(g, op, d, "reduce_scatter needs an unreduced operand");
   ppcc_status st = check_dim_attr(g, op, d, dim);
   if (!st) st = check_divisible(g, op, d, IN(0), (int)dim, IN(0)->layout.count);
@@ -567,7 +598,16 @@ static ppcc_status shard_unshard(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
-static ppcc_status shard_transfer(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shard_same(g, op, d); }
+/* P8: an unsharded (or count-1) value sent to n > 1 devices is replicated
+ * onto them; otherwise shard i simply moves. */
+static ppcc_status shard_transfer(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_attr *devices = ppcc_op_attr(op, "devices");
+  if (IN(0)->layout.count == 1 && devices && devices->n > 1) {
+    OUT(0)->layout = (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, devices->n};
+    return PPCC_OK;
+  }
+  return shard_same(g, op, d);
+}
 
 /* In place (P7): the result is the destination. The source must be sharded
  * like the destination, or replicated, split on the same non-indexed dim. */
@@ -654,6 +694,12 @@ static ppcc_status shape_norm(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   ppcc_status st = check_same_dtype(g, op, d);
   if (!st) st = check_float(g, op, d, 0);
   if (st) return st;
+  double eps = ppcc_attr_float(op, "eps", 1e-5);
+  if (!(eps >= 0 && eps <= DBL_MAX)) { /* a negative eps makes 1/sqrt(mean + eps) NaN */
+    char msg[128];
+    snprintf(msg, sizeof msg, "attrs.eps must be a finite number >= 0, got %g", eps);
+    return op_error(g, op, d, msg);
+  }
   for (int k = 1; k < op->n_in; k++)
     if (x->rank < 1 || IN(k)->rank != 1 || IN(k)->shape[0] != x->shape[x->rank - 1]) {
       char msg[256];
@@ -699,11 +745,19 @@ static ppcc_status shard_softmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+static ppcc_status check_rope_scaling(ppcc_graph *g, ppcc_op *op, ppcc_diag *d);
+
 /* rotary(x[B, S, H, D], positions[S]) */
 static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *x = IN(0), *pos = IN(1);
   ppcc_status st = check_float(g, op, d, 0);
   if (st) return st;
+  double theta = ppcc_attr_float(op, "theta", 10000.0);
+  if (!(theta > 0 && theta <= DBL_MAX)) { /* theta^(-2j/D) needs a finite positive base */
+    char msg[128];
+    snprintf(msg, sizeof msg, "attrs.theta must be a finite number > 0, got %g", theta);
+    return op_error(g, op, d, msg);
+  }
   if (x->rank != 4 || x->shape[3] % 2 != 0 || pos->rank != 1 || pos->shape[0] != x->shape[1] ||
       (pos->dtype != PPCC_I64 && pos->dtype != PPCC_I32)) {
     char msg[256];
@@ -711,7 +765,19 @@ static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
              x->name, pos->name);
     return op_error(g, op, d, msg);
   }
+  st = check_rope_scaling(g, op, d);
+  if (st) return st;
   set_result(OUT(0), x);
+  return PPCC_OK;
+}
+
+static ppcc_status check_rope_scaling(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  double factor = ppcc_attr_float(op, "rope_factor", 1.0), lo = ppcc_attr_float(op, "rope_low_freq_factor", 1.0),
+         hi = ppcc_attr_float(op, "rope_high_freq_factor", 4.0);
+  int64_t orig = ppcc_attr_int(op, "rope_original_max_position", 0);
+  if (!(factor > 0) || !(lo > 0) || !(hi > lo) || orig < 0)
+    return op_error(g, op, d, "rope scaling needs rope_factor > 0, 0 < rope_low_freq_factor < rope_high_freq_factor "
+                              "and rope_original_max_position >= 0");
   return PPCC_OK;
 }
 
@@ -728,12 +794,24 @@ static ppcc_status shard_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
 /* attention(q[B, Hq, S, D], k[B, Hkv, T, D], v[B, Hkv, T, Dv]) -> [B, Hq, S, Dv] */
 static ppcc_status shape_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *q = IN(0), *k = IN(1), *v = IN(2);
+  int n_in = op->n_in;
+  op->n_in = 3; /* q, k, v share a dtype; positions are indices */
   ppcc_status st = check_same_dtype(g, op, d);
+  op->n_in = n_in;
   if (!st) st = check_float(g, op, d, 0);
   if (st) return st;
   bool ok = q->rank == 4 && k->rank == 4 && v->rank == 4 && q->shape[0] == k->shape[0] && k->shape[0] == v->shape[0] &&
             k->shape[1] == v->shape[1] && k->shape[1] > 0 && q->shape[1] % k->shape[1] == 0 &&
             k->shape[2] == v->shape[2] && q->shape[3] == k->shape[3] && q->shape[2] <= k->shape[2];
+  if (ok && op->n_in == 4) { /* positions[S]: query s sees keys 0..positions[s] */
+    const ppcc_value *pos = IN(3);
+    if (pos->rank != 1 || pos->shape[0] != q->shape[2] || (pos->dtype != PPCC_I64 && pos->dtype != PPCC_I32)) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "shape mismatch: attention positions '%s' must be i64 [S] (S = %lld, q's dim 2)",
+               pos->name, (long long)q->shape[2]);
+      return op_error(g, op, d, msg);
+    }
+  }
   if (!ok) {
     char msg[256];
     snprintf(msg, sizeof msg,
@@ -751,6 +829,7 @@ static ppcc_status shard_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   for (int k = 1; k < 3; k++)
     if (!ppcc_layout_equal(IN(k)->layout, q->layout))
       return layouts_error(g, op, d, "q, k and v must share one layout");
+  if (op->n_in == 4 && !params_follow(g, op, 3)) return layouts_error(g, op, d, "positions must be replicated like q");
   ppcc_layout l = q->layout;
   if (l.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "attention over partial sums is wrong; all_reduce first");
   if (l.kind == PPCC_LAYOUT_SPLIT && l.dim > 1)
@@ -786,8 +865,13 @@ static ppcc_status shard_concat(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   int dim = norm_dim(ppcc_attr_int(op, "dim", 0), IN(0)->rank);
   for (int k = 1; k < op->n_in; k++)
     if (!ppcc_layout_equal(IN(k)->layout, IN(0)->layout)) return layouts_error(g, op, d, "operands must share one layout");
-  if (is_kind(IN(0), PPCC_LAYOUT_SPLIT) && IN(0)->layout.dim == dim)
-    return layouts_error(g, op, d, "concatenating along the split dim would interleave shards; all_gather first");
+  if (is_kind(IN(0), PPCC_LAYOUT_SPLIT) && IN(0)->layout.dim == dim && IN(0)->layout.count > 1) {
+    /* Shard-by-shard concat would interleave shards: gather every operand,
+     * concat whole, re-split along dim (P11; the pass inserts the ops). */
+    op->gather_operands |= (1u << op->n_in) - 1;
+    op->resplit = true;
+    op->resplit_dim = dim;
+  }
   OUT(0)->layout = IN(0)->layout;
   return PPCC_OK;
 }
@@ -876,6 +960,8 @@ static ppcc_status shard_reduce(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
 
 static ppcc_status shape_argmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *x = IN(0);
+  ppcc_status st = check_float(g, op, d, 0); /* the JIT lowers float argmax only; refuse ints alike */
+  if (st) return st;
   int64_t raw = ppcc_attr_int(op, "dim", -1);
   int dim = norm_dim(raw, x->rank);
   if (dim < 0) return dim_error(g, op, d, "dim", raw, x->rank);
@@ -969,7 +1055,7 @@ static const char *batch_first_only(const ppcc_graph *g, const ppcc_op *op, cons
 }
 
 static const char *batch_all(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
-  for (int k = 0; k < op->n_in; k++)
+  for (int k = 0; k < op->n_in && k < 3; k++) /* attention's positions are shared */
     if (!CARRIES(k)) return "all its operands must carry the batch";
   return NULL;
 }
@@ -1027,4 +1113,36 @@ const ppcc_op_info *ppcc_op_lookup(const char *name) {
 
 const ppcc_op_info *ppcc_op_info_by_id(ppcc_op_id id) {
   return (unsigned)id < PPCC_OP_COUNT ? &op_table[id] : NULL;
+}
+
+/* A split/replicated/unreduced layout with count 1 behaves as unsharded
+ * (DESIGN §1): if the rule refuses the op as laid out, it is asked again
+ * with count-1 operands seen as unsharded; the first refusal is the one
+ * reported. Kept out of line: the common path stays a scan and a call. */
+enum { MAX_RETRY_IN = 16 };
+
+static ppcc_status apply_with_count1_operands(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_diag quiet;
+  ppcc_diag_init(&quiet, d->file, NULL);
+  if (op->info->shard_rule(g, op, &quiet) == PPCC_OK) return PPCC_OK;
+  ppcc_layout saved[MAX_RETRY_IN];
+  for (int k = 0; k < op->n_in; k++) {
+    saved[k] = IN(k)->layout;
+    if (saved[k].count == 1) IN(k)->layout = ppcc_layout_unsharded();
+  }
+  op->gather_operands = 0;
+  op->resplit = false;
+  ppcc_status st = op->info->shard_rule(g, op, &quiet);
+  for (int k = op->n_in - 1; k >= 0; k--) IN(k)->layout = saved[k]; /* reverse: an operand may repeat */
+  return st == PPCC_OK ? PPCC_OK : op->info->shard_rule(g, op, d);
+}
+
+ppcc_status ppcc_apply_shard_rule(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  bool any_count1 = false;
+  for (int k = 0; k < op->n_in; k++) {
+    const ppcc_layout *l = &IN(k)->layout;
+    any_count1 |= l->count == 1 && l->kind != PPCC_LAYOUT_UNSHARDED;
+  }
+  return any_count1 && op->n_in <= MAX_RETRY_IN ? apply_with_count1_operands(g, op, d)
+                                                : op->info->shard_rule(g, op, d);
 }

@@ -26,10 +26,12 @@ bool rep_is_transfer(const ppcc_op *op) {
 int64_t rep_transfer_bytes(const ppcc_graph *g, const ppcc_op *op) {
   const ppcc_value *from = &g->values[op->in[0]];
   const ppcc_value *to = &g->values[op->out[0]];
-  int n = shard_count(from) < shard_count(to) ? shard_count(from) : shard_count(to);
+  /* P8: a whole value sent to n devices is copied to each of them */
+  bool replicates = shard_count(from) == 1 && shard_count(to) > 1;
+  int n = replicates || shard_count(from) > shard_count(to) ? shard_count(to) : shard_count(from);
   int64_t bytes = 0;
   for (int i = 0; i < n; i++)
-    if (rep_shard_device(from, i) != rep_shard_device(to, i)) bytes += rep_shard_bytes(from);
+    if (rep_shard_device(from, replicates ? 0 : i) != rep_shard_device(to, i)) bytes += rep_shard_bytes(from);
   return bytes;
 }
 

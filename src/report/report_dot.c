@@ -74,6 +74,7 @@ static void write_op_node(dot_ctx *x, int i) {
     fprintf(x->out, "    op%d [shape=box, fillcolor=\"%s\", label=\"", i,
             palette[x->stages.op_stage[i] % PALETTE_SIZE]);
   dot_text(x->out, op->info ? op->info->name : "?");
+  if (op->inserted) fputs("*", x->out); /* inserted by a pass, as in the text report */
   for (int k = 0; k < op->n_out; k++) {
     fputs(k ? ", " : "\\n", x->out);
     dot_text(x->out, x->g->values[op->out[k]].name);

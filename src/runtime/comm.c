@@ -6,12 +6,17 @@
  * Sends never block: if the receiver already waits for that sender, the
  * data is copied straight into its buffer; otherwise into a queued message.
  * Waiting uses condition variables, never spinning, so more devices than
- * cores works. An abort flag wakes every waiter. */
+ * cores works. An abort flag wakes every waiter.
+ *
+ * In an MPI run (rt_comm_attach_dist) moves to or from a device of another
+ * rank go to comm_mpi.c instead of a mailbox; the collectives below are
+ * unchanged, so they sum in the same order across ranks. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "rt_internal.h"
 
 typedef struct rt_msg {
@@ -38,6 +43,7 @@ typedef struct rt_mailbox {
 
 struct ppcc_rt_comm {
   int n;
+  bool dist; /* devices of other MPI ranks are reached through comm_mpi.c */
   rt_mailbox *boxes;
   atomic_bool aborted;
   pthread_mutex_t error_lock;
@@ -65,8 +71,15 @@ ppcc_rt_comm *ppcc_rt_comm_new(int n_devices) {
   return c;
 }
 
+void rt_comm_attach_dist(ppcc_rt_comm *c) {
+  if (!c || !rt_dist_active()) return;
+  c->dist = true;
+  rt_dist_bind_comm(c);
+}
+
 void ppcc_rt_comm_free(ppcc_rt_comm *c) {
   if (!c) return;
+  if (c->dist) rt_dist_bind_comm(NULL);
   for (int i = 0; i < c->n; i++) {
     for (rt_msg *m = c->boxes[i].head; m;) { /* undelivered after an abort */
       rt_msg *next = m->next;
@@ -85,9 +98,12 @@ bool ppcc_rt_aborted(const ppcc_rt_comm *c) {
   return atomic_load_explicit(&((ppcc_rt_comm *)c)->aborted, memory_order_acquire);
 }
 
-void ppcc_rt_abort(ppcc_rt_comm *c, int device, const char *message) {
+/* Sets the flag (first message wins) and wakes every waiter; true if this
+ * call recorded the first failure. */
+static bool abort_local(ppcc_rt_comm *c, int device, const char *message) {
   pthread_mutex_lock(&c->error_lock);
-  if (c->error_device < 0 && !ppcc_rt_aborted(c)) {
+  bool first = c->error_device < 0 && !ppcc_rt_aborted(c);
+  if (first) {
     c->error_device = device;
     snprintf(c->error_message, sizeof c->error_message, "%s", message ? message : "failed");
   }
@@ -100,6 +116,15 @@ void ppcc_rt_abort(ppcc_rt_comm *c, int device, const char *message) {
     pthread_cond_broadcast(&c->boxes[i].cond);
     pthread_mutex_unlock(&c->boxes[i].lock);
   }
+  return first;
+}
+
+/* With MPI, other ranks learn of the failure once this rank's devices
+ * stopped (rt_dist_agree), with the executor's full message (device, op). */
+void ppcc_rt_abort(ppcc_rt_comm *c, int device, const char *message) { abort_local(c, device, message); }
+
+void rt_comm_remote_abort(ppcc_rt_comm *c, int device, const char *message) {
+  abort_local(c, PPCC_MAX_DEVICES, message); /* no device of this rank: report the message as it is */
 }
 
 int ppcc_rt_comm_error(const ppcc_rt_comm *c, const char **message) {
@@ -152,6 +177,7 @@ int ppcc_rt_send(ppcc_rt_comm *c, int self, int dst, const void *buf, int64_t by
     return -1;
   }
   if (ppcc_rt_aborted(c)) return -1;
+  if (c->dist && !rt_dist_local(dst)) return rt_dist_send(c, self, dst, buf, bytes);
   rt_mailbox *box = &c->boxes[dst];
   pthread_mutex_lock(&box->lock);
   bool direct = box->posted.active && !box->posted.done && box->posted.src == self;
@@ -184,6 +210,7 @@ int ppcc_rt_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes) {
     ppcc_rt_abort(c, self, "recv: bad device or size");
     return -1;
   }
+  if (c->dist && !rt_dist_local(src)) return rt_dist_recv(c, self, src, buf, bytes);
   rt_mailbox *box = &c->boxes[self];
   pthread_mutex_lock(&box->lock);
   rt_msg *m = take_message(box, src);
@@ -195,7 +222,21 @@ int ppcc_rt_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes) {
     return got == bytes ? 0 : size_mismatch(c, src, self, got, bytes);
   }
   box->posted = (rt_posted_recv){true, false, src, buf, bytes};
-  while (!box->posted.done && !ppcc_rt_aborted(c)) pthread_cond_wait(&box->cond, &box->lock);
+  while (!box->posted.done && !ppcc_rt_aborted(c)) {
+    if (!c->dist) {
+      pthread_cond_wait(&box->cond, &box->lock);
+      continue;
+    }
+    /* Distributed: wake up now and then to take in other ranks' aborts. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 2000000;
+    if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+    pthread_cond_timedwait(&box->cond, &box->lock, &until);
+    pthread_mutex_unlock(&box->lock);
+    rt_dist_poll();
+    pthread_mutex_lock(&box->lock);
+  }
   bool done = box->posted.done;
   box->posted = (rt_posted_recv){0};
   pthread_mutex_unlock(&box->lock);

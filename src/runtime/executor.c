@@ -19,6 +19,7 @@
  * rt_pipeline_segments, on separate slots per microbatch (params are
  * shared: they are loaded once, into microbatch 0's slots). */
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,7 @@ typedef struct rt_exec {
   int *last_use;          /* per value: the last op reading it (or its
                              in-place aliases); -1: none; n_ops: keep */
   ppcc_rt_comm *comm;
+  bool dist;              /* an MPI run: this rank holds only some devices */
   rt_timeline *timeline;  /* NULL: nothing recorded */
   double t0;
 } rt_exec;
@@ -104,10 +106,15 @@ static void *dup_bytes(const void *src, int64_t bytes) {
 
 /* ---------------- leaves: params and inputs ---------------- */
 
+static bool mapped_param(const rt_exec *x, int v) {
+  return x->dist && val(x, v)->kind == PPCC_VALUE_PARAM && !x->data->owned[v];
+}
+
 /* Shard `i` of a full tensor under layout l (an unreduced leaf puts the
  * whole value in shard 0 and zeros elsewhere: the sum is the value). */
 static void *cut_shard(const rt_exec *x, int v, ppcc_layout l, int i, const void *full) {
   int64_t bytes = local_bytes(x, v);
+  if (mapped_param(x, v)) return rt_copy_mapped_shard(full, val(x, v), i); /* MPI: see mapped_shard.c */
   if (l.kind == PPCC_LAYOUT_SPLIT) {
     void *p = rt_alloc(bytes);
     if (p) rt_copy_shard_out(full, p, geom_of(x, v, l), l.count, i, es_of(x, v));
@@ -208,6 +215,8 @@ static ppcc_status operand_tensor(rt_exec *x, int dev, const ppcc_op *op, int k,
     set_split_position(t, iv.layout.dim, t->shape[iv.layout.dim], s, iv.layout.count);
   *temp = NULL;
   int sd = rt_local_slice_dim(op, k, val(x, v), iv.layout, val(x, res), ov.layout);
+  if (sd < 0 && k < 2 && op->n_in >= 2)
+    sd = rt_contract_slice_dim(op, k, val(x, v), iv.layout, view_of(x, op->in[1 - k]).layout, ov.layout);
   if (sd < 0) return PPCC_OK;
   /* A replicated operand next to a split one: this shard's slice only. */
   int n = ov.layout.count;
@@ -240,7 +249,9 @@ static ppcc_status compute_shard(rt_exec *x, int dev, const ppcc_op *op, int i, 
   }
   if (!st) {
     *slot(x, res, i) = (rt_slot){out.data, !in_place};
-    st = ppcc_rt_run_kernel(op, in, &out, d);
+    ppcc_op no_bias = *op; /* partial sums: the bias counts once, on shard 0 */
+    no_bias.n_in--;
+    st = ppcc_rt_run_kernel(rt_drops_bias(op, view_of(x, res).layout, i) ? &no_bias : op, in, &out, d);
   }
   for (int k = 0; k < op->n_in; k++) rt_free(temps[k]);
   return st;
@@ -261,12 +272,14 @@ static ppcc_status run_compute(rt_exec *x, int dev, const ppcc_op *op, ppcc_diag
 static ppcc_status run_transfer(rt_exec *x, int dev, const ppcc_op *op, ppcc_diag *d) {
   int v = op->in[0], res = op->out[0];
   rt_view iv = view_of(x, v), ov = view_of(x, res);
-  if (iv.layout.count != ov.layout.count)
+  bool replicates = iv.layout.count == 1 && ov.layout.count > 1; /* P8: one whole value onto n devices */
+  if (iv.layout.count != ov.layout.count && !replicates)
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "transfer changes the shard count");
   int64_t bytes = local_bytes(x, v);
   for (rt_phase ph = PHASE_SEND; ph <= PHASE_RECV; ph++)
-    for (int i = 0; i < iv.layout.count; i++) {
-      ppcc_status st = deliver(x, dev, ph, i, iv.devices[i], ov.devices[i], slot(x, v, i)->data, false, bytes,
+    for (int i = 0; i < ov.layout.count; i++) {
+      int s = replicates ? 0 : i;
+      ppcc_status st = deliver(x, dev, ph, i, iv.devices[s], ov.devices[i], slot(x, v, s)->data, false, bytes,
                                slot(x, res, i), d);
       if (st) return st;
     }
@@ -426,7 +439,8 @@ static void homes_of(rt_view iv, rt_view ov, int *homes) {
 static ppcc_status run_collective(rt_exec *x, int dev, const ppcc_op *op, ppcc_diag *d) {
   int v = op->in[0];
   rt_view iv = view_of(x, v), ov = view_of(x, op->out[0]);
-  ppcc_layout_kind ik = iv.layout.kind, ok = ov.layout.kind;
+  /* one shard is a whole value, whatever its layout (count-1 = unsharded) */
+  ppcc_layout_kind ik = iv.layout.count == 1 ? PPCC_LAYOUT_UNSHARDED : iv.layout.kind, ok = ov.layout.kind;
   if (ik != PPCC_LAYOUT_UNSHARDED && ok != PPCC_LAYOUT_UNSHARDED && iv.layout.count != ov.layout.count)
     return unsupported_collective(x, op, iv, ov, d);
   if (ok == PPCC_LAYOUT_UNSHARDED && (ik == PPCC_LAYOUT_SPLIT || ik == PPCC_LAYOUT_UNREDUCED))
@@ -519,9 +533,10 @@ static bool run_step(rt_exec *x, int dev, int j, ppcc_diag *d) {
   x->op_index = j;
   bool traced = x->timeline && rt_op_involves(x->g, op, dev);
   double t = traced ? omp_get_wtime() : 0;
-  ppcc_status st = x->opts->inject_fault && dev == x->opts->fault_device && j == x->opts->fault_op
-                       ? ppcc_error(d, "injected failure")
-                       : run_op(x, dev, op, d);
+  bool inject = x->opts->inject_fault && dev == x->opts->fault_device && j == x->opts->fault_op;
+  const char *kill_how = inject ? getenv("PPCC_INJECT_KILL") : NULL; /* test hook: a rank dies or hangs */
+  if (kill_how) raise(strcmp(kill_how, "stop") == 0 ? SIGSTOP : SIGKILL);
+  ppcc_status st = inject ? ppcc_error(d, "injected failure") : run_op(x, dev, op, d);
   if (st) {
     fail_device(x, dev, op, d);
     return false;
@@ -529,6 +544,32 @@ static bool run_step(rt_exec *x, int dev, int j, ppcc_diag *d) {
   if (traced) rt_timeline_span(x->timeline, dev, j, x->mb, t - x->t0, omp_get_wtime() - x->t0);
   release_dead(x, dev, op, j);
   return true;
+}
+
+/* MPI runs: rank 0 writes the outputs, so every output shard of another
+ * rank goes to rank 0's collector device, in the same (microbatch, output,
+ * shard) order on both sides. */
+static ppcc_status forward_outputs(rt_exec *x, int dev, ppcc_diag *d) {
+  int collector = rt_dist_collector();
+  for (x->mb = 0; x->mb < x->microbatches; x->mb++)
+    for (int k = 0; k < x->g->n_outputs; k++) {
+      int v = x->g->outputs[k];
+      bool repeated = val(x, v)->kind == PPCC_VALUE_PARAM && x->mb > 0;
+      for (int j = 0; j < k; j++) repeated = repeated || x->g->outputs[j] == v;
+      rt_view w = view_of(x, v);
+      int64_t bytes = local_bytes(x, v);
+      for (int i = 0; i < w.layout.count && !repeated; i++) {
+        int home = w.devices[i];
+        if (rt_dist_rank_of(home) == 0 || (dev != home && dev != collector)) continue;
+        if (dev == home && ppcc_rt_send(x->comm, dev, collector, slot(x, v, i)->data, bytes)) return comm_failed(x, d);
+        if (dev != collector) continue;
+        rt_slot *s = slot(x, v, i);
+        *s = (rt_slot){rt_alloc(bytes), true};
+        if (!s->data) return oom(d);
+        if (ppcc_rt_recv(x->comm, dev, home, s->data, bytes)) return comm_failed(x, d);
+      }
+    }
+  return PPCC_OK;
 }
 
 /* Per segment, the segment's ops for microbatch 0, 1, ... in turn (the
@@ -542,6 +583,7 @@ static void device_program(const rt_exec *shared, int dev) {
       for (int j = x.segment_begin[s]; j < x.segment_begin[s + 1]; j++) {
         if (ppcc_rt_aborted(x.comm) || !run_step(&x, dev, j, &d)) return;
       }
+  if (x.dist && forward_outputs(&x, dev, &d)) fail_device(&x, dev, NULL, &d);
 }
 
 /* ---------------- setup, outputs, teardown ---------------- */
@@ -587,6 +629,7 @@ static bool plan_lifetimes(rt_exec *x) {
 }
 
 static ppcc_status setup(rt_exec *x, ppcc_diag *d) {
+  x->dist = !x->opts->reference && rt_dist_active();
   x->n_devices = x->opts->reference ? 1 : x->g->n_devices;
   if (x->n_devices < 1) return ppcc_error(d, "the model has no devices");
   ppcc_status st = check_placements(x, d);
@@ -602,6 +645,7 @@ static ppcc_status setup(rt_exec *x, ppcc_diag *d) {
   x->slots_per_mb = total;
   x->slots = calloc((size_t)(total > 0 ? total : 1) * (size_t)x->microbatches, sizeof *x->slots);
   x->comm = ppcc_rt_comm_new(x->n_devices);
+  if (x->dist) rt_comm_attach_dist(x->comm);
   x->n_segments = rt_pipeline_segments(x->g, x->segment_begin);
   if (!x->slots || !x->comm) return oom(d);
   if (x->opts->trace_path || x->opts->stats) {
@@ -669,19 +713,25 @@ static int total_threads(const ppcc_exec_options *o) { return o->threads > 0 ? o
 /* One OpenMP thread per device; kernels get the cores left over. */
 static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
   int n = x->n_devices, cores = total_threads(x->opts);
-  int per_device = cores / n > 1 ? cores / n : 1;
-  rt_thread_budget(n, per_device);
+  int busy = x->dist ? rt_dist_local_devices() : n; /* MPI: only this rank's devices run here */
+  if (x->dist && x->opts->threads <= 0) cores = rt_dist_rank_cores(); /* ranks on one host share it */
+  int per_device = busy > 0 && cores / busy > 1 ? cores / busy : 1;
+  rt_thread_budget(busy, per_device);
   int started = 0;
 #pragma omp parallel num_threads(n)
   {
 #pragma omp single
     started = omp_get_num_threads();
     /* implicit barrier: every thread sees `started` */
-    if (started == n) device_load(x, omp_get_thread_num());
+    bool mine = rt_dist_local(omp_get_thread_num()) || !x->dist; /* MPI: other ranks run the rest */
+    if (started == n && mine) device_load(x, omp_get_thread_num());
 #pragma omp barrier
 #pragma omp single
-    x->t0 = omp_get_wtime(); /* the clock starts when every device is loaded */
-    if (started == n) device_program(x, omp_get_thread_num());
+    {
+      x->t0 = omp_get_wtime(); /* the clock starts when every device is loaded */
+      if (x->dist) rt_dist_sync(&x->t0); /* every rank loaded: one clock for all */
+    }
+    if (started == n && mine) device_program(x, omp_get_thread_num());
   }
   if (elapsed_ms) *elapsed_ms = (omp_get_wtime() - x->t0) * 1e3;
   ppcc_rt_set_kernel_threads(1);
@@ -695,7 +745,13 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
 static ppcc_status report_timeline(const rt_exec *x, double wall_ms, ppcc_diag *d) {
   for (int dev = 0; dev < x->n_devices; dev++)
     if (x->timeline->dev[dev].oom) return oom(d);
-  ppcc_status st = x->opts->trace_path ? rt_timeline_write(x->timeline, x->g, x->opts->trace_path, d) : PPCC_OK;
+  if (x->dist) { /* rank 0 reports every rank's tracks */
+    ppcc_status st = rt_dist_merge_timeline(x->timeline, d);
+    if (st || rt_dist_rank() != 0) return st;
+  }
+  ppcc_status st = PPCC_OK;
+  if (x->opts->trace_file) st = rt_timeline_write_to(x->timeline, x->g, x->opts->trace_file, d);
+  else if (x->opts->trace_path) st = rt_timeline_write(x->timeline, x->g, x->opts->trace_path, d);
   if (!st && x->opts->stats) st = rt_timeline_stats(x->timeline, x->g, x->microbatches, wall_ms, x->opts->stats, d);
   return st;
 }
@@ -704,7 +760,10 @@ static ppcc_status execute_graph(rt_exec *x, ppcc_host_tensor *outputs, double *
   double wall_ms = 0;
   ppcc_status st = setup(x, d);
   if (!st) st = run_devices(x, &wall_ms, d);
-  for (int k = 0; k < x->g->n_outputs && !st; k++) st = assemble(x, x->g->outputs[k], &outputs[k], d);
+  else if (x->dist) rt_dist_sync(NULL); /* as run_devices would have */
+  if (x->dist) st = rt_dist_agree(st, d); /* every rank fails if one did */
+  bool collects = !x->dist || rt_dist_rank() == 0; /* MPI: rank 0 got every output shard */
+  for (int k = 0; k < x->g->n_outputs && !st && collects; k++) st = assemble(x, x->g->outputs[k], &outputs[k], d);
   if (!st && x->timeline) st = report_timeline(x, wall_ms, d);
   if (elapsed_ms) *elapsed_ms = wall_ms;
   teardown(x);
@@ -719,7 +778,8 @@ ppcc_status ppcc_execute(const ppcc_graph *g, const ppcc_run_data *data, const p
   if (opts->stats) memset(opts->stats, 0, sizeof *opts->stats);
   bool split = opts->microbatches > 1;
   ppcc_status st = split ? rt_microbatch_graph(g, opts->microbatches, &micro, d) : PPCC_OK;
-  if (st) return st;
+  if (st && !opts->reference && rt_dist_active()) rt_dist_sync(NULL);
+  if (st) return opts->reference ? st : rt_dist_agree(st, d);
   if (split) x.g = &micro, x.microbatches = opts->microbatches;
   st = execute_graph(&x, outputs, elapsed_ms, d);
   if (split) rt_microbatch_graph_free(&micro);

@@ -60,6 +60,8 @@ static ppcc_status read_entry(rt_weight_index *idx, const irpa_archive *a, const
   if (name_off > a->meta_len || name_len > a->meta_len - name_off || name_len > 4096)
     return ppcc_error(d, "%s: .irpa entry name past its metadata segment", f->path);
   const char *name = (const char *)f->data + a->base + a->meta_off + name_off;
+  if (memchr(name, 0, (size_t)name_len))
+    return ppcc_error(d, "%s: .irpa entry name '%s' has a NUL byte inside", f->path, name);
   rt_weight_entry *w = rt_weight_index_add(idx, name, (size_t)name_len);
   if (!w) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   if (type == ENTRY_SPLAT) {

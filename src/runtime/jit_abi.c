@@ -121,6 +121,26 @@ static void jit_reduce_scatter(int64_t op, int64_t dtype, jit_unranked *group, i
   note_failure(op, ppcc_rt_reduce_scatter(bound_comm, ids, n, (int)rank, (int)dtype, f.data, s.data, outer, inner));
 }
 
+/* Index checks (exec_check_index in src/emit/exec_comm.c): every element
+ * of index must lie in [0, bound), else the run fails with the message the
+ * interpreter's kernel gives (kernels.c, kernels_llm.c). The lowered code
+ * clamps the indices it uses, so nothing is read or written out of bounds
+ * between this call and the end of the run. */
+static void jit_check_index(int64_t op, int64_t dtype, int64_t kind, int64_t bound, jit_unranked *index) {
+  jit_view v = view_of(index, elem_size(dtype));
+  if (!usable(op, &v, "index check")) return;
+  for (int64_t p = 0; p < v.count; p++) {
+    int64_t t = dtype == PPCC_I64 ? ((const int64_t *)(const void *)v.data)[p] : ((const int32_t *)(const void *)v.data)[p];
+    if (t >= 0 && t < bound) continue;
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s %lld at position %lld is out of range [0, %lld)", kind ? "token id" : "index",
+             (long long)t, (long long)p, (long long)bound);
+    ppcc_rt_abort(bound_comm, bound_self, msg);
+    note_failure(op, -1);
+    return;
+  }
+}
+
 static bool fail_call(const char *what) {
   ppcc_rt_abort(bound_comm, bound_self, what);
   note_failure(-1, -1);
@@ -167,7 +187,7 @@ static void jit_attention(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit
     return;
   }
   const int64_t *qs = q->desc + 3, *ks = k->desc + 3, *vs = v->desc + 3;
-  int rc = ppcc_rt_attention_f32(qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3], scale, causal != 0,
+  int rc = ppcc_rt_attention_f32(qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3], scale, causal != 0, NULL,
                                  (const float *)(void *)vq.data, (const float *)(void *)vk.data,
                                  (const float *)(void *)vv.data, (float *)(void *)vo.data);
   if (rc) fail_call(rc == -1 ? "attention: query heads do not group over kv heads" : "attention: out of memory");
@@ -196,11 +216,13 @@ static void jit_memref_copy(int64_t es, jit_unranked *src, jit_unranked *dst) {
 }
 
 /* LLVM lowers f32->bf16 truncation to this libcall; libgcc before GCC 13
- * lacks it. The x86-64 ABI returns a bf16 in the low 16 bits of xmm0, the
- * same register _Float16 uses. Rounds to nearest even, as compiler-rt does. */
-static _Float16 jit_truncsfbf2(float f) {
-  uint16_t bits = ppcc_f32_to_bf16(f);
-  _Float16 out;
+ * lacks it. The x86-64 ABI returns a bf16 in the low 16 bits of xmm0; a
+ * float whose low 16 bits are the bf16 lands there too, and unlike
+ * _Float16 it compiles with clang 14 (the fuzz build). Rounds to nearest
+ * even, as compiler-rt does. */
+static float jit_truncsfbf2(float f) {
+  uint32_t bits = ppcc_f32_to_bf16(f);
+  float out;
   memcpy(&out, &bits, sizeof out);
   return out;
 }
@@ -220,6 +242,8 @@ const ppcc_jit_symbol *ppcc_jit_symbols(void) {
       DTYPE_SYMBOLS(reduce_scatter, jit_reduce_scatter),
       {"_mlir_ciface_ppcc_rt_matmul_f32", (void *)jit_matmul},
       {"_mlir_ciface_ppcc_rt_attention_f32", (void *)jit_attention},
+      {"_mlir_ciface_ppcc_rt_check_index_i64", (void *)jit_check_index},
+      {"_mlir_ciface_ppcc_rt_check_index_i32", (void *)jit_check_index},
       {"memrefCopy", (void *)jit_memref_copy},
       {"__truncsfbf2", (void *)jit_truncsfbf2},
       {NULL, NULL},

@@ -31,6 +31,7 @@ typedef struct jit_exec {
   const ppcc_exec_options *opts;
   jit_device *devs;
   ppcc_rt_comm *comm;
+  bool dist; /* an MPI run: this rank runs only some devices */
 } jit_exec;
 
 static ppcc_status oom(ppcc_diag *d) { return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"); }
@@ -49,6 +50,8 @@ static void *leaf_shard(const jit_exec *x, int v, int i) {
   const ppcc_value *p = &x->g->values[v];
   const void *full = x->data->values[v].data;
   int64_t bytes = shard_bytes(p);
+  if (x->dist && p->kind == PPCC_VALUE_PARAM && !x->data->owned[v]) /* MPI: file pages released while copied */
+    return rt_copy_mapped_shard(full, p, i);
   if (p->layout.kind == PPCC_LAYOUT_SPLIT) {
     void *s = rt_alloc(bytes);
     rt_split_geom geom = rt_split_geometry(p->rank, p->shape, p->layout.dim, p->layout.count);
@@ -80,10 +83,12 @@ static ppcc_status init_arg(jit_exec *x, jit_arg *a, ppcc_diag *d) {
   return PPCC_OK;
 }
 
-/* The arguments of device dev in ABI order; with args NULL, only counts. */
-static int list_args(const ppcc_graph *g, int dev, jit_arg *args) {
+/* The arguments of device dev in ABI order; with args NULL, only counts.
+ * outputs_only: just the output shards (MPI: rank 0 receives those of other
+ * ranks' devices). */
+static int list_args(const ppcc_graph *g, int dev, bool outputs_only, jit_arg *args) {
   int n = 0;
-  for (int v = 0; v < g->n_values; v++)
+  for (int v = 0; v < g->n_values && !outputs_only; v++)
     for (int i = 0; is_leaf(&g->values[v]) && i < g->values[v].layout.count; i++)
       if (g->values[v].devices[i] == dev) {
         if (args) args[n] = (jit_arg){.value = v, .shard = i, .output = false};
@@ -101,12 +106,14 @@ static int list_args(const ppcc_graph *g, int dev, jit_arg *args) {
 static ppcc_status setup_device(jit_exec *x, int dev, ppcc_diag *d) {
   jit_device *jd = &x->devs[dev];
   jd->failed_op = -1;
-  jd->n_args = list_args(x->g, dev, NULL);
+  bool remote = !rt_dist_local(dev); /* MPI: another rank runs it */
+  if (remote && rt_dist_rank() != 0) return PPCC_OK;
+  jd->n_args = list_args(x->g, dev, remote, NULL);
   size_t n = (size_t)(jd->n_args > 0 ? jd->n_args : 1);
   jd->args = calloc(n, sizeof *jd->args);
   jd->packed = calloc(n, sizeof *jd->packed);
   if (!jd->args || !jd->packed) return oom(d);
-  list_args(x->g, dev, jd->args);
+  list_args(x->g, dev, remote, jd->args);
   for (int k = 0; k < jd->n_args; k++) {
     ppcc_status st = init_arg(x, &jd->args[k], d);
     if (st) return st;
@@ -149,8 +156,29 @@ static void teardown(jit_exec *x) {
 
 /* ---------------- running ---------------- */
 
+/* MPI: rank 0 writes the outputs, so every device of another rank sends its
+ * output shards to rank 0's collector device, in argument order. */
+static void forward_outputs(jit_exec *x, int dev) {
+  int collector = rt_dist_collector();
+  if (rt_dist_rank() != 0) {
+    const jit_device *jd = &x->devs[dev];
+    for (int a = 0; a < jd->n_args; a++)
+      if (jd->args[a].output &&
+          ppcc_rt_send(x->comm, dev, collector, jd->args[a].data, shard_bytes(&x->g->values[jd->args[a].value])))
+        return;
+    return;
+  }
+  if (dev != collector) return;
+  for (int src = 0; src < x->g->n_devices; src++) {
+    const jit_device *jd = &x->devs[src];
+    for (int a = 0; !rt_dist_local(src) && a < jd->n_args; a++)
+      if (ppcc_rt_recv(x->comm, dev, src, jd->args[a].data, shard_bytes(&x->g->values[jd->args[a].value]))) return;
+  }
+}
+
 static void run_device(jit_exec *x, ppcc_jit_entry entry, int dev) {
   const ppcc_exec_options *o = x->opts;
+  if (!rt_dist_local(dev)) return; /* MPI: another rank runs it */
   if (o->inject_fault && dev == o->fault_device) { /* the JIT has no per-op hook: fail at the start */
     char msg[128];
     snprintf(msg, sizeof msg, "device %d: injected failure", dev);
@@ -161,6 +189,7 @@ static void run_device(jit_exec *x, ppcc_jit_entry entry, int dev) {
   entry(x->devs[dev].packed);
   x->devs[dev].failed_op = rt_jit_failed_op();
   rt_jit_bind(NULL, -1);
+  if (x->dist && !ppcc_rt_aborted(x->comm)) forward_outputs(x, dev);
 }
 
 static ppcc_status run_error(const jit_exec *x, ppcc_diag *d) {
@@ -175,15 +204,20 @@ static ppcc_status run_error(const jit_exec *x, ppcc_diag *d) {
 
 static ppcc_status run_all(jit_exec *x, const ppcc_jit_entry *entries, double *elapsed_ms, ppcc_diag *d) {
   int n = x->g->n_devices;
-  int cores = x->opts->threads > 0 ? x->opts->threads : omp_get_num_procs();
-  int per_device = cores / n > 1 ? cores / n : 1;
-  rt_thread_budget(n, per_device);
+  int cores = x->opts->threads > 0 ? x->opts->threads : x->dist ? rt_dist_rank_cores() : omp_get_num_procs();
+  int busy = x->dist ? rt_dist_local_devices() : n; /* MPI: only this rank's devices run here */
+  int per_device = busy > 0 && cores / busy > 1 ? cores / busy : 1;
+  rt_thread_budget(busy, per_device);
   int started = 0;
-  double t0 = omp_get_wtime();
+  double t0 = 0;
 #pragma omp parallel num_threads(n)
   {
 #pragma omp single
-    started = omp_get_num_threads();
+    {
+      started = omp_get_num_threads();
+      t0 = omp_get_wtime();
+      if (x->dist) rt_dist_sync(&t0); /* every rank compiled and loaded: one clock for all */
+    }
     /* implicit barrier: every thread sees `started` */
     if (started == n) run_device(x, entries[omp_get_thread_num()], omp_get_thread_num());
   }
@@ -232,17 +266,21 @@ static ppcc_status assemble(const jit_exec *x, int k, ppcc_host_tensor *t, ppcc_
 ppcc_status ppcc_jit_run_devices(const ppcc_graph *g, const ppcc_jit_entry *entries, const ppcc_run_data *data,
                                  const ppcc_exec_options *opts, ppcc_host_tensor *outputs, double *elapsed_ms,
                                  ppcc_diag *d) {
-  jit_exec x = {.g = g, .data = data, .opts = opts};
+  jit_exec x = {.g = g, .data = data, .opts = opts, .dist = !opts->reference && rt_dist_active()};
   for (int k = 0; k < g->n_outputs; k++) memset(&outputs[k], 0, sizeof outputs[k]);
   ppcc_status st = check_graph(&x, d);
   if (!st) {
     x.devs = calloc((size_t)g->n_devices, sizeof *x.devs);
     x.comm = ppcc_rt_comm_new(g->n_devices);
     if (!x.devs || !x.comm) st = oom(d);
+    if (x.dist) rt_comm_attach_dist(x.comm);
   }
   for (int dev = 0; dev < g->n_devices && !st; dev++) st = setup_device(&x, dev, d);
   if (!st) st = run_all(&x, entries, elapsed_ms, d);
-  for (int k = 0; k < g->n_outputs && !st; k++) st = assemble(&x, k, &outputs[k], d);
+  else if (x.dist) rt_dist_sync(NULL); /* as run_all would have */
+  if (x.dist) st = rt_dist_agree(st, d); /* every rank fails if one did */
+  bool collects = !x.dist || rt_dist_rank() == 0; /* MPI: rank 0 got every output shard */
+  for (int k = 0; k < g->n_outputs && !st && collects; k++) st = assemble(&x, k, &outputs[k], d);
   if (st)
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&outputs[k]);
   teardown(&x);

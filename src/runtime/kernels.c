@@ -2,17 +2,23 @@
  * run on local (per-shard) tensors, contiguous row-major; float kernels
  * compute in f32 (ppcc_rt_run_kernel converts f16/bf16 around them), data
  * movers (reshape, transpose, index_copy) work on raw elements of any
- * dtype. Collectives and transfers have no kernel: the executor does them
+ * dtype, and integer arithmetic has its own wrapping forms (as the JIT). Collectives and transfers have no kernel: the executor does them
  * over the communication ABI. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernels_llm.h"
+#include "kernels_onnx.h"
 #include "rt_internal.h"
 #ifdef PPCC_HAVE_OPENBLAS
 #include <cblas.h>
+#include <limits.h>
+#include <omp.h>
+#include <stdatomic.h>
 #endif
+#include <sys/resource.h>
+#include <unistd.h>
 
 /* Threads of one kernel call: OpenBLAS's own threads only. The other
  * kernels run on the device's thread: a nested OpenMP team inside a device
@@ -27,10 +33,29 @@ static bool row_invariant_matmul = false;
 
 void ppcc_rt_set_row_invariant_matmul(bool on) { row_invariant_matmul = on; }
 
+/* An address-space limit OpenBLAS's buffers could run into (a generous
+ * container-wide one, 32 GiB or more, leaves BLAS threads alone). */
+static bool address_space_limited(void) {
+  struct rlimit r;
+  return getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY && r.rlim_cur < ((rlim_t)32 << 30);
+}
+
 void ppcc_rt_set_kernel_threads(int n) {
   kernel_threads = n > 0 ? n : 1;
 #ifdef PPCC_HAVE_OPENBLAS
-  openblas_set_num_threads(kernel_threads);
+  /* New OpenBLAS workers each take a buffer at start (see below). */
+  openblas_set_num_threads(address_space_limited() ? 1 : kernel_threads);
+#endif
+}
+
+void ppcc_rt_tame_blas_under_rlimit(char **argv) {
+#ifdef PPCC_HAVE_OPENBLAS
+  if (!address_space_limited() || getenv("OPENBLAS_NUM_THREADS")) return;
+  if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("OPENBLAS_NUM_THREADS"); /* no /proc: carry on as we are */
+#else
+  (void)argv;
 #endif
 }
 
@@ -111,6 +136,33 @@ void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, con
 }
 
 #ifdef PPCC_HAVE_OPENBLAS
+/* OpenBLAS takes a work buffer (128 MiB in Debian's build) for each thread
+ * that runs a BLAS call and, when malloc fails, retries forever: under a
+ * tight `ulimit -v` the process hung. So with an address-space limit the
+ * BLAS runs only where the buffers of every thread that may call it at
+ * once (device threads x kernel threads, + 1) fit: probed by allocating
+ * that much (address space only: nothing is touched) and freeing it. Elsewhere the portable kernel computes the product. */
+#define BLAS_BUFFER_BYTES ((size_t)136 << 20)
+static atomic_int blas_room_ok, blas_room_short = INT_MAX; /* concurrency known to fit / not to fit */
+
+static bool rt_blas_has_room(int kernel_thread_count) {
+  static atomic_int limited = -1;
+  if (atomic_load(&limited) < 0) atomic_store(&limited, address_space_limited());
+  if (!atomic_load(&limited)) return true;
+  int callers = omp_get_num_threads() * (kernel_thread_count > 0 ? kernel_thread_count : 1) + 1;
+  if (callers <= atomic_load(&blas_room_ok)) return true;
+  if (callers >= atomic_load(&blas_room_short)) return false;
+  size_t bytes = BLAS_BUFFER_BYTES * (size_t)callers;
+  void *p = malloc(bytes); /* as OpenBLAS asks: address space only, nothing touched */
+  bool fits = p != NULL;
+  free(p);
+  atomic_int *known = fits ? &blas_room_ok : &blas_room_short;
+  int old = atomic_load(known);
+  while ((fits ? callers > old : callers < old) && !atomic_compare_exchange_weak(known, &old, callers)) {
+  }
+  return fits;
+}
+
 /* C[i, :] = A[i, :] . B, one gemv per row: the same call for every row,
  * so a row's bits never depend on M (about a third of sgemm's speed). */
 static void sgemm_by_rows(int M, int N, int K, const float *A, const float *B, bool b_transposed, float *C) {
@@ -125,7 +177,7 @@ static void sgemm_by_rows(int M, int N, int K, const float *A, const float *B, b
 void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                    bool b_transposed, float *C) {
 #ifdef PPCC_HAVE_OPENBLAS
-  if (M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && M > 0 && N > 0 && K > 0) {
+  if (rt_blas_has_room(kernel_threads) && M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && M > 0 && N > 0 && K > 0) {
     if (row_invariant_matmul)
       sgemm_by_rows((int)M, (int)N, (int)K, A, B, b_transposed, C);
     else
@@ -173,7 +225,7 @@ static ppcc_status kernel_linear(const ppcc_op *op, const ppcc_tensor *in, ppcc_
 /* ---------------- elementwise unary ---------------- */
 static float f_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 static float f_silu(float x) { return x / (1.0f + expf(-x)); }
-static float f_relu(float x) { return x > 0.0f ? x : 0.0f; }
+static float f_relu(float x) { return x > 0.0f || isnan(x) ? x : 0.0f; } /* NaN stays NaN (torch) */
 static float f_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 static float f_tanh(float x) { return tanhf(x); }
 static float f_exp(float x) { return expf(x); }
@@ -382,6 +434,147 @@ int rt_local_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc
   return -1;
 }
 
+/* Row-parallel contraction (unreduced result): a replicated operand next
+ * to one split along its contracting dim is cut along its own contracting
+ * dim, so shard i multiplies matching slices (DESIGN §4, sharktank's PPFFN). */
+int rt_contract_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc_layout operand_layout,
+                          ppcc_layout other_layout, ppcc_layout result_layout) {
+  ppcc_kernel_fn kern = ppcc_rt_kernel(op->info->id);
+  if ((kern != kernel_matmul && kern != kernel_linear) || k > 1 || result_layout.kind != PPCC_LAYOUT_UNREDUCED ||
+      operand_layout.kind != PPCC_LAYOUT_REPLICATED || other_layout.kind != PPCC_LAYOUT_SPLIT)
+    return -1;
+  if (k == 0) return operand->rank - 1;
+  return kern == kernel_linear ? 1 : operand->rank - 2;
+}
+
+/* A linear's bias on partial sums is added by shard 0 only, so the
+ * all_reduce counts it once: true when shard `shard` runs without it. */
+bool rt_drops_bias(const ppcc_op *op, ppcc_layout result_layout, int shard) {
+  return ppcc_rt_kernel(op->info->id) == kernel_linear && op->n_in == 3 &&
+         result_layout.kind == PPCC_LAYOUT_UNREDUCED && shard > 0;
+}
+
+/* ---------------- integer forms ---------------- */
+/* Integer add, sub, mul, maximum, neg, relu, scale and sum, as the JIT
+ * lowers them (arith.addi, subi, muli, maxsi): two's complement at the
+ * dtype's width, wrapping. bool is a 1-bit integer there (true reads as
+ * -1), so it is loaded sign-extended and stored as its low bit. Integer
+ * div is refused by the op's shape rule. */
+typedef enum { INT_NONE, INT_ADD, INT_SUB, INT_MUL, INT_MAXIMUM, INT_NEG, INT_RELU, INT_SCALE, INT_SUM } int_kind;
+
+static int_kind int_form(ppcc_kernel_fn k) {
+  if (k == kernel_add) return INT_ADD;
+  if (k == kernel_sub) return INT_SUB;
+  if (k == kernel_mul) return INT_MUL;
+  if (k == kernel_maximum) return INT_MAXIMUM;
+  if (k == kernel_neg) return INT_NEG;
+  if (k == kernel_relu) return INT_RELU;
+  if (k == kernel_scale) return INT_SCALE;
+  if (k == kernel_sum) return INT_SUM;
+  return INT_NONE;
+}
+
+static int int_bits(ppcc_dtype t) { return t == PPCC_BOOL ? 1 : 8 * ppcc_dtype_size(t); }
+
+/* The low `bits` bits of v, sign-extended. */
+static int64_t wrap_to(int64_t v, int bits) {
+  if (bits >= 64) return v;
+  uint64_t m = 1ull << (bits - 1), u = (uint64_t)v & ((m << 1) - 1);
+  return (int64_t)(u ^ m) - (int64_t)m;
+}
+
+static int64_t int_load(const ppcc_tensor *t, int64_t j) {
+  switch (t->dtype) {
+  case PPCC_I64: return ((const int64_t *)t->data)[j];
+  case PPCC_I32: return ((const int32_t *)t->data)[j];
+  case PPCC_I8: return ((const int8_t *)t->data)[j];
+  default: return wrap_to(((const uint8_t *)t->data)[j], 1);
+  }
+}
+
+static void int_store(ppcc_tensor *t, int64_t j, int64_t v) {
+  switch (t->dtype) {
+  case PPCC_I64: ((int64_t *)t->data)[j] = v; break;
+  case PPCC_I32: ((int32_t *)t->data)[j] = (int32_t)wrap_to(v, 32); break;
+  case PPCC_I8: ((int8_t *)t->data)[j] = (int8_t)wrap_to(v, 8); break;
+  default: ((uint8_t *)t->data)[j] = (uint8_t)(v & 1); break;
+  }
+}
+
+static int64_t int_apply(int_kind k, int64_t a, int64_t b) {
+  switch (k) {
+  case INT_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
+  case INT_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
+  case INT_MUL:
+  case INT_SCALE: return (int64_t)((uint64_t)a * (uint64_t)b);
+  case INT_MAXIMUM: return a > b ? a : b;
+  case INT_NEG: return (int64_t)(0 - (uint64_t)a);
+  case INT_RELU: return a > 0 ? a : 0;
+  default: return 0;
+  }
+}
+
+/* Elementwise (binary with broadcasting, or unary with b as a constant). */
+static void int_map(int_kind k, const ppcc_tensor *a, const ppcc_tensor *b, int64_t constant, ppcc_tensor *out) {
+  int64_t sa[PPCC_MAX_RANK], sb[PPCC_MAX_RANK], idx[PPCC_MAX_RANK] = {0}, oa = 0, ob = 0;
+  broadcast_strides(a, out, sa);
+  if (b) broadcast_strides(b, out, sb);
+  int r = out->rank, bits = int_bits(out->dtype);
+  int64_t n = numel(out);
+  for (int64_t j = 0; j < n; j++) {
+    int64_t x = int_load(a, oa), y = b ? int_load(b, ob) : constant;
+    int_store(out, j, wrap_to(int_apply(k, x, y), bits));
+    for (int i = r - 1; i >= 0; i--) { /* next index: odometer over out's dims */
+      oa += sa[i];
+      ob += b ? sb[i] : 0;
+      if (++idx[i] < out->shape[i]) break;
+      oa -= sa[i] * out->shape[i];
+      ob -= b ? sb[i] * out->shape[i] : 0;
+      idx[i] = 0;
+    }
+  }
+}
+
+/* sum over the attribute's dims (all without it), wrapping. */
+static ppcc_status int_sum(const ppcc_op *op, const ppcc_tensor *x, ppcc_tensor *y, ppcc_diag *d) {
+  bool mask[PPCC_MAX_RANK];
+  const ppcc_attr *a = ppcc_op_attr(op, "dim");
+  for (int i = 0; i < x->rank; i++) mask[i] = a == NULL;
+  for (int i = 0; a && i < a->n; i++) mask[a->ints[i] < 0 ? a->ints[i] + x->rank : a->ints[i]] = true;
+  int64_t stride[PPCC_MAX_RANK], idx[PPCC_MAX_RANK] = {0}, s = 1, off = 0;
+  for (int i = x->rank - 1; i >= 0; i--) {
+    stride[i] = mask[i] ? 0 : s;
+    s *= mask[i] ? 1 : x->shape[i];
+  }
+  int64_t n_out = numel(y), n_in = numel(x);
+  int64_t *acc = rt_calloc((n_out > 0 ? n_out : 1) * 8);
+  if (!acc) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int64_t j = 0; j < n_in; j++) {
+    acc[off] = int_apply(INT_ADD, acc[off], int_load(x, j));
+    for (int i = x->rank - 1; i >= 0; i--) {
+      off += stride[i];
+      if (++idx[i] < x->shape[i]) break;
+      off -= stride[i] * x->shape[i];
+      idx[i] = 0;
+    }
+  }
+  for (int64_t j = 0; j < n_out; j++) int_store(y, j, wrap_to(acc[j], int_bits(y->dtype)));
+  rt_free(acc);
+  return PPCC_OK;
+}
+
+static ppcc_status run_int(int_kind k, const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  if (k == INT_SUM) return int_sum(op, &in[0], out, d);
+  if (op->n_in == 2) {
+    int_map(k, &in[0], &in[1], 0, out);
+    return PPCC_OK;
+  }
+  /* scale by the attribute truncated to an integer, as the JIT's constant */
+  int64_t c = k == INT_SCALE ? wrap_to((int64_t)ppcc_attr_float(op, "value", 1.0), int_bits(out->dtype)) : 0;
+  int_map(k, &in[0], NULL, c, out);
+  return PPCC_OK;
+}
+
 /* ---------------- the table ---------------- */
 static const ppcc_kernel_fn kernel_table[PPCC_OP_COUNT] = {
 #define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, batch, kernel, lower) \
@@ -439,6 +632,9 @@ ppcc_status ppcc_rt_run_kernel(const ppcc_op *op, const ppcc_tensor *in, ppcc_te
   if (op->n_in > 8 || op->n_out != 1)
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "op '%s': unsupported arity", op->info->name);
   if (moves_raw_elements(k)) return k(op, in, out, d);
+  bool all_int = !ppcc_dtype_is_float(out[0].dtype);
+  for (int i = 0; i < op->n_in; i++) all_int = all_int && !ppcc_dtype_is_float(in[i].dtype);
+  if (all_int && int_form(k) != INT_NONE) return run_int(int_form(k), op, in, out, d);
   bool all_f32 = out[0].dtype == PPCC_F32;
   for (int i = 0; i < op->n_in; i++) {
     if (!ppcc_dtype_is_float(in[i].dtype))

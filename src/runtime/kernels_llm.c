@@ -89,8 +89,9 @@ ppcc_status kernel_rms_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tenso
     const float *xr = x + r * H;
     double ss = 0;
     for (int64_t j = 0; j < H; j++) ss += (double)xr[j] * xr[j];
-    float inv = (float)(1.0 / sqrt(ss / (double)H + eps));
-    for (int64_t j = 0; j < H; j++) y[r * H + j] = xr[j] * inv * w[j];
+    /* x * inv in f64: in f32, inv underflows to a subnormal for |x| ~ 1e19+ */
+    double inv = 1.0 / sqrt(ss / (double)H + eps);
+    for (int64_t j = 0; j < H; j++) y[r * H + j] = (float)(xr[j] * inv) * w[j];
   }
   return PPCC_OK;
 }
@@ -107,8 +108,13 @@ ppcc_status kernel_layer_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_ten
     for (int64_t j = 0; j < H; j++) sum += xr[j];
     double mean = sum / (double)H;
     for (int64_t j = 0; j < H; j++) sq += (xr[j] - mean) * (xr[j] - mean);
-    float inv = (float)(1.0 / sqrt(sq / (double)H + eps)), m = (float)mean;
-    for (int64_t j = 0; j < H; j++) y[r * H + j] = (xr[j] - m) * inv * w[j] + (b ? b[j] : 0.0f);
+    /* (x - mean) * inv in f64: in f32, x - mean overflows near the f32
+     * maximum and inv underflows for |x| ~ 1e19+ */
+    double inv = 1.0 / sqrt(sq / (double)H + eps);
+    for (int64_t j = 0; j < H; j++) {
+      float v = (float)((xr[j] - mean) * inv) * w[j];
+      y[r * H + j] = b ? v + b[j] : v;
+    }
   }
   return PPCC_OK;
 }
@@ -152,10 +158,28 @@ ppcc_status kernel_softmax(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor
  *   y[j]       = x[j] cos - x[j + D/2] sin
  *   y[j + D/2] = x[j + D/2] cos + x[j] sin
  * Heads are independent, so a head-split shard rotates its own heads. */
-static void rotate_row(const float *x, float *y, int64_t D, double pos, double theta) {
+/* Rotary scaling (HF's rope_scaling): linear divides every frequency by
+ * factor; llama3 keeps high frequencies (wavelength < orig / high), divides
+ * low ones (wavelength > orig / low) and blends in between. */
+typedef struct rope_scaling {
+  double factor, low, high;
+  int64_t orig; /* 0: linear (or none when factor is 1) */
+} rope_scaling;
+
+static double scaled_freq(const rope_scaling *r, double freq) {
+  if (r->orig <= 0) return freq / r->factor;
+  double wavelen = 2.0 * 3.14159265358979323846 / freq, low_wavelen = (double)r->orig / r->low,
+         high_wavelen = (double)r->orig / r->high;
+  if (wavelen < high_wavelen) return freq;
+  if (wavelen > low_wavelen) return freq / r->factor;
+  double smooth = ((double)r->orig / wavelen - r->low) / (r->high - r->low);
+  return (1.0 - smooth) * freq / r->factor + smooth * freq;
+}
+
+static void rotate_row(const float *x, float *y, int64_t D, double pos, double theta, const rope_scaling *r) {
   int64_t half = D / 2;
   for (int64_t j = 0; j < half; j++) {
-    double angle = pos * pow(theta, -2.0 * (double)j / (double)D);
+    double angle = pos * scaled_freq(r, pow(theta, -2.0 * (double)j / (double)D));
     float c = (float)cos(angle), s = (float)sin(angle);
     float a = x[j], b = x[j + half];
     y[j] = a * c - b * s;
@@ -182,11 +206,13 @@ ppcc_status kernel_rotary(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor 
   if (!x || !y) st = oom(d);
   int64_t B = xt->shape[0], S = xt->shape[1], H = xt->shape[2], D = xt->shape[3];
   double theta = ppcc_attr_float(op, "theta", 10000.0);
+  rope_scaling r = {ppcc_attr_float(op, "rope_factor", 1.0), ppcc_attr_float(op, "rope_low_freq_factor", 1.0),
+                    ppcc_attr_float(op, "rope_high_freq_factor", 4.0), ppcc_attr_int(op, "rope_original_max_position", 0)};
   for (int64_t b = 0; b < B && !st; b++)
     for (int64_t s = 0; s < S; s++)
       for (int64_t h = 0; h < H; h++) {
         int64_t off = ((b * S + s) * H + h) * D;
-        rotate_row(x + off, y + off, D, (double)index_at(pos, s), theta);
+        rotate_row(x + off, y + off, D, (double)index_at(pos, s), theta, &r);
       }
   if (!st && y != out->data) rt_from_f32(out->dtype, y, out->data, numel(out));
   if (y != out->data) rt_free(y);
@@ -200,6 +226,7 @@ typedef struct attn_dims {
   int64_t B, Hq, S, D, Hkv, T, Dv, group;
   float scale;
   bool causal;
+  const ppcc_tensor *positions; /* optional [S]: query s sits at positions[s] */
 } attn_dims;
 
 /* The query heads of one kv head are contiguous in q and out, so each
@@ -209,10 +236,13 @@ typedef struct attn_dims {
  * Causal rows are aligned bottom-right: query s sits at position T - S + s
  * and sees keys 0..T-S+s, so a decode step (S = 1) over a cache of T
  * positions sees all of them and a prefill (S = T) is the usual lower
- * triangle. A pair's GEMM shapes do not depend on the batch size, so
+ * triangle. With positions (S entries), query s sees cache slots
+ * 0..positions[s] instead (later slots are not written yet), causal or
+ * not, so one decode graph serves every step. A pair's GEMM shapes do not depend on the batch size, so
  * microbatched runs compute every row alike. */
 int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
-                          double scale, bool causal, const float *q, const float *k, const float *v, float *out) {
+                          double scale, bool causal, const int64_t *positions, const float *q, const float *k,
+                          const float *v, float *out) {
   if (Hkv <= 0 || Hq % Hkv != 0) return -1;
   int64_t group = Hq / Hkv, rows = group * S;
   float *p = rt_alloc((rows * T > 0 ? rows * T : 1) * 4);
@@ -225,8 +255,8 @@ int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t H
       for (int64_t r = 0; r < rows; r++) {
         float *row = p + r * T;
         for (int64_t t = 0; t < T; t++) row[t] *= sc;
-        if (causal)
-          for (int64_t t = T - S + r % S + 1; t < T; t++) row[t] = -INFINITY;
+        int64_t s = r % S, last = positions ? positions[s] : causal ? T - S + s : T - 1;
+        for (int64_t t = (last < -1 ? -1 : last) + 1; t < T; t++) row[t] = -INFINITY;
         softmax_strided(row, row, T, 1);
       }
       ppcc_rt_sgemm(rows, Dv, T, p, v + kvh * T * Dv, false, out + qh * S * Dv);
@@ -240,13 +270,33 @@ int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t H
  * Hq/n query and Hkv/n kv heads, so the grouping is the same locally. */
 ppcc_status kernel_attention(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
   const ppcc_tensor *q = &in[0], *k = &in[1], *v = &in[2];
-  int64_t Hq = q->shape[1], Hkv = k->shape[1], D = q->shape[3];
+  int64_t Hq = q->shape[1], Hkv = k->shape[1], D = q->shape[3], S = q->shape[2];
   if (Hkv <= 0 || Hq % Hkv != 0)
     return ppcc_error(d, "attention: %lld query heads do not group over %lld kv heads in this shard", (long long)Hq,
                       (long long)Hkv);
   double scale = ppcc_attr_float(op, "scale", D > 0 ? 1.0 / sqrt((double)D) : 1.0);
-  int rc = ppcc_rt_attention_f32(q->shape[0], Hq, q->shape[2], D, Hkv, k->shape[2], v->shape[3], scale,
-                                 ppcc_attr_bool(op, "causal", false), q->data, k->data, v->data, out->data);
+  const ppcc_tensor *positions = op->n_in == 4 ? &in[3] : NULL;
+  if (positions) {
+    ppcc_status st = check_index_dtype(positions, "attention positions", d);
+    if (st) return st;
+  }
+  /* converts f16/bf16 itself (kernel_llm_handles_dtypes): the positions
+   * operand is an index tensor */
+  float *tq, *tk, *tv, *o = out->dtype == PPCC_F32 ? out->data : rt_alloc(numel(out) * 4);
+  const float *qd = as_f32(q, &tq), *kd = as_f32(k, &tk), *vd = as_f32(v, &tv);
+  int64_t *pos = positions ? rt_alloc((S > 0 ? S : 1) * 8) : NULL;
+  int rc = -2;
+  if (o && qd && kd && vd && (!positions || pos)) {
+    for (int64_t s = 0; positions && s < S; s++) pos[s] = index_at(positions, s);
+    rc = ppcc_rt_attention_f32(q->shape[0], Hq, S, D, Hkv, k->shape[2], v->shape[3], scale,
+                               ppcc_attr_bool(op, "causal", false), pos, qd, kd, vd, o);
+  }
+  if (!rc && o != out->data) rt_from_f32(out->dtype, o, out->data, numel(out));
+  if (o != out->data) rt_free(o);
+  rt_free(pos);
+  rt_free(tq);
+  rt_free(tk);
+  rt_free(tv);
   return rc ? oom(d) : PPCC_OK;
 }
 
@@ -313,7 +363,7 @@ static ppcc_status reduce_sum(const ppcc_op *op, const ppcc_tensor *x, ppcc_tens
     }
   }
   float *ys = y->data;
-  for (int64_t j = 0; j < n_out; j++) ys[j] = (float)(mean && reduced ? acc[j] / (double)reduced : acc[j]);
+  for (int64_t j = 0; j < n_out; j++) ys[j] = (float)(mean ? acc[j] / (double)reduced : acc[j]); /* mean of none: NaN */
   rt_free(acc);
   return PPCC_OK;
 }
@@ -357,5 +407,6 @@ ppcc_status kernel_argmax(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor 
 }
 
 bool kernel_llm_handles_dtypes(ppcc_kernel_fn k) {
-  return k == kernel_embedding || k == kernel_rotary || k == kernel_argmax || k == kernel_concat || k == kernel_slice;
+  return k == kernel_embedding || k == kernel_rotary || k == kernel_argmax || k == kernel_concat || k == kernel_slice ||
+         k == kernel_attention;
 }

@@ -157,8 +157,10 @@ static bool may_wait(const ppcc_graph *g, const ppcc_op *op, int dev) {
   const ppcc_value *in = &g->values[op->in[0]], *out = &g->values[op->out[0]];
   if (op->info->family == PPCC_FAMILY_COMPUTE) return false;
   if (op->info->family == PPCC_FAMILY_TRANSFER) {
-    for (int i = 0; i < out->layout.count && i < in->layout.count; i++)
-      if (out->devices[i] == dev && in->devices[i] != dev) return true;
+    for (int i = 0; i < out->layout.count; i++) { /* a whole value may go to n devices (P8) */
+      int s = in->layout.count == 1 ? 0 : i;
+      if (s < in->layout.count && out->devices[i] == dev && in->devices[s] != dev) return true;
+    }
     return false;
   }
   if (out->layout.kind == PPCC_LAYOUT_UNSHARDED) return out->devices[0] == dev;

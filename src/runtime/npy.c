@@ -33,47 +33,152 @@ static const char *dtype_to_descr(ppcc_dtype t) {
   return NULL;
 }
 
-/* Finds 'key': in the header dict and returns the text after the colon. */
-static const char *dict_value(const char *header, const char *key) {
-  char quoted[64];
-  snprintf(quoted, sizeof quoted, "'%s'", key);
-  const char *p = strstr(header, quoted);
-  if (!p) return NULL;
-  p += strlen(quoted);
-  while (isspace((unsigned char)*p)) p++;
-  if (*p != ':') return NULL;
-  p++;
-  while (isspace((unsigned char)*p)) p++;
-  return p;
+/* ---------------- header: a Python dict literal ----------------
+ * {'descr': STR, 'fortran_order': True|False, 'shape': (INT, ...)}, keys in
+ * any order, each exactly once, no other key; then only padding. Parsed
+ * token by token (never searched for), so a decoy key, a missing brace or
+ * comma, or 'Falsey' are refused, as Python's literal_eval would. */
+#define DESCR_MAX 256
+
+typedef struct npy_header {
+  const char *text, *p, *path;
+  bool has_descr, has_fortran, has_shape, fortran;
+  char descr[DESCR_MAX];
+  int rank;
+  int64_t shape[PPCC_MAX_RANK];
+  ppcc_diag *d;
+} npy_header;
+
+static void skip_space(npy_header *h) {
+  while (*h->p == ' ' || *h->p == '\t' || *h->p == '\n' || *h->p == '\r') h->p++;
 }
 
-static bool parse_descr(const char *header, ppcc_dtype *dtype, char *descr, size_t n) {
-  const char *p = dict_value(header, "descr");
-  if (!p || *p != '\'') return false;
-  const char *end = strchr(p + 1, '\'');
-  if (!end || (size_t)(end - p - 1) >= n) return false;
-  memcpy(descr, p + 1, (size_t)(end - p - 1));
-  descr[end - p - 1] = 0;
-  return descr_to_dtype(descr, dtype);
+static long at(const npy_header *h) { return (long)(h->p - h->text); }
+
+static ppcc_status syntax(npy_header *h, const char *what) {
+  return ppcc_error(h->d, "%s: bad .npy header: expected %s at byte %ld", h->path, what, at(h));
 }
 
-/* "(2, 3)", "(5,)", "()" */
-static bool parse_shape(const char *header, int *rank, int64_t *shape) {
-  const char *p = dict_value(header, "shape");
-  if (!p || *p != '(') return false;
-  p++;
-  *rank = 0;
-  for (;;) {
-    while (isspace((unsigned char)*p) || *p == ',') p++;
-    if (*p == ')') return true;
-    if (!isdigit((unsigned char)*p) || *rank == PPCC_MAX_RANK) return false;
-    char *end;
-    errno = 0;
-    long long v = strtoll(p, &end, 10);
-    if (errno || v < 0) return false;
-    shape[(*rank)++] = v;
-    p = end;
+/* 'text' or "text" without escapes (numpy never writes any), copied. */
+static ppcc_status parse_string(npy_header *h, char *out, size_t n, size_t *len) {
+  char quote = *h->p;
+  if (quote != '\'' && quote != '"') return syntax(h, "a quoted string");
+  const char *s = ++h->p;
+  while (*h->p && *h->p != quote) {
+    if ((unsigned char)*h->p < 0x20 || *h->p == '\\')
+      return ppcc_error(h->d, "%s: bad .npy header: control character or escape in a string at byte %ld", h->path,
+                        at(h));
+    h->p++;
   }
+  if (*h->p != quote) return syntax(h, "the end of a string");
+  *len = (size_t)(h->p - s);
+  size_t keep = *len < n ? *len : n - 1;
+  memcpy(out, s, keep);
+  out[keep] = 0;
+  h->p++;
+  return PPCC_OK;
+}
+
+static ppcc_status parse_bool(npy_header *h, bool *out) {
+  const char *s = h->p;
+  while (isalnum((unsigned char)*h->p) || *h->p == '_') h->p++;
+  size_t n = (size_t)(h->p - s);
+  if (n == 4 && memcmp(s, "True", 4) == 0) *out = true;
+  else if (n == 5 && memcmp(s, "False", 5) == 0) *out = false;
+  else {
+    h->p = s;
+    return ppcc_error(h->d, "%s: bad .npy header: 'fortran_order' is '%.*s', not True or False", h->path,
+                      (int)(n < 16 ? n : 16), s);
+  }
+  return PPCC_OK;
+}
+
+static ppcc_status shape_error(npy_header *h, const char *what) {
+  return ppcc_error(h->d, "%s: bad .npy shape: %s at byte %ld", h->path, what, at(h));
+}
+
+/* "()", "(5,)", "(2, 3)", "(2, 3,)"; "(5)" is an int in Python, not a tuple. */
+static ppcc_status parse_tuple(npy_header *h) {
+  if (*h->p != '(') return shape_error(h, "expected '('");
+  h->p++;
+  h->rank = 0;
+  bool comma = false;
+  for (;;) {
+    skip_space(h);
+    if (*h->p == ')') break;
+    if (h->rank > 0 && !comma) return shape_error(h, "expected ',' or ')'");
+    if (!isdigit((unsigned char)*h->p)) return shape_error(h, "expected a non-negative integer");
+    if (*h->p == '0' && isdigit((unsigned char)h->p[1])) return shape_error(h, "leading zero in an integer");
+    if (h->rank == PPCC_MAX_RANK) return shape_error(h, "too many dimensions");
+    int64_t v = 0;
+    while (isdigit((unsigned char)*h->p)) {
+      if (v > (INT64_MAX - 9) / 10) return ppcc_error(h->d, "%s: .npy shape too large", h->path);
+      v = v * 10 + (*h->p++ - '0');
+    }
+    h->shape[h->rank++] = v;
+    skip_space(h);
+    comma = *h->p == ',';
+    if (comma) h->p++;
+  }
+  if (h->rank == 1 && !comma) return shape_error(h, "a 1-tuple needs a trailing comma, as in (5,)");
+  h->p++;
+  return PPCC_OK;
+}
+
+static ppcc_status parse_item(npy_header *h) {
+  char key[32];
+  size_t len;
+  const char *key_at = h->p;
+  ppcc_status st = parse_string(h, key, sizeof key, &len);
+  if (st) return st;
+  skip_space(h);
+  if (*h->p != ':') return syntax(h, "':'");
+  h->p++;
+  skip_space(h);
+  bool *seen = len == 5 && strcmp(key, "descr") == 0           ? &h->has_descr
+               : len == 13 && strcmp(key, "fortran_order") == 0 ? &h->has_fortran
+               : len == 5 && strcmp(key, "shape") == 0          ? &h->has_shape
+                                                                : NULL;
+  if (!seen)
+    return ppcc_error(h->d, "%s: bad .npy header: unexpected key '%.31s' at byte %ld", h->path, key,
+                      (long)(key_at - h->text));
+  if (*seen)
+    return ppcc_error(h->d, "%s: bad .npy header: key '%s' given twice", h->path, key);
+  *seen = true;
+  if (seen == &h->has_descr) return parse_string(h, h->descr, sizeof h->descr, &len);
+  if (seen == &h->has_fortran) return parse_bool(h, &h->fortran);
+  return parse_tuple(h);
+}
+
+static ppcc_status parse_dict(npy_header *h) {
+  h->p = h->text;
+  skip_space(h);
+  if (*h->p != '{') return syntax(h, "'{'");
+  h->p++;
+  bool comma = true;
+  for (;;) {
+    skip_space(h);
+    if (*h->p == '}') break;
+    if (!*h->p) return syntax(h, "the closing '}'");
+    if (!comma) return syntax(h, "',' or '}'");
+    ppcc_status st = parse_item(h);
+    if (st) return st;
+    skip_space(h);
+    comma = *h->p == ',';
+    if (comma) h->p++;
+  }
+  h->p++;
+  skip_space(h);
+  if (*h->p) return syntax(h, "only padding after the closing '}'");
+  return PPCC_OK;
+}
+
+/* descr as the user can read it: bounded, non-printables as '?'. */
+static void printable(const char *s, char *out, size_t n) {
+  size_t i = 0;
+  for (; s[i] && i + 4 < n; i++) out[i] = (unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f ? '?' : s[i];
+  if (s[i]) memcpy(out + i, "...", 4);
+  else out[i] = 0;
 }
 
 /* Header text (NUL-terminated copy) and data offset, bounds-checked. */
@@ -101,16 +206,22 @@ static ppcc_status read_header(const rt_mapped_file *f, char **header, size_t *d
   return PPCC_OK;
 }
 
-static ppcc_status parse_header(const char *path, const char *header, ppcc_dtype *dtype, int *rank,
+static ppcc_status parse_header(const char *path, const char *header, size_t len, ppcc_dtype *dtype, int *rank,
                                 int64_t *shape, ppcc_diag *d) {
-  char descr[32] = "";
-  if (!dict_value(header, "descr")) return ppcc_error(d, "%s: bad .npy header: no 'descr' key", path);
-  if (!parse_descr(header, dtype, descr, sizeof descr))
-    return ppcc_error(d, "%s: unsupported .npy dtype '%s' (need <f4, <f2, <i8, <i4, |i1 or |b1)", path, descr);
-  const char *fo = dict_value(header, "fortran_order");
-  if (!fo) return ppcc_error(d, "%s: bad .npy header: no 'fortran_order' key", path);
-  if (strncmp(fo, "False", 5) != 0) return ppcc_error(d, "%s: Fortran-order .npy is not supported", path);
-  if (!parse_shape(header, rank, shape)) return ppcc_error(d, "%s: bad .npy shape", path);
+  if (strlen(header) != len) return ppcc_error(d, "%s: bad .npy header: a NUL byte at byte %zu", path, strlen(header));
+  npy_header h = {.text = header, .path = path, .d = d};
+  ppcc_status st = parse_dict(&h);
+  if (st) return st;
+  if (!h.has_descr) return ppcc_error(d, "%s: bad .npy header: no 'descr' key", path);
+  char shown[72];
+  printable(h.descr, shown, sizeof shown);
+  if (strlen(h.descr) >= DESCR_MAX - 1 || !descr_to_dtype(h.descr, dtype))
+    return ppcc_error(d, "%s: unsupported .npy dtype '%s' (need <f4, <f2, <i8, <i4, |i1 or |b1)", path, shown);
+  if (!h.has_fortran) return ppcc_error(d, "%s: bad .npy header: no 'fortran_order' key", path);
+  if (h.fortran) return ppcc_error(d, "%s: Fortran-order .npy is not supported", path);
+  if (!h.has_shape) return ppcc_error(d, "%s: bad .npy header: no 'shape' key", path);
+  *rank = h.rank;
+  memcpy(shape, h.shape, sizeof h.shape);
   if (ppcc_num_elements(*rank, shape) < 0) return ppcc_error(d, "%s: .npy shape too large", path);
   return PPCC_OK;
 }
@@ -126,7 +237,7 @@ ppcc_status ppcc_npy_read(const char *path, ppcc_host_tensor *out, ppcc_diag *d)
   int rank = 0;
   int64_t shape[PPCC_MAX_RANK];
   st = read_header(&f, &header, &offset, d);
-  if (!st) st = parse_header(path, header, &dtype, &rank, shape, d);
+  if (!st) st = parse_header(path, header, offset - (f.data[6] == 1 ? 10 : 12), &dtype, &rank, shape, d);
   if (!st) {
     int64_t bytes = ppcc_num_elements(rank, shape) * ppcc_dtype_size(dtype);
     if ((uint64_t)bytes > f.size - offset)

@@ -48,6 +48,13 @@ void rt_add_int(ppcc_dtype dtype, const void *src, void *acc, int64_t count);
 int rt_local_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc_layout operand_layout,
                        const ppcc_value *result, ppcc_layout result_layout);
 
+/* matmul/linear with an unreduced result: the contracting dim of a
+ * replicated operand k whose other operand is split, or -1. */
+int rt_contract_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc_layout operand_layout,
+                          ppcc_layout other_layout, ppcc_layout result_layout);
+/* Shard `shard` of a linear with partial-sum result runs without its bias. */
+bool rt_drops_bias(const ppcc_op *op, ppcc_layout result_layout, int shard);
+
 /* Threads kernels may use (set per run). */
 int rt_kernel_threads(void);
 /* One thread budget for a run: `devices` device threads (OpenMP, one
@@ -102,9 +109,65 @@ bool rt_timeline_init(rt_timeline *t, int n_devices);
 void rt_timeline_free(rt_timeline *t);
 void rt_timeline_span(rt_timeline *t, int dev, int op, int microbatch, double start, double end);
 void rt_timeline_flow(rt_timeline *t, int dev, int64_t id, bool is_send, double at);
-/* Chrome trace event format, written atomically (temporary + rename). */
+/* Chrome trace event format, written atomically (temporary + rename);
+ * _to writes into an open output file and closes it, uncommitted. */
+struct ppcc_outfile;
+ppcc_status rt_timeline_write_to(const rt_timeline *t, const ppcc_graph *g, struct ppcc_outfile *f, ppcc_diag *d);
 ppcc_status rt_timeline_write(const rt_timeline *t, const ppcc_graph *g, const char *path, ppcc_diag *d);
 ppcc_status rt_timeline_stats(const rt_timeline *t, const ppcc_graph *g, int microbatches, double wall_ms,
                               ppcc_pipeline_stats *s, ppcc_diag *d);
+
+/* ---- distributed runs (comm_mpi.c, or dist_stub.c without MPI) ---- */
+
+/* Whether ppcc_mpi_distribute made this run distributed. */
+bool rt_dist_active(void);
+/* Whether device dev runs in this process (always true when not
+ * distributed), and this process's rank (0). */
+bool rt_dist_local(int dev);
+int rt_dist_rank(void);
+/* The rank that runs device dev (0 when not distributed). */
+int rt_dist_rank_of(int dev);
+/* How many devices this rank runs, and the cores it may use by default:
+ * the host's cores divided among the ranks on that host. */
+int rt_dist_local_devices(void);
+int rt_dist_rank_cores(void);
+/* The device of rank 0 that receives every remote output shard. */
+int rt_dist_collector(void);
+/* Whether this rank needs the data of leaf v (a shard of it is local). */
+bool rt_dist_holds_value(const ppcc_graph *g, int v);
+/* The communicator of the running executor receives other ranks' aborts
+ * (NULL: none running). */
+void rt_dist_bind_comm(ppcc_rt_comm *c);
+/* mapped_shard.c: shard i of param p cut from its full tensor in a mapped
+ * weights file, the file's pages released as they are copied (MPI runs:
+ * a rank's memory is its own shards). */
+void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i);
+/* comm.c: route moves to devices of other ranks through MPI. */
+void rt_comm_attach_dist(ppcc_rt_comm *c);
+/* comm.c: an abort another rank reported (not reported back). */
+void rt_comm_remote_abort(ppcc_rt_comm *c, int device, const char *message);
+/* The cross-rank halves of ppcc_rt_send / ppcc_rt_recv. */
+int rt_dist_send(ppcc_rt_comm *c, int self, int dst, const void *buf, int64_t bytes);
+int rt_dist_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes);
+/* Tells every other rank that this one failed (once). */
+void rt_dist_broadcast_abort(int device, const char *message);
+/* Lets MPI progress and takes in other ranks' aborts. */
+void rt_dist_poll(void);
+/* Waits until every rank got here and sets *t0 (if not NULL) to the
+ * common clock origin (omp_get_wtime). Every rank calls it exactly once
+ * per distributed run, also when it failed before running. */
+void rt_dist_sync(double *t0);
+/* Every rank calls it once per distributed run with its own status; all
+ * return failure (with the failing rank's message) if any rank failed. */
+ppcc_status rt_dist_agree(ppcc_status st, ppcc_diag *d);
+/* After a successful agreement: rank 0's timeline gets every other rank's
+ * device tracks (the others send theirs). */
+ppcc_status rt_dist_merge_timeline(rt_timeline *t, ppcc_diag *d);
+/* After a successful run: rank 0 prints each rank's param bytes (its
+ * shards) and peak RSS. */
+void rt_dist_report_memory(FILE *log, int64_t param_bytes);
+
+ppcc_status rt_report_comparison(const ppcc_value *p, const ppcc_compare_result *r, const char *label,
+                                 const char *against, FILE *log, ppcc_diag *d);
 
 #endif

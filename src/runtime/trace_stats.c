@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ppcc/io.h"
 #include "rt_internal.h"
 
 bool rt_timeline_init(rt_timeline *t, int n_devices) {
@@ -71,16 +72,23 @@ static const char *family_name(ppcc_op_family f) {
   return f == PPCC_FAMILY_COMPUTE ? "compute" : f == PPCC_FAMILY_TRANSFER ? "transfer" : "collective";
 }
 
-/* A track (tid) per device, named and sorted by device id. */
+/* A track (tid) per device, named and sorted by device id; a process
+ * (pid) per MPI rank (only pid 0 without MPI). */
 static void write_tracks(FILE *f, const rt_timeline *t, const ppcc_graph *g) {
   fputs("{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": 0, \"args\": {\"name\": ", f);
   json_string(f, g->name ? g->name : "ppcc");
   fputs("}}", f);
   for (int dev = 0; dev < t->n_devices; dev++) {
-    fprintf(f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": %d, \"args\": {\"name\": \"device %d\"}}",
-            dev, dev);
-    fprintf(f, ",\n{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 0, \"tid\": %d, \"args\": {\"sort_index\": %d}}",
-            dev, dev);
+    int pid = rt_dist_rank_of(dev);
+    bool first = rt_dist_active();
+    for (int e = 0; e < dev && first; e++) first = rt_dist_rank_of(e) != pid;
+    if (first)
+      fprintf(f, ",\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": \"rank %d\"}}",
+              pid, pid);
+    fprintf(f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"device %d\"}}",
+            pid, dev, dev);
+    fprintf(f, ",\n{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": {\"sort_index\": %d}}",
+            pid, dev, dev);
   }
 }
 
@@ -88,9 +96,9 @@ static void write_span(FILE *f, const ppcc_graph *g, int dev, const rt_span *s) 
   const ppcc_op *op = &g->ops[s->op];
   fputs(",\n{\"name\": ", f);
   json_string(f, op->info->name);
-  fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 0, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
+  fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
              "\"args\": {\"op\": %d, \"value\": ",
-          family_name(op->info->family), dev, s->start * 1e6, (s->end - s->start) * 1e6, s->op);
+          family_name(op->info->family), rt_dist_rank_of(dev), dev, s->start * 1e6, (s->end - s->start) * 1e6, s->op);
   json_string(f, op->n_out ? g->values[op->out[0]].name : "");
   fprintf(f, ", \"microbatch\": %d}}", s->microbatch);
 }
@@ -98,35 +106,35 @@ static void write_span(FILE *f, const ppcc_graph *g, int dev, const rt_span *s) 
 /* "s" at the send, "f" at the receive; bp "e" binds the arrow's head to
  * the op slice that encloses the receive. */
 static void write_flow(FILE *f, int dev, const rt_flow_end *e) {
-  fprintf(f, ",\n{\"name\": \"transfer\", \"cat\": \"transfer\", \"ph\": \"%s\", %s\"id\": %lld, \"pid\": 0, "
+  fprintf(f, ",\n{\"name\": \"transfer\", \"cat\": \"transfer\", \"ph\": \"%s\", %s\"id\": %lld, \"pid\": %d, "
              "\"tid\": %d, \"ts\": %.3f}",
-          e->is_send ? "s" : "f", e->is_send ? "" : "\"bp\": \"e\", ", (long long)e->id, dev, e->t * 1e6);
+          e->is_send ? "s" : "f", e->is_send ? "" : "\"bp\": \"e\", ", (long long)e->id, rt_dist_rank_of(dev), dev,
+          e->t * 1e6);
+}
+
+ppcc_status rt_timeline_write_to(const rt_timeline *t, const ppcc_graph *g, ppcc_outfile *f, ppcc_diag *d) {
+  FILE *out = f->fp;
+  fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n", out);
+  write_tracks(out, t, g);
+  for (int dev = 0; dev < t->n_devices; dev++) {
+    const rt_device_timeline *dt = &t->dev[dev];
+    for (int i = 0; i < dt->n_spans; i++) write_span(out, g, dev, &dt->spans[i]);
+    for (int i = 0; i < dt->n_flows; i++) write_flow(out, dev, &dt->flows[i]);
+  }
+  fputs("\n]}\n", out);
+  return ppcc_outfile_close(f, d);
 }
 
 ppcc_status rt_timeline_write(const rt_timeline *t, const ppcc_graph *g, const char *path, ppcc_diag *d) {
-  size_t n = strlen(path) + 16;
-  char *tmp = malloc(n);
-  if (!tmp) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  snprintf(tmp, n, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    int err = errno;
-    free(tmp);
-    return ppcc_error(d, "%s: cannot write trace: %s", path, strerror(err));
+  ppcc_outfile f;
+  ppcc_status st = ppcc_outfile_open(&f, path, d);
+  if (st) return st;
+  st = rt_timeline_write_to(t, g, &f, d);
+  if (st) {
+    ppcc_outfile_abort(&f);
+    return st;
   }
-  fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n", f);
-  write_tracks(f, t, g);
-  for (int dev = 0; dev < t->n_devices; dev++) {
-    const rt_device_timeline *dt = &t->dev[dev];
-    for (int i = 0; i < dt->n_spans; i++) write_span(f, g, dev, &dt->spans[i]);
-    for (int i = 0; i < dt->n_flows; i++) write_flow(f, dev, &dt->flows[i]);
-  }
-  fputs("\n]}\n", f);
-  bool ok = !ferror(f);
-  ok = fclose(f) == 0 && ok && rename(tmp, path) == 0;
-  if (!ok) remove(tmp);
-  free(tmp);
-  return ok ? PPCC_OK : ppcc_error(d, "%s: cannot write trace", path);
+  return ppcc_outfile_commit(&f, d);
 }
 
 /* ---------------- statistics ---------------- */

@@ -13,7 +13,8 @@
 /* ---------------- mapped files ---------------- */
 ppcc_status rt_map_file(const char *path, rt_mapped_file *f, ppcc_diag *d) {
   memset(f, 0, sizeof *f);
-  int fd = open(path, O_RDONLY);
+  /* O_NONBLOCK: a FIFO is refused below instead of blocking in open(). */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return ppcc_error(d, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -4,11 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "weights.h"
+#include "weights_sources.h"
 
 struct ppcc_weights {
   bool random;
   uint64_t seed;
   rt_weight_index index;
+  rt_source *source; /* an HF checkpoint directory or a GGUF file */
 };
 
 rt_weight_entry *rt_weight_index_add(rt_weight_index *idx, const char *name, size_t name_len) {
@@ -32,8 +34,44 @@ rt_weight_entry *rt_weight_index_add(rt_weight_index *idx, const char *name, siz
 void rt_weight_index_free(rt_weight_index *idx) {
   for (int i = 0; i < idx->n; i++) free(idx->entries[i].name);
   free(idx->entries);
+  free(idx->table);
   rt_unmap_file(&idx->file);
   memset(idx, 0, sizeof *idx);
+}
+
+static uint64_t name_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++) h = (h ^ *c) * 1099511628211ull;
+  return h;
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static size_t table_slot(const rt_weight_index *idx, const char *name) {
+  size_t mask = idx->table_size - 1, i = (size_t)name_hash(name) & mask;
+  while (idx->table[i] && strcmp(idx->entries[idx->table[i] - 1].name, name) != 0) i = (i + 1) & mask;
+  return i;
+}
+
+ppcc_status rt_weight_index_finish(rt_weight_index *idx, ppcc_diag *d) {
+  size_t size = 16;
+  while (size < (size_t)idx->n * 2 + 1) size *= 2;
+  free(idx->table);
+  idx->table = calloc(size, sizeof *idx->table);
+  if (!idx->table) return ppcc_error(d, "out of memory");
+  idx->table_size = size;
+  for (int i = 0; i < idx->n; i++) {
+    size_t s = table_slot(idx, idx->entries[i].name);
+    if (idx->table[s])
+      return ppcc_error(d, "%s: tensor '%s' is defined twice", idx->file.path, idx->entries[i].name);
+    idx->table[s] = i + 1;
+  }
+  return PPCC_OK;
+}
+
+const rt_weight_entry *rt_weight_index_find(const rt_weight_index *idx, const char *name) {
+  if (!idx->table) return NULL;
+  int e = idx->table[table_slot(idx, name)];
+  return e ? &idx->entries[e - 1] : NULL;
 }
 
 ppcc_weights *ppcc_weights_open(const char *path, ppcc_diag *d) {
@@ -42,9 +80,18 @@ ppcc_weights *ppcc_weights_open(const char *path, ppcc_diag *d) {
     ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
     return NULL;
   }
+  if (rt_source_handles(path)) {
+    w->source = rt_source_open(path, d);
+    if (!w->source) {
+      free(w);
+      return NULL;
+    }
+    return w;
+  }
   ppcc_status st = rt_map_file(path, &w->index.file, d);
   if (!st)
     st = rt_irpa_is_archive(&w->index.file) ? rt_irpa_index(&w->index, d) : rt_safetensors_index(&w->index, d);
+  if (!st) st = rt_weight_index_finish(&w->index, d);
   if (st) {
     ppcc_weights_close(w);
     return NULL;
@@ -63,14 +110,9 @@ ppcc_weights *ppcc_weights_random(uint64_t seed) {
 
 void ppcc_weights_close(ppcc_weights *w) {
   if (!w) return;
+  rt_source_close(w->source);
   rt_weight_index_free(&w->index);
   free(w);
-}
-
-static const rt_weight_entry *find_entry(const rt_weight_index *idx, const char *name) {
-  for (int i = 0; i < idx->n; i++)
-    if (strcmp(idx->entries[i].name, name) == 0) return &idx->entries[i];
-  return NULL;
 }
 
 static void shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
@@ -118,12 +160,20 @@ ppcc_status ppcc_weights_get(ppcc_weights *w, const ppcc_value *param, const voi
     *data = *owned = t.data;
     return PPCC_OK;
   }
+  if (w->source) return rt_source_get(w->source, param, data, owned, d);
   const char *path = w->index.file.path;
-  const rt_weight_entry *e = find_entry(&w->index, param->name);
+  const rt_weight_entry *e = rt_weight_index_find(&w->index, param->name);
   if (!e) return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing", path, param->name);
   ppcc_status st = check_entry(path, e, param, d);
   if (st) return st;
   if (!e->data) return splat(e, data, owned, d);
+  if ((uintptr_t)e->data % (uintptr_t)ppcc_dtype_size(param->dtype) != 0) { /* kernels read whole elements */
+    unsigned char *copy = rt_alloc((int64_t)e->bytes);
+    if (!copy) return ppcc_error(d, "out of memory for param '%s'", param->name);
+    memcpy(copy, e->data, (size_t)e->bytes);
+    *data = *owned = copy;
+    return PPCC_OK;
+  }
   *data = e->data;
   return PPCC_OK;
 }

@@ -20,6 +20,8 @@ typedef struct rt_weight_index {
   rt_mapped_file file;
   int n, cap;
   rt_weight_entry *entries;
+  int *table;   /* open-addressing hash of the names: entry index + 1, 0 empty */
+  size_t table_size; /* a power of two, more than twice n */
 } rt_weight_index;
 
 /* Both parse a mapped file (index->file already mapped) and fill entries,
@@ -27,6 +29,12 @@ typedef struct rt_weight_index {
 ppcc_status rt_safetensors_index(rt_weight_index *index, ppcc_diag *d);
 ppcc_status rt_irpa_index(rt_weight_index *index, ppcc_diag *d);
 bool rt_irpa_is_archive(const rt_mapped_file *f);
+
+/* A loader appends its entries with rt_weight_index_add; ppcc_weights_open
+ * then calls rt_weight_index_finish, which hashes the names (lookups are
+ * O(1)) and refuses a name given twice. */
+ppcc_status rt_weight_index_finish(rt_weight_index *index, ppcc_diag *d);
+const rt_weight_entry *rt_weight_index_find(const rt_weight_index *index, const char *name);
 
 /* Appends a zeroed entry (name copied); NULL on OOM. */
 rt_weight_entry *rt_weight_index_add(rt_weight_index *index, const char *name, size_t name_len);

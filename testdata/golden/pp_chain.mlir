@@ -1,6 +1,6 @@
 #map = affine_map<(d0, d1) -> (d0, d1)>
 module @pp_chain {
-  func.func @main(%arg0: tensor<64x64xf32> {ppcc.device = 0 : i64, ppcc.layout = "unsharded", ppcc.name = "stage.0.weight", ppcc.pinned, ppcc.shard = 0 : i64} loc("stage.0.weight"), %arg1: tensor<64x64xf32> {ppcc.device = 1 : i64, ppcc.layout = "unsharded", ppcc.name = "stage.1.weight", ppcc.pinned, ppcc.shard = 0 : i64} loc("stage.1.weight"), %arg2: tensor<64x64xf32> {ppcc.device = 2 : i64, ppcc.layout = "unsharded", ppcc.name = "stage.2.weight", ppcc.pinned, ppcc.shard = 0 : i64} loc("stage.2.weight"), %arg3: tensor<64x64xf32> {ppcc.device = 3 : i64, ppcc.layout = "unsharded", ppcc.name = "stage.3.weight", ppcc.pinned, ppcc.shard = 0 : i64} loc("stage.3.weight"), %arg4: tensor<8x64xf32> {ppcc.device = 0 : i64, ppcc.layout = "unsharded", ppcc.name = "x", ppcc.shard = 0 : i64} loc("x")) -> (tensor<8x64xf32> {ppcc.device = 3 : i64, ppcc.layout = "unsharded", ppcc.name = "stage.3.y", ppcc.pinned, ppcc.shard = 0 : i64}) {
+  func.func @main(%arg0: tensor<64x64xf32> {ppcc.device = 0 : i64, ppcc.layout = "unsharded", ppcc.name = "stage.0.weight", ppcc.pinned, ppcc.shard = 0 : i64} loc("stage.0.weight"), %arg1: tensor<64x64xf32> {ppcc.device = 1 : i64, ppcc.layout = "unsharded", ppcc.name = "stage.1.weight", ppcc.pinned, ppcc.shard = 0 : i64} loc("stage.1.weight"), %arg2: tensor<64x64xf32> {ppcc.device = 2 : i64, ppcc.layout = "unsharded", ppcc.name = "stage.2.weight", ppcc.pinned, ppcc.shard = 0 : i64} loc("stage.2.weight"), %arg3: tensor<64x64xf32> {ppcc.device = 3 : i64, ppcc.layout = "unsharded", ppcc.name = "stage.3.weight", ppcc.pinned, ppcc.shard = 0 : i64} loc("stage.3.weight"), %arg4: tensor<8x64xf32> {ppcc.device = 0 : i64, ppcc.layout = "unsharded", ppcc.name = "x", ppcc.shard = 0 : i64} loc("x")) -> (tensor<8x64xf32> {ppcc.device = 3 : i64, ppcc.layout = "unsharded", ppcc.name = "stage.3.y", ppcc.shard = 0 : i64}) {
     %cst = arith.constant {ppcc.device = 0 : i64} 0.000000e+00 : f32 loc("stage.0.h")
     %0 = tensor.empty() {ppcc.device = 0 : i64} : tensor<8x64xf32> loc("stage.0.h")
     %1 = linalg.fill {ppcc.device = 0 : i64} ins(%cst : f32) outs(%0 : tensor<8x64xf32>) -> tensor<8x64xf32> loc("stage.0.h")
@@ -18,7 +18,7 @@ module @pp_chain {
       %27 = arith.mulf %26, %25 : f32 loc("stage.0.y")
       linalg.yield %27 : f32 loc("stage.0.y")
     } -> tensor<8x64xf32> loc("stage.0.y")
-    %5 = "ppcc.transfer"(%4) {source = 0 : i64, target = 1 : i64} : (tensor<8x64xf32>) -> tensor<8x64xf32> loc("stage.1.x")
+    %5 = "ppcc.transfer"(%4) {source = 0 : i64, target = 1 : i64} : (tensor<8x64xf32>) -> tensor<8x64xf32> loc("stage.0.y@1")
     %cst_0 = arith.constant {ppcc.device = 1 : i64} 0.000000e+00 : f32 loc("stage.1.h")
     %6 = tensor.empty() {ppcc.device = 1 : i64} : tensor<8x64xf32> loc("stage.1.h")
     %7 = linalg.fill {ppcc.device = 1 : i64} ins(%cst_0 : f32) outs(%6 : tensor<8x64xf32>) -> tensor<8x64xf32> loc("stage.1.h")
@@ -36,7 +36,7 @@ module @pp_chain {
       %27 = arith.mulf %26, %25 : f32 loc("stage.1.y")
       linalg.yield %27 : f32 loc("stage.1.y")
     } -> tensor<8x64xf32> loc("stage.1.y")
-    %11 = "ppcc.transfer"(%10) {source = 1 : i64, target = 2 : i64} : (tensor<8x64xf32>) -> tensor<8x64xf32> loc("stage.2.x")
+    %11 = "ppcc.transfer"(%10) {source = 1 : i64, target = 2 : i64} : (tensor<8x64xf32>) -> tensor<8x64xf32> loc("stage.1.y@2")
     %cst_1 = arith.constant {ppcc.device = 2 : i64} 0.000000e+00 : f32 loc("stage.2.h")
     %12 = tensor.empty() {ppcc.device = 2 : i64} : tensor<8x64xf32> loc("stage.2.h")
     %13 = linalg.fill {ppcc.device = 2 : i64} ins(%cst_1 : f32) outs(%12 : tensor<8x64xf32>) -> tensor<8x64xf32> loc("stage.2.h")
@@ -54,7 +54,7 @@ module @pp_chain {
       %27 = arith.mulf %26, %25 : f32 loc("stage.2.y")
       linalg.yield %27 : f32 loc("stage.2.y")
     } -> tensor<8x64xf32> loc("stage.2.y")
-    %17 = "ppcc.transfer"(%16) {source = 2 : i64, target = 3 : i64} : (tensor<8x64xf32>) -> tensor<8x64xf32> loc("stage.3.x")
+    %17 = "ppcc.transfer"(%16) {source = 2 : i64, target = 3 : i64} : (tensor<8x64xf32>) -> tensor<8x64xf32> loc("stage.2.y@3")
     %cst_2 = arith.constant {ppcc.device = 3 : i64} 0.000000e+00 : f32 loc("stage.3.h")
     %18 = tensor.empty() {ppcc.device = 3 : i64} : tensor<8x64xf32> loc("stage.3.h")
     %19 = linalg.fill {ppcc.device = 3 : i64} ins(%cst_2 : f32) outs(%18 : tensor<8x64xf32>) -> tensor<8x64xf32> loc("stage.3.h")

@@ -1,0 +1,299 @@
+/* `ppcc generate SOURCE`: greedy decoding of a checkpoint (HF directory or
+ * GGUF file) through the same runtime as `ppcc run`. Two graphs are built
+ * and compiled once: a prefill over the prompt and a decode step (one
+ * token), both over a KV cache of prompt + max-new-tokens slots. Because
+ * attention reads the cache up to each token's position (the `positions`
+ * input), the one decode graph serves every step. Each step's cache
+ * outputs become the next step's cache inputs.
+ *
+ * Prints "tokens: ID ID ..." (the generated ids), then time to first token
+ * (prefill execution) and decode tokens/s (excluding compilation). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "driver.h"
+#include "import_cli.h"
+#include "ppcc/frontend.h"
+#include "ppcc/passes.h"
+#include "ppcc/runtime.h"
+#ifdef PPCC_HAVE_JIT
+#include "ppcc/jit.h"
+#endif
+
+typedef struct generate_args {
+  llama_spec spec;
+  const char *prompt_text;
+  long long max_new;
+  long long threads;
+  const char *backend;
+} generate_args;
+
+static const cli_option generate_options[] = {
+  {"tp", true}, {"pp", true}, {"dtype", true}, {"prompt-ids", true}, {"max-new-tokens", true},
+  {"backend", true}, {"threads", true}, {"batch", true}, {NULL, false},
+};
+
+static ppcc_status on_generate_option(void *ctx, const char *name, const char *value) {
+  generate_args *a = ctx;
+  bool handled;
+  ppcc_status st = cli_llama_option("generate", &a->spec, name, value, &handled);
+  if (handled) return st;
+  if (strcmp(name, "prompt-ids") == 0) a->prompt_text = value;
+  else if (strcmp(name, "max-new-tokens") == 0) return cli_parse_int("generate", "--max-new-tokens", value, 1, 1 << 20, &a->max_new);
+  else if (strcmp(name, "threads") == 0) return cli_parse_int("generate", "--threads", value, 1, 4096, &a->threads);
+  else if (strcmp(name, "backend") == 0) {
+    if (strcmp(value, "jit") != 0 && strcmp(value, "interp") != 0)
+      return cli_usage_error("generate", "unknown --backend '%s' (use jit or interp)", value);
+    a->backend = value;
+  }
+  return PPCC_OK;
+}
+
+void cli_help_generate(FILE *out) {
+  fputs("Usage: ppcc generate SOURCE --prompt-ids ID,ID,... [--max-new-tokens N]\n"
+        "                     [--tp T] [--pp P] [--dtype f32|f16|bf16] [--backend=jit|interp]\n"
+        "                     [--threads N] [--batch B]\n"
+        "\n"
+        "Greedy decoding of SOURCE, a Hugging Face checkpoint directory or a .gguf file\n"
+        "(see 'ppcc import --help'). Compiles a prefill graph over the prompt and a\n"
+        "decode graph for one token once, keeps each block's KV cache between steps,\n"
+        "and prints the generated ids on one line, 'tokens: ID ID ...', then the time\n"
+        "to first token and the decode speed. Token ids in and out: no tokenizer.\n"
+        "\n"
+        "Options:\n"
+        "  --prompt-ids LIST    the prompt's token ids, separated by commas; rows of a\n"
+        "                       batch separated by ';' (all of one length)\n"
+        "  --batch B            rows (default: the rows given; one row is repeated)\n"
+
+        "  --max-new-tokens N   tokens to generate (default 16)\n"
+        "  --tp T, --pp P       tensor- and pipeline-parallel degrees (default 1, 1)\n"
+        "  --dtype D            graph dtype (default f32; other weights converted at load)\n"
+        "  --backend=jit|interp as for ppcc run (default jit when built with it)\n"
+        "  --threads N          worker threads (default: the runtime's choice)\n"
+        "  -h, --help           show this help\n",
+        out);
+}
+
+/* "1,2,3;4,5,6": *rows rows of *n ids each, row-major in *ids. */
+static ppcc_status parse_prompt(const char *text, int64_t **ids, long *n, long *rows) {
+  long count = 0, in_row = 0;
+  *n = 0;
+  *rows = 1;
+  *ids = malloc(sizeof **ids * (strlen(text) + 1));
+  if (!*ids) return PPCC_ERR_INTERNAL;
+  const char *p = text;
+  while (*p) {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 0 || (*end && *end != ',' && *end != ';'))
+      return cli_usage_error("generate", "--prompt-ids must be non-negative integers separated by commas, got '%s'", text);
+    (*ids)[count++] = v;
+    in_row++;
+    if (*end == ';' || !*end) {
+      if (*rows == 1 && !*n) *n = in_row;
+      else if (in_row != *n) return cli_usage_error("generate", "--prompt-ids rows must have one length, got '%s'", text);
+      in_row = 0;
+      if (*end == ';') ++*rows;
+    }
+    p = *end ? end + 1 : end;
+  }
+  if (count == 0 || *n == 0) return cli_usage_error("generate", "--prompt-ids is empty");
+  return PPCC_OK;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* One compiled graph with its loaded parameters. */
+typedef struct stage_graph {
+  ppcc_graph *g;
+  ppcc_run_data data;
+  ppcc_host_tensor *out;
+#ifdef PPCC_HAVE_JIT
+  ppcc_jit *jit;
+#endif
+} stage_graph;
+
+static void stage_free(stage_graph *s) {
+  for (int k = 0; s->out && s->g && k < s->g->n_outputs; k++) ppcc_host_tensor_free(&s->out[k]);
+  free(s->out);
+  ppcc_run_data_free(&s->data);
+#ifdef PPCC_HAVE_JIT
+  cli_jit_free(s->jit);
+#endif
+  ppcc_graph_free(s->g);
+}
+
+static ppcc_status stage_build(stage_graph *s, const llama_spec *spec, const char *source, const generate_args *a,
+                               ppcc_diag *d) {
+  memset(s, 0, sizeof *s);
+  size_t len;
+  char *json = llama_graph_json(spec, &len);
+  if (!json) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  s->g = ppcc_load_model_string(json, len, d);
+  free(json);
+  if (!s->g) return d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
+  ppcc_status st = ppcc_run_passes(s->g, NULL, stderr, d);
+  if (st) return st;
+  ppcc_run_options o = {.weights_path = source, .have_random_seed = true}; /* inputs are set per step */
+  st = ppcc_run_data_load(s->g, &o, &s->data, d);
+  if (st) return st;
+  s->out = calloc((size_t)s->g->n_outputs, sizeof *s->out);
+  if (!s->out) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+#ifdef PPCC_HAVE_JIT
+  if (!a->backend || strcmp(a->backend, "jit") == 0) {
+    ppcc_jit_stats t;
+    st = cli_jit_compile(s->g, NULL, &s->jit, &t, d);
+    if (st) return st;
+  }
+#else
+  if (a->backend && strcmp(a->backend, "jit") == 0)
+    return ppcc_error(d, "this ppcc was built without MLIR: --backend=jit is unavailable");
+#endif
+  return PPCC_OK;
+}
+
+/* Replaces input `name`'s tensor by t (taken over). */
+static void set_input(stage_graph *s, const char *name, ppcc_host_tensor *t) {
+  int v = ppcc_find_value(s->g, name);
+  if (s->data.owned[v]) ppcc_host_tensor_free(&s->data.values[v]);
+  s->data.values[v] = *t;
+  s->data.owned[v] = true;
+  memset(t, 0, sizeof *t);
+}
+
+static ppcc_status set_ids(stage_graph *s, const char *name, int rank, const int64_t *shape, const int64_t *ids,
+                           ppcc_diag *d) {
+  ppcc_host_tensor t;
+  if (!ppcc_host_tensor_alloc(&t, PPCC_I64, rank, shape)) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  memcpy(t.data, ids, (size_t)t.bytes);
+  set_input(s, name, &t);
+  return PPCC_OK;
+}
+
+static ppcc_status execute(stage_graph *s, const generate_args *a, ppcc_diag *d) {
+  for (int k = 0; k < s->g->n_outputs; k++) ppcc_host_tensor_free(&s->out[k]);
+  ppcc_exec_options eo = {.threads = (int)a->threads};
+  double ms;
+#ifdef PPCC_HAVE_JIT
+  if (s->jit) return cli_jit_execute(s->jit, s->g, &s->data, &eo, s->out, &ms, d);
+#endif
+  return ppcc_execute(s->g, &s->data, &eo, s->out, &ms, d);
+}
+
+/* Moves the caches of `from`'s outputs into `to`'s cache inputs. */
+static void carry_caches(stage_graph *from, stage_graph *to, long layers) {
+  char name[64];
+  for (long b = 0; b < layers; b++)
+    for (int kv = 0; kv < 2; kv++) {
+      snprintf(name, sizeof name, "blk.%ld.%s_cache", b, kv ? "v" : "k");
+      set_input(to, name, &from->out[2 + 2 * b + kv]);
+    }
+}
+
+static int64_t next_token(const stage_graph *s, long row) { return ((const int64_t *)s->out[1].data)[row]; }
+
+/* prompt: B rows of n_prompt ids (row-major). */
+static ppcc_status generate(const char *source, generate_args *a, const int64_t *prompt, long n_prompt, ppcc_diag *d) {
+  llama_spec pre = a->spec, dec = a->spec;
+  long B = a->spec.batch;
+  pre.seq = n_prompt;
+  pre.cache = dec.cache = n_prompt + a->max_new;
+  dec.seq = 1;
+  pre.name = "prefill";
+  dec.name = "decode";
+  ppcc_status st = cli_llama_finish("generate", source, &pre, d);
+  if (st) return st;
+  for (long i = 0; i < B * n_prompt; i++)
+    if (prompt[i] >= pre.vocab)
+      return ppcc_error(d, "%s: prompt id %lld is outside the vocabulary [0, %ld)", source, (long long)prompt[i], pre.vocab);
+  stage_graph sp, sd;
+  st = stage_build(&sp, &pre, source, a, d);
+  if (!st) st = stage_build(&sd, &dec, source, a, d);
+  else memset(&sd, 0, sizeof sd);
+  /* tokens[i * B + b]: the i-th generated id of row b */
+  int64_t *tokens = malloc(sizeof *tokens * (size_t)(a->max_new * B)), *pos = malloc(sizeof *pos * (size_t)n_prompt);
+  if (!st && (!tokens || !pos)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  double t0 = now_ms(), t_first = 0, t_end = 0;
+  if (!st) { /* prefill: zero caches, positions 0..n-1 */
+    int64_t shape[2] = {B, n_prompt};
+    for (long i = 0; i < n_prompt; i++) pos[i] = i;
+    st = set_ids(&sp, "tokens", 2, shape, prompt, d);
+    if (!st) st = set_ids(&sp, "positions", 1, &shape[1], pos, d);
+    for (int v = 0; v < sp.g->n_values && !st; v++) {
+      const ppcc_value *val = &sp.g->values[v];
+      if (val->kind == PPCC_VALUE_INPUT && strstr(val->name, "_cache"))
+        memset(sp.data.values[v].data, 0, (size_t)sp.data.values[v].bytes);
+    }
+    t0 = now_ms();
+    if (!st) st = execute(&sp, a, d);
+    if (!st) {
+      for (long b = 0; b < B; b++) tokens[b] = next_token(&sp, b);
+      t_first = now_ms();
+      carry_caches(&sp, &sd, pre.layers);
+    }
+  }
+  for (long long i = 1; i < a->max_new && !st; i++) {
+    int64_t shape[2] = {B, 1}, p = n_prompt + i - 1;
+    st = set_ids(&sd, "tokens", 2, shape, &tokens[(i - 1) * B], d);
+    if (!st) st = set_ids(&sd, "positions", 1, &shape[1], &p, d);
+    if (!st) st = execute(&sd, a, d);
+    if (!st) {
+      for (long b = 0; b < B; b++) tokens[i * B + b] = next_token(&sd, b);
+      carry_caches(&sd, &sd, dec.layers);
+    }
+  }
+  t_end = now_ms();
+  if (!st) {
+    for (long b = 0; b < B; b++) {
+      fputs("tokens:", stdout);
+      for (long long i = 0; i < a->max_new; i++) printf(" %lld", (long long)tokens[i * B + b]);
+      fputs("\n", stdout);
+    }
+    printf("time to first token: %.3f ms\n", t_first - t0);
+    if (a->max_new > 1)
+      printf("decode: %lld tokens in %.3f ms, %.1f tokens/s\n", (a->max_new - 1) * B, t_end - t_first,
+             (double)((a->max_new - 1) * B) * 1e3 / (t_end - t_first));
+  }
+  free(tokens);
+  free(pos);
+  stage_free(&sp);
+  stage_free(&sd);
+  return st;
+}
+
+int cli_cmd_generate(int argc, char **argv) {
+  generate_args a = {.max_new = 16};
+  a.spec = (llama_spec){.tp = 1, .pp = 1, .batch = 0, .dtype = "f32"};
+  cli_parse p = {.command = "generate", .options = generate_options, .on_option = on_generate_option, .ctx = &a};
+  ppcc_status st = cli_parse_args(&p, argc, argv);
+  if (st) return st;
+  if (p.help) {
+    cli_help_generate(stdout);
+    return PPCC_OK;
+  }
+  if (!a.prompt_text) return cli_usage_error("generate", "missing --prompt-ids ID,ID,...");
+  int64_t *prompt = NULL;
+  long n_prompt = 0, rows = 1;
+  st = parse_prompt(a.prompt_text, &prompt, &n_prompt, &rows);
+  if (!st && a.spec.batch && rows != 1 && rows != a.spec.batch)
+    st = cli_usage_error("generate", "--batch %ld but --prompt-ids has %ld rows", a.spec.batch, rows);
+  if (!st && !a.spec.batch) a.spec.batch = rows;
+  if (!st && rows == 1 && a.spec.batch > 1) { /* one prompt for every row */
+    int64_t *all = realloc(prompt, sizeof *all * (size_t)(a.spec.batch * n_prompt));
+    if (!all) st = PPCC_ERR_INTERNAL;
+    else prompt = all;
+    for (long b = 1; !st && b < a.spec.batch; b++) memcpy(prompt + b * n_prompt, prompt, sizeof *prompt * (size_t)n_prompt);
+  }
+  if (!st) {
+    ppcc_diag d;
+    ppcc_diag_init(&d, p.model_path, stderr);
+    st = llama_spec_from_source(p.model_path, &a.spec, &d);
+    if (!st) st = generate(p.model_path, &a, prompt, n_prompt, &d);
+  }
+  free(prompt);
+  return st;
+}

@@ -1,0 +1,151 @@
+/* `ppcc import onnx MODEL.onnx -o model.json [--weights-out W.safetensors]
+ * [--shape NAME=D0,D1,...]... [--tp T --pp P]` (DESIGN §9). The imported
+ * graph is checked by running every pass (with the auto-partition request
+ * when --tp/--pp are given) before anything is written. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "driver.h"
+#include "ppcc/frontend.h"
+#include "ppcc/import_onnx.h"
+#include "ppcc/passes.h"
+
+typedef struct import_args {
+  const char *out_path, *weights_out;
+  ppcc_onnx_shape *shapes;
+  char **shape_text; /* copies the shapes' names point into */
+  int n_shapes;
+  long long devices; /* --devices, 0: T*P */
+  cli_partition partition;
+} import_args;
+
+static const cli_option import_options[] = {
+  {"o", true}, {"weights-out", true}, {"shape", true}, {"devices", true}, {"pp", true}, {"tp", true}, {"device-memory", true},
+  {NULL, false},
+};
+
+static ppcc_status on_import_option(void *ctx, const char *name, const char *value) {
+  import_args *a = ctx;
+  bool handled;
+  ppcc_status st = cli_partition_option("import", &a->partition, name, value, &handled);
+  if (handled) return st;
+  if (strcmp(name, "o") == 0) a->out_path = value;
+  else if (strcmp(name, "weights-out") == 0) a->weights_out = value;
+  else if (strcmp(name, "devices") == 0) return cli_parse_int("import", name, value, 1, PPCC_MAX_DEVICES, &a->devices);
+  else if (strcmp(name, "shape") == 0) {
+    char *copy = strdup(value);
+    if (!copy) return PPCC_ERR_INTERNAL;
+    a->shape_text[a->n_shapes] = copy;
+    if (!ppcc_onnx_parse_shape(copy, &a->shapes[a->n_shapes]))
+      return cli_usage_error("import", "--shape needs NAME=D0,D1,... (non-negative dims, at most %d), got '%s'",
+                             PPCC_MAX_RANK, value);
+    a->n_shapes++;
+  }
+  return PPCC_OK;
+}
+
+void cli_help_import_onnx(FILE *out) {
+  fputs("Usage: ppcc import onnx MODEL.onnx -o MODEL.json [--weights-out W.safetensors]\n"
+        "                        [--shape NAME=D0,D1,...]... [--tp=T --pp=P]\n"
+        "\n"
+        "Reads an ONNX model (opsets 13 to 18; external-data tensors from files in\n"
+        "the model's folder) and writes a ppcc model.json; its initializers become\n"
+        "params, written to --weights-out. Shapes and masks computed from static\n"
+        "shapes (Shape, ConstantOfShape, Range, Trilu, Where...) are folded; RMSNorm,\n"
+        "erf GELU, SiLU and scaled-dot-product attention become fused ppcc ops.\n"
+        "\n"
+        "Options:\n"
+        "  -o FILE               the model.json to write (required)\n"
+        "  --weights-out FILE    write the params as safetensors\n"
+        "  --shape NAME=DIMS     static shape of a graph input with symbolic dims\n"
+        "  --devices=N           devices the model declares (default T*P, or 1), so an\n"
+        "                        unplaced model can be auto-partitioned later\n",
+        out);
+  fputs(cli_partition_help, out);
+  fputs("                      (the model declares T*P devices; the placement is\n"
+        "                      checked here, and ppcc report/run take the same flags)\n"
+        "  -h, --help            show this help\n",
+        out);
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Runs the passes up to and including auto-partition on g. */
+static ppcc_status run_until_partition(ppcc_graph *g, ppcc_diag *d) {
+  int n = 0;
+  const ppcc_pass_info *passes = ppcc_pass_list(&n);
+  for (int i = 0; i < n; i++) {
+    ppcc_status st = passes[i].run(g, d);
+    if (st || strcmp(passes[i].name, "auto-partition") == 0) return st;
+  }
+  return PPCC_OK;
+}
+
+static ppcc_status load_and_check(const ppcc_onnx_result *r, ppcc_diag *d) {
+  ppcc_graph *g = ppcc_load_model_string(r->model_json, r->model_len, d);
+  if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "internal error: the imported model.json does not load");
+  ppcc_status st = ppcc_run_passes(g, NULL, NULL, d);
+  ppcc_graph_free(g);
+  return st;
+}
+
+/* With --tp/--pp the written model is the placed one (auto-partition's
+ * layouts, devices and inserted ops); either way it must load and pass
+ * every pass before anything is written. */
+static ppcc_status place_and_check(ppcc_onnx_result *r, const cli_partition *req, ppcc_diag *d) {
+  if (req->pp <= 0 && req->tp <= 0) return load_and_check(r, d);
+  ppcc_graph *g = ppcc_load_model_string(r->model_json, r->model_len, d);
+  if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "internal error: the imported model.json does not load");
+  cli_apply_partition(g, req);
+  ppcc_status st = run_until_partition(g, d);
+  if (!st) st = ppcc_onnx_write_placed(g, r, d);
+  ppcc_graph_free(g);
+  return st ? st : load_and_check(r, d);
+}
+
+static int import_onnx(int argc, char **argv) {
+  import_args a = {0};
+  a.shapes = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.shapes);
+  a.shape_text = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.shape_text);
+  if (!a.shapes || !a.shape_text) return PPCC_ERR_INTERNAL;
+  cli_parse p = {.command = "import", .options = import_options, .on_option = on_import_option, .ctx = &a};
+  ppcc_status st = cli_parse_args(&p, argc, argv);
+  if (!st && p.help) cli_help_import_onnx(stdout);
+  if (!st && !p.help && !a.out_path) st = cli_usage_error("import", "-o MODEL.json is required");
+  if (!st && !p.help) st = cli_check_partition("import", &a.partition);
+  if (!st && !p.help) {
+    ppcc_diag d;
+    ppcc_diag_init(&d, p.model_path, stderr);
+    int tp = a.partition.tp > 0 ? a.partition.tp : 1, pp = a.partition.pp > 0 ? a.partition.pp : 1;
+    ppcc_onnx_options opts = {.shapes = a.shapes, .n_shapes = a.n_shapes,
+                              .devices = a.devices > 0 ? (int)a.devices : tp * pp};
+    ppcc_onnx_result r;
+    double t0 = now_ms();
+    st = ppcc_import_onnx_file(p.model_path, &opts, &r, &d);
+    double t1 = now_ms();
+    if (!st) st = place_and_check(&r, &a.partition, &d);
+    if (!st) {
+      const char *paths[2] = {a.out_path, a.weights_out};
+      cli_buffer bufs[2] = {{r.model_json, r.model_len}, {(char *)r.weights, r.weights_len}};
+      st = cli_write_outputs(paths, bufs, a.weights_out ? 2 : 1, &d);
+    }
+    if (!st)
+      printf("imported %d ONNX nodes -> %d ppcc ops, %d params (%zu bytes of weights) in %.1f ms\n", r.n_nodes, r.n_ops,
+             r.n_params, r.weights_len, t1 - t0);
+    ppcc_onnx_result_free(&r);
+  }
+  for (int i = 0; i < argc; i++) free(a.shape_text[i]);
+  free(a.shape_text);
+  free(a.shapes);
+  return st;
+}
+
+/* `ppcc import SOURCE ...`: the ONNX source; other importers add theirs. */
+int cli_cmd_import_onnx(int argc, char **argv, bool *handled) {
+  *handled = argc > 0 && strcmp(argv[0], "onnx") == 0;
+  return *handled ? import_onnx(argc - 1, argv + 1) : PPCC_OK;
+}

@@ -1,0 +1,8 @@
+/* MLIR lowerings of the elementwise ops ONNX models bring (lower_onnx.c);
+ * included by lower_ops.c, which expands the op table. */
+#ifndef PPCC_LOWER_ONNX_H
+#define PPCC_LOWER_ONNX_H
+#include "ppcc/ops.h"
+ppcc_status lower_onnx_unary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                             ppcc_diag *d);
+#endif

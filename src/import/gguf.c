@@ -1,0 +1,102 @@
+/* GGUF files (llama.cpp / sharktank): general.architecture must be
+ * "llama"; the llama.* metadata fills the same llama_spec as an HF
+ * config. Tensors keep GGUF's names (token_embd.weight,
+ * blk.N.attn_q.weight, ...), read by `ppcc run --weights FILE.gguf`, which
+ * dequantizes them and permutes attn_q/attn_k rows back from llama.cpp's
+ * interleaved-rotary order (src/runtime/weights_sources.c). */
+#include <string.h>
+#include <sys/stat.h>
+#include "../runtime/gguf.h"
+#include "import.h"
+
+static ppcc_status need_number(const rt_gguf *g, const char *key, bool required, double dflt, double *out,
+                               ppcc_diag *d) {
+  const rt_gguf_kv *kv = rt_gguf_find_kv(g, key);
+  if (!kv) {
+    if (required) return ppcc_error(d, "%s: metadata key '%s' is missing", g->file.path, key);
+    *out = dflt;
+    return PPCC_OK;
+  }
+  if (kv->type == GGUF_KV_STRING || kv->type == GGUF_KV_ARRAY || kv->type == GGUF_KV_BOOL || !(kv->number > 0) ||
+      kv->number > 1e12)
+    return ppcc_error(d, "%s: metadata key '%s' must be a positive number", g->file.path, key);
+  *out = kv->number;
+  return PPCC_OK;
+}
+
+static ppcc_status need_int(const rt_gguf *g, const char *key, bool required, long dflt, long *out, ppcc_diag *d) {
+  double v = 0;
+  ppcc_status st = need_number(g, key, required, (double)dflt, &v, d);
+  if (st) return st;
+  if (v != (double)(long)v || v > 1e9) return ppcc_error(d, "%s: metadata key '%s' must be an integer", g->file.path, key);
+  *out = (long)v;
+  return PPCC_OK;
+}
+
+static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *d) {
+  const char *path = g->file.path;
+  const rt_gguf_kv *arch = rt_gguf_find_kv(g, "general.architecture");
+  if (!arch || !arch->string) return ppcc_error(d, "%s: metadata key 'general.architecture' is missing", path);
+  if (strcmp(arch->string, "llama") != 0)
+    return ppcc_error(d, "%s: metadata key 'general.architecture': unsupported architecture '%.80s' (llama)", path,
+                      arch->string);
+  ppcc_status st = need_int(g, "llama.embedding_length", true, 0, &s->hidden, d);
+  if (!st) st = need_int(g, "llama.feed_forward_length", true, 0, &s->ffn, d);
+  if (!st) st = need_int(g, "llama.block_count", true, 0, &s->layers, d);
+  if (!st) st = need_int(g, "llama.attention.head_count", true, 0, &s->heads, d);
+  if (!st) st = need_int(g, "llama.attention.head_count_kv", false, s->heads, &s->kv_heads, d);
+  if (!st) st = need_number(g, "llama.attention.layer_norm_rms_epsilon", false, 1e-5, &s->eps, d);
+  if (!st) st = need_number(g, "llama.rope.freq_base", false, 10000.0, &s->theta, d);
+  if (st) return st;
+  s->rope_factor = 1.0;
+  s->rope_low = 1.0;
+  s->rope_high = 4.0;
+  s->rope_orig = 0;
+  const rt_gguf_kv *scaling = rt_gguf_find_kv(g, "llama.rope.scaling.type");
+  if (scaling && !(scaling->string && (strcmp(scaling->string, "linear") == 0 || strcmp(scaling->string, "none") == 0)))
+    return ppcc_error(d, "%s: metadata key 'llama.rope.scaling.type': only linear rope scaling is supported", path);
+  if (scaling && strcmp(scaling->string, "linear") == 0) {
+    st = need_number(g, "llama.rope.scaling.factor", true, 1.0, &s->rope_factor, d);
+    if (st) return st;
+  }
+  if (rt_gguf_find_tensor(g, "rope_freqs.weight"))
+    return ppcc_error(d, "%s: tensor 'rope_freqs.weight': per-frequency rope factors (Llama 3 in GGUF) are not supported", path);
+  if (s->hidden % s->heads != 0)
+    return ppcc_error(d, "%s: metadata key 'llama.embedding_length' is not a multiple of the head count", path);
+  s->head_dim = s->hidden / s->heads;
+  long rope_dims = s->head_dim;
+  st = need_int(g, "llama.rope.dimension_count", false, s->head_dim, &rope_dims, d);
+  if (st) return st;
+  if (rope_dims != s->head_dim)
+    return ppcc_error(d, "%s: metadata key 'llama.rope.dimension_count': partial rotary (%ld of %ld dims) is not supported",
+                      path, rope_dims, s->head_dim);
+  const rt_gguf_tensor *embd = rt_gguf_find_tensor(g, "token_embd.weight");
+  if (!embd) return ppcc_error(d, "%s: tensor 'token_embd.weight' is missing", path);
+  if (embd->n_dims != 2 || embd->ne[0] != s->hidden)
+    return ppcc_error(d, "%s: tensor 'token_embd.weight' must be [vocab, %ld]", path, s->hidden);
+  s->vocab = (long)embd->ne[1];
+  long vocab = s->vocab;
+  st = need_int(g, "llama.vocab_size", false, s->vocab, &vocab, d);
+  if (!st && vocab != s->vocab)
+    st = ppcc_error(d, "%s: metadata key 'llama.vocab_size' (%ld) disagrees with token_embd.weight (%ld rows)", path,
+                    vocab, s->vocab);
+  s->tied = rt_gguf_find_tensor(g, "output.weight") == NULL;
+  s->naming = LLAMA_NAMES_GGUF;
+  return st;
+}
+
+ppcc_status llama_spec_from_gguf(const char *path, llama_spec *s, ppcc_diag *d) {
+  rt_gguf g;
+  ppcc_status st = rt_gguf_open(path, &g, d);
+  if (st) return st;
+  st = spec_from_parsed(&g, s, d);
+  rt_gguf_close(&g);
+  return st;
+}
+
+ppcc_status llama_spec_from_source(const char *source, llama_spec *s, ppcc_diag *d) {
+  struct stat st;
+  if (stat(source, &st) != 0) return ppcc_error(d, "%s: no such file or directory", source);
+  if (S_ISDIR(st.st_mode)) return llama_spec_from_hf(source, s, d);
+  return llama_spec_from_gguf(source, s, d);
+}

@@ -1,0 +1,333 @@
+/* The one Llama graph builder of the importers: a llama_spec becomes
+ * model.json text. Layout as tools/gen_llama (sharktank's pipeline
+ * parallelism):
+ * - block b runs on stage floor(b*P/L), stage s being devices
+ *   [s*T, s*T+T-1]; the embedding lives on stage 0, the head on stage P-1,
+ *   and an explicit transfer moves the residual stream to a new stage;
+ * - Megatron TP: q/k/v, gate, up split over output rows, o and down over
+ *   input columns, each followed by an all_reduce; vocab-parallel head;
+ * - KV cache: inputs blk.b.k_cache / v_cache [B, C, Hkv, D] pinned on the
+ *   block's devices; index_copy writes the S new positions (input
+ *   `positions`) and attention reads the whole cache with `positions` as
+ *   its fourth operand: a query at position p sees cache slots 0..p, so
+ *   slots not yet written are masked and one compiled decode graph
+ *   (S = 1) serves every step.
+ * Params keep the source's tensor names (HF or GGUF). A tied head reuses
+ * the embedding table: moved to the last stage (pinned) and split over
+ * vocab rows there. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "import.h"
+
+static long stage_of(const llama_spec *s, long block) { return block * s->pp / s->layers; }
+
+const char *llama_spec_error(const llama_spec *s) {
+  if (s->layers < 1 || s->layers > 100000) return "the model needs 1 to 100000 layers";
+  if (s->tp < 1 || s->pp < 1 || s->tp * s->pp > 4096) return "--tp and --pp must be >= 1, with tp*pp <= 4096";
+  if (s->pp > s->layers) return "--pp must not exceed the number of layers (every stage needs a block)";
+  if (s->hidden < 1 || s->heads < 1 || s->kv_heads < 1 || s->ffn < 1 || s->vocab < 1 || s->head_dim < 2)
+    return "hidden size, heads, kv heads, intermediate size, vocab and head dim must be positive";
+  if (s->hidden > (1L << 20) || s->ffn > (1L << 22) || s->vocab > (1L << 24) || s->heads > 4096 || s->head_dim > 4096)
+    return "the model is larger than ppcc accepts";
+  if (s->head_dim % 2 != 0) return "the head dim must be even (rotary pairs)";
+  if (s->heads % s->kv_heads != 0) return "num_attention_heads must be a multiple of num_key_value_heads";
+  if (s->kv_heads % s->tp != 0 || s->heads % s->tp != 0) return "the attention and kv heads must be divisible by --tp";
+  if (s->ffn % s->tp != 0 || s->vocab % s->tp != 0) return "the intermediate size and vocab must be divisible by --tp";
+  if (s->seq < 1 || s->batch < 1 || s->seq > 1000000 || s->batch > 1000000) return "--seq and --batch must be positive";
+  if (s->cache < s->seq || s->cache > 1000000) return "--cache must be at least --seq";
+  if (!(s->eps > 0) || !(s->theta > 0)) return "rms_norm_eps and rope_theta must be positive";
+  return NULL;
+}
+
+typedef struct writer {
+  FILE *out;
+  const llama_spec *s;
+  bool first;
+} writer;
+
+static void item(writer *w) {
+  fputs(w->first ? "    " : ",\n    ", w->out);
+  w->first = false;
+}
+
+static void open_array(writer *w, const char *key) {
+  fprintf(w->out, "  \"%s\": [\n", key);
+  w->first = true;
+}
+
+static void close_array(writer *w) { fputs("\n  ],\n", w->out); }
+
+static void devices_of_stage(writer *w, long stage) {
+  fputs("[", w->out);
+  for (long t = 0; t < w->s->tp; t++) fprintf(w->out, "%s%ld", t ? ", " : "", stage * w->s->tp + t);
+  fputs("]", w->out);
+}
+
+/* A param or input on a stage: split along split_dim, or replicated (-1). */
+static void tensor_decl(writer *w, const char *name, const char *dtype, int rank, const long *shape, int split_dim,
+                        long stage, bool pinned_input) {
+  item(w);
+  fprintf(w->out, "{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", name, dtype);
+  for (int i = 0; i < rank; i++) fprintf(w->out, "%s%ld", i ? ", " : "", shape[i]);
+  if (split_dim >= 0)
+    fprintf(w->out, "], \"shard\": {\"kind\": \"split\", \"dim\": %d, \"count\": %ld}, \"devices\": ", split_dim, w->s->tp);
+  else
+    fprintf(w->out, "], \"shard\": {\"kind\": \"replicated\", \"count\": %ld}, \"devices\": ", w->s->tp);
+  devices_of_stage(w, stage);
+  fputs(pinned_input ? ", \"pinned\": true}" : "}", w->out);
+}
+
+static void param2(writer *w, const char *name, long rows, long cols, int split_dim, long stage) {
+  long shape[2] = {rows, cols};
+  tensor_decl(w, name, w->s->dtype, 2, shape, split_dim, stage, false);
+}
+
+static void param1(writer *w, const char *name, long n, long stage) {
+  tensor_decl(w, name, w->s->dtype, 1, &n, -1, stage, false);
+}
+
+static void op(writer *w, const char *kind, const char *const *in, const char *result, const char *attrs) {
+  item(w);
+  fprintf(w->out, "{\"op\": \"%s\", \"in\": [", kind);
+  for (int k = 0; in[k]; k++) fprintf(w->out, "%s\"%s\"", k ? ", " : "", in[k]);
+  fprintf(w->out, "], \"out\": [\"%s\"]", result);
+  if (attrs) fprintf(w->out, ", \"attrs\": {%s}", attrs);
+  fputs("}", w->out);
+}
+
+#define OP1(w, kind, a, res, attrs) op(w, kind, (const char *const[]){a, NULL}, res, attrs)
+#define OP2(w, kind, a, b, res, attrs) op(w, kind, (const char *const[]){a, b, NULL}, res, attrs)
+#define OP3(w, kind, a, b, c3, res, attrs) op(w, kind, (const char *const[]){a, b, c3, NULL}, res, attrs)
+#define OP4(w, kind, a, b, c3, d4, res, attrs) op(w, kind, (const char *const[]){a, b, c3, d4, NULL}, res, attrs)
+
+/* ---------------- names ---------------- */
+
+typedef enum {
+  W_ATTN_NORM, W_Q, W_K, W_V, W_O, W_FFN_NORM, W_GATE, W_UP, W_DOWN, W_COUNT
+} block_weight;
+
+static const char *const hf_block[W_COUNT] = {
+  "input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+  "self_attn.v_proj.weight", "self_attn.o_proj.weight", "post_attention_layernorm.weight",
+  "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+};
+static const char *const gguf_block[W_COUNT] = {
+  "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+  "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
+};
+
+/* Rotating buffers for names used within one statement. */
+typedef struct names {
+  char buf[16][96];
+  int n;
+} names;
+
+static const char *weight_name(names *n, const llama_spec *s, long b, block_weight k) {
+  char *out = n->buf[n->n++ % 16];
+  if (s->naming == LLAMA_NAMES_HF) snprintf(out, 96, "model.layers.%ld.%s", b, hf_block[k]);
+  else snprintf(out, 96, "blk.%ld.%s", b, gguf_block[k]);
+  return out;
+}
+
+static const char *embd_name(const llama_spec *s) { return s->naming == LLAMA_NAMES_HF ? "model.embed_tokens.weight" : "token_embd.weight"; }
+static const char *norm_name(const llama_spec *s) { return s->naming == LLAMA_NAMES_HF ? "model.norm.weight" : "output_norm.weight"; }
+static const char *head_name(const llama_spec *s) { return s->naming == LLAMA_NAMES_HF ? "lm_head.weight" : "output.weight"; }
+
+/* Values of block b: "blk.<b>.<what>" (activations and caches). */
+static const char *nm(names *n, long b, const char *what) {
+  char *out = n->buf[n->n++ % 16];
+  snprintf(out, 96, "blk.%ld.%s", b, what);
+  return out;
+}
+
+/* ---------------- params and inputs ---------------- */
+
+static void write_params(writer *w) {
+  const llama_spec *s = w->s;
+  long qd = s->heads * s->head_dim, kvd = s->kv_heads * s->head_dim;
+  open_array(w, "params");
+  param2(w, embd_name(s), s->vocab, s->hidden, -1, 0);
+  for (long b = 0; b < s->layers; b++) {
+    long st = stage_of(s, b);
+    names n = {.n = 0};
+    param1(w, weight_name(&n, s, b, W_ATTN_NORM), s->hidden, st);
+    param2(w, weight_name(&n, s, b, W_Q), qd, s->hidden, 0, st);
+    param2(w, weight_name(&n, s, b, W_K), kvd, s->hidden, 0, st);
+    param2(w, weight_name(&n, s, b, W_V), kvd, s->hidden, 0, st);
+    param2(w, weight_name(&n, s, b, W_O), s->hidden, qd, 1, st);
+    param1(w, weight_name(&n, s, b, W_FFN_NORM), s->hidden, st);
+    param2(w, weight_name(&n, s, b, W_GATE), s->ffn, s->hidden, 0, st);
+    param2(w, weight_name(&n, s, b, W_UP), s->ffn, s->hidden, 0, st);
+    param2(w, weight_name(&n, s, b, W_DOWN), s->hidden, s->ffn, 1, st);
+  }
+  param1(w, norm_name(s), s->hidden, s->pp - 1);
+  if (!s->tied) param2(w, head_name(s), s->vocab, s->hidden, 0, s->pp - 1);
+  close_array(w);
+}
+
+static void write_inputs(writer *w) {
+  const llama_spec *s = w->s;
+  open_array(w, "inputs");
+  long tokens[2] = {s->batch, s->seq}, cache[4] = {s->batch, s->cache, s->kv_heads, s->head_dim};
+  tensor_decl(w, "tokens", "i64", 2, tokens, -1, 0, false);
+  tensor_decl(w, "positions", "i64", 1, &s->seq, -1, 0, false);
+  names n = {.n = 0};
+  for (long b = 0; b < s->layers; b++) {
+    tensor_decl(w, nm(&n, b, "k_cache"), s->dtype, 4, cache, 2, stage_of(s, b), true);
+    tensor_decl(w, nm(&n, b, "v_cache"), s->dtype, 4, cache, 2, stage_of(s, b), true);
+  }
+  close_array(w);
+}
+
+/* ---------------- ops ---------------- */
+
+/* The batch dim is -1 (inferred), so the graph runs on microbatches too. */
+static void reshape_attr(char *buf, size_t n, long a, long b, long c3, long d4) {
+  (void)a;
+  if (d4 > 0) snprintf(buf, n, "\"shape\": [-1, %ld, %ld, %ld]", b, c3, d4);
+  else snprintf(buf, n, "\"shape\": [-1, %ld, %ld]", b, c3);
+}
+
+static const char *const perm_bshd = "\"perm\": [0, 2, 1, 3]";
+
+static void write_attention(writer *w, long b, const char *h, const char *pos) {
+  const llama_spec *s = w->s;
+  long D = s->head_dim;
+  char attrs[160], theta[320];
+  names n = {.n = 0};
+  if (s->rope_orig > 0)
+    snprintf(theta, sizeof theta,
+             "\"theta\": %.17g, \"rope_factor\": %.17g, \"rope_low_freq_factor\": %.17g, "
+             "\"rope_high_freq_factor\": %.17g, \"rope_original_max_position\": %ld",
+             s->theta, s->rope_factor, s->rope_low, s->rope_high, s->rope_orig);
+  else if (s->rope_factor > 0 && s->rope_factor != 1.0)
+    snprintf(theta, sizeof theta, "\"theta\": %.17g, \"rope_factor\": %.17g", s->theta, s->rope_factor);
+  else
+    snprintf(theta, sizeof theta, "\"theta\": %.17g", s->theta);
+  OP2(w, "linear", h, weight_name(&n, s, b, W_Q), nm(&n, b, "q"), NULL);
+  OP2(w, "linear", h, weight_name(&n, s, b, W_K), nm(&n, b, "k"), NULL);
+  OP2(w, "linear", h, weight_name(&n, s, b, W_V), nm(&n, b, "v"), NULL);
+  reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->heads, D);
+  OP1(w, "reshape", nm(&n, b, "q"), nm(&n, b, "q_heads"), attrs);
+  reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->kv_heads, D);
+  OP1(w, "reshape", nm(&n, b, "k"), nm(&n, b, "k_heads"), attrs);
+  OP1(w, "reshape", nm(&n, b, "v"), nm(&n, b, "v_heads"), attrs);
+  OP2(w, "rotary", nm(&n, b, "q_heads"), pos, nm(&n, b, "q_rot"), theta);
+  OP2(w, "rotary", nm(&n, b, "k_heads"), pos, nm(&n, b, "k_rot"), theta);
+  OP3(w, "index_copy", nm(&n, b, "k_cache"), pos, nm(&n, b, "k_rot"), nm(&n, b, "k_cache_new"), "\"dim\": 1");
+  OP3(w, "index_copy", nm(&n, b, "v_cache"), pos, nm(&n, b, "v_heads"), nm(&n, b, "v_cache_new"), "\"dim\": 1");
+  OP1(w, "permute", nm(&n, b, "q_rot"), nm(&n, b, "q_t"), perm_bshd);
+  OP1(w, "permute", nm(&n, b, "k_cache_new"), nm(&n, b, "k_t"), perm_bshd);
+  OP1(w, "permute", nm(&n, b, "v_cache_new"), nm(&n, b, "v_t"), perm_bshd);
+  OP4(w, "attention", nm(&n, b, "q_t"), nm(&n, b, "k_t"), nm(&n, b, "v_t"), pos, nm(&n, b, "attn"),
+      "\"causal\": true");
+  OP1(w, "permute", nm(&n, b, "attn"), nm(&n, b, "attn_bshd"), perm_bshd);
+  reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->heads * D, 0);
+  OP1(w, "reshape", nm(&n, b, "attn_bshd"), nm(&n, b, "attn_flat"), attrs);
+  OP2(w, "linear", nm(&n, b, "attn_flat"), weight_name(&n, s, b, W_O), nm(&n, b, "attn_partial"), NULL);
+  OP1(w, "all_reduce", nm(&n, b, "attn_partial"), nm(&n, b, "attn_out"), NULL);
+}
+
+static void write_ffn(writer *w, long b, const char *h) {
+  const llama_spec *s = w->s;
+  names n = {.n = 0};
+  OP2(w, "linear", h, weight_name(&n, s, b, W_GATE), nm(&n, b, "gate"), NULL);
+  OP2(w, "linear", h, weight_name(&n, s, b, W_UP), nm(&n, b, "up"), NULL);
+  OP1(w, "silu", nm(&n, b, "gate"), nm(&n, b, "gate_act"), NULL);
+  OP2(w, "mul", nm(&n, b, "gate_act"), nm(&n, b, "up"), nm(&n, b, "swiglu"), NULL);
+  OP2(w, "linear", nm(&n, b, "swiglu"), weight_name(&n, s, b, W_DOWN), nm(&n, b, "ffn_partial"), NULL);
+  OP1(w, "all_reduce", nm(&n, b, "ffn_partial"), nm(&n, b, "ffn_out"), NULL);
+}
+
+static void stage_devices_attr(writer *w, long stage, char *buf, size_t size, bool pinned) {
+  size_t off = (size_t)snprintf(buf, size, "\"devices\": [");
+  for (long t = 0; t < w->s->tp && off < size; t++)
+    off += (size_t)snprintf(buf + off, size - off, "%s%ld", t ? ", " : "", stage * w->s->tp + t);
+  if (off < size) snprintf(buf + off, size - off, "]%s", pinned ? ", \"pinned\": true" : "");
+}
+
+/* Block b reads the residual stream `x` and the positions `pos`. A block
+ * that starts a new stage gets both by explicit transfers: activations are
+ * unpinned (DESIGN P4), so the stage's copy of the positions is what its
+ * rotary, cache writes and attention meet (sharktank hands positions to
+ * every stage too). `pos` is updated to the stage's copy. */
+static void write_block(writer *w, long b, const char *x, char *pos, size_t pos_len) {
+  const llama_spec *s = w->s;
+  names n = {.n = 0};
+  char eps[64], x_in[96];
+  snprintf(eps, sizeof eps, "\"eps\": %.17g", s->eps);
+  snprintf(x_in, sizeof x_in, "%s", x);
+  if (b > 0 && stage_of(s, b) != stage_of(s, b - 1)) {
+    char devices[256];
+    stage_devices_attr(w, stage_of(s, b), devices, sizeof devices, false);
+    OP1(w, "transfer", x, nm(&n, b, "in"), devices);
+    snprintf(x_in, sizeof x_in, "blk.%ld.in", b);
+    OP1(w, "transfer", pos, nm(&n, b, "positions"), devices);
+    snprintf(pos, pos_len, "blk.%ld.positions", b);
+  }
+  OP2(w, "rms_norm", x_in, weight_name(&n, s, b, W_ATTN_NORM), nm(&n, b, "attn_in"), eps);
+  write_attention(w, b, nm(&n, b, "attn_in"), pos);
+  OP2(w, "add", x_in, nm(&n, b, "attn_out"), nm(&n, b, "mid"), NULL);
+  OP2(w, "rms_norm", nm(&n, b, "mid"), weight_name(&n, s, b, W_FFN_NORM), nm(&n, b, "ffn_in"), eps);
+  write_ffn(w, b, nm(&n, b, "ffn_in"));
+  OP2(w, "add", nm(&n, b, "mid"), nm(&n, b, "ffn_out"), nm(&n, b, "out"), NULL);
+}
+
+static void write_ops(writer *w) {
+  const llama_spec *s = w->s;
+  open_array(w, "ops");
+  OP2(w, "embedding", "tokens", embd_name(s), "embedded", NULL);
+  char x[64] = "embedded", pos[64] = "positions", attrs[256];
+  for (long b = 0; b < s->layers; b++) {
+    write_block(w, b, x, pos, sizeof pos);
+    snprintf(x, sizeof x, "blk.%ld.out", b);
+  }
+  snprintf(attrs, sizeof attrs, "\"eps\": %.17g", s->eps);
+  OP2(w, "rms_norm", x, norm_name(s), "final_norm", attrs);
+  snprintf(attrs, sizeof attrs, "\"dim\": 1, \"start\": %ld, \"end\": %ld", s->seq - 1, s->seq);
+  OP1(w, "slice", "final_norm", "last_hidden", attrs);
+  const char *head = head_name(s);
+  if (s->tied) { /* the embedding table, on the last stage, split over vocab */
+    const char *table = embd_name(s);
+    if (s->pp > 1) {
+      stage_devices_attr(w, s->pp - 1, attrs, sizeof attrs, true);
+      OP1(w, "transfer", table, "head_table", attrs);
+      table = "head_table";
+    }
+    OP1(w, "reshard_split", table, "head_weight", "\"dim\": 0");
+    head = "head_weight";
+  }
+  OP2(w, "linear", "last_hidden", head, "logits_shards", NULL);
+  OP1(w, "all_gather", "logits_shards", "logits", NULL);
+  OP1(w, "argmax", "logits", "next_token", "\"dim\": -1");
+  fputs("\n  ],\n", w->out);
+}
+
+static void write_outputs(writer *w) {
+  fputs("  \"outputs\": [\"logits\", \"next_token\"", w->out);
+  for (long b = 0; b < w->s->layers; b++) fprintf(w->out, ", \"blk.%ld.k_cache_new\", \"blk.%ld.v_cache_new\"", b, b);
+  fputs("]\n", w->out);
+}
+
+char *llama_graph_json(const llama_spec *s, size_t *len) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *out = open_memstream(&buf, &n);
+  if (!out) return NULL;
+  writer w = {out, s, true};
+  fputs("{\n  \"ppcc\": 1,\n", out);
+  fprintf(out, "  \"name\": \"%s\",\n", s->name ? s->name : "llama");
+  fprintf(out, "  \"devices\": %ld,\n", s->tp * s->pp);
+  write_params(&w);
+  write_inputs(&w);
+  write_ops(&w);
+  write_outputs(&w);
+  fputs("}\n", out);
+  if (fclose(out) != 0) {
+    free(buf);
+    return NULL;
+  }
+  if (len) *len = n;
+  return buf;
+}

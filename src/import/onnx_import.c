@@ -1,0 +1,1112 @@
+/* ONNX -> ppcc graph. Every ONNX tensor name maps to an entry: a constant
+ * (initializer, Constant node, or folded on static shapes) or a ppcc value.
+ * Nodes are translated in order onto rows of the op table; constants that
+ * reach a computing op become params (the weights file). Fused ppcc ops are
+ * recognised where the exporter spelt them out (RMSNorm, erf GELU, SiLU,
+ * scaled-dot-product attention): the pattern's last node emits the fused
+ * op, and the primitive ops emitted for its inner nodes die unused (dead
+ * ops are dropped when the model is written). An inner node that ppcc can
+ * only run as part of such a pattern (Sqrt, Erf... of a computed tensor)
+ * is an error only if something else reads it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "onnx_internal.h"
+#include "ppcc/io.h"
+#include "ppcc/ops.h"
+
+typedef struct entry {
+  const char *name;
+  bool is_const;
+  ox_tensor c;
+  int value;          /* ppcc value; -1: none yet (const) or deferred */
+  int producer;       /* ONNX node index, -1 for inputs/initializers */
+  const char *defer;  /* why this computed tensor has no ppcc value */
+} entry;
+
+typedef struct importer {
+  ppcc_graph *g;
+  ppcc_diag *d;
+  const Onnx__GraphProto *graph;
+  const char *dir;
+  const ppcc_onnx_options *opts;
+  entry *e;
+  int n_e, cap_e;
+  int *slots; /* open-addressing hash of entry indices, -1 empty */
+  int n_slots;
+  int *param_entry; /* per ppcc value: the entry holding a param's data, or -1
+                       (an index: the entry array moves as it grows) */
+  int cap_param_data;
+  const Onnx__NodeProto *node; /* node being translated, for messages */
+  int node_index;
+  char who[PPCC_MAX_NAME + 64];
+} importer;
+
+static ppcc_status oom(importer *I) { return ppcc_error_status(I->d, PPCC_ERR_INTERNAL, "out of memory"); }
+
+/* ---------------- entries ---------------- */
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  while (*s) h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+  return h;
+}
+
+static entry *find(importer *I, const char *name) {
+  if (!name || !I->n_slots) return NULL;
+  for (uint64_t h = hash_str(name) & (uint64_t)(I->n_slots - 1);; h = (h + 1) & (uint64_t)(I->n_slots - 1)) {
+    int k = I->slots[h];
+    if (k < 0) return NULL;
+    if (strcmp(I->e[k].name, name) == 0) return &I->e[k];
+  }
+}
+
+static bool rehash(importer *I, int n_slots) {
+  int *slots = malloc(sizeof(int) * (size_t)n_slots);
+  if (!slots) return false;
+  for (int i = 0; i < n_slots; i++) slots[i] = -1;
+  for (int k = 0; k < I->n_e; k++) {
+    uint64_t h = hash_str(I->e[k].name) & (uint64_t)(n_slots - 1);
+    while (slots[h] >= 0) h = (h + 1) & (uint64_t)(n_slots - 1);
+    slots[h] = k;
+  }
+  free(I->slots);
+  I->slots = slots;
+  I->n_slots = n_slots;
+  return true;
+}
+
+/* A new entry for name (ONNX names are SSA: defined once). */
+static entry *add_entry(importer *I, const char *name) {
+  if (I->n_e == I->cap_e) {
+    int cap = I->cap_e ? I->cap_e * 2 : 256;
+    entry *e = realloc(I->e, sizeof(entry) * (size_t)cap);
+    if (!e) return NULL;
+    I->e = e;
+    I->cap_e = cap;
+  }
+  if ((I->n_e + 1) * 2 > I->n_slots && !rehash(I, I->n_slots ? I->n_slots * 2 : 512)) return NULL;
+  entry *x = &I->e[I->n_e];
+  memset(x, 0, sizeof *x);
+  x->name = name;
+  x->value = -1;
+  x->producer = I->node ? I->node_index : -1;
+  uint64_t h = hash_str(name) & (uint64_t)(I->n_slots - 1);
+  while (I->slots[h] >= 0) h = (h + 1) & (uint64_t)(I->n_slots - 1);
+  I->slots[h] = I->n_e++;
+  return x;
+}
+
+/* ---------------- ppcc values ---------------- */
+
+static bool grow_param_data(importer *I) {
+  if (I->g->n_values <= I->cap_param_data) return true;
+  int cap = I->g->n_values * 2 + 64;
+  int *p = realloc(I->param_entry, sizeof(int) * (size_t)cap);
+  if (!p) return false;
+  for (int i = I->cap_param_data; i < cap; i++) p[i] = -1;
+  I->param_entry = p;
+  I->cap_param_data = cap;
+  return true;
+}
+
+/* A value name not yet taken: base, else base#2, base#3... */
+static int add_named_value(importer *I, const char *base, ppcc_value_kind kind, ppcc_dtype dt, int rank,
+                           const int64_t *shape) {
+  if (strlen(base) > PPCC_MAX_NAME - 12) {
+    ppcc_error(I->d, "%s: tensor name '%.40s...' is longer than %d characters", I->who, base, PPCC_MAX_NAME - 12);
+    return -2;
+  }
+  char name[PPCC_MAX_NAME + 16];
+  snprintf(name, sizeof name, "%s", base);
+  for (int k = 2; ppcc_find_value(I->g, name) >= 0; k++) snprintf(name, sizeof name, "%s#%d", base, k);
+  int v = ppcc_add_value(I->g, name, kind, dt, rank, shape);
+  if (v < 0 || !grow_param_data(I)) return -1;
+  return v;
+}
+
+/* The ppcc value of an entry; a constant becomes a param on first use. */
+static int value_of(importer *I, entry *x) {
+  if (x->value >= 0) return x->value;
+  if (x->defer) {
+    ppcc_error(I->d, "%s", x->defer);
+    return -2;
+  }
+  if (x->c.rank > PPCC_MAX_RANK) {
+    ppcc_error(I->d, "%s: constant '%s' has rank %d", I->who, x->name, x->c.rank);
+    return -2;
+  }
+  int v = add_named_value(I, x->name, PPCC_VALUE_PARAM, x->c.dtype, x->c.rank, x->c.shape);
+  if (v < 0) return v;
+  I->g->values[v].pinned = true;
+  I->param_entry[v] = (int)(x - I->e);
+  x->value = v;
+  return v;
+}
+
+/* Operand k of the current node as a ppcc value; <0 after an error. */
+static int operand(importer *I, int k) {
+  if (k >= (int)I->node->n_input || !I->node->input[k][0]) {
+    ppcc_error(I->d, "%s: operand %d is missing", I->who, k);
+    return -2;
+  }
+  return value_of(I, find(I, I->node->input[k]));
+}
+
+static entry *in_entry(importer *I, int k) {
+  return k < (int)I->node->n_input && I->node->input[k][0] ? find(I, I->node->input[k]) : NULL;
+}
+
+static const ox_tensor *in_const(importer *I, int k) {
+  entry *x = in_entry(I, k);
+  return x && x->is_const ? &x->c : NULL;
+}
+
+/* Appends op `name` and infers its result (named out_name) with the op
+ * table's shape rule. Returns the result value, <0 after an error. */
+static int emit(importer *I, const char *op_name, int n_in, const int *in, const char *out_name, int n_attrs,
+                const ppcc_attr *attrs) {
+  const ppcc_op_info *info = ppcc_op_lookup(op_name);
+  for (int k = 0; k < n_in; k++)
+    if (in[k] < 0) return -2;
+  if (!info) return oom(I), -1;
+  int out = add_named_value(I, out_name, PPCC_VALUE_RESULT, I->g->values[in[0]].dtype, 0, NULL);
+  if (out < 0) return out == -1 ? (oom(I), -1) : -2;
+  I->g->values[out].def_op = I->g->n_ops;
+  int idx = ppcc_add_op(I->g, info, n_in, in, 1, &out, n_attrs, attrs);
+  if (idx < 0) return ppcc_error(I->d, "%s: the graph exceeds ppcc's op limit", I->who), -2;
+  for (int k = 0; k < n_attrs; k++) { /* ppcc_add_op copies the attrs, not their lists */
+    ppcc_attr *a = &I->g->ops[idx].attrs[k];
+    if (a->type != PPCC_ATTR_INTS) continue;
+    int64_t *copy = ppcc_alloc(I->g, sizeof(int64_t) * (size_t)(a->n > 0 ? a->n : 1));
+    if (!copy) return oom(I), -1;
+    memcpy(copy, a->ints, sizeof(int64_t) * (size_t)a->n);
+    a->ints = copy;
+  }
+  ppcc_diag quiet;
+  ppcc_diag_init(&quiet, NULL, NULL);
+  if (info->infer_shape(I->g, &I->g->ops[idx], &quiet) != PPCC_OK) {
+    ppcc_error(I->d, "%s: %s", I->who, quiet.first);
+    return -2;
+  }
+  return out;
+}
+
+/* Binds ONNX output k of the current node to value v. */
+static ppcc_status bind(importer *I, int k, int v) {
+  if (v < 0) return v == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
+  if (k >= (int)I->node->n_output || !I->node->output[k][0]) return PPCC_OK;
+  entry *x = add_entry(I, I->node->output[k]);
+  if (!x) return oom(I);
+  x->value = v;
+  return PPCC_OK;
+}
+
+static const char *out_name(importer *I, int k) { return k < (int)I->node->n_output ? I->node->output[k] : "out"; }
+
+/* Name of an intermediate value of a node translated into several ops, so
+ * the node's result keeps its ONNX name. */
+static const char *tmp_name(importer *I) {
+  const char *base = out_name(I, 0);
+  size_t n = strlen(base) + 8;
+  char *s = ppcc_alloc(I->g, n);
+  if (s) snprintf(s, n, "%s.part", base);
+  return s ? s : base;
+}
+
+static ppcc_attr attr_int(const char *name, int64_t v) { return (ppcc_attr){.name = name, .type = PPCC_ATTR_INT, .i = v}; }
+static ppcc_attr attr_float(const char *name, double v) { return (ppcc_attr){.name = name, .type = PPCC_ATTR_FLOAT, .f = v}; }
+static ppcc_attr attr_bool(const char *name, bool v) { return (ppcc_attr){.name = name, .type = PPCC_ATTR_BOOL, .i = v}; }
+static ppcc_attr attr_ints(const char *name, int n, int64_t *v) {
+  return (ppcc_attr){.name = name, .type = PPCC_ATTR_INTS, .n = n, .ints = v};
+}
+
+static const ppcc_value *V(importer *I, int v) { return &I->g->values[v]; }
+
+/* A reshape of v to shape (a view); v itself when the shape is the same. */
+static int reshape_to(importer *I, int v, int rank, int64_t *shape, const char *name) {
+  if (v < 0) return v;
+  const ppcc_value *x = V(I, v);
+  if (x->rank == rank && memcmp(x->shape, shape, sizeof(int64_t) * (size_t)rank) == 0) return v;
+  ppcc_attr a = attr_ints("shape", rank, shape);
+  return emit(I, "reshape", 1, &v, name, 1, &a);
+}
+
+/* ---------------- pattern matching (on ONNX nodes) ---------------- */
+
+static const Onnx__NodeProto *producer(importer *I, const char *name, const char *op_type) {
+  entry *x = find(I, name);
+  if (!x || x->producer < 0) return NULL;
+  const Onnx__NodeProto *n = I->graph->node[x->producer];
+  return strcmp(n->op_type, op_type) == 0 ? n : NULL;
+}
+
+static bool scalar_const(importer *I, const char *name, double *v) {
+  entry *x = find(I, name);
+  if (!x || !x->is_const || x->c.n != 1) return false;
+  *v = ox_get(&x->c, 0);
+  return true;
+}
+
+static bool near(double a, double b) { return fabs(a - b) <= 1e-3 * fabs(b); }
+
+/* Is `name` x*x or Pow(x, 2)? */
+static bool is_square_of(importer *I, const char *name, const char **x) {
+  const Onnx__NodeProto *n;
+  double p;
+  if ((n = producer(I, name, "Pow")) && scalar_const(I, n->input[1], &p) && p == 2.0) {
+    *x = n->input[0];
+    return true;
+  }
+  if ((n = producer(I, name, "Mul")) && n->n_input == 2 && strcmp(n->input[0], n->input[1]) == 0) {
+    *x = n->input[0];
+    return true;
+  }
+  return false;
+}
+
+/* ReduceMean over the last axis, keepdims: the axes from the attribute
+ * (opset < 18) or the constant second operand. */
+static bool reduces_last_axis(importer *I, const Onnx__NodeProto *n, int rank) {
+  if (ox_attr_int(n, "keepdims", 1) != 1) return false;
+  const Onnx__AttributeProto *a = ox_attr(n, "axes");
+  int64_t axis;
+  if (a && a->n_ints == 1) axis = a->ints[0];
+  else if (n->n_input > 1) {
+    entry *x = find(I, n->input[1]);
+    if (!x || !x->is_const || x->c.n != 1) return false;
+    axis = ox_get_int(&x->c, 0);
+  } else return false;
+  return axis == -1 || axis == rank - 1;
+}
+
+/* rsqrt(mean(x^2) + eps) as Reciprocal(Sqrt(.)): x and eps. */
+static bool is_rms_scale(importer *I, const char *name, bool reciprocal, const char **x, double *eps) {
+  const Onnx__NodeProto *n = reciprocal ? producer(I, name, "Reciprocal") : NULL;
+  const char *s = n ? n->input[0] : name;
+  if (reciprocal && !n) return false;
+  const Onnx__NodeProto *sq = producer(I, s, "Sqrt"), *add, *mean;
+  if (!sq || !(add = producer(I, sq->input[0], "Add"))) return false;
+  const char *m = NULL;
+  for (int k = 0; k < 2 && !m; k++)
+    if (scalar_const(I, add->input[1 - k], eps)) m = add->input[k];
+  if (!m || !(mean = producer(I, m, "ReduceMean")) || !is_square_of(I, mean->input[0], x)) return false;
+  entry *xe = find(I, *x);
+  return xe && !xe->is_const && xe->value >= 0 && reduces_last_axis(I, mean, V(I, xe->value)->rank);
+}
+
+/* Mul(Mul(x, Reciprocal(Sqrt(...))), w) or Mul(Div(x, Sqrt(...)), w) -> rms_norm(x, w, eps). */
+static int match_rms_norm(importer *I) {
+  const Onnx__NodeProto *n = I->node;
+  for (int k = 0; k < 2; k++) {
+    const ox_tensor *w = in_const(I, 1 - k);
+    if (!w || w->rank != 1) continue;
+    const Onnx__NodeProto *inner;
+    const char *x = NULL, *x2 = NULL;
+    double eps = 0;
+    if ((inner = producer(I, n->input[k], "Mul"))) {
+      for (int j = 0; j < 2 && !x2; j++)
+        if (is_rms_scale(I, inner->input[1 - j], true, &x2, &eps)) x = inner->input[j];
+    } else if ((inner = producer(I, n->input[k], "Div")) && is_rms_scale(I, inner->input[1], false, &x2, &eps)) {
+      x = inner->input[0];
+    }
+    if (!x || strcmp(x, x2) != 0) continue;
+    int in[2] = {value_of(I, find(I, x)), operand(I, 1 - k)};
+    ppcc_attr a = attr_float("eps", eps);
+    return emit(I, "rms_norm", 2, in, out_name(I, 0), 1, &a);
+  }
+  return -3;
+}
+
+/* x * 0.5 * (1 + erf(x / sqrt(2))) in either association -> gelu(x). */
+static bool is_erf_term(importer *I, const char *name, const char **x) {
+  const Onnx__NodeProto *add = producer(I, name, "Add"), *erf, *div;
+  double one, c;
+  if (!add) return false;
+  for (int k = 0; k < 2; k++) {
+    if (!scalar_const(I, add->input[1 - k], &one) || one != 1.0 || !(erf = producer(I, add->input[k], "Erf"))) continue;
+    if ((div = producer(I, erf->input[0], "Div")) && scalar_const(I, div->input[1], &c) && near(c, sqrt(2.0))) {
+      *x = div->input[0];
+      return true;
+    }
+    if ((div = producer(I, erf->input[0], "Mul")) && scalar_const(I, div->input[1], &c) && near(c, sqrt(0.5))) {
+      *x = div->input[0];
+      return true;
+    }
+  }
+  return false;
+}
+
+static int match_gelu(importer *I) {
+  const Onnx__NodeProto *n = I->node, *m;
+  double half;
+  const char *x = NULL, *x2 = NULL;
+  for (int k = 0; k < 2 && !x; k++) {
+    /* Mul(Mul(x, erf_term), 0.5) */
+    if (scalar_const(I, n->input[1 - k], &half) && half == 0.5 && (m = producer(I, n->input[k], "Mul")))
+      for (int j = 0; j < 2 && !x; j++)
+        if (is_erf_term(I, m->input[1 - j], &x2)) x = m->input[j];
+    /* Mul(Mul(x, 0.5), erf_term) */
+    if (!x && (m = producer(I, n->input[k], "Mul")) && is_erf_term(I, n->input[1 - k], &x2))
+      for (int j = 0; j < 2 && !x; j++)
+        if (scalar_const(I, m->input[1 - j], &half) && half == 0.5) x = m->input[j];
+  }
+  if (!x || strcmp(x, x2) != 0) return -3;
+  int in = value_of(I, find(I, x));
+  return emit(I, "gelu", 1, &in, out_name(I, 0), 0, NULL);
+}
+
+static int match_silu(importer *I) {
+  const Onnx__NodeProto *n = I->node, *s;
+  for (int k = 0; k < 2; k++)
+    if ((s = producer(I, n->input[1 - k], "Sigmoid")) && strcmp(s->input[0], n->input[k]) == 0) {
+      int in = operand(I, k);
+      return emit(I, "silu", 1, &in, out_name(I, 0), 0, NULL);
+    }
+  return -3;
+}
+
+/* An additive [S, T] (or [1, 1, S, T]) mask that is 0 where key <= query
+ * (aligned to the end) and <= -1e4 above: a causal mask. */
+static bool is_causal_mask(const ox_tensor *m, int64_t S, int64_t T) {
+  if (!ppcc_dtype_is_float(m->dtype) || m->rank < 2 || m->shape[m->rank - 2] != S || m->shape[m->rank - 1] != T ||
+      m->n != S * T)
+    return false;
+  for (int64_t i = 0; i < S; i++)
+    for (int64_t j = 0; j < T; j++) {
+      double v = ox_get(m, i * T + j);
+      if (j <= i + (T - S) ? v != 0.0 : v > -1e4) return false;
+    }
+  return true;
+}
+
+/* MatMul(Softmax((q @ Transpose(k)) / c [+ causal mask]), v) -> attention. */
+static int match_attention(importer *I) {
+  const Onnx__NodeProto *n = I->node, *sm, *scaled, *mm, *kt, *add = NULL;
+  if (!(sm = producer(I, n->input[0], "Softmax"))) return -3;
+  const char *s = sm->input[0];
+  bool causal = false;
+  if ((add = producer(I, s, "Add"))) {
+    entry *m = find(I, add->input[1]);
+    if (!m || !m->is_const) return -3;
+    s = add->input[0];
+    causal = true; /* checked once the shapes are known */
+  }
+  double scale = 1.0, c;
+  if ((scaled = producer(I, s, "Div")) && scalar_const(I, scaled->input[1], &c) && c != 0) {
+    scale = 1.0 / c;
+    s = scaled->input[0];
+  } else if ((scaled = producer(I, s, "Mul")) && scalar_const(I, scaled->input[1], &c)) {
+    scale = c;
+    s = scaled->input[0];
+  }
+  if (!(mm = producer(I, s, "MatMul")) || !(kt = producer(I, mm->input[1], "Transpose"))) return -3;
+  const Onnx__AttributeProto *perm = ox_attr(kt, "perm");
+  if (!perm || perm->n_ints != 4 || perm->ints[0] != 0 || perm->ints[1] != 1 || perm->ints[2] != 3 || perm->ints[3] != 2)
+    return -3;
+  int64_t axis = ox_attr_int(sm, "axis", -1);
+  entry *qe = find(I, mm->input[0]), *ke = find(I, kt->input[0]), *ve = in_entry(I, 1);
+  if (!qe || !ke || !ve || qe->value < 0 || ke->value < 0 || ve->value < 0) return -3;
+  const ppcc_value *q = V(I, qe->value), *k = V(I, ke->value), *v = V(I, ve->value);
+  if (q->rank != 4 || k->rank != 4 || v->rank != 4 || (axis != -1 && axis != 3) || q->shape[1] != k->shape[1])
+    return -3;
+  if (causal && !is_causal_mask(&find(I, add->input[1])->c, q->shape[2], k->shape[2])) return -3;
+  int in[3] = {qe->value, ke->value, ve->value};
+  ppcc_attr attrs[2] = {attr_bool("causal", causal), attr_float("scale", scale)};
+  return emit(I, "attention", 3, in, out_name(I, 0), 2, attrs);
+}
+
+/* ---------------- node translations ---------------- */
+
+typedef ppcc_status (*node_fn)(importer *I);
+
+static ppcc_status defer_node(importer *I, const char *why) {
+  for (size_t k = 0; k < I->node->n_output; k++) {
+    if (!I->node->output[k][0]) continue;
+    entry *x = add_entry(I, I->node->output[k]);
+    size_t len = strlen(I->who) + strlen(why) + 4;
+    char *msg = ppcc_alloc(I->g, len);
+    if (!x || !msg) return oom(I);
+    if (strncmp(why, "node ", 5) == 0) snprintf(msg, len, "%s", why); /* carried from an operand */
+    else snprintf(msg, len, "%s: %s", I->who, why);
+    x->defer = msg;
+  }
+  return PPCC_OK;
+}
+
+static ppcc_status tr_unary(importer *I) {
+  static const char *const map[][2] = {{"Relu", "relu"}, {"Tanh", "tanh"}, {"Sigmoid", "sigmoid"}, {"Exp", "exp"},
+                                       {"Neg", "neg"},   {"Sqrt", "sqrt"}, {"Reciprocal", "reciprocal"},
+                                       {"Erf", "erf"},   {"Log", "log"}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (strcmp(map[i][0], I->node->op_type) == 0) {
+      int in = operand(I, 0);
+      return bind(I, 0, emit(I, map[i][1], 1, &in, out_name(I, 0), 0, NULL));
+    }
+  return defer_node(I, "unreachable");
+}
+
+static ppcc_status tr_alias(importer *I) {
+  entry *x = in_entry(I, 0);
+  if (!x) return ppcc_error(I->d, "%s: operand 0 is missing", I->who);
+  if (x->defer) return defer_node(I, x->defer);
+  return bind(I, 0, value_of(I, x));
+}
+
+static ppcc_status tr_cast(importer *I) {
+  entry *x = in_entry(I, 0);
+  ppcc_dtype to;
+  int v = x ? value_of(I, x) : -2;
+  if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
+  if (ox_dtype_from_onnx((int32_t)ox_attr_int(I->node, "to", 0), &to) && to == V(I, v)->dtype) return bind(I, 0, v);
+  return defer_node(I, "Cast of a computed tensor to another dtype is not supported");
+}
+
+static ppcc_status tr_binary(importer *I) {
+  const char *op = I->node->op_type;
+  int r;
+  if (strcmp(op, "Mul") == 0) {
+    if ((r = match_rms_norm(I)) != -3 || (r = match_gelu(I)) != -3 || (r = match_silu(I)) != -3) return bind(I, 0, r);
+  }
+  double c;
+  int x0 = operand(I, 0);
+  if (x0 < 0) return x0 == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
+  if ((strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0) && scalar_const(I, I->node->input[1], &c) &&
+      in_const(I, 1)->rank <= V(I, x0)->rank && ppcc_dtype_is_float(in_const(I, 1)->dtype)) {
+    if (strcmp(op, "Div") == 0) c = 1.0 / c;
+    int in = x0;
+    ppcc_attr a = attr_float("value", c);
+    return bind(I, 0, emit(I, "scale", 1, &in, out_name(I, 0), 1, &a));
+  }
+  if (strcmp(op, "Pow") == 0) {
+    if (scalar_const(I, I->node->input[1], &c) && c == 2.0) {
+      int in[2] = {operand(I, 0), operand(I, 0)};
+      return bind(I, 0, emit(I, "mul", 2, in, out_name(I, 0), 0, NULL));
+    }
+    if (scalar_const(I, I->node->input[1], &c) && (c == 0.5 || c == -1.0 || c == 1.0)) {
+      int in = x0;
+      if (c == 1.0) return bind(I, 0, x0);
+      return bind(I, 0, emit(I, c == 0.5 ? "sqrt" : "reciprocal", 1, &in, out_name(I, 0), 0, NULL));
+    }
+    return defer_node(I, "Pow of a computed tensor is supported for constant exponents 2, 1, 0.5 and -1");
+  }
+  const char *name = strcmp(op, "Add") == 0 ? "add" : strcmp(op, "Sub") == 0 ? "sub" : strcmp(op, "Mul") == 0 ? "mul" : "div";
+  int in[2] = {operand(I, 0), operand(I, 1)};
+  return bind(I, 0, emit(I, name, 2, in, out_name(I, 0), 0, NULL));
+}
+
+static ppcc_status tr_matmul(importer *I) {
+  int r = match_attention(I);
+  if (r != -3) return bind(I, 0, r);
+  int in[2] = {operand(I, 0), operand(I, 1)};
+  if (in[0] >= 0 && in[1] >= 0 && V(I, in[1])->rank > 2 && V(I, in[1])->rank != V(I, in[0])->rank)
+    return defer_node(I, "MatMul broadcasting a right operand of rank > 2 against a different rank is not supported");
+  return bind(I, 0, emit(I, "matmul", 2, in, out_name(I, 0), 0, NULL));
+}
+
+static ppcc_status tr_gemm(importer *I) {
+  if (ox_attr_int(I->node, "transA", 0) || ox_attr_float(I->node, "alpha", 1.0f) != 1.0f ||
+      ox_attr_float(I->node, "beta", 1.0f) != 1.0f)
+    return defer_node(I, "Gemm with transA or alpha/beta other than 1 is not supported");
+  int x = operand(I, 0), w = operand(I, 1);
+  int b = I->node->n_input > 2 && I->node->input[2][0] ? operand(I, 2) : -3;
+  if (x < 0 || w < 0 || b == -2 || b == -1) return PPCC_ERR_USER;
+  bool bias1 = b >= 0 && V(I, b)->rank == 1;
+  if (ox_attr_int(I->node, "transB", 0) && (b < 0 || bias1)) {
+    int in[3] = {x, w, b};
+    return bind(I, 0, emit(I, "linear", b >= 0 ? 3 : 2, in, out_name(I, 0), 0, NULL));
+  }
+  if (ox_attr_int(I->node, "transB", 0)) {
+    int wt = emit(I, "transpose", 1, &w, tmp_name(I), 0, NULL);
+    w = wt;
+  }
+  int in[2] = {x, w};
+  int y = emit(I, "matmul", 2, in, b >= 0 ? tmp_name(I) : out_name(I, 0), 0, NULL);
+  if (b >= 0 && y >= 0) {
+    int in2[2] = {y, b};
+    y = emit(I, "add", 2, in2, out_name(I, 0), 0, NULL);
+  }
+  return bind(I, 0, y);
+}
+
+static ppcc_status tr_softmax(importer *I) {
+  int in = operand(I, 0);
+  ppcc_attr a = attr_int("dim", ox_attr_int(I->node, "axis", -1));
+  return bind(I, 0, emit(I, "softmax", 1, &in, out_name(I, 0), 1, &a));
+}
+
+static ppcc_status tr_layer_norm(importer *I) {
+  int x = operand(I, 0);
+  if (x < 0) return PPCC_ERR_USER;
+  int64_t axis = ox_attr_int(I->node, "axis", -1);
+  if (axis != -1 && axis != V(I, x)->rank - 1) return defer_node(I, "LayerNormalization over more than the last axis is not supported");
+  int in[3] = {x, operand(I, 1), I->node->n_input > 2 && I->node->input[2][0] ? operand(I, 2) : -3};
+  ppcc_attr a = attr_float("eps", ox_attr_float(I->node, "epsilon", 1e-5f));
+  return bind(I, 0, emit(I, "layer_norm", in[2] == -3 ? 2 : 3, in, out_name(I, 0), 1, &a));
+}
+
+static ppcc_status tr_reduce(importer *I) {
+  int x = operand(I, 0);
+  if (x < 0) return PPCC_ERR_USER;
+  int64_t axes[PPCC_MAX_RANK];
+  int n = 0;
+  const Onnx__AttributeProto *a = ox_attr(I->node, "axes");
+  const ox_tensor *t = in_const(I, 1);
+  if (a) {
+    if (a->n_ints > PPCC_MAX_RANK) return ppcc_error(I->d, "%s: too many axes", I->who);
+    for (size_t i = 0; i < a->n_ints; i++) axes[n++] = a->ints[i];
+  } else if (t) {
+    if (t->n > PPCC_MAX_RANK) return ppcc_error(I->d, "%s: too many axes", I->who);
+    for (int64_t i = 0; i < t->n; i++) axes[n++] = ox_get_int(t, i);
+  } else if (in_entry(I, 1)) {
+    return defer_node(I, "reduction axes must be constant");
+  }
+  ppcc_attr attrs[2] = {attr_bool("keepdim", ox_attr_int(I->node, "keepdims", 1) != 0), attr_ints("dim", n, axes)};
+  const char *op = strcmp(I->node->op_type, "ReduceMean") == 0 ? "mean" : "sum";
+  return bind(I, 0, emit(I, op, 1, &x, out_name(I, 0), n > 0 ? 2 : 1, attrs));
+}
+
+/* Reshape-like ops on computed tensors: compute the static result shape
+ * by folding the op on a stand-in constant of the value's shape. */
+static ppcc_status tr_reshape_like(importer *I) {
+  int x = operand(I, 0);
+  if (x < 0) return PPCC_ERR_USER;
+  const ppcc_value *v = V(I, x);
+  int64_t shape[PPCC_MAX_RANK * 2];
+  int rank = 0;
+  const char *op = I->node->op_type;
+  if (strcmp(op, "Reshape") == 0) {
+    const ox_tensor *s = in_const(I, 1);
+    if (!s || s->n > PPCC_MAX_RANK) return defer_node(I, "Reshape needs a constant shape (give --shape for symbolic inputs)");
+    int64_t known = 1, total = ppcc_num_elements(v->rank, v->shape);
+    int infer = -1;
+    bool allowzero = ox_attr_int(I->node, "allowzero", 0) != 0;
+    for (int64_t i = 0; i < s->n; i++) {
+      int64_t dim = ox_get_int(s, i);
+      if (dim == 0 && !allowzero) dim = i < v->rank ? v->shape[i] : 0;
+      if (dim == -1 && infer < 0) infer = (int)i;
+      else if (dim < 0 || (dim > 0 && known > PPCC_MAX_ELEMENTS / dim))
+        return ppcc_error(I->d, "%s: Reshape shape has an invalid dim %lld", I->who, (long long)dim);
+      else known *= dim;
+      shape[rank++] = dim;
+    }
+    if (infer >= 0) shape[infer] = known ? total / known : 0;
+  } else if (strcmp(op, "Flatten") == 0) {
+    int64_t axis = ox_attr_int(I->node, "axis", 1), a = 1;
+    if (axis < 0) axis += v->rank;
+    if (axis < 0 || axis > v->rank) return ppcc_error(I->d, "%s: Flatten axis out of range", I->who);
+    for (int i = 0; i < axis; i++) a *= v->shape[i];
+    shape[rank++] = a;
+    shape[rank++] = a ? ppcc_num_elements(v->rank, v->shape) / a : 0;
+  } else {
+    /* Unsqueeze / Squeeze: fold on an empty stand-in of the same shape */
+    ox_tensor stand = {.dtype = PPCC_I8, .rank = v->rank};
+    memcpy(stand.shape, v->shape, sizeof stand.shape);
+    ox_tensor *ins[2] = {&stand, (ox_tensor *)in_const(I, 1)};
+    if (in_entry(I, 1) && !ins[1]) return defer_node(I, "axes must be constant");
+    /* the fold would copy data: give it a zero-size tensor of that shape */
+    ox_tensor zero = stand;
+    int64_t n = 1;
+    for (int i = 0; i < v->rank; i++) n *= v->shape[i];
+    zero.n = n;
+    zero.data = calloc((size_t)(n > 0 && n < OX_MAX_CONST_ELEMENTS ? n : 1), 1);
+    if (!zero.data) return oom(I);
+    ins[0] = &zero;
+    ox_tensor out;
+    bool handled;
+    ppcc_status st = ox_fold(I->node, I->who, ins, ins[1] ? 2 : 1, &out, &handled, I->d);
+    free(zero.data);
+    if (st) return st;
+    rank = out.rank;
+    memcpy(shape, out.shape, sizeof(int64_t) * (size_t)rank);
+    ox_tensor_free(&out);
+  }
+  if (rank > PPCC_MAX_RANK) return ppcc_error(I->d, "%s: result rank %d exceeds the maximum %d", I->who, rank, PPCC_MAX_RANK);
+  ppcc_attr a = attr_ints("shape", rank, shape);
+  return bind(I, 0, emit(I, "reshape", 1, &x, out_name(I, 0), 1, &a));
+}
+
+static ppcc_status tr_transpose(importer *I) {
+  int x = operand(I, 0);
+  if (x < 0) return PPCC_ERR_USER;
+  int rank = V(I, x)->rank;
+  int64_t perm[PPCC_MAX_RANK];
+  const Onnx__AttributeProto *a = ox_attr(I->node, "perm");
+  if (a && (int)a->n_ints != rank) return ppcc_error(I->d, "%s: perm has %zu entries for rank %d", I->who, a->n_ints, rank);
+  for (int i = 0; i < rank; i++) perm[i] = a ? a->ints[i] : rank - 1 - i;
+  ppcc_attr at = attr_ints("perm", rank, perm);
+  return bind(I, 0, emit(I, "permute", 1, &x, out_name(I, 0), 1, &at));
+}
+
+static ppcc_status tr_concat(importer *I) {
+  int n = (int)I->node->n_input, in[16];
+  if (n < 1 || n > 16) return defer_node(I, "Concat of more than 16 operands is not supported");
+  for (int k = 0; k < n; k++)
+    if ((in[k] = operand(I, k)) < 0) return PPCC_ERR_USER;
+  ppcc_attr a = attr_int("dim", ox_attr_int(I->node, "axis", 0));
+  return bind(I, 0, emit(I, "concat", n, in, out_name(I, 0), 1, &a));
+}
+
+static int slice_dim(importer *I, int x, int64_t axis, int64_t start, int64_t end, const char *name) {
+  ppcc_attr a[3] = {attr_int("dim", axis), attr_int("start", start), attr_int("end", end)};
+  return emit(I, "slice", 1, &x, name, 3, a);
+}
+
+/* Clamped [start, end) of ONNX slicing semantics for a dim of size n. */
+static void clamp_range(int64_t n, int64_t *s, int64_t *e) {
+  if (*s < 0) *s += n;
+  if (*e < 0) *e += n;
+  *s = *s < 0 ? 0 : *s > n ? n : *s;
+  *e = *e < *s ? *s : *e > n ? n : *e;
+}
+
+static ppcc_status tr_slice(importer *I) {
+  int x = operand(I, 0);
+  if (x < 0) return PPCC_ERR_USER;
+  const ox_tensor *st = in_const(I, 1), *en = in_const(I, 2), *ax = in_const(I, 3), *sp = in_const(I, 4);
+  if (!st || !en || st->n != en->n || st->n > PPCC_MAX_RANK || (in_entry(I, 3) && (!ax || ax->n != st->n)) ||
+      (in_entry(I, 4) && (!sp || sp->n != st->n)))
+    return defer_node(I, "Slice needs constant starts, ends, axes and steps");
+  int rank = V(I, x)->rank;
+  for (int64_t i = 0; i < st->n; i++) {
+    if (sp && ox_get(sp, i) != 1) return defer_node(I, "Slice with a step other than 1 is not supported");
+    int64_t axis = ax ? ox_get_int(ax, i) : i;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Slice axis out of range", I->who);
+    int64_t s = ox_get_int(st, i), e = ox_get_int(en, i);
+    clamp_range(V(I, x)->shape[axis], &s, &e);
+    x = slice_dim(I, x, axis, s, e, i + 1 < st->n ? tmp_name(I) : out_name(I, 0));
+    if (x < 0) return PPCC_ERR_USER;
+  }
+  return bind(I, 0, x);
+}
+
+static ppcc_status tr_split(importer *I) {
+  int x = operand(I, 0);
+  if (x < 0) return PPCC_ERR_USER;
+  int rank = V(I, x)->rank, n_out = (int)I->node->n_output;
+  int64_t axis = ox_attr_int(I->node, "axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Split axis out of range", I->who);
+  int64_t dim = V(I, x)->shape[axis], sizes[64];
+  if (n_out < 1 || n_out > 64) return ppcc_error(I->d, "%s: Split into %d results is not supported", I->who, n_out);
+  const ox_tensor *s = in_const(I, 1);
+  const Onnx__AttributeProto *a = ox_attr(I->node, "split");
+  if (s || a) {
+    int64_t n = s ? s->n : (int64_t)a->n_ints;
+    if (n != n_out) return ppcc_error(I->d, "%s: %lld split sizes for %d results", I->who, (long long)n, n_out);
+    for (int k = 0; k < n_out; k++) sizes[k] = s ? ox_get_int(s, k) : a->ints[k];
+  } else if (in_entry(I, 1)) {
+    return defer_node(I, "Split sizes must be constant");
+  } else {
+    int64_t chunk = (dim + n_out - 1) / n_out;
+    for (int k = 0; k < n_out; k++) sizes[k] = dim - chunk * k < chunk ? dim - chunk * k : chunk;
+  }
+  int64_t start = 0;
+  for (int k = 0; k < n_out; k++) {
+    if (sizes[k] < 0 || start + sizes[k] > dim) return ppcc_error(I->d, "%s: split sizes exceed dim %lld", I->who, (long long)dim);
+    ppcc_status st = bind(I, k, slice_dim(I, x, axis, start, start + sizes[k], out_name(I, k)));
+    if (st) return st;
+    start += sizes[k];
+  }
+  return start == dim ? PPCC_OK : ppcc_error(I->d, "%s: split sizes add up to %lld, not %lld", I->who, (long long)start, (long long)dim);
+}
+
+static ppcc_status tr_gather(importer *I) {
+  int64_t axis = ox_attr_int(I->node, "axis", 0);
+  entry *data = in_entry(I, 0);
+  const ox_tensor *idx = in_const(I, 1);
+  if (data && data->is_const && data->c.rank == 2 && axis == 0) {
+    int in[2] = {operand(I, 1), operand(I, 0)};
+    return bind(I, 0, emit(I, "embedding", 2, in, out_name(I, 0), 0, NULL));
+  }
+  if (idx && idx->n == 1 && idx->rank <= 1) {
+    int x = operand(I, 0);
+    if (x < 0) return PPCC_ERR_USER;
+    int rank = V(I, x)->rank;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Gather axis out of range", I->who);
+    int64_t k = ox_get_int(idx, 0), n = V(I, x)->shape[axis];
+    if (k < 0) k += n;
+    if (k < 0 || k >= n) return ppcc_error(I->d, "%s: Gather index out of range", I->who);
+    int y = slice_dim(I, x, axis, k, k + 1, idx->rank == 0 ? tmp_name(I) : out_name(I, 0));
+    if (y >= 0 && idx->rank == 0) {
+      int64_t shape[PPCC_MAX_RANK];
+      int r = 0;
+      for (int i = 0; i < rank; i++)
+        if (i != axis) shape[r++] = V(I, y)->shape[i];
+      y = reshape_to(I, y, r, shape, out_name(I, 0));
+    }
+    return bind(I, 0, y);
+  }
+  return defer_node(I, "Gather is supported as an embedding lookup (constant [vocab, hidden] table, axis 0) or with "
+                       "one constant index");
+}
+
+static ppcc_status tr_expand(importer *I) {
+  int x = operand(I, 0);
+  const ox_tensor *s = in_const(I, 1);
+  if (x < 0) return PPCC_ERR_USER;
+  const ppcc_value *v = V(I, x);
+  if (s && s->n <= v->rank) {
+    bool same = true;
+    for (int64_t i = 0; i < s->n; i++) {
+      int64_t want = ox_get_int(s, i), have = v->shape[v->rank - s->n + i];
+      same = same && (want == have || want == 1);
+    }
+    if (same) return bind(I, 0, x);
+  }
+  return defer_node(I, "Expand of a computed tensor to a larger shape is not supported");
+}
+
+static ppcc_status tr_const_only(importer *I) {
+  return defer_node(I, "ppcc evaluates this op only on constants and static shapes (give --shape for symbolic inputs)");
+}
+
+typedef struct translation {
+  const char *op_type;
+  node_fn fn;
+} translation;
+
+static const translation translations[] = {
+  {"Relu", tr_unary}, {"Tanh", tr_unary}, {"Sigmoid", tr_unary}, {"Exp", tr_unary}, {"Neg", tr_unary},
+  {"Sqrt", tr_unary}, {"Reciprocal", tr_unary}, {"Erf", tr_unary}, {"Log", tr_unary},
+  {"Identity", tr_alias}, {"Dropout", tr_alias}, {"Cast", tr_cast},
+  {"Add", tr_binary}, {"Sub", tr_binary}, {"Mul", tr_binary}, {"Div", tr_binary}, {"Pow", tr_binary},
+  {"MatMul", tr_matmul}, {"Gemm", tr_gemm}, {"Softmax", tr_softmax}, {"LayerNormalization", tr_layer_norm},
+  {"ReduceMean", tr_reduce}, {"ReduceSum", tr_reduce},
+  {"Reshape", tr_reshape_like}, {"Flatten", tr_reshape_like}, {"Unsqueeze", tr_reshape_like},
+  {"Squeeze", tr_reshape_like}, {"Transpose", tr_transpose}, {"Concat", tr_concat}, {"Slice", tr_slice},
+  {"Split", tr_split}, {"Gather", tr_gather}, {"Expand", tr_expand},
+  {"Where", tr_const_only}, {"Equal", tr_const_only}, {"Less", tr_const_only}, {"Greater", tr_const_only},
+  {"Trilu", tr_const_only}, {"Range", tr_const_only}, {"ConstantOfShape", tr_const_only}, {"Shape", tr_const_only},
+  {"Constant", tr_const_only}, {"Not", tr_const_only}, {"And", tr_const_only}, {"Or", tr_const_only},
+  {"Max", tr_const_only}, {"Min", tr_const_only}, {"Cos", tr_const_only}, {"Sin", tr_const_only},
+  {"Floor", tr_const_only}, {"Ceil", tr_const_only}, {"Abs", tr_const_only},
+};
+#define N_TRANSLATIONS (int)(sizeof translations / sizeof translations[0])
+
+static node_fn translation_of(const char *op_type) {
+  for (int i = 0; i < N_TRANSLATIONS; i++)
+    if (strcmp(translations[i].op_type, op_type) == 0) return translations[i].fn;
+  return NULL;
+}
+
+/* ---------------- the model ---------------- */
+
+static ppcc_status check_opset(importer *I, const Onnx__ModelProto *m) {
+  int64_t version = -1;
+  for (size_t i = 0; i < m->n_opset_import; i++) {
+    const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+    if (!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0) version = o->has_version ? o->version : -1;
+  }
+  if (version < 0) return ppcc_error(I->d, "the model imports no version of the default ONNX opset");
+  if (version < 13 || version > 18)
+    return ppcc_error(I->d, "opset %lld is not supported (ppcc imports opsets 13 to 18; re-export with one of them)",
+                      (long long)version);
+  return PPCC_OK;
+}
+
+/* One error listing every op type no translation knows. */
+static ppcc_status check_op_types(importer *I) {
+  const Onnx__GraphProto *gr = I->graph;
+  char msg[900] = "";
+  size_t off = 0;
+  int kinds = 0;
+  for (size_t i = 0; i < gr->n_node; i++) {
+    const char *t = gr->node[i]->op_type ? gr->node[i]->op_type : "";
+    const char *dom = gr->node[i]->domain;
+    bool custom = dom && dom[0] && strcmp(dom, "ai.onnx") != 0;
+    if (!custom && translation_of(t)) continue;
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; j++) {
+      const Onnx__NodeProto *o = gr->node[j];
+      bool ocustom = o->domain && o->domain[0] && strcmp(o->domain, "ai.onnx") != 0;
+      seen = strcmp(o->op_type ? o->op_type : "", t) == 0 && (ocustom || !translation_of(t));
+    }
+    if (seen) continue;
+    int count = 0;
+    for (size_t j = i; j < gr->n_node; j++) count += strcmp(gr->node[j]->op_type ? gr->node[j]->op_type : "", t) == 0;
+    const char *name = gr->node[i]->name && gr->node[i]->name[0] ? gr->node[i]->name : "(unnamed)";
+    if (off < sizeof msg - 100)
+      off += (size_t)snprintf(msg + off, sizeof msg - off, "%s%.60s%s%.40s x%d (first: '%.60s')", kinds ? ", " : "", t,
+                              custom ? "@" : "", custom ? dom : "", count, name);
+    kinds++;
+  }
+  if (kinds) return ppcc_error(I->d, "%d unsupported op type%s: %s", kinds, kinds > 1 ? "s" : "", msg);
+  return PPCC_OK;
+}
+
+static const ppcc_onnx_shape *given_shape(importer *I, const char *name) {
+  for (int i = 0; i < I->opts->n_shapes; i++)
+    if (strcmp(I->opts->shapes[i].name, name) == 0) return &I->opts->shapes[i];
+  return NULL;
+}
+
+static ppcc_status add_input(importer *I, const Onnx__ValueInfoProto *in) {
+  const char *name = in->name ? in->name : "";
+  const Onnx__TypeProto *t = in->type;
+  if (!t || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !t->tensor_type)
+    return ppcc_error(I->d, "graph input '%s': only tensor inputs are supported", name);
+  ppcc_dtype dt;
+  if (!ox_dtype_from_onnx(t->tensor_type->has_elem_type ? t->tensor_type->elem_type : 0, &dt))
+    return ppcc_error(I->d, "graph input '%s': ONNX data type %d is not supported", name, (int)t->tensor_type->elem_type);
+  const Onnx__TensorShapeProto *sh = t->tensor_type->shape;
+  const ppcc_onnx_shape *given = given_shape(I, name);
+  int rank = sh ? (int)sh->n_dim : 0;
+  if (!sh && !given) return ppcc_error(I->d, "graph input '%s' has no shape; give --shape %s=D0,D1,...", name, name);
+  if (given && sh && given->rank != rank)
+    return ppcc_error(I->d, "--shape %s has rank %d, the model's input has rank %d", name, given->rank, rank);
+  if (given) rank = given->rank;
+  if (rank > PPCC_MAX_RANK) return ppcc_error(I->d, "graph input '%s' has rank %d (max %d)", name, rank, PPCC_MAX_RANK);
+  int64_t shape[PPCC_MAX_RANK];
+  for (int i = 0; i < rank; i++) {
+    const Onnx__TensorShapeProto__Dimension *dim = sh ? sh->dim[i] : NULL;
+    bool fixed = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    if (given) {
+      if (fixed && dim->dim_value != given->dims[i])
+        return ppcc_error(I->d, "--shape %s: dim %d is %lld, the model fixes it at %lld", name, i,
+                          (long long)given->dims[i], (long long)dim->dim_value);
+      shape[i] = given->dims[i];
+    } else if (fixed && dim->dim_value >= 0) {
+      shape[i] = dim->dim_value;
+    } else {
+      const char *sym = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? dim->dim_param : "?";
+      return ppcc_error(I->d, "graph input '%s': dim %d is symbolic ('%s'); give its static shape with --shape %s=D0,D1,...",
+                        name, i, sym, name);
+    }
+  }
+  entry *x = add_entry(I, name);
+  if (!x) return oom(I);
+  int v = add_named_value(I, name, PPCC_VALUE_INPUT, dt, rank, shape);
+  if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
+  x->value = v;
+  return PPCC_OK;
+}
+
+static void set_who(importer *I, int index) {
+  const Onnx__NodeProto *n = I->node;
+  if (n->name && n->name[0]) snprintf(I->who, sizeof I->who, "node '%.200s' (%s)", n->name, n->op_type);
+  else snprintf(I->who, sizeof I->who, "node #%d (%s)", index, n->op_type);
+}
+
+/* Folds the node when all its operands are constant (or it is Shape of a
+ * statically shaped value). *done: the outputs are bound. */
+static ppcc_status try_fold(importer *I, bool *done) {
+  const Onnx__NodeProto *n = I->node;
+  *done = false;
+  ox_tensor out;
+  if (strcmp(n->op_type, "Shape") == 0) {
+    entry *x = in_entry(I, 0);
+    if (!x || (!x->is_const && x->value < 0)) return PPCC_OK;
+    int rank = x->is_const ? x->c.rank : V(I, x->value)->rank;
+    const int64_t *shape = x->is_const ? x->c.shape : V(I, x->value)->shape;
+    int64_t r = rank, start = ox_attr_int(n, "start", 0), end = ox_attr_int(n, "end", rank);
+    clamp_range(rank, &start, &end);
+    r = end - start;
+    if (!ox_tensor_alloc(&out, PPCC_I64, 1, &r)) return oom(I);
+    for (int64_t i = 0; i < r; i++) ox_set(&out, i, (double)shape[start + i]);
+  } else {
+    if (!ox_foldable(n->op_type) || n->n_input > 64) return PPCC_OK;
+    ox_tensor *in[64] = {NULL};
+    for (size_t k = 0; k < n->n_input; k++) {
+      if (!n->input[k][0]) continue;
+      entry *x = find(I, n->input[k]);
+      if (!x || !x->is_const) return PPCC_OK;
+      in[k] = &x->c;
+    }
+    bool handled;
+    ppcc_status st = ox_fold(n, I->who, in, (int)n->n_input, &out, &handled, I->d);
+    if (st || !handled) return st;
+  }
+  if (n->n_output < 1 || !n->output[0][0]) {
+    ox_tensor_free(&out);
+    return PPCC_OK;
+  }
+  entry *y = add_entry(I, n->output[0]);
+  if (!y) {
+    ox_tensor_free(&out);
+    return oom(I);
+  }
+  y->is_const = true;
+  y->c = out;
+  *done = true;
+  return PPCC_OK;
+}
+
+static ppcc_status translate_node(importer *I, int index) {
+  I->node = I->graph->node[index];
+  I->node_index = index;
+  set_who(I, index);
+  const Onnx__NodeProto *n = I->node;
+  for (size_t k = 0; k < n->n_input; k++)
+    if (n->input[k][0] && !find(I, n->input[k]))
+      return ppcc_error(I->d, "%s: input '%s' is not a graph input, an initializer or the result of an earlier node", I->who,
+                        n->input[k]);
+  for (size_t k = 0; k < n->n_output; k++)
+    if (n->output[k][0] && find(I, n->output[k]))
+      return ppcc_error(I->d, "%s: result '%s' is defined twice", I->who, n->output[k]);
+  bool done;
+  ppcc_status st = try_fold(I, &done);
+  if (st || done) return st;
+  /* A deferred operand: only a pattern's last node can absorb it; any
+   * other node is deferred too, carrying the first reason along. */
+  for (size_t k = 0; k < n->n_input; k++) {
+    entry *x = n->input[k][0] ? find(I, n->input[k]) : NULL;
+    if (!x || !x->defer) continue;
+    int r = -3;
+    if (strcmp(n->op_type, "Mul") == 0 && (r = match_rms_norm(I)) == -3) r = match_gelu(I);
+    if (r != -3) return bind(I, 0, r);
+    return defer_node(I, x->defer);
+  }
+  return translation_of(n->op_type)(I);
+}
+
+/* Graph outputs keep their ONNX names (an identity reshape where the
+ * value computing them has another name). */
+static ppcc_status add_outputs(importer *I) {
+  const Onnx__GraphProto *gr = I->graph;
+  if (gr->n_output == 0) return ppcc_error(I->d, "the graph has no outputs");
+  I->g->outputs = ppcc_alloc(I->g, sizeof(int) * gr->n_output);
+  if (!I->g->outputs) return oom(I);
+  snprintf(I->who, sizeof I->who, "graph output");
+  for (size_t k = 0; k < gr->n_output; k++) {
+    const char *name = gr->output[k]->name ? gr->output[k]->name : "";
+    entry *x = find(I, name);
+    if (!x) return ppcc_error(I->d, "graph output '%s' is not computed by any node", name);
+    int v = value_of(I, x);
+    if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
+    if (strcmp(V(I, v)->name, name) != 0 || V(I, v)->kind != PPCC_VALUE_RESULT || V(I, v)->is_output) {
+      int64_t shape[PPCC_MAX_RANK];
+      memcpy(shape, V(I, v)->shape, sizeof shape);
+      ppcc_attr a = attr_ints("shape", V(I, v)->rank, shape);
+      v = emit(I, "reshape", 1, &v, name, 1, &a);
+      if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
+    }
+    I->g->values[v].is_output = true;
+    I->g->outputs[I->g->n_outputs++] = v;
+  }
+  return PPCC_OK;
+}
+
+/* Ops reaching an output, and the values they read. */
+static void mark_live(const ppcc_graph *g, bool *live_op, bool *live_value) {
+  for (int k = 0; k < g->n_outputs; k++) live_value[g->outputs[k]] = true;
+  for (int i = g->n_ops - 1; i >= 0; i--) {
+    const ppcc_op *op = &g->ops[i];
+    for (int k = 0; k < op->n_out && !live_op[i]; k++) live_op[i] = live_value[op->out[k]];
+    if (!live_op[i]) continue;
+    for (int k = 0; k < op->n_in; k++) live_value[op->in[k]] = true;
+  }
+}
+
+static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onnx_result *out) {
+  ppcc_status st = check_opset(I, m);
+  if (st) return st;
+  if (!m->graph) return ppcc_error(I->d, "the model has no graph");
+  I->graph = m->graph;
+  const Onnx__GraphProto *gr = m->graph;
+  for (size_t i = 0; i < gr->n_node; i++)
+    if (!gr->node[i]->op_type) return ppcc_error(I->d, "node #%zu has no op_type", i);
+  if ((st = check_op_types(I))) return st;
+  I->g = ppcc_graph_new(gr->name && gr->name[0] ? gr->name : "onnx", I->opts->devices > 0 ? I->opts->devices : 1);
+  if (!I->g) return oom(I);
+  for (size_t i = 0; i < gr->n_initializer; i++) {
+    const Onnx__TensorProto *t = gr->initializer[i];
+    const char *name = t->name ? t->name : "";
+    if (find(I, name)) return ppcc_error(I->d, "initializer '%s' is defined twice", name);
+    entry *x = add_entry(I, name);
+    if (!x) return oom(I);
+    x->is_const = true;
+    if ((st = ox_tensor_from_proto(t, I->dir, name, &x->c, I->d))) return st;
+  }
+  for (size_t i = 0; i < gr->n_input; i++) {
+    const char *name = gr->input[i]->name ? gr->input[i]->name : "";
+    if (find(I, name)) continue; /* an initializer listed as an input (IR < 4 style) */
+    if ((st = add_input(I, gr->input[i]))) return st;
+  }
+  for (size_t i = 0; i < gr->n_node; i++)
+    if ((st = translate_node(I, (int)i))) return st;
+  I->node = NULL;
+  if ((st = add_outputs(I))) return st;
+  size_t nv = (size_t)I->g->n_values + 1, no = (size_t)I->g->n_ops + 1;
+  bool *live_value = calloc(nv, 1), *live_op = calloc(no, 1);
+  if (!live_value || !live_op) st = oom(I);
+  if (!st) {
+    mark_live(I->g, live_op, live_value);
+    if (!grow_param_data(I)) st = oom(I);
+  }
+  if (!st) st = ox_write_model(I->g, live_op, live_value, false, out, I->d);
+  ox_tensor **param_data = st ? NULL : calloc(nv, sizeof(ox_tensor *));
+  if (!st && !param_data) st = oom(I);
+  for (int v = 0; !st && v < I->g->n_values; v++)
+    if (I->param_entry[v] >= 0) param_data[v] = &I->e[I->param_entry[v]].c;
+  if (!st) st = ox_write_weights(I->g, live_value, param_data, out, I->d);
+  free(param_data);
+  out->n_nodes = (int)gr->n_node;
+  free(live_value);
+  free(live_op);
+  return st;
+}
+
+static void importer_free(importer *I) {
+  for (int k = 0; k < I->n_e; k++)
+    if (I->e[k].is_const) ox_tensor_free(&I->e[k].c);
+  free(I->e);
+  free(I->slots);
+  free(I->param_entry);
+  ppcc_graph_free(I->g);
+}
+
+void ppcc_onnx_result_free(ppcc_onnx_result *r) {
+  free(r->model_json);
+  free(r->weights);
+  memset(r, 0, sizeof *r);
+}
+
+ppcc_status ppcc_import_onnx_memory(const uint8_t *data, size_t len, const char *dir, const ppcc_onnx_options *opts,
+                                    ppcc_onnx_result *out, ppcc_diag *d) {
+  memset(out, 0, sizeof *out);
+  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data);
+  if (!m) return ppcc_error(d, "not a valid ONNX protobuf (truncated or corrupt ModelProto)");
+  ppcc_onnx_options none = {0};
+  importer I = {.d = d, .dir = dir, .opts = opts ? opts : &none};
+  ppcc_status st = import_graph(&I, m, out);
+  importer_free(&I);
+  onnx__model_proto__free_unpacked(m, NULL);
+  if (st) ppcc_onnx_result_free(out);
+  return st;
+}
+
+ppcc_status ppcc_import_onnx_file(const char *path, const ppcc_onnx_options *opts, ppcc_onnx_result *out,
+                                  ppcc_diag *d) {
+  size_t len;
+  char *data = ppcc_read_file(path, &len, d);
+  if (!data) return d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? strndup(path, (size_t)(slash - path == 0 ? 1 : slash - path)) : strdup(".");
+  ppcc_status st = dir ? ppcc_import_onnx_memory((const uint8_t *)data, len, dir, opts, out, d)
+                       : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  free(dir);
+  free(data);
+  return st;
+}
+
+int ppcc_onnx_parse_shape(char *text, ppcc_onnx_shape *s) {
+  char *eq = strrchr(text, '=');
+  if (!eq || eq == text) return 0;
+  *eq = '\0';
+  s->name = text;
+  s->rank = 0;
+  char *p = eq + 1;
+  if (!*p) return 1; /* a scalar */
+  for (;;) {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 0 || s->rank >= PPCC_MAX_RANK) return 0;
+    s->dims[s->rank++] = v;
+    if (*end == '\0') return 1;
+    if (*end != ',') return 0;
+    p = end + 1;
+  }
+}

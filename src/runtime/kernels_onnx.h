@@ -1,0 +1,16 @@
+/* Reference kernels of the elementwise ops ONNX models bring (rows sqrt,
+ * reciprocal, erf, log of include/ppcc/op_list.h), in kernels_onnx.c.
+ * Included by kernels.c, which expands the op table into its kernels. */
+#ifndef PPCC_RT_KERNELS_ONNX_H
+#define PPCC_RT_KERNELS_ONNX_H
+#include "ppcc/ops.h"
+
+#define ONNX_KERNEL(name) \
+  ppcc_status kernel_##name(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d)
+ONNX_KERNEL(sqrt);
+ONNX_KERNEL(reciprocal);
+ONNX_KERNEL(erf);
+ONNX_KERNEL(log);
+#undef ONNX_KERNEL
+
+#endif

@@ -1,0 +1,302 @@
+/* Parameter sources beyond one .safetensors/.irpa file (issue 13):
+ *
+ * - a Hugging Face checkpoint directory: DIR/model.safetensors, or the
+ *   shard files named by DIR/model.safetensors.index.json ("weight_map":
+ *   tensor -> file), each mapped and indexed by the safetensors reader;
+ *   a tensor is read from the file the index names for it;
+ * - a GGUF file (gguf.c): tensors are dequantized to f32 at load.
+ *   llama.cpp stores attn_q/attn_k rows in interleaved-rotary order (its
+ *   converter permutes HF's rows so pairs (2i, 2i+1) rotate together);
+ *   ppcc's rotary op uses HF's rotate-half pairing, so this loader permutes
+ *   those rows back: stored row h*D + 2i + j is HF row h*D + j*D/2 + i,
+ *   with D = rows / heads and heads from llama.attention.head_count(_kv).
+ *
+ * Float tensors whose dtype differs from the graph's (bf16 or f16 weights
+ * in an f32 graph, f32 in a bf16 graph...) are converted once here. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "gguf.h"
+#include "weights.h"
+#include "weights_sources.h"
+#include "ppcc/io.h"
+
+typedef struct hf_shard {
+  char *file;            /* name inside the directory */
+  rt_weight_index index; /* mapped and indexed */
+} hf_shard;
+
+struct rt_source {
+  char *path;
+  /* HF directory */
+  hf_shard *shards;
+  int n_shards;
+  cJSON *weight_map;     /* tensor -> file, NULL for a single file */
+  char *index_path;
+  /* GGUF */
+  bool is_gguf;
+  rt_gguf gguf;
+};
+
+static ppcc_status oom(ppcc_diag *d) { return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"); }
+
+static char *join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *s = malloc(n);
+  if (s) snprintf(s, n, "%s/%s", dir, name);
+  return s;
+}
+
+static bool is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+bool rt_source_handles(const char *path) {
+  if (is_dir(path)) return true;
+  struct stat st; /* only a regular file is opened: a FIFO would block open() */
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  char magic[4] = {0};
+  bool gguf = fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
+  fclose(f);
+  return gguf;
+}
+
+void rt_source_close(rt_source *s) {
+  if (!s) return;
+  for (int i = 0; i < s->n_shards; i++) {
+    free(s->shards[i].file);
+    rt_weight_index_free(&s->shards[i].index);
+  }
+  free(s->shards);
+  cJSON_Delete(s->weight_map);
+  free(s->index_path);
+  if (s->is_gguf) rt_gguf_close(&s->gguf);
+  free(s->path);
+  free(s);
+}
+
+/* Maps DIR/file and indexes it (a shard of the checkpoint). */
+static ppcc_status add_shard(rt_source *s, const char *file, const char *first_tensor, ppcc_diag *d) {
+  for (int i = 0; i < s->n_shards; i++)
+    if (strcmp(s->shards[i].file, file) == 0) return PPCC_OK;
+  if (!*file || strchr(file, '/') || strcmp(file, "..") == 0 || strcmp(file, ".") == 0)
+    return ppcc_error(d, "%s: tensor '%s': shard file name '%s' must be a plain file name in the directory",
+                      s->index_path, first_tensor, file);
+  char *full = join(s->path, file);
+  if (!full) return oom(d);
+  if (s->index_path && !exists(full)) {
+    ppcc_status st = ppcc_error(d, "%s: shard file '%s' (holding tensor '%s') is absent", s->index_path, full, first_tensor);
+    free(full);
+    return st;
+  }
+  hf_shard *grown = realloc(s->shards, sizeof *grown * (size_t)(s->n_shards + 1));
+  if (!grown) {
+    free(full);
+    return oom(d);
+  }
+  s->shards = grown;
+  hf_shard *sh = &s->shards[s->n_shards];
+  memset(sh, 0, sizeof *sh);
+  sh->file = strdup(file);
+  if (!sh->file) {
+    free(full);
+    return oom(d);
+  }
+  s->n_shards++;
+  ppcc_status st = rt_map_file(full, &sh->index.file, d);
+  free(full);
+  return st ? st : rt_safetensors_index(&sh->index, d);
+}
+
+static ppcc_status open_hf_dir(rt_source *s, ppcc_diag *d) {
+  s->index_path = join(s->path, "model.safetensors.index.json");
+  if (!s->index_path) return oom(d);
+  if (!exists(s->index_path)) {
+    free(s->index_path);
+    s->index_path = NULL;
+    char *single = join(s->path, "model.safetensors");
+    if (!single) return oom(d);
+    bool have = exists(single);
+    free(single);
+    if (!have)
+      return ppcc_error(d, "%s: neither model.safetensors nor model.safetensors.index.json is in the directory",
+                        s->path);
+    return add_shard(s, "model.safetensors", "(all)", d);
+  }
+  size_t len = 0;
+  char *text = ppcc_read_file(s->index_path, &len, d);
+  if (!text) return PPCC_ERR_USER;
+  cJSON *root = cJSON_ParseWithLength(text, len);
+  free(text);
+  const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
+  if (!cJSON_IsObject(map)) {
+    cJSON_Delete(root);
+    return ppcc_error(d, "%s: key 'weight_map': missing or not an object", s->index_path);
+  }
+  s->weight_map = cJSON_DetachItemViaPointer(root, (cJSON *)map);
+  cJSON_Delete(root);
+  for (const cJSON *e = s->weight_map->child; e; e = e->next) {
+    if (!cJSON_IsString(e)) return ppcc_error(d, "%s: tensor '%s': the file name must be a string", s->index_path, e->string);
+    ppcc_status st = add_shard(s, e->valuestring, e->string, d);
+    if (st) return st;
+  }
+  return PPCC_OK;
+}
+
+rt_source *rt_source_open(const char *path, ppcc_diag *d) {
+  rt_source *s = calloc(1, sizeof *s);
+  if (!s || !(s->path = strdup(path))) {
+    free(s);
+    oom(d);
+    return NULL;
+  }
+  ppcc_status st;
+  if (is_dir(path)) {
+    st = open_hf_dir(s, d);
+  } else {
+    s->is_gguf = true;
+    st = rt_gguf_open(path, &s->gguf, d);
+    if (st) s->is_gguf = false; /* rt_gguf_open freed it */
+  }
+  if (st) {
+    rt_source_close(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* ---------------- fetching a param ---------------- */
+
+static void shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
+  size_t off = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < rank && off < n; i++) off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)shape[i]);
+  if (off < n) snprintf(buf + off, n - off, "]");
+}
+
+static ppcc_status shape_error(const char *file, const ppcc_value *p, int rank, const int64_t *shape, ppcc_diag *d) {
+  char got[128], want[128];
+  shape_str(rank, shape, got, sizeof got);
+  shape_str(p->rank, p->shape, want, sizeof want);
+  return ppcc_error(d, "%s: tensor '%s' has shape %s but the graph declares %s", file, p->name, got, want);
+}
+
+/* src (count elements of from) as the param's dtype, in a new buffer. */
+static ppcc_status convert(const void *src, ppcc_dtype from, const ppcc_value *p, const void **data, void **owned,
+                           ppcc_diag *d) {
+  int64_t n = ppcc_num_elements(p->rank, p->shape);
+  float *f = from == PPCC_F32 ? NULL : rt_alloc(n * 4);
+  void *out = rt_alloc(n * ppcc_dtype_size(p->dtype));
+  if ((from != PPCC_F32 && !f) || !out) {
+    rt_free(f);
+    rt_free(out);
+    return oom(d);
+  }
+  if (f) rt_to_f32(from, src, f, n);
+  rt_from_f32(p->dtype, f ? f : src, out, n);
+  rt_free(f);
+  *data = *owned = out;
+  return PPCC_OK;
+}
+
+static ppcc_status get_hf(rt_source *s, const ppcc_value *p, const void **data, void **owned, ppcc_diag *d) {
+  const hf_shard *sh = &s->shards[0];
+  const char *where = s->path;
+  if (s->weight_map) {
+    const cJSON *file = cJSON_GetObjectItemCaseSensitive(s->weight_map, p->name);
+    if (!cJSON_IsString(file))
+      return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing from weight_map", s->index_path, p->name);
+    for (int i = 0; i < s->n_shards; i++)
+      if (strcmp(s->shards[i].file, file->valuestring) == 0) sh = &s->shards[i];
+  }
+  where = sh->index.file.path;
+  const rt_weight_entry *e = NULL;
+  for (int i = 0; i < sh->index.n && !e; i++)
+    if (strcmp(sh->index.entries[i].name, p->name) == 0) e = &sh->index.entries[i];
+  if (!e) return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing", where, p->name);
+  if (e->rank != p->rank || memcmp(e->shape, p->shape, sizeof(int64_t) * (size_t)p->rank) != 0)
+    return shape_error(where, p, e->rank, e->shape, d);
+  if (e->dtype == p->dtype) {
+    *data = e->data;
+    return PPCC_OK;
+  }
+  if (!ppcc_dtype_is_float(e->dtype) || !ppcc_dtype_is_float(p->dtype))
+    return ppcc_error(d, "%s: tensor '%s' is %s but the graph declares %s", where, p->name, ppcc_dtype_name(e->dtype),
+                      ppcc_dtype_name(p->dtype));
+  return convert(e->data, e->dtype, p, data, owned, d);
+}
+
+/* Heads of a permuted q/k tensor, 0 when the name is not one. */
+static long qk_heads(const rt_gguf *g, const char *name) {
+  const char *dot = strrchr(name, '.');
+  size_t n = strlen(name);
+  if (strncmp(name, "blk.", 4) != 0 || !dot || strcmp(dot, ".weight") != 0 || n < 14) return 0;
+  const char *key = NULL;
+  if (strcmp(name + n - 14, ".attn_q.weight") == 0) key = "llama.attention.head_count";
+  else if (strcmp(name + n - 14, ".attn_k.weight") == 0) key = "llama.attention.head_count_kv";
+  if (!key) return 0;
+  const rt_gguf_kv *kv = rt_gguf_find_kv(g, key);
+  if (!kv && strcmp(key, "llama.attention.head_count_kv") == 0) kv = rt_gguf_find_kv(g, "llama.attention.head_count");
+  return kv && kv->number >= 1 && kv->number < 1e6 ? (long)kv->number : 0;
+}
+
+static void unpermute_rows(const float *in, float *out, int64_t rows, int64_t cols, long heads) {
+  int64_t D = rows / heads, half = D / 2;
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t i = 0; i < half; i++)
+      for (int64_t j = 0; j < 2; j++)
+        memcpy(out + (h * D + j * half + i) * cols, in + (h * D + 2 * i + j) * cols, sizeof(float) * (size_t)cols);
+}
+
+static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data, void **owned, ppcc_diag *d) {
+  const rt_gguf_tensor *t = rt_gguf_find_tensor(&s->gguf, p->name);
+  if (!t) return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing", s->path, p->name);
+  int64_t shape[4];
+  for (int k = 0; k < t->n_dims; k++) shape[k] = t->ne[t->n_dims - 1 - k];
+  if (t->n_dims != p->rank || memcmp(shape, p->shape, sizeof(int64_t) * (size_t)p->rank) != 0)
+    return shape_error(s->path, p, t->n_dims, shape, d);
+  if (!ppcc_dtype_is_float(p->dtype))
+    return ppcc_error(d, "%s: tensor '%s': the graph declares %s, GGUF tensors are floats", s->path, p->name,
+                      ppcc_dtype_name(p->dtype));
+  int64_t n = ppcc_num_elements(p->rank, p->shape), cols = t->ne[0], rows = cols ? n / cols : 0;
+  float *f = rt_alloc(n * 4);
+  if (!f) return oom(d);
+  rt_gguf_dequantize_rows(t, 0, rows, f);
+  long heads = p->rank == 2 ? qk_heads(&s->gguf, p->name) : 0;
+  if (heads > 0) {
+    if (rows % heads != 0 || (rows / heads) % 2 != 0) {
+      rt_free(f);
+      return ppcc_error(d, "%s: tensor '%s': %lld rows do not split into %ld heads of even size", s->path, p->name,
+                        (long long)rows, heads);
+    }
+    float *u = rt_alloc(n * 4);
+    if (!u) {
+      rt_free(f);
+      return oom(d);
+    }
+    unpermute_rows(f, u, rows, cols, heads);
+    rt_free(f);
+    f = u;
+  }
+  if (p->dtype == PPCC_F32) {
+    *data = *owned = f;
+    return PPCC_OK;
+  }
+  ppcc_status st = convert(f, PPCC_F32, p, data, owned, d);
+  rt_free(f);
+  return st;
+}
+
+ppcc_status rt_source_get(rt_source *s, const ppcc_value *p, const void **data, void **owned, ppcc_diag *d) {
+  *data = NULL;
+  *owned = NULL;
+  return s->is_gguf ? get_gguf(s, p, data, owned, d) : get_hf(s, p, data, owned, d);
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# `ppcc generate` on every shipped checkpoint (testdata/llm/, made by
+# tools/make_llm_refs.py with transformers) at TP {1,2} x PP {1,2} on both
+# backends prints exactly the reference greedy ids, plus the timing lines.
+#   generate_llm.sh PPCC SOURCE_DIR
+set -u
+ppcc=$1
+src=$2
+prompt=1,15,27,3,100,42
+fail=0
+pass=0
+backends="interp"
+"$ppcc" run --help | grep -q 'backend=jit|interp' && "$ppcc" generate "$src/testdata/llm/hf_untied_f32" \
+  --prompt-ids 1 --max-new-tokens 1 --backend=jit >/dev/null 2>&1 && backends="interp jit"
+for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf_refs hf_rope_llama3:hf_rope_llama3 \
+            hf_rope_linear:hf_rope_linear; do
+  source=$src/testdata/llm/${pair%%:*}
+  want="tokens: $(cat "$src/testdata/llm/${pair##*:}/ref_ids.txt")"
+  for tp in 1 2; do
+    for pp in 1 2; do
+      # the extra one-layer rope-scaling checkpoints: one stage, TP 2 only
+      [[ ${pair%%:*} == hf_rope_* && ($pp -eq 2 || $tp -eq 1) ]] && continue
+      for backend in $backends; do
+        out=$("$ppcc" generate "$source" --tp $tp --pp $pp --backend=$backend --prompt-ids $prompt \
+              --max-new-tokens 8 2>&1)
+        got=$(printf '%s\n' "$out" | sed -n 1p)
+        if [[ $got == "$want" ]] && grep -q '^time to first token: ' <<<"$out" && grep -q 'tokens/s$' <<<"$out"; then
+          pass=$((pass + 1))
+        else
+          echo "FAIL ${pair%%:*} tp$tp pp$pp $backend: want '$want', got:"
+          printf '%s\n' "$out"
+          fail=$((fail + 1))
+        fi
+      done
+    done
+  done
+done
+# a batch of two prompts: each row gives its own reference ids
+m=$src/testdata/llm/hf_untied_f32
+row1=$("$ppcc" generate "$m" --prompt-ids 5,6,7,8,9,10 --max-new-tokens 8 --backend=interp | sed -n 1p)
+for backend in $backends; do
+  out=$("$ppcc" generate "$m" --tp 2 --pp 2 --backend=$backend --prompt-ids "$prompt;5,6,7,8,9,10" --max-new-tokens 8 2>&1)
+  if [[ $(sed -n 1p <<<"$out") == "tokens: $(cat "$m/ref_ids.txt")" && $(sed -n 2p <<<"$out") == "$row1" ]]; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL batch of 2 ($backend): $out"
+    fail=$((fail + 1))
+  fi
+done
+# bad command lines and sources: one line naming the problem, exit 1 or 2
+check_error() { # expected-exit needle args...
+  local code=$1 needle=$2
+  shift 2
+  local err
+  err=$("$ppcc" "$@" 2>&1 >/dev/null)
+  local rc=$?
+  if [[ $rc -eq $code && $err == *"$needle"* && $(wc -l <<<"$err") -ge 1 ]]; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL ppcc $*: want exit $code and '$needle', got $rc: $err"
+    fail=$((fail + 1))
+  fi
+}
+check_error 2 "--prompt-ids" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1,x
+check_error 1 "outside the vocabulary" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1,500
+check_error 1 "config.json" generate "$src/testdata/llm" --prompt-ids 1
+check_error 1 "no such file" generate "$src/testdata/llm/missing.gguf" --prompt-ids 1
+check_error 1 "divisible by --tp" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 --tp 4
+check_error 2 "hf or gguf" import onnx x -o /dev/null
+check_error 2 "one length" generate "$m" --prompt-ids "1,2;3"
+check_error 2 "--batch 3" generate "$m" --prompt-ids "1,2;3,4" --batch 3
+check_error 1 "not a GGUF file" import gguf "$src/testdata/llm/hf_untied_f32/config.json" -o /dev/null
+echo "$pass passed, $fail failed"
+[[ $fail -eq 0 ]]

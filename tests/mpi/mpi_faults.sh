@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Failures in distributed runs: every rank exits non-zero with a message
+# naming the failing rank (and device and op), within seconds, and no output
+# file is written. Bad rank maps and too many ranks are refused on every rank.
+source "$(dirname "$0")/common.sh"
+
+"$tools/gen_pipeline" --blocks 4 --tp 1 --pp 4 --batch 8 -o "$tmp/pipe.json"
+model="$tmp/pipe.json"
+
+# expect_failure N WHAT PATTERN ARGS...: the run fails on all N ranks (each
+# rank prints PATTERN once and exits non-zero), quickly, writing nothing.
+expect_failure() {
+  local n=$1 what=$2 pattern=$3
+  shift 3
+  local start=$SECONDS status=0
+  rm -rf "$tmp/out"
+  timeout -k 5 60 "$mpiexec" -n "$n" bash -c '"$@"; echo "exit status $?" >&2' _ "$ppcc" run "$model" \
+    --output-dir "$tmp/out" "$@" > "$tmp/log" 2>&1 || status=$?
+  local took=$((SECONDS - start))
+  [[ $status -ne 124 && $status -ne 137 ]] || fail "$what: timed out (hang)"
+  [[ $took -le 30 ]] || fail "$what: took $took s"
+  [[ $(grep -c "exit status [1-9]" "$tmp/log") -eq $n ]] || { cat "$tmp/log"; fail "$what: not every rank exited non-zero"; }
+  [[ $(grep -c -- "$pattern" "$tmp/log") -eq $n ]] || { cat "$tmp/log"; fail "$what: not every rank printed '$pattern'"; }
+  [[ ! -e "$tmp/out" ]] || fail "$what: an output directory was written"
+  echo "$what: all $n ranks failed in ${took}s with: $(grep -m1 -- "$pattern" "$tmp/log")"
+}
+
+# who R: matches the failing rank's own message ("[rank R]: error: ...") and
+# the others' ("error: rank R: ...").
+who() { echo "\(\[rank $1\]: error: \|error: rank $1: \)"; }
+
+# A kernel error on device 3 (rank 1 of 2, rank 3 of 4) in the middle of a
+# microbatched pipeline: the other ranks are waiting on it or already done.
+for n in 2 4; do
+  PPCC_INJECT_FAULT=3:13 expect_failure "$n" "-n $n: device 3 fails at op 13" \
+    "$(who $((3 * n / 4)))device 3: ops\[[0-9]*\] .*injected failure" --random-weights 1 --microbatches 4 --backend=interp
+  PPCC_INJECT_FAULT=0:0 expect_failure "$n" "-n $n: device 0 fails at its first op" \
+    "$(who 0)device 0: ops\[[0-9]*\] .*injected failure" --random-weights 1 --backend=interp
+done
+# The JIT backend (its fault hook fails a device before its first op).
+if have_jit; then
+  PPCC_INJECT_FAULT=2:0 expect_failure 2 "-n 2 --backend=jit: device 2 fails" \
+    "$(who 1)device 2: injected failure" --random-weights 1 --backend=jit
+fi
+
+# A bad weights slice: the file lacks a param of the last stage only, so
+# only the last rank fails (while loading) and the others wait on it.
+"$tools/gen_pipeline" --blocks 4 --tp 1 --pp 4 --batch 8 -o - | sed 's/"blk\.3\.ffn_up\.weight"/"renamed"/' > "$tmp/other.json"
+"$tools/gen_safetensors" "$tmp/other.json" 1 "$tmp/w.safetensors" > /dev/null
+grep -q '"blk.3.ffn_up.weight"' "$model" || fail "the model has no param blk.3.ffn_up.weight"
+for n in 2 4; do
+  expect_failure "$n" "-n $n: last stage's weights slice missing" \
+    "$(who $((n - 1))).*w.safetensors: tensor 'blk.3.ffn_up.weight' .*is missing" \
+    --weights "$tmp/w.safetensors" --input "x=$src/testdata/inputs/x.npy"
+done
+
+# Bad maps and too many ranks: the same clear error on every rank.
+expect_failure 2 "-n 2: map names rank 2" "device 1 is mapped to rank 2, but only 2 ranks" --ranks-map 0,2,1,1 --random-weights 1
+expect_failure 2 "-n 2: map too short" "has 3 entries but the model has 4 devices" --ranks-map 0,0,1 --random-weights 1
+expect_failure 2 "-n 2: map not numbers" "entry 1 is not a rank number" --ranks-map 0,x,1,1 --random-weights 1
+expect_failure 2 "-n 2: rank 0 without a device" "gives rank 0 no device" --ranks-map 1,1,1,1 --random-weights 1
+model="$src/testdata/models/tp_ffn.json"
+expect_failure 4 "-n 4: more ranks than devices" "4 MPI ranks for a model with 2 devices" --random-weights 1
+model="$tmp/pipe.json"
+
+# A rank killed mid-pipeline (SIGKILL, no message of its own): the launcher
+# or the other ranks' timeout ends the job, non-zero, writing nothing.
+start=$SECONDS
+status=0
+PPCC_INJECT_KILL=1 PPCC_INJECT_FAULT=2:9 timeout -k 5 60 "$mpiexec" -n 2 "$ppcc" run "$model" --random-weights 1 \
+  --microbatches 4 --output-dir "$tmp/out" > "$tmp/log" 2>&1 || status=$?
+[[ $status -ne 0 && $status -ne 124 && $status -ne 137 ]] || { cat "$tmp/log"; fail "killed rank: exit status $status"; }
+[[ $((SECONDS - start)) -le 30 && ! -e "$tmp/out" ]] || fail "killed rank: too slow or output written"
+echo "-n 2: rank 1 killed mid-pipeline: the job ended with status $status in $((SECONDS - start))s, no output"
+
+# A rank that hangs mid-pipeline (SIGSTOP): the others give up after
+# PPCC_MPI_TIMEOUT seconds of waiting, name the silent device and rank, and
+# MPI_Abort ends the job (the hung rank included).
+start=$SECONDS
+status=0
+PPCC_MPI_TIMEOUT=2 PPCC_INJECT_KILL=stop PPCC_INJECT_FAULT=2:9 timeout -k 5 60 "$mpiexec" -n 2 "$ppcc" run "$model" \
+  --random-weights 1 --microbatches 4 --backend=interp --output-dir "$tmp/out" > "$tmp/log" 2>&1 || status=$?
+[[ $status -ne 0 && $status -ne 124 && $status -ne 137 ]] || { cat "$tmp/log"; fail "hung rank: exit status $status"; }
+grep -q "rank 0\]: error: device [01]: waiting for a message: device [23] (rank 1) sent nothing for 2 s" "$tmp/log" ||
+  { cat "$tmp/log"; fail "hung rank: no message naming it"; }
+[[ $((SECONDS - start)) -le 30 && ! -e "$tmp/out" ]] || fail "hung rank: too slow or output written"
+echo "-n 2: rank 1 hung mid-pipeline: the job ended with status $status in $((SECONDS - start))s, no output"

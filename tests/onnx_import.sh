@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# ppcc import onnx on the shipped models of testdata/onnx (made once by
+# tools/make_onnx_models.py; references from ONNX Runtime): each imports,
+# reports (goldens in testdata/golden/onnx), emits verified MLIR and runs
+# with --expect against ONNX Runtime's outputs on both backends, unsharded
+# and at --tp 2 --pp 2: both the placed model `import --tp 2 --pp 2` writes
+# and the unplaced one auto-partitioned by `run --tp 2 --pp 2`. The mlp whose weights live in an external-data file
+# imports to the same weights.
+# Usage: onnx_import.sh PPCC_BINARY SOURCE_DIR [--update]
+#   --update rewrites the report goldens (tools/update_onnx_goldens.sh).
+set -euo pipefail
+ppcc=$1
+src=$(cd "$2" && pwd)
+update=${3:-}
+data=$src/testdata/onnx
+gold=$src/testdata/golden/onnx
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+fail() { echo "onnx_import: $*" >&2; exit 1; }
+
+jit=1
+if "$ppcc" compile "$src/testdata/models/tp_ffn.json" --emit=mlir 2>&1 | grep -q "built without MLIR"; then
+  jit=0
+  echo "onnx_import: this ppcc has no MLIR: JIT runs and MLIR emission are not checked"
+fi
+
+runs=0
+for m in mlp llama gpt2 bert ops; do
+  shape=$(awk -v m="$m" '$1 == m {print $2}' "$data/shapes.txt")
+  shape_opt=()
+  [[ -n $shape ]] && shape_opt=(--shape "$shape")
+  out=$("$ppcc" import onnx "$data/$m.onnx" -o "$m.json" --weights-out "$m.safetensors" "${shape_opt[@]}" 2>&1) ||
+    { echo "$out"; fail "$m: import failed"; }
+  "$ppcc" import onnx "$data/$m.onnx" -o "$m.tp.json" --tp 2 --pp 2 "${shape_opt[@]}" >/dev/null ||
+    fail "$m: import --tp 2 --pp 2 failed"
+  "$ppcc" import onnx "$data/$m.onnx" -o "$m.auto.json" --devices 4 "${shape_opt[@]}" >/dev/null ||
+    fail "$m: import --devices 4 failed"
+  if [[ $update == --update ]]; then
+    mkdir -p "$gold"
+    "$ppcc" report "$m.json" > "$gold/$m.report.txt"
+    "$ppcc" report "$m.tp.json" > "$gold/$m.tp2pp2.report.txt"
+    continue
+  fi
+  "$ppcc" report "$m.json" > "$m.report.txt"
+  diff -u "$gold/$m.report.txt" "$m.report.txt" || fail "$m: report differs from its golden"
+  "$ppcc" report "$m.tp.json" > "$m.tp2pp2.report.txt"
+  diff -u "$gold/$m.tp2pp2.report.txt" "$m.tp2pp2.report.txt" || fail "$m: --tp 2 --pp 2 report differs from its golden"
+  grep -q '"devices":[[:space:]]*\[2, 3\]' "$m.tp.json" || fail "$m: the placed model puts nothing on stage 1"
+  if [[ $jit == 1 ]]; then
+    "$ppcc" compile "$m.json" -o "$m.mlir" --emit=mlir || fail "$m: MLIR emission failed"
+    "$ppcc" compile "$m.tp.json" -o "$m.tp.mlir" --emit=mlir || fail "$m: sharded MLIR emission failed"
+    grep -q "ppcc.device" "$m.tp.mlir" || fail "$m: sharded MLIR has no device annotations"
+  fi
+  inputs=()
+  for f in "$data/$m".in.*.npy; do
+    name=${f##*/$m.in.}
+    inputs+=(--input "${name%.npy}=$f")
+  done
+  expects=()
+  for f in "$data/$m".ref.*.npy; do
+    name=${f##*/$m.ref.}
+    expects+=(--expect "${name%.npy}=$f")
+  done
+  backends=(interp)
+  [[ $jit == 1 ]] && backends+=(jit)
+  for backend in "${backends[@]}"; do
+    for form in unsharded placed auto; do
+      model=$m.json split=""
+      [[ $form == placed ]] && model=$m.tp.json
+      [[ $form == auto ]] && model=$m.auto.json split="--tp 2 --pp 2"
+      # shellcheck disable=SC2086 # the split is two options
+      out=$("$ppcc" run "$model" $split --weights "$m.safetensors" "${inputs[@]}" "${expects[@]}" \
+        --backend="$backend" 2>&1) || { echo "$out"; fail "$m: run --backend=$backend $form failed"; }
+      grep -q "^expect .*: ok$" <<<"$out" || { echo "$out"; fail "$m: $backend $form: no expect line"; }
+      runs=$((runs + 1))
+    done
+  done
+done
+[[ $update == --update ]] && { echo "onnx_import: goldens written to $gold"; exit 0; }
+
+# The same mlp with its weights in a side file imports to the same weights.
+"$ppcc" import onnx "$data/mlp_ext/mlp_ext.onnx" -o ext.json --weights-out ext.safetensors --shape x=4,16 >/dev/null ||
+  fail "mlp_ext: import failed"
+cmp -s ext.safetensors mlp.safetensors || fail "mlp_ext: external-data weights differ from the inline ones"
+out=$("$ppcc" run ext.json --weights ext.safetensors --input "x=$data/mlp.in.x.npy" --expect "y=$data/mlp.ref.y.npy" \
+  --backend=interp 2>&1) || { echo "$out"; fail "mlp_ext: run failed"; }
+
+# --expect fails beyond the criterion: the gpt2 logits are not the mlp's.
+if "$ppcc" run mlp.json --weights mlp.safetensors --input "x=$data/mlp.in.x.npy" --expect "y=$data/llama.ref.y.npy" \
+  --backend=interp >out.txt 2>err.txt; then
+  fail "--expect with a wrong reference passed"
+fi
+grep -q "error: --expect y: output is f32\[4, 8\]" err.txt || { cat err.txt; fail "--expect shape mismatch message"; }
+echo "onnx_import: 5 models imported, reports match goldens, $runs runs match ONNX Runtime (--expect), external data ok"

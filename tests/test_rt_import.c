@@ -1,0 +1,505 @@
+/* Importers and checkpoint loading (issue 13) against shipped reference
+ * data made by tools/make_llm_refs.py with Hugging Face transformers and
+ * the gguf package (testdata/llm/):
+ *   - config.json / GGUF metadata -> llama_spec;
+ *   - prefill logits of every checkpoint at TP {1,2} x PP {1,2} (sharded
+ *     run and the unsharded reference) within f32 tolerance of HF's;
+ *   - one decode graph stepped through every position reproduces HF's
+ *     logits at each step (attention masked by `positions`);
+ *   - `ppcc run --check --backend=jit|interp` with --weights DIR/FILE.gguf;
+ *   - Q4_K / Q6_K / BF16 dequantization equals the gguf package's;
+ *   - every bad source is a one-line error naming the file and the
+ *     tensor or key. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include "../src/import/import.h"
+#include "../src/runtime/gguf.h"
+#include "ppcc/frontend.h"
+#include "ppcc/passes.h"
+#include "ppcc/runtime.h"
+#include "test_support.h"
+
+typedef struct checkpoint {
+  const char *source; /* under testdata/llm */
+  const char *refs;   /* directory of the reference files */
+} checkpoint;
+
+static const checkpoint checkpoints[] = {
+  {"testdata/llm/hf_untied_f32", "testdata/llm/hf_untied_f32"},
+  {"testdata/llm/hf_tied_bf16", "testdata/llm/hf_tied_bf16"},
+  {"testdata/llm/tiny.gguf", "testdata/llm/gguf_refs"},
+  {"testdata/llm/hf_rope_llama3", "testdata/llm/hf_rope_llama3"},
+  {"testdata/llm/hf_rope_linear", "testdata/llm/hf_rope_linear"},
+};
+#define N_CHECKPOINTS 5
+
+static ppcc_host_tensor read_npy(const char *rel) {
+  ppcc_host_tensor t;
+  ppcc_diag d;
+  ppcc_diag_init(&d, rel, NULL);
+  ck_assert_msg(ppcc_npy_read(t_src_path(rel), &t, &d) == PPCC_OK, "%s: %s", rel, d.first);
+  return t;
+}
+
+static const char *ref_file(const checkpoint *c, const char *name) {
+  static char buf[4][512];
+  static int k;
+  char *s = buf[k++ % 4];
+  snprintf(s, 512, "%s/%s", c->refs, name);
+  return s;
+}
+
+static llama_spec spec_of(const checkpoint *c, long tp, long pp, long seq, long cache) {
+  llama_spec s = {.tp = tp, .pp = pp, .batch = 1, .dtype = "f32", .seq = seq, .cache = cache};
+  ppcc_diag d;
+  ppcc_diag_init(&d, c->source, NULL);
+  ck_assert_msg(llama_spec_from_source(t_src_path(c->source), &s, &d) == PPCC_OK, "%s", d.first);
+  ck_assert_msg(llama_spec_error(&s) == NULL, "%s", llama_spec_error(&s));
+  return s;
+}
+
+typedef struct loaded {
+  ppcc_graph *g;
+  ppcc_run_data data;
+  ppcc_host_tensor out[16];
+} loaded;
+
+static void load(loaded *l, const checkpoint *c, const llama_spec *s) {
+  memset(l, 0, sizeof *l);
+  size_t len;
+  char *json = llama_graph_json(s, &len);
+  ck_assert_ptr_nonnull(json);
+  ppcc_diag d;
+  ppcc_diag_init(&d, c->source, NULL);
+  l->g = ppcc_load_model_string(json, len, &d);
+  free(json);
+  ck_assert_msg(l->g != NULL, "%s", d.first);
+  ck_assert_msg(ppcc_run_passes(l->g, NULL, NULL, &d) == PPCC_OK, "%s", d.first);
+  ck_assert_int_le(l->g->n_outputs, 16);
+  ppcc_run_options o = {.weights_path = t_src_path(c->source), .have_random_seed = true};
+  ck_assert_msg(ppcc_run_data_load(l->g, &o, &l->data, &d) == PPCC_OK, "%s", d.first);
+}
+
+static void unload(loaded *l) {
+  for (int k = 0; k < 16; k++) ppcc_host_tensor_free(&l->out[k]);
+  ppcc_run_data_free(&l->data);
+  ppcc_graph_free(l->g);
+}
+
+/* Input `name` := t (copied). */
+static void set_input(loaded *l, const char *name, const void *data, int64_t bytes) {
+  int v = ppcc_find_value(l->g, name);
+  ck_assert_int_ge(v, 0);
+  ck_assert_int_eq(l->data.values[v].bytes, bytes);
+  memcpy(l->data.values[v].data, data, (size_t)bytes);
+}
+
+static void zero_caches(loaded *l) {
+  for (int v = 0; v < l->g->n_values; v++)
+    if (l->g->values[v].kind == PPCC_VALUE_INPUT && strstr(l->g->values[v].name, "_cache"))
+      memset(l->data.values[v].data, 0, (size_t)l->data.values[v].bytes);
+}
+
+static void run(loaded *l, bool reference) {
+  for (int k = 0; k < 16; k++) ppcc_host_tensor_free(&l->out[k]);
+  ppcc_exec_options eo = {.reference = reference, .threads = 2};
+  ppcc_diag d;
+  ppcc_diag_init(&d, "run", NULL);
+  ck_assert_msg(ppcc_execute(l->g, &l->data, &eo, l->out, NULL, &d) == PPCC_OK, "%s", d.first);
+}
+
+/* max |got - ref| / (1 + |ref|) over n f32 values. */
+static double max_err(const float *got, const float *ref, int64_t n) {
+  double worst = 0;
+  for (int64_t j = 0; j < n; j++) {
+    double e = fabs((double)got[j] - ref[j]) / (1.0 + fabs(ref[j]));
+    if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+  }
+  return worst;
+}
+
+/* Prefill logits of checkpoint _i at every TP x PP, sharded and reference. */
+START_TEST(prefill_logits_match_transformers) {
+  const checkpoint *c = &checkpoints[_i];
+  ppcc_host_tensor prompt = read_npy(ref_file(c, "prompt.npy")), pos = read_npy(ref_file(c, "positions.npy"));
+  ppcc_host_tensor ref = read_npy(ref_file(c, "ref_logits.npy"));
+  long seq = (long)prompt.shape[1];
+  for (long tp = 1; tp <= 2; tp++)
+    for (long pp = 1; pp <= 2; pp++) {
+      if (pp > spec_of(c, 1, 1, 1, 1).layers) continue; /* a one-layer model has one stage */
+      llama_spec s = spec_of(c, tp, pp, seq, seq);
+      loaded l;
+      load(&l, c, &s);
+      set_input(&l, "tokens", prompt.data, prompt.bytes);
+      set_input(&l, "positions", pos.data, pos.bytes);
+      zero_caches(&l);
+      for (int reference = 0; reference < 2; reference++) {
+        run(&l, reference);
+        ck_assert_int_eq(l.out[0].bytes, ref.bytes);
+        double err = max_err(l.out[0].data, ref.data, ref.bytes / 4);
+        ck_assert_msg(err < 1e-4, "%s tp%ld pp%ld %s: logits off by %g", c->source, tp, pp,
+                      reference ? "reference" : "sharded", err);
+      }
+      unload(&l);
+    }
+  ppcc_host_tensor_free(&prompt);
+  ppcc_host_tensor_free(&pos);
+  ppcc_host_tensor_free(&ref);
+}
+END_TEST
+
+static int64_t argmax(const float *x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t j = 1; j < n; j++)
+    if (x[j] > x[best]) best = j;
+  return best;
+}
+
+/* One decode graph (S = 1, cache of 14 slots, zeros) fed the prompt and
+ * then its own greedy tokens one position at a time: from the prompt's
+ * last token on, each step's logits equal HF's. Slots past the position
+ * hold zeros (or stale values) and must be masked. */
+START_TEST(decode_graph_is_valid_at_every_position) {
+  const checkpoint *c = &checkpoints[_i];
+  ppcc_host_tensor prompt = read_npy(ref_file(c, "prompt.npy")), steps = read_npy(ref_file(c, "ref_step_logits.npy"));
+  int64_t n_prompt = prompt.shape[1], n_steps = steps.shape[0], V = steps.shape[1];
+  llama_spec s = spec_of(c, 2, spec_of(c, 1, 1, 1, 1).layers > 1 ? 2 : 1, 1, n_prompt + n_steps);
+  loaded l;
+  load(&l, c, &s);
+  zero_caches(&l);
+  const int64_t *ids = prompt.data;
+  int64_t token = ids[0];
+  for (int64_t p = 0; p < n_prompt + n_steps - 1; p++) {
+    set_input(&l, "tokens", &token, 8);
+    set_input(&l, "positions", &p, 8);
+    run(&l, false);
+    for (long b = 0; b < s.layers; b++) /* the updated caches feed the next step */
+      for (int kv = 0; kv < 2; kv++) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%ld.%s_cache", b, kv ? "v" : "k");
+        set_input(&l, name, l.out[2 + 2 * b + kv].data, l.out[2 + 2 * b + kv].bytes);
+      }
+    if (p + 1 < n_prompt) {
+      token = ids[p + 1];
+      continue;
+    }
+    const float *want = (const float *)steps.data + (p + 1 - n_prompt) * V;
+    double err = max_err(l.out[0].data, want, V);
+    ck_assert_msg(err < 1e-4, "%s: decode logits at position %lld off by %g", c->source, (long long)p, err);
+    token = argmax(want, V);
+    ck_assert_int_eq(((const int64_t *)l.out[1].data)[0], token);
+  }
+  unload(&l);
+  ppcc_host_tensor_free(&prompt);
+  ppcc_host_tensor_free(&steps);
+}
+END_TEST
+
+/* `ppcc import` + `ppcc run --weights SOURCE --check` on both backends;
+ * the written logits match the reference file. */
+START_TEST(cli_import_and_run_check) {
+  const checkpoint *c = &checkpoints[_i];
+  const char *backends[2] = {"--backend=interp", "--backend=jit"};
+  char *dir = t_make_temp_dir("import");
+  char *model = t_path_join(dir, "llama.json");
+  const char *kind = strstr(c->source, ".gguf") ? "gguf" : "hf";
+  char source[600], refs[600]; /* t_src_path's buffer is reused */
+  snprintf(source, sizeof source, "%s", t_src_path(c->source));
+  snprintf(refs, sizeof refs, "%s", t_src_path(c->refs));
+  const char *pp = spec_of(c, 1, 1, 1, 1).layers > 1 ? "2" : "1";
+  const char *imp[] = {"ppcc", "import", kind, source, "-o", model, "--tp", "2", "--pp", pp,
+                       "--seq", "6", NULL};
+  int status = t_run_ppcc(imp, NULL);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "import %s failed", c->source);
+  for (int b = 0; b < 2; b++) {
+    char in_tokens[700], in_pos[700], in_cache[8][700];
+    snprintf(in_tokens, sizeof in_tokens, "tokens=%s/prompt.npy", refs);
+    snprintf(in_pos, sizeof in_pos, "positions=%s/positions.npy", refs);
+    const char *argv[40] = {"ppcc", "run", model, "--weights", source, "--check", backends[b],
+                            "--output-dir", dir, "--input", in_tokens, "--input", in_pos};
+    int n = 13;
+    llama_spec sp = spec_of(c, 1, 1, 1, 1);
+    for (int k = 0; k < 2 * sp.layers && k < 8; k++) {
+      snprintf(in_cache[k], sizeof in_cache[k], "blk.%d.%s_cache=%s/zero_cache.npy", k / 2, k % 2 ? "v" : "k", refs);
+      argv[n++] = "--input";
+      argv[n++] = in_cache[k];
+    }
+    argv[n] = NULL;
+    char *err_path = t_path_join(dir, "stderr.txt");
+    status = t_run_ppcc(argv, err_path);
+    char *err = t_read_text(err_path);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s %s: %s", c->source, backends[b], err);
+    free(err);
+    free(err_path);
+    ppcc_host_tensor got, ref = read_npy(ref_file(c, "ref_logits.npy"));
+    ppcc_diag d;
+    ppcc_diag_init(&d, "logits", NULL);
+    ck_assert(ppcc_npy_read(t_path_in(dir, "logits.npy"), &got, &d) == PPCC_OK);
+    double e = max_err(got.data, ref.data, ref.bytes / 4);
+    ck_assert_msg(e < 1e-4, "%s %s: logits off by %g", c->source, backends[b], e);
+    ppcc_host_tensor_free(&got);
+    ppcc_host_tensor_free(&ref);
+  }
+  t_remove_tree(dir);
+  free(model);
+  free(dir);
+}
+END_TEST
+
+START_TEST(hf_config_is_read) {
+  llama_spec s = {0};
+  ppcc_diag d;
+  ppcc_diag_init(&d, "cfg", NULL);
+  ck_assert(llama_spec_from_hf(t_src_path("testdata/llm/hf_tied_bf16"), &s, &d) == PPCC_OK);
+  ck_assert_int_eq(s.layers, 2);
+  ck_assert_int_eq(s.hidden, 64);
+  ck_assert_int_eq(s.heads, 4);
+  ck_assert_int_eq(s.kv_heads, 2);
+  ck_assert_int_eq(s.head_dim, 32); /* != hidden / heads */
+  ck_assert_int_eq(s.ffn, 96);
+  ck_assert_int_eq(s.vocab, 128);
+  ck_assert(s.tied);
+  ck_assert(fabs(s.eps - 1e-5) < 1e-12 && s.theta == 10000.0);
+  memset(&s, 0, sizeof s);
+  ck_assert(llama_spec_from_gguf(t_src_path("testdata/llm/tiny.gguf"), &s, &d) == PPCC_OK);
+  ck_assert_int_eq(s.layers, 2);
+  ck_assert_int_eq(s.head_dim, 16);
+  ck_assert_int_eq(s.vocab, 128);
+  ck_assert(!s.tied);
+}
+END_TEST
+
+static void expect_dequant(const rt_gguf *g, const char *name, const char *npy) {
+  const rt_gguf_tensor *t = rt_gguf_find_tensor(g, name);
+  ck_assert_ptr_nonnull(t);
+  ppcc_host_tensor ref = read_npy(npy);
+  int64_t rows = ref.shape[0], cols = ref.shape[1];
+  ck_assert_int_eq(t->ne[0], cols);
+  float *got = malloc(sizeof(float) * (size_t)(rows * cols));
+  rt_gguf_dequantize_rows(t, 0, rows, got);
+  for (int64_t j = 0; j < rows * cols; j++)
+    ck_assert_msg(fabsf(got[j] - ((float *)ref.data)[j]) <= 1e-6f * (1 + fabsf(((float *)ref.data)[j])),
+                  "%s[%lld]: %g vs %g", name, (long long)j, got[j], ((float *)ref.data)[j]);
+  free(got);
+  ppcc_host_tensor_free(&ref);
+}
+
+START_TEST(k_quants_match_the_gguf_package) {
+  rt_gguf g;
+  ppcc_diag d;
+  ppcc_diag_init(&d, "kquants", NULL);
+  ck_assert_msg(rt_gguf_open(t_src_path("testdata/llm/kquants.gguf"), &g, &d) == PPCC_OK, "%s", d.first);
+  ck_assert_int_eq(g.version, 3);
+  expect_dequant(&g, "q4_k", "testdata/llm/kquants_q4_k.npy");
+  expect_dequant(&g, "q6_k", "testdata/llm/kquants_q6_k.npy");
+  expect_dequant(&g, "bf16", "testdata/llm/kquants_bf16.npy");
+  rt_gguf_close(&g);
+}
+END_TEST
+
+/* ---------------- bad sources ---------------- */
+
+/* Copies testdata/llm/hf_untied_f32's files into a temp dir. */
+static char *copy_checkpoint(void) {
+  char *dir = t_make_temp_dir("badhf");
+  const char *files[] = {"config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
+                         "model-00002-of-00002.safetensors"};
+  for (int i = 0; i < 4; i++) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "testdata/llm/hf_untied_f32/%s", files[i]);
+    size_t len;
+    char *data = t_read_file(t_src_path(rel), &len);
+    ck_assert_ptr_nonnull(data);
+    t_write_file(t_path_in(dir, files[i]), data, len);
+    free(data);
+  }
+  return dir;
+}
+
+/* Replaces the first `from` in DIR/file with `to`. */
+static void edit(const char *dir, const char *file, const char *from, const char *to) {
+  char *text = t_read_text(t_path_in(dir, file));
+  char *at = strstr(text, from);
+  ck_assert_msg(at != NULL, "'%s' not in %s", from, file);
+  size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+  char *out = malloc(n);
+  snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+  t_write_text(t_path_in(dir, file), out);
+  free(out);
+  free(text);
+}
+
+/* The message is one line and holds every needle. */
+static void expect_message(const ppcc_diag *d, const char *a, const char *b) {
+  ck_assert_msg(d->errors > 0, "no error reported");
+  ck_assert_msg(strchr(d->first, '\n') == NULL, "not one line: %s", d->first);
+  ck_assert_msg(strstr(d->first, a) != NULL, "'%s' not in: %s", a, d->first);
+  ck_assert_msg(!b || strstr(d->first, b) != NULL, "'%s' not in: %s", b, d->first);
+}
+
+static void expect_config_error(const char *from, const char *to, const char *key) {
+  char *dir = copy_checkpoint();
+  edit(dir, "config.json", from, to);
+  llama_spec s = {0};
+  ppcc_diag d;
+  ppcc_diag_init(&d, dir, NULL);
+  ck_assert(llama_spec_from_hf(dir, &s, &d) != PPCC_OK);
+  expect_message(&d, "config.json", key);
+  t_remove_tree(dir);
+  free(dir);
+}
+
+START_TEST(bad_configs_name_the_key) {
+  expect_config_error("LlamaForCausalLM", "GPT2LMHeadModel", "'architectures'");
+  expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 2.0}",
+                      "'rope_scaling'");
+  expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"linear\"}", "'rope_scaling.factor'");
+  expect_config_error("\"attention_bias\": false", "\"attention_bias\": true", "'attention_bias'");
+  expect_config_error("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", "'hidden_act'");
+  expect_config_error("\"num_hidden_layers\": 2", "\"num_hidden_layers\": \"two\"", "'num_hidden_layers'");
+  expect_config_error("\"vocab_size\": 128", "\"vocab\": 128", "'vocab_size'");
+  expect_config_error("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3", "'num_key_value_heads'");
+}
+END_TEST
+
+/* Loads a prefill graph of the (edited) checkpoint DIR and fetches every
+ * param; expects the first failure to name needle_a and needle_b. */
+static void expect_weights_error(const char *dir, const llama_spec *s, const char *a, const char *b) {
+  size_t len;
+  char *json = llama_graph_json(s, &len);
+  ppcc_diag d;
+  ppcc_diag_init(&d, dir, NULL);
+  ppcc_graph *g = ppcc_load_model_string(json, len, &d);
+  free(json);
+  ck_assert_ptr_nonnull(g);
+  ck_assert(ppcc_run_passes(g, NULL, NULL, &d) == PPCC_OK);
+  ppcc_run_options o = {.weights_path = dir, .have_random_seed = true};
+  ppcc_run_data data;
+  ck_assert(ppcc_run_data_load(g, &o, &data, &d) != PPCC_OK);
+  expect_message(&d, a, b);
+  ppcc_graph_free(g);
+}
+
+START_TEST(bad_checkpoints_name_file_and_tensor) {
+  llama_spec s = spec_of(&checkpoints[0], 1, 1, 4, 4);
+  /* a tensor missing from the index */
+  char *dir = copy_checkpoint();
+  edit(dir, "model.safetensors.index.json", "\"model.layers.1.mlp.up_proj.weight\"", "\"renamed.weight\"");
+  expect_weights_error(dir, &s, "model.safetensors.index.json", "'model.layers.1.mlp.up_proj.weight'");
+  t_remove_tree(dir);
+  free(dir);
+  /* a shard file named in the index but absent */
+  dir = copy_checkpoint();
+  remove(t_path_in(dir, "model-00002-of-00002.safetensors"));
+  expect_weights_error(dir, &s, "model-00002-of-00002.safetensors", "absent");
+  t_remove_tree(dir);
+  free(dir);
+  /* wrong shape: the config disagrees with the tensors */
+  llama_spec wide = s;
+  wide.ffn = 64;
+  dir = copy_checkpoint();
+  expect_weights_error(dir, &wide, "model-0000", "mlp.gate_proj.weight' has shape [96, 64]");
+  t_remove_tree(dir);
+  free(dir);
+  /* no weights at all */
+  dir = t_make_temp_dir("emptyhf");
+  expect_weights_error(dir, &s, dir, "model.safetensors");
+  t_remove_tree(dir);
+  free(dir);
+}
+END_TEST
+
+/* tiny.gguf with an edit at the tensor info of `name`: the u32 type
+ * (field 0) or the u64 offset (field 1) set to value. */
+static char *patched_gguf(const char *name, int field, uint64_t value, size_t truncate_to) {
+  size_t len;
+  unsigned char *data = (unsigned char *)t_read_file(t_src_path("testdata/llm/tiny.gguf"), &len);
+  ck_assert_ptr_nonnull(data);
+  if (name) {
+    unsigned char *at = NULL;
+    size_t n = strlen(name);
+    for (size_t i = 0; i + n < len && !at; i++) /* the name in the tensor infos (after its u64 length) */
+      if (memcmp(data + i, name, n) == 0 && i >= 8 && data[i - 8] == n) at = data + i + n;
+    ck_assert_ptr_nonnull(at);
+    uint32_t n_dims = at[0];
+    unsigned char *type = at + 4 + 8 * n_dims, *offset = type + 4;
+    if (field == 0) memcpy(type, &value, 4);
+    else memcpy(offset, &value, 8);
+  }
+  char *dir = t_make_temp_dir("badgguf");
+  t_write_file(t_path_in(dir, "bad.gguf"), data, truncate_to ? truncate_to : len);
+  free(data);
+  return dir;
+}
+
+static void expect_gguf_error(char *dir, const char *a, const char *b) {
+  rt_gguf g;
+  ppcc_diag d;
+  ppcc_diag_init(&d, "gguf", NULL);
+  ck_assert(rt_gguf_open(t_path_in(dir, "bad.gguf"), &g, &d) != PPCC_OK);
+  expect_message(&d, "bad.gguf", a);
+  if (b) expect_message(&d, b, NULL);
+  /* the importer and the run refuse it alike */
+  llama_spec s = {0};
+  ppcc_diag d2;
+  ppcc_diag_init(&d2, "gguf", NULL);
+  ck_assert(llama_spec_from_gguf(t_path_in(dir, "bad.gguf"), &s, &d2) != PPCC_OK);
+  ck_assert_str_eq(d2.first, d.first);
+  ck_assert_ptr_null(ppcc_weights_open(t_path_in(dir, "bad.gguf"), &d2));
+  t_remove_tree(dir);
+  free(dir);
+}
+
+START_TEST(bad_gguf_files_name_file_and_tensor) {
+  expect_gguf_error(patched_gguf("blk.0.attn_q.weight", 0, 10 /* Q2_K */, 0), "'blk.0.attn_q.weight'",
+                    "unsupported GGUF type 10");
+  expect_gguf_error(patched_gguf("blk.0.attn_k.weight", 1, 0, 0), "overlaps", NULL);
+  expect_gguf_error(patched_gguf("blk.1.ffn_down.weight", 1, UINT64_C(1) << 40, 0), "'blk.1.ffn_down.weight'",
+                    "past the end");
+  expect_gguf_error(patched_gguf(NULL, 0, 0, 40000), "truncated", NULL);
+  expect_gguf_error(patched_gguf(NULL, 0, 0, 100), "truncated", NULL);
+  expect_gguf_error(patched_gguf("blk.0.attn_v.weight", 1, 3, 0), "'blk.0.attn_v.weight'", "alignment");
+}
+END_TEST
+
+START_TEST(gguf_missing_tensor_and_wrong_arch) {
+  /* a GGUF graph asks for a tensor the file lacks */
+  llama_spec s = spec_of(&checkpoints[2], 1, 1, 4, 4);
+  s.naming = LLAMA_NAMES_HF;
+  expect_weights_error(t_src_path("testdata/llm/tiny.gguf"), &s, "tiny.gguf", "'model.embed_tokens.weight' (a parameter");
+  /* architecture other than llama */
+  size_t len;
+  unsigned char *data = (unsigned char *)t_read_file(t_src_path("testdata/llm/tiny.gguf"), &len);
+  unsigned char *at = NULL; /* the value of general.architecture */
+  for (size_t i = 0; i + 5 < len && !at; i++)
+    if (memcmp(data + i, "llama", 5) == 0) at = data + i;
+  ck_assert_ptr_nonnull(at);
+  memcpy(at, "gpt2x", 5);
+  char *dir = t_make_temp_dir("archgguf");
+  t_write_file(t_path_in(dir, "bad.gguf"), data, len);
+  free(data);
+  ppcc_diag d;
+  ppcc_diag_init(&d, "gguf", NULL);
+  ck_assert(llama_spec_from_gguf(t_path_in(dir, "bad.gguf"), &s, &d) != PPCC_OK);
+  expect_message(&d, "'general.architecture'", "gpt2x");
+  t_remove_tree(dir);
+  free(dir);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("import");
+  TCase *tc = t_add_tcase(s, "import", 300);
+  tcase_add_test(tc, hf_config_is_read);
+  tcase_add_loop_test(tc, prefill_logits_match_transformers, 0, N_CHECKPOINTS);
+  tcase_add_loop_test(tc, decode_graph_is_valid_at_every_position, 0, N_CHECKPOINTS);
+  tcase_add_loop_test(tc, cli_import_and_run_check, 0, N_CHECKPOINTS);
+  tcase_add_test(tc, k_quants_match_the_gguf_package);
+  tcase_add_test(tc, bad_configs_name_the_key);
+  tcase_add_test(tc, bad_checkpoints_name_file_and_tensor);
+  tcase_add_test(tc, bad_gguf_files_name_file_and_tensor);
+  tcase_add_test(tc, gguf_missing_tensor_and_wrong_arch);
+  return t_run_suite(s);
+}
