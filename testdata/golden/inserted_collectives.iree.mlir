@@ -1,5 +1,8 @@
-#map = affine_map<(d0, d1) -> (d0, d1)>
-#map1 = affine_map<(d0, d1) -> (d1)>
+#map = affine_map<(d0, d1, d2) -> (d0, d2)>
+#map1 = affine_map<(d0, d1, d2) -> (d1, d2)>
+#map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#map3 = affine_map<(d0, d1) -> (d0, d1)>
+#map4 = affine_map<(d0, d1) -> (d1)>
 module @inserted_collectives {
   util.global private @"w_cols@0" {stream.affinity = #hal.device.promise<@__device_0>} = #flow.parameter.named<"model"::"w_cols"> : tensor<16x32xf32> loc("w_cols")
   util.global private @"w_cols@1" {stream.affinity = #hal.device.promise<@__device_1>} = #flow.parameter.named<"model"::"w_cols"> : tensor<16x32xf32> loc("w_cols")
@@ -52,9 +55,14 @@ module @inserted_collectives {
     %cst_15 = arith.constant 0.000000e+00 : f32 loc("p")
     %22 = tensor.empty() : tensor<16x24xf32> loc("p")
     %23 = linalg.fill ins(%cst_15 : f32) outs(%22 : tensor<16x24xf32>) -> tensor<16x24xf32> loc("p")
-    %24 = linalg.matmul_transpose_b ins(%extracted_slice_14, %extracted_slice_1 : tensor<16x16xf32>, tensor<24x16xf32>) outs(%23 : tensor<16x24xf32>) -> tensor<16x24xf32> loc("p")
+    %24 = linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%extracted_slice_14, %extracted_slice_1 : tensor<16x16xf32>, tensor<24x16xf32>) outs(%23 : tensor<16x24xf32>) {
+    ^bb0(%in: f32 loc("p"), %in_22: f32 loc("p"), %out: f32 loc("p")):
+      %52 = arith.mulf %in, %in_22 : f32 loc("p")
+      %53 = arith.addf %out, %52 : f32 loc("p")
+      linalg.yield %53 : f32 loc("p")
+    } -> tensor<16x24xf32> loc("p")
     %25 = tensor.empty() : tensor<16x24xf32> loc("p")
-    %26 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel"]} ins(%24, %4 : tensor<16x24xf32>, tensor<24xf32>) outs(%25 : tensor<16x24xf32>) {
+    %26 = linalg.generic {indexing_maps = [#map3, #map4, #map3], iterator_types = ["parallel", "parallel"]} ins(%24, %4 : tensor<16x24xf32>, tensor<24xf32>) outs(%25 : tensor<16x24xf32>) {
     ^bb0(%in: f32 loc("p"), %in_22: f32 loc("p"), %out: f32 loc("p")):
       %52 = arith.addf %in, %in_22 : f32 loc("p")
       linalg.yield %52 : f32 loc("p")
@@ -63,17 +71,22 @@ module @inserted_collectives {
     %cst_17 = arith.constant 0.000000e+00 : f32 loc("p")
     %27 = tensor.empty() : tensor<16x24xf32> loc("p")
     %28 = linalg.fill ins(%cst_17 : f32) outs(%27 : tensor<16x24xf32>) -> tensor<16x24xf32> loc("p")
-    %29 = linalg.matmul_transpose_b ins(%extracted_slice_16, %extracted_slice_2 : tensor<16x16xf32>, tensor<24x16xf32>) outs(%28 : tensor<16x24xf32>) -> tensor<16x24xf32> loc("p")
+    %29 = linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%extracted_slice_16, %extracted_slice_2 : tensor<16x16xf32>, tensor<24x16xf32>) outs(%28 : tensor<16x24xf32>) {
+    ^bb0(%in: f32 loc("p"), %in_22: f32 loc("p"), %out: f32 loc("p")):
+      %52 = arith.mulf %in, %in_22 : f32 loc("p")
+      %53 = arith.addf %out, %52 : f32 loc("p")
+      linalg.yield %53 : f32 loc("p")
+    } -> tensor<16x24xf32> loc("p")
     %30 = flow.tensor.transfer %29 : tensor<16x24xf32> to #hal.device.promise<@__device_2> loc("s")
     %31 = tensor.empty() : tensor<16x24xf32> loc("s")
-    %32 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%26, %30 : tensor<16x24xf32>, tensor<16x24xf32>) outs(%31 : tensor<16x24xf32>) {
+    %32 = linalg.generic {indexing_maps = [#map3, #map3, #map3], iterator_types = ["parallel", "parallel"]} ins(%26, %30 : tensor<16x24xf32>, tensor<16x24xf32>) outs(%31 : tensor<16x24xf32>) {
     ^bb0(%in: f32 loc("s"), %in_22: f32 loc("s"), %out: f32 loc("s")):
       %52 = arith.addf %in, %in_22 : f32 loc("s")
       linalg.yield %52 : f32 loc("s")
     } -> tensor<16x24xf32> loc("s")
     %33 = flow.tensor.transfer %26 : tensor<16x24xf32> to #hal.device.promise<@__device_3> loc("s")
     %34 = tensor.empty() : tensor<16x24xf32> loc("s")
-    %35 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%33, %29 : tensor<16x24xf32>, tensor<16x24xf32>) outs(%34 : tensor<16x24xf32>) {
+    %35 = linalg.generic {indexing_maps = [#map3, #map3, #map3], iterator_types = ["parallel", "parallel"]} ins(%33, %29 : tensor<16x24xf32>, tensor<16x24xf32>) outs(%34 : tensor<16x24xf32>) {
     ^bb0(%in: f32 loc("s"), %in_22: f32 loc("s"), %out: f32 loc("s")):
       %52 = arith.addf %in, %in_22 : f32 loc("s")
       linalg.yield %52 : f32 loc("s")
@@ -84,9 +97,14 @@ module @inserted_collectives {
     %cst_19 = arith.constant 0.000000e+00 : f32 loc("q")
     %38 = tensor.empty() : tensor<4x24xf32> loc("q")
     %39 = linalg.fill ins(%cst_19 : f32) outs(%38 : tensor<4x24xf32>) -> tensor<4x24xf32> loc("q")
-    %40 = linalg.matmul_transpose_b ins(%extracted_slice_18, %extracted_slice_1 : tensor<4x16xf32>, tensor<24x16xf32>) outs(%39 : tensor<4x24xf32>) -> tensor<4x24xf32> loc("q")
+    %40 = linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%extracted_slice_18, %extracted_slice_1 : tensor<4x16xf32>, tensor<24x16xf32>) outs(%39 : tensor<4x24xf32>) {
+    ^bb0(%in: f32 loc("q"), %in_22: f32 loc("q"), %out: f32 loc("q")):
+      %52 = arith.mulf %in, %in_22 : f32 loc("q")
+      %53 = arith.addf %out, %52 : f32 loc("q")
+      linalg.yield %53 : f32 loc("q")
+    } -> tensor<4x24xf32> loc("q")
     %41 = tensor.empty() : tensor<4x24xf32> loc("q")
-    %42 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel"]} ins(%40, %4 : tensor<4x24xf32>, tensor<24xf32>) outs(%41 : tensor<4x24xf32>) {
+    %42 = linalg.generic {indexing_maps = [#map3, #map4, #map3], iterator_types = ["parallel", "parallel"]} ins(%40, %4 : tensor<4x24xf32>, tensor<24xf32>) outs(%41 : tensor<4x24xf32>) {
     ^bb0(%in: f32 loc("q"), %in_22: f32 loc("q"), %out: f32 loc("q")):
       %52 = arith.addf %in, %in_22 : f32 loc("q")
       linalg.yield %52 : f32 loc("q")
@@ -95,17 +113,22 @@ module @inserted_collectives {
     %cst_21 = arith.constant 0.000000e+00 : f32 loc("q")
     %43 = tensor.empty() : tensor<4x24xf32> loc("q")
     %44 = linalg.fill ins(%cst_21 : f32) outs(%43 : tensor<4x24xf32>) -> tensor<4x24xf32> loc("q")
-    %45 = linalg.matmul_transpose_b ins(%extracted_slice_20, %extracted_slice_2 : tensor<4x16xf32>, tensor<24x16xf32>) outs(%44 : tensor<4x24xf32>) -> tensor<4x24xf32> loc("q")
+    %45 = linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%extracted_slice_20, %extracted_slice_2 : tensor<4x16xf32>, tensor<24x16xf32>) outs(%44 : tensor<4x24xf32>) {
+    ^bb0(%in: f32 loc("q"), %in_22: f32 loc("q"), %out: f32 loc("q")):
+      %52 = arith.mulf %in, %in_22 : f32 loc("q")
+      %53 = arith.addf %out, %52 : f32 loc("q")
+      linalg.yield %53 : f32 loc("q")
+    } -> tensor<4x24xf32> loc("q")
     %46 = flow.tensor.transfer %45 : tensor<4x24xf32> to #hal.device.promise<@__device_2> loc("q2")
     %47 = tensor.empty() : tensor<4x24xf32> loc("q2")
-    %48 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%42, %46 : tensor<4x24xf32>, tensor<4x24xf32>) outs(%47 : tensor<4x24xf32>) {
+    %48 = linalg.generic {indexing_maps = [#map3, #map3, #map3], iterator_types = ["parallel", "parallel"]} ins(%42, %46 : tensor<4x24xf32>, tensor<4x24xf32>) outs(%47 : tensor<4x24xf32>) {
     ^bb0(%in: f32 loc("q2"), %in_22: f32 loc("q2"), %out: f32 loc("q2")):
       %52 = arith.addf %in, %in_22 : f32 loc("q2")
       linalg.yield %52 : f32 loc("q2")
     } -> tensor<4x24xf32> loc("q2")
     %49 = flow.tensor.transfer %42 : tensor<4x24xf32> to #hal.device.promise<@__device_3> loc("q2")
     %50 = tensor.empty() : tensor<4x24xf32> loc("q2")
-    %51 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%49, %45 : tensor<4x24xf32>, tensor<4x24xf32>) outs(%50 : tensor<4x24xf32>) {
+    %51 = linalg.generic {indexing_maps = [#map3, #map3, #map3], iterator_types = ["parallel", "parallel"]} ins(%49, %45 : tensor<4x24xf32>, tensor<4x24xf32>) outs(%50 : tensor<4x24xf32>) {
     ^bb0(%in: f32 loc("q2"), %in_22: f32 loc("q2"), %out: f32 loc("q2")):
       %52 = arith.addf %in, %in_22 : f32 loc("q2")
       linalg.yield %52 : f32 loc("q2")
