@@ -47,6 +47,8 @@ rm -rf "$tmp/linkdir" "$tmp/outside.bin"
 expect_error "$tmp/old_empty.onnx" "imports no version of the default ONNX opset"
 head -c 3000 "$src/testdata/onnx/gpt2.onnx" | tail -c 1000 >"$tmp/old_junk.onnx"
 expect_error "$tmp/old_junk.onnx" ""
+# a model file that is not there (crashed freeing an uninitialised result)
+expect_error "$tmp/old_missing.onnx" "cannot read"
 
 # A failed import leaves an existing output as it was.
 echo keep >"$tmp/old.json"
