@@ -14,7 +14,7 @@ expect_failure() {
   shift 3
   local start=$SECONDS status=0
   rm -rf "$tmp/out"
-  timeout -k 5 60 "$mpiexec" -n "$n" bash -c '"$@"; echo "exit status $?" >&2' _ "$ppcc" run "$model" \
+  timeout -k 5 "$run_limit" "$mpiexec" -n "$n" bash -c '"$@"; echo "exit status $?" >&2' _ "$ppcc" run "$model" \
     --output-dir "$tmp/out" "$@" > "$tmp/log" 2>&1 || status=$?
   local took=$((SECONDS - start))
   [[ $status -ne 124 && $status -ne 137 ]] || fail "$what: timed out (hang)"
@@ -67,7 +67,7 @@ model="$tmp/pipe.json"
 # or the other ranks' timeout ends the job, non-zero, writing nothing.
 start=$SECONDS
 status=0
-PPCC_INJECT_KILL=1 PPCC_INJECT_FAULT=2:9 timeout -k 5 60 "$mpiexec" -n 2 "$ppcc" run "$model" --random-weights 1 \
+PPCC_INJECT_KILL=1 PPCC_INJECT_FAULT=2:9 timeout -k 5 "$run_limit" "$mpiexec" -n 2 "$ppcc" run "$model" --random-weights 1 \
   --microbatches 4 --output-dir "$tmp/out" > "$tmp/log" 2>&1 || status=$?
 [[ $status -ne 0 && $status -ne 124 && $status -ne 137 ]] || { cat "$tmp/log"; fail "killed rank: exit status $status"; }
 [[ $((SECONDS - start)) -le 30 && ! -e "$tmp/out" ]] || fail "killed rank: too slow or output written"
@@ -78,7 +78,7 @@ echo "-n 2: rank 1 killed mid-pipeline: the job ended with status $status in $((
 # MPI_Abort ends the job (the hung rank included).
 start=$SECONDS
 status=0
-PPCC_MPI_TIMEOUT=2 PPCC_INJECT_KILL=stop PPCC_INJECT_FAULT=2:9 timeout -k 5 60 "$mpiexec" -n 2 "$ppcc" run "$model" \
+PPCC_MPI_TIMEOUT=2 PPCC_INJECT_KILL=stop PPCC_INJECT_FAULT=2:9 timeout -k 5 "$run_limit" "$mpiexec" -n 2 "$ppcc" run "$model" \
   --random-weights 1 --microbatches 4 --backend=interp --output-dir "$tmp/out" > "$tmp/log" 2>&1 || status=$?
 [[ $status -ne 0 && $status -ne 124 && $status -ne 137 ]] || { cat "$tmp/log"; fail "hung rank: exit status $status"; }
 grep -q "rank 0\]: error: device [01]: waiting for a message: device [23] (rank 1) sent nothing for 2 s" "$tmp/log" ||
