@@ -551,6 +551,21 @@ static const op_case op_cases[] = {
      "{'name': 'q', 'dtype': 'DT', 'shape': [1, 2, 3, 4]}, {'name': 'k', 'dtype': 'DT', 'shape': [1, 1, 5, 4]},"
      " {'name': 'v', 'dtype': 'DT', 'shape': [1, 1, 5, 4]}",
      "{'op': 'attention', 'in': ['q', 'k', 'v'], 'out': ['y'], 'attrs': {'causal': true}}", "'y'", "f32 f16 bf16"},
+    /* positions: [S], and per row [B, S] (each batch row at its own positions) */
+    {"rotary", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [2, 3, 2, 8]}, {'name': 'p', 'dtype': 'i64', 'shape': [2, 3]}",
+     "{'op': 'rotary', 'in': ['x', 'p'], 'out': ['y']}", "'y'", "f32 f16 bf16"},
+    {"attention", 1,
+     "{'name': 'q', 'dtype': 'DT', 'shape': [1, 2, 3, 4]}, {'name': 'k', 'dtype': 'DT', 'shape': [1, 1, 8, 4]},"
+     " {'name': 'v', 'dtype': 'DT', 'shape': [1, 1, 8, 4]}, {'name': 'pos', 'dtype': 'i64', 'shape': [3]}",
+     "{'op': 'attention', 'in': ['q', 'k', 'v', 'pos'], 'out': ['y'], 'attrs': {'causal': true}}", "'y'", "f32 f16 bf16"},
+    {"attention", 1,
+     "{'name': 'q', 'dtype': 'DT', 'shape': [2, 2, 3, 4]}, {'name': 'k', 'dtype': 'DT', 'shape': [2, 1, 8, 4]},"
+     " {'name': 'v', 'dtype': 'DT', 'shape': [2, 1, 8, 4]}, {'name': 'pos', 'dtype': 'i64', 'shape': [2, 3]}",
+     "{'op': 'attention', 'in': ['q', 'k', 'v', 'pos'], 'out': ['y'], 'attrs': {'causal': true}}", "'y'", "f32 f16 bf16"},
+    {"index_copy", 1,
+     "{'name': 'x', 'dtype': 'DT', 'shape': [2, 8, 3]}, {'name': 'pos', 'dtype': 'i64', 'shape': [2, 3]},"
+     " {'name': 'r', 'dtype': 'DT', 'shape': [2, 3, 3]}",
+     "{'op': 'index_copy', 'in': ['x', 'pos', 'r'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64"},
     {"concat", 1, "{'name': 'a', 'dtype': 'DT', 'shape': [2, 3]}, {'name': 'b', 'dtype': 'DT', 'shape': [2, 5]}",
      "{'op': 'concat', 'in': ['a', 'b'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64"},
     {"slice", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6]}",

@@ -124,6 +124,7 @@ static int import_onnx(int argc, char **argv) {
     ppcc_onnx_options opts = {.shapes = a.shapes, .n_shapes = a.n_shapes,
                               .devices = a.devices > 0 ? (int)a.devices : tp * pp};
     ppcc_onnx_result r;
+    memset(&r, 0, sizeof r); /* freed below even when the import fails early */
     double t0 = now_ms();
     st = ppcc_import_onnx_file(p.model_path, &opts, &r, &d);
     double t1 = now_ms();
