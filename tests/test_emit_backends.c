@@ -238,6 +238,12 @@ START_TEST(per_row_index_copy_on_both_backends) {
     ck_assert_msg(r == NULL, "compiled: %s", refused[i].op);
     ck_assert_msg(strstr(diag.first, refused[i].want), "%s", diag.first);
   }
+  /* per-row positions index whole batch rows: a batch split is refused */
+  ppcc_graph *r = t_model(2, "",
+                          "{'name': 'x', 'dtype': 'f32', 'shape': [2, 2, 1, 4], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}},"
+                          " {'name': 'p', 'dtype': 'i64', 'shape': [2, 2], 'shard': {'kind': 'replicated', 'count': 2}}",
+                          "{'op': 'rotary', 'in': ['x', 'p'], 'out': ['y']}", "'y'", &diag);
+  ck_assert_msg(r == NULL && strstr(diag.first, "need whole batch rows"), "%s", r ? "compiled" : diag.first);
 }
 END_TEST
 

@@ -792,6 +792,8 @@ static ppcc_status shard_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   if (is_kind(x, PPCC_LAYOUT_UNREDUCED)) return layouts_error(g, op, d, "rotary of partial sums is wrong; all_reduce first");
   if (is_kind(x, PPCC_LAYOUT_SPLIT) && (x->layout.dim == 1 || x->layout.dim == 3))
     return layouts_error(g, op, d, "rotary needs whole sequences and head dims; split over batch or heads");
+  if (is_kind(x, PPCC_LAYOUT_SPLIT) && x->layout.dim == 0 && IN(1)->rank == 2)
+    return layouts_error(g, op, d, "per-row positions [batch, seq] need whole batch rows; split over heads");
   if (!params_follow(g, op, 1)) return layouts_error(g, op, d, "positions must be replicated like x");
   OUT(0)->layout = x->layout;
   return PPCC_OK;
@@ -841,6 +843,8 @@ static ppcc_status shard_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   if (l.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "attention over partial sums is wrong; all_reduce first");
   if (l.kind == PPCC_LAYOUT_SPLIT && l.dim > 1)
     return layouts_error(g, op, d, "attention splits over batch or heads only");
+  if (l.kind == PPCC_LAYOUT_SPLIT && l.dim == 0 && op->n_in == 4 && IN(3)->rank == 2)
+    return layouts_error(g, op, d, "per-row positions [B, S] need whole batch rows; split over heads");
   OUT(0)->layout = l;
   return PPCC_OK;
 }
