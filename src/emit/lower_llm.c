@@ -627,7 +627,7 @@ static MlirValue body_scale_mask(ppcc_emit_ctx *c, MlirBlock b, void *user) {
 }
 
 /* scale * score, or -inf for a cache slot after the query's position
- * (operand 1: positions[S], loop 2 is the query, loop 3 the key). */
+ * (operand 1: positions[S] or [B, S], loop 2 is the query, loop 3 the key). */
 static MlirValue body_scale_mask_positions(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const mask_body *m = user;
   MlirValue x = barg(b, 0), pos = barg(b, 1);

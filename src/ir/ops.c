@@ -752,7 +752,7 @@ static ppcc_status shard_softmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
 
 static ppcc_status check_rope_scaling(ppcc_graph *g, ppcc_op *op, ppcc_diag *d);
 
-/* rotary(x[B, S, H, D], positions[S]) */
+/* rotary(x[B, S, H, D], positions[S] or per row [B, S]) */
 static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *x = IN(0), *pos = IN(1);
   ppcc_status st = check_float(g, op, d, 0);
