@@ -199,6 +199,54 @@ START_TEST(relu_keeps_nan) {
 }
 END_TEST
 
+/* A per-row index [B, L] (dim 1, a KV-cache write where each batch row sits
+ * at its own positions): row b writes at index[b, :]; an index out of range
+ * fails alike on both backends; mismatched per-row shapes are refused. */
+START_TEST(per_row_index_copy_on_both_backends) {
+  const char *inputs = "{'name': 'cache', 'dtype': 'f32', 'shape': [2, 8, 2]}, {'name': 'pos', 'dtype': 'i64', 'shape': [2, 2]},"
+                       " {'name': 'row', 'dtype': 'f32', 'shape': [2, 2, 2]}";
+  ppcc_graph *g = model(1, "", inputs, "{'op': 'index_copy', 'in': ['cache', 'pos', 'row'], 'out': ['y'], 'attrs': {'dim': 1}}",
+                        "'y'");
+  int64_t bad[4] = {0, 1, 2, 8}, ok[4] = {0, 7, 3, 1};
+  expect_both_fail(g, 1, (given[]){{"pos", bad}}, "index 8 at position 3 is out of range [0, 8)");
+  float row[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  for (backend b = INTERP; b <= JIT; b++) {
+    ppcc_host_tensor out[1] = {0};
+    ck_assert_msg(run_on(g, b, 2, (given[]){{"pos", ok}, {"row", row}}, out) == PPCC_OK, "%s: %s", backend_name(b),
+                  diag.first);
+    const float *y = out[0].data;
+    ck_assert_msg(y[0] == 1 && y[1] == 2 && y[14] == 3 && y[15] == 4 && y[22] == 5 && y[23] == 6 && y[18] == 7 &&
+                      y[19] == 8,
+                  "%s: per-row index_copy wrote the wrong slots", backend_name(b));
+    free_outputs(g, out);
+  }
+  ppcc_graph_free(g);
+  struct {
+    const char *inputs, *op, *want;
+  } refused[] = {
+      {"{'name': 'x', 'dtype': 'f32', 'shape': [2, 2, 1, 4]}, {'name': 'p', 'dtype': 'i64', 'shape': [3, 2]}",
+       "{'op': 'rotary', 'in': ['x', 'p'], 'out': ['y']}", "positions [seq] or [batch, seq]"},
+      {"{'name': 'q', 'dtype': 'f32', 'shape': [2, 1, 1, 4]}, {'name': 'k', 'dtype': 'f32', 'shape': [2, 1, 4, 4]},"
+       " {'name': 'p', 'dtype': 'i64', 'shape': [1, 1]}",
+       "{'op': 'attention', 'in': ['q', 'k', 'k', 'p'], 'out': ['y']}", "must be i64 [S] or [B, S]"},
+      {"{'name': 'c', 'dtype': 'f32', 'shape': [2, 8]}, {'name': 'p', 'dtype': 'i64', 'shape': [2, 1]},"
+       " {'name': 'r', 'dtype': 'f32', 'shape': [1, 8]}",
+       "{'op': 'index_copy', 'in': ['c', 'p', 'r'], 'out': ['y'], 'attrs': {'dim': 0}}", "or [batch, L] with dim 1"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    ppcc_graph *r = t_model(1, "", refused[i].inputs, refused[i].op, "'y'", &diag);
+    ck_assert_msg(r == NULL, "compiled: %s", refused[i].op);
+    ck_assert_msg(strstr(diag.first, refused[i].want), "%s", diag.first);
+  }
+  /* per-row positions index whole batch rows: a batch split is refused */
+  ppcc_graph *r = t_model(2, "",
+                          "{'name': 'x', 'dtype': 'f32', 'shape': [2, 2, 1, 4], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}},"
+                          " {'name': 'p', 'dtype': 'i64', 'shape': [2, 2], 'shard': {'kind': 'replicated', 'count': 2}}",
+                          "{'op': 'rotary', 'in': ['x', 'p'], 'out': ['y']}", "'y'", &diag);
+  ck_assert_msg(r == NULL && strstr(diag.first, "need whole batch rows"), "%s", r ? "compiled" : diag.first);
+}
+END_TEST
+
 START_TEST(bad_rotary_theta_and_norm_eps_refused_at_compile) {
   const char *x = "{'name': 'x', 'dtype': 'f32', 'shape': [1, 2, 1, 4]}, {'name': 'p', 'dtype': 'i64', 'shape': [2]},"
                   " {'name': 'w', 'dtype': 'f32', 'shape': [4]}";
@@ -551,6 +599,21 @@ static const op_case op_cases[] = {
      "{'name': 'q', 'dtype': 'DT', 'shape': [1, 2, 3, 4]}, {'name': 'k', 'dtype': 'DT', 'shape': [1, 1, 5, 4]},"
      " {'name': 'v', 'dtype': 'DT', 'shape': [1, 1, 5, 4]}",
      "{'op': 'attention', 'in': ['q', 'k', 'v'], 'out': ['y'], 'attrs': {'causal': true}}", "'y'", "f32 f16 bf16"},
+    /* positions: [S], and per row [B, S] (each batch row at its own positions) */
+    {"rotary", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [2, 3, 2, 8]}, {'name': 'p', 'dtype': 'i64', 'shape': [2, 3]}",
+     "{'op': 'rotary', 'in': ['x', 'p'], 'out': ['y']}", "'y'", "f32 f16 bf16"},
+    {"attention", 1,
+     "{'name': 'q', 'dtype': 'DT', 'shape': [1, 2, 3, 4]}, {'name': 'k', 'dtype': 'DT', 'shape': [1, 1, 8, 4]},"
+     " {'name': 'v', 'dtype': 'DT', 'shape': [1, 1, 8, 4]}, {'name': 'pos', 'dtype': 'i64', 'shape': [3]}",
+     "{'op': 'attention', 'in': ['q', 'k', 'v', 'pos'], 'out': ['y'], 'attrs': {'causal': true}}", "'y'", "f32 f16 bf16"},
+    {"attention", 1,
+     "{'name': 'q', 'dtype': 'DT', 'shape': [2, 2, 3, 4]}, {'name': 'k', 'dtype': 'DT', 'shape': [2, 1, 8, 4]},"
+     " {'name': 'v', 'dtype': 'DT', 'shape': [2, 1, 8, 4]}, {'name': 'pos', 'dtype': 'i64', 'shape': [2, 3]}",
+     "{'op': 'attention', 'in': ['q', 'k', 'v', 'pos'], 'out': ['y'], 'attrs': {'causal': true}}", "'y'", "f32 f16 bf16"},
+    {"index_copy", 1,
+     "{'name': 'x', 'dtype': 'DT', 'shape': [2, 8, 3]}, {'name': 'pos', 'dtype': 'i64', 'shape': [2, 3]},"
+     " {'name': 'r', 'dtype': 'DT', 'shape': [2, 3, 3]}",
+     "{'op': 'index_copy', 'in': ['x', 'pos', 'r'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64"},
     {"concat", 1, "{'name': 'a', 'dtype': 'DT', 'shape': [2, 3]}, {'name': 'b', 'dtype': 'DT', 'shape': [2, 5]}",
      "{'op': 'concat', 'in': ['a', 'b'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64"},
     {"slice", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6]}",
@@ -703,6 +766,7 @@ int main(void) {
   tcase_add_test(tc, tiny_llama_positions_past_the_cache);
   tc = t_add_tcase(s, "agreement", 300);
   tcase_add_test(tc, relu_keeps_nan);
+  tcase_add_test(tc, per_row_index_copy_on_both_backends);
   tcase_add_test(tc, bad_rotary_theta_and_norm_eps_refused_at_compile);
   tcase_add_test(tc, rotary_angles_accurate_at_position_500k);
   tcase_add_test(tc, i64_arithmetic_on_both_backends);

@@ -197,6 +197,65 @@ START_TEST(decode_graph_is_valid_at_every_position) {
 }
 END_TEST
 
+/* Per-row positions (--row-positions, positions [2, 1]): a decode graph of
+ * batch 2 where row 1 lags row 0 by `lag` positions (it repeats position 0
+ * until it starts). Past the prompt, each row's logits equal HF's batch-1
+ * logits at that row's own position, on the sharded and the reference
+ * executor, and with 2 microbatches: rotary, the cache write and the mask
+ * all follow the row's position. */
+START_TEST(decode_rows_at_their_own_positions) {
+  const checkpoint *c = &checkpoints[_i];
+  ppcc_host_tensor prompt = read_npy(ref_file(c, "prompt.npy")), steps = read_npy(ref_file(c, "ref_step_logits.npy"));
+  int64_t n_prompt = prompt.shape[1], n_steps = steps.shape[0], V = steps.shape[1], lag = 3;
+  int64_t n_pos = n_prompt + n_steps - 1; /* positions 0..n_pos-1 have a next-token reference */
+  llama_spec s = spec_of(c, 2, spec_of(c, 1, 1, 1, 1).layers > 1 ? 2 : 1, 1, n_prompt + n_steps);
+  s.batch = 2;
+  s.row_positions = true;
+  const int64_t *ids = prompt.data;
+  int64_t *seq = malloc(sizeof *seq * (size_t)(n_pos + 1)); /* the prompt, then HF's greedy ids */
+  ck_assert_ptr_nonnull(seq);
+  for (int64_t p = 0; p <= n_pos; p++) seq[p] = p < n_prompt ? ids[p] : argmax((const float *)steps.data + (p - n_prompt) * V, V);
+  for (int mode = 0; mode < 3; mode++) { /* sharded, reference, 2 microbatches */
+    loaded l;
+    load(&l, c, &s);
+    zero_caches(&l);
+    int checked = 0;
+    for (int64_t step = 0; step < n_pos + lag; step++) {
+      int64_t pos[2] = {step < n_pos ? step : n_pos - 1, step < lag ? 0 : step - lag}, tok[2];
+      for (int r = 0; r < 2; r++) tok[r] = seq[pos[r]];
+      set_input(&l, "tokens", tok, 16);
+      set_input(&l, "positions", pos, 16);
+      for (int k = 0; k < 16; k++) ppcc_host_tensor_free(&l.out[k]);
+      ppcc_exec_options eo = {.reference = mode == 1, .threads = 2, .microbatches = mode == 2 ? 2 : 0};
+      ppcc_diag d;
+      ppcc_diag_init(&d, "run", NULL);
+      ck_assert_msg(ppcc_execute(l.g, &l.data, &eo, l.out, NULL, &d) == PPCC_OK, "%s", d.first);
+      for (long b = 0; b < s.layers; b++)
+        for (int kv = 0; kv < 2; kv++) {
+          char name[64];
+          snprintf(name, sizeof name, "blk.%ld.%s_cache", b, kv ? "v" : "k");
+          set_input(&l, name, l.out[2 + 2 * b + kv].data, l.out[2 + 2 * b + kv].bytes);
+        }
+      ck_assert_int_eq(l.out[0].bytes, 2 * V * 4);
+      for (int r = 0; r < 2; r++) {
+        if (pos[r] < n_prompt - 1 || (r == 0 && step >= n_pos)) continue;
+        const float *want = (const float *)steps.data + (pos[r] + 1 - n_prompt) * V;
+        double err = max_err((const float *)l.out[0].data + r * V, want, V);
+        ck_assert_msg(err < 1e-4, "%s mode %d: row %d at position %lld off by %g", c->source, mode, r,
+                      (long long)pos[r], err);
+        ck_assert_int_eq(((const int64_t *)l.out[1].data)[r], seq[pos[r] + 1]);
+        checked++;
+      }
+    }
+    ck_assert_int_eq(checked, 2 * (n_pos - n_prompt + 1));
+    unload(&l);
+  }
+  free(seq);
+  ppcc_host_tensor_free(&prompt);
+  ppcc_host_tensor_free(&steps);
+}
+END_TEST
+
 /* `ppcc import` + `ppcc run --weights SOURCE --check` on both backends;
  * the written logits match the reference file. */
 START_TEST(cli_import_and_run_check) {
@@ -495,6 +554,7 @@ int main(void) {
   tcase_add_test(tc, hf_config_is_read);
   tcase_add_loop_test(tc, prefill_logits_match_transformers, 0, N_CHECKPOINTS);
   tcase_add_loop_test(tc, decode_graph_is_valid_at_every_position, 0, N_CHECKPOINTS);
+  tcase_add_loop_test(tc, decode_rows_at_their_own_positions, 0, N_CHECKPOINTS);
   tcase_add_loop_test(tc, cli_import_and_run_check, 0, N_CHECKPOINTS);
   tcase_add_test(tc, k_quants_match_the_gguf_package);
   tcase_add_test(tc, bad_configs_name_the_key);

@@ -24,13 +24,13 @@ typedef struct generate_args {
   llama_spec spec;
   const char *prompt_text;
   long long max_new;
-  long long threads;
+  long long threads, microbatches;
   const char *backend;
 } generate_args;
 
 static const cli_option generate_options[] = {
   {"tp", true}, {"pp", true}, {"dtype", true}, {"prompt-ids", true}, {"max-new-tokens", true},
-  {"backend", true}, {"threads", true}, {"batch", true}, {NULL, false},
+  {"backend", true}, {"threads", true}, {"batch", true}, {"microbatches", true}, {NULL, false},
 };
 
 static ppcc_status on_generate_option(void *ctx, const char *name, const char *value) {
@@ -41,6 +41,8 @@ static ppcc_status on_generate_option(void *ctx, const char *name, const char *v
   if (strcmp(name, "prompt-ids") == 0) a->prompt_text = value;
   else if (strcmp(name, "max-new-tokens") == 0) return cli_parse_int("generate", "--max-new-tokens", value, 1, 1 << 20, &a->max_new);
   else if (strcmp(name, "threads") == 0) return cli_parse_int("generate", "--threads", value, 1, 4096, &a->threads);
+  else if (strcmp(name, "microbatches") == 0)
+    return cli_parse_int("generate", "--microbatches", value, 1, 1 << 20, &a->microbatches);
   else if (strcmp(name, "backend") == 0) {
     if (strcmp(value, "jit") != 0 && strcmp(value, "interp") != 0)
       return cli_usage_error("generate", "unknown --backend '%s' (use jit or interp)", value);
@@ -52,7 +54,7 @@ static ppcc_status on_generate_option(void *ctx, const char *name, const char *v
 void cli_help_generate(FILE *out) {
   fputs("Usage: ppcc generate SOURCE --prompt-ids ID,ID,... [--max-new-tokens N]\n"
         "                     [--tp T] [--pp P] [--dtype f32|f16|bf16] [--backend=jit|interp]\n"
-        "                     [--threads N] [--batch B]\n"
+        "                     [--threads N] [--batch B] [--microbatches M]\n"
         "\n"
         "Greedy decoding of SOURCE, a Hugging Face checkpoint directory or a .gguf file\n"
         "(see 'ppcc import --help'). Compiles a prefill graph over the prompt and a\n"
@@ -62,8 +64,14 @@ void cli_help_generate(FILE *out) {
         "\n"
         "Options:\n"
         "  --prompt-ids LIST    the prompt's token ids, separated by commas; rows of a\n"
-        "                       batch separated by ';' (all of one length)\n"
+        "                       batch separated by ';'. Rows may differ in length:\n"
+        "                       with more than one row the graphs take positions\n"
+        "                       [B, N] (ppcc import --row-positions), a shorter row is\n"
+        "                       left-padded (its pad tokens fill cache slots that\n"
+        "                       decoding overwrites) and decodes at its own position\n"
         "  --batch B            rows (default: the rows given; one row is repeated)\n"
+        "  --microbatches M     cut the batch into M microbatches through the pipeline\n"
+        "                       (as ppcc run; interpreter only, B divisible by M)\n"
 
         "  --max-new-tokens N   tokens to generate (default 16)\n"
         "  --tp T, --pp P       tensor- and pipeline-parallel degrees (default 1, 1)\n"
@@ -74,13 +82,15 @@ void cli_help_generate(FILE *out) {
         out);
 }
 
-/* "1,2,3;4,5,6": *rows rows of *n ids each, row-major in *ids. */
-static ppcc_status parse_prompt(const char *text, int64_t **ids, long *n, long *rows) {
+/* "1,2,3;4,5" : *rows rows, row r of lens[r] ids; *ids holds them back to
+ * back, *n is the longest row. */
+static ppcc_status parse_prompt(const char *text, int64_t **ids, long **lens, long *n, long *rows) {
   long count = 0, in_row = 0;
   *n = 0;
   *rows = 1;
   *ids = malloc(sizeof **ids * (strlen(text) + 1));
-  if (!*ids) return PPCC_ERR_INTERNAL;
+  *lens = malloc(sizeof **lens * (strlen(text) + 1));
+  if (!*ids || !*lens) return PPCC_ERR_INTERNAL;
   const char *p = text;
   while (*p) {
     char *end;
@@ -90,13 +100,15 @@ static ppcc_status parse_prompt(const char *text, int64_t **ids, long *n, long *
     (*ids)[count++] = v;
     in_row++;
     if (*end == ';' || !*end) {
-      if (*rows == 1 && !*n) *n = in_row;
-      else if (in_row != *n) return cli_usage_error("generate", "--prompt-ids rows must have one length, got '%s'", text);
+      (*lens)[*rows - 1] = in_row;
+      if (in_row > *n) *n = in_row;
       in_row = 0;
       if (*end == ';') ++*rows;
     }
     p = *end ? end + 1 : end;
   }
+  if (in_row || (*rows > 1 && p > text && p[-1] == ';'))
+    return cli_usage_error("generate", "--prompt-ids has an empty row, got '%s'", text);
   if (count == 0 || *n == 0) return cli_usage_error("generate", "--prompt-ids is empty");
   return PPCC_OK;
 }
@@ -144,7 +156,9 @@ static ppcc_status stage_build(stage_graph *s, const llama_spec *spec, const cha
   s->out = calloc((size_t)s->g->n_outputs, sizeof *s->out);
   if (!s->out) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
 #ifdef PPCC_HAVE_JIT
-  if (!a->backend || strcmp(a->backend, "jit") == 0) {
+  if (a->microbatches > 1 && a->backend && strcmp(a->backend, "jit") == 0)
+    return ppcc_error(d, "--backend=jit does not support --microbatches (use --backend=interp)");
+  if ((!a->backend || strcmp(a->backend, "jit") == 0) && a->microbatches <= 1) {
     ppcc_jit_stats t;
     st = cli_jit_compile(s->g, NULL, &s->jit, &t, d);
     if (st) return st;
@@ -176,7 +190,7 @@ static ppcc_status set_ids(stage_graph *s, const char *name, int rank, const int
 
 static ppcc_status execute(stage_graph *s, const generate_args *a, ppcc_diag *d) {
   for (int k = 0; k < s->g->n_outputs; k++) ppcc_host_tensor_free(&s->out[k]);
-  ppcc_exec_options eo = {.threads = (int)a->threads};
+  ppcc_exec_options eo = {.threads = (int)a->threads, .microbatches = (int)a->microbatches};
   double ms;
 #ifdef PPCC_HAVE_JIT
   if (s->jit) return cli_jit_execute(s->jit, s->g, &s->data, &eo, s->out, &ms, d);
@@ -196,10 +210,16 @@ static void carry_caches(stage_graph *from, stage_graph *to, long layers) {
 
 static int64_t next_token(const stage_graph *s, long row) { return ((const int64_t *)s->out[1].data)[row]; }
 
-/* prompt: B rows of n_prompt ids (row-major). */
-static ppcc_status generate(const char *source, generate_args *a, const int64_t *prompt, long n_prompt, ppcc_diag *d) {
+/* prompt: B rows of n_prompt ids (row-major), row b left-padded: its
+ * lens[b] ids are the last ones. With B > 1 positions are per row
+ * ([B, N]): the pads of row b take positions lens[b]..n_prompt-1 (cache
+ * slots that decoding overwrites before reading them) and row b decodes at
+ * lens[b], lens[b] + 1, ... */
+static ppcc_status generate(const char *source, generate_args *a, const int64_t *prompt, const long *lens,
+                            long n_prompt, ppcc_diag *d) {
   llama_spec pre = a->spec, dec = a->spec;
   long B = a->spec.batch;
+  pre.row_positions = dec.row_positions = B > 1;
   pre.seq = n_prompt;
   pre.cache = dec.cache = n_prompt + a->max_new;
   dec.seq = 1;
@@ -215,14 +235,16 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   if (!st) st = stage_build(&sd, &dec, source, a, d);
   else memset(&sd, 0, sizeof sd);
   /* tokens[i * B + b]: the i-th generated id of row b */
-  int64_t *tokens = malloc(sizeof *tokens * (size_t)(a->max_new * B)), *pos = malloc(sizeof *pos * (size_t)n_prompt);
+  int64_t *tokens = malloc(sizeof *tokens * (size_t)(a->max_new * B)), *pos = malloc(sizeof *pos * (size_t)(B * n_prompt));
   if (!st && (!tokens || !pos)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   double t0 = now_ms(), t_first = 0, t_end = 0;
   if (!st) { /* prefill: zero caches, positions 0..n-1 */
     int64_t shape[2] = {B, n_prompt};
-    for (long i = 0; i < n_prompt; i++) pos[i] = i;
+    for (long b = 0; b < B; b++)
+      for (long i = 0, pad = n_prompt - lens[b]; i < n_prompt; i++) pos[b * n_prompt + i] = i < pad ? lens[b] + i : i - pad;
     st = set_ids(&sp, "tokens", 2, shape, prompt, d);
-    if (!st) st = set_ids(&sp, "positions", 1, &shape[1], pos, d);
+    if (!st && B > 1) st = set_ids(&sp, "positions", 2, shape, pos, d);
+    else if (!st) st = set_ids(&sp, "positions", 1, &shape[1], pos, d);
     for (int v = 0; v < sp.g->n_values && !st; v++) {
       const ppcc_value *val = &sp.g->values[v];
       if (val->kind == PPCC_VALUE_INPUT && strstr(val->name, "_cache"))
@@ -237,9 +259,10 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     }
   }
   for (long long i = 1; i < a->max_new && !st; i++) {
-    int64_t shape[2] = {B, 1}, p = n_prompt + i - 1;
+    int64_t shape[2] = {B, 1};
+    for (long b = 0; b < B; b++) pos[b] = lens[b] + i - 1;
     st = set_ids(&sd, "tokens", 2, shape, &tokens[(i - 1) * B], d);
-    if (!st) st = set_ids(&sd, "positions", 1, &shape[1], &p, d);
+    if (!st) st = set_ids(&sd, "positions", B > 1 ? 2 : 1, B > 1 ? shape : &shape[1], pos, d);
     if (!st) st = execute(&sd, a, d);
     if (!st) {
       for (long b = 0; b < B; b++) tokens[i * B + b] = next_token(&sd, b);
@@ -276,24 +299,37 @@ int cli_cmd_generate(int argc, char **argv) {
     return PPCC_OK;
   }
   if (!a.prompt_text) return cli_usage_error("generate", "missing --prompt-ids ID,ID,...");
-  int64_t *prompt = NULL;
-  long n_prompt = 0, rows = 1;
-  st = parse_prompt(a.prompt_text, &prompt, &n_prompt, &rows);
+  int64_t *prompt = NULL, *padded = NULL;
+  long n_prompt = 0, rows = 1, *lens = NULL;
+  st = parse_prompt(a.prompt_text, &prompt, &lens, &n_prompt, &rows);
   if (!st && a.spec.batch && rows != 1 && rows != a.spec.batch)
     st = cli_usage_error("generate", "--batch %ld but --prompt-ids has %ld rows", a.spec.batch, rows);
   if (!st && !a.spec.batch) a.spec.batch = rows;
-  if (!st && rows == 1 && a.spec.batch > 1) { /* one prompt for every row */
-    int64_t *all = realloc(prompt, sizeof *all * (size_t)(a.spec.batch * n_prompt));
-    if (!all) st = PPCC_ERR_INTERNAL;
-    else prompt = all;
-    for (long b = 1; !st && b < a.spec.batch; b++) memcpy(prompt + b * n_prompt, prompt, sizeof *prompt * (size_t)n_prompt);
+  if (!st && a.microbatches > 1 && a.spec.batch % a.microbatches != 0)
+    st = cli_usage_error("generate", "--microbatches %lld does not divide the batch of %ld rows", a.microbatches,
+                         a.spec.batch);
+  if (!st) { /* B rows of n_prompt ids, left-padded; one prompt repeats for every row */
+    long *all_lens = malloc(sizeof *all_lens * (size_t)a.spec.batch);
+    padded = malloc(sizeof *padded * (size_t)(a.spec.batch * n_prompt));
+    if (!all_lens || !padded) st = PPCC_ERR_INTERNAL;
+    for (long b = 0, off = 0; !st && b < a.spec.batch; b++) {
+      long r = rows == 1 ? 0 : b, len = lens[r], pad = n_prompt - len;
+      if (rows > 1 && b > 0) off += lens[b - 1];
+      const int64_t *row = prompt + (rows == 1 ? 0 : off);
+      for (long i = 0; i < n_prompt; i++) padded[b * n_prompt + i] = i < pad ? row[0] : row[i - pad];
+      all_lens[b] = len;
+    }
+    free(lens);
+    lens = all_lens;
   }
   if (!st) {
     ppcc_diag d;
     ppcc_diag_init(&d, p.model_path, stderr);
     st = llama_spec_from_source(p.model_path, &a.spec, &d);
-    if (!st) st = generate(p.model_path, &a, prompt, n_prompt, &d);
+    if (!st) st = generate(p.model_path, &a, padded, lens, n_prompt, &d);
   }
   free(prompt);
+  free(padded);
+  free(lens);
   return st;
 }

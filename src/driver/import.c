@@ -25,6 +25,8 @@ ppcc_status cli_llama_option(const char *command, llama_spec *s, const char *nam
     if (strcmp(value, "f32") != 0 && strcmp(value, "f16") != 0 && strcmp(value, "bf16") != 0)
       return cli_usage_error(command, "--dtype must be f32, f16 or bf16, not '%s'", value);
     s->dtype = value;
+  } else if (strcmp(name, "row-positions") == 0) {
+    s->row_positions = true;
   } else {
     *handled = false;
   }
@@ -40,7 +42,7 @@ typedef struct import_args {
 } import_args;
 
 static const cli_option import_options[] = {
-  {"o", true}, {"tp", true}, {"pp", true}, {"seq", true}, {"batch", true}, {"decode", false},
+  {"o", true}, {"tp", true}, {"pp", true}, {"seq", true}, {"batch", true}, {"decode", false}, {"row-positions", false},
   {"cache", true}, {"dtype", true}, {NULL, false},
 };
 
@@ -58,7 +60,7 @@ static ppcc_status on_import_option(void *ctx, const char *name, const char *val
 
 void cli_help_import_llama(FILE *out) {
   fputs("Usage: ppcc import hf DIR -o MODEL.json [--tp T] [--pp P] [--seq N] [--batch B]\n"
-        "                          [--decode] [--cache C] [--dtype f32|f16|bf16]\n"
+        "                          [--decode] [--cache C] [--dtype f32|f16|bf16] [--row-positions]\n"
         "       ppcc import gguf FILE.gguf -o MODEL.json [same options]\n"
         "\n"
         "Writes a Llama graph for a Hugging Face checkpoint directory (config.json of a\n"
@@ -79,6 +81,10 @@ void cli_help_import_llama(FILE *out) {
         "  --seq N          tokens per call (default 16; 1 with --decode)\n"
         "  --batch B        sequences per call (default 1)\n"
         "  --decode         a decode graph: --seq 1\n"
+        "  --row-positions  positions are i64 [B, N]: each row of the batch at its own\n"
+        "                   positions (rotary, cache writes and masks per row), so rows\n"
+        "                   of different lengths share a call and --microbatches can\n"
+        "                   cut them\n"
         "  --cache C        KV cache slots (default N, or 64 with --decode)\n"
         "  --dtype D        graph dtype (default f32). Weights of another float dtype\n"
         "                   (bf16 or f16 checkpoints, dequantized GGUF blocks) are\n"

@@ -567,8 +567,11 @@ ppcc_status lower_rotary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
   rotary_body r = {x, xv->shape[3] / 2, -2.0 * log(theta) / (double)xv->shape[3], ppcc_attr_float(op, "rope_factor", 1.0),
                    ppcc_attr_float(op, "rope_low_freq_factor", 1.0), ppcc_attr_float(op, "rope_high_freq_factor", 4.0),
                    ppcc_attr_int(op, "rope_original_max_position", 0)};
-  MlirAffineExpr s = dim_expr(c, 1);
-  MlirAffineMap maps[3] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4), mlirAffineMapGet(c->mctx, 4, 0, 1, &s),
+  /* positions [S] or per row [B, S] */
+  MlirAffineExpr bs[2] = {dim_expr(c, 0), dim_expr(c, 1)};
+  bool per_row = in_value(g, op, 1)->rank == 2;
+  MlirAffineMap maps[3] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4),
+                           mlirAffineMapGet(c->mctx, 4, 0, per_row ? 2 : 1, per_row ? bs : bs + 1),
                            mlirAffineMapMultiDimIdentityGet(c->mctx, 4)};
   MlirValue ins[2] = {x, pos};
   MlirValue out = emit_empty(c, mlirValueGetType(x));
@@ -624,7 +627,7 @@ static MlirValue body_scale_mask(ppcc_emit_ctx *c, MlirBlock b, void *user) {
 }
 
 /* scale * score, or -inf for a cache slot after the query's position
- * (operand 1: positions[S], loop 2 is the query, loop 3 the key). */
+ * (operand 1: positions[S] or [B, S], loop 2 is the query, loop 3 the key). */
 static MlirValue body_scale_mask_positions(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const mask_body *m = user;
   MlirValue x = barg(b, 0), pos = barg(b, 1);
@@ -661,9 +664,11 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   red_space all = red_space_make(scores, (bool[PPCC_MAX_RANK]){false});
   operand_kind full[1] = {K_FULL};
   MlirValue masked;
-  if (op->n_in == 4) { /* query s sees cache slots 0..positions[s] */
-    MlirAffineExpr sdim = dim_expr(c, 2);
-    MlirAffineMap maps[3] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4), mlirAffineMapGet(c->mctx, 4, 0, 1, &sdim),
+  if (op->n_in == 4) { /* query s (of row b) sees cache slots 0..positions[(b,) s] */
+    MlirAffineExpr bs[2] = {dim_expr(c, 0), dim_expr(c, 2)};
+    bool per_row = in_value(g, op, 3)->rank == 2;
+    MlirAffineMap maps[3] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4),
+                             mlirAffineMapGet(c->mctx, 4, 0, per_row ? 2 : 1, per_row ? bs : bs + 1),
                              mlirAffineMapMultiDimIdentityGet(c->mctx, 4)};
     MlirValue ins[2] = {scores, operand(c, op, 3, shard)};
     masked = emit_generic(c, 2, ins, emit_empty(c, mlirValueGetType(scores)), 4, 0, maps, body_scale_mask_positions, &m);

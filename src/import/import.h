@@ -25,6 +25,7 @@ typedef struct llama_spec {
   llama_naming naming;
   /* the graph (from the command line) */
   long seq, batch, cache, tp, pp;
+  bool row_positions; /* positions [batch, seq]: each row at its own positions */
   const char *dtype; /* "f32", "f16", "bf16" */
   const char *name;
 } llama_spec;

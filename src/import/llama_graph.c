@@ -171,7 +171,9 @@ static void write_inputs(writer *w) {
   open_array(w, "inputs");
   long tokens[2] = {s->batch, s->seq}, cache[4] = {s->batch, s->cache, s->kv_heads, s->head_dim};
   tensor_decl(w, "tokens", "i64", 2, tokens, -1, 0, false);
-  tensor_decl(w, "positions", "i64", 1, &s->seq, -1, 0, false);
+  long row_pos[2] = {s->batch, s->seq}; /* per row: rotary, cache writes and masks per row */
+  if (s->row_positions) tensor_decl(w, "positions", "i64", 2, row_pos, -1, 0, false);
+  else tensor_decl(w, "positions", "i64", 1, &s->seq, -1, 0, false);
   names n = {.n = 0};
   for (long b = 0; b < s->layers; b++) {
     tensor_decl(w, nm(&n, b, "k_cache"), s->dtype, 4, cache, 2, stage_of(s, b), true);

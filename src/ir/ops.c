@@ -301,8 +301,11 @@ static ppcc_status shape_index_copy(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
     snprintf(msg, sizeof msg, "attrs.dim = %d is out of range for rank %d", dim, dst->rank);
     return op_error(g, op, d, msg);
   }
-  if (idx->rank != 1 || (idx->dtype != PPCC_I64 && idx->dtype != PPCC_I32)) {
-    snprintf(msg, sizeof msg, "index '%s' must be a 1-D i64 or i32 tensor", idx->name);
+  /* index [L], or per row [B, L] when dim is 1 (a KV-cache write where
+   * every batch row sits at its own positions) */
+  bool per_row = idx->rank == 2 && dim == 1 && idx->shape[0] == dst->shape[0];
+  if ((idx->rank != 1 && !per_row) || (idx->dtype != PPCC_I64 && idx->dtype != PPCC_I32)) {
+    snprintf(msg, sizeof msg, "index '%s' must be a 1-D i64 or i32 tensor (or [batch, L] with dim 1)", idx->name);
     return op_error(g, op, d, msg);
   }
   if (src->dtype != dst->dtype || src->rank != dst->rank) {
@@ -310,7 +313,7 @@ static ppcc_status shape_index_copy(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
     return op_error(g, op, d, msg);
   }
   for (int i = 0; i < dst->rank; i++) {
-    int64_t want = i == dim ? idx->shape[0] : dst->shape[i];
+    int64_t want = i == dim ? idx->shape[idx->rank - 1] : dst->shape[i];
     if (src->shape[i] != want) {
       snprintf(msg, sizeof msg, "shape mismatch: source '%s' dim %d is %lld, expected %lld", src->name, i,
                (long long)src->shape[i], (long long)want);
@@ -618,6 +621,8 @@ static ppcc_status shard_index_copy(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   if (l.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "the destination holds partial sums");
   if (l.kind == PPCC_LAYOUT_SPLIT && l.dim == dim)
     return layouts_error(g, op, d, "the destination is split along the indexed dim");
+  if (l.kind == PPCC_LAYOUT_SPLIT && l.dim == 0 && idx->rank == 2)
+    return layouts_error(g, op, d, "a per-row index [batch, L] needs the destination's batch rows whole");
   bool sharded = l.kind != PPCC_LAYOUT_UNSHARDED;
   bool idx_ok = sharded ? (is_kind(idx, PPCC_LAYOUT_REPLICATED) && idx->layout.count == l.count)
                         : !ppcc_value_is_sharded(idx);
@@ -747,7 +752,7 @@ static ppcc_status shard_softmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
 
 static ppcc_status check_rope_scaling(ppcc_graph *g, ppcc_op *op, ppcc_diag *d);
 
-/* rotary(x[B, S, H, D], positions[S]) */
+/* rotary(x[B, S, H, D], positions[S] or per row [B, S]) */
 static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *x = IN(0), *pos = IN(1);
   ppcc_status st = check_float(g, op, d, 0);
@@ -758,10 +763,11 @@ static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
     snprintf(msg, sizeof msg, "attrs.theta must be a finite number > 0, got %g", theta);
     return op_error(g, op, d, msg);
   }
-  if (x->rank != 4 || x->shape[3] % 2 != 0 || pos->rank != 1 || pos->shape[0] != x->shape[1] ||
+  bool pos_ok = pos->rank == 1 || (pos->rank == 2 && x->rank == 4 && pos->shape[0] == x->shape[0]);
+  if (x->rank != 4 || x->shape[3] % 2 != 0 || !pos_ok || pos->shape[pos->rank - 1] != x->shape[1] ||
       (pos->dtype != PPCC_I64 && pos->dtype != PPCC_I32)) {
     char msg[256];
-    snprintf(msg, sizeof msg, "shape mismatch: rotary needs x [batch, seq, heads, even head_dim] and i64 positions [seq] ('%s', '%s')",
+    snprintf(msg, sizeof msg, "shape mismatch: rotary needs x [batch, seq, heads, even head_dim] and i64 positions [seq] or [batch, seq] ('%s', '%s')",
              x->name, pos->name);
     return op_error(g, op, d, msg);
   }
@@ -786,6 +792,8 @@ static ppcc_status shard_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   if (is_kind(x, PPCC_LAYOUT_UNREDUCED)) return layouts_error(g, op, d, "rotary of partial sums is wrong; all_reduce first");
   if (is_kind(x, PPCC_LAYOUT_SPLIT) && (x->layout.dim == 1 || x->layout.dim == 3))
     return layouts_error(g, op, d, "rotary needs whole sequences and head dims; split over batch or heads");
+  if (is_kind(x, PPCC_LAYOUT_SPLIT) && x->layout.dim == 0 && IN(1)->rank == 2)
+    return layouts_error(g, op, d, "per-row positions [batch, seq] need whole batch rows; split over heads");
   if (!params_follow(g, op, 1)) return layouts_error(g, op, d, "positions must be replicated like x");
   OUT(0)->layout = x->layout;
   return PPCC_OK;
@@ -803,11 +811,12 @@ static ppcc_status shape_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   bool ok = q->rank == 4 && k->rank == 4 && v->rank == 4 && q->shape[0] == k->shape[0] && k->shape[0] == v->shape[0] &&
             k->shape[1] == v->shape[1] && k->shape[1] > 0 && q->shape[1] % k->shape[1] == 0 &&
             k->shape[2] == v->shape[2] && q->shape[3] == k->shape[3] && q->shape[2] <= k->shape[2];
-  if (ok && op->n_in == 4) { /* positions[S]: query s sees keys 0..positions[s] */
+  if (ok && op->n_in == 4) { /* positions[S] or [B, S]: query s of row b sees keys 0..positions[b, s] */
     const ppcc_value *pos = IN(3);
-    if (pos->rank != 1 || pos->shape[0] != q->shape[2] || (pos->dtype != PPCC_I64 && pos->dtype != PPCC_I32)) {
+    bool rank_ok = pos->rank == 1 || (pos->rank == 2 && pos->shape[0] == q->shape[0]);
+    if (!rank_ok || pos->shape[pos->rank - 1] != q->shape[2] || (pos->dtype != PPCC_I64 && pos->dtype != PPCC_I32)) {
       char msg[256];
-      snprintf(msg, sizeof msg, "shape mismatch: attention positions '%s' must be i64 [S] (S = %lld, q's dim 2)",
+      snprintf(msg, sizeof msg, "shape mismatch: attention positions '%s' must be i64 [S] or [B, S] (S = %lld, q's dim 2)",
                pos->name, (long long)q->shape[2]);
       return op_error(g, op, d, msg);
     }
@@ -834,6 +843,8 @@ static ppcc_status shard_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   if (l.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "attention over partial sums is wrong; all_reduce first");
   if (l.kind == PPCC_LAYOUT_SPLIT && l.dim > 1)
     return layouts_error(g, op, d, "attention splits over batch or heads only");
+  if (l.kind == PPCC_LAYOUT_SPLIT && l.dim == 0 && op->n_in == 4 && IN(3)->rank == 2)
+    return layouts_error(g, op, d, "per-row positions [B, S] need whole batch rows; split over heads");
   OUT(0)->layout = l;
   return PPCC_OK;
 }
@@ -1054,9 +1065,16 @@ static const char *batch_first_only(const ppcc_graph *g, const ppcc_op *op, cons
   return NULL;
 }
 
+/* rotary: per-row positions [B, S] carry the batch with x; [S] are shared. */
+static const char *batch_rotary(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  if (CARRIES(1) && IN(1)->rank != 2) return "its positions [seq] would depend on the batch";
+  return NULL;
+}
+
 static const char *batch_all(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
-  for (int k = 0; k < op->n_in && k < 3; k++) /* attention's positions are shared */
+  for (int k = 0; k < op->n_in && k < 3; k++) /* attention's positions: shared [S] or per row [B, S] */
     if (!CARRIES(k)) return "all its operands must carry the batch";
+  if (op->n_in == 4 && CARRIES(3) && IN(3)->rank != 2) return "its positions [S] would depend on the batch";
   return NULL;
 }
 
@@ -1084,7 +1102,7 @@ static const char *batch_transpose(const ppcc_graph *g, const ppcc_op *op, const
 /* P7 updates: batch rows may be written into a batch-carrying destination
  * along a non-batch dim; the index never depends on the batch. */
 static const char *batch_inplace(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
-  if (CARRIES(1)) return "the index would depend on the batch";
+  if (CARRIES(1) && (IN(1)->rank != 2 || !CARRIES(0))) return "the index would depend on the batch";
   if (CARRIES(2) && !CARRIES(0)) return "it writes batch rows into a batch-independent tensor";
   return index_dim(op) != 0 ? NULL : "it indexes along the batch dim";
 }

@@ -187,7 +187,7 @@ static void jit_attention(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit
     return;
   }
   const int64_t *qs = q->desc + 3, *ks = k->desc + 3, *vs = v->desc + 3;
-  int rc = ppcc_rt_attention_f32(qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3], scale, causal != 0, NULL,
+  int rc = ppcc_rt_attention_f32(qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3], scale, causal != 0, NULL, false,
                                  (const float *)(void *)vq.data, (const float *)(void *)vk.data,
                                  (const float *)(void *)vv.data, (float *)(void *)vo.data);
   if (rc) fail_call(rc == -1 ? "attention: query heads do not group over kv heads" : "attention: out of memory");

@@ -401,15 +401,20 @@ static ppcc_status kernel_index_copy(const ppcc_op *op, const ppcc_tensor *in, p
     return ppcc_error(d, "index must be i64 or i32, not %s", ppcc_dtype_name(idx->dtype));
   if (out->data != dst->data) memcpy(out->data, dst->data, (size_t)(numel(dst) * es));
   rt_split_geom g = rt_split_geometry(dst->rank, dst->shape, dim, (int)dst->shape[dim]);
-  int64_t D = dst->shape[dim], L = idx->shape[0], row = g.inner * es;
-  for (int64_t p = 0; p < L; p++) {
-    int64_t t = index_at(idx, p);
+  int64_t D = dst->shape[dim], L = idx->shape[idx->rank - 1], row = g.inner * es;
+  /* a [B, L] index (dim 1): outer row o (batch row o) writes at idx[o, :] */
+  bool per_row = idx->rank == 2;
+  for (int64_t i = 0; i < numel(idx); i++) {
+    int64_t t = index_at(idx, i);
     if (t < 0 || t >= D)
-      return ppcc_error(d, "index %lld at position %lld is out of range [0, %lld)", (long long)t, (long long)p,
+      return ppcc_error(d, "index %lld at position %lld is out of range [0, %lld)", (long long)t, (long long)i,
                         (long long)D);
-    for (int64_t o = 0; o < g.outer; o++)
-      memcpy((char *)out->data + (o * D + t) * row, (const char *)src->data + (o * L + p) * row, (size_t)row);
   }
+  for (int64_t p = 0; p < L; p++)
+    for (int64_t o = 0; o < g.outer; o++) {
+      int64_t t = index_at(idx, per_row ? o * L + p : p);
+      memcpy((char *)out->data + (o * D + t) * row, (const char *)src->data + (o * L + p) * row, (size_t)row);
+    }
   return PPCC_OK;
 }
 

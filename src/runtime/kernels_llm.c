@@ -212,7 +212,7 @@ ppcc_status kernel_rotary(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor 
     for (int64_t s = 0; s < S; s++)
       for (int64_t h = 0; h < H; h++) {
         int64_t off = ((b * S + s) * H + h) * D;
-        rotate_row(x + off, y + off, D, (double)index_at(pos, s), theta, &r);
+        rotate_row(x + off, y + off, D, (double)index_at(pos, pos->rank == 2 ? b * S + s : s), theta, &r);
       }
   if (!st && y != out->data) rt_from_f32(out->dtype, y, out->data, numel(out));
   if (y != out->data) rt_free(y);
@@ -226,7 +226,7 @@ typedef struct attn_dims {
   int64_t B, Hq, S, D, Hkv, T, Dv, group;
   float scale;
   bool causal;
-  const ppcc_tensor *positions; /* optional [S]: query s sits at positions[s] */
+  const ppcc_tensor *positions; /* optional [S] or [B, S]: query s sits at positions[(b,) s] */
 } attn_dims;
 
 /* The query heads of one kv head are contiguous in q and out, so each
@@ -241,8 +241,8 @@ typedef struct attn_dims {
  * not, so one decode graph serves every step. A pair's GEMM shapes do not depend on the batch size, so
  * microbatched runs compute every row alike. */
 int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
-                          double scale, bool causal, const int64_t *positions, const float *q, const float *k,
-                          const float *v, float *out) {
+                          double scale, bool causal, const int64_t *positions, bool per_row, const float *q,
+                          const float *k, const float *v, float *out) {
   if (Hkv <= 0 || Hq % Hkv != 0) return -1;
   int64_t group = Hq / Hkv, rows = group * S;
   float *p = rt_alloc((rows * T > 0 ? rows * T : 1) * 4);
@@ -251,11 +251,12 @@ int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t H
   for (int64_t b = 0; b < B; b++)
     for (int64_t g = 0; g < Hkv; g++) {
       int64_t qh = b * Hq + g * group, kvh = b * Hkv + g;
+      const int64_t *row_pos = positions && per_row ? positions + b * S : positions;
       ppcc_rt_sgemm(rows, T, D, q + qh * S * D, k + kvh * T * D, true, p);
       for (int64_t r = 0; r < rows; r++) {
         float *row = p + r * T;
         for (int64_t t = 0; t < T; t++) row[t] *= sc;
-        int64_t s = r % S, last = positions ? positions[s] : causal ? T - S + s : T - 1;
+        int64_t s = r % S, last = row_pos ? row_pos[s] : causal ? T - S + s : T - 1;
         for (int64_t t = (last < -1 ? -1 : last) + 1; t < T; t++) row[t] = -INFINITY;
         softmax_strided(row, row, T, 1);
       }
@@ -284,12 +285,14 @@ ppcc_status kernel_attention(const ppcc_op *op, const ppcc_tensor *in, ppcc_tens
    * operand is an index tensor */
   float *tq, *tk, *tv, *o = out->dtype == PPCC_F32 ? out->data : rt_alloc(numel(out) * 4);
   const float *qd = as_f32(q, &tq), *kd = as_f32(k, &tk), *vd = as_f32(v, &tv);
-  int64_t *pos = positions ? rt_alloc((S > 0 ? S : 1) * 8) : NULL;
+  int64_t n_pos = positions ? numel(positions) : 0; /* [S] or [B, S] */
+  int64_t *pos = positions ? rt_alloc((n_pos > 0 ? n_pos : 1) * 8) : NULL;
   int rc = -2;
   if (o && qd && kd && vd && (!positions || pos)) {
-    for (int64_t s = 0; positions && s < S; s++) pos[s] = index_at(positions, s);
+    for (int64_t s = 0; s < n_pos; s++) pos[s] = index_at(positions, s);
     rc = ppcc_rt_attention_f32(q->shape[0], Hq, S, D, Hkv, k->shape[2], v->shape[3], scale,
-                               ppcc_attr_bool(op, "causal", false), pos, qd, kd, vd, o);
+                               ppcc_attr_bool(op, "causal", false), pos, positions && positions->rank == 2, qd, kd,
+                               vd, o);
   }
   if (!rc && o != out->data) rt_from_f32(out->dtype, o, out->data, numel(out));
   if (o != out->data) rt_free(o);
