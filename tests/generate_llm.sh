@@ -47,6 +47,27 @@ for backend in $backends; do
     fail=$((fail + 1))
   fi
 done
+# rows of different lengths (positions [B, N], left padding): each row
+# decodes at its own position and gives the ids it gives alone (batch 1);
+# row 0 is the reference prompt. With --microbatches 2 (interpreter) too.
+short=5,6,7
+row_short=$("$ppcc" generate "$m" --prompt-ids $short --max-new-tokens 8 --backend=interp | sed -n 1p)
+for backend in $backends interp-mb; do
+  for tp in 1 2; do
+    extra=(--backend=$backend)
+    [[ $backend == interp-mb ]] && extra=(--backend=interp --microbatches 2)
+    out=$("$ppcc" generate "$m" --tp $tp --pp 2 "${extra[@]}" --prompt-ids "$short;$prompt;$short;$prompt" \
+          --max-new-tokens 8 2>&1)
+    want_long="tokens: $(cat "$m/ref_ids.txt")"
+    if [[ $(sed -n 1p <<<"$out") == "$row_short" && $(sed -n 2p <<<"$out") == "$want_long" &&
+          $(sed -n 3p <<<"$out") == "$row_short" && $(sed -n 4p <<<"$out") == "$want_long" ]]; then
+      pass=$((pass + 1))
+    else
+      echo "FAIL rows of different lengths tp$tp ($backend): want '$row_short' / '$want_long', got: $out"
+      fail=$((fail + 1))
+    fi
+  done
+done
 # bad command lines and sources: one line naming the problem, exit 1 or 2
 check_error() { # expected-exit needle args...
   local code=$1 needle=$2
@@ -66,8 +87,11 @@ check_error 1 "outside the vocabulary" generate "$src/testdata/llm/hf_untied_f32
 check_error 1 "config.json" generate "$src/testdata/llm" --prompt-ids 1
 check_error 1 "no such file" generate "$src/testdata/llm/missing.gguf" --prompt-ids 1
 check_error 1 "divisible by --tp" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 --tp 4
-check_error 2 "hf, gguf or onnx" import tflite x -o /dev/null
-check_error 2 "one length" generate "$m" --prompt-ids "1,2;3"
+check_error 2 "hf, gguf or onnx" import safetensors x -o /dev/null
+check_error 1 "cannot read 'x'" import onnx x -o /dev/null
+check_error 2 "empty row" generate "$m" --prompt-ids "1,2;"
+check_error 2 "does not divide" generate "$m" --prompt-ids "1,2;3" --microbatches 3
+check_error 1 "does not support --microbatches" generate "$m" --prompt-ids "1,2;3" --microbatches 2 --backend=jit
 check_error 2 "--batch 3" generate "$m" --prompt-ids "1,2;3,4" --batch 3
 check_error 1 "not a GGUF file" import gguf "$src/testdata/llm/hf_untied_f32/config.json" -o /dev/null
 echo "$pass passed, $fail failed"
