@@ -561,6 +561,18 @@ static const op_case op_cases[] = {
     {"mean", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 4, 5]}",
      "{'op': 'mean', 'in': ['x'], 'out': ['y'], 'attrs': {'dim': [0, 2], 'keepdim': true}}", "'y'", "f32 f16 bf16"},
     {"argmax", 1, X34, "{'op': 'argmax', 'in': ['x'], 'out': ['y']}", "'y'", "f32 f16 bf16"},
+    UNARY("sqrt", "f32 f16 bf16"),
+    UNARY("reciprocal", "f32 f16 bf16"),
+    UNARY("erf", "f32 f16 bf16"),
+    UNARY("log", "f32 f16 bf16"),
+    BINARY("pow", "f32 f16 bf16"),
+    BINARY("equal", "f32 f16 bf16 i64 i32 i8 bool"),
+    BINARY("less", "f32 f16 bf16 i64 i32 i8 bool"),
+    BINARY("greater", "f32 f16 bf16 i64 i32 i8 bool"),
+    {"where", 1,
+     "{'name': 'c', 'dtype': 'bool', 'shape': [4, 8]}, {'name': 'x', 'dtype': 'DT', 'shape': [4, 8]},"
+     " {'name': 'y', 'dtype': 'DT', 'shape': [8]}",
+     "{'op': 'where', 'in': ['c', 'x', 'y'], 'out': ['w']}", "'w'", "f32 f16 bf16 i64 i32 i8 bool"},
 };
 
 /* s with every "DT" replaced by dt, in buf. */

@@ -58,3 +58,8 @@ PPCC_OP(sqrt,            1,  1,   1,  attrs_none,       COMPUTE,     shape_same,
 PPCC_OP(reciprocal,      1,  1,   1,  attrs_none,       COMPUTE,     shape_same,        shard_nonlinear,       UNARY,       flops_elem1,      batch_rowwise,     kernel_reciprocal,  lower_onnx_unary)
 PPCC_OP(erf,             1,  1,   1,  attrs_none,       COMPUTE,     shape_same,        shard_nonlinear,       UNARY,       flops_elem8,      batch_rowwise,     kernel_erf,         lower_onnx_unary)
 PPCC_OP(log,             1,  1,   1,  attrs_none,       COMPUTE,     shape_same,        shard_nonlinear,       UNARY,       flops_elem4,      batch_rowwise,     kernel_log,         lower_onnx_unary)
+PPCC_OP(pow,             2,  2,   1,  attrs_none,       COMPUTE,     shape_float_broadcast, shard_elementwise, MULTI,       flops_elem8,      batch_rowwise,     kernel_pow,         lower_onnx_pow)
+PPCC_OP(equal,           2,  2,   1,  attrs_none,       COMPUTE,     shape_compare,     shard_elementwise,     MULTI,       flops_elem1,      batch_rowwise,     kernel_equal,       lower_onnx_compare)
+PPCC_OP(less,            2,  2,   1,  attrs_none,       COMPUTE,     shape_compare,     shard_elementwise,     MULTI,       flops_elem1,      batch_rowwise,     kernel_less,        lower_onnx_compare)
+PPCC_OP(greater,         2,  2,   1,  attrs_none,       COMPUTE,     shape_compare,     shard_elementwise,     MULTI,       flops_elem1,      batch_rowwise,     kernel_greater,     lower_onnx_compare)
+PPCC_OP(where,           3,  3,   1,  attrs_none,       COMPUTE,     shape_where,       shard_where,           MULTI,       flops_elem1,      batch_rowwise,     kernel_where,       lower_onnx_where)

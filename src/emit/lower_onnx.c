@@ -29,3 +29,72 @@ ppcc_status lower_onnx_unary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const
   emit_set_shard(c, op->out[0], shard, emit_elementwise(c, 1, &x, emit_shard_type(c, out), body, (void *)name));
   return PPCC_OK;
 }
+
+/* pow: math.powf on two float tensors with numpy broadcasting. */
+ppcc_status lower_onnx_pow(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  const ppcc_value *a = &g->values[op->in[0]], *b = &g->values[op->in[1]], *out = &g->values[op->out[0]];
+  if (!ppcc_dtype_is_float(a->dtype) || !ppcc_dtype_is_float(b->dtype))
+    return emit_op_error(c, op, "op '%s' has no MLIR lowering for dtype %s", op->info->name, ppcc_dtype_name(a->dtype));
+  /* f16/bf16 compute in f32 and round once, as the interpreter does. */
+  MlirValue x = emit_to_f32(c, emit_shard(c, op->in[0], a->layout.count == 1 ? 0 : shard));
+  MlirValue y = emit_to_f32(c, emit_shard(c, op->in[1], b->layout.count == 1 ? 0 : shard));
+  MlirType t = emit_shard_type(c, out);
+  int rank = (int)mlirShapedTypeGetRank(t);
+  int64_t shape[PPCC_MAX_RANK];
+  for (int i = 0; i < rank; i++) shape[i] = mlirShapedTypeGetDimSize(t, i);
+  MlirType t32 = mlirRankedTensorTypeGet(rank, shape, mlirF32TypeGet(c->mctx), mlirAttributeGetNull());
+  MlirValue r = emit_binary_tensor(c, "math.powf", x, y, t32, shard);
+  emit_set_shard(c, op->out[0], shard, emit_convert_floats(c, r, mlirShapedTypeGetElementType(t)));
+  return PPCC_OK;
+}
+
+/* arith.cmpf / arith.cmpi predicates (their enum values in MLIR). */
+enum { CMPF_OEQ = 1, CMPF_OGT = 2, CMPF_OLT = 4, CMPI_EQ = 0, CMPI_SLT = 2, CMPI_SGT = 4, CMPI_ULT = 6, CMPI_UGT = 8 };
+
+static MlirValue compare_body(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  int predicate = *(const int *)user;
+  MlirValue ops[2] = {mlirBlockGetArgument(b, 0), mlirBlockGetArgument(b, 1)};
+  bool is_float = !mlirTypeIsAInteger(mlirValueGetType(ops[0]));
+  MlirType i1 = mlirIntegerTypeGet(c->mctx, 1);
+  MlirNamedAttribute p = emit_named(c, "predicate", emit_i64_attr(c, predicate));
+  emit_op_spec s = {is_float ? "arith.cmpf" : "arith.cmpi", 2, ops, 1, &i1, 1, &p, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
+}
+
+/* equal/less/greater: ordered float compares (NaN gives false), signed
+ * integer compares, and bool compared as 0/1 (unsigned i1). */
+ppcc_status lower_onnx_compare(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                               ppcc_diag *d) {
+  const ppcc_value *a = &g->values[op->in[0]], *b = &g->values[op->in[1]], *out = &g->values[op->out[0]];
+  bool f = ppcc_dtype_is_float(a->dtype), u = a->dtype == PPCC_BOOL;
+  int predicate;
+  switch (op->info->id) {
+  case PPCC_OP_equal: predicate = f ? CMPF_OEQ : CMPI_EQ; break;
+  case PPCC_OP_less: predicate = f ? CMPF_OLT : u ? CMPI_ULT : CMPI_SLT; break;
+  case PPCC_OP_greater: predicate = f ? CMPF_OGT : u ? CMPI_UGT : CMPI_SGT; break;
+  default: return emit_op_error(c, op, "op '%s' is not lowered by lower_onnx_compare", op->info->name);
+  }
+  MlirValue ins[2] = {emit_shard(c, op->in[0], a->layout.count == 1 ? 0 : shard),
+                      emit_shard(c, op->in[1], b->layout.count == 1 ? 0 : shard)};
+  emit_set_shard(c, op->out[0], shard,
+                 emit_elementwise_shard(c, 2, ins, emit_shard_type(c, out), shard, compare_body, &predicate));
+  return PPCC_OK;
+}
+
+static MlirValue select_body(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  MlirValue ops[3] = {mlirBlockGetArgument(b, 0), mlirBlockGetArgument(b, 1), mlirBlockGetArgument(b, 2)};
+  MlirType t = mlirValueGetType(ops[1]);
+  emit_op_spec s = {"arith.select", 3, ops, 1, &t, 0, NULL, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
+}
+
+/* where(cond, x, y): arith.select per element, any dtype. */
+ppcc_status lower_onnx_where(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                             ppcc_diag *d) {
+  MlirValue ins[3];
+  for (int k = 0; k < 3; k++)
+    ins[k] = emit_shard(c, op->in[k], g->values[op->in[k]].layout.count == 1 ? 0 : shard);
+  emit_set_shard(c, op->out[0], shard,
+                 emit_elementwise_shard(c, 3, ins, emit_shard_type(c, &g->values[op->out[0]]), shard, select_body, NULL));
+  return PPCC_OK;
+}

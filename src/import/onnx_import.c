@@ -488,7 +488,8 @@ static ppcc_status tr_binary(importer *I) {
       if (c == 1.0) return bind(I, 0, x0);
       return bind(I, 0, emit(I, c == 0.5 ? "sqrt" : "reciprocal", 1, &in, out_name(I, 0), 0, NULL));
     }
-    return defer_node(I, "Pow of a computed tensor is supported for constant exponents 2, 1, 0.5 and -1");
+    int in[2] = {x0, operand(I, 1)}; /* a general exponent: the pow row */
+    return bind(I, 0, emit(I, "pow", 2, in, out_name(I, 0), 0, NULL));
   }
   const char *name = strcmp(op, "Add") == 0 ? "add" : strcmp(op, "Sub") == 0 ? "sub" : strcmp(op, "Mul") == 0 ? "mul" : "div";
   int in[2] = {operand(I, 0), operand(I, 1)};

@@ -213,6 +213,50 @@ static ppcc_status shape_div(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return st ? st : shape_broadcast(g, op, d);
 }
 
+/* pow: float operands only on every backend, numpy broadcasting. */
+static ppcc_status shape_float_broadcast(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shape_div(g, op, d); }
+
+/* equal/less/greater: same-dtype operands broadcast, a bool result. */
+static ppcc_status shape_compare(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_status st = shape_broadcast(g, op, d);
+  if (!st) OUT(0)->dtype = PPCC_BOOL;
+  return st;
+}
+
+/* where(cond, x, y): a bool cond, x and y of one dtype, all three broadcast. */
+static ppcc_status shape_where(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  char msg[PPCC_MAX_NAME * 2 + 128];
+  if (IN(0)->dtype != PPCC_BOOL) {
+    snprintf(msg, sizeof msg, "condition '%s' must be bool, not %s", IN(0)->name, ppcc_dtype_name(IN(0)->dtype));
+    return op_error(g, op, d, msg);
+  }
+  if (IN(1)->dtype != IN(2)->dtype) {
+    snprintf(msg, sizeof msg, "dtype mismatch: '%s' is %s but '%s' is %s", IN(1)->name, ppcc_dtype_name(IN(1)->dtype),
+             IN(2)->name, ppcc_dtype_name(IN(2)->dtype));
+    return op_error(g, op, d, msg);
+  }
+  ppcc_value *o = OUT(0);
+  int rank = 0;
+  for (int k = 0; k < 3; k++) rank = IN(k)->rank > rank ? IN(k)->rank : rank;
+  o->dtype = IN(1)->dtype;
+  o->rank = rank;
+  for (int i = 0; i < rank; i++) {
+    int64_t size = 1;
+    for (int k = 0; k < 3; k++) {
+      int ik = i - (rank - IN(k)->rank);
+      int64_t dk = ik >= 0 ? IN(k)->shape[ik] : 1;
+      if (dk != 1 && size != 1 && dk != size) {
+        snprintf(msg, sizeof msg, "shape mismatch: operands do not broadcast (dim %d: %lld vs %lld)", i,
+                 (long long)size, (long long)dk);
+        return op_error(g, op, d, msg);
+      }
+      if (dk != 1) size = dk;
+    }
+    o->shape[i] = size;
+  }
+  return PPCC_OK;
+}
+
 /* perm of a transpose: the attribute, or the last two dims swapped. */
 static bool transpose_perm(const ppcc_op *op, int rank, int *perm) {
   const ppcc_attr *a = ppcc_op_attr(op, "perm");
@@ -398,6 +442,33 @@ static ppcc_status shard_binary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int al
 
 static ppcc_status shard_elementwise(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return shard_binary(g, op, d, 0);
+}
+
+/* where: unsharded, or all sharded alike (no partial sums), split dims
+ * agreeing after broadcasting; a split dim is never broadcast. */
+static ppcc_status shard_where(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_value *o = OUT(0);
+  int n_sharded = 0, count = 0, dim = -1;
+  for (int k = 0; k < 3; k++) {
+    const ppcc_value *v = IN(k);
+    if (v->layout.kind == PPCC_LAYOUT_UNSHARDED) continue;
+    if (v->layout.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "where of partial sums is wrong; all_reduce first");
+    if (n_sharded++ && v->layout.count != count) return layouts_error(g, op, d, "shard counts differ");
+    count = v->layout.count;
+    int dk = result_split_dim(v, o);
+    if (dk < 0) continue;
+    if (dim >= 0 && dk != dim) return layouts_error(g, op, d, "operands are split along different dims");
+    if (v->shape[v->layout.dim] != o->shape[dk]) return layouts_error(g, op, d, "the split dim is broadcast");
+    dim = dk;
+  }
+  if (n_sharded == 0) {
+    o->layout = ppcc_layout_unsharded();
+    return PPCC_OK;
+  }
+  if (n_sharded != 3)
+    return layouts_error(g, op, d, "mixing unsharded and sharded operands; replicate or reshard_split the unsharded ones first");
+  o->layout = dim >= 0 ? split_layout(dim, count) : (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, count};
+  return PPCC_OK;
 }
 static ppcc_status shard_add(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shard_binary(g, op, d, 1); }
 static ppcc_status shard_mul(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {

@@ -2,6 +2,7 @@
  * (ppcc_rt_run_kernel converts f16/bf16 around them), IEEE semantics
  * (sqrt of a negative is NaN, 1/0 is inf), as ONNX Runtime computes them. */
 #include <math.h>
+#include <string.h>
 #include "kernels_onnx.h"
 #include "rt_internal.h"
 
@@ -26,3 +27,130 @@ ONNX_UNARY(sqrt, sqrtf)
 ONNX_UNARY(reciprocal, f_reciprocal)
 ONNX_UNARY(erf, erff)
 ONNX_UNARY(log, logf)
+
+/* out = f(a, b) with numpy broadcasting: walk the output index, stepping
+ * each operand's offset by its stride (0 along broadcast dims). */
+static void map2(float (*f)(float, float), const ppcc_tensor *a, const ppcc_tensor *b, ppcc_tensor *y) {
+  int r = y->rank;
+  int64_t sa[PPCC_MAX_RANK], sb[PPCC_MAX_RANK], idx[PPCC_MAX_RANK] = {0};
+  const ppcc_tensor *xs[2] = {a, b};
+  int64_t *ss[2] = {sa, sb};
+  for (int k = 0; k < 2; k++) {
+    int64_t s = 1;
+    for (int i = r - 1; i >= 0; i--) {
+      int xi = i - (r - xs[k]->rank);
+      int64_t size = xi >= 0 ? xs[k]->shape[xi] : 1;
+      ss[k][i] = size == 1 ? 0 : s;
+      s *= size;
+    }
+  }
+  const float *pa = a->data, *pb = b->data;
+  float *dst = y->data;
+  int64_t n = ppcc_num_elements(y->rank, y->shape), oa = 0, ob = 0;
+  for (int64_t j = 0; j < n; j++) {
+    dst[j] = f(pa[oa], pb[ob]);
+    for (int i = r - 1; i >= 0; i--) {
+      oa += sa[i];
+      ob += sb[i];
+      if (++idx[i] < y->shape[i]) break;
+      oa -= sa[i] * y->shape[i];
+      ob -= sb[i] * y->shape[i];
+      idx[i] = 0;
+    }
+  }
+}
+
+ppcc_status kernel_pow(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  map2(powf, &in[0], &in[1], &out[0]);
+  return PPCC_OK;
+}
+
+/* ---------------- comparisons: any dtype in, bool out ---------------- */
+typedef enum { CMP_EQ, CMP_LT, CMP_GT } cmp_kind;
+
+static double load_float(const ppcc_tensor *t, int64_t j) {
+  if (t->dtype == PPCC_F32) return ((const float *)t->data)[j];
+  float f;
+  rt_to_f32(t->dtype, (const char *)t->data + j * ppcc_dtype_size(t->dtype), &f, 1);
+  return f;
+}
+
+static int64_t load_int(const ppcc_tensor *t, int64_t j) {
+  switch (t->dtype) {
+  case PPCC_I64: return ((const int64_t *)t->data)[j];
+  case PPCC_I32: return ((const int32_t *)t->data)[j];
+  case PPCC_I8: return ((const int8_t *)t->data)[j];
+  default: return ((const uint8_t *)t->data)[j] & 1; /* bool */
+  }
+}
+
+/* Strides of x broadcast to rank r (0 along broadcast dims). */
+static void bstrides(const ppcc_tensor *x, int r, int64_t *st) {
+  int64_t s = 1;
+  for (int i = r - 1; i >= 0; i--) {
+    int xi = i - (r - x->rank);
+    int64_t size = xi >= 0 ? x->shape[xi] : 1;
+    st[i] = size == 1 ? 0 : s;
+    s *= size;
+  }
+}
+
+/* Calls visit(j, offsets of each operand) for every output element j. */
+#define FOR_BROADCAST(y, n_ops, ops, off, body)                                                  \
+  do {                                                                                           \
+    int r_ = (y)->rank;                                                                          \
+    int64_t st_[3][PPCC_MAX_RANK], idx_[PPCC_MAX_RANK] = {0}, off[3] = {0, 0, 0};               \
+    for (int k_ = 0; k_ < (n_ops); k_++) bstrides((ops)[k_], r_, st_[k_]);                      \
+    int64_t n_ = ppcc_num_elements(r_, (y)->shape);                                              \
+    for (int64_t j = 0; j < n_; j++) {                                                           \
+      body;                                                                                      \
+      for (int i_ = r_ - 1; i_ >= 0; i_--) {                                                     \
+        for (int k_ = 0; k_ < (n_ops); k_++) off[k_] += st_[k_][i_];                             \
+        if (++idx_[i_] < (y)->shape[i_]) break;                                                  \
+        for (int k_ = 0; k_ < (n_ops); k_++) off[k_] -= st_[k_][i_] * (y)->shape[i_];            \
+        idx_[i_] = 0;                                                                            \
+      }                                                                                          \
+    }                                                                                            \
+  } while (0)
+
+static bool cmp(cmp_kind k, const ppcc_tensor *a, int64_t ia, const ppcc_tensor *b, int64_t ib) {
+  if (ppcc_dtype_is_float(a->dtype)) { /* NaN compares false, as ONNX Runtime does */
+    double x = load_float(a, ia), y = load_float(b, ib);
+    return k == CMP_EQ ? x == y : k == CMP_LT ? x < y : x > y;
+  }
+  int64_t x = load_int(a, ia), y = load_int(b, ib);
+  return k == CMP_EQ ? x == y : k == CMP_LT ? x < y : x > y;
+}
+
+static ppcc_status run_compare(cmp_kind k, const ppcc_tensor *in, ppcc_tensor *out) {
+  const ppcc_tensor *ops[2] = {&in[0], &in[1]};
+  uint8_t *dst = out->data;
+  FOR_BROADCAST(out, 2, ops, off, dst[j] = cmp(k, &in[0], off[0], &in[1], off[1]));
+  return PPCC_OK;
+}
+
+ppcc_status kernel_equal(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  return run_compare(CMP_EQ, in, out);
+}
+ppcc_status kernel_less(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  return run_compare(CMP_LT, in, out);
+}
+ppcc_status kernel_greater(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  return run_compare(CMP_GT, in, out);
+}
+
+/* where(cond, x, y): x's element where cond, else y's; any dtype, moved raw. */
+ppcc_status kernel_where(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const ppcc_tensor *ops[3] = {&in[0], &in[1], &in[2]};
+  const uint8_t *c = in[0].data;
+  int es = ppcc_dtype_size(out->dtype);
+  char *dst = out->data;
+  const char *x = in[1].data, *y = in[2].data;
+  FOR_BROADCAST(out, 3, ops, off,
+                memcpy(dst + j * es, (c[off[0]] & 1) ? x + off[1] * es : y + off[2] * es, (size_t)es));
+  return PPCC_OK;
+}
+
+bool kernel_onnx_handles_dtypes(ppcc_kernel_fn k) {
+  return k == kernel_equal || k == kernel_less || k == kernel_greater || k == kernel_where;
+}
