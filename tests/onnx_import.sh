@@ -26,7 +26,7 @@ if "$ppcc" compile "$src/testdata/models/tp_ffn.json" --emit=mlir 2>&1 | grep -q
 fi
 
 runs=0
-for m in mlp llama gpt2 bert ops; do
+for m in mlp llama gpt2 bert ops select; do
   shape=$(awk -v m="$m" '$1 == m {print $2}' "$data/shapes.txt")
   shape_opt=()
   [[ -n $shape ]] && shape_opt=(--shape "$shape")

@@ -760,6 +760,19 @@ static ppcc_status tr_expand(importer *I) {
   return defer_node(I, "Expand of a computed tensor to a larger shape is not supported");
 }
 
+/* Equal/Less/Greater/Where on computed tensors: the op-table rows. */
+static ppcc_status tr_compare(importer *I) {
+  const char *op = I->node->op_type;
+  const char *name = strcmp(op, "Equal") == 0 ? "equal" : strcmp(op, "Less") == 0 ? "less" : "greater";
+  int in[2] = {operand(I, 0), operand(I, 1)};
+  return bind(I, 0, emit(I, name, 2, in, out_name(I, 0), 0, NULL));
+}
+
+static ppcc_status tr_where(importer *I) {
+  int in[3] = {operand(I, 0), operand(I, 1), operand(I, 2)};
+  return bind(I, 0, emit(I, "where", 3, in, out_name(I, 0), 0, NULL));
+}
+
 static ppcc_status tr_const_only(importer *I) {
   return defer_node(I, "ppcc evaluates this op only on constants and static shapes (give --shape for symbolic inputs)");
 }
@@ -779,7 +792,7 @@ static const translation translations[] = {
   {"Reshape", tr_reshape_like}, {"Flatten", tr_reshape_like}, {"Unsqueeze", tr_reshape_like},
   {"Squeeze", tr_reshape_like}, {"Transpose", tr_transpose}, {"Concat", tr_concat}, {"Slice", tr_slice},
   {"Split", tr_split}, {"Gather", tr_gather}, {"Expand", tr_expand},
-  {"Where", tr_const_only}, {"Equal", tr_const_only}, {"Less", tr_const_only}, {"Greater", tr_const_only},
+  {"Where", tr_where}, {"Equal", tr_compare}, {"Less", tr_compare}, {"Greater", tr_compare},
   {"Trilu", tr_const_only}, {"Range", tr_const_only}, {"ConstantOfShape", tr_const_only}, {"Shape", tr_const_only},
   {"Constant", tr_const_only}, {"Not", tr_const_only}, {"And", tr_const_only}, {"Or", tr_const_only},
   {"Max", tr_const_only}, {"Min", tr_const_only}, {"Cos", tr_const_only}, {"Sin", tr_const_only},
