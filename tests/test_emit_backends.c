@@ -573,6 +573,15 @@ static const op_case op_cases[] = {
      "{'name': 'c', 'dtype': 'bool', 'shape': [4, 8]}, {'name': 'x', 'dtype': 'DT', 'shape': [4, 8]},"
      " {'name': 'y', 'dtype': 'DT', 'shape': [8]}",
      "{'op': 'where', 'in': ['c', 'x', 'y'], 'out': ['w']}", "'w'", "f32 f16 bf16 i64 i32 i8 bool"},
+#define CAST2(a, b)                                                                                         \
+  {"cast", 1, X34,                                                                                          \
+   "{'op': 'cast', 'in': ['x'], 'out': ['a'], 'attrs': {'dtype': '" a "'}},"                               \
+   " {'op': 'cast', 'in': ['x'], 'out': ['b'], 'attrs': {'dtype': '" b "'}}",                               \
+   "'a', 'b'", "f32 f16 bf16 i64 i32 i8 bool"}
+    CAST2("f32", "f16"),
+    CAST2("bf16", "i64"),
+    CAST2("i32", "i8"),
+    CAST2("bool", "f32"),
 };
 
 /* s with every "DT" replaced by dt, in buf. */

@@ -23,7 +23,8 @@ Models (tiny sizes so the repository stays small):
            Unsqueeze/Squeeze, Softmax, ReduceSum, Gather of one index,
            Split(num_outputs) and Concat; three outputs
   select   opset 18: Pow with a tensor and a non-special scalar exponent,
-           Greater/Less/Equal and Where on computed tensors
+           Greater/Less/Equal and Where on computed tensors, Cast
+           between bool, f32, i64 and f16; two outputs
   mlp_ext  the mlp with its weights in an external-data file
 Bad inputs for the importer's error tests go to testdata/onnx/bad/.
 """
@@ -308,7 +309,14 @@ def select():
     w2 = b.op("Where", [lt, w, b.const(np.float32(0.25), "quarter")])
     b.nodes.append(helper.make_node("Where", [q, b.op("Mul", [w2, b.const(np.float32(2.0), "two")]), w2], ["y"],
                                     name="y"))
-    b.outputs.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8]))
+    # Cast: bool -> f32, f32 -> i64 (truncation) -> f32, f32 -> f16 -> f32
+    ti = b.op("Cast", [b.op("Cast", [b.op("Mul", ["x", b.const(np.float32(10.0), "ten")])], to=TensorProto.INT64)],
+              to=TensorProto.FLOAT)
+    h = b.op("Cast", [b.op("Cast", ["x"], to=TensorProto.FLOAT16)], to=TensorProto.FLOAT)
+    b.nodes.append(helper.make_node("Add", [b.op("Add", [ti, h]), b.op("Cast", [g], to=TensorProto.FLOAT)], ["z"],
+                                    name="z"))
+    for name in ("y", "z"):
+        b.outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 8]))
     # its own generator: `--only select` and a full run give the same inputs
     inputs = {"x": (np.random.default_rng(14).standard_normal((2, 8)) * 0.5).astype(np.float32)}
     return b.model(18), inputs, ""

@@ -98,3 +98,65 @@ ppcc_status lower_onnx_where(struct ppcc_emit_ctx *c, const ppcc_graph *g, const
                  emit_elementwise_shard(c, 3, ins, emit_shard_type(c, &g->values[op->out[0]]), shard, select_body, NULL));
   return PPCC_OK;
 }
+
+/* ---- cast (the kernel's rules: kernels_onnx.c) ---- */
+enum { CMPF_UNO = 14, CMPF_UNE = 13, CMPI_NE = 1 };
+
+static MlirValue conv(ppcc_emit_ctx *c, MlirBlock b, const char *name, MlirValue x, MlirType t) {
+  emit_op_spec s = {name, 1, &x, 1, &t, 0, NULL, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
+}
+
+static MlirValue cmp_scalar(ppcc_emit_ctx *c, MlirBlock b, const char *name, int predicate, MlirValue x, MlirValue y) {
+  MlirValue ops[2] = {x, y};
+  MlirType i1 = mlirIntegerTypeGet(c->mctx, 1);
+  MlirNamedAttribute p = emit_named(c, "predicate", emit_i64_attr(c, predicate));
+  emit_op_spec s = {name, 2, ops, 1, &i1, 1, &p, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
+}
+
+static MlirValue select3(ppcc_emit_ctx *c, MlirBlock b, MlirValue cond, MlirValue x, MlirValue y) {
+  MlirValue ops[3] = {cond, x, y};
+  MlirType t = mlirValueGetType(x);
+  emit_op_spec s = {"arith.select", 3, ops, 1, &t, 0, NULL, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &s), 0);
+}
+
+static MlirValue cast_body(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  MlirType dt = *(const MlirType *)user, f32 = mlirF32TypeGet(c->mctx);
+  MlirValue x = mlirBlockGetArgument(b, 0);
+  MlirType st = mlirValueGetType(x);
+  if (mlirTypeEqual(st, dt)) return x;
+  bool from_float = !mlirTypeIsAInteger(st), to_float = !mlirTypeIsAInteger(dt);
+  if (from_float) {
+    if (!to_float && mlirIntegerTypeGetWidth(dt) == 1)
+      return cmp_scalar(c, b, "arith.cmpf", CMPF_UNE, x, emit_float_const(c, b, st, 0.0));
+    MlirValue x32 = mlirTypeIsAF32(st) ? x : conv(c, b, "arith.extf", x, f32);
+    if (to_float) return mlirTypeIsAF32(dt) ? x32 : conv(c, b, "arith.truncf", x32, dt);
+    unsigned w = mlirIntegerTypeGetWidth(dt);
+    double lo = w == 64 ? -9223372036854775808.0 : w == 32 ? -2147483648.0 : -128.0;
+    double hi = w == 64 ? 9223371487098961920.0 : w == 32 ? 2147483520.0 : 127.0;
+    MlirValue cl = emit_binary_scalar(c, b, "arith.maximumf", x32, emit_float_const(c, b, f32, lo));
+    cl = emit_binary_scalar(c, b, "arith.minimumf", cl, emit_float_const(c, b, f32, hi));
+    MlirValue i = conv(c, b, "arith.fptosi", cl, dt);
+    return select3(c, b, cmp_scalar(c, b, "arith.cmpf", CMPF_UNO, x32, x32), emit_int_const(c, b, dt, 0), i);
+  }
+  unsigned ws = mlirIntegerTypeGetWidth(st);
+  if (to_float) {
+    MlirValue f = conv(c, b, ws == 1 ? "arith.uitofp" : "arith.sitofp", x, f32);
+    return mlirTypeIsAF32(dt) ? f : conv(c, b, "arith.truncf", f, dt);
+  }
+  unsigned wd = mlirIntegerTypeGetWidth(dt);
+  if (wd == 1) return cmp_scalar(c, b, "arith.cmpi", CMPI_NE, x, emit_int_const(c, b, st, 0));
+  if (wd > ws) return conv(c, b, ws == 1 ? "arith.extui" : "arith.extsi", x, dt);
+  return conv(c, b, "arith.trunci", x, dt);
+}
+
+ppcc_status lower_onnx_cast(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  const ppcc_value *in = &g->values[op->in[0]], *out = &g->values[op->out[0]];
+  MlirValue x = emit_shard(c, op->in[0], in->layout.count == 1 ? 0 : shard);
+  MlirType t = emit_shard_type(c, out);
+  MlirType elem = mlirShapedTypeGetElementType(t);
+  emit_set_shard(c, op->out[0], shard, emit_elementwise(c, 1, &x, t, cast_body, &elem));
+  return PPCC_OK;
+}

@@ -11,4 +11,6 @@ ppcc_status lower_onnx_compare(struct ppcc_emit_ctx *c, const ppcc_graph *g, con
                                ppcc_diag *d);
 ppcc_status lower_onnx_where(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
                              ppcc_diag *d);
+ppcc_status lower_onnx_cast(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                            ppcc_diag *d);
 #endif

@@ -459,7 +459,10 @@ static ppcc_status tr_cast(importer *I) {
   int v = x ? value_of(I, x) : -2;
   if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
   if (ox_dtype_from_onnx((int32_t)ox_attr_int(I->node, "to", 0), &to) && to == V(I, v)->dtype) return bind(I, 0, v);
-  return defer_node(I, "Cast of a computed tensor to another dtype is not supported");
+  if (!ox_dtype_from_onnx((int32_t)ox_attr_int(I->node, "to", 0), &to))
+    return defer_node(I, "Cast to a dtype ppcc does not have");
+  ppcc_attr a = {.name = "dtype", .type = PPCC_ATTR_STRING, .s = ppcc_dtype_name(to)};
+  return bind(I, 0, emit(I, "cast", 1, &v, out_name(I, 0), 1, &a));
 }
 
 static ppcc_status tr_binary(importer *I) {

@@ -27,6 +27,7 @@ static const ppcc_attr_spec attrs_transfer[] = {{"devices", PPCC_ATTR_INTS, true
                                                 {NULL, 0, false}};
 
 static const ppcc_attr_spec attrs_eps[] = {{"eps", PPCC_ATTR_FLOAT, false}, {NULL, 0, false}};
+static const ppcc_attr_spec attrs_cast[] = {{"dtype", PPCC_ATTR_STRING, true}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_dim_opt[] = {{"dim", PPCC_ATTR_INT, false}, {NULL, 0, false}};
 /* rope_factor alone: linear scaling (positions / factor); with
  * rope_original_max_position too: Llama 3's per-frequency scaling. */
@@ -221,6 +222,20 @@ static ppcc_status shape_compare(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   ppcc_status st = shape_broadcast(g, op, d);
   if (!st) OUT(0)->dtype = PPCC_BOOL;
   return st;
+}
+
+/* cast: the operand's shape in attrs.dtype (any dtype ppcc knows). */
+static ppcc_status shape_cast(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_attr *a = ppcc_op_attr(op, "dtype");
+  ppcc_dtype t;
+  if (!a || !a->s || !ppcc_dtype_from_name(a->s, &t)) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "attrs.dtype '%.64s' is not a dtype ppcc knows", a && a->s ? a->s : "");
+    return op_error(g, op, d, msg);
+  }
+  set_result(OUT(0), IN(0));
+  OUT(0)->dtype = t;
+  return PPCC_OK;
 }
 
 /* where(cond, x, y): a bool cond, x and y of one dtype, all three broadcast. */

@@ -151,6 +151,56 @@ ppcc_status kernel_where(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *
   return PPCC_OK;
 }
 
+/* ---------------- cast ---------------- */
+/* Float to integer: truncation toward zero, NaN to 0, out of range
+ * saturated at the largest f32 values inside the type (the JIT clamps the
+ * same f32 bounds), so both backends agree where C and LLVM leave it
+ * undefined. Float to bool: x != 0 (NaN is true, as numpy has it). Integer
+ * to integer wraps; integer to f16/bf16 rounds via f32, like the JIT. */
+static void float_int_bounds(ppcc_dtype t, float *lo, float *hi) {
+  switch (t) {
+  case PPCC_I64: *lo = -9223372036854775808.0f, *hi = 9223371487098961920.0f; break;
+  case PPCC_I32: *lo = -2147483648.0f, *hi = 2147483520.0f; break;
+  default: *lo = -128.0f, *hi = 127.0f; break; /* i8 */
+  }
+}
+
+static void store_int(ppcc_tensor *t, int64_t j, int64_t v) {
+  switch (t->dtype) {
+  case PPCC_I64: ((int64_t *)t->data)[j] = v; break;
+  case PPCC_I32: ((int32_t *)t->data)[j] = (int32_t)(uint32_t)(uint64_t)v; break;
+  case PPCC_I8: ((int8_t *)t->data)[j] = (int8_t)(uint8_t)(uint64_t)v; break;
+  default: ((uint8_t *)t->data)[j] = v != 0; break; /* bool */
+  }
+}
+
+static void store_float(ppcc_tensor *t, int64_t j, float f) {
+  if (t->dtype == PPCC_F32) ((float *)t->data)[j] = f;
+  else rt_from_f32(t->dtype, &f, (char *)t->data + j * ppcc_dtype_size(t->dtype), 1);
+}
+
+ppcc_status kernel_cast(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const ppcc_tensor *x = &in[0];
+  int64_t n = ppcc_num_elements(x->rank, x->shape);
+  bool from_float = ppcc_dtype_is_float(x->dtype), to_float = ppcc_dtype_is_float(out->dtype);
+  float lo = 0, hi = 0;
+  if (!to_float) float_int_bounds(out->dtype, &lo, &hi);
+  for (int64_t j = 0; j < n; j++) {
+    if (from_float) {
+      float f = (float)load_float(x, j);
+      if (to_float) store_float(out, j, f);
+      else if (out->dtype == PPCC_BOOL) store_int(out, j, f != 0 || isnan(f));
+      else store_int(out, j, isnan(f) ? 0 : (int64_t)(f < lo ? lo : f > hi ? hi : f));
+    } else {
+      int64_t v = load_int(x, j);
+      if (x->dtype == PPCC_BOOL) v &= 1;
+      if (to_float) store_float(out, j, (float)v);
+      else store_int(out, j, v);
+    }
+  }
+  return PPCC_OK;
+}
+
 bool kernel_onnx_handles_dtypes(ppcc_kernel_fn k) {
-  return k == kernel_equal || k == kernel_less || k == kernel_greater || k == kernel_where;
+  return k == kernel_equal || k == kernel_less || k == kernel_greater || k == kernel_where || k == kernel_cast;
 }
