@@ -582,6 +582,8 @@ static const op_case op_cases[] = {
     CAST2("bf16", "i64"),
     CAST2("i32", "i8"),
     CAST2("bool", "f32"),
+    {"expand", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 1]}",
+     "{'op': 'expand', 'in': ['x'], 'out': ['y'], 'attrs': {'shape': [3, 4, 5]}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
 };
 
 /* s with every "DT" replaced by dt, in buf. */

@@ -160,3 +160,14 @@ ppcc_status lower_onnx_cast(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   emit_set_shard(c, op->out[0], shard, emit_elementwise(c, 1, &x, t, cast_body, &elem));
   return PPCC_OK;
 }
+
+static MlirValue copy_body(ppcc_emit_ctx *c, MlirBlock b, void *user) { return mlirBlockGetArgument(b, 0); }
+
+/* expand: an elementwise copy whose operand map broadcasts it. */
+ppcc_status lower_onnx_expand(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                              ppcc_diag *d) {
+  const ppcc_value *in = &g->values[op->in[0]];
+  MlirValue x = emit_shard(c, op->in[0], in->layout.count == 1 ? 0 : shard);
+  emit_set_shard(c, op->out[0], shard, emit_elementwise(c, 1, &x, emit_shard_type(c, &g->values[op->out[0]]), copy_body, NULL));
+  return PPCC_OK;
+}

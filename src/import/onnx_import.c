@@ -760,7 +760,18 @@ static ppcc_status tr_expand(importer *I) {
     }
     if (same) return bind(I, 0, x);
   }
-  return defer_node(I, "Expand of a computed tensor to a larger shape is not supported");
+  if (!s || s->rank != 1 || s->n > PPCC_MAX_RANK)
+    return defer_node(I, "Expand of a computed tensor needs a constant rank-1 shape");
+  /* the result is the broadcast of both shapes (a 1 in either gives way) */
+  int rank = (int)s->n > v->rank ? (int)s->n : v->rank;
+  int64_t shape[PPCC_MAX_RANK];
+  for (int i = 0; i < rank; i++) {
+    int si = i - (rank - (int)s->n), vi = i - (rank - v->rank);
+    int64_t want = si >= 0 ? ox_get_int(s, si) : 1, have = vi >= 0 ? v->shape[vi] : 1;
+    shape[i] = want == 1 ? have : want;
+  }
+  ppcc_attr a = attr_ints("shape", rank, shape);
+  return bind(I, 0, emit(I, "expand", 1, &x, out_name(I, 0), 1, &a));
 }
 
 /* Equal/Less/Greater/Where on computed tensors: the op-table rows. */

@@ -238,6 +238,32 @@ static ppcc_status shape_cast(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* expand: the operand broadcast (numpy rules) to exactly attrs.shape. */
+static ppcc_status shape_expand(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_attr *a = ppcc_op_attr(op, "shape");
+  const ppcc_value *x = IN(0);
+  char msg[256], sx[128];
+  shape_str(x, sx, sizeof sx);
+  if (!a || a->n < x->rank || a->n > PPCC_MAX_RANK) {
+    snprintf(msg, sizeof msg, "attrs.shape must have rank %d..%d to expand %s", x->rank, PPCC_MAX_RANK, sx);
+    return op_error(g, op, d, msg);
+  }
+  for (int i = 0; i < a->n; i++) {
+    int xi = i - (a->n - x->rank);
+    int64_t dx = xi >= 0 ? x->shape[xi] : 1;
+    if (a->ints[i] < 0 || (dx != 1 && dx != a->ints[i])) {
+      snprintf(msg, sizeof msg, "%s does not broadcast to attrs.shape (dim %d: %lld vs %lld)", sx, i, (long long)dx,
+               (long long)a->ints[i]);
+      return op_error(g, op, d, msg);
+    }
+  }
+  ppcc_value *o = OUT(0);
+  o->dtype = x->dtype;
+  o->rank = a->n;
+  for (int i = 0; i < a->n; i++) o->shape[i] = a->ints[i];
+  return PPCC_OK;
+}
+
 /* where(cond, x, y): a bool cond, x and y of one dtype, all three broadcast. */
 static ppcc_status shape_where(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   char msg[PPCC_MAX_NAME * 2 + 128];
@@ -457,6 +483,20 @@ static ppcc_status shard_binary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int al
 
 static ppcc_status shard_elementwise(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return shard_binary(g, op, d, 0);
+}
+
+/* expand copies: partial sums stay partial, a split dim moves with the
+ * new leading dims and must not be one that is broadcast. */
+static ppcc_status shard_expand(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  ppcc_value *o = OUT(0);
+  ppcc_layout l = x->layout;
+  if (l.kind == PPCC_LAYOUT_SPLIT) {
+    if (x->shape[l.dim] != o->shape[l.dim + (o->rank - x->rank)]) return layouts_error(g, op, d, "the split dim is broadcast");
+    l.dim += o->rank - x->rank;
+  }
+  o->layout = l;
+  return PPCC_OK;
 }
 
 /* where: unsharded, or all sharded alike (no partial sums), split dims

@@ -201,6 +201,18 @@ ppcc_status kernel_cast(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *o
   return PPCC_OK;
 }
 
+/* expand: each output element copies the operand element it broadcasts
+ * from (any dtype, moved raw; the local shard's shapes). */
+ppcc_status kernel_expand(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const ppcc_tensor *ops[1] = {&in[0]};
+  int es = ppcc_dtype_size(out->dtype);
+  char *dst = out->data;
+  const char *x = in[0].data;
+  FOR_BROADCAST(out, 1, ops, off, memcpy(dst + j * es, x + off[0] * es, (size_t)es));
+  return PPCC_OK;
+}
+
 bool kernel_onnx_handles_dtypes(ppcc_kernel_fn k) {
-  return k == kernel_equal || k == kernel_less || k == kernel_greater || k == kernel_where || k == kernel_cast;
+  return k == kernel_equal || k == kernel_less || k == kernel_greater || k == kernel_where || k == kernel_cast ||
+         k == kernel_expand;
 }
