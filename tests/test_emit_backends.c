@@ -582,6 +582,12 @@ static const op_case op_cases[] = {
     CAST2("bf16", "i64"),
     CAST2("i32", "i8"),
     CAST2("bool", "f32"),
+    {"reduce_max", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 4, 5]}",
+     "{'op': 'reduce_max', 'in': ['x'], 'out': ['y'], 'attrs': {'dim': [0, 2], 'keepdim': true}},"
+     " {'op': 'reduce_max', 'in': ['x'], 'out': ['z'], 'attrs': {'dim': [-1]}}",
+     "'y', 'z'", "f32 f16 bf16"},
+    {"reduce_max", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 4]}", "{'op': 'reduce_max', 'in': ['x'], 'out': ['y']}",
+     "'y'", "f32 f16 bf16"},
     {"expand", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 1]}",
      "{'op': 'expand', 'in': ['x'], 'out': ['y'], 'attrs': {'shape': [3, 4, 5]}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
 };

@@ -65,3 +65,4 @@ PPCC_OP(greater,         2,  2,   1,  attrs_none,       COMPUTE,     shape_compa
 PPCC_OP(where,           3,  3,   1,  attrs_none,       COMPUTE,     shape_where,       shard_where,           MULTI,       flops_elem1,      batch_rowwise,     kernel_where,       lower_onnx_where)
 PPCC_OP(cast,            1,  1,   1,  attrs_cast,       COMPUTE,     shape_cast,        shard_nonlinear,       UNARY,       flops_elem1,      batch_rowwise,     kernel_cast,        lower_onnx_cast)
 PPCC_OP(expand,          1,  1,   1,  attrs_shape,      COMPUTE,     shape_expand,      shard_expand,          UNARY,       flops_zero,       batch_rowwise,     kernel_expand,      lower_onnx_expand)
+PPCC_OP(reduce_max,      1,  1,   1,  attrs_reduce,     COMPUTE,     shape_reduce_max,  shard_reduce_max,      UNARY,       flops_reduce_in,  batch_reduce,      kernel_reduce_max,  lower_onnx_reduce_max)

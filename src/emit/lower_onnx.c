@@ -1,6 +1,7 @@
 /* Lowerings of sqrt, reciprocal, erf and log: one elementwise
  * linalg.generic whose body is the math/arith scalar op. Float only, like
  * their kernels. */
+#include <math.h>
 #include "emit_internal.h"
 #include "lower_onnx.h"
 
@@ -169,5 +170,53 @@ ppcc_status lower_onnx_expand(struct ppcc_emit_ctx *c, const ppcc_graph *g, cons
   const ppcc_value *in = &g->values[op->in[0]];
   MlirValue x = emit_shard(c, op->in[0], in->layout.count == 1 ? 0 : shard);
   emit_set_shard(c, op->out[0], shard, emit_elementwise(c, 1, &x, emit_shard_type(c, &g->values[op->out[0]]), copy_body, NULL));
+  return PPCC_OK;
+}
+
+/* ---- reduce_max ---- */
+static MlirValue max_body(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  /* maximumf propagates NaN, as the kernel does */
+  return emit_binary_scalar(c, b, "arith.maximumf", mlirBlockGetArgument(b, 1), mlirBlockGetArgument(b, 0));
+}
+
+/* A linalg.generic whose loops are the kept dims, then the reduced ones,
+ * into a -inf filled result of the kept dims; keepdim reshapes it. */
+ppcc_status lower_onnx_reduce_max(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                                  ppcc_diag *d) {
+  const ppcc_value *in = &g->values[op->in[0]], *out = &g->values[op->out[0]];
+  if (!ppcc_dtype_is_float(in->dtype))
+    return emit_op_error(c, op, "op '%s' has no MLIR lowering for dtype %s", op->info->name, ppcc_dtype_name(in->dtype));
+  MlirValue x = emit_shard(c, op->in[0], in->layout.count == 1 ? 0 : shard);
+  MlirType xt = mlirValueGetType(x), elem = mlirShapedTypeGetElementType(xt);
+  int r = (int)mlirShapedTypeGetRank(xt), k = 0, pos[PPCC_MAX_RANK];
+  bool mask[PPCC_MAX_RANK];
+  const ppcc_attr *a = ppcc_op_attr(op, "dim");
+  for (int i = 0; i < r; i++) mask[i] = a == NULL;
+  for (int i = 0; a && i < a->n; i++) mask[a->ints[i] < 0 ? a->ints[i] + r : a->ints[i]] = true;
+  int64_t kept[PPCC_MAX_RANK];
+  for (int i = 0; i < r; i++)
+    if (!mask[i]) kept[k] = mlirShapedTypeGetDimSize(xt, i), pos[i] = k++;
+  for (int i = 0, j = k; i < r; i++)
+    if (mask[i]) pos[i] = j++;
+  MlirAffineExpr ein[PPCC_MAX_RANK], eout[PPCC_MAX_RANK];
+  for (int i = 0; i < r; i++) ein[i] = mlirAffineDimExprGet(c->mctx, pos[i]);
+  for (int i = 0; i < k; i++) eout[i] = mlirAffineDimExprGet(c->mctx, i);
+  MlirAffineMap maps[2] = {mlirAffineMapGet(c->mctx, r, 0, r, ein), mlirAffineMapGet(c->mctx, r, 0, k, eout)};
+  MlirType rt = mlirRankedTensorTypeGet(k, kept, elem, mlirAttributeGetNull());
+  MlirValue ninf = emit_float_const(c, c->block, elem, -INFINITY);
+  MlirValue init = emit_named_linalg(c, "linalg.fill", 1, &ninf, emit_empty(c, rt));
+  MlirValue y = emit_generic(c, 1, &x, init, r, r - k, maps, max_body, NULL);
+  MlirType t = emit_shard_type(c, out);
+  if (!mlirTypeEqual(t, rt)) { /* keepdim: tensor.reshape to the result's shape */
+    int64_t rank = mlirShapedTypeGetRank(t), shape[PPCC_MAX_RANK];
+    for (int i = 0; i < rank; i++) shape[i] = mlirShapedTypeGetDimSize(t, i);
+    MlirType st = mlirRankedTensorTypeGet(1, &rank, mlirIntegerTypeGet(c->mctx, 64), mlirAttributeGetNull());
+    MlirNamedAttribute value = emit_named(c, "value", mlirDenseElementsAttrInt64Get(st, rank, shape));
+    emit_op_spec cst = {"arith.constant", 0, NULL, 1, &st, 1, &value, 0};
+    MlirValue ops[2] = {y, mlirOperationGetResult(emit_op(c, &cst), 0)};
+    emit_op_spec s = {"tensor.reshape", 2, ops, 1, &t, 0, NULL, 0};
+    y = mlirOperationGetResult(emit_op(c, &s), 0);
+  }
+  emit_set_shard(c, op->out[0], shard, y);
   return PPCC_OK;
 }

@@ -15,4 +15,6 @@ ppcc_status lower_onnx_cast(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
                             ppcc_diag *d);
 ppcc_status lower_onnx_expand(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
                               ppcc_diag *d);
+ppcc_status lower_onnx_reduce_max(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                                  ppcc_diag *d);
 #endif

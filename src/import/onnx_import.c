@@ -566,7 +566,8 @@ static ppcc_status tr_reduce(importer *I) {
     return defer_node(I, "reduction axes must be constant");
   }
   ppcc_attr attrs[2] = {attr_bool("keepdim", ox_attr_int(I->node, "keepdims", 1) != 0), attr_ints("dim", n, axes)};
-  const char *op = strcmp(I->node->op_type, "ReduceMean") == 0 ? "mean" : "sum";
+  const char *t_op = I->node->op_type;
+  const char *op = strcmp(t_op, "ReduceMean") == 0 ? "mean" : strcmp(t_op, "ReduceMax") == 0 ? "reduce_max" : "sum";
   return bind(I, 0, emit(I, op, 1, &x, out_name(I, 0), n > 0 ? 2 : 1, attrs));
 }
 
@@ -802,7 +803,7 @@ static const translation translations[] = {
   {"Identity", tr_alias}, {"Dropout", tr_alias}, {"Cast", tr_cast},
   {"Add", tr_binary}, {"Sub", tr_binary}, {"Mul", tr_binary}, {"Div", tr_binary}, {"Pow", tr_binary},
   {"MatMul", tr_matmul}, {"Gemm", tr_gemm}, {"Softmax", tr_softmax}, {"LayerNormalization", tr_layer_norm},
-  {"ReduceMean", tr_reduce}, {"ReduceSum", tr_reduce},
+  {"ReduceMean", tr_reduce}, {"ReduceSum", tr_reduce}, {"ReduceMax", tr_reduce},
   {"Reshape", tr_reshape_like}, {"Flatten", tr_reshape_like}, {"Unsqueeze", tr_reshape_like},
   {"Squeeze", tr_reshape_like}, {"Transpose", tr_transpose}, {"Concat", tr_concat}, {"Slice", tr_slice},
   {"Split", tr_split}, {"Gather", tr_gather}, {"Expand", tr_expand},

@@ -1084,6 +1084,24 @@ static ppcc_status shard_reduce(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* reduce_max: float only on every backend (the JIT lowers floats). */
+static ppcc_status shape_reduce_max(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_status st = check_float(g, op, d, 0);
+  return st ? st : shape_reduce(g, op, d);
+}
+
+/* The max of partial sums or of part of a dim is not the max: both need
+ * the whole tensor first. */
+static ppcc_status shard_reduce_max(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  bool mask[PPCC_MAX_RANK];
+  reduced_dims(op, x->rank, mask);
+  if (x->layout.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "the max of partial sums is wrong; all_reduce first");
+  if (x->layout.kind == PPCC_LAYOUT_SPLIT && mask[x->layout.dim])
+    return layouts_error(g, op, d, "max over the split dim needs the whole dim; all_gather first");
+  return shard_reduce(g, op, d);
+}
+
 static ppcc_status shape_argmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *x = IN(0);
   ppcc_status st = check_float(g, op, d, 0); /* the JIT lowers float argmax only; refuse ints alike */

@@ -216,3 +216,35 @@ bool kernel_onnx_handles_dtypes(ppcc_kernel_fn k) {
   return k == kernel_equal || k == kernel_less || k == kernel_greater || k == kernel_where || k == kernel_cast ||
          k == kernel_expand;
 }
+
+/* reduce_max over attrs.dim (all dims without it), f32 (f16/bf16 are
+ * converted around it, exactly); NaN propagates, an empty max is -inf. */
+ppcc_status kernel_reduce_max(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const ppcc_tensor *x = &in[0];
+  int r = x->rank;
+  bool mask[PPCC_MAX_RANK];
+  const ppcc_attr *a = ppcc_op_attr(op, "dim");
+  for (int i = 0; i < r; i++) mask[i] = a == NULL;
+  for (int i = 0; a && i < a->n; i++) mask[a->ints[i] < 0 ? a->ints[i] + r : a->ints[i]] = true;
+  /* output strides over x's dims: 0 along reduced dims */
+  int64_t os[PPCC_MAX_RANK], s = 1, idx[PPCC_MAX_RANK] = {0};
+  for (int i = r - 1; i >= 0; i--) {
+    os[i] = mask[i] ? 0 : s;
+    s *= mask[i] ? 1 : x->shape[i];
+  }
+  float *y = out->data;
+  const float *src = x->data;
+  int64_t n_out = ppcc_num_elements(out->rank, out->shape), n = ppcc_num_elements(r, x->shape), o = 0;
+  for (int64_t j = 0; j < n_out; j++) y[j] = -INFINITY;
+  for (int64_t j = 0; j < n; j++) {
+    float v = src[j];
+    if (isnan(v) || isnan(y[o]) ? true : v > y[o]) y[o] = isnan(y[o]) ? y[o] : v;
+    for (int i = r - 1; i >= 0; i--) {
+      o += os[i];
+      if (++idx[i] < x->shape[i]) break;
+      o -= os[i] * x->shape[i];
+      idx[i] = 0;
+    }
+  }
+  return PPCC_OK;
+}
