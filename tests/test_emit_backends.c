@@ -588,6 +588,8 @@ static const op_case op_cases[] = {
      "'y', 'z'", "f32 f16 bf16"},
     {"reduce_max", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 4]}", "{'op': 'reduce_max', 'in': ['x'], 'out': ['y']}",
      "'y'", "f32 f16 bf16"},
+    {"gather_elements", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 8]}, {'name': 'pos', 'dtype': 'i64', 'shape': [3, 4]}",
+     "{'op': 'gather_elements', 'in': ['x', 'pos'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
     {"expand", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 1]}",
      "{'op': 'expand', 'in': ['x'], 'out': ['y'], 'attrs': {'shape': [3, 4, 5]}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
 };

@@ -24,7 +24,8 @@ Models (tiny sizes so the repository stays small):
            Split(num_outputs) and Concat; three outputs
   select   opset 18: Pow with a tensor and a non-special scalar exponent,
            Greater/Less/Equal and Where on computed tensors, Cast
-           between bool, f32, i64 and f16, Expand, ReduceMax; two outputs
+           between bool, f32, i64 and f16, Expand, ReduceMax,
+           GatherElements; two outputs
   mlp_ext  the mlp with its weights in an external-data file
 Bad inputs for the importer's error tests go to testdata/onnx/bad/.
 """
@@ -319,7 +320,10 @@ def select():
     zs = b.op("Add", [b.op("Add", [ti, h]), b.op("Cast", [g], to=TensorProto.FLOAT)])
     # ReduceMax of a computed tensor over the last axis, kept, then broadcast back by Add
     rm = b.op("ReduceMax", [t, b.const(np.array([-1], np.int64), "axes_max")], keepdims=1)
-    b.nodes.append(helper.make_node("Add", [b.op("Add", [zs, ex]), rm], ["z"], name="z"))
+    # GatherElements along axis 1 of a computed tensor, with a constant index
+    ge = b.op("GatherElements", [e, b.const(np.array([[7, 0, 3, 3, 1, 6, 2, 5], [0, 0, 1, 7, 4, 4, 2, 6]], np.int64),
+                                            "gidx")], axis=1)
+    b.nodes.append(helper.make_node("Add", [b.op("Add", [b.op("Add", [zs, ex]), rm]), ge], ["z"], name="z"))
     for name in ("y", "z"):
         b.outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 8]))
     # its own generator: `--only select` and a full run give the same inputs

@@ -66,3 +66,4 @@ PPCC_OP(where,           3,  3,   1,  attrs_none,       COMPUTE,     shape_where
 PPCC_OP(cast,            1,  1,   1,  attrs_cast,       COMPUTE,     shape_cast,        shard_nonlinear,       UNARY,       flops_elem1,      batch_rowwise,     kernel_cast,        lower_onnx_cast)
 PPCC_OP(expand,          1,  1,   1,  attrs_shape,      COMPUTE,     shape_expand,      shard_expand,          UNARY,       flops_zero,       batch_rowwise,     kernel_expand,      lower_onnx_expand)
 PPCC_OP(reduce_max,      1,  1,   1,  attrs_reduce,     COMPUTE,     shape_reduce_max,  shard_reduce_max,      UNARY,       flops_reduce_in,  batch_reduce,      kernel_reduce_max,  lower_onnx_reduce_max)
+PPCC_OP(gather_elements, 2,  2,   1,  attrs_dim,        COMPUTE,     shape_gather_elements, shard_gather_elements, MULTI, flops_zero,    batch_gather_elements, kernel_gather_elements, lower_onnx_gather_elements)

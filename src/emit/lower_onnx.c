@@ -220,3 +220,52 @@ ppcc_status lower_onnx_reduce_max(struct ppcc_emit_ctx *c, const ppcc_graph *g, 
   emit_set_shard(c, op->out[0], shard, y);
   return PPCC_OK;
 }
+
+/* ---- gather_elements ---- */
+typedef struct gather_body {
+  MlirValue data;
+  int rank, dim;
+  int64_t bound;
+} gather_body;
+
+/* data[i.., index (clamped to [0, D): a bad one has already failed the
+ * run through exec_check_index, and nothing is read out of bounds), ..]. */
+static MlirValue body_gather(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const gather_body *g = user;
+  MlirValue raw = mlirBlockGetArgument(b, 0);
+  MlirType it = mlirValueGetType(raw), index = mlirIndexTypeGet(c->mctx);
+  MlirValue zero = emit_int_const(c, b, it, 0);
+  MlirValue ok = emit_binary_scalar(c, b, "arith.andi", cmp_scalar(c, b, "arith.cmpi", 5 /* sge */, raw, zero),
+                                    cmp_scalar(c, b, "arith.cmpi", CMPI_SLT, raw, emit_int_const(c, b, it, g->bound)));
+  MlirValue at[1 + PPCC_MAX_RANK];
+  at[0] = g->data;
+  for (int i = 0; i < g->rank; i++) {
+    if (i == g->dim) {
+      at[1 + i] = conv(c, b, "arith.index_cast", select3(c, b, ok, raw, zero), index);
+      continue;
+    }
+    MlirNamedAttribute dattr = emit_named(c, "dim", emit_i64_attr(c, i));
+    emit_op_spec li = {"linalg.index", 0, NULL, 1, &index, 1, &dattr, 0};
+    at[1 + i] = mlirOperationGetResult(emit_op_in(c, b, &li), 0);
+  }
+  MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(g->data));
+  emit_op_spec ex = {"tensor.extract", 1 + g->rank, at, 1, &elem, 0, NULL, 0};
+  return mlirOperationGetResult(emit_op_in(c, b, &ex), 0);
+}
+
+ppcc_status lower_onnx_gather_elements(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                                       ppcc_diag *d) {
+  const ppcc_value *x = &g->values[op->in[0]], *ix = &g->values[op->in[1]];
+  MlirValue data = emit_shard(c, op->in[0], x->layout.count == 1 ? 0 : shard);
+  MlirValue index = emit_shard(c, op->in[1], ix->layout.count == 1 ? 0 : shard);
+  int dim = (int)ppcc_attr_int(op, "dim", 0);
+  if (dim < 0) dim += x->rank;
+  ppcc_status st = exec_check_index(c, index, x->shape[dim], false);
+  if (st) return st;
+  gather_body gb = {data, x->rank, dim, x->shape[dim]};
+  MlirType t = emit_shard_type(c, &g->values[op->out[0]]);
+  MlirAffineMap id = mlirAffineMapMultiDimIdentityGet(c->mctx, x->rank);
+  MlirAffineMap maps[2] = {id, id};
+  emit_set_shard(c, op->out[0], shard, emit_generic(c, 1, &index, emit_empty(c, t), x->rank, 0, maps, body_gather, &gb));
+  return PPCC_OK;
+}

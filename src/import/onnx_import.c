@@ -788,6 +788,12 @@ static ppcc_status tr_where(importer *I) {
   return bind(I, 0, emit(I, "where", 3, in, out_name(I, 0), 0, NULL));
 }
 
+static ppcc_status tr_gather_elements(importer *I) {
+  int in[2] = {operand(I, 0), operand(I, 1)};
+  ppcc_attr a = attr_int("dim", ox_attr_int(I->node, "axis", 0));
+  return bind(I, 0, emit(I, "gather_elements", 2, in, out_name(I, 0), 1, &a));
+}
+
 static ppcc_status tr_const_only(importer *I) {
   return defer_node(I, "ppcc evaluates this op only on constants and static shapes (give --shape for symbolic inputs)");
 }
@@ -806,7 +812,7 @@ static const translation translations[] = {
   {"ReduceMean", tr_reduce}, {"ReduceSum", tr_reduce}, {"ReduceMax", tr_reduce},
   {"Reshape", tr_reshape_like}, {"Flatten", tr_reshape_like}, {"Unsqueeze", tr_reshape_like},
   {"Squeeze", tr_reshape_like}, {"Transpose", tr_transpose}, {"Concat", tr_concat}, {"Slice", tr_slice},
-  {"Split", tr_split}, {"Gather", tr_gather}, {"Expand", tr_expand},
+  {"Split", tr_split}, {"Gather", tr_gather}, {"Expand", tr_expand}, {"GatherElements", tr_gather_elements},
   {"Where", tr_where}, {"Equal", tr_compare}, {"Less", tr_compare}, {"Greater", tr_compare},
   {"Trilu", tr_const_only}, {"Range", tr_const_only}, {"ConstantOfShape", tr_const_only}, {"Shape", tr_const_only},
   {"Constant", tr_const_only}, {"Not", tr_const_only}, {"And", tr_const_only}, {"Or", tr_const_only},

@@ -1084,6 +1084,45 @@ static ppcc_status shard_reduce(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* gather_elements(data, index): out[i..] = data[i.. with dim replaced by
+ * index[i..]]; same ranks, an i64/i32 index no larger than data off dim. */
+static ppcc_status shape_gather_elements(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0), *ix = IN(1);
+  int64_t raw = ppcc_attr_int(op, "dim", 0);
+  int dim = norm_dim(raw, x->rank);
+  if (dim < 0) return dim_error(g, op, d, "dim", raw, x->rank);
+  char msg[512], sx[128], si[128];
+  shape_str(x, sx, sizeof sx);
+  shape_str(ix, si, sizeof si);
+  if (ix->dtype != PPCC_I64 && ix->dtype != PPCC_I32) {
+    snprintf(msg, sizeof msg, "index '%.64s' must be i64 or i32, not %s", ix->name, ppcc_dtype_name(ix->dtype));
+    return op_error(g, op, d, msg);
+  }
+  bool ok = ix->rank == x->rank;
+  for (int i = 0; ok && i < x->rank; i++) ok = i == dim || ix->shape[i] <= x->shape[i];
+  if (!ok) {
+    snprintf(msg, sizeof msg, "index %s must have data %s's rank and no larger dims off dim %d", si, sx, dim);
+    return op_error(g, op, d, msg);
+  }
+  set_result(OUT(0), ix);
+  OUT(0)->dtype = x->dtype;
+  return PPCC_OK;
+}
+
+/* Whole operands only: unsharded, or both replicated. */
+static ppcc_status shard_gather_elements(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_layout a = IN(0)->layout, b = IN(1)->layout;
+  if (a.kind == PPCC_LAYOUT_UNSHARDED && b.kind == PPCC_LAYOUT_UNSHARDED) {
+    OUT(0)->layout = a;
+    return PPCC_OK;
+  }
+  if (a.kind == PPCC_LAYOUT_REPLICATED && b.kind == PPCC_LAYOUT_REPLICATED && a.count == b.count) {
+    OUT(0)->layout = a;
+    return PPCC_OK;
+  }
+  return layouts_error(g, op, d, "gather_elements needs both operands unsharded or replicated; all_gather first");
+}
+
 /* reduce_max: float only on every backend (the JIT lowers floats). */
 static ppcc_status shape_reduce_max(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   ppcc_status st = check_float(g, op, d, 0);
@@ -1218,6 +1257,13 @@ static const char *batch_reduce(const ppcc_graph *g, const ppcc_op *op, const bo
   bool mask[PPCC_MAX_RANK];
   reduced_dims(op, IN(0)->rank, mask);
   return IN(0)->rank > 0 && mask[0] ? "it reduces over the batch dim" : NULL;
+}
+
+/* gather_elements: row j of the index reads row j of the data, so both
+ * carry the batch (or neither), and it does not gather along dim 0. */
+static const char *batch_gather_elements(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  if (CARRIES(0) != CARRIES(1)) return "only one of data and index depends on the batch";
+  return norm_dim(ppcc_attr_int(op, "dim", 0), IN(0)->rank) == 0 ? "it gathers along the batch dim" : NULL;
 }
 
 static const char *batch_transpose(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {

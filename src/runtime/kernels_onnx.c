@@ -212,9 +212,37 @@ ppcc_status kernel_expand(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor 
   return PPCC_OK;
 }
 
+/* gather_elements: any data dtype, moved raw; an index outside [0, D)
+ * fails the run with the message the JIT's index check gives. */
+ppcc_status kernel_gather_elements(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const ppcc_tensor *x = &in[0], *ix = &in[1];
+  int r = x->rank, dim = (int)ppcc_attr_int(op, "dim", 0), es = ppcc_dtype_size(x->dtype);
+  if (dim < 0) dim += r;
+  int64_t xs[PPCC_MAX_RANK], idx[PPCC_MAX_RANK] = {0}, s = 1;
+  for (int i = r - 1; i >= 0; i--) {
+    xs[i] = s;
+    s *= x->shape[i];
+  }
+  int64_t n = ppcc_num_elements(ix->rank, ix->shape), D = x->shape[dim];
+  for (int64_t j = 0; j < n; j++) {
+    int64_t t = load_int(ix, j);
+    if (t < 0 || t >= D)
+      return ppcc_error(d, "index %lld at position %lld is out of range [0, %lld)", (long long)t, (long long)j,
+                        (long long)D);
+    int64_t off = 0;
+    for (int i = 0; i < r; i++) off += (i == dim ? t : idx[i]) * xs[i];
+    memcpy((char *)out->data + j * es, (const char *)x->data + off * es, (size_t)es);
+    for (int i = r - 1; i >= 0; i--) {
+      if (++idx[i] < ix->shape[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return PPCC_OK;
+}
+
 bool kernel_onnx_handles_dtypes(ppcc_kernel_fn k) {
   return k == kernel_equal || k == kernel_less || k == kernel_greater || k == kernel_where || k == kernel_cast ||
-         k == kernel_expand;
+         k == kernel_expand || k == kernel_gather_elements;
 }
 
 /* reduce_max over attrs.dim (all dims without it), f32 (f16/bf16 are
