@@ -151,6 +151,27 @@ START_TEST(embedding_out_of_range_fails_on_both_backends) {
 }
 END_TEST
 
+/* gather_elements with an index outside [0, D): the same one-line failure
+ * on both backends, and a good index gives the same bits. */
+START_TEST(gather_elements_out_of_range_fails_on_both_backends) {
+  ppcc_graph *g = model(1, "", "{'name': 'x', 'dtype': 'f32', 'shape': [2, 3]}, {'name': 'ix', 'dtype': 'i64', 'shape': [2, 2]}",
+                        "{'op': 'gather_elements', 'in': ['x', 'ix'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'");
+  float x[6] = {1, 2, 3, 4, 5, 6};
+  int64_t past[4] = {0, 1, 3, 2}, neg[4] = {0, -1, 2, 2}, ok[4] = {2, 0, 1, 1};
+  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", past}}, "index 3 at position 2 is out of range [0, 3)");
+  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", neg}}, "index -1 at position 1 is out of range [0, 3)");
+  ppcc_host_tensor ref[1] = {0}, got[1] = {0};
+  ck_assert_msg(run_on(g, INTERP, 2, (given[]){{"x", x}, {"ix", ok}}, ref) == PPCC_OK, "%s", diag.first);
+  ck_assert_msg(run_on(g, JIT, 2, (given[]){{"x", x}, {"ix", ok}}, got) == PPCC_OK, "%s", diag.first);
+  const float want[4] = {3, 1, 5, 5};
+  ck_assert(memcmp(ref[0].data, want, sizeof want) == 0);
+  ck_assert(memcmp(got[0].data, want, sizeof want) == 0);
+  free_outputs(g, ref);
+  free_outputs(g, got);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 /* The reported case: tiny_llama's KV-cache write with positions 9..16 on
  * its 16-position cache, through the real binary. */
 START_TEST(tiny_llama_positions_past_the_cache) {
@@ -731,6 +752,7 @@ int main(void) {
   TCase *tc = t_add_tcase(s, "index_bounds", 300);
   tcase_add_test(tc, index_copy_out_of_range_fails_on_both_backends);
   tcase_add_test(tc, embedding_out_of_range_fails_on_both_backends);
+  tcase_add_test(tc, gather_elements_out_of_range_fails_on_both_backends);
   tcase_add_test(tc, tiny_llama_positions_past_the_cache);
   tc = t_add_tcase(s, "agreement", 300);
   tcase_add_test(tc, relu_keeps_nan);

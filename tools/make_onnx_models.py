@@ -22,7 +22,7 @@ Models (tiny sizes so the repository stays small):
            tensors, a LayerNorm spelt out (ReduceMean/Sub/Pow/Sqrt/Div),
            Unsqueeze/Squeeze, Softmax, ReduceSum, Gather of one index,
            Split(num_outputs) and Concat; three outputs
-  select   opset 18: Pow with a tensor and a non-special scalar exponent,
+  select   opset 18: Pow with a tensor, a non-special scalar and an int64 exponent,
            Greater/Less/Equal and Where on computed tensors, Cast
            between bool, f32, i64 and f16, Expand, ReduceMax,
            GatherElements; two outputs
@@ -323,7 +323,10 @@ def select():
     # GatherElements along axis 1 of a computed tensor, with a constant index
     ge = b.op("GatherElements", [e, b.const(np.array([[7, 0, 3, 3, 1, 6, 2, 5], [0, 0, 1, 7, 4, 4, 2, 6]], np.int64),
                                             "gidx")], axis=1)
-    b.nodes.append(helper.make_node("Add", [b.op("Add", [b.op("Add", [zs, ex]), rm]), ge], ["z"], name="z"))
+    # Pow with an int64 exponent (ONNX lets its dtype differ): a cast to f32 first
+    p3 = b.op("Pow", [b.op("Sigmoid", ["x"]), b.const(np.int64(3), "three")])
+    b.nodes.append(helper.make_node("Add", [b.op("Add", [b.op("Add", [b.op("Add", [zs, ex]), rm]), ge]), p3], ["z"],
+                                    name="z"))
     for name in ("y", "z"):
         b.outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 8]))
     # its own generator: `--only select` and a full run give the same inputs

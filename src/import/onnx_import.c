@@ -492,6 +492,10 @@ static ppcc_status tr_binary(importer *I) {
       return bind(I, 0, emit(I, c == 0.5 ? "sqrt" : "reciprocal", 1, &in, out_name(I, 0), 0, NULL));
     }
     int in[2] = {x0, operand(I, 1)}; /* a general exponent: the pow row */
+    if (in[1] >= 0 && V(I, in[1])->dtype != V(I, x0)->dtype) { /* ONNX lets the exponent's dtype differ */
+      ppcc_attr a = {.name = "dtype", .type = PPCC_ATTR_STRING, .s = ppcc_dtype_name(V(I, x0)->dtype)};
+      in[1] = emit(I, "cast", 1, &in[1], tmp_name(I), 1, &a);
+    }
     return bind(I, 0, emit(I, "pow", 2, in, out_name(I, 0), 0, NULL));
   }
   const char *name = strcmp(op, "Add") == 0 ? "add" : strcmp(op, "Sub") == 0 ? "sub" : strcmp(op, "Mul") == 0 ? "mul" : "div";
