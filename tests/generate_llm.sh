@@ -66,7 +66,8 @@ check_error 1 "outside the vocabulary" generate "$src/testdata/llm/hf_untied_f32
 check_error 1 "config.json" generate "$src/testdata/llm" --prompt-ids 1
 check_error 1 "no such file" generate "$src/testdata/llm/missing.gguf" --prompt-ids 1
 check_error 1 "divisible by --tp" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 --tp 4
-check_error 2 "hf or gguf" import onnx x -o /dev/null
+check_error 2 "use hf, gguf or onnx" import tflite x -o /dev/null
+check_error 1 "cannot read 'x'" import onnx x -o /dev/null
 check_error 2 "one length" generate "$m" --prompt-ids "1,2;3"
 check_error 2 "--batch 3" generate "$m" --prompt-ids "1,2;3,4" --batch 3
 check_error 1 "not a GGUF file" import gguf "$src/testdata/llm/hf_untied_f32/config.json" -o /dev/null

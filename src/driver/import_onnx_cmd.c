@@ -123,7 +123,7 @@ static int import_onnx(int argc, char **argv) {
     int tp = a.partition.tp > 0 ? a.partition.tp : 1, pp = a.partition.pp > 0 ? a.partition.pp : 1;
     ppcc_onnx_options opts = {.shapes = a.shapes, .n_shapes = a.n_shapes,
                               .devices = a.devices > 0 ? (int)a.devices : tp * pp};
-    ppcc_onnx_result r;
+    ppcc_onnx_result r = {0};
     double t0 = now_ms();
     st = ppcc_import_onnx_file(p.model_path, &opts, &r, &d);
     double t1 = now_ms();

@@ -1119,6 +1119,7 @@ ppcc_status ppcc_import_onnx_memory(const uint8_t *data, size_t len, const char 
 
 ppcc_status ppcc_import_onnx_file(const char *path, const ppcc_onnx_options *opts, ppcc_onnx_result *out,
                                   ppcc_diag *d) {
+  memset(out, 0, sizeof *out); /* the caller frees it even when the file does not read */
   size_t len;
   char *data = ppcc_read_file(path, &len, d);
   if (!data) return d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
