@@ -611,6 +611,26 @@ static const op_case op_cases[] = {
      "'y'", "f32 f16 bf16"},
     {"gather_elements", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 8]}, {'name': 'pos', 'dtype': 'i64', 'shape': [3, 4]}",
      "{'op': 'gather_elements', 'in': ['x', 'pos'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
+    /* the new rows on 2 devices: split operands next to replicated ones */
+#define S0 ", 'shard': {'kind': 'split', 'dim': 0, 'count': 2}"
+#define R2 ", 'shard': {'kind': 'replicated', 'count': 2}"
+    {"where", 2,
+     "{'name': 'c', 'dtype': 'bool', 'shape': [4, 8]" S0 "}, {'name': 'x', 'dtype': 'DT', 'shape': [4, 8]" S0 "},"
+     " {'name': 'y', 'dtype': 'DT', 'shape': [4, 1]" R2 "}",
+     "{'op': 'where', 'in': ['c', 'x', 'y'], 'out': ['w']}", "'w'", "f32 f16 bf16 i64 i32 i8 bool"},
+    {"less", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 8]" S0 "}, {'name': 'b', 'dtype': 'DT', 'shape': [4, 8]" R2 "}",
+     "{'op': 'less', 'in': ['x', 'b'], 'out': ['y']}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
+    {"pow", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 8]" S0 "}, {'name': 'b', 'dtype': 'DT', 'shape': [4, 8]" R2 "}",
+     "{'op': 'pow', 'in': ['x', 'b'], 'out': ['y']}", "'y'", "f32 f16 bf16"},
+    {"expand", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 1]" S0 "}",
+     "{'op': 'expand', 'in': ['x'], 'out': ['y'], 'attrs': {'shape': [3, 4, 5]}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
+    {"reduce_max", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6]" S0 "}",
+     "{'op': 'reduce_max', 'in': ['x'], 'out': ['y'], 'attrs': {'dim': [1]}}", "'y'", "f32 f16 bf16"},
+    {"cast", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6]" S0 "}",
+     "{'op': 'cast', 'in': ['x'], 'out': ['y'], 'attrs': {'dtype': 'i32'}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
+    {"gather_elements", 2,
+     "{'name': 'x', 'dtype': 'DT', 'shape': [3, 8]" R2 "}, {'name': 'pos', 'dtype': 'i64', 'shape': [3, 4]" R2 "}",
+     "{'op': 'gather_elements', 'in': ['x', 'pos'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
     {"expand", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 1]}",
      "{'op': 'expand', 'in': ['x'], 'out': ['y'], 'attrs': {'shape': [3, 4, 5]}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
 };
