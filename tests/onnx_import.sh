@@ -26,7 +26,8 @@ if "$ppcc" compile "$src/testdata/models/tp_ffn.json" --emit=mlir 2>&1 | grep -q
 fi
 
 runs=0
-for m in mlp llama gpt2 bert ops; do
+models=(mlp llama gpt2 bert ops select)
+for m in "${models[@]}"; do
   shape=$(awk -v m="$m" '$1 == m {print $2}' "$data/shapes.txt")
   shape_opt=()
   [[ -n $shape ]] && shape_opt=(--shape "$shape")
@@ -92,4 +93,4 @@ if "$ppcc" run mlp.json --weights mlp.safetensors --input "x=$data/mlp.in.x.npy"
   fail "--expect with a wrong reference passed"
 fi
 grep -q "error: --expect y: output is f32\[4, 8\]" err.txt || { cat err.txt; fail "--expect shape mismatch message"; }
-echo "onnx_import: 5 models imported, reports match goldens, $runs runs match ONNX Runtime (--expect), external data ok"
+echo "onnx_import: ${#models[@]} models imported, reports match goldens, $runs runs match ONNX Runtime (--expect), external data ok"

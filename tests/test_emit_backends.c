@@ -151,6 +151,27 @@ START_TEST(embedding_out_of_range_fails_on_both_backends) {
 }
 END_TEST
 
+/* gather_elements with an index outside [0, D): the same one-line failure
+ * on both backends, and a good index gives the same bits. */
+START_TEST(gather_elements_out_of_range_fails_on_both_backends) {
+  ppcc_graph *g = model(1, "", "{'name': 'x', 'dtype': 'f32', 'shape': [2, 3]}, {'name': 'ix', 'dtype': 'i64', 'shape': [2, 2]}",
+                        "{'op': 'gather_elements', 'in': ['x', 'ix'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'");
+  float x[6] = {1, 2, 3, 4, 5, 6};
+  int64_t past[4] = {0, 1, 3, 2}, neg[4] = {0, -1, 2, 2}, ok[4] = {2, 0, 1, 1};
+  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", past}}, "index 3 at position 2 is out of range [0, 3)");
+  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", neg}}, "index -1 at position 1 is out of range [0, 3)");
+  ppcc_host_tensor ref[1] = {0}, got[1] = {0};
+  ck_assert_msg(run_on(g, INTERP, 2, (given[]){{"x", x}, {"ix", ok}}, ref) == PPCC_OK, "%s", diag.first);
+  ck_assert_msg(run_on(g, JIT, 2, (given[]){{"x", x}, {"ix", ok}}, got) == PPCC_OK, "%s", diag.first);
+  const float want[4] = {3, 1, 5, 5};
+  ck_assert(memcmp(ref[0].data, want, sizeof want) == 0);
+  ck_assert(memcmp(got[0].data, want, sizeof want) == 0);
+  free_outputs(g, ref);
+  free_outputs(g, got);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 /* The reported case: tiny_llama's KV-cache write with positions 9..16 on
  * its 16-position cache, through the real binary. */
 START_TEST(tiny_llama_positions_past_the_cache) {
@@ -624,6 +645,57 @@ static const op_case op_cases[] = {
     {"mean", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 4, 5]}",
      "{'op': 'mean', 'in': ['x'], 'out': ['y'], 'attrs': {'dim': [0, 2], 'keepdim': true}}", "'y'", "f32 f16 bf16"},
     {"argmax", 1, X34, "{'op': 'argmax', 'in': ['x'], 'out': ['y']}", "'y'", "f32 f16 bf16"},
+    UNARY("sqrt", "f32 f16 bf16"),
+    UNARY("reciprocal", "f32 f16 bf16"),
+    UNARY("erf", "f32 f16 bf16"),
+    UNARY("log", "f32 f16 bf16"),
+    BINARY("pow", "f32 f16 bf16"),
+    BINARY("equal", "f32 f16 bf16 i64 i32 i8 bool"),
+    BINARY("less", "f32 f16 bf16 i64 i32 i8 bool"),
+    BINARY("greater", "f32 f16 bf16 i64 i32 i8 bool"),
+    {"where", 1,
+     "{'name': 'c', 'dtype': 'bool', 'shape': [4, 8]}, {'name': 'x', 'dtype': 'DT', 'shape': [4, 8]},"
+     " {'name': 'y', 'dtype': 'DT', 'shape': [8]}",
+     "{'op': 'where', 'in': ['c', 'x', 'y'], 'out': ['w']}", "'w'", "f32 f16 bf16 i64 i32 i8 bool"},
+#define CAST2(a, b)                                                                                         \
+  {"cast", 1, X34,                                                                                          \
+   "{'op': 'cast', 'in': ['x'], 'out': ['a'], 'attrs': {'dtype': '" a "'}},"                               \
+   " {'op': 'cast', 'in': ['x'], 'out': ['b'], 'attrs': {'dtype': '" b "'}}",                               \
+   "'a', 'b'", "f32 f16 bf16 i64 i32 i8 bool"}
+    CAST2("f32", "f16"),
+    CAST2("bf16", "i64"),
+    CAST2("i32", "i8"),
+    CAST2("bool", "f32"),
+    {"reduce_max", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 4, 5]}",
+     "{'op': 'reduce_max', 'in': ['x'], 'out': ['y'], 'attrs': {'dim': [0, 2], 'keepdim': true}},"
+     " {'op': 'reduce_max', 'in': ['x'], 'out': ['z'], 'attrs': {'dim': [-1]}}",
+     "'y', 'z'", "f32 f16 bf16"},
+    {"reduce_max", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 4]}", "{'op': 'reduce_max', 'in': ['x'], 'out': ['y']}",
+     "'y'", "f32 f16 bf16"},
+    {"gather_elements", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 8]}, {'name': 'pos', 'dtype': 'i64', 'shape': [3, 4]}",
+     "{'op': 'gather_elements', 'in': ['x', 'pos'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
+    /* the new rows on 2 devices: split operands next to replicated ones */
+#define S0 ", 'shard': {'kind': 'split', 'dim': 0, 'count': 2}"
+#define R2 ", 'shard': {'kind': 'replicated', 'count': 2}"
+    {"where", 2,
+     "{'name': 'c', 'dtype': 'bool', 'shape': [4, 8]" S0 "}, {'name': 'x', 'dtype': 'DT', 'shape': [4, 8]" S0 "},"
+     " {'name': 'y', 'dtype': 'DT', 'shape': [4, 1]" R2 "}",
+     "{'op': 'where', 'in': ['c', 'x', 'y'], 'out': ['w']}", "'w'", "f32 f16 bf16 i64 i32 i8 bool"},
+    {"less", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 8]" S0 "}, {'name': 'b', 'dtype': 'DT', 'shape': [4, 8]" R2 "}",
+     "{'op': 'less', 'in': ['x', 'b'], 'out': ['y']}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
+    {"pow", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 8]" S0 "}, {'name': 'b', 'dtype': 'DT', 'shape': [4, 8]" R2 "}",
+     "{'op': 'pow', 'in': ['x', 'b'], 'out': ['y']}", "'y'", "f32 f16 bf16"},
+    {"expand", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 1]" S0 "}",
+     "{'op': 'expand', 'in': ['x'], 'out': ['y'], 'attrs': {'shape': [3, 4, 5]}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
+    {"reduce_max", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6]" S0 "}",
+     "{'op': 'reduce_max', 'in': ['x'], 'out': ['y'], 'attrs': {'dim': [1]}}", "'y'", "f32 f16 bf16"},
+    {"cast", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 6]" S0 "}",
+     "{'op': 'cast', 'in': ['x'], 'out': ['y'], 'attrs': {'dtype': 'i32'}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
+    {"gather_elements", 2,
+     "{'name': 'x', 'dtype': 'DT', 'shape': [3, 8]" R2 "}, {'name': 'pos', 'dtype': 'i64', 'shape': [3, 4]" R2 "}",
+     "{'op': 'gather_elements', 'in': ['x', 'pos'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
+    {"expand", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 1]}",
+     "{'op': 'expand', 'in': ['x'], 'out': ['y'], 'attrs': {'shape': [3, 4, 5]}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
 };
 
 /* s with every "DT" replaced by dt, in buf. */
@@ -763,6 +835,7 @@ int main(void) {
   TCase *tc = t_add_tcase(s, "index_bounds", 300);
   tcase_add_test(tc, index_copy_out_of_range_fails_on_both_backends);
   tcase_add_test(tc, embedding_out_of_range_fails_on_both_backends);
+  tcase_add_test(tc, gather_elements_out_of_range_fails_on_both_backends);
   tcase_add_test(tc, tiny_llama_positions_past_the_cache);
   tc = t_add_tcase(s, "agreement", 300);
   tcase_add_test(tc, relu_keeps_nan);

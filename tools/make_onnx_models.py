@@ -6,6 +6,7 @@ Run once by a developer (CI only reads the shipped files):
     python3 -m venv build/venv-onnx
     build/venv-onnx/bin/pip install onnx==1.17.0 onnxruntime==1.20.1 numpy==1.26.4
     build/venv-onnx/bin/python tools/make_onnx_models.py testdata/onnx
+    build/venv-onnx/bin/python tools/make_onnx_models.py testdata/onnx --only select  # one model
 
 Models (tiny sizes so the repository stays small):
   mlp      opset 13: Gemm(transB) -> Relu -> MatMul -> Add, symbolic batch
@@ -21,6 +22,10 @@ Models (tiny sizes so the repository stays small):
            tensors, a LayerNorm spelt out (ReduceMean/Sub/Pow/Sqrt/Div),
            Unsqueeze/Squeeze, Softmax, ReduceSum, Gather of one index,
            Split(num_outputs) and Concat; three outputs
+  select   opset 18: Pow with a tensor, a non-special scalar and an int64 exponent,
+           Greater/Less/Equal and Where on computed tensors, Cast
+           between bool, f32, i64 and f16, Expand, ReduceMax,
+           GatherElements; two outputs
   mlp_ext  the mlp with its weights in an external-data file
 Bad inputs for the importer's error tests go to testdata/onnx/bad/.
 """
@@ -291,6 +296,44 @@ def ops():
     return b.model(18), inputs, ""
 
 
+def select():
+    b = Builder("select")
+    b.inputs.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8]))
+    e, t = b.op("Exp", ["x"]), b.op("Tanh", ["x"])
+    p = b.op("Pow", [e, t])  # a tensor exponent
+    p2 = b.op("Pow", [b.op("Sigmoid", ["x"]), b.const(np.float32(1.5), "p15")])  # a non-special scalar one
+    zero = b.const(np.float32(0.0), "zero")
+    g = b.op("Greater", ["x", b.op("Mul", [t, b.const(np.float32(0.1), "tenth")])])  # computed on both sides
+    lt = b.op("Less", [t, b.const(np.float32(0.3), "third")])
+    q = b.op("Equal", [b.op("Relu", ["x"]), zero])
+    w = b.op("Where", [g, p, b.op("Neg", [p2])])
+    w2 = b.op("Where", [lt, w, b.const(np.float32(0.25), "quarter")])
+    b.nodes.append(helper.make_node("Where", [q, b.op("Mul", [w2, b.const(np.float32(2.0), "two")]), w2], ["y"],
+                                    name="y"))
+    # Cast: bool -> f32, f32 -> i64 (truncation) -> f32, f32 -> f16 -> f32
+    ti = b.op("Cast", [b.op("Cast", [b.op("Mul", ["x", b.const(np.float32(10.0), "ten")])], to=TensorProto.INT64)],
+              to=TensorProto.FLOAT)
+    h = b.op("Cast", [b.op("Cast", ["x"], to=TensorProto.FLOAT16)], to=TensorProto.FLOAT)
+    # Expand of a computed [2, 1] row mean to [2, 8]
+    ex = b.op("Expand", [b.op("ReduceMean", ["x", b.const(np.array([-1], np.int64), "axes")], keepdims=1),
+                         b.const(np.array([2, 8], np.int64), "shape")])
+    zs = b.op("Add", [b.op("Add", [ti, h]), b.op("Cast", [g], to=TensorProto.FLOAT)])
+    # ReduceMax of a computed tensor over the last axis, kept, then broadcast back by Add
+    rm = b.op("ReduceMax", [t, b.const(np.array([-1], np.int64), "axes_max")], keepdims=1)
+    # GatherElements along axis 1 of a computed tensor, with a constant index
+    ge = b.op("GatherElements", [e, b.const(np.array([[7, 0, 3, 3, 1, 6, 2, 5], [0, 0, 1, 7, 4, 4, 2, 6]], np.int64),
+                                            "gidx")], axis=1)
+    # Pow with an int64 exponent (ONNX lets its dtype differ): a cast to f32 first
+    p3 = b.op("Pow", [b.op("Sigmoid", ["x"]), b.const(np.int64(3), "three")])
+    b.nodes.append(helper.make_node("Add", [b.op("Add", [b.op("Add", [b.op("Add", [zs, ex]), rm]), ge]), p3], ["z"],
+                                    name="z"))
+    for name in ("y", "z"):
+        b.outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 8]))
+    # its own generator: `--only select` and a full run give the same inputs
+    inputs = {"x": (np.random.default_rng(14).standard_normal((2, 8)) * 0.5).astype(np.float32)}
+    return b.model(18), inputs, ""
+
+
 def save_case(out, name, model, inputs):
     onnx.save_model(model, os.path.join(out, name + ".onnx"))
     sess = ort.InferenceSession(os.path.join(out, name + ".onnx"), providers=["CPUExecutionProvider"])
@@ -347,11 +390,18 @@ def bad_models(out, good):
         f.write(data[: len(data) // 2])
 
 
+MODELS = (("mlp", mlp), ("llama", llama), ("gpt2", gpt2), ("bert", bert), ("ops", ops), ("select", select))
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "testdata/onnx"
     os.makedirs(out, exist_ok=True)
+    if len(sys.argv) > 3 and sys.argv[2] == "--only":  # regenerate one model's files, nothing else
+        model, inputs, _ = dict(MODELS)[sys.argv[3]]()
+        save_case(out, sys.argv[3], model, inputs)
+        return
     shapes = []
-    for name, make in (("mlp", mlp), ("llama", llama), ("gpt2", gpt2), ("bert", bert), ("ops", ops)):
+    for name, make in MODELS:
         model, inputs, shape = make()
         save_case(out, name, model, inputs)
         shapes.append(f"{name} {shape}")

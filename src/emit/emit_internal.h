@@ -114,6 +114,13 @@ MlirValue emit_named_linalg(ppcc_emit_ctx *c, const char *name, int n_in, const 
                             MlirValue init);
 /* Elementwise linalg.generic over a tensor of `type`: one input per operand,
  * operands broadcast to `type` with identity/broadcast maps. */
+/* out = a <scalar_op> b with numpy broadcasting, replicated operands sliced
+ * to this shard (lower_ops.c). */
+MlirValue emit_binary_tensor(ppcc_emit_ctx *c, const char *scalar_op, MlirValue a, MlirValue b, MlirType out_type,
+                             int shard);
+/* The same with any body over n_in (at most 4) operands. */
+MlirValue emit_elementwise_shard(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, MlirType out_type, int shard,
+                                 emit_body_fn body_fn, void *user);
 MlirValue emit_elementwise(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, MlirType type,
                            emit_body_fn body_fn, void *user);
 

@@ -5,4 +5,18 @@
 #include "ppcc/ops.h"
 ppcc_status lower_onnx_unary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
                              ppcc_diag *d);
+ppcc_status lower_onnx_pow(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                           ppcc_diag *d);
+ppcc_status lower_onnx_compare(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                               ppcc_diag *d);
+ppcc_status lower_onnx_where(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                             ppcc_diag *d);
+ppcc_status lower_onnx_cast(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                            ppcc_diag *d);
+ppcc_status lower_onnx_expand(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                              ppcc_diag *d);
+ppcc_status lower_onnx_reduce_max(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                                  ppcc_diag *d);
+ppcc_status lower_onnx_gather_elements(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                                       ppcc_diag *d);
 #endif

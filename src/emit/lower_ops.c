@@ -176,13 +176,20 @@ static MlirValue binary_body(ppcc_emit_ctx *c, MlirBlock b, void *user) {
 
 /* out = a <op> b with numpy broadcasting, after slicing replicated operands
  * to this shard. */
-static MlirValue emit_binary_tensor(ppcc_emit_ctx *c, const char *scalar_op, MlirValue a, MlirValue b,
-                                    MlirType out_type, int shard) {
+MlirValue emit_binary_tensor(ppcc_emit_ctx *c, const char *scalar_op, MlirValue a, MlirValue b, MlirType out_type,
+                             int shard) {
+  MlirValue ins[2] = {a, b};
+  return emit_elementwise_shard(c, 2, ins, out_type, shard, binary_body, (void *)scalar_op);
+}
+
+MlirValue emit_elementwise_shard(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, MlirType out_type, int shard,
+                                 emit_body_fn body_fn, void *user) {
   int ro;
   int64_t out[PPCC_MAX_RANK];
   local_shape(out_type, &ro, out);
-  MlirValue ins[2] = {slice_to_shard(c, a, ro, out, shard, -1), slice_to_shard(c, b, ro, out, shard, -1)};
-  return emit_elementwise(c, 2, ins, out_type, binary_body, (void *)scalar_op);
+  MlirValue sliced[4];
+  for (int k = 0; k < n_in && k < 4; k++) sliced[k] = slice_to_shard(c, ins[k], ro, out, shard, -1);
+  return emit_elementwise(c, n_in < 4 ? n_in : 4, sliced, out_type, body_fn, user);
 }
 
 ppcc_status lower_binary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {

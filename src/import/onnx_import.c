@@ -459,7 +459,10 @@ static ppcc_status tr_cast(importer *I) {
   int v = x ? value_of(I, x) : -2;
   if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
   if (ox_dtype_from_onnx((int32_t)ox_attr_int(I->node, "to", 0), &to) && to == V(I, v)->dtype) return bind(I, 0, v);
-  return defer_node(I, "Cast of a computed tensor to another dtype is not supported");
+  if (!ox_dtype_from_onnx((int32_t)ox_attr_int(I->node, "to", 0), &to))
+    return defer_node(I, "Cast to a dtype ppcc does not have");
+  ppcc_attr a = {.name = "dtype", .type = PPCC_ATTR_STRING, .s = ppcc_dtype_name(to)};
+  return bind(I, 0, emit(I, "cast", 1, &v, out_name(I, 0), 1, &a));
 }
 
 static ppcc_status tr_binary(importer *I) {
@@ -488,7 +491,12 @@ static ppcc_status tr_binary(importer *I) {
       if (c == 1.0) return bind(I, 0, x0);
       return bind(I, 0, emit(I, c == 0.5 ? "sqrt" : "reciprocal", 1, &in, out_name(I, 0), 0, NULL));
     }
-    return defer_node(I, "Pow of a computed tensor is supported for constant exponents 2, 1, 0.5 and -1");
+    int in[2] = {x0, operand(I, 1)}; /* a general exponent: the pow row */
+    if (in[1] >= 0 && V(I, in[1])->dtype != V(I, x0)->dtype) { /* ONNX lets the exponent's dtype differ */
+      ppcc_attr a = {.name = "dtype", .type = PPCC_ATTR_STRING, .s = ppcc_dtype_name(V(I, x0)->dtype)};
+      in[1] = emit(I, "cast", 1, &in[1], tmp_name(I), 1, &a);
+    }
+    return bind(I, 0, emit(I, "pow", 2, in, out_name(I, 0), 0, NULL));
   }
   const char *name = strcmp(op, "Add") == 0 ? "add" : strcmp(op, "Sub") == 0 ? "sub" : strcmp(op, "Mul") == 0 ? "mul" : "div";
   int in[2] = {operand(I, 0), operand(I, 1)};
@@ -562,7 +570,8 @@ static ppcc_status tr_reduce(importer *I) {
     return defer_node(I, "reduction axes must be constant");
   }
   ppcc_attr attrs[2] = {attr_bool("keepdim", ox_attr_int(I->node, "keepdims", 1) != 0), attr_ints("dim", n, axes)};
-  const char *op = strcmp(I->node->op_type, "ReduceMean") == 0 ? "mean" : "sum";
+  const char *t_op = I->node->op_type;
+  const char *op = strcmp(t_op, "ReduceMean") == 0 ? "mean" : strcmp(t_op, "ReduceMax") == 0 ? "reduce_max" : "sum";
   return bind(I, 0, emit(I, op, 1, &x, out_name(I, 0), n > 0 ? 2 : 1, attrs));
 }
 
@@ -756,7 +765,37 @@ static ppcc_status tr_expand(importer *I) {
     }
     if (same) return bind(I, 0, x);
   }
-  return defer_node(I, "Expand of a computed tensor to a larger shape is not supported");
+  if (!s || s->rank != 1 || s->n > PPCC_MAX_RANK)
+    return defer_node(I, "Expand of a computed tensor needs a constant rank-1 shape");
+  /* the result is the broadcast of both shapes (a 1 in either gives way) */
+  int rank = (int)s->n > v->rank ? (int)s->n : v->rank;
+  int64_t shape[PPCC_MAX_RANK];
+  for (int i = 0; i < rank; i++) {
+    int si = i - (rank - (int)s->n), vi = i - (rank - v->rank);
+    int64_t want = si >= 0 ? ox_get_int(s, si) : 1, have = vi >= 0 ? v->shape[vi] : 1;
+    shape[i] = want == 1 ? have : want;
+  }
+  ppcc_attr a = attr_ints("shape", rank, shape);
+  return bind(I, 0, emit(I, "expand", 1, &x, out_name(I, 0), 1, &a));
+}
+
+/* Equal/Less/Greater/Where on computed tensors: the op-table rows. */
+static ppcc_status tr_compare(importer *I) {
+  const char *op = I->node->op_type;
+  const char *name = strcmp(op, "Equal") == 0 ? "equal" : strcmp(op, "Less") == 0 ? "less" : "greater";
+  int in[2] = {operand(I, 0), operand(I, 1)};
+  return bind(I, 0, emit(I, name, 2, in, out_name(I, 0), 0, NULL));
+}
+
+static ppcc_status tr_where(importer *I) {
+  int in[3] = {operand(I, 0), operand(I, 1), operand(I, 2)};
+  return bind(I, 0, emit(I, "where", 3, in, out_name(I, 0), 0, NULL));
+}
+
+static ppcc_status tr_gather_elements(importer *I) {
+  int in[2] = {operand(I, 0), operand(I, 1)};
+  ppcc_attr a = attr_int("dim", ox_attr_int(I->node, "axis", 0));
+  return bind(I, 0, emit(I, "gather_elements", 2, in, out_name(I, 0), 1, &a));
 }
 
 static ppcc_status tr_const_only(importer *I) {
@@ -774,11 +813,11 @@ static const translation translations[] = {
   {"Identity", tr_alias}, {"Dropout", tr_alias}, {"Cast", tr_cast},
   {"Add", tr_binary}, {"Sub", tr_binary}, {"Mul", tr_binary}, {"Div", tr_binary}, {"Pow", tr_binary},
   {"MatMul", tr_matmul}, {"Gemm", tr_gemm}, {"Softmax", tr_softmax}, {"LayerNormalization", tr_layer_norm},
-  {"ReduceMean", tr_reduce}, {"ReduceSum", tr_reduce},
+  {"ReduceMean", tr_reduce}, {"ReduceSum", tr_reduce}, {"ReduceMax", tr_reduce},
   {"Reshape", tr_reshape_like}, {"Flatten", tr_reshape_like}, {"Unsqueeze", tr_reshape_like},
   {"Squeeze", tr_reshape_like}, {"Transpose", tr_transpose}, {"Concat", tr_concat}, {"Slice", tr_slice},
-  {"Split", tr_split}, {"Gather", tr_gather}, {"Expand", tr_expand},
-  {"Where", tr_const_only}, {"Equal", tr_const_only}, {"Less", tr_const_only}, {"Greater", tr_const_only},
+  {"Split", tr_split}, {"Gather", tr_gather}, {"Expand", tr_expand}, {"GatherElements", tr_gather_elements},
+  {"Where", tr_where}, {"Equal", tr_compare}, {"Less", tr_compare}, {"Greater", tr_compare},
   {"Trilu", tr_const_only}, {"Range", tr_const_only}, {"ConstantOfShape", tr_const_only}, {"Shape", tr_const_only},
   {"Constant", tr_const_only}, {"Not", tr_const_only}, {"And", tr_const_only}, {"Or", tr_const_only},
   {"Max", tr_const_only}, {"Min", tr_const_only}, {"Cos", tr_const_only}, {"Sin", tr_const_only},
@@ -1080,6 +1119,7 @@ ppcc_status ppcc_import_onnx_memory(const uint8_t *data, size_t len, const char 
 
 ppcc_status ppcc_import_onnx_file(const char *path, const ppcc_onnx_options *opts, ppcc_onnx_result *out,
                                   ppcc_diag *d) {
+  memset(out, 0, sizeof *out); /* the caller frees it even when the file does not read */
   size_t len;
   char *data = ppcc_read_file(path, &len, d);
   if (!data) return d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;

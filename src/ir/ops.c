@@ -27,6 +27,7 @@ static const ppcc_attr_spec attrs_transfer[] = {{"devices", PPCC_ATTR_INTS, true
                                                 {NULL, 0, false}};
 
 static const ppcc_attr_spec attrs_eps[] = {{"eps", PPCC_ATTR_FLOAT, false}, {NULL, 0, false}};
+static const ppcc_attr_spec attrs_cast[] = {{"dtype", PPCC_ATTR_STRING, true}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_dim_opt[] = {{"dim", PPCC_ATTR_INT, false}, {NULL, 0, false}};
 /* rope_factor alone: linear scaling (positions / factor); with
  * rope_original_max_position too: Llama 3's per-frequency scaling. */
@@ -211,6 +212,90 @@ static ppcc_status shape_broadcast(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
 static ppcc_status shape_div(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   ppcc_status st = check_float(g, op, d, 0);
   return st ? st : shape_broadcast(g, op, d);
+}
+
+/* pow: float operands only on every backend, numpy broadcasting. */
+static ppcc_status shape_float_broadcast(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shape_div(g, op, d); }
+
+/* equal/less/greater: same-dtype operands broadcast, a bool result. */
+static ppcc_status shape_compare(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_status st = shape_broadcast(g, op, d);
+  if (!st) OUT(0)->dtype = PPCC_BOOL;
+  return st;
+}
+
+/* cast: the operand's shape in attrs.dtype (any dtype ppcc knows). */
+static ppcc_status shape_cast(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_attr *a = ppcc_op_attr(op, "dtype");
+  ppcc_dtype t;
+  if (!a || !a->s || !ppcc_dtype_from_name(a->s, &t)) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "attrs.dtype '%.64s' is not a dtype ppcc knows", a && a->s ? a->s : "");
+    return op_error(g, op, d, msg);
+  }
+  set_result(OUT(0), IN(0));
+  OUT(0)->dtype = t;
+  return PPCC_OK;
+}
+
+/* expand: the operand broadcast (numpy rules) to exactly attrs.shape. */
+static ppcc_status shape_expand(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_attr *a = ppcc_op_attr(op, "shape");
+  const ppcc_value *x = IN(0);
+  char msg[256], sx[128];
+  shape_str(x, sx, sizeof sx);
+  if (!a || a->n < x->rank || a->n > PPCC_MAX_RANK) {
+    snprintf(msg, sizeof msg, "attrs.shape must have rank %d..%d to expand %s", x->rank, PPCC_MAX_RANK, sx);
+    return op_error(g, op, d, msg);
+  }
+  for (int i = 0; i < a->n; i++) {
+    int xi = i - (a->n - x->rank);
+    int64_t dx = xi >= 0 ? x->shape[xi] : 1;
+    if (a->ints[i] < 0 || (dx != 1 && dx != a->ints[i])) {
+      snprintf(msg, sizeof msg, "%s does not broadcast to attrs.shape (dim %d: %lld vs %lld)", sx, i, (long long)dx,
+               (long long)a->ints[i]);
+      return op_error(g, op, d, msg);
+    }
+  }
+  ppcc_value *o = OUT(0);
+  o->dtype = x->dtype;
+  o->rank = a->n;
+  for (int i = 0; i < a->n; i++) o->shape[i] = a->ints[i];
+  return PPCC_OK;
+}
+
+/* where(cond, x, y): a bool cond, x and y of one dtype, all three broadcast. */
+static ppcc_status shape_where(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  char msg[PPCC_MAX_NAME * 2 + 128];
+  if (IN(0)->dtype != PPCC_BOOL) {
+    snprintf(msg, sizeof msg, "condition '%s' must be bool, not %s", IN(0)->name, ppcc_dtype_name(IN(0)->dtype));
+    return op_error(g, op, d, msg);
+  }
+  if (IN(1)->dtype != IN(2)->dtype) {
+    snprintf(msg, sizeof msg, "dtype mismatch: '%s' is %s but '%s' is %s", IN(1)->name, ppcc_dtype_name(IN(1)->dtype),
+             IN(2)->name, ppcc_dtype_name(IN(2)->dtype));
+    return op_error(g, op, d, msg);
+  }
+  ppcc_value *o = OUT(0);
+  int rank = 0;
+  for (int k = 0; k < 3; k++) rank = IN(k)->rank > rank ? IN(k)->rank : rank;
+  o->dtype = IN(1)->dtype;
+  o->rank = rank;
+  for (int i = 0; i < rank; i++) {
+    int64_t size = 1;
+    for (int k = 0; k < 3; k++) {
+      int ik = i - (rank - IN(k)->rank);
+      int64_t dk = ik >= 0 ? IN(k)->shape[ik] : 1;
+      if (dk != 1 && size != 1 && dk != size) {
+        snprintf(msg, sizeof msg, "shape mismatch: operands do not broadcast (dim %d: %lld vs %lld)", i,
+                 (long long)size, (long long)dk);
+        return op_error(g, op, d, msg);
+      }
+      if (dk != 1) size = dk;
+    }
+    o->shape[i] = size;
+  }
+  return PPCC_OK;
 }
 
 /* perm of a transpose: the attribute, or the last two dims swapped. */
@@ -401,6 +486,47 @@ static ppcc_status shard_binary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int al
 
 static ppcc_status shard_elementwise(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return shard_binary(g, op, d, 0);
+}
+
+/* expand copies: partial sums stay partial, a split dim moves with the
+ * new leading dims and must not be one that is broadcast. */
+static ppcc_status shard_expand(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  ppcc_value *o = OUT(0);
+  ppcc_layout l = x->layout;
+  if (l.kind == PPCC_LAYOUT_SPLIT) {
+    if (x->shape[l.dim] != o->shape[l.dim + (o->rank - x->rank)]) return layouts_error(g, op, d, "the split dim is broadcast");
+    l.dim += o->rank - x->rank;
+  }
+  o->layout = l;
+  return PPCC_OK;
+}
+
+/* where: unsharded, or all sharded alike (no partial sums), split dims
+ * agreeing after broadcasting; a split dim is never broadcast. */
+static ppcc_status shard_where(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_value *o = OUT(0);
+  int n_sharded = 0, count = 0, dim = -1;
+  for (int k = 0; k < 3; k++) {
+    const ppcc_value *v = IN(k);
+    if (v->layout.kind == PPCC_LAYOUT_UNSHARDED) continue;
+    if (v->layout.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "where of partial sums is wrong; all_reduce first");
+    if (n_sharded++ && v->layout.count != count) return layouts_error(g, op, d, "shard counts differ");
+    count = v->layout.count;
+    int dk = result_split_dim(v, o);
+    if (dk < 0) continue;
+    if (dim >= 0 && dk != dim) return layouts_error(g, op, d, "operands are split along different dims");
+    if (v->shape[v->layout.dim] != o->shape[dk]) return layouts_error(g, op, d, "the split dim is broadcast");
+    dim = dk;
+  }
+  if (n_sharded == 0) {
+    o->layout = ppcc_layout_unsharded();
+    return PPCC_OK;
+  }
+  if (n_sharded != 3)
+    return layouts_error(g, op, d, "mixing unsharded and sharded operands; replicate or reshard_split the unsharded ones first");
+  o->layout = dim >= 0 ? split_layout(dim, count) : (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, count};
+  return PPCC_OK;
 }
 static ppcc_status shard_add(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shard_binary(g, op, d, 1); }
 static ppcc_status shard_mul(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
@@ -969,6 +1095,63 @@ static ppcc_status shard_reduce(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* gather_elements(data, index): out[i..] = data[i.. with dim replaced by
+ * index[i..]]; same ranks, an i64/i32 index no larger than data off dim. */
+static ppcc_status shape_gather_elements(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0), *ix = IN(1);
+  int64_t raw = ppcc_attr_int(op, "dim", 0);
+  int dim = norm_dim(raw, x->rank);
+  if (dim < 0) return dim_error(g, op, d, "dim", raw, x->rank);
+  char msg[512], sx[128], si[128];
+  shape_str(x, sx, sizeof sx);
+  shape_str(ix, si, sizeof si);
+  if (ix->dtype != PPCC_I64 && ix->dtype != PPCC_I32) {
+    snprintf(msg, sizeof msg, "index '%.64s' must be i64 or i32, not %s", ix->name, ppcc_dtype_name(ix->dtype));
+    return op_error(g, op, d, msg);
+  }
+  bool ok = ix->rank == x->rank;
+  for (int i = 0; ok && i < x->rank; i++) ok = i == dim || ix->shape[i] <= x->shape[i];
+  if (!ok) {
+    snprintf(msg, sizeof msg, "index %s must have data %s's rank and no larger dims off dim %d", si, sx, dim);
+    return op_error(g, op, d, msg);
+  }
+  set_result(OUT(0), ix);
+  OUT(0)->dtype = x->dtype;
+  return PPCC_OK;
+}
+
+/* Whole operands only: unsharded, or both replicated. */
+static ppcc_status shard_gather_elements(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_layout a = IN(0)->layout, b = IN(1)->layout;
+  if (a.kind == PPCC_LAYOUT_UNSHARDED && b.kind == PPCC_LAYOUT_UNSHARDED) {
+    OUT(0)->layout = a;
+    return PPCC_OK;
+  }
+  if (a.kind == PPCC_LAYOUT_REPLICATED && b.kind == PPCC_LAYOUT_REPLICATED && a.count == b.count) {
+    OUT(0)->layout = a;
+    return PPCC_OK;
+  }
+  return layouts_error(g, op, d, "gather_elements needs both operands unsharded or replicated; all_gather first");
+}
+
+/* reduce_max: float only on every backend (the JIT lowers floats). */
+static ppcc_status shape_reduce_max(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_status st = check_float(g, op, d, 0);
+  return st ? st : shape_reduce(g, op, d);
+}
+
+/* The max of partial sums or of part of a dim is not the max: both need
+ * the whole tensor first. */
+static ppcc_status shard_reduce_max(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0);
+  bool mask[PPCC_MAX_RANK];
+  reduced_dims(op, x->rank, mask);
+  if (x->layout.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "the max of partial sums is wrong; all_reduce first");
+  if (x->layout.kind == PPCC_LAYOUT_SPLIT && mask[x->layout.dim])
+    return layouts_error(g, op, d, "max over the split dim needs the whole dim; all_gather first");
+  return shard_reduce(g, op, d);
+}
+
 static ppcc_status shape_argmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *x = IN(0);
   ppcc_status st = check_float(g, op, d, 0); /* the JIT lowers float argmax only; refuse ints alike */
@@ -1092,6 +1275,13 @@ static const char *batch_reduce(const ppcc_graph *g, const ppcc_op *op, const bo
   bool mask[PPCC_MAX_RANK];
   reduced_dims(op, IN(0)->rank, mask);
   return IN(0)->rank > 0 && mask[0] ? "it reduces over the batch dim" : NULL;
+}
+
+/* gather_elements: row j of the index reads row j of the data, so both
+ * carry the batch (or neither), and it does not gather along dim 0. */
+static const char *batch_gather_elements(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  if (CARRIES(0) != CARRIES(1)) return "only one of data and index depends on the batch";
+  return norm_dim(ppcc_attr_int(op, "dim", 0), IN(0)->rank) == 0 ? "it gathers along the batch dim" : NULL;
 }
 
 static const char *batch_transpose(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {

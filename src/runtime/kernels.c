@@ -420,7 +420,9 @@ static ppcc_status kernel_index_copy(const ppcc_op *op, const ppcc_tensor *in, p
 
 /* ---------------- local slicing of replicated operands ---------------- */
 static bool is_broadcast_binary(ppcc_kernel_fn k) {
-  return k == kernel_add || k == kernel_sub || k == kernel_mul || k == kernel_div || k == kernel_maximum;
+  return k == kernel_add || k == kernel_sub || k == kernel_mul || k == kernel_div || k == kernel_maximum ||
+         k == kernel_pow || k == kernel_equal || k == kernel_less || k == kernel_greater ||
+         k == kernel_where;
 }
 
 int rt_local_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, ppcc_layout operand_layout,
@@ -594,7 +596,8 @@ ppcc_kernel_fn ppcc_rt_kernel(ppcc_op_id id) {
 
 /* Kernels that move elements without arithmetic work on any dtype. */
 static bool moves_raw_elements(ppcc_kernel_fn k) {
-  return k == kernel_reshape || k == kernel_transpose || k == kernel_index_copy || kernel_llm_handles_dtypes(k);
+  return k == kernel_reshape || k == kernel_transpose || k == kernel_index_copy || kernel_llm_handles_dtypes(k) ||
+         kernel_onnx_handles_dtypes(k);
 }
 
 static void free_f32_copies(ppcc_tensor *t, int n, const ppcc_tensor *orig) {

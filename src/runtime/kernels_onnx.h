@@ -11,6 +11,17 @@ ONNX_KERNEL(sqrt);
 ONNX_KERNEL(reciprocal);
 ONNX_KERNEL(erf);
 ONNX_KERNEL(log);
+ONNX_KERNEL(pow);
+ONNX_KERNEL(equal);
+ONNX_KERNEL(less);
+ONNX_KERNEL(greater);
+ONNX_KERNEL(where);
+ONNX_KERNEL(cast);
+ONNX_KERNEL(expand);
+ONNX_KERNEL(reduce_max);
+ONNX_KERNEL(gather_elements);
 #undef ONNX_KERNEL
+/* Kernels that take their dtypes as they come (no f32 conversion). */
+bool kernel_onnx_handles_dtypes(ppcc_kernel_fn k);
 
 #endif
