@@ -234,11 +234,21 @@ static int reshape_to(importer *I, int v, int rank, int64_t *shape, const char *
 
 /* ---------------- pattern matching (on ONNX nodes) ---------------- */
 
+/* The inputs a pattern may read of a node of this type: the binary ones
+ * have two, the rest at least one. A node with fewer (hostile or broken
+ * input) matches no pattern. */
+static size_t pattern_arity(const char *op_type) {
+  static const char *const binary[] = {"Add", "Sub", "Mul", "Div", "Pow", "MatMul"};
+  for (size_t i = 0; i < sizeof binary / sizeof binary[0]; i++)
+    if (strcmp(op_type, binary[i]) == 0) return 2;
+  return 1;
+}
+
 static const Onnx__NodeProto *producer(importer *I, const char *name, const char *op_type) {
   entry *x = find(I, name);
   if (!x || x->producer < 0) return NULL;
   const Onnx__NodeProto *n = I->graph->node[x->producer];
-  return strcmp(n->op_type, op_type) == 0 ? n : NULL;
+  return strcmp(n->op_type, op_type) == 0 && n->n_input >= pattern_arity(op_type) ? n : NULL;
 }
 
 static bool scalar_const(importer *I, const char *name, double *v) {
@@ -298,6 +308,7 @@ static bool is_rms_scale(importer *I, const char *name, bool reciprocal, const c
 /* Mul(Mul(x, Reciprocal(Sqrt(...))), w) or Mul(Div(x, Sqrt(...)), w) -> rms_norm(x, w, eps). */
 static int match_rms_norm(importer *I) {
   const Onnx__NodeProto *n = I->node;
+  if (n->n_input < 2) return -3;
   for (int k = 0; k < 2; k++) {
     const ox_tensor *w = in_const(I, 1 - k);
     if (!w || w->rank != 1) continue;
@@ -339,6 +350,7 @@ static bool is_erf_term(importer *I, const char *name, const char **x) {
 
 static int match_gelu(importer *I) {
   const Onnx__NodeProto *n = I->node, *m;
+  if (n->n_input < 2) return -3;
   double half;
   const char *x = NULL, *x2 = NULL;
   for (int k = 0; k < 2 && !x; k++) {
@@ -358,6 +370,7 @@ static int match_gelu(importer *I) {
 
 static int match_silu(importer *I) {
   const Onnx__NodeProto *n = I->node, *s;
+  if (n->n_input < 2) return -3;
   for (int k = 0; k < 2; k++)
     if ((s = producer(I, n->input[1 - k], "Sigmoid")) && strcmp(s->input[0], n->input[k]) == 0) {
       int in = operand(I, k);
@@ -383,7 +396,7 @@ static bool is_causal_mask(const ox_tensor *m, int64_t S, int64_t T) {
 /* MatMul(Softmax((q @ Transpose(k)) / c [+ causal mask]), v) -> attention. */
 static int match_attention(importer *I) {
   const Onnx__NodeProto *n = I->node, *sm, *scaled, *mm, *kt, *add = NULL;
-  if (!(sm = producer(I, n->input[0], "Softmax"))) return -3;
+  if (n->n_input < 2 || !(sm = producer(I, n->input[0], "Softmax"))) return -3;
   const char *s = sm->input[0];
   bool causal = false;
   if ((add = producer(I, s, "Add"))) {
