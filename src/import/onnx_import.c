@@ -481,6 +481,8 @@ static ppcc_status tr_cast(importer *I) {
 static ppcc_status tr_binary(importer *I) {
   const char *op = I->node->op_type;
   int r;
+  if (I->node->n_input != 2)
+    return ppcc_error(I->d, "%s: %s takes 2 inputs, got %zu", I->who, op, I->node->n_input);
   if (strcmp(op, "Mul") == 0) {
     if ((r = match_rms_norm(I)) != -3 || (r = match_gelu(I)) != -3 || (r = match_silu(I)) != -3) return bind(I, 0, r);
   }
@@ -1011,6 +1013,9 @@ static ppcc_status translate_node(importer *I, int index) {
     if (r != -3) return bind(I, 0, r);
     return defer_node(I, x->defer);
   }
+  /* Every translation reads at least input 0; only Constant has none. */
+  if (n->n_input == 0 && strcmp(n->op_type, "Constant") != 0)
+    return ppcc_error(I->d, "%s: %s has no inputs", I->who, n->op_type);
   return translation_of(n->op_type)(I);
 }
 
