@@ -128,6 +128,8 @@ MlirValue emit_elementwise(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, Mli
  * truncf); v itself when it has that type or is not float. f16/bf16 ops
  * compute on emit_to_f32 of their operands and round once at the end. */
 MlirValue emit_convert_floats(ppcc_emit_ctx *c, MlirValue v, MlirType elem);
+/* tensor.reshape of v to the static type t (same element count; lower_llm.c). */
+MlirValue emit_reshape_to(ppcc_emit_ctx *c, MlirValue v, MlirType t);
 MlirValue emit_to_f32(ppcc_emit_ctx *c, MlirValue v);
 
 /* ---- placement map (placement_map.c): the one place that knows how

@@ -112,7 +112,7 @@ static MlirValue filled(ppcc_emit_ctx *c, MlirType tensor_type, MlirValue scalar
 }
 
 /* tensor.reshape of v to the static type t (same element count). */
-static MlirValue reshape_to(ppcc_emit_ctx *c, MlirValue v, MlirType t) {
+MlirValue emit_reshape_to(ppcc_emit_ctx *c, MlirValue v, MlirType t) {
   int64_t rank = mlirShapedTypeGetRank(t), shape[PPCC_MAX_RANK];
   for (int i = 0; i < rank; i++) shape[i] = mlirShapedTypeGetDimSize(t, i);
   MlirType shape_type = mlirRankedTensorTypeGet(1, &rank, mlirIntegerTypeGet(c->mctx, 64), mlirAttributeGetNull());
@@ -413,7 +413,7 @@ static ppcc_status lower_reduction(ppcc_emit_ctx *c, const ppcc_op *op, int shar
     y = elementwise(c, &r, 1, &y, full, elem_of(x), body_round_sum, &s);
   }
   MlirType t = emit_shard_type(c, out_value(c->g, op));
-  set_result(c, op, shard, mlirTypeEqual(t, mlirValueGetType(y)) ? y : reshape_to(c, y, t)); /* keepdim */
+  set_result(c, op, shard, mlirTypeEqual(t, mlirValueGetType(y)) ? y : emit_reshape_to(c, y, t)); /* keepdim */
   return PPCC_OK;
 }
 

@@ -207,16 +207,7 @@ ppcc_status lower_onnx_reduce_max(struct ppcc_emit_ctx *c, const ppcc_graph *g, 
   MlirValue init = emit_named_linalg(c, "linalg.fill", 1, &ninf, emit_empty(c, rt));
   MlirValue y = emit_generic(c, 1, &x, init, r, r - k, maps, max_body, NULL);
   MlirType t = emit_shard_type(c, out);
-  if (!mlirTypeEqual(t, rt)) { /* keepdim: tensor.reshape to the result's shape */
-    int64_t rank = mlirShapedTypeGetRank(t), shape[PPCC_MAX_RANK];
-    for (int i = 0; i < rank; i++) shape[i] = mlirShapedTypeGetDimSize(t, i);
-    MlirType st = mlirRankedTensorTypeGet(1, &rank, mlirIntegerTypeGet(c->mctx, 64), mlirAttributeGetNull());
-    MlirNamedAttribute value = emit_named(c, "value", mlirDenseElementsAttrInt64Get(st, rank, shape));
-    emit_op_spec cst = {"arith.constant", 0, NULL, 1, &st, 1, &value, 0};
-    MlirValue ops[2] = {y, mlirOperationGetResult(emit_op(c, &cst), 0)};
-    emit_op_spec s = {"tensor.reshape", 2, ops, 1, &t, 0, NULL, 0};
-    y = mlirOperationGetResult(emit_op(c, &s), 0);
-  }
+  if (!mlirTypeEqual(t, rt)) y = emit_reshape_to(c, y, t); /* keepdim */
   emit_set_shard(c, op->out[0], shard, y);
   return PPCC_OK;
 }
