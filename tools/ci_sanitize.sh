@@ -43,6 +43,21 @@ ctest --test-dir "$build" --output-on-failure -j "$jobs"
 ctest_rc=$?
 
 reports=$(find "$logs" -type f -size +0 | sort)
+# LeakSanitizer's stop-the-world cannot always ptrace a thread (a thread
+# exiting, or a sandbox that restricts ptrace); it then prints "Unable to
+# get registers from thread N." and scans that thread's whole stack as
+# reachable, which is conservative: a warning, not a finding. A report
+# file holding nothing else is set aside; any other line still fails.
+benign='^==[0-9]+==Unable to get registers from thread [0-9]+\.$'
+kept=
+for r in $reports; do
+  if grep -qvE "$benign" "$r"; then
+    kept+="$r"$'\n'
+  else
+    echo "ci_sanitize: ignoring LSan ptrace warning only ($r): $(head -c 200 "$r" | tr '\n' ' ')" >&2
+  fi
+done
+reports=$kept
 # GCC's UBSan prints to stderr even with log_path: scan the tests' output
 # too (ctest keeps it all in LastTest*.log). A UBSan report also aborts the
 # process (-fno-sanitize-recover=all), so a ppcc child whose stderr a test
