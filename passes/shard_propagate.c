@@ -10,8 +10,10 @@
  *   resplit     the op computes "OUT@whole" (replicated) and an inserted
  *               reshard_split cuts it into OUT, locally on each device. */
 #include <stdlib.h>
+#include <string.h>
 #include "ppcc/ops.h"
 #include "ppcc/passes.h"
+#include "ppcc/test_inject.h"
 
 static const char why_gather[] =
     "P11: inserted all_gather: the sharding rule needs this operand whole on every shard";
@@ -108,6 +110,28 @@ static ppcc_status rewrite_op(rewrite *r, ppcc_graph *g, ppcc_op op, ppcc_diag *
   return push_inserted(r, g, PPCC_OP_reshard_split, op.out[0], final_out, attrs, 2, why_resplit, d);
 }
 
+/* TEST-ONLY (ppcc/test_inject.h, partial-as-replicated:VALUE): the op
+ * computing VALUE declares its partial sums replicated, and a collective
+ * reading them keeps that layout (nothing left to reduce). Only the
+ * sharded run sees layouts: the reference stays right. */
+static bool injected_collective(ppcc_graph *g, ppcc_op *op) {
+  const char *name = ppcc_test_inject_arg("partial-as-replicated");
+  if (!name || op->info->family != PPCC_FAMILY_COLLECTIVE || op->n_in != 1 || op->n_out != 1) return false;
+  const ppcc_value *src = &g->values[op->in[0]];
+  if (strcmp(src->name, name) != 0 || src->layout.kind != PPCC_LAYOUT_REPLICATED) return false;
+  g->values[op->out[0]].layout = src->layout;
+  return true;
+}
+
+static void inject_wrong_rule(ppcc_graph *g, ppcc_op *op) {
+  const char *name = ppcc_test_inject_arg("partial-as-replicated");
+  if (!name || op->n_out < 1) return;
+  ppcc_value *v = &g->values[op->out[0]];
+  if (strcmp(v->name, name) != 0 || v->layout.kind != PPCC_LAYOUT_UNREDUCED) return;
+  v->layout.kind = PPCC_LAYOUT_REPLICATED;
+  op->why = "TEST-ONLY PPCC_TEST_INJECT: wrong sharding rule, partial sums declared replicated";
+}
+
 ppcc_status ppcc_pass_shard_propagate(ppcc_graph *g, ppcc_diag *d) {
   rewrite r = {0};
   ppcc_status st = PPCC_OK;
@@ -116,8 +140,9 @@ ppcc_status ppcc_pass_shard_propagate(ppcc_graph *g, ppcc_diag *d) {
     ppcc_op *op = &g->ops[i];
     op->gather_operands = 0;
     op->resplit = false;
-    st = ppcc_apply_shard_rule(g, op, d);
+    if (!injected_collective(g, op)) st = ppcc_apply_shard_rule(g, op, d);
     if (st) break;
+    inject_wrong_rule(g, op);
     bool needs = op->gather_operands || op->resplit;
     if (needs && !start(&r, g, i)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
     else if (needs) st = rewrite_op(&r, g, *op, d);
