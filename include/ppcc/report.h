@@ -22,5 +22,8 @@ ppcc_status ppcc_report_dot(const ppcc_graph *g, FILE *out, ppcc_diag *d);
  * transferred ones), recursively up to params and inputs, each value once.
  * An unknown name is a user error naming it. */
 ppcc_status ppcc_explain(const ppcc_graph *g, const char *value, FILE *out, ppcc_diag *d);
+/* The --why block of value index v alone (its placement, rule, defining
+ * op and operands), without the chain above it. */
+void ppcc_explain_value(const ppcc_graph *g, int v, FILE *out);
 
 #endif

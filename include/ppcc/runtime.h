@@ -254,6 +254,22 @@ void ppcc_pipeline_stats_free(ppcc_pipeline_stats *s);
 /* The summary lines `ppcc run` prints. */
 void ppcc_pipeline_stats_print(const ppcc_pipeline_stats *s, FILE *out);
 
+/* Every shard of every op result as it was computed, for --check's search
+ * of the first divergent value (src/runtime/divergence.c). shards[v][i]
+ * holds shard i of value v (its local shape, contiguous), NULL when not
+ * captured; each device thread writes only its own shards. */
+typedef struct ppcc_capture {
+  int n_values;
+  int *counts;    /* shards per value */
+  void ***shards;
+} ppcc_capture;
+/* Capture slots for g's values with the given shard counts (NULL: g's
+ * layouts; the reference's views are 1 per value). */
+bool ppcc_capture_init(ppcc_capture *c, const ppcc_graph *g, bool reference);
+void ppcc_capture_free(ppcc_capture *c);
+/* Copies bytes of data as shard i of value v (a repeated store replaces). */
+bool ppcc_capture_store(ppcc_capture *c, int v, int i, const void *data, int64_t bytes);
+
 typedef struct ppcc_exec_options {
   bool reference;
   int threads; /* total cores; 0: all */
@@ -266,6 +282,8 @@ typedef struct ppcc_exec_options {
   int microbatches;       /* as in ppcc_run_options */
   ppcc_pipeline_stats *stats; /* filled when not NULL (free with
                                  ppcc_pipeline_stats_free) */
+  ppcc_capture *capture;  /* not NULL: every op result's shards are copied
+                             there (one microbatch; not in MPI runs) */
 } ppcc_exec_options;
 ppcc_status ppcc_execute(const ppcc_graph *g, const ppcc_run_data *data,
                          const ppcc_exec_options *opts, ppcc_host_tensor *outputs,
@@ -300,6 +318,28 @@ typedef struct ppcc_compare_result {
   double worst_got, worst_ref;
 } ppcc_compare_result;
 ppcc_compare_result ppcc_compare(const ppcc_host_tensor *got, const ppcc_host_tensor *ref);
+/* --check down to the first divergent value: g runs again sharded (on
+ * opts->execute, else the interpreter) and unsharded, every op result
+ * captured, and the results are compared in program order with the
+ * reference by ppcc_compare's criterion (the scale M of the whole value):
+ * split shards with the reference's slice, replicated and unsharded
+ * shards each with the whole reference, partial sums (unreduced) as the
+ * sum of their shards. When the sharded executor cannot capture (the JIT
+ * failing to build its capture module), the interpreter captures. */
+typedef struct ppcc_divergence {
+  bool found;
+  int op;               /* index into g->ops of the op computing `value` */
+  int value;
+  int shard;            /* first differing shard; -1: the sum of the shards */
+  int n_bad_shards, n_shards;
+  ppcc_compare_result cmp; /* of that shard (or sum) */
+  int64_t worst_at[PPCC_MAX_RANK]; /* the worst element's index in the whole value */
+  bool on_interp;       /* opts->execute was given but the interpreter captured */
+  char why_not_jit[1024];  /* why the JIT did not capture ("" if it did) */
+} ppcc_divergence;
+ppcc_status ppcc_find_divergence(const ppcc_graph *g, const ppcc_run_data *data, const ppcc_run_options *opts,
+                                 ppcc_divergence *out, ppcc_diag *d);
+
 /* Compares the outputs named in expects with their .npy files by
  * ppcc_compare; an error names the output, the file and the errors. */
 ppcc_status ppcc_expect_outputs(const ppcc_graph *g, const ppcc_input_arg *expects, int n,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "exec_internal.h"
+#include "ppcc/test_inject.h"
 
 void exec_state_free(ppcc_emit_ctx *c) {
   exec_state *x = c->exec;
@@ -118,6 +119,24 @@ static ppcc_status check_colocated(ppcc_emit_ctx *c, const ppcc_op *op, int i, i
   return PPCC_OK;
 }
 
+/* TEST-ONLY wrong kernel (ppcc/test_inject.h): shard i of op's result
+ * becomes result + result (the `add` row's lowering, in the device
+ * function), as the interpreter doubles it. */
+static ppcc_status inject_double(ppcc_emit_ctx *c, const ppcc_op *op, int i, int device) {
+  const ppcc_op_info *add = ppcc_op_lookup("add");
+  ppcc_lower_fn lower = add ? emit_lowering_for(add->id) : NULL;
+  if (!lower) return emit_op_error(c, op, "PPCC_TEST_INJECT: no 'add' lowering");
+  int ins[2] = {op->out[0], op->out[0]};
+  ppcc_op twice = *op;
+  twice.info = add;
+  twice.in = ins;
+  twice.n_in = 2;
+  twice.attrs = NULL;
+  twice.n_attrs = 0;
+  exec_block(c, device);
+  return lower(c, c->g, &twice, i, c->d);
+}
+
 static ppcc_status lower_compute(ppcc_emit_ctx *c, const ppcc_op *op) {
   ppcc_lower_fn lower = emit_lowering_for(op->info->id);
   if (!lower) return emit_op_error(c, op, "op '%s' has no MLIR lowering", op->info->name);
@@ -126,6 +145,7 @@ static ppcc_status lower_compute(ppcc_emit_ctx *c, const ppcc_op *op) {
   for (int i = 0; i < out->layout.count && !st; i++) {
     st = check_colocated(c, op, i, out->devices[i]);
     if (!st) st = exec_lower_shard(c, op, lower, i, out->devices[i]);
+    if (!st && ppcc_test_inject_wrong_kernel(out->name, i)) st = inject_double(c, op, i, out->devices[i]);
   }
   return st;
 }

@@ -252,10 +252,38 @@ ppcc_jit_entry ppcc_jit_device_entry(const ppcc_jit *jit, int device) {
   return device >= 0 && device < jit->n_devices ? jit->entries[device] : NULL;
 }
 
+/* --check's divergence search (opts->capture): the device functions of
+ * `g` keep only its outputs, so a copy of g whose outputs are every op
+ * result is compiled and run, and every shard it writes is captured. */
+static ppcc_status capture_execute(const ppcc_graph *g, const ppcc_run_data *data, const ppcc_exec_options *opts,
+                                   double *elapsed_ms, ppcc_diag *d) {
+  ppcc_graph cg = *g;
+  int *outs = malloc(sizeof(int) * (size_t)(g->n_values > 0 ? g->n_values : 1));
+  if (!outs) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  cg.n_outputs = 0;
+  for (int v = 0; v < g->n_values; v++)
+    if (g->values[v].kind == PPCC_VALUE_RESULT && g->values[v].def_op >= 0) outs[cg.n_outputs++] = v;
+  cg.outputs = outs;
+  ppcc_host_tensor *results = calloc((size_t)(cg.n_outputs > 0 ? cg.n_outputs : 1), sizeof *results);
+  ppcc_jit *jit = NULL;
+  ppcc_status st = results ? ppcc_jit_compile(&cg, NULL, &jit, NULL, d)
+                           : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  if (!st) st = ppcc_jit_run_devices(&cg, jit->entries, data, opts, results, elapsed_ms, d);
+  for (int k = 0; results && k < cg.n_outputs; k++) ppcc_host_tensor_free(&results[k]);
+  free(results);
+  ppcc_jit_free(jit);
+  free(outs);
+  return st;
+}
+
 ppcc_status ppcc_jit_execute(void *ctx, const ppcc_graph *g, const ppcc_run_data *data, const ppcc_exec_options *opts,
                              ppcc_host_tensor *outputs, double *elapsed_ms, ppcc_diag *d) {
   const ppcc_jit *jit = ctx;
   if (opts->reference) return ppcc_execute(g, data, opts, outputs, elapsed_ms, d); /* the interpreter is the reference */
+  if (opts->capture) {
+    for (int k = 0; k < g->n_outputs; k++) memset(&outputs[k], 0, sizeof outputs[k]);
+    return capture_execute(g, data, opts, elapsed_ms, d);
+  }
   if (g->n_devices != jit->n_devices)
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT compiled for %d devices, graph has %d", jit->n_devices,
                              g->n_devices);

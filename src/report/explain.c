@@ -71,6 +71,12 @@ static void explain_value(explain_ctx *x, int idx) {
   if (v->def_op >= 0 && v->def_op < x->g->n_ops) explain_def(x, v);
 }
 
+void ppcc_explain_value(const ppcc_graph *g, int v, FILE *out) {
+  int buf[PPCC_MAX_DEVICES];
+  explain_ctx x = {.g = g, .out = out, .buf = buf};
+  if (v >= 0 && v < g->n_values) explain_value(&x, v);
+}
+
 /* Depth first from the asked value, each value once. */
 static bool explain_chain(explain_ctx *x, int root) {
   const ppcc_graph *g = x->g;

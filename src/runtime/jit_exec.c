@@ -263,6 +263,19 @@ static ppcc_status assemble(const jit_exec *x, int k, ppcc_host_tensor *t, ppcc_
   return PPCC_OK;
 }
 
+/* --check's divergence search compiles every result as an output: each
+ * output shard goes to the capture. */
+static ppcc_status capture_outputs(const jit_exec *x, ppcc_diag *d) {
+  for (int dev = 0; dev < x->g->n_devices; dev++)
+    for (int a = 0; a < x->devs[dev].n_args; a++) {
+      const jit_arg *arg = &x->devs[dev].args[a];
+      if (arg->output &&
+          !ppcc_capture_store(x->opts->capture, arg->value, arg->shard, arg->data, shard_bytes(&x->g->values[arg->value])))
+        return oom(d);
+    }
+  return PPCC_OK;
+}
+
 ppcc_status ppcc_jit_run_devices(const ppcc_graph *g, const ppcc_jit_entry *entries, const ppcc_run_data *data,
                                  const ppcc_exec_options *opts, ppcc_host_tensor *outputs, double *elapsed_ms,
                                  ppcc_diag *d) {
@@ -277,6 +290,7 @@ ppcc_status ppcc_jit_run_devices(const ppcc_graph *g, const ppcc_jit_entry *entr
   }
   for (int dev = 0; dev < g->n_devices && !st; dev++) st = setup_device(&x, dev, d);
   if (!st) st = run_all(&x, entries, elapsed_ms, d);
+  if (!st && opts->capture && !x.dist) st = capture_outputs(&x, d);
   else if (x.dist) rt_dist_sync(NULL); /* as run_all would have */
   if (x.dist) st = rt_dist_agree(st, d); /* every rank fails if one did */
   bool collects = !x.dist || rt_dist_rank() == 0; /* MPI: rank 0 got every output shard */

@@ -167,6 +167,15 @@ ppcc_status rt_dist_merge_timeline(rt_timeline *t, ppcc_diag *d);
  * shards) and peak RSS. */
 void rt_dist_report_memory(FILE *log, int64_t param_bytes);
 
+/* ppcc_compare with the tolerance's scale M = scale_of (the max |ref| of
+ * the whole tensor when ref is one shard of it); scale_of < 0: of ref. */
+ppcc_compare_result rt_compare_at_scale(const ppcc_host_tensor *got, const ppcc_host_tensor *ref, double scale_of);
+/* After output k of a --check failed: re-runs with every result captured
+ * and reports the first divergent value as notes through d
+ * (divergence.c). */
+void rt_report_divergence(const ppcc_graph *g, const ppcc_run_data *data, const ppcc_run_options *o, int k,
+                          ppcc_diag *d);
+
 ppcc_status rt_report_comparison(const ppcc_value *p, const ppcc_compare_result *r, const char *label,
                                  const char *against, FILE *log, ppcc_diag *d);
 
