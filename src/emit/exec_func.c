@@ -145,7 +145,7 @@ static ppcc_status lower_compute(ppcc_emit_ctx *c, const ppcc_op *op) {
   for (int i = 0; i < out->layout.count && !st; i++) {
     st = check_colocated(c, op, i, out->devices[i]);
     if (!st) st = exec_lower_shard(c, op, lower, i, out->devices[i]);
-    if (!st && ppcc_test_inject_wrong_kernel(out->name, i)) st = inject_double(c, op, i, out->devices[i]);
+    if (!st && ppcc_test_inject_wrong_kernel(out->name, i, true)) st = inject_double(c, op, i, out->devices[i]);
   }
   return st;
 }

@@ -13,6 +13,7 @@
 #include "exec_internal.h"
 #include "ppcc/jit.h"
 #include "ppcc/runtime.h"
+#include "ppcc/test_inject.h"
 
 /* Tensors -> buffers (One-Shot Bufferize, function signatures are memrefs
  * already; eliminate-empty-tensors first, so that a shard kernel computes
@@ -257,6 +258,8 @@ ppcc_jit_entry ppcc_jit_device_entry(const ppcc_jit *jit, int device) {
  * result is compiled and run, and every shard it writes is captured. */
 static ppcc_status capture_execute(const ppcc_graph *g, const ppcc_run_data *data, const ppcc_exec_options *opts,
                                    double *elapsed_ms, ppcc_diag *d) {
+  if (ppcc_test_inject("jit-no-capture", NULL, 0))
+    return ppcc_error(d, "PPCC_TEST_INJECT=jit-no-capture: the JIT's capture run is disabled");
   ppcc_graph cg = *g;
   int *outs = malloc(sizeof(int) * (size_t)(g->n_values > 0 ? g->n_values : 1));
   if (!outs) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");

@@ -249,8 +249,8 @@ static void note_op(const ppcc_graph *g, const ppcc_op *op, ppcc_diag *d) {
     off += (size_t)snprintf(operands + off, sizeof operands - off, "%s%s", k ? ", " : "", one);
   }
   placement_text(&g->values[op->out[0]], res, sizeof res);
-  ppcc_note(d, "  op: %s, op kind '%s' (%s); operands %s; result %s", ppcc_op_ref(g, op, ref, sizeof ref),
-            op->info->name,
+  ppcc_note(d, "  op #%d of the compiled program: %s, a %s op; operands %s; result %s", (int)(op - g->ops),
+            ppcc_op_ref(g, op, ref, sizeof ref),
             op->info->family == PPCC_FAMILY_COMPUTE    ? "compute"
             : op->info->family == PPCC_FAMILY_TRANSFER ? "transfer"
                                                        : "collective",
@@ -275,18 +275,16 @@ static void note_why(const ppcc_graph *g, int v, ppcc_diag *d) {
 static void note_divergence(const ppcc_graph *g, const ppcc_divergence *r, const char *backend, ppcc_diag *d) {
   const ppcc_value *p = &g->values[r->value];
   const ppcc_op *op = &g->ops[r->op];
-  char at[PPCC_MAX_RANK * 24 + 8], layout[64];
+  char at[PPCC_MAX_RANK * 24 + 8], layout[64], devs[256] = "?";
   index_text(p->rank, r->worst_at, at, sizeof at);
+  if (p->devices) ppcc_devices_str(p->devices, p->layout.count, devs, sizeof devs);
   ppcc_layout_str(p->layout, layout, sizeof layout);
   if (r->shard >= 0)
-    ppcc_note(d, "first divergent value (program order, %s): '%s' shard %d on device %d (ops index %d; %d of its "
-                 "%d shards differ)",
-              backend, p->name, r->shard, p->devices ? p->devices[r->shard] : r->shard, r->op, r->n_bad_shards,
-              r->n_shards);
+    ppcc_note(d, "first divergent value (program order, %s): '%s' shard %d on device %d (%d of its %d shards differ)",
+              backend, p->name, r->shard, p->devices ? p->devices[r->shard] : r->shard, r->n_bad_shards, r->n_shards);
   else
-    ppcc_note(d, "first divergent value (program order, %s): '%s', the sum of its %d partial-sum shards (ops index "
-                 "%d)",
-              backend, p->name, r->n_shards, r->op);
+    ppcc_note(d, "first divergent value (program order, %s): '%s', the sum of its %d partial-sum shards on %s", backend,
+              p->name, r->n_shards, devs);
   note_op(g, op, d);
   const char *how = r->shard < 0 ? "sum of shards vs reference"
                     : p->layout.kind == PPCC_LAYOUT_SPLIT && r->n_shards > 1 ? "shard vs its slice of the reference"

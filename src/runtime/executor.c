@@ -58,6 +58,7 @@ typedef struct rt_exec {
   bool dist;              /* an MPI run: this rank holds only some devices */
   rt_timeline *timeline;  /* NULL: nothing recorded */
   double t0;
+  bool inject;            /* TEST-ONLY: a wrong-kernel injection is asked */
 } rt_exec;
 
 static const int device_zero[1] = {0};
@@ -266,7 +267,7 @@ static ppcc_status compute_shard(rt_exec *x, int dev, const ppcc_op *op, int i, 
     ppcc_op no_bias = *op; /* partial sums: the bias counts once, on shard 0 */
     no_bias.n_in--;
     st = ppcc_rt_run_kernel(rt_drops_bias(op, view_of(x, res).layout, i) ? &no_bias : op, in, &out, d);
-    if (!st && !x->opts->reference && ppcc_test_inject_wrong_kernel(val(x, res)->name, i))
+    if (!st && x->inject && ppcc_test_inject_wrong_kernel(val(x, res)->name, i, false))
       st = double_shard(&out, d); /* TEST-ONLY (ppcc/test_inject.h) */
   }
   for (int k = 0; k < op->n_in; k++) rt_free(temps[k]);
@@ -665,6 +666,7 @@ static bool plan_lifetimes(rt_exec *x) {
 
 static ppcc_status setup(rt_exec *x, ppcc_diag *d) {
   x->dist = !x->opts->reference && rt_dist_active();
+  x->inject = !x->opts->reference && ppcc_test_inject("wrong-kernel", NULL, 0);
   x->n_devices = x->opts->reference ? 1 : x->g->n_devices;
   if (x->n_devices < 1) return ppcc_error(d, "the model has no devices");
   ppcc_status st = check_placements(x, d);
