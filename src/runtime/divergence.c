@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "ppcc/report.h"
 #include "rt_internal.h"
 
@@ -295,10 +296,31 @@ static void note_divergence(const ppcc_graph *g, const ppcc_divergence *r, const
   note_why(g, r->value, d);
 }
 
+/* Bytes both captures hold: every result whole, and every shard of it. */
+static int64_t capture_bytes(const ppcc_graph *g) {
+  int64_t total = 0;
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    if (p->kind != PPCC_VALUE_RESULT) continue;
+    int64_t whole = ppcc_value_bytes(p), shard = ppcc_value_shard_bytes(p);
+    if (whole < 0 || shard < 0) return INT64_MAX;
+    total += whole + shard * (p->layout.count > 0 ? p->layout.count : 1);
+  }
+  return total;
+}
+
 void rt_report_divergence(const ppcc_graph *g, const ppcc_run_data *data, const ppcc_run_options *o, int k,
                           ppcc_diag *d) {
   ppcc_divergence r;
   const char *output = g->values[g->outputs[k]].name;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  int64_t need = capture_bytes(g), half = pages > 0 && page > 0 ? (int64_t)pages * page / 2 : INT64_MAX;
+  if (need > half) {
+    ppcc_note(d, "not searching for the first divergent value: capturing every value needs %lld bytes, more than "
+                 "half of this machine's memory",
+              (long long)need);
+    return;
+  }
   ppcc_diag quiet;
   ppcc_diag_init(&quiet, NULL, NULL);
   if (ppcc_find_divergence(g, data, o, &r, &quiet)) {

@@ -272,6 +272,7 @@ static ppcc_status check_outputs(const ppcc_graph *g, const ppcc_run_data *data,
     ppcc_compare_result r = ppcc_compare(&got[k], &ref[k]);
     st = rt_report_comparison(&g->values[g->outputs[k]], &r, "check", "the unsharded reference", o->log, d);
     if (st && !rt_dist_active()) rt_report_divergence(g, data, o, k, d); /* notes after the error */
+    else if (st) ppcc_note(d, "run without MPI to find the first divergent value (not searched in MPI runs)");
   }
   if (!st && o->log) fprintf(o->log, "reference (unsharded, 1 device) ran in %.3f ms\n", ms);
   for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&ref[k]);
