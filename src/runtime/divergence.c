@@ -269,7 +269,7 @@ static void note_why(const ppcc_graph *g, int v, ppcc_diag *d) {
     free(text);
     return;
   }
-  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) ppcc_note(d, "  why: %s", line);
+  for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) ppcc_note(d, "  why: %s", line);
   free(text);
 }
 

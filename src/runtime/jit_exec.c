@@ -290,8 +290,8 @@ ppcc_status ppcc_jit_run_devices(const ppcc_graph *g, const ppcc_jit_entry *entr
   }
   for (int dev = 0; dev < g->n_devices && !st; dev++) st = setup_device(&x, dev, d);
   if (!st) st = run_all(&x, entries, elapsed_ms, d);
-  if (!st && opts->capture && !x.dist) st = capture_outputs(&x, d);
   else if (x.dist) rt_dist_sync(NULL); /* as run_all would have */
+  if (!st && opts->capture && !x.dist) st = capture_outputs(&x, d);
   if (x.dist) st = rt_dist_agree(st, d); /* every rank fails if one did */
   bool collects = !x.dist || rt_dist_rank() == 0; /* MPI: rank 0 got every output shard */
   for (int k = 0; k < g->n_outputs && !st && collects; k++) st = assemble(&x, k, &outputs[k], d);
