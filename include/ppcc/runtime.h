@@ -254,8 +254,9 @@ void ppcc_pipeline_stats_free(ppcc_pipeline_stats *s);
 /* The summary lines `ppcc run` prints. */
 void ppcc_pipeline_stats_print(const ppcc_pipeline_stats *s, FILE *out);
 
-/* Every shard of every op result as it was computed, for --check's search
- * of the first divergent value (src/runtime/divergence.c). shards[v][i]
+/* Every shard of every param and input as cut, and of every op result as
+ * it was computed, for --check's search of the first divergent value
+ * (src/runtime/divergence.c). shards[v][i]
  * holds shard i of value v (its local shape, contiguous), NULL when not
  * captured; each device thread writes only its own shards. */
 typedef struct ppcc_capture {
@@ -282,8 +283,9 @@ typedef struct ppcc_exec_options {
   int microbatches;       /* as in ppcc_run_options */
   ppcc_pipeline_stats *stats; /* filled when not NULL (free with
                                  ppcc_pipeline_stats_free) */
-  ppcc_capture *capture;  /* not NULL: every op result's shards are copied
-                             there (one microbatch; not in MPI runs) */
+  ppcc_capture *capture;  /* not NULL: every leaf's and op result's shards
+                             are copied there (one microbatch; not in MPI
+                             runs) */
 } ppcc_exec_options;
 ppcc_status ppcc_execute(const ppcc_graph *g, const ppcc_run_data *data,
                          const ppcc_exec_options *opts, ppcc_host_tensor *outputs,
@@ -328,7 +330,7 @@ ppcc_compare_result ppcc_compare(const ppcc_host_tensor *got, const ppcc_host_te
  * failing to build its capture module), the interpreter captures. */
 typedef struct ppcc_divergence {
   bool found;
-  int op;               /* index into g->ops of the op computing `value` */
+  int op;               /* index into g->ops of the op computing `value`; -1: a param or input */
   int value;
   int shard;            /* first differing shard; -1: the sum of the shards */
   int n_bad_shards, n_shards;

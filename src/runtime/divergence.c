@@ -181,6 +181,15 @@ done:
 static ppcc_status first_divergence(const ppcc_graph *g, const ppcc_capture *ref, const ppcc_capture *got,
                                     ppcc_divergence *r, ppcc_diag *d) {
   memset(r, 0, sizeof *r);
+  for (int v = 0; v < g->n_values; v++) { /* params and inputs first: the shards cut from them */
+    if (g->values[v].kind == PPCC_VALUE_RESULT || !ref->shards[v][0]) continue;
+    ppcc_divergence c;
+    if (!compare_value(g, v, ref, got, &c)) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    if (!c.found) continue;
+    c.op = -1;
+    *r = c;
+    return PPCC_OK;
+  }
   for (int j = 0; j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
     for (int k = 0; k < op->n_out; k++) {
@@ -275,7 +284,7 @@ static void note_why(const ppcc_graph *g, int v, ppcc_diag *d) {
 
 static void note_divergence(const ppcc_graph *g, const ppcc_divergence *r, const char *backend, ppcc_diag *d) {
   const ppcc_value *p = &g->values[r->value];
-  const ppcc_op *op = &g->ops[r->op];
+  const ppcc_op *op = r->op >= 0 ? &g->ops[r->op] : NULL;
   char at[PPCC_MAX_RANK * 24 + 8], layout[64], devs[256] = "?";
   index_text(p->rank, r->worst_at, at, sizeof at);
   if (p->devices) ppcc_devices_str(p->devices, p->layout.count, devs, sizeof devs);
@@ -286,7 +295,9 @@ static void note_divergence(const ppcc_graph *g, const ppcc_divergence *r, const
   else
     ppcc_note(d, "first divergent value (program order, %s): '%s', the sum of its %d partial-sum shards on %s", backend,
               p->name, r->n_shards, devs);
-  note_op(g, op, d);
+  if (op) note_op(g, op, d);
+  else ppcc_note(d, "  a %s: its shards are cut from the loaded tensor, no op computes it",
+                 p->kind == PPCC_VALUE_PARAM ? "param" : "graph input");
   const char *how = r->shard < 0 ? "sum of shards vs reference"
                     : p->layout.kind == PPCC_LAYOUT_SPLIT && r->n_shards > 1 ? "shard vs its slice of the reference"
                                                                                : "shard vs whole reference";

@@ -145,6 +145,8 @@ static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
       if (!full) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", val(x, v)->name);
       *slot(x, v, i) = (rt_slot){cut_shard(x, v, w.layout, i, full), true};
       if (!slot(x, v, i)->data) return oom(d);
+      if (x->opts->capture && !ppcc_capture_store(x->opts->capture, v, i, slot(x, v, i)->data, local_bytes(x, v)))
+        return oom(d);
     }
   }
   return PPCC_OK;

@@ -117,6 +117,10 @@ static ppcc_status setup_device(jit_exec *x, int dev, ppcc_diag *d) {
   for (int k = 0; k < jd->n_args; k++) {
     ppcc_status st = init_arg(x, &jd->args[k], d);
     if (st) return st;
+    const jit_arg *a = &jd->args[k]; /* --check's capture: leaves as cut, before anything runs */
+    if (x->opts->capture && !a->output && !remote &&
+        !ppcc_capture_store(x->opts->capture, a->value, a->shard, a->data, shard_bytes(&x->g->values[a->value])))
+      return oom(d);
     jd->packed[k] = &jd->args[k].desc_ptr;
   }
   return PPCC_OK;
