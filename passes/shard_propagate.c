@@ -115,8 +115,10 @@ static ppcc_status rewrite_op(rewrite *r, ppcc_graph *g, ppcc_op op, ppcc_diag *
  * reading them keeps that layout (nothing left to reduce). Only the
  * sharded run sees layouts: the reference stays right. */
 static bool injected_collective(ppcc_graph *g, ppcc_op *op) {
-  const char *name = ppcc_test_inject_arg("partial-as-replicated");
-  if (!name || op->info->family != PPCC_FAMILY_COLLECTIVE || op->n_in != 1 || op->n_out != 1) return false;
+  char name[PPCC_MAX_NAME + 1];
+  if (op->info->family != PPCC_FAMILY_COLLECTIVE || op->n_in != 1 || op->n_out != 1 ||
+      !ppcc_test_inject("partial-as-replicated", name, sizeof name))
+    return false;
   const ppcc_value *src = &g->values[op->in[0]];
   if (strcmp(src->name, name) != 0 || src->layout.kind != PPCC_LAYOUT_REPLICATED) return false;
   g->values[op->out[0]].layout = src->layout;
@@ -124,8 +126,8 @@ static bool injected_collective(ppcc_graph *g, ppcc_op *op) {
 }
 
 static void inject_wrong_rule(ppcc_graph *g, ppcc_op *op) {
-  const char *name = ppcc_test_inject_arg("partial-as-replicated");
-  if (!name || op->n_out < 1) return;
+  char name[PPCC_MAX_NAME + 1];
+  if (!ppcc_test_inject("partial-as-replicated", name, sizeof name) || op->n_out < 1) return;
   ppcc_value *v = &g->values[op->out[0]];
   if (strcmp(v->name, name) != 0 || v->layout.kind != PPCC_LAYOUT_UNREDUCED) return;
   v->layout.kind = PPCC_LAYOUT_REPLICATED;

@@ -20,8 +20,9 @@ bool ppcc_test_inject(const char *kind, char *arg, size_t n) {
 
 bool ppcc_test_inject_wrong_kernel(const char *value, int shard, bool jit) {
   char arg[512];
-  if (!ppcc_test_inject("wrong-kernel", arg, sizeof arg) && !(jit && ppcc_test_inject("wrong-kernel-jit", arg, sizeof arg)))
-    return false;
+  bool asked = ppcc_test_inject("wrong-kernel", arg, sizeof arg) ||
+               (jit && ppcc_test_inject("wrong-kernel-jit", arg, sizeof arg));
+  if (!asked) return false;
   char *colon = strrchr(arg, ':'), *end;
   if (!colon || colon[1] == '\0') return false;
   long s = strtol(colon + 1, &end, 10);

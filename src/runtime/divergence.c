@@ -238,7 +238,8 @@ ppcc_status ppcc_find_divergence(const ppcc_graph *g, const ppcc_run_data *data,
 
 static void index_text(int rank, const int64_t *idx, char *buf, size_t n) {
   size_t off = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < rank && off < n; i++) off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)idx[i]);
+  for (int i = 0; i < rank && off < n; i++)
+    off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)idx[i]);
   if (off < n) snprintf(buf + off, n - off, "]");
 }
 
@@ -278,7 +279,9 @@ static void note_why(const ppcc_graph *g, int v, ppcc_diag *d) {
     free(text);
     return;
   }
-  for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) ppcc_note(d, "  why: %s", line);
+  char *save = NULL;
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+    ppcc_note(d, "  why: %s", line);
   free(text);
 }
 

@@ -273,9 +273,8 @@ static ppcc_status capture_outputs(const jit_exec *x, ppcc_diag *d) {
   for (int dev = 0; dev < x->g->n_devices; dev++)
     for (int a = 0; a < x->devs[dev].n_args; a++) {
       const jit_arg *arg = &x->devs[dev].args[a];
-      if (arg->output &&
-          !ppcc_capture_store(x->opts->capture, arg->value, arg->shard, arg->data, shard_bytes(&x->g->values[arg->value])))
-        return oom(d);
+      int64_t bytes = shard_bytes(&x->g->values[arg->value]);
+      if (arg->output && !ppcc_capture_store(x->opts->capture, arg->value, arg->shard, arg->data, bytes)) return oom(d);
     }
   return PPCC_OK;
 }
