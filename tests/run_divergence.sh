@@ -69,6 +69,13 @@ for b in $backends; do
   run rule "partial-as-replicated:partial" "$tp_ffn" "$b"
   expect "wrong rule, tp_ffn, $b" "note: first divergent value (program order, $l): 'partial' shard 0 on device 0"
 
+  # every shipped model: a wrong kernel on shard 0 of its first computed value
+  for mv in explicit_transfer:h0 inserted_collectives:y pp_chain:stage.0.h ppffn:blk.0.h \
+            ppffn_sharktank:blk.0.partial tiny_llama:embedded tp_ffn:h; do
+    run kernel "wrong-kernel:${mv#*:}:0" "$src/testdata/models/${mv%%:*}.json" "$b"
+    expect "wrong kernel, ${mv%%:*}, $b" "note: first divergent value (program order, $l): '${mv#*:}'"
+  done
+
   # a wrong kernel on one shard of a split value (stage 1): that shard
   run kernel "wrong-kernel:blk.1.up:1" "$llama" "$b"
   expect "wrong kernel, split shard, $b" \
