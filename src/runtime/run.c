@@ -410,6 +410,7 @@ static ppcc_status repeat_forward(const ppcc_graph *g, const ppcc_run_options *o
   ppcc_status st = ms && out ? PPCC_OK : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   ppcc_exec_options quiet = *eo;
   quiet.stats = NULL;
+  quiet.measure = NULL;
   quiet.trace_path = NULL; /* the trace is the first forward's, committed with its outputs */
   quiet.trace_file = NULL;
   for (int r = 0; r < o->repeat && !st; r++) {
@@ -491,7 +492,8 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   if (!st && o->trace_path) st = ppcc_outfile_open(&trace, o->trace_path, d);
   ppcc_exec_options eo = {.threads = o->threads, .inject_fault = o->inject_fault, .fault_device = o->fault_device,
                           .fault_op = o->fault_op, .trace_path = o->trace_path,
-                          .trace_file = o->trace_path ? &trace : NULL, .microbatches = o->microbatches};
+                          .trace_file = o->trace_path ? &trace : NULL, .microbatches = o->microbatches,
+                          .measure = o->measure};
   ppcc_pipeline_stats stats = {0};
   if (o->log) eo.stats = &stats;
   double ms = 0;
