@@ -25,11 +25,15 @@
  * measurement.
  *
  * Time model (per device, per op shard it computes):
- *   t = overhead + max(flops / gemm_rate, bytes / elementwise_rate)
- * (a roofline: GEMMs are bound by FLOP/s, elementwise ops by the bytes
- * they read and write), divided by the device's relative speed; rates are
+ *   t = overhead + max(flops / rate, bytes / elementwise_bandwidth)
+ * where rate is the GEMM FLOP/s for ops doing more than 16 FLOPs per
+ * result element (contractions), else the elementwise FLOP/s (a roofline:
+ * GEMMs are bound by FLOP/s, elementwise ops by the bytes they read and
+ * write or by their arithmetic), divided by the device's relative speed; rates are
  * those of the thread count each device gets (cores / devices, as the
- * runtime's thread budget). A stage's time is its slowest device's
+ * runtime's thread budget; elementwise: the per-thread rate with as many
+ * threads streaming as the stage has devices, up to the cores; a stage
+ * with more devices than cores takes devices/cores as long). A stage's time is its slowest device's
  * compute time over all microbatches. Transfers and collectives are not
  * busy time (a receive mostly waits for its peer). Predicted bubble for M
  * microbatches of p stages with times T_s: wall = sum_s T_s/M +
@@ -50,13 +54,15 @@ typedef struct ppcc_calibration {
   int n_threads;              /* entries measured (1..PPCC_CALIB_MAX_THREADS) */
   double gemm_gflops[PPCC_CALIB_MAX_THREADS];
   double elementwise_gbps[PPCC_CALIB_MAX_THREADS];
+  double elementwise_gflops[PPCC_CALIB_MAX_THREADS]; /* op-table FLOPs of a non-GEMM kernel (gelu) */
   double copy_gbps[PPCC_CALIB_MAX_THREADS];
   double op_overhead_us;      /* fixed cost of one kernel call */
   int cores;                  /* cores of the machine measured */
 } ppcc_calibration;
 
-/* Defaults when uncalibrated: 20 GFLOP/s GEMM, 5 GB/s elementwise,
- * 8 GB/s copy per thread (scaling linearly), 2 us per kernel call. */
+/* Defaults when uncalibrated: 20 GFLOP/s GEMM, 5 GB/s and 1 GFLOP/s
+ * elementwise, 8 GB/s copy per thread (GEMM scaling linearly with
+ * threads), 2 us per kernel call. */
 void ppcc_calibration_defaults(ppcc_calibration *c);
 /* Reads a calibration file; a bad file is a user error naming the file
  * and the field. */
@@ -118,6 +124,8 @@ typedef struct ppcc_plan_measure {
   double *stage_busy_ms;  /* [stage * n_devices + device]: compute spans */
   double wall_ms;
   bool filled;
+  int forwards;           /* runs measured: the peak is the largest, busy
+                             times and wall the smallest (warm) */
 } ppcc_plan_measure;
 
 /* Prints predicted vs measured per device and per stage; a user error

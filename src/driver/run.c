@@ -192,7 +192,10 @@ void cli_help_run(FILE *out) {
         "                        device, all microbatches); print them next to the\n"
         "                        report's prediction and fail naming the device or\n"
         "                        stage off by more than the tolerance (relative to the\n"
-        "                        measurement). Interpreter only: it picks\n"
+        "                        measurement). Without --repeat it runs 3 more\n"
+        "                        forwards: busy times are each stage's smallest over\n"
+        "                        the forwards (the first is cold). Interpreter only:\n"
+        "                        it picks\n"
         "                        --backend=interp (the JIT's buffers live in compiled\n"
         "                        code, which has no accounting hooks)\n"
         "  --plan-memory-tolerance=F  allowed memory error, default 0.10\n"
@@ -326,6 +329,7 @@ static ppcc_status run_graph(const ppcc_graph *g, run_args *a, ppcc_diag *d) {
   plan_check check;
   memset(&check, 0, sizeof check);
   if (!st && a->check_plan) st = plan_check_begin(g, a, &check, d);
+  if (a->check_plan && a->repeat == 0) opts.repeat = 3; /* warm forwards: their busy times count */
   if (a->check_plan) opts.measure = &check.measure;
 #ifdef PPCC_HAVE_JIT
   ppcc_jit *jit = NULL;

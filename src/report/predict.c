@@ -21,6 +21,7 @@ void ppcc_calibration_defaults(ppcc_calibration *c) {
   c->n_threads = 1;
   c->gemm_gflops[0] = 20;
   c->elementwise_gbps[0] = 5;
+  c->elementwise_gflops[0] = 1;
   c->copy_gbps[0] = 8;
   c->op_overhead_us = 2;
   c->cores = 1;
@@ -56,6 +57,7 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   int n = 0;
   ppcc_status st = read_rates(root, path, "gemm_gflops", c->gemm_gflops, &n, d);
   if (!st) st = read_rates(root, path, "elementwise_gbps", c->elementwise_gbps, &n, d);
+  if (!st) st = read_rates(root, path, "elementwise_gflops", c->elementwise_gflops, &n, d);
   if (!st) st = read_rates(root, path, "copy_gbps", c->copy_gbps, &n, d);
   if (st) return st;
   c->n_threads = n;
@@ -99,6 +101,7 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
   fprintf(f.fp, "  \"cores\": %d,\n", c->cores);
   write_rates(f.fp, "gemm_gflops", c->gemm_gflops, c->n_threads);
   write_rates(f.fp, "elementwise_gbps", c->elementwise_gbps, c->n_threads);
+  write_rates(f.fp, "elementwise_gflops", c->elementwise_gflops, c->n_threads);
   write_rates(f.fp, "copy_gbps", c->copy_gbps, c->n_threads);
   fprintf(f.fp, "  \"op_overhead_us\": %.6g\n}\n", c->op_overhead_us);
   st = ppcc_outfile_close(&f, d);
@@ -342,9 +345,13 @@ static double rate_for(const double *table, int n, int threads) {
   return r;
 }
 
-/* Per-microbatch shard time of compute op j on one device, in ms. */
+/* Per-microbatch shard time of compute op j on one device, in ms.
+ * threads: the kernel threads a device gets (GEMM); streams: devices of
+ * the stage streaming memory at once (elementwise, per-thread rate);
+ * share: > 1 when the stage has more devices than cores (they take
+ * turns). */
 static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries, int m, const ppcc_calibration *c,
-                    int threads, double *flops_out, double *bytes_out) {
+                    int threads, int streams, double share, double *flops_out, double *bytes_out) {
   bool c_op = false;
   double bytes = 0;
   for (int k = 0; k < op->n_in; k++) {
@@ -358,10 +365,13 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
   if (c_op && m > 1) flops /= m;
   *flops_out = flops;
   *bytes_out = bytes;
-  double gemm = rate_for(c->gemm_gflops, c->n_threads, threads) * 1e9;
-  double bw = rate_for(c->elementwise_gbps, c->n_threads, threads) * 1e9;
-  double t = flops / gemm > bytes / bw ? flops / gemm : bytes / bw;
-  return (c->op_overhead_us * 1e-6 + t) * 1e3;
+  int at = (streams < c->n_threads ? streams : c->n_threads) - 1;
+  int64_t elems = ppcc_num_elements(g->values[op->out[0]].rank, g->values[op->out[0]].shape);
+  bool contraction = elems > 0 && rep_op_flops_on_devices(g, op) > 16.0 * (double)elems;
+  double rate = contraction ? rate_for(c->gemm_gflops, c->n_threads, threads) * 1e9 : c->elementwise_gflops[at] * 1e9;
+  double bw = c->elementwise_gbps[at] * 1e9;
+  double t = flops / rate > bytes / bw ? flops / rate : bytes / bw;
+  return (c->op_overhead_us * 1e-6 + t) * share * 1e3;
 }
 
 static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, const ppcc_calibration *c,
@@ -381,7 +391,10 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     for (int k = 0; k < op->n_in; k++) cj = cj || carries[op->in[k]];
     for (int r = 0; r < op->n_out; r++) carries[op->out[r]] = cj;
     if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
-    double fl, by, t = op_ms(g, op, carries, m, c, threads, &fl, &by);
+    int group = st->n_dev[st->op_stage[j]] > 0 ? st->n_dev[st->op_stage[j]] : 1;
+    int streams = group < cores ? group : cores;
+    double share = group > cores ? (double)group / cores : 1.0;
+    double fl, by, t = op_ms(g, op, carries, m, c, threads, streams, share, &fl, &by);
     const ppcc_value *r = &g->values[op->out[0]];
     for (int i = 0; i < shard_count(r); i++) {
       int dev = rep_shard_device(r, i);
@@ -557,9 +570,10 @@ ppcc_status ppcc_plan_check(const ppcc_prediction *p, const ppcc_plan_measure *m
   if (!m->filled) return ppcc_error(d, "--check-plan: the run recorded no measurement");
   int bad_dev = -1, bad_stage = -1;
   double bad_dev_err = 0, bad_stage_err = 0;
-  fprintf(out, "plan check (%d microbatch%s, %s): memory tolerance %.3g, stage time tolerance %.3g\n",
-          p->microbatches, p->microbatches == 1 ? "" : "es", p->calibrated ? "calibrated" : "uncalibrated", mem_tol,
-          time_tol);
+  fprintf(out,
+          "plan check (%d microbatch%s, %s, %d forward%s measured): memory tolerance %.3g, stage time tolerance %.3g\n",
+          p->microbatches, p->microbatches == 1 ? "" : "es", p->calibrated ? "calibrated" : "uncalibrated", m->forwards,
+          m->forwards == 1 ? "" : "s", mem_tol, time_tol);
   fputs("  device  predicted peak (B)  measured peak (B)  error\n", out);
   for (int i = 0; i < p->n_devices; i++) {
     double e = rel_error((double)p->devices[i].peak_bytes, (double)m->peak_bytes[i]);

@@ -6,12 +6,14 @@
  *   elementwise_gbps[t-1] c = a + b over 16 MiB per thread, t threads at
  *                         once (t single-threaded devices streaming
  *                         together), bytes read + written per thread;
+ *   elementwise_gflops[t-1] op-table FLOPs per second of the runtime's
+ *                         gelu kernel, t threads at once;
  *   copy_gbps[t-1]        memcpy of 16 MiB per thread, t threads at once;
- *   op_overhead_us        one 1x1x1 ppcc_rt_sgemm with a fresh 64-byte
- *                         result buffer: the fixed cost of a kernel call.
+ *   op_overhead_us        the fixed cost of one compute step (overhead_us).
  * Each figure is the best of several runs (the machine may be shared). */
 #include <omp.h>
 #include <string.h>
+#include "ppcc/ops.h"
 #include "ppcc/predict.h"
 #include "rt_internal.h"
 
@@ -71,18 +73,72 @@ static double best_stream_gbps(int threads, bool copy) {
   return ok ? best : 0;
 }
 
+/* The fixed cost of one compute step as the interpreter takes it: a fresh
+ * result buffer, the kernel dispatch (an elementwise add of 8 floats)
+ * and the two clock reads of its timeline span; the mean over many
+ * calls (a step's real cost, not its luckiest). */
+/* GFLOP/s (op-table FLOPs) of the runtime's gelu kernel over 64 Ki floats
+ * per thread, `threads` threads at once: the arithmetic of elementwise ops. */
+static double best_elementwise_gflops(int threads) {
+  const ppcc_op_info *gelu = ppcc_op_lookup("gelu");
+  const int64_t n = 1 << 16; /* in cache, as the activations of a step */
+  if (!gelu || !gelu->flops) return 1.0;
+  ppcc_value vals[2] = {{.name = "x", .kind = PPCC_VALUE_INPUT, .dtype = PPCC_F32, .rank = 1, .shape = {n}},
+                        {.name = "y", .kind = PPCC_VALUE_RESULT, .dtype = PPCC_F32, .rank = 1, .shape = {n}}};
+  for (int i = 0; i < 2; i++) vals[i].layout = ppcc_layout_unsharded();
+  int ins[1] = {0}, outs[1] = {1};
+  ppcc_op op = {.info = gelu, .n_in = 1, .n_out = 1, .in = ins, .out = outs};
+  ppcc_graph g = {.name = "calibrate", .n_devices = 1, .n_values = 2, .values = vals, .n_ops = 1, .ops = &op};
+  double flops = gelu->flops(&g, &op), best = 0;
+  bool ok = true;
+#pragma omp parallel num_threads(threads) reduction(&& : ok)
+  {
+    float *x = rt_alloc(n * 4), *y = rt_alloc(n * 4);
+    ok = x && y;
+    for (int64_t i = 0; ok && i < n; i++) x[i] = (float)(i % 1000) * 0.01f - 5;
+    ppcc_tensor in = {.dtype = PPCC_F32, .rank = 1, .shape = {n}, .data = x};
+    ppcc_tensor out = {.dtype = PPCC_F32, .rank = 1, .shape = {n}, .data = y};
+    ppcc_diag d;
+    ppcc_diag_init(&d, NULL, NULL);
+#pragma omp barrier
+    for (int r = 0; r < REPEATS; r++) {
+      double t = omp_get_wtime();
+      if (ok) ppcc_rt_run_kernel(&op, &in, &out, &d);
+      t = omp_get_wtime() - t;
+#pragma omp barrier
+#pragma omp critical
+      if (omp_get_thread_num() == 0 && flops / t / 1e9 > best) best = flops / t / 1e9;
+    }
+    rt_free(x);
+    rt_free(y);
+  }
+  return ok && best > 0 ? best : 0;
+}
+
 static double overhead_us(void) {
-  float a = 1, b = 2;
+  const ppcc_op_info *add = ppcc_op_lookup("add");
+  float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8] = {0};
+  int ins[2] = {0, 1}, outs[1] = {2};
+  ppcc_op op = {.info = add, .n_in = 2, .n_out = 1, .in = ins, .out = outs};
+  ppcc_tensor in[2] = {{.dtype = PPCC_F32, .rank = 1, .shape = {8}, .data = a},
+                       {.dtype = PPCC_F32, .rank = 1, .shape = {8}, .data = b}};
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  const int calls = 20000;
   double best = 1e9;
-  for (int r = 0; r < 2000; r++) {
+  for (int r = 0; add && r < REPEATS; r++) {
     double t = omp_get_wtime();
-    float *c = rt_alloc(64);
-    if (c) ppcc_rt_sgemm(1, 1, 1, &a, &b, false, c);
-    rt_free(c);
-    t = omp_get_wtime() - t;
+    for (int i = 0; i < calls; i++) {
+      ppcc_tensor out = {.dtype = PPCC_F32, .rank = 1, .shape = {8}, .data = rt_alloc(32)};
+      double t0 = omp_get_wtime();
+      if (out.data) ppcc_rt_run_kernel(&op, in, &out, &d);
+      rt_free(out.data);
+      (void)(omp_get_wtime() - t0);
+    }
+    t = (omp_get_wtime() - t) / calls;
     if (t < best) best = t;
   }
-  return best * 1e6;
+  return add ? best * 1e6 : 2.0;
 }
 
 ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc_diag *d) {
@@ -96,11 +152,14 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
     c->gemm_gflops[t - 1] = best_gemm_gflops(t);
     c->elementwise_gbps[t - 1] = best_stream_gbps(t, false);
     c->copy_gbps[t - 1] = best_stream_gbps(t, true);
-    if (c->gemm_gflops[t - 1] <= 0 || c->elementwise_gbps[t - 1] <= 0 || c->copy_gbps[t - 1] <= 0)
+    c->elementwise_gflops[t - 1] = best_elementwise_gflops(t);
+    if (c->gemm_gflops[t - 1] <= 0 || c->elementwise_gbps[t - 1] <= 0 || c->copy_gbps[t - 1] <= 0 ||
+        c->elementwise_gflops[t - 1] <= 0)
       return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory measuring the machine");
     if (log)
-      fprintf(log, "threads %d: gemm %.2f GFLOP/s, elementwise %.2f GB/s per thread, copy %.2f GB/s per thread\n", t,
-              c->gemm_gflops[t - 1], c->elementwise_gbps[t - 1], c->copy_gbps[t - 1]);
+      fprintf(log,
+              "threads %d: gemm %.2f GFLOP/s, per thread: elementwise %.2f GB/s and %.2f GFLOP/s (gelu), copy %.2f GB/s\n",
+              t, c->gemm_gflops[t - 1], c->elementwise_gbps[t - 1], c->elementwise_gflops[t - 1], c->copy_gbps[t - 1]);
   }
   c->op_overhead_us = overhead_us();
   if (log) fprintf(log, "kernel call overhead %.3f us (%d cores)\n", c->op_overhead_us, cores);

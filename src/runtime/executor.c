@@ -752,21 +752,33 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
 
 /* --check-plan: each device's high-water mark and, per stage, the time
  * each device spent in compute ops (all microbatches). */
+/* --check-plan: each device's high-water mark and, per stage, the time
+ * each device spent in compute ops (all microbatches). Over several
+ * forwards (--repeat) the peak is the largest and each busy time and the
+ * wall the smallest: the first forward is cold (first touch of every
+ * buffer, BLAS start-up). */
 static void fill_measure(const rt_exec *x, double wall_ms, ppcc_plan_measure *m) {
   int n = x->n_devices;
-  for (int dev = 0; dev < n; dev++) m->peak_bytes[dev] = x->mem.peak[dev];
-  for (size_t k = 0; k < (size_t)m->n_stages * (size_t)n; k++) m->stage_busy_ms[k] = 0;
+  size_t cells = (size_t)m->n_stages * (size_t)n;
+  double *busy = calloc(cells + 1, sizeof *busy);
+  if (!busy) return; /* not filled: --check-plan says so */
+  for (int dev = 0; dev < n; dev++)
+    if (!m->filled || x->mem.peak[dev] > m->peak_bytes[dev]) m->peak_bytes[dev] = x->mem.peak[dev];
   for (int dev = 0; dev < n; dev++) {
     const rt_device_timeline *dt = &x->timeline->dev[dev];
     for (int i = 0; i < dt->n_spans; i++) {
       const rt_span *sp = &dt->spans[i];
       int stage = m->op_stage ? m->op_stage[sp->op] : 0;
       if (x->g->ops[sp->op].info->family != PPCC_FAMILY_COMPUTE || stage < 0 || stage >= m->n_stages) continue;
-      m->stage_busy_ms[(size_t)stage * (size_t)n + (size_t)dev] += (sp->end - sp->start) * 1e3;
+      busy[(size_t)stage * (size_t)n + (size_t)dev] += (sp->end - sp->start) * 1e3;
     }
   }
-  m->wall_ms = wall_ms;
+  for (size_t k = 0; k < cells; k++)
+    if (!m->filled || busy[k] < m->stage_busy_ms[k]) m->stage_busy_ms[k] = busy[k];
+  if (!m->filled || wall_ms < m->wall_ms) m->wall_ms = wall_ms;
+  m->forwards++;
   m->filled = true;
+  free(busy);
 }
 
 /* The trace file and the statistics, from the recorded timeline. */

@@ -410,7 +410,6 @@ static ppcc_status repeat_forward(const ppcc_graph *g, const ppcc_run_options *o
   ppcc_status st = ms && out ? PPCC_OK : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   ppcc_exec_options quiet = *eo;
   quiet.stats = NULL;
-  quiet.measure = NULL;
   quiet.trace_path = NULL; /* the trace is the first forward's, committed with its outputs */
   quiet.trace_file = NULL;
   for (int r = 0; r < o->repeat && !st; r++) {
