@@ -37,8 +37,9 @@
  * compute time over all microbatches. Transfers and collectives are not
  * busy time (a receive mostly waits for its peer). Predicted bubble for M
  * microbatches of p stages with times T_s: wall = sum_s T_s/M +
- * (M-1) max_s T_s/M (fill, steady state, drain), bubble = 1 - sum_s T_s /
- * (p wall). */
+ * (M-1) max_s T_s/M (fill, steady state, drain), but at least the
+ * stages' device time over the cores (devices time-share them), bubble =
+ * 1 - sum_s T_s / (p wall). */
 #ifndef PPCC_PREDICT_H
 #define PPCC_PREDICT_H
 #include <stdbool.h>
@@ -74,7 +75,8 @@ typedef struct ppcc_predict_options {
   int microbatches;                 /* M; 0 or 1: none */
   const ppcc_calibration *calib;    /* NULL: defaults (uncalibrated) */
   const double *device_speed;       /* relative speed per device; NULL: all 1.0 */
-  int threads;                      /* cores the run uses; 0: calib->cores or 1 */
+  int threads;                      /* cores the run uses; 0: calib->cores, or
+                                       uncalibrated one per device */
 } ppcc_predict_options;
 
 typedef struct ppcc_device_prediction {

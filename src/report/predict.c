@@ -382,7 +382,8 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   double *dev_fl = calloc((size_t)p->n_stages * (size_t)(nd > 0 ? nd : 1) + 1, sizeof *dev_fl);
   double *dev_by = calloc((size_t)p->n_stages * (size_t)(nd > 0 ? nd : 1) + 1, sizeof *dev_by);
   bool ok = carries && dev_ms && dev_fl && dev_by;
-  int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : 1;
+  /* uncalibrated and no thread count: a core per device (no sharing) */
+  int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : nd > 0 ? nd : 1;
   int threads = nd > 0 && cores / nd > 1 ? cores / nd : 1; /* rt_thread_budget's share */
   for (int v = 0; ok && v < g->n_values; v++) carries[v] = g->values[v].kind == PPCC_VALUE_INPUT;
   for (int j = 0; ok && j < g->n_ops; j++) {
@@ -407,7 +408,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       p->devices[dev].compute_ms += t * m / speed;
     }
   }
-  double sum = 0, slowest = 0;
+  double sum = 0, slowest = 0, work = 0; /* work: device-ms over all stages' devices */
   for (int k = 0; ok && k < p->n_stages; k++) {
     ppcc_stage_prediction *sp = &p->stages[k];
     sp->n_devices = st->n_dev[k] < PPCC_MAX_DEVICES ? st->n_dev[k] : PPCC_MAX_DEVICES;
@@ -421,10 +422,12 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       }
     }
     sum += sp->time_ms;
+    work += sp->time_ms * sp->n_devices;
     if (sp->time_ms > slowest) slowest = sp->time_ms;
   }
   if (ok) {
     p->wall_ms = sum / m + (m - 1) * slowest / m;
+    if (work / cores > p->wall_ms) p->wall_ms = work / cores; /* more busy devices than cores */
     p->bubble = p->wall_ms > 0 && p->n_stages > 0 ? 1 - sum / (p->n_stages * p->wall_ms) : 0;
   }
   free(carries);
