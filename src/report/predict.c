@@ -499,8 +499,9 @@ void ppcc_prediction_write_text(const ppcc_prediction *p, FILE *out) {
   char a[32], b[32], c[32], e[32], f[32];
   fprintf(out, "\nprediction (%d microbatch%s, %s):\n", p->microbatches, p->microbatches == 1 ? "" : "es",
           p->calibrated ? "calibrated" : "uncalibrated: default speeds, see ppcc calibrate");
-  fputs("  device  peak memory  = params      + activations (in flight)  + kv cache    + transfer buffers  compute (ms)\n",
-        out);
+  fputs("  peak = params + activations (of the microbatches in flight) + kv cache + transfer buffers\n", out);
+  fprintf(out, "  %6s  %11s  %10s  %11s  %9s  %10s  %12s  %12s\n", "device", "peak memory", "params", "activations",
+          "in flight", "kv cache", "transfer buf", "compute (ms)");
   for (int i = 0; i < p->n_devices; i++) {
     const ppcc_device_prediction *r = &p->devices[i];
     rep_human_bytes(r->peak_bytes, a, sizeof a);
@@ -508,15 +509,15 @@ void ppcc_prediction_write_text(const ppcc_prediction *p, FILE *out) {
     rep_human_bytes(r->activation_bytes, c, sizeof c);
     rep_human_bytes(r->kv_cache_bytes, e, sizeof e);
     rep_human_bytes(r->transfer_bytes, f, sizeof f);
-    fprintf(out, "  %6d  %11s    %-10s    %-10s (%d)%*s  %-10s    %-16s  %12.4f\n", r->device, a, b, c,
-            r->microbatches_in_flight, r->microbatches_in_flight < 10 ? 12 : 11, "", e, f, r->compute_ms);
+    fprintf(out, "  %6d  %11s  %10s  %11s  %9d  %10s  %12s  %12.4f\n", r->device, a, b, c, r->microbatches_in_flight, e,
+            f, r->compute_ms);
   }
-  fputs("  stage  devices  flops         bytes         time (ms)\n", out);
+  fprintf(out, "  %5s  %-7s  %12s  %12s  %10s\n", "stage", "devices", "flops", "bytes", "time (ms)");
   for (int k = 0; k < p->n_stages; k++) {
     const ppcc_stage_prediction *s = &p->stages[k];
     char devs[96];
     devices_text(s->devices, s->n_devices, devs, sizeof devs);
-    fprintf(out, "  %5d  %-7s  %-12.6g  %-12.6g  %9.4f\n", k, devs, s->flops, s->bytes, s->time_ms);
+    fprintf(out, "  %5d  %-7s  %12.6g  %12.6g  %10.4f\n", k, devs, s->flops, s->bytes, s->time_ms);
   }
   fprintf(out, "  bubble: predicted %.3f over %d stage%s (pipeline wall %.4f ms)\n", p->bubble, p->n_stages,
           p->n_stages == 1 ? "" : "s", p->wall_ms);
