@@ -318,7 +318,9 @@ static bool simulate_memory(const ppcc_graph *g, int m, ppcc_device_prediction *
         if (g->values[v].kind == PPCC_VALUE_INPUT || (g->values[v].kind == PPCC_VALUE_PARAM && mb == 0))
           add_value(&s, v, mb, +1);
     for (int d = 0; d < g->n_devices; d++) note_peak(&s, d);
-    int n_seg = pipeline_segments(g, begin);
+    int n_seg = 1; /* one microbatch: program order, whatever the segments */
+    begin[0] = 0, begin[1] = g->n_ops;
+    if (m > 1) n_seg = pipeline_segments(g, begin);
     for (int seg = 0; seg < n_seg; seg++)
       for (int mb = 0; mb < m; mb++)
         for (int j = begin[seg]; j < begin[seg + 1]; j++) step(&s, j, mb);
