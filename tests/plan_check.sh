@@ -117,10 +117,11 @@ bad() {
     [[ ! -s $tmp/bad.out ]] || fail "$cmd: bad calibration still wrote a report"
   done
 }
-good='"cores": 2, "gemm_gflops": [50], "elementwise_gbps": [10], "elementwise_gflops": [1], "copy_gbps": [10], "op_overhead_us": 1'
+good='"cores": 2, "gemm_gflops": [50], "elementwise_gbps": [10], "elementwise_gflops": [1], "copy_gbps": [10], "op_overhead_us": 1, "gemm_call_us": 1'
 bad "ppcc_calibration" "{$good}"
 bad "ppcc_calibration" "{\"ppcc_calibration\": 2, $good}"
-bad "gemm_gflops" '{"ppcc_calibration": 1, "cores": 2, "elementwise_gbps": [10], "elementwise_gflops": [1], "copy_gbps": [10], "op_overhead_us": 1}'
+bad "gemm_gflops" '{"ppcc_calibration": 1, "cores": 2, "elementwise_gbps": [10], "elementwise_gflops": [1], "copy_gbps": [10], "op_overhead_us": 1, "gemm_call_us": 1}'
+bad "gemm_call_us" "{\"ppcc_calibration\": 1, ${good/\"gemm_call_us\": 1/\"gemm_call_us\": -3}}"
 bad "gemm_gflops" "{\"ppcc_calibration\": 1, ${good/\[50\]/[-1]}}"
 bad "copy_gbps" "{\"ppcc_calibration\": 1, ${good/\"copy_gbps\": \[10\]/\"copy_gbps\": [10, 20]}}"
 bad "op_overhead_us" "{\"ppcc_calibration\": 1, ${good/\"op_overhead_us\": 1/\"op_overhead_us\": \"x\"}}"

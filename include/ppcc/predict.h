@@ -25,7 +25,7 @@
  * measurement.
  *
  * Time model (per device, per op shard it computes):
- *   t = overhead + max(flops / rate, bytes / elementwise_bandwidth)
+ *   t = overhead [+ gemm call cost] + max(flops / rate, bytes / elementwise_bandwidth)
  * where rate is the GEMM FLOP/s for ops doing more than 16 FLOPs per
  * result element (contractions), else the elementwise FLOP/s (a roofline:
  * GEMMs are bound by FLOP/s, elementwise ops by the bytes they read and
@@ -57,13 +57,15 @@ typedef struct ppcc_calibration {
   double elementwise_gbps[PPCC_CALIB_MAX_THREADS];
   double elementwise_gflops[PPCC_CALIB_MAX_THREADS]; /* op-table FLOPs of a non-GEMM kernel (gelu) */
   double copy_gbps[PPCC_CALIB_MAX_THREADS];
-  double op_overhead_us;      /* fixed cost of one kernel call */
+  double op_overhead_us;      /* fixed cost of one compute step */
+  double gemm_call_us;        /* extra fixed cost of a GEMM call (small GEMMs
+                                 run far below the peak rate) */
   int cores;                  /* cores of the machine measured */
 } ppcc_calibration;
 
 /* Defaults when uncalibrated: 20 GFLOP/s GEMM, 5 GB/s and 1 GFLOP/s
  * elementwise, 8 GB/s copy per thread (GEMM scaling linearly with
- * threads), 2 us per kernel call. */
+ * threads), 2 us per step, 2 us more per GEMM call. */
 void ppcc_calibration_defaults(ppcc_calibration *c);
 /* Reads a calibration file; a bad file is a user error naming the file
  * and the field. */

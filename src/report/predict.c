@@ -24,6 +24,7 @@ void ppcc_calibration_defaults(ppcc_calibration *c) {
   c->elementwise_gflops[0] = 1;
   c->copy_gbps[0] = 8;
   c->op_overhead_us = 2;
+  c->gemm_call_us = 2;
   c->cores = 1;
 }
 
@@ -65,6 +66,10 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   if (!cJSON_IsNumber(o) || !isfinite(o->valuedouble) || o->valuedouble < 0 || o->valuedouble > 1e6)
     return bad_field(path, "op_overhead_us", "is missing or not a number in [0, 1e6]", d);
   c->op_overhead_us = o->valuedouble;
+  const cJSON *gc = cJSON_GetObjectItemCaseSensitive(root, "gemm_call_us");
+  if (!cJSON_IsNumber(gc) || !isfinite(gc->valuedouble) || gc->valuedouble < 0 || gc->valuedouble > 1e6)
+    return bad_field(path, "gemm_call_us", "is missing or not a number in [0, 1e6]", d);
+  c->gemm_call_us = gc->valuedouble;
   const cJSON *cores = cJSON_GetObjectItemCaseSensitive(root, "cores");
   if (!cJSON_IsNumber(cores) || cores->valuedouble < 1 || cores->valuedouble > 1 << 20 ||
       cores->valuedouble != floor(cores->valuedouble))
@@ -103,7 +108,7 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
   write_rates(f.fp, "elementwise_gbps", c->elementwise_gbps, c->n_threads);
   write_rates(f.fp, "elementwise_gflops", c->elementwise_gflops, c->n_threads);
   write_rates(f.fp, "copy_gbps", c->copy_gbps, c->n_threads);
-  fprintf(f.fp, "  \"op_overhead_us\": %.6g\n}\n", c->op_overhead_us);
+  fprintf(f.fp, "  \"op_overhead_us\": %.6g,\n  \"gemm_call_us\": %.6g\n}\n", c->op_overhead_us, c->gemm_call_us);
   st = ppcc_outfile_close(&f, d);
   if (st) {
     ppcc_outfile_abort(&f);
@@ -369,11 +374,12 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
   *bytes_out = bytes;
   int at = (streams < c->n_threads ? streams : c->n_threads) - 1;
   int64_t elems = ppcc_num_elements(g->values[op->out[0]].rank, g->values[op->out[0]].shape);
-  bool contraction = elems > 0 && rep_op_flops_on_devices(g, op) > 16.0 * (double)elems;
+  double total = op->info && op->info->flops ? op->info->flops(g, op) : 0; /* the unsharded op's */
+  bool contraction = elems > 0 && total > 16.0 * (double)elems;
   double rate = contraction ? rate_for(c->gemm_gflops, c->n_threads, threads) * 1e9 : c->elementwise_gflops[at] * 1e9;
   double bw = c->elementwise_gbps[at] * 1e9;
   double t = flops / rate > bytes / bw ? flops / rate : bytes / bw;
-  return (c->op_overhead_us * 1e-6 + t) * share * 1e3;
+  return ((c->op_overhead_us + (contraction ? c->gemm_call_us : 0)) * 1e-6 + t) * share * 1e3;
 }
 
 static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, const ppcc_calibration *c,

@@ -1,5 +1,7 @@
 /* `ppcc calibrate`: this machine's speeds for the time model of
  * include/ppcc/predict.h, measured on the paths the runtime uses:
+ *   gemm_call_us          a 32x32x32 sgemm's time beyond 2*32^3 FLOPs at
+ *                         the 1-thread rate: the fixed cost of a GEMM;
  *   gemm_gflops[t-1]      one ppcc_rt_sgemm (OpenBLAS when built with it)
  *                         of 256x256x256 with t kernel threads, as a device
  *                         gets t threads from rt_thread_budget;
@@ -12,15 +14,18 @@
  *   op_overhead_us        the fixed cost of one compute step (overhead_us).
  * Each figure is the best of several runs (the machine may be shared). */
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
+#include "ppcc/frontend.h"
 #include "ppcc/ops.h"
+#include "ppcc/passes.h"
 #include "ppcc/predict.h"
 #include "rt_internal.h"
 
-#define REPEATS 5
+#define REPEATS 10
 
-static double best_gemm_gflops(int threads) {
-  const int64_t n = 256;
+/* GFLOP/s of an n x n x n sgemm with `threads` kernel threads. */
+static double best_gemm_gflops(int threads, int64_t n) {
   float *a = rt_alloc(n * n * 4), *b = rt_alloc(n * n * 4), *c = rt_alloc(n * n * 4);
   double best = 0;
   if (a && b && c) {
@@ -73,15 +78,12 @@ static double best_stream_gbps(int threads, bool copy) {
   return ok ? best : 0;
 }
 
-/* The fixed cost of one compute step as the interpreter takes it: a fresh
- * result buffer, the kernel dispatch (an elementwise add of 8 floats)
- * and the two clock reads of its timeline span; the mean over many
- * calls (a step's real cost, not its luckiest). */
-/* GFLOP/s (op-table FLOPs) of the runtime's gelu kernel over 64 Ki floats
+/* GFLOP/s (op-table FLOPs) of the runtime's gelu kernel over 4 Ki floats
+ * in [-2, 2) (activation-sized and -valued: erff's cost depends on |x|),
  * per thread, `threads` threads at once: the arithmetic of elementwise ops. */
 static double best_elementwise_gflops(int threads) {
   const ppcc_op_info *gelu = ppcc_op_lookup("gelu");
-  const int64_t n = 1 << 16; /* in cache, as the activations of a step */
+  const int64_t n = 1 << 12, calls = 64;
   if (!gelu || !gelu->flops) return 1.0;
   ppcc_value vals[2] = {{.name = "x", .kind = PPCC_VALUE_INPUT, .dtype = PPCC_F32, .rank = 1, .shape = {n}},
                         {.name = "y", .kind = PPCC_VALUE_RESULT, .dtype = PPCC_F32, .rank = 1, .shape = {n}}};
@@ -95,7 +97,7 @@ static double best_elementwise_gflops(int threads) {
   {
     float *x = rt_alloc(n * 4), *y = rt_alloc(n * 4);
     ok = x && y;
-    for (int64_t i = 0; ok && i < n; i++) x[i] = (float)(i % 1000) * 0.01f - 5;
+    for (int64_t i = 0; ok && i < n; i++) x[i] = (float)(i % 1000) * 0.004f - 2;
     ppcc_tensor in = {.dtype = PPCC_F32, .rank = 1, .shape = {n}, .data = x};
     ppcc_tensor out = {.dtype = PPCC_F32, .rank = 1, .shape = {n}, .data = y};
     ppcc_diag d;
@@ -103,8 +105,8 @@ static double best_elementwise_gflops(int threads) {
 #pragma omp barrier
     for (int r = 0; r < REPEATS; r++) {
       double t = omp_get_wtime();
-      if (ok) ppcc_rt_run_kernel(&op, &in, &out, &d);
-      t = omp_get_wtime() - t;
+      for (int k = 0; ok && k < calls; k++) ppcc_rt_run_kernel(&op, &in, &out, &d);
+      t = (omp_get_wtime() - t) / calls;
 #pragma omp barrier
 #pragma omp critical
       if (omp_get_thread_num() == 0 && flops / t / 1e9 > best) best = flops / t / 1e9;
@@ -115,30 +117,51 @@ static double best_elementwise_gflops(int threads) {
   return ok && best > 0 ? best : 0;
 }
 
+/* The fixed cost of one compute step as the interpreter takes it: the
+ * executor (one device) runs a chain of STEPS adds of 8 floats and its
+ * busy time (the --check-plan measurement) is divided by the steps; the
+ * smallest over several runs. Falls back to a bare kernel call. */
+#define STEPS 256
+
+static char *chain_model(void) {
+  size_t cap = 128 + (size_t)STEPS * 96, off = 0;
+  char *m = malloc(cap);
+  if (!m) return NULL;
+  off += (size_t)snprintf(m + off, cap - off,
+                          "{\"ppcc\": 1, \"name\": \"calibrate\", \"devices\": 1, \"params\": [], \"inputs\": "
+                          "[{\"name\": \"t0\", \"dtype\": \"f32\", \"shape\": [8], \"devices\": [0]}], \"ops\": [");
+  for (int i = 0; i < STEPS; i++)
+    off += (size_t)snprintf(m + off, cap - off, "%s{\"op\": \"add\", \"in\": [\"t%d\", \"t%d\"], \"out\": [\"t%d\"]}",
+                            i ? ", " : "", i, i, i + 1);
+  snprintf(m + off, cap - off, "], \"outputs\": [\"t%d\"]}", STEPS);
+  return m;
+}
+
 static double overhead_us(void) {
-  const ppcc_op_info *add = ppcc_op_lookup("add");
-  float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8] = {0};
-  int ins[2] = {0, 1}, outs[1] = {2};
-  ppcc_op op = {.info = add, .n_in = 2, .n_out = 1, .in = ins, .out = outs};
-  ppcc_tensor in[2] = {{.dtype = PPCC_F32, .rank = 1, .shape = {8}, .data = a},
-                       {.dtype = PPCC_F32, .rank = 1, .shape = {8}, .data = b}};
   ppcc_diag d;
   ppcc_diag_init(&d, NULL, NULL);
-  const int calls = 20000;
+  char *text = chain_model();
+  ppcc_graph *g = text ? ppcc_load_model_string(text, strlen(text), &d) : NULL;
+  free(text);
   double best = 1e9;
-  for (int r = 0; add && r < REPEATS; r++) {
-    double t = omp_get_wtime();
-    for (int i = 0; i < calls; i++) {
-      ppcc_tensor out = {.dtype = PPCC_F32, .rank = 1, .shape = {8}, .data = rt_alloc(32)};
-      double t0 = omp_get_wtime();
-      if (out.data) ppcc_rt_run_kernel(&op, in, &out, &d);
-      rt_free(out.data);
-      (void)(omp_get_wtime() - t0);
-    }
-    t = (omp_get_wtime() - t) / calls;
-    if (t < best) best = t;
+  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
+  ppcc_run_data data;
+  bool loaded = g && !ppcc_run_passes(g, NULL, NULL, &d) && !ppcc_run_data_load(g, &ro, &data, &d);
+  for (int r = 0; loaded && r < REPEATS * 2; r++) {
+    int64_t peak = 0;
+    double busy = 0;
+    int *stage = calloc((size_t)g->n_ops, sizeof *stage);
+    ppcc_plan_measure m = {.op_stage = stage, .n_stages = 1, .peak_bytes = &peak, .stage_busy_ms = &busy};
+    ppcc_exec_options eo = {.threads = 1, .measure = &m};
+    ppcc_host_tensor out = {0};
+    if (stage && !ppcc_execute(g, &data, &eo, &out, NULL, &d) && m.filled && busy * 1e3 / STEPS < best)
+      best = busy * 1e3 / STEPS;
+    ppcc_host_tensor_free(&out);
+    free(stage);
   }
-  return add ? best * 1e6 : 2.0;
+  if (loaded) ppcc_run_data_free(&data);
+  ppcc_graph_free(g);
+  return best < 1e9 ? best : 2.0;
 }
 
 ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc_diag *d) {
@@ -149,7 +172,7 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
   c->cores = cores;
   c->n_threads = n;
   for (int t = 1; t <= n; t++) {
-    c->gemm_gflops[t - 1] = best_gemm_gflops(t);
+    c->gemm_gflops[t - 1] = best_gemm_gflops(t, 256);
     c->elementwise_gbps[t - 1] = best_stream_gbps(t, false);
     c->copy_gbps[t - 1] = best_stream_gbps(t, true);
     c->elementwise_gflops[t - 1] = best_elementwise_gflops(t);
@@ -162,7 +185,13 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
               t, c->gemm_gflops[t - 1], c->elementwise_gbps[t - 1], c->elementwise_gflops[t - 1], c->copy_gbps[t - 1]);
   }
   c->op_overhead_us = overhead_us();
-  if (log) fprintf(log, "kernel call overhead %.3f us (%d cores)\n", c->op_overhead_us, cores);
+  /* a 32^3 GEMM's time beyond its FLOPs at the peak rate */
+  double small = best_gemm_gflops(1, 32), flops = 2.0 * 32 * 32 * 32;
+  c->gemm_call_us = small > 0 ? (flops / (small * 1e9) - flops / (c->gemm_gflops[0] * 1e9)) * 1e6 : 2.0;
+  if (c->gemm_call_us < 0) c->gemm_call_us = 0;
+  if (log)
+    fprintf(log, "compute step overhead %.3f us, GEMM call %.3f us more (%d cores)\n", c->op_overhead_us,
+            c->gemm_call_us, cores);
   c->calibrated = true;
   return PPCC_OK;
 }
