@@ -6,12 +6,17 @@
 const char cli_predict_help[] =
     "  --microbatches=M    the report's prediction (peak memory per device, time\n"
     "                      per stage, pipeline bubble) for M microbatches (default 1)\n"
-    "  --calibration=FILE  speeds measured by 'ppcc calibrate' (default: the\n"
-    "                      documented constants; the report then says\n"
-    "                      \"uncalibrated\"). Predicted peak memory = params +\n"
-    "                      activations of the microbatches in flight + KV cache\n"
-    "                      + transfer buffers, exactly the value buffers the\n"
-    "                      interpreter holds (include/ppcc/predict.h)\n";
+    "  --calibration=FILE  speeds measured by 'ppcc calibrate' (default, and the\n"
+    "                      report then says \"uncalibrated\": GEMM 20 GFLOP/s,\n"
+    "                      elementwise 5 GB/s and 1 GFLOP/s, 2 us per op and 2 us\n"
+    "                      more per GEMM, a core per device). Stage time = the\n"
+    "                      slowest device's compute ops, each op max(FLOPs/rate,\n"
+    "                      bytes/bandwidth) + its fixed cost. Predicted peak\n"
+    "                      memory = params + activations of the microbatches in\n"
+    "                      flight + KV cache + transfer buffers: exactly the value\n"
+    "                      buffers the interpreter holds (params resident, a\n"
+    "                      buffer freed after its last reader, transfer\n"
+    "                      destinations; include/ppcc/predict.h)\n";
 
 ppcc_status cli_predict_option(const char *command, cli_predict *p, const char *name, const char *value,
                                bool *handled) {

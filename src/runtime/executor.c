@@ -751,8 +751,6 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
 }
 
 /* --check-plan: each device's high-water mark and, per stage, the time
- * each device spent in compute ops (all microbatches). */
-/* --check-plan: each device's high-water mark and, per stage, the time
  * each device spent in compute ops (all microbatches). Over several
  * forwards (--repeat) the peak is the largest and each busy time and the
  * wall the smallest: the first forward is cold (first touch of every
@@ -760,7 +758,7 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
 static void fill_measure(const rt_exec *x, double wall_ms, ppcc_plan_measure *m) {
   int n = x->n_devices;
   size_t cells = (size_t)m->n_stages * (size_t)n;
-  double *busy = calloc(cells + 1, sizeof *busy);
+  double *busy = x->mem.peak ? calloc(cells + 1, sizeof *busy) : NULL; /* no accounting in reference runs */
   if (!busy) return; /* not filled: --check-plan says so */
   for (int dev = 0; dev < n; dev++)
     if (!m->filled || x->mem.peak[dev] > m->peak_bytes[dev]) m->peak_bytes[dev] = x->mem.peak[dev];
