@@ -1,16 +1,20 @@
 /* `ppcc calibrate`: this machine's speeds for the time model of
  * include/ppcc/predict.h, measured on the paths the runtime uses:
- *   gemm_call_us          a 32x32x32 sgemm's time beyond 2*32^3 FLOPs at
- *                         the 1-thread rate: the fixed cost of a GEMM;
  *   gemm_gflops[t-1]      one ppcc_rt_sgemm (OpenBLAS when built with it)
- *                         of 256x256x256 with t kernel threads, as a device
- *                         gets t threads from rt_thread_budget;
- *   elementwise_gbps[t-1] c = a + b over 16 MiB per thread, t threads at
- *                         once (t single-threaded devices streaming
- *                         together), bytes read + written per thread;
+ *                         of 32 x 256 x 256 with B transposed (a linear
+ *                         layer's projection of 32 tokens) with t kernel
+ *                         threads, as a device gets t threads from
+ *                         rt_thread_budget; big square GEMMs run faster;
+ *   gemm_call_us          an 8x32x32 sgemm's time beyond its FLOPs at the
+ *                         1-thread rate: the fixed cost of a small GEMM;
+ *   elementwise_gbps[t-1] the runtime's add kernel over 16 Ki floats
+ *                         (in cache), t threads at once (t
+ *                         single-threaded devices), bytes read + written
+ *                         per thread;
  *   elementwise_gflops[t-1] op-table FLOPs per second of the runtime's
  *                         gelu kernel, t threads at once;
- *   copy_gbps[t-1]        memcpy of 16 MiB per thread, t threads at once;
+ *   copy_gbps[t-1]        memcpy of 16 MiB per thread, t threads at once
+ *                         (transfers; not used by the stage times);
  *   op_overhead_us        the fixed cost of one compute step (overhead_us).
  * Each figure is the best of several runs (the machine may be shared). */
 #include <omp.h>
@@ -24,19 +28,21 @@
 
 #define REPEATS 10
 
-/* GFLOP/s of an n x n x n sgemm with `threads` kernel threads. */
-static double best_gemm_gflops(int threads, int64_t n) {
-  float *a = rt_alloc(n * n * 4), *b = rt_alloc(n * n * 4), *c = rt_alloc(n * n * 4);
+/* GFLOP/s of an M x n x n sgemm, B transposed as a linear layer's weight,
+ * with `threads` kernel threads. */
+static double best_gemm_gflops(int threads, int64_t m, int64_t n) {
+  float *a = rt_alloc(m * n * 4), *b = rt_alloc(n * n * 4), *c = rt_alloc(m * n * 4);
   double best = 0;
   if (a && b && c) {
-    for (int64_t i = 0; i < n * n; i++) a[i] = b[i] = (float)(i % 7) * 0.125f;
+    for (int64_t i = 0; i < m * n; i++) a[i] = (float)(i % 7) * 0.125f;
+    for (int64_t i = 0; i < n * n; i++) b[i] = (float)(i % 5) * 0.125f;
     rt_thread_budget(1, threads);
-    ppcc_rt_sgemm(n, n, n, a, b, false, c); /* warm up: threads, pages */
-    for (int r = 0; r < REPEATS; r++) {
+    ppcc_rt_sgemm(m, n, n, a, b, true, c); /* warm up: threads, pages */
+    for (int r = 0; r < REPEATS * 4; r++) {
       double t = omp_get_wtime();
-      ppcc_rt_sgemm(n, n, n, a, b, false, c);
+      ppcc_rt_sgemm(m, n, n, a, b, true, c);
       t = omp_get_wtime() - t;
-      double rate = 2.0 * n * n * n / t / 1e9;
+      double rate = 2.0 * m * n * n / t / 1e9;
       if (rate > best) best = rate;
     }
     ppcc_rt_set_kernel_threads(1);
@@ -47,25 +53,37 @@ static double best_gemm_gflops(int threads, int64_t n) {
   return best;
 }
 
-/* Per-thread GB/s with `threads` threads streaming at once. */
+/* Per-thread GB/s with `threads` threads at once: copy, memcpy of 16 MiB;
+ * else the runtime's add kernel (the interpreter's elementwise path, with
+ * its indexing) over 16 Ki floats, bytes read + written. */
 static double best_stream_gbps(int threads, bool copy) {
-  const int64_t n = 4 << 20; /* floats per thread: 16 MiB */
+  const int64_t n = copy ? 4 << 20 : 1 << 14;
+  const int calls = copy ? 1 : 16;
+  const ppcc_op_info *add = ppcc_op_lookup("add");
+  int ins[2] = {0, 1}, outs[1] = {2};
+  ppcc_op op = {.info = add, .n_in = 2, .n_out = 1, .in = ins, .out = outs};
   double best = 0;
-  bool ok = true;
+  bool ok = copy || add;
 #pragma omp parallel num_threads(threads) reduction(&& : ok)
   {
     float *a = rt_alloc(n * 4), *b = rt_alloc(n * 4), *c = rt_alloc(n * 4);
-    ok = a && b && c;
+    ok = ok && a && b && c;
     if (ok) {
-      for (int64_t i = 0; i < n; i++) a[i] = b[i] = c[i] = (float)i;
+      for (int64_t i = 0; i < n; i++) a[i] = b[i] = c[i] = (float)(i % 100);
     }
+    ppcc_tensor in[2] = {{.dtype = PPCC_F32, .rank = 1, .shape = {n}, .data = a},
+                         {.dtype = PPCC_F32, .rank = 1, .shape = {n}, .data = b}};
+    ppcc_tensor out = {.dtype = PPCC_F32, .rank = 1, .shape = {n}, .data = c};
+    ppcc_diag d;
+    ppcc_diag_init(&d, NULL, NULL);
 #pragma omp barrier
     for (int r = 0; r < REPEATS; r++) {
       double t = omp_get_wtime();
-      if (ok && copy) memcpy(c, a, (size_t)n * 4);
-      else if (ok)
-        for (int64_t i = 0; i < n; i++) c[i] = a[i] + b[i];
-      t = omp_get_wtime() - t;
+      for (int k = 0; ok && k < calls; k++) {
+        if (copy) memcpy(c, a, (size_t)n * 4);
+        else ppcc_rt_run_kernel(&op, in, &out, &d);
+      }
+      t = (omp_get_wtime() - t) / calls;
       double rate = (copy ? 2.0 : 3.0) * (double)n * 4 / t / 1e9;
 #pragma omp barrier
 #pragma omp critical
@@ -172,7 +190,7 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
   c->cores = cores;
   c->n_threads = n;
   for (int t = 1; t <= n; t++) {
-    c->gemm_gflops[t - 1] = best_gemm_gflops(t, 256);
+    c->gemm_gflops[t - 1] = best_gemm_gflops(t, 32, 256);
     c->elementwise_gbps[t - 1] = best_stream_gbps(t, false);
     c->copy_gbps[t - 1] = best_stream_gbps(t, true);
     c->elementwise_gflops[t - 1] = best_elementwise_gflops(t);
@@ -185,8 +203,8 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
               t, c->gemm_gflops[t - 1], c->elementwise_gbps[t - 1], c->elementwise_gflops[t - 1], c->copy_gbps[t - 1]);
   }
   c->op_overhead_us = overhead_us();
-  /* a 32^3 GEMM's time beyond its FLOPs at the peak rate */
-  double small = best_gemm_gflops(1, 32), flops = 2.0 * 32 * 32 * 32;
+  /* an 8x32x32 GEMM's time beyond its FLOPs at the measured rate */
+  double small = best_gemm_gflops(1, 8, 32), flops = 2.0 * 8 * 32 * 32;
   c->gemm_call_us = small > 0 ? (flops / (small * 1e9) - flops / (c->gemm_gflops[0] * 1e9)) * 1e6 : 2.0;
   if (c->gemm_call_us < 0) c->gemm_call_us = 0;
   if (log)
