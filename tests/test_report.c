@@ -228,7 +228,17 @@ START_TEST(json_has_exact_keys) {
   ppcc_graph *g = ffn_graph();
   cJSON *j = parse_report(g);
   assert_keys(j, (const char *[]){"ppcc", "model", "devices", "values", "ops", "transfers", "device_summary",
-                                  NULL});
+                                  "prediction", NULL});
+  /* issue 17: the prediction is a new field after the existing ones */
+  const cJSON *pred = cJSON_GetObjectItem(j, "prediction"), *pd;
+  assert_keys(pred, (const char *[]){"microbatches", "calibrated", "bubble", "wall_ms", "devices", "stages", NULL});
+  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(pred, "devices")), 4);
+  cJSON_ArrayForEach(pd, cJSON_GetObjectItem(pred, "devices")) {
+    assert_keys(pd, (const char *[]){"device", "peak_bytes", "param_bytes", "activation_bytes", "microbatches_in_flight",
+                                     "kv_cache_bytes", "transfer_bytes", "compute_ms", NULL});
+    ck_assert(num(pd, "peak_bytes") == num(pd, "param_bytes") + num(pd, "activation_bytes") +
+                                           num(pd, "kv_cache_bytes") + num(pd, "transfer_bytes"));
+  }
   ck_assert_int_eq((int)num(j, "ppcc"), 1);
   ck_assert_str_eq(str(j, "model"), "ppffn");
   ck_assert_int_eq((int)num(j, "devices"), 4);

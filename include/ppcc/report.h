@@ -2,6 +2,7 @@
 #define PPCC_REPORT_H
 #include <stdio.h>
 #include "ppcc/graph.h"
+#include "ppcc/predict.h"
 
 typedef struct ppcc_device_summary {
   int device;
@@ -16,6 +17,11 @@ ppcc_device_summary *ppcc_device_summaries(const ppcc_graph *g);
 ppcc_status ppcc_report_json(const ppcc_graph *g, FILE *out, ppcc_diag *d);
 ppcc_status ppcc_report_text(const ppcc_graph *g, FILE *out, ppcc_diag *d);
 ppcc_status ppcc_report_dot(const ppcc_graph *g, FILE *out, ppcc_diag *d);
+/* The same with the prediction (include/ppcc/predict.h) made with opts
+ * (NULL: one microbatch, uncalibrated); the plain forms pass NULL. */
+ppcc_status ppcc_report_json_with(const ppcc_graph *g, const ppcc_predict_options *opts, FILE *out, ppcc_diag *d);
+ppcc_status ppcc_report_text_with(const ppcc_graph *g, const ppcc_predict_options *opts, FILE *out, ppcc_diag *d);
+ppcc_status ppcc_report_dot_with(const ppcc_graph *g, const ppcc_predict_options *opts, FILE *out, ppcc_diag *d);
 
 /* Prints the chain of rules that decided the value's devices and pin:
  * its rule, its defining op, the operands that decided it (pinned ones,

@@ -205,7 +205,17 @@ typedef struct ppcc_run_options {
    * criterion of --check (src/runtime/expect.c). */
   const ppcc_input_arg *expects;
   int n_expects;
+  /* --check-plan: the first forward's measurement (ppcc/predict.h), or
+   * NULL. */
+  struct ppcc_plan_measure *measure;
 } ppcc_run_options;
+
+/* `ppcc calibrate` (src/runtime/calibrate.c): measures this machine's
+ * GEMM GFLOP/s, elementwise and copy GB/s for 1..max_threads threads
+ * (0: all cores) and the fixed cost of a kernel call; log gets a line per
+ * thread count. */
+struct ppcc_calibration;
+ppcc_status ppcc_calibrate(struct ppcc_calibration *c, int max_threads, FILE *log, ppcc_diag *d);
 
 /* Runs the graph (after all passes) on its devices, writes outputs, and
  * with check compares against the reference executor. */
@@ -286,6 +296,10 @@ typedef struct ppcc_exec_options {
   ppcc_capture *capture;  /* not NULL: every leaf's and op result's shards
                              are copied there (one microbatch; not in MPI
                              runs) */
+  struct ppcc_plan_measure *measure; /* ppcc/predict.h: per-device peak of
+                                        the value buffers and per-stage busy
+                                        time, filled when not NULL (the
+                                        interpreter only) */
 } ppcc_exec_options;
 ppcc_status ppcc_execute(const ppcc_graph *g, const ppcc_run_data *data,
                          const ppcc_exec_options *opts, ppcc_host_tensor *outputs,

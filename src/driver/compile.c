@@ -14,13 +14,13 @@
 typedef struct report_format {
   const char *name;      /* --format value */
   const char *extension; /* --report=FILE.ext */
-  ppcc_status (*write)(const ppcc_graph *g, FILE *out, ppcc_diag *d);
+  ppcc_status (*write)(const ppcc_graph *g, const ppcc_predict_options *p, FILE *out, ppcc_diag *d);
 } report_format;
 
 static const report_format report_formats[] = {
-  {"text", ".txt", ppcc_report_text},
-  {"json", ".json", ppcc_report_json},
-  {"dot", ".dot", ppcc_report_dot},
+  {"text", ".txt", ppcc_report_text_with},
+  {"json", ".json", ppcc_report_json_with},
+  {"dot", ".dot", ppcc_report_dot_with},
 };
 #define N_REPORT_FORMATS (int)(sizeof report_formats / sizeof report_formats[0])
 
@@ -39,9 +39,15 @@ static const report_format *format_by_path(const char *path) {
   return NULL;
 }
 
+/* A report in one format with the prediction's options. */
+typedef struct report_request {
+  const report_format *fmt;
+  const ppcc_predict_options *predict;
+} report_request;
+
 static ppcc_status render_report(const ppcc_graph *g, FILE *out, ppcc_diag *d, const void *arg) {
-  const report_format *fmt = arg;
-  return fmt->write(g, out, d);
+  const report_request *r = arg;
+  return r->fmt->write(g, r->predict, out, d);
 }
 
 static ppcc_status render_explain(const ppcc_graph *g, FILE *out, ppcc_diag *d, const void *arg) {
@@ -123,17 +129,21 @@ typedef struct compile_args {
   const char *report_path;
   const char *dump_after;
   cli_partition partition;
+  cli_predict predict;
 } compile_args;
 
 static const cli_option compile_options[] = {
   {"o", true}, {"emit", true}, {"report", true}, {"dump-after", true},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {NULL, false},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {"microbatches", true}, {"calibration", true},
+  {NULL, false},
 };
 
 static ppcc_status on_compile_option(void *ctx, const char *name, const char *value) {
   compile_args *a = ctx;
   bool handled;
   ppcc_status st = cli_partition_option("compile", &a->partition, name, value, &handled);
+  if (handled) return st;
+  st = cli_predict_option("compile", &a->predict, name, value, &handled);
   if (handled) return st;
   if (strcmp(name, "o") == 0) a->out_path = value;
   else if (strcmp(name, "emit") == 0) a->emit = value;
@@ -159,6 +169,7 @@ void cli_help_compile(FILE *out) {
         "  --dump-after=PASS   print the graph after PASS to stderr\n",
         out);
   fputs(cli_partition_help, out);
+  fputs(cli_predict_help, out);
   fputs("  -h, --help          show this help\n"
         "\n"
         "Output files are written only when everything succeeded, through a\n"
@@ -203,7 +214,8 @@ static ppcc_status render_compile_outputs(const ppcc_graph *g, const compile_arg
   *n = 0;
   if (report || !emit) {
     paths[*n] = report ? a->report_path : "-";
-    st = cli_render(&bufs[*n], g, render_report, report ? report : format_by_name("text"), d);
+    report_request r = {report ? report : format_by_name("text"), &a->predict.opts};
+    st = cli_render(&bufs[*n], g, render_report, &r, d);
     if (st != PPCC_OK) return st;
     (*n)++;
   }
@@ -234,6 +246,8 @@ int cli_cmd_compile(int argc, char **argv) {
   if (st != PPCC_OK) return st;
 
   ppcc_diag d;
+  st = cli_predict_load(&a.predict, &d);
+  if (st != PPCC_OK) return st;
   ppcc_graph *g = cli_load_and_compile_partitioned(p.model_path, a.dump_after, &a.partition, &d, &st);
   if (!g) return st;
   const char *paths[MAX_OUTPUTS];
@@ -253,17 +267,21 @@ typedef struct report_args {
   const char *dump_after;
   const char *why;
   cli_partition partition;
+  cli_predict predict;
 } report_args;
 
 static const cli_option report_options[] = {
   {"format", true}, {"dump-after", true}, {"why", true},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {NULL, false},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {"microbatches", true}, {"calibration", true},
+  {NULL, false},
 };
 
 static ppcc_status on_report_option(void *ctx, const char *name, const char *value) {
   report_args *a = ctx;
   bool handled;
   ppcc_status st = cli_partition_option("report", &a->partition, name, value, &handled);
+  if (handled) return st;
+  st = cli_predict_option("report", &a->predict, name, value, &handled);
   if (handled) return st;
   if (strcmp(name, "why") == 0) a->why = value;
   else if (strcmp(name, "format") == 0) a->format = value;
@@ -285,6 +303,7 @@ void cli_help_report(FILE *out) {
         "                      placed VALUE (pinned operands, inserted transfers)\n",
         out);
   fputs(cli_partition_help, out);
+  fputs(cli_predict_help, out);
   fputs("  -h, --help          show this help\n", out);
 }
 
@@ -305,12 +324,15 @@ int cli_cmd_report(int argc, char **argv) {
   if (st != PPCC_OK) return st;
 
   ppcc_diag d;
+  st = cli_predict_load(&a.predict, &d);
+  if (st != PPCC_OK) return st;
   ppcc_graph *g = cli_load_and_compile_partitioned(p.model_path, a.dump_after, &a.partition, &d, &st);
   if (!g) return st;
   cli_buffer buf = {0};
   const char *path = "-";
+  report_request r = {fmt, &a.predict.opts};
   if (a.why) st = cli_render(&buf, g, render_explain, a.why, &d);
-  else st = cli_render(&buf, g, render_report, fmt, &d);
+  else st = cli_render(&buf, g, render_report, &r, &d);
   if (st == PPCC_OK) st = cli_write_outputs(&path, &buf, 1, &d);
   cli_buffer_free(&buf);
   ppcc_graph_free(g);

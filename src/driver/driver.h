@@ -79,6 +79,22 @@ ppcc_graph *cli_load_and_compile_partitioned(const char *model_path, const char 
                                              const cli_partition *req, ppcc_diag *d,
                                              ppcc_status *status);
 
+/* ---- prediction options (predict_opts.c) ---- */
+
+#include "ppcc/predict.h"
+/* --microbatches M and --calibration FILE of compile, report and run. */
+typedef struct cli_predict {
+  const char *calibration_path;
+  ppcc_calibration calib;
+  ppcc_predict_options opts;
+} cli_predict;
+extern const char cli_predict_help[];
+ppcc_status cli_predict_option(const char *command, cli_predict *p, const char *name, const char *value,
+                               bool *handled);
+/* Reads the calibration file if one was given (a bad file: one line
+ * naming the file and the field, PPCC_ERR_USER) and sets p->opts. */
+ppcc_status cli_predict_load(cli_predict *p, ppcc_diag *d);
+
 /* ---- in-memory output, committed atomically (output.c) ---- */
 
 /* A rendered output held in memory until everything has succeeded. */
@@ -103,6 +119,8 @@ ppcc_status cli_write_outputs(const char *const *paths, const cli_buffer *bufs, 
 int cli_cmd_compile(int argc, char **argv);
 int cli_cmd_report(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
+int cli_cmd_calibrate(int argc, char **argv);
+void cli_help_calibrate(FILE *out);
 int cli_cmd_import(int argc, char **argv);
 /* One importer per source (argv[0] names it); *handled false if not ours. */
 int cli_cmd_import_onnx(int argc, char **argv, bool *handled);

@@ -30,6 +30,8 @@ static const command commands[] = {
   {"import", "turn a model of another format (HF checkpoint, GGUF, ONNX) into model.json", cli_cmd_import,
    cli_help_import},
 #ifdef PPCC_HAVE_RUNTIME
+  {"calibrate", "measure this machine's GEMM, elementwise and copy speeds for the report's prediction",
+   cli_cmd_calibrate, cli_help_calibrate},
   {"generate", "greedy decoding of a checkpoint (HF directory or GGUF)", cli_cmd_generate, cli_help_generate},
 #endif
 };

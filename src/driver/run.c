@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "driver.h"
 #ifdef PPCC_HAVE_RUNTIME
 #include "ppcc/mpi.h"
@@ -36,6 +37,9 @@ typedef struct run_args {
   const char *backend; /* "jit", "interp", or NULL: jit when it can run the model */
   bool mpi;             /* --mpi, or started by an MPI launcher */
   const char *ranks_map;
+  bool check_plan;      /* --check-plan: measured memory/time vs the prediction */
+  double plan_memory_tolerance, plan_time_tolerance;
+  cli_predict predict;  /* --calibration */
 } run_args;
 
 static const cli_option run_options[] = {
@@ -43,8 +47,19 @@ static const cli_option run_options[] = {
   {"check", false},  {"threads", true},        {"microbatches", true}, {"trace", true},
   {"dump-after", true}, {"backend", true}, {"deterministic", false},
   {"pp", true}, {"tp", true}, {"device-memory", true}, {"repeat", true}, {"mpi", false}, {"ranks-map", true},
-  {"expect", true}, {NULL, false},
+  {"expect", true}, {"check-plan", false}, {"plan-memory-tolerance", true}, {"plan-time-tolerance", true},
+  {"calibration", true}, {NULL, false},
 };
+
+/* A tolerance: a fraction >= 0 ("0.10" is 10 %). */
+static ppcc_status parse_fraction(const char *option, const char *value, double *out) {
+  char *end = NULL;
+  double x = strtod(value, &end);
+  if (end == value || *end || !(x >= 0) || x > 1e6)
+    return cli_usage_error("run", "option '--%s' needs a fraction >= 0 (e.g. 0.10), got '%s'", option, value);
+  *out = x;
+  return PPCC_OK;
+}
 
 /* --input name=FILE.npy, --expect name=FILE.npy */
 static ppcc_status add_named_file(run_input *list, int *count, const char *option, const char *value) {
@@ -96,6 +111,14 @@ static ppcc_status on_run_option(void *ctx, const char *name, const char *value)
     a->mpi = true;
   } else if (strcmp(name, "ranks-map") == 0) {
     a->ranks_map = value;
+  } else if (strcmp(name, "check-plan") == 0) {
+    a->check_plan = true;
+  } else if (strcmp(name, "plan-memory-tolerance") == 0) {
+    return parse_fraction(name, value, &a->plan_memory_tolerance);
+  } else if (strcmp(name, "plan-time-tolerance") == 0) {
+    return parse_fraction(name, value, &a->plan_time_tolerance);
+  } else if (strcmp(name, "calibration") == 0) {
+    a->predict.calibration_path = value;
   } else if (strcmp(name, "backend") == 0) {
     if (strcmp(value, "jit") != 0 && strcmp(value, "interp") != 0)
       return cli_usage_error("run", "unknown --backend '%s' (use jit or interp)", value);
@@ -109,7 +132,8 @@ void cli_help_run(FILE *out) {
         "                 [--input NAME=FILE.npy]... [--output-dir DIR] [--check]\n"
         "                 [--threads N] [--microbatches M] [--deterministic] [--trace=TRACE.json]\n"
         "                 [--backend=jit|interp] [--pp=P] [--tp=T] [--device-memory=BYTES]\n"
-        "                 [--repeat N]\n"
+        "                 [--repeat N] [--check-plan [--plan-memory-tolerance=F]\n"
+        "                 [--plan-time-tolerance=F]] [--calibration=CALIB.json]\n"
         "\n"
         "Compiles MODEL.json and runs it: one in-order stream per logical device,\n"
         "transfers and collectives between them.\n"
@@ -164,6 +188,24 @@ void cli_help_run(FILE *out) {
         "  --ranks-map=R0,R1,..  the rank of each device (default: whole pipeline\n"
         "                        stages per rank, spread evenly)\n",
         out);
+  fputs("  --check-plan          measure each device's peak memory (high-water mark of\n"
+        "                        the value buffers the runtime holds: params, inputs,\n"
+        "                        results, transfer destinations; not scratch inside one\n"
+        "                        op) and each stage's busy time (compute ops, slowest\n"
+        "                        device, all microbatches); print them next to the\n"
+        "                        report's prediction and fail naming the device or\n"
+        "                        stage off by more than the tolerance (relative to the\n"
+        "                        measurement). Without --repeat it runs 3 more\n"
+        "                        forwards: busy times are each stage's smallest over\n"
+        "                        the forwards (the first is cold). Interpreter only:\n"
+        "                        it picks --backend=interp and refuses --backend=jit\n"
+        "                        (the JIT's buffers live in compiled code, which has\n"
+        "                        no accounting hooks)\n"
+        "  --plan-memory-tolerance=F  allowed memory error, default 0.10\n"
+        "  --plan-time-tolerance=F    allowed stage time error, default 0.25\n"
+        "  --calibration=FILE    speeds from 'ppcc calibrate' for the time prediction\n"
+        "                        (default: constants; reported as uncalibrated)\n",
+        out);
   fputs(cli_partition_help, out);
   fputs("  -h, --help            show this help\n", out);
 }
@@ -182,7 +224,8 @@ static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit 
   *jit = NULL;
   bool asked = a->backend && strcmp(a->backend, "jit") == 0;
   if (a->backend && !asked) return PPCC_OK;
-  const char *unsupported = a->trace ? "--trace" : a->microbatches > 1 ? "--microbatches" : NULL;
+  const char *unsupported = a->trace ? "--trace" : a->microbatches > 1 ? "--microbatches"
+                          : a->check_plan ? "--check-plan" : NULL;
   if (unsupported && asked) return ppcc_error(d, "--backend=jit does not support %s (use --backend=interp)", unsupported);
   if (unsupported) return PPCC_OK;
   ppcc_diag quiet;
@@ -203,6 +246,45 @@ static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit 
 #endif
 
 #ifdef PPCC_HAVE_RUNTIME
+/* --check-plan: the prediction for this run and room for the measurement. */
+typedef struct plan_check {
+  ppcc_prediction pred;
+  ppcc_plan_measure measure;
+} plan_check;
+
+static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, plan_check *c, ppcc_diag *d) {
+  memset(c, 0, sizeof *c);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  a->predict.opts.microbatches = (int)a->microbatches;
+  a->predict.opts.threads = a->threads > 0 ? (int)a->threads : cores > 0 ? (int)cores : 1;
+  ppcc_status st = ppcc_predict(g, &a->predict.opts, &c->pred, d);
+  if (st) return st;
+  size_t nd = (size_t)(g->n_devices > 0 ? g->n_devices : 1);
+  c->measure.op_stage = c->pred.op_stage;
+  c->measure.n_stages = c->pred.n_stages;
+  c->measure.peak_bytes = calloc(nd, sizeof *c->measure.peak_bytes);
+  c->measure.stage_busy_ms = calloc(nd * (size_t)(c->pred.n_stages > 0 ? c->pred.n_stages : 1), sizeof(double));
+  if (!c->measure.peak_bytes || !c->measure.stage_busy_ms) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  return PPCC_OK;
+}
+
+static ppcc_status plan_check_end(const run_args *a, plan_check *c, ppcc_diag *d) {
+  /* Testing hook: PPCC_INJECT_PLAN_MEMORY=DEV:BYTES adds BYTES the
+   * prediction does not know of to device DEV's measurement. */
+  const char *inject = getenv("PPCC_INJECT_PLAN_MEMORY");
+  int dev;
+  long long bytes;
+  if (inject && sscanf(inject, "%d:%lld", &dev, &bytes) == 2 && dev >= 0 && dev < c->pred.n_devices)
+    c->measure.peak_bytes[dev] += bytes;
+  return ppcc_plan_check(&c->pred, &c->measure, a->plan_memory_tolerance, a->plan_time_tolerance, stdout, d);
+}
+
+static void plan_check_free(plan_check *c) {
+  ppcc_prediction_free(&c->pred);
+  free(c->measure.peak_bytes);
+  free(c->measure.stage_busy_ms);
+}
+
 /* MPI: this rank's devices per --ranks-map or the default stage map. */
 static ppcc_status distribute(const ppcc_graph *g, const run_args *a, ppcc_diag *d) {
   static char label[4096]; /* every message says which rank printed it */
@@ -216,7 +298,7 @@ static ppcc_status distribute(const ppcc_graph *g, const run_args *a, ppcc_diag 
   return st;
 }
 
-static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *d) {
+static ppcc_status run_graph(const ppcc_graph *g, run_args *a, ppcc_diag *d) {
   ppcc_input_arg *inputs = calloc((size_t)(a->n_inputs > 0 ? a->n_inputs : 1), sizeof *inputs);
   ppcc_input_arg *expects = calloc((size_t)(a->n_expects > 0 ? a->n_expects : 1), sizeof *expects);
   if (!inputs || !expects) {
@@ -247,6 +329,11 @@ static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *
   const char *fault = getenv("PPCC_INJECT_FAULT");
   if (fault && sscanf(fault, "%d:%d", &opts.fault_device, &opts.fault_op) == 2) opts.inject_fault = true;
   ppcc_status st = a->mpi ? distribute(g, a, d) : PPCC_OK;
+  plan_check check;
+  memset(&check, 0, sizeof check);
+  if (!st && a->check_plan) st = plan_check_begin(g, a, &check, d);
+  if (a->check_plan && a->repeat == 0) opts.repeat = 3; /* warm forwards: their busy times count */
+  if (a->check_plan) opts.measure = &check.measure;
 #ifdef PPCC_HAVE_JIT
   ppcc_jit *jit = NULL;
   if (!st) st = compile_jit(g, a, &jit, d);
@@ -254,6 +341,8 @@ static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *
   opts.execute_ctx = jit;
 #endif
   if (!st) st = ppcc_run(g, &opts, d);
+  if (!st && a->check_plan) st = plan_check_end(a, &check, d);
+  plan_check_free(&check);
 #ifdef PPCC_HAVE_JIT
   cli_jit_free(jit);
 #endif
@@ -271,6 +360,8 @@ static ppcc_status check_run_args(const run_args *a) {
                   "unavailable\n");
   return PPCC_ERR_USER;
 #endif
+  if (a->check_plan && a->mpi)
+    return cli_usage_error("run", "--check-plan measures one process's devices; it does not run over MPI");
   if (a->ranks_map && !a->mpi)
     return cli_usage_error("run", "--ranks-map needs an MPI run (mpiexec -n R ppcc run ... or --mpi)");
 #ifndef PPCC_HAVE_JIT
@@ -282,7 +373,7 @@ static ppcc_status check_run_args(const run_args *a) {
 }
 
 int cli_cmd_run(int argc, char **argv) {
-  run_args a = {0};
+  run_args a = {.plan_memory_tolerance = 0.10, .plan_time_tolerance = 0.25};
   a.inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.inputs);
   a.expects = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.expects);
   if (!a.inputs || !a.expects) {
@@ -307,6 +398,7 @@ int cli_cmd_run(int argc, char **argv) {
       st = ppcc_mpi_init(NULL, NULL, &d);
     }
 #endif
+    if (!st) st = cli_predict_load(&a.predict, &d);
     ppcc_graph *g = st ? NULL : cli_load_and_compile_partitioned(p.model_path, a.dump_after, &a.partition, &d, &st);
 #ifdef PPCC_HAVE_RUNTIME
     if (g) st = run_graph(g, &a, &d);

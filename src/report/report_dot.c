@@ -48,6 +48,7 @@ typedef struct dot_ctx {
   rep_stages stages;
   int *def;  /* per value: defining op index, -1 for params/inputs */
   int *buf;  /* PPCC_MAX_DEVICES scratch */
+  const ppcc_prediction *pred;
 } dot_ctx;
 
 static void write_source_nodes(dot_ctx *x) {
@@ -90,11 +91,26 @@ static void write_op_node(dot_ctx *x, int i) {
   fputs("\"];\n", x->out);
 }
 
+/* The prediction of the stage's time and its devices' peak memory. */
+static void write_stage_prediction(dot_ctx *x, int k) {
+  char human[32];
+  const ppcc_prediction *p = x->pred;
+  if (k >= p->n_stages) return;
+  fprintf(x->out, "\\npredicted %.4f ms", p->stages[k].time_ms);
+  for (int i = 0; i < p->stages[k].n_devices; i++) {
+    int dev = p->stages[k].devices[i];
+    if (dev < 0 || dev >= p->n_devices) continue;
+    rep_human_bytes(p->devices[dev].peak_bytes, human, sizeof human);
+    fprintf(x->out, "%sdevice %d peak %s", i ? ", " : "\\n", dev, human);
+  }
+}
+
 static void write_clusters(dot_ctx *x) {
   const rep_stages *s = &x->stages;
   for (int k = 0; k < s->n_stages; k++) {
     fprintf(x->out, "  subgraph cluster_stage%d {\n    label=\"stage %d: devices ", k, k);
     dot_devices(x->out, rep_stage_devices(s, k), s->n_dev[k]);
+    write_stage_prediction(x, k);
     fprintf(x->out, "\";\n    style=rounded;\n    color=\"#888888\";\n");
     for (int j = s->start[k]; j < s->start[k + 1]; j++) write_op_node(x, s->order[j]);
     fputs("  }\n", x->out);
@@ -149,7 +165,14 @@ static int *defining_ops(const ppcc_graph *g) {
 }
 
 ppcc_status ppcc_report_dot(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
-  dot_ctx x = {.g = g, .out = out};
+  return ppcc_report_dot_with(g, NULL, out, d);
+}
+
+ppcc_status ppcc_report_dot_with(const ppcc_graph *g, const ppcc_predict_options *opts, FILE *out, ppcc_diag *d) {
+  ppcc_prediction pred;
+  ppcc_status pst = ppcc_predict(g, opts, &pred, d);
+  if (pst) return pst;
+  dot_ctx x = {.g = g, .out = out, .pred = &pred};
   bool have_stages = rep_stages_build(g, &x.stages);
   x.def = defining_ops(g);
   x.buf = malloc(sizeof(int) * PPCC_MAX_DEVICES);
@@ -173,5 +196,6 @@ ppcc_status ppcc_report_dot(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
   rep_stages_free(&x.stages);
   free(x.def);
   free(x.buf);
+  ppcc_prediction_free(&pred);
   return st;
 }

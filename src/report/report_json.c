@@ -131,10 +131,17 @@ static void write_summary(FILE *out, const ppcc_graph *g, const ppcc_device_summ
     json_number(out, rows[d].flops);
     putc('}', out);
   }
-  fputs(g->n_devices > 0 ? "\n  ]\n" : "]\n", out);
+  fputs(g->n_devices > 0 ? "\n  ],\n" : "],\n", out);
 }
 
 ppcc_status ppcc_report_json(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
+  return ppcc_report_json_with(g, NULL, out, d);
+}
+
+ppcc_status ppcc_report_json_with(const ppcc_graph *g, const ppcc_predict_options *opts, FILE *out, ppcc_diag *d) {
+  ppcc_prediction pred;
+  ppcc_status pst = ppcc_predict(g, opts, &pred, d);
+  if (pst) return pst;
   ppcc_device_summary *rows = ppcc_device_summaries(g);
   int *first_use = rep_first_consumers(g);
   int *dev_buf = malloc(sizeof(int) * PPCC_MAX_DEVICES);
@@ -149,11 +156,13 @@ ppcc_status ppcc_report_json(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
     write_ops(out, g, dev_buf);
     write_transfers(out, g, first_use);
     write_summary(out, g, rows);
+    ppcc_prediction_write_json(&pred, out);
     fputs("}\n", out);
     if (ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the JSON report");
   }
   free(rows);
   free(first_use);
   free(dev_buf);
+  ppcc_prediction_free(&pred);
   return st;
 }

@@ -400,6 +400,13 @@ static void write_header(text_ctx *x) {
 }
 
 ppcc_status ppcc_report_text(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
+  return ppcc_report_text_with(g, NULL, out, d);
+}
+
+ppcc_status ppcc_report_text_with(const ppcc_graph *g, const ppcc_predict_options *opts, FILE *out, ppcc_diag *d) {
+  ppcc_prediction pred;
+  ppcc_status pst = ppcc_predict(g, opts, &pred, d);
+  if (pst) return pst;
   text_ctx x = {.g = g, .out = out};
   bool have_stages = rep_stages_build(g, &x.stages);
   x.rows = ppcc_device_summaries(g);
@@ -416,6 +423,7 @@ ppcc_status ppcc_report_text(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
     write_devices(&x);
     bool balanced = write_balance(&x) && write_kv_cache(&x);
     if (balanced) write_partition(&x);
+    if (balanced) ppcc_prediction_write_text(&pred, out);
     if (!balanced) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory writing the text report");
     else if (ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the text report");
   }
@@ -424,5 +432,6 @@ ppcc_status ppcc_report_text(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
   free(x.first_use);
   free(x.buf);
   free(x.cells);
+  ppcc_prediction_free(&pred);
   return st;
 }

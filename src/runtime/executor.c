@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ppcc/test_inject.h"
+#include "ppcc/predict.h"
 #include "rt_internal.h"
 
 typedef struct rt_slot {
@@ -59,6 +60,7 @@ typedef struct rt_exec {
   rt_timeline *timeline;  /* NULL: nothing recorded */
   double t0;
   bool inject;            /* TEST-ONLY: a wrong-kernel injection is asked */
+  rt_mem_accounting mem;  /* bytes of value buffers per device (--check-plan) */
 } rt_exec;
 
 static const int device_zero[1] = {0};
@@ -147,6 +149,7 @@ static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
       if (!slot(x, v, i)->data) return oom(d);
       if (x->opts->capture && !ppcc_capture_store(x->opts->capture, v, i, slot(x, v, i)->data, local_bytes(x, v)))
         return oom(d);
+      rt_mem_account(&x->mem, dev, local_bytes(x, v));
     }
   }
   return PPCC_OK;
@@ -173,6 +176,7 @@ static ppcc_status deliver(rt_exec *x, int dev, rt_phase phase, int shard, int h
   if (home == target) {
     if (dev != home || phase != PHASE_SEND) return PPCC_OK;
     *out = (rt_slot){temp ? data : dup_bytes(data, bytes), true};
+    if (out->data) rt_mem_account(&x->mem, dev, bytes);
     return out->data ? PPCC_OK : oom(d);
   }
   if (dev == home && phase == PHASE_SEND) {
@@ -184,6 +188,7 @@ static ppcc_status deliver(rt_exec *x, int dev, rt_phase phase, int shard, int h
   if (dev == target && phase == PHASE_RECV) {
     *out = (rt_slot){rt_alloc(bytes), true};
     if (!out->data) return oom(d);
+    rt_mem_account(&x->mem, dev, bytes);
     if (ppcc_rt_recv(x->comm, dev, home, out->data, bytes)) return comm_failed(x, d);
     trace_flow(x, dev, shard, false);
   }
@@ -263,6 +268,7 @@ static ppcc_status compute_shard(rt_exec *x, int dev, const ppcc_op *op, int i, 
     local_shape(x, res, out.shape);
     out.data = in_place ? in[0].data : rt_alloc(local_bytes(x, res));
     if (!out.data) st = oom(d);
+    else if (!in_place) rt_mem_account(&x->mem, dev, local_bytes(x, res));
   }
   if (!st) {
     *slot(x, res, i) = (rt_slot){out.data, !in_place};
@@ -532,6 +538,7 @@ static void release_value(rt_exec *x, int dev, int v, int j) {
     rt_slot *s = slot(x, v, i);
     if (w.devices[i] != dev || !s->owned) continue;
     rt_free(s->data);
+    rt_mem_account(&x->mem, dev, -local_bytes(x, v));
     *s = (rt_slot){NULL, false};
   }
 }
@@ -687,7 +694,8 @@ static ppcc_status setup(rt_exec *x, ppcc_diag *d) {
   if (x->dist) rt_comm_attach_dist(x->comm);
   x->n_segments = rt_pipeline_segments(x->g, x->segment_begin);
   if (!x->slots || !x->comm) return oom(d);
-  if (x->opts->trace_path || x->opts->stats) {
+  if (!x->opts->reference && !rt_mem_accounting_init(&x->mem, x->n_devices)) return oom(d);
+  if (x->opts->trace_path || x->opts->stats || x->opts->measure) {
     x->timeline = calloc(1, sizeof *x->timeline);
     if (!x->timeline || !rt_timeline_init(x->timeline, x->n_devices)) return oom(d);
   }
@@ -707,6 +715,7 @@ static void teardown(rt_exec *x) {
   free(x->last_use);
   if (x->timeline) rt_timeline_free(x->timeline);
   free(x->timeline);
+  rt_mem_accounting_free(&x->mem);
   ppcc_rt_comm_free(x->comm);
 }
 
@@ -780,6 +789,35 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* --check-plan: each device's high-water mark and, per stage, the time
+ * each device spent in compute ops (all microbatches). Over several
+ * forwards (--repeat) the peak is the largest and each busy time and the
+ * wall the smallest: the first forward is cold (first touch of every
+ * buffer, BLAS start-up). */
+static void fill_measure(const rt_exec *x, double wall_ms, ppcc_plan_measure *m) {
+  int n = x->n_devices;
+  size_t cells = (size_t)m->n_stages * (size_t)n;
+  double *busy = x->mem.peak ? calloc(cells + 1, sizeof *busy) : NULL; /* no accounting in reference runs */
+  if (!busy) return; /* not filled: --check-plan says so */
+  for (int dev = 0; dev < n; dev++)
+    if (!m->filled || x->mem.peak[dev] > m->peak_bytes[dev]) m->peak_bytes[dev] = x->mem.peak[dev];
+  for (int dev = 0; dev < n; dev++) {
+    const rt_device_timeline *dt = &x->timeline->dev[dev];
+    for (int i = 0; i < dt->n_spans; i++) {
+      const rt_span *sp = &dt->spans[i];
+      int stage = m->op_stage ? m->op_stage[sp->op] : 0;
+      if (x->g->ops[sp->op].info->family != PPCC_FAMILY_COMPUTE || stage < 0 || stage >= m->n_stages) continue;
+      busy[(size_t)stage * (size_t)n + (size_t)dev] += (sp->end - sp->start) * 1e3;
+    }
+  }
+  for (size_t k = 0; k < cells; k++)
+    if (!m->filled || busy[k] < m->stage_busy_ms[k]) m->stage_busy_ms[k] = busy[k];
+  if (!m->filled || wall_ms < m->wall_ms) m->wall_ms = wall_ms;
+  m->forwards++;
+  m->filled = true;
+  free(busy);
+}
+
 /* The trace file and the statistics, from the recorded timeline. */
 static ppcc_status report_timeline(const rt_exec *x, double wall_ms, ppcc_diag *d) {
   for (int dev = 0; dev < x->n_devices; dev++)
@@ -792,6 +830,7 @@ static ppcc_status report_timeline(const rt_exec *x, double wall_ms, ppcc_diag *
   if (x->opts->trace_file) st = rt_timeline_write_to(x->timeline, x->g, x->opts->trace_file, d);
   else if (x->opts->trace_path) st = rt_timeline_write(x->timeline, x->g, x->opts->trace_path, d);
   if (!st && x->opts->stats) st = rt_timeline_stats(x->timeline, x->g, x->microbatches, wall_ms, x->opts->stats, d);
+  if (!st && x->opts->measure) fill_measure(x, wall_ms, x->opts->measure);
   return st;
 }
 

@@ -117,6 +117,18 @@ ppcc_status rt_timeline_write(const rt_timeline *t, const ppcc_graph *g, const c
 ppcc_status rt_timeline_stats(const rt_timeline *t, const ppcc_graph *g, int microbatches, double wall_ms,
                               ppcc_pipeline_stats *s, ppcc_diag *d);
 
+/* ---- per-device memory accounting (mem_account.c) ---- */
+
+typedef struct rt_mem_accounting {
+  int n_devices;
+  int64_t *live, *peak; /* per device: bytes held now, high-water mark */
+} rt_mem_accounting;
+bool rt_mem_accounting_init(rt_mem_accounting *a, int n_devices);
+void rt_mem_accounting_free(rt_mem_accounting *a);
+/* +bytes when a value buffer of device dev is allocated, -bytes when it
+ * is freed (a NULL accounting ignores it). */
+void rt_mem_account(rt_mem_accounting *a, int dev, int64_t delta);
+
 /* ---- distributed runs (comm_mpi.c, or dist_stub.c without MPI) ---- */
 
 /* Whether ppcc_mpi_distribute made this run distributed. */

@@ -497,7 +497,8 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   if (!st && o->trace_path) st = ppcc_outfile_open(&trace, o->trace_path, d);
   ppcc_exec_options eo = {.threads = o->threads, .inject_fault = o->inject_fault, .fault_device = o->fault_device,
                           .fault_op = o->fault_op, .trace_path = o->trace_path,
-                          .trace_file = o->trace_path ? &trace : NULL, .microbatches = o->microbatches};
+                          .trace_file = o->trace_path ? &trace : NULL, .microbatches = o->microbatches,
+                          .measure = o->measure};
   ppcc_pipeline_stats stats = {0};
   if (o->log) eo.stats = &stats;
   double ms = 0;

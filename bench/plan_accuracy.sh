@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Predicted vs measured (issue 17): for 5 models, each device's peak
+# memory and each stage's busy time from `ppcc run --check-plan` (the
+# report's prediction against the interpreter's accounting and timeline),
+# and for a 4-stage pipeline the predicted vs measured bubble for
+# M = 1, 2, 4, 8 microbatches. Not a test: figures for the notes.
+#   bench/plan_accuracy.sh [PPCC] [ROUNDS] [CALIB.json]
+# Each model runs ROUNDS times (default 3; every run is 1 cold + 3 warm
+# forwards, busy times are the warm minimum), printed as the min and
+# median over rounds of the measured figure. Measured bubble =
+# 1 - sum over stages of the stage's busy time (slowest device) /
+# (stages x wall of the device programs), the same definition as the
+# prediction's. Without CALIB.json, `ppcc calibrate` runs first.
+# Two threads at most (--threads 2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ppcc=${1:-build/ppcc}
+rounds=${2:-3}
+calib=${3:-}
+bin=$(dirname "$ppcc")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [[ -z $calib ]]; then
+  calib=$tmp/calib.json
+  "$ppcc" calibrate --threads 2 -o "$calib"
+fi
+
+"$bin/gen_llama" --layers 4 --pp 4 --hidden 256 --ffn 512 --vocab 512 --seq 32 -o "$tmp/llama_pp4.json"
+"$bin/gen_pipeline" --blocks 8 --tp 2 --pp 2 --batch 16 --hidden 256 --ffn 1024 -o "$tmp/pipe_tp2pp2.json"
+"$bin/gen_pipeline" --blocks 4 --tp 1 --pp 4 --batch 16 --hidden 256 --ffn 1024 -o "$tmp/pipe_pp4.json"
+
+# run MODEL LABEL [ARGS...]: ROUNDS check-plan runs, outputs kept as $tmp/LABEL.N
+run() {
+  local model=$1 label=$2; shift 2
+  for ((r = 0; r < rounds; r++)); do
+    "$ppcc" run "$model" --check-plan --plan-time-tolerance=1e6 --plan-memory-tolerance=1e6 --threads 2 \
+      --calibration "$calib" "$@" >"$tmp/$label.$r" 2>/dev/null
+  done
+}
+
+summarize() { # LABEL...: the tables
+  python3 - "$tmp" "$rounds" "$@" <<'PY'
+import re, statistics, sys
+tmp, rounds, labels = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def parse(text):
+    dev, stage, bubble, sect = {}, {}, None, None
+    for line in text.splitlines():
+        if "predicted peak (B)" in line: sect = "dev"; continue
+        if "measured busy (ms)" in line: sect = "stage"; continue
+        m = re.match(r"\s+bubble: predicted ([\d.]+), measured ([\d.-]+)", line)
+        if m: bubble = (float(m[1]), float(m[2])); sect = None; continue
+        f = line.split()
+        if sect == "dev" and len(f) >= 3 and f[0].isdigit(): dev[int(f[0])] = (int(f[1]), int(f[2]))
+        if sect == "stage" and len(f) >= 4 and f[0].isdigit(): stage[int(f[0])] = (f[1], float(f[2]), float(f[3]))
+    return dev, stage, bubble
+for label in labels:
+    runs = [parse(open(f"{tmp}/{label}.{r}").read()) for r in range(rounds)]
+    if label.startswith("bubble"):
+        continue
+    dev0, st0, _ = runs[0]
+    print(f"\n{label}")
+    print(f"  {'device':>6}  {'predicted peak':>14}  {'measured peak':>13}  {'error':>7}")
+    for d, (p, m) in sorted(dev0.items()):
+        ms = [r[0][d][1] for r in runs]
+        print(f"  {d:>6}  {p:>14}  {max(ms):>13}  {100*(p-max(ms))/max(ms):>+6.2f}%")
+    print(f"  {'stage':>5}  {'devices':<9}  {'predicted ms':>12}  {'measured min':>12}  {'median':>8}  {'error(median)':>13}")
+    for s, (devs, p, _) in sorted(st0.items()):
+        ms = [r[1][s][2] for r in runs]
+        med = statistics.median(ms)
+        print(f"  {s:>5}  {devs:<9}  {p:>12.4f}  {min(ms):>12.4f}  {med:>8.4f}  {100*(p-med)/med:>+12.1f}%")
+bub = [l for l in labels if l.startswith("bubble")]
+if bub:
+    print("\n4-stage pipeline (gen_pipeline --blocks 4 --tp 1 --pp 4 --batch 16 --hidden 256 --ffn 1024)")
+    print(f"  {'M':>3}  {'predicted bubble':>16}  {'measured min':>12}  {'median':>7}  {'GPipe (p-1)/(M+p-1)':>20}")
+    for label in bub:
+        m = int(label.split("_M")[1])
+        runs = [parse(open(f"{tmp}/{label}.{r}").read()) for r in range(rounds)]
+        meas = [r[2][1] for r in runs]
+        print(f"  {m:>3}  {runs[0][2][0]:>16.3f}  {min(meas):>12.3f}  {statistics.median(meas):>7.3f}  {3/(m+3):>20.3f}")
+PY
+}
+
+run testdata/models/tiny_llama.json tiny_llama
+run testdata/models/ppffn_sharktank.json ppffn_sharktank
+run testdata/models/tp_ffn.json tp_ffn
+run "$tmp/llama_pp4.json" gen_llama_L4_pp4
+run "$tmp/pipe_tp2pp2.json" gen_pipeline_tp2pp2
+for m in 1 2 4 8; do run "$tmp/pipe_pp4.json" "bubble_M$m" --microbatches "$m"; done
+echo "plan_accuracy: $rounds rounds per row, calibration $(tr -d '\n ' <"$calib")"
+summarize tiny_llama ppffn_sharktank tp_ffn gen_llama_L4_pp4 gen_pipeline_tp2pp2 bubble_M1 bubble_M2 bubble_M4 bubble_M8

@@ -1,0 +1,625 @@
+/* Predicted per-device peak memory, per-stage time and pipeline bubble of
+ * a placed graph, the calibration file, and the comparison with a run
+ * (include/ppcc/predict.h defines the models). The memory simulation
+ * mirrors src/runtime/executor.c step for step, so that the prediction
+ * equals the runtime's accounting (tests/plan_check.sh holds them to it). */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ppcc/io.h"
+#include "ppcc/ops.h"
+#include "ppcc/predict.h"
+#include "ppcc/report.h"
+#include "report_internal.h"
+
+/* ---------------- calibration ---------------- */
+
+void ppcc_calibration_defaults(ppcc_calibration *c) {
+  memset(c, 0, sizeof *c);
+  c->n_threads = 1;
+  c->gemm_gflops[0] = 20;
+  c->elementwise_gbps[0] = 5;
+  c->elementwise_gflops[0] = 1;
+  c->copy_gbps[0] = 8;
+  c->op_overhead_us = 2;
+  c->gemm_call_us = 2;
+  c->cores = 1;
+}
+
+static ppcc_status bad_field(const char *path, const char *field, const char *why, ppcc_diag *d) {
+  return ppcc_error(d, "%s: calibration field '%s' %s", path, field, why);
+}
+
+static ppcc_status read_rates(const cJSON *root, const char *path, const char *field, double *out, int *n,
+                              ppcc_diag *d) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, field);
+  if (!cJSON_IsArray(a)) return bad_field(path, field, "is missing or not an array of numbers", d);
+  int count = cJSON_GetArraySize(a);
+  if (count < 1 || count > PPCC_CALIB_MAX_THREADS)
+    return bad_field(path, field, "needs 1 to 64 entries (one per thread count)", d);
+  if (*n && count != *n) return bad_field(path, field, "has another length than gemm_gflops", d);
+  int i = 0;
+  for (const cJSON *e = a->child; e; e = e->next, i++) {
+    if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble <= 0)
+      return bad_field(path, field, "has an entry that is not a positive number", d);
+    out[i] = e->valuedouble;
+  }
+  *n = count;
+  return PPCC_OK;
+}
+
+static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_calibration *c, ppcc_diag *d) {
+  if (!cJSON_IsObject(root)) return ppcc_error(d, "%s: a calibration file is a JSON object", path);
+  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "ppcc_calibration");
+  if (!cJSON_IsNumber(ver) || ver->valuedouble != 1)
+    return bad_field(path, "ppcc_calibration", "is missing or not 1 (write the file with 'ppcc calibrate')", d);
+  int n = 0;
+  ppcc_status st = read_rates(root, path, "gemm_gflops", c->gemm_gflops, &n, d);
+  if (!st) st = read_rates(root, path, "elementwise_gbps", c->elementwise_gbps, &n, d);
+  if (!st) st = read_rates(root, path, "elementwise_gflops", c->elementwise_gflops, &n, d);
+  if (!st) st = read_rates(root, path, "copy_gbps", c->copy_gbps, &n, d);
+  if (st) return st;
+  c->n_threads = n;
+  const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "op_overhead_us");
+  if (!cJSON_IsNumber(o) || !isfinite(o->valuedouble) || o->valuedouble < 0 || o->valuedouble > 1e6)
+    return bad_field(path, "op_overhead_us", "is missing or not a number in [0, 1e6]", d);
+  c->op_overhead_us = o->valuedouble;
+  const cJSON *gc = cJSON_GetObjectItemCaseSensitive(root, "gemm_call_us");
+  if (!cJSON_IsNumber(gc) || !isfinite(gc->valuedouble) || gc->valuedouble < 0 || gc->valuedouble > 1e6)
+    return bad_field(path, "gemm_call_us", "is missing or not a number in [0, 1e6]", d);
+  c->gemm_call_us = gc->valuedouble;
+  const cJSON *cores = cJSON_GetObjectItemCaseSensitive(root, "cores");
+  if (!cJSON_IsNumber(cores) || cores->valuedouble < 1 || cores->valuedouble > 1 << 20 ||
+      cores->valuedouble != floor(cores->valuedouble))
+    return bad_field(path, "cores", "is missing or not a positive integer", d);
+  c->cores = (int)cores->valuedouble;
+  c->calibrated = true;
+  return PPCC_OK;
+}
+
+ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d) {
+  ppcc_calibration_defaults(c);
+  size_t len = 0;
+  char *text = ppcc_read_file(path, &len, d);
+  if (!text) return d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
+  cJSON *root = cJSON_ParseWithLength(text, len);
+  ppcc_status st = root ? parse_calibration(root, path, c, d) : ppcc_error(d, "%s: not valid JSON", path);
+  cJSON_Delete(root);
+  free(text);
+  if (st) ppcc_calibration_defaults(c);
+  return st;
+}
+
+static void write_rates(FILE *f, const char *field, const double *v, int n) {
+  fprintf(f, "  \"%s\": [", field);
+  for (int i = 0; i < n; i++) fprintf(f, i ? ", %.6g" : "%.6g", v[i]);
+  fputs("],\n", f);
+}
+
+ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, ppcc_diag *d) {
+  ppcc_outfile f;
+  ppcc_status st = ppcc_outfile_open(&f, path, d);
+  if (st) return st;
+  fputs("{\n  \"ppcc_calibration\": 1,\n", f.fp);
+  fprintf(f.fp, "  \"cores\": %d,\n", c->cores);
+  write_rates(f.fp, "gemm_gflops", c->gemm_gflops, c->n_threads);
+  write_rates(f.fp, "elementwise_gbps", c->elementwise_gbps, c->n_threads);
+  write_rates(f.fp, "elementwise_gflops", c->elementwise_gflops, c->n_threads);
+  write_rates(f.fp, "copy_gbps", c->copy_gbps, c->n_threads);
+  fprintf(f.fp, "  \"op_overhead_us\": %.6g,\n  \"gemm_call_us\": %.6g\n}\n", c->op_overhead_us, c->gemm_call_us);
+  st = ppcc_outfile_close(&f, d);
+  if (st) {
+    ppcc_outfile_abort(&f);
+    return st;
+  }
+  return ppcc_outfile_commit(&f, d);
+}
+
+/* ---------------- the executor's order and lifetimes ---------------- */
+
+static int shard_count(const ppcc_value *v) { return v->layout.count > 0 ? v->layout.count : 1; }
+
+static bool has_device(const ppcc_value *v, int dev) {
+  for (int i = 0; i < shard_count(v); i++)
+    if (rep_shard_device(v, i) == dev) return true;
+  return false;
+}
+
+static bool op_involves(const ppcc_graph *g, const ppcc_op *op, int dev) {
+  for (int k = 0; k < op->n_in; k++)
+    if (has_device(&g->values[op->in[k]], dev)) return true;
+  for (int r = 0; r < op->n_out; r++)
+    if (has_device(&g->values[op->out[r]], dev)) return true;
+  return false;
+}
+
+/* As may_wait in src/runtime/microbatch.c. */
+static bool may_wait(const ppcc_graph *g, const ppcc_op *op, int dev) {
+  if (op->n_in < 1 || op->n_out < 1 || op->info->family == PPCC_FAMILY_COMPUTE) return false;
+  const ppcc_value *in = &g->values[op->in[0]], *out = &g->values[op->out[0]];
+  if (op->info->family == PPCC_FAMILY_TRANSFER) {
+    for (int i = 0; i < shard_count(out); i++) {
+      int s = shard_count(in) == 1 ? 0 : i;
+      if (s < shard_count(in) && rep_shard_device(out, i) == dev && rep_shard_device(in, s) != dev) return true;
+    }
+    return false;
+  }
+  if (out->layout.kind == PPCC_LAYOUT_UNSHARDED) return rep_shard_device(out, 0) == dev;
+  return op_involves(g, op, dev);
+}
+
+/* The segments of rt_pipeline_segments (src/runtime/microbatch.c): each
+ * device runs, per segment, the segment's ops for microbatch 0..M-1.
+ * tests/plan_check.sh runs microbatched pipelines whose measured memory
+ * must equal this order's. */
+static int pipeline_segments(const ppcc_graph *g, int *begin) {
+  int n = 0, n_dev = g->n_devices > 0 ? g->n_devices : 1;
+  int *last = malloc(sizeof(int) * (size_t)n_dev);
+  begin[n++] = 0;
+  for (int dev = 0; last && dev < n_dev; dev++) last[dev] = -1;
+  for (int j = 0; last && j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    bool cut = false;
+    for (int dev = 0; dev < n_dev && !cut && j > begin[n - 1]; dev++)
+      cut = last[dev] >= 0 && last[dev] < j - 1 && may_wait(g, op, dev);
+    if (cut) {
+      begin[n++] = j;
+      for (int dev = 0; dev < n_dev; dev++) last[dev] = -1;
+    }
+    for (int dev = 0; dev < n_dev; dev++)
+      if (op_involves(g, op, dev)) last[dev] = j;
+  }
+  free(last);
+  begin[n] = g->n_ops;
+  return n;
+}
+
+static bool in_place(const ppcc_op *op) {
+  return op->info && op->info->family == PPCC_FAMILY_COMPUTE && op->info->pin_rule == PPCC_PIN_INPLACE &&
+         op->n_in > 0 && op->n_out > 0;
+}
+
+/* As plan_lifetimes in executor.c: the last op reading each value; graph
+ * outputs are kept (n_ops); an in-place destination lives as long as its
+ * result. */
+static void plan_lifetimes(const ppcc_graph *g, int *last_use) {
+  for (int v = 0; v < g->n_values; v++) last_use[v] = -1;
+  for (int j = 0; j < g->n_ops; j++)
+    for (int k = 0; k < g->ops[j].n_in; k++) last_use[g->ops[j].in[k]] = j;
+  for (int k = 0; k < g->n_outputs; k++) last_use[g->outputs[k]] = g->n_ops;
+  for (int j = g->n_ops - 1; j >= 0; j--) {
+    const ppcc_op *op = &g->ops[j];
+    if (!op->info || op->info->pin_rule != PPCC_PIN_INPLACE || op->n_in < 1 || op->n_out < 1) continue;
+    int dst = op->in[0], res = op->out[0];
+    if (last_use[res] > last_use[dst]) last_use[dst] = last_use[res];
+    if (last_use[res] < 0 && last_use[dst] < j) last_use[dst] = j;
+  }
+}
+
+/* ---------------- memory simulation ---------------- */
+
+enum { MEM_PARAM, MEM_ACT, MEM_KV, MEM_TRANSFER, MEM_KINDS };
+
+typedef struct mem_sim {
+  const ppcc_graph *g;
+  int m;               /* microbatches */
+  int64_t *bytes;      /* per value: one shard of one microbatch */
+  char *kind;          /* per value: MEM_* */
+  bool *owns;          /* per value: holds its own buffers (not an in-place alias) */
+  int *last_use;
+  bool *freed;         /* [mb * n_values + v] */
+  int64_t *live;       /* [dev * MEM_KINDS + kind] */
+  int64_t *total;      /* per device */
+  int64_t *act_mb;     /* [dev * m + mb]: activation bytes of microbatch mb */
+  int *in_flight;      /* per device: microbatches with activation bytes */
+  ppcc_device_prediction *rows;
+} mem_sim;
+
+static void account(mem_sim *s, int dev, int v, int mb, int sign) {
+  if (dev < 0 || dev >= s->g->n_devices) return;
+  int64_t b = sign * s->bytes[v];
+  s->live[dev * MEM_KINDS + s->kind[v]] += b;
+  s->total[dev] += b;
+  if (s->kind[v] == MEM_ACT) {
+    int64_t *a = &s->act_mb[(size_t)dev * (size_t)s->m + (size_t)mb];
+    bool was = *a > 0;
+    *a += b;
+    s->in_flight[dev] += (*a > 0) - was;
+  }
+}
+
+static void note_peak(mem_sim *s, int dev) {
+  if (dev < 0 || dev >= s->g->n_devices) return;
+  ppcc_device_prediction *r = &s->rows[dev];
+  if (s->total[dev] <= r->peak_bytes) return;
+  r->peak_bytes = s->total[dev];
+  r->param_bytes = s->live[dev * MEM_KINDS + MEM_PARAM];
+  r->activation_bytes = s->live[dev * MEM_KINDS + MEM_ACT];
+  r->kv_cache_bytes = s->live[dev * MEM_KINDS + MEM_KV];
+  r->transfer_bytes = s->live[dev * MEM_KINDS + MEM_TRANSFER];
+  r->microbatches_in_flight = s->in_flight[dev];
+}
+
+static void add_value(mem_sim *s, int v, int mb, int sign) {
+  const ppcc_value *p = &s->g->values[v];
+  for (int i = 0; i < shard_count(p); i++) account(s, rep_shard_device(p, i), v, mb, sign);
+}
+
+static void peak_value(mem_sim *s, int v) {
+  const ppcc_value *p = &s->g->values[v];
+  for (int i = 0; i < shard_count(p); i++) note_peak(s, rep_shard_device(p, i));
+}
+
+/* release_value of executor.c, on every device holding a shard. */
+static void release(mem_sim *s, int v, int mb, int j) {
+  size_t f = (size_t)mb * (size_t)s->g->n_values + (size_t)v;
+  if (s->last_use[v] != j || s->g->values[v].kind == PPCC_VALUE_PARAM || !s->owns[v] || s->freed[f]) return;
+  s->freed[f] = true;
+  add_value(s, v, mb, -1);
+}
+
+static void step(mem_sim *s, int j, int mb) {
+  const ppcc_op *op = &s->g->ops[j];
+  for (int r = 0; r < op->n_out; r++)
+    if (s->owns[op->out[r]]) add_value(s, op->out[r], mb, +1);
+  for (int r = 0; r < op->n_out; r++) peak_value(s, op->out[r]);
+  for (int k = 0; k < op->n_in; k++) release(s, op->in[k], mb, j);
+  for (int r = 0; r < op->n_out; r++)
+    if (s->last_use[op->out[r]] < 0) { /* never read: freed at once */
+      s->last_use[op->out[r]] = j;
+      release(s, op->out[r], mb, j);
+      s->last_use[op->out[r]] = -1;
+    }
+}
+
+/* Value classes and microbatch shard sizes. */
+static void classify(mem_sim *s) {
+  const ppcc_graph *g = s->g;
+  bool *carries = calloc((size_t)g->n_values + 1, sizeof *carries);
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    s->kind[v] = p->kind == PPCC_VALUE_PARAM ? MEM_PARAM : MEM_ACT;
+    s->owns[v] = true;
+    if (carries) carries[v] = p->kind == PPCC_VALUE_INPUT;
+  }
+  for (int j = 0; j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    bool moves = op->info && op->info->family != PPCC_FAMILY_COMPUTE;
+    bool c = false;
+    for (int k = 0; carries && k < op->n_in; k++) c = c || carries[op->in[k]];
+    for (int r = 0; r < op->n_out; r++) {
+      if (moves) s->kind[op->out[r]] = MEM_TRANSFER;
+      if (carries) carries[op->out[r]] = c;
+    }
+    if (in_place(op)) {
+      s->owns[op->out[0]] = false;
+      if (s->kind[op->in[0]] != MEM_PARAM) s->kind[op->in[0]] = MEM_KV;
+    }
+  }
+  for (int v = 0; v < g->n_values; v++) {
+    int64_t b = rep_shard_bytes(&g->values[v]);
+    s->bytes[v] = carries && carries[v] && s->m > 1 ? b / s->m : b;
+  }
+  free(carries);
+}
+
+static bool simulate_memory(const ppcc_graph *g, int m, ppcc_device_prediction *rows) {
+  size_t nv = (size_t)g->n_values + 1, nd = (size_t)(g->n_devices > 0 ? g->n_devices : 1);
+  mem_sim s = {.g = g, .m = m, .rows = rows,
+               .bytes = malloc(sizeof(int64_t) * nv), .kind = malloc(nv), .owns = malloc(nv),
+               .last_use = malloc(sizeof(int) * nv), .freed = calloc(nv * (size_t)m, 1),
+               .live = calloc(nd * MEM_KINDS, sizeof(int64_t)), .total = calloc(nd, sizeof(int64_t)),
+               .act_mb = calloc(nd * (size_t)m, sizeof(int64_t)), .in_flight = calloc(nd, sizeof(int))};
+  int *begin = malloc(sizeof(int) * ((size_t)g->n_ops + 2));
+  bool ok = s.bytes && s.kind && s.owns && s.last_use && s.freed && s.live && s.total && s.act_mb && s.in_flight &&
+            begin;
+  if (ok) {
+    classify(&s);
+    plan_lifetimes(g, s.last_use);
+    for (int mb = 0; mb < m; mb++) /* load_leaves: params once, every microbatch's inputs */
+      for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].kind == PPCC_VALUE_INPUT || (g->values[v].kind == PPCC_VALUE_PARAM && mb == 0))
+          add_value(&s, v, mb, +1);
+    for (int d = 0; d < g->n_devices; d++) note_peak(&s, d);
+    int n_seg = 1; /* one microbatch: program order, whatever the segments */
+    begin[0] = 0, begin[1] = g->n_ops;
+    if (m > 1) n_seg = pipeline_segments(g, begin);
+    for (int seg = 0; seg < n_seg; seg++)
+      for (int mb = 0; mb < m; mb++)
+        for (int j = begin[seg]; j < begin[seg + 1]; j++) step(&s, j, mb);
+  }
+  free(s.bytes);
+  free(s.kind);
+  free(s.owns);
+  free(s.last_use);
+  free(s.freed);
+  free(s.live);
+  free(s.total);
+  free(s.act_mb);
+  free(s.in_flight);
+  free(begin);
+  return ok;
+}
+
+/* ---------------- time ---------------- */
+
+static double rate_for(const double *table, int n, int threads) {
+  int t = threads < 1 ? 1 : threads > n ? n : threads;
+  double r = table[t - 1];
+  if (threads > n) r *= (double)threads / n; /* defaults: linear in threads */
+  return r;
+}
+
+/* Per-microbatch shard time of compute op j on one device, in ms.
+ * threads: the kernel threads a device gets (GEMM); streams: devices of
+ * the stage streaming memory at once (elementwise, per-thread rate);
+ * share: > 1 when the stage has more devices than cores (they take
+ * turns). */
+static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries, int m, const ppcc_calibration *c,
+                    int threads, int streams, double share, double *flops_out, double *bytes_out) {
+  bool c_op = false;
+  double bytes = 0;
+  for (int k = 0; k < op->n_in; k++) {
+    c_op = c_op || carries[op->in[k]];
+    double b = (double)rep_shard_bytes(&g->values[op->in[k]]);
+    bytes += carries[op->in[k]] && m > 1 ? b / m : b;
+  }
+  double rb = (double)rep_shard_bytes(&g->values[op->out[0]]);
+  bytes += c_op && m > 1 ? rb / m : rb;
+  double flops = rep_op_flops_per_shard(g, op);
+  if (c_op && m > 1) flops /= m;
+  *flops_out = flops;
+  *bytes_out = bytes;
+  int at = (streams < c->n_threads ? streams : c->n_threads) - 1;
+  int64_t elems = ppcc_num_elements(g->values[op->out[0]].rank, g->values[op->out[0]].shape);
+  double total = op->info && op->info->flops ? op->info->flops(g, op) : 0; /* the unsharded op's */
+  bool contraction = elems > 0 && total > 16.0 * (double)elems;
+  double rate = contraction ? rate_for(c->gemm_gflops, c->n_threads, threads) * 1e9 : c->elementwise_gflops[at] * 1e9;
+  double bw = c->elementwise_gbps[at] * 1e9;
+  double t = flops / rate > bytes / bw ? flops / rate : bytes / bw;
+  return ((c->op_overhead_us + (contraction ? c->gemm_call_us : 0)) * 1e-6 + t) * share * 1e3;
+}
+
+static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, const ppcc_calibration *c,
+                         ppcc_prediction *p, const rep_stages *st) {
+  int m = p->microbatches, nd = g->n_devices;
+  bool *carries = calloc((size_t)g->n_values + 1, sizeof *carries);
+  double *dev_ms = calloc((size_t)p->n_stages * (size_t)(nd > 0 ? nd : 1) + 1, sizeof *dev_ms);
+  double *dev_fl = calloc((size_t)p->n_stages * (size_t)(nd > 0 ? nd : 1) + 1, sizeof *dev_fl);
+  double *dev_by = calloc((size_t)p->n_stages * (size_t)(nd > 0 ? nd : 1) + 1, sizeof *dev_by);
+  bool ok = carries && dev_ms && dev_fl && dev_by;
+  /* uncalibrated and no thread count: a core per device (no sharing) */
+  int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : nd > 0 ? nd : 1;
+  int threads = nd > 0 && cores / nd > 1 ? cores / nd : 1; /* rt_thread_budget's share */
+  for (int v = 0; ok && v < g->n_values; v++) carries[v] = g->values[v].kind == PPCC_VALUE_INPUT;
+  for (int j = 0; ok && j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    bool cj = false;
+    for (int k = 0; k < op->n_in; k++) cj = cj || carries[op->in[k]];
+    for (int r = 0; r < op->n_out; r++) carries[op->out[r]] = cj;
+    if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
+    int group = st->n_dev[st->op_stage[j]] > 0 ? st->n_dev[st->op_stage[j]] : 1;
+    int streams = group < cores ? group : cores;
+    double share = group > cores ? (double)group / cores : 1.0;
+    double fl, by, t = op_ms(g, op, carries, m, c, threads, streams, share, &fl, &by);
+    const ppcc_value *r = &g->values[op->out[0]];
+    for (int i = 0; i < shard_count(r); i++) {
+      int dev = rep_shard_device(r, i);
+      if (dev < 0 || dev >= nd) continue;
+      double speed = o && o->device_speed && o->device_speed[dev] > 0 ? o->device_speed[dev] : 1.0;
+      size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
+      dev_ms[at] += t * m / speed;
+      dev_fl[at] += fl * m;
+      dev_by[at] += by * m;
+      p->devices[dev].compute_ms += t * m / speed;
+    }
+  }
+  double sum = 0, slowest = 0, work = 0; /* work: device-ms over all stages' devices */
+  for (int k = 0; ok && k < p->n_stages; k++) {
+    ppcc_stage_prediction *sp = &p->stages[k];
+    sp->n_devices = st->n_dev[k] < PPCC_MAX_DEVICES ? st->n_dev[k] : PPCC_MAX_DEVICES;
+    memcpy(sp->devices, rep_stage_devices(st, k), sizeof(int) * (size_t)sp->n_devices);
+    for (int dev = 0; dev < nd; dev++) {
+      size_t at = (size_t)k * (size_t)nd + (size_t)dev;
+      if (dev_ms[at] > sp->time_ms) {
+        sp->time_ms = dev_ms[at];
+        sp->flops = dev_fl[at];
+        sp->bytes = dev_by[at];
+      }
+    }
+    sum += sp->time_ms;
+    work += sp->time_ms * sp->n_devices;
+    if (sp->time_ms > slowest) slowest = sp->time_ms;
+  }
+  if (ok) {
+    p->wall_ms = sum / m + (m - 1) * slowest / m;
+    if (work / cores > p->wall_ms) p->wall_ms = work / cores; /* more busy devices than cores */
+    p->bubble = p->wall_ms > 0 && p->n_stages > 0 ? 1 - sum / (p->n_stages * p->wall_ms) : 0;
+  }
+  free(carries);
+  free(dev_ms);
+  free(dev_fl);
+  free(dev_by);
+  return ok;
+}
+
+/* ---------------- entry points ---------------- */
+
+ppcc_status ppcc_predict(const ppcc_graph *g, const ppcc_predict_options *o, ppcc_prediction *p, ppcc_diag *d) {
+  memset(p, 0, sizeof *p);
+  int m = o && o->microbatches > 1 ? o->microbatches : 1;
+  for (int v = 0; v < g->n_values && m > 1; v++) {
+    const ppcc_value *x = &g->values[v];
+    if (x->kind == PPCC_VALUE_INPUT && (x->rank < 1 || x->shape[0] % m != 0))
+      return ppcc_error(d, "--microbatches %d: input '%s': its batch dim (dim 0) does not divide into %d microbatches",
+                        m, x->name, m);
+  }
+  ppcc_calibration defaults;
+  ppcc_calibration_defaults(&defaults);
+  const ppcc_calibration *c = o && o->calib ? o->calib : &defaults;
+  rep_stages st;
+  if (!rep_stages_build(g, &st)) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory predicting the plan");
+  p->n_devices = g->n_devices;
+  p->n_stages = st.n_stages;
+  p->microbatches = m;
+  p->calibrated = c->calibrated;
+  p->devices = calloc((size_t)(g->n_devices > 0 ? g->n_devices : 1), sizeof *p->devices);
+  p->stages = calloc((size_t)(st.n_stages > 0 ? st.n_stages : 1), sizeof *p->stages);
+  p->op_stage = malloc(sizeof(int) * (size_t)(g->n_ops > 0 ? g->n_ops : 1));
+  ppcc_device_summary *rows = ppcc_device_summaries(g);
+  bool ok = p->devices && p->stages && p->op_stage && rows;
+  if (ok) {
+    memcpy(p->op_stage, st.op_stage, sizeof(int) * (size_t)g->n_ops);
+    for (int dev = 0; dev < g->n_devices; dev++) {
+      p->devices[dev].device = dev;
+      p->devices[dev].flops = rows[dev].flops;
+    }
+    ok = simulate_memory(g, m, p->devices) && predict_time(g, o, c, p, &st);
+  }
+  free(rows);
+  rep_stages_free(&st);
+  if (!ok) {
+    ppcc_prediction_free(p);
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory predicting the plan");
+  }
+  return PPCC_OK;
+}
+
+void ppcc_prediction_free(ppcc_prediction *p) {
+  free(p->devices);
+  free(p->stages);
+  free(p->op_stage);
+  memset(p, 0, sizeof *p);
+}
+
+/* ---------------- report sections ---------------- */
+
+static void devices_text(const int *v, int n, char *buf, size_t len) {
+  size_t off = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && off < len; i++) off += (size_t)snprintf(buf + off, len - off, i ? ",%d" : "[%d", v[i]);
+  if (off < len) snprintf(buf + off, len - off, n ? "]" : "[]");
+}
+
+void ppcc_prediction_write_text(const ppcc_prediction *p, FILE *out) {
+  char a[32], b[32], c[32], e[32], f[32];
+  fprintf(out, "\nprediction (%d microbatch%s, %s):\n", p->microbatches, p->microbatches == 1 ? "" : "es",
+          p->calibrated ? "calibrated" : "uncalibrated: default speeds, see ppcc calibrate");
+  fputs("  peak = params + activations (of the microbatches in flight) + kv cache + transfer buffers\n", out);
+  fprintf(out, "  %6s  %11s  %10s  %11s  %9s  %10s  %12s  %12s\n", "device", "peak memory", "params", "activations",
+          "in flight", "kv cache", "transfer buf", "compute (ms)");
+  for (int i = 0; i < p->n_devices; i++) {
+    const ppcc_device_prediction *r = &p->devices[i];
+    rep_human_bytes(r->peak_bytes, a, sizeof a);
+    rep_human_bytes(r->param_bytes, b, sizeof b);
+    rep_human_bytes(r->activation_bytes, c, sizeof c);
+    rep_human_bytes(r->kv_cache_bytes, e, sizeof e);
+    rep_human_bytes(r->transfer_bytes, f, sizeof f);
+    fprintf(out, "  %6d  %11s  %10s  %11s  %9d  %10s  %12s  %12.4f\n", r->device, a, b, c, r->microbatches_in_flight, e,
+            f, r->compute_ms);
+  }
+  fprintf(out, "  %5s  %-7s  %12s  %12s  %10s\n", "stage", "devices", "flops", "bytes", "time (ms)");
+  for (int k = 0; k < p->n_stages; k++) {
+    const ppcc_stage_prediction *s = &p->stages[k];
+    char devs[96];
+    devices_text(s->devices, s->n_devices, devs, sizeof devs);
+    fprintf(out, "  %5d  %-7s  %12.6g  %12.6g  %10.4f\n", k, devs, s->flops, s->bytes, s->time_ms);
+  }
+  fprintf(out, "  bubble: predicted %.3f over %d stage%s (pipeline wall %.4f ms)\n", p->bubble, p->n_stages,
+          p->n_stages == 1 ? "" : "s", p->wall_ms);
+}
+
+static void json_num(FILE *out, double x) {
+  if (!isfinite(x)) fputs("null", out);
+  else fprintf(out, "%.6g", x);
+}
+
+void ppcc_prediction_write_json(const ppcc_prediction *p, FILE *out) {
+  fprintf(out, "  \"prediction\": {\"microbatches\": %d, \"calibrated\": %s, \"bubble\": ", p->microbatches,
+          p->calibrated ? "true" : "false");
+  json_num(out, p->bubble);
+  fputs(", \"wall_ms\": ", out);
+  json_num(out, p->wall_ms);
+  fputs(",\n    \"devices\": [", out);
+  for (int i = 0; i < p->n_devices; i++) {
+    const ppcc_device_prediction *r = &p->devices[i];
+    fprintf(out,
+            "%s{\"device\": %d, \"peak_bytes\": %" PRId64 ", \"param_bytes\": %" PRId64 ", \"activation_bytes\": %" PRId64
+            ", \"microbatches_in_flight\": %d, \"kv_cache_bytes\": %" PRId64 ", \"transfer_bytes\": %" PRId64
+            ", \"compute_ms\": ",
+            i ? ",\n      " : "\n      ", r->device, r->peak_bytes, r->param_bytes, r->activation_bytes,
+            r->microbatches_in_flight, r->kv_cache_bytes, r->transfer_bytes);
+    json_num(out, r->compute_ms);
+    putc('}', out);
+  }
+  fputs(p->n_devices ? "\n    ],\n    \"stages\": [" : "],\n    \"stages\": [", out);
+  for (int k = 0; k < p->n_stages; k++) {
+    const ppcc_stage_prediction *s = &p->stages[k];
+    fprintf(out, "%s{\"stage\": %d, \"devices\": [", k ? ",\n      " : "\n      ", k);
+    for (int i = 0; i < s->n_devices; i++) fprintf(out, i ? ", %d" : "%d", s->devices[i]);
+    fputs("], \"flops\": ", out);
+    json_num(out, s->flops);
+    fputs(", \"bytes\": ", out);
+    json_num(out, s->bytes);
+    fputs(", \"time_ms\": ", out);
+    json_num(out, s->time_ms);
+    putc('}', out);
+  }
+  fputs(p->n_stages ? "\n    ]}\n" : "]}\n", out);
+}
+
+/* ---------------- predicted vs measured ---------------- */
+
+static double rel_error(double predicted, double measured) {
+  if (measured == 0) return predicted == 0 ? 0 : INFINITY;
+  return fabs(predicted - measured) / fabs(measured);
+}
+
+ppcc_status ppcc_plan_check(const ppcc_prediction *p, const ppcc_plan_measure *m, double mem_tol, double time_tol,
+                            FILE *out, ppcc_diag *d) {
+  if (!m->filled) return ppcc_error(d, "--check-plan: the run recorded no measurement");
+  int bad_dev = -1, bad_stage = -1;
+  double bad_dev_err = 0, bad_stage_err = 0;
+  fprintf(out,
+          "plan check (%d microbatch%s, %s, %d forward%s measured): memory tolerance %.3g, stage time tolerance %.3g\n",
+          p->microbatches, p->microbatches == 1 ? "" : "es", p->calibrated ? "calibrated" : "uncalibrated", m->forwards,
+          m->forwards == 1 ? "" : "s", mem_tol, time_tol);
+  fputs("  device  predicted peak (B)  measured peak (B)  error\n", out);
+  for (int i = 0; i < p->n_devices; i++) {
+    double e = rel_error((double)p->devices[i].peak_bytes, (double)m->peak_bytes[i]);
+    fprintf(out, "  %6d  %18" PRId64 "  %17" PRId64 "  %+.2f%%%s\n", i, p->devices[i].peak_bytes, m->peak_bytes[i],
+            m->peak_bytes[i] ? 100.0 * ((double)p->devices[i].peak_bytes - (double)m->peak_bytes[i]) / (double)m->peak_bytes[i] : 0.0,
+            e > mem_tol ? "  OFF" : "");
+    if (e > mem_tol && bad_dev < 0) bad_dev = i, bad_dev_err = e;
+  }
+  fputs("  stage  devices  predicted (ms)  measured busy (ms)  error\n", out);
+  double sum_meas = 0;
+  for (int k = 0; k < p->n_stages; k++) {
+    double meas = 0;
+    for (int i = 0; i < p->n_devices; i++) {
+      double b = m->stage_busy_ms[(size_t)k * (size_t)p->n_devices + (size_t)i];
+      if (b > meas) meas = b;
+    }
+    sum_meas += meas;
+    double e = rel_error(p->stages[k].time_ms, meas);
+    char devs[96];
+    devices_text(p->stages[k].devices, p->stages[k].n_devices, devs, sizeof devs);
+    fprintf(out, "  %5d  %-7s  %14.4f  %18.4f  %+.1f%%%s\n", k, devs, p->stages[k].time_ms, meas,
+            meas > 0 ? 100.0 * (p->stages[k].time_ms - meas) / meas : 0.0, e > time_tol ? "  OFF" : "");
+    if (e > time_tol && bad_stage < 0) bad_stage = k, bad_stage_err = e;
+  }
+  double bubble = m->wall_ms > 0 && p->n_stages > 0 ? 1 - sum_meas / (p->n_stages * m->wall_ms) : 0;
+  fprintf(out, "  bubble: predicted %.3f, measured %.3f (1 - sum of stage busy / (stages x wall), wall %.4f ms)\n",
+          p->bubble, bubble, m->wall_ms);
+  if (bad_dev >= 0)
+    return ppcc_error(d, "--check-plan: device %d peak memory is off by %.1f%% (predicted %" PRId64
+                         " B, measured %" PRId64 " B; tolerance %.1f%%)",
+                      bad_dev, 100 * bad_dev_err, p->devices[bad_dev].peak_bytes, m->peak_bytes[bad_dev],
+                      100 * mem_tol);
+  if (bad_stage >= 0)
+    return ppcc_error(d, "--check-plan: stage %d time is off by %.1f%% (predicted %.4f ms; tolerance %.1f%%)",
+                      bad_stage, 100 * bad_stage_err, p->stages[bad_stage].time_ms, 100 * time_tol);
+  return PPCC_OK;
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Issue 17: the report's prediction against the run (ppcc run --check-plan).
+#  - predicted peak memory per device equals the runtime's accounting
+#    exactly (tolerance 0) on every shipped model, a generated 4-stage
+#    pipeline at 1, 2, 4 and 8 microbatches, a gen_llama prefill (4 layers,
+#    --pp 4) and a TP decode with a KV cache;
+#  - stage times are printed but not asserted (no timed assertions in
+#    tests: bench/plan_accuracy.sh reports their accuracy);
+#  - the check fails when a tolerance is 0 (time) or a mismatch is injected
+#    (memory), naming the stage or device, so it would fail if it checked
+#    nothing;
+#  - ppcc calibrate writes a file that --calibration reads; bad files are
+#    refused with one line naming the file and the field.
+# Usage: plan_check.sh PPCC_BINARY SOURCE_DIR
+set -euo pipefail
+ppcc=$1
+src=$2
+bin=$(dirname "$ppcc")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "plan_check: $*" >&2; exit 1; }
+
+# Memory exact; time not asserted (tolerance huge).
+exact() {
+  local model=$1; shift
+  local out
+  out=$("$ppcc" run "$model" --check-plan --plan-memory-tolerance=0 --plan-time-tolerance=1e6 --threads 2 "$@" 2>&1) ||
+    { echo "$out"; fail "$(basename "$model") $*: predicted memory differs from the measurement"; }
+  grep -q "predicted peak (B)  measured peak (B)" <<<"$out" || { echo "$out"; fail "$model: no plan check table"; }
+  # every device row: predicted == measured, and not 0
+  awk '/predicted peak/{on=1; next} /stage  devices/{on=0} on && NF>=3 { if ($2 != $3 || $2 == 0) bad=1; n++ }
+       END { exit !(n > 0 && !bad) }' <<<"$out" || { echo "$out"; fail "$model $*: a device row differs or is empty"; }
+}
+
+n=0
+for model in "$src"/testdata/models/*.json; do
+  exact "$model"
+  n=$((n + 1))
+done
+
+"$bin/gen_pipeline" --blocks 4 --tp 1 --pp 4 --batch 16 --hidden 64 --ffn 128 -o "$tmp/pipe.json"
+for m in 1 2 4 8; do exact "$tmp/pipe.json" --microbatches "$m"; done
+"$bin/gen_pipeline" --blocks 4 --tp 2 --pp 2 --batch 8 --hidden 64 --ffn 128 -o "$tmp/pipe_tp.json"
+exact "$tmp/pipe_tp.json" --microbatches 4
+"$bin/gen_llama" --layers 4 --pp 4 --hidden 64 --ffn 128 --vocab 128 --seq 8 -o "$tmp/llama.json"
+exact "$tmp/llama.json"
+"$bin/gen_llama" --layers 2 --tp 2 --pp 2 --hidden 64 --ffn 128 --vocab 128 --seq 1 --start 8 -o "$tmp/decode.json"
+exact "$tmp/decode.json"
+
+# The report's prediction equals what --check-plan predicted (one model).
+"$ppcc" report "$tmp/pipe.json" --format=json --microbatches 4 >"$tmp/pipe.report.json"
+python3 - "$tmp/pipe.report.json" <<'PY' || fail "JSON prediction fields"
+import json, sys
+r = json.load(open(sys.argv[1]))
+p = r["prediction"]
+assert p["microbatches"] == 4 and p["calibrated"] is False, p
+for d in p["devices"]:
+    assert d["peak_bytes"] == d["param_bytes"] + d["activation_bytes"] + d["kv_cache_bytes"] + d["transfer_bytes"], d
+    assert d["peak_bytes"] > 0 and d["microbatches_in_flight"] >= 1, d
+assert len(p["stages"]) == 4 and all(s["time_ms"] > 0 for s in p["stages"]), p["stages"]
+assert 0 < p["bubble"] < 1, p
+assert "device_summary" in r  # existing fields stay
+PY
+
+# Failing checks: a 0 time tolerance, an injected memory mismatch.
+set +e
+out=$("$ppcc" run "$tmp/pipe.json" --check-plan --plan-time-tolerance=0 2>&1); rc=$?
+set -e
+[[ $rc == 1 ]] || { echo "$out"; fail "--plan-time-tolerance=0 passed (exit $rc)"; }
+grep -q "error: --check-plan: stage [0-9]* time is off" <<<"$out" || { echo "$out"; fail "time failure names no stage"; }
+set +e
+out=$(PPCC_INJECT_PLAN_MEMORY=2:4096 "$ppcc" run "$tmp/pipe.json" --check-plan --plan-memory-tolerance=0 \
+      --plan-time-tolerance=1e6 2>&1); rc=$?
+set -e
+[[ $rc == 1 ]] || { echo "$out"; fail "injected memory mismatch passed (exit $rc)"; }
+grep -q "error: --check-plan: device 2 peak memory is off" <<<"$out" || { echo "$out"; fail "memory failure names no device"; }
+# 4 KiB on ~40 KiB is inside a 0.5 tolerance: the tolerance is applied
+PPCC_INJECT_PLAN_MEMORY=2:64 "$ppcc" run "$tmp/pipe.json" --check-plan --plan-memory-tolerance=0.5 \
+  --plan-time-tolerance=1e6 >/dev/null 2>&1 || fail "a small injected mismatch failed a 0.5 tolerance"
+
+# The JIT has no accounting: --check-plan refuses it, and picks interp by default.
+set +e
+out=$("$ppcc" run "$tmp/pipe.json" --check-plan --backend=jit 2>&1); rc=$?
+set -e
+if "$ppcc" run "$tmp/pipe.json" --backend=jit >/dev/null 2>&1; then
+  [[ $rc == 1 ]] && grep -q "does not support --check-plan" <<<"$out" || { echo "$out"; fail "--backend=jit --check-plan"; }
+fi
+set +e
+out=$("$ppcc" run "$tmp/pipe.json" --plan-time-tolerance=abc 2>&1); rc=$?
+set -e
+[[ $rc == 2 ]] || { echo "$out"; fail "bad tolerance accepted (exit $rc)"; }
+
+# Calibration: written (atomically) then read.
+"$ppcc" calibrate -o "$tmp/calib.json" --threads 1 >/dev/null
+python3 -c "import json,sys; c=json.load(open(sys.argv[1])); assert c['ppcc_calibration']==1 and len(c['gemm_gflops'])==1 and c['gemm_gflops'][0]>0" \
+  "$tmp/calib.json" || fail "calibration file"
+out=$("$ppcc" report "$tmp/pipe.json" --calibration "$tmp/calib.json")
+grep -q "prediction (1 microbatch, calibrated)" <<<"$out" || fail "report --calibration does not say calibrated"
+out=$("$ppcc" report "$tmp/pipe.json")
+grep -q "prediction (1 microbatch, uncalibrated" <<<"$out" || fail "report without --calibration does not say uncalibrated"
+"$ppcc" compile "$tmp/pipe.json" --calibration "$tmp/calib.json" --microbatches 2 --report="$tmp/r.txt"
+grep -q "prediction (2 microbatches, calibrated)" "$tmp/r.txt" || fail "compile --calibration --microbatches"
+exact "$tmp/pipe.json" --calibration "$tmp/calib.json" --microbatches 2
+
+# Bad calibration files: exit 1, one line naming the file and the field, no report.
+bad() {
+  local field=$1 text=$2
+  printf '%s' "$text" >"$tmp/bad.json"
+  for cmd in report run compile; do
+    set +e
+    out=$("$ppcc" "$cmd" "$tmp/pipe.json" --calibration "$tmp/bad.json" 2>&1 >"$tmp/bad.out"); rc=$?
+    set -e
+    [[ $rc == 1 ]] || { echo "$out"; fail "$cmd: bad calibration ($field) gave exit $rc"; }
+    [[ $(wc -l <<<"$out") == 1 ]] || { echo "$out"; fail "$cmd: bad calibration ($field): not one line"; }
+    grep -q "$tmp/bad.json" <<<"$out" && grep -q "$field" <<<"$out" ||
+      { echo "$out"; fail "$cmd: bad calibration: message names neither the file nor '$field'"; }
+    [[ ! -s $tmp/bad.out ]] || fail "$cmd: bad calibration still wrote a report"
+  done
+}
+good='"cores": 2, "gemm_gflops": [50], "elementwise_gbps": [10], "elementwise_gflops": [1], "copy_gbps": [10], "op_overhead_us": 1, "gemm_call_us": 1'
+bad "ppcc_calibration" "{$good}"
+bad "ppcc_calibration" "{\"ppcc_calibration\": 2, $good}"
+bad "gemm_gflops" '{"ppcc_calibration": 1, "cores": 2, "elementwise_gbps": [10], "elementwise_gflops": [1], "copy_gbps": [10], "op_overhead_us": 1, "gemm_call_us": 1}'
+bad "gemm_call_us" "{\"ppcc_calibration\": 1, ${good/\"gemm_call_us\": 1/\"gemm_call_us\": -3}}"
+bad "gemm_gflops" "{\"ppcc_calibration\": 1, ${good/\[50\]/[-1]}}"
+bad "copy_gbps" "{\"ppcc_calibration\": 1, ${good/\"copy_gbps\": \[10\]/\"copy_gbps\": [10, 20]}}"
+bad "op_overhead_us" "{\"ppcc_calibration\": 1, ${good/\"op_overhead_us\": 1/\"op_overhead_us\": \"x\"}}"
+bad "cores" "{\"ppcc_calibration\": 1, ${good/\"cores\": 2/\"cores\": 0.5}}"
+bad "not valid JSON" '{"ppcc_calibration": 1,'
+printf '{"ppcc_calibration": 1, %s}' "$good" >"$tmp/good.json"
+"$ppcc" report "$tmp/pipe.json" --calibration "$tmp/good.json" >/dev/null || fail "a valid hand-written calibration was refused"
+set +e
+out=$("$ppcc" report "$tmp/pipe.json" --calibration "$tmp/missing.json" 2>&1); rc=$?
+out2=$("$ppcc" report "$tmp/pipe.json" --microbatches 3 2>&1); rc2=$?
+set -e
+[[ $rc == 1 ]] && grep -q "missing.json" <<<"$out" || { echo "$out"; fail "missing calibration file"; }
+[[ $rc2 == 1 ]] && grep -q "does not divide into 3 microbatches" <<<"$out2" || { echo "$out2"; fail "--microbatches 3"; }
+
+echo "plan_check: memory exact on $n shipped models, a 4-stage pipeline (M = 1, 2, 4, 8), TP pipeline, gen_llama prefill and decode; failing checks, calibration files"
