@@ -62,6 +62,7 @@ ppcc_graph *cli_load_and_compile(const char *model_path, const char *dump_after,
 typedef struct cli_partition {
   int pp, tp;
   long long device_memory;
+  bool diagnostics_json; /* --diagnostics=json: errors as one JSON document on stderr */
 } cli_partition;
 
 /* Help lines of the three options. */
@@ -78,6 +79,19 @@ void cli_apply_partition(ppcc_graph *g, const cli_partition *req);
 ppcc_graph *cli_load_and_compile_partitioned(const char *model_path, const char *dump_after,
                                              const cli_partition *req, ppcc_diag *d,
                                              ppcc_status *status);
+
+/* ---- placement errors explained, with fixes (fix_cmd.c) ---- */
+
+/* Option table entry and help line of --diagnostics=text|json. */
+#define CLI_DIAGNOSTICS_OPTION {"diagnostics", true}
+extern const char cli_diagnostics_help[];
+/* After a failed load or compile: the --why chain and fixes of a
+ * placement error as "  note:"/"  fix:" lines, or with --diagnostics=json
+ * the whole error as one JSON document on stderr. g may be NULL. */
+void cli_report_failure(const char *model_path, const ppcc_graph *g, const ppcc_diag *d,
+                        const cli_partition *req);
+int cli_cmd_fix(int argc, char **argv);
+void cli_help_fix(FILE *out);
 
 /* ---- in-memory output, committed atomically (output.c) ---- */
 

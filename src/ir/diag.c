@@ -6,6 +6,7 @@ void ppcc_diag_init(ppcc_diag *d, const char *file, FILE *sink) {
   memset(d, 0, sizeof *d);
   d->file = file ? file : "ppcc";
   d->sink = sink;
+  d->site.op = d->pending.op = -1;
 }
 
 static ppcc_status report(ppcc_diag *d, ppcc_status st, const char *kind,
@@ -16,7 +17,11 @@ static ppcc_status report(ppcc_diag *d, ppcc_status st, const char *kind,
   for (char *p = msg; *p; p++)
     if (*p == '\n' || *p == '\r') *p = ' ';
   if (st != PPCC_OK) {
-    if (d->errors == 0) memcpy(d->first, msg, sizeof msg);
+    if (d->errors == 0) {
+      memcpy(d->first, msg, sizeof msg);
+      d->site = d->pending;
+    }
+    d->pending = (ppcc_diag_site){.kind = PPCC_SITE_NONE, .op = -1};
     memcpy(d->last, msg, sizeof msg);
     d->errors++;
   }
@@ -41,6 +46,10 @@ ppcc_status ppcc_error_status(ppcc_diag *d, ppcc_status st, const char *fmt, ...
   report(d, st, "error", fmt, ap);
   va_end(ap);
   return st;
+}
+
+void ppcc_diag_site_set(ppcc_diag *d, ppcc_site_kind kind, int op) {
+  d->pending = (ppcc_diag_site){.kind = kind, .op = op};
 }
 
 void ppcc_note(ppcc_diag *d, const char *fmt, ...) {
