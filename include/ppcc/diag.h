@@ -27,6 +27,7 @@ typedef enum {
 typedef struct ppcc_diag_site {
   ppcc_site_kind kind;
   int op;            /* index in the model's "ops" (src_index), -1 if none */
+  int op_end;        /* MEMORY: the stage's ops are [op, op_end) */
   int stage;         /* MEMORY: the stage that does not fit */
   long long bytes;   /* MEMORY: bytes per device it needs */
 } ppcc_diag_site;

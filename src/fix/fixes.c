@@ -92,11 +92,17 @@ static const char *model_operand(const cJSON *model, int src, int k) {
 
 static bool placed(const ppcc_value *v) { return v->devices != NULL; }
 
+/* "split(dim=1, 2) on [0,1], pinned"; before pin-propagate ran (a layout
+ * error) only the layout is known. */
 static void placement_str(const ppcc_value *v, char *buf, size_t n) {
-  char layout[64], devs[256] = "(devices not decided yet)";
+  char layout[64], devs[256];
   ppcc_layout_str(v->layout, layout, sizeof layout);
-  if (placed(v)) ppcc_devices_str(v->devices, v->layout.count, devs, sizeof devs);
-  snprintf(buf, n, "%s on %s%s", layout, devs, !placed(v) ? "" : v->pinned ? ", pinned" : ", unpinned");
+  if (!placed(v)) {
+    snprintf(buf, n, "%s", layout);
+    return;
+  }
+  ppcc_devices_str(v->devices, v->layout.count, devs, sizeof devs);
+  snprintf(buf, n, "%s on %s, %s", layout, devs, v->pinned ? "pinned" : "unpinned");
 }
 
 static int64_t full_bytes(const ppcc_value *v) {
@@ -153,7 +159,15 @@ static int deciding_operand(const ppcc_graph *g, const ppcc_op *op, const ppcc_v
     if (same < 0) same = op->in[k];
   }
   if (same >= 0 || placed(result)) return same;
-  return op->n_in > 0 ? op->in[0] : -1; /* layouts only: follow the first operand */
+  /* Layouts only: follow the operand whose layout the result took, else a
+   * sharded one, else the first. */
+  int sharded = -1;
+  for (int k = 0; k < op->n_in; k++) {
+    const ppcc_value *u = &g->values[op->in[k]];
+    if (ppcc_layout_equal(u->layout, result->layout)) return op->in[k];
+    if (sharded < 0 && u->layout.count > 1 && u->layout.kind != PPCC_LAYOUT_REPLICATED) sharded = op->in[k];
+  }
+  return sharded >= 0 ? sharded : op->n_in > 0 ? op->in[0] : -1;
 }
 
 static const char *kind_name(ppcc_value_kind k) {
@@ -173,9 +187,12 @@ static cJSON *value_chain(const ppcc_graph *g, int v) {
     cJSON_AddStringToObject(s, "value", x->name);
     cJSON_AddStringToObject(s, "kind", kind_name(x->kind));
     cJSON_AddStringToObject(s, "placement", where);
-    cJSON_AddStringToObject(s, "rule", x->why ? x->why : "(not placed yet: the error came first)");
-    if (x->def_op < 0 || x->def_op >= g->n_ops) break;
-    const ppcc_op *op = &g->ops[x->def_op];
+    const ppcc_op *op = x->def_op >= 0 && x->def_op < g->n_ops ? &g->ops[x->def_op] : NULL;
+    char rule[300];
+    if (!x->why && op) snprintf(rule, sizeof rule, "layout from the sharding rule of '%s'", op->info->name);
+    else snprintf(rule, sizeof rule, "%s", x->why ? x->why : "placed as declared");
+    cJSON_AddStringToObject(s, "rule", rule);
+    if (!op) break;
     cJSON_AddStringToObject(s, "defined_by", ppcc_op_ref(g, op, ref, sizeof ref));
     v = deciding_operand(g, op, x);
   }
@@ -499,6 +516,68 @@ static void gen_memory(gen *x) {
   }
 }
 
+/* After the edits the compile stops at another placement error: another
+ * kind, or an op past this one (ops the fix inserted counted). An error
+ * of any other sort means the fix itself is wrong. */
+static bool moved_on(const gen *x, const cand *c, const ppcc_diag *after) {
+  if (after->site.kind == PPCC_SITE_NONE) return false;
+  if (after->site.kind != x->d->site.kind) return true;
+  int inserted = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, edits_of(c->fix)) {
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "edit");
+    if (cJSON_IsString(k) && strcmp(k->valuestring, "insert_op") == 0) inserted++;
+  }
+  return after->site.op > x->src + inserted;
+}
+
+/* Why a stage is too big: the parameters its ops use first, largest
+ * first (at most 3), as chain steps. */
+static cJSON *memory_chain(const gen *x) {
+  const ppcc_graph *g = x->g;
+  cJSON *chain = cJSON_CreateArray();
+  bool *seen = calloc((size_t)(g->n_values > 0 ? g->n_values : 1), sizeof *seen);
+  int top[3] = {-1, -1, -1};
+  for (int i = 0; seen && i < g->n_ops; i++) {
+    const ppcc_op *op = &g->ops[i];
+    bool inside = op->src_index >= x->src && op->src_index < x->d->site.op_end;
+    for (int k = 0; k < op->n_in; k++) {
+      int v = op->in[k];
+      if (seen[v] || g->values[v].kind != PPCC_VALUE_PARAM) continue;
+      seen[v] = true; /* first use decides the stage */
+      if (!inside) continue;
+      for (int t = 0; t < 3; t++)
+        if (top[t] < 0 || shard_bytes(&g->values[v]) > shard_bytes(&g->values[top[t]])) {
+          memmove(&top[t + 1], &top[t], sizeof(int) * (size_t)(2 - t));
+          top[t] = v;
+          break;
+        }
+    }
+  }
+  for (int t = 0; chain && t < 3 && top[t] >= 0; t++) {
+    const ppcc_value *v = &g->values[top[t]];
+    char where[64], rule[300];
+    ppcc_layout_str(v->layout, where, sizeof where); /* not placed: the split failed */
+    snprintf(rule, sizeof rule, "%s per device of the %lld the stage needs, first used in stage %d", hb(shard_bytes(v)).s,
+             (long long)x->d->site.bytes, x->d->site.stage);
+    cJSON *steps = cJSON_CreateArray(), *s = cJSON_CreateObject(), *c = cJSON_CreateObject();
+    if (!steps || !s || !c) {
+      cJSON_Delete(steps), cJSON_Delete(s), cJSON_Delete(c);
+      break;
+    }
+    cJSON_AddStringToObject(s, "value", v->name);
+    cJSON_AddStringToObject(s, "kind", "param");
+    cJSON_AddStringToObject(s, "placement", where);
+    cJSON_AddStringToObject(s, "rule", rule);
+    cJSON_AddItemToArray(steps, s);
+    cJSON_AddStringToObject(c, "operand", v->name);
+    cJSON_AddItemToObject(c, "steps", steps);
+    cJSON_AddItemToArray(chain, c);
+  }
+  free(seen);
+  return chain;
+}
+
 /* Compiles the model with the candidate's edits: 2 compiles, 1 another
  * error, 0 the same error or the edits do not apply. */
 static int verify(gen *x, cand *c) {
@@ -523,7 +602,7 @@ static int verify(gen *x, cand *c) {
                  cJSON_GetObjectItemCaseSensitive(c->fix, "text")->valuestring, hb(peak).s, hb(x->d->site.bytes).s);
         cJSON_ReplaceItemInObjectCaseSensitive(c->fix, "text", cJSON_CreateString(text));
       }
-    } else if (strcmp(quiet.first, x->d->first) != 0 && st == PPCC_ERR_USER) {
+    } else if (st == PPCC_ERR_USER && moved_on(x, c, &quiet)) {
       score = 1;
       char r[1100];
       snprintf(r, sizeof r, "then: %s", quiet.first);
@@ -581,7 +660,9 @@ cJSON *ppcc_fix_diagnose(const cJSON *model, const ppcc_graph *g, const ppcc_dia
     if (cJSON_IsString(name)) cJSON_AddStringToObject(e, "op_name", name->valuestring);
   }
   if (kind == PPCC_SITE_MEMORY) {
+    cJSON_AddNumberToObject(e, "op_end", d->site.op_end);
     cJSON_AddNumberToObject(e, "stage", d->site.stage);
+    cJSON_AddItemToObject(e, "chain", memory_chain(x));
     cJSON_AddNumberToObject(e, "needs_bytes", (double)d->site.bytes);
     cJSON_AddNumberToObject(e, "device_memory", (double)x->opt.device_memory);
   } else if (x->op && model_op(model, x->src)) {
@@ -617,7 +698,7 @@ void ppcc_fix_print_text(const cJSON *diag, FILE *out) {
     int depth = 0;
     cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(c, "steps")) {
       const char *def = str(s, "defined_by");
-      fprintf(out, "  note: %*s%s'%s' (%s) %s: %s%s%s\n", 2 * depth, "", depth ? "from " : "operand ", str(s, "value"),
+      fprintf(out, "  note: %*s%s'%s' (%s) %s: %s%s%s\n", 2 * depth, "", depth ? "from " : "", str(s, "value"),
               str(s, "kind"), str(s, "placement"), str(s, "rule"), def ? "; defined by " : "", def ? def : "");
       depth++;
     }

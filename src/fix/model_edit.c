@@ -25,6 +25,26 @@ static bool index_field(const cJSON *e, const char *key, int limit, int *out) {
   return true;
 }
 
+/* Inserts item (taken) at index `at` by moving every item into a new array:
+ * Debian's cJSON 1.7.15 (deb12u4) refuses cJSON_InsertItemInArray at any
+ * index but 0. */
+static bool insert_at(cJSON *model, cJSON *ops, int at, cJSON *item) {
+  cJSON *fresh = cJSON_CreateArray();
+  if (!fresh) {
+    cJSON_Delete(item);
+    return false;
+  }
+  int n = cJSON_GetArraySize(ops);
+  for (int i = 0; i < n; i++) {
+    if (i == at) cJSON_AddItemToArray(fresh, item);
+    cJSON_AddItemToArray(fresh, cJSON_DetachItemFromArray(ops, 0));
+  }
+  if (at == n) cJSON_AddItemToArray(fresh, item);
+  if (cJSON_ReplaceItemInObjectCaseSensitive(model, "ops", fresh)) return true;
+  cJSON_Delete(fresh);
+  return false;
+}
+
 static bool insert_op(cJSON *model, const cJSON *e, char *why, size_t n) {
   cJSON *ops = ops_of(model);
   const cJSON *op = cJSON_GetObjectItemCaseSensitive(e, "op");
@@ -34,10 +54,7 @@ static bool insert_op(cJSON *model, const cJSON *e, char *why, size_t n) {
     return fail(why, n, "insert_op: \"before\" is not an op index of the model", NULL);
   cJSON *copy = cJSON_Duplicate(op, true);
   if (!copy) return fail(why, n, "out of memory", NULL);
-  bool ok = before == cJSON_GetArraySize(ops) ? cJSON_AddItemToArray(ops, copy)
-                                              : cJSON_InsertItemInArray(ops, before, copy);
-  if (!ok) cJSON_Delete(copy);
-  return ok ? true : fail(why, n, "out of memory", NULL);
+  return insert_at(model, ops, before, copy) ? true : fail(why, n, "out of memory", NULL);
 }
 
 static bool set_operand(cJSON *model, const cJSON *e, char *why, size_t n) {
