@@ -362,7 +362,10 @@ static void gen_pin_conflict(gen *x, bool inplace) {
     int64_t cost = transfer_cost(v, s->devices, s->layout.count);
     fix_transfer(x, k, s->devices, s->layout.count);
     fix_pin(x, k, false, cost);
-    if (!inplace) fix_transfer(x, stay, v->devices, v->layout.count);
+    if (!inplace) { /* or the other way round */
+      fix_transfer(x, stay, v->devices, v->layout.count);
+      fix_pin(x, stay, false, transfer_cost(s, v->devices, v->layout.count));
+    }
     break; /* one conflict at a time; `ppcc fix` repeats */
   }
 }
@@ -446,20 +449,37 @@ static void gen_layouts(gen *x) {
       if (f) add_insert(x, f, k, "all_gather", out, NULL);
     } else if (count == 1 && sharded) {
       int c = sharded->layout.count;
+      /* Onto the sharded operand's devices where they are known yet. */
+      int *devs = calloc((size_t)c, sizeof *devs);
+      if (!devs) continue;
+      for (int i = 0; i < c; i++) devs[i] = placed(sharded) ? sharded->devices[i] : i;
+      int src_dev = placed(v) ? v->devices[0] : 0, moved = 0;
+      for (int i = 0; i < c; i++) moved += devs[i] != src_dev;
       if (sharded->layout.kind == PPCC_LAYOUT_SPLIT) {
         int dim = sharded->layout.dim - (sharded->rank - v->rank);
         if (dim >= 0 && dim < v->rank && v->shape[dim] % c == 0 && v->shape[dim] == sharded->shape[sharded->layout.dim]) {
           fresh_name(x, name, "split", out, sizeof out);
-          int64_t cost = bytes - bytes / c;
-          cJSON *f = new_fix(x, cost, "bytes_moved", "reshard_split `%s` on dim %d into %d shards first (moves %s)",
-                             name, dim, c, hb(cost).s);
-          if (f) add_insert(x, f, k, "reshard_split", out, int_attr("dim", dim, "count", c));
+          int64_t cost = moved * (bytes / c);
+          char dstr[256];
+          ppcc_devices_str(devs, c, dstr, sizeof dstr);
+          cJSON *f = new_fix(x, cost, "bytes_moved", "reshard_split `%s` on dim %d onto %s first (moves %s)", name, dim,
+                             dstr, hb(cost).s);
+          cJSON *attrs = int_attr("dim", dim, "count", c);
+          if (attrs) cJSON_AddItemToObject(attrs, "devices", int_array(devs, c));
+          if (f) add_insert(x, f, k, "reshard_split", out, attrs);
+          else cJSON_Delete(attrs);
         }
       }
       fresh_name(x, name, "replicated", out, sizeof out);
-      int64_t cost = (int64_t)(c - 1) * bytes;
-      cJSON *f = new_fix(x, cost, "bytes_moved", "replicate `%s` onto %d devices first (moves %s)", name, c, hb(cost).s);
-      if (f) add_insert(x, f, k, "replicate", out, int_attr("count", c, NULL, 0));
+      int64_t cost = moved * bytes;
+      char dstr[256];
+      ppcc_devices_str(devs, c, dstr, sizeof dstr);
+      cJSON *f = new_fix(x, cost, "bytes_moved", "replicate `%s` onto %s first (moves %s)", name, dstr, hb(cost).s);
+      cJSON *attrs = int_attr("count", c, NULL, 0);
+      if (attrs) cJSON_AddItemToObject(attrs, "devices", int_array(devs, c));
+      if (f) add_insert(x, f, k, "replicate", out, attrs);
+      else cJSON_Delete(attrs);
+      free(devs);
     }
   }
 }
