@@ -72,7 +72,11 @@ while IFS=$'\t' read -r file kind first_fix first_edit; do
     check_runs "$out" "$file fix $pick"
   done
 done < "$dir/expected.tsv"
-(( rows >= 8 )) || fail "only $rows models in $dir/expected.tsv"
+(( rows >= 9 )) || fail "only $rows models in $dir/expected.tsv"
+
+# Two errors in one model: ppcc fix applies a fix to each in turn.
+"$ppcc" fix "$dir/two_errors.json" -o "$tmp/two.json" > "$tmp/fix.log" 2>&1 || { cat "$tmp/fix.log"; fail "two_errors"; }
+[[ $(grep -c "^applied: " "$tmp/fix.log") -eq 2 ]] || { cat "$tmp/fix.log"; fail "two_errors: want 2 fixes applied"; }
 
 # Memory over --device-memory: fixes are command-line options, each checked.
 auto=$src/testdata/auto/auto_ffn.json
