@@ -442,12 +442,12 @@ static void gen_layouts(gen *x) {
                          "all_reduce `%s` before ops[%d] (ring: moves %s)", name, x->src,
                          hb(2 * (count - 1) * bytes).s);
       if (f) add_insert(x, f, k, "all_reduce", out, NULL);
-    } else if (v->layout.kind == PPCC_LAYOUT_SPLIT) {
+    } else if (v->layout.kind == PPCC_LAYOUT_SPLIT && count > 1) {
       fresh_name(x, name, "gathered", out, sizeof out);
       int64_t cost = (int64_t)(count - 1) * bytes;
       cJSON *f = new_fix(x, cost, "bytes_moved", "all_gather `%s` before ops[%d] (moves %s)", name, x->src, hb(cost).s);
       if (f) add_insert(x, f, k, "all_gather", out, NULL);
-    } else if (count == 1 && sharded) {
+    } else if (count == 1 && sharded) { /* unsharded, or a count-1 layout */
       int c = sharded->layout.count;
       /* Onto the sharded operand's devices where they are known yet. */
       int *devs = calloc((size_t)c, sizeof *devs);
