@@ -54,5 +54,9 @@ ppcc_status ppcc_error_status(ppcc_diag *d, ppcc_status st, const char *fmt, ...
 /* Marks the next error as a placement error at model op `op`. */
 void ppcc_diag_site_set(ppcc_diag *d, ppcc_site_kind kind, int op);
 void ppcc_note(ppcc_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A line that belongs to the error before it, "  KIND: MSG" (KIND is
+ * "note" or "fix"): the --why chain and fixes of a placement error. */
+void ppcc_diag_detail(ppcc_diag *d, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -43,8 +43,8 @@ cJSON *ppcc_fix_diagnose(const cJSON *model, const ppcc_graph *g, const ppcc_dia
                          const ppcc_fix_options *opt);
 
 /* The chain and fixes of a diagnosis as indented "  note: " and "  fix: "
- * lines (the one-line error itself is printed by the diagnostics module). */
-void ppcc_fix_print_text(const cJSON *diagnosis, FILE *out);
+ * lines through the diagnostics module, after the one-line error. */
+void ppcc_fix_print_text(const cJSON *diagnosis, ppcc_diag *d);
 
 /* Applies a fix's edits to model (set_option to *opt). False with the
  * reason in why if an edit does not apply. */

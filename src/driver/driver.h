@@ -88,7 +88,7 @@ extern const char cli_diagnostics_help[];
 /* After a failed load or compile: the --why chain and fixes of a
  * placement error as "  note:"/"  fix:" lines, or with --diagnostics=json
  * the whole error as one JSON document on stderr. g may be NULL. */
-void cli_report_failure(const char *model_path, const ppcc_graph *g, const ppcc_diag *d,
+void cli_report_failure(const char *model_path, const ppcc_graph *g, ppcc_diag *d,
                         const cli_partition *req);
 int cli_cmd_fix(int argc, char **argv);
 void cli_help_fix(FILE *out);

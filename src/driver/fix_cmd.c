@@ -45,10 +45,11 @@ static void print_json_document(const char *path, cJSON *errors, cJSON *applied)
   cJSON_Delete(doc);
 }
 
-/* One diagnosis, as notes after the error line or as the JSON document. */
-static void emit_diagnosis(const char *path, cJSON *diag, bool json, cJSON *applied) {
+/* One diagnosis, as notes after the error line (through d) or as the JSON
+ * document. */
+static void emit_diagnosis(const char *path, cJSON *diag, ppcc_diag *d, bool json, cJSON *applied) {
   if (!json) {
-    ppcc_fix_print_text(diag, stderr);
+    ppcc_fix_print_text(diag, d);
     return;
   }
   cJSON *errors = cJSON_CreateArray();
@@ -56,14 +57,14 @@ static void emit_diagnosis(const char *path, cJSON *diag, bool json, cJSON *appl
   cJSON_Delete(errors);
 }
 
-void cli_report_failure(const char *model_path, const ppcc_graph *g, const ppcc_diag *d,
+void cli_report_failure(const char *model_path, const ppcc_graph *g, ppcc_diag *d,
                         const cli_partition *req) {
   bool json = req && req->diagnostics_json;
   if (!json && (!g || d->site.kind == PPCC_SITE_NONE)) return; /* one line said it all */
   cJSON *model = g ? read_model(model_path) : NULL;
   ppcc_fix_options opt = fix_options(req);
   cJSON *diag = ppcc_fix_diagnose(model, model ? g : NULL, d, &opt);
-  if (diag) emit_diagnosis(model_path, diag, json, NULL);
+  if (diag) emit_diagnosis(model_path, diag, d, json, NULL);
   cJSON_Delete(diag);
   cJSON_Delete(model);
 }
@@ -148,24 +149,24 @@ static ppcc_status write_model(const char *path, const cJSON *model, ppcc_diag *
 /* One round: compiles; on a placement error with a model fix, applies it. */
 static ppcc_status fix_round(const char *path, cJSON *model, const ppcc_fix_options *opt, const fix_args *a,
                              cJSON *applied, bool *done) {
-  ppcc_diag d;
+  bool json = a->partition.diagnostics_json;
+  ppcc_diag d, out; /* d: quiet, for this compile; out: what the user sees */
   ppcc_diag_init(&d, path, NULL);
+  ppcc_diag_init(&out, path, json ? NULL : stderr);
   ppcc_status st;
   ppcc_graph *g = ppcc_fix_compile(model, opt, &d, &st, true);
   *done = st == PPCC_OK;
   if (st == PPCC_OK || st != PPCC_ERR_USER || !g) {
-    if (st != PPCC_OK && !a->partition.diagnostics_json) fprintf(stderr, "%s: error: %s\n", path, d.first);
-    else if (st != PPCC_OK) {
-      cJSON *diag = ppcc_fix_diagnose(NULL, NULL, &d, opt);
-      if (diag) emit_diagnosis(path, diag, true, applied);
-      cJSON_Delete(diag);
-    }
+    if (st != PPCC_OK) ppcc_error_status(&out, st, "%s", d.first);
+    cJSON *diag = st != PPCC_OK && json ? ppcc_fix_diagnose(NULL, NULL, &d, opt) : NULL;
+    if (diag) emit_diagnosis(path, diag, &out, true, applied);
+    cJSON_Delete(diag);
     ppcc_graph_free(g);
     return st;
   }
   cJSON *diag = ppcc_fix_diagnose(model, g, &d, opt);
   ppcc_graph_free(g);
-  if (!diag) return PPCC_ERR_INTERNAL;
+  if (!diag) return ppcc_error_status(&out, PPCC_ERR_INTERNAL, "out of memory");
   const cJSON *fixes = cJSON_GetObjectItemCaseSensitive(diag, "fixes");
   int pick = a->pick > 0 && a->pick <= cJSON_GetArraySize(fixes) ? a->pick - 1 : 0;
   cJSON *first = cJSON_GetArrayItem(fixes, pick);
@@ -178,12 +179,10 @@ static ppcc_status fix_round(const char *path, cJSON *model, const ppcc_fix_opti
     return PPCC_OK;
   }
   /* No fix applies: the remaining error, explained, and nothing written. */
-  if (!a->partition.diagnostics_json) {
-    fprintf(stderr, "%s: error: %s\n", path, d.first);
-    if (why[0]) fprintf(stderr, "  note: the first fix does not apply: %s\n", why);
-    else if (first) fprintf(stderr, "  note: the first fix changes the command line, not the model; ppcc fix leaves that to you\n");
-  }
-  emit_diagnosis(path, diag, a->partition.diagnostics_json, applied);
+  ppcc_error(&out, "%s", d.first);
+  emit_diagnosis(path, diag, &out, json, applied);
+  if (why[0]) ppcc_diag_detail(&out, "note", "the fix does not apply: %s", why);
+  else if (first) ppcc_diag_detail(&out, "note", "the fix changes the command line, not the model; ppcc fix leaves that to you");
   cJSON_Delete(diag);
   return PPCC_ERR_USER;
 }

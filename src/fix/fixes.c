@@ -712,22 +712,22 @@ static const char *str(const cJSON *o, const char *key) {
   return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-void ppcc_fix_print_text(const cJSON *diag, FILE *out) {
+void ppcc_fix_print_text(const cJSON *diag, ppcc_diag *d) {
   const cJSON *c, *s, *f;
   cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(diag, "chain")) {
     int depth = 0;
     cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(c, "steps")) {
       const char *def = str(s, "defined_by");
-      fprintf(out, "  note: %*s%s'%s' (%s) %s: %s%s%s\n", 2 * depth, "", depth ? "from " : "", str(s, "value"),
+      ppcc_diag_detail(d, "note", "%*s%s'%s' (%s) %s: %s%s%s", 2 * depth, "", depth ? "from " : "", str(s, "value"),
               str(s, "kind"), str(s, "placement"), str(s, "rule"), def ? "; defined by " : "", def ? def : "");
       depth++;
     }
   }
   const cJSON *fixes = cJSON_GetObjectItemCaseSensitive(diag, "fixes");
   if (cJSON_GetArraySize(fixes) == 0 && strcmp(str(diag, "kind"), "error") != 0)
-    fprintf(out, "  note: no machine-applicable fix found for this error\n");
+    ppcc_diag_detail(d, "note", "no machine-applicable fix found for this error");
   cJSON_ArrayForEach(f, fixes) {
     const char *result = str(f, "result");
-    fprintf(out, "  fix: %s%s%s\n", str(f, "text"), result ? "; " : "", result ? result : "");
+    ppcc_diag_detail(d, "fix", "%s%s%s", str(f, "text"), result ? "; " : "", result ? result : "");
   }
 }

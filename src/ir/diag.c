@@ -58,3 +58,14 @@ void ppcc_note(ppcc_diag *d, const char *fmt, ...) {
   report(d, PPCC_OK, "note", fmt, ap);
   va_end(ap);
 }
+
+void ppcc_diag_detail(ppcc_diag *d, const char *kind, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  for (char *p = msg; *p; p++) /* one line each, like every diagnostic */
+    if (*p == '\n' || *p == '\r') *p = ' ';
+  if (d->sink) fprintf(d->sink, "  %s: %s\n", kind, msg);
+}
