@@ -378,25 +378,14 @@ static void gen_no_pinned(gen *x) {
     if (full_bytes(operand(x, k)) > full_bytes(operand(x, stay))) stay = k;
   const ppcc_value *s = operand(x, stay);
   int64_t total = 0;
-  int n_moves = 0;
+  bool offered = false;
   for (int k = 0; k < op->n_in; k++) {
     if (k == stay || same_devices(operand(x, k), s)) continue;
     total += transfer_cost(operand(x, k), s->devices, s->layout.count);
-    n_moves++;
-    if (n_moves == 1) fix_transfer(x, k, s->devices, s->layout.count);
-    else if (x->n > 0 && x->c[x->n - 1].fix) { /* more operands: one fix with several transfers */
-      gen tmp = *x;
-      tmp.n = 0;
-      fix_transfer(&tmp, k, s->devices, s->layout.count);
-      if (tmp.n == 1) {
-        cJSON *e, *edits = edits_of(tmp.c[0].fix);
-        while ((e = cJSON_DetachItemFromArray(edits, 0))) cJSON_AddItemToArray(edits_of(x->c[x->n - 1].fix), e);
-        x->c[x->n - 1].cost += tmp.c[0].cost;
-        cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(x->c[x->n - 1].fix, "cost_bytes"),
-                             (double)x->c[x->n - 1].cost);
-        cJSON_Delete(tmp.c[0].fix);
-      }
-    }
+    /* One transfer: with three tuples apart it is not enough, verification
+     * drops it, and pinning the largest operand moves all the others. */
+    if (!offered) fix_transfer(x, k, s->devices, s->layout.count);
+    offered = true;
   }
   fix_pin(x, stay, true, total);
 }
