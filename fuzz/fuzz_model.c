@@ -1,6 +1,7 @@
 /* libFuzzer target: model.json text -> frontend -> every pass (with or
  * without an auto-partition request) -> the JSON, text and DOT reports,
- * the per-device summary, explain and the graph dump.
+ * the per-device summary, explain and the graph dump; a placement error's
+ * diagnosis and fixes (src/fix/), each fix applied to a copy of the model.
  *
  * The input is handed over as (pointer, length) without a terminating NUL,
  * exactly as ppcc_load_model_string promises to accept it, so an over-read
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ppcc/fix.h"
 #include "ppcc/frontend.h"
 #include "ppcc/passes.h"
 #include "ppcc/report.h"
@@ -42,6 +44,29 @@ static void require_diag(const ppcc_diag *d, const char *stage) {
   }
 }
 
+/* The fixes of a placement error: diagnosed (which compiles each
+ * candidate) and every one applied to a copy of the model. */
+static void try_fixes(const ppcc_graph *g, const ppcc_diag *d, const uint8_t *data, size_t size) {
+  if (d->site.kind == PPCC_SITE_NONE) return;
+  cJSON *model = cJSON_ParseWithLength((const char *)data, size);
+  if (!model) return; /* the frontend accepted it, cJSON should too; nothing to fix without it */
+  ppcc_fix_options opt = {.pp = g->partition.pp, .tp = g->partition.tp, .device_memory = g->partition.device_memory};
+  cJSON *diag = ppcc_fix_diagnose(model, g, d, &opt);
+  const cJSON *fix;
+  cJSON_ArrayForEach(fix, cJSON_GetObjectItemCaseSensitive(diag, "fixes")) {
+    cJSON *copy = cJSON_Duplicate(model, true);
+    ppcc_fix_options o = opt;
+    char why[300];
+    if (copy && !ppcc_fix_apply(copy, fix, &o, why, sizeof why)) {
+      fprintf(stderr, "fuzz_model: a proposed fix does not apply: %s\n", why);
+      abort();
+    }
+    cJSON_Delete(copy);
+  }
+  cJSON_Delete(diag);
+  cJSON_Delete(model);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FILE *out = sink();
   if (!out) return 0;
@@ -56,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ppcc_status st = ppcc_run_passes(g, NULL, NULL, &d);
   if (st != PPCC_OK) {
     require_diag(&d, "the passes");
+    try_fixes(g, &d, data, size);
   } else {
     ppcc_diag_init(&d, "fuzz.json", NULL);
     if (ppcc_report_json(g, out, &d) != PPCC_OK) require_diag(&d, "the JSON report");

@@ -444,6 +444,10 @@ static ppcc_status split_error(const part_ctx *c, const ppcc_split_problem *p, c
                       c->pp, PPCC_PART_MAX_CUT_VALUES);
   char range[1300];
   op_range(c->g, r->fail_begin, r->fail_end, range, sizeof range);
+  ppcc_diag_site_set(c->d, PPCC_SITE_MEMORY, c->g->ops[r->fail_begin].src_index); /* src/fix/ proposes fixes */
+  c->d->pending.op_end = c->g->ops[r->fail_end - 1].src_index + 1;
+  c->d->pending.stage = r->fail_stage;
+  c->d->pending.bytes = r->fail_memory;
   return ppcc_error(c->d, "auto-partition: stage %d (%s) needs %lld bytes per device, more than --device-memory "
                           "%lld; no split into %d stages of %d devices fits",
                     r->fail_stage, range, (long long)r->fail_memory, (long long)p->memory_limit, c->pp, c->tp);

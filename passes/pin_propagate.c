@@ -89,8 +89,10 @@ static void tuple_str(const ppcc_value *v, char *buf, size_t n) {
   snprintf(buf, n, "'%s' on %s %s", v->name, devs, v->pinned ? "pinned" : "unpinned");
 }
 
-static ppcc_status placement_error(ppcc_graph *g, ppcc_op *op, const char *what, ppcc_diag *d) {
+static ppcc_status placement_error(ppcc_graph *g, ppcc_op *op, ppcc_site_kind site, const char *what,
+                                   ppcc_diag *d) {
   char msg[1024], ref[600], one[400];
+  ppcc_diag_site_set(d, site, op->src_index); /* src/fix/ explains it and proposes fixes */
   size_t off = (size_t)snprintf(msg, sizeof msg, "%s: %s:", ppcc_op_ref(g, op, ref, sizeof ref), what);
   for (int k = 0; k < op->n_in && off < sizeof msg; k++) {
     tuple_str(IN(k), one, sizeof one);
@@ -125,7 +127,7 @@ static ppcc_status pin_multi(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
     }
     if (!pinned) pinned = v;
     else if (!same_tuple(v, pinned))
-      return placement_error(g, op, "pin conflict: pinned operands live on different devices", d);
+      return placement_error(g, op, PPCC_SITE_PIN_CONFLICT, "pin conflict: pinned operands live on different devices", d);
   }
   if (all_same) {
     place_result(op, OUT(0), IN(0)->devices, all_pinned && op->n_in > 0,
@@ -133,11 +135,11 @@ static ppcc_status pin_multi(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
                             : "P4: all operands on the same devices; computed from an unpinned operand, so unpinned");
     return PPCC_OK;
   }
-  if (!pinned) return placement_error(g, op, "operands on different devices and none pinned", d);
+  if (!pinned) return placement_error(g, op, PPCC_SITE_NO_PINNED, "operands on different devices and none pinned", d);
   for (int k = 0; k < op->n_in; k++) {
     if (same_tuple(IN(k), pinned)) continue;
     if (IN(k)->layout.count != pinned->layout.count)
-      return placement_error(g, op, "cannot transfer between different shard counts", d);
+      return placement_error(g, op, PPCC_SITE_SHARD_COUNTS, "cannot transfer between different shard counts", d);
     request_move(g, op, k, pinned->devices);
   }
   if (op->n_in > 0 && !op->move_to) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
@@ -200,7 +202,7 @@ static ppcc_status pin_inplace(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   for (int k = 1; k < op->n_in; k++) {
     if (same_tuple(IN(k), dst)) continue;
     if (IN(k)->pinned)
-      return placement_error(g, op, "pin conflict: a pinned update cannot move to the destination", d);
+      return placement_error(g, op, PPCC_SITE_PINNED_UPDATE, "pin conflict: a pinned update cannot move to the destination", d);
     request_move(g, op, k, dst->devices);
     if (!op->move_to) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }

@@ -1,7 +1,9 @@
 /* Runs the real `ppcc compile` on every file of the bad-input corpus
  * (testdata/bad/expected.tsv) and checks the user-facing contract:
- * exit code 1, exactly one line "FILE: error: ..." on stderr containing the
- * expected text, and no report file (nor temporary file) left behind. */
+ * exit code 1, one line "FILE: error: ..." on stderr containing the
+ * expected text, and no report file (nor temporary file) left behind. A
+ * placement error may be followed by its --why chain and fixes (issue 17),
+ * each an indented "  note: " or "  fix: " line; nothing else may follow. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -113,8 +115,12 @@ START_TEST(test_bad_input) {
   ck_assert_msg(WEXITSTATUS(status) == 1, "%s: exit code %d, want 1; stderr: %s", row->file, WEXITSTATUS(status),
                 err);
   size_t len = strlen(err);
-  const char *newline = strchr(err, '\n');
-  ck_assert_msg(len > 0 && newline == err + len - 1, "%s: stderr is not exactly one line: [%s]", row->file, err);
+  char *newline = strchr(err, '\n');
+  ck_assert_msg(len > 0 && err[len - 1] == '\n' && newline, "%s: stderr is not whole lines: [%s]", row->file, err);
+  for (const char *line = newline + 1; *line; line = strchr(line, '\n') + 1)
+    ck_assert_msg(strncmp(line, "  note: ", 8) == 0 || strncmp(line, "  fix: ", 7) == 0,
+                  "%s: a line after the error is neither a note nor a fix: [%s]", row->file, err);
+  *newline = '\0'; /* the error line alone from here on */
   char prefix[4200];
   snprintf(prefix, sizeof prefix, "%s: error: ", model);
   ck_assert_msg(strncmp(err, prefix, strlen(prefix)) == 0, "%s: stderr does not start with \"%s\": [%s]", row->file,

@@ -52,7 +52,7 @@ fi
 # Regression inputs of testdata/bad/ each target replays.
 bad_inputs() {
   case $1 in
-    fuzz_model) find testdata/bad -type f -name '*.json' ;;
+    fuzz_model) find testdata/bad testdata/fix -type f -name '*.json' ;;
     fuzz_npy) find testdata/bad -type f -name '*.npy' ;;
     fuzz_safetensors) find testdata/bad -type f -name '*.safetensors' ;;
     fuzz_irpa) find testdata/bad -type f -name '*.irpa' ;;

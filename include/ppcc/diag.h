@@ -11,12 +11,35 @@ typedef enum {
   PPCC_ERR_INTERNAL = 3  /* a bug or an environment failure */
 } ppcc_status;
 
+/* Where a placement error arose, so that the fix generator (src/fix/) can
+ * explain it and propose edits. The pass that reports the error sets it
+ * just before (ppcc_diag_site_set); only the first error's site is kept. */
+typedef enum {
+  PPCC_SITE_NONE,
+  PPCC_SITE_PIN_CONFLICT,   /* pinned operands on different devices (P4) */
+  PPCC_SITE_NO_PINNED,      /* operands on different devices, none pinned */
+  PPCC_SITE_SHARD_COUNTS,   /* a move between different shard counts */
+  PPCC_SITE_PINNED_UPDATE,  /* in-place update from a pinned operand elsewhere (P7) */
+  PPCC_SITE_LAYOUTS,        /* a sharding rule refused the operands' layouts */
+  PPCC_SITE_MEMORY          /* auto-partition: no split fits --device-memory */
+} ppcc_site_kind;
+
+typedef struct ppcc_diag_site {
+  ppcc_site_kind kind;
+  int op;            /* index in the model's "ops" (src_index), -1 if none */
+  int op_end;        /* MEMORY: the stage's ops are [op, op_end) */
+  int stage;         /* MEMORY: the stage that does not fit */
+  long long bytes;   /* MEMORY: bytes per device it needs */
+} ppcc_diag_site;
+
 typedef struct ppcc_diag {
   const char *file;  /* prefix of every message: "FILE: error: MSG" */
   FILE *sink;        /* NULL: keep messages quiet (tests) */
   int errors;
   char first[1024];  /* first error message (without prefix), for tests */
   char last[1024];
+  ppcc_diag_site site; /* of the first error, if it was a placement error */
+  ppcc_diag_site pending; /* set by ppcc_diag_site_set for the next error */
 } ppcc_diag;
 
 void ppcc_diag_init(ppcc_diag *d, const char *file, FILE *sink);
@@ -28,6 +51,12 @@ ppcc_status ppcc_error(ppcc_diag *d, const char *fmt, ...)
  * status is passed. */
 ppcc_status ppcc_error_status(ppcc_diag *d, ppcc_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Marks the next error as a placement error at model op `op`. */
+void ppcc_diag_site_set(ppcc_diag *d, ppcc_site_kind kind, int op);
 void ppcc_note(ppcc_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A line that belongs to the error before it, "  KIND: MSG" (KIND is
+ * "note" or "fix"): the --why chain and fixes of a placement error. */
+void ppcc_diag_detail(ppcc_diag *d, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -105,19 +105,23 @@ ppcc_graph *cli_load_and_compile(const char *model_path, const char *dump_after,
 ppcc_graph *cli_load_and_compile_partitioned(const char *model_path, const char *dump_after,
                                              const cli_partition *req, ppcc_diag *d,
                                              ppcc_status *status) {
-  ppcc_diag_init(d, model_path, stderr);
+  bool json = req && req->diagnostics_json;
+  ppcc_diag_init(d, model_path, json ? NULL : stderr); /* JSON: one document at the end */
   ppcc_graph *g = ppcc_load_model_file(model_path, d);
   if (!g) {
     /* No diagnostic means the loader itself failed (out of memory). */
     *status = d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
+    if (json) cli_report_failure(model_path, NULL, d, req);
     return NULL;
   }
   cli_apply_partition(g, req);
   *status = ppcc_run_passes(g, dump_after, stderr, d);
   if (*status != PPCC_OK) {
+    cli_report_failure(model_path, g, d, req); /* the --why chain and fixes */
     ppcc_graph_free(g);
     return NULL;
   }
+  d->sink = stderr; /* later errors (rendering, running) stay one line each */
   return g;
 }
 
@@ -135,7 +139,7 @@ typedef struct compile_args {
 static const cli_option compile_options[] = {
   {"o", true}, {"emit", true}, {"report", true}, {"dump-after", true},
   {"pp", true}, {"tp", true}, {"device-memory", true}, {"microbatches", true}, {"calibration", true},
-  {NULL, false},
+  CLI_DIAGNOSTICS_OPTION, {NULL, false},
 };
 
 static ppcc_status on_compile_option(void *ctx, const char *name, const char *value) {
@@ -170,6 +174,7 @@ void cli_help_compile(FILE *out) {
         out);
   fputs(cli_partition_help, out);
   fputs(cli_predict_help, out);
+  fputs(cli_diagnostics_help, out);
   fputs("  -h, --help          show this help\n"
         "\n"
         "Output files are written only when everything succeeded, through a\n"
@@ -273,7 +278,7 @@ typedef struct report_args {
 static const cli_option report_options[] = {
   {"format", true}, {"dump-after", true}, {"why", true},
   {"pp", true}, {"tp", true}, {"device-memory", true}, {"microbatches", true}, {"calibration", true},
-  {NULL, false},
+  CLI_DIAGNOSTICS_OPTION, {NULL, false},
 };
 
 static ppcc_status on_report_option(void *ctx, const char *name, const char *value) {
@@ -304,6 +309,7 @@ void cli_help_report(FILE *out) {
         out);
   fputs(cli_partition_help, out);
   fputs(cli_predict_help, out);
+  fputs(cli_diagnostics_help, out);
   fputs("  -h, --help          show this help\n", out);
 }
 

@@ -62,6 +62,7 @@ ppcc_graph *cli_load_and_compile(const char *model_path, const char *dump_after,
 typedef struct cli_partition {
   int pp, tp;
   long long device_memory;
+  bool diagnostics_json; /* --diagnostics=json: errors as one JSON document on stderr */
 } cli_partition;
 
 /* Help lines of the three options. */
@@ -94,6 +95,18 @@ ppcc_status cli_predict_option(const char *command, cli_predict *p, const char *
 /* Reads the calibration file if one was given (a bad file: one line
  * naming the file and the field, PPCC_ERR_USER) and sets p->opts. */
 ppcc_status cli_predict_load(cli_predict *p, ppcc_diag *d);
+/* ---- placement errors explained, with fixes (fix_cmd.c) ---- */
+
+/* Option table entry and help line of --diagnostics=text|json. */
+#define CLI_DIAGNOSTICS_OPTION {"diagnostics", true}
+extern const char cli_diagnostics_help[];
+/* After a failed load or compile: the --why chain and fixes of a
+ * placement error as "  note:"/"  fix:" lines, or with --diagnostics=json
+ * the whole error as one JSON document on stderr. g may be NULL. */
+void cli_report_failure(const char *model_path, const ppcc_graph *g, ppcc_diag *d,
+                        const cli_partition *req);
+int cli_cmd_fix(int argc, char **argv);
+void cli_help_fix(FILE *out);
 
 /* ---- in-memory output, committed atomically (output.c) ---- */
 

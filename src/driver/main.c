@@ -27,6 +27,8 @@ static const command commands[] = {
    cli_cmd_compile, cli_help_compile},
   {"report", "print the placement report (text, JSON or DOT)", cli_cmd_report, cli_help_report},
   {"run", "execute a model on its logical devices", cli_cmd_run, cli_help_run},
+  {"fix", "apply the first proposed fix of each placement error until the model compiles", cli_cmd_fix,
+   cli_help_fix},
   {"import", "turn a model of another format (HF checkpoint, GGUF, ONNX) into model.json", cli_cmd_import,
    cli_help_import},
 #ifdef PPCC_HAVE_RUNTIME

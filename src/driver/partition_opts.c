@@ -50,6 +50,12 @@ ppcc_status cli_partition_option(const char *command, cli_partition *req, const 
     req->device_memory = v;
     return PPCC_OK;
   }
+  if (strcmp(name, "diagnostics") == 0) {
+    if (strcmp(value, "json") != 0 && strcmp(value, "text") != 0)
+      return cli_usage_error(command, "option '--diagnostics' needs 'text' or 'json', got '%s'", value);
+    req->diagnostics_json = strcmp(value, "json") == 0;
+    return PPCC_OK;
+  }
   *handled = false;
   return PPCC_OK;
 }

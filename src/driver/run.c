@@ -46,7 +46,7 @@ static const cli_option run_options[] = {
   {"weights", true}, {"random-weights", true}, {"input", true}, {"output-dir", true},
   {"check", false},  {"threads", true},        {"microbatches", true}, {"trace", true},
   {"dump-after", true}, {"backend", true}, {"deterministic", false},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {"repeat", true}, {"mpi", false}, {"ranks-map", true},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, CLI_DIAGNOSTICS_OPTION, {"repeat", true}, {"mpi", false}, {"ranks-map", true},
   {"expect", true}, {"check-plan", false}, {"plan-memory-tolerance", true}, {"plan-time-tolerance", true},
   {"calibration", true}, {NULL, false},
 };
@@ -207,6 +207,7 @@ void cli_help_run(FILE *out) {
         "                        (default: constants; reported as uncalibrated)\n",
         out);
   fputs(cli_partition_help, out);
+  fputs(cli_diagnostics_help, out);
   fputs("  -h, --help            show this help\n", out);
 }
 

@@ -6,6 +6,7 @@ void ppcc_diag_init(ppcc_diag *d, const char *file, FILE *sink) {
   memset(d, 0, sizeof *d);
   d->file = file ? file : "ppcc";
   d->sink = sink;
+  d->site.op = d->pending.op = -1;
 }
 
 static ppcc_status report(ppcc_diag *d, ppcc_status st, const char *kind,
@@ -16,7 +17,11 @@ static ppcc_status report(ppcc_diag *d, ppcc_status st, const char *kind,
   for (char *p = msg; *p; p++)
     if (*p == '\n' || *p == '\r') *p = ' ';
   if (st != PPCC_OK) {
-    if (d->errors == 0) memcpy(d->first, msg, sizeof msg);
+    if (d->errors == 0) {
+      memcpy(d->first, msg, sizeof msg);
+      d->site = d->pending;
+    }
+    d->pending = (ppcc_diag_site){.kind = PPCC_SITE_NONE, .op = -1};
     memcpy(d->last, msg, sizeof msg);
     d->errors++;
   }
@@ -43,9 +48,24 @@ ppcc_status ppcc_error_status(ppcc_diag *d, ppcc_status st, const char *fmt, ...
   return st;
 }
 
+void ppcc_diag_site_set(ppcc_diag *d, ppcc_site_kind kind, int op) {
+  d->pending = (ppcc_diag_site){.kind = kind, .op = op};
+}
+
 void ppcc_note(ppcc_diag *d, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   report(d, PPCC_OK, "note", fmt, ap);
   va_end(ap);
+}
+
+void ppcc_diag_detail(ppcc_diag *d, const char *kind, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  for (char *p = msg; *p; p++) /* one line each, like every diagnostic */
+    if (*p == '\n' || *p == '\r') *p = ' ';
+  if (d->sink) fprintf(d->sink, "  %s: %s\n", kind, msg);
 }

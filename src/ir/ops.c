@@ -75,6 +75,7 @@ static void shape_str(const ppcc_value *v, char *buf, size_t n) {
 
 static ppcc_status layouts_error(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, const char *why) {
   char msg[1024], l[64];
+  ppcc_diag_site_set(d, PPCC_SITE_LAYOUTS, op->src_index); /* src/fix/ proposes fixes */
   size_t off = (size_t)snprintf(msg, sizeof msg, "unsupported layouts (");
   for (int k = 0; k < op->n_in && off < sizeof msg; k++) {
     ppcc_layout_str(IN(k)->layout, l, sizeof l);

@@ -1,0 +1,226 @@
+/* Placement errors with their fixes on the command line (issue 17 item 3):
+ * the notes and fixes after a failed compile (text or --diagnostics=json)
+ * and `ppcc fix MODEL.json -o FIXED.json`, which applies the first fix of
+ * each error until the model compiles. Fixes come from src/fix/. */
+#include <stdlib.h>
+#include <string.h>
+#include "driver.h"
+#include "ppcc/fix.h"
+#include "ppcc/io.h"
+
+const char cli_diagnostics_help[] =
+    "  --diagnostics=FORMAT text (default): a placement error is followed by its\n"
+    "                      --why chain and fixes as '  note:'/'  fix:' lines;\n"
+    "                      json: the error as one JSON document on stderr (kind,\n"
+    "                      op, operands, chain, fixes as edits with their cost)\n";
+
+static ppcc_fix_options fix_options(const cli_partition *req) {
+  ppcc_fix_options o = {0};
+  if (req) o = (ppcc_fix_options){.pp = req->pp, .tp = req->tp, .device_memory = req->device_memory};
+  return o;
+}
+
+/* The model as parsed JSON; NULL if it does not read or parse (the loader
+ * has reported that already). */
+static cJSON *read_model(const char *path) {
+  ppcc_diag quiet;
+  ppcc_diag_init(&quiet, path, NULL);
+  size_t len = 0;
+  char *text = ppcc_read_file(path, &len, &quiet);
+  cJSON *model = text ? cJSON_ParseWithLength(text, len) : NULL;
+  free(text);
+  return model;
+}
+
+static void print_json_document(const char *path, cJSON *errors, cJSON *applied) {
+  cJSON *doc = cJSON_CreateObject();
+  if (!doc) return;
+  cJSON_AddNumberToObject(doc, "ppcc_diagnostics", 1);
+  cJSON_AddStringToObject(doc, "file", path);
+  if (applied) cJSON_AddItemReferenceToObject(doc, "applied", applied);
+  cJSON_AddItemReferenceToObject(doc, "errors", errors);
+  char *text = cJSON_Print(doc);
+  if (text) fprintf(stderr, "%s\n", text);
+  free(text);
+  cJSON_Delete(doc);
+}
+
+/* One diagnosis, as notes after the error line (through d) or as the JSON
+ * document. */
+static void emit_diagnosis(const char *path, cJSON *diag, ppcc_diag *d, bool json, cJSON *applied) {
+  if (!json) {
+    ppcc_fix_print_text(diag, d);
+    return;
+  }
+  cJSON *errors = cJSON_CreateArray();
+  if (errors && cJSON_AddItemReferenceToArray(errors, diag)) print_json_document(path, errors, applied);
+  cJSON_Delete(errors);
+}
+
+void cli_report_failure(const char *model_path, const ppcc_graph *g, ppcc_diag *d,
+                        const cli_partition *req) {
+  bool json = req && req->diagnostics_json;
+  if (!json && (!g || d->site.kind == PPCC_SITE_NONE)) return; /* one line said it all */
+  cJSON *model = g ? read_model(model_path) : NULL;
+  ppcc_fix_options opt = fix_options(req);
+  cJSON *diag = ppcc_fix_diagnose(model, model ? g : NULL, d, &opt);
+  if (diag) emit_diagnosis(model_path, diag, d, json, NULL);
+  cJSON_Delete(diag);
+  cJSON_Delete(model);
+}
+
+/* ---------------- ppcc fix ---------------- */
+
+#define FIX_MAX_ROUNDS 32
+
+typedef struct fix_args {
+  const char *out_path;
+  int pick; /* apply the pick-th fix of each error (1 = the first) */
+  cli_partition partition;
+} fix_args;
+
+static const cli_option fix_cmd_options[] = {
+  {"o", true}, {"pick", true}, {"pp", true}, {"tp", true}, {"device-memory", true}, CLI_DIAGNOSTICS_OPTION,
+  {NULL, false},
+};
+
+static ppcc_status on_fix_option(void *ctx, const char *name, const char *value) {
+  fix_args *a = ctx;
+  bool handled;
+  ppcc_status st = cli_partition_option("fix", &a->partition, name, value, &handled);
+  if (handled) return st;
+  if (strcmp(name, "o") == 0) a->out_path = value;
+  if (strcmp(name, "pick") == 0) {
+    long long v;
+    if ((st = cli_parse_int("fix", name, value, 1, 3, &v)) != PPCC_OK) return st;
+    a->pick = (int)v;
+  }
+  return PPCC_OK;
+}
+
+void cli_help_fix(FILE *out) {
+  fputs("Usage: ppcc fix MODEL.json -o FIXED.json [--diagnostics=text|json]\n"
+        "\n"
+        "Compiles MODEL.json; while a placement error stops it, applies the first\n"
+        "fix proposed for that error (an inserted transfer or collective, a changed\n"
+        "pin) and compiles again, at most 32 times. Writes the model that compiles\n"
+        "to FIXED.json and lists the fixes applied on stdout. Fails, writing\n"
+        "nothing, with the remaining error when no fix applies; a fix that changes\n"
+        "the command line (--tp, --pp, --device-memory) is shown, not applied.\n"
+        "\n"
+        "Options:\n"
+        "  -o FILE             where to write the fixed model (required)\n"
+        "  --pick=N            apply the N-th proposed fix (1-3) where an error has\n"
+        "                      that many, else the first (default 1)\n",
+        out);
+  fputs(cli_partition_help, out);
+  fputs(cli_diagnostics_help, out);
+  fputs("  -h, --help          show this help\n", out);
+}
+
+/* True if the fix only edits the model (no command-line option). */
+static bool edits_model_only(const cJSON *fix) {
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(fix, "edits")) {
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "edit");
+    if (!cJSON_IsString(k) || strcmp(k->valuestring, "set_option") == 0) return false;
+  }
+  return true;
+}
+
+static ppcc_status write_model(const char *path, const cJSON *model, ppcc_diag *d) {
+  cli_buffer buf = {.data = cJSON_Print(model)};
+  if (!buf.data) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  buf.len = strlen(buf.data);
+  /* A trailing newline, like every other file ppcc writes. */
+  char *nl = realloc(buf.data, buf.len + 2);
+  if (!nl) {
+    free(buf.data);
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  buf.data = nl;
+  buf.data[buf.len++] = '\n';
+  buf.data[buf.len] = '\0';
+  ppcc_status st = cli_write_outputs(&path, &buf, 1, d);
+  cli_buffer_free(&buf);
+  return st;
+}
+
+/* One round: compiles; on a placement error with a model fix, applies it. */
+static ppcc_status fix_round(const char *path, cJSON *model, const ppcc_fix_options *opt, const fix_args *a,
+                             cJSON *applied, bool *done) {
+  bool json = a->partition.diagnostics_json;
+  ppcc_diag d, out; /* d: quiet, for this compile; out: what the user sees */
+  ppcc_diag_init(&d, path, NULL);
+  ppcc_diag_init(&out, path, json ? NULL : stderr);
+  ppcc_status st;
+  ppcc_graph *g = ppcc_fix_compile(model, opt, &d, &st, true);
+  *done = st == PPCC_OK;
+  if (st == PPCC_OK || st != PPCC_ERR_USER || !g) {
+    if (st != PPCC_OK) ppcc_error_status(&out, st, "%s", d.first);
+    cJSON *diag = st != PPCC_OK && json ? ppcc_fix_diagnose(NULL, NULL, &d, opt) : NULL;
+    if (diag) emit_diagnosis(path, diag, &out, true, applied);
+    cJSON_Delete(diag);
+    ppcc_graph_free(g);
+    return st;
+  }
+  cJSON *diag = ppcc_fix_diagnose(model, g, &d, opt);
+  ppcc_graph_free(g);
+  if (!diag) return ppcc_error_status(&out, PPCC_ERR_INTERNAL, "out of memory");
+  const cJSON *fixes = cJSON_GetObjectItemCaseSensitive(diag, "fixes");
+  int pick = a->pick > 0 && a->pick <= cJSON_GetArraySize(fixes) ? a->pick - 1 : 0;
+  cJSON *first = cJSON_GetArrayItem(fixes, pick);
+  char why[300] = "";
+  if (first && edits_model_only(first) && ppcc_fix_apply(model, first, &(ppcc_fix_options){0}, why, sizeof why)) {
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(first, "text");
+    printf("applied: %s\n", cJSON_IsString(text) ? text->valuestring : "?");
+    cJSON_AddItemToArray(applied, cJSON_Duplicate(first, true));
+    cJSON_Delete(diag);
+    return PPCC_OK;
+  }
+  /* No fix applies: the remaining error, explained, and nothing written. */
+  ppcc_error(&out, "%s", d.first);
+  emit_diagnosis(path, diag, &out, json, applied);
+  if (why[0]) ppcc_diag_detail(&out, "note", "the fix does not apply: %s", why);
+  else if (first) ppcc_diag_detail(&out, "note", "the fix changes the command line, not the model; ppcc fix leaves that to you");
+  cJSON_Delete(diag);
+  return PPCC_ERR_USER;
+}
+
+int cli_cmd_fix(int argc, char **argv) {
+  fix_args a = {0};
+  cli_parse p = {.command = "fix", .options = fix_cmd_options, .on_option = on_fix_option, .ctx = &a};
+  ppcc_status st = cli_parse_args(&p, argc, argv);
+  if (st != PPCC_OK) return st;
+  if (p.help) {
+    cli_help_fix(stdout);
+    return PPCC_OK;
+  }
+  if (!a.out_path) return cli_usage_error("fix", "missing -o FIXED.json (where to write the fixed model)");
+  if ((st = cli_check_partition("fix", &a.partition)) != PPCC_OK) return st;
+  ppcc_diag d;
+  ppcc_diag_init(&d, p.model_path, stderr);
+  cJSON *model = read_model(p.model_path);
+  if (!model) {
+    /* Let the loader say what is wrong with the file, one line. */
+    ppcc_graph_free(cli_load_and_compile_partitioned(p.model_path, NULL, &a.partition, &d, &st));
+    return st != PPCC_OK ? st : PPCC_ERR_USER;
+  }
+  ppcc_fix_options opt = fix_options(&a.partition);
+  cJSON *applied = cJSON_CreateArray();
+  bool done = false;
+  int rounds = 0;
+  st = applied ? PPCC_OK : PPCC_ERR_INTERNAL;
+  while (st == PPCC_OK && !done && rounds++ <= FIX_MAX_ROUNDS) st = fix_round(p.model_path, model, &opt, &a, applied, &done);
+  if (st == PPCC_OK && !done)
+    st = ppcc_error(&d, "still does not compile after %d fixes; giving up", FIX_MAX_ROUNDS);
+  if (st == PPCC_OK) {
+    st = write_model(a.out_path, model, &d);
+    if (st == PPCC_OK)
+      printf("%d fix%s applied; '%s' compiles\n", cJSON_GetArraySize(applied),
+             cJSON_GetArraySize(applied) == 1 ? "" : "es", a.out_path);
+  }
+  cJSON_Delete(applied);
+  cJSON_Delete(model);
+  return st;
+}
