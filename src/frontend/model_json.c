@@ -410,6 +410,92 @@ static ppcc_status check_name(const cJSON *j, const jpath *path, const jwho *who
   return PPCC_OK;
 }
 
+/* ---------------- big arrays, element by element ----------------
+ * The fast path (load_fast) never holds the tree of "params", "inputs" or
+ * "ops": it finds each element's text with a scanner and parses that alone
+ * into a scratch arena reset per element. A million-op tree was ~1 GB. */
+typedef struct json_text {
+  const char *p, *end;
+} json_text;
+
+static json_block *piece_arena; /* scratch blocks of parse_piece */
+
+static const char *skip_space(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+  return p;
+}
+
+/* End of the JSON value at p: the first ',', ']' or '}' outside strings
+ * and brackets, or end; NULL if the text stops inside a string. */
+static const char *value_end(const char *p, const char *end) {
+  int depth = 0;
+  bool in_string = false;
+  for (; p < end; p++) {
+    char c = *p;
+    if (in_string) {
+      if (c == '\\') p++;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      depth++;
+    } else if (c == ']' || c == '}') {
+      if (depth == 0) return p;
+      depth--;
+    } else if (c == ',' && depth == 0) {
+      return p;
+    }
+  }
+  return in_string || depth ? NULL : end;
+}
+
+/* cJSON's tree of the one value in [p, end) (surrounding white space
+ * allowed), in the scratch arena; NULL unless that is exactly one value. */
+static cJSON *parse_piece(const char *p, const char *end) {
+  while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' || end[-1] == '\r')) end--;
+  if (piece_arena) { /* reset: keep the newest block */
+    json_blocks_free(piece_arena->next);
+    piece_arena->next = NULL;
+    piece_arena->used = 0;
+  }
+  json_block *outer = json_arena;
+  json_arena = piece_arena;
+  const char *stop = NULL;
+  cJSON *item = end > p ? cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &stop, false) : NULL;
+  piece_arena = json_arena;
+  json_arena = outer;
+  return item && stop == end ? item : NULL;
+}
+
+/* Steps through the elements of the array text *t ("[ a, b ]"): *item is
+ * the next element's tree, NULL at the end. False if the text is not an
+ * array of well-formed values. */
+static bool next_piece(json_text *t, bool first, cJSON **item) {
+  const char *p = skip_space(t->p, t->end);
+  *item = NULL;
+  if (first) {
+    if (p == t->end || *p != '[') return false;
+    p = skip_space(p + 1, t->end);
+    if (p < t->end && *p == ']') {
+      t->p = p + 1;
+      return true;
+    }
+  } else {
+    if (p == t->end) return false;
+    if (*p == ']') {
+      t->p = p + 1;
+      return true;
+    }
+    if (*p != ',') return false;
+    p++;
+  }
+  const char *e = value_end(p, t->end);
+  if (!e || e == t->end) return false;
+  *item = parse_piece(p, e);
+  t->p = e;
+  return *item != NULL;
+}
+
 /* ---------------- the loader ---------------- */
 
 typedef struct {
@@ -419,6 +505,7 @@ typedef struct {
   int n_params;     /* values [0, n_params) are params, then inputs */
   int n_inputs;
   struct decl *decl; /* scratch for load_decl */
+  bool piece_error;  /* fast path: an element's text did not parse */
 } loader;
 
 /* Where an existing value was defined, for "already defined by ..." */
@@ -646,11 +733,30 @@ static ppcc_status load_decl(loader *L, const cJSON *j, const char *section, int
   return st;
 }
 
-static ppcc_status load_decls(loader *L, const cJSON *arr, const char *section, bool is_param, int *count) {
+/* Failure of the fast path: an element that does not parse alone. The
+ * full parse then runs and reports it as the classic loader does. */
+static ppcc_status piece_failed(loader *L) {
+  L->piece_error = true;
+  return ppcc_error(L->d, "(fast path) an array element does not parse on its own");
+}
+
+/* text: the array's text (fast path), or NULL to walk arr's tree. */
+static ppcc_status load_decls(loader *L, const cJSON *arr, const json_text *text, const char *section, bool is_param,
+                              int *count) {
   *count = 0;
   if (!arr) return PPCC_OK;
   ppcc_status st = expect_type(arr, cJSON_IsArray(arr), "an array", JKEY(NULL, section), &no_who, L->d);
   if (st) return st;
+  if (text) {
+    json_text t = *text;
+    cJSON *item;
+    for (bool first = true;; first = false) {
+      if (!next_piece(&t, first, &item)) return piece_failed(L);
+      if (!item) return PPCC_OK;
+      if ((st = load_decl(L, item, section, *count, is_param))) return st;
+      (*count)++;
+    }
+  }
   const cJSON *item;
   cJSON_ArrayForEach(item, arr) {
     if ((st = load_decl(L, item, section, *count, is_param))) return st;
@@ -888,10 +994,19 @@ static ppcc_status load_op(loader *L, const cJSON *j, int index) {
   return PPCC_OK;
 }
 
-static ppcc_status load_ops(loader *L, const cJSON *arr) {
+static ppcc_status load_ops(loader *L, const cJSON *arr, const json_text *text) {
   if (!arr) return ppcc_error(L->d, "top level: missing required key 'ops'");
   ppcc_status st = expect_type(arr, cJSON_IsArray(arr), "an array", JKEY(NULL, "ops"), &no_who, L->d);
   if (st) return st;
+  if (text) { /* the cycle diagnostic needs the whole list: the full parse gives it */
+    json_text t = *text;
+    cJSON *op;
+    for (int i = 0;; i++) {
+      if (!next_piece(&t, i == 0, &op) || i > PPCC_MAX_OPS) return piece_failed(L);
+      if (!op) return PPCC_OK;
+      if ((st = load_op(L, op, i))) return st;
+    }
+  }
   int n = cJSON_GetArraySize(arr);
   if (n > PPCC_MAX_OPS) return ppcc_error(L->d, "ops: %d ops exceed the limit of %d", n, PPCC_MAX_OPS);
   L->ops = arr;
@@ -960,7 +1075,9 @@ static ppcc_status read_header(const cJSON *root, const char *default_name, cons
   return PPCC_OK;
 }
 
-static ppcc_graph *build_graph(const cJSON *root, const char *default_name, ppcc_diag *d) {
+/* arrays: the text of "params", "inputs" and "ops" (fast path; their
+ * entries in root are empty placeholders), or NULL: all in root's tree. */
+static ppcc_graph *build_graph(const cJSON *root, const json_text *arrays, const char *default_name, ppcc_diag *d) {
   const char *name = NULL;
   int devices = 0;
   if (read_header(root, default_name, &name, &devices, d)) return NULL;
@@ -971,9 +1088,12 @@ static ppcc_graph *build_graph(const cJSON *root, const char *default_name, ppcc
     free(L.decl);
     return NULL;
   }
-  ppcc_status st = load_decls(&L, cJSON_GetObjectItemCaseSensitive(root, "params"), "params", true, &L.n_params);
-  if (!st) st = load_decls(&L, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", false, &L.n_inputs);
-  if (!st) st = load_ops(&L, cJSON_GetObjectItemCaseSensitive(root, "ops"));
+  ppcc_status st = load_decls(&L, cJSON_GetObjectItemCaseSensitive(root, "params"), arrays ? &arrays[0] : NULL,
+                              "params", true, &L.n_params);
+  if (!st)
+    st = load_decls(&L, cJSON_GetObjectItemCaseSensitive(root, "inputs"), arrays ? &arrays[1] : NULL, "inputs",
+                    false, &L.n_inputs);
+  if (!st) st = load_ops(&L, cJSON_GetObjectItemCaseSensitive(root, "ops"), arrays ? &arrays[2] : NULL);
   if (!st) st = load_outputs(&L, cJSON_GetObjectItemCaseSensitive(root, "outputs"));
   free(L.decl);
   if (st) {
@@ -983,14 +1103,97 @@ static ppcc_graph *build_graph(const cJSON *root, const char *default_name, ppcc
   return L.g;
 }
 
+/* ---- the fast path ----
+ * The top-level object is split by a scanner: its small members are
+ * parsed into a root object, the three big arrays are left as text for
+ * load_decls / load_ops to parse element by element. Any problem, in the
+ * text or in the model, makes it give up quietly: the full parse then
+ * runs and reports exactly what it always did. */
+static const char *const big_arrays[3] = {"params", "inputs", "ops"};
+
+static cJSON *split_top_level(const char *p, const char *end, json_text arrays[3]) {
+  p = skip_space(p, end);
+  if (p == end || *p != '{') return NULL;
+  cJSON *root = cJSON_CreateObject();
+  if (!root) return NULL;
+  p = skip_space(p + 1, end);
+  if (p < end && *p == '}') return skip_space(p + 1, end) == end ? root : NULL;
+  for (;;) {
+    char key[32];
+    const char *k = p + 1, *k_end = k;
+    if (p == end || *p != '"') return NULL;
+    while (k_end < end && *k_end != '"' && *k_end != '\\' && k_end - k < (long)sizeof key - 1) k_end++;
+    if (k_end == end || *k_end != '"') return NULL;
+    memcpy(key, k, (size_t)(k_end - k));
+    key[k_end - k] = 0;
+    p = skip_space(k_end + 1, end);
+    if (p == end || *p != ':') return NULL;
+    p = skip_space(p + 1, end);
+    const char *v_end = value_end(p, end);
+    if (!v_end || v_end == p) return NULL;
+    int big = 0;
+    while (big < 3 && strcmp(key, big_arrays[big]) != 0) big++;
+    cJSON *item = big < 3 ? cJSON_CreateArray() : parse_piece(p, v_end);
+    if (big < 3) arrays[big] = (json_text){p, v_end};
+    if (!item) return NULL;
+    if (big == 3) { /* parse_piece's arena is scratch: keep a copy */
+      cJSON *copy = cJSON_Duplicate(item, true);
+      if (!copy) return NULL;
+      item = copy;
+    }
+    cJSON_AddItemToObject(root, key, item);
+    p = skip_space(v_end, end);
+    if (p < end && *p == ',') {
+      p = skip_space(p + 1, end);
+      continue;
+    }
+    if (p < end && *p == '}') return skip_space(p + 1, end) == end ? root : NULL;
+    return NULL;
+  }
+}
+
+/* The graph by the fast path, or NULL (nothing reported) to use the full
+ * parse instead. */
+static ppcc_graph *load_fast(const char *json, size_t len, const char *default_name, ppcc_diag *d) {
+  if (len >= 3 && memcmp(json, "\xEF\xBB\xBF", 3) == 0) {
+    json += 3;
+    len -= 3;
+  }
+  ppcc_diag quiet;
+  ppcc_diag_init(&quiet, d->file, NULL);
+  bool truncated;
+  if (len > MAX_FILE_BYTES || check_raw_text(json, len, &truncated, &quiet) != PPCC_OK || truncated) return NULL;
+  cJSON_Hooks hooks = {json_arena_alloc, json_arena_keep};
+  json_arena = NULL;
+  piece_arena = NULL;
+  cJSON_InitHooks(&hooks);
+  json_text arrays[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+  cJSON *root = split_top_level(json, json + len, arrays);
+  ppcc_graph *g = root ? build_graph(root, arrays, default_name, &quiet) : NULL;
+  cJSON_InitHooks(NULL);
+  json_blocks_free(json_arena);
+  json_blocks_free(piece_arena);
+  json_arena = piece_arena = NULL;
+  if (g && quiet.errors) { /* cannot happen: build_graph returns NULL on errors */
+    ppcc_graph_free(g);
+    g = NULL;
+  }
+  return g;
+}
+
 /* Parses and builds the graph; owned_json (the text, when the loader read
  * it) is freed as soon as the tree holds its own copies, and the tree once
  * the graph is built, so the three never all live at once. */
 static ppcc_graph *load(const char *json, size_t len, char *owned_json, const char *default_name, ppcc_diag *d) {
+  ppcc_graph *fast = load_fast(json, len, default_name, d);
+  if (fast) {
+    free(owned_json);
+    return fast;
+  }
   json_block *blocks;
   cJSON *root = parse_json(json, len, &blocks, d);
   free(owned_json);
-  ppcc_graph *g = root ? build_graph(root, default_name, d) : NULL;
+  ppcc_graph *g = root ? build_graph(root, NULL, default_name, d) : NULL;
   json_blocks_free(blocks);
   return g;
 }
