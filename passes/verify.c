@@ -4,22 +4,23 @@
 
 static ppcc_status check_operands(ppcc_graph *g, int op_index, ppcc_diag *d) {
   ppcc_op *op = &g->ops[op_index];
-  char ref[600];
-  ppcc_op_ref(g, op, ref, sizeof ref);
+  char ref[600]; /* spelled out only for a diagnostic */
+#define REF ppcc_op_ref(g, op, ref, sizeof ref)
   if (op->n_in < op->info->min_in || op->n_in > op->info->max_in || op->n_out != op->info->n_out)
-    return ppcc_error(d, "%s: takes %d..%d operands and %d results, got %d and %d", ref, op->info->min_in,
+    return ppcc_error(d, "%s: takes %d..%d operands and %d results, got %d and %d", REF, op->info->min_in,
                       op->info->max_in, op->info->n_out, op->n_in, op->n_out);
   for (int k = 0; k < op->n_in; k++) {
     int v = op->in[k];
-    if (v < 0 || v >= g->n_values) return ppcc_error(d, "%s: operand %d is not a value", ref, k);
+    if (v < 0 || v >= g->n_values) return ppcc_error(d, "%s: operand %d is not a value", REF, k);
     if (g->values[v].def_op >= op_index)
-      return ppcc_error(d, "%s: operand '%s' is used before its definition (cycle)", ref, g->values[v].name);
+      return ppcc_error(d, "%s: operand '%s' is used before its definition (cycle)", REF, g->values[v].name);
   }
   for (int k = 0; k < op->n_out; k++) {
     int v = op->out[k];
     if (v < 0 || v >= g->n_values || g->values[v].def_op != op_index)
-      return ppcc_error(d, "%s: result %d is not defined by this op", ref, k);
+      return ppcc_error(d, "%s: result %d is not defined by this op", REF, k);
   }
+#undef REF
   return PPCC_OK;
 }
 

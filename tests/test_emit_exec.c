@@ -177,6 +177,33 @@ START_TEST(all_gather_and_elementwise) {
 }
 END_TEST
 
+/* Kernels are reused by their inputs (exec_kernel.c's input keys): ops
+ * alike but for an attribute or for an operand bound twice (x * x against
+ * x * y) must keep kernels of their own; the results prove it. */
+START_TEST(kernel_reuse_keeps_different_inputs_apart) {
+  ppcc_graph *g = model(2, "",
+                        "{'name': 'x', 'dtype': 'f32', 'shape': [4, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}},"
+                        "{'name': 'y', 'dtype': 'f32', 'shape': [4, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}}",
+                        "{'op': 'mul', 'in': ['x', 'x'], 'out': ['a']},"
+                        "{'op': 'mul', 'in': ['x', 'y'], 'out': ['b']},"
+                        "{'op': 'scale', 'in': ['a'], 'out': ['c'], 'attrs': {'value': 0.5}},"
+                        "{'op': 'scale', 'in': ['b'], 'out': ['d'], 'attrs': {'value': 0.25}},"
+                        "{'op': 'mul', 'in': ['y', 'y'], 'out': ['e']},"
+                        "{'op': 'add', 'in': ['c', 'd'], 'out': ['f']},"
+                        "{'op': 'add', 'in': ['f', 'e'], 'out': ['g']},"
+                        "{'op': 'all_gather', 'in': ['g'], 'out': ['out']}",
+                        "'out'");
+  ppcc_status st;
+  char *text = emit_exec(g, &st);
+  ck_assert_msg(text, "mlir-exec emit failed: %s", diag.first);
+  int kernels = 0;
+  for (const char *p = text; (p = strstr(p, "func.func private @k")); p++) kernels++;
+  ck_assert_int_eq(kernels, 5); /* x*x (= y*y), x*y, scale 0.5, scale 0.25, add */
+  free(text);
+  expect_all(g);
+}
+END_TEST
+
 START_TEST(create_and_unshard) {
   expect_all(model(4, "", "{'name': 'x', 'dtype': 'f32', 'shape': [8, 4]}",
                    "{'op': 'replicate', 'in': ['x'], 'out': ['r'], 'attrs': {'count': 2, 'devices': [1, 2]}},"
@@ -274,6 +301,7 @@ int main(void) {
   TCase *tc = tcase_create("exec");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, every_shipped_model_verifies_and_matches_reference);
+  tcase_add_test(tc, kernel_reuse_keeps_different_inputs_apart);
   tcase_add_test(tc, linalg_matmul_instead_of_openblas);
   tcase_add_test(tc, contractions_of_any_rank_call_the_runtime);
   tcase_add_test(tc, llama_matches_pytorch_logits);

@@ -6,9 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "../tools/pipeline_model.h"
 #include "ppcc/emit.h"
+#include "ppcc/frontend.h"
 #include "ppcc/ops.h"
+#include "ppcc/passes.h"
 #include "emit_support.h"
+
+/* src/emit/emit_internal.h: whether the annotated form is printed without
+ * MLIR (emit_direct.c). */
+bool emit_direct_supported(const ppcc_graph *g);
 
 static ppcc_diag diag;
 
@@ -19,6 +26,32 @@ static ppcc_graph *model(int devices, const char *params, const char *inputs, co
 }
 
 static char *emit(const ppcc_graph *g, ppcc_emit_kind kind, ppcc_status *st) { return t_emit(g, kind, st, &diag); }
+
+/* The annotated form through an MLIR module, whichever way ppcc_emit
+ * takes. */
+static char *emit_via_mlir(const ppcc_graph *g) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  ppcc_diag_init(&diag, "test.json", NULL);
+  ppcc_status st = ppcc_emit_via_mlir(g, PPCC_EMIT_MLIR, f, &diag);
+  fclose(f);
+  ck_assert_msg(st == PPCC_OK, "emit via MLIR failed: %s", diag.first);
+  return text;
+}
+
+/* ppcc_emit's annotated text is the MLIR path's, byte for byte. */
+static void expect_same_as_mlir_path(const ppcc_graph *g, const char *text) {
+  char *want = emit_via_mlir(g);
+  if (strcmp(text, want) != 0) {
+    size_t i = 0;
+    while (text[i] && text[i] == want[i]) i++;
+    size_t from = i > 200 ? i - 200 : 0;
+    ck_abort_msg("annotated text differs from the MLIR path's at byte %zu:\n--- got\n%.400s\n--- MLIR\n%.400s", i,
+                 text + from, want + from);
+  }
+  free(want);
+}
 
 /* Runs mlir-opt-19 with the shipped dialect on the text. */
 static void expect_mlir_opt_verifies(const char *text) {
@@ -34,6 +67,7 @@ static void expect_emits(ppcc_graph *g, const char *const *want) {
   char *text = emit(g, PPCC_EMIT_MLIR, &st);
   ck_assert_msg(text, "emit failed: %s", diag.first);
   for (; want && *want; want++) ck_assert_msg(strstr(text, *want), "no '%s' in:\n%s", *want, text);
+  expect_same_as_mlir_path(g, text);
   expect_mlir_opt_verifies(text);
   free(text);
   text = emit(g, PPCC_EMIT_IREE, &st);
@@ -54,6 +88,55 @@ START_TEST(shipped_models_emit_and_verify) {
     ck_assert_msg(g, "%s: %s", rel, diag.first);
     expect_emits(g, W("func.func @main", "ppcc.device"));
   }
+}
+END_TEST
+
+/* Pipeline-FFN models (tools/pipeline_model.h: matmul, gelu, all_reduce,
+ * transfers, unshard) take the direct printer; its text must be the MLIR
+ * path's for every shape of pipeline. */
+START_TEST(direct_text_matches_mlir_on_pipelines) {
+  static const long shapes[][3] = {{1, 1, 1}, {3, 1, 2}, {5, 2, 2}, {7, 2, 3}, {6, 4, 3}, {4, 3, 4}};
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    pipeline_config cfg = pipeline_defaults;
+    cfg.blocks = shapes[i][0];
+    cfg.tp = shapes[i][1];
+    cfg.pp = shapes[i][2];
+    cfg.hidden = 8;
+    cfg.ffn = 24;
+    cfg.batch = 2;
+    ck_assert_ptr_null(pipeline_config_error(&cfg));
+    char *json = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&json, &len);
+    pipeline_write_model(f, &cfg);
+    fclose(f);
+    ppcc_diag_init(&diag, "pipeline.json", NULL);
+    ppcc_graph *g = ppcc_load_model_string(json, len, &diag);
+    ck_assert_msg(g && ppcc_run_passes(g, NULL, NULL, &diag) == PPCC_OK, "pipeline %zu: %s", i, diag.first);
+    ck_assert_msg(emit_direct_supported(g), "pipeline %zu does not take the direct printer", i);
+    ppcc_status st;
+    char *text = emit(g, PPCC_EMIT_MLIR, &st);
+    ck_assert_msg(text, "emit failed: %s", diag.first);
+    expect_same_as_mlir_path(g, text);
+    if (i == 3) expect_mlir_opt_verifies(text);
+    free(text);
+    free(json);
+    ppcc_graph_free(g);
+  }
+}
+END_TEST
+
+/* Names MLIR prints escaped (non-ASCII bytes as \XX) come out the same
+ * from the direct printer. */
+START_TEST(direct_text_escapes_names_like_mlir) {
+  ppcc_graph *g = model(2, "{'name': 'w\xc3\xa9', 'dtype': 'f32', 'shape': [4, 6], 'shard': {'kind': 'split', 'dim': 1, 'count': 2}}",
+                        "{'name': 'x', 'dtype': 'f32', 'shape': [3, 4], 'shard': {'kind': 'replicated', 'count': 2}}",
+                        "{'op': 'matmul', 'in': ['x', 'w\xc3\xa9'], 'out': ['h\xc3\xa9']},"
+                        "{'op': 'gelu', 'in': ['h\xc3\xa9'], 'out': ['a']},"
+                        "{'op': 'all_gather', 'in': ['a'], 'out': ['y']}",
+                        "'y'");
+  ck_assert(emit_direct_supported(g));
+  expect_emits(g, W("loc(\"h\\C3\\A9\")", "ppcc.name = \"w\\C3\\A9\""));
 }
 END_TEST
 
@@ -242,6 +325,8 @@ int main(void) {
   TCase *tc = tcase_create("emit");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, shipped_models_emit_and_verify);
+  tcase_add_test(tc, direct_text_matches_mlir_on_pipelines);
+  tcase_add_test(tc, direct_text_escapes_names_like_mlir);
   tcase_add_test(tc, tensor_parallel_ffn_annotations);
   tcase_add_test(tc, transfers_between_stages);
   tcase_add_test(tc, iree_params_are_named_parameter_globals);

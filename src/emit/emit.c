@@ -145,6 +145,11 @@ ppcc_status emit_lower_all_ops(ppcc_emit_ctx *c) {
 }
 
 ppcc_status ppcc_emit(const ppcc_graph *g, ppcc_emit_kind kind, FILE *out, ppcc_diag *d) {
+  if (kind == PPCC_EMIT_MLIR && emit_direct_supported(g)) return emit_direct(g, out, d);
+  return ppcc_emit_via_mlir(g, kind, out, d);
+}
+
+ppcc_status ppcc_emit_via_mlir(const ppcc_graph *g, ppcc_emit_kind kind, FILE *out, ppcc_diag *d) {
   ppcc_emit_ctx c;
   ppcc_status st = emit_ctx_init(&c, g, kind, d);
   char *text = NULL;

@@ -186,6 +186,11 @@ MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, Ml
  * in the other forms. The caller still clamps the indices it uses. */
 ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, bool token_ids);
 
+/* ---- the annotated form without MLIR (emit_direct.c) ---- */
+/* Whether emit_direct prints exactly what the MLIR path would. */
+bool emit_direct_supported(const ppcc_graph *g);
+ppcc_status emit_direct(const ppcc_graph *g, FILE *out, ppcc_diag *d);
+
 /* ---- output (emit_print.c) ---- */
 /* Verifies the module, prints it and post-processes the text; on success
  * *text is malloc'ed (caller frees). */

@@ -14,6 +14,8 @@ typedef struct exec_state {
   int op_index;            /* index in g->ops of the op being lowered */
   struct exec_kernel *kernels; /* distinct shard kernels (exec_kernel.c) */
   int n_kernels, cap_kernels;
+  struct exec_input_key *input_keys; /* what a kernel was built from -> kernel (exec_kernel.c) */
+  int n_input_keys, cap_input_keys;
 } exec_state;
 
 /* Makes device's function body the insertion block and returns it. */

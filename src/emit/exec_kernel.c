@@ -31,11 +31,28 @@ struct exec_kernel {
   MlirType result;   /* result shard type */
 };
 
+/* Everything a shard lowering reads (op kind and attributes, the operands'
+ * and results' MLIR types, dtypes, shapes and layouts, which operand is
+ * which binding, the shard index), as bytes: two shard computations with
+ * the same input key lower to the same kernel, so a repeat is called
+ * without building and printing it again. Printing every candidate was
+ * most of the executable form's time (an AsmState per kernel). */
+struct exec_input_key {
+  uint64_t hash; /* 0: empty slot */
+  unsigned char *bytes;
+  size_t len;
+  int kernel; /* index in kernels */
+};
+
 void exec_kernels_free(exec_state *x) {
   for (int i = 0; i < x->n_kernels; i++) free(x->kernels[i].key);
   free(x->kernels);
   x->kernels = NULL;
   x->n_kernels = x->cap_kernels = 0;
+  for (int i = 0; i < x->cap_input_keys; i++) free(x->input_keys[i].bytes);
+  free(x->input_keys);
+  x->input_keys = NULL;
+  x->n_input_keys = x->cap_input_keys = 0;
 }
 
 /* ---- printed form ---- */
@@ -104,6 +121,114 @@ typedef struct binding {
   int value, shard;
   MlirValue outer; /* the shard in the device function */
 } binding;
+
+/* ---- input keys ---- */
+typedef struct key_bytes {
+  unsigned char *data;
+  size_t len, cap;
+  bool oom;
+} key_bytes;
+
+static void kb_put(key_bytes *k, const void *p, size_t n) {
+  if (k->oom) return;
+  if (k->len + n > k->cap) {
+    size_t cap = k->cap ? k->cap * 2 : 256;
+    while (cap < k->len + n) cap *= 2;
+    unsigned char *q = realloc(k->data, cap);
+    if (!q) {
+      k->oom = true;
+      return;
+    }
+    k->data = q;
+    k->cap = cap;
+  }
+  memcpy(k->data + k->len, p, n);
+  k->len += n;
+}
+
+static void kb_int(key_bytes *k, int64_t v) { kb_put(k, &v, sizeof v); }
+
+static void kb_value(key_bytes *k, const ppcc_value *v) {
+  kb_int(k, v->dtype);
+  kb_int(k, v->rank);
+  kb_put(k, v->shape, sizeof(int64_t) * (size_t)v->rank);
+  kb_int(k, v->layout.kind);
+  kb_int(k, v->layout.dim);
+  kb_int(k, v->layout.count);
+}
+
+static void input_key(const ppcc_emit_ctx *c, const ppcc_op *op, int shard, int n, const binding *b,
+                      const MlirType *types, key_bytes *k) {
+  kb_int(k, op->info->id);
+  kb_int(k, shard);
+  kb_int(k, c->exec_linalg_matmul);
+  kb_int(k, op->n_in);
+  for (int i = 0; i < op->n_in; i++) {
+    int s = c->g->values[op->in[i]].layout.count == 1 ? 0 : shard, j = 0;
+    while (j < n && !(b[j].value == op->in[i] && b[j].shard == s)) j++;
+    kb_int(k, j);
+    kb_value(k, &c->g->values[op->in[i]]);
+  }
+  for (int i = 0; i < n; i++) kb_put(k, &types[i].ptr, sizeof types[i].ptr); /* uniqued: same pointer, same type */
+  kb_int(k, op->n_out);
+  for (int i = 0; i < op->n_out; i++) kb_value(k, &c->g->values[op->out[i]]);
+  kb_int(k, op->n_attrs);
+  for (int i = 0; i < op->n_attrs; i++) {
+    const ppcc_attr *a = &op->attrs[i];
+    kb_put(k, a->name, strlen(a->name) + 1);
+    kb_int(k, a->type);
+    kb_int(k, a->i);
+    kb_put(k, &a->f, sizeof a->f);
+    kb_int(k, a->n);
+    if (a->ints) kb_put(k, a->ints, sizeof(int64_t) * (size_t)a->n);
+    if (a->s) kb_put(k, a->s, strlen(a->s) + 1);
+  }
+}
+
+static uint64_t bytes_hash(const unsigned char *p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return h ? h : 1;
+}
+
+/* The slot of key k in the open-addressing table (its own or an empty one). */
+static struct exec_input_key *input_key_slot(const exec_state *x, uint64_t hash, const key_bytes *k) {
+  size_t mask = (size_t)x->cap_input_keys - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    struct exec_input_key *e = &x->input_keys[i];
+    if (!e->hash || (e->hash == hash && e->len == k->len && memcmp(e->bytes, k->data, k->len) == 0)) return e;
+  }
+}
+
+static int find_input_key(const exec_state *x, uint64_t hash, const key_bytes *k) {
+  if (!x->cap_input_keys) return -1;
+  const struct exec_input_key *e = input_key_slot(x, hash, k);
+  return e->hash ? e->kernel : -1;
+}
+
+/* Remembers that input key k built kernel `kernel` (takes k's bytes). */
+static bool remember_input_key(exec_state *x, uint64_t hash, key_bytes *k, int kernel) {
+  if ((x->n_input_keys + 1) * 2 > x->cap_input_keys) {
+    int cap = x->cap_input_keys ? x->cap_input_keys * 2 : 64;
+    struct exec_input_key *old = x->input_keys, *fresh = calloc((size_t)cap, sizeof *fresh);
+    if (!fresh) return false;
+    int old_cap = x->cap_input_keys;
+    x->input_keys = fresh;
+    x->cap_input_keys = cap;
+    for (int i = 0; i < old_cap; i++)
+      if (old[i].hash) {
+        key_bytes ok = {old[i].bytes, old[i].len, old[i].len, false};
+        *input_key_slot(x, old[i].hash, &ok) = old[i];
+      }
+    free(old);
+  }
+  struct exec_input_key *e = input_key_slot(x, hash, k);
+  if (e->hash) return true;
+  *e = (struct exec_input_key){hash, k->data, k->len, kernel};
+  k->data = NULL;
+  x->n_input_keys++;
+  return true;
+}
 
 /* The operand shards the lowering reads (as operand() in lower_*.c:
  * shard `shard` of a sharded operand, the only shard of an unsharded
@@ -209,18 +334,47 @@ static void call_kernel(ppcc_emit_ctx *c, const ppcc_op *op, int shard, int devi
 /* The kernel: func.func private @name(operands..., result) with its
  * operands viewed as tensors (read only), the shard computed by the shared
  * lowering and written into the result buffer. */
+static ppcc_status lower_kernel(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_fn lower, int shard, int device, int n,
+                                const binding *b, const MlirType *tensors, MlirType *types, int *built);
+
 ppcc_status exec_lower_shard(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_fn lower, int shard, int device) {
   binding b[64];
   if (op->n_in > 64) return emit_op_error(c, op, "more than 64 operands");
   int n = bind_operands(c, op, shard, b);
   MlirType tensors[64], types[65];
-  MlirLocation locs[64];
   for (int i = 0; i < n; i++) {
     if (mlirValueIsNull(b[i].outer))
       return emit_op_error(c, op, "operand '%s' shard %d is undefined", c->g->values[b[i].value].name, b[i].shard);
     tensors[i] = mlirValueGetType(b[i].outer);
     types[i] = exec_memref_type(c, tensors[i]);
   }
+  key_bytes ik = {0};
+  input_key(c, op, shard, n, b, tensors, &ik);
+  if (ik.oom) {
+    free(ik.data);
+    return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  uint64_t ik_hash = bytes_hash(ik.data, ik.len);
+  int built = find_input_key(c->exec, ik_hash, &ik);
+  if (built >= 0) {
+    free(ik.data);
+    const struct exec_kernel *k = &c->exec->kernels[built];
+    call_kernel(c, op, shard, device, k->name, k->result, n, b);
+    return PPCC_OK;
+  }
+  ppcc_status st = lower_kernel(c, op, lower, shard, device, n, b, tensors, types, &built);
+  if (!st && built >= 0 && !remember_input_key(c->exec, ik_hash, &ik, built))
+    st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
+  free(ik.data);
+  return st;
+}
+
+/* exec_lower_shard without the input-key cache; *built: the kernel index
+ * the shard calls, -1 when it was not outlined. */
+static ppcc_status lower_kernel(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_fn lower, int shard, int device, int n,
+                                const binding *b, const MlirType *tensors, MlirType *types, int *built) {
+  *built = -1;
+  MlirLocation locs[64];
   MlirLocation call_loc = c->op_loc;
   char name[128];
   kernel_name(c, op, n, tensors, name, sizeof name);
@@ -277,6 +431,7 @@ ppcc_status exec_lower_shard(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_fn 
   if (same) {
     free(key);
     erase(func);
+    *built = (int)(same - c->exec->kernels);
     call_kernel(c, op, shard, device, same->name, same->result, n, b);
     return PPCC_OK;
   }
@@ -286,6 +441,7 @@ ppcc_status exec_lower_shard(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_fn 
     free(key);
     return st;
   }
+  *built = c->exec->n_kernels - 1;
   call_kernel(c, op, shard, device, name, result, n, b);
   return PPCC_OK;
 }

@@ -247,12 +247,56 @@ const char *ppcc_layout_kind_name(ppcc_layout_kind k) {
   return "?";
 }
 
+/* Text into a buffer of n bytes, cut as snprintf cuts it: reports and
+ * passes format these once per op, where snprintf was a large share of
+ * a million-op compile. */
+typedef struct capped_text {
+  char *buf;
+  size_t n, off; /* off: characters written (at most n - 1) */
+} capped_text;
+
+static void capped_put(capped_text *t, const char *s, size_t len) {
+  if (t->off + 1 >= t->n) return;
+  size_t room = t->n - 1 - t->off;
+  if (len > room) len = room;
+  memcpy(t->buf + t->off, s, len);
+  t->off += len;
+  t->buf[t->off] = 0;
+}
+
+static void capped_int(capped_text *t, long long v) {
+  char digits[24], *p = digits + sizeof digits;
+  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  do *--p = (char)('0' + u % 10); while ((u /= 10) != 0);
+  if (v < 0) *--p = '-';
+  capped_put(t, p, (size_t)(digits + sizeof digits - p));
+}
+
+#define CAPPED_LIT(t, lit) capped_put((t), (lit), sizeof(lit) - 1)
+
 void ppcc_layout_str(ppcc_layout l, char *buf, size_t n) {
+  if (n == 0) return;
+  capped_text t = {buf, n, 0};
+  buf[0] = 0;
   switch (l.kind) {
-  case PPCC_LAYOUT_UNSHARDED: snprintf(buf, n, "unsharded"); break;
-  case PPCC_LAYOUT_REPLICATED: snprintf(buf, n, "replicated(%d)", l.count); break;
-  case PPCC_LAYOUT_SPLIT: snprintf(buf, n, "split(dim=%d, %d)", l.dim, l.count); break;
-  case PPCC_LAYOUT_UNREDUCED: snprintf(buf, n, "unreduced(%d)", l.count); break;
+  case PPCC_LAYOUT_UNSHARDED: CAPPED_LIT(&t, "unsharded"); break;
+  case PPCC_LAYOUT_REPLICATED:
+    CAPPED_LIT(&t, "replicated(");
+    capped_int(&t, l.count);
+    CAPPED_LIT(&t, ")");
+    break;
+  case PPCC_LAYOUT_SPLIT:
+    CAPPED_LIT(&t, "split(dim=");
+    capped_int(&t, l.dim);
+    CAPPED_LIT(&t, ", ");
+    capped_int(&t, l.count);
+    CAPPED_LIT(&t, ")");
+    break;
+  case PPCC_LAYOUT_UNREDUCED:
+    CAPPED_LIT(&t, "unreduced(");
+    capped_int(&t, l.count);
+    CAPPED_LIT(&t, ")");
+    break;
   }
 }
 
@@ -290,13 +334,15 @@ int64_t ppcc_value_shard_bytes(const ppcc_value *v) {
 }
 
 void ppcc_devices_str(const int *devices, int n, char *buf, size_t len) {
-  size_t off = 0;
   if (len == 0) return;
+  capped_text t = {buf, len, 0};
   buf[0] = 0;
-  off += (size_t)snprintf(buf + off, len - off, "[");
-  for (int i = 0; i < n && off < len; i++)
-    off += (size_t)snprintf(buf + off, len - off, i ? ",%d" : "%d", devices ? devices[i] : -1);
-  if (off < len) snprintf(buf + off, len - off, "]");
+  CAPPED_LIT(&t, "[");
+  for (int i = 0; i < n && t.off + 1 < len; i++) {
+    if (i) CAPPED_LIT(&t, ",");
+    capped_int(&t, devices ? devices[i] : -1);
+  }
+  CAPPED_LIT(&t, "]");
 }
 
 bool ppcc_devices_equal(const int *a, const int *b, int n) {

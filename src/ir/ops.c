@@ -66,11 +66,30 @@ static ppcc_status op_error(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, const char
   return ppcc_error(d, "%s: %s", ppcc_op_ref(g, op, ref, sizeof ref), what);
 }
 
+/* "[8, 64]", cut to n - 1 characters as snprintf would. Shape rules call
+ * it up front for their messages, once per op: no printf machinery. */
 static void shape_str(const ppcc_value *v, char *buf, size_t n) {
-  size_t off = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < v->rank && off < n; i++)
-    off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)v->shape[i]);
-  if (off < n) snprintf(buf + off, n - off, "]");
+  char full[PPCC_MAX_RANK * 22 + 4], *p = full;
+  *p++ = '[';
+  for (int i = 0; i < v->rank && i < PPCC_MAX_RANK; i++) {
+    if (i) {
+      *p++ = ',';
+      *p++ = ' ';
+    }
+    char digits[24], *q = digits + sizeof digits;
+    long long x = (long long)v->shape[i];
+    unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+    do *--q = (char)('0' + u % 10); while ((u /= 10) != 0);
+    if (x < 0) *--q = '-';
+    size_t len = (size_t)(digits + sizeof digits - q);
+    memcpy(p, q, len);
+    p += len;
+  }
+  *p++ = ']';
+  if (n == 0) return;
+  size_t len = (size_t)(p - full) < n - 1 ? (size_t)(p - full) : n - 1;
+  memcpy(buf, full, len);
+  buf[len] = 0;
 }
 
 static ppcc_status layouts_error(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, const char *why) {

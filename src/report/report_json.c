@@ -8,9 +8,24 @@
 #include "ppcc/report.h"
 #include "report_internal.h"
 
+/* Integers with fputs rather than fprintf: a million-op report prints
+ * tens of millions of them. */
+static void json_int(FILE *out, long long v) {
+  char digits[24], *p = digits + sizeof digits;
+  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  *--p = 0;
+  do *--p = (char)('0' + u % 10); while ((u /= 10) != 0);
+  if (v < 0) *--p = '-';
+  fputs(p, out);
+}
+
 static void json_string(FILE *out, const char *s) {
   putc('"', out);
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    const unsigned char *run = p; /* characters written as they are, in one go */
+    while (*p >= 0x20 && *p != '"' && *p != '\\') p++;
+    if (p > run) fwrite(run, 1, (size_t)(p - run), out);
+    if (!*p) break;
     switch (*p) {
     case '"': fputs("\\\"", out); break;
     case '\\': fputs("\\\\", out); break;
@@ -36,14 +51,20 @@ static void json_number(FILE *out, double x) {
 
 static void json_int_list(FILE *out, const int *v, int n) {
   putc('[', out);
-  for (int i = 0; i < n; i++) fprintf(out, i ? ", %d" : "%d", v[i]);
+  for (int i = 0; i < n; i++) {
+    if (i) fputs(", ", out);
+    json_int(out, v[i]);
+  }
   putc(']', out);
 }
 
 static void json_shard_devices(FILE *out, const ppcc_value *v) {
   int n = v->layout.count > 0 ? v->layout.count : 1;
   putc('[', out);
-  for (int i = 0; i < n; i++) fprintf(out, i ? ", %d" : "%d", rep_shard_device(v, i));
+  for (int i = 0; i < n; i++) {
+    if (i) fputs(", ", out);
+    json_int(out, rep_shard_device(v, i));
+  }
   putc(']', out);
 }
 
@@ -59,18 +80,32 @@ static void json_value_names(FILE *out, const ppcc_graph *g, const int *idx, int
 static void json_value(FILE *out, const ppcc_value *v) {
   fputs("{\"name\": ", out);
   json_string(out, v->name);
-  fprintf(out, ", \"dtype\": \"%s\", \"shape\": [", ppcc_dtype_name(v->dtype));
-  for (int i = 0; i < v->rank; i++) fprintf(out, i ? ", %" PRId64 : "%" PRId64, v->shape[i]);
-  fprintf(out, "], \"shard\": {\"kind\": \"%s\"", ppcc_layout_kind_name(v->layout.kind));
-  if (v->layout.kind == PPCC_LAYOUT_SPLIT) fprintf(out, ", \"dim\": %d", v->layout.dim);
-  fprintf(out, ", \"count\": %d}, \"devices\": ", v->layout.count > 0 ? v->layout.count : 1);
+  fputs(", \"dtype\": \"", out);
+  fputs(ppcc_dtype_name(v->dtype), out);
+  fputs("\", \"shape\": [", out);
+  for (int i = 0; i < v->rank; i++) {
+    if (i) fputs(", ", out);
+    json_int(out, v->shape[i]);
+  }
+  fputs("], \"shard\": {\"kind\": \"", out);
+  fputs(ppcc_layout_kind_name(v->layout.kind), out);
+  putc('"', out);
+  if (v->layout.kind == PPCC_LAYOUT_SPLIT) {
+    fputs(", \"dim\": ", out);
+    json_int(out, v->layout.dim);
+  }
+  fputs(", \"count\": ", out);
+  json_int(out, v->layout.count > 0 ? v->layout.count : 1);
+  fputs("}, \"devices\": ", out);
   json_shard_devices(out, v);
-  fprintf(out, ", \"pinned\": %s}", v->pinned ? "true" : "false");
+  fputs(v->pinned ? ", \"pinned\": true}" : ", \"pinned\": false}", out);
 }
 
 static void json_op(FILE *out, const ppcc_graph *g, int index, int *dev_buf) {
   const ppcc_op *op = &g->ops[index];
-  fprintf(out, "{\"index\": %d, \"op\": ", index);
+  fputs("{\"index\": ", out);
+  json_int(out, index);
+  fputs(", \"op\": ", out);
   json_string(out, op->info ? op->info->name : "?");
   fputs(", \"in\": ", out);
   json_value_names(out, g, op->in, op->n_in);
@@ -78,7 +113,7 @@ static void json_op(FILE *out, const ppcc_graph *g, int index, int *dev_buf) {
   json_value_names(out, g, op->out, op->n_out);
   fputs(", \"devices\": ", out);
   json_int_list(out, dev_buf, rep_op_devices(g, op, dev_buf));
-  fprintf(out, ", \"inserted\": %s}", op->inserted ? "true" : "false");
+  fputs(op->inserted ? ", \"inserted\": true}" : ", \"inserted\": false}", out);
 }
 
 static void json_transfer(FILE *out, const ppcc_graph *g, int index, const int *first_use) {

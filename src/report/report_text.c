@@ -35,14 +35,21 @@ static void table_fit(table *t, char cells[][CELL]) {
   }
 }
 
-/* Two-space indent and gaps; no trailing blanks. */
+static void pad(FILE *out, int n) {
+  static const char spaces[] = "                                                                ";
+  for (; n > 0; n -= (int)sizeof spaces - 1) fwrite(spaces, 1, n < (int)sizeof spaces - 1 ? (size_t)n : sizeof spaces - 1, out);
+}
+
+/* Two-space indent and gaps; no trailing blanks. (fputs and padding, not
+ * fprintf: a million-op report prints six cells per op.) */
 static void table_print(FILE *out, const table *t, const char *const *cells) {
   fputs("  ", out);
   for (int c = 0; c < t->n_cols; c++) {
     bool last = c == t->n_cols - 1;
-    if (t->right[c]) fprintf(out, "%*s", t->width[c], cells[c]);
-    else if (last) fputs(cells[c], out);
-    else fprintf(out, "%-*s", t->width[c], cells[c]);
+    int len = (int)strlen(cells[c]);
+    if (t->right[c]) pad(out, t->width[c] - len);
+    fputs(cells[c], out);
+    if (!t->right[c] && !last) pad(out, t->width[c] - len);
     if (!last) fputs("  ", out);
   }
   putc('\n', out);
@@ -73,11 +80,31 @@ static void cut(char *cell) {
   if (strlen(cell) == CELL - 1) memcpy(cell + CELL - 4, "...", 4);
 }
 
+/* Appends s to a cell, cut at CELL - 1 characters as snprintf cuts. */
+static void cell_put(char *cell, size_t *off, const char *s) {
+  size_t len = strlen(s), room = CELL - 1 - *off;
+  if (len > room) len = room;
+  memcpy(cell + *off, s, len);
+  *off += len;
+  cell[*off] = 0;
+}
+
+static void int_cell(long long v, char *cell) {
+  char digits[24], *p = digits + sizeof digits;
+  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  *--p = 0;
+  do *--p = (char)('0' + u % 10); while ((u /= 10) != 0);
+  if (v < 0) *--p = '-';
+  memcpy(cell, p, (size_t)(digits + sizeof digits - p));
+}
+
 static void names_cell(const ppcc_graph *g, const int *idx, int n, char *cell) {
   size_t off = 0;
   cell[0] = 0;
-  for (int i = 0; i < n && off < CELL - 1; i++)
-    off += (size_t)snprintf(cell + off, CELL - off, i ? ", %s" : "%s", g->values[idx[i]].name);
+  for (int i = 0; i < n && off < CELL - 1; i++) {
+    if (i) cell_put(cell, &off, ", ");
+    cell_put(cell, &off, g->values[idx[i]].name);
+  }
   cut(cell);
 }
 
@@ -111,13 +138,16 @@ static const bool op_right[] = {true, false, false, false, false, false};
 static void op_cells(const ppcc_graph *g, int i, int *buf, char cells[][CELL]) {
   const ppcc_op *op = &g->ops[i];
   const ppcc_value *r = op->n_out > 0 ? &g->values[op->out[0]] : NULL;
-  snprintf(cells[0], CELL, "%d", i);
-  snprintf(cells[1], CELL, "%s%s", op->info ? op->info->name : "?", op->inserted ? "*" : "");
+  size_t off = 0;
+  int_cell(i, cells[0]);
+  cells[1][0] = 0;
+  cell_put(cells[1], &off, op->info ? op->info->name : "?");
+  cell_put(cells[1], &off, op->inserted ? "*" : "");
   names_cell(g, op->out, op->n_out, cells[2]);
   if (r) ppcc_layout_str(r->layout, cells[3], CELL);
   else cells[3][0] = 0;
   devices_cell(buf, rep_op_devices(g, op, buf), cells[4]);
-  snprintf(cells[5], CELL, "%s", r && r->pinned ? "yes" : "no");
+  strcpy(cells[5], r && r->pinned ? "yes" : "no");
 }
 
 typedef struct text_ctx {
