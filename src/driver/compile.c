@@ -127,7 +127,7 @@ typedef struct compile_args {
 
 static const cli_option compile_options[] = {
   {"o", true}, {"emit", true}, {"report", true}, {"dump-after", true},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {NULL, false},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true}, {NULL, false},
 };
 
 static ppcc_status on_compile_option(void *ctx, const char *name, const char *value) {
@@ -167,7 +167,7 @@ void cli_help_compile(FILE *out) {
         out);
 }
 
-static ppcc_status check_compile_args(const compile_args *a, const report_format **report,
+static ppcc_status check_compile_args(compile_args *a, const report_format **report,
                                       const emit_kind_name **emit) {
   *report = NULL;
   *emit = NULL;
@@ -257,7 +257,7 @@ typedef struct report_args {
 
 static const cli_option report_options[] = {
   {"format", true}, {"dump-after", true}, {"why", true},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {NULL, false},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true}, {NULL, false},
 };
 
 static ppcc_status on_report_option(void *ctx, const char *name, const char *value) {

@@ -42,7 +42,7 @@ static const cli_option run_options[] = {
   {"weights", true}, {"random-weights", true}, {"input", true}, {"output-dir", true},
   {"check", false},  {"threads", true},        {"microbatches", true}, {"trace", true},
   {"dump-after", true}, {"backend", true}, {"deterministic", false},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {"repeat", true}, {"mpi", false}, {"ranks-map", true},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true}, {"repeat", true}, {"mpi", false}, {"ranks-map", true},
   {"expect", true}, {NULL, false},
 };
 
@@ -260,7 +260,7 @@ static ppcc_status run_graph(const ppcc_graph *g, const run_args *a, ppcc_diag *
 }
 #endif
 
-static ppcc_status check_run_args(const run_args *a) {
+static ppcc_status check_run_args(run_args *a) {
   if (a->weights && a->have_seed)
     return cli_usage_error("run", "--weights and --random-weights exclude each other");
 #ifndef PPCC_HAVE_RUNTIME

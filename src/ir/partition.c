@@ -77,7 +77,8 @@ static void live_bytes_per_op(const ppcc_graph *g, const uses *u, int64_t *diff,
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *val = &g->values[v];
     if (val->kind == PPCC_VALUE_PARAM) continue;
-    int begin = val->def_op < 0 ? 0 : val->def_op;
+    /* a graph input lives on its first reader's stage (auto_partition.c) */
+    int begin = val->def_op >= 0 ? val->def_op : (val->kind == PPCC_VALUE_INPUT && u->first[v] >= 0 ? u->first[v] : 0);
     int end = val->is_output ? n - 1 : (u->last[v] > begin ? u->last[v] : begin);
     diff[begin] += shard_bytes(val);
     diff[end + 1] -= shard_bytes(val);
@@ -94,6 +95,7 @@ static void cut_costs(const ppcc_graph *g, const uses *u, int *count, int *bad, 
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *val = &g->values[v];
     int from = val->def_op + 1, to = u->last[v]; /* positions [from, to] */
+    if (val->kind == PPCC_VALUE_INPUT && u->first[v] >= 0) from = u->first[v] + 1; /* homed at its first reader */
     if (val->kind == PPCC_VALUE_PARAM || to < from || to < 1) continue;
     if (from < 1) from = 1;
     count[from]++, count[to + 1]--;
@@ -161,10 +163,24 @@ int64_t ppcc_split_stage_memory(const ppcc_split_problem *p, int begin, int end)
   return params + peak;
 }
 
+static double stage_speed(const ppcc_split_problem *p, int s) {
+  return p->stage_speed && p->stage_speed[s] > 0 ? p->stage_speed[s] : 1.0;
+}
+
+int64_t ppcc_split_stage_limit(const ppcc_split_problem *p, int stage) {
+  return p->stage_memory ? p->stage_memory[stage] : p->memory_limit;
+}
+
+double ppcc_split_stage_time(const ppcc_split_problem *p, int stage, int begin, int end) {
+  double t = 0;
+  for (int i = begin; i < end; i++) t += p->time[i];
+  return t / stage_speed(p, stage) + (begin > 0 ? p->cut_time[begin] : 0);
+}
+
 double ppcc_split_imbalance(const ppcc_split_problem *p, const int *start) {
   double max = 0, sum = 0;
   for (int s = 0; s < p->n_stages; s++) {
-    double c = ppcc_split_stage_cost(p, start[s], start[s + 1]);
+    double c = ppcc_split_stage_time(p, s, start[s], start[s + 1]);
     max = c > max ? c : max;
     sum += c;
   }
@@ -220,8 +236,9 @@ static bool work_init(split_work *w, const ppcc_split_problem *p) {
   return true;
 }
 
-static bool fits(const ppcc_split_problem *p, int64_t memory) {
-  return p->memory_limit <= 0 || memory <= p->memory_limit;
+static bool fits(const ppcc_split_problem *p, int s, int64_t memory) {
+  int64_t limit = ppcc_split_stage_limit(p, s);
+  return limit <= 0 || memory <= limit;
 }
 
 /* Stages 0..n_stages-1 ending at candidate e: best[s][e] = min over the
@@ -232,10 +249,10 @@ static void solve_stage(const split_work *w, int s, const double *prev, double *
   for (int e = s + 1; e <= w->k; e++) {
     int64_t peak = 0;
     for (int b = e - 1; b >= s; b--) {
-      double compute = w->pre_time[e] - w->pre_time[b];
+      double compute = (w->pre_time[e] - w->pre_time[b]) / stage_speed(p, s);
       if (compute >= cur[e]) break; /* earlier starts are only slower */
       if (w->seg_live[b] > peak) peak = w->seg_live[b];
-      if (!fits(p, w->pre_param[e] - w->pre_param[b] + peak)) break; /* and only bigger */
+      if (!fits(p, s, w->pre_param[e] - w->pre_param[b] + peak)) break; /* and only bigger */
       if (prev[b] == DBL_MAX) continue;
       double stage = compute + (b > 0 ? p->cut_time[w->cand[b]] : 0);
       double worst = prev[b] > stage ? prev[b] : stage;
@@ -248,8 +265,8 @@ static void first_stage(const split_work *w, double *cur, int *choice) {
   int64_t peak = 0;
   for (int e = 0; e <= w->k; e++) {
     if (e > 0 && w->seg_live[e - 1] > peak) peak = w->seg_live[e - 1];
-    bool ok = e > 0 && fits(w->p, w->pre_param[e] + peak);
-    cur[e] = ok ? w->pre_time[e] : DBL_MAX;
+    bool ok = e > 0 && fits(w->p, 0, w->pre_param[e] + peak);
+    cur[e] = ok ? w->pre_time[e] / stage_speed(w->p, 0) : DBL_MAX;
     choice[e] = 0;
   }
 }
@@ -269,12 +286,12 @@ static void explain_memory(const split_work *w, ppcc_split_result *r) {
     bool last = s == p->n_stages - 1;
     int64_t peak = w->seg_live[b];
     int e = b + 1;
-    while (e < w->k && (last || fits(p, segments_memory(w, b, e + 1, peak > w->seg_live[e] ? peak : w->seg_live[e])))) {
+    while (e < w->k && (last || fits(p, s, segments_memory(w, b, e + 1, peak > w->seg_live[e] ? peak : w->seg_live[e])))) {
       if (w->seg_live[e] > peak) peak = w->seg_live[e];
       e++;
     }
     int64_t mem = segments_memory(w, b, e, peak);
-    if (!fits(p, mem)) {
+    if (!fits(p, s, mem)) {
       r->fail_stage = s, r->fail_begin = w->cand[b], r->fail_end = w->cand[e], r->fail_memory = mem;
       return;
     }
@@ -328,7 +345,7 @@ bool ppcc_split_solve(const ppcc_split_problem *p, int *start, ppcc_split_result
     if (ok && r->feasible) {
       r->max_cost = 0;
       for (int s = 0; s < p->n_stages; s++) {
-        double c = ppcc_split_stage_cost(p, start[s], start[s + 1]);
+        double c = ppcc_split_stage_time(p, s, start[s], start[s + 1]);
         r->max_cost = c > r->max_cost ? c : r->max_cost;
       }
     }
