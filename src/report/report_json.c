@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "ppcc/ops.h"
+#include "ppcc/partition.h"
 #include "ppcc/report.h"
 #include "report_internal.h"
 
@@ -131,7 +132,29 @@ static void write_summary(FILE *out, const ppcc_graph *g, const ppcc_device_summ
     json_number(out, rows[d].flops);
     putc('}', out);
   }
-  fputs(g->n_devices > 0 ? "\n  ]\n" : "]\n", out);
+  fputs(g->n_devices > 0 ? "\n  ]" : "]", out);
+}
+
+/* --devices-spec given: the file, each device's memory (null: not given)
+ * and speed, and the auto-partition stage it serves (-1: none). */
+static void write_devices_spec(FILE *out, const ppcc_graph *g) {
+  const ppcc_partition_summary *s = g->partition_summary;
+  if (!s || !s->spec_path) return;
+  fputs(",\n  \"devices_spec\": {\"file\": ", out);
+  json_string(out, s->spec_path);
+  fputs(", \"devices\": [", out);
+  for (int d = 0; d < s->n_spec_devices; d++) {
+    int stage = -1;
+    for (int k = 0; k < s->pp; k++)
+      if (d >= s->stages[k].first_device && d < s->stages[k].first_device + s->stages[k].tp) stage = k;
+    fprintf(out, "%s{\"device\": %d, \"memory\": ", d ? ",\n    " : "\n    ", d);
+    if (s->spec_memory[d] > 0) fprintf(out, "%" PRId64, s->spec_memory[d]);
+    else fputs("null", out);
+    fputs(", \"speed\": ", out);
+    json_number(out, s->spec_speed[d]);
+    fprintf(out, ", \"stage\": %d}", stage);
+  }
+  fputs("\n  ]}", out);
 }
 
 ppcc_status ppcc_report_json(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
@@ -149,7 +172,8 @@ ppcc_status ppcc_report_json(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
     write_ops(out, g, dev_buf);
     write_transfers(out, g, first_use);
     write_summary(out, g, rows);
-    fputs("}\n", out);
+    write_devices_spec(out, g);
+    fputs("\n}\n", out);
     if (ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the JSON report");
   }
   free(rows);

@@ -343,14 +343,32 @@ static const bool part_right[] = {false, false, true, true, true, true, true, tr
 static void partition_cells(text_ctx *x, const ppcc_partition_summary *s, int k) {
   const ppcc_partition_stage *st = &s->stages[k];
   snprintf(x->cells[0], CELL, "%d", k);
-  for (int t = 0; t < s->tp && t < PPCC_MAX_DEVICES; t++) x->buf[t] = k * s->tp + t;
-  devices_cell(x->buf, s->tp, x->cells[1]);
+  for (int t = 0; t < st->tp && t < PPCC_MAX_DEVICES; t++) x->buf[t] = st->first_device + t;
+  devices_cell(x->buf, st->tp, x->cells[1]);
   snprintf(x->cells[2], CELL, "%d", st->end_op - st->first_op);
   snprintf(x->cells[3], CELL, "%.3f", st->cost * 1e6);
   snprintf(x->cells[4], CELL, "%.3f", st->transfer_in * 1e6);
   bytes_cell(st->param_bytes, x->cells[5]);
   bytes_cell(st->activation_bytes, x->cells[6]);
   bytes_cell(st->param_bytes + st->activation_bytes, x->cells[7]);
+}
+
+/* --devices-spec: each device's memory and speed, and the stage using it. */
+static void write_devices_spec(text_ctx *x, const ppcc_partition_summary *s) {
+  if (!s->spec_path) return;
+  fprintf(x->out, "devices spec %s (stage cost = compute / slowest speed of the stage + transfer in):\n",
+          s->spec_path);
+  fprintf(x->out, "  %-6s  %-5s  %-20s  %s\n", "device", "stage", "memory", "speed");
+  for (int d = 0; d < s->n_spec_devices; d++) {
+    int stage = -1;
+    for (int k = 0; k < s->pp; k++)
+      if (d >= s->stages[k].first_device && d < s->stages[k].first_device + s->stages[k].tp) stage = k;
+    if (s->spec_memory[d] > 0) bytes_cell(s->spec_memory[d], x->cells[0]);
+    else snprintf(x->cells[0], CELL, "%s", s->device_memory > 0 ? "(--device-memory)" : "(unlimited)");
+    if (stage >= 0) snprintf(x->cells[1], CELL, "%d", stage);
+    else snprintf(x->cells[1], CELL, "-");
+    fprintf(x->out, "  %-6d  %-5s  %-20s  %g\n", d, x->cells[1], x->cells[0], s->spec_speed[d]);
+  }
 }
 
 static void write_partition(text_ctx *x) {
@@ -362,8 +380,14 @@ static void write_partition(text_ctx *x) {
     partition_cells(x, s, k);
     table_fit(&t, x->cells);
   }
-  fprintf(x->out, "\nauto-partition: %d stage%s x %d device%s, %d Megatron pair%s, device memory ", s->pp,
-          s->pp == 1 ? "" : "s", s->tp, s->tp == 1 ? "" : "s", s->n_pairs, s->n_pairs == 1 ? "" : "s");
+  if (s->mixed_tp) {
+    fprintf(x->out, "\nauto-partition: %d stage%s of TP sizes ", s->pp, s->pp == 1 ? "" : "s");
+    for (int k = 0; k < s->pp; k++) fprintf(x->out, "%s%d", k ? "," : "", s->stages[k].tp);
+    fprintf(x->out, ", %d Megatron pair%s, device memory ", s->n_pairs, s->n_pairs == 1 ? "" : "s");
+  } else {
+    fprintf(x->out, "\nauto-partition: %d stage%s x %d device%s, %d Megatron pair%s, device memory ", s->pp,
+            s->pp == 1 ? "" : "s", s->tp, s->tp == 1 ? "" : "s", s->n_pairs, s->n_pairs == 1 ? "" : "s");
+  }
   if (s->device_memory > 0) {
     bytes_cell(s->device_memory, x->cells[0]);
     fprintf(x->out, "limit %s\n", x->cells[0]);
@@ -381,6 +405,7 @@ static void write_partition(text_ctx *x) {
             s->even_imbalance);
   else
     fprintf(x->out, "  imbalance (slowest/mean): %.2f\n", s->imbalance);
+  write_devices_spec(x, s);
 }
 
 /* ---- header ---- */

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# --devices-spec and per-stage TP sizes (issue 17): bad spec files are
+# refused with one diagnostic and no output; a faster device's stage gets
+# more blocks, a smaller memory fewer; a gen_llama model split over stage
+# TP sizes 4,1,2,1 runs and matches the unsharded reference (--check) on
+# the interpreter and, when built, the JIT.
+# Usage: devices_spec.sh PPCC_BINARY SOURCE_DIR
+set -uo pipefail
+ppcc=$1
+src=$2
+gen=$(dirname "$ppcc")/gen_llama
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "devices_spec: FAIL: $*"; fail=1; }
+
+[[ -x $gen ]] || { echo "devices_spec: no gen_llama next to $ppcc" >&2; exit 1; }
+"$gen" --layers 6 --kv-heads 4 --tp 1 --pp 2 --placement none -o "$tmp/l6.json" || exit 1
+"$gen" --layers 8 --kv-heads 4 --tp 1 --pp 8 --placement none -o "$tmp/l8.json" || exit 1
+
+# ---- bad spec files: exit 1, one line naming the file, no report ----
+while IFS=$'\t' read -r file want; do
+  [[ -z $file || $file == \#* ]] && continue
+  spec=$src/testdata/bad_devices_spec/$file
+  "$ppcc" compile "$tmp/l6.json" --pp 2 --devices-spec "$spec" --report "$tmp/r.txt" 2>"$tmp/err" >/dev/null
+  rc=$?
+  lines=$(wc -l <"$tmp/err")
+  [[ $rc -eq 1 ]] || bad "$file: exit $rc, want 1"
+  [[ $lines -eq 1 ]] || bad "$file: $lines stderr lines, want 1: $(cat "$tmp/err")"
+  grep -qF -- "$file" "$tmp/err" || bad "$file: the diagnostic does not name the file: $(cat "$tmp/err")"
+  grep -qF -- "error: " "$tmp/err" || bad "$file: no 'error: ' in $(cat "$tmp/err")"
+  grep -qF -- "$want" "$tmp/err" || bad "$file: want '$want', got: $(cat "$tmp/err")"
+  [[ ! -e $tmp/r.txt ]] || { bad "$file: a report was written"; rm -f "$tmp/r.txt"; }
+done <"$src/testdata/bad_devices_spec/expected.tsv"
+"$ppcc" report "$tmp/l6.json" --devices-spec "$src/testdata/devices_spec/fast_first.json" >/dev/null 2>&1
+[[ $? -eq 2 ]] || bad "--devices-spec without --pp/--tp is not a usage error"
+"$ppcc" report "$tmp/l8.json" --pp 3 --tp 4,1,2,1 >/dev/null 2>&1
+[[ $? -eq 2 ]] || bad "--pp 3 with 4 stage TP sizes is not a usage error"
+"$ppcc" report "$tmp/l8.json" --devices-spec "$tmp/missing.json" --pp 2 2>"$tmp/err" >/dev/null
+[[ $? -eq 1 ]] && grep -q "missing.json: error: cannot read" "$tmp/err" || bad "a missing spec file: $(cat "$tmp/err")"
+
+# ---- blocks per stage (each block has one blk.K.attn_in) ----
+blocks() { # REPORT_ARGS... -> "b0 b1 ..."
+  "$ppcc" report "$@" | awk '/^stage [0-9]+: devices/ { s = $2 + 0; n[s] += 0; if (s > m) m = s }
+                             / blk\.[0-9]+\.attn_in / { n[s]++ }
+                             END { for (i = 0; i <= m; i++) printf "%s%d", i ? " " : "", n[i] }'
+}
+read -r b0 b1 <<<"$(blocks "$tmp/l6.json" --pp 2)"
+[[ $b0 -eq 3 && $b1 -eq 3 ]] || bad "uniform devices: blocks $b0,$b1, want 3,3"
+read -r f0 f1 <<<"$(blocks "$tmp/l6.json" --pp 2 --devices-spec "$src/testdata/devices_spec/fast_first.json")"
+# twice as fast: about twice the blocks (the embedding rides with stage 0)
+((f0 >= 2 * f1 - 1 && f0 <= 2 * f1 + 1 && f0 + f1 == 6)) || bad "device 0 twice as fast: blocks $f0,$f1, want about 2:1"
+read -r g0 g1 <<<"$(blocks "$tmp/l6.json" --pp 2 --devices-spec "$src/testdata/devices_spec/fast_second.json")"
+((g1 >= 2 * g0 - 1 && g1 <= 2 * g0 + 1 && g0 + g1 == 6)) || bad "device 1 twice as fast: blocks $g0,$g1, want about 1:2"
+read -r m0 m1 <<<"$(blocks "$tmp/l6.json" --pp 2 --devices-spec "$src/testdata/devices_spec/small_first.json")"
+((m0 < b0 && m0 + m1 == 6)) || bad "device 0 with small memory: blocks $m0,$m1, want fewer than $b0 on stage 0"
+mem0=$("$ppcc" report "$tmp/l6.json" --pp 2 --devices-spec "$src/testdata/devices_spec/small_first.json" |
+       awk '/^auto-partition:/ { p = 1 } p && $1 == "0" && $2 == "[0]" { gsub(/[()]/, "", $NF); print $NF }')
+((mem0 > 0 && mem0 <= 450000)) || bad "stage 0 memory $mem0 over device 0's 450000 bytes"
+"$ppcc" report "$tmp/l6.json" --pp 2 --devices-spec "$src/testdata/devices_spec/fast_first.json" --format=json |
+  grep -q '"devices_spec": {"file": ' || bad "no devices_spec in the JSON report"
+"$ppcc" report "$tmp/l6.json" --pp 2 --devices-spec "$src/testdata/devices_spec/fast_first.json" |
+  grep -q '^  0       0      (unlimited)           2$' || bad "no devices spec table in the text report"
+
+# ---- stage TP sizes 4,1,2,1 over 8 devices ----
+rep=$("$ppcc" report "$tmp/l8.json" --tp 4,1,2,1)
+grep -q '^auto-partition: 4 stages of TP sizes 4,1,2,1' <<<"$rep" || bad "no mixed-TP summary line"
+for d in 'stage 0: devices \[0,1,2,3\]' 'stage 1: devices \[4\]' 'stage 2: devices \[5,6\]' 'stage 3: devices \[7\]'; do
+  grep -q "^$d" <<<"$rep" || bad "tp 4,1,2,1: no '$d'"
+done
+backends="interp"
+"$ppcc" run --help | grep -q 'backend=jit|interp' && backends="interp jit"
+for spec in "" "--devices-spec $src/testdata/devices_spec/mixed8.json"; do
+  for backend in $backends; do
+    # shellcheck disable=SC2086 # spec is empty or two words
+    out=$("$ppcc" run "$tmp/l8.json" --tp 4,1,2,1 $spec --check --random-weights 3 --backend=$backend 2>&1)
+    rc=$?
+    n_ok=$(grep -c '): ok$' <<<"$out")
+    if [[ $rc -ne 0 || $n_ok -ne 18 ]] || grep -q 'FAIL\|mismatch' <<<"$out"; then
+      bad "tp 4,1,2,1 $spec --backend=$backend: exit $rc, $n_ok of 18 outputs ok"
+      echo "$out" | tail -20
+    fi
+  done
+done
+[[ $fail -eq 0 ]] && echo "devices_spec: bad specs refused; speed 2:1 -> blocks $f0:$f1, 1:2 -> $g0:$g1, small memory -> $m0:$m1 (uniform $b0:$b1); tp 4,1,2,1 checks on: $backends"
+exit $fail
