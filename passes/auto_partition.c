@@ -524,12 +524,18 @@ static ppcc_status split_error(const part_ctx *c, const ppcc_split_problem *p, c
   op_range(c->g, r->fail_begin, r->fail_end, range, sizeof range);
   const ppcc_devices_spec *spec = c->g->partition.devices_spec;
   int s = r->fail_stage;
-  if (spec)
-    return ppcc_error(c->d, "auto-partition: stage %d (%s) needs %lld bytes per device, more than %lld, the smallest "
-                            "memory of its devices [%d..%d] (devices spec '%s', --device-memory); no split into %d "
-                            "stages fits",
-                      s, range, (long long)r->fail_memory, (long long)ppcc_split_stage_limit(p, s), c->first_dev[s],
-                      c->first_dev[s + 1] - 1, spec->path, c->pp);
+  if (spec) {
+    int dev = c->first_dev[s]; /* the stage's device with the smallest budget */
+    for (int k = c->first_dev[s]; k < c->first_dev[s + 1]; k++) {
+      int64_t b = device_budget(c->g, k), best = device_budget(c->g, dev);
+      if (b > 0 && (best <= 0 || b < best)) dev = k;
+    }
+    bool from_spec = dev < spec->n_devices && spec->memory[dev] > 0;
+    return ppcc_error(c->d, "auto-partition: stage %d (%s) needs %lld bytes per device, more than device %d's memory "
+                            "%lld (%s '%s'); no split into %d stages fits",
+                      s, range, (long long)r->fail_memory, dev, (long long)ppcc_split_stage_limit(p, s),
+                      from_spec ? "devices spec" : "--device-memory, devices spec", spec->path, c->pp);
+  }
   return ppcc_error(c->d, "auto-partition: stage %d (%s) needs %lld bytes per device, more than --device-memory "
                           "%lld; no split into %d stages of %d devices fits",
                     s, range, (long long)r->fail_memory, (long long)p->memory_limit, c->pp, c->tp);

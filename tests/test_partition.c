@@ -7,6 +7,7 @@
 #include <string.h>
 #include "ppcc/frontend.h"
 #include "ppcc/ops.h"
+#include "ppcc/devices_spec.h"
 #include "ppcc/partition.h"
 #include "ppcc/passes.h"
 #include "ppcc/report.h"
@@ -246,7 +247,7 @@ START_TEST(memory_error_from_solver_names_first_stage_that_cannot_fit) {
   int64_t params[4] = {10, 10, 10, 10}, live[4] = {0};
   double time[4] = {1, 1, 1, 1}, cut[4] = {0};
   bool can[4] = {true, true, true, true};
-  ppcc_split_problem p = {4, time, params, live, can, cut, 2, 15};
+  ppcc_split_problem p = {4, time, params, live, can, cut, 2, 15, NULL, NULL};
   int start[3];
   ppcc_split_result r;
   ck_assert(ppcc_split_solve(&p, start, &r));
@@ -353,13 +354,64 @@ START_TEST(side_input_used_by_later_stages_is_transferred_once_per_stage) {
       "{'op': 'matmul', 'in': ['m1', 'w2'], 'out': ['h2']}, {'op': 'add', 'in': ['h2', 'p'], 'out': ['y2']}],"
       "'outputs': ['y2']}",
       3, 1, 0));
-  expect_devices(t_value(g, "p@1"), 1, (int[]){1});
+  /* p lives on the stage of its first reader (stage 1 once the cut falls
+   * before that add: p then crosses no cut there) and moves on once */
+  expect_devices(t_value(g, "p"), 1, (int[]){1});
   expect_devices(t_value(g, "p@2"), 1, (int[]){2});
-  ck_assert_int_eq(g->partition_summary->start[1], 2);
+  ck_assert_int_eq(g->partition_summary->start[1], 1);
   ck_assert_int_eq(g->partition_summary->start[2], 5);
-  ck_assert_int_eq(count_ops(g, PPCC_OP_transfer, true), 4); /* y0, m1 and p twice */
+  ck_assert_int_eq(count_ops(g, PPCC_OP_transfer, true), 3); /* h0, m1 and p once */
   expect_devices(t_value(g, "y2"), 1, (int[]){2});
   ppcc_graph_free(g);
+}
+END_TEST
+
+/* ---------------- heterogeneous devices ---------------- */
+
+START_TEST(stage_speed_gives_a_faster_stage_more_ops) {
+  int64_t params[8] = {0}, live[8] = {0};
+  double time[8] = {1, 1, 1, 1, 1, 1, 1, 1}, cut[8] = {0};
+  bool can[8] = {true, true, true, true, true, true, true, true};
+  double speed[2] = {3, 1};
+  ppcc_split_problem p = {8, time, params, live, can, cut, 2, 0, speed, NULL};
+  int start[3];
+  ppcc_split_result r;
+  ck_assert(ppcc_split_solve(&p, start, &r) && r.feasible);
+  ck_assert_int_eq(start[1], 6); /* 6/3 = 2 = 2/1 */
+  ck_assert(r.max_cost == 2.0);
+  ck_assert(ppcc_split_stage_time(&p, 0, 0, 6) == 2.0);
+}
+END_TEST
+
+START_TEST(stage_memory_gives_a_small_device_fewer_ops) {
+  int64_t params[8] = {10, 10, 10, 10, 10, 10, 10, 10}, live[8] = {0}, memory[2] = {20, 0};
+  double time[8] = {1, 1, 1, 1, 1, 1, 1, 1}, cut[8] = {0};
+  bool can[8] = {true, true, true, true, true, true, true, true};
+  ppcc_split_problem p = {8, time, params, live, can, cut, 2, 0, NULL, memory};
+  int start[3];
+  ppcc_split_result r;
+  ck_assert(ppcc_split_solve(&p, start, &r) && r.feasible);
+  ck_assert_int_eq(start[1], 2);
+  memory[1] = 50; /* 2 + 5 < 8 ops: nothing fits */
+  ck_assert(ppcc_split_solve(&p, start, &r) && !r.feasible);
+  ck_assert_int_eq(r.fail_stage, 1);
+}
+END_TEST
+
+START_TEST(devices_spec_parses_and_names_bad_fields) {
+  ppcc_devices_spec spec;
+  ppcc_diag d;
+  ppcc_diag_init(&d, "spec.json", NULL);
+  const char *good = "{\"devices\": [{\"memory\": \"8GiB\", \"speed\": 2.5}, {\"memory\": 1000}, {}]}";
+  ck_assert_int_eq(ppcc_devices_spec_parse("spec.json", good, strlen(good), &spec, &d), PPCC_OK);
+  ck_assert_int_eq(spec.n_devices, 3);
+  ck_assert(spec.memory[0] == 8LL << 30 && spec.memory[1] == 1000 && spec.memory[2] == 0);
+  ck_assert(spec.speed[0] == 2.5 && spec.speed[1] == 1.0 && spec.speed[2] == 1.0);
+  ppcc_devices_spec_free(&spec);
+  const char *bad = "{\"devices\": [{}, {\"speed\": -1}]}";
+  ck_assert_int_eq(ppcc_devices_spec_parse("spec.json", bad, strlen(bad), &spec, &d), PPCC_ERR_USER);
+  ck_assert(strstr(d.first, "devices[1].speed"));
+  ck_assert(spec.memory == NULL && spec.n_devices == 0);
 }
 END_TEST
 
@@ -435,6 +487,10 @@ Suite *partition_suite(void) {
   tcase_add_test(tp, row_linear_with_bias_is_a_pair);
   tcase_add_test(tp, tp1_places_whole_values_on_one_device_per_stage);
   tcase_add_test(tp, side_input_used_by_later_stages_is_transferred_once_per_stage);
+  TCase *het = t_add_tcase(s, "heterogeneous", 0);
+  tcase_add_test(het, stage_speed_gives_a_faster_stage_more_ops);
+  tcase_add_test(het, stage_memory_gives_a_small_device_fewer_ops);
+  tcase_add_test(het, devices_spec_parses_and_names_bad_fields);
   TCase *err = t_add_tcase(s, "errors", 0);
   tcase_add_test(err, declared_placement_is_refused);
   tcase_add_test(err, too_few_devices_is_an_error);
