@@ -23,9 +23,9 @@
  * Later passes then propagate layouts and placements as for any model.
  *
  * Per-stage TP sizes that differ ("mixed"): the split is chosen first on
- * the unsharded graph with a stage's compute divided by T_s x its speed
- * (an estimate: Megatron pairs share FLOPs, other ops repeat them) and
- * params counted whole (an upper bound); then each stage gets its own
+ * the unsharded graph where the ops that would form Megatron pairs (found
+ * at the largest TP size) have time and weights divided by T_s on stage s,
+ * other ops counting whole (an estimate); then each stage gets its own
  * Megatron layouts over T_s devices, and a value crossing to a stage of
  * another size is gathered onto the new stage's first device (unshard)
  * and replicated from there (transfer, P8). The summary and the memory
@@ -541,15 +541,27 @@ static ppcc_status split_error(const part_ctx *c, const ppcc_split_problem *p, c
                     s, range, (long long)r->fail_memory, (long long)p->memory_limit, c->pp, c->tp);
 }
 
-/* Mixed TP sizes: the split is chosen on the unsharded graph, a stage's
- * compute shared by its T_s devices (the estimate of the file comment). */
-static ppcc_status solve_split(part_ctx *c, ppcc_split_problem *p, int *start) {
+/* Mixed TP sizes: the split is chosen on the unsharded graph where the ops
+ * of Megatron pairs (shared_role, per op) have their time and weights
+ * shared by a stage's T_s devices (the estimate of the file comment). */
+static ppcc_status solve_split(part_ctx *c, ppcc_split_problem *p, int *start, const int *shared_role) {
   if (!ppcc_split_problem_from_graph(c->g, c->pp, c->g->partition.device_memory, p)) return oom(c->d);
-  double *speed = ppcc_alloc(c->g, sizeof(double) * (size_t)c->pp);
-  if (!speed) return oom(c->d);
-  for (int s = 0; s < c->pp; s++) speed[s] = c->speed[s] * (c->mixed ? c->stage_tp[s] : 1);
-  p->stage_speed = speed;
+  p->stage_speed = c->speed;
   p->stage_memory = c->budget;
+  if (shared_role) {
+    size_t n = (size_t)(c->g->n_ops > 0 ? c->g->n_ops : 1);
+    double *time = ppcc_alloc(c->g, sizeof(double) * n);
+    int64_t *param = ppcc_alloc(c->g, sizeof(int64_t) * n);
+    if (!time || !param) return oom(c->d);
+    for (int i = 0; i < c->g->n_ops; i++) {
+      bool shared = shared_role[i] == ROLE_COLUMN || shared_role[i] == ROLE_ROW;
+      time[i] = shared ? p->time[i] : 0;
+      param[i] = shared ? p->param_bytes[i] : 0;
+    }
+    p->stage_tp = c->stage_tp;
+    p->shared_time = time;
+    p->shared_param = param;
+  }
   ppcc_split_result r;
   if (!ppcc_split_solve(p, start, &r)) return oom(c->d);
   return r.feasible ? PPCC_OK : split_error(c, p, &r);
@@ -868,7 +880,7 @@ static ppcc_status partition_uniform(part_ctx *c) {
   int *final_start = malloc(sizeof(int) * ((size_t)c->pp + 1));
   int *op_stage = malloc(sizeof(int) * (size_t)(c->g->n_ops > 0 ? c->g->n_ops : 1));
   if (!start || !final_start || !op_stage) st = oom(c->d);
-  if (!st) st = solve_split(c, &p, start);
+  if (!st) st = solve_split(c, &p, start, NULL);
   if (!st) st = record_summary(c, &p, start);
   if (!st) st = check_device_memory(c, c->g->partition_summary);
   if (!st) {
@@ -893,11 +905,21 @@ static ppcc_status partition_mixed(part_ctx *c) {
   int *op_stage = malloc(sizeof(int) * (size_t)(g->n_ops > 0 ? g->n_ops : 1)), *stage_after = NULL;
   ppcc_status st = role && start && final_start && op_stage && count_uses(c) ? PPCC_OK : oom(c->d);
   ppcc_split_problem p;
+  int *shared_role = st ? NULL : calloc((size_t)(g->n_ops > 0 ? g->n_ops : 1), sizeof(int));
+  if (!st && !shared_role) st = oom(c->d);
+  if (!st) { /* which ops would form Megatron pairs (at the largest TP size) */
+    for (int k = 0; k < c->pp; k++) c->tp = c->stage_tp[k] > c->tp ? c->stage_tp[k] : c->tp;
+    default_layouts(c);
+    if (!choose_layouts(c, shared_role)) st = oom(c->d);
+    c->n_pairs = 0;
+    c->tp = 1;
+  }
   if (!st) {
     default_layouts(c); /* tp 1: everything whole, for the estimate */
     st = infer_layouts(g, c->d);
   }
-  if (!st) st = solve_split(c, &p, start);
+  if (!st) st = solve_split(c, &p, start, shared_role);
+  free(shared_role);
   if (!st) {
     for (int s = 0; s < c->pp; s++)
       for (int i = start[s]; i < start[s + 1]; i++) op_stage[i] = s;

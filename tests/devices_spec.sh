@@ -57,10 +57,11 @@ read -r m0 m1 <<<"$(blocks "$tmp/l6.json" --pp 2 --devices-spec "$src/testdata/d
 mem0=$("$ppcc" report "$tmp/l6.json" --pp 2 --devices-spec "$src/testdata/devices_spec/small_first.json" |
        awk '/^auto-partition:/ { p = 1 } p && $1 == "0" && $2 == "[0]" { gsub(/[()]/, "", $NF); print $NF }')
 ((mem0 > 0 && mem0 <= 450000)) || bad "stage 0 memory $mem0 over device 0's 450000 bytes"
-"$ppcc" report "$tmp/l6.json" --pp 2 --devices-spec "$src/testdata/devices_spec/fast_first.json" --format=json |
-  grep -q '"devices_spec": {"file": ' || bad "no devices_spec in the JSON report"
-"$ppcc" report "$tmp/l6.json" --pp 2 --devices-spec "$src/testdata/devices_spec/fast_first.json" |
-  grep -q '^  0       0      (unlimited)           2$' || bad "no devices spec table in the text report"
+json=$("$ppcc" report "$tmp/l6.json" --pp 2 --devices-spec "$src/testdata/devices_spec/fast_first.json" --format=json)
+grep -q '"devices_spec": {"file": ".*fast_first.json", "devices": \[' <<<"$json" || bad "no devices_spec in the JSON report"
+grep -q '{"device": 0, "memory": null, "speed": 2, "stage": 0}' <<<"$json" || bad "no device 0 in the JSON devices_spec"
+text=$("$ppcc" report "$tmp/l6.json" --pp 2 --devices-spec "$src/testdata/devices_spec/fast_first.json")
+grep -q '^  0       0      (unlimited)           2$' <<<"$text" || bad "no devices spec table in the text report"
 
 # ---- stage TP sizes 4,1,2,1 over 8 devices ----
 rep=$("$ppcc" report "$tmp/l8.json" --tp 4,1,2,1)
@@ -69,7 +70,8 @@ for d in 'stage 0: devices \[0,1,2,3\]' 'stage 1: devices \[4\]' 'stage 2: devic
   grep -q "^$d" <<<"$rep" || bad "tp 4,1,2,1: no '$d'"
 done
 backends="interp"
-"$ppcc" run --help | grep -q 'backend=jit|interp' && backends="interp jit"
+help=$("$ppcc" run --help) # (grep -q on a pipe would SIGPIPE ppcc under pipefail)
+grep -q 'backend=jit|interp' <<<"$help" && backends="interp jit"
 for spec in "" "--devices-spec $src/testdata/devices_spec/mixed8.json"; do
   for backend in $backends; do
     # shellcheck disable=SC2086 # spec is empty or two words

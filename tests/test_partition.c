@@ -247,7 +247,7 @@ START_TEST(memory_error_from_solver_names_first_stage_that_cannot_fit) {
   int64_t params[4] = {10, 10, 10, 10}, live[4] = {0};
   double time[4] = {1, 1, 1, 1}, cut[4] = {0};
   bool can[4] = {true, true, true, true};
-  ppcc_split_problem p = {4, time, params, live, can, cut, 2, 15, NULL, NULL};
+  ppcc_split_problem p = {4, time, params, live, can, cut, 2, 15, NULL, NULL, NULL, NULL, NULL};
   int start[3];
   ppcc_split_result r;
   ck_assert(ppcc_split_solve(&p, start, &r));
@@ -373,7 +373,7 @@ START_TEST(stage_speed_gives_a_faster_stage_more_ops) {
   double time[8] = {1, 1, 1, 1, 1, 1, 1, 1}, cut[8] = {0};
   bool can[8] = {true, true, true, true, true, true, true, true};
   double speed[2] = {3, 1};
-  ppcc_split_problem p = {8, time, params, live, can, cut, 2, 0, speed, NULL};
+  ppcc_split_problem p = {8, time, params, live, can, cut, 2, 0, speed, NULL, NULL, NULL, NULL};
   int start[3];
   ppcc_split_result r;
   ck_assert(ppcc_split_solve(&p, start, &r) && r.feasible);
@@ -387,7 +387,7 @@ START_TEST(stage_memory_gives_a_small_device_fewer_ops) {
   int64_t params[8] = {10, 10, 10, 10, 10, 10, 10, 10}, live[8] = {0}, memory[2] = {20, 0};
   double time[8] = {1, 1, 1, 1, 1, 1, 1, 1}, cut[8] = {0};
   bool can[8] = {true, true, true, true, true, true, true, true};
-  ppcc_split_problem p = {8, time, params, live, can, cut, 2, 0, NULL, memory};
+  ppcc_split_problem p = {8, time, params, live, can, cut, 2, 0, NULL, memory, NULL, NULL, NULL};
   int start[3];
   ppcc_split_result r;
   ck_assert(ppcc_split_solve(&p, start, &r) && r.feasible);

@@ -46,6 +46,13 @@ typedef struct ppcc_split_problem {
    * replacing memory_limit. */
   const double *stage_speed;
   const int64_t *stage_memory;
+  /* Per-stage TP sizes (--tp 4,1,2,1) for a problem built on the unsharded
+   * graph, all optional: per op, the part of its time and of its
+   * first-used param bytes that a stage's T_s devices would share
+   * (Megatron pairs), divided by T_s there. */
+  const int *stage_tp;
+  const double *shared_time;
+  const int64_t *shared_param;
 } ppcc_split_problem;
 
 typedef struct ppcc_split_result {

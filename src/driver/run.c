@@ -109,7 +109,7 @@ void cli_help_run(FILE *out) {
         "                 [--input NAME=FILE.npy]... [--output-dir DIR] [--check]\n"
         "                 [--threads N] [--microbatches M] [--deterministic] [--trace=TRACE.json]\n"
         "                 [--backend=jit|interp] [--pp=P] [--tp=T] [--device-memory=BYTES]\n"
-        "                 [--repeat N]\n"
+        "                 [--devices-spec=FILE.json] [--repeat N]\n"
         "\n"
         "Compiles MODEL.json and runs it: one in-order stream per logical device,\n"
         "transfers and collectives between them.\n"

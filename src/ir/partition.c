@@ -171,10 +171,26 @@ int64_t ppcc_split_stage_limit(const ppcc_split_problem *p, int stage) {
   return p->stage_memory ? p->stage_memory[stage] : p->memory_limit;
 }
 
+/* The part of time (params) a stage's TP devices share: divided by T_s. */
+static int stage_tp(const ppcc_split_problem *p, int s) {
+  return p->stage_tp && p->stage_tp[s] > 1 ? p->stage_tp[s] : 1;
+}
+
+static double stage_compute(const ppcc_split_problem *p, int s, double all, double shared) {
+  return (all - shared + shared / stage_tp(p, s)) / stage_speed(p, s);
+}
+
+static int64_t stage_params(const ppcc_split_problem *p, int s, int64_t all, int64_t shared) {
+  return all - shared + shared / stage_tp(p, s);
+}
+
 double ppcc_split_stage_time(const ppcc_split_problem *p, int stage, int begin, int end) {
-  double t = 0;
-  for (int i = begin; i < end; i++) t += p->time[i];
-  return t / stage_speed(p, stage) + (begin > 0 ? p->cut_time[begin] : 0);
+  double t = 0, shared = 0;
+  for (int i = begin; i < end; i++) {
+    t += p->time[i];
+    shared += p->shared_time ? p->shared_time[i] : 0;
+  }
+  return stage_compute(p, stage, t, shared) + (begin > 0 ? p->cut_time[begin] : 0);
 }
 
 double ppcc_split_imbalance(const ppcc_split_problem *p, const int *start) {
@@ -197,6 +213,8 @@ typedef struct split_work {
   int *cand;
   double *pre_time;   /* prefix over candidates */
   int64_t *pre_param;
+  double *pre_shared_time; /* of shared_time / shared_param (zeros if none) */
+  int64_t *pre_shared_param;
   int64_t *seg_live;  /* peak live bytes of segment m = [cand[m], cand[m+1]) */
 } split_work;
 
@@ -204,6 +222,8 @@ static void work_free(split_work *w) {
   free(w->cand);
   free(w->pre_time);
   free(w->pre_param);
+  free(w->pre_shared_time);
+  free(w->pre_shared_param);
   free(w->seg_live);
 }
 
@@ -214,8 +234,13 @@ static bool work_init(split_work *w, const ppcc_split_problem *p) {
   w->cand = malloc(sizeof(int) * n);
   w->pre_time = malloc(sizeof(double) * n);
   w->pre_param = malloc(sizeof(int64_t) * n);
+  w->pre_shared_time = malloc(sizeof(double) * n);
+  w->pre_shared_param = malloc(sizeof(int64_t) * n);
   w->seg_live = malloc(sizeof(int64_t) * n);
-  if (!w->cand || !w->pre_time || !w->pre_param || !w->seg_live) return false;
+  if (!w->cand || !w->pre_time || !w->pre_param || !w->seg_live || !w->pre_shared_time || !w->pre_shared_param)
+    return false;
+  double st = 0;
+  int64_t sp = 0;
   double t = 0;
   int64_t par = 0;
   for (int i = 0; i < p->n_ops; i++) {
@@ -223,17 +248,32 @@ static bool work_init(split_work *w, const ppcc_split_problem *p) {
       w->cand[w->k] = i;
       w->pre_time[w->k] = t;
       w->pre_param[w->k] = par;
+      w->pre_shared_time[w->k] = st;
+      w->pre_shared_param[w->k] = sp;
       w->seg_live[w->k] = 0;
       w->k++;
     }
     t += p->time[i];
     par += p->param_bytes[i];
+    st += p->shared_time ? p->shared_time[i] : 0;
+    sp += p->shared_param ? p->shared_param[i] : 0;
     if (p->live_bytes[i] > w->seg_live[w->k - 1]) w->seg_live[w->k - 1] = p->live_bytes[i];
   }
   w->cand[w->k] = p->n_ops;
   w->pre_time[w->k] = t;
   w->pre_param[w->k] = par;
+  w->pre_shared_time[w->k] = st;
+  w->pre_shared_param[w->k] = sp;
   return true;
+}
+
+/* Compute time and params of candidate segments [b, e) as stage s. */
+static double seg_time(const split_work *w, int s, int b, int e) {
+  return stage_compute(w->p, s, w->pre_time[e] - w->pre_time[b], w->pre_shared_time[e] - w->pre_shared_time[b]);
+}
+
+static int64_t seg_param(const split_work *w, int s, int b, int e) {
+  return stage_params(w->p, s, w->pre_param[e] - w->pre_param[b], w->pre_shared_param[e] - w->pre_shared_param[b]);
 }
 
 static bool fits(const ppcc_split_problem *p, int s, int64_t memory) {
@@ -249,10 +289,10 @@ static void solve_stage(const split_work *w, int s, const double *prev, double *
   for (int e = s + 1; e <= w->k; e++) {
     int64_t peak = 0;
     for (int b = e - 1; b >= s; b--) {
-      double compute = (w->pre_time[e] - w->pre_time[b]) / stage_speed(p, s);
+      double compute = seg_time(w, s, b, e);
       if (compute >= cur[e]) break; /* earlier starts are only slower */
       if (w->seg_live[b] > peak) peak = w->seg_live[b];
-      if (!fits(p, s, w->pre_param[e] - w->pre_param[b] + peak)) break; /* and only bigger */
+      if (!fits(p, s, seg_param(w, s, b, e) + peak)) break; /* and only bigger */
       if (prev[b] == DBL_MAX) continue;
       double stage = compute + (b > 0 ? p->cut_time[w->cand[b]] : 0);
       double worst = prev[b] > stage ? prev[b] : stage;
@@ -265,15 +305,15 @@ static void first_stage(const split_work *w, double *cur, int *choice) {
   int64_t peak = 0;
   for (int e = 0; e <= w->k; e++) {
     if (e > 0 && w->seg_live[e - 1] > peak) peak = w->seg_live[e - 1];
-    bool ok = e > 0 && fits(w->p, 0, w->pre_param[e] + peak);
-    cur[e] = ok ? w->pre_time[e] / stage_speed(w->p, 0) : DBL_MAX;
+    bool ok = e > 0 && fits(w->p, 0, seg_param(w, 0, 0, e) + peak);
+    cur[e] = ok ? seg_time(w, 0, 0, e) : DBL_MAX;
     choice[e] = 0;
   }
 }
 
 /* Memory of candidate segments [b, e) from the prefix sums. */
-static int64_t segments_memory(const split_work *w, int b, int e, int64_t peak) {
-  return w->pre_param[e] - w->pre_param[b] + peak;
+static int64_t segments_memory(const split_work *w, int s, int b, int e, int64_t peak) {
+  return seg_param(w, s, b, e) + peak;
 }
 
 /* Why no split fits: pack each stage with as many segments as fit; the
@@ -286,11 +326,11 @@ static void explain_memory(const split_work *w, ppcc_split_result *r) {
     bool last = s == p->n_stages - 1;
     int64_t peak = w->seg_live[b];
     int e = b + 1;
-    while (e < w->k && (last || fits(p, s, segments_memory(w, b, e + 1, peak > w->seg_live[e] ? peak : w->seg_live[e])))) {
+    while (e < w->k && (last || fits(p, s, segments_memory(w, s, b, e + 1, peak > w->seg_live[e] ? peak : w->seg_live[e])))) {
       if (w->seg_live[e] > peak) peak = w->seg_live[e];
       e++;
     }
-    int64_t mem = segments_memory(w, b, e, peak);
+    int64_t mem = segments_memory(w, s, b, e, peak);
     if (!fits(p, s, mem)) {
       r->fail_stage = s, r->fail_begin = w->cand[b], r->fail_end = w->cand[e], r->fail_memory = mem;
       return;
