@@ -84,5 +84,21 @@ for spec in "" "--devices-spec $src/testdata/devices_spec/mixed8.json"; do
     fi
   done
 done
+# ---- import onnx takes them too: gpt2 placed over TP sizes 2,1,1 with a
+# spec matches onnxruntime's logits (testdata/onnx) ----
+onnx=$src/testdata/onnx
+if "$ppcc" import onnx "$onnx/gpt2.onnx" -o "$tmp/g.json" --weights-out "$tmp/g.safetensors" --shape input_ids=1,8 \
+     >/dev/null 2>&1 &&
+   "$ppcc" import onnx "$onnx/gpt2.onnx" -o "$tmp/gmix.json" --tp 2,1,1 --shape input_ids=1,8 \
+     --devices-spec "$src/testdata/devices_spec/mixed8.json" >/dev/null 2>"$tmp/err"; then
+  for backend in $backends; do
+    out=$("$ppcc" run "$tmp/gmix.json" --weights "$tmp/g.safetensors" --input "input_ids=$onnx/gpt2.in.input_ids.npy" \
+          --expect "logits=$onnx/gpt2.ref.logits.npy" --backend=$backend 2>&1)
+    grep -q '^expect logits: .*: ok$' <<<"$out" || { bad "gpt2 imported at tp 2,1,1 ($backend)"; echo "$out" | tail -5; }
+  done
+else
+  bad "import onnx --tp 2,1,1 --devices-spec failed: $(cat "$tmp/err")"
+fi
+
 [[ $fail -eq 0 ]] && echo "devices_spec: bad specs refused; speed 2:1 -> blocks $f0:$f1, 1:2 -> $g0:$g1, small memory -> $m0:$m1 (uniform $b0:$b1); tp 4,1,2,1 checks on: $backends"
 exit $fail
