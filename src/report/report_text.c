@@ -388,7 +388,9 @@ static void write_partition(text_ctx *x) {
     fprintf(x->out, "\nauto-partition: %d stage%s x %d device%s, %d Megatron pair%s, device memory ", s->pp,
             s->pp == 1 ? "" : "s", s->tp, s->tp == 1 ? "" : "s", s->n_pairs, s->n_pairs == 1 ? "" : "s");
   }
-  if (s->device_memory > 0) {
+  if (s->spec_path) {
+    fputs("from the devices spec (below)\n", x->out);
+  } else if (s->device_memory > 0) {
     bytes_cell(s->device_memory, x->cells[0]);
     fprintf(x->out, "limit %s\n", x->cells[0]);
   } else {
