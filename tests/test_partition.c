@@ -77,9 +77,9 @@ static int rnd(int n) {
 static bool brute_force(const ppcc_split_problem *p, int stage, int begin, double worst, double *best) {
   if (stage == p->n_stages - 1) {
     if (begin >= p->n_ops) return false;
-    int64_t mem = ppcc_split_stage_memory(p, begin, p->n_ops);
-    if (p->memory_limit > 0 && mem > p->memory_limit) return false;
-    double c = ppcc_split_stage_cost(p, begin, p->n_ops);
+    int64_t mem = ppcc_split_stage_memory_as(p, stage, begin, p->n_ops), limit = ppcc_split_stage_limit(p, stage);
+    if (limit > 0 && mem > limit) return false;
+    double c = ppcc_split_stage_time(p, stage, begin, p->n_ops);
     double w = c > worst ? c : worst;
     if (w < *best) *best = w;
     return true;
@@ -87,9 +87,9 @@ static bool brute_force(const ppcc_split_problem *p, int stage, int begin, doubl
   bool any = false;
   for (int end = begin + 1; end < p->n_ops; end++) {
     if (!p->can_cut[end]) continue;
-    int64_t mem = ppcc_split_stage_memory(p, begin, end);
-    if (p->memory_limit > 0 && mem > p->memory_limit) continue;
-    double c = ppcc_split_stage_cost(p, begin, end);
+    int64_t mem = ppcc_split_stage_memory_as(p, stage, begin, end), limit = ppcc_split_stage_limit(p, stage);
+    if (limit > 0 && mem > limit) continue;
+    double c = ppcc_split_stage_time(p, stage, begin, end);
     any |= brute_force(p, stage + 1, end, c > worst ? c : worst, best);
   }
   return any;
@@ -111,9 +111,14 @@ typedef struct random_problem {
   double time[16], cut_time[16];
   int64_t params[16], live[16];
   bool can_cut[16];
+  /* heterogeneous stages (--devices-spec, per-stage TP sizes) */
+  double speed[16], shared_time[16];
+  int64_t memory[16], shared_param[16];
+  int tp[16];
 } random_problem;
 
 static void make_random_problem(random_problem *r) {
+  memset(r, 0, sizeof *r);
   ppcc_split_problem *p = &r->p;
   p->n_ops = 1 + rnd(14);
   p->n_stages = 1 + rnd(p->n_ops < 5 ? p->n_ops : 5);
@@ -127,6 +132,23 @@ static void make_random_problem(random_problem *r) {
   p->time = r->time, p->cut_time = r->cut_time, p->param_bytes = r->params;
   p->live_bytes = r->live, p->can_cut = r->can_cut;
   p->memory_limit = rnd(3) ? 0 : 50 + rnd(250);
+  if (rnd(2)) { /* per-stage speeds and memory limits */
+    for (int s = 0; s < p->n_stages; s++) {
+      r->speed[s] = 0.5 * (1 + rnd(6));
+      r->memory[s] = rnd(3) ? 0 : 50 + rnd(250);
+    }
+    p->stage_speed = r->speed;
+    p->stage_memory = rnd(2) ? r->memory : NULL;
+  }
+  if (rnd(2)) { /* per-stage TP sizes sharing part of the ops */
+    for (int s = 0; s < p->n_stages; s++) r->tp[s] = 1 + rnd(4);
+    for (int i = 0; i < p->n_ops; i++) {
+      bool shared = rnd(2);
+      r->shared_time[i] = shared ? r->time[i] : 0;
+      r->shared_param[i] = shared ? r->params[i] : 0;
+    }
+    p->stage_tp = r->tp, p->shared_time = r->shared_time, p->shared_param = r->shared_param;
+  }
 }
 
 START_TEST(dp_matches_brute_force_on_random_problems) {

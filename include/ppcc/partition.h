@@ -72,6 +72,9 @@ int64_t ppcc_split_stage_memory(const ppcc_split_problem *p, int begin, int end)
 /* The cost of [begin, end) as stage `stage`: compute divided by its speed
  * (stage_speed), plus the incoming transfer. */
 double ppcc_split_stage_time(const ppcc_split_problem *p, int stage, int begin, int end);
+/* Memory per device of [begin, end) as stage `stage` (shared params
+ * divided by its TP size). */
+int64_t ppcc_split_stage_memory_as(const ppcc_split_problem *p, int stage, int begin, int end);
 /* Stage `stage`'s memory limit per device (0 = unlimited). */
 int64_t ppcc_split_stage_limit(const ppcc_split_problem *p, int stage);
 /* Optimal split (dynamic programming over the cut points): stage s is ops

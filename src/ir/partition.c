@@ -184,6 +184,16 @@ static int64_t stage_params(const ppcc_split_problem *p, int s, int64_t all, int
   return all - shared + shared / stage_tp(p, s);
 }
 
+int64_t ppcc_split_stage_memory_as(const ppcc_split_problem *p, int stage, int begin, int end) {
+  int64_t params = 0, shared = 0, peak = 0;
+  for (int i = begin; i < end; i++) {
+    params += p->param_bytes[i];
+    shared += p->shared_param ? p->shared_param[i] : 0;
+    if (p->live_bytes[i] > peak) peak = p->live_bytes[i];
+  }
+  return stage_params(p, stage, params, shared) + peak;
+}
+
 double ppcc_split_stage_time(const ppcc_split_problem *p, int stage, int begin, int end) {
   double t = 0, shared = 0;
   for (int i = begin; i < end; i++) {
