@@ -32,8 +32,19 @@ while IFS=$'\t' read -r file want; do
   grep -qF -- "$want" "$tmp/err" || bad "$file: want '$want', got: $(cat "$tmp/err")"
   [[ ! -e $tmp/r.txt ]] || { bad "$file: a report was written"; rm -f "$tmp/r.txt"; }
 done <"$src/testdata/bad_devices_spec/expected.tsv"
-"$ppcc" report "$tmp/l6.json" --devices-spec "$src/testdata/devices_spec/fast_first.json" >/dev/null 2>&1
-[[ $? -eq 2 ]] || bad "--devices-spec without --pp/--tp is not a usage error"
+"$ppcc" import onnx "$src/testdata/onnx/mlp.onnx" -o "$tmp/m.json" --devices-spec "$src/testdata/devices_spec/fast_first.json" \
+  >/dev/null 2>&1
+[[ $? -eq 2 && ! -e $tmp/m.json ]] || bad "import --devices-spec without --pp/--tp is not a usage error"
+# a placed model (no --pp/--tp): each device's params + peak activations
+# (36864 bytes on device 2 of ppffn) must fit its spec memory (36863)
+"$ppcc" compile "$src/testdata/models/ppffn.json" --devices-spec "$src/testdata/devices_spec/ppffn_small.json" \
+  --report "$tmp/r.txt" 2>"$tmp/err" >/dev/null
+rc=$?
+[[ $rc -eq 1 && $(wc -l <"$tmp/err") -eq 1 && ! -e $tmp/r.txt ]] &&
+  grep -q "ppffn.json: error: device 2 needs 36864 bytes (params 32768 + peak activations 4096), more than its memory 36863 (devices spec '.*ppffn_small.json')" "$tmp/err" ||
+  bad "placed model over its spec memory: exit $rc: $(cat "$tmp/err")"
+"$ppcc" report "$src/testdata/models/ppffn.json" --devices-spec "$src/testdata/devices_spec/mixed8.json" >/dev/null ||
+  bad "placed model within its spec memory refused"
 "$ppcc" report "$tmp/l8.json" --pp 3 --tp 4,1,2,1 >/dev/null 2>&1
 [[ $? -eq 2 ]] || bad "--pp 3 with 4 stage TP sizes is not a usage error"
 "$ppcc" report "$tmp/l8.json" --devices-spec "$tmp/missing.json" --pp 2 2>"$tmp/err" >/dev/null

@@ -36,6 +36,12 @@ ppcc_status ppcc_devices_spec_parse(const char *path, const char *text, size_t l
 ppcc_status ppcc_devices_spec_load(const char *path, ppcc_devices_spec *out, ppcc_diag *d);
 void ppcc_devices_spec_free(ppcc_devices_spec *s);
 
+/* A placed graph (explicit placement, no auto-partition): every device's
+ * params + peak activations (the report's per-device accounting) within
+ * its spec memory; else an error naming the device and the bytes. */
+struct ppcc_graph;
+ppcc_status ppcc_devices_spec_check_memory(const struct ppcc_graph *g, const ppcc_devices_spec *spec, ppcc_diag *d);
+
 /* "16G", "512MiB", "1000": bytes, positive, no overflow. */
 bool ppcc_parse_byte_count(const char *text, int64_t *out);
 

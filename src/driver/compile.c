@@ -108,6 +108,8 @@ ppcc_graph *cli_load_and_compile_partitioned(const char *model_path, const char 
   }
   cli_apply_partition(g, req);
   *status = ppcc_run_passes(g, dump_after, stderr, d);
+  if (*status == PPCC_OK && req && req->devices_spec.n_devices && req->pp == 0 && req->tp == 0)
+    *status = ppcc_devices_spec_check_memory(g, &req->devices_spec, d); /* a placed model */
   if (*status != PPCC_OK) {
     ppcc_graph_free(g);
     return NULL;

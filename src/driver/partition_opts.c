@@ -20,7 +20,8 @@ const char cli_partition_help[] =
     "                      {\"devices\": [{\"memory\": \"8GiB\", \"speed\": 1.0}, ...]}:\n"
     "                      entry i is device i; a faster stage gets more work,\n"
     "                      each device's memory is its budget (replacing\n"
-    "                      --device-memory for it); needs --pp or --tp\n";
+    "                      --device-memory for it); without --pp/--tp, a\n"
+    "                      placed model's devices are checked against it\n";
 
 /* "4,1,2,1": per-stage TP sizes. */
 static ppcc_status parse_stage_tp(const char *command, cli_partition *req, const char *value) {
@@ -94,7 +95,7 @@ static ppcc_status load_spec(cli_partition *req) {
 ppcc_status cli_check_partition(const char *command, cli_partition *req) {
   if (req->device_memory > 0 && req->pp == 0 && req->tp == 0)
     return cli_usage_error(command, "--device-memory needs --pp or --tp (it limits the automatic split)");
-  if (req->devices_spec_path && req->pp == 0 && req->tp == 0)
+  if (req->devices_spec_path && req->pp == 0 && req->tp == 0 && strcmp(command, "import") == 0)
     return cli_usage_error(command, "--devices-spec needs --pp or --tp (it shapes the automatic split)");
   if (req->n_stage_tp > 0 && req->pp > 0 && req->pp != req->n_stage_tp)
     return cli_usage_error(command, "--tp gives %d stage TP sizes but --pp is %d (give one size per stage, or "

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "ppcc/graph.h"
 #include "ppcc/io.h"
+#include "ppcc/report.h"
 
 bool ppcc_parse_byte_count(const char *text, int64_t *out) {
   static const char units[] = "KMGT";
@@ -141,5 +142,21 @@ ppcc_status ppcc_devices_spec_load(const char *path, ppcc_devices_spec *out, ppc
   if (!text) return PPCC_ERR_USER;
   ppcc_status st = ppcc_devices_spec_parse(path, text, len, out, d);
   free(text);
+  return st;
+}
+
+ppcc_status ppcc_devices_spec_check_memory(const ppcc_graph *g, const ppcc_devices_spec *spec, ppcc_diag *d) {
+  ppcc_device_summary *rows = ppcc_device_summaries(g);
+  if (!rows) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory checking device memory");
+  ppcc_status st = PPCC_OK;
+  for (int k = 0; k < g->n_devices && k < spec->n_devices && !st; k++) {
+    int64_t need = rows[k].param_bytes + rows[k].peak_activation_bytes;
+    if (spec->memory[k] > 0 && need > spec->memory[k])
+      st = ppcc_error(d, "device %d needs %lld bytes (params %lld + peak activations %lld), more than its memory %lld "
+                         "(devices spec '%s')",
+                      k, (long long)need, (long long)rows[k].param_bytes, (long long)rows[k].peak_activation_bytes,
+                      (long long)spec->memory[k], spec->path ? spec->path : "");
+  }
+  free(rows);
   return st;
 }
