@@ -80,6 +80,11 @@ grep -q '^auto-partition: 4 stages of TP sizes 4,1,2,1' <<<"$rep" || bad "no mix
 for d in 'stage 0: devices \[0,1,2,3\]' 'stage 1: devices \[4\]' 'stage 2: devices \[5,6\]' 'stage 3: devices \[7\]'; do
   grep -q "^$d" <<<"$rep" || bad "tp 4,1,2,1: no '$d'"
 done
+"$ppcc" compile "$tmp/l8.json" --tp 4,1,2,1 --devices-spec "$src/testdata/devices_spec/mixed8_last_tiny.json" \
+  --report "$tmp/r.txt" 2>"$tmp/err" >/dev/null
+rc=$?
+[[ $rc -eq 1 && ! -e $tmp/r.txt ]] && grep -q "error: auto-partition: stage 3 (.*) needs [0-9]* bytes per device, more than device 7's memory 100" "$tmp/err" ||
+  bad "tp 4,1,2,1 with device 7 of 100 bytes: exit $rc: $(cat "$tmp/err")"
 backends="interp"
 help=$("$ppcc" run --help) # (grep -q on a pipe would SIGPIPE ppcc under pipefail)
 grep -q 'backend=jit|interp' <<<"$help" && backends="interp jit"

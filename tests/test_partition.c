@@ -169,6 +169,13 @@ START_TEST(dp_matches_brute_force_on_random_problems) {
         ck_assert(r.p.can_cut[start[s]]);
       }
     }
+    if (!res.feasible && !res.too_few_cuts) { /* the stage named does not fit */
+      ck_assert_msg(res.fail_begin < res.fail_end && res.fail_end <= r.p.n_ops && res.fail_stage < r.p.n_stages,
+                    "fail range [%d, %d) stage %d (seed %d)", res.fail_begin, res.fail_end, res.fail_stage, seed);
+      int64_t limit = ppcc_split_stage_limit(&r.p, res.fail_stage);
+      ck_assert(limit > 0 && res.fail_memory > limit);
+      ck_assert(res.fail_memory == ppcc_split_stage_memory_as(&r.p, res.fail_stage, res.fail_begin, res.fail_end));
+    }
     check_against_brute_force(&r.p, res.feasible, res.max_cost);
   }
   ck_assert_msg(feasible > 500, "only %d feasible problems: the test is too weak", feasible);

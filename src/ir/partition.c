@@ -332,11 +332,15 @@ static int64_t segments_memory(const split_work *w, int s, int b, int e, int64_t
 static void explain_memory(const split_work *w, ppcc_split_result *r) {
   const ppcc_split_problem *p = w->p;
   int b = 0;
+  /* fallback (greedy packing is exact, so only for safety): the last stage */
+  r->fail_stage = p->n_stages - 1, r->fail_begin = w->cand[w->k - 1], r->fail_end = p->n_ops;
+  r->fail_memory = segments_memory(w, p->n_stages - 1, w->k - 1, w->k, w->seg_live[w->k - 1]);
   for (int s = 0; s < p->n_stages && b < w->k; s++) {
     bool last = s == p->n_stages - 1;
+    int max_e = w->k - (p->n_stages - 1 - s); /* one segment left for each later stage */
     int64_t peak = w->seg_live[b];
     int e = b + 1;
-    while (e < w->k && (last || fits(p, s, segments_memory(w, s, b, e + 1, peak > w->seg_live[e] ? peak : w->seg_live[e])))) {
+    while (e < max_e && (last || fits(p, s, segments_memory(w, s, b, e + 1, peak > w->seg_live[e] ? peak : w->seg_live[e])))) {
       if (w->seg_live[e] > peak) peak = w->seg_live[e];
       e++;
     }
