@@ -43,8 +43,10 @@ rc=$?
 [[ $rc -eq 1 && $(wc -l <"$tmp/err") -eq 1 && ! -e $tmp/r.txt ]] &&
   grep -q "ppffn.json: error: device 2 needs 36864 bytes (params 32768 + peak activations 4096), more than its memory 36863 (devices spec '.*ppffn_small.json')" "$tmp/err" ||
   bad "placed model over its spec memory: exit $rc: $(cat "$tmp/err")"
-"$ppcc" report "$src/testdata/models/ppffn.json" --devices-spec "$src/testdata/devices_spec/mixed8.json" >/dev/null ||
-  bad "placed model within its spec memory refused"
+json=$("$ppcc" report "$src/testdata/models/ppffn.json" --devices-spec "$src/testdata/devices_spec/mixed8.json" \
+       --format=json) || bad "placed model within its spec memory refused"
+grep -q '{"device": 4, "memory": 536870912, "speed": 2, "stage": -1}' <<<"$json" ||
+  bad "placed model: no devices_spec entry for device 4 in the JSON report"
 "$ppcc" report "$tmp/l8.json" --pp 3 --tp 4,1,2,1 >/dev/null 2>&1
 [[ $? -eq 2 ]] || bad "--pp 3 with 4 stage TP sizes is not a usage error"
 "$ppcc" report "$tmp/l8.json" --devices-spec "$tmp/missing.json" --pp 2 2>"$tmp/err" >/dev/null

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ppcc/ops.h"
+#include "ppcc/devices_spec.h"
 #include "ppcc/partition.h"
 #include "ppcc/report.h"
 #include "report_internal.h"
@@ -353,21 +354,30 @@ static void partition_cells(text_ctx *x, const ppcc_partition_summary *s, int k)
   bytes_cell(st->param_bytes + st->activation_bytes, x->cells[7]);
 }
 
-/* --devices-spec: each device's memory and speed, and the stage using it. */
+/* --devices-spec: each device's memory and speed, and the auto-partition
+ * stage using it ("-": none, or the model placed itself). */
 static void write_devices_spec(text_ctx *x, const ppcc_partition_summary *s) {
-  if (!s->spec_path) return;
-  fprintf(x->out, "devices spec %s (stage cost = compute / slowest speed of the stage + transfer in):\n",
-          s->spec_path);
+  const ppcc_devices_spec *g_spec = x->g->partition.devices_spec;
+  ppcc_devices_spec view = {0};
+  if (s && s->spec_path)
+    view = (ppcc_devices_spec){s->spec_path, s->n_spec_devices, s->spec_memory, s->spec_speed};
+  else if (g_spec)
+    view = *g_spec;
+  else
+    return;
+  fprintf(x->out, "%sdevices spec %s%s:\n", s ? "" : "\n", view.path ? view.path : "",
+          s ? " (stage cost = compute / slowest speed of the stage + transfer in)" : "");
   fprintf(x->out, "  %-6s  %-5s  %-20s  %s\n", "device", "stage", "memory", "speed");
-  for (int d = 0; d < s->n_spec_devices; d++) {
+  for (int d = 0; d < view.n_devices; d++) {
     int stage = -1;
-    for (int k = 0; k < s->pp; k++)
+    for (int k = 0; s && k < s->pp; k++)
       if (d >= s->stages[k].first_device && d < s->stages[k].first_device + s->stages[k].tp) stage = k;
-    if (s->spec_memory[d] > 0) bytes_cell(s->spec_memory[d], x->cells[0]);
-    else snprintf(x->cells[0], CELL, "%s", s->device_memory > 0 ? "(--device-memory)" : "(unlimited)");
+    int64_t fallback = s ? s->device_memory : x->g->partition.device_memory;
+    if (view.memory[d] > 0) bytes_cell(view.memory[d], x->cells[0]);
+    else snprintf(x->cells[0], CELL, "%s", fallback > 0 ? "(--device-memory)" : "(unlimited)");
     if (stage >= 0) snprintf(x->cells[1], CELL, "%d", stage);
     else snprintf(x->cells[1], CELL, "-");
-    fprintf(x->out, "  %-6d  %-5s  %-20s  %g\n", d, x->cells[1], x->cells[0], s->spec_speed[d]);
+    fprintf(x->out, "  %-6d  %-5s  %-20s  %g\n", d, x->cells[1], x->cells[0], view.speed[d]);
   }
 }
 
@@ -443,6 +453,7 @@ ppcc_status ppcc_report_text(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
     write_devices(&x);
     bool balanced = write_balance(&x) && write_kv_cache(&x);
     if (balanced) write_partition(&x);
+    if (balanced && !g->partition_summary) write_devices_spec(&x, NULL); /* a placed model */
     if (!balanced) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory writing the text report");
     else if (ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the text report");
   }
