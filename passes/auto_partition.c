@@ -1,6 +1,9 @@
 /* auto-partition: places a model that declares no placement on --pp P
  * pipeline stages of --tp T devices each (stage s on devices
- * [s*T, ..., s*T+T-1]). No-op unless the graph carries a request.
+ * [s*T, ..., s*T+T-1]), or of per-stage TP sizes (--tp 4,1,2,1: stage s
+ * on the next T_s devices). No-op unless the graph carries a request.
+ * With --devices-spec each stage runs at its slowest device's speed and
+ * must fit its smallest device's memory (include/ppcc/devices_spec.h).
  *
  *  1. Tensor parallelism (T > 1), Megatron-style: a weight matmul/linear
  *     whose result reaches, through single-use elementwise ops, a second
@@ -17,23 +20,40 @@
  *     on stage 0; a value read by a later stage crosses with an inserted
  *     explicit transfer (P8), so the receiving stage's pinned weights never
  *     meet a pinned activation from elsewhere (which P4 forbids).
- * Later passes then propagate layouts and placements as for any model. */
+ * Later passes then propagate layouts and placements as for any model.
+ *
+ * Per-stage TP sizes that differ ("mixed"): the split is chosen first on
+ * the unsharded graph where the ops that would form Megatron pairs (found
+ * at the largest TP size) have time and weights divided by T_s on stage s,
+ * other ops counting whole (an estimate); then each stage gets its own
+ * Megatron layouts over T_s devices, and a value crossing to a stage of
+ * another size is gathered onto the new stage's first device (unshard)
+ * and replicated from there (transfer, P8). The summary and the memory
+ * check use the exact cost model of the placed graph. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ppcc/devices_spec.h"
 #include "ppcc/ops.h"
 #include "ppcc/partition.h"
 #include "ppcc/passes.h"
 
-enum { ROLE_NONE, ROLE_COLUMN, ROLE_ROW };
+enum { ROLE_NONE, ROLE_COLUMN, ROLE_ROW, ROLE_OTHER_STAGE };
 
 typedef struct part_ctx {
   ppcc_graph *g;
   ppcc_diag *d;
-  int pp, tp;
+  int pp, tp;    /* tp: the stage whose layouts are chosen (mixed), else all */
   int *n_uses;   /* per value */
   int *consumer; /* per value: the last op reading it */
   int n_pairs;
+  /* The stages: TP size, first device (pp + 1 entries: the last is the
+   * device count used), speed, memory budget per device (0: unlimited). */
+  int *stage_tp, *first_dev;
+  double *speed;
+  int64_t *budget;
+  bool mixed;
+  int lo, hi;    /* ops whose layouts are being chosen */
 } part_ctx;
 
 static ppcc_status oom(ppcc_diag *d) {
@@ -63,13 +83,65 @@ static ppcc_status check_declarations(const ppcc_graph *g, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* Device d's budget: its spec memory, else --device-memory (0: none). */
+static int64_t device_budget(const ppcc_graph *g, int d) {
+  const ppcc_devices_spec *spec = g->partition.devices_spec;
+  if (spec && d < spec->n_devices && spec->memory[d] > 0) return spec->memory[d];
+  return g->partition.device_memory;
+}
+
+static double device_speed(const ppcc_graph *g, int d) {
+  const ppcc_devices_spec *spec = g->partition.devices_spec;
+  return spec && d < spec->n_devices ? spec->speed[d] : 1.0;
+}
+
+/* Stage TP sizes and devices. */
+static bool plan_stages(part_ctx *c) {
+  ppcc_graph *g = c->g;
+  c->stage_tp = ppcc_alloc(g, sizeof(int) * (size_t)c->pp);
+  c->first_dev = ppcc_alloc(g, sizeof(int) * ((size_t)c->pp + 1));
+  c->speed = ppcc_alloc(g, sizeof(double) * (size_t)c->pp);
+  c->budget = ppcc_alloc(g, sizeof(int64_t) * (size_t)c->pp);
+  if (!c->stage_tp || !c->first_dev || !c->speed || !c->budget) return false;
+  for (int s = 0; s < c->pp; s++) {
+    int t = g->partition.stage_tp ? g->partition.stage_tp[s] : c->tp;
+    c->stage_tp[s] = t < 1 ? 1 : t > PPCC_MAX_DEVICES ? PPCC_MAX_DEVICES : t;
+    if (c->stage_tp[s] != c->stage_tp[0]) c->mixed = true;
+    c->first_dev[s + 1] = c->first_dev[s] + c->stage_tp[s];
+  }
+  if (!c->mixed) c->tp = c->stage_tp[0];
+  return true;
+}
+
+/* The slowest device sets a TP group's pace; the smallest one its budget. */
+static void stage_speeds_budgets(part_ctx *c) {
+  for (int s = 0; s < c->pp; s++) {
+    c->speed[s] = 0;
+    c->budget[s] = 0;
+    for (int d = c->first_dev[s]; d < c->first_dev[s + 1]; d++) {
+      double v = device_speed(c->g, d);
+      int64_t b = device_budget(c->g, d);
+      if (c->speed[s] == 0 || v < c->speed[s]) c->speed[s] = v;
+      if (b > 0 && (c->budget[s] == 0 || b < c->budget[s])) c->budget[s] = b;
+    }
+  }
+}
+
 static ppcc_status check_request(part_ctx *c) {
   ppcc_graph *g = c->g;
   if (c->pp < 1 || c->tp < 1 || c->pp > PPCC_MAX_DEVICES || c->tp > PPCC_MAX_DEVICES)
     return ppcc_error(c->d, "auto-partition: --pp %d and --tp %d must be at least 1", c->pp, c->tp);
-  if ((int64_t)c->pp * c->tp > g->n_devices)
+  int used = c->first_dev[c->pp];
+  if (c->mixed && used > g->n_devices)
+    return ppcc_error(c->d, "auto-partition: stage TP sizes (--tp) need %d devices, the model declares %d", used,
+                      g->n_devices);
+  if (!c->mixed && (int64_t)c->pp * c->tp > g->n_devices)
     return ppcc_error(c->d, "auto-partition: --pp %d x --tp %d needs %lld devices, the model declares %d", c->pp,
                       c->tp, (long long)c->pp * c->tp, g->n_devices);
+  const ppcc_devices_spec *spec = g->partition.devices_spec;
+  if (spec && spec->n_devices < used)
+    return ppcc_error(c->d, "auto-partition: devices spec '%s' describes %d device%s, the split uses %d", spec->path,
+                      spec->n_devices, spec->n_devices == 1 ? "" : "s", used);
   if (g->n_ops < c->pp)
     return ppcc_error(c->d, "auto-partition: %d stages need at least %d ops, the model has %d", c->pp, c->pp,
                       g->n_ops);
@@ -183,12 +255,12 @@ static void default_layouts(part_ctx *c) {
 static bool choose_regions(part_ctx *c, int *role);
 
 static bool choose_layouts(part_ctx *c, int *role) {
-  default_layouts(c);
+  if (!c->mixed) default_layouts(c);
   if (c->tp < 2) return true;
-  for (int i = 0; i < c->g->n_ops; i++) {
+  for (int i = c->lo; i < c->hi; i++) {
     if (role[i] != ROLE_NONE || !column_ok(c, &c->g->ops[i])) continue;
     int row = find_partner(c, i);
-    if (row >= 0) make_pair(c, i, row, role);
+    if (row >= 0 && role[row] == ROLE_NONE) make_pair(c, i, row, role);
   }
   return choose_regions(c, role);
 }
@@ -315,7 +387,7 @@ static bool layouts_accepted(part_ctx *c, const int *role, const char *mark) {
   ppcc_diag quiet;
   ppcc_diag_init(&quiet, NULL, NULL);
   bool ok = true;
-  for (int i = 0; ok && i < c->g->n_ops; i++) {
+  for (int i = c->lo; ok && i < c->hi; i++) {
     ppcc_op *op = &c->g->ops[i];
     ok = ppcc_apply_shard_rule(c->g, op, &quiet) == PPCC_OK && !op->gather_operands && !op->resplit;
     if (ok && (role[i] == ROLE_ROW || mark[i] == MARK_ROW))
@@ -353,7 +425,7 @@ static bool choose_regions(part_ctx *c, int *role) {
   r.stack = malloc(sizeof(int) * (size_t)(c->g->n_values + n_ops + 1));
   r.touched = malloc(sizeof(int) * (size_t)(n_ops + 1));
   bool ok = r.mark && r.stack && r.touched && build_uses(&r);
-  for (int i = 0; ok && i < n_ops; i++) {
+  for (int i = c->lo; ok && i < c->hi; i++) {
     if (role[i] != ROLE_NONE || !column_ok(c, &c->g->ops[i])) continue;
     int n_rows;
     r.n_stack = r.n_touched = 0;
@@ -398,11 +470,15 @@ static bool push_row_with_all_reduce(ppcc_graph *g, ppcc_op_list *l, ppcc_op *ro
   return ppcc_op_list_push(l, &ar);
 }
 
-static bool insert_all_reduces(ppcc_graph *g, const int *role) {
+/* stage_in (per op, or NULL) gives stage_out the stage of every op of the
+ * new list (an inserted all_reduce is on its row op's stage). */
+static bool insert_all_reduces(ppcc_graph *g, const int *role, const int *stage_in, int **stage_out) {
   ppcc_op_list l = {0};
-  bool ok = true;
+  int *stage = stage_in ? malloc(sizeof(int) * (2 * (size_t)g->n_ops + 1)) : NULL;
+  bool ok = !stage_in || stage;
   for (int i = 0; ok && i < g->n_ops; i++) {
     ppcc_op op = g->ops[i];
+    if (stage) stage[l.n] = stage[l.n + 1] = stage_in[i];
     if (role[i] == ROLE_ROW) {
       ok = push_row_with_all_reduce(g, &l, &op);
       continue;
@@ -412,9 +488,11 @@ static bool insert_all_reduces(ppcc_graph *g, const int *role) {
   }
   if (!ok) {
     free(l.ops);
+    free(stage);
     return false;
   }
   ppcc_graph_set_ops(g, l.ops, l.n, l.cap);
+  if (stage_out) *stage_out = stage;
   return true;
 }
 
@@ -448,13 +526,46 @@ static ppcc_status split_error(const part_ctx *c, const ppcc_split_problem *p, c
   c->d->pending.op_end = c->g->ops[r->fail_end - 1].src_index + 1;
   c->d->pending.stage = r->fail_stage;
   c->d->pending.bytes = r->fail_memory;
+  const ppcc_devices_spec *spec = c->g->partition.devices_spec;
+  int s = r->fail_stage;
+  if (spec) {
+    int dev = c->first_dev[s]; /* the stage's device with the smallest budget */
+    for (int k = c->first_dev[s]; k < c->first_dev[s + 1]; k++) {
+      int64_t b = device_budget(c->g, k), best = device_budget(c->g, dev);
+      if (b > 0 && (best <= 0 || b < best)) dev = k;
+    }
+    bool from_spec = dev < spec->n_devices && spec->memory[dev] > 0;
+    return ppcc_error(c->d, "auto-partition: stage %d (%s) needs %lld bytes per device, more than device %d's memory "
+                            "%lld (%s '%s'); no split into %d stages fits",
+                      s, range, (long long)r->fail_memory, dev, (long long)ppcc_split_stage_limit(p, s),
+                      from_spec ? "devices spec" : "--device-memory, devices spec", spec->path, c->pp);
+  }
   return ppcc_error(c->d, "auto-partition: stage %d (%s) needs %lld bytes per device, more than --device-memory "
                           "%lld; no split into %d stages of %d devices fits",
-                    r->fail_stage, range, (long long)r->fail_memory, (long long)p->memory_limit, c->pp, c->tp);
+                    s, range, (long long)r->fail_memory, (long long)p->memory_limit, c->pp, c->tp);
 }
 
-static ppcc_status solve_split(part_ctx *c, ppcc_split_problem *p, int *start) {
+/* Mixed TP sizes: the split is chosen on the unsharded graph where the ops
+ * of Megatron pairs (shared_role, per op) have their time and weights
+ * shared by a stage's T_s devices (the estimate of the file comment). */
+static ppcc_status solve_split(part_ctx *c, ppcc_split_problem *p, int *start, const int *shared_role) {
   if (!ppcc_split_problem_from_graph(c->g, c->pp, c->g->partition.device_memory, p)) return oom(c->d);
+  p->stage_speed = c->speed;
+  p->stage_memory = c->budget;
+  if (shared_role) {
+    size_t n = (size_t)(c->g->n_ops > 0 ? c->g->n_ops : 1);
+    double *time = ppcc_alloc(c->g, sizeof(double) * n);
+    int64_t *param = ppcc_alloc(c->g, sizeof(int64_t) * n);
+    if (!time || !param) return oom(c->d);
+    for (int i = 0; i < c->g->n_ops; i++) {
+      bool shared = shared_role[i] == ROLE_COLUMN || shared_role[i] == ROLE_ROW;
+      time[i] = shared ? p->time[i] : 0;
+      param[i] = shared ? p->param_bytes[i] : 0;
+    }
+    p->stage_tp = c->stage_tp;
+    p->shared_time = time;
+    p->shared_param = param;
+  }
   ppcc_split_result r;
   if (!ppcc_split_solve(p, start, &r)) return oom(c->d);
   return r.feasible ? PPCC_OK : split_error(c, p, &r);
@@ -462,24 +573,25 @@ static ppcc_status solve_split(part_ctx *c, ppcc_split_problem *p, int *start) {
 
 /* ---------------- placement ---------------- */
 
-/* Device tuples of the stages: stage s = [s*T, ..., s*T+T-1]. */
+/* Device tuples of the stages: stage s = [first_dev[s], ..., + T_s - 1]. */
 static int **stage_devices(part_ctx *c) {
   int **devs = ppcc_alloc(c->g, sizeof(int *) * (size_t)c->pp);
   for (int s = 0; devs && s < c->pp; s++) {
-    devs[s] = ppcc_alloc(c->g, sizeof(int) * (size_t)c->tp);
+    devs[s] = ppcc_alloc(c->g, sizeof(int) * (size_t)c->stage_tp[s]);
     if (!devs[s]) return NULL;
-    for (int t = 0; t < c->tp; t++) devs[s][t] = s * c->tp + t;
+    for (int t = 0; t < c->stage_tp[s]; t++) devs[s][t] = c->first_dev[s] + t;
   }
   return devs;
 }
 
-/* Stage of every value: params that of their first reader, inputs 0,
- * results that of their op. */
+/* Stage of every value: params and inputs that of their first reader (an
+ * input read only by a late stage, such as its KV cache, goes straight
+ * there), results that of their op. */
 static void home_stages(const ppcc_graph *g, const int *op_stage, int *home) {
   for (int v = 0; v < g->n_values; v++) home[v] = g->values[v].def_op >= 0 ? op_stage[g->values[v].def_op] : -1;
   for (int i = g->n_ops - 1; i >= 0; i--)
     for (int k = 0; k < g->ops[i].n_in; k++)
-      if (g->values[g->ops[i].in[k]].kind == PPCC_VALUE_PARAM) home[g->ops[i].in[k]] = op_stage[i];
+      if (g->values[g->ops[i].in[k]].kind != PPCC_VALUE_RESULT) home[g->ops[i].in[k]] = op_stage[i];
   for (int v = 0; v < g->n_values; v++)
     if (home[v] < 0) home[v] = 0;
 }
@@ -490,6 +602,7 @@ static void place_declared(ppcc_graph *g, const int *home, int **devs) {
     if (x->kind == PPCC_VALUE_RESULT) continue;
     x->devices = devs[home[v]];
     if (x->kind == PPCC_VALUE_PARAM) x->pinned = true;
+    else if (home[v] > 0) x->why = "auto-partition: graph input placed on the stage of its first reader";
   }
 }
 
@@ -499,28 +612,71 @@ typedef struct moved {
   int stage, value;
 } moved;
 
-static bool push_stage_transfer(ppcc_graph *g, ppcc_op_list *l, int src, const int *devices, int *result) {
-  *result = ppcc_push_transfer(g, l, src, devices,
-                               "auto-partition: the value crosses a pipeline-stage boundary to the stage that reads it");
-  return *result >= 0;
-}
-
 typedef struct crossing_ctx {
   part_ctx *c;
   ppcc_op_list l;
   moved **seen; /* per source value */
   int **devs;
   const int *home;
+  int *final_start; /* pp + 1: the stages in the new op list */
 } crossing_ctx;
 
-static bool transfer_to_stage(crossing_ctx *x, int src, int stage, int *result) {
+/* Mixed TP: each new op's layout at once, so the next crossing knows how
+ * many shards its source has. */
+static bool layout_now(crossing_ctx *x, ppcc_status *st) {
+  if (!x->c->mixed || *st) return !*st;
+  *st = ppcc_apply_shard_rule(x->c->g, &x->l.ops[x->l.n - 1], x->c->d);
+  return *st == PPCC_OK;
+}
+
+/* Gathers src onto one device of the next stage (P9). */
+static int push_unshard(ppcc_graph *g, ppcc_op_list *l, int src, int device) {
+  char suffix[32];
+  snprintf(suffix, sizeof suffix, "@%d", device);
+  int out = ppcc_add_value_like(g, src, suffix);
+  ppcc_op u;
+  if (out < 0 || !ppcc_op_init_inserted(g, &u, PPCC_OP_unshard, src, out,
+                                        "auto-partition: the value leaves for a stage of another TP size: gathered "
+                                        "onto that stage's first device"))
+    return -1;
+  u.attrs = ppcc_alloc(g, sizeof(ppcc_attr));
+  if (!u.attrs) return -1;
+  *u.attrs = (ppcc_attr){.name = "device", .type = PPCC_ATTR_INT, .i = device};
+  u.n_attrs = 1;
+  g->values[out].def_op = l->n;
+  return ppcc_op_list_push(l, &u) ? out : -1;
+}
+
+static const char why_cross[] = "auto-partition: the value crosses a pipeline-stage boundary to the stage that reads it";
+
+/* src's shards go to the stage's devices: one transfer when the shard
+ * counts match (P10), else unshard onto its first device and, for a TP
+ * group, a transfer that replicates it there (P8). -1 on failure. */
+static int cross_to_stage(crossing_ctx *x, int src, int stage, ppcc_status *st) {
+  ppcc_graph *g = x->c->g;
+  int tp = x->c->stage_tp[stage], count = g->values[src].layout.count, *devs = x->devs[stage];
+  if (count == tp) {
+    int out = ppcc_push_transfer(g, &x->l, src, devs, why_cross);
+    return out >= 0 && layout_now(x, st) ? out : -1;
+  }
+  int one = src;
+  if (count > 1) {
+    one = push_unshard(g, &x->l, src, devs[0]);
+    if (one < 0 || !layout_now(x, st)) return -1;
+    if (tp == 1) return one;
+  }
+  int out = ppcc_push_transfer_to(g, &x->l, one, devs, tp, why_cross);
+  return out >= 0 && layout_now(x, st) ? out : -1;
+}
+
+static bool transfer_to_stage(crossing_ctx *x, int src, int stage, int *result, ppcc_status *st) {
   for (moved *m = x->seen[src]; m; m = m->next)
     if (m->stage == stage) {
       *result = m->value;
       return true;
     }
   moved *m = ppcc_alloc(x->c->g, sizeof *m);
-  if (!m || !push_stage_transfer(x->c->g, &x->l, src, x->devs[stage], result)) return false;
+  if (!m || (*result = cross_to_stage(x, src, stage, st)) < 0) return false;
   *m = (moved){x->seen[src], stage, *result};
   x->seen[src] = m;
   return true;
@@ -528,50 +684,116 @@ static bool transfer_to_stage(crossing_ctx *x, int src, int stage, int *result) 
 
 /* Every read of a value homed on another stage goes through a transfer
  * inserted before its first reader on this stage. */
-static bool insert_crossings(crossing_ctx *x, const int *op_stage) {
+static bool insert_crossings(crossing_ctx *x, const int *op_stage, ppcc_status *st) {
   ppcc_graph *g = x->c->g;
   bool ok = true;
   for (int i = 0; ok && i < g->n_ops; i++) {
+    if (i == 0 || op_stage[i] != op_stage[i - 1])
+      for (int s = i == 0 ? 0 : op_stage[i - 1] + 1; s <= op_stage[i]; s++) x->final_start[s] = x->l.n;
     ppcc_op op = g->ops[i];
     for (int k = 0; ok && k < op.n_in; k++) {
       if (x->home[op.in[k]] == op_stage[i]) continue;
       int moved_value;
-      ok = transfer_to_stage(x, op.in[k], op_stage[i], &moved_value);
+      ok = transfer_to_stage(x, op.in[k], op_stage[i], &moved_value, st);
       if (ok) op.in[k] = moved_value;
     }
     for (int k = 0; ok && k < op.n_out; k++) g->values[op.out[k]].def_op = x->l.n;
-    ok = ok && ppcc_op_list_push(&x->l, &op);
+    ok = ok && ppcc_op_list_push(&x->l, &op) && layout_now(x, st);
   }
+  x->final_start[x->c->pp] = x->l.n;
   return ok;
 }
 
-static ppcc_status place_stages(part_ctx *c, const int *start) {
+/* Places params and inputs and inserts the crossings; op_stage per op.
+ * final_start (pp + 1) receives the stages' ranges in the new op list. */
+static ppcc_status place_stages(part_ctx *c, const int *op_stage, int *final_start) {
   ppcc_graph *g = c->g;
-  size_t n_ops = (size_t)(g->n_ops > 0 ? g->n_ops : 1), n_values = (size_t)(g->n_values > 0 ? g->n_values : 1);
-  int *op_stage = malloc(sizeof(int) * n_ops), *home = malloc(sizeof(int) * n_values);
-  crossing_ctx x = {.c = c, .seen = calloc(n_values, sizeof(moved *)), .devs = stage_devices(c), .home = home};
-  bool ok = op_stage && home && x.seen && x.devs;
+  size_t n_values = (size_t)(g->n_values > 0 ? g->n_values : 1);
+  int *home = malloc(sizeof(int) * n_values);
+  crossing_ctx x = {.c = c, .seen = calloc(n_values, sizeof(moved *)), .devs = stage_devices(c), .home = home,
+                    .final_start = final_start};
+  ppcc_status st = PPCC_OK;
+  bool ok = home && x.seen && x.devs;
   if (ok) {
-    for (int s = 0; s < c->pp; s++)
-      for (int i = start[s]; i < start[s + 1]; i++) op_stage[i] = s;
     home_stages(g, op_stage, home);
     place_declared(g, home, x.devs);
-    ok = insert_crossings(&x, op_stage);
+    ok = insert_crossings(&x, op_stage, &st);
   }
   if (ok) ppcc_graph_set_ops(g, x.l.ops, x.l.n, x.l.cap);
   else free(x.l.ops);
-  free(op_stage);
   free(home);
   free(x.seen);
-  return ok ? PPCC_OK : oom(c->d);
+  return st ? st : ok ? PPCC_OK : oom(c->d);
+}
+
+/* ---------------- per-stage layouts (mixed TP sizes) ---------------- */
+
+static ppcc_layout whole_on(int tp) {
+  return tp > 1 ? (ppcc_layout){PPCC_LAYOUT_REPLICATED, -1, tp} : ppcc_layout_unsharded();
+}
+
+/* Stage s's params and inputs whole on its T_s devices; what its ops read
+ * from elsewhere is seen as arriving whole there (the crossing makes it
+ * so), for the quiet check of Megatron regions. */
+static void stage_default_layouts(part_ctx *c, int s, const int *op_stage, const int *home, ppcc_layout *saved) {
+  ppcc_graph *g = c->g;
+  int tp = c->stage_tp[s];
+  for (int v = 0; v < g->n_values; v++)
+    if (g->values[v].kind != PPCC_VALUE_RESULT && home[v] == s) {
+      bool param = g->values[v].kind == PPCC_VALUE_PARAM;
+      set_layout(c, v, whole_on(tp),
+                 param ? (tp > 1 ? "auto-partition: param replicated and pinned on its stage's devices"
+                                 : "auto-partition: param pinned on its stage's device")
+                       : "auto-partition: graph input placed on the stage of its first reader");
+      saved[v] = g->values[v].layout;
+    }
+  for (int i = c->lo; i < c->hi; i++)
+    for (int k = 0; k < g->ops[i].n_in; k++) {
+      int v = g->ops[i].in[k], def = g->values[v].def_op;
+      bool elsewhere = def >= 0 ? op_stage[def] != s : home[v] != s;
+      if (elsewhere) g->values[v].layout = whole_on(tp);
+    }
+}
+
+/* Each stage's Megatron pairs and regions over its own T_s devices. */
+static bool choose_mixed_layouts(part_ctx *c, int *role, const int *start, const int *op_stage) {
+  ppcc_graph *g = c->g;
+  size_t n_ops = (size_t)(g->n_ops > 0 ? g->n_ops : 1), n_values = (size_t)(g->n_values > 0 ? g->n_values : 1);
+  int *home = malloc(sizeof(int) * n_values), *r = malloc(sizeof(int) * n_ops);
+  ppcc_layout *saved = malloc(sizeof(ppcc_layout) * n_values);
+  bool ok = home && r && saved;
+  if (ok) home_stages(g, op_stage, home);
+  for (int s = 0; ok && s < c->pp; s++) {
+    c->tp = c->stage_tp[s];
+    c->lo = start[s];
+    c->hi = start[s + 1];
+    stage_default_layouts(c, s, op_stage, home, saved);
+    for (int i = 0; i < g->n_ops; i++) r[i] = i >= c->lo && i < c->hi ? role[i] : ROLE_OTHER_STAGE;
+    ok = choose_layouts(c, r);
+    for (int i = c->lo; i < c->hi; i++) role[i] = r[i];
+    for (int v = 0; v < g->n_values; v++) /* Megatron weights keep their split */
+      if (g->values[v].kind != PPCC_VALUE_RESULT && home[v] == s) saved[v] = g->values[v].layout;
+  }
+  for (int v = 0; ok && v < g->n_values; v++)
+    if (g->values[v].kind != PPCC_VALUE_RESULT) g->values[v].layout = saved[v];
+  for (int i = 0; ok && i < g->n_ops; i++) role[i] = role[i] == ROLE_OTHER_STAGE ? ROLE_NONE : role[i];
+  free(home);
+  free(r);
+  free(saved);
+  return ok;
 }
 
 /* ---------------- the summary for the reports ---------------- */
 
-static void fill_stage(const ppcc_split_problem *p, int begin, int end, ppcc_partition_stage *st) {
+static void fill_stage(const part_ctx *c, const ppcc_split_problem *p, int k, int begin, int end,
+                       ppcc_partition_stage *st) {
   st->first_op = begin;
   st->end_op = end;
-  st->cost = ppcc_split_stage_cost(p, begin, end);
+  st->tp = c->stage_tp[k];
+  st->first_device = c->first_dev[k];
+  st->speed = c->speed[k];
+  st->memory_limit = c->budget[k];
+  st->cost = ppcc_split_stage_time(p, k, begin, end);
   st->transfer_in = begin > 0 ? p->cut_time[begin] : 0;
   int64_t params = 0, peak = 0;
   for (int i = begin; i < end; i++) {
@@ -580,6 +802,19 @@ static void fill_stage(const ppcc_split_problem *p, int begin, int end, ppcc_par
   }
   st->param_bytes = params;
   st->activation_bytes = peak;
+}
+
+static bool copy_spec(ppcc_graph *g, ppcc_partition_summary *s) {
+  const ppcc_devices_spec *spec = g->partition.devices_spec;
+  if (!spec) return true;
+  s->spec_path = ppcc_strdup(g, spec->path ? spec->path : "");
+  s->n_spec_devices = spec->n_devices;
+  s->spec_memory = ppcc_alloc(g, sizeof(int64_t) * (size_t)spec->n_devices);
+  s->spec_speed = ppcc_alloc(g, sizeof(double) * (size_t)spec->n_devices);
+  if (!s->spec_path || !s->spec_memory || !s->spec_speed) return false;
+  memcpy(s->spec_memory, spec->memory, sizeof(int64_t) * (size_t)spec->n_devices);
+  memcpy(s->spec_speed, spec->speed, sizeof(double) * (size_t)spec->n_devices);
+  return true;
 }
 
 static ppcc_status record_summary(part_ctx *c, const ppcc_split_problem *p, int *start) {
@@ -591,38 +826,132 @@ static ppcc_status record_summary(part_ctx *c, const ppcc_split_problem *p, int 
     free(even);
     return oom(c->d);
   }
-  *s = (ppcc_partition_summary){.pp = c->pp, .tp = c->tp, .device_memory = g->partition.device_memory,
-                                .n_pairs = c->n_pairs, .stages = stages, .problem = *p, .start = start};
+  int max_tp = 0;
+  for (int k = 0; k < c->pp; k++) max_tp = c->stage_tp[k] > max_tp ? c->stage_tp[k] : max_tp;
+  *s = (ppcc_partition_summary){.pp = c->pp, .tp = max_tp, .device_memory = g->partition.device_memory,
+                                .n_pairs = c->n_pairs, .stages = stages, .problem = *p, .start = start,
+                                .mixed_tp = c->mixed};
   for (int k = 0; k < c->pp; k++) {
-    fill_stage(p, start[k], start[k + 1], &s->stages[k]);
+    fill_stage(c, p, k, start[k], start[k + 1], &s->stages[k]);
     s->max_cost = s->stages[k].cost > s->max_cost ? s->stages[k].cost : s->max_cost;
     s->mean_cost += s->stages[k].cost / c->pp;
   }
   s->imbalance = ppcc_split_imbalance(p, start);
   s->even_imbalance = ppcc_split_even(p, even) ? ppcc_split_imbalance(p, even) : -1;
   free(even);
+  if (!copy_spec(g, s)) return oom(c->d);
   g->partition_summary = s;
+  return PPCC_OK;
+}
+
+/* Every device's memory under the cost model's accounting within its
+ * budget: guaranteed by the split for uniform stages, checked here for
+ * all (mixed stages were split on an estimate). */
+static ppcc_status check_device_memory(const part_ctx *c, const ppcc_partition_summary *s) {
+  const ppcc_devices_spec *spec = c->g->partition.devices_spec;
+  for (int k = 0; k < s->pp; k++) {
+    const ppcc_partition_stage *st = &s->stages[k];
+    int64_t need = st->param_bytes + st->activation_bytes;
+    for (int d = st->first_device; d < st->first_device + st->tp; d++) {
+      int64_t budget = device_budget(c->g, d);
+      if (budget <= 0 || need <= budget) continue;
+      bool from_spec = spec && d < spec->n_devices && spec->memory[d] > 0;
+      return ppcc_error(c->d, "auto-partition: device %d (stage %d) needs %lld bytes (params %lld + activations "
+                              "%lld), more than its memory %lld (%s%s%s)",
+                        d, k, (long long)need, (long long)st->param_bytes, (long long)st->activation_bytes,
+                        (long long)budget, from_spec ? "devices spec '" : "--device-memory",
+                        from_spec ? spec->path : "", from_spec ? "'" : "");
+    }
+  }
   return PPCC_OK;
 }
 
 /* ---------------- the pass ---------------- */
 
-static ppcc_status partition(part_ctx *c) {
-  ppcc_status st = check_request(c);
-  if (st) return st;
-  int *role = calloc((size_t)c->g->n_ops, sizeof(int));
+/* One TP size for all stages: layouts first, the split on the exact cost
+ * model, then placement. */
+static ppcc_status partition_uniform(part_ctx *c) {
+  int *role = calloc((size_t)(c->g->n_ops > 0 ? c->g->n_ops : 1), sizeof(int));
   bool ok = role && count_uses(c);
   if (ok) ok = choose_layouts(c, role);
-  ok = ok && insert_all_reduces(c->g, role);
+  ok = ok && insert_all_reduces(c->g, role, NULL, NULL);
   free(role);
   if (!ok) return oom(c->d);
-  if ((st = infer_layouts(c->g, c->d))) return st;
+  ppcc_status st = infer_layouts(c->g, c->d);
+  if (st) return st;
   ppcc_split_problem p;
   int *start = ppcc_alloc(c->g, sizeof(int) * ((size_t)c->pp + 1));
-  if (!start) return oom(c->d);
-  if ((st = solve_split(c, &p, start))) return st;
-  if ((st = record_summary(c, &p, start))) return st;
-  return place_stages(c, start);
+  int *final_start = malloc(sizeof(int) * ((size_t)c->pp + 1));
+  int *op_stage = malloc(sizeof(int) * (size_t)(c->g->n_ops > 0 ? c->g->n_ops : 1));
+  if (!start || !final_start || !op_stage) st = oom(c->d);
+  if (!st) st = solve_split(c, &p, start, NULL);
+  if (!st) st = record_summary(c, &p, start);
+  if (!st) st = check_device_memory(c, c->g->partition_summary);
+  if (!st) {
+    for (int s = 0; s < c->pp; s++)
+      for (int i = start[s]; i < start[s + 1]; i++) op_stage[i] = s;
+    st = place_stages(c, op_stage, final_start);
+  }
+  free(final_start);
+  free(op_stage);
+  return st;
+}
+
+/* Stages of different TP sizes: the split on the unsharded graph, then
+ * each stage's layouts, placement, and the summary of the placed graph. */
+static ppcc_status partition_mixed(part_ctx *c) {
+  ppcc_graph *g = c->g;
+  c->tp = 1;
+  c->hi = g->n_ops;
+  int *role = calloc((size_t)(g->n_ops > 0 ? g->n_ops : 1), sizeof(int));
+  int *start = ppcc_alloc(g, sizeof(int) * ((size_t)c->pp + 1));
+  int *final_start = ppcc_alloc(g, sizeof(int) * ((size_t)c->pp + 1));
+  int *op_stage = malloc(sizeof(int) * (size_t)(g->n_ops > 0 ? g->n_ops : 1)), *stage_after = NULL;
+  ppcc_status st = role && start && final_start && op_stage && count_uses(c) ? PPCC_OK : oom(c->d);
+  ppcc_split_problem p;
+  int *shared_role = st ? NULL : calloc((size_t)(g->n_ops > 0 ? g->n_ops : 1), sizeof(int));
+  if (!st && !shared_role) st = oom(c->d);
+  if (!st) { /* which ops would form Megatron pairs (at the largest TP size) */
+    for (int k = 0; k < c->pp; k++) c->tp = c->stage_tp[k] > c->tp ? c->stage_tp[k] : c->tp;
+    default_layouts(c);
+    if (!choose_layouts(c, shared_role)) st = oom(c->d);
+    c->n_pairs = 0;
+    c->tp = 1;
+  }
+  if (!st) {
+    default_layouts(c); /* tp 1: everything whole, for the estimate */
+    st = infer_layouts(g, c->d);
+  }
+  if (!st) st = solve_split(c, &p, start, shared_role);
+  free(shared_role);
+  if (!st) {
+    for (int s = 0; s < c->pp; s++)
+      for (int i = start[s]; i < start[s + 1]; i++) op_stage[i] = s;
+    if (!choose_mixed_layouts(c, role, start, op_stage) || !insert_all_reduces(g, role, op_stage, &stage_after))
+      st = oom(c->d);
+  }
+  if (!st) st = place_stages(c, stage_after, final_start);
+  if (!st && !ppcc_split_problem_from_graph(g, c->pp, g->partition.device_memory, &p)) st = oom(c->d);
+  if (!st) {
+    p.stage_speed = c->speed;
+    p.stage_memory = c->budget;
+    st = record_summary(c, &p, final_start);
+  }
+  if (!st) st = check_device_memory(c, g->partition_summary);
+  free(role);
+  free(op_stage);
+  free(stage_after);
+  return st;
+}
+
+static ppcc_status partition(part_ctx *c) {
+  if (!plan_stages(c)) return oom(c->d);
+  ppcc_status st = check_request(c);
+  if (st) return st;
+  stage_speeds_budgets(c);
+  c->lo = 0;
+  c->hi = c->g->n_ops;
+  return c->mixed ? partition_mixed(c) : partition_uniform(c);
 }
 
 ppcc_status ppcc_pass_auto_partition(ppcc_graph *g, ppcc_diag *d) {

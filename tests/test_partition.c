@@ -7,6 +7,7 @@
 #include <string.h>
 #include "ppcc/frontend.h"
 #include "ppcc/ops.h"
+#include "ppcc/devices_spec.h"
 #include "ppcc/partition.h"
 #include "ppcc/passes.h"
 #include "ppcc/report.h"
@@ -76,9 +77,9 @@ static int rnd(int n) {
 static bool brute_force(const ppcc_split_problem *p, int stage, int begin, double worst, double *best) {
   if (stage == p->n_stages - 1) {
     if (begin >= p->n_ops) return false;
-    int64_t mem = ppcc_split_stage_memory(p, begin, p->n_ops);
-    if (p->memory_limit > 0 && mem > p->memory_limit) return false;
-    double c = ppcc_split_stage_cost(p, begin, p->n_ops);
+    int64_t mem = ppcc_split_stage_memory_as(p, stage, begin, p->n_ops), limit = ppcc_split_stage_limit(p, stage);
+    if (limit > 0 && mem > limit) return false;
+    double c = ppcc_split_stage_time(p, stage, begin, p->n_ops);
     double w = c > worst ? c : worst;
     if (w < *best) *best = w;
     return true;
@@ -86,9 +87,9 @@ static bool brute_force(const ppcc_split_problem *p, int stage, int begin, doubl
   bool any = false;
   for (int end = begin + 1; end < p->n_ops; end++) {
     if (!p->can_cut[end]) continue;
-    int64_t mem = ppcc_split_stage_memory(p, begin, end);
-    if (p->memory_limit > 0 && mem > p->memory_limit) continue;
-    double c = ppcc_split_stage_cost(p, begin, end);
+    int64_t mem = ppcc_split_stage_memory_as(p, stage, begin, end), limit = ppcc_split_stage_limit(p, stage);
+    if (limit > 0 && mem > limit) continue;
+    double c = ppcc_split_stage_time(p, stage, begin, end);
     any |= brute_force(p, stage + 1, end, c > worst ? c : worst, best);
   }
   return any;
@@ -110,9 +111,14 @@ typedef struct random_problem {
   double time[16], cut_time[16];
   int64_t params[16], live[16];
   bool can_cut[16];
+  /* heterogeneous stages (--devices-spec, per-stage TP sizes) */
+  double speed[16], shared_time[16];
+  int64_t memory[16], shared_param[16];
+  int tp[16];
 } random_problem;
 
 static void make_random_problem(random_problem *r) {
+  memset(r, 0, sizeof *r);
   ppcc_split_problem *p = &r->p;
   p->n_ops = 1 + rnd(14);
   p->n_stages = 1 + rnd(p->n_ops < 5 ? p->n_ops : 5);
@@ -126,6 +132,23 @@ static void make_random_problem(random_problem *r) {
   p->time = r->time, p->cut_time = r->cut_time, p->param_bytes = r->params;
   p->live_bytes = r->live, p->can_cut = r->can_cut;
   p->memory_limit = rnd(3) ? 0 : 50 + rnd(250);
+  if (rnd(2)) { /* per-stage speeds and memory limits */
+    for (int s = 0; s < p->n_stages; s++) {
+      r->speed[s] = 0.5 * (1 + rnd(6));
+      r->memory[s] = rnd(3) ? 0 : 50 + rnd(250);
+    }
+    p->stage_speed = r->speed;
+    p->stage_memory = rnd(2) ? r->memory : NULL;
+  }
+  if (rnd(2)) { /* per-stage TP sizes sharing part of the ops */
+    for (int s = 0; s < p->n_stages; s++) r->tp[s] = 1 + rnd(4);
+    for (int i = 0; i < p->n_ops; i++) {
+      bool shared = rnd(2);
+      r->shared_time[i] = shared ? r->time[i] : 0;
+      r->shared_param[i] = shared ? r->params[i] : 0;
+    }
+    p->stage_tp = r->tp, p->shared_time = r->shared_time, p->shared_param = r->shared_param;
+  }
 }
 
 START_TEST(dp_matches_brute_force_on_random_problems) {
@@ -145,6 +168,13 @@ START_TEST(dp_matches_brute_force_on_random_problems) {
         ck_assert_msg(start[s] < start[s + 1], "empty stage %d", s);
         ck_assert(r.p.can_cut[start[s]]);
       }
+    }
+    if (!res.feasible && !res.too_few_cuts) { /* the stage named does not fit */
+      ck_assert_msg(res.fail_begin < res.fail_end && res.fail_end <= r.p.n_ops && res.fail_stage < r.p.n_stages,
+                    "fail range [%d, %d) stage %d (seed %d)", res.fail_begin, res.fail_end, res.fail_stage, seed);
+      int64_t limit = ppcc_split_stage_limit(&r.p, res.fail_stage);
+      ck_assert(limit > 0 && res.fail_memory > limit);
+      ck_assert(res.fail_memory == ppcc_split_stage_memory_as(&r.p, res.fail_stage, res.fail_begin, res.fail_end));
     }
     check_against_brute_force(&r.p, res.feasible, res.max_cost);
   }
@@ -246,7 +276,7 @@ START_TEST(memory_error_from_solver_names_first_stage_that_cannot_fit) {
   int64_t params[4] = {10, 10, 10, 10}, live[4] = {0};
   double time[4] = {1, 1, 1, 1}, cut[4] = {0};
   bool can[4] = {true, true, true, true};
-  ppcc_split_problem p = {4, time, params, live, can, cut, 2, 15};
+  ppcc_split_problem p = {4, time, params, live, can, cut, 2, 15, NULL, NULL, NULL, NULL, NULL};
   int start[3];
   ppcc_split_result r;
   ck_assert(ppcc_split_solve(&p, start, &r));
@@ -353,13 +383,64 @@ START_TEST(side_input_used_by_later_stages_is_transferred_once_per_stage) {
       "{'op': 'matmul', 'in': ['m1', 'w2'], 'out': ['h2']}, {'op': 'add', 'in': ['h2', 'p'], 'out': ['y2']}],"
       "'outputs': ['y2']}",
       3, 1, 0));
-  expect_devices(t_value(g, "p@1"), 1, (int[]){1});
+  /* p lives on the stage of its first reader (stage 1 once the cut falls
+   * before that add: p then crosses no cut there) and moves on once */
+  expect_devices(t_value(g, "p"), 1, (int[]){1});
   expect_devices(t_value(g, "p@2"), 1, (int[]){2});
-  ck_assert_int_eq(g->partition_summary->start[1], 2);
+  ck_assert_int_eq(g->partition_summary->start[1], 1);
   ck_assert_int_eq(g->partition_summary->start[2], 5);
-  ck_assert_int_eq(count_ops(g, PPCC_OP_transfer, true), 4); /* y0, m1 and p twice */
+  ck_assert_int_eq(count_ops(g, PPCC_OP_transfer, true), 3); /* h0, m1 and p once */
   expect_devices(t_value(g, "y2"), 1, (int[]){2});
   ppcc_graph_free(g);
+}
+END_TEST
+
+/* ---------------- heterogeneous devices ---------------- */
+
+START_TEST(stage_speed_gives_a_faster_stage_more_ops) {
+  int64_t params[8] = {0}, live[8] = {0};
+  double time[8] = {1, 1, 1, 1, 1, 1, 1, 1}, cut[8] = {0};
+  bool can[8] = {true, true, true, true, true, true, true, true};
+  double speed[2] = {3, 1};
+  ppcc_split_problem p = {8, time, params, live, can, cut, 2, 0, speed, NULL, NULL, NULL, NULL};
+  int start[3];
+  ppcc_split_result r;
+  ck_assert(ppcc_split_solve(&p, start, &r) && r.feasible);
+  ck_assert_int_eq(start[1], 6); /* 6/3 = 2 = 2/1 */
+  ck_assert(r.max_cost == 2.0);
+  ck_assert(ppcc_split_stage_time(&p, 0, 0, 6) == 2.0);
+}
+END_TEST
+
+START_TEST(stage_memory_gives_a_small_device_fewer_ops) {
+  int64_t params[8] = {10, 10, 10, 10, 10, 10, 10, 10}, live[8] = {0}, memory[2] = {20, 0};
+  double time[8] = {1, 1, 1, 1, 1, 1, 1, 1}, cut[8] = {0};
+  bool can[8] = {true, true, true, true, true, true, true, true};
+  ppcc_split_problem p = {8, time, params, live, can, cut, 2, 0, NULL, memory, NULL, NULL, NULL};
+  int start[3];
+  ppcc_split_result r;
+  ck_assert(ppcc_split_solve(&p, start, &r) && r.feasible);
+  ck_assert_int_eq(start[1], 2);
+  memory[1] = 50; /* 2 + 5 < 8 ops: nothing fits */
+  ck_assert(ppcc_split_solve(&p, start, &r) && !r.feasible);
+  ck_assert_int_eq(r.fail_stage, 1);
+}
+END_TEST
+
+START_TEST(devices_spec_parses_and_names_bad_fields) {
+  ppcc_devices_spec spec;
+  ppcc_diag d;
+  ppcc_diag_init(&d, "spec.json", NULL);
+  const char *good = "{\"devices\": [{\"memory\": \"8GiB\", \"speed\": 2.5}, {\"memory\": 1000}, {}]}";
+  ck_assert_int_eq(ppcc_devices_spec_parse("spec.json", good, strlen(good), &spec, &d), PPCC_OK);
+  ck_assert_int_eq(spec.n_devices, 3);
+  ck_assert(spec.memory[0] == 8LL << 30 && spec.memory[1] == 1000 && spec.memory[2] == 0);
+  ck_assert(spec.speed[0] == 2.5 && spec.speed[1] == 1.0 && spec.speed[2] == 1.0);
+  ppcc_devices_spec_free(&spec);
+  const char *bad = "{\"devices\": [{}, {\"speed\": -1}]}";
+  ck_assert_int_eq(ppcc_devices_spec_parse("spec.json", bad, strlen(bad), &spec, &d), PPCC_ERR_USER);
+  ck_assert(strstr(d.first, "devices[1].speed"));
+  ck_assert(spec.memory == NULL && spec.n_devices == 0);
 }
 END_TEST
 
@@ -435,6 +516,10 @@ Suite *partition_suite(void) {
   tcase_add_test(tp, row_linear_with_bias_is_a_pair);
   tcase_add_test(tp, tp1_places_whole_values_on_one_device_per_stage);
   tcase_add_test(tp, side_input_used_by_later_stages_is_transferred_once_per_stage);
+  TCase *het = t_add_tcase(s, "heterogeneous", 0);
+  tcase_add_test(het, stage_speed_gives_a_faster_stage_more_ops);
+  tcase_add_test(het, stage_memory_gives_a_small_device_fewer_ops);
+  tcase_add_test(het, devices_spec_parses_and_names_bad_fields);
   TCase *err = t_add_tcase(s, "errors", 0);
   tcase_add_test(err, declared_placement_is_refused);
   tcase_add_test(err, too_few_devices_is_an_error);

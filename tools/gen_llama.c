@@ -23,19 +23,25 @@
  *   prefill's cache outputs as its cache inputs.
  * - Outputs: the last position's logits [B, 1, V] (vocab-parallel head,
  *   all_gather), next_token = argmax(logits) [B, 1] and the caches.
- * T = 1 keeps the sharded layouts with one shard, like tools/gen_pipeline. */
+ * T = 1 keeps the sharded layouts with one shard, like tools/gen_pipeline.
+ * --placement none writes the same model with no placement at all (no
+ * shard/devices, transfers or collectives; "devices": T*P), for
+ * auto-partition (--pp/--tp/--devices-spec) to place. */
 #include "generator_cli.h"
 
 typedef struct llama_config {
   long layers, hidden, heads, kv_heads, ffn, vocab, seq, tp, pp;
   long batch, start, cache;
   const char *name;
+  const char *placement; /* "sharktank" (default) or "none" */
 } llama_config;
 
 static const llama_config llama_defaults = {
   .layers = 2, .hidden = 64, .heads = 4, .kv_heads = 2, .ffn = 128, .vocab = 256, .seq = 8,
-  .tp = 1, .pp = 1, .batch = 1, .start = 0, .cache = 0, .name = NULL,
+  .tp = 1, .pp = 1, .batch = 1, .start = 0, .cache = 0, .name = NULL, .placement = NULL,
 };
+
+static bool unplaced(const llama_config *c) { return c->placement && strcmp(c->placement, "none") == 0; }
 
 static long head_dim(const llama_config *c) { return c->hidden / c->heads; }
 static long stage_of(const llama_config *c, long block) { return block * c->pp / c->layers; }
@@ -87,6 +93,10 @@ static void tensor_decl(writer *w, const char *name, const char *dtype, int rank
   item(w);
   fprintf(w->out, "{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", name, dtype);
   for (int i = 0; i < rank; i++) fprintf(w->out, "%s%ld", i ? ", " : "", shape[i]);
+  if (unplaced(w->c)) {
+    fputs("]}", w->out);
+    return;
+  }
   if (split_dim >= 0)
     fprintf(w->out, "], \"shard\": {\"kind\": \"split\", \"dim\": %d, \"count\": %ld}, \"devices\": ", split_dim, w->c->tp);
   else
@@ -215,8 +225,10 @@ static void write_attention(writer *w, long b, const char *h, const char *pos) {
   OP1(w, "permute", nm(&n, b, "attn"), nm(&n, b, "attn_bshd"), perm_bshd);
   reshape_attr(attrs, sizeof attrs, c->batch, c->seq, c->heads * D, 0);
   OP1(w, "reshape", nm(&n, b, "attn_bshd"), nm(&n, b, "attn_flat"), attrs);
-  OP2(w, "linear", nm(&n, b, "attn_flat"), nm(&n, b, "attn_output.weight"), nm(&n, b, "attn_partial"), NULL);
-  OP1(w, "all_reduce", nm(&n, b, "attn_partial"), nm(&n, b, "attn_out"), NULL);
+  bool whole = unplaced(c);
+  OP2(w, "linear", nm(&n, b, "attn_flat"), nm(&n, b, "attn_output.weight"), nm(&n, b, whole ? "attn_out" : "attn_partial"),
+      NULL);
+  if (!whole) OP1(w, "all_reduce", nm(&n, b, "attn_partial"), nm(&n, b, "attn_out"), NULL);
 }
 
 /* SwiGLU feed-forward of block b on the normed input h -> blk.b.ffn_out. */
@@ -226,8 +238,9 @@ static void write_ffn(writer *w, long b, const char *h) {
   OP2(w, "linear", h, nm(&n, b, "ffn_up.weight"), nm(&n, b, "up"), NULL);
   OP1(w, "silu", nm(&n, b, "gate"), nm(&n, b, "gate_act"), NULL);
   OP2(w, "mul", nm(&n, b, "gate_act"), nm(&n, b, "up"), nm(&n, b, "swiglu"), NULL);
-  OP2(w, "linear", nm(&n, b, "swiglu"), nm(&n, b, "ffn_down.weight"), nm(&n, b, "ffn_partial"), NULL);
-  OP1(w, "all_reduce", nm(&n, b, "ffn_partial"), nm(&n, b, "ffn_out"), NULL);
+  bool whole = unplaced(w->c);
+  OP2(w, "linear", nm(&n, b, "swiglu"), nm(&n, b, "ffn_down.weight"), nm(&n, b, whole ? "ffn_out" : "ffn_partial"), NULL);
+  if (!whole) OP1(w, "all_reduce", nm(&n, b, "ffn_partial"), nm(&n, b, "ffn_out"), NULL);
 }
 
 /* Block b reads the residual stream `x` and the positions `pos` and leaves
@@ -239,7 +252,7 @@ static void write_block(writer *w, long b, const char *x, char *pos, size_t pos_
   const llama_config *c = w->c;
   names n = {.n = 0};
   char devices[64] = "\"devices\": ";
-  if (b > 0 && stage_of(c, b) != stage_of(c, b - 1)) { /* a new pipeline stage */
+  if (b > 0 && stage_of(c, b) != stage_of(c, b - 1) && !unplaced(c)) { /* a new pipeline stage */
     size_t off = strlen(devices);
     for (long t = 0; t < c->tp; t++)
       off += (size_t)snprintf(devices + off, sizeof devices - off, "%s%ld%s", t ? ", " : "[", stage_of(c, b) * c->tp + t,
@@ -271,8 +284,8 @@ static void write_ops(writer *w) {
   OP2(w, "rms_norm", x, "output_norm.weight", "final_norm", NULL);
   snprintf(attrs, sizeof attrs, "\"dim\": 1, \"start\": %ld, \"end\": %ld", c->seq - 1, c->seq);
   OP1(w, "slice", "final_norm", "last_hidden", attrs); /* only the last position's logits */
-  OP2(w, "linear", "last_hidden", "output.weight", "logits_shards", NULL);
-  OP1(w, "all_gather", "logits_shards", "logits", NULL);
+  OP2(w, "linear", "last_hidden", "output.weight", unplaced(c) ? "logits" : "logits_shards", NULL);
+  if (!unplaced(c)) OP1(w, "all_gather", "logits_shards", "logits", NULL);
   OP1(w, "argmax", "logits", "next_token", "\"dim\": -1");
   close_array(w, false);
 }
@@ -301,11 +314,12 @@ static void write_model(FILE *out, const llama_config *c) {
 static void usage(FILE *out) {
   fputs("Usage: gen_llama [--layers L] [--hidden H] [--heads N] [--kv-heads K] [--ffn F] [--vocab V]\n"
         "                 [--seq S] [--tp T] [--pp P] [--batch B] [--start P0] [--cache C]\n"
-        "                 [--name NAME] -o FILE\n"
+        "                 [--name NAME] [--placement sharktank|none] -o FILE\n"
         "Writes a Llama-style model: L blocks over P pipeline stages of T tensor-parallel devices,\n"
         "S new tokens at positions P0.. with a KV cache of C positions (default P0 + S).\n"
         "Defaults: --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 --seq 8\n"
-        "          --tp 1 --pp 1 --batch 1 --start 0. FILE '-' is stdout.\n",
+        "          --tp 1 --pp 1 --batch 1 --start 0. FILE '-' is stdout.\n"
+        "--placement none: no placement (for ppcc's auto-partition), \"devices\": T*P.\n",
         out);
 }
 
@@ -328,14 +342,16 @@ int main(int argc, char **argv) {
                                       "--seq",    "--tp",     "--pp",    "--batch",    "--start", "--cache"};
   long *const fields[] = {&c.layers, &c.hidden, &c.heads, &c.kv_heads, &c.ffn,   &c.vocab,
                           &c.seq,    &c.tp,     &c.pp,    &c.batch,    &c.start, &c.cache};
-  static const char *const string_names[] = {"--name"};
-  const char **const string_fields[] = {&c.name};
+  static const char *const string_names[] = {"--name", "--placement"};
+  const char **const string_fields[] = {&c.name, &c.placement};
   gen_cli cli = {.tool = "gen_llama", .usage = usage, .long_names = names, .long_fields = fields, .n_longs = 12,
-                 .string_names = string_names, .string_fields = string_fields, .n_strings = 1};
+                 .string_names = string_names, .string_fields = string_fields, .n_strings = 2};
   int rc = gen_cli_parse(&cli, argc, argv);
   if (rc >= 0) return rc;
   if (c.cache < 0) c.cache = c.start + c.seq;
   if (c.name && !plain_name(c.name)) return gen_cli_usage_error(&cli, "--name must be 1-64 of [A-Za-z0-9_.-]", c.name);
+  if (c.placement && strcmp(c.placement, "none") != 0 && strcmp(c.placement, "sharktank") != 0)
+    return gen_cli_usage_error(&cli, "--placement must be sharktank or none", c.placement);
   const char *problem = config_error(&c);
   if (problem) return gen_cli_usage_error(&cli, problem, NULL);
   return gen_cli_write(cli.out_path, write_config, &c);

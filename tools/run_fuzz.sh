@@ -26,7 +26,8 @@ if ! [[ $seconds =~ ^[0-9]+$ ]]; then
   echo "usage: tools/run_fuzz.sh [SECONDS] [TARGET...]" >&2
   exit 2
 fi
-all_targets=(fuzz_model fuzz_npy fuzz_safetensors fuzz_irpa fuzz_run fuzz_gguf fuzz_hf_config fuzz_onnx)
+all_targets=(fuzz_model fuzz_npy fuzz_safetensors fuzz_irpa fuzz_run fuzz_gguf fuzz_hf_config fuzz_onnx
+             fuzz_devices_spec)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all_targets[@]}")
 
@@ -59,6 +60,7 @@ bad_inputs() {
     fuzz_gguf) find testdata/bad -type f -name '*.gguf' ;;
     fuzz_hf_config) find testdata/bad -type f -name 'config*.json' ;;
     fuzz_onnx) find testdata/onnx/bad -type f -name '*.onnx' ;;
+    fuzz_devices_spec) find testdata/bad_devices_spec -type f -name '*.json' ;;
   esac 2>/dev/null | sort
 }
 

@@ -23,10 +23,13 @@
 #include <stdio.h>
 #include "ppcc/graph.h"
 
-/* The partition request the model is compiled with (--pp/--tp/--device-memory). */
+/* The partition request the model is compiled with (--pp/--tp/--device-memory,
+ * per-stage TP sizes, --devices-spec; as in ppcc_graph.partition). */
 typedef struct ppcc_fix_options {
   int pp, tp;
   int64_t device_memory;
+  const int *stage_tp;                          /* NULL: tp for every stage */
+  const struct ppcc_devices_spec *devices_spec; /* NULL: none */
 } ppcc_fix_options;
 
 /* Loads the model and runs every pass with the options' request. Returns

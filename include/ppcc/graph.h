@@ -113,8 +113,15 @@ typedef struct ppcc_graph {
   struct ppcc_name_map *names; /* name -> value index */
   const char *source_file;
   /* Auto-partition request (--pp/--tp/--device-memory); pp == tp == 0:
-   * none, the model's own placement is used. device_memory 0: no limit. */
-  struct { int pp, tp; int64_t device_memory; } partition;
+   * none, the model's own placement is used. device_memory 0: no limit.
+   * stage_tp: pp per-stage TP sizes (--tp 4,1,2,1), NULL = tp for all;
+   * devices_spec: --devices-spec (include/ppcc/devices_spec.h) or NULL. */
+  struct {
+    int pp, tp;
+    int64_t device_memory;
+    const int *stage_tp;
+    const struct ppcc_devices_spec *devices_spec;
+  } partition;
   /* The split auto-partition chose (include/ppcc/partition.h), or NULL. */
   struct ppcc_partition_summary *partition_summary;
 } ppcc_graph;

@@ -114,6 +114,9 @@ bool ppcc_op_init_inserted(ppcc_graph *g, ppcc_op *op, ppcc_op_id id, int in, in
 /* Appends a transfer of src to devices (one per shard) whose result is
  * named "src@d0,d1,..."; returns the result's index, or -1 on OOM. */
 int ppcc_push_transfer(ppcc_graph *g, ppcc_op_list *l, int src, const int *devices, const char *why);
+/* The same to `count` devices (an unsharded value sent to count > 1
+ * devices is replicated onto them, P8). */
+int ppcc_push_transfer_to(ppcc_graph *g, ppcc_op_list *l, int src, const int *devices, int count, const char *why);
 
 /* "ops[3] 'matmul' (-> 'h0')": how diagnostics name an op. */
 const char *ppcc_op_ref(const ppcc_graph *g, const ppcc_op *op, char *buf, size_t n);

@@ -40,6 +40,19 @@ typedef struct ppcc_split_problem {
   double *cut_time;     /* per op: seconds to receive what crosses a cut here */
   int n_stages;
   int64_t memory_limit; /* bytes per device, 0 = unlimited */
+  /* Heterogeneous devices (--devices-spec), both optional (NULL): per
+   * stage, the speed its compute time is divided by (1.0 = the cost
+   * model's device) and its memory limit per device (0 = unlimited),
+   * replacing memory_limit. */
+  const double *stage_speed;
+  const int64_t *stage_memory;
+  /* Per-stage TP sizes (--tp 4,1,2,1) for a problem built on the unsharded
+   * graph, all optional: per op, the part of its time and of its
+   * first-used param bytes that a stage's T_s devices would share
+   * (Megatron pairs), divided by T_s there. */
+  const int *stage_tp;
+  const double *shared_time;
+  const int64_t *shared_param;
 } ppcc_split_problem;
 
 typedef struct ppcc_split_result {
@@ -56,6 +69,14 @@ typedef struct ppcc_split_result {
  * begin > 0) and memory per device. Direct sums, used as the reference. */
 double ppcc_split_stage_cost(const ppcc_split_problem *p, int begin, int end);
 int64_t ppcc_split_stage_memory(const ppcc_split_problem *p, int begin, int end);
+/* The cost of [begin, end) as stage `stage`: compute divided by its speed
+ * (stage_speed), plus the incoming transfer. */
+double ppcc_split_stage_time(const ppcc_split_problem *p, int stage, int begin, int end);
+/* Memory per device of [begin, end) as stage `stage` (shared params
+ * divided by its TP size). */
+int64_t ppcc_split_stage_memory_as(const ppcc_split_problem *p, int stage, int begin, int end);
+/* Stage `stage`'s memory limit per device (0 = unlimited). */
+int64_t ppcc_split_stage_limit(const ppcc_split_problem *p, int stage);
 /* Optimal split (dynamic programming over the cut points): stage s is ops
  * [start[s], start[s+1]), start has n_stages + 1 entries. Returns false only
  * when out of memory; r says whether a split exists. */
@@ -73,6 +94,9 @@ bool ppcc_split_problem_from_graph(ppcc_graph *g, int n_stages, int64_t memory_l
 
 typedef struct ppcc_partition_stage {
   int first_op, end_op;     /* ops [first_op, end_op) of the problem */
+  int tp, first_device;     /* devices [first_device, first_device + tp) */
+  double speed;             /* slowest device of the stage (1.0 without a spec) */
+  int64_t memory_limit;     /* per device, 0 = unlimited */
   double cost;              /* seconds */
   double transfer_in;       /* seconds of it spent receiving the cut */
   int64_t param_bytes;      /* per device */
@@ -90,6 +114,12 @@ typedef struct ppcc_partition_summary {
   double even_imbalance;    /* of the even split, -1 if none exists */
   ppcc_split_problem problem; /* the problem the split was chosen on */
   int *start;               /* pp + 1 entries */
+  bool mixed_tp;            /* stages of different TP sizes (tp is the largest) */
+  /* --devices-spec, copied: NULL/0 without one. */
+  const char *spec_path;
+  int n_spec_devices;
+  int64_t *spec_memory;     /* per device, 0 = not given */
+  double *spec_speed;
 } ppcc_partition_summary;
 
 #endif

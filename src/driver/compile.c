@@ -116,6 +116,8 @@ ppcc_graph *cli_load_and_compile_partitioned(const char *model_path, const char 
   }
   cli_apply_partition(g, req);
   *status = ppcc_run_passes(g, dump_after, stderr, d);
+  if (*status == PPCC_OK && req && req->devices_spec.n_devices && req->pp == 0 && req->tp == 0)
+    *status = ppcc_devices_spec_check_memory(g, &req->devices_spec, d); /* a placed model */
   if (*status != PPCC_OK) {
     cli_report_failure(model_path, g, d, req); /* the --why chain and fixes */
     ppcc_graph_free(g);
@@ -138,8 +140,8 @@ typedef struct compile_args {
 
 static const cli_option compile_options[] = {
   {"o", true}, {"emit", true}, {"report", true}, {"dump-after", true},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {"microbatches", true}, {"calibration", true},
-  CLI_DIAGNOSTICS_OPTION, {NULL, false},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true}, {"microbatches", true},
+  {"calibration", true}, CLI_DIAGNOSTICS_OPTION, {NULL, false},
 };
 
 static ppcc_status on_compile_option(void *ctx, const char *name, const char *value) {
@@ -183,7 +185,7 @@ void cli_help_compile(FILE *out) {
         out);
 }
 
-static ppcc_status check_compile_args(const compile_args *a, const report_format **report,
+static ppcc_status check_compile_args(compile_args *a, const report_format **report,
                                       const emit_kind_name **emit) {
   *report = NULL;
   *emit = NULL;
@@ -277,8 +279,8 @@ typedef struct report_args {
 
 static const cli_option report_options[] = {
   {"format", true}, {"dump-after", true}, {"why", true},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {"microbatches", true}, {"calibration", true},
-  CLI_DIAGNOSTICS_OPTION, {NULL, false},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true}, {"microbatches", true},
+  {"calibration", true}, CLI_DIAGNOSTICS_OPTION, {NULL, false},
 };
 
 static ppcc_status on_report_option(void *ctx, const char *name, const char *value) {

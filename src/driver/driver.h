@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "ppcc/diag.h"
+#include "ppcc/devices_spec.h"
 #include "ppcc/graph.h"
 
 /* ---- command-line parsing (args.c) ---- */
@@ -58,11 +59,17 @@ ppcc_graph *cli_load_and_compile(const char *model_path, const char *dump_after,
 
 /* ---- auto-partition request (partition_opts.c) ---- */
 
-/* --pp, --tp, --device-memory; all 0 when not given. */
+/* --pp, --tp, --device-memory, --devices-spec; all 0 when not given. */
 typedef struct cli_partition {
   int pp, tp;
   long long device_memory;
   bool diagnostics_json; /* --diagnostics=json: errors as one JSON document on stderr */
+  int n_stage_tp;                 /* --tp 4,1,2,1: per-stage TP sizes */
+  int stage_tp[PPCC_MAX_DEVICES];
+  const char *devices_spec_path;  /* --devices-spec, loaded by cli_check_partition */
+  ppcc_devices_spec devices_spec; /* its arrays point into the two below */
+  int64_t spec_memory[PPCC_MAX_DEVICES];
+  double spec_speed[PPCC_MAX_DEVICES];
 } cli_partition;
 
 /* Help lines of the three options. */
@@ -70,8 +77,11 @@ extern const char cli_partition_help[];
 /* Handles the option if it is one of the three (*handled), else leaves it. */
 ppcc_status cli_partition_option(const char *command, cli_partition *req, const char *name,
                                  const char *value, bool *handled);
-/* Usage error for combinations that make no sense. */
-ppcc_status cli_check_partition(const char *command, const cli_partition *req);
+/* Usage error for combinations that make no sense; loads --devices-spec
+ * (a bad file: one diagnostic naming it, exit 1). */
+ppcc_status cli_check_partition(const char *command, cli_partition *req);
+/* Devices the request uses (pp x tp, or the sum of the stage TP sizes). */
+int cli_partition_devices(const cli_partition *req);
 /* Puts the request on the graph (NULL: none). */
 void cli_apply_partition(ppcc_graph *g, const cli_partition *req);
 /* cli_load_and_compile with an auto-partition request (NULL: none);
@@ -148,6 +158,7 @@ void cli_help_import(FILE *out);
 
 /* ---- the MLIR backend, loaded on first use (mlir_loader.c) ---- */
 #ifdef PPCC_HAVE_MLIR
+#include "ppcc/devices_spec.h"
 #include "ppcc/graph.h"
 ppcc_status cli_emit(const ppcc_graph *g, int kind, FILE *out, ppcc_diag *d); /* ppcc_emit */
 #ifdef PPCC_HAVE_JIT

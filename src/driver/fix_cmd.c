@@ -16,7 +16,12 @@ const char cli_diagnostics_help[] =
 
 static ppcc_fix_options fix_options(const cli_partition *req) {
   ppcc_fix_options o = {0};
-  if (req) o = (ppcc_fix_options){.pp = req->pp, .tp = req->tp, .device_memory = req->device_memory};
+  if (!req) return o;
+  /* The same request the compile itself gets (cli_apply_partition). */
+  ppcc_graph probe = {0};
+  cli_apply_partition(&probe, req);
+  o = (ppcc_fix_options){.pp = req->pp, .tp = req->tp, .device_memory = req->device_memory,
+                         .stage_tp = probe.partition.stage_tp, .devices_spec = probe.partition.devices_spec};
   return o;
 }
 
@@ -80,8 +85,8 @@ typedef struct fix_args {
 } fix_args;
 
 static const cli_option fix_cmd_options[] = {
-  {"o", true}, {"pick", true}, {"pp", true}, {"tp", true}, {"device-memory", true}, CLI_DIAGNOSTICS_OPTION,
-  {NULL, false},
+  {"o", true}, {"pick", true}, {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true},
+  CLI_DIAGNOSTICS_OPTION, {NULL, false},
 };
 
 static ppcc_status on_fix_option(void *ctx, const char *name, const char *value) {

@@ -20,7 +20,7 @@ typedef struct import_args {
 } import_args;
 
 static const cli_option import_options[] = {
-  {"o", true}, {"weights-out", true}, {"shape", true}, {"devices", true}, {"pp", true}, {"tp", true}, {"device-memory", true},
+  {"o", true}, {"weights-out", true}, {"shape", true}, {"devices", true}, {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true},
   {NULL, false},
 };
 
@@ -120,9 +120,8 @@ static int import_onnx(int argc, char **argv) {
   if (!st && !p.help) {
     ppcc_diag d;
     ppcc_diag_init(&d, p.model_path, stderr);
-    int tp = a.partition.tp > 0 ? a.partition.tp : 1, pp = a.partition.pp > 0 ? a.partition.pp : 1;
     ppcc_onnx_options opts = {.shapes = a.shapes, .n_shapes = a.n_shapes,
-                              .devices = a.devices > 0 ? (int)a.devices : tp * pp};
+                              .devices = a.devices > 0 ? (int)a.devices : cli_partition_devices(&a.partition)};
     ppcc_onnx_result r = {0};
     double t0 = now_ms();
     st = ppcc_import_onnx_file(p.model_path, &opts, &r, &d);

@@ -46,7 +46,7 @@ static const cli_option run_options[] = {
   {"weights", true}, {"random-weights", true}, {"input", true}, {"output-dir", true},
   {"check", false},  {"threads", true},        {"microbatches", true}, {"trace", true},
   {"dump-after", true}, {"backend", true}, {"deterministic", false},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, CLI_DIAGNOSTICS_OPTION, {"repeat", true}, {"mpi", false}, {"ranks-map", true},
+  {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true}, CLI_DIAGNOSTICS_OPTION, {"repeat", true}, {"mpi", false}, {"ranks-map", true},
   {"expect", true}, {"check-plan", false}, {"plan-memory-tolerance", true}, {"plan-time-tolerance", true},
   {"calibration", true}, {NULL, false},
 };
@@ -132,7 +132,7 @@ void cli_help_run(FILE *out) {
         "                 [--input NAME=FILE.npy]... [--output-dir DIR] [--check]\n"
         "                 [--threads N] [--microbatches M] [--deterministic] [--trace=TRACE.json]\n"
         "                 [--backend=jit|interp] [--pp=P] [--tp=T] [--device-memory=BYTES]\n"
-        "                 [--repeat N] [--check-plan [--plan-memory-tolerance=F]\n"
+        "                 [--devices-spec=FILE.json] [--repeat N] [--check-plan [--plan-memory-tolerance=F]\n"
         "                 [--plan-time-tolerance=F]] [--calibration=CALIB.json]\n"
         "\n"
         "Compiles MODEL.json and runs it: one in-order stream per logical device,\n"
@@ -353,7 +353,7 @@ static ppcc_status run_graph(const ppcc_graph *g, run_args *a, ppcc_diag *d) {
 }
 #endif
 
-static ppcc_status check_run_args(const run_args *a) {
+static ppcc_status check_run_args(run_args *a) {
   if (a->weights && a->have_seed)
     return cli_usage_error("run", "--weights and --random-weights exclude each other");
 #ifndef PPCC_HAVE_RUNTIME

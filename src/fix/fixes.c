@@ -49,6 +49,8 @@ ppcc_graph *ppcc_fix_compile(const cJSON *model, const ppcc_fix_options *opt, pp
     g->partition.pp = opt->pp;
     g->partition.tp = opt->tp;
     g->partition.device_memory = opt->device_memory;
+    g->partition.stage_tp = opt->stage_tp;
+    g->partition.devices_spec = opt->devices_spec;
   }
   *status = ppcc_run_passes(g, NULL, NULL, d);
   if (*status != PPCC_OK && !keep_failed) {
@@ -502,6 +504,9 @@ static cJSON *option_fix(gen *x, const char *option, int64_t value, const char *
 static void gen_memory(gen *x) {
   int pp = x->opt.pp > 0 ? x->opt.pp : 1, tp = x->opt.tp > 0 ? x->opt.tp : 1;
   char text[200];
+  /* Per-stage TP sizes and a devices spec's own memories are beyond what
+   * --tp/--device-memory can change: no option fix is offered for them. */
+  if (x->opt.stage_tp || x->opt.devices_spec) return;
   if ((int64_t)pp * tp * 2 <= x->g->n_devices) {
     snprintf(text, sizeof text, "use --tp %d (shards every stage's weights over twice the devices)", tp * 2);
     option_fix(x, "tp", tp * 2, text);

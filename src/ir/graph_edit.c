@@ -42,7 +42,10 @@ bool ppcc_op_init_inserted(ppcc_graph *g, ppcc_op *op, ppcc_op_id id, int in, in
 }
 
 int ppcc_push_transfer(ppcc_graph *g, ppcc_op_list *l, int src, const int *devices, const char *why) {
-  int count = g->values[src].layout.count;
+  return ppcc_push_transfer_to(g, l, src, devices, g->values[src].layout.count, why);
+}
+
+int ppcc_push_transfer_to(ppcc_graph *g, ppcc_op_list *l, int src, const int *devices, int count, const char *why) {
   char suffix[PPCC_MAX_NAME] = "@";
   size_t off = 1;
   for (int i = 0; i < count && off < sizeof suffix; i++)

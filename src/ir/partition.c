@@ -77,7 +77,8 @@ static void live_bytes_per_op(const ppcc_graph *g, const uses *u, int64_t *diff,
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *val = &g->values[v];
     if (val->kind == PPCC_VALUE_PARAM) continue;
-    int begin = val->def_op < 0 ? 0 : val->def_op;
+    /* a graph input lives on its first reader's stage (auto_partition.c) */
+    int begin = val->def_op >= 0 ? val->def_op : (val->kind == PPCC_VALUE_INPUT && u->first[v] >= 0 ? u->first[v] : 0);
     int end = val->is_output ? n - 1 : (u->last[v] > begin ? u->last[v] : begin);
     diff[begin] += shard_bytes(val);
     diff[end + 1] -= shard_bytes(val);
@@ -94,6 +95,7 @@ static void cut_costs(const ppcc_graph *g, const uses *u, int *count, int *bad, 
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *val = &g->values[v];
     int from = val->def_op + 1, to = u->last[v]; /* positions [from, to] */
+    if (val->kind == PPCC_VALUE_INPUT && u->first[v] >= 0) from = u->first[v] + 1; /* homed at its first reader */
     if (val->kind == PPCC_VALUE_PARAM || to < from || to < 1) continue;
     if (from < 1) from = 1;
     count[from]++, count[to + 1]--;
@@ -161,10 +163,50 @@ int64_t ppcc_split_stage_memory(const ppcc_split_problem *p, int begin, int end)
   return params + peak;
 }
 
+static double stage_speed(const ppcc_split_problem *p, int s) {
+  return p->stage_speed && p->stage_speed[s] > 0 ? p->stage_speed[s] : 1.0;
+}
+
+int64_t ppcc_split_stage_limit(const ppcc_split_problem *p, int stage) {
+  return p->stage_memory ? p->stage_memory[stage] : p->memory_limit;
+}
+
+/* The part of time (params) a stage's TP devices share: divided by T_s. */
+static int stage_tp(const ppcc_split_problem *p, int s) {
+  return p->stage_tp && p->stage_tp[s] > 1 ? p->stage_tp[s] : 1;
+}
+
+static double stage_compute(const ppcc_split_problem *p, int s, double all, double shared) {
+  return (all - shared + shared / stage_tp(p, s)) / stage_speed(p, s);
+}
+
+static int64_t stage_params(const ppcc_split_problem *p, int s, int64_t all, int64_t shared) {
+  return all - shared + shared / stage_tp(p, s);
+}
+
+int64_t ppcc_split_stage_memory_as(const ppcc_split_problem *p, int stage, int begin, int end) {
+  int64_t params = 0, shared = 0, peak = 0;
+  for (int i = begin; i < end; i++) {
+    params += p->param_bytes[i];
+    shared += p->shared_param ? p->shared_param[i] : 0;
+    if (p->live_bytes[i] > peak) peak = p->live_bytes[i];
+  }
+  return stage_params(p, stage, params, shared) + peak;
+}
+
+double ppcc_split_stage_time(const ppcc_split_problem *p, int stage, int begin, int end) {
+  double t = 0, shared = 0;
+  for (int i = begin; i < end; i++) {
+    t += p->time[i];
+    shared += p->shared_time ? p->shared_time[i] : 0;
+  }
+  return stage_compute(p, stage, t, shared) + (begin > 0 ? p->cut_time[begin] : 0);
+}
+
 double ppcc_split_imbalance(const ppcc_split_problem *p, const int *start) {
   double max = 0, sum = 0;
   for (int s = 0; s < p->n_stages; s++) {
-    double c = ppcc_split_stage_cost(p, start[s], start[s + 1]);
+    double c = ppcc_split_stage_time(p, s, start[s], start[s + 1]);
     max = c > max ? c : max;
     sum += c;
   }
@@ -181,6 +223,8 @@ typedef struct split_work {
   int *cand;
   double *pre_time;   /* prefix over candidates */
   int64_t *pre_param;
+  double *pre_shared_time; /* of shared_time / shared_param (zeros if none) */
+  int64_t *pre_shared_param;
   int64_t *seg_live;  /* peak live bytes of segment m = [cand[m], cand[m+1]) */
 } split_work;
 
@@ -188,6 +232,8 @@ static void work_free(split_work *w) {
   free(w->cand);
   free(w->pre_time);
   free(w->pre_param);
+  free(w->pre_shared_time);
+  free(w->pre_shared_param);
   free(w->seg_live);
 }
 
@@ -198,8 +244,13 @@ static bool work_init(split_work *w, const ppcc_split_problem *p) {
   w->cand = malloc(sizeof(int) * n);
   w->pre_time = malloc(sizeof(double) * n);
   w->pre_param = malloc(sizeof(int64_t) * n);
+  w->pre_shared_time = malloc(sizeof(double) * n);
+  w->pre_shared_param = malloc(sizeof(int64_t) * n);
   w->seg_live = malloc(sizeof(int64_t) * n);
-  if (!w->cand || !w->pre_time || !w->pre_param || !w->seg_live) return false;
+  if (!w->cand || !w->pre_time || !w->pre_param || !w->seg_live || !w->pre_shared_time || !w->pre_shared_param)
+    return false;
+  double st = 0;
+  int64_t sp = 0;
   double t = 0;
   int64_t par = 0;
   for (int i = 0; i < p->n_ops; i++) {
@@ -207,21 +258,37 @@ static bool work_init(split_work *w, const ppcc_split_problem *p) {
       w->cand[w->k] = i;
       w->pre_time[w->k] = t;
       w->pre_param[w->k] = par;
+      w->pre_shared_time[w->k] = st;
+      w->pre_shared_param[w->k] = sp;
       w->seg_live[w->k] = 0;
       w->k++;
     }
     t += p->time[i];
     par += p->param_bytes[i];
+    st += p->shared_time ? p->shared_time[i] : 0;
+    sp += p->shared_param ? p->shared_param[i] : 0;
     if (p->live_bytes[i] > w->seg_live[w->k - 1]) w->seg_live[w->k - 1] = p->live_bytes[i];
   }
   w->cand[w->k] = p->n_ops;
   w->pre_time[w->k] = t;
   w->pre_param[w->k] = par;
+  w->pre_shared_time[w->k] = st;
+  w->pre_shared_param[w->k] = sp;
   return true;
 }
 
-static bool fits(const ppcc_split_problem *p, int64_t memory) {
-  return p->memory_limit <= 0 || memory <= p->memory_limit;
+/* Compute time and params of candidate segments [b, e) as stage s. */
+static double seg_time(const split_work *w, int s, int b, int e) {
+  return stage_compute(w->p, s, w->pre_time[e] - w->pre_time[b], w->pre_shared_time[e] - w->pre_shared_time[b]);
+}
+
+static int64_t seg_param(const split_work *w, int s, int b, int e) {
+  return stage_params(w->p, s, w->pre_param[e] - w->pre_param[b], w->pre_shared_param[e] - w->pre_shared_param[b]);
+}
+
+static bool fits(const ppcc_split_problem *p, int s, int64_t memory) {
+  int64_t limit = ppcc_split_stage_limit(p, s);
+  return limit <= 0 || memory <= limit;
 }
 
 /* Stages 0..n_stages-1 ending at candidate e: best[s][e] = min over the
@@ -232,10 +299,10 @@ static void solve_stage(const split_work *w, int s, const double *prev, double *
   for (int e = s + 1; e <= w->k; e++) {
     int64_t peak = 0;
     for (int b = e - 1; b >= s; b--) {
-      double compute = w->pre_time[e] - w->pre_time[b];
+      double compute = seg_time(w, s, b, e);
       if (compute >= cur[e]) break; /* earlier starts are only slower */
       if (w->seg_live[b] > peak) peak = w->seg_live[b];
-      if (!fits(p, w->pre_param[e] - w->pre_param[b] + peak)) break; /* and only bigger */
+      if (!fits(p, s, seg_param(w, s, b, e) + peak)) break; /* and only bigger */
       if (prev[b] == DBL_MAX) continue;
       double stage = compute + (b > 0 ? p->cut_time[w->cand[b]] : 0);
       double worst = prev[b] > stage ? prev[b] : stage;
@@ -248,15 +315,15 @@ static void first_stage(const split_work *w, double *cur, int *choice) {
   int64_t peak = 0;
   for (int e = 0; e <= w->k; e++) {
     if (e > 0 && w->seg_live[e - 1] > peak) peak = w->seg_live[e - 1];
-    bool ok = e > 0 && fits(w->p, w->pre_param[e] + peak);
-    cur[e] = ok ? w->pre_time[e] : DBL_MAX;
+    bool ok = e > 0 && fits(w->p, 0, seg_param(w, 0, 0, e) + peak);
+    cur[e] = ok ? seg_time(w, 0, 0, e) : DBL_MAX;
     choice[e] = 0;
   }
 }
 
 /* Memory of candidate segments [b, e) from the prefix sums. */
-static int64_t segments_memory(const split_work *w, int b, int e, int64_t peak) {
-  return w->pre_param[e] - w->pre_param[b] + peak;
+static int64_t segments_memory(const split_work *w, int s, int b, int e, int64_t peak) {
+  return seg_param(w, s, b, e) + peak;
 }
 
 /* Why no split fits: pack each stage with as many segments as fit; the
@@ -265,16 +332,20 @@ static int64_t segments_memory(const split_work *w, int b, int e, int64_t peak) 
 static void explain_memory(const split_work *w, ppcc_split_result *r) {
   const ppcc_split_problem *p = w->p;
   int b = 0;
+  /* fallback (greedy packing is exact, so only for safety): the last stage */
+  r->fail_stage = p->n_stages - 1, r->fail_begin = w->cand[w->k - 1], r->fail_end = p->n_ops;
+  r->fail_memory = segments_memory(w, p->n_stages - 1, w->k - 1, w->k, w->seg_live[w->k - 1]);
   for (int s = 0; s < p->n_stages && b < w->k; s++) {
     bool last = s == p->n_stages - 1;
+    int max_e = w->k - (p->n_stages - 1 - s); /* one segment left for each later stage */
     int64_t peak = w->seg_live[b];
     int e = b + 1;
-    while (e < w->k && (last || fits(p, segments_memory(w, b, e + 1, peak > w->seg_live[e] ? peak : w->seg_live[e])))) {
+    while (e < max_e && (last || fits(p, s, segments_memory(w, s, b, e + 1, peak > w->seg_live[e] ? peak : w->seg_live[e])))) {
       if (w->seg_live[e] > peak) peak = w->seg_live[e];
       e++;
     }
-    int64_t mem = segments_memory(w, b, e, peak);
-    if (!fits(p, mem)) {
+    int64_t mem = segments_memory(w, s, b, e, peak);
+    if (!fits(p, s, mem)) {
       r->fail_stage = s, r->fail_begin = w->cand[b], r->fail_end = w->cand[e], r->fail_memory = mem;
       return;
     }
@@ -328,7 +399,7 @@ bool ppcc_split_solve(const ppcc_split_problem *p, int *start, ppcc_split_result
     if (ok && r->feasible) {
       r->max_cost = 0;
       for (int s = 0; s < p->n_stages; s++) {
-        double c = ppcc_split_stage_cost(p, start[s], start[s + 1]);
+        double c = ppcc_split_stage_time(p, s, start[s], start[s + 1]);
         r->max_cost = c > r->max_cost ? c : r->max_cost;
       }
     }

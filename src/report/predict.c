@@ -11,6 +11,7 @@
 #include "ppcc/io.h"
 #include "ppcc/ops.h"
 #include "ppcc/predict.h"
+#include "ppcc/devices_spec.h"
 #include "ppcc/report.h"
 #include "report_internal.h"
 
@@ -381,6 +382,15 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
   double t = flops / rate > bytes / bw ? flops / rate : bytes / bw;
   return ((c->op_overhead_us + (contraction ? c->gemm_call_us : 0)) * 1e-6 + t) * share * 1e3;
 }
+/* Relative speed of a device: the options' array, else the --devices-spec
+ * the model was partitioned with, else 1.0. */
+static double device_speed(const ppcc_graph *g, const ppcc_predict_options *o, int dev) {
+  if (o && o->device_speed && o->device_speed[dev] > 0) return o->device_speed[dev];
+  const ppcc_devices_spec *spec = g->partition.devices_spec;
+  if (spec && dev < spec->n_devices && spec->speed[dev] > 0) return spec->speed[dev];
+  return 1.0;
+}
+
 
 static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, const ppcc_calibration *c,
                          ppcc_prediction *p, const rep_stages *st) {
@@ -408,7 +418,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     for (int i = 0; i < shard_count(r); i++) {
       int dev = rep_shard_device(r, i);
       if (dev < 0 || dev >= nd) continue;
-      double speed = o && o->device_speed && o->device_speed[dev] > 0 ? o->device_speed[dev] : 1.0;
+      double speed = device_speed(g, o, dev);
       size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
       dev_ms[at] += t * m / speed;
       dev_fl[at] += fl * m;

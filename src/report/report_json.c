@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include "ppcc/ops.h"
+#include "ppcc/devices_spec.h"
+#include "ppcc/partition.h"
 #include "ppcc/report.h"
 #include "report_internal.h"
 
@@ -166,7 +168,36 @@ static void write_summary(FILE *out, const ppcc_graph *g, const ppcc_device_summ
     json_number(out, rows[d].flops);
     putc('}', out);
   }
-  fputs(g->n_devices > 0 ? "\n  ],\n" : "],\n", out);
+  fputs(g->n_devices > 0 ? "\n  ]" : "]", out);
+}
+
+/* --devices-spec given: the file, each device's memory (null: not given)
+ * and speed, and the auto-partition stage it serves (-1: none, or the
+ * model placed itself). */
+static void write_devices_spec(FILE *out, const ppcc_graph *g) {
+  const ppcc_partition_summary *s = g->partition_summary;
+  ppcc_devices_spec view = {0};
+  if (s && s->spec_path)
+    view = (ppcc_devices_spec){s->spec_path, s->n_spec_devices, s->spec_memory, s->spec_speed};
+  else if (g->partition.devices_spec)
+    view = *g->partition.devices_spec;
+  else
+    return;
+  fputs(",\n  \"devices_spec\": {\"file\": ", out);
+  json_string(out, view.path ? view.path : "");
+  fputs(", \"devices\": [", out);
+  for (int d = 0; d < view.n_devices; d++) {
+    int stage = -1;
+    for (int k = 0; s && k < s->pp; k++)
+      if (d >= s->stages[k].first_device && d < s->stages[k].first_device + s->stages[k].tp) stage = k;
+    fprintf(out, "%s{\"device\": %d, \"memory\": ", d ? ",\n    " : "\n    ", d);
+    if (view.memory[d] > 0) fprintf(out, "%" PRId64, view.memory[d]);
+    else fputs("null", out);
+    fputs(", \"speed\": ", out);
+    json_number(out, view.speed[d]);
+    fprintf(out, ", \"stage\": %d}", stage);
+  }
+  fputs("\n  ]}", out);
 }
 
 ppcc_status ppcc_report_json(const ppcc_graph *g, FILE *out, ppcc_diag *d) {
@@ -191,6 +222,8 @@ ppcc_status ppcc_report_json_with(const ppcc_graph *g, const ppcc_predict_option
     write_ops(out, g, dev_buf);
     write_transfers(out, g, first_use);
     write_summary(out, g, rows);
+    write_devices_spec(out, g);
+    fputs(",\n", out);
     ppcc_prediction_write_json(&pred, out);
     fputs("}\n", out);
     if (ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the JSON report");

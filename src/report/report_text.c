@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ppcc/ops.h"
+#include "ppcc/devices_spec.h"
 #include "ppcc/partition.h"
 #include "ppcc/report.h"
 #include "report_internal.h"
@@ -373,14 +374,41 @@ static const bool part_right[] = {false, false, true, true, true, true, true, tr
 static void partition_cells(text_ctx *x, const ppcc_partition_summary *s, int k) {
   const ppcc_partition_stage *st = &s->stages[k];
   snprintf(x->cells[0], CELL, "%d", k);
-  for (int t = 0; t < s->tp && t < PPCC_MAX_DEVICES; t++) x->buf[t] = k * s->tp + t;
-  devices_cell(x->buf, s->tp, x->cells[1]);
+  for (int t = 0; t < st->tp && t < PPCC_MAX_DEVICES; t++) x->buf[t] = st->first_device + t;
+  devices_cell(x->buf, st->tp, x->cells[1]);
   snprintf(x->cells[2], CELL, "%d", st->end_op - st->first_op);
   snprintf(x->cells[3], CELL, "%.3f", st->cost * 1e6);
   snprintf(x->cells[4], CELL, "%.3f", st->transfer_in * 1e6);
   bytes_cell(st->param_bytes, x->cells[5]);
   bytes_cell(st->activation_bytes, x->cells[6]);
   bytes_cell(st->param_bytes + st->activation_bytes, x->cells[7]);
+}
+
+/* --devices-spec: each device's memory and speed, and the auto-partition
+ * stage using it ("-": none, or the model placed itself). */
+static void write_devices_spec(text_ctx *x, const ppcc_partition_summary *s) {
+  const ppcc_devices_spec *g_spec = x->g->partition.devices_spec;
+  ppcc_devices_spec view = {0};
+  if (s && s->spec_path)
+    view = (ppcc_devices_spec){s->spec_path, s->n_spec_devices, s->spec_memory, s->spec_speed};
+  else if (g_spec)
+    view = *g_spec;
+  else
+    return;
+  fprintf(x->out, "%sdevices spec %s%s:\n", s ? "" : "\n", view.path ? view.path : "",
+          s ? " (stage cost = compute / slowest speed of the stage + transfer in)" : "");
+  fprintf(x->out, "  %-6s  %-5s  %-20s  %s\n", "device", "stage", "memory", "speed");
+  for (int d = 0; d < view.n_devices; d++) {
+    int stage = -1;
+    for (int k = 0; s && k < s->pp; k++)
+      if (d >= s->stages[k].first_device && d < s->stages[k].first_device + s->stages[k].tp) stage = k;
+    int64_t fallback = s ? s->device_memory : x->g->partition.device_memory;
+    if (view.memory[d] > 0) bytes_cell(view.memory[d], x->cells[0]);
+    else snprintf(x->cells[0], CELL, "%s", fallback > 0 ? "(--device-memory)" : "(unlimited)");
+    if (stage >= 0) snprintf(x->cells[1], CELL, "%d", stage);
+    else snprintf(x->cells[1], CELL, "-");
+    fprintf(x->out, "  %-6d  %-5s  %-20s  %g\n", d, x->cells[1], x->cells[0], view.speed[d]);
+  }
 }
 
 static void write_partition(text_ctx *x) {
@@ -392,9 +420,17 @@ static void write_partition(text_ctx *x) {
     partition_cells(x, s, k);
     table_fit(&t, x->cells);
   }
-  fprintf(x->out, "\nauto-partition: %d stage%s x %d device%s, %d Megatron pair%s, device memory ", s->pp,
-          s->pp == 1 ? "" : "s", s->tp, s->tp == 1 ? "" : "s", s->n_pairs, s->n_pairs == 1 ? "" : "s");
-  if (s->device_memory > 0) {
+  if (s->mixed_tp) {
+    fprintf(x->out, "\nauto-partition: %d stage%s of TP sizes ", s->pp, s->pp == 1 ? "" : "s");
+    for (int k = 0; k < s->pp; k++) fprintf(x->out, "%s%d", k ? "," : "", s->stages[k].tp);
+    fprintf(x->out, ", %d Megatron pair%s, device memory ", s->n_pairs, s->n_pairs == 1 ? "" : "s");
+  } else {
+    fprintf(x->out, "\nauto-partition: %d stage%s x %d device%s, %d Megatron pair%s, device memory ", s->pp,
+            s->pp == 1 ? "" : "s", s->tp, s->tp == 1 ? "" : "s", s->n_pairs, s->n_pairs == 1 ? "" : "s");
+  }
+  if (s->spec_path) {
+    fputs("from the devices spec (below)\n", x->out);
+  } else if (s->device_memory > 0) {
     bytes_cell(s->device_memory, x->cells[0]);
     fprintf(x->out, "limit %s\n", x->cells[0]);
   } else {
@@ -411,6 +447,7 @@ static void write_partition(text_ctx *x) {
             s->even_imbalance);
   else
     fprintf(x->out, "  imbalance (slowest/mean): %.2f\n", s->imbalance);
+  write_devices_spec(x, s);
 }
 
 /* ---- header ---- */
@@ -454,6 +491,7 @@ ppcc_status ppcc_report_text_with(const ppcc_graph *g, const ppcc_predict_option
     bool balanced = write_balance(&x) && write_kv_cache(&x);
     if (balanced) write_partition(&x);
     if (balanced) ppcc_prediction_write_text(&pred, out);
+    if (balanced && !g->partition_summary) write_devices_spec(&x, NULL); /* a placed model */
     if (!balanced) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory writing the text report");
     else if (ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the text report");
   }

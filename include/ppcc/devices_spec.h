@@ -1,0 +1,48 @@
+/* Heterogeneous devices (--devices-spec FILE.json): each device's memory
+ * and relative speed, read by the driver and used by auto-partition (stage
+ * sizes by speed, each device's memory as its budget) and the report.
+ *
+ * The file (README, "Heterogeneous devices"):
+ *   {"devices": [{"memory": "8GiB", "speed": 1.0},
+ *                {"memory": 4294967296, "speed": 2}, ...]}
+ * - "devices": 1..PPCC_MAX_DEVICES objects; entry i describes device i.
+ * - "memory": bytes, a positive integer or a string with a K, M, G or T
+ *   suffix (powers of 1024; "KiB"/"KB" spellings accepted). Optional:
+ *   without it the device has --device-memory (or no limit).
+ * - "speed": relative speed, a finite number > 0; optional, default 1.0. A
+ *   device of speed 2 runs the same ops in half the time of speed 1.
+ * Any other key is an error (a typo must not silently mean "default"). */
+#ifndef PPCC_DEVICES_SPEC_H
+#define PPCC_DEVICES_SPEC_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "ppcc/diag.h"
+
+typedef struct ppcc_devices_spec {
+  const char *path; /* the file, for diagnostics and reports (owned) */
+  int n_devices;
+  int64_t *memory;  /* per device: bytes, 0 = not given */
+  double *speed;    /* per device: relative speed (> 0, default 1.0) */
+} ppcc_devices_spec;
+
+/* Parses text (len bytes) read from path into *out; on a bad file reports
+ * "devices spec: devices[i].field ..." through d (make d for the spec
+ * file, so the line reads "FILE: error: ...") and returns PPCC_ERR_USER
+ * with *out empty. Free with ppcc_devices_spec_free. */
+ppcc_status ppcc_devices_spec_parse(const char *path, const char *text, size_t len, ppcc_devices_spec *out,
+                                    ppcc_diag *d);
+/* Reads and parses the file. */
+ppcc_status ppcc_devices_spec_load(const char *path, ppcc_devices_spec *out, ppcc_diag *d);
+void ppcc_devices_spec_free(ppcc_devices_spec *s);
+
+/* A placed graph (explicit placement, no auto-partition): every device's
+ * params + peak activations (the report's per-device accounting) within
+ * its spec memory; else an error naming the device and the bytes. */
+struct ppcc_graph;
+ppcc_status ppcc_devices_spec_check_memory(const struct ppcc_graph *g, const ppcc_devices_spec *spec, ppcc_diag *d);
+
+/* "16G", "512MiB", "1000": bytes, positive, no overflow. */
+bool ppcc_parse_byte_count(const char *text, int64_t *out);
+
+#endif
