@@ -88,6 +88,13 @@ ppcc_status ppcc_rt_run_kernel(const ppcc_op *op, const ppcc_tensor *in, ppcc_te
                                ppcc_diag *d);
 /* Threads a kernel may use (nested OpenMP / BLAS threads); default 1. */
 void ppcc_rt_set_kernel_threads(int n);
+/* The interpreter's arena of `device` in its last run, in bytes: the
+ * planned high-water mark of the op results that device holds (every
+ * result shard of every microbatch, each rounded up to 64 bytes, placed
+ * by lifetime; params, inputs, in-place results and reshape views are not
+ * in it) plus the scratch for one op's temporaries (*scratch). 0 for a
+ * device that did not run. */
+int64_t ppcc_rt_arena_bytes(int device, int64_t *planned, int64_t *scratch);
 /* C = A[M,K] * B (B is [K,N], or [N,K] when b_transposed), row-major,
  * f32. Uses OpenBLAS when built with it, else ppcc_rt_sgemm_portable. */
 void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,

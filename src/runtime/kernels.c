@@ -594,6 +594,10 @@ ppcc_kernel_fn ppcc_rt_kernel(ppcc_op_id id) {
   return (unsigned)id < PPCC_OP_COUNT ? kernel_table[id] : NULL;
 }
 
+bool rt_kernel_is_view(const ppcc_op *op) {
+  return ppcc_rt_kernel(op->info->id) == kernel_reshape && op->n_in == 1 && op->n_out == 1;
+}
+
 /* Kernels that move elements without arithmetic work on any dtype. */
 static bool moves_raw_elements(ppcc_kernel_fn k) {
   return k == kernel_reshape || k == kernel_transpose || k == kernel_index_copy || kernel_llm_handles_dtypes(k) ||

@@ -62,6 +62,32 @@ int rt_kernel_threads(void);
  * caller makes devices * per_device <= cores. */
 void rt_thread_budget(int devices, int per_device);
 
+/* ---- per-device arenas (arena.c) ---- */
+
+#define RT_ARENA_ALIGN 64
+int64_t rt_arena_round(int64_t bytes);
+/* One buffer of a device: live from step birth to step death inclusive
+ * (steps in the device's program order); offset is set by the plan. */
+typedef struct rt_arena_buf {
+  int64_t bytes;
+  int birth, death;
+  int64_t offset;
+} rt_arena_buf;
+/* Best-fit offsets for n buffers; returns the arena size (high-water
+ * mark, each buffer rounded up to RT_ARENA_ALIGN), -1 when out of memory. */
+int64_t rt_arena_plan(rt_arena_buf *b, int n);
+/* A block of at least `bytes` for device dev: the pooled block of an
+ * earlier run when large enough (*fresh false), else a new one (*fresh
+ * true: its pages were never touched). rt_arena_give returns it to the
+ * pool (the larger of two blocks is kept). */
+void *rt_arena_take(int dev, int64_t bytes, bool *fresh);
+void rt_arena_give(int dev, void *p, int64_t bytes);
+/* What the last run planned for dev (ppcc_rt_arena_bytes reads it). */
+void rt_arena_record(int dev, int64_t planned, int64_t scratch);
+/* Whether op's kernel is a byte-for-byte copy of operand 0 (reshape): the
+ * executor makes its result a view of the operand instead. */
+bool rt_kernel_is_view(const ppcc_op *op);
+
 /* ---- microbatching (microbatch.c) ---- */
 
 /* mg = g with every shape for one of m microbatches (dim 0 of every input
