@@ -19,7 +19,10 @@
 #include <string.h>
 #include "rt_internal.h"
 
-int64_t rt_arena_round(int64_t bytes) { return (bytes + RT_ARENA_ALIGN - 1) / RT_ARENA_ALIGN * RT_ARENA_ALIGN; }
+/* Every buffer takes at least one line: distinct buffers, distinct addresses. */
+int64_t rt_arena_round(int64_t bytes) {
+  return bytes <= 0 ? RT_ARENA_ALIGN : (bytes + RT_ARENA_ALIGN - 1) / RT_ARENA_ALIGN * RT_ARENA_ALIGN;
+}
 
 typedef struct free_range {
   int64_t off, size;
