@@ -20,6 +20,13 @@ void rt_unmap_file(rt_mapped_file *f);
 void *rt_alloc(int64_t bytes);
 void *rt_calloc(int64_t bytes);
 void rt_free(void *p);
+/* Temporaries recycled across ops and runs (a process-wide cache of freed
+ * blocks, reused for requests of up to their size and at least half of
+ * it): no allocation or page fault per op in the steady state. Free only
+ * with rt_reuse_free. */
+void *rt_reuse_alloc(int64_t bytes);
+void *rt_reuse_calloc(int64_t bytes);
+void rt_reuse_free(void *p);
 
 /* Geometry of a split along dim of a shape: the tensor is
  * [outer][count][inner] elements, shard i the [outer][inner] block. */
