@@ -358,7 +358,9 @@ static void get_perm(const ppcc_op *op, int rank, int *perm) {
   }
 }
 
-/* out[i0..] = in[i_perm...]: walk the output, step the input offset. */
+/* out[i0..] = in[i_perm...]: walk the output, step the input offset. The
+ * trailing dims a permutation leaves in place are one contiguous block in
+ * both tensors, copied whole ([0, 2, 1, 3] moves rows of D elements). */
 static ppcc_status kernel_transpose(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out,
                                     ppcc_diag *d) {
   const ppcc_tensor *x = &in[0];
@@ -371,13 +373,17 @@ static ppcc_status kernel_transpose(const ppcc_op *op, const ppcc_tensor *in, pp
     s *= x->shape[i];
   }
   for (int i = 0; i < r; i++) os[i] = xs[perm[i]]; /* input stride of output dim i */
-  int es = ppcc_dtype_size(x->dtype);
+  int kept = r; /* dims kept..r-1 stay in place */
+  while (kept > 0 && perm[kept - 1] == kept - 1) kept--;
+  int64_t block = 1;
+  for (int i = kept; i < r; i++) block *= x->shape[i];
+  size_t bytes = (size_t)(block * ppcc_dtype_size(x->dtype));
   const char *src = x->data;
   char *dst = out->data;
-  int64_t n = numel(x), off = 0;
+  int64_t n = block > 0 ? numel(x) / block : 0, off = 0;
   for (int64_t j = 0; j < n; j++) {
-    memcpy(dst + j * es, src + off * es, (size_t)es);
-    for (int i = r - 1; i >= 0; i--) {
+    memcpy(dst + j * bytes, src + off * ppcc_dtype_size(x->dtype), bytes);
+    for (int i = kept - 1; i >= 0; i--) {
       off += os[i];
       if (++idx[i] < out->shape[i]) break;
       off -= os[i] * out->shape[i];
