@@ -138,6 +138,53 @@ START_TEST(reshape_views_never_see_in_place_writes) {
 }
 END_TEST
 
+/* y = a . transpose(b) and z = c . permute(e, [0, 2, 1]): the transposes
+ * fold into the matmuls (no copy, the GEMM's trans flag); the results are
+ * those of the plain products. */
+static const char *fold_json =
+    "{\"ppcc\": 1, \"name\": \"fold\", \"devices\": 1,"
+    " \"inputs\": [{\"name\": \"a\", \"dtype\": \"f32\", \"shape\": [3, 4]},"
+    "              {\"name\": \"b\", \"dtype\": \"f32\", \"shape\": [5, 4]},"
+    "              {\"name\": \"c\", \"dtype\": \"f32\", \"shape\": [2, 3, 4]},"
+    "              {\"name\": \"e\", \"dtype\": \"f32\", \"shape\": [2, 5, 4]}],"
+    " \"ops\": [{\"op\": \"transpose\", \"in\": [\"b\"], \"out\": [\"bt\"]},"
+    "         {\"op\": \"matmul\", \"in\": [\"a\", \"bt\"], \"out\": [\"y\"]},"
+    "         {\"op\": \"permute\", \"in\": [\"e\"], \"out\": [\"et\"], \"attrs\": {\"perm\": [0, 2, 1]}},"
+    "         {\"op\": \"matmul\", \"in\": [\"c\", \"et\"], \"out\": [\"z\"]}],"
+    " \"outputs\": [\"y\", \"z\"]}";
+
+START_TEST(transposes_fold_into_matmul) {
+  ppcc_diag d;
+  ppcc_graph *g = t_compile(fold_json, &d);
+  ck_assert_msg(g != NULL, "%s", d.first);
+  ppcc_run_options ro = {.random_seed = 9, .have_random_seed = true};
+  ppcc_run_data data;
+  ck_assert_msg(ppcc_run_data_load(g, &ro, &data, &d) == PPCC_OK, "%s", d.first);
+  const float *a = data.values[ppcc_find_value(g, "a")].data, *b = data.values[ppcc_find_value(g, "b")].data;
+  const float *c = data.values[ppcc_find_value(g, "c")].data, *e = data.values[ppcc_find_value(g, "e")].data;
+  ppcc_host_tensor out[2];
+  for (int reference = 0; reference < 2; reference++) {
+    ppcc_exec_options eo = {.reference = reference};
+    ck_assert_msg(ppcc_execute(g, &data, &eo, out, NULL, &d) == PPCC_OK, "%s", d.first);
+    const float *y = out[0].data, *z = out[1].data;
+    for (int p = 0; p < 2; p++)
+      for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 5; j++) {
+          float wy = 0, wz = 0;
+          for (int k = 0; k < 4; k++) {
+            wy += a[i * 4 + k] * b[j * 4 + k];
+            wz += c[(p * 3 + i) * 4 + k] * e[(p * 5 + j) * 4 + k];
+          }
+          if (p == 0) ck_assert_float_eq_tol(y[i * 5 + j], wy, 1e-5f);
+          ck_assert_float_eq_tol(z[(p * 3 + i) * 5 + j], wz, 1e-5f);
+        }
+    for (int k = 0; k < 2; k++) ppcc_host_tensor_free(&out[k]);
+  }
+  ppcc_run_data_free(&data);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("rt_arena");
   TCase *tc = t_add_tcase(s, "core", 0);
@@ -145,5 +192,6 @@ int main(void) {
   tcase_add_test(tc, plan_reuses_dead_buffers);
   tcase_add_test(tc, repeated_runs_reuse_the_arena_and_agree);
   tcase_add_test(tc, reshape_views_never_see_in_place_writes);
+  tcase_add_test(tc, transposes_fold_into_matmul);
   return t_run_suite(s);
 }

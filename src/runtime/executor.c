@@ -54,6 +54,7 @@ typedef struct rt_exec {
   int *last_use;          /* per value: the last op reading it (or its
                              in-place aliases and views); -1: none; n_ops: keep */
   bool *view_op;          /* per op: its result is a view of operand 0 */
+  bool *swapped;          /* per value: a folded transpose, stored untransposed */
   bool *arena_fresh;      /* per device: the arena's pages were never touched */
   int64_t *plan_off;      /* [microbatch][slot]: offset of the slot's buffer
                              in its device's arena; -1: not planned */
@@ -277,6 +278,7 @@ static ppcc_status operand_tensor(rt_exec *x, int dev, const ppcc_op *op, int k,
   t->data = slot(x, v, s)->data;
   t->split_dim = 0;
   t->split_offset = t->split_full = 0;
+  t->last_two_swapped = x->swapped[v];
   if (iv.layout.kind == PPCC_LAYOUT_SPLIT)
     set_split_position(t, iv.layout.dim, t->shape[iv.layout.dim], s, iv.layout.count);
   *temp = NULL;
@@ -284,6 +286,7 @@ static ppcc_status operand_tensor(rt_exec *x, int dev, const ppcc_op *op, int k,
   if (sd < 0 && k < 2 && op->n_in >= 2)
     sd = rt_contract_slice_dim(op, k, val(x, v), iv.layout, view_of(x, op->in[1 - k]).layout, ov.layout);
   if (sd < 0) return PPCC_OK;
+  if (t->last_two_swapped) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "a folded transpose cannot be sliced");
   /* A replicated operand next to a split one: this shard's slice only. */
   int n = ov.layout.count;
   set_split_position(t, sd, t->shape[sd] / n, i, n);
@@ -307,6 +310,7 @@ static ppcc_status compute_shard(rt_exec *x, int dev, const ppcc_op *op, int i, 
   bool in_place = op->info->pin_rule == PPCC_PIN_INPLACE; /* P7: result aliases the destination */
   /* a reshape of a whole local shard is that shard's bytes: a view */
   bool view = !st && x->view_op[op - x->g->ops] && !temps[0] && local_bytes(x, res) == local_bytes(x, op->in[0]);
+  if (!st && x->swapped[res] && !view) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "a folded transpose needs its operand whole");
   rt_slot rs = {0};
   if (!st) {
     out = (ppcc_tensor){0};
@@ -321,7 +325,8 @@ static ppcc_status compute_shard(rt_exec *x, int dev, const ppcc_op *op, int i, 
     *slot(x, res, i) = rs;
     ppcc_op no_bias = *op; /* partial sums: the bias counts once, on shard 0 */
     no_bias.n_in--;
-    st = ppcc_rt_run_kernel(rt_drops_bias(op, view_of(x, res).layout, i) ? &no_bias : op, in, &out, d);
+    if (!view) /* a view (reshape, folded transpose) has its bytes already */
+      st = ppcc_rt_run_kernel(rt_drops_bias(op, view_of(x, res).layout, i) ? &no_bias : op, in, &out, d);
   }
   for (int k = 0; k < op->n_in; k++) buffer_free(x, dev, temps[k]);
   return st;
@@ -683,6 +688,34 @@ static ppcc_status check_placements(const rt_exec *x, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* A transpose of the last two dims whose every reader takes the swapped
+ * bytes as they are (matmul's right operand: the GEMM's trans flag), all
+ * of it whole on one device (no shard slicing of swapped bytes), and not
+ * an output: no copy is made, the readers see the operand's buffer. */
+static bool foldable_transpose(const rt_exec *x, int j) {
+  const ppcc_graph *g = x->g;
+  const ppcc_op *op = &g->ops[j];
+  if (op->n_in != 1 || op->n_out != 1 || !rt_kernel_swaps_last_two(op, val(x, op->in[0])->rank)) return false;
+  int v = op->out[0];
+  if (view_of(x, v).layout.count != 1 || view_of(x, op->in[0]).layout.count != 1 ||
+      view_of(x, v).devices[0] != view_of(x, op->in[0]).devices[0])
+    return false;
+  for (int k = 0; k < g->n_outputs; k++)
+    if (g->outputs[k] == v) return false;
+  int readers = 0;
+  for (int r = j + 1; r < g->n_ops; r++) {
+    const ppcc_op *c = &g->ops[r];
+    for (int k = 0; k < c->n_in; k++) {
+      if (c->in[k] != v) continue;
+      if (!rt_kernel_reads_swapped(c, k) || c->n_out != 1 || view_of(x, c->out[0]).layout.count != 1) return false;
+      for (int m = 0; m < c->n_in; m++)
+        if (view_of(x, c->in[m]).layout.count != 1) return false;
+      readers++;
+    }
+  }
+  return readers > 0;
+}
+
 /* Which reshapes become views of their operand: not when the operand's
  * bytes are ever written in place (index_copy into it or into anything
  * sharing its buffer), since the view would see the write. */
@@ -691,18 +724,22 @@ static bool plan_views(rt_exec *x) {
   x->view_op = calloc((size_t)g->n_ops + 1, sizeof *x->view_op);
   int *root = malloc(sizeof(int) * (size_t)(g->n_values + 1));
   bool *written = calloc((size_t)g->n_values + 1, sizeof *written);
-  bool ok = x->view_op && root && written;
+  x->swapped = calloc((size_t)g->n_values + 1, sizeof *x->swapped);
+  bool ok = x->view_op && root && written && x->swapped;
   for (int v = 0; ok && v < g->n_values; v++) root[v] = v;
   for (int j = 0; ok && j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
-    bool aliases = rt_kernel_is_view(op) || (op->info->pin_rule == PPCC_PIN_INPLACE && op->n_in >= 1);
+    bool aliases = rt_kernel_is_view(op) || foldable_transpose(x, j) ||
+                   (op->info->pin_rule == PPCC_PIN_INPLACE && op->n_in >= 1);
     if (aliases && op->n_out == 1) root[op->out[0]] = root[op->in[0]];
     if (op->info->pin_rule == PPCC_PIN_INPLACE && op->n_in >= 1) written[root[op->in[0]]] = true;
   }
   for (int j = 0; ok && j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
-    x->view_op[j] = rt_kernel_is_view(op) && !written[root[op->in[0]]] &&
+    bool fold = foldable_transpose(x, j);
+    x->view_op[j] = (rt_kernel_is_view(op) || fold) && !written[root[op->in[0]]] &&
                     val(x, op->in[0])->dtype == val(x, op->out[0])->dtype;
+    if (fold && x->view_op[j]) x->swapped[op->out[0]] = true;
   }
   free(root);
   free(written);
@@ -890,6 +927,7 @@ static void teardown(rt_exec *x) {
   free(x->scratch_used);
   free(x->plan_off);
   free(x->view_op);
+  free(x->swapped);
   free(x->slots);
   free(x->slot_base);
   free(x->segment_begin);

@@ -196,12 +196,13 @@ static ppcc_status kernel_matmul(const ppcc_op *op, const ppcc_tensor *in, ppcc_
   int64_t M = a->shape[a->rank - 2], K = a->shape[a->rank - 1], N = b->shape[b->rank - 1];
   int64_t batch = 1;
   for (int i = 0; i < a->rank - 2; i++) batch *= a->shape[i];
+  bool bt = b->last_two_swapped; /* a folded transpose: b's bytes are [.., N, K] */
   if (b->rank == 2) {
-    ppcc_rt_sgemm(batch * M, N, K, a->data, b->data, false, out->data);
+    ppcc_rt_sgemm(batch * M, N, K, a->data, b->data, bt, out->data);
     return PPCC_OK;
   }
   for (int64_t p = 0; p < batch; p++)
-    ppcc_rt_sgemm(M, N, K, (const float *)a->data + p * M * K, (const float *)b->data + p * K * N, false,
+    ppcc_rt_sgemm(M, N, K, (const float *)a->data + p * M * K, (const float *)b->data + p * K * N, bt,
                   (float *)out->data + p * M * N);
   return PPCC_OK;
 }
@@ -598,6 +599,19 @@ static const ppcc_kernel_fn kernel_table[PPCC_OP_COUNT] = {
 
 ppcc_kernel_fn ppcc_rt_kernel(ppcc_op_id id) {
   return (unsigned)id < PPCC_OP_COUNT ? kernel_table[id] : NULL;
+}
+
+bool rt_kernel_swaps_last_two(const ppcc_op *op, int rank) {
+  if (ppcc_rt_kernel(op->info->id) != kernel_transpose || op->n_in != 1 || rank < 2 || rank > PPCC_MAX_RANK) return false;
+  int perm[PPCC_MAX_RANK];
+  get_perm(op, rank, perm);
+  for (int i = 0; i < rank - 2; i++)
+    if (perm[i] != i) return false;
+  return perm[rank - 2] == rank - 1 && perm[rank - 1] == rank - 2;
+}
+
+bool rt_kernel_reads_swapped(const ppcc_op *op, int k) {
+  return ppcc_rt_kernel(op->info->id) == kernel_matmul && op->n_in == 2 && k == 1;
 }
 
 bool rt_kernel_is_view(const ppcc_op *op) {

@@ -94,6 +94,12 @@ void rt_arena_record(int dev, int64_t planned, int64_t scratch);
 /* Whether op's kernel is a byte-for-byte copy of operand 0 (reshape): the
  * executor makes its result a view of the operand instead. */
 bool rt_kernel_is_view(const ppcc_op *op);
+/* A transpose/permute of a rank-`rank` operand that only swaps the last
+ * two dims, and whether operand k of op accepts such a tensor unmoved
+ * (ppcc_tensor.last_two_swapped): the executor then folds the transpose
+ * into that consumer. */
+bool rt_kernel_swaps_last_two(const ppcc_op *op, int rank);
+bool rt_kernel_reads_swapped(const ppcc_op *op, int k);
 
 /* ---- microbatching (microbatch.c) ---- */
 
