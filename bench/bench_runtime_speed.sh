@@ -7,8 +7,11 @@
 #     backends; the figure is wall(TP1) / wall(TP2) (>= 0.95 wanted);
 #   - a 2-stage pipeline on 2 cores, 4 microbatches against 1 (interp):
 #     wall(1) / wall(4) (>= 1.5 wanted);
+#   - arenas off / on: PPCC_NO_ARENA=1 makes both backends allocate every
+#     op result and temporary on the heap again (as before the arenas);
 #   - with BASE=OLD_PPCC, the same forwards of an older ppcc against this
-#     one (before/after of a change), each row OLD then NEW.
+#     one (before/after of a change), each row OLD then NEW (the binary
+#     must find its own libppcc_mlir.so: give one in its build directory).
 #
 #   bench/bench_runtime_speed.sh [BUILD_DIR]        (default: build)
 #   env: PAIRS (5), REPEAT (5) steady-state forwards per process (min taken),
@@ -59,6 +62,17 @@ done
 
 echo "== 2-stage pipeline on 2 cores, 1 microbatch / 4 microbatches (interp; >= 1.5 wanted) =="
 pair mb1 mb4 "\"$PPCC\" run \"$TMP/pp2.json\" --backend=interp $R" \
+  "\"$PPCC\" run \"$TMP/pp2.json\" --backend=interp --microbatches 4 $R"
+
+echo "== arenas off (PPCC_NO_ARENA=1: heap buffers per op) / on =="
+for be in interp jit; do
+  for m in tp1 tp2; do
+    echo " $m backend $be:"
+    pair heap arena "PPCC_NO_ARENA=1 \"$PPCC\" run \"$TMP/$m.json\" --backend=$be $R" "\"$PPCC\" run \"$TMP/$m.json\" --backend=$be $R"
+  done
+done
+echo " pipeline, 4 microbatches, interp:"
+pair heap arena "PPCC_NO_ARENA=1 \"$PPCC\" run \"$TMP/pp2.json\" --backend=interp --microbatches 4 $R" \
   "\"$PPCC\" run \"$TMP/pp2.json\" --backend=interp --microbatches 4 $R"
 
 if [ -n "$BASE" ]; then

@@ -904,7 +904,8 @@ static ppcc_status setup(rt_exec *x, ppcc_diag *d) {
   if (x->dist) rt_comm_attach_dist(x->comm);
   x->n_segments = rt_pipeline_segments(x->g, x->segment_begin);
   if (!x->slots || !x->comm) return oom(d);
-  if (!x->dist && (!plan_arenas(x) || !take_arenas(x))) return oom(d);
+  bool arenas = !x->dist && !getenv("PPCC_NO_ARENA"); /* bench/: heap buffers, for a before/after */
+  if (arenas && (!plan_arenas(x) || !take_arenas(x))) return oom(d);
   if (x->opts->trace_path || x->opts->stats) {
     x->timeline = calloc(1, sizeof *x->timeline);
     if (!x->timeline || !rt_timeline_init(x->timeline, x->n_devices)) return oom(d);

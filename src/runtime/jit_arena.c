@@ -99,7 +99,7 @@ static void reset(jit_arena *a) {
 
 void rt_jit_arena_begin(int dev, const void *key) {
   bound = NULL;
-  if (dev < 0 || dev >= PPCC_MAX_DEVICES) return;
+  if (dev < 0 || dev >= PPCC_MAX_DEVICES || getenv("PPCC_NO_ARENA")) return; /* bench/: the heap, for a before/after */
   jit_arena *a = &arenas[dev];
   if (atomic_exchange(&a->busy, true)) return; /* another run uses it: the heap */
   if (a->key != key) reset(a);
