@@ -777,11 +777,23 @@ static int step_of(const rt_exec *x, const int *segment_of, int mb, int j) {
 /* Scratch one step of op may take on dev: the slices of replicated
  * operands, the shards it sends away, a root's receive buffer and sum. */
 static int64_t step_scratch(const rt_exec *x, const ppcc_op *op) {
-  int64_t in = 0, out = 0;
+  int64_t in = 0, out = 0, sliced = 0;
   for (int k = 0; k < op->n_in; k++) in += rt_arena_round(local_bytes(x, op->in[k]));
   for (int k = 0; k < op->n_out; k++)
     out += rt_arena_round(local_bytes(x, op->out[k])) * view_of(x, op->out[k]).layout.count;
-  if (op->info->family == PPCC_FAMILY_COMPUTE) return in;
+  if (op->info->family == PPCC_FAMILY_COMPUTE) { /* the operands operand_tensor slices, for one shard */
+    int res = op->out[0];
+    rt_view ov = view_of(x, res);
+    for (int k = 0; k < op->n_in; k++) {
+      int v = op->in[k];
+      rt_view iv = view_of(x, v);
+      int sd = rt_local_slice_dim(op, k, val(x, v), iv.layout, val(x, res), ov.layout);
+      if (sd < 0 && k < 2 && op->n_in >= 2)
+        sd = rt_contract_slice_dim(op, k, val(x, v), iv.layout, view_of(x, op->in[1 - k]).layout, ov.layout);
+      if (sd >= 0) sliced += rt_arena_round(local_bytes(x, v) / ov.layout.count);
+    }
+    return sliced;
+  }
   if (op->n_in < 1) return out;
   int64_t f32 = rt_arena_round(local_bytes(x, op->in[0]) / es_of(x, op->in[0]) * 4);
   return out + in + f32;
