@@ -142,6 +142,29 @@ START_TEST(transpose_with_perm) {
 }
 END_TEST
 
+/* [0, 2, 1, 3] (heads <-> sequence) copies whole rows of the last dim. */
+START_TEST(permute_keeping_the_last_dims_in_place) {
+  float x[2 * 3 * 4 * 5], y[2 * 3 * 4 * 5];
+  for (int j = 0; j < 120; j++) x[j] = (float)j;
+  int64_t sx[] = {2, 3, 4, 5}, sy[] = {2, 4, 3, 5}, perm[] = {0, 2, 1, 3};
+  ppcc_attr a = {.name = "perm", .type = PPCC_ATTR_INTS, .n = 4, .ints = perm};
+  ppcc_tensor in = tensor(PPCC_F32, 4, sx, x), out = tensor(PPCC_F32, 4, sy, y);
+  ppcc_op op = op_of("permute", 1, &a, 1);
+  run(&op, &in, &out);
+  for (int b = 0; b < 2; b++)
+    for (int s = 0; s < 4; s++)
+      for (int h = 0; h < 3; h++)
+        for (int e = 0; e < 5; e++)
+          ck_assert_float_eq(y[((b * 4 + s) * 3 + h) * 5 + e], x[((b * 3 + h) * 4 + s) * 5 + e]);
+  int64_t identity[] = {0, 1, 2, 3};
+  a.ints = identity;
+  memset(y, 0, sizeof y);
+  out = tensor(PPCC_F32, 4, sx, y);
+  run(&op, &in, &out);
+  ck_assert(memcmp(x, y, sizeof x) == 0);
+}
+END_TEST
+
 START_TEST(index_copy_in_place_and_out_of_range) {
   float cache[12] = {0}, src[6] = {1, 2, 3, 4, 5, 6};
   int32_t pos[2] = {2, 0};
@@ -204,6 +227,7 @@ int main(void) {
   tcase_add_test(tc, unary_ops);
   tcase_add_test(tc, binary_broadcasting);
   tcase_add_test(tc, transpose_with_perm);
+  tcase_add_test(tc, permute_keeping_the_last_dims_in_place);
   tcase_add_test(tc, index_copy_in_place_and_out_of_range);
   tcase_add_test(tc, f16_and_bf16_compute_in_f32);
   tcase_add_test(tc, kernel_table);

@@ -43,6 +43,10 @@ typedef struct ppcc_tensor {
    * depends on global indices (a vocab-split embedding) read this. */
   int split_dim;
   int64_t split_offset, split_full;
+  /* Stored with its last two dims swapped ([.., N, K] bytes for the shape
+   * [.., K, N]): a transpose the interpreter folded into this consumer
+   * (matmul's right operand reads it through the GEMM's trans flag). */
+  bool last_two_swapped;
 } ppcc_tensor;
 
 struct ppcc_emit_ctx; /* defined by the MLIR emitter */

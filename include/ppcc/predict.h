@@ -79,6 +79,9 @@ typedef struct ppcc_predict_options {
   const double *device_speed;       /* relative speed per device; NULL: all 1.0 */
   int threads;                      /* cores the run uses; 0: calib->cores, or
                                        uncalibrated one per device */
+  const bool *view_ops;             /* per op: its result is a view of operand 0
+                                       (the interpreter's reshape views and folded
+                                       transposes: ppcc_rt_view_ops); NULL: none */
 } ppcc_predict_options;
 
 typedef struct ppcc_device_prediction {

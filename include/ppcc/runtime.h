@@ -88,6 +88,23 @@ ppcc_status ppcc_rt_run_kernel(const ppcc_op *op, const ppcc_tensor *in, ppcc_te
                                ppcc_diag *d);
 /* Threads a kernel may use (nested OpenMP / BLAS threads); default 1. */
 void ppcc_rt_set_kernel_threads(int n);
+/* The arena of `device` in the last run that planned one, in bytes.
+ * Interpreter: the planned high-water mark (*planned) of the op results
+ * that device holds (every result shard of every microbatch, each rounded
+ * up to 64 bytes, placed by lifetime; params, inputs, in-place results,
+ * reshape views and folded transposes are not in it) plus the scratch for
+ * one op's temporaries (*scratch: replicated-operand slices, shards sent
+ * away, a root's receive buffer and f32 sum). JIT: the planned high-water
+ * mark of every buffer the device's compiled code allocates (recorded in
+ * its first run; scratch 0); output buffers and leaves are not in it.
+ * Returns planned + scratch; 0 for a device that never ran. */
+int64_t ppcc_rt_arena_bytes(int device, int64_t *planned, int64_t *scratch);
+/* Per op of the compiled graph g: true when the interpreter makes its
+ * result a view of operand 0 (reshapes, transposes folded into their
+ * matmuls) -- what the report's memory prediction needs to mirror the
+ * executor (ppcc_predict_options.view_ops). Free with free(); NULL: out
+ * of memory. */
+bool *ppcc_rt_view_ops(const ppcc_graph *g);
 /* C = A[M,K] * B (B is [K,N], or [N,K] when b_transposed), row-major,
  * f32. Uses OpenBLAS when built with it, else ppcc_rt_sgemm_portable. */
 void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,

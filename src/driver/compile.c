@@ -1,10 +1,12 @@
 /* `ppcc compile` and `ppcc report`: load a model, run the passes, and write
  * the placement report and/or the emitted MLIR. */
+#include <stdlib.h>
 #include <string.h>
 #include "driver.h"
 #include "ppcc/frontend.h"
 #include "ppcc/passes.h"
 #include "ppcc/report.h"
+#include "ppcc/runtime.h"
 #ifdef PPCC_HAVE_MLIR
 #include "ppcc/emit.h"
 #endif
@@ -221,8 +223,12 @@ static ppcc_status render_compile_outputs(const ppcc_graph *g, const compile_arg
   *n = 0;
   if (report || !emit) {
     paths[*n] = report ? a->report_path : "-";
-    report_request r = {report ? report : format_by_name("text"), &a->predict.opts};
+    ppcc_predict_options opts = a->predict.opts;
+    bool *views = ppcc_rt_view_ops(g); /* NULL: no views (a prediction that is an upper bound) */
+    opts.view_ops = views;
+    report_request r = {report ? report : format_by_name("text"), &opts};
     st = cli_render(&bufs[*n], g, render_report, &r, d);
+    free(views);
     if (st != PPCC_OK) return st;
     (*n)++;
   }
@@ -338,11 +344,14 @@ int cli_cmd_report(int argc, char **argv) {
   if (!g) return st;
   cli_buffer buf = {0};
   const char *path = "-";
+  bool *views = ppcc_rt_view_ops(g);
+  a.predict.opts.view_ops = views;
   report_request r = {fmt, &a.predict.opts};
   if (a.why) st = cli_render(&buf, g, render_explain, a.why, &d);
   else st = cli_render(&buf, g, render_report, &r, &d);
   if (st == PPCC_OK) st = cli_write_outputs(&path, &buf, 1, &d);
   cli_buffer_free(&buf);
+  free(views);
   ppcc_graph_free(g);
   return st;
 }

@@ -258,7 +258,11 @@ static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, plan_check
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   a->predict.opts.microbatches = (int)a->microbatches;
   a->predict.opts.threads = a->threads > 0 ? (int)a->threads : cores > 0 ? (int)cores : 1;
+  bool *views = ppcc_rt_view_ops(g);
+  a->predict.opts.view_ops = views;
   ppcc_status st = ppcc_predict(g, &a->predict.opts, &c->pred, d);
+  a->predict.opts.view_ops = NULL;
+  free(views);
   if (st) return st;
   size_t nd = (size_t)(g->n_devices > 0 ? g->n_devices : 1);
   c->measure.op_stage = c->pred.op_stage;

@@ -21,7 +21,8 @@
  * linalg -> loops, then everything to the LLVM dialect. Math ops without
  * an LLVM intrinsic (erf, tanh) become libm calls resolved in the ppcc
  * process; math-to-libm comes second because it rejects ops it has no
- * function for (rsqrt). */
+ * function for (rsqrt). Allocations call the generic functions, which the
+ * runtime maps to its per-device arenas (src/runtime/jit_arena.c). */
 static const char lowering_pipeline[] =
     "builtin.module("
     "eliminate-empty-tensors,"
@@ -34,7 +35,7 @@ static const char lowering_pipeline[] =
     "lower-affine,"
     "convert-math-to-llvm,"
     "convert-math-to-libm,"
-    "finalize-memref-to-llvm,"
+    "finalize-memref-to-llvm{use-generic-functions=true},"
     "convert-arith-to-llvm,"
     "convert-func-to-llvm,"
     "convert-cf-to-llvm,"

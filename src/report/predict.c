@@ -183,16 +183,17 @@ static bool in_place(const ppcc_op *op) {
 }
 
 /* As plan_lifetimes in executor.c: the last op reading each value; graph
- * outputs are kept (n_ops); an in-place destination lives as long as its
- * result. */
-static void plan_lifetimes(const ppcc_graph *g, int *last_use) {
+ * outputs are kept (n_ops); an in-place destination, and the operand of a
+ * view (views[j]), lives as long as its result. */
+static void plan_lifetimes(const ppcc_graph *g, const bool *views, int *last_use) {
   for (int v = 0; v < g->n_values; v++) last_use[v] = -1;
   for (int j = 0; j < g->n_ops; j++)
     for (int k = 0; k < g->ops[j].n_in; k++) last_use[g->ops[j].in[k]] = j;
   for (int k = 0; k < g->n_outputs; k++) last_use[g->outputs[k]] = g->n_ops;
   for (int j = g->n_ops - 1; j >= 0; j--) {
     const ppcc_op *op = &g->ops[j];
-    if (!op->info || op->info->pin_rule != PPCC_PIN_INPLACE || op->n_in < 1 || op->n_out < 1) continue;
+    bool aliases = (op->info && op->info->pin_rule == PPCC_PIN_INPLACE) || (views && views[j]);
+    if (!aliases || op->n_in < 1 || op->n_out < 1) continue;
     int dst = op->in[0], res = op->out[0];
     if (last_use[res] > last_use[dst]) last_use[dst] = last_use[res];
     if (last_use[res] < 0 && last_use[dst] < j) last_use[dst] = j;
@@ -206,6 +207,7 @@ enum { MEM_PARAM, MEM_ACT, MEM_KV, MEM_TRANSFER, MEM_KINDS };
 typedef struct mem_sim {
   const ppcc_graph *g;
   int m;               /* microbatches */
+  const bool *views;   /* per op: its result is a view of operand 0; NULL: none */
   int64_t *bytes;      /* per value: one shard of one microbatch */
   char *kind;          /* per value: MEM_* */
   bool *owns;          /* per value: holds its own buffers (not an in-place alias) */
@@ -294,6 +296,7 @@ static void classify(mem_sim *s) {
       if (moves) s->kind[op->out[r]] = MEM_TRANSFER;
       if (carries) carries[op->out[r]] = c;
     }
+    if (s->views && s->views[j] && op->n_out > 0) s->owns[op->out[0]] = false; /* the operand's bytes */
     if (in_place(op)) {
       s->owns[op->out[0]] = false;
       if (s->kind[op->in[0]] != MEM_PARAM) s->kind[op->in[0]] = MEM_KV;
@@ -306,9 +309,9 @@ static void classify(mem_sim *s) {
   free(carries);
 }
 
-static bool simulate_memory(const ppcc_graph *g, int m, ppcc_device_prediction *rows) {
+static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, ppcc_device_prediction *rows) {
   size_t nv = (size_t)g->n_values + 1, nd = (size_t)(g->n_devices > 0 ? g->n_devices : 1);
-  mem_sim s = {.g = g, .m = m, .rows = rows,
+  mem_sim s = {.g = g, .m = m, .views = views, .rows = rows,
                .bytes = malloc(sizeof(int64_t) * nv), .kind = malloc(nv), .owns = malloc(nv),
                .last_use = malloc(sizeof(int) * nv), .freed = calloc(nv * (size_t)m, 1),
                .live = calloc(nd * MEM_KINDS, sizeof(int64_t)), .total = calloc(nd, sizeof(int64_t)),
@@ -318,7 +321,7 @@ static bool simulate_memory(const ppcc_graph *g, int m, ppcc_device_prediction *
             begin;
   if (ok) {
     classify(&s);
-    plan_lifetimes(g, s.last_use);
+    plan_lifetimes(g, views, s.last_use);
     for (int mb = 0; mb < m; mb++) /* load_leaves: params once, every microbatch's inputs */
       for (int v = 0; v < g->n_values; v++)
         if (g->values[v].kind == PPCC_VALUE_INPUT || (g->values[v].kind == PPCC_VALUE_PARAM && mb == 0))
@@ -486,7 +489,7 @@ ppcc_status ppcc_predict(const ppcc_graph *g, const ppcc_predict_options *o, ppc
       p->devices[dev].device = dev;
       p->devices[dev].flops = rows[dev].flops;
     }
-    ok = simulate_memory(g, m, p->devices) && predict_time(g, o, c, p, &st);
+    ok = simulate_memory(g, m, o ? o->view_ops : NULL, p->devices) && predict_time(g, o, c, p, &st);
   }
   free(rows);
   rep_stages_free(&st);

@@ -83,7 +83,7 @@ void ppcc_rt_comm_free(ppcc_rt_comm *c) {
   for (int i = 0; i < c->n; i++) {
     for (rt_msg *m = c->boxes[i].head; m;) { /* undelivered after an abort */
       rt_msg *next = m->next;
-      rt_free(m);
+      rt_reuse_free(m);
       m = next;
     }
     pthread_mutex_destroy(&c->boxes[i].lock);
@@ -156,7 +156,7 @@ static int deliver_direct(rt_mailbox *box, const void *buf, int64_t bytes) {
 }
 
 static int enqueue_copy(rt_mailbox *box, int self, const void *buf, int64_t bytes) {
-  rt_msg *m = rt_alloc((int64_t)(sizeof *m) + bytes); /* 64-byte aligned, as the struct needs */
+  rt_msg *m = rt_reuse_alloc((int64_t)(sizeof *m) + bytes); /* 64-byte aligned, as the struct needs */
   if (!m) return -1;
   m->next = NULL;
   m->src = self;
@@ -218,7 +218,7 @@ int ppcc_rt_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes) {
     pthread_mutex_unlock(&box->lock);
     int64_t got = m->bytes;
     if (got == bytes && bytes > 0) memcpy(buf, m->data, (size_t)bytes);
-    rt_free(m);
+    rt_reuse_free(m);
     return got == bytes ? 0 : size_mismatch(c, src, self, got, bytes);
   }
   box->posted = (rt_posted_recv){true, false, src, buf, bytes};
@@ -253,9 +253,9 @@ static bool is_float(int dtype) { return ppcc_dtype_is_float((ppcc_dtype)dtype);
 static int reduce_block_in_order(ppcc_rt_comm *c, const int *devices, int n, int rank, int dtype,
                                  const void *own, void *out, int64_t count) {
   int es = ppcc_dtype_size((ppcc_dtype)dtype);
-  void *tmp = rt_alloc(count * es);
-  float *acc = is_float(dtype) ? rt_calloc(count * 4) : NULL;
-  void *iacc = is_float(dtype) ? NULL : rt_calloc(count * es);
+  void *tmp = rt_reuse_alloc(count * es);
+  float *acc = is_float(dtype) ? rt_reuse_calloc(count * 4) : NULL;
+  void *iacc = is_float(dtype) ? NULL : rt_reuse_calloc(count * es);
   int rc = (tmp && (acc || iacc)) ? 0 : -1;
   if (rc) ppcc_rt_abort(c, devices[rank], "collective: out of memory");
   for (int i = 0; i < n && rc == 0; i++) {
@@ -276,9 +276,9 @@ static int reduce_block_in_order(ppcc_rt_comm *c, const int *devices, int n, int
     else
       memcpy(out, iacc, (size_t)(count * es));
   }
-  rt_free(tmp);
-  rt_free(acc);
-  rt_free(iacc);
+  rt_reuse_free(tmp);
+  rt_reuse_free(acc);
+  rt_reuse_free(iacc);
   return rc;
 }
 
@@ -331,7 +331,7 @@ int ppcc_rt_all_gather(ppcc_rt_comm *c, const int *devices, int n, int rank, int
   for (int j = 0; j < n; j++)
     if (j != rank && ppcc_rt_send(c, self, devices[j], shard, bytes)) return -1;
   rt_copy_shard_in(full, shard, geom, n, rank, es);
-  void *tmp = n > 1 ? rt_alloc(bytes) : NULL;
+  void *tmp = n > 1 ? rt_reuse_alloc(bytes) : NULL;
   if (n > 1 && !tmp) {
     ppcc_rt_abort(c, self, "all_gather: out of memory");
     return -1;
@@ -342,7 +342,7 @@ int ppcc_rt_all_gather(ppcc_rt_comm *c, const int *devices, int n, int rank, int
     rc = ppcc_rt_recv(c, self, devices[i], tmp, bytes);
     if (rc == 0) rt_copy_shard_in(full, tmp, geom, n, i, es);
   }
-  rt_free(tmp);
+  rt_reuse_free(tmp);
   return rc;
 }
 
@@ -353,7 +353,7 @@ int ppcc_rt_reduce_scatter(ppcc_rt_comm *c, const int *devices, int n, int rank,
   int64_t count = outer * inner;
   rt_split_geom geom = {outer, inner};
   int self = devices[rank];
-  void *block = rt_alloc(count * es);
+  void *block = rt_reuse_alloc(count * es);
   if (!block) {
     ppcc_rt_abort(c, self, "reduce_scatter: out of memory");
     return -1;
@@ -368,6 +368,6 @@ int ppcc_rt_reduce_scatter(ppcc_rt_comm *c, const int *devices, int n, int rank,
     rt_copy_shard_out(full, block, geom, n, rank, es);
     rc = reduce_block_in_order(c, devices, n, rank, dtype, block, shard, count);
   }
-  rt_free(block);
+  rt_reuse_free(block);
   return rc;
 }

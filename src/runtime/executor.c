@@ -29,7 +29,9 @@
 
 typedef struct rt_slot {
   void *data;
-  bool owned; /* false when aliasing another slot (in-place update) */
+  bool owned;   /* heap bytes to free (false: arena bytes, or aliasing another
+                   slot: in-place update, view) */
+  bool counted; /* its bytes are in the --check-plan accounting (x->mem) */
 } rt_slot;
 
 /* How a value is laid out in this execution. */
@@ -54,7 +56,16 @@ typedef struct rt_exec {
   int n_segments;
   int *segment_begin;     /* rt_pipeline_segments */
   int *last_use;          /* per value: the last op reading it (or its
-                             in-place aliases); -1: none; n_ops: keep */
+                             in-place aliases and views); -1: none; n_ops: keep */
+  bool *view_op;          /* per op: its result is a view of operand 0 */
+  bool *swapped;          /* per value: a folded transpose, stored untransposed */
+  bool *arena_fresh;      /* per device: the arena's pages were never touched */
+  int64_t *plan_off;      /* [microbatch][slot]: offset of the slot's buffer
+                             in its device's arena; -1: not planned */
+  char **arena;           /* per device: planned results, then scratch */
+  int64_t *arena_planned; /* per device: bytes of planned results */
+  int64_t *arena_total;   /* per device: planned + scratch */
+  int64_t *scratch_used;  /* per device: scratch used in the current step */
   ppcc_rt_comm *comm;
   bool dist;              /* an MPI run: this rank holds only some devices */
   rt_timeline *timeline;  /* NULL: nothing recorded */
@@ -108,6 +119,58 @@ static void *dup_bytes(const void *src, int64_t bytes) {
   return p;
 }
 
+/* ---------------- buffers: the arena, or the heap ---------------- */
+
+static bool in_arena(const rt_exec *x, int dev, const void *p) {
+  const char *a = x->arena ? x->arena[dev] : NULL;
+  return a && (const char *)p >= a && (const char *)p < a + x->arena_total[dev];
+}
+
+/* The buffer of shard i of result v on dev: its planned place in the
+ * arena, else (not planned: an MPI run, a view that could not be one)
+ * the heap. owned: freed with the slot. */
+static rt_slot result_buffer(const rt_exec *x, int dev, int v, int i) {
+  size_t k = (size_t)x->mb * (size_t)x->slots_per_mb + (size_t)(x->slot_base[v] + i);
+  if (x->plan_off && x->plan_off[k] >= 0 && x->arena && x->arena[dev])
+    return (rt_slot){x->arena[dev] + x->plan_off[k], false, false};
+  return (rt_slot){rt_alloc(local_bytes(x, v)), true, false};
+}
+
+/* A temporary of the current step: bump-allocated from the device's
+ * scratch (reset every step), the heap when it does not fit. */
+static void *scratch(rt_exec *x, int dev, int64_t bytes) {
+  int64_t size = rt_arena_round(bytes > 0 ? bytes : 1), at = x->arena ? x->arena_planned[dev] + x->scratch_used[dev] : 0;
+  if (x->arena && x->arena[dev] && at + size <= x->arena_total[dev]) {
+    x->scratch_used[dev] += size;
+    return x->arena[dev] + at;
+  }
+  return rt_alloc(bytes);
+}
+
+static void buffer_free(const rt_exec *x, int dev, void *p) {
+  if (!in_arena(x, dev, p)) rt_free(p);
+}
+
+/* A slot holding p (a result buffer or a scratch-less temporary). */
+static rt_slot slot_of(const rt_exec *x, int dev, void *p) { return (rt_slot){p, !in_arena(x, dev, p), false}; }
+
+/* Where shard i of op's result is produced on dev: its own buffer when it
+ * stays on dev, else a temporary that is sent away. */
+static void *produce_buffer(rt_exec *x, int dev, const ppcc_op *op, int i) {
+  int res = op->out[0];
+  if (view_of(x, res).devices[i] == dev) {
+    rt_slot s = result_buffer(x, dev, res, i);
+    return s.data;
+  }
+  return scratch(x, dev, local_bytes(x, res));
+}
+
+static void *produce_copy(rt_exec *x, int dev, const ppcc_op *op, int i, const void *src, int64_t bytes) {
+  void *p = produce_buffer(x, dev, op, i);
+  if (p && bytes > 0) memcpy(p, src, (size_t)bytes);
+  return p;
+}
+
 /* ---------------- leaves: params and inputs ---------------- */
 
 static bool mapped_param(const rt_exec *x, int v) {
@@ -145,7 +208,7 @@ static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
     for (int i = 0; i < w.layout.count; i++) {
       if (w.devices[i] != dev) continue;
       if (!full) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", val(x, v)->name);
-      *slot(x, v, i) = (rt_slot){cut_shard(x, v, w.layout, i, full), true};
+      *slot(x, v, i) = (rt_slot){cut_shard(x, v, w.layout, i, full), true, true};
       if (!slot(x, v, i)->data) return oom(d);
       if (x->opts->capture && !ppcc_capture_store(x->opts->capture, v, i, slot(x, v, i)->data, local_bytes(x, v)))
         return oom(d);
@@ -172,23 +235,33 @@ static void trace_flow(const rt_exec *x, int dev, int shard, bool is_send) {
 typedef enum { PHASE_SEND, PHASE_RECV } rt_phase;
 
 static ppcc_status deliver(rt_exec *x, int dev, rt_phase phase, int shard, int home, int target, void *data,
-                           bool temp, int64_t bytes, rt_slot *out, ppcc_diag *d) {
+                           bool temp, int64_t bytes, int res, ppcc_diag *d) {
+  rt_slot *out = slot(x, res, shard);
   if (home == target) {
     if (dev != home || phase != PHASE_SEND) return PPCC_OK;
-    *out = (rt_slot){temp ? data : dup_bytes(data, bytes), true};
-    if (out->data) rt_mem_account(&x->mem, dev, bytes);
+    if (temp) {
+      *out = slot_of(x, dev, data); /* produced in place (produce_buffer) */
+    } else {
+      *out = result_buffer(x, dev, res, shard);
+      if (out->data && bytes > 0) memcpy(out->data, data, (size_t)bytes);
+    }
+    if (out->data) {
+      rt_mem_account(&x->mem, dev, bytes);
+      out->counted = true;
+    }
     return out->data ? PPCC_OK : oom(d);
   }
   if (dev == home && phase == PHASE_SEND) {
     trace_flow(x, dev, shard, true);
     int rc = ppcc_rt_send(x->comm, dev, target, data, bytes);
-    if (temp) rt_free(data);
+    if (temp) buffer_free(x, dev, data);
     return rc ? comm_failed(x, d) : PPCC_OK;
   }
   if (dev == target && phase == PHASE_RECV) {
-    *out = (rt_slot){rt_alloc(bytes), true};
+    *out = result_buffer(x, dev, res, shard);
     if (!out->data) return oom(d);
     rt_mem_account(&x->mem, dev, bytes);
+    out->counted = true;
     if (ppcc_rt_recv(x->comm, dev, home, out->data, bytes)) return comm_failed(x, d);
     trace_flow(x, dev, shard, false);
   }
@@ -220,6 +293,7 @@ static ppcc_status operand_tensor(rt_exec *x, int dev, const ppcc_op *op, int k,
   t->data = slot(x, v, s)->data;
   t->split_dim = 0;
   t->split_offset = t->split_full = 0;
+  t->last_two_swapped = x->swapped[v];
   if (iv.layout.kind == PPCC_LAYOUT_SPLIT)
     set_split_position(t, iv.layout.dim, t->shape[iv.layout.dim], s, iv.layout.count);
   *temp = NULL;
@@ -227,12 +301,13 @@ static ppcc_status operand_tensor(rt_exec *x, int dev, const ppcc_op *op, int k,
   if (sd < 0 && k < 2 && op->n_in >= 2)
     sd = rt_contract_slice_dim(op, k, val(x, v), iv.layout, view_of(x, op->in[1 - k]).layout, ov.layout);
   if (sd < 0) return PPCC_OK;
+  if (t->last_two_swapped) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "a folded transpose cannot be sliced");
   /* A replicated operand next to a split one: this shard's slice only. */
   int n = ov.layout.count;
   set_split_position(t, sd, t->shape[sd] / n, i, n);
   rt_split_geom geom = rt_split_geometry(t->rank, t->shape, sd, n);
   t->shape[sd] /= n;
-  *temp = rt_alloc(ppcc_num_elements(t->rank, t->shape) * ppcc_dtype_size(t->dtype));
+  *temp = scratch(x, dev, ppcc_num_elements(t->rank, t->shape) * ppcc_dtype_size(t->dtype));
   if (!*temp) return oom(d);
   rt_copy_shard_out(t->data, *temp, geom, n, i, ppcc_dtype_size(t->dtype));
   t->data = *temp;
@@ -261,24 +336,33 @@ static ppcc_status compute_shard(rt_exec *x, int dev, const ppcc_op *op, int i, 
                        : ppcc_error_status(d, PPCC_ERR_INTERNAL, "unsupported arity");
   for (int k = 0; k < op->n_in && !st; k++) st = operand_tensor(x, dev, op, k, i, &in[k], &temps[k], d);
   bool in_place = op->info->pin_rule == PPCC_PIN_INPLACE; /* P7: result aliases the destination */
+  /* a reshape of a whole local shard is that shard's bytes: a view */
+  bool view = !st && x->view_op[op - x->g->ops] && !temps[0] && local_bytes(x, res) == local_bytes(x, op->in[0]);
+  if (!st && x->swapped[res] && !view) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "a folded transpose needs its operand whole");
+  rt_slot rs = {0};
   if (!st) {
     out = (ppcc_tensor){0};
     out.dtype = val(x, res)->dtype;
     out.rank = val(x, res)->rank;
     local_shape(x, res, out.shape);
-    out.data = in_place ? in[0].data : rt_alloc(local_bytes(x, res));
+    rs = in_place || view ? (rt_slot){in[0].data, false, false} : result_buffer(x, dev, res, i);
+    out.data = rs.data;
     if (!out.data) st = oom(d);
-    else if (!in_place) rt_mem_account(&x->mem, dev, local_bytes(x, res));
+    else if (!in_place && !view) {
+      rt_mem_account(&x->mem, dev, local_bytes(x, res));
+      rs.counted = true;
+    }
   }
   if (!st) {
-    *slot(x, res, i) = (rt_slot){out.data, !in_place};
+    *slot(x, res, i) = rs;
     ppcc_op no_bias = *op; /* partial sums: the bias counts once, on shard 0 */
     no_bias.n_in--;
-    st = ppcc_rt_run_kernel(rt_drops_bias(op, view_of(x, res).layout, i) ? &no_bias : op, in, &out, d);
+    if (!view) /* a view (reshape, folded transpose) has its bytes already */
+      st = ppcc_rt_run_kernel(rt_drops_bias(op, view_of(x, res).layout, i) ? &no_bias : op, in, &out, d);
     if (!st && x->inject && ppcc_test_inject_wrong_kernel(val(x, res)->name, i, false))
       st = double_shard(&out, d); /* TEST-ONLY (ppcc/test_inject.h) */
   }
-  for (int k = 0; k < op->n_in; k++) rt_free(temps[k]);
+  for (int k = 0; k < op->n_in; k++) buffer_free(x, dev, temps[k]);
   return st;
 }
 
@@ -305,7 +389,7 @@ static ppcc_status run_transfer(rt_exec *x, int dev, const ppcc_op *op, ppcc_dia
     for (int i = 0; i < ov.layout.count; i++) {
       int s = replicates ? 0 : i;
       ppcc_status st = deliver(x, dev, ph, i, iv.devices[s], ov.devices[i], slot(x, v, s)->data, false, bytes,
-                               slot(x, res, i), d);
+                               res, d);
       if (st) return st;
     }
   return PPCC_OK;
@@ -339,7 +423,7 @@ static ppcc_status produce_and_deliver(rt_exec *x, int dev, const ppcc_op *op, c
         ppcc_status st = produce(x, dev, op, i, &data, d);
         if (st) return st;
       }
-      ppcc_status st = deliver(x, dev, ph, i, homes[i], ov.devices[i], data, true, bytes, slot(x, res, i), d);
+      ppcc_status st = deliver(x, dev, ph, i, homes[i], ov.devices[i], data, true, bytes, res, d);
       if (st) return st;
     }
   return PPCC_OK;
@@ -347,7 +431,7 @@ static ppcc_status produce_and_deliver(rt_exec *x, int dev, const ppcc_op *op, c
 
 /* Source of an unsharded operand: its only shard. */
 static ppcc_status produce_copy_of_whole(rt_exec *x, int dev, const ppcc_op *op, int i, void **data, ppcc_diag *d) {
-  *data = dup_bytes(slot(x, op->in[0], 0)->data, local_bytes(x, op->in[0]));
+  *data = produce_copy(x, dev, op, i, slot(x, op->in[0], 0)->data, local_bytes(x, op->in[0]));
   return *data ? PPCC_OK : oom(d);
 }
 
@@ -357,14 +441,14 @@ static ppcc_status produce_cut(rt_exec *x, int dev, const ppcc_op *op, int i, vo
   int v = op->in[0], res = op->out[0];
   rt_view iv = view_of(x, v), ov = view_of(x, res);
   int s = iv.layout.count == 1 ? 0 : i;
-  *data = rt_alloc(local_bytes(x, res));
+  *data = produce_buffer(x, dev, op, i);
   if (!*data) return oom(d);
   rt_copy_shard_out(slot(x, v, s)->data, *data, geom_of(x, res, ov.layout), ov.layout.count, i, es_of(x, v));
   return PPCC_OK;
 }
 
 static ppcc_status produce_copy_of_shard(rt_exec *x, int dev, const ppcc_op *op, int i, void **data, ppcc_diag *d) {
-  *data = dup_bytes(slot(x, op->in[0], i)->data, local_bytes(x, op->in[0]));
+  *data = produce_copy(x, dev, op, i, slot(x, op->in[0], i)->data, local_bytes(x, op->in[0]));
   return *data ? PPCC_OK : oom(d);
 }
 
@@ -372,11 +456,11 @@ static ppcc_status produce_all_gather(rt_exec *x, int dev, const ppcc_op *op, in
   int v = op->in[0];
   rt_view iv = view_of(x, v);
   rt_split_geom geom = geom_of(x, v, iv.layout);
-  *data = rt_alloc(local_bytes(x, op->out[0]));
+  *data = produce_buffer(x, dev, op, i);
   if (!*data) return oom(d);
   int rc = ppcc_rt_all_gather(x->comm, iv.devices, iv.layout.count, i, val(x, v)->dtype, slot(x, v, i)->data, *data,
                               geom.outer, geom.inner);
-  if (rc) rt_free(*data);
+  if (rc) buffer_free(x, dev, *data);
   return rc ? comm_failed(x, d) : PPCC_OK;
 }
 
@@ -384,11 +468,11 @@ static ppcc_status produce_all_reduce(rt_exec *x, int dev, const ppcc_op *op, in
   int v = op->in[0];
   rt_view iv = view_of(x, v);
   int64_t bytes = local_bytes(x, v);
-  *data = dup_bytes(slot(x, v, i)->data, bytes);
+  *data = produce_copy(x, dev, op, i, slot(x, v, i)->data, bytes);
   if (!*data) return oom(d);
   int rc = ppcc_rt_all_reduce(x->comm, iv.devices, iv.layout.count, i, val(x, v)->dtype, *data,
                               bytes / es_of(x, v));
-  if (rc) rt_free(*data);
+  if (rc) buffer_free(x, dev, *data);
   return rc ? comm_failed(x, d) : PPCC_OK;
 }
 
@@ -396,11 +480,11 @@ static ppcc_status produce_reduce_scatter(rt_exec *x, int dev, const ppcc_op *op
   int v = op->in[0], res = op->out[0];
   rt_view iv = view_of(x, v), ov = view_of(x, res);
   rt_split_geom geom = geom_of(x, res, ov.layout);
-  *data = rt_alloc(local_bytes(x, res));
+  *data = produce_buffer(x, dev, op, i);
   if (!*data) return oom(d);
   int rc = ppcc_rt_reduce_scatter(x->comm, iv.devices, iv.layout.count, i, val(x, v)->dtype, slot(x, v, i)->data,
                                   *data, geom.outer, geom.inner);
-  if (rc) rt_free(*data);
+  if (rc) buffer_free(x, dev, *data);
   return rc ? comm_failed(x, d) : PPCC_OK;
 }
 
@@ -418,8 +502,11 @@ static ppcc_status collect_to_root(rt_exec *x, int dev, const ppcc_op *op, ppcc_
   }
   if (dev != root) return PPCC_OK;
   bool sum = iv.layout.kind == PPCC_LAYOUT_UNREDUCED, fl = ppcc_dtype_is_float(val(x, v)->dtype);
-  void *full = rt_calloc(local_bytes(x, res)), *tmp = rt_alloc(bytes);
-  float *acc = sum && fl ? rt_calloc(count * 4) : NULL;
+  rt_slot fs = result_buffer(x, dev, res, 0);
+  void *full = fs.data, *tmp = scratch(x, dev, bytes);
+  float *acc = sum && fl ? scratch(x, dev, count * 4) : NULL;
+  if (full) memset(full, 0, (size_t)local_bytes(x, res));
+  if (acc) memset(acc, 0, (size_t)count * 4);
   ppcc_status st = full && tmp && (!sum || !fl || acc) ? PPCC_OK : oom(d);
   for (int i = 0; i < n && !st; i++) {
     const void *part = slot(x, v, i)->data;
@@ -437,13 +524,13 @@ static ppcc_status collect_to_root(rt_exec *x, int dev, const ppcc_op *op, ppcc_
       rt_add_int(val(x, v)->dtype, part, full, count);
   }
   if (!st && acc) rt_from_f32(val(x, v)->dtype, acc, full, count);
-  rt_free(tmp);
-  rt_free(acc);
+  buffer_free(x, dev, tmp);
+  buffer_free(x, dev, acc);
   if (st) {
-    rt_free(full);
+    buffer_free(x, dev, full);
     return st;
   }
-  *slot(x, res, 0) = (rt_slot){full, true};
+  *slot(x, res, 0) = fs;
   return PPCC_OK;
 }
 
@@ -521,6 +608,8 @@ static void device_load(const rt_exec *shared, int dev) {
   rt_exec x = *shared;
   ppcc_diag d;
   ppcc_diag_init(&d, NULL, NULL);
+  if (x.arena && x.arena[dev] && x.arena_fresh[dev]) /* first touch here, not in the timed run */
+    memset(x.arena[dev], 0, (size_t)x.arena_total[dev]);
   for (x.mb = 0; x.mb < x.microbatches; x.mb++)
     if (load_leaves(&x, dev, &d)) {
       fail_device(&x, dev, NULL, &d);
@@ -536,10 +625,10 @@ static void release_value(rt_exec *x, int dev, int v, int j) {
   rt_view w = view_of(x, v);
   for (int i = 0; i < w.layout.count; i++) {
     rt_slot *s = slot(x, v, i);
-    if (w.devices[i] != dev || !s->owned) continue;
-    rt_free(s->data);
-    rt_mem_account(&x->mem, dev, -local_bytes(x, v));
-    *s = (rt_slot){NULL, false};
+    if (w.devices[i] != dev) continue;
+    if (s->owned) rt_free(s->data);
+    if (s->counted) rt_mem_account(&x->mem, dev, -local_bytes(x, v));
+    *s = (rt_slot){NULL, false, false}; /* arena bytes: reused as planned */
   }
 }
 
@@ -571,6 +660,7 @@ static bool capture_results(rt_exec *x, int dev, const ppcc_op *op) {
 static bool run_step(rt_exec *x, int dev, int j, ppcc_diag *d) {
   const ppcc_op *op = &x->g->ops[j];
   x->op_index = j;
+  if (x->scratch_used) x->scratch_used[dev] = 0; /* the last step's temporaries are dead */
   bool traced = x->timeline && rt_op_involves(x->g, op, dev);
   double t = traced ? omp_get_wtime() : 0;
   bool inject = x->opts->inject_fault && dev == x->opts->fault_device && j == x->opts->fault_op;
@@ -609,7 +699,7 @@ static ppcc_status forward_outputs(rt_exec *x, int dev, ppcc_diag *d) {
         if (dev == home && ppcc_rt_send(x->comm, dev, collector, slot(x, v, i)->data, bytes)) return comm_failed(x, d);
         if (dev != collector) continue;
         rt_slot *s = slot(x, v, i);
-        *s = (rt_slot){rt_alloc(bytes), true};
+        *s = (rt_slot){rt_alloc(bytes), true, false};
         if (!s->data) return oom(d);
         if (ppcc_rt_recv(x->comm, dev, home, s->data, bytes)) return comm_failed(x, d);
       }
@@ -652,23 +742,222 @@ static ppcc_status check_placements(const rt_exec *x, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* A transpose of the last two dims whose every reader takes the swapped
+ * bytes as they are (matmul's right operand: the GEMM's trans flag), all
+ * of it whole on one device (no shard slicing of swapped bytes), and not
+ * an output: no copy is made, the readers see the operand's buffer. */
+static bool foldable_transpose(const rt_exec *x, int j) {
+  const ppcc_graph *g = x->g;
+  const ppcc_op *op = &g->ops[j];
+  if (op->n_in != 1 || op->n_out != 1 || !rt_kernel_swaps_last_two(op, val(x, op->in[0])->rank)) return false;
+  int v = op->out[0];
+  if (view_of(x, v).layout.count != 1 || view_of(x, op->in[0]).layout.count != 1 ||
+      view_of(x, v).devices[0] != view_of(x, op->in[0]).devices[0])
+    return false;
+  for (int k = 0; k < g->n_outputs; k++)
+    if (g->outputs[k] == v) return false;
+  int readers = 0;
+  for (int r = j + 1; r < g->n_ops; r++) {
+    const ppcc_op *c = &g->ops[r];
+    for (int k = 0; k < c->n_in; k++) {
+      if (c->in[k] != v) continue;
+      if (!rt_kernel_reads_swapped(c, k) || c->n_out != 1 || view_of(x, c->out[0]).layout.count != 1) return false;
+      for (int m = 0; m < c->n_in; m++)
+        if (view_of(x, c->in[m]).layout.count != 1) return false;
+      readers++;
+    }
+  }
+  return readers > 0;
+}
+
+/* Which reshapes become views of their operand: not when the operand's
+ * bytes are ever written in place (index_copy into it or into anything
+ * sharing its buffer), since the view would see the write. */
+static bool plan_views(rt_exec *x) {
+  const ppcc_graph *g = x->g;
+  x->view_op = calloc((size_t)g->n_ops + 1, sizeof *x->view_op);
+  int *root = malloc(sizeof(int) * (size_t)(g->n_values + 1));
+  bool *written = calloc((size_t)g->n_values + 1, sizeof *written);
+  x->swapped = calloc((size_t)g->n_values + 1, sizeof *x->swapped);
+  bool ok = x->view_op && root && written && x->swapped;
+  for (int v = 0; ok && v < g->n_values; v++) root[v] = v;
+  for (int j = 0; ok && j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    bool aliases = rt_kernel_is_view(op) || foldable_transpose(x, j) ||
+                   (op->info->pin_rule == PPCC_PIN_INPLACE && op->n_in >= 1);
+    if (aliases && op->n_out == 1) root[op->out[0]] = root[op->in[0]];
+    if (op->info->pin_rule == PPCC_PIN_INPLACE && op->n_in >= 1) written[root[op->in[0]]] = true;
+  }
+  for (int j = 0; ok && j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    bool fold = foldable_transpose(x, j);
+    x->view_op[j] = (rt_kernel_is_view(op) || fold) && !written[root[op->in[0]]] &&
+                    val(x, op->in[0])->dtype == val(x, op->out[0])->dtype;
+    if (fold && x->view_op[j]) x->swapped[op->out[0]] = true;
+  }
+  free(root);
+  free(written);
+  return ok;
+}
+
+bool *ppcc_rt_view_ops(const ppcc_graph *g) {
+  ppcc_exec_options opts = {0};
+  rt_exec x = {.g = g, .opts = &opts};
+  bool ok = plan_views(&x);
+  free(x.swapped);
+  if (!ok) {
+    free(x.view_op);
+    return NULL;
+  }
+  return x.view_op;
+}
+
 /* last_use: the last op reading each value; an in-place result aliases
- * its destination, so the destination lives as long as the result; graph
- * outputs (and what they alias) are kept. */
+ * its destination and a view its operand, so those live as long as the
+ * result; graph outputs (and what they alias) are kept. */
 static bool plan_lifetimes(rt_exec *x) {
   const ppcc_graph *g = x->g;
   x->last_use = malloc(sizeof(int) * (size_t)(g->n_values + 1));
-  if (!x->last_use) return false;
+  if (!x->last_use || !plan_views(x)) return false;
   for (int v = 0; v < g->n_values; v++) x->last_use[v] = -1;
   for (int j = 0; j < g->n_ops; j++)
     for (int k = 0; k < g->ops[j].n_in; k++) x->last_use[g->ops[j].in[k]] = j;
   for (int k = 0; k < g->n_outputs; k++) x->last_use[g->outputs[k]] = g->n_ops;
   for (int j = g->n_ops - 1; j >= 0; j--) {
     const ppcc_op *op = &g->ops[j];
-    if (op->info->pin_rule != PPCC_PIN_INPLACE || op->n_in < 1) continue;
+    if ((op->info->pin_rule != PPCC_PIN_INPLACE || op->n_in < 1) && !x->view_op[j]) continue;
     int dst = op->in[0], res = op->out[0];
     if (x->last_use[res] > x->last_use[dst]) x->last_use[dst] = x->last_use[res];
     if (x->last_use[res] < 0 && x->last_use[dst] < j) x->last_use[dst] = j;
+  }
+  return true;
+}
+
+/* Step of op j of microbatch mb in the device programs' order (per
+ * segment, every microbatch in turn: device_program). */
+static int step_of(const rt_exec *x, const int *segment_of, int mb, int j) {
+  int s = segment_of[j], b = x->segment_begin[s], len = x->segment_begin[s + 1] - b;
+  return b * x->microbatches + mb * len + (j - b);
+}
+
+/* Scratch one step of op may take on dev: the slices of replicated
+ * operands, the shards it sends away, a root's receive buffer and sum. */
+static int64_t step_scratch(const rt_exec *x, const ppcc_op *op) {
+  int64_t in = 0, out = 0, sliced = 0;
+  for (int k = 0; k < op->n_in; k++) in += rt_arena_round(local_bytes(x, op->in[k]));
+  for (int k = 0; k < op->n_out; k++)
+    out += rt_arena_round(local_bytes(x, op->out[k])) * view_of(x, op->out[k]).layout.count;
+  if (op->info->family == PPCC_FAMILY_COMPUTE) { /* the operands operand_tensor slices, for one shard */
+    int res = op->out[0];
+    rt_view ov = view_of(x, res);
+    for (int k = 0; k < op->n_in; k++) {
+      int v = op->in[k];
+      rt_view iv = view_of(x, v);
+      int sd = rt_local_slice_dim(op, k, val(x, v), iv.layout, val(x, res), ov.layout);
+      if (sd < 0 && k < 2 && op->n_in >= 2)
+        sd = rt_contract_slice_dim(op, k, val(x, v), iv.layout, view_of(x, op->in[1 - k]).layout, ov.layout);
+      if (sd >= 0) sliced += rt_arena_round(local_bytes(x, v) / ov.layout.count);
+    }
+    return sliced;
+  }
+  if (op->n_in < 1) return out;
+  int64_t f32 = rt_arena_round(local_bytes(x, op->in[0]) / es_of(x, op->in[0]) * 4);
+  return out + in + f32;
+}
+
+/* Offsets of every result shard of every microbatch in its device's
+ * arena (rt_arena_plan: by lifetime, best fit), then the arenas: planned
+ * bytes plus the largest step's scratch, taken from the pool. MPI runs
+ * keep heap buffers (their devices live in several processes). */
+static bool plan_arenas(rt_exec *x) {
+  const ppcc_graph *g = x->g;
+  int n = x->n_devices, M = x->microbatches, end = g->n_ops * M;
+  size_t n_slots = (size_t)x->slots_per_mb * (size_t)M;
+  x->plan_off = malloc(sizeof(int64_t) * (n_slots > 0 ? n_slots : 1));
+  x->arena = calloc((size_t)n, sizeof *x->arena);
+  x->arena_planned = calloc((size_t)n, sizeof(int64_t));
+  x->arena_total = calloc((size_t)n, sizeof(int64_t));
+  x->scratch_used = calloc((size_t)n, sizeof(int64_t));
+  int *segment_of = malloc(sizeof(int) * (size_t)(g->n_ops + 1));
+  int *count = calloc((size_t)n, sizeof(int));
+  rt_arena_buf **bufs = calloc((size_t)n, sizeof *bufs);
+  int64_t *scratch_max = calloc((size_t)n, sizeof(int64_t));
+  bool ok = x->plan_off && x->arena && x->arena_planned && x->arena_total && x->scratch_used && segment_of && count &&
+            bufs && scratch_max;
+  for (size_t k = 0; ok && k < n_slots; k++) x->plan_off[k] = -1;
+  for (int s = 0; ok && s < x->n_segments; s++)
+    for (int j = x->segment_begin[s]; j < x->segment_begin[s + 1]; j++) segment_of[j] = s;
+  /* pass 0 counts the buffers per device, pass 1 records them */
+  for (int pass = 0; ok && pass < 2; pass++) {
+    for (int dev = 0; pass == 1 && dev < n && ok; dev++) {
+      bufs[dev] = malloc(sizeof **bufs * (size_t)(count[dev] > 0 ? count[dev] : 1));
+      ok = bufs[dev] != NULL;
+      count[dev] = 0;
+    }
+    for (int j = 0; ok && j < g->n_ops; j++) {
+      const ppcc_op *op = &g->ops[j];
+      bool alias = x->view_op[j] || (op->info->pin_rule == PPCC_PIN_INPLACE && op->n_in >= 1);
+      for (int k = 0; k < op->n_out; k++) {
+        int v = op->out[k];
+        rt_view w = view_of(x, v);
+        for (int i = 0; i < w.layout.count && !alias; i++) {
+          int dev = w.devices[i];
+          if (pass == 0) {
+            count[dev] += M;
+            continue;
+          }
+          for (int mb = 0; mb < M; mb++) {
+            int birth = step_of(x, segment_of, mb, j), lu = x->last_use[v];
+            int death = lu >= g->n_ops ? end : lu < 0 ? birth : step_of(x, segment_of, mb, lu);
+            bufs[dev][count[dev]++] = (rt_arena_buf){local_bytes(x, v), birth, death > birth ? death : birth, 0};
+          }
+        }
+      }
+      if (pass == 1) {
+        int64_t sc = step_scratch(x, op);
+        for (int dev = 0; dev < n; dev++)
+          if ((x->opts->reference ? dev == 0 : rt_op_involves(g, op, dev)) && sc > scratch_max[dev])
+            scratch_max[dev] = sc;
+      }
+    }
+  }
+  for (int dev = 0; ok && dev < n; dev++) {
+    int64_t planned = rt_arena_plan(bufs[dev], count[dev]);
+    ok = planned >= 0;
+    x->arena_planned[dev] = planned;
+    x->arena_total[dev] = planned + scratch_max[dev];
+    rt_arena_record(dev, planned, scratch_max[dev]);
+  }
+  /* the offsets into the slots, in the same order as recorded */
+  for (int dev = 0; dev < n; dev++) count[dev] = 0;
+  for (int j = 0; ok && j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    if (x->view_op[j] || (op->info->pin_rule == PPCC_PIN_INPLACE && op->n_in >= 1)) continue;
+    for (int k = 0; k < op->n_out; k++) {
+      int v = op->out[k];
+      rt_view w = view_of(x, v);
+      for (int i = 0; i < w.layout.count; i++)
+        for (int mb = 0, dev = w.devices[i]; mb < M; mb++)
+          x->plan_off[(size_t)mb * (size_t)x->slots_per_mb + (size_t)(x->slot_base[v] + i)] =
+              bufs[dev][count[dev]++].offset;
+    }
+  }
+  for (int dev = 0; bufs && dev < n; dev++) free(bufs[dev]);
+  free(bufs);
+  free(count);
+  free(segment_of);
+  free(scratch_max);
+  return ok;
+}
+
+/* Each device's arena block (device_load touches a fresh one's pages on
+ * the device's own thread, before the clock starts). */
+static bool take_arenas(rt_exec *x) {
+  x->arena_fresh = calloc((size_t)x->n_devices, sizeof *x->arena_fresh);
+  if (!x->arena_fresh) return false;
+  for (int dev = 0; dev < x->n_devices; dev++) {
+    x->arena[dev] = rt_arena_take(dev, x->arena_total[dev], &x->arena_fresh[dev]);
+    if (!x->arena[dev]) return false;
   }
   return true;
 }
@@ -695,6 +984,8 @@ static ppcc_status setup(rt_exec *x, ppcc_diag *d) {
   x->n_segments = rt_pipeline_segments(x->g, x->segment_begin);
   if (!x->slots || !x->comm) return oom(d);
   if (!x->opts->reference && !rt_mem_accounting_init(&x->mem, x->n_devices)) return oom(d);
+  bool arenas = !x->dist && !getenv("PPCC_NO_ARENA"); /* bench/: heap buffers, for a before/after */
+  if (arenas && (!plan_arenas(x) || !take_arenas(x))) return oom(d);
   if (x->opts->trace_path || x->opts->stats || x->opts->measure) {
     x->timeline = calloc(1, sizeof *x->timeline);
     if (!x->timeline || !rt_timeline_init(x->timeline, x->n_devices)) return oom(d);
@@ -709,6 +1000,15 @@ static void teardown(rt_exec *x) {
       for (int i = 0; i < view_of(x, v).layout.count; i++)
         if (slot(x, v, i)->owned) rt_free(slot(x, v, i)->data);
     }
+  for (int dev = 0; x->arena && x->arena_total && dev < x->n_devices; dev++) rt_arena_give(dev, x->arena[dev], x->arena_total[dev]);
+  free(x->arena);
+  free(x->arena_fresh);
+  free(x->arena_planned);
+  free(x->arena_total);
+  free(x->scratch_used);
+  free(x->plan_off);
+  free(x->view_op);
+  free(x->swapped);
   free(x->slots);
   free(x->slot_base);
   free(x->segment_begin);

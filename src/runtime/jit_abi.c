@@ -245,6 +245,9 @@ const ppcc_jit_symbol *ppcc_jit_symbols(void) {
       {"_mlir_ciface_ppcc_rt_check_index_i64", (void *)jit_check_index},
       {"_mlir_ciface_ppcc_rt_check_index_i32", (void *)jit_check_index},
       {"memrefCopy", (void *)jit_memref_copy},
+      {"_mlir_memref_to_llvm_alloc", (void *)rt_jit_alloc},
+      {"_mlir_memref_to_llvm_aligned_alloc", (void *)rt_jit_aligned_alloc},
+      {"_mlir_memref_to_llvm_free", (void *)rt_jit_free},
       {"__truncsfbf2", (void *)jit_truncsfbf2},
       {NULL, NULL},
   };

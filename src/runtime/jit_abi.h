@@ -11,4 +11,15 @@ void rt_jit_bind(ppcc_rt_comm *comm, int self);
 /* Index of the op whose runtime call failed first on this thread, or -1. */
 int rt_jit_failed_op(void);
 
+/* jit_arena.c: the device's arena for buffers the compiled code
+ * allocates, bound to the calling thread between begin and end (key: the
+ * device function; a new key records a new plan). ok: the run succeeded. */
+void rt_jit_arena_begin(int dev, const void *key);
+void rt_jit_arena_end(bool ok);
+/* memref.alloc / dealloc of JIT-compiled code (the generic functions of
+ * finalize-memref-to-llvm). */
+void *rt_jit_alloc(uint64_t size);
+void *rt_jit_aligned_alloc(uint64_t alignment, uint64_t size);
+void rt_jit_free(void *p);
+
 #endif

@@ -190,8 +190,10 @@ static void run_device(jit_exec *x, ppcc_jit_entry entry, int dev) {
     return;
   }
   rt_jit_bind(x->comm, dev);
+  rt_jit_arena_begin(dev, (const void *)entry);
   entry(x->devs[dev].packed);
   x->devs[dev].failed_op = rt_jit_failed_op();
+  rt_jit_arena_end(!ppcc_rt_aborted(x->comm));
   rt_jit_bind(NULL, -1);
   if (x->dist && !ppcc_rt_aborted(x->comm)) forward_outputs(x, dev);
 }

@@ -196,12 +196,13 @@ static ppcc_status kernel_matmul(const ppcc_op *op, const ppcc_tensor *in, ppcc_
   int64_t M = a->shape[a->rank - 2], K = a->shape[a->rank - 1], N = b->shape[b->rank - 1];
   int64_t batch = 1;
   for (int i = 0; i < a->rank - 2; i++) batch *= a->shape[i];
+  bool bt = b->last_two_swapped; /* a folded transpose: b's bytes are [.., N, K] */
   if (b->rank == 2) {
-    ppcc_rt_sgemm(batch * M, N, K, a->data, b->data, false, out->data);
+    ppcc_rt_sgemm(batch * M, N, K, a->data, b->data, bt, out->data);
     return PPCC_OK;
   }
   for (int64_t p = 0; p < batch; p++)
-    ppcc_rt_sgemm(M, N, K, (const float *)a->data + p * M * K, (const float *)b->data + p * K * N, false,
+    ppcc_rt_sgemm(M, N, K, (const float *)a->data + p * M * K, (const float *)b->data + p * K * N, bt,
                   (float *)out->data + p * M * N);
   return PPCC_OK;
 }
@@ -358,7 +359,9 @@ static void get_perm(const ppcc_op *op, int rank, int *perm) {
   }
 }
 
-/* out[i0..] = in[i_perm...]: walk the output, step the input offset. */
+/* out[i0..] = in[i_perm...]: walk the output, step the input offset. The
+ * trailing dims a permutation leaves in place are one contiguous block in
+ * both tensors, copied whole ([0, 2, 1, 3] moves rows of D elements). */
 static ppcc_status kernel_transpose(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out,
                                     ppcc_diag *d) {
   const ppcc_tensor *x = &in[0];
@@ -371,13 +374,17 @@ static ppcc_status kernel_transpose(const ppcc_op *op, const ppcc_tensor *in, pp
     s *= x->shape[i];
   }
   for (int i = 0; i < r; i++) os[i] = xs[perm[i]]; /* input stride of output dim i */
-  int es = ppcc_dtype_size(x->dtype);
+  int kept = r; /* dims kept..r-1 stay in place */
+  while (kept > 0 && perm[kept - 1] == kept - 1) kept--;
+  int64_t block = 1;
+  for (int i = kept; i < r; i++) block *= x->shape[i];
+  size_t bytes = (size_t)(block * ppcc_dtype_size(x->dtype));
   const char *src = x->data;
   char *dst = out->data;
-  int64_t n = numel(x), off = 0;
+  int64_t n = block > 0 ? numel(x) / block : 0, off = 0;
   for (int64_t j = 0; j < n; j++) {
-    memcpy(dst + j * es, src + off * es, (size_t)es);
-    for (int i = r - 1; i >= 0; i--) {
+    memcpy(dst + j * bytes, src + off * ppcc_dtype_size(x->dtype), bytes);
+    for (int i = kept - 1; i >= 0; i--) {
       off += os[i];
       if (++idx[i] < out->shape[i]) break;
       off -= os[i] * out->shape[i];
@@ -592,6 +599,23 @@ static const ppcc_kernel_fn kernel_table[PPCC_OP_COUNT] = {
 
 ppcc_kernel_fn ppcc_rt_kernel(ppcc_op_id id) {
   return (unsigned)id < PPCC_OP_COUNT ? kernel_table[id] : NULL;
+}
+
+bool rt_kernel_swaps_last_two(const ppcc_op *op, int rank) {
+  if (ppcc_rt_kernel(op->info->id) != kernel_transpose || op->n_in != 1 || rank < 2 || rank > PPCC_MAX_RANK) return false;
+  int perm[PPCC_MAX_RANK];
+  get_perm(op, rank, perm);
+  for (int i = 0; i < rank - 2; i++)
+    if (perm[i] != i) return false;
+  return perm[rank - 2] == rank - 1 && perm[rank - 1] == rank - 2;
+}
+
+bool rt_kernel_reads_swapped(const ppcc_op *op, int k) {
+  return ppcc_rt_kernel(op->info->id) == kernel_matmul && op->n_in == 2 && k == 1;
+}
+
+bool rt_kernel_is_view(const ppcc_op *op) {
+  return ppcc_rt_kernel(op->info->id) == kernel_reshape && op->n_in == 1 && op->n_out == 1;
 }
 
 /* Kernels that move elements without arithmetic work on any dtype. */

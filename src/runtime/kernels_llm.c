@@ -245,7 +245,7 @@ int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t H
                           const float *k, const float *v, float *out) {
   if (Hkv <= 0 || Hq % Hkv != 0) return -1;
   int64_t group = Hq / Hkv, rows = group * S;
-  float *p = rt_alloc((rows * T > 0 ? rows * T : 1) * 4);
+  float *p = rt_reuse_alloc((rows * T > 0 ? rows * T : 1) * 4); /* scores: recycled, call after call */
   if (!p) return -2;
   float sc = (float)scale;
   for (int64_t b = 0; b < B; b++)
@@ -262,7 +262,7 @@ int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t H
       }
       ppcc_rt_sgemm(rows, Dv, T, p, v + kvh * T * Dv, false, out + qh * S * Dv);
     }
-  rt_free(p);
+  rt_reuse_free(p);
   return 0;
 }
 

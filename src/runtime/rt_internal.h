@@ -20,6 +20,13 @@ void rt_unmap_file(rt_mapped_file *f);
 void *rt_alloc(int64_t bytes);
 void *rt_calloc(int64_t bytes);
 void rt_free(void *p);
+/* Temporaries recycled across ops and runs (a process-wide cache of freed
+ * blocks, reused for requests of up to their size and at least half of
+ * it): no allocation or page fault per op in the steady state. Free only
+ * with rt_reuse_free. */
+void *rt_reuse_alloc(int64_t bytes);
+void *rt_reuse_calloc(int64_t bytes);
+void rt_reuse_free(void *p);
 
 /* Geometry of a split along dim of a shape: the tensor is
  * [outer][count][inner] elements, shard i the [outer][inner] block. */
@@ -61,6 +68,38 @@ int rt_kernel_threads(void);
  * level), each kernel call using per_device threads (OpenBLAS's); the
  * caller makes devices * per_device <= cores. */
 void rt_thread_budget(int devices, int per_device);
+
+/* ---- per-device arenas (arena.c) ---- */
+
+#define RT_ARENA_ALIGN 64
+int64_t rt_arena_round(int64_t bytes);
+/* One buffer of a device: live from step birth to step death inclusive
+ * (steps in the device's program order); offset is set by the plan. */
+typedef struct rt_arena_buf {
+  int64_t bytes;
+  int birth, death;
+  int64_t offset;
+} rt_arena_buf;
+/* Best-fit offsets for n buffers; returns the arena size (high-water
+ * mark, each buffer rounded up to RT_ARENA_ALIGN), -1 when out of memory. */
+int64_t rt_arena_plan(rt_arena_buf *b, int n);
+/* A block of at least `bytes` for device dev: the pooled block of an
+ * earlier run when large enough (*fresh false), else a new one (*fresh
+ * true: its pages were never touched). rt_arena_give returns it to the
+ * pool (the larger of two blocks is kept). */
+void *rt_arena_take(int dev, int64_t bytes, bool *fresh);
+void rt_arena_give(int dev, void *p, int64_t bytes);
+/* What the last run planned for dev (ppcc_rt_arena_bytes reads it). */
+void rt_arena_record(int dev, int64_t planned, int64_t scratch);
+/* Whether op's kernel is a byte-for-byte copy of operand 0 (reshape): the
+ * executor makes its result a view of the operand instead. */
+bool rt_kernel_is_view(const ppcc_op *op);
+/* A transpose/permute of a rank-`rank` operand that only swaps the last
+ * two dims, and whether operand k of op accepts such a tensor unmoved
+ * (ppcc_tensor.last_two_swapped): the executor then folds the transpose
+ * into that consumer. */
+bool rt_kernel_swaps_last_two(const ppcc_op *op, int rank);
+bool rt_kernel_reads_swapped(const ppcc_op *op, int k);
 
 /* ---- microbatching (microbatch.c) ---- */
 

@@ -1,6 +1,7 @@
 /* Runtime utilities: mapped files, aligned buffers, shard geometry, dtype
  * conversion and accumulation. */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,68 @@ void *rt_calloc(int64_t bytes) {
 }
 
 void rt_free(void *p) { free(p); }
+
+/* ---------------- recycled temporaries ----------------
+ * Messages in flight and collective/kernel temporaries are needed op after
+ * op with the same few sizes: a freed one waits here for the next request
+ * of a similar size instead of going back to the C library (whose large
+ * blocks are fresh mmaps: every page faulted again on each use). A 64-byte
+ * header before the data holds the capacity. */
+enum { REUSE_SLOTS = 64, REUSE_HEADER = 64 };
+static const int64_t reuse_max_bytes = (int64_t)1 << 30; /* cached at most */
+static pthread_mutex_t reuse_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *reuse_free[REUSE_SLOTS];
+static int reuse_count;
+static int64_t reuse_bytes;
+
+static int64_t capacity_of(const char *p) {
+  int64_t c;
+  memcpy(&c, p - REUSE_HEADER, sizeof c);
+  return c;
+}
+
+void *rt_reuse_alloc(int64_t bytes) {
+  if (bytes < 0) return NULL;
+  int64_t need = ((bytes > 0 ? bytes : 1) + 63) / 64 * 64;
+  char *got = NULL;
+  pthread_mutex_lock(&reuse_lock);
+  int best = -1; /* the smallest that fits, at most twice the request */
+  for (int i = 0; i < reuse_count; i++) {
+    int64_t c = capacity_of(reuse_free[i]);
+    if (c >= need && c <= 2 * need && (best < 0 || c < capacity_of(reuse_free[best]))) best = i;
+  }
+  if (best >= 0) {
+    got = reuse_free[best];
+    reuse_bytes -= capacity_of(got);
+    reuse_free[best] = reuse_free[--reuse_count];
+  }
+  pthread_mutex_unlock(&reuse_lock);
+  if (got) return got;
+  char *base = rt_alloc(need + REUSE_HEADER);
+  if (!base) return NULL;
+  memcpy(base, &need, sizeof need);
+  return base + REUSE_HEADER;
+}
+
+void *rt_reuse_calloc(int64_t bytes) {
+  void *p = rt_reuse_alloc(bytes);
+  if (p && bytes > 0) memset(p, 0, (size_t)bytes);
+  return p;
+}
+
+void rt_reuse_free(void *p) {
+  if (!p) return;
+  char *q = p;
+  int64_t c = capacity_of(q);
+  pthread_mutex_lock(&reuse_lock);
+  bool kept = reuse_count < REUSE_SLOTS && reuse_bytes + c <= reuse_max_bytes;
+  if (kept) {
+    reuse_free[reuse_count++] = q;
+    reuse_bytes += c;
+  }
+  pthread_mutex_unlock(&reuse_lock);
+  if (!kept) rt_free(q - REUSE_HEADER);
+}
 
 bool ppcc_host_tensor_alloc(ppcc_host_tensor *t, ppcc_dtype dtype, int rank, const int64_t *shape) {
   memset(t, 0, sizeof *t);
