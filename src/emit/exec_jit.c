@@ -10,6 +10,7 @@
 #include <mlir-c/ExecutionEngine.h>
 #include <mlir-c/Pass.h>
 #include <mlir-c/RegisterEverything.h>
+#include "exec_glue_jit.h"
 #include "exec_internal.h"
 #include "ppcc/jit.h"
 #include "ppcc/runtime.h"
@@ -40,7 +41,7 @@ static const char lowering_pipeline[] =
     "reconcile-unrealized-casts)";
 
 struct ppcc_jit {
-  MlirExecutionEngine engine;  /* the device functions (call glue) */
+  glue_jit *glue;              /* the device functions (call glue) */
   MlirExecutionEngine kernels; /* the shard kernels they call */
   int n_devices;
   ppcc_jit_entry *entries;
@@ -85,13 +86,15 @@ static void register_runtime_symbols(MlirExecutionEngine engine) {
     mlirExecutionEngineRegisterSymbol(engine, emit_str(s->name), s->address);
 }
 
-/* ---- two engines: kernels optimized, glue compiled fast ----
+/* ---- two compilers: kernels optimized, glue compiled fast ----
  * The deduplicated kernels (exec_kernel.c) are few and hold the loops:
- * they are compiled at -O2 in an engine of their own. The device
- * functions are call glue as long as the model; LLVM's -O2 pipeline is
- * super-linear on them (CalledValuePropagation, DAG combining over one
- * huge block) for nothing to gain, so they are compiled at -O0 in a second
- * engine, which calls the kernels through their addresses in the first. */
+ * they are compiled at -O2 by an ExecutionEngine of their own. The device
+ * functions are call glue as long as the model; LLVM's optimising code
+ * generator is super-linear on them (instruction selection and register
+ * allocation over one huge block; the ExecutionEngine's C API has no
+ * code generation level) for nothing to gain, so they are compiled with
+ * fast instruction selection by an LLJIT (exec_glue_jit.c), which calls
+ * the kernels through their addresses in the first. */
 
 static MlirStringRef name_of(MlirOperation op) {
   MlirAttribute a = mlirOperationGetAttributeByName(op, emit_str("sym_name"));
@@ -163,7 +166,9 @@ static ppcc_status codegen(ppcc_emit_ctx *c, const ppcc_jit_options *o, ppcc_jit
   /* -O2 by default: -O3 compiled tiny_llama 5x slower (12 s) for no gain
    * at these sizes (GEMMs run in OpenBLAS anyway). */
   int level = o && o->opt_level > 0 && o->opt_level <= 3 ? o->opt_level : 2;
+  double t0 = now_ms();
   ppcc_status st = compile_kernels(c, level, jit);
+  if (getenv("PPCC_JIT_DEBUG")) fprintf(stderr, "kernels engine %.1f ms\n", now_ms() - t0);
   if (st) return st;
   /* The kernels' addresses, then their bodies dropped from the glue
    * module (declarations), then the glue engine with them registered. */
@@ -171,38 +176,33 @@ static ppcc_status codegen(ppcc_emit_ctx *c, const ppcc_jit_options *o, ppcc_jit
   int n = 0;
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f))
     n += is_kernel(f);
-  char (*names)[160] = calloc((size_t)(n > 0 ? n : 1), sizeof *names);
+  char **names = calloc((size_t)(n > 0 ? n : 1), sizeof *names);
   void **addresses = calloc((size_t)(n > 0 ? n : 1), sizeof *addresses);
   if (!names || !addresses) st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
   int k = 0;
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !st && !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f)) {
     if (!is_kernel(f)) continue;
     MlirStringRef s = name_of(f);
-    snprintf(names[k], sizeof names[k], "%.*s", (int)s.length, s.data);
+    names[k] = malloc(s.length + 1);
+    if (!names[k]) {
+      st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
+      break;
+    }
+    memcpy(names[k], s.data, s.length);
+    names[k][s.length] = 0;
     addresses[k] = mlirExecutionEngineLookup(jit->kernels, emit_str(names[k]));
     if (!addresses[k]) st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: kernel %s was not compiled", names[k]);
     drop_body(f);
     set_external(c, f);
     k++;
   }
-  if (!st) {
-    jit->engine = mlirExecutionEngineCreate(c->module, 0, 0, NULL, false);
-    if (mlirExecutionEngineIsNull(jit->engine))
-      st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: the ExecutionEngine could not compile the module");
-  }
-  if (!st) {
-    register_runtime_symbols(jit->engine);
-    for (int i = 0; i < k; i++) mlirExecutionEngineRegisterSymbol(jit->engine, emit_str(names[i]), addresses[i]);
-  }
+  if (getenv("PPCC_JIT_DEBUG")) fprintf(stderr, "kernel lookups %.1f ms (%d kernels)\n", now_ms() - t0, k);
+  if (!st) st = glue_jit_compile(c->module, jit->n_devices, k, (const char *const *)names, addresses, &jit->glue,
+                                 jit->entries, c->d);
+  if (getenv("PPCC_JIT_DEBUG")) fprintf(stderr, "glue %.1f ms\n", now_ms() - t0);
+  for (int i = 0; i < k; i++) free(names[i]);
   free(names);
   free(addresses);
-  for (int dev = 0; dev < jit->n_devices && !st; dev++) {
-    char name[48];
-    snprintf(name, sizeof name, "_mlir_ciface_device_%d", dev);
-    jit->entries[dev] = (ppcc_jit_entry)mlirExecutionEngineLookupPacked(jit->engine, emit_str(name));
-    if (!jit->entries[dev])
-      st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: no compiled function for device %d", dev);
-  }
   return st;
 }
 
@@ -242,7 +242,7 @@ ppcc_status ppcc_jit_compile(const ppcc_graph *g, const ppcc_jit_options *opts, 
 
 void ppcc_jit_free(ppcc_jit *jit) {
   if (!jit) return;
-  if (!mlirExecutionEngineIsNull(jit->engine)) mlirExecutionEngineDestroy(jit->engine);
+  glue_jit_free(jit->glue);
   if (!mlirExecutionEngineIsNull(jit->kernels)) mlirExecutionEngineDestroy(jit->kernels);
   free(jit->entries);
   free(jit);
