@@ -19,9 +19,16 @@
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
 #include <mlir-c/Target/LLVMIR.h>
 #include "exec_internal.h"
 #include "exec_glue_jit.h"
+#include <time.h>
+static double dbg_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
 
 struct glue_jit {
   LLVMOrcLLJITRef lljit;
@@ -87,6 +94,76 @@ static ppcc_status add_entries(LLVMModuleRef m, int n_devices, ppcc_diag *d) {
     st = add_packed_wrapper(m, f, packed, d);
   }
   return st;
+}
+
+/* ---- blocks of bounded size ----
+ * FastISel cannot select the aggregates the memref lowering builds
+ * (insertvalue, struct stores) and hands the rest of the block to
+ * SelectionDAG, whose scheduling and combining are super-linear in the
+ * block's size. A device function is one block as long as the model, so
+ * its blocks are cut into pieces of at most BLOCK_OPS operations joined
+ * by unconditional branches: code generation becomes linear in the model,
+ * and the code runs the same (values are SSA across blocks; successors
+ * take their block arguments from the moved terminator as before). */
+enum { BLOCK_OPS = 64 };
+
+static MlirOperation branch_to(MlirContext ctx, MlirBlock dest) {
+  MlirOperationState s = mlirOperationStateGet(mlirStringRefCreateFromCString("llvm.br"), mlirLocationUnknownGet(ctx));
+  mlirOperationStateAddSuccessors(&s, 1, &dest);
+  return mlirOperationCreate(&s);
+}
+
+static void split_block(MlirContext ctx, MlirRegion region, MlirBlock block) {
+  MlirBlock cur = block;
+  int n = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(block), next; !mlirOperationIsNull(op); op = next) {
+    next = mlirOperationGetNextInBlock(op);
+    if (++n > BLOCK_OPS && !mlirOperationIsNull(next)) { /* op starts a new block (never the terminator alone) */
+      MlirBlock piece = mlirBlockCreate(0, NULL, NULL);
+      mlirRegionInsertOwnedBlockAfter(region, cur, piece);
+      if (mlirBlockEqual(cur, block))
+        mlirBlockInsertOwnedOperationBefore(block, op, branch_to(ctx, piece));
+      else
+        mlirBlockAppendOwnedOperation(cur, branch_to(ctx, piece));
+      cur = piece;
+      n = 1;
+    }
+    if (!mlirBlockEqual(cur, block)) {
+      mlirOperationRemoveFromParent(op);
+      mlirBlockAppendOwnedOperation(cur, op);
+    }
+  }
+}
+
+static bool is_named(MlirOperation op, const char *name) {
+  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
+  return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
+}
+
+/* Splits the long blocks of every function defined in the module. */
+static void split_long_blocks(MlirModule module) {
+  MlirContext ctx = mlirModuleGetContext(module);
+  for (MlirOperation f = mlirBlockGetFirstOperation(mlirModuleGetBody(module)); !mlirOperationIsNull(f);
+       f = mlirOperationGetNextInBlock(f)) {
+    if (!is_named(f, "llvm.func")) continue;
+    MlirRegion body = mlirOperationGetRegion(f, 0);
+    for (MlirBlock b = mlirRegionGetFirstBlock(body), next; !mlirBlockIsNull(b); b = next) {
+      next = mlirBlockGetNextInRegion(b); /* the pieces of b come before next */
+      split_block(ctx, body, b);
+    }
+  }
+}
+
+/* The memref descriptors the lowering builds (insertvalue chains) and
+ * takes apart again (extractvalue) at each kernel call: folded away, so
+ * that FastISel selects nearly every instruction (it cannot select
+ * aggregates and leaves them to SelectionDAG). Both passes are linear;
+ * they halve code generation time. */
+static ppcc_status fold_descriptors(LLVMModuleRef m, ppcc_diag *d) {
+  LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef e = LLVMRunPasses(m, "function(instsimplify,dce)", NULL, o);
+  LLVMDisposePassBuilderOptions(o);
+  return e ? llvm_error(d, "simplifying the device functions failed", e) : PPCC_OK;
 }
 
 static LLVMTargetMachineRef fast_target_machine(ppcc_diag *d) {
@@ -168,6 +245,8 @@ ppcc_status glue_jit_compile(MlirModule module, int n_devices, int n_symbols, co
     glue_jit_free(g);
     return st;
   }
+  double t0 = dbg_ms();
+  split_long_blocks(module);
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMModuleRef m = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(module), LLVMOrcThreadSafeContextGetContext(tsc));
   if (!m) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: translating the device functions to LLVM IR failed");
@@ -175,6 +254,8 @@ ppcc_status glue_jit_compile(MlirModule module, int n_devices, int n_symbols, co
     LLVMSetTarget(m, LLVMOrcLLJITGetTripleString(g->lljit));
     LLVMSetDataLayout(m, LLVMOrcLLJITGetDataLayoutStr(g->lljit));
     st = add_entries(m, n_devices, d);
+    if (!st) st = fold_descriptors(m, d);
+    if (getenv("PPCC_JIT_DUMP")) LLVMPrintModuleToFile(m, getenv("PPCC_JIT_DUMP"), NULL);
   }
   if (st) {
     if (m) LLVMDisposeModule(m);
@@ -182,6 +263,7 @@ ppcc_status glue_jit_compile(MlirModule module, int n_devices, int n_symbols, co
     glue_jit_free(g);
     return st;
   }
+  if (getenv("PPCC_JIT_DEBUG")) fprintf(stderr, "glue translate %.1f ms\n", dbg_ms() - t0);
   LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc); /* owns m, shares tsc */
   LLVMOrcDisposeThreadSafeContext(tsc);
   LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(g->lljit, LLVMOrcLLJITGetMainJITDylib(g->lljit), tsm);
@@ -195,6 +277,7 @@ ppcc_status glue_jit_compile(MlirModule module, int n_devices, int n_symbols, co
     else if (!addr) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: no compiled function for device %d", dev);
     else entries[dev] = (ppcc_jit_entry)(uintptr_t)addr;
   }
+  if (getenv("PPCC_JIT_DEBUG")) fprintf(stderr, "glue translate+compile %.1f ms\n", dbg_ms() - t0);
   if (st) {
     glue_jit_free(g);
     return st;

@@ -13,6 +13,11 @@ typedef struct exec_state {
   int n_declared, cap_declared;
   int op_index;            /* index in g->ops of the op being lowered */
   struct exec_kernel *kernels; /* distinct shard kernels (exec_kernel.c) */
+  /* While a shard is lowered into a kernel: its body, and the i64 argument
+   * carrying the op index into runtime calls (null until one needs it), so
+   * identical shards of different ops still share one kernel. */
+  MlirBlock kernel_body;
+  MlirValue kernel_op_arg;
   int n_kernels, cap_kernels;
 } exec_state;
 
@@ -51,6 +56,9 @@ MlirValue exec_copy_to_buffer(ppcc_emit_ctx *c, MlirValue tensor);
 ppcc_status exec_call(ppcc_emit_ctx *c, const char *name, int n, const MlirValue *operands);
 
 /* ---- shard kernels (exec_kernel.c) ---- */
+/* The op index for a runtime call: a constant in a device function, the
+ * kernel's op-index argument inside a kernel. */
+MlirValue exec_op_index(ppcc_emit_ctx *c);
 /* Lowers shard `shard` of a compute op running on `device`: into a private
  * kernel function shared by every identical shard computation, called
  * from the device function (or in place when it has no loops). */
