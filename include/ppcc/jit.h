@@ -60,6 +60,8 @@ typedef struct ppcc_jit ppcc_jit;
 
 typedef struct ppcc_jit_stats {
   double emit_ms, lower_ms, codegen_ms; /* build + verify, pass pipeline, LLVM */
+  double kernels_ms;                    /* of codegen: the -O2 kernels (the rest: call glue) */
+  double cpu_ms;                        /* process CPU time of the whole compile */
 } ppcc_jit_stats;
 
 /* Emits, lowers and compiles the executable form of g (after all passes). */

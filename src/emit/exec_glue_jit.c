@@ -23,12 +23,6 @@
 #include <mlir-c/Target/LLVMIR.h>
 #include "exec_internal.h"
 #include "exec_glue_jit.h"
-#include <time.h>
-static double dbg_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
 
 struct glue_jit {
   LLVMOrcLLJITRef lljit;
@@ -51,47 +45,117 @@ static ppcc_status llvm_error(ppcc_diag *d, const char *what, LLVMErrorRef e) {
   return st;
 }
 
-/* void name(void **args) { f(*(T0 *)args[0], *(T1 *)args[1], ...); } */
-static ppcc_status add_packed_wrapper(LLVMModuleRef m, LLVMValueRef f, const char *name, ppcc_diag *d) {
+/* ---- packed entry points ----
+ * The lowered device_D takes every memref descriptor expanded into its
+ * fields (allocated and aligned pointers, offset, sizes, strides): 7
+ * arguments per weight matrix, so a device holding thousands of weights
+ * has tens of thousands of formal arguments, which instruction selection
+ * lowers in one super-linear DAG. The packed entry
+ * `_mlir__mlir_ciface_device_D(void **args)` takes the body of device_D
+ * instead and loads each field from the descriptor args[k] points to (the
+ * ABI of include/ppcc/jit.h): one argument, plain loads FastISel selects.
+ * device_D and its C wrapper are then deleted. */
+
+/* The descriptor arguments of f: in its parameter list, each starts with
+ * two pointers followed by 1 + 2 * rank i64. Sets first[k] and rank[k];
+ * returns how many (-1 if the list does not have that form). */
+static int descriptors(LLVMValueRef f, int *first, int *rank, int cap) {
+  LLVMTypeRef fty = LLVMGlobalGetValueType(f);
+  unsigned n = LLVMCountParams(f);
+  int k = 0;
+  for (unsigned i = 0; i < n;) {
+    LLVMValueRef p0 = LLVMGetParam(f, i), p1 = i + 1 < n ? LLVMGetParam(f, i + 1) : NULL;
+    if (k == cap || !p1 || LLVMGetTypeKind(LLVMTypeOf(p0)) != LLVMPointerTypeKind ||
+        LLVMGetTypeKind(LLVMTypeOf(p1)) != LLVMPointerTypeKind)
+      return -1;
+    unsigned j = i + 2;
+    while (j < n && LLVMGetTypeKind(LLVMTypeOf(LLVMGetParam(f, j))) == LLVMIntegerTypeKind) j++;
+    if ((j - i - 2) % 2 != 1) return -1;
+    first[k] = (int)i;
+    rank[k++] = (int)(j - i - 3) / 2;
+    i = j;
+  }
+  (void)fty;
+  return k;
+}
+
+static LLVMValueRef load_field(LLVMBuilderRef b, LLVMTypeRef desc_ty, LLVMValueRef desc, LLVMTypeRef ty, int field,
+                               int index, LLVMContextRef ctx) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
+  LLVMValueRef at[3] = {LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, (unsigned)field, 0),
+                        LLVMConstInt(i32, (unsigned)(index < 0 ? 0 : index), 0)};
+  return LLVMBuildLoad2(b, ty, LLVMBuildGEP2(b, desc_ty, desc, at, index < 0 ? 2 : 3, ""), "");
+}
+
+/* Moves device's body into the packed entry `name`, its parameters loaded
+ * from the descriptors. */
+static ppcc_status make_packed_entry(LLVMModuleRef m, LLVMValueRef f, LLVMValueRef ciface, const char *name,
+                                     ppcc_diag *d) {
   LLVMContextRef ctx = LLVMGetModuleContext(m);
   LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), i64 = LLVMInt64TypeInContext(ctx);
-  LLVMTypeRef fty = LLVMGlobalGetValueType(f);
-  unsigned n = LLVMCountParamTypes(fty);
-  LLVMTypeRef *types = malloc(sizeof *types * (n > 0 ? n : 1));
-  LLVMValueRef *values = malloc(sizeof *values * (n > 0 ? n : 1));
-  if (!types || !values) {
-    free(types);
-    free(values);
+  unsigned n = LLVMCountParams(f);
+  int *first = malloc(sizeof(int) * (n + 1)), *rank = malloc(sizeof(int) * (n + 1));
+  if (!first || !rank) {
+    free(first);
+    free(rank);
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
-  LLVMGetParamTypes(fty, types);
-  LLVMValueRef w = LLVMAddFunction(m, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), &ptr, 1, 0));
-  LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
-  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, w, "entry"));
-  LLVMValueRef args = LLVMGetParam(w, 0);
-  for (unsigned i = 0; i < n; i++) {
-    LLVMValueRef idx = LLVMConstInt(i64, i, 0);
-    LLVMValueRef slot = LLVMBuildLoad2(b, ptr, LLVMBuildGEP2(b, ptr, args, &idx, 1, ""), "");
-    values[i] = LLVMBuildLoad2(b, types[i], slot, "");
+  int k = descriptors(f, first, rank, (int)n + 1);
+  LLVMBasicBlockRef entry = LLVMGetFirstBasicBlock(f);
+  if (k < 0 || !entry) {
+    free(first);
+    free(rank);
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: a device function has arguments that are not memrefs");
   }
-  LLVMBuildCall2(b, fty, f, values, n, "");
-  LLVMBuildRetVoid(b);
+  LLVMValueRef w = LLVMAddFunction(m, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), &ptr, 1, 0));
+  LLVMValueRef after = NULL; /* move f's blocks, in order, into w */
+  for (LLVMBasicBlockRef bb = entry, next; bb; bb = next) {
+    next = LLVMGetNextBasicBlock(bb);
+    if (after)
+      LLVMMoveBasicBlockAfter(bb, LLVMValueAsBasicBlock(after));
+    else {
+      LLVMBasicBlockRef tmp = LLVMAppendBasicBlockInContext(ctx, w, "");
+      LLVMMoveBasicBlockBefore(bb, tmp);
+      LLVMDeleteBasicBlock(tmp);
+    }
+    after = LLVMBasicBlockAsValue(bb);
+  }
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+  LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(entry));
+  LLVMValueRef args = LLVMGetParam(w, 0);
+  for (int j = 0; j < k; j++) {
+    LLVMTypeRef arr = LLVMArrayType2(i64, (uint64_t)rank[j]);
+    LLVMTypeRef fields[5] = {ptr, ptr, i64, arr, arr};
+    LLVMTypeRef desc_ty = LLVMStructTypeInContext(ctx, fields, rank[j] > 0 ? 5 : 3, 0);
+    LLVMValueRef idx = LLVMConstInt(i64, (unsigned long long)j, 0);
+    LLVMValueRef slot = LLVMBuildLoad2(b, ptr, LLVMBuildGEP2(b, ptr, args, &idx, 1, ""), "");
+    LLVMValueRef desc = LLVMBuildLoad2(b, ptr, slot, "");
+    for (int q = 0; q < 3 + 2 * rank[j]; q++) {
+      LLVMValueRef param = LLVMGetParam(f, (unsigned)(first[j] + q));
+      if (!LLVMGetFirstUse(param)) continue;
+      int field = q < 3 ? q : q < 3 + rank[j] ? 3 : 4, index = q < 3 ? -1 : (q - 3) % rank[j];
+      LLVMReplaceAllUsesWith(param, load_field(b, desc_ty, desc, q < 2 ? ptr : i64, field, index, ctx));
+    }
+  }
   LLVMDisposeBuilder(b);
-  free(types);
-  free(values);
+  free(first);
+  free(rank);
+  LLVMDeleteFunction(ciface); /* its call of f first */
+  /* f, now a declaration nothing uses, stays */
   return PPCC_OK;
 }
 
-/* Packed wrappers of _mlir_ciface_device_D, D < n_devices. */
+/* Packed entries of device_D, D < n_devices. */
 static ppcc_status add_entries(LLVMModuleRef m, int n_devices, ppcc_diag *d) {
   ppcc_status st = PPCC_OK;
   for (int dev = 0; dev < n_devices && !st; dev++) {
-    char name[48], packed[56];
-    snprintf(name, sizeof name, "_mlir_ciface_device_%d", dev);
-    snprintf(packed, sizeof packed, "_mlir_%s", name);
-    LLVMValueRef f = LLVMGetNamedFunction(m, name);
-    if (!f) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: no function %s in the lowered module", name);
-    st = add_packed_wrapper(m, f, packed, d);
+    char name[48], ciface[48], packed[64];
+    snprintf(name, sizeof name, "device_%d", dev);
+    snprintf(ciface, sizeof ciface, "_mlir_ciface_device_%d", dev);
+    snprintf(packed, sizeof packed, "_mlir_%s", ciface);
+    LLVMValueRef f = LLVMGetNamedFunction(m, name), c = LLVMGetNamedFunction(m, ciface);
+    if (!f || !c) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: no function %s in the lowered module", name);
+    st = make_packed_entry(m, f, c, packed, d);
   }
   return st;
 }
@@ -245,7 +309,6 @@ ppcc_status glue_jit_compile(MlirModule module, int n_devices, int n_symbols, co
     glue_jit_free(g);
     return st;
   }
-  double t0 = dbg_ms();
   split_long_blocks(module);
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMModuleRef m = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(module), LLVMOrcThreadSafeContextGetContext(tsc));
@@ -263,7 +326,6 @@ ppcc_status glue_jit_compile(MlirModule module, int n_devices, int n_symbols, co
     glue_jit_free(g);
     return st;
   }
-  if (getenv("PPCC_JIT_DEBUG")) fprintf(stderr, "glue translate %.1f ms\n", dbg_ms() - t0);
   LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc); /* owns m, shares tsc */
   LLVMOrcDisposeThreadSafeContext(tsc);
   LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(g->lljit, LLVMOrcLLJITGetMainJITDylib(g->lljit), tsm);
@@ -277,7 +339,6 @@ ppcc_status glue_jit_compile(MlirModule module, int n_devices, int n_symbols, co
     else if (!addr) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: no compiled function for device %d", dev);
     else entries[dev] = (ppcc_jit_entry)(uintptr_t)addr;
   }
-  if (getenv("PPCC_JIT_DEBUG")) fprintf(stderr, "glue translate+compile %.1f ms\n", dbg_ms() - t0);
   if (st) {
     glue_jit_free(g);
     return st;

@@ -65,6 +65,14 @@ MlirValue exec_op_index(ppcc_emit_ctx *c);
 ppcc_status exec_lower_shard(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_fn lower, int shard, int device);
 void exec_kernels_free(exec_state *x);
 
+/* ---- frees of straight device functions (exec_dealloc.c) ---- */
+/* Removes from the bufferized module (at most cap of) the device functions
+ * that are one block without regions and frees, into out; returns how many. */
+int exec_take_straight_devices(MlirModule module, MlirOperation *out, int cap);
+/* Frees every buffer each of funcs allocates, at its end in allocation
+ * order (as upstream's deallocation would), and appends it to the module. */
+void exec_put_back_freeing_at_end(MlirModule module, MlirOperation *funcs, int n);
+
 /* ppcc_dtype of an MLIR element type (-1 if none). */
 int exec_dtype_of(MlirType elem);
 

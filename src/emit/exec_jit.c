@@ -17,16 +17,18 @@
 
 /* Tensors -> buffers (One-Shot Bufferize, function signatures are memrefs
  * already; eliminate-empty-tensors first, so that a shard kernel computes
- * straight into its result argument, exec_kernel.c), frees of temporaries,
- * linalg -> loops, then everything to the LLVM dialect. Math ops without
- * an LLVM intrinsic (erf, tanh) become libm calls resolved in the ppcc
- * process; math-to-libm comes second because it rejects ops it has no
- * function for (rsqrt). */
-static const char lowering_pipeline[] =
+ * straight into its result argument, exec_kernel.c), frees of temporaries
+ * (below), linalg -> loops, then everything to the LLVM dialect. Math ops
+ * without an LLVM intrinsic (erf, tanh) become libm calls resolved in the
+ * ppcc process; math-to-libm comes second because it rejects ops it has
+ * no function for (rsqrt). */
+static const char bufferize_pipeline[] =
     "builtin.module("
     "eliminate-empty-tensors,"
-    "one-shot-bufferize{unknown-type-conversion=identity-layout-map},"
-    "buffer-deallocation-pipeline,"
+    "one-shot-bufferize{unknown-type-conversion=identity-layout-map})";
+static const char dealloc_pipeline[] = "builtin.module(buffer-deallocation-pipeline)";
+static const char to_llvm_pipeline[] =
+    "builtin.module("
     "convert-bufferization-to-memref,"
     "func.func(convert-linalg-to-loops),"
     "convert-scf-to-cf,"
@@ -43,6 +45,7 @@ static const char lowering_pipeline[] =
 struct ppcc_jit {
   glue_jit *glue;              /* the device functions (call glue) */
   MlirExecutionEngine kernels; /* the shard kernels they call */
+  double kernels_ms;           /* compiling them */
   int n_devices;
   ppcc_jit_entry *entries;
 };
@@ -50,6 +53,12 @@ struct ppcc_jit {
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static double cpu_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
@@ -66,12 +75,11 @@ static void append_error(MlirStringRef s, void *user) {
   buf[used + n] = 0;
 }
 
-static ppcc_status lower_to_llvm(ppcc_emit_ctx *c) {
-  register_passes_once();
+static ppcc_status run_pipeline(ppcc_emit_ctx *c, const char *pipeline) {
   MlirPassManager pm = mlirPassManagerCreate(c->mctx);
   char err[512] = "";
   MlirLogicalResult parsed =
-      mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm), emit_str(lowering_pipeline), append_error, err);
+      mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm), emit_str(pipeline), append_error, err);
   ppcc_status st = PPCC_OK;
   if (mlirLogicalResultIsFailure(parsed))
     st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: bad lowering pipeline: %s", err);
@@ -79,6 +87,26 @@ static ppcc_status lower_to_llvm(ppcc_emit_ctx *c) {
     st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: lowering the executable module to LLVM failed (see above)");
   mlirPassManagerDestroy(pm);
   return st;
+}
+
+/* The frees. Upstream's buffer-deallocation-pipeline frees a function's
+ * buffers at the end of the block that owns them, and its simplification
+ * pass compares every pair of buffers freed there: quadratic in a device
+ * function, which is one straight block as long as the model (16 s of 31
+ * for a 4k-op pipeline). A straight device function gets the same frees,
+ * in the same order, from exec_free_at_end (exec_dealloc.c), linear; the
+ * kernels and anything else go through the upstream pipeline. */
+static ppcc_status lower_to_llvm(ppcc_emit_ctx *c) {
+  register_passes_once();
+  ppcc_status st = run_pipeline(c, bufferize_pipeline);
+  if (st) return st;
+  MlirOperation *straight = calloc((size_t)(c->g->n_devices > 0 ? c->g->n_devices : 1), sizeof *straight);
+  if (!straight) return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
+  int n = exec_take_straight_devices(c->module, straight, c->g->n_devices);
+  st = run_pipeline(c, dealloc_pipeline);
+  exec_put_back_freeing_at_end(c->module, straight, n); /* also after a failure: the module owns them */
+  free(straight);
+  return st ? st : run_pipeline(c, to_llvm_pipeline);
 }
 
 static void register_runtime_symbols(MlirExecutionEngine engine) {
@@ -168,7 +196,6 @@ static ppcc_status codegen(ppcc_emit_ctx *c, const ppcc_jit_options *o, ppcc_jit
   int level = o && o->opt_level > 0 && o->opt_level <= 3 ? o->opt_level : 2;
   double t0 = now_ms();
   ppcc_status st = compile_kernels(c, level, jit);
-  if (getenv("PPCC_JIT_DEBUG")) fprintf(stderr, "kernels engine %.1f ms\n", now_ms() - t0);
   if (st) return st;
   /* The kernels' addresses, then their bodies dropped from the glue
    * module (declarations), then the glue engine with them registered. */
@@ -196,10 +223,9 @@ static ppcc_status codegen(ppcc_emit_ctx *c, const ppcc_jit_options *o, ppcc_jit
     set_external(c, f);
     k++;
   }
-  if (getenv("PPCC_JIT_DEBUG")) fprintf(stderr, "kernel lookups %.1f ms (%d kernels)\n", now_ms() - t0, k);
+  jit->kernels_ms = now_ms() - t0; /* the lookups compiled the kernels */
   if (!st) st = glue_jit_compile(c->module, jit->n_devices, k, (const char *const *)names, addresses, &jit->glue,
                                  jit->entries, c->d);
-  if (getenv("PPCC_JIT_DEBUG")) fprintf(stderr, "glue %.1f ms\n", now_ms() - t0);
   for (int i = 0; i < k; i++) free(names[i]);
   free(names);
   free(addresses);
@@ -217,7 +243,7 @@ ppcc_status ppcc_jit_compile(const ppcc_graph *g, const ppcc_jit_options *opts, 
   }
   jit->n_devices = g->n_devices;
   ppcc_jit_stats t = {0};
-  double t0 = now_ms();
+  double t0 = now_ms(), cpu0 = cpu_ms();
   ppcc_emit_ctx c;
   ppcc_status st = emit_ctx_init(&c, g, PPCC_EMIT_MLIR_EXEC, d);
   c.exec_linalg_matmul = opts && opts->linalg_matmul;
@@ -230,7 +256,7 @@ ppcc_status ppcc_jit_compile(const ppcc_graph *g, const ppcc_jit_options *opts, 
   if (!st) st = codegen(&c, opts, jit);
   double t3 = now_ms(); /* lookups compiled the code: LLJIT materializes on first lookup */
   emit_ctx_free(&c);
-  t = (ppcc_jit_stats){t1 - t0, t2 - t1, t3 - t2};
+  t = (ppcc_jit_stats){t1 - t0, t2 - t1, t3 - t2, jit->kernels_ms, cpu_ms() - cpu0};
   if (stats) *stats = t;
   if (st) {
     ppcc_jit_free(jit);
