@@ -24,6 +24,9 @@
 #include "exec_internal.h"
 #include "exec_glue_jit.h"
 
+/* Most operations in one basic block of the glue (see split_long_blocks). */
+enum { BLOCK_OPS = 64 };
+
 struct glue_jit {
   LLVMOrcLLJITRef lljit;
 };
@@ -120,10 +123,19 @@ static ppcc_status make_packed_entry(LLVMModuleRef m, LLVMValueRef f, LLVMValueR
     }
     after = LLVMBasicBlockAsValue(bb);
   }
+  /* The loads go in blocks of their own before the body, at most
+   * BLOCK_OPS descriptors each: in the body's first block, an aggregate
+   * FastISel leaves to SelectionDAG would take them all along. */
   LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
-  LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(entry));
+  LLVMBasicBlockRef loads = LLVMInsertBasicBlockInContext(ctx, entry, "");
+  LLVMPositionBuilderAtEnd(b, loads);
   LLVMValueRef args = LLVMGetParam(w, 0);
   for (int j = 0; j < k; j++) {
+    if (j > 0 && j % BLOCK_OPS == 0) {
+      LLVMBasicBlockRef next = LLVMInsertBasicBlockInContext(ctx, entry, "");
+      LLVMBuildBr(b, next);
+      LLVMPositionBuilderAtEnd(b, next);
+    }
     LLVMTypeRef arr = LLVMArrayType2(i64, (uint64_t)rank[j]);
     LLVMTypeRef fields[5] = {ptr, ptr, i64, arr, arr};
     LLVMTypeRef desc_ty = LLVMStructTypeInContext(ctx, fields, rank[j] > 0 ? 5 : 3, 0);
@@ -137,6 +149,7 @@ static ppcc_status make_packed_entry(LLVMModuleRef m, LLVMValueRef f, LLVMValueR
       LLVMReplaceAllUsesWith(param, load_field(b, desc_ty, desc, q < 2 ? ptr : i64, field, index, ctx));
     }
   }
+  LLVMBuildBr(b, entry);
   LLVMDisposeBuilder(b);
   free(first);
   free(rank);
@@ -169,7 +182,6 @@ static ppcc_status add_entries(LLVMModuleRef m, int n_devices, ppcc_diag *d) {
  * by unconditional branches: code generation becomes linear in the model,
  * and the code runs the same (values are SSA across blocks; successors
  * take their block arguments from the moved terminator as before). */
-enum { BLOCK_OPS = 64 };
 
 static MlirOperation branch_to(MlirContext ctx, MlirBlock dest) {
   MlirOperationState s = mlirOperationStateGet(mlirStringRefCreateFromCString("llvm.br"), mlirLocationUnknownGet(ctx));
