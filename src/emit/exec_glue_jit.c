@@ -330,7 +330,6 @@ ppcc_status glue_jit_compile(MlirModule module, int n_devices, int n_symbols, co
     LLVMSetDataLayout(m, LLVMOrcLLJITGetDataLayoutStr(g->lljit));
     st = add_entries(m, n_devices, d);
     if (!st) st = fold_descriptors(m, d);
-    if (getenv("PPCC_JIT_DUMP")) LLVMPrintModuleToFile(m, getenv("PPCC_JIT_DUMP"), NULL);
   }
   if (st) {
     if (m) LLVMDisposeModule(m);

@@ -1,7 +1,9 @@
 /* JIT compilation of the executable form (DESIGN §5): build the module
- * (exec_func.c), verify it, lower it in-process with an upstream pass
- * pipeline to the LLVM dialect, compile it with the MLIR ExecutionEngine
- * and look up one packed entry point per device. The runtime half
+ * (exec_func.c), verify it, lower it in-process with upstream pass
+ * pipelines to the LLVM dialect, compile the shard kernels at -O2 with the
+ * MLIR ExecutionEngine and the device functions (call glue) with fast
+ * instruction selection (exec_glue_jit.c), and look up one packed entry
+ * point per device. The runtime half
  * (src/runtime/jit_*.c) supplies the ABI symbols and runs the devices. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,17 +167,27 @@ static void drop_body(MlirOperation f) {
 /* The kernels module: a copy of the lowered module without the device
  * functions, its kernels exported. */
 static MlirModule kernels_module(ppcc_emit_ctx *c) {
-  MlirOperation copy = mlirOperationClone(mlirModuleGetOperation(c->module));
-  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0));
-  for (MlirOperation f = mlirBlockGetFirstOperation(body), next; !mlirOperationIsNull(f); f = next) {
+  /* The device functions are taken out while the module is copied: they
+   * are most of it (they grow with the model, the kernels do not). */
+  MlirBlock top = mlirModuleGetBody(c->module);
+  MlirModule held = mlirModuleCreateEmpty(mlirLocationUnknownGet(c->mctx));
+  for (MlirOperation f = mlirBlockGetFirstOperation(top), next; !mlirOperationIsNull(f); f = next) {
     next = mlirOperationGetNextInBlock(f);
     if (is_llvm_func(f) && mentions_device(f)) {
       mlirOperationRemoveFromParent(f);
-      mlirOperationDestroy(f);
-    } else if (is_kernel(f)) {
-      set_external(c, f);
+      mlirBlockAppendOwnedOperation(mlirModuleGetBody(held), f);
     }
   }
+  MlirOperation copy = mlirOperationClone(mlirModuleGetOperation(c->module));
+  for (MlirOperation f = mlirBlockGetFirstOperation(mlirModuleGetBody(held)), next; !mlirOperationIsNull(f); f = next) {
+    next = mlirOperationGetNextInBlock(f);
+    mlirOperationRemoveFromParent(f);
+    mlirBlockAppendOwnedOperation(top, f);
+  }
+  mlirModuleDestroy(held);
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0));
+  for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f))
+    if (is_kernel(f)) set_external(c, f);
   return mlirModuleFromOperation(copy);
 }
 
