@@ -19,7 +19,7 @@ message(STATUS "MLIR ${LLVM_PACKAGE_VERSION} from ${MLIR_DIR}")
 
 set(PPCC_MLIR_LIBDIR "${LLVM_LIBRARY_DIR}")
 set(PPCC_MLIR_CAPI_LIBS
-  MLIRCAPIExecutionEngine MLIRCAPIRegisterEverything MLIRCAPIIRDL MLIRCAPILinalg MLIRCAPIIR)
+  MLIRCAPIExecutionEngine MLIRCAPIRegisterEverything MLIRCAPIIRDL MLIRCAPILinalg MLIRCAPITarget MLIRCAPIIR)
 set(PPCC_MLIR_LINK)
 foreach(lib ${PPCC_MLIR_CAPI_LIBS})
   find_library(PPCC_${lib}_PATH NAMES lib${lib}.a PATHS ${PPCC_MLIR_LIBDIR} NO_DEFAULT_PATH REQUIRED)
@@ -42,7 +42,7 @@ file(GLOB PPCC_EMIT_SRC CONFIGURE_DEPENDS src/emit/*.c)
 # The JIT (src/emit/exec_jit.c) runs device code on the runtime; without
 # the runtime only the emitter is built.
 if(NOT TARGET ppcc_runtime)
-  list(FILTER PPCC_EMIT_SRC EXCLUDE REGEX "exec_jit\\.c$")
+  list(FILTER PPCC_EMIT_SRC EXCLUDE REGEX "exec_(glue_)?jit\\.c$")
 endif()
 # The emitter's objects, position independent: linked statically into the
 # tests and benchmarks (ppcc_emit) and, for the ppcc command, into the

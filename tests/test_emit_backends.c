@@ -125,6 +125,35 @@ START_TEST(index_copy_out_of_range_fails_on_both_backends) {
 }
 END_TEST
 
+/* Two identical index_copy shards share one JIT kernel (exec_kernel.c),
+ * which takes the op index as an argument: a bad index in the second one
+ * is reported against the second op on both backends, and a good run
+ * writes both. */
+START_TEST(shared_index_kernel_names_the_failing_op) {
+  ppcc_graph *g = model(1, "",
+                        "{'name': 'cache', 'dtype': 'f32', 'shape': [8, 4]}, {'name': 'p1', 'dtype': 'i64', 'shape': [2]},"
+                        " {'name': 'p2', 'dtype': 'i64', 'shape': [2]}, {'name': 'row', 'dtype': 'f32', 'shape': [2, 4]}",
+                        "{'op': 'index_copy', 'in': ['cache', 'p1', 'row'], 'out': ['first'], 'attrs': {'dim': 0}},"
+                        " {'op': 'index_copy', 'in': ['cache', 'p2', 'row'], 'out': ['second'], 'attrs': {'dim': 0}}",
+                        "'first', 'second'");
+  int64_t ok[2] = {0, 7}, bad[2] = {1, 9};
+  expect_both_fail(g, 2, (given[]){{"p1", ok}, {"p2", bad}}, "ops[1] 'index_copy' (-> 'second')");
+  expect_both_fail(g, 2, (given[]){{"p1", ok}, {"p2", bad}}, "index 9 at position 1 is out of range [0, 8)");
+  expect_both_fail(g, 2, (given[]){{"p1", bad}, {"p2", ok}}, "ops[0] 'index_copy' (-> 'first')");
+  float row[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  int64_t other[2] = {2, 3};
+  for (backend b = INTERP; b <= JIT; b++) {
+    ppcc_host_tensor out[2] = {0};
+    ck_assert_msg(run_on(g, b, 3, (given[]){{"p1", ok}, {"p2", other}, {"row", row}}, out) == PPCC_OK, "%s: %s",
+                  backend_name(b), diag.first);
+    const float *y1 = out[0].data, *y2 = out[1].data;
+    ck_assert(y1[0] == 1 && y1[31] == 8 && y2[8] == 1 && y2[15] == 8);
+    free_outputs(g, out);
+  }
+  ppcc_graph_free(g);
+}
+END_TEST
+
 START_TEST(embedding_out_of_range_fails_on_both_backends) {
   const char *tables[] = {"", ", 'shard': {'kind': 'split', 'dim': 0, 'count': 2}",
                           ", 'shard': {'kind': 'split', 'dim': 1, 'count': 2}"};
@@ -834,6 +863,7 @@ int main(void) {
   Suite *s = suite_create("emit_backends");
   TCase *tc = t_add_tcase(s, "index_bounds", 300);
   tcase_add_test(tc, index_copy_out_of_range_fails_on_both_backends);
+  tcase_add_test(tc, shared_index_kernel_names_the_failing_op);
   tcase_add_test(tc, embedding_out_of_range_fails_on_both_backends);
   tcase_add_test(tc, gather_elements_out_of_range_fails_on_both_backends);
   tcase_add_test(tc, tiny_llama_positions_past_the_cache);

@@ -1,6 +1,8 @@
 /* The JIT backend of `ppcc run` (DESIGN §5, §7): the executable MLIR form
- * (--emit=mlir-exec), lowered to LLVM in-process and compiled with the MLIR
- * ExecutionEngine, then run with one OpenMP thread per device.
+ * (--emit=mlir-exec), lowered to LLVM in-process and compiled (the shard
+ * kernels at -O2 by the MLIR ExecutionEngine, the device functions that
+ * call them at CodeGenLevelNone by an ORC LLJIT), then run with one
+ * OpenMP thread per device.
  *
  * Two halves:
  *   - src/emit/exec_jit.c (ppcc_emit, MLIR): ppcc_jit_compile builds the
@@ -60,6 +62,8 @@ typedef struct ppcc_jit ppcc_jit;
 
 typedef struct ppcc_jit_stats {
   double emit_ms, lower_ms, codegen_ms; /* build + verify, pass pipeline, LLVM */
+  double kernels_ms;                    /* of codegen: the -O2 kernels (the rest: call glue) */
+  double cpu_ms;                        /* process CPU time of the whole compile */
 } ppcc_jit_stats;
 
 /* Emits, lowers and compiles the executable form of g (after all passes). */

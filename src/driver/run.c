@@ -235,8 +235,10 @@ static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit 
   ppcc_status st = cli_jit_compile(g, NULL, jit, &t, asked ? d : &quiet);
   if (!st) {
     if (ppcc_mpi_rank() == 0) /* MPI: rank 0 prints the summary */
-      printf("jit: compiled %d device functions in %.1f ms (emit %.1f, lower %.1f, codegen %.1f)\n", g->n_devices,
-             t.emit_ms + t.lower_ms + t.codegen_ms, t.emit_ms, t.lower_ms, t.codegen_ms);
+      printf("jit: compiled %d device functions in %.1f ms (emit %.1f, lower %.1f, codegen %.1f of which kernels "
+             "%.1f; CPU %.1f ms)\n",
+             g->n_devices, t.emit_ms + t.lower_ms + t.codegen_ms, t.emit_ms, t.lower_ms, t.codegen_ms, t.kernels_ms,
+             t.cpu_ms);
     return PPCC_OK;
   }
   if (asked) return st;

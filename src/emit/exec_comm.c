@@ -29,7 +29,7 @@ static void symbol(char *buf, size_t n, const char *fn, MlirType elem) {
 
 /* The two leading operands of every communication call. */
 static void head(ppcc_emit_ctx *c, MlirType elem, MlirValue *ops) {
-  ops[0] = exec_i64(c, c->exec->op_index);
+  ops[0] = exec_op_index(c);
   ops[1] = exec_i64(c, exec_dtype_of(elem));
 }
 

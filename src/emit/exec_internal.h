@@ -13,6 +13,11 @@ typedef struct exec_state {
   int n_declared, cap_declared;
   int op_index;            /* index in g->ops of the op being lowered */
   struct exec_kernel *kernels; /* distinct shard kernels (exec_kernel.c) */
+  /* While a shard is lowered into a kernel: its body, and the i64 argument
+   * carrying the op index into runtime calls (null until one needs it), so
+   * identical shards of different ops still share one kernel. */
+  MlirBlock kernel_body;
+  MlirValue kernel_op_arg;
   int n_kernels, cap_kernels;
   struct exec_input_key *input_keys; /* what a kernel was built from -> kernel (exec_kernel.c) */
   int n_input_keys, cap_input_keys;
@@ -53,11 +58,22 @@ MlirValue exec_copy_to_buffer(ppcc_emit_ctx *c, MlirValue tensor);
 ppcc_status exec_call(ppcc_emit_ctx *c, const char *name, int n, const MlirValue *operands);
 
 /* ---- shard kernels (exec_kernel.c) ---- */
+/* The op index for a runtime call: a constant in a device function, the
+ * kernel's op-index argument inside a kernel. */
+MlirValue exec_op_index(ppcc_emit_ctx *c);
 /* Lowers shard `shard` of a compute op running on `device`: into a private
  * kernel function shared by every identical shard computation, called
  * from the device function (or in place when it has no loops). */
 ppcc_status exec_lower_shard(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_fn lower, int shard, int device);
 void exec_kernels_free(exec_state *x);
+
+/* ---- frees of straight device functions (exec_dealloc.c) ---- */
+/* Removes from the bufferized module (at most cap of) the device functions
+ * that are one block without regions and frees, into out; returns how many. */
+int exec_take_straight_devices(MlirModule module, MlirOperation *out, int cap);
+/* Frees every buffer each of funcs allocates, at its end in allocation
+ * order (as upstream's deallocation would), and appends it to the module. */
+void exec_put_back_freeing_at_end(MlirModule module, MlirOperation *funcs, int n);
 
 /* ppcc_dtype of an MLIR element type (-1 if none). */
 int exec_dtype_of(MlirType elem);

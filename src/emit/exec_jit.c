@@ -1,7 +1,9 @@
 /* JIT compilation of the executable form (DESIGN §5): build the module
- * (exec_func.c), verify it, lower it in-process with an upstream pass
- * pipeline to the LLVM dialect, compile it with the MLIR ExecutionEngine
- * and look up one packed entry point per device. The runtime half
+ * (exec_func.c), verify it, lower it in-process with upstream pass
+ * pipelines to the LLVM dialect, compile the shard kernels at -O2 with the
+ * MLIR ExecutionEngine and the device functions (call glue) with fast
+ * instruction selection (exec_glue_jit.c), and look up one packed entry
+ * point per device. The runtime half
  * (src/runtime/jit_*.c) supplies the ABI symbols and runs the devices. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include <mlir-c/ExecutionEngine.h>
 #include <mlir-c/Pass.h>
 #include <mlir-c/RegisterEverything.h>
+#include "exec_glue_jit.h"
 #include "exec_internal.h"
 #include "ppcc/jit.h"
 #include "ppcc/runtime.h"
@@ -17,17 +20,19 @@
 
 /* Tensors -> buffers (One-Shot Bufferize, function signatures are memrefs
  * already; eliminate-empty-tensors first, so that a shard kernel computes
- * straight into its result argument, exec_kernel.c), frees of temporaries,
- * linalg -> loops, then everything to the LLVM dialect. Math ops without
- * an LLVM intrinsic (erf, tanh) become libm calls resolved in the ppcc
- * process; math-to-libm comes second because it rejects ops it has no
- * function for (rsqrt). Allocations call the generic functions, which the
- * runtime maps to its per-device arenas (src/runtime/jit_arena.c). */
-static const char lowering_pipeline[] =
+ * straight into its result argument, exec_kernel.c), frees of temporaries
+ * (below), linalg -> loops, then everything to the LLVM dialect. Math ops
+ * without an LLVM intrinsic (erf, tanh) become libm calls resolved in the
+ * ppcc process; math-to-libm comes second because it rejects ops it has
+ * no function for (rsqrt). Allocations call the generic functions, which
+ * the runtime maps to its per-device arenas (src/runtime/jit_arena.c). */
+static const char bufferize_pipeline[] =
     "builtin.module("
     "eliminate-empty-tensors,"
-    "one-shot-bufferize{unknown-type-conversion=identity-layout-map},"
-    "buffer-deallocation-pipeline,"
+    "one-shot-bufferize{unknown-type-conversion=identity-layout-map})";
+static const char dealloc_pipeline[] = "builtin.module(buffer-deallocation-pipeline)";
+static const char to_llvm_pipeline[] =
+    "builtin.module("
     "convert-bufferization-to-memref,"
     "func.func(convert-linalg-to-loops),"
     "convert-scf-to-cf,"
@@ -35,15 +40,14 @@ static const char lowering_pipeline[] =
     "lower-affine,"
     "convert-math-to-llvm,"
     "convert-math-to-libm,"
-    "finalize-memref-to-llvm{use-generic-functions=true},"
-    "convert-arith-to-llvm,"
-    "convert-func-to-llvm,"
-    "convert-cf-to-llvm,"
+    "finalize-memref-to-llvm{use-generic-functions=true}," /* allocations to the arenas, before convert-to-llvm's default memref lowering */
+    "convert-to-llvm," /* arith, func, cf in one walk */
     "reconcile-unrealized-casts)";
 
 struct ppcc_jit {
-  MlirExecutionEngine engine;  /* the device functions (call glue) */
+  glue_jit *glue;              /* the device functions (call glue) */
   MlirExecutionEngine kernels; /* the shard kernels they call */
+  double kernels_ms;           /* compiling them */
   int n_devices;
   ppcc_jit_entry *entries;
 };
@@ -51,6 +55,12 @@ struct ppcc_jit {
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static double cpu_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
@@ -67,12 +77,11 @@ static void append_error(MlirStringRef s, void *user) {
   buf[used + n] = 0;
 }
 
-static ppcc_status lower_to_llvm(ppcc_emit_ctx *c) {
-  register_passes_once();
+static ppcc_status run_pipeline(ppcc_emit_ctx *c, const char *pipeline) {
   MlirPassManager pm = mlirPassManagerCreate(c->mctx);
   char err[512] = "";
   MlirLogicalResult parsed =
-      mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm), emit_str(lowering_pipeline), append_error, err);
+      mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm), emit_str(pipeline), append_error, err);
   ppcc_status st = PPCC_OK;
   if (mlirLogicalResultIsFailure(parsed))
     st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: bad lowering pipeline: %s", err);
@@ -82,18 +91,40 @@ static ppcc_status lower_to_llvm(ppcc_emit_ctx *c) {
   return st;
 }
 
+/* The frees. Upstream's buffer-deallocation-pipeline frees a function's
+ * buffers at the end of the block that owns them, and its simplification
+ * pass compares every pair of buffers freed there: quadratic in a device
+ * function, which is one straight block as long as the model (16 s of 31
+ * for a 4k-op pipeline). A straight device function gets the same frees,
+ * in the same order, from exec_free_at_end (exec_dealloc.c), linear; the
+ * kernels and anything else go through the upstream pipeline. */
+static ppcc_status lower_to_llvm(ppcc_emit_ctx *c) {
+  register_passes_once();
+  ppcc_status st = run_pipeline(c, bufferize_pipeline);
+  if (st) return st;
+  MlirOperation *straight = calloc((size_t)(c->g->n_devices > 0 ? c->g->n_devices : 1), sizeof *straight);
+  if (!straight) return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
+  int n = exec_take_straight_devices(c->module, straight, c->g->n_devices);
+  st = run_pipeline(c, dealloc_pipeline);
+  exec_put_back_freeing_at_end(c->module, straight, n); /* also after a failure: the module owns them */
+  free(straight);
+  return st ? st : run_pipeline(c, to_llvm_pipeline);
+}
+
 static void register_runtime_symbols(MlirExecutionEngine engine) {
   for (const ppcc_jit_symbol *s = ppcc_jit_symbols(); s->name; s++)
     mlirExecutionEngineRegisterSymbol(engine, emit_str(s->name), s->address);
 }
 
-/* ---- two engines: kernels optimized, glue compiled fast ----
+/* ---- two compilers: kernels optimized, glue compiled fast ----
  * The deduplicated kernels (exec_kernel.c) are few and hold the loops:
- * they are compiled at -O2 in an engine of their own. The device
- * functions are call glue as long as the model; LLVM's -O2 pipeline is
- * super-linear on them (CalledValuePropagation, DAG combining over one
- * huge block) for nothing to gain, so they are compiled at -O0 in a second
- * engine, which calls the kernels through their addresses in the first. */
+ * they are compiled at -O2 by an ExecutionEngine of their own. The device
+ * functions are call glue as long as the model; LLVM's optimising code
+ * generator is super-linear on them (instruction selection and register
+ * allocation over one huge block; the ExecutionEngine's C API has no
+ * code generation level) for nothing to gain, so they are compiled with
+ * fast instruction selection by an LLJIT (exec_glue_jit.c), which calls
+ * the kernels through their addresses in the first. */
 
 static MlirStringRef name_of(MlirOperation op) {
   MlirAttribute a = mlirOperationGetAttributeByName(op, emit_str("sym_name"));
@@ -136,17 +167,27 @@ static void drop_body(MlirOperation f) {
 /* The kernels module: a copy of the lowered module without the device
  * functions, its kernels exported. */
 static MlirModule kernels_module(ppcc_emit_ctx *c) {
-  MlirOperation copy = mlirOperationClone(mlirModuleGetOperation(c->module));
-  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0));
-  for (MlirOperation f = mlirBlockGetFirstOperation(body), next; !mlirOperationIsNull(f); f = next) {
+  /* The device functions are taken out while the module is copied: they
+   * are most of it (they grow with the model, the kernels do not). */
+  MlirBlock top = mlirModuleGetBody(c->module);
+  MlirModule held = mlirModuleCreateEmpty(mlirLocationUnknownGet(c->mctx));
+  for (MlirOperation f = mlirBlockGetFirstOperation(top), next; !mlirOperationIsNull(f); f = next) {
     next = mlirOperationGetNextInBlock(f);
     if (is_llvm_func(f) && mentions_device(f)) {
       mlirOperationRemoveFromParent(f);
-      mlirOperationDestroy(f);
-    } else if (is_kernel(f)) {
-      set_external(c, f);
+      mlirBlockAppendOwnedOperation(mlirModuleGetBody(held), f);
     }
   }
+  MlirOperation copy = mlirOperationClone(mlirModuleGetOperation(c->module));
+  for (MlirOperation f = mlirBlockGetFirstOperation(mlirModuleGetBody(held)), next; !mlirOperationIsNull(f); f = next) {
+    next = mlirOperationGetNextInBlock(f);
+    mlirOperationRemoveFromParent(f);
+    mlirBlockAppendOwnedOperation(top, f);
+  }
+  mlirModuleDestroy(held);
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(copy, 0));
+  for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f))
+    if (is_kernel(f)) set_external(c, f);
   return mlirModuleFromOperation(copy);
 }
 
@@ -165,6 +206,7 @@ static ppcc_status codegen(ppcc_emit_ctx *c, const ppcc_jit_options *o, ppcc_jit
   /* -O2 by default: -O3 compiled tiny_llama 5x slower (12 s) for no gain
    * at these sizes (GEMMs run in OpenBLAS anyway). */
   int level = o && o->opt_level > 0 && o->opt_level <= 3 ? o->opt_level : 2;
+  double t0 = now_ms();
   ppcc_status st = compile_kernels(c, level, jit);
   if (st) return st;
   /* The kernels' addresses, then their bodies dropped from the glue
@@ -173,38 +215,32 @@ static ppcc_status codegen(ppcc_emit_ctx *c, const ppcc_jit_options *o, ppcc_jit
   int n = 0;
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f))
     n += is_kernel(f);
-  char (*names)[160] = calloc((size_t)(n > 0 ? n : 1), sizeof *names);
+  char **names = calloc((size_t)(n > 0 ? n : 1), sizeof *names);
   void **addresses = calloc((size_t)(n > 0 ? n : 1), sizeof *addresses);
   if (!names || !addresses) st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
   int k = 0;
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !st && !mlirOperationIsNull(f); f = mlirOperationGetNextInBlock(f)) {
     if (!is_kernel(f)) continue;
     MlirStringRef s = name_of(f);
-    snprintf(names[k], sizeof names[k], "%.*s", (int)s.length, s.data);
+    names[k] = malloc(s.length + 1);
+    if (!names[k]) {
+      st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
+      break;
+    }
+    memcpy(names[k], s.data, s.length);
+    names[k][s.length] = 0;
     addresses[k] = mlirExecutionEngineLookup(jit->kernels, emit_str(names[k]));
     if (!addresses[k]) st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: kernel %s was not compiled", names[k]);
     drop_body(f);
     set_external(c, f);
     k++;
   }
-  if (!st) {
-    jit->engine = mlirExecutionEngineCreate(c->module, 0, 0, NULL, false);
-    if (mlirExecutionEngineIsNull(jit->engine))
-      st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: the ExecutionEngine could not compile the module");
-  }
-  if (!st) {
-    register_runtime_symbols(jit->engine);
-    for (int i = 0; i < k; i++) mlirExecutionEngineRegisterSymbol(jit->engine, emit_str(names[i]), addresses[i]);
-  }
+  jit->kernels_ms = now_ms() - t0; /* the lookups compiled the kernels */
+  if (!st) st = glue_jit_compile(c->module, jit->n_devices, k, (const char *const *)names, addresses, &jit->glue,
+                                 jit->entries, c->d);
+  for (int i = 0; i < k; i++) free(names[i]);
   free(names);
   free(addresses);
-  for (int dev = 0; dev < jit->n_devices && !st; dev++) {
-    char name[48];
-    snprintf(name, sizeof name, "_mlir_ciface_device_%d", dev);
-    jit->entries[dev] = (ppcc_jit_entry)mlirExecutionEngineLookupPacked(jit->engine, emit_str(name));
-    if (!jit->entries[dev])
-      st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: no compiled function for device %d", dev);
-  }
   return st;
 }
 
@@ -219,7 +255,7 @@ ppcc_status ppcc_jit_compile(const ppcc_graph *g, const ppcc_jit_options *opts, 
   }
   jit->n_devices = g->n_devices;
   ppcc_jit_stats t = {0};
-  double t0 = now_ms();
+  double t0 = now_ms(), cpu0 = cpu_ms();
   ppcc_emit_ctx c;
   ppcc_status st = emit_ctx_init(&c, g, PPCC_EMIT_MLIR_EXEC, d);
   c.exec_linalg_matmul = opts && opts->linalg_matmul;
@@ -232,7 +268,7 @@ ppcc_status ppcc_jit_compile(const ppcc_graph *g, const ppcc_jit_options *opts, 
   if (!st) st = codegen(&c, opts, jit);
   double t3 = now_ms(); /* lookups compiled the code: LLJIT materializes on first lookup */
   emit_ctx_free(&c);
-  t = (ppcc_jit_stats){t1 - t0, t2 - t1, t3 - t2};
+  t = (ppcc_jit_stats){t1 - t0, t2 - t1, t3 - t2, jit->kernels_ms, cpu_ms() - cpu0};
   if (stats) *stats = t;
   if (st) {
     ppcc_jit_free(jit);
@@ -244,7 +280,7 @@ ppcc_status ppcc_jit_compile(const ppcc_graph *g, const ppcc_jit_options *opts, 
 
 void ppcc_jit_free(ppcc_jit *jit) {
   if (!jit) return;
-  if (!mlirExecutionEngineIsNull(jit->engine)) mlirExecutionEngineDestroy(jit->engine);
+  glue_jit_free(jit->glue);
   if (!mlirExecutionEngineIsNull(jit->kernels)) mlirExecutionEngineDestroy(jit->kernels);
   free(jit->entries);
   free(jit);

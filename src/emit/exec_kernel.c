@@ -29,6 +29,7 @@ struct exec_kernel {
   char *key;         /* printed function, under KERNEL_TMP_NAME */
   char name[128];
   MlirType result;   /* result shard type */
+  bool takes_op;     /* an i64 op index argument before the result */
 };
 
 /* Everything a shard lowering reads (op kind and attributes, the operands'
@@ -287,7 +288,8 @@ static bool write_in_place(MlirValue r, MlirValue out) {
   return true;
 }
 
-static ppcc_status record_kernel(ppcc_emit_ctx *c, uint64_t hash, char *key, const char *name, MlirType result) {
+static ppcc_status record_kernel(ppcc_emit_ctx *c, uint64_t hash, char *key, const char *name, MlirType result,
+                                 bool takes_op) {
   exec_state *x = c->exec;
   if (x->n_kernels == x->cap_kernels) {
     int cap = x->cap_kernels ? 2 * x->cap_kernels : 32;
@@ -301,6 +303,7 @@ static ppcc_status record_kernel(ppcc_emit_ctx *c, uint64_t hash, char *key, con
   k->key = key;
   snprintf(k->name, sizeof k->name, "%s", name);
   k->result = result;
+  k->takes_op = takes_op;
   return PPCC_OK;
 }
 
@@ -310,12 +313,22 @@ static const struct exec_kernel *find_kernel(const exec_state *x, uint64_t hash,
   return NULL;
 }
 
+MlirValue exec_op_index(ppcc_emit_ctx *c) {
+  exec_state *x = c->exec;
+  if (mlirBlockIsNull(x->kernel_body)) return exec_i64(c, x->op_index);
+  if (mlirValueIsNull(x->kernel_op_arg))
+    x->kernel_op_arg = mlirBlockAddArgument(x->kernel_body, mlirIntegerTypeGet(c->mctx, 64), c->op_loc);
+  return x->kernel_op_arg;
+}
+
 /* In device's function: the operands' buffers, a new buffer for the
- * result, func.call @name(operands..., result); the result shard is the
- * filled buffer. */
-static void call_kernel(ppcc_emit_ctx *c, const ppcc_op *op, int shard, int device, const char *name, MlirType result,
+ * result, func.call @name(operands..., [op index,] result); the result
+ * shard is the filled buffer. */
+static void call_kernel(ppcc_emit_ctx *c, const ppcc_op *op, int shard, int device, const struct exec_kernel *k,
                         int n, const binding *b) {
-  MlirValue operands[65];
+  const char *name = k->name;
+  MlirType result = k->result;
+  MlirValue operands[66];
   exec_block(c, device);
   for (int i = 0; i < n; i++) {
     MlirType t = exec_memref_type(c, mlirValueGetType(b[i].outer));
@@ -323,6 +336,7 @@ static void call_kernel(ppcc_emit_ctx *c, const ppcc_op *op, int shard, int devi
     emit_op_spec s = {"bufferization.to_memref", 1, &b[i].outer, 1, &t, 1, &ro, 0};
     operands[i] = mlirOperationGetResult(emit_op(c, &s), 0);
   }
+  if (k->takes_op) operands[n++] = exec_i64(c, c->exec->op_index);
   MlirValue out = exec_alloc(c, result);
   operands[n] = out;
   MlirNamedAttribute callee = emit_named(c, "callee", mlirFlatSymbolRefAttrGet(c->mctx, emit_str(name)));
@@ -341,7 +355,7 @@ ppcc_status exec_lower_shard(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_fn 
   binding b[64];
   if (op->n_in > 64) return emit_op_error(c, op, "more than 64 operands");
   int n = bind_operands(c, op, shard, b);
-  MlirType tensors[64], types[65];
+  MlirType tensors[64], types[66];
   for (int i = 0; i < n; i++) {
     if (mlirValueIsNull(b[i].outer))
       return emit_op_error(c, op, "operand '%s' shard %d is undefined", c->g->values[b[i].value].name, b[i].shard);
@@ -359,7 +373,7 @@ ppcc_status exec_lower_shard(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_fn 
   if (built >= 0) {
     free(ik.data);
     const struct exec_kernel *k = &c->exec->kernels[built];
-    call_kernel(c, op, shard, device, k->name, k->result, n, b);
+    call_kernel(c, op, shard, device, k, n, b);
     return PPCC_OK;
   }
   ppcc_status st = lower_kernel(c, op, lower, shard, device, n, b, tensors, types, &built);
@@ -400,7 +414,11 @@ static ppcc_status lower_kernel(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_
   /* Lower the shard into the kernel, its operands bound to the arguments. */
   c->block = body;
   for (int i = 0; i < n; i++) c->shards[b[i].value][b[i].shard] = exec_to_tensor(c, mlirBlockGetArgument(body, i), false);
+  c->exec->kernel_body = body;
+  c->exec->kernel_op_arg = (MlirValue){NULL};
   ppcc_status st = lower(c, c->g, op, shard, c->d);
+  c->exec->kernel_body = (MlirBlock){NULL};
+  bool takes_op = !mlirValueIsNull(c->exec->kernel_op_arg);
   swap_out(c, n, b);
   c->last_op = (MlirOperation){NULL};
   MlirValue r = emit_shard(c, op->out[0], shard);
@@ -415,13 +433,15 @@ static ppcc_status lower_kernel(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_
   }
 
   MlirType result = mlirValueGetType(r);
-  types[n] = exec_memref_type(c, result);
-  MlirValue out = mlirBlockAddArgument(body, types[n], c->op_loc);
+  int n_args = n;
+  if (takes_op) types[n_args++] = mlirIntegerTypeGet(c->mctx, 64);
+  types[n_args] = exec_memref_type(c, result);
+  MlirValue out = mlirBlockAddArgument(body, types[n_args], c->op_loc);
   if (!write_in_place(r, out)) exec_materialize(c, r, out);
   emit_op_spec ret = {"func.return", 0, NULL, 0, NULL, 0, NULL, 0};
   emit_op_in(c, body, &ret);
   mlirOperationSetAttributeByName(func, emit_str("function_type"),
-                                  mlirTypeAttrGet(mlirFunctionTypeGet(c->mctx, n + 1, types, 0, NULL)));
+                                  mlirTypeAttrGet(mlirFunctionTypeGet(c->mctx, n_args + 1, types, 0, NULL)));
   c->op_loc = call_loc;
 
   char *key = print_key(func);
@@ -432,16 +452,16 @@ static ppcc_status lower_kernel(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_
     free(key);
     erase(func);
     *built = (int)(same - c->exec->kernels);
-    call_kernel(c, op, shard, device, same->name, same->result, n, b);
+    call_kernel(c, op, shard, device, same, n, b);
     return PPCC_OK;
   }
   mlirOperationSetAttributeByName(func, emit_str("sym_name"), emit_string_attr(c, name));
-  st = record_kernel(c, hash, key, name, result);
+  st = record_kernel(c, hash, key, name, result, takes_op);
   if (st) {
     free(key);
     return st;
   }
   *built = c->exec->n_kernels - 1;
-  call_kernel(c, op, shard, device, name, result, n, b);
+  call_kernel(c, op, shard, device, &c->exec->kernels[c->exec->n_kernels - 1], n, b);
   return PPCC_OK;
 }
