@@ -21,7 +21,9 @@ typedef enum {
   PPCC_SITE_SHARD_COUNTS,   /* a move between different shard counts */
   PPCC_SITE_PINNED_UPDATE,  /* in-place update from a pinned operand elsewhere (P7) */
   PPCC_SITE_LAYOUTS,        /* a sharding rule refused the operands' layouts */
-  PPCC_SITE_MEMORY          /* auto-partition: no split fits --device-memory */
+  PPCC_SITE_MEMORY          /* auto-partition: no split fits --device-memory;
+                             * or a placed model's device over its
+                             * --devices-spec memory (device >= 0) */
 } ppcc_site_kind;
 
 typedef struct ppcc_diag_site {
@@ -30,6 +32,8 @@ typedef struct ppcc_diag_site {
   int op_end;        /* MEMORY: the stage's ops are [op, op_end) */
   int stage;         /* MEMORY: the stage that does not fit */
   long long bytes;   /* MEMORY: bytes per device it needs */
+  int device;        /* MEMORY over a devices spec: the device, else -1 */
+  long long memory;  /* MEMORY over a devices spec: that device's memory */
 } ppcc_diag_site;
 
 typedef struct ppcc_diag {

@@ -11,7 +11,8 @@
  *   {"edit": "insert_op", "before": I, "op": {...model op...}}
  *   {"edit": "set_operand", "op": I, "index": K, "value": "NAME"}
  *   {"edit": "set_attr", "target": {"param"|"input": "NAME"} or {"op": I},
- *    "key": "pinned", "value": false}          (value null removes the key)
+ *    "key": "pinned", "value": false}          (value null removes the key;
+ *    "key": "devices" moves a param: a block moved to another stage)
  *   {"edit": "set_option", "option": "pp"|"tp"|"device-memory", "value": N}
  *
  * Edits apply in order; op indices refer to the model as it is when the

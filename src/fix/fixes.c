@@ -13,7 +13,9 @@
  *     operand, reshard_split or replicate an unsharded operand like the
  *     sharded one;
  *   memory over --device-memory: --tp doubled, one more --pp stage, or
- *     the --device-memory the unconstrained split needs.
+ *     the --device-memory the unconstrained split needs;
+ *   a placed model's device over its --devices-spec memory: move one
+ *     block of params off the device's stage to another stage (below).
  *
  * Costs are bytes moved between devices by the edit (all devices
  * together), or for memory fixes the resulting peak bytes per device.
@@ -22,6 +24,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ppcc/devices_spec.h"
 #include "ppcc/fix.h"
 #include "ppcc/frontend.h"
 #include "ppcc/ops.h"
@@ -53,6 +56,9 @@ ppcc_graph *ppcc_fix_compile(const cJSON *model, const ppcc_fix_options *opt, pp
     g->partition.devices_spec = opt->devices_spec;
   }
   *status = ppcc_run_passes(g, NULL, NULL, d);
+  /* A placed model against its devices spec, as the driver checks it. */
+  if (*status == PPCC_OK && opt && opt->devices_spec && opt->pp == 0 && opt->tp == 0)
+    *status = ppcc_devices_spec_check_memory(g, opt->devices_spec, d);
   if (*status != PPCC_OK && !keep_failed) {
     ppcc_graph_free(g);
     return NULL;
@@ -220,6 +226,7 @@ typedef struct gen {
   cand c[MAX_CANDIDATES];
   int n;
   int fresh;          /* names handed out in this diagnosis */
+  int stage;          /* memory over a devices spec: the over-full stage */
 } gen;
 
 static cJSON *new_fix(gen *x, int64_t cost, const char *cost_kind, const char *fmt, ...)
@@ -530,12 +537,217 @@ static void gen_memory(gen *x) {
   }
 }
 
+/* ---------------- moving a block (memory over a devices spec) ----------------
+ *
+ * A placed model names every param's devices, so auto-partition cannot
+ * help; the fix moves one block of params from the over-full device's
+ * stage to another stage. The rules:
+ *   - a stage is a distinct device tuple params are placed on, numbered
+ *     in the order of the first model op that reads a param there;
+ *   - the over-full device's stage is the tuple holding the most of its
+ *     param bytes;
+ *   - a block is the params whose names share the prefix up to and
+ *     including the first all-digit component ("blk.7.ffn_up.weight" and
+ *     "blk.7.attn_q.weight" are block 7, prefix "blk.7."), all placed on
+ *     devices of that stage; params without such a component never move;
+ *   - the block moves to a stage with the same number of devices and none
+ *     in common, each device mapped by its position in the tuple; the
+ *     stage's last block goes to the next stage, its first to the
+ *     previous one (adjacent stages first, so the pipeline stays in
+ *     order), then to farther stages;
+ *   - activations follow the pinned weights (pin-propagate and
+ *     insert-transfers), so only the params' "devices" change.
+ * Verification recompiles with the spec: a destination without room
+ * fails the same memory check and the candidate is dropped. */
+
+#define MAX_STAGES 64
+#define MAX_BLOCKS 256
+
+typedef struct stage {
+  const int *devs;
+  int count;
+  int first_op;
+} stage;
+
+typedef struct block {
+  char prefix[PPCC_MAX_NAME];
+  long number;
+  int first_op, last_op;   /* model ops reading its params */
+  int64_t on_device;       /* its bytes on the over-full device */
+  int64_t total;           /* its bytes on all devices */
+  bool movable;            /* every param within the stage's devices */
+} block;
+
+static int first_reader(const ppcc_graph *g, int v, bool last) {
+  int at = -1;
+  for (int i = 0; i < g->n_ops; i++)
+    for (int k = 0; k < g->ops[i].n_in; k++)
+      if (g->ops[i].in[k] == v && g->ops[i].src_index >= 0 &&
+          (at < 0 || (last ? g->ops[i].src_index > at : g->ops[i].src_index < at)))
+        at = g->ops[i].src_index;
+  return at;
+}
+
+/* "blk.7.ffn_up.weight" -> prefix "blk.7." and 7; false without one. */
+static bool block_prefix(const char *name, char *prefix, size_t n, long *number) {
+  const char *p = name;
+  while (p && *p) {
+    const char *dot = strchr(p, '.');
+    if (!dot) return false;
+    bool digits = dot > p;
+    for (const char *q = p; q < dot; q++) digits = digits && *q >= '0' && *q <= '9';
+    if (digits && p > name) {
+      snprintf(prefix, n, "%.*s", (int)(dot + 1 - name), name);
+      *number = strtol(p, NULL, 10);
+      return true;
+    }
+    p = dot + 1;
+  }
+  return false;
+}
+
+static int device_at(const int *devs, int count, int device) {
+  for (int i = 0; i < count; i++)
+    if (devs[i] == device) return i;
+  return -1;
+}
+
+static int stage_of(const stage *st, int n, const ppcc_value *v) {
+  for (int i = 0; i < n; i++)
+    if (st[i].count == v->layout.count && ppcc_devices_equal(st[i].devs, v->devices, v->layout.count)) return i;
+  return -1;
+}
+
+/* The stages in pipeline order; returns how many. */
+static int find_stages(const ppcc_graph *g, stage *st) {
+  int n = 0;
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *x = &g->values[v];
+    if (x->kind != PPCC_VALUE_PARAM || !placed(x)) continue;
+    int op = first_reader(g, v, false), i = stage_of(st, n, x);
+    if (i < 0 && n < MAX_STAGES) st[i = n++] = (stage){.devs = x->devices, .count = x->layout.count, .first_op = op};
+    if (i >= 0 && op >= 0 && (st[i].first_op < 0 || op < st[i].first_op)) st[i].first_op = op;
+  }
+  for (int i = 1; i < n; i++) /* insertion sort by first op; unread last */
+    for (int j = i; j > 0; j--) {
+      unsigned a = (unsigned)st[j - 1].first_op, b = (unsigned)st[j].first_op;
+      if (a <= b) break;
+      stage t = st[j];
+      st[j] = st[j - 1], st[j - 1] = t;
+    }
+  return n;
+}
+
+static bool within(const ppcc_value *v, const stage *s) {
+  for (int i = 0; i < v->layout.count; i++)
+    if (device_at(s->devs, s->count, v->devices[i]) < 0) return false;
+  return true;
+}
+
+/* Fix: the params of block b placed on stage `from`'s devices move to
+ * stage `to`'s, position by position. */
+static void fix_move_block(gen *x, const block *b, const stage *st, int from, int to, int device) {
+  const ppcc_graph *g = x->g;
+  int j = device_at(st[from].devs, st[from].count, device);
+  if (j < 0) return;
+  char dstr[256];
+  ppcc_devices_str(st[to].devs, st[to].count, dstr, sizeof dstr);
+  cJSON *f = new_fix(x, b->total, "bytes_moved",
+                     "move block %ld (`%s*`, ops[%d]..ops[%d]) to stage %d on %s (\u2212%s on device %d, +%s on device %d)",
+                     b->number, b->prefix, b->first_op, b->last_op, to, dstr, hb(b->on_device).s, device,
+                     hb(b->on_device).s, st[to].devs[j]);
+  for (int v = 0; f && v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    if (p->kind != PPCC_VALUE_PARAM || !placed(p) || strncmp(p->name, b->prefix, strlen(b->prefix)) != 0) continue;
+    int *devs = malloc(sizeof(int) * (size_t)p->layout.count);
+    cJSON *e = cJSON_CreateObject(), *t = cJSON_CreateObject();
+    if (!devs || !e || !t) {
+      free(devs), cJSON_Delete(e), cJSON_Delete(t);
+      return;
+    }
+    for (int i = 0; i < p->layout.count; i++) devs[i] = st[to].devs[device_at(st[from].devs, st[from].count, p->devices[i])];
+    cJSON_AddStringToObject(t, "param", p->name);
+    cJSON_AddStringToObject(e, "edit", "set_attr");
+    cJSON_AddItemToObject(e, "target", t);
+    cJSON_AddStringToObject(e, "key", "devices");
+    cJSON_AddItemToObject(e, "value", int_array(devs, p->layout.count));
+    cJSON_AddItemToArray(edits_of(f), e);
+    free(devs);
+  }
+}
+
+static void gen_move_block(gen *x) {
+  const ppcc_graph *g = x->g;
+  int device = x->d->site.device;
+  stage *st = calloc(MAX_STAGES, sizeof *st);
+  block *bl = calloc(MAX_BLOCKS, sizeof *bl);
+  int64_t *held = calloc(MAX_STAGES, sizeof *held);
+  if (!st || !bl || !held) goto out;
+  int ns = find_stages(g, st), from = -1, nb = 0;
+  for (int v = 0; v < g->n_values; v++) { /* the stage holding most of the device's bytes */
+    const ppcc_value *p = &g->values[v];
+    int i = p->kind == PPCC_VALUE_PARAM && placed(p) ? stage_of(st, ns, p) : -1;
+    if (i >= 0 && device_at(p->devices, p->layout.count, device) >= 0) held[i] += shard_bytes(p);
+  }
+  for (int i = 0; i < ns; i++)
+    if (held[i] > 0 && (from < 0 || held[i] > held[from])) from = i;
+  if (from < 0) goto out;
+  x->stage = from;
+  for (int v = 0; v < g->n_values; v++) { /* the blocks with params on the stage's devices */
+    const ppcc_value *p = &g->values[v];
+    char prefix[PPCC_MAX_NAME];
+    long number;
+    if (p->kind != PPCC_VALUE_PARAM || !placed(p) || !block_prefix(p->name, prefix, sizeof prefix, &number)) continue;
+    bool touches = false;
+    for (int i = 0; i < p->layout.count; i++) touches = touches || device_at(st[from].devs, st[from].count, p->devices[i]) >= 0;
+    if (!touches) continue;
+    int b = 0;
+    while (b < nb && strcmp(bl[b].prefix, prefix) != 0) b++;
+    if (b == nb) {
+      if (nb == MAX_BLOCKS) continue;
+      bl[nb++] = (block){.number = number, .first_op = -1, .last_op = -1, .movable = true};
+      snprintf(bl[b].prefix, sizeof bl[b].prefix, "%s", prefix);
+    }
+    int a = first_reader(g, v, false), z = first_reader(g, v, true);
+    if (a >= 0 && (bl[b].first_op < 0 || a < bl[b].first_op)) bl[b].first_op = a;
+    if (z > bl[b].last_op) bl[b].last_op = z;
+    if (device_at(p->devices, p->layout.count, device) >= 0) bl[b].on_device += shard_bytes(p);
+    bl[b].total += shard_bytes(p) * p->layout.count;
+    bl[b].movable = bl[b].movable && within(p, &st[from]);
+  }
+  /* Any param with the prefix elsewhere (another stage's devices) keeps
+   * the block from moving: the edit would not cover it. */
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    for (int b = 0; p->kind == PPCC_VALUE_PARAM && placed(p) && b < nb; b++)
+      if (strncmp(p->name, bl[b].prefix, strlen(bl[b].prefix)) == 0 && !within(p, &st[from])) bl[b].movable = false;
+  }
+  int firstb = -1, lastb = -1;
+  for (int b = 0; b < nb; b++) {
+    if (!bl[b].movable || bl[b].on_device == 0 || bl[b].first_op < 0) continue;
+    if (firstb < 0 || bl[b].first_op < bl[firstb].first_op) firstb = b;
+    if (lastb < 0 || bl[b].first_op > bl[lastb].first_op) lastb = b;
+  }
+  if (firstb < 0) goto out;
+  for (int dist = 1; dist < ns; dist++)
+    for (int side = 1; side >= -1; side -= 2) {
+      int to = from + side * dist;
+      if (to < 0 || to >= ns || st[to].count != st[from].count) continue;
+      bool apart = true;
+      for (int i = 0; i < st[to].count; i++) apart = apart && device_at(st[from].devs, st[from].count, st[to].devs[i]) < 0;
+      if (apart) fix_move_block(x, &bl[side > 0 ? lastb : firstb], st, from, to, device);
+    }
+out:
+  free(st), free(bl), free(held);
+}
+
 /* After the edits the compile stops at another placement error: another
  * kind, or an op past this one (ops the fix inserted counted). An error
  * of any other sort means the fix itself is wrong. */
 static bool moved_on(const gen *x, const cand *c, const ppcc_diag *after) {
   if (after->site.kind == PPCC_SITE_NONE) return false;
   if (after->site.kind != x->d->site.kind) return true;
+  if (after->site.kind == PPCC_SITE_MEMORY && x->d->site.device >= 0) return false; /* a device still over */
   int inserted = 0;
   const cJSON *e;
   cJSON_ArrayForEach(e, edits_of(c->fix)) {
@@ -559,7 +771,9 @@ static cJSON *memory_chain(const gen *x) {
       int v = op->in[k];
       if (seen[v] || g->values[v].kind != PPCC_VALUE_PARAM) continue;
       seen[v] = true; /* first use decides the stage */
-      if (!inside) continue;
+      if (!inside || (x->d->site.device >= 0 && !(placed(&g->values[v]) &&
+          device_at(g->values[v].devices, g->values[v].layout.count, x->d->site.device) >= 0)))
+        continue; /* over a devices spec: the params on the device */
       for (int t = 0; t < 3; t++)
         if (top[t] < 0 || shard_bytes(&g->values[v]) > shard_bytes(&g->values[top[t]])) {
           memmove(&top[t + 1], &top[t], sizeof(int) * (size_t)(2 - t));
@@ -570,10 +784,15 @@ static cJSON *memory_chain(const gen *x) {
   }
   for (int t = 0; chain && t < 3 && top[t] >= 0; t++) {
     const ppcc_value *v = &g->values[top[t]];
-    char where[64], rule[300];
-    ppcc_layout_str(v->layout, where, sizeof where); /* not placed: the split failed */
-    snprintf(rule, sizeof rule, "%s per device of the %lld the stage needs, first used in stage %d", hb(shard_bytes(v)).s,
-             (long long)x->d->site.bytes, x->d->site.stage);
+    char where[400], rule[300];
+    placement_str(v, where, sizeof where); /* not placed (the split failed): the layout */
+    if (x->d->site.device >= 0)
+      snprintf(rule, sizeof rule, "%s on device %d of the %lld it needs (memory %lld), first used in stage %d",
+               hb(shard_bytes(v)).s, x->d->site.device, (long long)x->d->site.bytes, (long long)x->d->site.memory,
+               x->stage);
+    else
+      snprintf(rule, sizeof rule, "%s per device of the %lld the stage needs, first used in stage %d",
+               hb(shard_bytes(v)).s, (long long)x->d->site.bytes, x->d->site.stage);
     cJSON *steps = cJSON_CreateArray(), *s = cJSON_CreateObject(), *c = cJSON_CreateObject();
     if (!steps || !s || !c) {
       cJSON_Delete(steps), cJSON_Delete(s), cJSON_Delete(c);
@@ -673,16 +892,22 @@ cJSON *ppcc_fix_diagnose(const cJSON *model, const ppcc_graph *g, const ppcc_dia
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(model_op(model, x->src), "op");
     if (cJSON_IsString(name)) cJSON_AddStringToObject(e, "op_name", name->valuestring);
   }
+  bool spec_memory = kind == PPCC_SITE_MEMORY && d->site.device >= 0;
+  x->stage = -1;
+  if (spec_memory) gen_move_block(x); /* numbers the stages */
   if (kind == PPCC_SITE_MEMORY) {
     cJSON_AddNumberToObject(e, "op_end", d->site.op_end);
-    cJSON_AddNumberToObject(e, "stage", d->site.stage);
+    cJSON_AddNumberToObject(e, "stage", spec_memory ? x->stage : d->site.stage);
+    if (spec_memory) cJSON_AddNumberToObject(e, "device", d->site.device);
     cJSON_AddItemToObject(e, "chain", memory_chain(x));
     cJSON_AddNumberToObject(e, "needs_bytes", (double)d->site.bytes);
-    cJSON_AddNumberToObject(e, "device_memory", (double)x->opt.device_memory);
+    cJSON_AddNumberToObject(e, "device_memory", (double)(spec_memory ? d->site.memory : x->opt.device_memory));
   } else if (x->op && model_op(model, x->src)) {
     add_operands(e, x);
   }
-  if (kind == PPCC_SITE_MEMORY) gen_memory(x);
+  if (kind == PPCC_SITE_MEMORY) {
+    if (!spec_memory) gen_memory(x); /* else generated above */
+  }
   else if (x->op && model_op(model, x->src)) {
     if (kind == PPCC_SITE_PIN_CONFLICT) gen_pin_conflict(x, false);
     else if (kind == PPCC_SITE_PINNED_UPDATE) gen_pin_conflict(x, true);

@@ -7,6 +7,7 @@ void ppcc_diag_init(ppcc_diag *d, const char *file, FILE *sink) {
   d->file = file ? file : "ppcc";
   d->sink = sink;
   d->site.op = d->pending.op = -1;
+  d->site.device = d->pending.device = -1;
 }
 
 static ppcc_status report(ppcc_diag *d, ppcc_status st, const char *kind,
@@ -21,7 +22,7 @@ static ppcc_status report(ppcc_diag *d, ppcc_status st, const char *kind,
       memcpy(d->first, msg, sizeof msg);
       d->site = d->pending;
     }
-    d->pending = (ppcc_diag_site){.kind = PPCC_SITE_NONE, .op = -1};
+    d->pending = (ppcc_diag_site){.kind = PPCC_SITE_NONE, .op = -1, .device = -1};
     memcpy(d->last, msg, sizeof msg);
     d->errors++;
   }
@@ -49,7 +50,7 @@ ppcc_status ppcc_error_status(ppcc_diag *d, ppcc_status st, const char *fmt, ...
 }
 
 void ppcc_diag_site_set(ppcc_diag *d, ppcc_site_kind kind, int op) {
-  d->pending = (ppcc_diag_site){.kind = kind, .op = op};
+  d->pending = (ppcc_diag_site){.kind = kind, .op = op, .device = -1};
 }
 
 void ppcc_note(ppcc_diag *d, const char *fmt, ...) {
