@@ -36,20 +36,26 @@ check_runs() { # MODEL LABEL [OPTIONS...]
 }
 
 rows=0
-while IFS=$'\t' read -r file kind first_fix first_edit; do
+while IFS=$'\t' read -r file kind first_fix first_edit spec; do
   [[ -z "$file" || "$file" == \#* ]] && continue
   rows=$((rows + 1))
   model=$dir/$file
+  # Optional 5th column: a devices spec (testdata/devices_spec/) every
+  # command of the row gets, for errors that only it raises.
+  opts=()
+  [[ -n "${spec:-}" ]] && opts=(--devices-spec "$src/testdata/devices_spec/$spec")
 
   # Text: the error line first, then notes (the chain) and fixes.
-  if "$ppcc" compile "$model" > /dev/null 2> "$tmp/text"; then fail "$file compiles; it should not"; fi
+  if "$ppcc" compile "$model" ${opts[@]+"${opts[@]}"} > /dev/null 2> "$tmp/text"; then fail "$file compiles; it should not"; fi
   head -n 1 "$tmp/text" | grep -q "^$model: error: " || { cat "$tmp/text"; fail "$file: first line is not the error"; }
   tail -n +2 "$tmp/text" | grep -qv '^  \(note\|fix\): ' && { cat "$tmp/text"; fail "$file: a line after the error is neither note nor fix"; }
   grep -q "^  note: '" "$tmp/text" || { cat "$tmp/text"; fail "$file: no --why chain"; }
   grep -qF "  fix: $first_fix" "$tmp/text" || { cat "$tmp/text"; fail "$file: first fix '$first_fix' missing"; }
 
   # JSON: one document on stderr, nothing else there.
-  if "$ppcc" compile "$model" --diagnostics=json > /dev/null 2> "$tmp/diag.json"; then fail "$file compiles (json)"; fi
+  if "$ppcc" compile "$model" ${opts[@]+"${opts[@]}"} --diagnostics=json > /dev/null 2> "$tmp/diag.json"; then
+    fail "$file compiles (json)"
+  fi
   [[ "$(json "$tmp/diag.json" "d['errors'][0]['kind']")" == "$kind" ]] || { cat "$tmp/diag.json"; fail "$file: kind is not $kind"; }
   json "$tmp/diag.json" "d['errors'][0]['fixes'][0]['text']" | grep -qF "$first_fix" ||
     { cat "$tmp/diag.json"; fail "$file: JSON first fix is not '$first_fix'"; }
@@ -65,11 +71,12 @@ while IFS=$'\t' read -r file kind first_fix first_edit; do
   # Every proposed fix, applied by `ppcc fix`, gives a model that runs right.
   for ((pick = 1; pick <= n_fixes; pick++)); do
     out=$tmp/fixed_${file%.json}_$pick.json
-    "$ppcc" fix "$model" -o "$out" --pick="$pick" > "$tmp/fix.log" 2>&1 ||
+    "$ppcc" fix "$model" ${opts[@]+"${opts[@]}"} -o "$out" --pick="$pick" > "$tmp/fix.log" 2>&1 ||
       { cat "$tmp/fix.log"; fail "$file: ppcc fix --pick=$pick failed"; }
     grep -q "^applied: " "$tmp/fix.log" || { cat "$tmp/fix.log"; fail "$file: ppcc fix applied nothing"; }
-    "$ppcc" compile "$out" > /dev/null 2> "$tmp/err" || { cat "$tmp/err"; fail "$file: fixed model (pick $pick) does not compile"; }
-    check_runs "$out" "$file fix $pick"
+    "$ppcc" compile "$out" ${opts[@]+"${opts[@]}"} > /dev/null 2> "$tmp/err" ||
+      { cat "$tmp/err"; fail "$file: fixed model (pick $pick) does not compile"; }
+    check_runs "$out" "$file fix $pick" ${opts[@]+"${opts[@]}"}
   done
 done < "$dir/expected.tsv"
 (( rows >= 10 )) || fail "only $rows models in $dir/expected.tsv"
