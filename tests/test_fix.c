@@ -3,6 +3,7 @@
  * applied, and the model rewriter refusing edits that do not fit. */
 #include <stdlib.h>
 #include <string.h>
+#include "ppcc/devices_spec.h"
 #include "ppcc/fix.h"
 #include "test_support.h"
 
@@ -127,6 +128,62 @@ START_TEST(memory_fixes_are_options_with_their_peak) {
 }
 END_TEST
 
+START_TEST(device_over_spec_memory_moves_a_block) {
+  /* 4 stages of 2 devices; stage 1 ([2,3]) holds blocks 2-4, 48 KiB of
+   * params per device, over its 40 KiB. */
+  cJSON *m = model_file("move_block");
+  ppcc_devices_spec spec;
+  ppcc_diag sd;
+  ppcc_diag_init(&sd, "spec.json", NULL);
+  ck_assert_int_eq(ppcc_devices_spec_load(t_src_path("testdata/devices_spec/move_block.json"), &spec, &sd), PPCC_OK);
+  ppcc_fix_options opt = {.devices_spec = &spec};
+  ppcc_diag d;
+  cJSON *diag = diagnose(m, &opt, &d);
+  ck_assert_int_eq(d.site.kind, PPCC_SITE_MEMORY);
+  ck_assert_int_eq(d.site.device, 2);
+  ck_assert_int_eq(d.site.op, 8); /* blk.2's first matmul .. blk.4's last */
+  ck_assert_int_eq(d.site.op_end, 19);
+  ck_assert_int_eq(d.site.bytes, 3 * 16384 + 4096);
+  ck_assert_int_eq(d.site.memory, 40960);
+  ck_assert_str_eq(str(diag, "kind"), "device_memory");
+  ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(diag, "stage")->valueint, 1);
+  /* Stage 0 has no room for another block, stage 2 has: one fix. */
+  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(diag, "fixes")), 1);
+  const cJSON *f = fix_at(diag, 0);
+  ck_assert_str_eq(str(f, "text"), "move block 4 (`blk.4.*`, ops[16]..ops[18]) to stage 2 on [4,5] "
+                                   "(\u221216 KiB on device 2, +16 KiB on device 4)");
+  ck_assert_str_eq(str(f, "result"), "compiles");
+  ck_assert_int_eq((int)cJSON_GetObjectItemCaseSensitive(f, "cost_bytes")->valuedouble, 2 * 16384);
+  const cJSON *edits = cJSON_GetObjectItemCaseSensitive(f, "edits"), *e;
+  ck_assert_int_eq(cJSON_GetArraySize(edits), 2);
+  cJSON_ArrayForEach(e, edits) {
+    ck_assert_str_eq(str(e, "edit"), "set_attr");
+    ck_assert_str_eq(str(e, "key"), "devices");
+    ck_assert(strncmp(str(cJSON_GetObjectItemCaseSensitive(e, "target"), "param"), "blk.4.", 6) == 0);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "value");
+    ck_assert_int_eq(cJSON_GetArraySize(v), 2);
+    ck_assert_int_eq(cJSON_GetArrayItem(v, 0)->valueint, 4);
+    ck_assert_int_eq(cJSON_GetArrayItem(v, 1)->valueint, 5);
+  }
+  ck_assert_int_eq(apply_and_compile(m, f, opt), PPCC_OK);
+  cJSON_Delete(diag);
+  ppcc_devices_spec_free(&spec);
+
+  /* No stage with room (stage 2 fits exactly its one block): every move
+   * fails verification and none is offered. */
+  static const char tight[] = "{\"devices\": [{\"memory\": \"40K\"}, {\"memory\": \"40K\"}, {\"memory\": \"40K\"}, "
+                              "{\"memory\": \"40K\"}, {\"memory\": 20480}, {\"memory\": 20480}, {\"memory\": \"40K\"}, "
+                              "{\"memory\": \"40K\"}]}";
+  ck_assert_int_eq(ppcc_devices_spec_parse("tight.json", tight, sizeof tight - 1, &spec, &sd), PPCC_OK);
+  diag = diagnose(m, &opt, &d);
+  ck_assert_int_eq(d.site.device, 2);
+  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(diag, "fixes")), 0);
+  cJSON_Delete(diag);
+  ppcc_devices_spec_free(&spec);
+  cJSON_Delete(m);
+}
+END_TEST
+
 START_TEST(rewriter_refuses_edits_that_do_not_fit) {
   cJSON *m = model_file("no_pinned");
   char *before = cJSON_PrintUnformatted(m);
@@ -194,6 +251,7 @@ Suite *fix_suite(void) {
   tcase_add_test(tc, layout_error_gets_a_collective);
   tcase_add_test(tc, memory_fixes_are_options_with_their_peak);
   tcase_add_test(tc, rewriter_refuses_edits_that_do_not_fit);
+  tcase_add_test(tc, device_over_spec_memory_moves_a_block);
   tcase_add_test(tc, non_placement_error_has_no_site_and_no_fix);
   return s;
 }
