@@ -653,7 +653,8 @@ static void fix_move_block(gen *x, const block *b, const stage *st, int from, in
   char dstr[256];
   ppcc_devices_str(st[to].devs, st[to].count, dstr, sizeof dstr);
   cJSON *f = new_fix(x, b->total, "bytes_moved",
-                     "move block %ld (`%s*`, ops[%d]..ops[%d]) to stage %d on %s (\u2212%s on device %d, +%s on device %d)",
+                     "move block %ld (`%s*`, ops[%d]..ops[%d]) to stage %d on %s "
+                     "(\u2212%s on device %d, +%s on device %d)",
                      b->number, b->prefix, b->first_op, b->last_op, to, dstr, hb(b->on_device).s, device,
                      hb(b->on_device).s, st[to].devs[j]);
   for (int v = 0; f && v < g->n_values; v++) {
@@ -665,7 +666,8 @@ static void fix_move_block(gen *x, const block *b, const stage *st, int from, in
       free(devs), cJSON_Delete(e), cJSON_Delete(t);
       return;
     }
-    for (int i = 0; i < p->layout.count; i++) devs[i] = st[to].devs[device_at(st[from].devs, st[from].count, p->devices[i])];
+    for (int i = 0; i < p->layout.count; i++) /* within the stage: device_at >= 0 */
+      devs[i] = st[to].devs[device_at(st[from].devs, st[from].count, p->devices[i])];
     cJSON_AddStringToObject(t, "param", p->name);
     cJSON_AddStringToObject(e, "edit", "set_attr");
     cJSON_AddItemToObject(e, "target", t);
@@ -699,7 +701,8 @@ static void gen_move_block(gen *x) {
     long number;
     if (p->kind != PPCC_VALUE_PARAM || !placed(p) || !block_prefix(p->name, prefix, sizeof prefix, &number)) continue;
     bool touches = false;
-    for (int i = 0; i < p->layout.count; i++) touches = touches || device_at(st[from].devs, st[from].count, p->devices[i]) >= 0;
+    for (int i = 0; i < p->layout.count; i++)
+      touches = touches || device_at(st[from].devs, st[from].count, p->devices[i]) >= 0;
     if (!touches) continue;
     int b = 0;
     while (b < nb && strcmp(bl[b].prefix, prefix) != 0) b++;
@@ -734,7 +737,8 @@ static void gen_move_block(gen *x) {
       int to = from + side * dist;
       if (to < 0 || to >= ns || st[to].count != st[from].count) continue;
       bool apart = true;
-      for (int i = 0; i < st[to].count; i++) apart = apart && device_at(st[from].devs, st[from].count, st[to].devs[i]) < 0;
+      for (int i = 0; i < st[to].count; i++)
+        apart = apart && device_at(st[from].devs, st[from].count, st[to].devs[i]) < 0;
       if (apart) fix_move_block(x, &bl[side > 0 ? lastb : firstb], st, from, to, device);
     }
 out:
