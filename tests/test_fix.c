@@ -180,6 +180,19 @@ START_TEST(device_over_spec_memory_moves_a_block) {
   ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(diag, "fixes")), 0);
   cJSON_Delete(diag);
   ppcc_devices_spec_free(&spec);
+
+  /* Room only two stages away: the block goes there. */
+  static const char far[] = "{\"devices\": [{\"memory\": \"40K\"}, {\"memory\": \"40K\"}, {\"memory\": \"40K\"}, "
+                            "{\"memory\": \"40K\"}, {\"memory\": 20480}, {\"memory\": 20480}, {\"memory\": \"1M\"}, "
+                            "{\"memory\": \"1M\"}]}";
+  ck_assert_int_eq(ppcc_devices_spec_parse("far.json", far, sizeof far - 1, &spec, &sd), PPCC_OK);
+  diag = diagnose(m, &opt, &d);
+  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(diag, "fixes")), 1);
+  ck_assert_str_eq(str(fix_at(diag, 0), "text"), "move block 4 (`blk.4.*`, ops[16]..ops[18]) to stage 3 on [6,7] "
+                                                 "(\u221216 KiB on device 2, +16 KiB on device 6)");
+  ck_assert_int_eq(apply_and_compile(m, fix_at(diag, 0), opt), PPCC_OK);
+  cJSON_Delete(diag);
+  ppcc_devices_spec_free(&spec);
   cJSON_Delete(m);
 }
 END_TEST

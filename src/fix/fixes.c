@@ -214,6 +214,7 @@ typedef struct cand {
   int64_t cost;
   int score; /* 2 compiles, 1 fails later with another error */
   int order; /* generation order: ties keep it */
+  bool verified; /* score already set by its generator */
 } cand;
 
 typedef struct gen {
@@ -554,7 +555,7 @@ static void gen_memory(gen *x) {
  *     in common, each device mapped by its position in the tuple; the
  *     stage's last block goes to the next stage, its first to the
  *     previous one (adjacent stages first, so the pipeline stays in
- *     order), then to farther stages;
+ *     order); farther stages only when no nearer one has room;
  *   - activations follow the pinned weights (pin-propagate and
  *     insert-transfers), so only the params' "devices" change.
  * Verification recompiles with the spec: a destination without room
@@ -678,6 +679,8 @@ static void fix_move_block(gen *x, const block *b, const stage *st, int from, in
   }
 }
 
+static int verify(gen *x, cand *c);
+
 static void gen_move_block(gen *x) {
   const ppcc_graph *g = x->g;
   int device = x->d->site.device;
@@ -732,7 +735,9 @@ static void gen_move_block(gen *x) {
     if (lastb < 0 || bl[b].first_op > bl[lastb].first_op) lastb = b;
   }
   if (firstb < 0) goto out;
-  for (int dist = 1; dist < ns; dist++)
+  for (int dist = 1; dist < ns; dist++) {
+    int before = x->n;
+    bool fits = false;
     for (int side = 1; side >= -1; side -= 2) {
       int to = from + side * dist;
       if (to < 0 || to >= ns || st[to].count != st[from].count) continue;
@@ -741,6 +746,14 @@ static void gen_move_block(gen *x) {
         apart = apart && device_at(st[from].devs, st[from].count, st[to].devs[i]) < 0;
       if (apart) fix_move_block(x, &bl[side > 0 ? lastb : firstb], st, from, to, device);
     }
+    /* The nearest stages with room win: farther ones only if none fits. */
+    for (int i = before; i < x->n; i++) {
+      x->c[i].score = verify(x, &x->c[i]);
+      x->c[i].verified = true;
+      fits = fits || x->c[i].score == 2;
+    }
+    if (fits) break;
+  }
 out:
   free(st), free(bl), free(held);
 }
@@ -919,7 +932,8 @@ cJSON *ppcc_fix_diagnose(const cJSON *model, const ppcc_graph *g, const ppcc_dia
     else if (kind == PPCC_SITE_SHARD_COUNTS) gen_shard_counts(x);
     else if (kind == PPCC_SITE_LAYOUTS) gen_layouts(x);
   }
-  for (int i = 0; i < x->n; i++) x->c[i].score = verify(x, &x->c[i]);
+  for (int i = 0; i < x->n; i++)
+    if (!x->c[i].verified) x->c[i].score = verify(x, &x->c[i]);
   qsort(x->c, (size_t)x->n, sizeof x->c[0], by_score_then_cost);
   cJSON *fixes = cJSON_AddArrayToObject(e, "fixes");
   for (int i = 0; i < x->n; i++) {
