@@ -82,6 +82,11 @@ typedef struct ppcc_predict_options {
   const bool *view_ops;             /* per op: its result is a view of operand 0
                                        (the interpreter's reshape views and folded
                                        transposes: ppcc_rt_view_ops); NULL: none */
+  bool jit;                         /* the JIT executor's buffers (src/runtime/jit_exec.c):
+                                       inputs are arguments held for the whole run, and
+                                       each output shard has an argument buffer held all
+                                       run besides the result the code computes and
+                                       copies into it (counted as that result's kind) */
 } ppcc_predict_options;
 
 typedef struct ppcc_device_prediction {

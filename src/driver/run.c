@@ -225,8 +225,7 @@ static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit 
   *jit = NULL;
   bool asked = a->backend && strcmp(a->backend, "jit") == 0;
   if (a->backend && !asked) return PPCC_OK;
-  const char *unsupported = a->trace ? "--trace" : a->microbatches > 1 ? "--microbatches"
-                          : a->check_plan ? "--check-plan" : NULL;
+  const char *unsupported = a->trace ? "--trace" : a->microbatches > 1 ? "--microbatches" : NULL;
   if (unsupported && asked) return ppcc_error(d, "--backend=jit does not support %s (use --backend=interp)", unsupported);
   if (unsupported) return PPCC_OK;
   ppcc_diag quiet;
@@ -255,15 +254,17 @@ typedef struct plan_check {
   ppcc_plan_measure measure;
 } plan_check;
 
-static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, plan_check *c, ppcc_diag *d) {
+static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, bool jit, plan_check *c, ppcc_diag *d) {
   memset(c, 0, sizeof *c);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   a->predict.opts.microbatches = (int)a->microbatches;
   a->predict.opts.threads = a->threads > 0 ? (int)a->threads : cores > 0 ? (int)cores : 1;
-  bool *views = ppcc_rt_view_ops(g);
+  bool *views = jit ? NULL : ppcc_rt_view_ops(g); /* the JIT copies reshapes */
   a->predict.opts.view_ops = views;
+  a->predict.opts.jit = jit;
   ppcc_status st = ppcc_predict(g, &a->predict.opts, &c->pred, d);
   a->predict.opts.view_ops = NULL;
+  a->predict.opts.jit = false;
   free(views);
   if (st) return st;
   size_t nd = (size_t)(g->n_devices > 0 ? g->n_devices : 1);
@@ -338,15 +339,17 @@ static ppcc_status run_graph(const ppcc_graph *g, run_args *a, ppcc_diag *d) {
   ppcc_status st = a->mpi ? distribute(g, a, d) : PPCC_OK;
   plan_check check;
   memset(&check, 0, sizeof check);
-  if (!st && a->check_plan) st = plan_check_begin(g, a, &check, d);
-  if (a->check_plan && a->repeat == 0) opts.repeat = 3; /* warm forwards: their busy times count */
-  if (a->check_plan) opts.measure = &check.measure;
+  bool on_jit = false;
 #ifdef PPCC_HAVE_JIT
   ppcc_jit *jit = NULL;
   if (!st) st = compile_jit(g, a, &jit, d);
   opts.execute = jit ? cli_jit_execute : NULL;
   opts.execute_ctx = jit;
+  on_jit = jit != NULL;
 #endif
+  if (!st && a->check_plan) st = plan_check_begin(g, a, on_jit, &check, d);
+  if (a->check_plan && a->repeat == 0) opts.repeat = 3; /* warm forwards: their busy times count */
+  if (a->check_plan) opts.measure = &check.measure;
   if (!st) st = ppcc_run(g, &opts, d);
   if (!st && a->check_plan) st = plan_check_end(a, &check, d);
   plan_check_free(&check);

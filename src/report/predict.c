@@ -208,6 +208,7 @@ typedef struct mem_sim {
   const ppcc_graph *g;
   int m;               /* microbatches */
   const bool *views;   /* per op: its result is a view of operand 0; NULL: none */
+  bool jit;            /* the JIT executor's buffers (ppcc_predict_options.jit) */
   int64_t *bytes;      /* per value: one shard of one microbatch */
   char *kind;          /* per value: MEM_* */
   bool *owns;          /* per value: holds its own buffers (not an in-place alias) */
@@ -259,6 +260,7 @@ static void peak_value(mem_sim *s, int v) {
 static void release(mem_sim *s, int v, int mb, int j) {
   size_t f = (size_t)mb * (size_t)s->g->n_values + (size_t)v;
   if (s->last_use[v] != j || s->g->values[v].kind == PPCC_VALUE_PARAM || !s->owns[v] || s->freed[f]) return;
+  if (s->jit) return; /* the JIT frees its buffers when the device function returns */
   s->freed[f] = true;
   add_value(s, v, mb, -1);
 }
@@ -309,9 +311,9 @@ static void classify(mem_sim *s) {
   free(carries);
 }
 
-static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, ppcc_device_prediction *rows) {
+static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, bool jit, ppcc_device_prediction *rows) {
   size_t nv = (size_t)g->n_values + 1, nd = (size_t)(g->n_devices > 0 ? g->n_devices : 1);
-  mem_sim s = {.g = g, .m = m, .views = views, .rows = rows,
+  mem_sim s = {.g = g, .m = m, .views = views, .jit = jit, .rows = rows,
                .bytes = malloc(sizeof(int64_t) * nv), .kind = malloc(nv), .owns = malloc(nv),
                .last_use = malloc(sizeof(int) * nv), .freed = calloc(nv * (size_t)m, 1),
                .live = calloc(nd * MEM_KINDS, sizeof(int64_t)), .total = calloc(nd, sizeof(int64_t)),
@@ -326,6 +328,8 @@ static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, ppcc_
       for (int v = 0; v < g->n_values; v++)
         if (g->values[v].kind == PPCC_VALUE_INPUT || (g->values[v].kind == PPCC_VALUE_PARAM && mb == 0))
           add_value(&s, v, mb, +1);
+    for (int k = 0; jit && k < g->n_outputs; k++) /* the JIT's output arguments, besides the results copied in */
+      for (int mb = 0; mb < m; mb++) add_value(&s, g->outputs[k], mb, +1);
     for (int d = 0; d < g->n_devices; d++) note_peak(&s, d);
     int n_seg = 1; /* one microbatch: program order, whatever the segments */
     begin[0] = 0, begin[1] = g->n_ops;
@@ -489,7 +493,7 @@ ppcc_status ppcc_predict(const ppcc_graph *g, const ppcc_predict_options *o, ppc
       p->devices[dev].device = dev;
       p->devices[dev].flops = rows[dev].flops;
     }
-    ok = simulate_memory(g, m, o ? o->view_ops : NULL, p->devices) && predict_time(g, o, c, p, &st);
+    ok = simulate_memory(g, m, o ? o->view_ops : NULL, o && o->jit, p->devices) && predict_time(g, o, c, p, &st);
   }
   free(rows);
   rep_stages_free(&st);
