@@ -190,17 +190,19 @@ void cli_help_run(FILE *out) {
         out);
   fputs("  --check-plan          measure each device's peak memory (high-water mark of\n"
         "                        the value buffers the runtime holds: params, inputs,\n"
-        "                        results, transfer destinations; not scratch inside one\n"
-        "                        op) and each stage's busy time (compute ops, slowest\n"
-        "                        device, all microbatches); print them next to the\n"
-        "                        report's prediction and fail naming the device or\n"
-        "                        stage off by more than the tolerance (relative to the\n"
-        "                        measurement). Without --repeat it runs 3 more\n"
-        "                        forwards: busy times are each stage's smallest over\n"
-        "                        the forwards (the first is cold). Interpreter only:\n"
-        "                        it picks --backend=interp and refuses --backend=jit\n"
-        "                        (the JIT's buffers live in compiled code, which has\n"
-        "                        no accounting hooks)\n"
+        "                        results, transfer destinations; interp: not scratch\n"
+        "                        inside one op) and each stage's busy time (compute\n"
+        "                        ops, slowest device, all microbatches); print them\n"
+        "                        next to the report's prediction and fail naming the\n"
+        "                        device or stage off by more than the tolerance\n"
+        "                        (relative to the measurement). Without --repeat it\n"
+        "                        runs 3 more forwards: busy times are each stage's\n"
+        "                        smallest over the forwards (the first is cold).\n"
+        "                        On the JIT: params, inputs and output buffers plus\n"
+        "                        the high-water mark of the compiled code's\n"
+        "                        allocations (kernel temporaries included, freed when\n"
+        "                        the device function returns); busy = device function\n"
+        "                        time outside communication calls\n"
         "  --plan-memory-tolerance=F  allowed memory error, default 0.10\n"
         "  --plan-time-tolerance=F    allowed stage time error, default 0.25\n"
         "  --calibration=FILE    speeds from 'ppcc calibrate' for the time prediction\n"
@@ -252,10 +254,12 @@ static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit 
 typedef struct plan_check {
   ppcc_prediction pred;
   ppcc_plan_measure measure;
+  bool jit; /* measured on the JIT (its buffer model, src/runtime/jit_exec.c) */
 } plan_check;
 
 static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, bool jit, plan_check *c, ppcc_diag *d) {
   memset(c, 0, sizeof *c);
+  c->jit = jit;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   a->predict.opts.microbatches = (int)a->microbatches;
   a->predict.opts.threads = a->threads > 0 ? (int)a->threads : cores > 0 ? (int)cores : 1;
@@ -284,6 +288,7 @@ static ppcc_status plan_check_end(const run_args *a, plan_check *c, ppcc_diag *d
   long long bytes;
   if (inject && sscanf(inject, "%d:%lld", &dev, &bytes) == 2 && dev >= 0 && dev < c->pred.n_devices)
     c->measure.peak_bytes[dev] += bytes;
+  printf("plan check backend: %s\n", c->jit ? "jit (arguments + compiled code's allocations)" : "interp");
   return ppcc_plan_check(&c->pred, &c->measure, a->plan_memory_tolerance, a->plan_time_tolerance, stdout, d);
 }
 
