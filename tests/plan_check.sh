@@ -110,7 +110,7 @@ if $have_jit; then
     tol=0; [[ $model == inserted_collectives ]] && tol=0.03 # device 2: 256 B more of the compiled code's own temporaries
     jit_check "$src/testdata/models/$model.json" "$tol"
   done
-  jit_check "$tmp/pipe.json" 0.10
+  jit_check "$tmp/pipe.json" 0
   jit_check "$tmp/pipe_tp.json" 0
   jit_check "$tmp/llama.json" 0.10
   jit_check "$tmp/decode.json" 0.10
@@ -180,4 +180,4 @@ set -e
 [[ $rc == 1 ]] && grep -q "missing.json" <<<"$out" || { echo "$out"; fail "missing calibration file"; }
 [[ $rc2 == 1 ]] && grep -q "does not divide into 3 microbatches" <<<"$out2" || { echo "$out2"; fail "--microbatches 3"; }
 
-echo "plan_check: JIT memory within 10 % on $n_jit shipped models (exact on 5) and 4 generated graphs; interpreter: memory exact on $n shipped models, a 4-stage pipeline (M = 1, 2, 4, 8), TP pipeline, gen_llama prefill and decode; failing checks, calibration files"
+echo "plan_check: JIT memory within 10 % on $n_jit shipped models (exact on 5) and 4 generated graphs (2 exact); interpreter: memory exact on $n shipped models, a 4-stage pipeline (M = 1, 2, 4, 8), TP pipeline, gen_llama prefill and decode; failing checks, calibration files"

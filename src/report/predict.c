@@ -212,8 +212,8 @@ typedef struct mem_sim {
   int64_t *bytes;      /* per value: one shard of one microbatch */
   char *kind;          /* per value: MEM_* */
   bool *owns;          /* per value: holds its own buffers (not an in-place alias) */
-  bool *shard0_alias;  /* per value, JIT: shard 0 is a slice at offset 0 of its whole
-                          operand, which bufferization leaves a view (no buffer) */
+  uint64_t *alias;     /* per value, JIT: bit i set when shard i is its operand's
+                          buffer or a view of it (jit_alias_mask) */
   int *last_use;
   bool *freed;         /* [mb * n_values + v] */
   int64_t *live;       /* [dev * MEM_KINDS + kind] */
@@ -250,22 +250,37 @@ static void note_peak(mem_sim *s, int dev) {
 
 static void add_value(mem_sim *s, int v, int mb, int sign) {
   const ppcc_value *p = &s->g->values[v];
-  for (int i = s->shard0_alias[v] ? 1 : 0; i < shard_count(p); i++) account(s, rep_shard_device(p, i), v, mb, sign);
+  for (int i = 0; i < shard_count(p); i++)
+    if (i >= 64 || !(s->alias[v] >> i & 1)) account(s, rep_shard_device(p, i), v, mb, sign);
 }
 
-/* JIT: a non-compute op cutting a whole value (replicated or unsharded)
- * into a split one cuts slices (tensor.extract_slice); the slice at offset
- * 0 of a split whose leading dims are 1 is contiguous with an identity
- * layout, so One-Shot Bufferize makes it a view of the operand; the other
- * slices are copied into buffers of their own. */
-static bool cuts_first_shard_as_view(const ppcc_graph *g, const ppcc_op *op) {
-  if (!op->info || op->info->family == PPCC_FAMILY_COMPUTE || op->n_in != 1 || op->n_out != 1) return false;
+/* JIT (src/emit/exec_comm.c): the shards of a layout change that hold no
+ * buffer of their own. A one-shard operand is a whole value. Shard j is
+ * produced on its home (the operand's shard j, or its one shard) and, if
+ * that is not its device, sent and received into a new buffer. Produced:
+ * whole to whole, or split to split on the same dim, is the operand
+ * itself; whole to split cuts a slice (tensor.extract_slice), which
+ * One-Shot Bufferize leaves a view when it starts at offset 0 of a split
+ * whose leading dims are 1, and copies otherwise; gathers, reductions and
+ * collects into one device write new buffers. */
+static uint64_t jit_alias_mask(const ppcc_graph *g, const ppcc_op *op) {
+  if (!op->info || op->info->family == PPCC_FAMILY_COMPUTE || op->n_in != 1 || op->n_out != 1) return 0;
   const ppcc_value *in = &g->values[op->in[0]], *out = &g->values[op->out[0]];
-  if (in->layout.kind == PPCC_LAYOUT_SPLIT || in->layout.kind == PPCC_LAYOUT_UNREDUCED) return false;
-  if (out->layout.kind != PPCC_LAYOUT_SPLIT || out->layout.dim < 0 || out->layout.dim >= out->rank) return false;
-  for (int r = 0; r < out->layout.dim; r++)
-    if (out->shape[r] != 1) return false;
-  return rep_shard_device(out, 0) == rep_shard_device(in, 0);
+  if (!in->devices || !out->devices || in->layout.count < 1 || out->layout.count > 64) return 0;
+  ppcc_layout_kind ik = in->layout.count == 1 ? PPCC_LAYOUT_UNSHARDED : in->layout.kind, ok = out->layout.kind;
+  bool whole_in = ik == PPCC_LAYOUT_UNSHARDED || ik == PPCC_LAYOUT_REPLICATED;
+  bool whole_out = ok == PPCC_LAYOUT_UNSHARDED || ok == PPCC_LAYOUT_REPLICATED;
+  if (!whole_in && in->layout.count != out->layout.count) return 0;
+  bool copy = (whole_in && whole_out) || (ik == PPCC_LAYOUT_SPLIT && ok == PPCC_LAYOUT_SPLIT && in->layout.dim == out->layout.dim);
+  bool cut = whole_in && ok == PPCC_LAYOUT_SPLIT && out->layout.dim >= 0 && out->layout.dim < out->rank;
+  for (int r = 0; cut && r < out->layout.dim; r++)
+    if (out->shape[r] != 1) cut = false;
+  uint64_t mask = 0;
+  for (int j = 0; j < out->layout.count; j++) {
+    int home = in->layout.count == 1 ? in->devices[0] : in->devices[j];
+    if (home == out->devices[j] && (copy || (cut && j == 0))) mask |= (uint64_t)1 << j;
+  }
+  return mask;
 }
 
 static void peak_value(mem_sim *s, int v) {
@@ -304,7 +319,7 @@ static void classify(mem_sim *s) {
     const ppcc_value *p = &g->values[v];
     s->kind[v] = p->kind == PPCC_VALUE_PARAM ? MEM_PARAM : MEM_ACT;
     s->owns[v] = true;
-    s->shard0_alias[v] = false;
+    s->alias[v] = 0;
     if (carries) carries[v] = p->kind == PPCC_VALUE_INPUT;
   }
   for (int j = 0; j < g->n_ops; j++) {
@@ -317,7 +332,7 @@ static void classify(mem_sim *s) {
       if (carries) carries[op->out[r]] = c;
     }
     if (s->views && s->views[j] && op->n_out > 0) s->owns[op->out[0]] = false; /* the operand's bytes */
-    if (s->jit && cuts_first_shard_as_view(g, op)) s->shard0_alias[op->out[0]] = true;
+    if (s->jit) s->alias[op->out[0]] = jit_alias_mask(g, op);
     if (in_place(op)) {
       s->owns[op->out[0]] = false;
       if (s->kind[op->in[0]] != MEM_PARAM) s->kind[op->in[0]] = MEM_KV;
@@ -333,12 +348,12 @@ static void classify(mem_sim *s) {
 static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, bool jit, ppcc_device_prediction *rows) {
   size_t nv = (size_t)g->n_values + 1, nd = (size_t)(g->n_devices > 0 ? g->n_devices : 1);
   mem_sim s = {.g = g, .m = m, .views = views, .jit = jit, .rows = rows,
-               .bytes = malloc(sizeof(int64_t) * nv), .kind = malloc(nv), .owns = malloc(nv), .shard0_alias = malloc(nv),
+               .bytes = malloc(sizeof(int64_t) * nv), .kind = malloc(nv), .owns = malloc(nv), .alias = malloc(sizeof(uint64_t) * nv),
                .last_use = malloc(sizeof(int) * nv), .freed = calloc(nv * (size_t)m, 1),
                .live = calloc(nd * MEM_KINDS, sizeof(int64_t)), .total = calloc(nd, sizeof(int64_t)),
                .act_mb = calloc(nd * (size_t)m, sizeof(int64_t)), .in_flight = calloc(nd, sizeof(int))};
   int *begin = malloc(sizeof(int) * ((size_t)g->n_ops + 2));
-  bool ok = s.bytes && s.kind && s.owns && s.shard0_alias && s.last_use && s.freed && s.live && s.total && s.act_mb && s.in_flight &&
+  bool ok = s.bytes && s.kind && s.owns && s.alias && s.last_use && s.freed && s.live && s.total && s.act_mb && s.in_flight &&
             begin;
   if (ok) {
     classify(&s);
@@ -360,7 +375,7 @@ static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, bool 
   free(s.bytes);
   free(s.kind);
   free(s.owns);
-  free(s.shard0_alias);
+  free(s.alias);
   free(s.last_use);
   free(s.freed);
   free(s.live);
