@@ -7,8 +7,8 @@
 #    (all on the interpreter: --backend=interp);
 #  - on the JIT (default backend) the predicted peak is within the default
 #    10 % of the measurement on every shipped model and generated pipelines
-#    (TP+PP, llama prefill and decode), and exact on the models whose
-#    kernels allocate no temporaries; the JIT check fails on an injected
+#    (TP+PP, llama prefill and decode), exact on those where no kernel
+#    temporary is live at the high-water mark and within 3 % on the others; the JIT check fails on an injected
 #    mismatch and a 0 time tolerance;
 #  - stage times are printed but not asserted (no timed assertions in
 #    tests: bench/plan_accuracy.sh reports their accuracy);
@@ -106,14 +106,17 @@ if $have_jit; then
     jit_check "$model" 0.10
     n_jit=$((n_jit + 1))
   done
-  for model in explicit_transfer pp_chain ppffn ppffn_sharktank tp_ffn inserted_collectives; do
-    tol=0; [[ $model == inserted_collectives ]] && tol=0.03 # device 2: 256 B more of the compiled code's own temporaries
-    jit_check "$src/testdata/models/$model.json" "$tol"
+  # exact where no kernel temporary is live at the high-water mark; else
+  # within 3 % (inserted_collectives device 2: 256 B, the llamas: < 700 B)
+  for model in explicit_transfer pp_chain ppffn ppffn_sharktank tp_ffn; do
+    jit_check "$src/testdata/models/$model.json" 0
   done
+  jit_check "$src/testdata/models/inserted_collectives.json" 0.03
+  jit_check "$src/testdata/models/tiny_llama.json" 0.03
   jit_check "$tmp/pipe.json" 0
   jit_check "$tmp/pipe_tp.json" 0
-  jit_check "$tmp/llama.json" 0.10
-  jit_check "$tmp/decode.json" 0.10
+  jit_check "$tmp/llama.json" 0.03
+  jit_check "$tmp/decode.json" 0.03
   set +e
   out=$(PPCC_INJECT_PLAN_MEMORY=1:4096 "$ppcc" run "$src/testdata/models/pp_chain.json" --backend=jit --check-plan \
         --plan-memory-tolerance=0 --plan-time-tolerance=1e6 2>&1); rc=$?
@@ -180,4 +183,4 @@ set -e
 [[ $rc == 1 ]] && grep -q "missing.json" <<<"$out" || { echo "$out"; fail "missing calibration file"; }
 [[ $rc2 == 1 ]] && grep -q "does not divide into 3 microbatches" <<<"$out2" || { echo "$out2"; fail "--microbatches 3"; }
 
-echo "plan_check: JIT memory within 10 % on $n_jit shipped models (exact on 5) and 4 generated graphs (2 exact); interpreter: memory exact on $n shipped models, a 4-stage pipeline (M = 1, 2, 4, 8), TP pipeline, gen_llama prefill and decode; failing checks, calibration files"
+echo "plan_check: JIT memory within 10 % on $n_jit shipped models (exact on 5, 3 % on 2) and 4 generated graphs (2 exact, 2 within 3 %); interpreter: memory exact on $n shipped models, a 4-stage pipeline (M = 1, 2, 4, 8), TP pipeline, gen_llama prefill and decode; failing checks, calibration files"

@@ -263,7 +263,7 @@ static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, bool jit, 
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   a->predict.opts.microbatches = (int)a->microbatches;
   a->predict.opts.threads = a->threads > 0 ? (int)a->threads : cores > 0 ? (int)cores : 1;
-  bool *views = jit ? NULL : ppcc_rt_view_ops(g); /* the JIT copies reshapes */
+  bool *views = jit ? ppcc_rt_jit_view_ops(g) : ppcc_rt_view_ops(g);
   a->predict.opts.view_ops = views;
   a->predict.opts.jit = jit;
   ppcc_status st = ppcc_predict(g, &a->predict.opts, &c->pred, d);

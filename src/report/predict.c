@@ -334,7 +334,7 @@ static void classify(mem_sim *s) {
     if (s->views && s->views[j] && op->n_out > 0) s->owns[op->out[0]] = false; /* the operand's bytes */
     if (s->jit) s->alias[op->out[0]] = jit_alias_mask(g, op);
     if (in_place(op)) {
-      s->owns[op->out[0]] = false;
+      s->owns[op->out[0]] = s->jit; /* the JIT copies the destination into a new result */
       if (s->kind[op->in[0]] != MEM_PARAM) s->kind[op->in[0]] = MEM_KV;
     }
   }
