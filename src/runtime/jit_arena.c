@@ -13,7 +13,12 @@
  * runs replay: the k-th allocation is block + offset[k], a free inside the
  * block does nothing. Should a run ever allocate differently (another
  * size, more allocations), the rest of that run uses the heap and the next
- * run records again. */
+ * run records again.
+ *
+ * For `ppcc run --check-plan` each device thread counts the bytes of its
+ * live allocations and their high-water mark (rt_jit_arena_peak): heap
+ * buffers one by one; a replay reports its recording run's mark, since it
+ * allocates and frees the same sizes in the same order. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +47,9 @@ static void count(int64_t delta) {
   if (live_bytes > peak_bytes) peak_bytes = live_bytes;
 }
 
-/* Heap buffers carry a header before the data: the log index (-1: none)
- * and the header size, so that a free finds both. */
+/* Heap buffers carry a header before the data: the size (for the
+ * --check-plan count), the log index (-1: none) and the header size, so
+ * that a free finds all three. */
 #define HEADER 64
 
 static void *heap_alloc(int64_t size, int64_t alignment, int index) {
