@@ -11,7 +11,9 @@
 # 1 - sum over stages of the stage's busy time (slowest device) /
 # (stages x wall of the device programs), the same definition as the
 # prediction's. Without CALIB.json, `ppcc calibrate` runs first.
-# Two threads at most (--threads 2).
+# Two threads at most (--threads 2). PLAN_BACKEND=jit measures the JIT
+# (M = 1 only: the JIT runs no microbatches, those rows run interp);
+# default interp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ppcc=${1:-build/ppcc}
@@ -32,8 +34,10 @@ fi
 # run MODEL LABEL [ARGS...]: ROUNDS check-plan runs, outputs kept as $tmp/LABEL.N
 run() {
   local model=$1 label=$2; shift 2
+  local backend=${PLAN_BACKEND:-interp}
+  [[ " $* " == *" --microbatches "* && " $* " != *" --microbatches 1 "* ]] && backend=interp
   for ((r = 0; r < rounds; r++)); do
-    "$ppcc" run "$model" --check-plan --plan-time-tolerance=1e6 --plan-memory-tolerance=1e6 --threads 2 \
+    "$ppcc" run "$model" --backend="$backend" --check-plan --plan-time-tolerance=1e6 --plan-memory-tolerance=1e6 --threads 2 \
       --calibration "$calib" "$@" >"$tmp/$label.$r" 2>/dev/null
   done
 }

@@ -24,6 +24,28 @@
  * the staging copy of a send) is in neither the prediction nor the
  * measurement.
  *
+ * JIT memory model (ppcc_predict_options.jit; measured by
+ * src/runtime/jit_exec.c: argument shards + the high-water mark of what
+ * the compiled code allocates through src/runtime/jit_arena.c):
+ *   - params, inputs and one buffer per output shard are arguments the
+ *     executor holds for the whole run; the result an output's op computes
+ *     is a buffer of its own, copied into the output argument at the end;
+ *   - every buffer the device function allocates lives until it returns
+ *     (src/emit/exec_dealloc.c frees them all at the end): nothing is
+ *     released after its last reader;
+ *   - a reshape is a view (not outlined, src/emit/exec_kernel.c); an
+ *     in-place op (index_copy) copies its destination into a new result;
+ *   - a layout change (src/emit/exec_comm.c) whose shard stays on its
+ *     home device is the operand's buffer (whole to whole, split to split
+ *     on the same dim) or, for the offset-0 cut of a split whose leading
+ *     dims are 1, a view; other cuts, receives, gathers and reductions are
+ *     new buffers;
+ *   - with M > 1 the JIT does not run (the interpreter does).
+ * Not modelled: temporaries that kernels allocate and free inside one op
+ * (a row reduction's accumulator, a bias-add's staging buffer); they are
+ * in the measurement when live at its high-water mark (a few hundred
+ * bytes on the shipped models, tests/plan_check.sh).
+ *
  * Time model (per device, per op shard it computes):
  *   t = overhead [+ gemm call cost] + max(flops / rate, bytes / elementwise_bandwidth)
  * where rate is the GEMM FLOP/s for ops doing more than 16 FLOPs per
@@ -82,6 +104,8 @@ typedef struct ppcc_predict_options {
   const bool *view_ops;             /* per op: its result is a view of operand 0
                                        (the interpreter's reshape views and folded
                                        transposes: ppcc_rt_view_ops); NULL: none */
+  bool jit;                         /* the JIT's buffers (see "JIT memory model" above);
+                                       view_ops then from ppcc_rt_jit_view_ops */
 } ppcc_predict_options;
 
 typedef struct ppcc_device_prediction {

@@ -105,6 +105,11 @@ int64_t ppcc_rt_arena_bytes(int device, int64_t *planned, int64_t *scratch);
  * executor (ppcc_predict_options.view_ops). Free with free(); NULL: out
  * of memory. */
 bool *ppcc_rt_view_ops(const ppcc_graph *g);
+/* The same for the JIT (src/emit/exec_kernel.c): a reshape is not
+ * outlined into a kernel, so bufferization leaves it a view of its
+ * operand; transposes are kernels (copies), and in-place ops copy their
+ * destination (no write through a view). */
+bool *ppcc_rt_jit_view_ops(const ppcc_graph *g);
 /* C = A[M,K] * B (B is [K,N], or [N,K] when b_transposed), row-major,
  * f32. Uses OpenBLAS when built with it, else ppcc_rt_sgemm_portable. */
 void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,

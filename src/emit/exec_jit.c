@@ -40,7 +40,7 @@ static const char to_llvm_pipeline[] =
     "lower-affine,"
     "convert-math-to-llvm,"
     "convert-math-to-libm,"
-    "finalize-memref-to-llvm{use-generic-functions=true}," /* allocations to the arenas, before convert-to-llvm's default memref lowering */
+    "finalize-memref-to-llvm{use-generic-functions=true use-aligned-alloc=true}," /* allocations to the arenas, before convert-to-llvm's default memref lowering */
     "convert-to-llvm," /* arith, func, cf in one walk */
     "reconcile-unrealized-casts)";
 

@@ -208,9 +208,12 @@ typedef struct mem_sim {
   const ppcc_graph *g;
   int m;               /* microbatches */
   const bool *views;   /* per op: its result is a view of operand 0; NULL: none */
+  bool jit;            /* the JIT executor's buffers (ppcc_predict_options.jit) */
   int64_t *bytes;      /* per value: one shard of one microbatch */
   char *kind;          /* per value: MEM_* */
   bool *owns;          /* per value: holds its own buffers (not an in-place alias) */
+  uint64_t *alias;     /* per value, JIT: bit i set when shard i is its operand's
+                          buffer or a view of it (jit_alias_mask) */
   int *last_use;
   bool *freed;         /* [mb * n_values + v] */
   int64_t *live;       /* [dev * MEM_KINDS + kind] */
@@ -247,7 +250,37 @@ static void note_peak(mem_sim *s, int dev) {
 
 static void add_value(mem_sim *s, int v, int mb, int sign) {
   const ppcc_value *p = &s->g->values[v];
-  for (int i = 0; i < shard_count(p); i++) account(s, rep_shard_device(p, i), v, mb, sign);
+  for (int i = 0; i < shard_count(p); i++)
+    if (i >= 64 || !(s->alias[v] >> i & 1)) account(s, rep_shard_device(p, i), v, mb, sign);
+}
+
+/* JIT (src/emit/exec_comm.c): the shards of a layout change that hold no
+ * buffer of their own. A one-shard operand is a whole value. Shard j is
+ * produced on its home (the operand's shard j, or its one shard) and, if
+ * that is not its device, sent and received into a new buffer. Produced:
+ * whole to whole, or split to split on the same dim, is the operand
+ * itself; whole to split cuts a slice (tensor.extract_slice), which
+ * One-Shot Bufferize leaves a view when it starts at offset 0 of a split
+ * whose leading dims are 1, and copies otherwise; gathers, reductions and
+ * collects into one device write new buffers. */
+static uint64_t jit_alias_mask(const ppcc_graph *g, const ppcc_op *op) {
+  if (!op->info || op->info->family == PPCC_FAMILY_COMPUTE || op->n_in != 1 || op->n_out != 1) return 0;
+  const ppcc_value *in = &g->values[op->in[0]], *out = &g->values[op->out[0]];
+  if (!in->devices || !out->devices || in->layout.count < 1 || out->layout.count > 64) return 0;
+  ppcc_layout_kind ik = in->layout.count == 1 ? PPCC_LAYOUT_UNSHARDED : in->layout.kind, ok = out->layout.kind;
+  bool whole_in = ik == PPCC_LAYOUT_UNSHARDED || ik == PPCC_LAYOUT_REPLICATED;
+  bool whole_out = ok == PPCC_LAYOUT_UNSHARDED || ok == PPCC_LAYOUT_REPLICATED;
+  if (!whole_in && in->layout.count != out->layout.count) return 0;
+  bool copy = (whole_in && whole_out) || (ik == PPCC_LAYOUT_SPLIT && ok == PPCC_LAYOUT_SPLIT && in->layout.dim == out->layout.dim);
+  bool cut = whole_in && ok == PPCC_LAYOUT_SPLIT && out->layout.dim >= 0 && out->layout.dim < out->rank;
+  for (int r = 0; cut && r < out->layout.dim; r++)
+    if (out->shape[r] != 1) cut = false;
+  uint64_t mask = 0;
+  for (int j = 0; j < out->layout.count; j++) {
+    int home = in->layout.count == 1 ? in->devices[0] : in->devices[j];
+    if (home == out->devices[j] && (copy || (cut && j == 0))) mask |= (uint64_t)1 << j;
+  }
+  return mask;
 }
 
 static void peak_value(mem_sim *s, int v) {
@@ -259,6 +292,7 @@ static void peak_value(mem_sim *s, int v) {
 static void release(mem_sim *s, int v, int mb, int j) {
   size_t f = (size_t)mb * (size_t)s->g->n_values + (size_t)v;
   if (s->last_use[v] != j || s->g->values[v].kind == PPCC_VALUE_PARAM || !s->owns[v] || s->freed[f]) return;
+  if (s->jit) return; /* the JIT frees its buffers when the device function returns */
   s->freed[f] = true;
   add_value(s, v, mb, -1);
 }
@@ -285,6 +319,7 @@ static void classify(mem_sim *s) {
     const ppcc_value *p = &g->values[v];
     s->kind[v] = p->kind == PPCC_VALUE_PARAM ? MEM_PARAM : MEM_ACT;
     s->owns[v] = true;
+    s->alias[v] = 0;
     if (carries) carries[v] = p->kind == PPCC_VALUE_INPUT;
   }
   for (int j = 0; j < g->n_ops; j++) {
@@ -297,8 +332,9 @@ static void classify(mem_sim *s) {
       if (carries) carries[op->out[r]] = c;
     }
     if (s->views && s->views[j] && op->n_out > 0) s->owns[op->out[0]] = false; /* the operand's bytes */
+    if (s->jit) s->alias[op->out[0]] = jit_alias_mask(g, op);
     if (in_place(op)) {
-      s->owns[op->out[0]] = false;
+      s->owns[op->out[0]] = s->jit; /* the JIT copies the destination into a new result */
       if (s->kind[op->in[0]] != MEM_PARAM) s->kind[op->in[0]] = MEM_KV;
     }
   }
@@ -309,15 +345,15 @@ static void classify(mem_sim *s) {
   free(carries);
 }
 
-static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, ppcc_device_prediction *rows) {
+static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, bool jit, ppcc_device_prediction *rows) {
   size_t nv = (size_t)g->n_values + 1, nd = (size_t)(g->n_devices > 0 ? g->n_devices : 1);
-  mem_sim s = {.g = g, .m = m, .views = views, .rows = rows,
-               .bytes = malloc(sizeof(int64_t) * nv), .kind = malloc(nv), .owns = malloc(nv),
+  mem_sim s = {.g = g, .m = m, .views = views, .jit = jit, .rows = rows,
+               .bytes = malloc(sizeof(int64_t) * nv), .kind = malloc(nv), .owns = malloc(nv), .alias = malloc(sizeof(uint64_t) * nv),
                .last_use = malloc(sizeof(int) * nv), .freed = calloc(nv * (size_t)m, 1),
                .live = calloc(nd * MEM_KINDS, sizeof(int64_t)), .total = calloc(nd, sizeof(int64_t)),
                .act_mb = calloc(nd * (size_t)m, sizeof(int64_t)), .in_flight = calloc(nd, sizeof(int))};
   int *begin = malloc(sizeof(int) * ((size_t)g->n_ops + 2));
-  bool ok = s.bytes && s.kind && s.owns && s.last_use && s.freed && s.live && s.total && s.act_mb && s.in_flight &&
+  bool ok = s.bytes && s.kind && s.owns && s.alias && s.last_use && s.freed && s.live && s.total && s.act_mb && s.in_flight &&
             begin;
   if (ok) {
     classify(&s);
@@ -326,6 +362,8 @@ static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, ppcc_
       for (int v = 0; v < g->n_values; v++)
         if (g->values[v].kind == PPCC_VALUE_INPUT || (g->values[v].kind == PPCC_VALUE_PARAM && mb == 0))
           add_value(&s, v, mb, +1);
+    for (int k = 0; jit && k < g->n_outputs; k++) /* the JIT's output arguments, besides the results copied in */
+      for (int mb = 0; mb < m; mb++) add_value(&s, g->outputs[k], mb, +1);
     for (int d = 0; d < g->n_devices; d++) note_peak(&s, d);
     int n_seg = 1; /* one microbatch: program order, whatever the segments */
     begin[0] = 0, begin[1] = g->n_ops;
@@ -337,6 +375,7 @@ static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, ppcc_
   free(s.bytes);
   free(s.kind);
   free(s.owns);
+  free(s.alias);
   free(s.last_use);
   free(s.freed);
   free(s.live);
@@ -489,7 +528,7 @@ ppcc_status ppcc_predict(const ppcc_graph *g, const ppcc_predict_options *o, ppc
       p->devices[dev].device = dev;
       p->devices[dev].flops = rows[dev].flops;
     }
-    ok = simulate_memory(g, m, o ? o->view_ops : NULL, p->devices) && predict_time(g, o, c, p, &st);
+    ok = simulate_memory(g, m, o ? o->view_ops : NULL, o && o->jit, p->devices) && predict_time(g, o, c, p, &st);
   }
   free(rows);
   rep_stages_free(&st);

@@ -812,6 +812,16 @@ bool *ppcc_rt_view_ops(const ppcc_graph *g) {
   return x.view_op;
 }
 
+bool *ppcc_rt_jit_view_ops(const ppcc_graph *g) {
+  bool *view = calloc((size_t)g->n_ops + 1, sizeof *view);
+  for (int j = 0; view && j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    view[j] = rt_kernel_is_view(op) && op->n_in >= 1 && op->n_out == 1 &&
+              g->values[op->in[0]].dtype == g->values[op->out[0]].dtype;
+  }
+  return view;
+}
+
 /* last_use: the last op reading each value; an in-place result aliases
  * its destination and a view its operand, so those live as long as the
  * result; graph outputs (and what they alias) are kept. */

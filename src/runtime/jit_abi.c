@@ -8,6 +8,7 @@
  * lowered code could later call an MPI implementation of the ABI where the
  * device is the process's rank. A failing call aborts the run (every later
  * call returns at once) and records its op index for the error message. */
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 #include "jit_abi.h"
@@ -28,12 +29,20 @@ typedef struct jit_view {
 static _Thread_local ppcc_rt_comm *bound_comm;
 static _Thread_local int bound_self = -1;
 static _Thread_local int failed_op = -1;
+static _Thread_local double comm_seconds; /* in communication calls */
 
 void rt_jit_bind(ppcc_rt_comm *comm, int self) {
   bound_comm = comm;
   bound_self = self;
   failed_op = -1;
+  comm_seconds = 0;
 }
+
+double rt_jit_comm_ms(void) { return comm_seconds * 1e3; }
+
+/* Starts / ends the timing of one communication call. */
+static double comm_start(void) { return omp_get_wtime(); }
+static void comm_end(double t0) { comm_seconds += omp_get_wtime() - t0; }
 
 int rt_jit_failed_op(void) { return failed_op; }
 
@@ -69,13 +78,17 @@ static int64_t elem_size(int64_t dtype) { return ppcc_dtype_size((ppcc_dtype)dty
 static void jit_send(int64_t op, int64_t dtype, int64_t dst, jit_unranked *buf) {
   jit_view v = view_of(buf, elem_size(dtype));
   if (!usable(op, &v, "send")) return;
+  double t0 = comm_start();
   note_failure(op, ppcc_rt_send(bound_comm, bound_self, (int)dst, v.data, v.count * elem_size(dtype)));
+  comm_end(t0);
 }
 
 static void jit_recv(int64_t op, int64_t dtype, int64_t src, jit_unranked *buf) {
   jit_view v = view_of(buf, elem_size(dtype));
   if (!usable(op, &v, "recv")) return;
+  double t0 = comm_start();
   note_failure(op, ppcc_rt_recv(bound_comm, bound_self, (int)src, v.data, v.count * elem_size(dtype)));
+  comm_end(t0);
 }
 
 /* The device ids of a group (memref<Nxi64>, N <= 64 by the emitter). */
@@ -90,7 +103,9 @@ static void jit_all_reduce(int64_t op, int64_t dtype, jit_unranked *group, int64
   int ids[64], n = group_ids(group, ids);
   jit_view v = view_of(buf, elem_size(dtype));
   if (!usable(op, &v, "all_reduce")) return;
+  double t0 = comm_start();
   note_failure(op, ppcc_rt_all_reduce(bound_comm, ids, n, (int)rank, (int)dtype, v.data, v.count));
+  comm_end(t0);
 }
 
 static bool sizes_match(int64_t op, const jit_view *shard, const jit_view *full, int64_t outer, int64_t inner, int n,
@@ -109,7 +124,9 @@ static void jit_all_gather(int64_t op, int64_t dtype, jit_unranked *group, int64
   jit_view s = view_of(shard, elem_size(dtype)), f = view_of(full, elem_size(dtype));
   if (!usable(op, &s, "all_gather") || !usable(op, &f, "all_gather")) return;
   if (!sizes_match(op, &s, &f, outer, inner, n, "all_gather")) return;
+  double t0 = comm_start();
   note_failure(op, ppcc_rt_all_gather(bound_comm, ids, n, (int)rank, (int)dtype, s.data, f.data, outer, inner));
+  comm_end(t0);
 }
 
 static void jit_reduce_scatter(int64_t op, int64_t dtype, jit_unranked *group, int64_t rank, int64_t outer,
@@ -118,7 +135,9 @@ static void jit_reduce_scatter(int64_t op, int64_t dtype, jit_unranked *group, i
   jit_view f = view_of(full, elem_size(dtype)), s = view_of(shard, elem_size(dtype));
   if (!usable(op, &s, "reduce_scatter") || !usable(op, &f, "reduce_scatter")) return;
   if (!sizes_match(op, &s, &f, outer, inner, n, "reduce_scatter")) return;
+  double t0 = comm_start();
   note_failure(op, ppcc_rt_reduce_scatter(bound_comm, ids, n, (int)rank, (int)dtype, f.data, s.data, outer, inner));
+  comm_end(t0);
 }
 
 /* Index checks (exec_check_index in src/emit/exec_comm.c): every element

@@ -16,6 +16,13 @@ int rt_jit_failed_op(void);
  * device function; a new key records a new plan). ok: the run succeeded. */
 void rt_jit_arena_begin(int dev, const void *key);
 void rt_jit_arena_end(bool ok);
+/* High-water mark of the bytes the compiled code held allocated on this
+ * thread since rt_jit_arena_begin (whether from the arena or the heap):
+ * what --check-plan counts as the device's activations. */
+int64_t rt_jit_arena_peak(void);
+/* Milliseconds this thread spent in communication calls (send, recv,
+ * collectives) since rt_jit_bind: not busy time for --check-plan. */
+double rt_jit_comm_ms(void);
 /* memref.alloc / dealloc of JIT-compiled code (the generic functions of
  * finalize-memref-to-llvm). */
 void *rt_jit_alloc(uint64_t size);

@@ -13,7 +13,12 @@
  * runs replay: the k-th allocation is block + offset[k], a free inside the
  * block does nothing. Should a run ever allocate differently (another
  * size, more allocations), the rest of that run uses the heap and the next
- * run records again. */
+ * run records again.
+ *
+ * For `ppcc run --check-plan` each device thread counts the bytes of its
+ * live allocations and their high-water mark (rt_jit_arena_peak): heap
+ * buffers one by one; a replay reports its recording run's mark, since it
+ * allocates and frees the same sizes in the same order. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +33,23 @@ typedef struct jit_arena {
   int n, cap, next, event;
   char *block;
   int64_t bytes;
+  int64_t recorded_peak; /* live-bytes high-water of the recording run */
 } jit_arena;
 
 static jit_arena arenas[PPCC_MAX_DEVICES];
 static _Thread_local jit_arena *bound;
+/* --check-plan: bytes of this thread's live allocations and their
+ * high-water mark since rt_jit_arena_begin. */
+static _Thread_local int64_t live_bytes, peak_bytes;
 
-/* Heap buffers carry a header before the data: the log index (-1: none)
- * and the header size, so that a free finds both. */
+static void count(int64_t delta) {
+  live_bytes += delta;
+  if (live_bytes > peak_bytes) peak_bytes = live_bytes;
+}
+
+/* Heap buffers carry a header before the data: the size (for the
+ * --check-plan count), the log index (-1: none) and the header size, so
+ * that a free finds all three. */
 #define HEADER 64
 
 static void *heap_alloc(int64_t size, int64_t alignment, int index) {
@@ -42,17 +57,19 @@ static void *heap_alloc(int64_t size, int64_t alignment, int index) {
   char *base = NULL;
   if (posix_memalign((void **)&base, (size_t)head, (size_t)(head + (size > 0 ? size : 1))) != 0) return NULL;
   char *p = base + head;
-  int64_t meta[2] = {index, head};
-  memcpy(p - 16, meta, sizeof meta);
+  int64_t meta[3] = {size, index, head};
+  memcpy(p - 24, meta, sizeof meta);
+  count(size);
   return p;
 }
 
 static void heap_free(char *p) {
-  int64_t meta[2];
-  memcpy(meta, p - 16, sizeof meta);
+  int64_t meta[3];
+  memcpy(meta, p - 24, sizeof meta);
   jit_arena *a = bound;
-  if (a && !a->replay && meta[0] >= 0 && meta[0] < a->n) a->log[meta[0]].death = a->event++;
-  free(p - meta[1]);
+  if (a && !a->replay && meta[1] >= 0 && meta[1] < a->n) a->log[meta[1]].death = a->event++;
+  count(-meta[0]);
+  free(p - meta[2]);
 }
 
 static void *arena_alloc(int64_t size, int64_t alignment) {
@@ -99,6 +116,7 @@ static void reset(jit_arena *a) {
 
 void rt_jit_arena_begin(int dev, const void *key) {
   bound = NULL;
+  live_bytes = peak_bytes = 0;
   if (dev < 0 || dev >= PPCC_MAX_DEVICES || getenv("PPCC_NO_ARENA")) return; /* bench/: the heap, for a before/after */
   jit_arena *a = &arenas[dev];
   if (atomic_exchange(&a->busy, true)) return; /* another run uses it: the heap */
@@ -107,7 +125,12 @@ void rt_jit_arena_begin(int dev, const void *key) {
   a->next = a->event = 0;
   a->broken = false;
   bound = a;
+  /* a replay allocates and frees as the recording run did: the same
+   * high-water mark (planned blocks are not counted one by one) */
+  if (a->replay) peak_bytes = a->recorded_peak;
 }
+
+int64_t rt_jit_arena_peak(void) { return peak_bytes; }
 
 void rt_jit_arena_end(bool ok) {
   jit_arena *a = bound;
@@ -123,6 +146,7 @@ void rt_jit_arena_end(bool ok) {
     if (a->block) {
       memset(a->block, 0, (size_t)(planned > 0 ? planned : RT_ARENA_ALIGN)); /* touched once, here */
       a->bytes = planned;
+      a->recorded_peak = peak_bytes;
       a->replay = true;
       rt_arena_record((int)(a - arenas), planned, 0);
     } else {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "jit_abi.h"
+#include "ppcc/predict.h"
 
 /* One memref argument: its buffer and descriptor. */
 typedef struct jit_arg {
@@ -23,6 +24,9 @@ typedef struct jit_device {
   jit_arg *args;
   void **packed;
   int failed_op;
+  int64_t arg_bytes;   /* --check-plan: leaf and output shards held for the run */
+  int64_t alloc_peak;  /* high-water mark of what the compiled code allocated */
+  double busy_ms;      /* device function time outside communication calls */
 } jit_device;
 
 typedef struct jit_exec {
@@ -122,6 +126,7 @@ static ppcc_status setup_device(jit_exec *x, int dev, ppcc_diag *d) {
         !ppcc_capture_store(x->opts->capture, a->value, a->shard, a->data, shard_bytes(&x->g->values[a->value])))
       return oom(d);
     jd->packed[k] = &jd->args[k].desc_ptr;
+    jd->arg_bytes += shard_bytes(&x->g->values[a->value]);
   }
   return PPCC_OK;
 }
@@ -191,7 +196,10 @@ static void run_device(jit_exec *x, ppcc_jit_entry entry, int dev) {
   }
   rt_jit_bind(x->comm, dev);
   rt_jit_arena_begin(dev, (const void *)entry);
+  double t0 = omp_get_wtime();
   entry(x->devs[dev].packed);
+  x->devs[dev].busy_ms = (omp_get_wtime() - t0) * 1e3 - rt_jit_comm_ms();
+  x->devs[dev].alloc_peak = rt_jit_arena_peak();
   x->devs[dev].failed_op = rt_jit_failed_op();
   rt_jit_arena_end(!ppcc_rt_aborted(x->comm));
   rt_jit_bind(NULL, -1);
@@ -281,6 +289,39 @@ static ppcc_status capture_outputs(const jit_exec *x, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* --check-plan on the JIT. A device's peak is the bytes of the leaf
+ * shards (params, inputs) and output shards the executor hands it, held
+ * for the whole run, plus the high-water mark of the buffers its compiled
+ * code allocated (results, transfer destinations, kernel temporaries and
+ * the results later copied into the output shards). Its busy time is the
+ * device function's time outside communication calls, counted for the
+ * stage of the device's first compute op. Over several forwards the peak
+ * is the largest, busy times and the wall the smallest (as executor.c). */
+static void fill_measure(const jit_exec *x, double wall_ms, ppcc_plan_measure *m) {
+  int n = x->g->n_devices;
+  size_t cells = (size_t)m->n_stages * (size_t)n;
+  double *busy = calloc(cells + 1, sizeof *busy);
+  if (!busy) return; /* not filled: --check-plan says so */
+  for (int dev = 0; dev < n; dev++) {
+    int64_t peak = x->devs[dev].arg_bytes + x->devs[dev].alloc_peak;
+    if (!m->filled || peak > m->peak_bytes[dev]) m->peak_bytes[dev] = peak;
+    int stage = -1;
+    for (int o = 0; o < x->g->n_ops && stage < 0; o++) {
+      const ppcc_op *op = &x->g->ops[o];
+      if (op->info->family != PPCC_FAMILY_COMPUTE) continue;
+      for (int i = 0; i < op->n_devices; i++)
+        if (op->devices[i] == dev) stage = m->op_stage ? m->op_stage[o] : 0;
+    }
+    if (stage >= 0 && stage < m->n_stages) busy[(size_t)stage * (size_t)n + (size_t)dev] = x->devs[dev].busy_ms;
+  }
+  for (size_t k = 0; k < cells; k++)
+    if (!m->filled || busy[k] < m->stage_busy_ms[k]) m->stage_busy_ms[k] = busy[k];
+  if (!m->filled || wall_ms < m->wall_ms) m->wall_ms = wall_ms;
+  m->forwards++;
+  m->filled = true;
+  free(busy);
+}
+
 ppcc_status ppcc_jit_run_devices(const ppcc_graph *g, const ppcc_jit_entry *entries, const ppcc_run_data *data,
                                  const ppcc_exec_options *opts, ppcc_host_tensor *outputs, double *elapsed_ms,
                                  ppcc_diag *d) {
@@ -297,6 +338,7 @@ ppcc_status ppcc_jit_run_devices(const ppcc_graph *g, const ppcc_jit_entry *entr
   if (!st) st = run_all(&x, entries, elapsed_ms, d);
   else if (x.dist) rt_dist_sync(NULL); /* as run_all would have */
   if (!st && opts->capture && !x.dist) st = capture_outputs(&x, d);
+  if (!st && opts->measure && !x.dist) fill_measure(&x, elapsed_ms ? *elapsed_ms : 0, opts->measure);
   if (x.dist) st = rt_dist_agree(st, d); /* every rank fails if one did */
   bool collects = !x.dist || rt_dist_rank() == 0; /* MPI: rank 0 got every output shard */
   for (int k = 0; k < g->n_outputs && !st && collects; k++) st = assemble(&x, k, &outputs[k], d);
