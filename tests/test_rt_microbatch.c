@@ -280,12 +280,12 @@ START_TEST(schedule_segments_fill_then_drain) {
   ck_assert_ptr_nonnull(g);
   int begin[64];
   ck_assert_int_le(g->n_ops + 2, 64);
-  ck_assert_int_eq(rt_pipeline_segments(g, begin), 1);
+  ck_assert_int_eq(ppcc_pipeline_segments(g, begin), 1);
   ck_assert_int_eq(begin[1], g->n_ops);
   ppcc_graph_free(g);
   g = pipeline_graph(1, 4, 8);
   ck_assert_int_le(g->n_ops + 2, 64);
-  ck_assert_int_eq(rt_pipeline_segments(g, begin), 2);
+  ck_assert_int_eq(ppcc_pipeline_segments(g, begin), 2);
   ck_assert_str_eq(g->ops[begin[1]].info->name, "unshard");
   ppcc_graph_free(g);
 }

@@ -162,4 +162,12 @@ void ppcc_value_shard_shape(const ppcc_value *v, int64_t *shape_out);
 void ppcc_devices_str(const int *devices, int n, char *buf, size_t len);
 bool ppcc_devices_equal(const int *a, const int *b, int n);
 
+/* Whether op reads or writes a shard on device dev. */
+bool ppcc_op_involves(const ppcc_graph *g, const ppcc_op *op, int dev);
+/* The pipeline schedule (src/ir/pipeline_segments.c): each device runs,
+ * per segment, the segment's ops for microbatch 0..M-1. Returns the
+ * number of segments; begin[s] is the first op of segment s, begin[n] =
+ * n_ops (begin needs n_ops + 2 entries). */
+int ppcc_pipeline_segments(const ppcc_graph *g, int *begin);
+
 #endif

@@ -14,7 +14,7 @@
  *     reader is op j (an in-place destination lives as long as its
  *     result), and results nobody reads; graph outputs stay;
  *   - with M microbatches each device runs, per pipeline segment, the
- *     segment's ops for microbatch 0..M-1 (rt_pipeline_segments), on
+ *     segment's ops for microbatch 0..M-1 (ppcc_pipeline_segments), on
  *     microbatch-sized values (batch-carrying values: bytes / M).
  * Peak = the largest sum of these on the device over its program, split
  * at that point into params + activations (inputs and compute results, of

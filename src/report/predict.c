@@ -122,61 +122,6 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
 
 static int shard_count(const ppcc_value *v) { return v->layout.count > 0 ? v->layout.count : 1; }
 
-static bool has_device(const ppcc_value *v, int dev) {
-  for (int i = 0; i < shard_count(v); i++)
-    if (rep_shard_device(v, i) == dev) return true;
-  return false;
-}
-
-static bool op_involves(const ppcc_graph *g, const ppcc_op *op, int dev) {
-  for (int k = 0; k < op->n_in; k++)
-    if (has_device(&g->values[op->in[k]], dev)) return true;
-  for (int r = 0; r < op->n_out; r++)
-    if (has_device(&g->values[op->out[r]], dev)) return true;
-  return false;
-}
-
-/* As may_wait in src/runtime/microbatch.c. */
-static bool may_wait(const ppcc_graph *g, const ppcc_op *op, int dev) {
-  if (op->n_in < 1 || op->n_out < 1 || op->info->family == PPCC_FAMILY_COMPUTE) return false;
-  const ppcc_value *in = &g->values[op->in[0]], *out = &g->values[op->out[0]];
-  if (op->info->family == PPCC_FAMILY_TRANSFER) {
-    for (int i = 0; i < shard_count(out); i++) {
-      int s = shard_count(in) == 1 ? 0 : i;
-      if (s < shard_count(in) && rep_shard_device(out, i) == dev && rep_shard_device(in, s) != dev) return true;
-    }
-    return false;
-  }
-  if (out->layout.kind == PPCC_LAYOUT_UNSHARDED) return rep_shard_device(out, 0) == dev;
-  return op_involves(g, op, dev);
-}
-
-/* The segments of rt_pipeline_segments (src/runtime/microbatch.c): each
- * device runs, per segment, the segment's ops for microbatch 0..M-1.
- * tests/plan_check.sh runs microbatched pipelines whose measured memory
- * must equal this order's. */
-static int pipeline_segments(const ppcc_graph *g, int *begin) {
-  int n = 0, n_dev = g->n_devices > 0 ? g->n_devices : 1;
-  int *last = malloc(sizeof(int) * (size_t)n_dev);
-  begin[n++] = 0;
-  for (int dev = 0; last && dev < n_dev; dev++) last[dev] = -1;
-  for (int j = 0; last && j < g->n_ops; j++) {
-    const ppcc_op *op = &g->ops[j];
-    bool cut = false;
-    for (int dev = 0; dev < n_dev && !cut && j > begin[n - 1]; dev++)
-      cut = last[dev] >= 0 && last[dev] < j - 1 && may_wait(g, op, dev);
-    if (cut) {
-      begin[n++] = j;
-      for (int dev = 0; dev < n_dev; dev++) last[dev] = -1;
-    }
-    for (int dev = 0; dev < n_dev; dev++)
-      if (op_involves(g, op, dev)) last[dev] = j;
-  }
-  free(last);
-  begin[n] = g->n_ops;
-  return n;
-}
-
 static bool in_place(const ppcc_op *op) {
   return op->info && op->info->family == PPCC_FAMILY_COMPUTE && op->info->pin_rule == PPCC_PIN_INPLACE &&
          op->n_in > 0 && op->n_out > 0;
@@ -367,7 +312,7 @@ static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, bool 
     for (int d = 0; d < g->n_devices; d++) note_peak(&s, d);
     int n_seg = 1; /* one microbatch: program order, whatever the segments */
     begin[0] = 0, begin[1] = g->n_ops;
-    if (m > 1) n_seg = pipeline_segments(g, begin);
+    if (m > 1) n_seg = ppcc_pipeline_segments(g, begin);
     for (int seg = 0; seg < n_seg; seg++)
       for (int mb = 0; mb < m; mb++)
         for (int j = begin[seg]; j < begin[seg + 1]; j++) step(&s, j, mb);

@@ -16,7 +16,7 @@
  *
  * With M microbatches (microbatch.c) g is the microbatch-sized graph and
  * every device runs it M times in the pipelined order of
- * rt_pipeline_segments, on separate slots per microbatch (params are
+ * ppcc_pipeline_segments, on separate slots per microbatch (params are
  * shared: they are loaded once, into microbatch 0's slots). */
 #include <omp.h>
 #include <signal.h>
@@ -54,7 +54,7 @@ typedef struct rt_exec {
   int slots_per_mb;
   rt_slot *slots;         /* [microbatch][slot] */
   int n_segments;
-  int *segment_begin;     /* rt_pipeline_segments */
+  int *segment_begin;     /* ppcc_pipeline_segments */
   int *last_use;          /* per value: the last op reading it (or its
                              in-place aliases and views); -1: none; n_ops: keep */
   bool *view_op;          /* per op: its result is a view of operand 0 */
@@ -661,7 +661,7 @@ static bool run_step(rt_exec *x, int dev, int j, ppcc_diag *d) {
   const ppcc_op *op = &x->g->ops[j];
   x->op_index = j;
   if (x->scratch_used) x->scratch_used[dev] = 0; /* the last step's temporaries are dead */
-  bool traced = x->timeline && rt_op_involves(x->g, op, dev);
+  bool traced = x->timeline && ppcc_op_involves(x->g, op, dev);
   double t = traced ? omp_get_wtime() : 0;
   bool inject = x->opts->inject_fault && dev == x->opts->fault_device && j == x->opts->fault_op;
   const char *kill_how = inject ? getenv("PPCC_INJECT_KILL") : NULL; /* test hook: a rank dies or hangs */
@@ -708,7 +708,7 @@ static ppcc_status forward_outputs(rt_exec *x, int dev, ppcc_diag *d) {
 }
 
 /* Per segment, the segment's ops for microbatch 0, 1, ... in turn (the
- * order rt_pipeline_segments explains). */
+ * order ppcc_pipeline_segments explains). */
 static void device_program(const rt_exec *shared, int dev) {
   rt_exec x = *shared;
   ppcc_diag d;
@@ -926,7 +926,7 @@ static bool plan_arenas(rt_exec *x) {
       if (pass == 1) {
         int64_t sc = step_scratch(x, op);
         for (int dev = 0; dev < n; dev++)
-          if ((x->opts->reference ? dev == 0 : rt_op_involves(g, op, dev)) && sc > scratch_max[dev])
+          if ((x->opts->reference ? dev == 0 : ppcc_op_involves(g, op, dev)) && sc > scratch_max[dev])
             scratch_max[dev] = sc;
       }
     }
@@ -991,7 +991,7 @@ static ppcc_status setup(rt_exec *x, ppcc_diag *d) {
   x->slots = calloc((size_t)(total > 0 ? total : 1) * (size_t)x->microbatches, sizeof *x->slots);
   x->comm = ppcc_rt_comm_new(x->n_devices);
   if (x->dist) rt_comm_attach_dist(x->comm);
-  x->n_segments = rt_pipeline_segments(x->g, x->segment_begin);
+  x->n_segments = ppcc_pipeline_segments(x->g, x->segment_begin);
   if (!x->slots || !x->comm) return oom(d);
   if (!x->opts->reference && !rt_mem_accounting_init(&x->mem, x->n_devices)) return oom(d);
   bool arenas = !x->dist && !getenv("PPCC_NO_ARENA"); /* bench/: heap buffers, for a before/after */

@@ -109,12 +109,9 @@ bool rt_kernel_reads_swapped(const ppcc_op *op, int k);
  * run on microbatches. Free with rt_microbatch_graph_free. */
 ppcc_status rt_microbatch_graph(const ppcc_graph *g, int m, ppcc_graph *mg, ppcc_diag *d);
 void rt_microbatch_graph_free(ppcc_graph *mg);
-/* Cuts the op list into segments; each device runs, per segment, the
- * segment's ops for microbatch 0, 1, ... in turn. begin needs n_ops + 2
- * entries: begin[s] is segment s's first op, begin[return] = n_ops. */
-int rt_pipeline_segments(const ppcc_graph *g, int *begin);
-/* Whether dev holds a shard of an operand or result of op. */
-bool rt_op_involves(const ppcc_graph *g, const ppcc_op *op, int dev);
+/* The pipeline segments and "op involves dev" are ppcc_pipeline_segments
+ * and ppcc_op_involves (src/ir/pipeline_segments.c), shared with the
+ * report's prediction. */
 
 /* ---- per-device timeline, Chrome trace, statistics (trace_stats.c) ---- */
 
