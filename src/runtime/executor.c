@@ -1120,11 +1120,7 @@ static void fill_measure(const rt_exec *x, double wall_ms, ppcc_plan_measure *m)
       busy[(size_t)stage * (size_t)n + (size_t)dev] += (sp->end - sp->start) * 1e3;
     }
   }
-  for (size_t k = 0; k < cells; k++)
-    if (!m->filled || busy[k] < m->stage_busy_ms[k]) m->stage_busy_ms[k] = busy[k];
-  if (!m->filled || wall_ms < m->wall_ms) m->wall_ms = wall_ms;
-  m->forwards++;
-  m->filled = true;
+  rt_plan_measure_add_forward(m, busy, cells, wall_ms);
   free(busy);
 }
 

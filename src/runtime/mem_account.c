@@ -7,6 +7,7 @@
  * locking. */
 #include <stdlib.h>
 #include "rt_internal.h"
+#include "ppcc/predict.h"
 
 bool rt_mem_accounting_init(rt_mem_accounting *a, int n_devices) {
   size_t n = (size_t)(n_devices > 0 ? n_devices : 1);
@@ -27,4 +28,12 @@ void rt_mem_account(rt_mem_accounting *a, int dev, int64_t delta) {
   if (!a || !a->live || dev < 0 || dev >= a->n_devices) return;
   a->live[dev] += delta;
   if (a->live[dev] > a->peak[dev]) a->peak[dev] = a->live[dev];
+}
+
+void rt_plan_measure_add_forward(ppcc_plan_measure *m, const double *busy, size_t cells, double wall_ms) {
+  for (size_t k = 0; k < cells; k++)
+    if (!m->filled || busy[k] < m->stage_busy_ms[k]) m->stage_busy_ms[k] = busy[k];
+  if (!m->filled || wall_ms < m->wall_ms) m->wall_ms = wall_ms;
+  m->forwards++;
+  m->filled = true;
 }

@@ -164,6 +164,11 @@ void rt_mem_accounting_free(rt_mem_accounting *a);
 /* +bytes when a value buffer of device dev is allocated, -bytes when it
  * is freed (a NULL accounting ignores it). */
 void rt_mem_account(rt_mem_accounting *a, int dev, int64_t delta);
+/* --check-plan on either backend: one warm forward's per-(stage, device)
+ * busy times (cells of them) and wall time; the measure keeps the fastest
+ * of each (peak bytes are the caller's: each backend counts its own). */
+struct ppcc_plan_measure;
+void rt_plan_measure_add_forward(struct ppcc_plan_measure *m, const double *busy, size_t cells, double wall_ms);
 
 /* ---- distributed runs (comm_mpi.c, or dist_stub.c without MPI) ---- */
 
