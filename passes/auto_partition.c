@@ -91,8 +91,7 @@ static int64_t device_budget(const ppcc_graph *g, int d) {
 }
 
 static double device_speed(const ppcc_graph *g, int d) {
-  const ppcc_devices_spec *spec = g->partition.devices_spec;
-  return spec && d < spec->n_devices ? spec->speed[d] : 1.0;
+  return ppcc_devices_spec_speed(g->partition.devices_spec, d);
 }
 
 /* Stage TP sizes and devices. */

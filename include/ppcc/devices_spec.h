@@ -35,6 +35,9 @@ ppcc_status ppcc_devices_spec_parse(const char *path, const char *text, size_t l
 /* Reads and parses the file. */
 ppcc_status ppcc_devices_spec_load(const char *path, ppcc_devices_spec *out, ppcc_diag *d);
 void ppcc_devices_spec_free(ppcc_devices_spec *s);
+/* Device dev's relative speed: the spec's, 1.0 without a spec or past its
+ * devices. */
+double ppcc_devices_spec_speed(const ppcc_devices_spec *s, int dev);
 
 /* A placed graph (explicit placement, no auto-partition): every device's
  * params + peak activations (the report's per-device accounting) within

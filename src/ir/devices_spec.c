@@ -28,6 +28,10 @@ bool ppcc_parse_byte_count(const char *text, int64_t *out) {
   return true;
 }
 
+double ppcc_devices_spec_speed(const ppcc_devices_spec *s, int dev) {
+  return s && dev >= 0 && dev < s->n_devices && s->speed[dev] > 0 ? s->speed[dev] : 1.0;
+}
+
 void ppcc_devices_spec_free(ppcc_devices_spec *s) {
   free((char *)s->path);
   free(s->memory);

@@ -373,9 +373,7 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
  * the model was partitioned with, else 1.0. */
 static double device_speed(const ppcc_graph *g, const ppcc_predict_options *o, int dev) {
   if (o && o->device_speed && o->device_speed[dev] > 0) return o->device_speed[dev];
-  const ppcc_devices_spec *spec = g->partition.devices_spec;
-  if (spec && dev < spec->n_devices && spec->speed[dev] > 0) return spec->speed[dev];
-  return 1.0;
+  return ppcc_devices_spec_speed(g->partition.devices_spec, dev);
 }
 
 
