@@ -171,6 +171,13 @@ static void *produce_copy(rt_exec *x, int dev, const ppcc_op *op, int i, const v
   return p;
 }
 
+/* The slot's bytes join the device's --check-plan accounting; release_value
+ * takes them out again (views and in-place aliases are never counted). */
+static void count_slot(rt_exec *x, int dev, rt_slot *s, int64_t bytes) {
+  rt_mem_account(&x->mem, dev, bytes);
+  s->counted = true;
+}
+
 /* ---------------- leaves: params and inputs ---------------- */
 
 static bool mapped_param(const rt_exec *x, int v) {
@@ -208,11 +215,11 @@ static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
     for (int i = 0; i < w.layout.count; i++) {
       if (w.devices[i] != dev) continue;
       if (!full) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", val(x, v)->name);
-      *slot(x, v, i) = (rt_slot){cut_shard(x, v, w.layout, i, full), true, true};
+      *slot(x, v, i) = (rt_slot){cut_shard(x, v, w.layout, i, full), true, false};
       if (!slot(x, v, i)->data) return oom(d);
       if (x->opts->capture && !ppcc_capture_store(x->opts->capture, v, i, slot(x, v, i)->data, local_bytes(x, v)))
         return oom(d);
-      rt_mem_account(&x->mem, dev, local_bytes(x, v));
+      count_slot(x, dev, slot(x, v, i), local_bytes(x, v));
     }
   }
   return PPCC_OK;
@@ -245,11 +252,9 @@ static ppcc_status deliver(rt_exec *x, int dev, rt_phase phase, int shard, int h
       *out = result_buffer(x, dev, res, shard);
       if (out->data && bytes > 0) memcpy(out->data, data, (size_t)bytes);
     }
-    if (out->data) {
-      rt_mem_account(&x->mem, dev, bytes);
-      out->counted = true;
-    }
-    return out->data ? PPCC_OK : oom(d);
+    if (!out->data) return oom(d);
+    count_slot(x, dev, out, bytes);
+    return PPCC_OK;
   }
   if (dev == home && phase == PHASE_SEND) {
     trace_flow(x, dev, shard, true);
@@ -260,8 +265,7 @@ static ppcc_status deliver(rt_exec *x, int dev, rt_phase phase, int shard, int h
   if (dev == target && phase == PHASE_RECV) {
     *out = result_buffer(x, dev, res, shard);
     if (!out->data) return oom(d);
-    rt_mem_account(&x->mem, dev, bytes);
-    out->counted = true;
+    count_slot(x, dev, out, bytes);
     if (ppcc_rt_recv(x->comm, dev, home, out->data, bytes)) return comm_failed(x, d);
     trace_flow(x, dev, shard, false);
   }
@@ -348,10 +352,7 @@ static ppcc_status compute_shard(rt_exec *x, int dev, const ppcc_op *op, int i, 
     rs = in_place || view ? (rt_slot){in[0].data, false, false} : result_buffer(x, dev, res, i);
     out.data = rs.data;
     if (!out.data) st = oom(d);
-    else if (!in_place && !view) {
-      rt_mem_account(&x->mem, dev, local_bytes(x, res));
-      rs.counted = true;
-    }
+    else if (!in_place && !view) count_slot(x, dev, &rs, local_bytes(x, res));
   }
   if (!st) {
     *slot(x, res, i) = rs;
@@ -822,6 +823,13 @@ bool *ppcc_rt_jit_view_ops(const ppcc_graph *g) {
   return view;
 }
 
+/* Op j's result holds no bytes of its own: an in-place update (P7) or a
+ * view (plan_views) of operand 0. */
+static bool result_aliases_operand(const rt_exec *x, int j) {
+  const ppcc_op *op = &x->g->ops[j];
+  return x->view_op[j] || (op->info->pin_rule == PPCC_PIN_INPLACE && op->n_in >= 1);
+}
+
 /* last_use: the last op reading each value; an in-place result aliases
  * its destination and a view its operand, so those live as long as the
  * result; graph outputs (and what they alias) are kept. */
@@ -835,7 +843,7 @@ static bool plan_lifetimes(rt_exec *x) {
   for (int k = 0; k < g->n_outputs; k++) x->last_use[g->outputs[k]] = g->n_ops;
   for (int j = g->n_ops - 1; j >= 0; j--) {
     const ppcc_op *op = &g->ops[j];
-    if ((op->info->pin_rule != PPCC_PIN_INPLACE || op->n_in < 1) && !x->view_op[j]) continue;
+    if (!result_aliases_operand(x, j)) continue;
     int dst = op->in[0], res = op->out[0];
     if (x->last_use[res] > x->last_use[dst]) x->last_use[dst] = x->last_use[res];
     if (x->last_use[res] < 0 && x->last_use[dst] < j) x->last_use[dst] = j;
@@ -906,7 +914,7 @@ static bool plan_arenas(rt_exec *x) {
     }
     for (int j = 0; ok && j < g->n_ops; j++) {
       const ppcc_op *op = &g->ops[j];
-      bool alias = x->view_op[j] || (op->info->pin_rule == PPCC_PIN_INPLACE && op->n_in >= 1);
+      bool alias = result_aliases_operand(x, j);
       for (int k = 0; k < op->n_out; k++) {
         int v = op->out[k];
         rt_view w = view_of(x, v);
@@ -942,7 +950,7 @@ static bool plan_arenas(rt_exec *x) {
   for (int dev = 0; dev < n; dev++) count[dev] = 0;
   for (int j = 0; ok && j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
-    if (x->view_op[j] || (op->info->pin_rule == PPCC_PIN_INPLACE && op->n_in >= 1)) continue;
+    if (result_aliases_operand(x, j)) continue;
     for (int k = 0; k < op->n_out; k++) {
       int v = op->out[k];
       rt_view w = view_of(x, v);
