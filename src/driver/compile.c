@@ -47,9 +47,16 @@ typedef struct report_request {
   const ppcc_predict_options *predict;
 } report_request;
 
+/* The prediction mirrors the interpreter's buffers, reshape views
+ * included (ppcc_rt_view_ops; NULL on OOM: no views, an upper bound). */
 static ppcc_status render_report(const ppcc_graph *g, FILE *out, ppcc_diag *d, const void *arg) {
   const report_request *r = arg;
-  return r->fmt->write(g, r->predict, out, d);
+  ppcc_predict_options opts = *r->predict;
+  bool *views = ppcc_rt_view_ops(g);
+  opts.view_ops = views;
+  ppcc_status st = r->fmt->write(g, &opts, out, d);
+  free(views);
+  return st;
 }
 
 static ppcc_status render_explain(const ppcc_graph *g, FILE *out, ppcc_diag *d, const void *arg) {
@@ -223,12 +230,8 @@ static ppcc_status render_compile_outputs(const ppcc_graph *g, const compile_arg
   *n = 0;
   if (report || !emit) {
     paths[*n] = report ? a->report_path : "-";
-    ppcc_predict_options opts = a->predict.opts;
-    bool *views = ppcc_rt_view_ops(g); /* NULL: no views (a prediction that is an upper bound) */
-    opts.view_ops = views;
-    report_request r = {report ? report : format_by_name("text"), &opts};
+    report_request r = {report ? report : format_by_name("text"), &a->predict.opts};
     st = cli_render(&bufs[*n], g, render_report, &r, d);
-    free(views);
     if (st != PPCC_OK) return st;
     (*n)++;
   }
@@ -344,14 +347,11 @@ int cli_cmd_report(int argc, char **argv) {
   if (!g) return st;
   cli_buffer buf = {0};
   const char *path = "-";
-  bool *views = ppcc_rt_view_ops(g);
-  a.predict.opts.view_ops = views;
   report_request r = {fmt, &a.predict.opts};
   if (a.why) st = cli_render(&buf, g, render_explain, a.why, &d);
   else st = cli_render(&buf, g, render_report, &r, &d);
   if (st == PPCC_OK) st = cli_write_outputs(&path, &buf, 1, &d);
   cli_buffer_free(&buf);
-  free(views);
   ppcc_graph_free(g);
   return st;
 }
