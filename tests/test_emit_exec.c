@@ -204,6 +204,58 @@ START_TEST(llama_matches_pytorch_logits) {
 }
 END_TEST
 
+/* The JIT frees each buffer right after its last use (exec_dealloc.c), so
+ * that the device arena reuses its bytes: a chain of 12 ops on 16 KiB
+ * values plans far less than the 12 buffers it allocates (all of them,
+ * 192 KiB, when every free was at the end). a1 is read through a view
+ * (r1) by the last op: its bytes must not be reused before; two runs (the
+ * recording one on the heap, then the replay of planned offsets) both
+ * match the reference. */
+START_TEST(jit_reuses_buffers_after_their_last_use) {
+  ppcc_graph *g = model(1, "",
+                        "{'name': 'x', 'dtype': 'f32', 'shape': [64, 64]}",
+                        "{'op': 'silu', 'in': ['x'], 'out': ['a1']},"
+                        "{'op': 'reshape', 'in': ['a1'], 'out': ['r1'], 'attrs': {'shape': [4096]}},"
+                        "{'op': 'tanh', 'in': ['r1'], 'out': ['a2']},"
+                        "{'op': 'scale', 'in': ['a2'], 'out': ['a3'], 'attrs': {'value': 0.5}},"
+                        "{'op': 'silu', 'in': ['a3'], 'out': ['a4']},"
+                        "{'op': 'reshape', 'in': ['a4'], 'out': ['r4'], 'attrs': {'shape': [64, 64]}},"
+                        "{'op': 'add', 'in': ['r4', 'x'], 'out': ['a5']},"
+                        "{'op': 'tanh', 'in': ['a5'], 'out': ['a6']},"
+                        "{'op': 'scale', 'in': ['a6'], 'out': ['a7'], 'attrs': {'value': 2.0}},"
+                        "{'op': 'silu', 'in': ['a7'], 'out': ['a8']},"
+                        "{'op': 'tanh', 'in': ['a8'], 'out': ['a9']},"
+                        "{'op': 'scale', 'in': ['a9'], 'out': ['a10'], 'attrs': {'value': 3.0}},"
+                        "{'op': 'reshape', 'in': ['a10'], 'out': ['r10'], 'attrs': {'shape': [4096]}},"
+                        "{'op': 'add', 'in': ['r10', 'r1'], 'out': ['y']}",
+                        "'y'");
+  ppcc_run_options ro = {.random_seed = 5, .have_random_seed = true};
+  ppcc_run_data data;
+  ck_assert_msg(ppcc_run_data_load(g, &ro, &data, &diag) == PPCC_OK, "%s", diag.first);
+  ppcc_jit *jit = NULL;
+  ck_assert_msg(ppcc_jit_compile(g, NULL, &jit, NULL, &diag) == PPCC_OK, "JIT: %s", diag.first);
+  ppcc_host_tensor ref = {0};
+  ppcc_exec_options reference = {.reference = true}, eo = {.threads = 1};
+  ck_assert_msg(ppcc_execute(g, &data, &reference, &ref, NULL, &diag) == PPCC_OK, "%s", diag.first);
+  for (int run = 0; run < 2; run++) {
+    ppcc_host_tensor got = {0};
+    ck_assert_msg(ppcc_jit_execute(jit, g, &data, &eo, &got, NULL, &diag) == PPCC_OK, "%s", diag.first);
+    ppcc_compare_result r = ppcc_compare(&got, &ref);
+    ck_assert_msg(r.ok, "JIT run %d: max abs error %g", run, r.max_abs);
+    ppcc_host_tensor_free(&got);
+  }
+  int64_t planned = 0, value = 64 * 64 * 4;
+  ppcc_rt_arena_bytes(0, &planned, NULL);
+  /* live at once: a1 (read at the end) and an op's operand and result */
+  ck_assert_msg(planned >= 2 * value && planned <= 4 * value, "JIT arena of %lld B for 12 buffers of %lld B",
+                (long long)planned, (long long)value);
+  ppcc_host_tensor_free(&ref);
+  ppcc_jit_free(jit);
+  ppcc_run_data_free(&data);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 START_TEST(all_gather_and_elementwise) {
   expect_all(model(2,
                    "{'name': 'w', 'dtype': 'f32', 'shape': [16, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}},"
@@ -347,6 +399,7 @@ int main(void) {
   tcase_add_test(tc, linalg_matmul_instead_of_openblas);
   tcase_add_test(tc, contractions_of_any_rank_call_the_runtime);
   tcase_add_test(tc, llama_matches_pytorch_logits);
+  tcase_add_test(tc, jit_reuses_buffers_after_their_last_use);
   tcase_add_test(tc, all_gather_and_elementwise);
   tcase_add_test(tc, create_and_unshard);
   tcase_add_test(tc, reduce_scatter_index_copy_and_unreduced_unshard);

@@ -4,7 +4,10 @@
  * a return, with nothing returned. Upstream's ownership-based deallocation
  * frees every buffer allocated in such a block at its end, in allocation
  * order, after a simplification that is quadratic in the number of
- * buffers; this does the same in one walk. */
+ * buffers; this frees each right after its last use instead (below), in
+ * linear time. */
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "exec_internal.h"
 
@@ -47,23 +50,165 @@ int exec_take_straight_devices(MlirModule module, MlirOperation *out, int cap) {
   return n;
 }
 
-static void free_at_end(MlirOperation f) {
-  MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
-  MlirOperation ret = mlirBlockGetTerminator(b);
-  for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationEqual(o, ret); o = mlirOperationGetNextInBlock(o)) {
-    if (!is_op(o, "memref.alloc")) continue;
-    MlirValue buf = mlirOperationGetResult(o, 0);
-    MlirOperationState s = mlirOperationStateGet(mlirStringRefCreateFromCString("memref.dealloc"),
-                                                 mlirOperationGetLocation(o));
-    mlirOperationStateAddOperands(&s, 1, &buf);
-    mlirBlockInsertOwnedOperationBefore(b, ret, mlirOperationCreate(&s));
+/* ---- each buffer freed right after its last use ----
+ * One forward walk over the block: every memref.alloc starts a buffer;
+ * every result of an op that reads a buffer (a view, a cast, a reshape,
+ * an extracted pointer: whatever the op) is taken for an alias of it,
+ * unless the op only reads elements or sizes (load, dim, rank); an op
+ * reading several buffers whose results may alias any of them joins them
+ * (union-find), so they are freed together. The last op to use a buffer
+ * or any alias of it is recorded; a buffer stored into memory or
+ * returned escapes and is freed at the end, as before. Then one free per
+ * buffer goes right after its last user (in allocation order where
+ * several share one), so that the runtime's arena (jit_arena.c) reuses
+ * its bytes: memory flat in model depth instead of the sum of all
+ * buffers. Linear in the ops: one walk, a hash table of values. */
+
+typedef struct buf_set {
+  int *parent;             /* union-find over buffers */
+  int *last;               /* per root: position of the last user */
+  MlirOperation *last_op;  /* per root: the last user */
+  bool *escapes;           /* per root: freed at the end */
+  MlirOperation *alloc;    /* per buffer: its memref.alloc */
+  int n;
+  /* open addressing: value -> buffer (any member of its set) */
+  const void **keys;
+  int *vals;
+  size_t mask;
+} buf_set;
+
+static int find(buf_set *s, int b) {
+  while (s->parent[b] != b) b = s->parent[b] = s->parent[s->parent[b]];
+  return b;
+}
+
+static int join(buf_set *s, int a, int b) {
+  a = find(s, a), b = find(s, b);
+  if (a == b) return a;
+  if (s->last[b] > s->last[a]) s->last[a] = s->last[b], s->last_op[a] = s->last_op[b];
+  s->escapes[a] = s->escapes[a] || s->escapes[b];
+  s->parent[b] = a;
+  return a;
+}
+
+static size_t slot_of(const buf_set *s, const void *key) {
+  size_t h = ((uintptr_t)key >> 3) * 0x9E3779B97F4A7C15ull;
+  size_t i = (h >> 17) & s->mask;
+  while (s->keys[i] && s->keys[i] != key) i = (i + 1) & s->mask;
+  return i;
+}
+
+static void map_value(buf_set *s, MlirValue v, int b) {
+  size_t i = slot_of(s, v.ptr);
+  s->keys[i] = v.ptr;
+  s->vals[i] = b;
+}
+
+static int buffer_of(const buf_set *s, MlirValue v) {
+  size_t i = slot_of(s, v.ptr);
+  return s->keys[i] ? s->vals[i] : -1;
+}
+
+/* Ops whose results are no pointer into their operands. */
+static bool reads_only(MlirOperation o) {
+  return is_op(o, "memref.load") || is_op(o, "memref.dim") || is_op(o, "memref.rank") || is_op(o, "memref.copy");
+}
+
+/* The op keeps a buffer beyond itself: it is returned, or written into
+ * memory as a value. (Calls do not: the kernels and the runtime's
+ * communication calls copy what they send, tests/test_emit_exec.c.) */
+static bool keeps(MlirOperation o, int operand) {
+  if (is_op(o, "func.return")) return true;
+  return operand == 0 && (is_op(o, "memref.store") || is_op(o, "llvm.store") || is_op(o, "memref.atomic_rmw"));
+}
+
+static bool buf_set_init(buf_set *s, MlirBlock b) {
+  int n_alloc = 0;
+  size_t n_values = 0;
+  for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    n_alloc += is_op(o, "memref.alloc");
+    n_values += (size_t)mlirOperationGetNumResults(o);
+  }
+  size_t cap = 16;
+  while (cap < 2 * n_values + 1) cap *= 2;
+  size_t nb = (size_t)n_alloc + 1;
+  *s = (buf_set){.parent = malloc(nb * sizeof(int)), .last = malloc(nb * sizeof(int)),
+                 .last_op = malloc(nb * sizeof(MlirOperation)), .escapes = calloc(nb, sizeof(bool)),
+                 .alloc = malloc(nb * sizeof(MlirOperation)), .keys = calloc(cap, sizeof(void *)),
+                 .vals = malloc(cap * sizeof(int)), .mask = cap - 1};
+  return s->parent && s->last && s->last_op && s->escapes && s->alloc && s->keys && s->vals;
+}
+
+static void buf_set_free(buf_set *s) {
+  free(s->parent);
+  free(s->last);
+  free(s->last_op);
+  free(s->escapes);
+  free(s->alloc);
+  free(s->keys);
+  free(s->vals);
+}
+
+/* The walk: last users, aliases, escapes. */
+static void record_uses(buf_set *s, MlirBlock b) {
+  int pos = 0;
+  for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o), pos++) {
+    /* the buffers o uses; joined when its results may point into them */
+    bool aliases = mlirOperationGetNumResults(o) > 0 && !reads_only(o);
+    int set = -1;
+    for (intptr_t k = 0, n = mlirOperationGetNumOperands(o); k < n; k++) {
+      int m = buffer_of(s, mlirOperationGetOperand(o, k));
+      if (m < 0) continue;
+      m = find(s, m);
+      s->last[m] = pos, s->last_op[m] = o;
+      if (keeps(o, (int)k)) s->escapes[m] = true;
+      if (aliases) set = set < 0 ? m : join(s, set, m);
+    }
+    if (is_op(o, "memref.alloc")) {
+      int a = s->n++;
+      s->parent[a] = a, s->last[a] = pos, s->last_op[a] = o, s->alloc[a] = o;
+      map_value(s, mlirOperationGetResult(o, 0), a);
+    } else if (set >= 0) {
+      for (intptr_t r = 0, n = mlirOperationGetNumResults(o); r < n; r++) map_value(s, mlirOperationGetResult(o, r), set);
+    }
   }
 }
 
-void exec_put_back_freeing_at_end(MlirModule module, MlirOperation *funcs, int n) {
+static MlirOperation dealloc_of(MlirOperation alloc) {
+  MlirValue buf = mlirOperationGetResult(alloc, 0);
+  MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("memref.dealloc"),
+                                                mlirOperationGetLocation(alloc));
+  mlirOperationStateAddOperands(&st, 1, &buf);
+  return mlirOperationCreate(&st);
+}
+
+/* false: out of memory (nothing inserted) */
+static bool free_after_last_use(MlirOperation f) {
+  MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
+  MlirOperation ret = mlirBlockGetTerminator(b);
+  buf_set s;
+  bool ok = buf_set_init(&s, b);
+  if (ok) {
+    record_uses(&s, b);
+    /* backwards, each right after its last user: those sharing one end
+     * up in allocation order; escaping ones before the return, in order */
+    for (int a = s.n - 1; a >= 0; a--) {
+      int r = find(&s, a);
+      if (!s.escapes[r]) mlirBlockInsertOwnedOperationAfter(b, s.last_op[r], dealloc_of(s.alloc[a]));
+    }
+    for (int a = 0; a < s.n; a++)
+      if (s.escapes[find(&s, a)]) mlirBlockInsertOwnedOperationBefore(b, ret, dealloc_of(s.alloc[a]));
+  }
+  buf_set_free(&s);
+  return ok;
+}
+
+bool exec_put_back_freeing_after_last_use(MlirModule module, MlirOperation *funcs, int n) {
   MlirBlock body = mlirModuleGetBody(module);
+  bool ok = true;
   for (int i = 0; i < n; i++) {
-    free_at_end(funcs[i]);
+    ok = ok && free_after_last_use(funcs[i]);
     mlirBlockAppendOwnedOperation(body, funcs[i]);
   }
+  return ok;
 }

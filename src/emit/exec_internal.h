@@ -71,9 +71,10 @@ void exec_kernels_free(exec_state *x);
 /* Removes from the bufferized module (at most cap of) the device functions
  * that are one block without regions and frees, into out; returns how many. */
 int exec_take_straight_devices(MlirModule module, MlirOperation *out, int cap);
-/* Frees every buffer each of funcs allocates, at its end in allocation
- * order (as upstream's deallocation would), and appends it to the module. */
-void exec_put_back_freeing_at_end(MlirModule module, MlirOperation *funcs, int n);
+/* Frees every buffer each of funcs allocates right after its last use
+ * (of it or of a view of it; at the end if it escapes), and appends it to
+ * the module; false when out of memory (then some are not freed). */
+bool exec_put_back_freeing_after_last_use(MlirModule module, MlirOperation *funcs, int n);
 
 /* ppcc_dtype of an MLIR element type (-1 if none). */
 int exec_dtype_of(MlirType elem);

@@ -95,9 +95,10 @@ static ppcc_status run_pipeline(ppcc_emit_ctx *c, const char *pipeline) {
  * buffers at the end of the block that owns them, and its simplification
  * pass compares every pair of buffers freed there: quadratic in a device
  * function, which is one straight block as long as the model (16 s of 31
- * for a 4k-op pipeline). A straight device function gets the same frees,
- * in the same order, from exec_free_at_end (exec_dealloc.c), linear; the
- * kernels and anything else go through the upstream pipeline. */
+ * for a 4k-op pipeline). A straight device function gets its frees from
+ * exec_dealloc.c instead, linear, each right after the buffer's last use
+ * (so that the arena reuses it); the kernels and anything else go through
+ * the upstream pipeline. */
 static ppcc_status lower_to_llvm(ppcc_emit_ctx *c) {
   register_passes_once();
   ppcc_status st = run_pipeline(c, bufferize_pipeline);
@@ -106,8 +107,9 @@ static ppcc_status lower_to_llvm(ppcc_emit_ctx *c) {
   if (!straight) return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
   int n = exec_take_straight_devices(c->module, straight, c->g->n_devices);
   st = run_pipeline(c, dealloc_pipeline);
-  exec_put_back_freeing_at_end(c->module, straight, n); /* also after a failure: the module owns them */
+  bool freed = exec_put_back_freeing_after_last_use(c->module, straight, n); /* also after a failure: the module owns them */
   free(straight);
+  if (!st && !freed) st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
   return st ? st : run_pipeline(c, to_llvm_pipeline);
 }
 

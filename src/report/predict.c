@@ -129,16 +129,21 @@ static bool in_place(const ppcc_op *op) {
 
 /* As plan_lifetimes in executor.c: the last op reading each value; graph
  * outputs are kept (n_ops); an in-place destination, and the operand of a
- * view (views[j]), lives as long as its result. */
-static void plan_lifetimes(const ppcc_graph *g, const bool *views, int *last_use) {
+ * view (views[j]), lives as long as its result. The JIT (jit_alias: per
+ * value, jit_alias_mask; NULL for the interpreter) copies an in-place
+ * destination instead, and a layout change sharing its operand's buffer
+ * keeps that alive as a view does. */
+static void plan_lifetimes(const ppcc_graph *g, const bool *views, const uint64_t *jit_alias, int *last_use) {
   for (int v = 0; v < g->n_values; v++) last_use[v] = -1;
   for (int j = 0; j < g->n_ops; j++)
     for (int k = 0; k < g->ops[j].n_in; k++) last_use[g->ops[j].in[k]] = j;
   for (int k = 0; k < g->n_outputs; k++) last_use[g->outputs[k]] = g->n_ops;
   for (int j = g->n_ops - 1; j >= 0; j--) {
     const ppcc_op *op = &g->ops[j];
-    bool aliases = (op->info && op->info->pin_rule == PPCC_PIN_INPLACE) || (views && views[j]);
-    if (!aliases || op->n_in < 1 || op->n_out < 1) continue;
+    if (op->n_in < 1 || op->n_out < 1) continue;
+    bool aliases = (views && views[j]) || (jit_alias ? jit_alias[op->out[0]] != 0
+                                                     : op->info && op->info->pin_rule == PPCC_PIN_INPLACE);
+    if (!aliases) continue;
     int dst = op->in[0], res = op->out[0];
     if (last_use[res] > last_use[dst]) last_use[dst] = last_use[res];
     if (last_use[res] < 0 && last_use[dst] < j) last_use[dst] = j;
@@ -236,18 +241,56 @@ static void peak_value(mem_sim *s, int v) {
 /* release_value of executor.c, on every device holding a shard. */
 static void release(mem_sim *s, int v, int mb, int j) {
   size_t f = (size_t)mb * (size_t)s->g->n_values + (size_t)v;
-  if (s->last_use[v] != j || s->g->values[v].kind == PPCC_VALUE_PARAM || !s->owns[v] || s->freed[f]) return;
-  if (s->jit) return; /* the JIT frees its buffers when the device function returns */
+  ppcc_value_kind kind = s->g->values[v].kind;
+  if (s->last_use[v] != j || kind == PPCC_VALUE_PARAM || !s->owns[v] || s->freed[f]) return;
+  if (s->jit && kind == PPCC_VALUE_INPUT) return; /* the JIT's inputs are arguments, held for the run */
   s->freed[f] = true;
   add_value(s, v, mb, -1);
+}
+
+/* The operand whose buffer v is (v a view of it, or a JIT layout change
+ * sharing it), or -1. */
+static int aliased_operand(const mem_sim *s, int v) {
+  int d = s->g->values[v].def_op;
+  if (d < 0) return -1;
+  const ppcc_op *op = &s->g->ops[d];
+  bool alias = op->n_in > 0 && op->n_out > 0 && op->out[0] == v && ((s->views && s->views[d]) || s->alias[v]);
+  return alias ? op->in[0] : -1;
+}
+
+/* JIT: the copy a shard kernel makes of a replicated operand of a
+ * row-parallel contraction (unreduced result, the other operand split),
+ * cut to its shard's part along the contracting dim (lower_ops.c's
+ * contract_operand), live while the kernel runs. */
+static int64_t jit_slice_scratch(const mem_sim *s, const ppcc_op *op) {
+  if (!s->jit || !op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_in < 2 || op->n_out < 1) return 0;
+  const ppcc_value *out = &s->g->values[op->out[0]];
+  if (out->layout.kind != PPCC_LAYOUT_UNREDUCED) return 0;
+  int64_t bytes = 0;
+  for (int k = 0; k < 2; k++) {
+    const ppcc_value *x = &s->g->values[op->in[k]], *other = &s->g->values[op->in[1 - k]];
+    if (x->layout.kind == PPCC_LAYOUT_REPLICATED && other->layout.kind == PPCC_LAYOUT_SPLIT && other->layout.count > 0)
+      bytes += s->bytes[op->in[k]] / other->layout.count;
+  }
+  return bytes;
 }
 
 static void step(mem_sim *s, int j, int mb) {
   const ppcc_op *op = &s->g->ops[j];
   for (int r = 0; r < op->n_out; r++)
     if (s->owns[op->out[r]]) add_value(s, op->out[r], mb, +1);
+  int64_t scratch = jit_slice_scratch(s, op); /* counted as activations while the op runs */
+  for (int i = 0; scratch && i < shard_count(&s->g->values[op->out[0]]); i++) {
+    int dev = rep_shard_device(&s->g->values[op->out[0]], i);
+    if (dev < 0 || dev >= s->g->n_devices) continue;
+    s->live[dev * MEM_KINDS + MEM_ACT] += scratch, s->total[dev] += scratch;
+    note_peak(s, dev);
+    s->live[dev * MEM_KINDS + MEM_ACT] -= scratch, s->total[dev] -= scratch;
+  }
   for (int r = 0; r < op->n_out; r++) peak_value(s, op->out[r]);
   for (int k = 0; k < op->n_in; k++) release(s, op->in[k], mb, j);
+  for (int k = 0; s->jit && k < op->n_in; k++) /* the JIT frees a view's buffer after the view's last reader */
+    for (int v = aliased_operand(s, op->in[k]); v >= 0; v = aliased_operand(s, v)) release(s, v, mb, j);
   for (int r = 0; r < op->n_out; r++)
     if (s->last_use[op->out[r]] < 0) { /* never read: freed at once */
       s->last_use[op->out[r]] = j;
@@ -302,7 +345,7 @@ static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, bool 
             begin;
   if (ok) {
     classify(&s);
-    plan_lifetimes(g, views, s.last_use);
+    plan_lifetimes(g, views, jit ? s.alias : NULL, s.last_use);
     for (int mb = 0; mb < m; mb++) /* load_leaves: params once, every microbatch's inputs */
       for (int v = 0; v < g->n_values; v++)
         if (g->values[v].kind == PPCC_VALUE_INPUT || (g->values[v].kind == PPCC_VALUE_PARAM && mb == 0))
