@@ -30,21 +30,30 @@
  *   - params, inputs and one buffer per output shard are arguments the
  *     executor holds for the whole run; the result an output's op computes
  *     is a buffer of its own, copied into the output argument at the end;
- *   - every buffer the device function allocates lives until it returns
- *     (src/emit/exec_dealloc.c frees them all at the end): nothing is
- *     released after its last reader;
- *   - a reshape is a view (not outlined, src/emit/exec_kernel.c); an
- *     in-place op (index_copy) copies its destination into a new result;
+ *   - every other buffer the device function allocates is freed right
+ *     after its last reader, as the interpreter does
+ *     (src/emit/exec_dealloc.c), and the arena reuses its bytes: results
+ *     nobody reads are freed at once; inputs and params are arguments and
+ *     stay;
+ *   - a reshape is a view (not outlined, src/emit/exec_kernel.c), and the
+ *     buffer under a view lives until the view's last reader; an in-place
+ *     op (index_copy) copies its destination into a new result, so the
+ *     destination is not kept for it;
  *   - a layout change (src/emit/exec_comm.c) whose shard stays on its
  *     home device is the operand's buffer (whole to whole, split to split
  *     on the same dim) or, for the offset-0 cut of a split whose leading
- *     dims are 1, a view; other cuts, receives, gathers and reductions are
- *     new buffers;
+ *     dims are 1, a view (the operand then lives as long as the result);
+ *     other cuts, receives, gathers and reductions are new buffers;
+ *   - a row-parallel contraction (unreduced result) next to a replicated
+ *     operand copies that operand's slice inside its kernel (lower_ops.c):
+ *     counted while the op runs;
  *   - with M > 1 the JIT does not run (the interpreter does).
- * Not modelled: temporaries that kernels allocate and free inside one op
- * (a row reduction's accumulator, a bias-add's staging buffer); they are
- * in the measurement when live at its high-water mark (a few hundred
- * bytes on the shipped models, tests/plan_check.sh).
+ * Not modelled: other temporaries that kernels allocate and free inside
+ * one op (a row reduction's accumulator, a bias-add's staging buffer);
+ * they are in the measurement when live at its high-water mark, which is
+ * now often inside an op (a few hundred bytes on most shipped models, a
+ * biased linear's 1.5 KiB of 9.7 KiB on inserted_collectives,
+ * tests/plan_check.sh).
  *
  * Time model (per device, per op shard it computes):
  *   t = overhead [+ gemm call cost] + max(flops / rate, bytes / elementwise_bandwidth)
