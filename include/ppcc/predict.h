@@ -29,12 +29,12 @@
  * the compiled code allocates through src/runtime/jit_arena.c):
  *   - params, inputs and one buffer per output shard are arguments the
  *     executor holds for the whole run; the result an output's op computes
- *     is a buffer of its own, copied into the output argument at the end;
- *   - every other buffer the device function allocates is freed right
- *     after its last reader, as the interpreter does
- *     (src/emit/exec_dealloc.c), and the arena reuses its bytes: results
- *     nobody reads are freed at once; inputs and params are arguments and
- *     stay;
+ *     is a buffer of its own, copied into the output argument after its
+ *     last reader (at once if none);
+ *   - every buffer the device function allocates is freed right after its
+ *     last reader (src/emit/exec_dealloc.c), and the arena reuses its
+ *     bytes: results nobody reads are freed at once; inputs and params are
+ *     arguments and stay;
  *   - a reshape is a view (not outlined, src/emit/exec_kernel.c), and the
  *     buffer under a view lives until the view's last reader; an in-place
  *     op (index_copy) copies its destination into a new result, so the

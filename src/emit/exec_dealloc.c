@@ -58,17 +58,21 @@ int exec_take_straight_devices(MlirModule module, MlirOperation *out, int cap) {
  * reading several buffers whose results may alias any of them joins them
  * (union-find), so they are freed together. The last op to use a buffer
  * or any alias of it is recorded; a buffer stored into memory or
- * returned escapes and is freed at the end, as before. Then one free per
- * buffer goes right after its last user (in allocation order where
- * several share one), so that the runtime's arena (jit_arena.c) reuses
- * its bytes: memory flat in model depth instead of the sum of all
- * buffers. Linear in the ops: one walk, a hash table of values. */
+ * returned escapes and is freed at the end, as before. The copies of
+ * results into the output arguments, which the function makes at its
+ * end, move up to right after their buffer's last use (nothing touches
+ * either in between). Then one free per buffer goes right after its last
+ * user (in allocation order where several share one), so that the
+ * runtime's arena (jit_arena.c) reuses its bytes: memory flat in model
+ * depth instead of the sum of all buffers. Linear in the ops: one walk,
+ * a hash table of values. */
 
 typedef struct buf_set {
   int *parent;             /* union-find over buffers */
   int *last;               /* per root: position of the last user */
   MlirOperation *last_op;  /* per root: the last user */
   bool *escapes;           /* per root: freed at the end */
+  bool stores;             /* some op may store a pointer: nothing moved */
   MlirOperation *alloc;    /* per buffer: its memref.alloc */
   int n;
   /* open addressing: value -> buffer (any member of its set) */
@@ -114,19 +118,25 @@ static bool reads_only(MlirOperation o) {
   return is_op(o, "memref.load") || is_op(o, "memref.dim") || is_op(o, "memref.rank") || is_op(o, "memref.copy");
 }
 
+/* Ops that write their operand 0 into memory as a value. */
+static bool stores_value(MlirOperation o) {
+  return is_op(o, "memref.store") || is_op(o, "llvm.store") || is_op(o, "memref.atomic_rmw");
+}
+
 /* The op keeps a buffer beyond itself: it is returned, or written into
  * memory as a value. (Calls do not: the kernels and the runtime's
- * communication calls copy what they send, tests/test_emit_exec.c.) */
+ * communication calls copy what they send, src/runtime/comm.c.) */
 static bool keeps(MlirOperation o, int operand) {
-  if (is_op(o, "func.return")) return true;
-  return operand == 0 && (is_op(o, "memref.store") || is_op(o, "llvm.store") || is_op(o, "memref.atomic_rmw"));
+  return is_op(o, "func.return") || (operand == 0 && stores_value(o));
 }
 
 static bool buf_set_init(buf_set *s, MlirBlock b) {
   int n_alloc = 0;
   size_t n_values = 0;
+  bool stores = false;
   for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
     n_alloc += is_op(o, "memref.alloc");
+    stores = stores || stores_value(o);
     n_values += (size_t)mlirOperationGetNumResults(o);
   }
   size_t cap = 16;
@@ -135,7 +145,7 @@ static bool buf_set_init(buf_set *s, MlirBlock b) {
   *s = (buf_set){.parent = malloc(nb * sizeof(int)), .last = malloc(nb * sizeof(int)),
                  .last_op = malloc(nb * sizeof(MlirOperation)), .escapes = calloc(nb, sizeof(bool)),
                  .alloc = malloc(nb * sizeof(MlirOperation)), .keys = calloc(cap, sizeof(void *)),
-                 .vals = malloc(cap * sizeof(int)), .mask = cap - 1};
+                 .vals = malloc(cap * sizeof(int)), .mask = cap - 1, .stores = stores};
   return s->parent && s->last && s->last_op && s->escapes && s->alloc && s->keys && s->vals;
 }
 
@@ -149,10 +159,32 @@ static void buf_set_free(buf_set *s) {
   free(s->vals);
 }
 
-/* The walk: last users, aliases, escapes. */
+/* A copy of a buffer into an output argument that nothing else uses
+ * (the device function's outputs, written back at its end): it may as
+ * well run right after the buffer's last use so far, since nothing
+ * touches either between; then the buffer is freed there too instead of
+ * living to the end. Returns the buffer, or -1. */
+static int output_copy_source(const buf_set *s, MlirOperation o) {
+  if (s->stores || !is_op(o, "memref.copy") || mlirOperationGetNumOperands(o) != 2) return -1;
+  MlirValue dst = mlirOperationGetOperand(o, 1);
+  if (!mlirValueIsABlockArgument(dst)) return -1;
+  MlirOpOperand use = mlirValueGetFirstUse(dst);
+  if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use))) return -1;
+  return buffer_of(s, mlirOperationGetOperand(o, 0));
+}
+
+/* The walk: last users, aliases, escapes; output copies moved up. */
 static void record_uses(buf_set *s, MlirBlock b) {
   int pos = 0;
-  for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o), pos++) {
+  for (MlirOperation o = mlirBlockGetFirstOperation(b), next; !mlirOperationIsNull(o); o = next, pos++) {
+    next = mlirOperationGetNextInBlock(o);
+    int src = output_copy_source(s, o);
+    if (src >= 0) {
+      src = find(s, src);
+      if (!mlirOperationEqual(s->last_op[src], o)) mlirOperationMoveAfter(o, s->last_op[src]);
+      s->last_op[src] = o; /* its position stays the last use's */
+      continue;
+    }
     /* the buffers o uses; joined when its results may point into them */
     bool aliases = mlirOperationGetNumResults(o) > 0 && !reads_only(o);
     int set = -1;

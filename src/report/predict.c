@@ -131,13 +131,14 @@ static bool in_place(const ppcc_op *op) {
  * outputs are kept (n_ops); an in-place destination, and the operand of a
  * view (views[j]), lives as long as its result. The JIT (jit_alias: per
  * value, jit_alias_mask; NULL for the interpreter) copies an in-place
- * destination instead, and a layout change sharing its operand's buffer
- * keeps that alive as a view does. */
+ * destination instead, a layout change sharing its operand's buffer
+ * keeps that alive as a view does, and an output's buffer is copied into
+ * its output argument after its last reader, then freed. */
 static void plan_lifetimes(const ppcc_graph *g, const bool *views, const uint64_t *jit_alias, int *last_use) {
   for (int v = 0; v < g->n_values; v++) last_use[v] = -1;
   for (int j = 0; j < g->n_ops; j++)
     for (int k = 0; k < g->ops[j].n_in; k++) last_use[g->ops[j].in[k]] = j;
-  for (int k = 0; k < g->n_outputs; k++) last_use[g->outputs[k]] = g->n_ops;
+  for (int k = 0; !jit_alias && k < g->n_outputs; k++) last_use[g->outputs[k]] = g->n_ops;
   for (int j = g->n_ops - 1; j >= 0; j--) {
     const ppcc_op *op = &g->ops[j];
     if (op->n_in < 1 || op->n_out < 1) continue;
