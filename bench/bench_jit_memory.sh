@@ -66,9 +66,8 @@ for L in $LAYERS; do
     out=$("$d/ppcc" run "$m" --backend=jit --check-plan --plan-memory-tolerance=100 --plan-time-tolerance=1e6 \
           --threads 2 2>&1) || { echo "$out" >&2; echo "bench_jit_memory: $d/ppcc run failed" >&2; exit 1; }
     awk '/predicted peak/{on=1; next} /stage  devices/{on=0} on && NF>=3 {print $1, $3}' <<<"$out" >"$TMP/meas"
-    join "$TMP/meas" "$TMP/args" | while read -r dev meas arg; do
-      printf "%-6s %-5s %-4s %16d %16d %16d\n" "$L" "$tag" "$dev" "$meas" "$arg" $((meas - arg))
-    done
+    awk -v L="$L" -v tag="$tag" 'NR == FNR {arg[$1] = $2; next}
+         {printf "%-6s %-5s %-4s %16d %16d %16d\n", L, tag, $1, $2, arg[$1], $2 - arg[$1]}' "$TMP/args" "$TMP/meas"
     tag=base
   done
 done
