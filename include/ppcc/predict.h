@@ -70,6 +70,17 @@
 #include "ppcc/graph.h"
 
 #define PPCC_CALIB_MAX_THREADS 64
+#define PPCC_CALIB_MAX_OPS 64
+
+/* The interpreter's measured cost of one op kind (the op table's name),
+ * per op shard it computes: call_us + flops * ns_per_flop / 1e3 +
+ * bytes * ns_per_byte / 1e3 microseconds, flops the op-table FLOPs of
+ * the shard and bytes those of its operands and result
+ * (ppcc_predict_op_work), on one device with one kernel thread. */
+typedef struct ppcc_op_cost {
+  char name[32];
+  double call_us, ns_per_flop, ns_per_byte;
+} ppcc_op_cost;
 
 /* This machine's speeds, by thread count (index t-1 for t threads). */
 typedef struct ppcc_calibration {
@@ -83,6 +94,15 @@ typedef struct ppcc_calibration {
   double gemm_call_us;        /* extra fixed cost of a GEMM call (small GEMMs
                                  run far below the peak rate) */
   int cores;                  /* cores of the machine measured */
+  int n_op_costs;             /* 0: an older file; every op uses the roofline */
+  ppcc_op_cost op_costs[PPCC_CALIB_MAX_OPS];
+  double hop_us;              /* a microbatch's hand-over between pipeline
+                                 stages (send, wake-up of the receiver);
+                                 0: not measured */
+  double resume_us;           /* extra cost of a compute op that runs right
+                                 after its device waited (program start, a
+                                 receive, a collective): caches gone cold;
+                                 0: not measured */
 } ppcc_calibration;
 
 /* Defaults when uncalibrated: 20 GFLOP/s GEMM, 5 GB/s and 1 GFLOP/s
@@ -94,6 +114,14 @@ void ppcc_calibration_defaults(ppcc_calibration *c);
 ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d);
 /* Writes it through the atomic-output module. */
 ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, ppcc_diag *d);
+/* The calibrated cost of op kind `name`, NULL if the file has none. */
+const ppcc_op_cost *ppcc_calibration_op_cost(const ppcc_calibration *c, const char *name);
+/* Sets (adds or replaces) the cost of op kind c->name; false when full. */
+bool ppcc_calibration_set_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost);
+/* What the time model charges a compute op for one result shard: its
+ * op-table FLOPs (rep_op_flops_per_shard) and the bytes of its operand
+ * shards and first result shard, one microbatch being the whole batch. */
+void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops, double *bytes);
 
 typedef struct ppcc_predict_options {
   int microbatches;                 /* M; 0 or 1: none */
@@ -154,6 +182,9 @@ typedef struct ppcc_plan_measure {
   int64_t *peak_bytes;    /* per device: high-water mark of the value buffers */
   double *stage_busy_ms;  /* [stage * n_devices + device]: compute spans */
   double wall_ms;
+  double *op_busy_ms;     /* optional (NULL: not recorded), per op of the
+                             graph: its compute spans summed over devices
+                             and microbatches, the smallest over forwards */
   bool filled;
   int forwards;           /* runs measured: the peak is the largest, busy
                              times and wall the smallest (warm) */
