@@ -99,6 +99,9 @@ typedef struct ppcc_calibration {
   double hop_us;              /* a microbatch's hand-over between pipeline
                                  stages (send, wake-up of the receiver);
                                  0: not measured */
+  int n_slowdown;             /* entries of concurrent_slowdown; 0: not measured */
+  double concurrent_slowdown[PPCC_CALIB_MAX_THREADS]; /* [t-1]: how much slower each
+                                 op runs while t devices compute at once (1 for t = 1) */
   double resume_us;           /* extra cost of a compute op that runs right
                                  after its device waited (program start, a
                                  receive, a collective): caches gone cold;

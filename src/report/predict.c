@@ -85,6 +85,13 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
       return bad_field(path, optional[i], "is not a number in [0, 1e6]", d);
     *dst[i] = x ? x->valuedouble : 0;
   }
+  const cJSON *slow = cJSON_GetObjectItemCaseSensitive(root, "concurrent_slowdown");
+  if (slow) {
+    int ns = 0;
+    ppcc_status sst = read_rates(root, path, "concurrent_slowdown", c->concurrent_slowdown, &ns, d);
+    if (sst) return sst;
+    c->n_slowdown = ns;
+  }
   const cJSON *costs = cJSON_GetObjectItemCaseSensitive(root, "op_costs");
   if (costs && !cJSON_IsObject(costs)) return bad_field(path, "op_costs", "is not an object (op name: its cost)", d);
   for (const cJSON *e = costs ? costs->child : NULL; e; e = e->next) {
@@ -154,6 +161,11 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
   fprintf(f.fp, "  \"op_overhead_us\": %.6g,\n  \"gemm_call_us\": %.6g", c->op_overhead_us, c->gemm_call_us);
   if (c->hop_us > 0) fprintf(f.fp, ",\n  \"hop_us\": %.6g", c->hop_us);
   if (c->resume_us > 0) fprintf(f.fp, ",\n  \"resume_us\": %.6g", c->resume_us);
+  if (c->n_slowdown > 0) {
+    fputs(",\n  \"concurrent_slowdown\": [", f.fp);
+    for (int i = 0; i < c->n_slowdown; i++) fprintf(f.fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
+    fputc(']', f.fp);
+  }
   if (c->n_op_costs > 0) {
     fputs(",\n  \"op_costs\": {", f.fp);
     for (int i = 0; i < c->n_op_costs; i++) {
@@ -458,40 +470,39 @@ static double device_speed(const ppcc_graph *g, const ppcc_predict_options *o, i
  * microbatch and cores for its devices are free (first come, first
  * served), keeps them while its next microbatch has arrived, and a stage
  * with more devices than cores runs at cores / devices (its devices block
- * on each other's collectives, so they take turns). busy[k] is the wall
- * time stage k computes (what --check-plan measures: compute spans);
- * returns the wall time of the run, -1 when out of memory. */
+ * on each other's collectives, so they take turns). While t devices
+ * compute at once each runs slow[t-1] times slower (n_slow entries, the
+ * last one beyond). busy[k] is the wall time stage k computes (what
+ * --check-plan measures: compute spans); returns the wall time of the
+ * run, -1 when out of memory. */
 static double simulate_pipeline(int p, int m, const int *n, const double *work, int cores, double hop_ms,
-                                double *busy) {
+                                const double *slow, int n_slow, double *busy) {
   size_t np = (size_t)p + 1;
-  double *fin = malloc(sizeof(double) * (size_t)p * (size_t)m + 1), *end = malloc(sizeof(double) * np);
-  double *since = malloc(sizeof(double) * np); /* when stage k last became ready and waited */
+  double *fin = malloc(sizeof(double) * (size_t)p * (size_t)m + 1), *rem = malloc(sizeof(double) * np);
+  double *since = malloc(sizeof(double) * np); /* when stage k's waiting microbatch arrived */
   int *next = calloc(np, sizeof *next);
   bool *running = calloc(np, sizeof *running);
   double now = 0;
-  if (!fin || !end || !since || !next || !running) {
-    free(fin), free(end), free(since), free(next), free(running);
+  if (!fin || !rem || !since || !next || !running) {
+    free(fin), free(rem), free(since), free(next), free(running);
     return -1;
   }
   for (int k = 0; k < p; k++) busy[k] = 0, since[k] = INFINITY;
+#define ARRIVAL(k) \
+  (next[k] >= m ? INFINITY : (k) == 0 ? 0 : next[(k) - 1] > next[k] ? fin[(size_t)((k) - 1) * m + next[k]] + hop_ms : INFINITY)
   int free_cores = cores;
   for (;;) {
-    /* arrivals: a stage whose next microbatch is here waits for cores */
-    double arrive = INFINITY;
+    double arrive = INFINITY; /* the next hand-over still on its way */
     bool left = false;
     for (int k = 0; k < p; k++) {
       left = left || next[k] < m;
-      if (running[k] || next[k] >= m) continue;
-      double ready = k == 0 ? 0 : next[k - 1] > next[k] ? fin[(size_t)(k - 1) * m + next[k]] + hop_ms : INFINITY;
-      if (ready <= now) {
-        if (since[k] > ready) since[k] = ready;
-      } else if (ready < arrive) {
-        arrive = ready;
-      }
+      if (running[k]) continue;
+      double ready = ARRIVAL(k);
+      if (ready <= now && since[k] > ready) since[k] = ready;
+      else if (ready > now && ready < arrive) arrive = ready;
     }
     if (!left) break;
-    /* start waiting stages, longest waiting first, while cores are free */
-    for (;;) {
+    for (;;) { /* start waiting stages, longest waiting first, while cores are free */
       int pick = -1;
       for (int k = 0; k < p; k++)
         if (!running[k] && isfinite(since[k]) && (pick < 0 || since[k] < since[pick])) pick = k;
@@ -500,33 +511,34 @@ static double simulate_pipeline(int p, int m, const int *n, const double *work, 
       free_cores -= need;
       running[pick] = true;
       since[pick] = INFINITY;
-      double speed = n[pick] > cores ? (double)cores / n[pick] : 1.0;
-      end[pick] = now + (work[pick] > 0 ? work[pick] : 0) / speed;
+      rem[pick] = work[pick] > 0 ? work[pick] : 0;
     }
-    double step = arrive;
-    for (int k = 0; k < p; k++)
-      if (running[k] && end[k] < step) step = end[k];
-    if (!isfinite(step)) break; /* nothing can run: not a chain (cannot happen) */
-    for (int k = 0; k < p; k++)
-      if (running[k]) busy[k] += (step < end[k] ? step : end[k]) - now;
-    now = step;
+    int on = cores - free_cores; /* devices computing now */
+    double contention = on < 1 || n_slow < 1 ? 1.0 : slow[(on < n_slow ? on : n_slow) - 1];
+    double step = arrive - now;
     for (int k = 0; k < p; k++) {
-      if (!running[k] || end[k] > now) continue;
+      double speed = (n[k] > cores ? (double)cores / n[k] : 1.0) / contention;
+      if (running[k] && rem[k] / speed < step) step = rem[k] / speed;
+    }
+    if (!isfinite(step)) break; /* nothing can run: not a chain (cannot happen) */
+    now += step;
+    for (int k = 0; k < p; k++) {
+      if (!running[k]) continue;
+      busy[k] += step;
+      rem[k] -= step * (n[k] > cores ? (double)cores / n[k] : 1.0) / contention;
+      if (rem[k] > 1e-12 * (work[k] + 1)) continue;
       fin[(size_t)k * m + next[k]++] = now;
-      /* keeps its cores when its next microbatch is already here */
-      double ready = next[k] >= m ? INFINITY : k == 0 ? 0
-                     : next[k - 1] > next[k] ? fin[(size_t)(k - 1) * m + next[k]] + hop_ms : INFINITY;
-      if (ready <= now) {
-        double speed = n[k] > cores ? (double)cores / n[k] : 1.0;
-        end[k] = now + (work[k] > 0 ? work[k] : 0) / speed;
+      if (ARRIVAL(k) <= now) { /* keeps its cores: its next microbatch is here */
+        rem[k] = work[k] > 0 ? work[k] : 0;
       } else {
         running[k] = false;
         free_cores += n[k] < cores ? n[k] : cores;
       }
     }
   }
+#undef ARRIVAL
   free(fin);
-  free(end);
+  free(rem);
   free(since);
   free(next);
   free(running);
@@ -606,7 +618,8 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       }
     }
   }
-  double wall = ok ? simulate_pipeline(ns, m, group, work, cores, c->hop_us * 1e-3, busy) : -1;
+  double wall = ok ? simulate_pipeline(ns, m, group, work, cores, c->hop_us * 1e-3, use_costs ? c->concurrent_slowdown : NULL,
+                                     use_costs ? c->n_slowdown : 0, busy) : -1;
   ok = ok && wall >= 0;
   double sum = 0;
   for (int k = 0; ok && k < ns; k++) {

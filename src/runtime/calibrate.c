@@ -139,40 +139,45 @@ static double best_elementwise_gflops(int threads) {
 /* The fixed cost of one compute step as the interpreter takes it: the
  * executor runs a chain of STEPS adds of 8 floats and its busy time (the
  * --check-plan measurement) is divided by the steps; the smallest over
- * several runs. On one device (overhead_us), or ping-ponged between two
- * devices, a transfer after every add (the pipeline's hand-over: each add
+ * several runs (overhead_us). With `gemm`, the steps are [8, 64] x
+ * [64, 64] matmuls instead, and with `ping_pong` they alternate between
+ * two devices, a transfer after each (the pipeline's hand-over: each step
  * then runs right after its device waited, and the wall per step less the
- * add is the hand-over). Falls back to 2 us. */
+ * step's busy time is the hand-over). Falls back to 2 us. */
 #define STEPS 256
 
-static char *chain_model(bool ping_pong) {
-  size_t cap = 256 + (size_t)STEPS * 200, off = 0;
+static char *chain_model(bool ping_pong, bool gemm) {
+  size_t cap = 512 + (size_t)STEPS * 200, off = 0;
   char *m = malloc(cap);
   if (!m) return NULL;
-  off += (size_t)snprintf(m + off, cap - off,
-                          "{\"ppcc\": 1, \"name\": \"calibrate\", \"devices\": %d, \"params\": [], \"inputs\": "
-                          "[{\"name\": \"t0\", \"dtype\": \"f32\", \"shape\": [8], \"devices\": [0]}], \"ops\": [",
+  off += (size_t)snprintf(m + off, cap - off, "{\"ppcc\": 1, \"name\": \"calibrate\", \"devices\": %d, \"params\": [",
                           ping_pong ? 2 : 1);
+  for (int dev = 0; gemm && dev < (ping_pong ? 2 : 1); dev++)
+    off += (size_t)snprintf(m + off, cap - off, "%s{\"name\": \"w%d\", \"dtype\": \"f32\", \"shape\": [64, 64], \"devices\": [%d]}",
+                            dev ? ", " : "", dev, dev);
+  off += (size_t)snprintf(m + off, cap - off,
+                          "], \"inputs\": [{\"name\": \"t0\", \"dtype\": \"f32\", \"shape\": [%s], \"devices\": [0]}], \"ops\": [",
+                          gemm ? "8, 64" : "8");
   for (int i = 0; i < STEPS; i++) {
-    if (!ping_pong) {
-      off += (size_t)snprintf(m + off, cap - off, "%s{\"op\": \"add\", \"in\": [\"t%d\", \"t%d\"], \"out\": [\"t%d\"]}",
-                              i ? ", " : "", i, i, i + 1);
-      continue;
-    }
-    off += (size_t)snprintf(m + off, cap - off,
-                            "%s{\"op\": \"add\", \"in\": [\"t%d\", \"t%d\"], \"out\": [\"u%d\"]}, "
-                            "{\"op\": \"transfer\", \"in\": [\"u%d\"], \"out\": [\"t%d\"], \"attrs\": {\"devices\": [%d]}}",
-                            i ? ", " : "", i, i, i, i, i + 1, (i + 1) % 2);
+    int dev = ping_pong ? i % 2 : 0;
+    char second[16];
+    snprintf(second, sizeof second, gemm ? "w%d" : "t%d", gemm ? dev : i);
+    off += (size_t)snprintf(m + off, cap - off, "%s{\"op\": \"%s\", \"in\": [\"t%d\", \"%s\"], \"out\": [\"%c%d\"]}",
+                            i ? ", " : "", gemm ? "matmul" : "add", i, second, ping_pong ? 'u' : 't', ping_pong ? i : i + 1);
+    if (ping_pong)
+      off += (size_t)snprintf(m + off, cap - off,
+                              ", {\"op\": \"transfer\", \"in\": [\"u%d\"], \"out\": [\"t%d\"], \"attrs\": {\"devices\": [%d]}}",
+                              i, i + 1, (i + 1) % 2);
   }
   snprintf(m + off, cap - off, "], \"outputs\": [\"t%d\"]}", STEPS);
   return m;
 }
 
-/* Per step of the chain: the add's busy time and the wall, in us. */
-static bool chain_us(bool ping_pong, double *add_us, double *wall_us) {
+/* Per step of the chain: the step's busy time and the wall, in us. */
+static bool chain_us(bool ping_pong, bool gemm, double *add_us, double *wall_us) {
   ppcc_diag d;
   ppcc_diag_init(&d, NULL, NULL);
-  char *text = chain_model(ping_pong);
+  char *text = chain_model(ping_pong, gemm);
   ppcc_graph *g = text ? ppcc_load_model_string(text, strlen(text), &d) : NULL;
   free(text);
   double best = 1e9, best_wall = 1e9;
@@ -203,7 +208,7 @@ static bool chain_us(bool ping_pong, double *add_us, double *wall_us) {
 
 static double overhead_us(void) {
   double add, wall;
-  chain_us(false, &add, &wall);
+  chain_us(false, false, &add, &wall);
   return add;
 }
 
@@ -381,8 +386,9 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
 #define OP_FORWARDS 8
 
 /* Runs one workload model on its devices (one kernel thread each) and adds
- * every compute op's (FLOPs, bytes, us) to the samples. */
-static ppcc_status sample_workload(const char *text, sample_set *s, ppcc_diag *d) {
+ * every compute op's (FLOPs, bytes, us) to the samples s (NULL: none);
+ * total_us (NULL: not wanted) gets the sum of every op's time. */
+static ppcc_status sample_workload(const char *text, sample_set *s, double *total_us, ppcc_diag *d) {
   ppcc_graph *g = ppcc_load_model_string(text, strlen(text), d);
   if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload does not load");
   ppcc_status st = ppcc_run_passes(g, NULL, NULL, d);
@@ -404,9 +410,12 @@ static ppcc_status sample_workload(const char *text, sample_set *s, ppcc_diag *d
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
   }
   if (!st && !m.filled) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload recorded no spans");
+  if (total_us) *total_us = 0;
   for (int j = 0; !st && j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
     if (op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
+    if (total_us) *total_us += op_ms[j] * 1e3;
+    if (!s) continue;
     double f, b;
     ppcc_predict_op_work(g, op, &f, &b);
     op_samples *o = samples_for(s, op->info->name);
@@ -425,32 +434,40 @@ static ppcc_status sample_workload(const char *text, sample_set *s, ppcc_diag *d
 
 /* FFN blocks of `tokens` rows (hidden h, ffn ff, distinct weights):
  * matmul, gelu, matmul, add, layer_norm, softmax, then relu, mul, sub. */
-static char *ffn_model(int tokens, int h, int ff) {
+static char *ffn_model(int tokens, int h, int ff, int copies) {
   FILE *f;
   char *buf = NULL;
   size_t len = 0;
   if (!(f = open_memstream(&buf, &len))) return NULL;
   const int blocks = 3;
-  fprintf(f, "{\"ppcc\": 1, \"name\": \"calibrate_ffn\", \"devices\": 1, \"params\": [");
-  for (int b = 0; b < blocks; b++)
-    fprintf(f, "%s{\"name\": \"up%d\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"devices\": [0]}, "
-               "{\"name\": \"down%d\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"devices\": [0]}, "
-               "{\"name\": \"ln%d\", \"dtype\": \"f32\", \"shape\": [%d], \"devices\": [0]}",
-            b ? ", " : "", b, h, ff, b, ff, h, b, h);
-  fprintf(f, "], \"inputs\": [{\"name\": \"x0\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"devices\": [0]}], \"ops\": [",
-          tokens, h);
-  for (int b = 0; b < blocks; b++) {
-    fprintf(f, "%s{\"op\": \"matmul\", \"in\": [\"x%d\", \"up%d\"], \"out\": [\"h%d\"]}, ", b ? ", " : "", b, b, b);
-    fprintf(f, "{\"op\": \"gelu\", \"in\": [\"h%d\"], \"out\": [\"a%d\"]}, ", b, b);
-    fprintf(f, "{\"op\": \"relu\", \"in\": [\"a%d\"], \"out\": [\"r%d\"]}, ", b, b);
-    fprintf(f, "{\"op\": \"mul\", \"in\": [\"r%d\", \"h%d\"], \"out\": [\"g%d\"]}, ", b, b, b);
-    fprintf(f, "{\"op\": \"matmul\", \"in\": [\"g%d\", \"down%d\"], \"out\": [\"o%d\"]}, ", b, b, b);
-    fprintf(f, "{\"op\": \"add\", \"in\": [\"o%d\", \"x%d\"], \"out\": [\"s%d\"]}, ", b, b, b);
-    fprintf(f, "{\"op\": \"sub\", \"in\": [\"s%d\", \"o%d\"], \"out\": [\"u%d\"]}, ", b, b, b);
-    fprintf(f, "{\"op\": \"layer_norm\", \"in\": [\"u%d\", \"ln%d\"], \"out\": [\"n%d\"]}, ", b, b, b);
-    fprintf(f, "{\"op\": \"softmax\", \"in\": [\"n%d\"], \"out\": [\"x%d\"]}", b, b + 1);
-  }
-  fprintf(f, "], \"outputs\": [\"x%d\"]}", blocks);
+  fprintf(f, "{\"ppcc\": 1, \"name\": \"calibrate_ffn\", \"devices\": %d, \"params\": [", copies);
+  for (int c = 0; c < copies; c++)
+    for (int b = 0; b < blocks; b++)
+      fprintf(f, "%s{\"name\": \"c%d_up%d\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"devices\": [%d]}, "
+                 "{\"name\": \"c%d_down%d\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"devices\": [%d]}, "
+                 "{\"name\": \"c%d_ln%d\", \"dtype\": \"f32\", \"shape\": [%d], \"devices\": [%d]}",
+              b || c ? ", " : "", c, b, h, ff, c, c, b, ff, h, c, c, b, h, c);
+  fputs("], \"inputs\": [", f);
+  for (int c = 0; c < copies; c++)
+    fprintf(f, "%s{\"name\": \"c%d_x0\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"devices\": [%d]}", c ? ", " : "", c,
+            tokens, h, c);
+  fputs("], \"ops\": [", f);
+  for (int c = 0; c < copies; c++)
+    for (int b = 0; b < blocks; b++) {
+      fprintf(f, "%s{\"op\": \"matmul\", \"in\": [\"c%d_x%d\", \"c%d_up%d\"], \"out\": [\"c%d_h%d\"]}, ", b || c ? ", " : "",
+              c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"gelu\", \"in\": [\"c%d_h%d\"], \"out\": [\"c%d_a%d\"]}, ", c, b, c, b);
+      fprintf(f, "{\"op\": \"relu\", \"in\": [\"c%d_a%d\"], \"out\": [\"c%d_r%d\"]}, ", c, b, c, b);
+      fprintf(f, "{\"op\": \"mul\", \"in\": [\"c%d_r%d\", \"c%d_h%d\"], \"out\": [\"c%d_g%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"matmul\", \"in\": [\"c%d_g%d\", \"c%d_down%d\"], \"out\": [\"c%d_o%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"add\", \"in\": [\"c%d_o%d\", \"c%d_x%d\"], \"out\": [\"c%d_s%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"sub\", \"in\": [\"c%d_s%d\", \"c%d_o%d\"], \"out\": [\"c%d_u%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"layer_norm\", \"in\": [\"c%d_u%d\", \"c%d_ln%d\"], \"out\": [\"c%d_n%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"softmax\", \"in\": [\"c%d_n%d\"], \"out\": [\"c%d_x%d\"]}", c, b, c, b + 1);
+    }
+  fputs("], \"outputs\": [", f);
+  for (int c = 0; c < copies; c++) fprintf(f, "%s\"c%d_x%d\"", c ? ", " : "", c, blocks);
+  fputs("]}", f);
   if (fclose(f) != 0) {
     free(buf);
     return NULL;
@@ -458,25 +475,68 @@ static char *ffn_model(int tokens, int h, int ff) {
   return buf;
 }
 
+/* How much slower an op runs while t devices compute at once
+ * (ppcc_calibration.concurrent_slowdown): FFN workloads on t devices,
+ * each its own copy with no communication, against one copy alone, in
+ * pairs (alone, together, alone, together: the machine may be shared and
+ * its load changes); the ratio of their compute time per copy, the median
+ * over the pairs and a few sizes. */
+#define PAIRS 5
+static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
+  static const int sizes[][3] = {{8, 256, 1024}, {32, 128, 512}, {2, 64, 128}};
+  enum { N = sizeof sizes / sizeof *sizes };
+  int most = c->cores < PPCC_CALIB_MAX_THREADS ? c->cores : PPCC_CALIB_MAX_THREADS;
+  if (most > c->n_threads) most = c->n_threads; /* --threads N: at most N at once */
+  c->n_slowdown = 1;
+  c->concurrent_slowdown[0] = 1;
+  ppcc_status st = PPCC_OK;
+  for (int t = 2; t <= most && !st; t++) {
+    double ratio[N * PAIRS];
+    int n = 0;
+    for (int i = 0; i < N && !st; i++) {
+      char *a = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], 1), *b = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], t);
+      if (!a || !b) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+      for (int r = 0; r < PAIRS && !st; r++) {
+        double one = 0, many = 0;
+        st = sample_workload(a, NULL, &one, d);
+        if (!st) st = sample_workload(b, NULL, &many, d);
+        if (!st && one > 0) ratio[n++] = many / t / one;
+      }
+      free(a);
+      free(b);
+    }
+    for (int i = 1; i < n; i++) /* sort: the median */
+      for (int j = i; j > 0 && ratio[j] < ratio[j - 1]; j--) {
+        double x = ratio[j];
+        ratio[j] = ratio[j - 1], ratio[j - 1] = x;
+      }
+    c->concurrent_slowdown[t - 1] = n && ratio[n / 2] > 1 ? ratio[n / 2] : 1;
+    c->n_slowdown = t;
+    if (log && !st) fprintf(log, "%d devices computing at once: each %.3fx as slow\n", t, c->concurrent_slowdown[t - 1]);
+  }
+  return st;
+}
+
 ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads, FILE *log,
                                ppcc_diag *d) {
   sample_set s = {0};
   ppcc_status st = PPCC_OK;
-  double add, wall, hot_add, hot_wall;
-  if (chain_us(true, &add, &wall) && chain_us(false, &hot_add, &hot_wall)) {
-    c->resume_us = add > hot_add ? add - hot_add : 0;
-    c->hop_us = wall > add ? wall - add : 0;
+  double step, wall, hot_step, hot_wall;
+  if (chain_us(true, true, &step, &wall) && chain_us(false, true, &hot_step, &hot_wall)) {
+    c->resume_us = step > hot_step ? step - hot_step : 0;
+    c->hop_us = wall > step ? wall - step : 0;
     if (log) fprintf(log, "an op after its device waited: %.3f us more; a hand-over between devices: %.3f us\n",
                      c->resume_us, c->hop_us);
   }
   static const int ffn[][3] = {{2, 256, 1024}, {8, 256, 1024}, {32, 256, 1024}, {64, 256, 1024},
                                {4, 128, 512},  {32, 128, 512},  {16, 512, 1024}, {8, 64, 128}, {2, 64, 128}};
   for (int i = 0; !st && i < (int)(sizeof ffn / sizeof *ffn); i++) {
-    char *text = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2]);
-    st = text ? sample_workload(text, &s, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    char *text = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2], 1);
+    st = text ? sample_workload(text, &s, NULL, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
     free(text);
   }
-  for (int i = 0; !st && i < n_workloads; i++) st = sample_workload(workloads[i], &s, d);
+  for (int i = 0; !st && i < n_workloads; i++) st = sample_workload(workloads[i], &s, NULL, d);
+  if (!st) st = concurrency(c, log, d);
   for (int i = 0; !st && i < s.n; i++) {
     ppcc_op_cost k = {{0}, 0, 0, 0};
     if (!fit_op(&s.ops[i], &k)) continue;
