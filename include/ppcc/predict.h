@@ -46,22 +46,39 @@
  * in the measurement when live at its high-water mark (a few hundred
  * bytes on the shipped models, tests/plan_check.sh).
  *
- * Time model (per device, per op shard it computes):
- *   t = overhead [+ gemm call cost] + max(flops / rate, bytes / elementwise_bandwidth)
- * where rate is the GEMM FLOP/s for ops doing more than 16 FLOPs per
- * result element (contractions), else the elementwise FLOP/s (a roofline:
- * GEMMs are bound by FLOP/s, elementwise ops by the bytes they read and
- * write or by their arithmetic), divided by the device's relative speed; rates are
- * those of the thread count each device gets (cores / devices, as the
- * runtime's thread budget; elementwise: the per-thread rate with as many
- * threads streaming as the stage has devices, up to the cores; a stage
- * with more devices than cores takes devices/cores as long). A stage's time is its slowest device's
- * compute time over all microbatches. Transfers and collectives are not
- * busy time (a receive mostly waits for its peer). Predicted bubble for M
- * microbatches of p stages with times T_s: wall = sum_s T_s/M +
- * (M-1) max_s T_s/M (fill, steady state, drain), but at least the
- * stages' device time over the cores (devices time-share them), bubble =
- * 1 - sum_s T_s / (p wall). */
+ * Time model (per device, per op shard it computes, per microbatch):
+ *   interpreter, when the calibration file has the op kind's cost
+ *   (op_costs, measured by `ppcc calibrate` through the interpreter):
+ *     t = call_us + flops * ns_per_flop + bytes * ns_per_byte
+ *   with flops and bytes those of ppcc_predict_op_work (batch-carrying
+ *   operands and results divided by M), the FLOPs part of a contraction
+ *   (> 16 FLOPs per result element) sped up by the sgemm rate with the
+ *   device's kernel threads over the 1-thread rate; plus resume_us for
+ *   an op that runs right after its device waited (its first op of a
+ *   pipeline segment and microbatch, the first after a collective it
+ *   takes part in or a transfer it receives);
+ *   otherwise (the JIT, an older calibration file, an op kind not
+ *   measured) the roofline:
+ *     t = overhead [+ gemm call cost] + max(flops / rate, bytes / elementwise_bandwidth)
+ *   where rate is the GEMM FLOP/s for contractions, else the elementwise
+ *   FLOP/s, with the thread count each device gets (cores / devices, as
+ *   the runtime's thread budget; elementwise: the per-thread rate with as
+ *   many threads streaming as the stage has devices, up to the cores);
+ *   t is divided by the device's relative speed.
+ * A stage's work per microbatch is its slowest device's sum of t. The
+ * pipeline is then simulated as the runtime runs it (simulate_pipeline in
+ * src/report/predict.c): device threads block while they wait and keep
+ * their core while they have work, a stage runs microbatch i when it ran
+ * i - 1, stage k - 1 handed i over (hop_us later) and cores are free for
+ * its devices (a stage with more devices than cores runs at cores /
+ * devices), and while t devices compute at once each is
+ * concurrent_slowdown[t-1] times slower (interpreter). A stage's
+ * predicted time is the wall time it computes (what --check-plan
+ * measures: compute spans); transfers and collectives are not busy time.
+ * Predicted wall = the simulated run; bubble = 1 - sum_s T_s / (p wall).
+ * Not modelled: other processes on the machine (a shared machine's load
+ * delays a woken device thread, which lengthens the measured wall, hence
+ * the bubble, more than the busy times). */
 #ifndef PPCC_PREDICT_H
 #define PPCC_PREDICT_H
 #include <stdbool.h>
@@ -110,7 +127,8 @@ typedef struct ppcc_calibration {
 
 /* Defaults when uncalibrated: 20 GFLOP/s GEMM, 5 GB/s and 1 GFLOP/s
  * elementwise, 8 GB/s copy per thread (GEMM scaling linearly with
- * threads), 2 us per step, 2 us more per GEMM call. */
+ * threads), 2 us per step, 2 us more per GEMM call; no per-op costs,
+ * hand-over, resume cost or concurrency slowdown. */
 void ppcc_calibration_defaults(ppcc_calibration *c);
 /* Reads a calibration file; a bad file is a user error naming the file
  * and the field. */

@@ -87,7 +87,7 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   }
   const cJSON *slow = cJSON_GetObjectItemCaseSensitive(root, "concurrent_slowdown");
   if (slow) {
-    int ns = 0;
+    int ns = n; /* one entry per thread count, as the rates */
     ppcc_status sst = read_rates(root, path, "concurrent_slowdown", c->concurrent_slowdown, &ns, d);
     if (sst) return sst;
     c->n_slowdown = ns;

@@ -15,8 +15,16 @@
  *                         gelu kernel, t threads at once;
  *   copy_gbps[t-1]        memcpy of 16 MiB per thread, t threads at once
  *                         (transfers; not used by the stage times);
- *   op_overhead_us        the fixed cost of one compute step (overhead_us).
- * Each figure is the best of several runs (the machine may be shared). */
+ *   op_overhead_us        the fixed cost of one compute step (overhead_us);
+ * and, ppcc_calibrate_ops, the interpreter's own costs (what the
+ * prediction of an interpreter run uses; the above is the roofline's):
+ *   op_costs              per op kind, fitted on workload models run
+ *                         through the executor (see "per-op costs" below);
+ *   resume_us, hop_us     a [8,64]x[64,64] matmul ping-ponged between two
+ *                         devices against the same chain on one device;
+ *   concurrent_slowdown   FFN copies on t devices at once against one.
+ * Each figure is the best of several runs (the machine may be shared),
+ * the slowdown the median of paired runs. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
