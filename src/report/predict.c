@@ -91,6 +91,15 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
     ppcc_status sst = read_rates(root, path, "concurrent_slowdown", c->concurrent_slowdown, &ns, d);
     if (sst) return sst;
     c->n_slowdown = ns;
+    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(root, "concurrent_extra_us");
+    if (!cJSON_IsArray(extra) || cJSON_GetArraySize(extra) != ns)
+      return bad_field(path, "concurrent_extra_us", "is missing or not as long as concurrent_slowdown", d);
+    int i = 0;
+    for (const cJSON *e = extra->child; e; e = e->next, i++) {
+      if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0 || e->valuedouble > 1e6)
+        return bad_field(path, "concurrent_extra_us", "has an entry that is not a number in [0, 1e6]", d);
+      c->concurrent_extra_us[i] = e->valuedouble;
+    }
   }
   const cJSON *costs = cJSON_GetObjectItemCaseSensitive(root, "op_costs");
   if (costs && !cJSON_IsObject(costs)) return bad_field(path, "op_costs", "is not an object (op name: its cost)", d);
@@ -164,6 +173,8 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
   if (c->n_slowdown > 0) {
     fputs(",\n  \"concurrent_slowdown\": [", f.fp);
     for (int i = 0; i < c->n_slowdown; i++) fprintf(f.fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
+    fputs("],\n  \"concurrent_extra_us\": [", f.fp);
+    for (int i = 0; i < c->n_slowdown; i++) fprintf(f.fp, i ? ", %.6g" : "%.6g", c->concurrent_extra_us[i]);
     fputc(']', f.fp);
   }
   if (c->n_op_costs > 0) {
@@ -471,20 +482,23 @@ static double device_speed(const ppcc_graph *g, const ppcc_predict_options *o, i
  * served), keeps them while its next microbatch has arrived, and a stage
  * with more devices than cores runs at cores / devices (its devices block
  * on each other's collectives, so they take turns). While t devices
- * compute at once each runs slow[t-1] times slower (n_slow entries, the
- * last one beyond). busy[k] is the wall time stage k computes (what
+ * compute at once, stage k's microbatch (its slowest device resuming
+ * resumes[k] times) takes slow[t-1] * work[k] + extra_us[t-1] * resumes[k]
+ * (n_slow entries, the last one beyond).
+ * busy[k] is the wall time stage k computes (what
  * --check-plan measures: compute spans); returns the wall time of the
  * run, -1 when out of memory. */
-static double simulate_pipeline(int p, int m, const int *n, const double *work, int cores, double hop_ms,
-                                const double *slow, int n_slow, double *busy) {
+static double simulate_pipeline(int p, int m, const int *n, const double *work, const double *resumes, int cores,
+                                double hop_ms, const double *slow, const double *extra_us, int n_slow, double *busy) {
   size_t np = (size_t)p + 1;
   double *fin = malloc(sizeof(double) * (size_t)p * (size_t)m + 1), *rem = malloc(sizeof(double) * np);
   double *since = malloc(sizeof(double) * np); /* when stage k's waiting microbatch arrived */
+  double *speed = malloc(sizeof(double) * np);
   int *next = calloc(np, sizeof *next);
   bool *running = calloc(np, sizeof *running);
   double now = 0;
-  if (!fin || !rem || !since || !next || !running) {
-    free(fin), free(rem), free(since), free(next), free(running);
+  if (!fin || !rem || !since || !speed || !next || !running) {
+    free(fin), free(rem), free(since), free(speed), free(next), free(running);
     return -1;
   }
   for (int k = 0; k < p; k++) busy[k] = 0, since[k] = INFINITY;
@@ -513,19 +527,20 @@ static double simulate_pipeline(int p, int m, const int *n, const double *work, 
       since[pick] = INFINITY;
       rem[pick] = work[pick] > 0 ? work[pick] : 0;
     }
-    int on = cores - free_cores; /* devices computing now */
-    double contention = on < 1 || n_slow < 1 ? 1.0 : slow[(on < n_slow ? on : n_slow) - 1];
+    int on = cores - free_cores, at = on < n_slow ? on - 1 : n_slow - 1; /* devices computing now */
     double step = arrive - now;
     for (int k = 0; k < p; k++) {
-      double speed = (n[k] > cores ? (double)cores / n[k] : 1.0) / contention;
-      if (running[k] && rem[k] / speed < step) step = rem[k] / speed;
+      /* speed: work done per wall ms */
+      double contention = at < 0 || work[k] <= 0 ? 1.0 : slow[at] + extra_us[at] * 1e-3 * resumes[k] / work[k];
+      speed[k] = (n[k] > cores ? (double)cores / n[k] : 1.0) / contention;
+      if (running[k] && rem[k] / speed[k] < step) step = rem[k] / speed[k];
     }
     if (!isfinite(step)) break; /* nothing can run: not a chain (cannot happen) */
     now += step;
     for (int k = 0; k < p; k++) {
       if (!running[k]) continue;
       busy[k] += step;
-      rem[k] -= step * (n[k] > cores ? (double)cores / n[k] : 1.0) / contention;
+      rem[k] -= step * speed[k];
       if (rem[k] > 1e-12 * (work[k] + 1)) continue;
       fin[(size_t)k * m + next[k]++] = now;
       if (ARRIVAL(k) <= now) { /* keeps its cores: its next microbatch is here */
@@ -540,6 +555,7 @@ static double simulate_pipeline(int p, int m, const int *n, const double *work, 
   free(fin);
   free(rem);
   free(since);
+  free(speed);
   free(next);
   free(running);
   return now;
@@ -552,9 +568,10 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   bool *carries = calloc((size_t)g->n_values + 1, sizeof *carries);
   double *dev_ms = calloc(cells, sizeof *dev_ms), *dev_fl = calloc(cells, sizeof *dev_fl);
   double *dev_by = calloc(cells, sizeof *dev_by), *work = calloc((size_t)ns + 1, sizeof *work);
-  double *busy = calloc((size_t)ns + 1, sizeof *busy);
+  double *busy = calloc((size_t)ns + 1, sizeof *busy), *dev_resumes = calloc(cells, sizeof *dev_resumes);
+  double *resumes = calloc((size_t)ns + 1, sizeof *resumes);
   int *group = calloc((size_t)ns + 1, sizeof *group);
-  bool ok = carries && dev_ms && dev_fl && dev_by && work && busy && group;
+  bool ok = carries && dev_ms && dev_fl && dev_by && work && busy && group && dev_resumes && resumes;
   /* uncalibrated and no thread count: a core per device (no sharing) */
   int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : nd > 0 ? nd : 1;
   int threads = nd > 0 && cores / nd > 1 ? cores / nd : 1; /* rt_thread_budget's share */
@@ -598,6 +615,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       if (dev < 0 || dev >= nd) continue;
       size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
       double resume = waited[dev] && use_costs ? c->resume_us * 1e-3 : 0;
+      dev_resumes[at] += waited[dev]; /* resumes per microbatch */
       waited[dev] = false;
       dev_ms[at] += (t + resume) * m / device_speed(g, o, dev);
       dev_fl[at] += fl * m;
@@ -613,13 +631,14 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       size_t at = (size_t)k * (size_t)nd + (size_t)dev;
       if (dev_ms[at] > work[k] * m) {
         work[k] = dev_ms[at] / m;
+        resumes[k] = dev_resumes[at];
         sp->flops = dev_fl[at];
         sp->bytes = dev_by[at];
       }
     }
   }
-  double wall = ok ? simulate_pipeline(ns, m, group, work, cores, c->hop_us * 1e-3, use_costs ? c->concurrent_slowdown : NULL,
-                                     use_costs ? c->n_slowdown : 0, busy) : -1;
+  double wall = ok ? simulate_pipeline(ns, m, group, work, resumes, cores, c->hop_us * 1e-3, c->concurrent_slowdown,
+                                     c->concurrent_extra_us, use_costs ? c->n_slowdown : 0, busy) : -1;
   ok = ok && wall >= 0;
   double sum = 0;
   for (int k = 0; ok && k < ns; k++) {
@@ -641,6 +660,8 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   free(dev_by);
   free(work);
   free(busy);
+  free(dev_resumes);
+  free(resumes);
   free(group);
   return ok;
 }

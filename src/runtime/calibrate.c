@@ -395,8 +395,9 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
 
 /* Runs one workload model on its devices (one kernel thread each) and adds
  * every compute op's (FLOPs, bytes, us) to the samples s (NULL: none);
- * total_us (NULL: not wanted) gets the sum of every op's time. */
-static ppcc_status sample_workload(const char *text, sample_set *s, double *total_us, ppcc_diag *d) {
+ * op_us (NULL: not wanted; else one entry per op of the model) gets every
+ * op's time, 0 for ops that are not compute. */
+static ppcc_status sample_workload(const char *text, sample_set *s, double *op_us, ppcc_diag *d) {
   ppcc_graph *g = ppcc_load_model_string(text, strlen(text), d);
   if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload does not load");
   ppcc_status st = ppcc_run_passes(g, NULL, NULL, d);
@@ -418,11 +419,11 @@ static ppcc_status sample_workload(const char *text, sample_set *s, double *tota
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
   }
   if (!st && !m.filled) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload recorded no spans");
-  if (total_us) *total_us = 0;
   for (int j = 0; !st && j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
+    if (op_us) op_us[j] = 0;
     if (op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
-    if (total_us) *total_us += op_ms[j] * 1e3;
+    if (op_us) op_us[j] = op_ms[j] * 1e3;
     if (!s) continue;
     double f, b;
     ppcc_predict_op_work(g, op, &f, &b);
@@ -440,14 +441,48 @@ static ppcc_status sample_workload(const char *text, sample_set *s, double *tota
   return st;
 }
 
+/* The slowest device's compute time of a workload model, in us, as
+ * `ppcc run --check-plan` measures a stage by default: each device's
+ * fastest of 3 warm forwards after a cold one. */
+static ppcc_status stage_busy_us(const char *text, double *us, ppcc_diag *d) {
+  ppcc_graph *g = ppcc_load_model_string(text, strlen(text), d);
+  if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload does not load");
+  ppcc_status st = ppcc_run_passes(g, NULL, NULL, d);
+  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
+  ppcc_run_data data;
+  bool loaded = !st && !(st = ppcc_run_data_load(g, &ro, &data, d));
+  int *stage = calloc((size_t)g->n_ops + 1, sizeof *stage);
+  int64_t *peak = calloc((size_t)g->n_devices + 1, sizeof *peak);
+  double *busy = calloc((size_t)g->n_devices + 1, sizeof *busy);
+  ppcc_plan_measure m = {.op_stage = stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
+  if (!st && !(stage && peak && busy)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  ppcc_host_tensor *out = calloc((size_t)g->n_outputs + 1, sizeof *out);
+  if (!st && !out) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int r = 0; !st && r < 4; r++) {
+    if (r == 1) m.filled = false, m.forwards = 0; /* the cold forward does not count */
+    ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
+    st = ppcc_execute(g, &data, &eo, out, NULL, d);
+    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+  }
+  *us = 0;
+  for (int dev = 0; !st && dev < g->n_devices; dev++)
+    if (busy[dev] * 1e3 > *us) *us = busy[dev] * 1e3;
+  free(out);
+  free(stage);
+  free(peak);
+  free(busy);
+  if (loaded) ppcc_run_data_free(&data);
+  ppcc_graph_free(g);
+  return st;
+}
+
 /* FFN blocks of `tokens` rows (hidden h, ffn ff, distinct weights):
  * matmul, gelu, matmul, add, layer_norm, softmax, then relu, mul, sub. */
-static char *ffn_model(int tokens, int h, int ff, int copies) {
+static char *ffn_model(int tokens, int h, int ff, int copies, int blocks) {
   FILE *f;
   char *buf = NULL;
   size_t len = 0;
   if (!(f = open_memstream(&buf, &len))) return NULL;
-  const int blocks = 3;
   fprintf(f, "{\"ppcc\": 1, \"name\": \"calibrate_ffn\", \"devices\": %d, \"params\": [", copies);
   for (int c = 0; c < copies; c++)
     for (int b = 0; b < blocks; b++)
@@ -483,44 +518,62 @@ static char *ffn_model(int tokens, int h, int ff, int copies) {
   return buf;
 }
 
-/* How much slower an op runs while t devices compute at once
- * (ppcc_calibration.concurrent_slowdown): FFN workloads on t devices,
- * each its own copy with no communication, against one copy alone, in
- * pairs (alone, together, alone, together: the machine may be shared and
- * its load changes); the ratio of their compute time per copy, the median
- * over the pairs and a few sizes. */
-#define PAIRS 5
+/* How a device's compute time changes while t devices compute at once
+ * (ppcc_calibration.concurrent_slowdown and concurrent_extra_us): FFN
+ * workloads on t devices, each its own copy with no communication,
+ * against one copy alone, in pairs (alone, together, alone, together: the
+ * machine may be shared and its load changes). The slowest copy's
+ * compute time together (stage_busy_us: what --check-plan measures)
+ * against alone is fitted by together = slowdown * alone +
+ * extra, the extra being what a device pays each time it starts (or
+ * resumes after a wait) at the same time as the others (least relative
+ * squared error; workloads of 3 and of 9 ops tell the two apart). */
+#define PAIRS 9
 static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
-  static const int sizes[][3] = {{8, 256, 1024}, {32, 128, 512}, {2, 64, 128}};
+  static const int sizes[][4] = {{8, 256, 1024, 3}, {32, 128, 512, 3}, {2, 64, 128, 3},
+                                 {8, 64, 128, 3},   {8, 64, 128, 1},   {2, 64, 128, 1}};
   enum { N = sizeof sizes / sizeof *sizes };
   int most = c->cores < PPCC_CALIB_MAX_THREADS ? c->cores : PPCC_CALIB_MAX_THREADS;
   if (most > c->n_threads) most = c->n_threads; /* --threads N: at most N at once */
   c->n_slowdown = 1;
   c->concurrent_slowdown[0] = 1;
+  c->concurrent_extra_us[0] = 0;
   ppcc_status st = PPCC_OK;
   for (int t = 2; t <= most && !st; t++) {
-    double ratio[N * PAIRS];
-    int n = 0;
+    /* rows (x, z) = (alone / together, 1 / together), target 1 */
+    double sxx = 0, sxz = 0, sx = 0, sz = 0, szz = 0;
     for (int i = 0; i < N && !st; i++) {
-      char *a = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], 1), *b = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], t);
+      char *a = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], 1, sizes[i][3]);
+      char *b = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], t, sizes[i][3]);
       if (!a || !b) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
       for (int r = 0; r < PAIRS && !st; r++) {
-        double one = 0, many = 0;
-        st = sample_workload(a, NULL, &one, d);
-        if (!st) st = sample_workload(b, NULL, &many, d);
-        if (!st && one > 0) ratio[n++] = many / t / one;
+        double x = 0, y = 0; /* alone, together */
+        st = stage_busy_us(a, &x, d);
+        if (!st) st = stage_busy_us(b, &y, d);
+        if (st || x <= 0 || y <= 0) continue;
+        double rx = x / y, rz = 1 / y;
+        sxx += rx * rx, sxz += rx * rz, sx += rx, sz += rz, szz += rz * rz;
       }
       free(a);
       free(b);
     }
-    for (int i = 1; i < n; i++) /* sort: the median */
-      for (int j = i; j > 0 && ratio[j] < ratio[j - 1]; j--) {
-        double x = ratio[j];
-        ratio[j] = ratio[j - 1], ratio[j - 1] = x;
-      }
-    c->concurrent_slowdown[t - 1] = n && ratio[n / 2] > 1 ? ratio[n / 2] : 1;
+    double det = sxx * szz - sxz * sxz, slow = 1, extra = 0;
+    if (det > 0) {
+      slow = (sx * szz - sz * sxz) / det;
+      extra = (sxx * sz - sxz * sx) / det;
+    }
+    if (!(extra >= 0) || !(slow >= 1)) { /* one term alone, within its bounds */
+      extra = 0;
+      slow = sxx > 0 ? sx / sxx : 1;
+      if (!(slow >= 1)) slow = 1, extra = szz > 0 ? (sz - sxz) / szz : 0;
+      if (!(extra >= 0)) extra = 0;
+    }
+    c->concurrent_slowdown[t - 1] = slow;
+    c->concurrent_extra_us[t - 1] = extra;
     c->n_slowdown = t;
-    if (log && !st) fprintf(log, "%d devices computing at once: each %.3fx as slow\n", t, c->concurrent_slowdown[t - 1]);
+    if (log && !st)
+      fprintf(log, "%d devices computing at once: each %.3fx as slow, + %.3f us each time they start together\n", t,
+              slow, extra);
   }
   return st;
 }
@@ -539,7 +592,7 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
   static const int ffn[][3] = {{2, 256, 1024}, {8, 256, 1024}, {32, 256, 1024}, {64, 256, 1024},
                                {4, 128, 512},  {32, 128, 512},  {16, 512, 1024}, {8, 64, 128}, {2, 64, 128}};
   for (int i = 0; !st && i < (int)(sizeof ffn / sizeof *ffn); i++) {
-    char *text = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2], 1);
+    char *text = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2], 1, 3);
     st = text ? sample_workload(text, &s, NULL, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
     free(text);
   }
