@@ -117,10 +117,8 @@ typedef struct ppcc_calibration {
                                  stages (send, wake-up of the receiver);
                                  0: not measured */
   int n_slowdown;             /* entries of concurrent_slowdown; 0: not measured */
-  double concurrent_slowdown[PPCC_CALIB_MAX_THREADS]; /* [t-1]: while t devices compute
-                                 at once, work of time x takes slowdown * x, */
-  double concurrent_extra_us[PPCC_CALIB_MAX_THREADS]; /* plus this each time a device
-                                 starts or resumes after a wait (resume_us) */
+  double concurrent_slowdown[PPCC_CALIB_MAX_THREADS]; /* [t-1]: how much slower a
+                                 device computes while t compute at once (1 for t = 1) */
   double resume_us;           /* extra cost of a compute op that runs right
                                  after its device waited (program start, a
                                  receive, a collective): caches gone cold;

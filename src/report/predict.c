@@ -91,15 +91,6 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
     ppcc_status sst = read_rates(root, path, "concurrent_slowdown", c->concurrent_slowdown, &ns, d);
     if (sst) return sst;
     c->n_slowdown = ns;
-    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(root, "concurrent_extra_us");
-    if (!cJSON_IsArray(extra) || cJSON_GetArraySize(extra) != ns)
-      return bad_field(path, "concurrent_extra_us", "is missing or not as long as concurrent_slowdown", d);
-    int i = 0;
-    for (const cJSON *e = extra->child; e; e = e->next, i++) {
-      if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0 || e->valuedouble > 1e6)
-        return bad_field(path, "concurrent_extra_us", "has an entry that is not a number in [0, 1e6]", d);
-      c->concurrent_extra_us[i] = e->valuedouble;
-    }
   }
   const cJSON *costs = cJSON_GetObjectItemCaseSensitive(root, "op_costs");
   if (costs && !cJSON_IsObject(costs)) return bad_field(path, "op_costs", "is not an object (op name: its cost)", d);
@@ -173,8 +164,6 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
   if (c->n_slowdown > 0) {
     fputs(",\n  \"concurrent_slowdown\": [", f.fp);
     for (int i = 0; i < c->n_slowdown; i++) fprintf(f.fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
-    fputs("],\n  \"concurrent_extra_us\": [", f.fp);
-    for (int i = 0; i < c->n_slowdown; i++) fprintf(f.fp, i ? ", %.6g" : "%.6g", c->concurrent_extra_us[i]);
     fputc(']', f.fp);
   }
   if (c->n_op_costs > 0) {
@@ -472,6 +461,22 @@ static double device_speed(const ppcc_graph *g, const ppcc_predict_options *o, i
   return ppcc_devices_spec_speed(g->partition.devices_spec, dev);
 }
 
+/* A device's compute between two waits (predict_time). */
+typedef struct run_piece {
+  double ms;      /* CPU time, one microbatch */
+  size_t cell;    /* stage * devices + device */
+  bool staggered; /* released by a collective or transfer */
+} run_piece;
+
+/* Adds the part of the piece that can overlap other devices' compute to
+ * overlap[cell]: all of it, or what lasts beyond one hand-over when the
+ * devices were released one after the other. */
+static void close_piece(run_piece *r, double *overlap, double hop_ms) {
+  if (r->ms > 0) overlap[r->cell] += r->staggered ? (r->ms > hop_ms ? r->ms - hop_ms : 0) : r->ms;
+  r->ms = 0;
+  r->staggered = false;
+}
+
 /* The pipeline as the runtime runs it: stage k (n[k] devices, work[k] ms
  * of CPU per microbatch on its slowest device) runs microbatch i once it
  * ran i - 1 and stage k - 1 handed i over (hop_ms after finishing it).
@@ -482,14 +487,14 @@ static double device_speed(const ppcc_graph *g, const ppcc_predict_options *o, i
  * served), keeps them while its next microbatch has arrived, and a stage
  * with more devices than cores runs at cores / devices (its devices block
  * on each other's collectives, so they take turns). While t devices
- * compute at once, stage k's microbatch (its slowest device resuming
- * resumes[k] times) takes slow[t-1] * work[k] + extra_us[t-1] * resumes[k]
+ * compute at once, stage k's microbatch (overlap[k] of its work able to
+ * overlap the others') takes (1 + (slow[t-1] - 1) * overlap[k]) * work[k]
  * (n_slow entries, the last one beyond).
  * busy[k] is the wall time stage k computes (what
  * --check-plan measures: compute spans); returns the wall time of the
  * run, -1 when out of memory. */
-static double simulate_pipeline(int p, int m, const int *n, const double *work, const double *resumes, int cores,
-                                double hop_ms, const double *slow, const double *extra_us, int n_slow, double *busy) {
+static double simulate_pipeline(int p, int m, const int *n, const double *work, const double *overlap, int cores,
+                                double hop_ms, const double *slow, int n_slow, double *busy) {
   size_t np = (size_t)p + 1;
   double *fin = malloc(sizeof(double) * (size_t)p * (size_t)m + 1), *rem = malloc(sizeof(double) * np);
   double *since = malloc(sizeof(double) * np); /* when stage k's waiting microbatch arrived */
@@ -531,7 +536,7 @@ static double simulate_pipeline(int p, int m, const int *n, const double *work, 
     double step = arrive - now;
     for (int k = 0; k < p; k++) {
       /* speed: work done per wall ms */
-      double contention = at < 0 || work[k] <= 0 ? 1.0 : slow[at] + extra_us[at] * 1e-3 * resumes[k] / work[k];
+      double contention = at < 0 ? 1.0 : 1 + (slow[at] - 1) * overlap[k];
       speed[k] = (n[k] > cores ? (double)cores / n[k] : 1.0) / contention;
       if (running[k] && rem[k] / speed[k] < step) step = rem[k] / speed[k];
     }
@@ -568,10 +573,12 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   bool *carries = calloc((size_t)g->n_values + 1, sizeof *carries);
   double *dev_ms = calloc(cells, sizeof *dev_ms), *dev_fl = calloc(cells, sizeof *dev_fl);
   double *dev_by = calloc(cells, sizeof *dev_by), *work = calloc((size_t)ns + 1, sizeof *work);
-  double *busy = calloc((size_t)ns + 1, sizeof *busy), *dev_resumes = calloc(cells, sizeof *dev_resumes);
-  double *resumes = calloc((size_t)ns + 1, sizeof *resumes);
+  double *busy = calloc((size_t)ns + 1, sizeof *busy);
+  double *overlap = calloc((size_t)ns + 1, sizeof *overlap);
+  double *dev_overlap = calloc(cells, sizeof *dev_overlap);
   int *group = calloc((size_t)ns + 1, sizeof *group);
-  bool ok = carries && dev_ms && dev_fl && dev_by && work && busy && group && dev_resumes && resumes;
+  bool ok = carries && dev_ms && dev_fl && dev_by && work && busy && group && overlap &&
+            dev_overlap;
   /* uncalibrated and no thread count: a core per device (no sharing) */
   int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : nd > 0 ? nd : 1;
   int threads = nd > 0 && cores / nd > 1 ? cores / nd : 1; /* rt_thread_budget's share */
@@ -582,7 +589,14 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * ppcc_pipeline_segments; counted per segment start, as below) */
   bool *waited = calloc((size_t)(nd > 0 ? nd : 1), sizeof *waited);
   int *seg_begin = malloc(sizeof(int) * ((size_t)g->n_ops + 2));
-  ok = ok && waited && seg_begin;
+  /* per device: the compute since it last waited (one microbatch), its
+   * cell, and whether a collective or transfer released it: then the
+   * devices of its stage start it a hand-over apart, and only the part
+   * beyond one hand-over can run at the same time as theirs (tiny TP
+   * steps mostly take turns) */
+  run_piece *piece = calloc((size_t)(nd > 0 ? nd : 1), sizeof *piece);
+  ok = ok && waited && seg_begin && piece;
+  double hop_ms = c->hop_us * 1e-3;
   int n_seg = 1, seg = 0;
   if (ok) seg_begin[0] = 0, seg_begin[1] = g->n_ops;
   if (ok && m > 1) n_seg = ppcc_pipeline_segments(g, seg_begin);
@@ -595,15 +609,26 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     for (int r = 0; r < op->n_out; r++) carries[op->out[r]] = cj;
     while (seg + 1 < n_seg && j >= seg_begin[seg + 1]) { /* a new segment: every device starts it after a wait */
       seg++;
-      for (int dev = 0; dev < nd; dev++) waited[dev] = true;
+      for (int dev = 0; dev < nd; dev++) {
+        close_piece(&piece[dev], dev_overlap, hop_ms);
+        waited[dev] = true;
+      }
     }
     if (rep_is_transfer(op)) { /* a send does not block; the receivers wait */
       const ppcc_value *r = &g->values[op->out[0]];
       for (int i = 0; i < shard_count(r); i++)
-        if (rep_shard_device(r, i) >= 0 && rep_shard_device(r, i) < nd) waited[rep_shard_device(r, i)] = true;
+        if (rep_shard_device(r, i) >= 0 && rep_shard_device(r, i) < nd) {
+          close_piece(&piece[rep_shard_device(r, i)], dev_overlap, hop_ms);
+          piece[rep_shard_device(r, i)].staggered = true;
+          waited[rep_shard_device(r, i)] = true;
+        }
     } else if (op->info && op->info->family != PPCC_FAMILY_COMPUTE) {
       for (int dev = 0; dev < nd; dev++)
-        if (ppcc_op_involves(g, op, dev)) waited[dev] = true;
+        if (ppcc_op_involves(g, op, dev)) {
+          close_piece(&piece[dev], dev_overlap, hop_ms);
+          piece[dev].staggered = true;
+          waited[dev] = true;
+        }
     }
     if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
     int n_group = st->n_dev[st->op_stage[j]] > 0 ? st->n_dev[st->op_stage[j]] : 1;
@@ -615,13 +640,16 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       if (dev < 0 || dev >= nd) continue;
       size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
       double resume = waited[dev] && use_costs ? c->resume_us * 1e-3 : 0;
-      dev_resumes[at] += waited[dev]; /* resumes per microbatch */
       waited[dev] = false;
       dev_ms[at] += (t + resume) * m / device_speed(g, o, dev);
+      if (piece[dev].ms > 0 && piece[dev].cell != at) close_piece(&piece[dev], dev_overlap, hop_ms);
+      piece[dev].cell = at;
+      piece[dev].ms += (t + resume) / device_speed(g, o, dev);
       dev_fl[at] += fl * m;
       dev_by[at] += by * m;
     }
   }
+  for (int dev = 0; ok && dev < nd; dev++) close_piece(&piece[dev], dev_overlap, hop_ms);
   for (int k = 0; ok && k < ns; k++) {
     ppcc_stage_prediction *sp = &p->stages[k];
     sp->n_devices = st->n_dev[k] < PPCC_MAX_DEVICES ? st->n_dev[k] : PPCC_MAX_DEVICES;
@@ -631,14 +659,14 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       size_t at = (size_t)k * (size_t)nd + (size_t)dev;
       if (dev_ms[at] > work[k] * m) {
         work[k] = dev_ms[at] / m;
-        resumes[k] = dev_resumes[at];
+        overlap[k] = dev_ms[at] > 0 ? dev_overlap[at] * m / dev_ms[at] : 1;
         sp->flops = dev_fl[at];
         sp->bytes = dev_by[at];
       }
     }
   }
-  double wall = ok ? simulate_pipeline(ns, m, group, work, resumes, cores, c->hop_us * 1e-3, c->concurrent_slowdown,
-                                     c->concurrent_extra_us, use_costs ? c->n_slowdown : 0, busy) : -1;
+  double wall = ok ? simulate_pipeline(ns, m, group, work, overlap, cores, c->hop_us * 1e-3, c->concurrent_slowdown,
+                                     use_costs ? c->n_slowdown : 0, busy) : -1;
   ok = ok && wall >= 0;
   double sum = 0;
   for (int k = 0; ok && k < ns; k++) {
@@ -660,8 +688,9 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   free(dev_by);
   free(work);
   free(busy);
-  free(dev_resumes);
-  free(resumes);
+  free(dev_overlap);
+  free(overlap);
+  free(piece);
   free(group);
   return ok;
 }

@@ -519,15 +519,13 @@ static char *ffn_model(int tokens, int h, int ff, int copies, int blocks) {
 }
 
 /* How a device's compute time changes while t devices compute at once
- * (ppcc_calibration.concurrent_slowdown and concurrent_extra_us): FFN
+ * (ppcc_calibration.concurrent_slowdown): FFN
  * workloads on t devices, each its own copy with no communication,
  * against one copy alone, in pairs (alone, together, alone, together: the
  * machine may be shared and its load changes). The slowest copy's
  * compute time together (stage_busy_us: what --check-plan measures)
- * against alone is fitted by together = slowdown * alone +
- * extra, the extra being what a device pays each time it starts (or
- * resumes after a wait) at the same time as the others (least relative
- * squared error; workloads of 3 and of 9 ops tell the two apart). */
+ * against alone is fitted by together = slowdown * alone (least relative
+ * squared error over the pairs and sizes, at least 1). */
 #define PAIRS 9
 static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
   static const int sizes[][4] = {{8, 256, 1024, 3}, {32, 128, 512, 3}, {2, 64, 128, 3},
@@ -537,11 +535,9 @@ static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
   if (most > c->n_threads) most = c->n_threads; /* --threads N: at most N at once */
   c->n_slowdown = 1;
   c->concurrent_slowdown[0] = 1;
-  c->concurrent_extra_us[0] = 0;
   ppcc_status st = PPCC_OK;
   for (int t = 2; t <= most && !st; t++) {
-    /* rows (x, z) = (alone / together, 1 / together), target 1 */
-    double sxx = 0, sxz = 0, sx = 0, sz = 0, szz = 0;
+    double sxx = 0, sx = 0; /* rows x = alone / together, target 1 / slowdown */
     for (int i = 0; i < N && !st; i++) {
       char *a = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], 1, sizes[i][3]);
       char *b = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], t, sizes[i][3]);
@@ -551,29 +547,15 @@ static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
         st = stage_busy_us(a, &x, d);
         if (!st) st = stage_busy_us(b, &y, d);
         if (st || x <= 0 || y <= 0) continue;
-        double rx = x / y, rz = 1 / y;
-        sxx += rx * rx, sxz += rx * rz, sx += rx, sz += rz, szz += rz * rz;
+        sxx += x / y * (x / y), sx += x / y;
       }
       free(a);
       free(b);
     }
-    double det = sxx * szz - sxz * sxz, slow = 1, extra = 0;
-    if (det > 0) {
-      slow = (sx * szz - sz * sxz) / det;
-      extra = (sxx * sz - sxz * sx) / det;
-    }
-    if (!(extra >= 0) || !(slow >= 1)) { /* one term alone, within its bounds */
-      extra = 0;
-      slow = sxx > 0 ? sx / sxx : 1;
-      if (!(slow >= 1)) slow = 1, extra = szz > 0 ? (sz - sxz) / szz : 0;
-      if (!(extra >= 0)) extra = 0;
-    }
-    c->concurrent_slowdown[t - 1] = slow;
-    c->concurrent_extra_us[t - 1] = extra;
+    double slow = sxx > 0 ? sx / sxx : 1; /* minimizes sum (slow * x - 1)^2 */
+    c->concurrent_slowdown[t - 1] = slow > 1 ? slow : 1;
     c->n_slowdown = t;
-    if (log && !st)
-      fprintf(log, "%d devices computing at once: each %.3fx as slow, + %.3f us each time they start together\n", t,
-              slow, extra);
+    if (log && !st) fprintf(log, "%d devices computing at once: each %.3fx as slow\n", t, c->concurrent_slowdown[t - 1]);
   }
   return st;
 }
