@@ -524,8 +524,8 @@ static char *ffn_model(int tokens, int h, int ff, int copies, int blocks) {
  * against one copy alone, in pairs (alone, together, alone, together: the
  * machine may be shared and its load changes). The slowest copy's
  * compute time together (stage_busy_us: what --check-plan measures)
- * against alone is fitted by together = slowdown * alone (least relative
- * squared error over the pairs and sizes, at least 1). */
+ * against alone: the slowdown is the median ratio over the pairs and
+ * sizes (at least 1). */
 #define PAIRS 9
 static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
   static const int sizes[][4] = {{8, 256, 1024, 3}, {32, 128, 512, 3}, {2, 64, 128, 3},
@@ -537,7 +537,8 @@ static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
   c->concurrent_slowdown[0] = 1;
   ppcc_status st = PPCC_OK;
   for (int t = 2; t <= most && !st; t++) {
-    double sxx = 0, sx = 0; /* rows x = alone / together, target 1 / slowdown */
+    double ratio[N * PAIRS];
+    int n = 0;
     for (int i = 0; i < N && !st; i++) {
       char *a = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], 1, sizes[i][3]);
       char *b = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], t, sizes[i][3]);
@@ -547,13 +548,17 @@ static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
         st = stage_busy_us(a, &x, d);
         if (!st) st = stage_busy_us(b, &y, d);
         if (st || x <= 0 || y <= 0) continue;
-        sxx += x / y * (x / y), sx += x / y;
+        ratio[n++] = y / x;
       }
       free(a);
       free(b);
     }
-    double slow = sxx > 0 ? sx / sxx : 1; /* minimizes sum (slow * x - 1)^2 */
-    c->concurrent_slowdown[t - 1] = slow > 1 ? slow : 1;
+    for (int i = 1; i < n; i++) /* sort: the median (one preempted run must not count) */
+      for (int j = i; j > 0 && ratio[j] < ratio[j - 1]; j--) {
+        double tmp = ratio[j];
+        ratio[j] = ratio[j - 1], ratio[j - 1] = tmp;
+      }
+    c->concurrent_slowdown[t - 1] = n && ratio[n / 2] > 1 ? ratio[n / 2] : 1;
     c->n_slowdown = t;
     if (log && !st) fprintf(log, "%d devices computing at once: each %.3fx as slow\n", t, c->concurrent_slowdown[t - 1]);
   }
