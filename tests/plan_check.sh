@@ -149,7 +149,7 @@ assert c['ppcc_calibration'] == 1 and len(c['gemm_gflops']) == 1 and c['gemm_gfl
 ops = c['op_costs']
 for op in ('linear', 'matmul', 'rotary', 'attention', 'silu', 'gelu', 'rms_norm', 'layer_norm', 'softmax', 'embedding'):
     k = ops[op]
-    assert set(k) == {'call_us', 'ns_per_flop', 'ns_per_byte'} and min(k.values()) >= 0 and max(k.values()) > 0, (op, k)
+    assert set(k) == {'call_us', 'ns_per_flop', 'ns_per_byte', 'ns_per_weight_byte'} and min(k.values()) >= 0 and max(k.values()) > 0, (op, k)
 " "$tmp/calib.json" || fail "calibration file"
 out=$("$ppcc" report "$tmp/pipe.json" --calibration "$tmp/calib.json")
 grep -q "prediction (1 microbatch, calibrated)" <<<"$out" || fail "report --calibration does not say calibrated"

@@ -40,7 +40,7 @@ static char *write_calibration(const ppcc_calibration *c, char **dir) {
 
 START_TEST(calibration_round_trips_op_costs) {
   ppcc_calibration c = hand_calibration(2), back;
-  ppcc_op_cost rotary = {"rotary", 0.25, 4.5, 0}, linear = {"linear", 0.125, 0.0125, 0.0625};
+  ppcc_op_cost rotary = {"rotary", 0.25, 4.5, 0, 0}, linear = {"linear", 0.125, 0.0125, 0.0625, 0.5};
   ck_assert(ppcc_calibration_set_op_cost(&c, &rotary));
   ck_assert(ppcc_calibration_set_op_cost(&c, &linear));
   linear.call_us = 0.5; /* setting an op again replaces it */
@@ -66,6 +66,7 @@ START_TEST(calibration_round_trips_op_costs) {
   ck_assert_double_eq(l->call_us, 0.5);
   ck_assert_double_eq(l->ns_per_flop, 0.0125);
   ck_assert_double_eq(l->ns_per_byte, 0.0625);
+  ck_assert_double_eq(l->ns_per_weight_byte, 0.5);
   ck_assert_ptr_null(ppcc_calibration_op_cost(&back, "gelu"));
   ck_assert_double_eq(back.hop_us, 12.5);
   ck_assert_double_eq(back.resume_us, 0.75);
@@ -109,12 +110,20 @@ START_TEST(calibration_old_file_and_bad_fields) {
   ck_assert_int_eq(c.n_slowdown, 0);
   ck_assert_double_eq(c.hop_us, 0);
   free(msg);
+  /* an op cost without ns_per_weight_byte: 0 */
+  ck_assert_int_eq(read_text(BASE ", \"op_costs\": {\"silu\": {\"call_us\": 1, \"ns_per_flop\": 2, \"ns_per_byte\": 3}}}",
+                             &c, &d, &msg), PPCC_OK);
+  ck_assert_double_eq(ppcc_calibration_op_cost(&c, "silu")->ns_per_byte, 3);
+  ck_assert_double_eq(ppcc_calibration_op_cost(&c, "silu")->ns_per_weight_byte, 0);
+  free(msg);
   static const struct {
     const char *tail, *field;
   } bad[] = {
     {", \"op_costs\": {\"nosuchop\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}", "op_costs.nosuchop"},
     {", \"op_costs\": {\"rotary\": {\"call_us\": -1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}", "op_costs.rotary"},
     {", \"op_costs\": {\"rotary\": {\"call_us\": 1}}}", "op_costs.rotary"},
+    {", \"op_costs\": {\"rotary\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, \"ns_per_weight_byte\": -1}}}",
+     "op_costs.rotary"},
     {", \"op_costs\": [1]}", "op_costs"},
     {", \"hop_us\": \"x\"}", "hop_us"},
     {", \"resume_us\": -2}", "resume_us"},
@@ -155,19 +164,20 @@ static ppcc_prediction predict(const ppcc_graph *g, const ppcc_calibration *c, i
 
 START_TEST(op_cost_changes_prediction) {
   ppcc_graph *g = one_matmul();
-  double flops, bytes;
-  ppcc_predict_op_work(g, &g->ops[0], &flops, &bytes);
+  double flops, bytes, weights;
+  ppcc_predict_op_work(g, &g->ops[0], &flops, &bytes, &weights);
   ck_assert_double_eq(flops, 2.0 * 4 * 8 * 32);
-  ck_assert_double_eq(bytes, (4 * 32 + 32 * 8 + 4 * 8) * 4.0);
+  ck_assert_double_eq(bytes, (4 * 32 + 4 * 8) * 4.0); /* x and y */
+  ck_assert_double_eq(weights, 32 * 8 * 4.0);         /* w, a param */
   ppcc_calibration c = hand_calibration(1);
   ppcc_prediction roof = predict(g, &c, 1, 1, false);
   /* the roofline: overhead + GEMM call + max(FLOPs / rate, bytes / bandwidth) */
-  double expect_roof = (1 + 0.5) * 1e-3 + fmax(flops / 50e9, bytes / 10e9) * 1e3;
+  double expect_roof = (1 + 0.5) * 1e-3 + fmax(flops / 50e9, (bytes + weights) / 10e9) * 1e3;
   ck_assert_double_eq_tol(roof.stages[0].time_ms, expect_roof, 1e-12);
-  ppcc_op_cost k = {"matmul", 1000, 2, 0.5};
+  ppcc_op_cost k = {"matmul", 1000, 2, 0.5, 0.25};
   ck_assert(ppcc_calibration_set_op_cost(&c, &k));
   ppcc_prediction costed = predict(g, &c, 1, 1, false);
-  double expect = (1000 + flops * 2e-3 + bytes * 0.5e-3) * 1e-3;
+  double expect = (1000 + flops * 2e-3 + bytes * 0.5e-3 + weights * 0.25e-3) * 1e-3;
   ck_assert_double_eq_tol(costed.stages[0].time_ms, expect, 1e-12);
   ck_assert_double_eq_tol(costed.devices[0].compute_ms, expect, 1e-12);
   ck_assert_double_eq_tol(costed.wall_ms, expect, 1e-12);
@@ -211,7 +221,7 @@ static ppcc_graph *four_stages(void) {
 START_TEST(pipeline_shares_cores) {
   ppcc_graph *g = four_stages();
   ppcc_calibration c = hand_calibration(2);
-  ppcc_op_cost k = {"matmul", 1000, 0, 0}; /* 1 ms per microbatch and stage */
+  ppcc_op_cost k = {"matmul", 1000, 0, 0, 0}; /* 1 ms per microbatch and stage */
   ck_assert(ppcc_calibration_set_op_cost(&c, &k));
   /* M = 1: one stage at a time, 4 ms; a hand-over of 0.5 ms each adds 1.5 */
   ppcc_prediction p1 = predict(g, &c, 1, 2, false);

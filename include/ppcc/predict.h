@@ -49,8 +49,8 @@
  * Time model (per device, per op shard it computes, per microbatch):
  *   interpreter, when the calibration file has the op kind's cost
  *   (op_costs, measured by `ppcc calibrate` through the interpreter):
- *     t = call_us + flops * ns_per_flop + bytes * ns_per_byte
- *   with flops and bytes those of ppcc_predict_op_work (batch-carrying
+ *     t = call_us + flops * ns_per_flop + bytes * ns_per_byte + weight bytes * ns_per_weight_byte
+ *   with those of ppcc_predict_op_work (batch-carrying
  *   operands and results divided by M), the FLOPs part of a contraction
  *   (> 16 FLOPs per result element) sped up by the sgemm rate with the
  *   device's kernel threads over the 1-thread rate; plus resume_us for
@@ -90,13 +90,15 @@
 #define PPCC_CALIB_MAX_OPS 64
 
 /* The interpreter's measured cost of one op kind (the op table's name),
- * per op shard it computes: call_us + flops * ns_per_flop / 1e3 +
- * bytes * ns_per_byte / 1e3 microseconds, flops the op-table FLOPs of
- * the shard and bytes those of its operands and result
+ * per op shard it computes: call_us + (flops * ns_per_flop + bytes *
+ * ns_per_byte + weight_bytes * ns_per_weight_byte) / 1e3 microseconds,
+ * flops the op-table FLOPs of the shard, bytes those of its non-param
+ * operands and result, weight_bytes those of its param operands
  * (ppcc_predict_op_work), on one device with one kernel thread. */
 typedef struct ppcc_op_cost {
   char name[32];
   double call_us, ns_per_flop, ns_per_byte;
+  double ns_per_weight_byte; /* per byte of param operands (optional in the file: 0) */
 } ppcc_op_cost;
 
 /* This machine's speeds, by thread count (index t-1 for t threads). */
@@ -140,9 +142,10 @@ const ppcc_op_cost *ppcc_calibration_op_cost(const ppcc_calibration *c, const ch
 /* Sets (adds or replaces) the cost of op kind c->name; false when full. */
 bool ppcc_calibration_set_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost);
 /* What the time model charges a compute op for one result shard: its
- * op-table FLOPs (rep_op_flops_per_shard) and the bytes of its operand
- * shards and first result shard, one microbatch being the whole batch. */
-void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops, double *bytes);
+ * op-table FLOPs (rep_op_flops_per_shard), the bytes of its non-param
+ * operand shards and first result shard, and of its param operand shards
+ * (weights), one microbatch being the whole batch. */
+void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops, double *bytes, double *weight_bytes);
 
 typedef struct ppcc_predict_options {
   int microbatches;                 /* M; 0 or 1: none */

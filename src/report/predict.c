@@ -95,18 +95,19 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   const cJSON *costs = cJSON_GetObjectItemCaseSensitive(root, "op_costs");
   if (costs && !cJSON_IsObject(costs)) return bad_field(path, "op_costs", "is not an object (op name: its cost)", d);
   for (const cJSON *e = costs ? costs->child : NULL; e; e = e->next) {
-    ppcc_op_cost k = {{0}, 0, 0, 0};
+    ppcc_op_cost k = {{0}, 0, 0, 0, 0};
     char field[96];
     snprintf(field, sizeof field, "op_costs.%.40s", e->string);
     if (!ppcc_op_lookup(e->string) || strlen(e->string) >= sizeof k.name)
       return bad_field(path, field, "names no op of the op table", d);
     snprintf(k.name, sizeof k.name, "%s", e->string);
-    static const char *const parts[3] = {"call_us", "ns_per_flop", "ns_per_byte"};
-    double *dst[3] = {&k.call_us, &k.ns_per_flop, &k.ns_per_byte};
-    for (int i = 0; i < 3; i++) {
+    static const char *const parts[4] = {"call_us", "ns_per_flop", "ns_per_byte", "ns_per_weight_byte"};
+    double *dst[4] = {&k.call_us, &k.ns_per_flop, &k.ns_per_byte, &k.ns_per_weight_byte};
+    for (int i = 0; i < 4; i++) {
       const cJSON *x = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, parts[i]) : NULL;
+      if (i == 3 && cJSON_IsObject(e) && !x) continue; /* optional: 0 */
       if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0 || x->valuedouble > 1e6)
-        return bad_field(path, field, "needs call_us, ns_per_flop and ns_per_byte, numbers in [0, 1e6]", d);
+        return bad_field(path, field, "needs call_us, ns_per_flop and ns_per_byte (and optional ns_per_weight_byte), numbers in [0, 1e6]", d);
       *dst[i] = x->valuedouble;
     }
     if (!ppcc_calibration_set_op_cost(c, &k)) return bad_field(path, "op_costs", "has more than 64 ops", d);
@@ -170,8 +171,9 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
     fputs(",\n  \"op_costs\": {", f.fp);
     for (int i = 0; i < c->n_op_costs; i++) {
       const ppcc_op_cost *k = &c->op_costs[i];
-      fprintf(f.fp, "%s\n    \"%s\": {\"call_us\": %.6g, \"ns_per_flop\": %.6g, \"ns_per_byte\": %.6g}", i ? "," : "",
-              k->name, k->call_us, k->ns_per_flop, k->ns_per_byte);
+      fprintf(f.fp,
+              "%s\n    \"%s\": {\"call_us\": %.6g, \"ns_per_flop\": %.6g, \"ns_per_byte\": %.6g, \"ns_per_weight_byte\": %.6g}",
+              i ? "," : "", k->name, k->call_us, k->ns_per_flop, k->ns_per_byte, k->ns_per_weight_byte);
     }
     fputs("\n  }", f.fp);
   }
@@ -406,12 +408,16 @@ static double rate_for(const double *table, int n, int threads) {
   return r;
 }
 
-void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops, double *bytes) {
-  double b = 0;
-  for (int k = 0; k < op->n_in; k++) b += (double)rep_shard_bytes(&g->values[op->in[k]]);
+void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops, double *bytes, double *weight_bytes) {
+  double b = 0, w = 0;
+  for (int k = 0; k < op->n_in; k++) {
+    const ppcc_value *v = &g->values[op->in[k]];
+    *(v->kind == PPCC_VALUE_PARAM ? &w : &b) += (double)rep_shard_bytes(v);
+  }
   if (op->n_out > 0) b += (double)rep_shard_bytes(&g->values[op->out[0]]);
   *flops = rep_op_flops_per_shard(g, op);
   *bytes = b;
+  *weight_bytes = w;
 }
 
 /* CPU time of one microbatch's shard of compute op j on one device, in
@@ -426,19 +432,19 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
                     int threads, int streams, bool use_costs, double *flops_out, double *bytes_out) {
   bool c_op = false;
   for (int k = 0; k < op->n_in; k++) c_op = c_op || carries[op->in[k]];
-  double flops, bytes;
-  ppcc_predict_op_work(g, op, &flops, &bytes);
+  double flops, bytes, weights;
+  ppcc_predict_op_work(g, op, &flops, &bytes, &weights);
   if (c_op && m > 1) { /* batch-carrying operands and result shrink by M; params do not */
     bytes = 0;
     for (int k = 0; k < op->n_in; k++) {
       double b = (double)rep_shard_bytes(&g->values[op->in[k]]);
-      bytes += carries[op->in[k]] ? b / m : b;
+      if (g->values[op->in[k]].kind != PPCC_VALUE_PARAM) bytes += carries[op->in[k]] ? b / m : b;
     }
     bytes += (double)rep_shard_bytes(&g->values[op->out[0]]) / m;
     flops /= m;
   }
   *flops_out = flops;
-  *bytes_out = bytes;
+  *bytes_out = bytes + weights;
   int64_t elems = ppcc_num_elements(g->values[op->out[0]].rank, g->values[op->out[0]].shape);
   double total = op->info && op->info->flops ? op->info->flops(g, op) : 0; /* the unsharded op's */
   bool contraction = elems > 0 && total > 16.0 * (double)elems;
@@ -446,11 +452,12 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
   const ppcc_op_cost *k = use_costs && op->info ? ppcc_calibration_op_cost(c, op->info->name) : NULL;
   if (k) {
     double f_us = flops * k->ns_per_flop * 1e-3 / (contraction ? gemm_speedup : 1.0);
-    return (k->call_us + f_us + bytes * k->ns_per_byte * 1e-3) * 1e-3;
+    return (k->call_us + f_us + (bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3) * 1e-3;
   }
   int at = (streams < c->n_threads ? streams : c->n_threads) - 1;
   double rate = contraction ? rate_for(c->gemm_gflops, c->n_threads, threads) * 1e9 : c->elementwise_gflops[at] * 1e9;
   double bw = c->elementwise_gbps[at] * 1e9;
+  bytes += weights;
   double t = flops / rate > bytes / bw ? flops / rate : bytes / bw;
   return ((c->op_overhead_us + (contraction ? c->gemm_call_us : 0)) * 1e-6 + t) * 1e3;
 }

@@ -262,15 +262,16 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
  * through the interpreter executor, every op's compute span recorded
  * (ppcc_plan_measure.op_busy_ms, the fastest of several forwards). Per op
  * kind, the samples (FLOPs, bytes, microseconds) are fitted by
- * call_us + ns_per_flop * FLOPs + ns_per_byte * bytes, least relative
- * squared error over the non-negative fits of every subset of the three
- * terms (FLOPs and bytes of an elementwise op are proportional: one of
- * them carries it). */
+ * call_us + ns_per_flop * FLOPs + ns_per_byte * bytes + ns_per_weight_byte
+ * * weight bytes (params: each read once per forward, from farther away
+ * than the activations just written), least relative squared error over
+ * the non-negative fits of every subset of the four terms (FLOPs and bytes
+ * of an elementwise op are proportional: one of them carries it). */
 
 typedef struct op_samples {
   char name[32];
   int n, cap;
-  double *f, *b, *t; /* FLOPs, bytes, us */
+  double *f, *b, *w, *t; /* FLOPs, bytes, weight bytes, us */
 } op_samples;
 
 typedef struct sample_set {
@@ -293,30 +294,33 @@ static op_samples *samples_for(sample_set *s, const char *name) {
   return o;
 }
 
-static bool add_sample(op_samples *o, double f, double b, double t) {
+static bool add_sample(op_samples *o, double f, double b, double w, double t) {
   if (o->n == o->cap) {
     int cap = o->cap ? 2 * o->cap : 16;
     double *nf = realloc(o->f, sizeof(double) * (size_t)cap);
     if (nf) o->f = nf;
     double *nb = nf ? realloc(o->b, sizeof(double) * (size_t)cap) : NULL;
     if (nb) o->b = nb;
-    double *nt = nb ? realloc(o->t, sizeof(double) * (size_t)cap) : NULL;
+    double *nw = nb ? realloc(o->w, sizeof(double) * (size_t)cap) : NULL;
+    if (nw) o->w = nw;
+    double *nt = nw ? realloc(o->t, sizeof(double) * (size_t)cap) : NULL;
     if (!nt) return false;
     o->t = nt, o->cap = cap;
   }
-  o->f[o->n] = f, o->b[o->n] = b, o->t[o->n] = t;
+  o->f[o->n] = f, o->b[o->n] = b, o->w[o->n] = w, o->t[o->n] = t;
   o->n++;
   return true;
 }
 
 static void samples_free(sample_set *s) {
-  for (int i = 0; i < s->n; i++) free(s->ops[i].f), free(s->ops[i].b), free(s->ops[i].t);
+  for (int i = 0; i < s->n; i++) free(s->ops[i].f), free(s->ops[i].b), free(s->ops[i].w), free(s->ops[i].t);
   free(s->ops);
 }
 
-/* Solves the k x k system a x = y (k <= 3) by Gaussian elimination with
- * partial pivoting; false when (nearly) singular. */
-static bool solve(int k, double a[3][3], double y[3], double x[3]) {
+/* Solves the k x k system a x = y (k <= TERMS) by Gaussian elimination
+ * with partial pivoting; false when (nearly) singular. */
+#define TERMS 4
+static bool solve(int k, double a[TERMS][TERMS], double y[TERMS], double x[TERMS]) {
   for (int c = 0; c < k; c++) {
     int piv = c;
     for (int r = c + 1; r < k; r++)
@@ -343,34 +347,37 @@ static bool solve(int k, double a[3][3], double y[3], double x[3]) {
   return true;
 }
 
+/* Term c of sample i: 1, FLOPs, bytes, weight bytes. */
+static double term(const op_samples *o, int c, int i) {
+  return c == 0 ? 1 : c == 1 ? o->f[i] : c == 2 ? o->b[i] : o->w[i];
+}
+
 /* The fit of one op kind (see above); false without samples. */
 static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
   double best_err = INFINITY;
-  for (int mask = 1; mask < 8; mask++) {
-    int cols[3], k = 0;
-    for (int c = 0; c < 3; c++)
+  for (int mask = 1; mask < 1 << TERMS; mask++) {
+    int cols[TERMS], k = 0;
+    for (int c = 0; c < TERMS; c++)
       if (mask >> c & 1) cols[k++] = c;
     /* relative residuals: each row scaled by 1 / t; columns scaled to ~1 */
-    double scale[3] = {1, 1, 1};
+    double scale[TERMS] = {1, 1, 1, 1};
     for (int c = 0; c < k; c++) {
       double mx = 0;
-      for (int i = 0; i < o->n; i++) {
-        double v = cols[c] == 0 ? 1 : cols[c] == 1 ? o->f[i] : o->b[i];
-        if (v / o->t[i] > mx) mx = v / o->t[i];
-      }
+      for (int i = 0; i < o->n; i++)
+        if (term(o, cols[c], i) / o->t[i] > mx) mx = term(o, cols[c], i) / o->t[i];
       scale[c] = mx > 0 ? 1 / mx : 0;
     }
-    double a[3][3] = {{0}}, y[3] = {0}, x[3] = {0};
+    double a[TERMS][TERMS] = {{0}}, y[TERMS] = {0}, x[TERMS] = {0};
     for (int i = 0; i < o->n; i++) {
-      double row[3];
-      for (int c = 0; c < k; c++) row[c] = (cols[c] == 0 ? 1 : cols[c] == 1 ? o->f[i] : o->b[i]) * scale[c] / o->t[i];
+      double row[TERMS];
+      for (int c = 0; c < k; c++) row[c] = term(o, cols[c], i) * scale[c] / o->t[i];
       for (int r = 0; r < k; r++) {
         for (int c = 0; c < k; c++) a[r][c] += row[r] * row[c];
         y[r] += row[r];
       }
     }
     if (!solve(k, a, y, x)) continue;
-    double coef[3] = {0, 0, 0};
+    double coef[TERMS] = {0, 0, 0, 0};
     bool nonneg = true;
     for (int c = 0; c < k; c++) {
       coef[cols[c]] = x[c] * scale[c];
@@ -379,12 +386,13 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
     if (!nonneg) continue;
     double err = 0;
     for (int i = 0; i < o->n; i++) {
-      double e = (coef[0] + coef[1] * o->f[i] + coef[2] * o->b[i]) / o->t[i] - 1;
+      double e = (coef[0] + coef[1] * o->f[i] + coef[2] * o->b[i] + coef[3] * o->w[i]) / o->t[i] - 1;
       err += e * e;
     }
-    if (err < best_err) {
+    if (err < best_err * (1 - 1e-9)) { /* fewer terms win ties */
       best_err = err;
       out->call_us = coef[0], out->ns_per_flop = coef[1] * 1e3, out->ns_per_byte = coef[2] * 1e3;
+      out->ns_per_weight_byte = coef[3] * 1e3;
     }
   }
   snprintf(out->name, sizeof out->name, "%s", o->name);
@@ -425,11 +433,11 @@ static ppcc_status sample_workload(const char *text, sample_set *s, double *op_u
     if (op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
     if (op_us) op_us[j] = op_ms[j] * 1e3;
     if (!s) continue;
-    double f, b;
-    ppcc_predict_op_work(g, op, &f, &b);
+    double f, b, w;
+    ppcc_predict_op_work(g, op, &f, &b, &w);
     op_samples *o = samples_for(s, op->info->name);
     int shards = op->n_devices > 0 ? op->n_devices : 1; /* the span sum covers every shard */
-    if (!o || !add_sample(o, f, b, op_ms[j] * 1e3 / shards)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    if (!o || !add_sample(o, f, b, w, op_ms[j] * 1e3 / shards)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
   free(out);
   free(stage);
@@ -586,12 +594,12 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
   for (int i = 0; !st && i < n_workloads; i++) st = sample_workload(workloads[i], &s, NULL, d);
   if (!st) st = concurrency(c, log, d);
   for (int i = 0; !st && i < s.n; i++) {
-    ppcc_op_cost k = {{0}, 0, 0, 0};
+    ppcc_op_cost k = {{0}, 0, 0, 0, 0};
     if (!fit_op(&s.ops[i], &k)) continue;
     if (!ppcc_calibration_set_op_cost(c, &k)) break; /* the table is full: the rest use the roofline */
     if (log)
-      fprintf(log, "op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte\n", k.name, s.ops[i].n, k.call_us,
-              k.ns_per_flop, k.ns_per_byte);
+      fprintf(log, "op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
+              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
   }
   samples_free(&s);
   return st;
