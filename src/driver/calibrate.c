@@ -45,9 +45,10 @@ static ppcc_status calibrate_ops(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
   ppcc_status st = PPCC_OK;
   for (int i = 0; i < N && !st; i++) {
     llama_spec s = {.layers = 2, .hidden = hidden[i], .heads = heads[i], .kv_heads = heads[i] / 2,
-                    .head_dim = hidden[i] / heads[i], .ffn = 2 * hidden[i], .vocab = 512, .eps = 1e-5, .theta = 10000, .rope_factor = 1, .rope_low = 1,
-                    .rope_high = 4, .naming = LLAMA_NAMES_GGUF, .seq = seq[i], .batch = 1, .cache = seq[i], .tp = 1,
-                    .pp = 1, .dtype = "f32", .name = "calibrate_llama"};
+                    .head_dim = hidden[i] / heads[i], .ffn = 2 * hidden[i], .vocab = 512, .eps = 1e-5,
+                    .theta = 10000, .rope_factor = 1, .rope_low = 1, .rope_high = 4, .naming = LLAMA_NAMES_GGUF,
+                    .seq = seq[i], .batch = 1, .cache = seq[i], .tp = 1, .pp = 1, .dtype = "f32",
+                    .name = "calibrate_llama"};
     const char *problem = llama_spec_error(&s);
     if (problem) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload: %s", problem);
     else if (!(texts[i] = llama_graph_json(&s, NULL))) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
