@@ -13,7 +13,9 @@
 # prediction's. Without CALIB.json, `ppcc calibrate` runs first.
 # Two threads at most (--threads 2). PLAN_BACKEND=jit measures the JIT
 # (M = 1 only: the JIT runs no microbatches, those rows run interp);
-# default interp.
+# default interp. PLAN_REPEAT=N: N warm forwards per run (default 3).
+# The machine's load (uptime) is printed before and after: the time
+# model is calibrated and checked on the same, possibly shared, machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ppcc=${1:-build/ppcc}
@@ -22,6 +24,7 @@ calib=${3:-}
 bin=$(dirname "$ppcc")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+echo "plan_accuracy: load before: $(uptime)"
 if [[ -z $calib ]]; then
   calib=$tmp/calib.json
   "$ppcc" calibrate --threads 2 -o "$calib"
@@ -38,7 +41,7 @@ run() {
   [[ " $* " == *" --microbatches "* && " $* " != *" --microbatches 1 "* ]] && backend=interp
   for ((r = 0; r < rounds; r++)); do
     "$ppcc" run "$model" --backend="$backend" --check-plan --plan-time-tolerance=1e6 --plan-memory-tolerance=1e6 --threads 2 \
-      --calibration "$calib" "$@" >"$tmp/$label.$r" 2>/dev/null
+      --calibration "$calib" --repeat "${PLAN_REPEAT:-3}" "$@" >"$tmp/$label.$r" 2>/dev/null
   done
 }
 
@@ -75,12 +78,18 @@ for label in labels:
 bub = [l for l in labels if l.startswith("bubble")]
 if bub:
     print("\n4-stage pipeline (gen_pipeline --blocks 4 --tp 1 --pp 4 --batch 16 --hidden 256 --ffn 1024)")
-    print(f"  {'M':>3}  {'predicted bubble':>16}  {'measured min':>12}  {'median':>7}  {'GPipe (p-1)/(M+p-1)':>20}")
+    print(f"  {'M':>3}  {'predicted bubble':>16}  {'measured min':>12}  {'median':>7}  {'GPipe (p-1)/(M+p-1)':>20}"
+          f"  {'stage ms: predicted':>19}  {'measured median':>15}  {'worst stage error':>17}")
     for label in bub:
         m = int(label.split("_M")[1])
         runs = [parse(open(f"{tmp}/{label}.{r}").read()) for r in range(rounds)]
         meas = [r[2][1] for r in runs]
-        print(f"  {m:>3}  {runs[0][2][0]:>16.3f}  {min(meas):>12.3f}  {statistics.median(meas):>7.3f}  {3/(m+3):>20.3f}")
+        st0 = runs[0][1]
+        pred = [p for _, p, _ in st0.values()]
+        med = [statistics.median([r[1][s][2] for r in runs]) for s in st0]
+        worst = max((100 * (p - q) / q for p, q in zip(pred, med)), key=abs)
+        print(f"  {m:>3}  {runs[0][2][0]:>16.3f}  {min(meas):>12.3f}  {statistics.median(meas):>7.3f}  {3/(m+3):>20.3f}"
+              f"  {min(pred):>8.4f}-{max(pred):<10.4f}  {min(med):>6.4f}-{max(med):<8.4f}  {worst:>+16.1f}%")
 PY
 }
 
@@ -92,3 +101,4 @@ run "$tmp/pipe_tp2pp2.json" gen_pipeline_tp2pp2
 for m in 1 2 4 8; do run "$tmp/pipe_pp4.json" "bubble_M$m" --microbatches "$m"; done
 echo "plan_accuracy: $rounds rounds per row, calibration $(tr -d '\n ' <"$calib")"
 summarize tiny_llama ppffn_sharktank tp_ffn gen_llama_L4_pp4 gen_pipeline_tp2pp2 bubble_M1 bubble_M2 bubble_M4 bubble_M8
+echo "plan_accuracy: load after: $(uptime)"

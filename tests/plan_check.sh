@@ -16,7 +16,9 @@
 #  - the check fails when a tolerance is 0 (time) or a mismatch is injected
 #    (memory), naming the stage or device, so it would fail if it checked
 #    nothing;
-#  - ppcc calibrate writes a file that --calibration reads; bad files are
+#  - ppcc calibrate writes a file that --calibration reads, with a cost
+#    per op kind of the LLM and FFN op set (tests/test_predict.c checks
+#    the new fields round-trip and change the prediction); bad files are
 #    refused with one line naming the file and the field.
 # Usage: plan_check.sh PPCC_BINARY SOURCE_DIR
 set -euo pipefail
@@ -146,8 +148,16 @@ set -e
 
 # Calibration: written (atomically) then read.
 "$ppcc" calibrate -o "$tmp/calib.json" --threads 1 >/dev/null
-python3 -c "import json,sys; c=json.load(open(sys.argv[1])); assert c['ppcc_calibration']==1 and len(c['gemm_gflops'])==1 and c['gemm_gflops'][0]>0" \
-  "$tmp/calib.json" || fail "calibration file"
+python3 -c "
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c['ppcc_calibration'] == 1 and len(c['gemm_gflops']) == 1 and c['gemm_gflops'][0] > 0
+# per-op costs measured through the interpreter for the LLM and FFN op set
+ops = c['op_costs']
+for op in ('linear', 'matmul', 'rotary', 'attention', 'silu', 'gelu', 'rms_norm', 'layer_norm', 'softmax', 'embedding'):
+    k = ops[op]
+    assert set(k) == {'call_us', 'ns_per_flop', 'ns_per_byte', 'ns_per_weight_byte'} and min(k.values()) >= 0 and max(k.values()) > 0, (op, k)
+" "$tmp/calib.json" || fail "calibration file"
 out=$("$ppcc" report "$tmp/pipe.json" --calibration "$tmp/calib.json")
 grep -q "prediction (1 microbatch, calibrated)" <<<"$out" || fail "report --calibration does not say calibrated"
 out=$("$ppcc" report "$tmp/pipe.json")

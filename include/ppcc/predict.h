@@ -55,22 +55,39 @@
  * biased linear's 1.5 KiB of 9.7 KiB on inserted_collectives,
  * tests/plan_check.sh).
  *
- * Time model (per device, per op shard it computes):
- *   t = overhead [+ gemm call cost] + max(flops / rate, bytes / elementwise_bandwidth)
- * where rate is the GEMM FLOP/s for ops doing more than 16 FLOPs per
- * result element (contractions), else the elementwise FLOP/s (a roofline:
- * GEMMs are bound by FLOP/s, elementwise ops by the bytes they read and
- * write or by their arithmetic), divided by the device's relative speed; rates are
- * those of the thread count each device gets (cores / devices, as the
- * runtime's thread budget; elementwise: the per-thread rate with as many
- * threads streaming as the stage has devices, up to the cores; a stage
- * with more devices than cores takes devices/cores as long). A stage's time is its slowest device's
- * compute time over all microbatches. Transfers and collectives are not
- * busy time (a receive mostly waits for its peer). Predicted bubble for M
- * microbatches of p stages with times T_s: wall = sum_s T_s/M +
- * (M-1) max_s T_s/M (fill, steady state, drain), but at least the
- * stages' device time over the cores (devices time-share them), bubble =
- * 1 - sum_s T_s / (p wall). */
+ * Time model (per device, per op shard it computes, per microbatch):
+ *   interpreter, when the calibration file has the op kind's cost
+ *   (op_costs, measured by `ppcc calibrate` through the interpreter):
+ *     t = call_us + flops * ns_per_flop + bytes * ns_per_byte + weight bytes * ns_per_weight_byte
+ *   with those of ppcc_predict_op_work (batch-carrying
+ *   operands and results divided by M), the FLOPs part of a contraction
+ *   (> 16 FLOPs per result element) sped up by the sgemm rate with the
+ *   device's kernel threads over the 1-thread rate; plus resume_us for
+ *   an op that runs right after its device waited (its first op of a
+ *   pipeline segment and microbatch, the first after a collective it
+ *   takes part in or a transfer it receives);
+ *   otherwise (the JIT, an older calibration file, an op kind not
+ *   measured) the roofline:
+ *     t = overhead [+ gemm call cost] + max(flops / rate, bytes / elementwise_bandwidth)
+ *   where rate is the GEMM FLOP/s for contractions, else the elementwise
+ *   FLOP/s, with the thread count each device gets (cores / devices, as
+ *   the runtime's thread budget; elementwise: the per-thread rate with as
+ *   many threads streaming as the stage has devices, up to the cores);
+ *   t is divided by the device's relative speed.
+ * A stage's work per microbatch is its slowest device's sum of t. The
+ * pipeline is then simulated as the runtime runs it (simulate_pipeline in
+ * src/report/predict.c): device threads block while they wait and keep
+ * their core while they have work, a stage runs microbatch i when it ran
+ * i - 1, stage k - 1 handed i over (hop_us later) and cores are free for
+ * its devices (a stage with more devices than cores runs at cores /
+ * devices), and while t devices compute at once each is
+ * concurrent_slowdown[t-1] times slower (interpreter). A stage's
+ * predicted time is the wall time it computes (what --check-plan
+ * measures: compute spans); transfers and collectives are not busy time.
+ * Predicted wall = the simulated run; bubble = 1 - sum_s T_s / (p wall).
+ * Not modelled: other processes on the machine (a shared machine's load
+ * delays a woken device thread, which lengthens the measured wall, hence
+ * the bubble, more than the busy times). */
 #ifndef PPCC_PREDICT_H
 #define PPCC_PREDICT_H
 #include <stdbool.h>
@@ -79,6 +96,19 @@
 #include "ppcc/graph.h"
 
 #define PPCC_CALIB_MAX_THREADS 64
+#define PPCC_CALIB_MAX_OPS 64
+
+/* The interpreter's measured cost of one op kind (the op table's name),
+ * per op shard it computes: call_us + (flops * ns_per_flop + bytes *
+ * ns_per_byte + weight_bytes * ns_per_weight_byte) / 1e3 microseconds,
+ * flops the op-table FLOPs of the shard, bytes those of its non-param
+ * operands and result, weight_bytes those of its param operands
+ * (ppcc_predict_op_work), on one device with one kernel thread. */
+typedef struct ppcc_op_cost {
+  char name[32];
+  double call_us, ns_per_flop, ns_per_byte;
+  double ns_per_weight_byte; /* per byte of param operands (optional in the file: 0) */
+} ppcc_op_cost;
 
 /* This machine's speeds, by thread count (index t-1 for t threads). */
 typedef struct ppcc_calibration {
@@ -92,17 +122,39 @@ typedef struct ppcc_calibration {
   double gemm_call_us;        /* extra fixed cost of a GEMM call (small GEMMs
                                  run far below the peak rate) */
   int cores;                  /* cores of the machine measured */
+  int n_op_costs;             /* 0: an older file; every op uses the roofline */
+  ppcc_op_cost op_costs[PPCC_CALIB_MAX_OPS];
+  double hop_us;              /* a microbatch's hand-over between pipeline
+                                 stages (send, wake-up of the receiver);
+                                 0: not measured */
+  int n_slowdown;             /* entries of concurrent_slowdown; 0: not measured */
+  double concurrent_slowdown[PPCC_CALIB_MAX_THREADS]; /* [t-1]: how much slower a
+                                 device computes while t compute at once (1 for t = 1) */
+  double resume_us;           /* extra cost of a compute op that runs right
+                                 after its device waited (program start, a
+                                 receive, a collective): caches gone cold;
+                                 0: not measured */
 } ppcc_calibration;
 
 /* Defaults when uncalibrated: 20 GFLOP/s GEMM, 5 GB/s and 1 GFLOP/s
  * elementwise, 8 GB/s copy per thread (GEMM scaling linearly with
- * threads), 2 us per step, 2 us more per GEMM call. */
+ * threads), 2 us per step, 2 us more per GEMM call; no per-op costs,
+ * hand-over, resume cost or concurrency slowdown. */
 void ppcc_calibration_defaults(ppcc_calibration *c);
 /* Reads a calibration file; a bad file is a user error naming the file
  * and the field. */
 ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d);
 /* Writes it through the atomic-output module. */
 ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, ppcc_diag *d);
+/* The calibrated cost of op kind `name`, NULL if the file has none. */
+const ppcc_op_cost *ppcc_calibration_op_cost(const ppcc_calibration *c, const char *name);
+/* Sets (adds or replaces) the cost of op kind c->name; false when full. */
+bool ppcc_calibration_set_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost);
+/* What the time model charges a compute op for one result shard: its
+ * op-table FLOPs (rep_op_flops_per_shard), the bytes of its non-param
+ * operand shards and first result shard, and of its param operand shards
+ * (weights), one microbatch being the whole batch. */
+void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops, double *bytes, double *weight_bytes);
 
 typedef struct ppcc_predict_options {
   int microbatches;                 /* M; 0 or 1: none */
@@ -163,6 +215,9 @@ typedef struct ppcc_plan_measure {
   int64_t *peak_bytes;    /* per device: high-water mark of the value buffers */
   double *stage_busy_ms;  /* [stage * n_devices + device]: compute spans */
   double wall_ms;
+  double *op_busy_ms;     /* optional (NULL: not recorded), per op of the
+                             graph: its compute spans summed over devices
+                             and microbatches, the smallest over forwards */
   bool filled;
   int forwards;           /* runs measured: the peak is the largest, busy
                              times and wall the smallest (warm) */

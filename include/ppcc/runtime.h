@@ -238,6 +238,11 @@ typedef struct ppcc_run_options {
  * thread count. */
 struct ppcc_calibration;
 ppcc_status ppcc_calibrate(struct ppcc_calibration *c, int max_threads, FILE *log, ppcc_diag *d);
+/* Adds the interpreter's per-op costs (ppcc_calibration.op_costs) from
+ * built-in FFN workloads and the given workload model texts (the driver's
+ * generated Llamas), each run on one device with one kernel thread. */
+ppcc_status ppcc_calibrate_ops(struct ppcc_calibration *c, const char *const *workloads, int n_workloads, FILE *log,
+                               ppcc_diag *d);
 
 /* Runs the graph (after all passes) on its devices, writes outputs, and
  * with check compares against the reference executor. */

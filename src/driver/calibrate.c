@@ -5,6 +5,8 @@
 #include <string.h>
 #include "driver.h"
 #ifdef PPCC_HAVE_RUNTIME
+#include <stdlib.h>
+#include "import_cli.h"
 #include "ppcc/runtime.h"
 #endif
 
@@ -15,8 +17,13 @@ void cli_help_calibrate(FILE *out) {
         "(ppcc report/compile/run --calibration=CALIB.json): GEMM GFLOP/s through\n"
         "the runtime's sgemm (OpenBLAS when built with it) for 1..N kernel threads,\n"
         "elementwise (c = a + b) and copy GB/s per thread with 1..N threads\n"
-        "streaming at once, and the fixed cost of a kernel call. Best of several\n"
-        "runs each; takes a few seconds.\n"
+        "streaming at once, the fixed cost of a kernel call, and through the\n"
+        "interpreter on generated Llama and FFN workloads: each op kind's cost\n"
+        "(op_costs: us per call + ns per FLOP, per byte and per weight byte), a\n"
+        "hand-over between devices, an op after its device waited, and the\n"
+        "slowdown of devices computing at once. Best (or median) of several runs\n"
+        "each; takes a few seconds. Calibrate on the machine, and with the\n"
+        "--threads, of the runs.\n"
         "\n"
         "Options:\n"
         "  -o FILE        write the calibration JSON to FILE (default: stdout),\n"
@@ -25,6 +32,32 @@ void cli_help_calibrate(FILE *out) {
         "  -h, --help     show this help\n",
         out);
 }
+
+#ifdef PPCC_HAVE_RUNTIME
+/* The Llama workloads of the per-op costs: the importers' graph builder
+ * (src/import/llama_graph.c) on one device, 2 layers of hidden 256 and
+ * ffn 512 (prefills of 4 to 64 tokens, head dim 64 and 32), and of hidden
+ * 64 and ffn 128 (8 tokens, head dim 16: ops whose fixed cost dominates). */
+static ppcc_status calibrate_ops(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
+  static const long seq[] = {4, 16, 64, 32, 8}, heads[] = {4, 4, 4, 8, 4}, hidden[] = {256, 256, 256, 256, 64};
+  enum { N = sizeof seq / sizeof *seq };
+  char *texts[N] = {0};
+  ppcc_status st = PPCC_OK;
+  for (int i = 0; i < N && !st; i++) {
+    llama_spec s = {.layers = 2, .hidden = hidden[i], .heads = heads[i], .kv_heads = heads[i] / 2,
+                    .head_dim = hidden[i] / heads[i], .ffn = 2 * hidden[i], .vocab = 512, .eps = 1e-5,
+                    .theta = 10000, .rope_factor = 1, .rope_low = 1, .rope_high = 4, .naming = LLAMA_NAMES_GGUF,
+                    .seq = seq[i], .batch = 1, .cache = seq[i], .tp = 1, .pp = 1, .dtype = "f32",
+                    .name = "calibrate_llama"};
+    const char *problem = llama_spec_error(&s);
+    if (problem) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload: %s", problem);
+    else if (!(texts[i] = llama_graph_json(&s, NULL))) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  if (!st) st = ppcc_calibrate_ops(c, (const char *const *)texts, N, log, d);
+  for (int i = 0; i < N; i++) free(texts[i]);
+  return st;
+}
+#endif
 
 int cli_cmd_calibrate(int argc, char **argv) {
   const char *out = "-";
@@ -52,7 +85,9 @@ int cli_cmd_calibrate(int argc, char **argv) {
   ppcc_diag d;
   ppcc_diag_init(&d, "ppcc calibrate", stderr);
   ppcc_calibration c;
-  ppcc_status st = ppcc_calibrate(&c, (int)threads, strcmp(out, "-") == 0 ? stderr : stdout, &d);
+  FILE *log = strcmp(out, "-") == 0 ? stderr : stdout;
+  ppcc_status st = ppcc_calibrate(&c, (int)threads, log, &d);
+  if (!st) st = calibrate_ops(&c, log, &d);
   if (!st) st = ppcc_calibration_write(out, &c, &d);
   return st;
 #else

@@ -76,8 +76,58 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
       cores->valuedouble != floor(cores->valuedouble))
     return bad_field(path, "cores", "is missing or not a positive integer", d);
   c->cores = (int)cores->valuedouble;
+  /* optional (files of ppcc calibrate before per-op costs lack them) */
+  static const char *const optional[2] = {"hop_us", "resume_us"};
+  double *dst[2] = {&c->hop_us, &c->resume_us};
+  for (int i = 0; i < 2; i++) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, optional[i]);
+    if (x && (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0 || x->valuedouble > 1e6))
+      return bad_field(path, optional[i], "is not a number in [0, 1e6]", d);
+    *dst[i] = x ? x->valuedouble : 0;
+  }
+  const cJSON *slow = cJSON_GetObjectItemCaseSensitive(root, "concurrent_slowdown");
+  if (slow) {
+    int ns = n; /* one entry per thread count, as the rates */
+    ppcc_status sst = read_rates(root, path, "concurrent_slowdown", c->concurrent_slowdown, &ns, d);
+    if (sst) return sst;
+    c->n_slowdown = ns;
+  }
+  const cJSON *costs = cJSON_GetObjectItemCaseSensitive(root, "op_costs");
+  if (costs && !cJSON_IsObject(costs)) return bad_field(path, "op_costs", "is not an object (op name: its cost)", d);
+  for (const cJSON *e = costs ? costs->child : NULL; e; e = e->next) {
+    ppcc_op_cost k = {{0}, 0, 0, 0, 0};
+    char field[96];
+    snprintf(field, sizeof field, "op_costs.%.40s", e->string);
+    if (!ppcc_op_lookup(e->string) || strlen(e->string) >= sizeof k.name)
+      return bad_field(path, field, "names no op of the op table", d);
+    snprintf(k.name, sizeof k.name, "%s", e->string);
+    static const char *const parts[4] = {"call_us", "ns_per_flop", "ns_per_byte", "ns_per_weight_byte"};
+    double *dst[4] = {&k.call_us, &k.ns_per_flop, &k.ns_per_byte, &k.ns_per_weight_byte};
+    for (int i = 0; i < 4; i++) {
+      const cJSON *x = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, parts[i]) : NULL;
+      if (i == 3 && cJSON_IsObject(e) && !x) continue; /* optional: 0 */
+      if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0 || x->valuedouble > 1e6)
+        return bad_field(path, field, "needs call_us, ns_per_flop and ns_per_byte (and optional ns_per_weight_byte), numbers in [0, 1e6]", d);
+      *dst[i] = x->valuedouble;
+    }
+    if (!ppcc_calibration_set_op_cost(c, &k)) return bad_field(path, "op_costs", "has more than 64 ops", d);
+  }
   c->calibrated = true;
   return PPCC_OK;
+}
+
+const ppcc_op_cost *ppcc_calibration_op_cost(const ppcc_calibration *c, const char *name) {
+  for (int i = 0; c && i < c->n_op_costs; i++)
+    if (strcmp(c->op_costs[i].name, name) == 0) return &c->op_costs[i];
+  return NULL;
+}
+
+bool ppcc_calibration_set_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost) {
+  ppcc_op_cost *slot = (ppcc_op_cost *)ppcc_calibration_op_cost(c, cost->name);
+  if (!slot && c->n_op_costs >= PPCC_CALIB_MAX_OPS) return false;
+  if (!slot) slot = &c->op_costs[c->n_op_costs++];
+  *slot = *cost;
+  return true;
 }
 
 ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d) {
@@ -109,7 +159,25 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
   write_rates(f.fp, "elementwise_gbps", c->elementwise_gbps, c->n_threads);
   write_rates(f.fp, "elementwise_gflops", c->elementwise_gflops, c->n_threads);
   write_rates(f.fp, "copy_gbps", c->copy_gbps, c->n_threads);
-  fprintf(f.fp, "  \"op_overhead_us\": %.6g,\n  \"gemm_call_us\": %.6g\n}\n", c->op_overhead_us, c->gemm_call_us);
+  fprintf(f.fp, "  \"op_overhead_us\": %.6g,\n  \"gemm_call_us\": %.6g", c->op_overhead_us, c->gemm_call_us);
+  if (c->hop_us > 0) fprintf(f.fp, ",\n  \"hop_us\": %.6g", c->hop_us);
+  if (c->resume_us > 0) fprintf(f.fp, ",\n  \"resume_us\": %.6g", c->resume_us);
+  if (c->n_slowdown > 0) {
+    fputs(",\n  \"concurrent_slowdown\": [", f.fp);
+    for (int i = 0; i < c->n_slowdown; i++) fprintf(f.fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
+    fputc(']', f.fp);
+  }
+  if (c->n_op_costs > 0) {
+    fputs(",\n  \"op_costs\": {", f.fp);
+    for (int i = 0; i < c->n_op_costs; i++) {
+      const ppcc_op_cost *k = &c->op_costs[i];
+      fprintf(f.fp,
+              "%s\n    \"%s\": {\"call_us\": %.6g, \"ns_per_flop\": %.6g, \"ns_per_byte\": %.6g, \"ns_per_weight_byte\": %.6g}",
+              i ? "," : "", k->name, k->call_us, k->ns_per_flop, k->ns_per_byte, k->ns_per_weight_byte);
+    }
+    fputs("\n  }", f.fp);
+  }
+  fputs("\n}\n", f.fp);
   st = ppcc_outfile_close(&f, d);
   if (st) {
     ppcc_outfile_abort(&f);
@@ -384,34 +452,58 @@ static double rate_for(const double *table, int n, int threads) {
   return r;
 }
 
-/* Per-microbatch shard time of compute op j on one device, in ms.
- * threads: the kernel threads a device gets (GEMM); streams: devices of
- * the stage streaming memory at once (elementwise, per-thread rate);
- * share: > 1 when the stage has more devices than cores (they take
- * turns). */
-static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries, int m, const ppcc_calibration *c,
-                    int threads, int streams, double share, double *flops_out, double *bytes_out) {
-  bool c_op = false;
-  double bytes = 0;
+void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops, double *bytes, double *weight_bytes) {
+  double b = 0, w = 0;
   for (int k = 0; k < op->n_in; k++) {
-    c_op = c_op || carries[op->in[k]];
-    double b = (double)rep_shard_bytes(&g->values[op->in[k]]);
-    bytes += carries[op->in[k]] && m > 1 ? b / m : b;
+    const ppcc_value *v = &g->values[op->in[k]];
+    *(v->kind == PPCC_VALUE_PARAM ? &w : &b) += (double)rep_shard_bytes(v);
   }
-  double rb = (double)rep_shard_bytes(&g->values[op->out[0]]);
-  bytes += c_op && m > 1 ? rb / m : rb;
-  double flops = rep_op_flops_per_shard(g, op);
-  if (c_op && m > 1) flops /= m;
+  if (op->n_out > 0) b += (double)rep_shard_bytes(&g->values[op->out[0]]);
+  *flops = rep_op_flops_per_shard(g, op);
+  *bytes = b;
+  *weight_bytes = w;
+}
+
+/* CPU time of one microbatch's shard of compute op j on one device, in
+ * ms, as if the device had a core to itself (sharing is simulate_pipeline's).
+ * threads: the kernel threads a device gets; streams: devices of the
+ * stage streaming memory at once (roofline: elementwise per-thread rate).
+ * The op kind's calibrated cost when the file has one (the interpreter),
+ * its GEMM-like part (FLOPs, for ops doing more than 16 per result
+ * element) sped up as the sgemm rate with `threads` threads; else the
+ * roofline. */
+static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries, int m, const ppcc_calibration *c,
+                    int threads, int streams, bool use_costs, double *flops_out, double *bytes_out) {
+  bool c_op = false;
+  for (int k = 0; k < op->n_in; k++) c_op = c_op || carries[op->in[k]];
+  double flops, bytes, weights;
+  ppcc_predict_op_work(g, op, &flops, &bytes, &weights);
+  if (c_op && m > 1) { /* batch-carrying operands and result shrink by M; params do not */
+    bytes = 0;
+    for (int k = 0; k < op->n_in; k++) {
+      double b = (double)rep_shard_bytes(&g->values[op->in[k]]);
+      if (g->values[op->in[k]].kind != PPCC_VALUE_PARAM) bytes += carries[op->in[k]] ? b / m : b;
+    }
+    bytes += (double)rep_shard_bytes(&g->values[op->out[0]]) / m;
+    flops /= m;
+  }
   *flops_out = flops;
-  *bytes_out = bytes;
-  int at = (streams < c->n_threads ? streams : c->n_threads) - 1;
+  *bytes_out = bytes + weights;
   int64_t elems = ppcc_num_elements(g->values[op->out[0]].rank, g->values[op->out[0]].shape);
   double total = op->info && op->info->flops ? op->info->flops(g, op) : 0; /* the unsharded op's */
   bool contraction = elems > 0 && total > 16.0 * (double)elems;
+  double gemm_speedup = rate_for(c->gemm_gflops, c->n_threads, threads) / c->gemm_gflops[0];
+  const ppcc_op_cost *k = use_costs && op->info ? ppcc_calibration_op_cost(c, op->info->name) : NULL;
+  if (k) {
+    double f_us = flops * k->ns_per_flop * 1e-3 / (contraction ? gemm_speedup : 1.0);
+    return (k->call_us + f_us + (bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3) * 1e-3;
+  }
+  int at = (streams < c->n_threads ? streams : c->n_threads) - 1;
   double rate = contraction ? rate_for(c->gemm_gflops, c->n_threads, threads) * 1e9 : c->elementwise_gflops[at] * 1e9;
   double bw = c->elementwise_gbps[at] * 1e9;
+  bytes += weights;
   double t = flops / rate > bytes / bw ? flops / rate : bytes / bw;
-  return ((c->op_overhead_us + (contraction ? c->gemm_call_us : 0)) * 1e-6 + t) * share * 1e3;
+  return ((c->op_overhead_us + (contraction ? c->gemm_call_us : 0)) * 1e-6 + t) * 1e3;
 }
 /* Relative speed of a device: the options' array, else the --devices-spec
  * the model was partitioned with, else 1.0. */
@@ -420,67 +512,237 @@ static double device_speed(const ppcc_graph *g, const ppcc_predict_options *o, i
   return ppcc_devices_spec_speed(g->partition.devices_spec, dev);
 }
 
+/* A device's compute between two waits (predict_time). */
+typedef struct run_piece {
+  double ms;      /* CPU time, one microbatch */
+  size_t cell;    /* stage * devices + device */
+  bool staggered; /* released by a collective or transfer */
+} run_piece;
+
+/* Adds the part of the piece that can overlap other devices' compute to
+ * overlap[cell]: all of it, or what lasts beyond one hand-over when the
+ * devices were released one after the other. */
+static void close_piece(run_piece *r, double *overlap, double hop_ms) {
+  if (r->ms > 0) overlap[r->cell] += r->staggered ? (r->ms > hop_ms ? r->ms - hop_ms : 0) : r->ms;
+  r->ms = 0;
+  r->staggered = false;
+}
+
+/* The pipeline as the runtime runs it: stage k (n[k] devices, work[k] ms
+ * of CPU per microbatch on its slowest device) runs microbatch i once it
+ * ran i - 1 and stage k - 1 handed i over (hop_ms after finishing it).
+ * Device threads block while they wait (condition variables), and a
+ * running thread keeps its core until it blocks: the OS does not preempt
+ * it for the short runs of a forward. So a stage runs when it has a
+ * microbatch and cores for its devices are free (first come, first
+ * served), keeps them while its next microbatch has arrived, and a stage
+ * with more devices than cores runs at cores / devices (its devices block
+ * on each other's collectives, so they take turns). While t devices
+ * compute at once, stage k's microbatch (overlap[k] of its work able to
+ * overlap the others') takes (1 + (slow[t-1] - 1) * overlap[k]) * work[k]
+ * (n_slow entries, the last one beyond).
+ * busy[k] is the wall time stage k computes (what
+ * --check-plan measures: compute spans); returns the wall time of the
+ * run, -1 when out of memory. */
+static double simulate_pipeline(int p, int m, const int *n, const double *work, const double *overlap, int cores,
+                                double hop_ms, const double *slow, int n_slow, double *busy) {
+  size_t np = (size_t)p + 1;
+  double *fin = malloc(sizeof(double) * (size_t)p * (size_t)m + 1), *rem = malloc(sizeof(double) * np);
+  double *since = malloc(sizeof(double) * np); /* when stage k's waiting microbatch arrived */
+  double *speed = malloc(sizeof(double) * np);
+  int *next = calloc(np, sizeof *next);
+  bool *running = calloc(np, sizeof *running);
+  double now = 0;
+  if (!fin || !rem || !since || !speed || !next || !running) {
+    free(fin), free(rem), free(since), free(speed), free(next), free(running);
+    return -1;
+  }
+  for (int k = 0; k < p; k++) busy[k] = 0, since[k] = INFINITY;
+#define ARRIVAL(k) \
+  (next[k] >= m ? INFINITY : (k) == 0 ? 0 : next[(k) - 1] > next[k] ? fin[(size_t)((k) - 1) * m + next[k]] + hop_ms : INFINITY)
+  int free_cores = cores;
+  for (;;) {
+    double arrive = INFINITY; /* the next hand-over still on its way */
+    bool left = false;
+    for (int k = 0; k < p; k++) {
+      left = left || next[k] < m;
+      if (running[k]) continue;
+      double ready = ARRIVAL(k);
+      if (ready <= now && since[k] > ready) since[k] = ready;
+      else if (ready > now && ready < arrive) arrive = ready;
+    }
+    if (!left) break;
+    for (;;) { /* start waiting stages, longest waiting first, while cores are free */
+      int pick = -1;
+      for (int k = 0; k < p; k++)
+        if (!running[k] && isfinite(since[k]) && (pick < 0 || since[k] < since[pick])) pick = k;
+      int need = pick < 0 ? 0 : n[pick] < cores ? n[pick] : cores;
+      if (pick < 0 || need > free_cores) break;
+      free_cores -= need;
+      running[pick] = true;
+      since[pick] = INFINITY;
+      rem[pick] = work[pick] > 0 ? work[pick] : 0;
+    }
+    int on = cores - free_cores, at = on < n_slow ? on - 1 : n_slow - 1; /* devices computing now */
+    double step = arrive - now;
+    for (int k = 0; k < p; k++) {
+      /* speed: work done per wall ms */
+      double contention = at < 0 ? 1.0 : 1 + (slow[at] - 1) * overlap[k];
+      speed[k] = (n[k] > cores ? (double)cores / n[k] : 1.0) / contention;
+      if (running[k] && rem[k] / speed[k] < step) step = rem[k] / speed[k];
+    }
+    if (!isfinite(step)) break; /* nothing can run: not a chain (cannot happen) */
+    now += step;
+    for (int k = 0; k < p; k++) {
+      if (!running[k]) continue;
+      busy[k] += step;
+      rem[k] -= step * speed[k];
+      if (rem[k] > 1e-12 * (work[k] + 1)) continue;
+      fin[(size_t)k * m + next[k]++] = now;
+      if (ARRIVAL(k) <= now) { /* keeps its cores: its next microbatch is here */
+        rem[k] = work[k] > 0 ? work[k] : 0;
+      } else {
+        running[k] = false;
+        free_cores += n[k] < cores ? n[k] : cores;
+      }
+    }
+  }
+#undef ARRIVAL
+  free(fin);
+  free(rem);
+  free(since);
+  free(speed);
+  free(next);
+  free(running);
+  return now;
+}
 
 static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, const ppcc_calibration *c,
                          ppcc_prediction *p, const rep_stages *st) {
-  int m = p->microbatches, nd = g->n_devices;
+  int m = p->microbatches, nd = g->n_devices, ns = p->n_stages;
+  size_t cells = (size_t)ns * (size_t)(nd > 0 ? nd : 1) + 1;
   bool *carries = calloc((size_t)g->n_values + 1, sizeof *carries);
-  double *dev_ms = calloc((size_t)p->n_stages * (size_t)(nd > 0 ? nd : 1) + 1, sizeof *dev_ms);
-  double *dev_fl = calloc((size_t)p->n_stages * (size_t)(nd > 0 ? nd : 1) + 1, sizeof *dev_fl);
-  double *dev_by = calloc((size_t)p->n_stages * (size_t)(nd > 0 ? nd : 1) + 1, sizeof *dev_by);
-  bool ok = carries && dev_ms && dev_fl && dev_by;
+  double *dev_ms = calloc(cells, sizeof *dev_ms), *dev_fl = calloc(cells, sizeof *dev_fl);
+  double *dev_by = calloc(cells, sizeof *dev_by), *work = calloc((size_t)ns + 1, sizeof *work);
+  double *busy = calloc((size_t)ns + 1, sizeof *busy);
+  double *overlap = calloc((size_t)ns + 1, sizeof *overlap);
+  double *dev_overlap = calloc(cells, sizeof *dev_overlap);
+  int *group = calloc((size_t)ns + 1, sizeof *group);
+  bool ok = carries && dev_ms && dev_fl && dev_by && work && busy && group && overlap &&
+            dev_overlap;
   /* uncalibrated and no thread count: a core per device (no sharing) */
   int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : nd > 0 ? nd : 1;
   int threads = nd > 0 && cores / nd > 1 ? cores / nd : 1; /* rt_thread_budget's share */
+  bool use_costs = !(o && o->jit); /* per-op costs are the interpreter's kernels */
+  /* per device: it waited since its last compute op (program start, a
+   * transfer or collective it takes part in), so the next one pays
+   * resume_us (interpreter: with M > 1 once per segment and microbatch,
+   * ppcc_pipeline_segments; counted per segment start, as below) */
+  bool *waited = calloc((size_t)(nd > 0 ? nd : 1), sizeof *waited);
+  int *seg_begin = malloc(sizeof(int) * ((size_t)g->n_ops + 2));
+  /* per device: the compute since it last waited (one microbatch), its
+   * cell, and whether a collective or transfer released it: then the
+   * devices of its stage start it a hand-over apart, and only the part
+   * beyond one hand-over can run at the same time as theirs (tiny TP
+   * steps mostly take turns) */
+  run_piece *piece = calloc((size_t)(nd > 0 ? nd : 1), sizeof *piece);
+  ok = ok && waited && seg_begin && piece;
+  double hop_ms = c->hop_us * 1e-3;
+  int n_seg = 1, seg = 0;
+  if (ok) seg_begin[0] = 0, seg_begin[1] = g->n_ops;
+  if (ok && m > 1) n_seg = ppcc_pipeline_segments(g, seg_begin);
+  for (int dev = 0; ok && dev < nd; dev++) waited[dev] = true;
   for (int v = 0; ok && v < g->n_values; v++) carries[v] = g->values[v].kind == PPCC_VALUE_INPUT;
   for (int j = 0; ok && j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
     bool cj = false;
     for (int k = 0; k < op->n_in; k++) cj = cj || carries[op->in[k]];
     for (int r = 0; r < op->n_out; r++) carries[op->out[r]] = cj;
+    while (seg + 1 < n_seg && j >= seg_begin[seg + 1]) { /* a new segment: every device starts it after a wait */
+      seg++;
+      for (int dev = 0; dev < nd; dev++) {
+        close_piece(&piece[dev], dev_overlap, hop_ms);
+        waited[dev] = true;
+      }
+    }
+    if (rep_is_transfer(op)) { /* a send does not block; the receivers wait */
+      const ppcc_value *r = &g->values[op->out[0]];
+      for (int i = 0; i < shard_count(r); i++)
+        if (rep_shard_device(r, i) >= 0 && rep_shard_device(r, i) < nd) {
+          close_piece(&piece[rep_shard_device(r, i)], dev_overlap, hop_ms);
+          piece[rep_shard_device(r, i)].staggered = true;
+          waited[rep_shard_device(r, i)] = true;
+        }
+    } else if (op->info && op->info->family != PPCC_FAMILY_COMPUTE) {
+      for (int dev = 0; dev < nd; dev++)
+        if (ppcc_op_involves(g, op, dev)) {
+          close_piece(&piece[dev], dev_overlap, hop_ms);
+          piece[dev].staggered = true;
+          waited[dev] = true;
+        }
+    }
     if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
-    int group = st->n_dev[st->op_stage[j]] > 0 ? st->n_dev[st->op_stage[j]] : 1;
-    int streams = group < cores ? group : cores;
-    double share = group > cores ? (double)group / cores : 1.0;
-    double fl, by, t = op_ms(g, op, carries, m, c, threads, streams, share, &fl, &by);
+    int n_group = st->n_dev[st->op_stage[j]] > 0 ? st->n_dev[st->op_stage[j]] : 1;
+    int streams = n_group < cores ? n_group : cores;
+    double fl, by, t = op_ms(g, op, carries, m, c, threads, streams, use_costs, &fl, &by);
     const ppcc_value *r = &g->values[op->out[0]];
     for (int i = 0; i < shard_count(r); i++) {
       int dev = rep_shard_device(r, i);
       if (dev < 0 || dev >= nd) continue;
-      double speed = device_speed(g, o, dev);
       size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
-      dev_ms[at] += t * m / speed;
+      double resume = waited[dev] && use_costs ? c->resume_us * 1e-3 : 0;
+      waited[dev] = false;
+      dev_ms[at] += (t + resume) * m / device_speed(g, o, dev);
+      if (piece[dev].ms > 0 && piece[dev].cell != at) close_piece(&piece[dev], dev_overlap, hop_ms);
+      piece[dev].cell = at;
+      piece[dev].ms += (t + resume) / device_speed(g, o, dev);
       dev_fl[at] += fl * m;
       dev_by[at] += by * m;
-      p->devices[dev].compute_ms += t * m / speed;
     }
   }
-  double sum = 0, slowest = 0, work = 0; /* work: device-ms over all stages' devices */
-  for (int k = 0; ok && k < p->n_stages; k++) {
+  for (int dev = 0; ok && dev < nd; dev++) close_piece(&piece[dev], dev_overlap, hop_ms);
+  for (int k = 0; ok && k < ns; k++) {
     ppcc_stage_prediction *sp = &p->stages[k];
     sp->n_devices = st->n_dev[k] < PPCC_MAX_DEVICES ? st->n_dev[k] : PPCC_MAX_DEVICES;
     memcpy(sp->devices, rep_stage_devices(st, k), sizeof(int) * (size_t)sp->n_devices);
+    group[k] = st->n_dev[k] > 0 ? st->n_dev[k] : 1;
     for (int dev = 0; dev < nd; dev++) {
       size_t at = (size_t)k * (size_t)nd + (size_t)dev;
-      if (dev_ms[at] > sp->time_ms) {
-        sp->time_ms = dev_ms[at];
+      if (dev_ms[at] > work[k] * m) {
+        work[k] = dev_ms[at] / m;
+        overlap[k] = dev_ms[at] > 0 ? dev_overlap[at] * m / dev_ms[at] : 1;
         sp->flops = dev_fl[at];
         sp->bytes = dev_by[at];
       }
     }
-    sum += sp->time_ms;
-    work += sp->time_ms * sp->n_devices;
-    if (sp->time_ms > slowest) slowest = sp->time_ms;
+  }
+  double wall = ok ? simulate_pipeline(ns, m, group, work, overlap, cores, c->hop_us * 1e-3, c->concurrent_slowdown,
+                                     use_costs ? c->n_slowdown : 0, busy) : -1;
+  ok = ok && wall >= 0;
+  double sum = 0;
+  for (int k = 0; ok && k < ns; k++) {
+    p->stages[k].time_ms = busy[k];
+    sum += busy[k];
+    /* each device's share of its stage's busy time: its CPU time, stretched as the stage's */
+    double stretch = work[k] > 0 ? busy[k] / (work[k] * m) : 1.0;
+    for (int dev = 0; dev < nd; dev++) p->devices[dev].compute_ms += dev_ms[(size_t)k * (size_t)nd + (size_t)dev] * stretch;
   }
   if (ok) {
-    p->wall_ms = sum / m + (m - 1) * slowest / m;
-    if (work / cores > p->wall_ms) p->wall_ms = work / cores; /* more busy devices than cores */
-    p->bubble = p->wall_ms > 0 && p->n_stages > 0 ? 1 - sum / (p->n_stages * p->wall_ms) : 0;
+    p->wall_ms = wall;
+    p->bubble = wall > 0 && ns > 0 ? 1 - sum / (ns * wall) : 0;
   }
+  free(waited);
+  free(seg_begin);
   free(carries);
   free(dev_ms);
   free(dev_fl);
   free(dev_by);
+  free(work);
+  free(busy);
+  free(dev_overlap);
+  free(overlap);
+  free(piece);
+  free(group);
   return ok;
 }
 

@@ -15,8 +15,17 @@
  *                         gelu kernel, t threads at once;
  *   copy_gbps[t-1]        memcpy of 16 MiB per thread, t threads at once
  *                         (transfers; not used by the stage times);
- *   op_overhead_us        the fixed cost of one compute step (overhead_us).
- * Each figure is the best of several runs (the machine may be shared). */
+ *   op_overhead_us        the fixed cost of one compute step (overhead_us);
+ * and, ppcc_calibrate_ops, the interpreter's own costs (what the
+ * prediction of an interpreter run uses; the above is the roofline's):
+ *   op_costs              per op kind, fitted on workload models run
+ *                         through the executor (see "per-op costs" below);
+ *   resume_us, hop_us     a [8,64]x[64,64] matmul ping-ponged between two
+ *                         devices against the same chain on one device;
+ *   concurrent_slowdown   FFN copies on t devices at once against one.
+ * Each figure is the best of several runs (the machine may be shared),
+ * the slowdown the median of paired runs. */
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,50 +145,79 @@ static double best_elementwise_gflops(int threads) {
 }
 
 /* The fixed cost of one compute step as the interpreter takes it: the
- * executor (one device) runs a chain of STEPS adds of 8 floats and its
- * busy time (the --check-plan measurement) is divided by the steps; the
- * smallest over several runs. Falls back to a bare kernel call. */
+ * executor runs a chain of STEPS adds of 8 floats and its busy time (the
+ * --check-plan measurement) is divided by the steps; the smallest over
+ * several runs (overhead_us). With `gemm`, the steps are [8, 64] x
+ * [64, 64] matmuls instead, and with `ping_pong` they alternate between
+ * two devices, a transfer after each (the pipeline's hand-over: each step
+ * then runs right after its device waited, and the wall per step less the
+ * step's busy time is the hand-over). Falls back to 2 us. */
 #define STEPS 256
 
-static char *chain_model(void) {
-  size_t cap = 128 + (size_t)STEPS * 96, off = 0;
+static char *chain_model(bool ping_pong, bool gemm) {
+  size_t cap = 512 + (size_t)STEPS * 200, off = 0;
   char *m = malloc(cap);
   if (!m) return NULL;
+  off += (size_t)snprintf(m + off, cap - off, "{\"ppcc\": 1, \"name\": \"calibrate\", \"devices\": %d, \"params\": [",
+                          ping_pong ? 2 : 1);
+  for (int dev = 0; gemm && dev < (ping_pong ? 2 : 1); dev++)
+    off += (size_t)snprintf(m + off, cap - off, "%s{\"name\": \"w%d\", \"dtype\": \"f32\", \"shape\": [64, 64], \"devices\": [%d]}",
+                            dev ? ", " : "", dev, dev);
   off += (size_t)snprintf(m + off, cap - off,
-                          "{\"ppcc\": 1, \"name\": \"calibrate\", \"devices\": 1, \"params\": [], \"inputs\": "
-                          "[{\"name\": \"t0\", \"dtype\": \"f32\", \"shape\": [8], \"devices\": [0]}], \"ops\": [");
-  for (int i = 0; i < STEPS; i++)
-    off += (size_t)snprintf(m + off, cap - off, "%s{\"op\": \"add\", \"in\": [\"t%d\", \"t%d\"], \"out\": [\"t%d\"]}",
-                            i ? ", " : "", i, i, i + 1);
+                          "], \"inputs\": [{\"name\": \"t0\", \"dtype\": \"f32\", \"shape\": [%s], \"devices\": [0]}], \"ops\": [",
+                          gemm ? "8, 64" : "8");
+  for (int i = 0; i < STEPS; i++) {
+    int dev = ping_pong ? i % 2 : 0;
+    char second[16];
+    snprintf(second, sizeof second, gemm ? "w%d" : "t%d", gemm ? dev : i);
+    off += (size_t)snprintf(m + off, cap - off, "%s{\"op\": \"%s\", \"in\": [\"t%d\", \"%s\"], \"out\": [\"%c%d\"]}",
+                            i ? ", " : "", gemm ? "matmul" : "add", i, second, ping_pong ? 'u' : 't', ping_pong ? i : i + 1);
+    if (ping_pong)
+      off += (size_t)snprintf(m + off, cap - off,
+                              ", {\"op\": \"transfer\", \"in\": [\"u%d\"], \"out\": [\"t%d\"], \"attrs\": {\"devices\": [%d]}}",
+                              i, i + 1, (i + 1) % 2);
+  }
   snprintf(m + off, cap - off, "], \"outputs\": [\"t%d\"]}", STEPS);
   return m;
 }
 
-static double overhead_us(void) {
+/* Per step of the chain: the step's busy time and the wall, in us. */
+static bool chain_us(bool ping_pong, bool gemm, double *add_us, double *wall_us) {
   ppcc_diag d;
   ppcc_diag_init(&d, NULL, NULL);
-  char *text = chain_model();
+  char *text = chain_model(ping_pong, gemm);
   ppcc_graph *g = text ? ppcc_load_model_string(text, strlen(text), &d) : NULL;
   free(text);
-  double best = 1e9;
+  double best = 1e9, best_wall = 1e9;
   ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
   ppcc_run_data data;
   bool loaded = g && !ppcc_run_passes(g, NULL, NULL, &d) && !ppcc_run_data_load(g, &ro, &data, &d);
   for (int r = 0; loaded && r < REPEATS * 2; r++) {
-    int64_t peak = 0;
-    double busy = 0;
+    int64_t peak[2] = {0, 0};
+    double busy[2] = {0, 0};
     int *stage = calloc((size_t)g->n_ops, sizeof *stage);
-    ppcc_plan_measure m = {.op_stage = stage, .n_stages = 1, .peak_bytes = &peak, .stage_busy_ms = &busy};
-    ppcc_exec_options eo = {.threads = 1, .measure = &m};
+    ppcc_plan_measure m = {.op_stage = stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
+    ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
     ppcc_host_tensor out = {0};
-    if (stage && !ppcc_execute(g, &data, &eo, &out, NULL, &d) && m.filled && busy * 1e3 / STEPS < best)
-      best = busy * 1e3 / STEPS;
+    if (stage && !ppcc_execute(g, &data, &eo, &out, NULL, &d) && m.filled) {
+      double per_step = (busy[0] + (g->n_devices > 1 ? busy[1] : 0)) * 1e3 / STEPS;
+      if (per_step < best) best = per_step;
+      if (m.wall_ms * 1e3 / STEPS < best_wall) best_wall = m.wall_ms * 1e3 / STEPS;
+    }
     ppcc_host_tensor_free(&out);
     free(stage);
   }
   if (loaded) ppcc_run_data_free(&data);
   ppcc_graph_free(g);
-  return best < 1e9 ? best : 2.0;
+  *add_us = best < 1e9 ? best : 2.0;
+  *wall_us = best_wall < 1e9 ? best_wall : 2.0;
+  return best < 1e9;
+}
+
+static double overhead_us(void) {
+  double add, wall;
+  chain_us(false, false, &add, &wall);
+  return add;
 }
 
 ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc_diag *d) {
@@ -213,3 +251,357 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
   c->calibrated = true;
   return PPCC_OK;
 }
+
+/* ---------------- per-op costs (op_costs) ----------------
+ * The time model's blind spots are the interpreter's own: rotary computes
+ * sin/cos per element in double, silu and gelu call expf/erff, attention
+ * is many small per-head GEMMs plus a softmax, each linear reads a weight
+ * that the previous linears pushed out of cache. So each op kind's cost
+ * is measured where it runs: workload models (the driver's generated
+ * Llamas, and the FFN blocks below) on one device with one kernel thread
+ * through the interpreter executor, every op's compute span recorded
+ * (ppcc_plan_measure.op_busy_ms, the fastest of several forwards). Per op
+ * kind, the samples (FLOPs, bytes, microseconds) are fitted by
+ * call_us + ns_per_flop * FLOPs + ns_per_byte * bytes + ns_per_weight_byte
+ * * weight bytes (params: each read once per forward, from farther away
+ * than the activations just written), least relative squared error over
+ * the non-negative fits of every subset of the four terms (FLOPs and bytes
+ * of an elementwise op are proportional: one of them carries it). */
+
+typedef struct op_samples {
+  char name[32];
+  int n, cap;
+  double *f, *b, *w, *t; /* FLOPs, bytes, weight bytes, us */
+} op_samples;
+
+typedef struct sample_set {
+  op_samples *ops;
+  int n, cap;
+} sample_set;
+
+static op_samples *samples_for(sample_set *s, const char *name) {
+  for (int i = 0; i < s->n; i++)
+    if (strcmp(s->ops[i].name, name) == 0) return &s->ops[i];
+  if (s->n == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 16;
+    op_samples *ops = realloc(s->ops, sizeof *ops * (size_t)cap);
+    if (!ops) return NULL;
+    s->ops = ops, s->cap = cap;
+  }
+  op_samples *o = &s->ops[s->n++];
+  memset(o, 0, sizeof *o);
+  snprintf(o->name, sizeof o->name, "%s", name);
+  return o;
+}
+
+static bool add_sample(op_samples *o, double f, double b, double w, double t) {
+  if (o->n == o->cap) {
+    int cap = o->cap ? 2 * o->cap : 16;
+    double *nf = realloc(o->f, sizeof(double) * (size_t)cap);
+    if (nf) o->f = nf;
+    double *nb = nf ? realloc(o->b, sizeof(double) * (size_t)cap) : NULL;
+    if (nb) o->b = nb;
+    double *nw = nb ? realloc(o->w, sizeof(double) * (size_t)cap) : NULL;
+    if (nw) o->w = nw;
+    double *nt = nw ? realloc(o->t, sizeof(double) * (size_t)cap) : NULL;
+    if (!nt) return false;
+    o->t = nt, o->cap = cap;
+  }
+  o->f[o->n] = f, o->b[o->n] = b, o->w[o->n] = w, o->t[o->n] = t;
+  o->n++;
+  return true;
+}
+
+static void samples_free(sample_set *s) {
+  for (int i = 0; i < s->n; i++) free(s->ops[i].f), free(s->ops[i].b), free(s->ops[i].w), free(s->ops[i].t);
+  free(s->ops);
+}
+
+/* Solves the k x k system a x = y (k <= TERMS) by Gaussian elimination
+ * with partial pivoting; false when (nearly) singular. */
+#define TERMS 4
+static bool solve(int k, double a[TERMS][TERMS], double y[TERMS], double x[TERMS]) {
+  for (int c = 0; c < k; c++) {
+    int piv = c;
+    for (int r = c + 1; r < k; r++)
+      if (fabs(a[r][c]) > fabs(a[piv][c])) piv = r;
+    if (fabs(a[piv][c]) < 1e-12 * (fabs(a[c][c]) + 1e-300) || a[piv][c] == 0) return false;
+    for (int j = 0; j < k; j++) {
+      double tmp = a[c][j];
+      a[c][j] = a[piv][j], a[piv][j] = tmp;
+    }
+    double tmp = y[c];
+    y[c] = y[piv], y[piv] = tmp;
+    for (int r = c + 1; r < k; r++) {
+      double f = a[r][c] / a[c][c];
+      for (int j = c; j < k; j++) a[r][j] -= f * a[c][j];
+      y[r] -= f * y[c];
+    }
+  }
+  for (int c = k - 1; c >= 0; c--) {
+    double v = y[c];
+    for (int j = c + 1; j < k; j++) v -= a[c][j] * x[j];
+    x[c] = v / a[c][c];
+    if (!isfinite(x[c])) return false;
+  }
+  return true;
+}
+
+/* Term c of sample i: 1, FLOPs, bytes, weight bytes. */
+static double term(const op_samples *o, int c, int i) {
+  return c == 0 ? 1 : c == 1 ? o->f[i] : c == 2 ? o->b[i] : o->w[i];
+}
+
+/* The fit of one op kind (see above); false without samples. */
+static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
+  double best_err = INFINITY;
+  for (int mask = 1; mask < 1 << TERMS; mask++) {
+    int cols[TERMS], k = 0;
+    for (int c = 0; c < TERMS; c++)
+      if (mask >> c & 1) cols[k++] = c;
+    /* relative residuals: each row scaled by 1 / t; columns scaled to ~1 */
+    double scale[TERMS] = {1, 1, 1, 1};
+    for (int c = 0; c < k; c++) {
+      double mx = 0;
+      for (int i = 0; i < o->n; i++)
+        if (term(o, cols[c], i) / o->t[i] > mx) mx = term(o, cols[c], i) / o->t[i];
+      scale[c] = mx > 0 ? 1 / mx : 0;
+    }
+    double a[TERMS][TERMS] = {{0}}, y[TERMS] = {0}, x[TERMS] = {0};
+    for (int i = 0; i < o->n; i++) {
+      double row[TERMS];
+      for (int c = 0; c < k; c++) row[c] = term(o, cols[c], i) * scale[c] / o->t[i];
+      for (int r = 0; r < k; r++) {
+        for (int c = 0; c < k; c++) a[r][c] += row[r] * row[c];
+        y[r] += row[r];
+      }
+    }
+    if (!solve(k, a, y, x)) continue;
+    double coef[TERMS] = {0, 0, 0, 0};
+    bool nonneg = true;
+    for (int c = 0; c < k; c++) {
+      coef[cols[c]] = x[c] * scale[c];
+      nonneg = nonneg && coef[cols[c]] >= 0;
+    }
+    if (!nonneg) continue;
+    double err = 0;
+    for (int i = 0; i < o->n; i++) {
+      double e = (coef[0] + coef[1] * o->f[i] + coef[2] * o->b[i] + coef[3] * o->w[i]) / o->t[i] - 1;
+      err += e * e;
+    }
+    if (err < best_err * (1 - 1e-9)) { /* fewer terms win ties */
+      best_err = err;
+      out->call_us = coef[0], out->ns_per_flop = coef[1] * 1e3, out->ns_per_byte = coef[2] * 1e3;
+      out->ns_per_weight_byte = coef[3] * 1e3;
+    }
+  }
+  snprintf(out->name, sizeof out->name, "%s", o->name);
+  return isfinite(best_err);
+}
+
+#define OP_FORWARDS 8
+
+/* Runs one workload model on its devices (one kernel thread each) and adds
+ * every compute op's (FLOPs, bytes, us) to the samples s (NULL: none);
+ * op_us (NULL: not wanted; else one entry per op of the model) gets every
+ * op's time, 0 for ops that are not compute. */
+static ppcc_status sample_workload(const char *text, sample_set *s, double *op_us, ppcc_diag *d) {
+  ppcc_graph *g = ppcc_load_model_string(text, strlen(text), d);
+  if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload does not load");
+  ppcc_status st = ppcc_run_passes(g, NULL, NULL, d);
+  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
+  ppcc_run_data data;
+  bool loaded = !st && !(st = ppcc_run_data_load(g, &ro, &data, d));
+  int *stage = calloc((size_t)g->n_ops + 1, sizeof *stage);
+  double *op_ms = calloc((size_t)g->n_ops + 1, sizeof *op_ms);
+  int64_t *peak = calloc((size_t)g->n_devices + 1, sizeof *peak);
+  double *busy = calloc((size_t)g->n_devices + 1, sizeof *busy);
+  ppcc_plan_measure m = {.op_stage = stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy,
+                         .op_busy_ms = op_ms};
+  if (!st && !(stage && op_ms && peak && busy)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  ppcc_host_tensor *out = calloc((size_t)g->n_outputs + 1, sizeof *out);
+  if (!st && !out) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int r = 0; !st && r < OP_FORWARDS; r++) {
+    ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
+    st = ppcc_execute(g, &data, &eo, out, NULL, d);
+    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+  }
+  if (!st && !m.filled) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload recorded no spans");
+  for (int j = 0; !st && j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    if (op_us) op_us[j] = 0;
+    if (op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
+    if (op_us) op_us[j] = op_ms[j] * 1e3;
+    if (!s) continue;
+    double f, b, w;
+    ppcc_predict_op_work(g, op, &f, &b, &w);
+    op_samples *o = samples_for(s, op->info->name);
+    int shards = op->n_devices > 0 ? op->n_devices : 1; /* the span sum covers every shard */
+    if (!o || !add_sample(o, f, b, w, op_ms[j] * 1e3 / shards)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  free(out);
+  free(stage);
+  free(op_ms);
+  free(peak);
+  free(busy);
+  if (loaded) ppcc_run_data_free(&data);
+  ppcc_graph_free(g);
+  return st;
+}
+
+/* The slowest device's compute time of a workload model, in us, as
+ * `ppcc run --check-plan` measures a stage by default: each device's
+ * fastest of 3 warm forwards after a cold one. */
+static ppcc_status stage_busy_us(const char *text, double *us, ppcc_diag *d) {
+  ppcc_graph *g = ppcc_load_model_string(text, strlen(text), d);
+  if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload does not load");
+  ppcc_status st = ppcc_run_passes(g, NULL, NULL, d);
+  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
+  ppcc_run_data data;
+  bool loaded = !st && !(st = ppcc_run_data_load(g, &ro, &data, d));
+  int *stage = calloc((size_t)g->n_ops + 1, sizeof *stage);
+  int64_t *peak = calloc((size_t)g->n_devices + 1, sizeof *peak);
+  double *busy = calloc((size_t)g->n_devices + 1, sizeof *busy);
+  ppcc_plan_measure m = {.op_stage = stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
+  if (!st && !(stage && peak && busy)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  ppcc_host_tensor *out = calloc((size_t)g->n_outputs + 1, sizeof *out);
+  if (!st && !out) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int r = 0; !st && r < 4; r++) {
+    if (r == 1) m.filled = false, m.forwards = 0; /* the cold forward does not count */
+    ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
+    st = ppcc_execute(g, &data, &eo, out, NULL, d);
+    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+  }
+  *us = 0;
+  for (int dev = 0; !st && dev < g->n_devices; dev++)
+    if (busy[dev] * 1e3 > *us) *us = busy[dev] * 1e3;
+  free(out);
+  free(stage);
+  free(peak);
+  free(busy);
+  if (loaded) ppcc_run_data_free(&data);
+  ppcc_graph_free(g);
+  return st;
+}
+
+/* FFN blocks of `tokens` rows (hidden h, ffn ff, distinct weights):
+ * matmul, gelu, matmul, add, layer_norm, softmax, then relu, mul, sub. */
+static char *ffn_model(int tokens, int h, int ff, int copies, int blocks) {
+  FILE *f;
+  char *buf = NULL;
+  size_t len = 0;
+  if (!(f = open_memstream(&buf, &len))) return NULL;
+  fprintf(f, "{\"ppcc\": 1, \"name\": \"calibrate_ffn\", \"devices\": %d, \"params\": [", copies);
+  for (int c = 0; c < copies; c++)
+    for (int b = 0; b < blocks; b++)
+      fprintf(f, "%s{\"name\": \"c%d_up%d\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"devices\": [%d]}, "
+                 "{\"name\": \"c%d_down%d\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"devices\": [%d]}, "
+                 "{\"name\": \"c%d_ln%d\", \"dtype\": \"f32\", \"shape\": [%d], \"devices\": [%d]}",
+              b || c ? ", " : "", c, b, h, ff, c, c, b, ff, h, c, c, b, h, c);
+  fputs("], \"inputs\": [", f);
+  for (int c = 0; c < copies; c++)
+    fprintf(f, "%s{\"name\": \"c%d_x0\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"devices\": [%d]}", c ? ", " : "", c,
+            tokens, h, c);
+  fputs("], \"ops\": [", f);
+  for (int c = 0; c < copies; c++)
+    for (int b = 0; b < blocks; b++) {
+      fprintf(f, "%s{\"op\": \"matmul\", \"in\": [\"c%d_x%d\", \"c%d_up%d\"], \"out\": [\"c%d_h%d\"]}, ", b || c ? ", " : "",
+              c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"gelu\", \"in\": [\"c%d_h%d\"], \"out\": [\"c%d_a%d\"]}, ", c, b, c, b);
+      fprintf(f, "{\"op\": \"relu\", \"in\": [\"c%d_a%d\"], \"out\": [\"c%d_r%d\"]}, ", c, b, c, b);
+      fprintf(f, "{\"op\": \"mul\", \"in\": [\"c%d_r%d\", \"c%d_h%d\"], \"out\": [\"c%d_g%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"matmul\", \"in\": [\"c%d_g%d\", \"c%d_down%d\"], \"out\": [\"c%d_o%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"add\", \"in\": [\"c%d_o%d\", \"c%d_x%d\"], \"out\": [\"c%d_s%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"sub\", \"in\": [\"c%d_s%d\", \"c%d_o%d\"], \"out\": [\"c%d_u%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"layer_norm\", \"in\": [\"c%d_u%d\", \"c%d_ln%d\"], \"out\": [\"c%d_n%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"softmax\", \"in\": [\"c%d_n%d\"], \"out\": [\"c%d_x%d\"]}", c, b, c, b + 1);
+    }
+  fputs("], \"outputs\": [", f);
+  for (int c = 0; c < copies; c++) fprintf(f, "%s\"c%d_x%d\"", c ? ", " : "", c, blocks);
+  fputs("]}", f);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* How a device's compute time changes while t devices compute at once
+ * (ppcc_calibration.concurrent_slowdown): FFN
+ * workloads on t devices, each its own copy with no communication,
+ * against one copy alone, in pairs (alone, together, alone, together: the
+ * machine may be shared and its load changes). The slowest copy's
+ * compute time together (stage_busy_us: what --check-plan measures)
+ * against alone: the slowdown is the median ratio over the pairs and
+ * sizes (at least 1). */
+#define PAIRS 9
+static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
+  static const int sizes[][4] = {{8, 256, 1024, 3}, {32, 128, 512, 3}, {2, 64, 128, 3},
+                                 {8, 64, 128, 3},   {8, 64, 128, 1},   {2, 64, 128, 1}};
+  enum { N = sizeof sizes / sizeof *sizes };
+  int most = c->cores < PPCC_CALIB_MAX_THREADS ? c->cores : PPCC_CALIB_MAX_THREADS;
+  if (most > c->n_threads) most = c->n_threads; /* --threads N: at most N at once */
+  c->n_slowdown = 1;
+  c->concurrent_slowdown[0] = 1;
+  ppcc_status st = PPCC_OK;
+  for (int t = 2; t <= most && !st; t++) {
+    double ratio[N * PAIRS];
+    int n = 0;
+    for (int i = 0; i < N && !st; i++) {
+      char *a = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], 1, sizes[i][3]);
+      char *b = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], t, sizes[i][3]);
+      if (!a || !b) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+      for (int r = 0; r < PAIRS && !st; r++) {
+        double x = 0, y = 0; /* alone, together */
+        st = stage_busy_us(a, &x, d);
+        if (!st) st = stage_busy_us(b, &y, d);
+        if (st || x <= 0 || y <= 0) continue;
+        ratio[n++] = y / x;
+      }
+      free(a);
+      free(b);
+    }
+    for (int i = 1; i < n; i++) /* sort: the median (one preempted run must not count) */
+      for (int j = i; j > 0 && ratio[j] < ratio[j - 1]; j--) {
+        double tmp = ratio[j];
+        ratio[j] = ratio[j - 1], ratio[j - 1] = tmp;
+      }
+    c->concurrent_slowdown[t - 1] = n && ratio[n / 2] > 1 ? ratio[n / 2] : 1;
+    c->n_slowdown = t;
+    if (log && !st) fprintf(log, "%d devices computing at once: each %.3fx as slow\n", t, c->concurrent_slowdown[t - 1]);
+  }
+  return st;
+}
+
+ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads, FILE *log,
+                               ppcc_diag *d) {
+  sample_set s = {0};
+  ppcc_status st = PPCC_OK;
+  double step, wall, hot_step, hot_wall;
+  if (chain_us(true, true, &step, &wall) && chain_us(false, true, &hot_step, &hot_wall)) {
+    c->resume_us = step > hot_step ? step - hot_step : 0;
+    c->hop_us = wall > step ? wall - step : 0;
+    if (log) fprintf(log, "an op after its device waited: %.3f us more; a hand-over between devices: %.3f us\n",
+                     c->resume_us, c->hop_us);
+  }
+  static const int ffn[][3] = {{2, 256, 1024}, {8, 256, 1024}, {32, 256, 1024}, {64, 256, 1024},
+                               {4, 128, 512},  {32, 128, 512},  {16, 512, 1024}, {8, 64, 128}, {2, 64, 128}};
+  for (int i = 0; !st && i < (int)(sizeof ffn / sizeof *ffn); i++) {
+    char *text = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2], 1, 3);
+    st = text ? sample_workload(text, &s, NULL, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    free(text);
+  }
+  for (int i = 0; !st && i < n_workloads; i++) st = sample_workload(workloads[i], &s, NULL, d);
+  if (!st) st = concurrency(c, log, d);
+  for (int i = 0; !st && i < s.n; i++) {
+    ppcc_op_cost k = {{0}, 0, 0, 0, 0};
+    if (!fit_op(&s.ops[i], &k)) continue;
+    if (!ppcc_calibration_set_op_cost(c, &k)) break; /* the table is full: the rest use the roofline */
+    if (log)
+      fprintf(log, "op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
+              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
+  }
+  samples_free(&s);
+  return st;
+}
+

@@ -1128,6 +1128,15 @@ static void fill_measure(const rt_exec *x, double wall_ms, ppcc_plan_measure *m)
       busy[(size_t)stage * (size_t)n + (size_t)dev] += (sp->end - sp->start) * 1e3;
     }
   }
+  double *per_op = m->op_busy_ms ? calloc((size_t)x->g->n_ops + 1, sizeof *per_op) : NULL; /* ppcc calibrate */
+  for (int dev = 0; per_op && dev < n; dev++)
+    for (int i = 0; i < x->timeline->dev[dev].n_spans; i++) {
+      const rt_span *sp = &x->timeline->dev[dev].spans[i];
+      if (x->g->ops[sp->op].info->family == PPCC_FAMILY_COMPUTE) per_op[sp->op] += (sp->end - sp->start) * 1e3;
+    }
+  for (int j = 0; per_op && j < x->g->n_ops; j++)
+    if (!m->filled || per_op[j] < m->op_busy_ms[j]) m->op_busy_ms[j] = per_op[j];
+  free(per_op);
   rt_plan_measure_add_forward(m, busy, cells, wall_ms);
   free(busy);
 }

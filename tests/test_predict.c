@@ -1,0 +1,276 @@
+/* The time model of the prediction (include/ppcc/predict.h, issue 17):
+ * the calibration file's per-op costs and the other fields `ppcc
+ * calibrate` measures round-trip through the file, older files without
+ * them still read, bad ones are refused naming the field, and each field
+ * changes the predicted stage time, wall and bubble by the amount the
+ * model says. Hand-made calibrations only: nothing here is timed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ppcc/predict.h"
+#include "test_support.h"
+
+/* A calibration with round numbers (exact in the file's %.6g). */
+static ppcc_calibration hand_calibration(int cores) {
+  ppcc_calibration c;
+  ppcc_calibration_defaults(&c);
+  c.calibrated = true;
+  c.cores = cores;
+  c.n_threads = 2;
+  for (int t = 0; t < 2; t++) {
+    c.gemm_gflops[t] = 50 * (t + 1);
+    c.elementwise_gbps[t] = 10;
+    c.elementwise_gflops[t] = 1;
+    c.copy_gbps[t] = 8;
+  }
+  c.op_overhead_us = 1;
+  c.gemm_call_us = 0.5;
+  return c;
+}
+
+static char *write_calibration(const ppcc_calibration *c, char **dir) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  *dir = t_make_temp_dir("predict");
+  char *path = t_path_join(*dir, "calib.json");
+  ck_assert_int_eq(ppcc_calibration_write(path, c, &d), PPCC_OK);
+  return path;
+}
+
+START_TEST(calibration_round_trips_op_costs) {
+  ppcc_calibration c = hand_calibration(2), back;
+  ppcc_op_cost rotary = {"rotary", 0.25, 4.5, 0, 0}, linear = {"linear", 0.125, 0.0125, 0.0625, 0.5};
+  ck_assert(ppcc_calibration_set_op_cost(&c, &rotary));
+  ck_assert(ppcc_calibration_set_op_cost(&c, &linear));
+  linear.call_us = 0.5; /* setting an op again replaces it */
+  ck_assert(ppcc_calibration_set_op_cost(&c, &linear));
+  ck_assert_int_eq(c.n_op_costs, 2);
+  c.hop_us = 12.5;
+  c.resume_us = 0.75;
+  c.n_slowdown = 2;
+  c.concurrent_slowdown[0] = 1;
+  c.concurrent_slowdown[1] = 1.25;
+  char *dir, *path = write_calibration(&c, &dir);
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ck_assert_int_eq(ppcc_calibration_read(path, &back, &d), PPCC_OK);
+  ck_assert(back.calibrated);
+  ck_assert_int_eq(back.n_op_costs, 2);
+  const ppcc_op_cost *r = ppcc_calibration_op_cost(&back, "rotary"), *l = ppcc_calibration_op_cost(&back, "linear");
+  ck_assert_ptr_nonnull(r);
+  ck_assert_ptr_nonnull(l);
+  ck_assert_double_eq(r->call_us, 0.25);
+  ck_assert_double_eq(r->ns_per_flop, 4.5);
+  ck_assert_double_eq(r->ns_per_byte, 0);
+  ck_assert_double_eq(l->call_us, 0.5);
+  ck_assert_double_eq(l->ns_per_flop, 0.0125);
+  ck_assert_double_eq(l->ns_per_byte, 0.0625);
+  ck_assert_double_eq(l->ns_per_weight_byte, 0.5);
+  ck_assert_ptr_null(ppcc_calibration_op_cost(&back, "gelu"));
+  ck_assert_double_eq(back.hop_us, 12.5);
+  ck_assert_double_eq(back.resume_us, 0.75);
+  ck_assert_int_eq(back.n_slowdown, 2);
+  ck_assert_double_eq(back.concurrent_slowdown[1], 1.25);
+  ck_assert_int_eq(back.n_threads, 2);
+  ck_assert_double_eq(back.gemm_gflops[1], 100);
+  t_remove_tree(dir);
+  free(path);
+  free(dir);
+}
+END_TEST
+
+static ppcc_status read_text(const char *text, ppcc_calibration *c, ppcc_diag *d, char **msg) {
+  char *dir = t_make_temp_dir("predict");
+  char *path = t_path_join(dir, "c.json");
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+  ppcc_diag_init(d, NULL, NULL);
+  ppcc_status st = ppcc_calibration_read(path, c, d);
+  *msg = strdup(d->first);
+  t_remove_tree(dir);
+  free(path);
+  free(dir);
+  return st;
+}
+
+#define BASE                                                                                                          \
+  "{\"ppcc_calibration\": 1, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "                      \
+  "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1"
+
+START_TEST(calibration_old_file_and_bad_fields) {
+  ppcc_calibration c;
+  ppcc_diag d;
+  char *msg;
+  /* a file of ppcc calibrate before per-op costs: the roofline for every op */
+  ck_assert_int_eq(read_text(BASE "}", &c, &d, &msg), PPCC_OK);
+  ck_assert_int_eq(c.n_op_costs, 0);
+  ck_assert_int_eq(c.n_slowdown, 0);
+  ck_assert_double_eq(c.hop_us, 0);
+  free(msg);
+  /* an op cost without ns_per_weight_byte: 0 */
+  ck_assert_int_eq(read_text(BASE ", \"op_costs\": {\"silu\": {\"call_us\": 1, \"ns_per_flop\": 2, \"ns_per_byte\": 3}}}",
+                             &c, &d, &msg), PPCC_OK);
+  ck_assert_double_eq(ppcc_calibration_op_cost(&c, "silu")->ns_per_byte, 3);
+  ck_assert_double_eq(ppcc_calibration_op_cost(&c, "silu")->ns_per_weight_byte, 0);
+  free(msg);
+  static const struct {
+    const char *tail, *field;
+  } bad[] = {
+    {", \"op_costs\": {\"nosuchop\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}", "op_costs.nosuchop"},
+    {", \"op_costs\": {\"rotary\": {\"call_us\": -1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}", "op_costs.rotary"},
+    {", \"op_costs\": {\"rotary\": {\"call_us\": 1}}}", "op_costs.rotary"},
+    {", \"op_costs\": {\"rotary\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, \"ns_per_weight_byte\": -1}}}",
+     "op_costs.rotary"},
+    {", \"op_costs\": [1]}", "op_costs"},
+    {", \"hop_us\": \"x\"}", "hop_us"},
+    {", \"resume_us\": -2}", "resume_us"},
+    {", \"concurrent_slowdown\": [1, 2]}", "concurrent_slowdown"}, /* another length than gemm_gflops */
+    {", \"concurrent_slowdown\": [0]}", "concurrent_slowdown"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char text[512];
+    snprintf(text, sizeof text, "%s%s", BASE, bad[i].tail);
+    ck_assert_int_eq(read_text(text, &c, &d, &msg), PPCC_ERR_USER);
+    ck_assert_msg(strstr(msg, bad[i].field), "%s: message '%s' does not name '%s'", bad[i].tail, msg, bad[i].field);
+    ck_assert(!c.calibrated); /* a refused file leaves the defaults */
+    free(msg);
+  }
+}
+END_TEST
+
+/* One matmul [4, 32] x [32, 8] on device 0: 2048 FLOPs, 64 per result
+ * element (a contraction for the roofline). */
+static ppcc_graph *one_matmul(void) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *g = t_model(1, "{'name': 'w', 'dtype': 'f32', 'shape': [32, 8], 'devices': [0]}",
+                          "{'name': 'x', 'dtype': 'f32', 'shape': [4, 32], 'devices': [0]}",
+                          "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['y']}", "'y'", &d);
+  ck_assert_ptr_nonnull(g);
+  return g;
+}
+
+static ppcc_prediction predict(const ppcc_graph *g, const ppcc_calibration *c, int m, int threads, bool jit) {
+  ppcc_predict_options o = {.microbatches = m, .calib = c, .threads = threads, .jit = jit};
+  ppcc_prediction p;
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ck_assert_int_eq(ppcc_predict(g, &o, &p, &d), PPCC_OK);
+  return p;
+}
+
+START_TEST(op_cost_changes_prediction) {
+  ppcc_graph *g = one_matmul();
+  double flops, bytes, weights;
+  ppcc_predict_op_work(g, &g->ops[0], &flops, &bytes, &weights);
+  ck_assert_double_eq(flops, 2.0 * 4 * 8 * 32);
+  ck_assert_double_eq(bytes, (4 * 32 + 4 * 8) * 4.0); /* x and y */
+  ck_assert_double_eq(weights, 32 * 8 * 4.0);         /* w, a param */
+  ppcc_calibration c = hand_calibration(1);
+  ppcc_prediction roof = predict(g, &c, 1, 1, false);
+  /* the roofline: overhead + GEMM call + max(FLOPs / rate, bytes / bandwidth) */
+  double expect_roof = (1 + 0.5) * 1e-3 + fmax(flops / 50e9, (bytes + weights) / 10e9) * 1e3;
+  ck_assert_double_eq_tol(roof.stages[0].time_ms, expect_roof, 1e-12);
+  ppcc_op_cost k = {"matmul", 1000, 2, 0.5, 0.25};
+  ck_assert(ppcc_calibration_set_op_cost(&c, &k));
+  ppcc_prediction costed = predict(g, &c, 1, 1, false);
+  double expect = (1000 + flops * 2e-3 + bytes * 0.5e-3 + weights * 0.25e-3) * 1e-3;
+  ck_assert_double_eq_tol(costed.stages[0].time_ms, expect, 1e-12);
+  ck_assert_double_eq_tol(costed.devices[0].compute_ms, expect, 1e-12);
+  ck_assert_double_eq_tol(costed.wall_ms, expect, 1e-12);
+  /* an op after its device waited (here: the program's first) pays resume_us */
+  c.resume_us = 250;
+  ppcc_prediction resumed = predict(g, &c, 1, 1, false);
+  ck_assert_double_eq_tol(resumed.stages[0].time_ms, expect + 0.25, 1e-12);
+  /* the JIT's compiled kernels are not the interpreter's: the roofline */
+  ppcc_prediction jit = predict(g, &c, 1, 1, true);
+  ck_assert_double_eq_tol(jit.stages[0].time_ms, expect_roof, 1e-12);
+  ppcc_prediction_free(&roof);
+  ppcc_prediction_free(&costed);
+  ppcc_prediction_free(&resumed);
+  ppcc_prediction_free(&jit);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+/* 4 stages of one matmul each (devices 0..3), transfers between them. */
+static ppcc_graph *four_stages(void) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *g = t_model(4,
+                          "{'name': 'w0', 'dtype': 'f32', 'shape': [8, 8], 'devices': [0]}, "
+                          "{'name': 'w1', 'dtype': 'f32', 'shape': [8, 8], 'devices': [1]}, "
+                          "{'name': 'w2', 'dtype': 'f32', 'shape': [8, 8], 'devices': [2]}, "
+                          "{'name': 'w3', 'dtype': 'f32', 'shape': [8, 8], 'devices': [3]}",
+                          "{'name': 'x', 'dtype': 'f32', 'shape': [8, 8], 'devices': [0]}",
+                          "{'op': 'matmul', 'in': ['x', 'w0'], 'out': ['h0']}, "
+                          "{'op': 'transfer', 'in': ['h0'], 'out': ['t1'], 'attrs': {'devices': [1]}}, "
+                          "{'op': 'matmul', 'in': ['t1', 'w1'], 'out': ['h1']}, "
+                          "{'op': 'transfer', 'in': ['h1'], 'out': ['t2'], 'attrs': {'devices': [2]}}, "
+                          "{'op': 'matmul', 'in': ['t2', 'w2'], 'out': ['h2']}, "
+                          "{'op': 'transfer', 'in': ['h2'], 'out': ['t3'], 'attrs': {'devices': [3]}}, "
+                          "{'op': 'matmul', 'in': ['t3', 'w3'], 'out': ['y']}",
+                          "'y'", &d);
+  ck_assert_ptr_nonnull(g);
+  return g;
+}
+
+START_TEST(pipeline_shares_cores) {
+  ppcc_graph *g = four_stages();
+  ppcc_calibration c = hand_calibration(2);
+  ppcc_op_cost k = {"matmul", 1000, 0, 0, 0}; /* 1 ms per microbatch and stage */
+  ck_assert(ppcc_calibration_set_op_cost(&c, &k));
+  /* M = 1: one stage at a time, 4 ms; a hand-over of 0.5 ms each adds 1.5 */
+  ppcc_prediction p1 = predict(g, &c, 1, 2, false);
+  ck_assert_int_eq(p1.n_stages, 4);
+  ck_assert_double_eq_tol(p1.wall_ms, 4, 1e-9);
+  ck_assert_double_eq_tol(p1.bubble, 0.75, 1e-9);
+  c.hop_us = 500;
+  ppcc_prediction hop = predict(g, &c, 1, 2, false);
+  ck_assert_double_eq_tol(hop.wall_ms, 5.5, 1e-9);
+  c.hop_us = 0;
+  /* M = 4 on 4 cores: fill, steady state, drain: (p + M - 1) ms */
+  ppcc_prediction p4 = predict(g, &c, 4, 4, false);
+  for (int s = 0; s < 4; s++) ck_assert_double_eq_tol(p4.stages[s].time_ms, 4, 1e-9);
+  ck_assert_double_eq_tol(p4.wall_ms, 7, 1e-9);
+  ck_assert_double_eq_tol(p4.bubble, 1 - 16.0 / 28, 1e-9);
+  /* on 2 cores a stage waits for a core: stage 0 runs 0-4, stage 1 1-5,
+   * stage 2 4-8 (every microbatch there by then), stage 3 5-9 */
+  ppcc_prediction p2 = predict(g, &c, 4, 2, false);
+  ck_assert_double_eq_tol(p2.wall_ms, 9, 1e-9);
+  ck_assert_double_eq_tol(p2.bubble, 1 - 16.0 / 36, 1e-9);
+  /* two devices computing at once, each 1.5 times as slow: stage 0 runs
+   * alone for 1 ms, then with stage 1 (3 ms of work left: 4.5 ms), so it
+   * computes 5.5 ms */
+  c.n_slowdown = 2;
+  c.concurrent_slowdown[0] = 1, c.concurrent_slowdown[1] = 1.5;
+  ppcc_prediction slow = predict(g, &c, 4, 2, false);
+  ck_assert_double_eq_tol(slow.stages[0].time_ms, 5.5, 1e-9);
+  ck_assert(slow.wall_ms > 9 + 1e-6);
+  /* only what lasts beyond a hand-over after a transfer can overlap:
+   * with a 0.5 ms hand-over half of each stage's work slows down */
+  c.hop_us = 500;
+  ppcc_prediction half = predict(g, &c, 4, 2, false);
+  ck_assert(half.stages[1].time_ms < slow.stages[1].time_ms - 1e-6);
+  ppcc_prediction_free(&half);
+  ppcc_prediction_free(&p1);
+  ppcc_prediction_free(&hop);
+  ppcc_prediction_free(&p4);
+  ppcc_prediction_free(&p2);
+  ppcc_prediction_free(&slow);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("predict");
+  TCase *tc = t_add_tcase(s, "predict", 0);
+  tcase_add_test(tc, calibration_round_trips_op_costs);
+  tcase_add_test(tc, calibration_old_file_and_bad_fields);
+  tcase_add_test(tc, op_cost_changes_prediction);
+  tcase_add_test(tc, pipeline_shares_cores);
+  return t_run_suite(s);
+}
