@@ -202,6 +202,7 @@ static long last_use(const pos_map *m, LLVMValueRef v, int depth) {
     LLVMValueRef user = LLVMGetUser(u);
     long p = position(m, user);
     if (p < 0) return -1;
+    if (LLVMIsAStoreInst(user) && LLVMGetOperand(user, 0) == v) return -1; /* the address itself stored: escapes */
     if (p > last) last = p;
     if (!LLVMIsACallInst(user) && !LLVMIsAStoreInst(user) && !LLVMIsALoadInst(user) &&
         LLVMGetTypeKind(LLVMTypeOf(user)) != LLVMVoidTypeKind) {

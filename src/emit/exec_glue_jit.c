@@ -255,7 +255,20 @@ static ppcc_status flatten_entries(LLVMModuleRef m, int n_devices, ppcc_diag *d)
   return ok ? PPCC_OK : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
 }
 
-static LLVMTargetMachineRef fast_target_machine(ppcc_diag *d) {
+/* The glue is compiled for the small code model, where X86 FastISel
+ * selects calls and global addresses (with the JIT's default, the large
+ * model, it selects neither and SelectionDAG took over every call). Calls
+ * to the kernels and the runtime, wherever they are, go through the
+ * linker's stubs; data is addressed PC-relative, which is safe for the
+ * module's own constants (loaded with its code) but not for data defined
+ * elsewhere: a module that declares such data keeps the large model. */
+static bool declares_data(LLVMModuleRef m) {
+  for (LLVMValueRef v = LLVMGetFirstGlobal(m); v; v = LLVMGetNextGlobal(v))
+    if (LLVMIsDeclaration(v)) return true;
+  return false;
+}
+
+static LLVMTargetMachineRef fast_target_machine(bool small_code, ppcc_diag *d) {
   if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
     ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: LLVM has no native target");
     return NULL;
@@ -269,7 +282,7 @@ static LLVMTargetMachineRef fast_target_machine(ppcc_diag *d) {
   } else {
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
     tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelNone, LLVMRelocDefault,
-                                 LLVMCodeModelSmall);
+                                 small_code ? LLVMCodeModelSmall : LLVMCodeModelJITDefault);
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(features);
     if (!tm) ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: LLVM could not create a target machine for %s", triple);
@@ -278,8 +291,8 @@ static LLVMTargetMachineRef fast_target_machine(ppcc_diag *d) {
   return tm;
 }
 
-static ppcc_status create_lljit(glue_jit *g, ppcc_diag *d) {
-  LLVMTargetMachineRef tm = fast_target_machine(d);
+static ppcc_status create_lljit(glue_jit *g, bool small_code, ppcc_diag *d) {
+  LLVMTargetMachineRef tm = fast_target_machine(small_code, d);
   if (!tm) return PPCC_ERR_INTERNAL;
   LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
   /* both take ownership: tm of the machine builder, that of the builder */
@@ -328,16 +341,13 @@ ppcc_status glue_jit_compile(MlirModule module, int n_devices, int n_symbols, co
   *out = NULL;
   glue_jit *g = calloc(1, sizeof *g);
   if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  ppcc_status st = create_lljit(g, d);
-  if (!st) st = define_symbols(g, n_symbols, names, addresses, d);
-  if (st) {
-    glue_jit_free(g);
-    return st;
-  }
+  ppcc_status st = PPCC_OK;
   split_long_blocks(module);
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMModuleRef m = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(module), LLVMOrcThreadSafeContextGetContext(tsc));
   if (!m) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: translating the device functions to LLVM IR failed");
+  if (!st) st = create_lljit(g, !declares_data(m), d);
+  if (!st) st = define_symbols(g, n_symbols, names, addresses, d);
   if (!st) {
     LLVMSetTarget(m, LLVMOrcLLJITGetTripleString(g->lljit));
     LLVMSetDataLayout(m, LLVMOrcLLJITGetDataLayoutStr(g->lljit));
