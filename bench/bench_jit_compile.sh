@@ -10,8 +10,11 @@
 #   bench/bench_jit_compile.sh [BUILD_DIR [BASE_BUILD_DIR]]   (default: build)
 #   env: PAIRS (3)     runs per model and build
 #        LAYERS ("4 8 16 32")  hidden-256 gen_llama depths
-#        FULL=1        also the 10k-op pipeline (gen_pipeline --blocks 2500
-#                      --tp 2 --pp 2: 4 devices), one run per build
+#        FULL=1        also the 2.5k, 5k and 10k-op pipelines (gen_pipeline
+#                      --blocks B --tp 2 --pp 2: 4 devices, 4 ops a block)
+#                      and the 10k / 2.5k ratio (linear: 4)
+#        PIPE_BLOCKS ("625 1250 2500")  their --blocks
+#        PIPE_PAIRS (1)  runs per pipeline and build
 #
 # Models: gen_llama --hidden 256 --heads 8 --kv-heads 4 --ffn 704
 # --vocab 4096 --seq 128 --layers L. One ppcc at a time (the compile is
@@ -22,6 +25,8 @@ B=${2:-}
 PAIRS=${PAIRS:-3}
 LAYERS=${LAYERS:-"4 8 16 32"}
 FULL=${FULL:-0}
+PIPE_BLOCKS=${PIPE_BLOCKS:-"625 1250 2500"}
+PIPE_PAIRS=${PIPE_PAIRS:-1}
 for d in "$A" $B; do
   [ -x "$d/ppcc" ] || { echo "bench_jit_compile: no $d/ppcc (build first)" >&2; exit 1; }
 done
@@ -88,7 +93,18 @@ if [ "$first" != "$last" ]; then
 fi
 
 if [ "$FULL" = 1 ]; then
-  echo "== JIT compile, 10k-op pipeline (gen_pipeline --blocks 2500 --tp 2 --pp 2) =="
-  "$A/gen_pipeline" --blocks 2500 --tp 2 --pp 2 -o "$TMP/p10k.json" || exit 1
-  measure "$TMP/p10k.json" "pipeline_10k" 1 || exit 1
+  echo "== JIT compile, 2.5k / 5k / 10k-op pipelines (gen_pipeline --blocks B --tp 2 --pp 2, B = ${PIPE_BLOCKS}) =="
+  for b in $PIPE_BLOCKS; do
+    "$A/gen_pipeline" --blocks "$b" --tp 2 --pp 2 -o "$TMP/p$b.json" || exit 1
+    measure "$TMP/p$b.json" "pipeline_$((b * 4))ops" "$PIPE_PAIRS" || exit 1
+  done
+  pfirst=${PIPE_BLOCKS%% *}
+  plast=${PIPE_BLOCKS##* }
+  if [ "$pfirst" != "$plast" ]; then
+    for t in A ${B:+B}; do
+      w=$(ratio "$(stats "$TMP/pipeline_$((plast * 4))ops.$t.wall" | cut -d' ' -f1)" "$(stats "$TMP/pipeline_$((pfirst * 4))ops.$t.wall" | cut -d' ' -f1)")
+      c=$(ratio "$(stats "$TMP/pipeline_$((plast * 4))ops.$t.cpu" | cut -d' ' -f1)" "$(stats "$TMP/pipeline_$((pfirst * 4))ops.$t.cpu" | cut -d' ' -f1)")
+      echo "$t: compile $((plast * 4)) ops / $((pfirst * 4)) ops (min; linear: $(ratio "$plast" "$pfirst")): wall $w, CPU $c"
+    done
+  fi
 fi

@@ -111,17 +111,14 @@ static ppcc_status make_packed_entry(LLVMModuleRef m, LLVMValueRef f, LLVMValueR
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: a device function has arguments that are not memrefs");
   }
   LLVMValueRef w = LLVMAddFunction(m, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), &ptr, 1, 0));
-  LLVMValueRef after = NULL; /* move f's blocks, in order, into w */
+  /* f's blocks, in order, into w: removed and appended, which makes w
+   * their parent (LLVMMoveBasicBlockAfter to another function's block
+   * left f as the parent they report, so that LLVM took w's allocas for
+   * dynamic ones and FastISel did not select them). */
   for (LLVMBasicBlockRef bb = entry, next; bb; bb = next) {
     next = LLVMGetNextBasicBlock(bb);
-    if (after)
-      LLVMMoveBasicBlockAfter(bb, LLVMValueAsBasicBlock(after));
-    else {
-      LLVMBasicBlockRef tmp = LLVMAppendBasicBlockInContext(ctx, w, "");
-      LLVMMoveBasicBlockBefore(bb, tmp);
-      LLVMDeleteBasicBlock(tmp);
-    }
-    after = LLVMBasicBlockAsValue(bb);
+    LLVMRemoveBasicBlockFromParent(bb);
+    LLVMAppendExistingBasicBlock(w, bb);
   }
   /* The loads go in blocks of their own before the body, at most
    * BLOCK_OPS descriptors each: in the body's first block, an aggregate
@@ -242,7 +239,36 @@ static ppcc_status fold_descriptors(LLVMModuleRef m, ppcc_diag *d) {
   return e ? llvm_error(d, "simplifying the device functions failed", e) : PPCC_OK;
 }
 
-static LLVMTargetMachineRef fast_target_machine(ppcc_diag *d) {
+/* glue_flatten on the packed entries. */
+static ppcc_status flatten_entries(LLVMModuleRef m, int n_devices, ppcc_diag *d) {
+  LLVMValueRef *entries = calloc((size_t)(n_devices > 0 ? n_devices : 1), sizeof *entries);
+  if (!entries) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  int n = 0;
+  for (int dev = 0; dev < n_devices; dev++) {
+    char name[64];
+    snprintf(name, sizeof name, "_mlir__mlir_ciface_device_%d", dev);
+    LLVMValueRef f = LLVMGetNamedFunction(m, name);
+    if (f) entries[n++] = f;
+  }
+  bool ok = glue_flatten(m, entries, n);
+  free(entries);
+  return ok ? PPCC_OK : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+}
+
+/* The glue is compiled for the small code model, where X86 FastISel
+ * selects calls and global addresses (with the JIT's default, the large
+ * model, it selects neither and SelectionDAG took over every call). Calls
+ * to the kernels and the runtime, wherever they are, go through the
+ * linker's stubs; data is addressed PC-relative, which is safe for the
+ * module's own constants (loaded with its code) but not for data defined
+ * elsewhere: a module that declares such data keeps the large model. */
+static bool declares_data(LLVMModuleRef m) {
+  for (LLVMValueRef v = LLVMGetFirstGlobal(m); v; v = LLVMGetNextGlobal(v))
+    if (LLVMIsDeclaration(v)) return true;
+  return false;
+}
+
+static LLVMTargetMachineRef fast_target_machine(bool small_code, ppcc_diag *d) {
   if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
     ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: LLVM has no native target");
     return NULL;
@@ -256,7 +282,7 @@ static LLVMTargetMachineRef fast_target_machine(ppcc_diag *d) {
   } else {
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
     tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelNone, LLVMRelocDefault,
-                                 LLVMCodeModelJITDefault);
+                                 small_code ? LLVMCodeModelSmall : LLVMCodeModelJITDefault);
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(features);
     if (!tm) ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: LLVM could not create a target machine for %s", triple);
@@ -265,8 +291,8 @@ static LLVMTargetMachineRef fast_target_machine(ppcc_diag *d) {
   return tm;
 }
 
-static ppcc_status create_lljit(glue_jit *g, ppcc_diag *d) {
-  LLVMTargetMachineRef tm = fast_target_machine(d);
+static ppcc_status create_lljit(glue_jit *g, bool small_code, ppcc_diag *d) {
+  LLVMTargetMachineRef tm = fast_target_machine(small_code, d);
   if (!tm) return PPCC_ERR_INTERNAL;
   LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
   /* both take ownership: tm of the machine builder, that of the builder */
@@ -315,20 +341,18 @@ ppcc_status glue_jit_compile(MlirModule module, int n_devices, int n_symbols, co
   *out = NULL;
   glue_jit *g = calloc(1, sizeof *g);
   if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  ppcc_status st = create_lljit(g, d);
-  if (!st) st = define_symbols(g, n_symbols, names, addresses, d);
-  if (st) {
-    glue_jit_free(g);
-    return st;
-  }
+  ppcc_status st = PPCC_OK;
   split_long_blocks(module);
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMModuleRef m = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(module), LLVMOrcThreadSafeContextGetContext(tsc));
   if (!m) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT: translating the device functions to LLVM IR failed");
+  if (!st) st = create_lljit(g, !declares_data(m), d);
+  if (!st) st = define_symbols(g, n_symbols, names, addresses, d);
   if (!st) {
     LLVMSetTarget(m, LLVMOrcLLJITGetTripleString(g->lljit));
     LLVMSetDataLayout(m, LLVMOrcLLJITGetDataLayoutStr(g->lljit));
     st = add_entries(m, n_devices, d);
+    if (!st) st = flatten_entries(m, n_devices, d);
     if (!st) st = fold_descriptors(m, d);
   }
   if (st) {

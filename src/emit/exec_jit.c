@@ -25,24 +25,34 @@
  * without an LLVM intrinsic (erf, tanh) become libm calls resolved in the
  * ppcc process; math-to-libm comes second because it rejects ops it has
  * no function for (rsqrt). Allocations call the generic functions, which
- * the runtime maps to its per-device arenas (src/runtime/jit_arena.c). */
-static const char bufferize_pipeline[] =
-    "builtin.module("
-    "eliminate-empty-tensors,"
-    "one-shot-bufferize{unknown-type-conversion=identity-layout-map})";
+ * the runtime maps to its per-device arenas (src/runtime/jit_arena.c).
+ *
+ * The stages marked kernels_only lower what only loops hold (linalg, scf,
+ * math) or, for eliminate-empty-tensors, only improve kernels: they run
+ * with the device functions that hold none of it taken out of the module
+ * (plain_device), since walking those, as long as the model, was most of
+ * their time. */
+typedef struct lowering_stage {
+  const char *pipeline;
+  bool kernels_only;
+} lowering_stage;
+
+static const lowering_stage bufferize_stages[] = {
+    {"builtin.module(eliminate-empty-tensors)", true},
+    {"builtin.module(one-shot-bufferize{unknown-type-conversion=identity-layout-map})", false},
+};
 static const char dealloc_pipeline[] = "builtin.module(buffer-deallocation-pipeline)";
-static const char to_llvm_pipeline[] =
-    "builtin.module("
-    "convert-bufferization-to-memref,"
-    "func.func(convert-linalg-to-loops),"
-    "convert-scf-to-cf,"
-    "expand-strided-metadata,"
-    "lower-affine,"
-    "convert-math-to-llvm,"
-    "convert-math-to-libm,"
-    "finalize-memref-to-llvm{use-generic-functions=true use-aligned-alloc=true}," /* allocations to the arenas, before convert-to-llvm's default memref lowering */
-    "convert-to-llvm," /* arith, func, cf in one walk */
-    "reconcile-unrealized-casts)";
+static const lowering_stage to_llvm_stages[] = {
+    {"builtin.module(convert-bufferization-to-memref)", false},
+    {"builtin.module(func.func(convert-linalg-to-loops),convert-scf-to-cf)", true},
+    {"builtin.module(expand-strided-metadata,lower-affine)", false},
+    {"builtin.module(convert-math-to-llvm,convert-math-to-libm)", true},
+    /* allocations to the arenas, before convert-to-llvm's default memref
+     * lowering; convert-to-llvm: arith, func, cf in one walk */
+    {"builtin.module(finalize-memref-to-llvm{use-generic-functions=true use-aligned-alloc=true},"
+     "convert-to-llvm,reconcile-unrealized-casts)",
+     false},
+};
 
 struct ppcc_jit {
   glue_jit *glue;              /* the device functions (call glue) */
@@ -77,8 +87,17 @@ static void append_error(MlirStringRef s, void *user) {
   buf[used + n] = 0;
 }
 
+/* Runs one pipeline on the module. The pass manager does not verify the
+ * module after every pass (upstream passes; at 10k ops that was a walk of
+ * the whole module per pass, 20 % of the lowering): the built module is
+ * verified before (ppcc_jit_compile), and the lowered one after
+ * (lower_to_llvm) for models of at most VERIFY_LOWERED_MAX_OPS ops: every
+ * test model, so a pass that breaks the module is still caught there,
+ * while the 10k-op pipeline does not spend 10 % of its compile on it. */
+enum { VERIFY_LOWERED_MAX_OPS = 2000 };
 static ppcc_status run_pipeline(ppcc_emit_ctx *c, const char *pipeline) {
   MlirPassManager pm = mlirPassManagerCreate(c->mctx);
+  mlirPassManagerEnableVerifier(pm, false);
   char err[512] = "";
   MlirLogicalResult parsed =
       mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(pm), emit_str(pipeline), append_error, err);
@@ -88,6 +107,71 @@ static ppcc_status run_pipeline(ppcc_emit_ctx *c, const char *pipeline) {
   else if (mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(c->module))))
     st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: lowering the executable module to LLVM failed (see above)");
   mlirPassManagerDestroy(pm);
+  return st;
+}
+
+static bool is_named(MlirOperation op, const char *name) {
+  MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
+  return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
+}
+
+static bool has_prefix(MlirStringRef s, const char *prefix) {
+  size_t n = strlen(prefix);
+  return s.length >= n && memcmp(s.data, prefix, n) == 0;
+}
+
+/* A device function (func.func @device_D) without ops that have regions
+ * or belong to the dialects the kernels_only stages lower. */
+static bool plain_device(MlirOperation f) {
+  if (!is_named(f, "func.func")) return false;
+  MlirAttribute a = mlirOperationGetAttributeByName(f, emit_str("sym_name"));
+  if (mlirAttributeIsNull(a) || !has_prefix(mlirStringAttrGetValue(a), "device_")) return false;
+  for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0)); !mlirBlockIsNull(b);
+       b = mlirBlockGetNextInRegion(b))
+    for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+      MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(o));
+      if (mlirOperationGetNumRegions(o) > 0 || has_prefix(n, "linalg.") || has_prefix(n, "scf.") ||
+          has_prefix(n, "math.") || has_prefix(n, "affine.") || has_prefix(n, "tensor.empty"))
+        return false;
+    }
+  return true;
+}
+
+/* Runs the stages in order, each kernels_only one with the plain device
+ * functions held outside the module (and put back, in order, after). */
+static ppcc_status run_stages(ppcc_emit_ctx *c, const lowering_stage *stages, int n) {
+  MlirBlock top = mlirModuleGetBody(c->module);
+  MlirModule held = mlirModuleCreateEmpty(mlirLocationUnknownGet(c->mctx));
+  MlirBlock hold = mlirModuleGetBody(held);
+  ppcc_status st = PPCC_OK;
+  for (int i = 0; i < n && !st; i++) {
+    MlirOperation anchor = {NULL}; /* the op before the first one taken out */
+    bool took = false;
+    if (stages[i].kernels_only)
+      for (MlirOperation f = mlirBlockGetFirstOperation(top), prev = {NULL}, next; !mlirOperationIsNull(f); f = next) {
+        next = mlirOperationGetNextInBlock(f);
+        if (plain_device(f)) {
+          if (!took) anchor = prev;
+          took = true;
+          mlirOperationRemoveFromParent(f);
+          mlirBlockAppendOwnedOperation(hold, f);
+        } else {
+          prev = f;
+        }
+      }
+    st = run_pipeline(c, stages[i].pipeline);
+    /* back where the first was (device functions are created together) */
+    for (MlirOperation f = mlirBlockGetFirstOperation(hold), next; !mlirOperationIsNull(f); f = next) {
+      next = mlirOperationGetNextInBlock(f);
+      mlirOperationRemoveFromParent(f);
+      if (mlirOperationIsNull(anchor))
+        mlirBlockInsertOwnedOperation(top, 0, f);
+      else
+        mlirBlockInsertOwnedOperationAfter(top, anchor, f);
+      anchor = f;
+    }
+  }
+  mlirModuleDestroy(held);
   return st;
 }
 
@@ -101,7 +185,7 @@ static ppcc_status run_pipeline(ppcc_emit_ctx *c, const char *pipeline) {
  * the upstream pipeline. */
 static ppcc_status lower_to_llvm(ppcc_emit_ctx *c) {
   register_passes_once();
-  ppcc_status st = run_pipeline(c, bufferize_pipeline);
+  ppcc_status st = run_stages(c, bufferize_stages, (int)(sizeof bufferize_stages / sizeof *bufferize_stages));
   if (st) return st;
   MlirOperation *straight = calloc((size_t)(c->g->n_devices > 0 ? c->g->n_devices : 1), sizeof *straight);
   if (!straight) return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
@@ -110,7 +194,10 @@ static ppcc_status lower_to_llvm(ppcc_emit_ctx *c) {
   bool freed = exec_put_back_freeing_after_last_use(c->module, straight, n); /* also after a failure: the module owns them */
   free(straight);
   if (!st && !freed) st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
-  return st ? st : run_pipeline(c, to_llvm_pipeline);
+  if (!st) st = run_stages(c, to_llvm_stages, (int)(sizeof to_llvm_stages / sizeof *to_llvm_stages));
+  if (!st && c->g->n_ops <= VERIFY_LOWERED_MAX_OPS && !mlirOperationVerify(mlirModuleGetOperation(c->module)))
+    st = ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "JIT: the module lowered to LLVM does not verify (see above)");
+  return st;
 }
 
 static void register_runtime_symbols(MlirExecutionEngine engine) {
