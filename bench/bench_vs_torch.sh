@@ -21,8 +21,10 @@
 # (same ops, float32, 2 threads) after one warm-up. Model:
 #   gen_llama --layers 4 --hidden 512 --heads 8 --kv-heads 4 --ffn 1408
 #             --vocab 4096 --seq 128   (3.17 GFLOP)
-# at TP1PP1, TP2PP1 and TP1PP2 (2 logical devices on 2 cores, 1 kernel
-# thread each). Never more than 2 busy threads.
+# at TP1PP1, TP2PP1 and TP1PP2 on 2 cores: TP2 runs 2 devices with 1
+# kernel thread each; PP2 with one microbatch runs its stages one after
+# the other, each with 2 kernel threads (ppcc_concurrent_devices). Never
+# more than 2 busy threads.
 #
 # On a shared machine, torch's 2-thread OpenMP forward suffers most from
 # other users' load (its threads spin-wait: 2 s instead of 0.05-0.2 s at
