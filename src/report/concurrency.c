@@ -52,27 +52,26 @@ static void find_ungated(const ppcc_graph *g, char *state) {
   }
 }
 
-int ppcc_concurrent_devices(const ppcc_graph *g, int microbatches) {
+int rep_concurrent_devices(const ppcc_graph *g, const rep_stages *st, int microbatches) {
   int nd = g->n_devices > 0 ? g->n_devices : 1;
-  rep_stages st;
-  if (!rep_stages_build(g, &st)) return nd; /* OOM: assume all (never oversubscribes) */
-  int *size = calloc((size_t)st.n_stages + 1, sizeof *size); /* compute stages' group sizes */
+  int *size = calloc((size_t)st->n_stages + 1, sizeof *size); /* compute stages' group sizes */
   char *state = calloc((size_t)nd, 1);
-  int busy = nd;
+  int busy = nd; /* OOM: assume all (never oversubscribes) */
   if (size && state) {
     find_ungated(g, state);
     int n = 0, at_start = 0;
-    for (int k = 0; k < st.n_stages; k++) {
+    for (int k = 0; k < st->n_stages; k++) {
       bool computes = false, free_start = false;
-      for (int i = st.start[k]; i < st.start[k + 1] && !computes; i++) {
-        const ppcc_op *op = &g->ops[st.order[i]];
+      for (int i = st->start[k]; i < st->start[k + 1] && !computes; i++) {
+        const ppcc_op *op = &g->ops[st->order[i]];
         computes = op->info && op->info->family == PPCC_FAMILY_COMPUTE;
       }
-      for (int i = 0; computes && i < st.n_dev[k] && !free_start; i++)
-        free_start = rep_stage_devices(&st, k)[i] < nd && state[rep_stage_devices(&st, k)[i]] == UNGATED;
+      const int *devs = rep_stage_devices(st, k);
+      for (int i = 0; computes && i < st->n_dev[k] && !free_start; i++)
+        free_start = devs[i] >= 0 && devs[i] < nd && state[devs[i]] == UNGATED;
       if (!computes) continue;
-      if (free_start) at_start += st.n_dev[k];
-      size[n++] = st.n_dev[k];
+      if (free_start) at_start += st->n_dev[k];
+      size[n++] = st->n_dev[k];
     }
     qsort(size, (size_t)n, sizeof *size, cmp_desc);
     int m = microbatches > 1 ? microbatches : 1, together = 0;
@@ -82,6 +81,13 @@ int ppcc_concurrent_devices(const ppcc_graph *g, int microbatches) {
   }
   free(size);
   free(state);
+  return busy;
+}
+
+int ppcc_concurrent_devices(const ppcc_graph *g, int microbatches) {
+  rep_stages st;
+  if (!rep_stages_build(g, &st)) return g->n_devices > 0 ? g->n_devices : 1; /* OOM: assume all */
+  int busy = rep_concurrent_devices(g, &st, microbatches);
   rep_stages_free(&st);
   return busy;
 }

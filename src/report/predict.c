@@ -387,7 +387,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   bool ok = carries && dev_ms && dev_fl && dev_by;
   /* uncalibrated and no thread count: a core per device (no sharing) */
   int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : nd > 0 ? nd : 1;
-  int threads = ppcc_kernel_threads_per_device(cores, ppcc_concurrent_devices(g, m)); /* the runtime's share */
+  int threads = ppcc_kernel_threads_per_device(cores, rep_concurrent_devices(g, st, m)); /* the runtime's share */
   for (int v = 0; ok && v < g->n_values; v++) carries[v] = g->values[v].kind == PPCC_VALUE_INPUT;
   for (int j = 0; ok && j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
