@@ -21,8 +21,10 @@
 # (same ops, float32, 2 threads) after one warm-up. Model:
 #   gen_llama --layers 4 --hidden 512 --heads 8 --kv-heads 4 --ffn 1408
 #             --vocab 4096 --seq 128   (3.17 GFLOP)
-# at TP1PP1, TP2PP1 and TP1PP2 (2 logical devices on 2 cores, 1 kernel
-# thread each). Never more than 2 busy threads.
+# at TP1PP1, TP2PP1 and TP1PP2 on 2 cores: TP2 runs 2 devices with 1
+# kernel thread each; PP2 with one microbatch runs its stages one after
+# the other, each with 2 kernel threads (ppcc_concurrent_devices). Never
+# more than 2 busy threads.
 #
 # On a shared machine, torch's 2-thread OpenMP forward suffers most from
 # other users' load (its threads spin-wait: 2 s instead of 0.05-0.2 s at
@@ -108,6 +110,11 @@ fi
 echo "== 2-stage pipeline on 2 cores, 4 microbatches vs 1 (interp) =="
 # gen_llama's reshapes carry the batch size, so the pipelined model is
 # tools/gen_pipeline's FFN stack: 8 blocks over 2 stages, 256 rows.
+# One thread budget for both (ppcc_concurrent_devices): with 1 microbatch
+# the stages take turns and each gets both cores (2 kernel threads); with
+# 4 both stages compute at once, 1 kernel thread each. So this is the
+# pipeline against a 1-microbatch run that already uses every core, not
+# against one that leaves a core idle.
 "$BUILD/gen_pipeline" --blocks 8 --tp 1 --pp 2 --hidden 512 --ffn 2048 --batch 256 -o "$TMP/pp2.json" || exit 1
 : >"$TMP/mb1" ; : >"$TMP/mb4"
 for p in $(seq "$PAIRS"); do

@@ -229,4 +229,12 @@ typedef struct ppcc_plan_measure {
 ppcc_status ppcc_plan_check(const ppcc_prediction *p, const ppcc_plan_measure *m, double memory_tolerance,
                             double time_tolerance, FILE *out, ppcc_diag *d);
 
+/* The one thread budget (src/report/concurrency.c): at most how many
+ * devices of g compute at the same time with M microbatches (the largest
+ * min(M, stages) stage groups, capped at g's devices), and the kernel
+ * threads each device then gets from `cores` (never more busy threads than
+ * cores). Both backends and the prediction use them. */
+int ppcc_concurrent_devices(const ppcc_graph *g, int microbatches);
+int ppcc_kernel_threads_per_device(int cores, int concurrent);
+
 #endif

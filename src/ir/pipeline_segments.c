@@ -38,7 +38,7 @@ bool ppcc_op_involves(const ppcc_graph *g, const ppcc_op *op, int dev) {
 /* Whether dev may wait on another device in op: it receives a shard of a
  * transfer from elsewhere, or takes part in a collective (only the root
  * of a gather to one device waits). Compute ops never wait. */
-static bool may_wait(const ppcc_graph *g, const ppcc_op *op, int dev) {
+bool ppcc_op_may_wait(const ppcc_graph *g, const ppcc_op *op, int dev) {
   if (op->n_in < 1 || op->n_out < 1 || op->info->family == PPCC_FAMILY_COMPUTE) return false;
   const ppcc_value *in = &g->values[op->in[0]], *out = &g->values[op->out[0]];
   if (op->info->family == PPCC_FAMILY_TRANSFER) {
@@ -61,7 +61,7 @@ int ppcc_pipeline_segments(const ppcc_graph *g, int *begin) {
     const ppcc_op *op = &g->ops[j];
     bool cut = false;
     for (int dev = 0; dev < n_dev && !cut && j > begin[n - 1]; dev++)
-      cut = last[dev] >= 0 && last[dev] < j - 1 && may_wait(g, op, dev);
+      cut = last[dev] >= 0 && last[dev] < j - 1 && ppcc_op_may_wait(g, op, dev);
     if (cut) {
       begin[n++] = j;
       for (int dev = 0; dev < n_dev; dev++) last[dev] = -1;

@@ -632,7 +632,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
             dev_overlap;
   /* uncalibrated and no thread count: a core per device (no sharing) */
   int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : nd > 0 ? nd : 1;
-  int threads = nd > 0 && cores / nd > 1 ? cores / nd : 1; /* rt_thread_budget's share */
+  int threads = ppcc_kernel_threads_per_device(cores, rep_concurrent_devices(g, st, m)); /* the runtime's share */
   bool use_costs = !(o && o->jit); /* per-op costs are the interpreter's kernels */
   /* per device: it waited since its last compute op (program start, a
    * transfer or collective it takes part in), so the next one pays

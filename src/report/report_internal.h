@@ -40,6 +40,9 @@ static inline const int *rep_stage_devices(const rep_stages *s, int stage) {
   return s->dev_pool + s->first_dev[stage];
 }
 
+/* ppcc_concurrent_devices (src/report/concurrency.c) on stages already built. */
+int rep_concurrent_devices(const ppcc_graph *g, const rep_stages *st, int microbatches);
+
 /* Devices an op runs on (op->devices, or its result's devices before
  * pin-propagate), written to buf (PPCC_MAX_DEVICES entries); returns the
  * count. */

@@ -1076,18 +1076,19 @@ static ppcc_status assemble(rt_exec *x, int v, ppcc_host_tensor *t, ppcc_diag *d
 
 static int total_threads(const ppcc_exec_options *o) { return o->threads > 0 ? o->threads : omp_get_num_procs(); }
 
-/* One OpenMP thread per device; kernels get the cores left over. */
+/* One OpenMP thread per device; kernels share the cores among the devices
+ * that can compute at the same time. */
 static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
   int n = x->n_devices, cores = total_threads(x->opts);
-  int busy = x->dist ? rt_dist_local_devices() : n; /* MPI: only this rank's devices run here */
+  int local = x->dist ? rt_dist_local_devices() : n; /* MPI: only this rank's devices run here */
   if (x->dist && x->opts->threads <= 0) cores = rt_dist_rank_cores(); /* ranks on one host share it */
-  int per_device = busy > 0 && cores / busy > 1 ? cores / busy : 1;
-  rt_thread_budget(busy, per_device);
+  rt_run_thread_budget(x->g, x->microbatches, cores, local);
   int started = 0;
+  rt_finish_gate done = RT_FINISH_GATE_INIT;
 #pragma omp parallel num_threads(n)
   {
 #pragma omp single
-    started = omp_get_num_threads();
+    started = done.left = omp_get_num_threads();
     /* implicit barrier: every thread sees `started` */
     bool mine = rt_dist_local(omp_get_thread_num()) || !x->dist; /* MPI: other ranks run the rest */
     if (started == n && mine) device_load(x, omp_get_thread_num());
@@ -1098,6 +1099,7 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
       if (x->dist) rt_dist_sync(&x->t0); /* every rank loaded: one clock for all */
     }
     if (started == n && mine) device_program(x, omp_get_thread_num());
+    rt_finish_gate_wait(&done);
   }
   if (elapsed_ms) *elapsed_ms = (omp_get_wtime() - x->t0) * 1e3;
   ppcc_rt_set_kernel_threads(1);

@@ -219,21 +219,22 @@ static ppcc_status run_error(const jit_exec *x, ppcc_diag *d) {
 static ppcc_status run_all(jit_exec *x, const ppcc_jit_entry *entries, double *elapsed_ms, ppcc_diag *d) {
   int n = x->g->n_devices;
   int cores = x->opts->threads > 0 ? x->opts->threads : x->dist ? rt_dist_rank_cores() : omp_get_num_procs();
-  int busy = x->dist ? rt_dist_local_devices() : n; /* MPI: only this rank's devices run here */
-  int per_device = busy > 0 && cores / busy > 1 ? cores / busy : 1;
-  rt_thread_budget(busy, per_device);
+  int local = x->dist ? rt_dist_local_devices() : n; /* MPI: only this rank's devices run here */
+  rt_run_thread_budget(x->g, 1, cores, local); /* the JIT runs one microbatch */
   int started = 0;
   double t0 = 0;
+  rt_finish_gate done = RT_FINISH_GATE_INIT;
 #pragma omp parallel num_threads(n)
   {
 #pragma omp single
     {
-      started = omp_get_num_threads();
+      started = done.left = omp_get_num_threads();
       t0 = omp_get_wtime();
       if (x->dist) rt_dist_sync(&t0); /* every rank compiled and loaded: one clock for all */
     }
     /* implicit barrier: every thread sees `started` */
     if (started == n) run_device(x, entries[omp_get_thread_num()], omp_get_thread_num());
+    rt_finish_gate_wait(&done);
   }
   if (elapsed_ms) *elapsed_ms = (omp_get_wtime() - t0) * 1e3;
   ppcc_rt_set_kernel_threads(1);

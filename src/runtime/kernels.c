@@ -10,6 +10,7 @@
 #include <string.h>
 #include "kernels_llm.h"
 #include "kernels_onnx.h"
+#include "ppcc/predict.h"
 #include "rt_internal.h"
 #ifdef PPCC_HAVE_OPENBLAS
 #include <cblas.h>
@@ -66,6 +67,28 @@ void rt_thread_budget(int devices, int per_device) {
   omp_set_dynamic(0);
   /* Only the portable GEMM (no OpenBLAS) opens a team inside a device thread. */
   omp_set_max_active_levels(per_device > 1 && !ppcc_rt_have_blas() ? 2 : 1);
+}
+
+/* Never more busy threads than cores: at most `busy` devices compute at
+ * once (the rest sleep on a receive's condition variable, comm.c), each
+ * on its device thread plus its BLAS call's extra threads, busy *
+ * per_device <= cores. Where a schedule lets more devices overlap than
+ * counted, OpenBLAS (pthread build) still runs one multi-threaded level-3
+ * call at a time (its gemm driver holds a process-wide lock), so the
+ * excess is a device thread each, and the results are the same bits
+ * (tests/test_rt_thread_budget.c checks concurrent calls). */
+void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int local) {
+  int m = row_invariant_matmul ? (g->n_devices > microbatches ? g->n_devices : microbatches) : microbatches;
+  int busy = ppcc_concurrent_devices(g, m);
+  if (local < busy) busy = local; /* MPI: only this rank's devices share its cores */
+  rt_thread_budget(busy, ppcc_kernel_threads_per_device(cores, busy));
+}
+
+void rt_finish_gate_wait(rt_finish_gate *gate) {
+  pthread_mutex_lock(&gate->lock);
+  if (--gate->left <= 0) pthread_cond_broadcast(&gate->cond);
+  while (gate->left > 0) pthread_cond_wait(&gate->cond, &gate->lock);
+  pthread_mutex_unlock(&gate->lock);
 }
 
 bool ppcc_rt_have_blas(void) {

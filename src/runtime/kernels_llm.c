@@ -176,14 +176,21 @@ static double scaled_freq(const rope_scaling *r, double freq) {
   return (1.0 - smooth) * freq / r->factor + smooth * freq;
 }
 
-static void rotate_row(const float *x, float *y, int64_t D, double pos, double theta, const rope_scaling *r) {
-  int64_t half = D / 2;
+/* One position's cos/sin per pair (f64 angle, rounded to f32), shared by
+ * every head of the row: the trigonometry is most of the op's time. */
+static void rotary_table(const double *freq, int64_t half, double pos, float *c, float *s) {
   for (int64_t j = 0; j < half; j++) {
-    double angle = pos * scaled_freq(r, pow(theta, -2.0 * (double)j / (double)D));
-    float c = (float)cos(angle), s = (float)sin(angle);
+    double angle = pos * freq[j];
+    c[j] = (float)cos(angle);
+    s[j] = (float)sin(angle);
+  }
+}
+
+static void rotate_row(const float *x, float *y, int64_t half, const float *c, const float *s) {
+  for (int64_t j = 0; j < half; j++) {
     float a = x[j], b = x[j + half];
-    y[j] = a * c - b * s;
-    y[j + half] = b * c + a * s;
+    y[j] = a * c[j] - b * s[j];
+    y[j + half] = b * c[j] + a * s[j];
   }
 }
 
@@ -208,12 +215,21 @@ ppcc_status kernel_rotary(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor 
   double theta = ppcc_attr_float(op, "theta", 10000.0);
   rope_scaling r = {ppcc_attr_float(op, "rope_factor", 1.0), ppcc_attr_float(op, "rope_low_freq_factor", 1.0),
                     ppcc_attr_float(op, "rope_high_freq_factor", 4.0), ppcc_attr_int(op, "rope_original_max_position", 0)};
+  int64_t half = D / 2;
+  double *freq = rt_alloc((half > 0 ? half : 1) * 8); /* per pair, whatever the position */
+  float *cs = rt_alloc((half > 0 ? half : 1) * 8);    /* cos then sin of one position */
+  if (!st && (!freq || !cs)) st = oom(d);
+  for (int64_t j = 0; !st && j < half; j++) freq[j] = scaled_freq(&r, pow(theta, -2.0 * (double)j / (double)D));
   for (int64_t b = 0; b < B && !st; b++)
-    for (int64_t s = 0; s < S; s++)
+    for (int64_t s = 0; s < S; s++) {
+      rotary_table(freq, half, (double)index_at(pos, pos->rank == 2 ? b * S + s : s), cs, cs + half);
       for (int64_t h = 0; h < H; h++) {
         int64_t off = ((b * S + s) * H + h) * D;
-        rotate_row(x + off, y + off, D, (double)index_at(pos, pos->rank == 2 ? b * S + s : s), theta, &r);
+        rotate_row(x + off, y + off, half, cs, cs + half);
       }
+    }
+  rt_free(freq);
+  rt_free(cs);
   if (!st && y != out->data) rt_from_f32(out->dtype, y, out->data, numel(out));
   if (y != out->data) rt_free(y);
   rt_free(tmp_in);

@@ -1,6 +1,7 @@
 /* Shared helpers of the runtime's files; not a public interface. */
 #ifndef PPCC_RT_INTERNAL_H
 #define PPCC_RT_INTERNAL_H
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "ppcc/runtime.h"
@@ -68,6 +69,24 @@ int rt_kernel_threads(void);
  * level), each kernel call using per_device threads (OpenBLAS's); the
  * caller makes devices * per_device <= cores. */
 void rt_thread_budget(int devices, int per_device);
+/* The budget of a run of g on `cores` cores, `local` of its devices
+ * running in this process: the kernel threads go to the devices that can
+ * compute at the same time (ppcc_concurrent_devices), not to all of them.
+ * --deterministic (row-invariant matmul) counts as many microbatches as
+ * devices, so the kernel thread count (and a BLAS call's bits) cannot
+ * change with M. */
+void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int local);
+/* The end of a run's device threads: a device that finished sleeps here
+ * until all have (an OpenMP barrier would spin on its core, taking it
+ * from the BLAS threads of the stages still computing). Set `left` to the
+ * thread count before any thread arrives. */
+typedef struct rt_finish_gate {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int left;
+} rt_finish_gate;
+#define RT_FINISH_GATE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0}
+void rt_finish_gate_wait(rt_finish_gate *gate);
 
 /* ---- per-device arenas (arena.c) ---- */
 

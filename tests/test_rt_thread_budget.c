@@ -1,0 +1,171 @@
+/* The one thread budget (issue 12): how many devices of a pipeline can
+ * compute at once (ppcc_concurrent_devices, src/report/concurrency.c),
+ * the kernel threads each then gets, and that two device threads calling
+ * the multi-threaded BLAS at the same time get the same bits as alone. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../tools/pipeline_model.h"
+#include "ppcc/predict.h"
+#include "ppcc/runtime.h"
+#include "test_support.h"
+
+/* tools/pipeline_model.h's FFN: pp stages of tp devices, the output
+ * gathered back onto device 0. */
+static ppcc_graph *pipeline_graph(long tp, long pp) {
+  pipeline_config c = pipeline_defaults;
+  c.blocks = pp, c.tp = tp, c.pp = pp, c.batch = 8;
+  char *json = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&json, &len);
+  ck_assert_ptr_nonnull(f);
+  pipeline_write_model(f, &c);
+  fclose(f);
+  ppcc_diag d;
+  ppcc_graph *g = t_compile(json, &d);
+  ck_assert_msg(g != NULL, "%s", d.first);
+  free(json);
+  return g;
+}
+
+START_TEST(pp2_one_microbatch_one_stage_at_a_time) {
+  ppcc_graph *g = pipeline_graph(1, 2);
+  ck_assert_int_eq(g->n_devices, 2);
+  ck_assert_int_eq(ppcc_concurrent_devices(g, 1), 1); /* stage 1 waits for stage 0 */
+  ck_assert_int_eq(ppcc_concurrent_devices(g, 2), 2);
+  ck_assert_int_eq(ppcc_concurrent_devices(g, 4), 2);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+START_TEST(tp2pp2_counts_whole_stage_groups) {
+  ppcc_graph *g = pipeline_graph(2, 2);
+  ck_assert_int_eq(g->n_devices, 4);
+  ck_assert_int_eq(ppcc_concurrent_devices(g, 1), 2);
+  ck_assert_int_eq(ppcc_concurrent_devices(g, 4), 4);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+START_TEST(pp4_at_most_min_of_microbatches_and_stages) {
+  ppcc_graph *g = pipeline_graph(1, 4);
+  ck_assert_int_eq(g->n_devices, 4);
+  ck_assert_int_eq(ppcc_concurrent_devices(g, 1), 1);
+  ck_assert_int_eq(ppcc_concurrent_devices(g, 2), 2);
+  ck_assert_int_eq(ppcc_concurrent_devices(g, 3), 3);
+  ck_assert_int_eq(ppcc_concurrent_devices(g, 8), 4);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+START_TEST(tp_only_all_devices) {
+  ppcc_diag d;
+  ppcc_graph *g = t_compile_file("testdata/models/tp_ffn.json", &d);
+  ck_assert_msg(g != NULL, "%s", d.first);
+  ck_assert_int_eq(ppcc_concurrent_devices(g, 1), 2);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+/* Device 1 computes on its own weight before it receives anything: it
+ * runs beside stage 0 even with one microbatch, so both count. */
+START_TEST(ungated_work_of_a_later_stage_counts) {
+  ppcc_diag d;
+  ppcc_graph *g = t_model(2,
+                          "{'name': 'w0', 'dtype': 'f32', 'shape': [8, 8], 'devices': [0]},"
+                          "{'name': 'w1', 'dtype': 'f32', 'shape': [8, 8], 'devices': [1]}",
+                          "{'name': 'x', 'dtype': 'f32', 'shape': [4, 8], 'devices': [0]}",
+                          "{'op': 'gelu', 'in': ['w1'], 'out': ['g1']},"
+                          "{'op': 'matmul', 'in': ['x', 'w0'], 'out': ['h0']},"
+                          "{'op': 'matmul', 'in': ['h0', 'g1'], 'out': ['y']}",
+                          "'y'", &d);
+  ck_assert_msg(g != NULL, "%s", d.first);
+  ck_assert_int_eq(ppcc_concurrent_devices(g, 1), 2);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+START_TEST(threads_per_device_never_exceed_cores) {
+  ck_assert_int_eq(ppcc_kernel_threads_per_device(2, 1), 2);
+  ck_assert_int_eq(ppcc_kernel_threads_per_device(2, 2), 1);
+  ck_assert_int_eq(ppcc_kernel_threads_per_device(8, 3), 2);
+  ck_assert_int_eq(ppcc_kernel_threads_per_device(2, 4), 1); /* more devices than cores: one each */
+  ck_assert_int_eq(ppcc_kernel_threads_per_device(1, 0), 1);
+  for (int cores = 1; cores <= 16; cores++)
+    for (int busy = 1; busy <= cores; busy++)
+      ck_assert_int_le(busy * ppcc_kernel_threads_per_device(cores, busy), cores);
+}
+END_TEST
+
+/* ---- concurrent BLAS calls from two device threads ---- */
+
+enum { DIM = 192, CALLS = 12 };
+
+typedef struct gemm_job {
+  const float *a, *b;
+  float *c;
+} gemm_job;
+
+static void *gemm_many(void *arg) {
+  gemm_job *j = arg;
+  for (int k = 0; k < CALLS; k++)
+    ppcc_rt_sgemm(DIM, DIM, DIM, j->a + (size_t)k * DIM * DIM, j->b, k % 2 == 1, j->c + (size_t)k * DIM * DIM);
+  return NULL;
+}
+
+/* Two threads, each a device calling sgemm with 2 kernel threads, at the
+ * same time (the case a schedule overlapping more devices than counted
+ * would make): every product is the bits it has when computed alone. */
+START_TEST(concurrent_multithreaded_sgemm_same_bits) {
+  size_t n = (size_t)CALLS * DIM * DIM;
+  float *a[2], *b[2], *alone[2], *together[2];
+  for (int t = 0; t < 2; t++) {
+    a[t] = malloc(n * sizeof(float));
+    b[t] = malloc((size_t)DIM * DIM * sizeof(float));
+    alone[t] = malloc(n * sizeof(float));
+    together[t] = malloc(n * sizeof(float));
+    ck_assert(a[t] && b[t] && alone[t] && together[t]);
+    unsigned s = 12345u + (unsigned)t;
+    for (size_t i = 0; i < n; i++) a[t][i] = (float)((s = s * 1103515245u + 12345u) >> 16 & 0xff) / 64.0f - 2.0f;
+    for (size_t i = 0; i < (size_t)DIM * DIM; i++) b[t][i] = (float)((s = s * 1103515245u + 12345u) >> 16 & 0xff) / 64.0f - 2.0f;
+  }
+  ppcc_rt_set_kernel_threads(2);
+  for (int t = 0; t < 2; t++) {
+    gemm_job j = {a[t], b[t], alone[t]};
+    gemm_many(&j);
+  }
+  for (int round = 0; round < 3; round++) {
+    pthread_t th[2];
+    gemm_job j[2] = {{a[0], b[0], together[0]}, {a[1], b[1], together[1]}};
+    for (int t = 0; t < 2; t++) {
+      memset(together[t], 0, n * sizeof(float));
+      ck_assert_int_eq(pthread_create(&th[t], NULL, gemm_many, &j[t]), 0);
+    }
+    for (int t = 0; t < 2; t++) ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+    for (int t = 0; t < 2; t++) ck_assert_msg(memcmp(alone[t], together[t], n * sizeof(float)) == 0,
+                                              "round %d: thread %d's products differ when run concurrently", round, t);
+  }
+  ppcc_rt_set_kernel_threads(1);
+  for (int t = 0; t < 2; t++) {
+    free(a[t]);
+    free(b[t]);
+    free(alone[t]);
+    free(together[t]);
+  }
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("thread_budget");
+  TCase *tc = t_add_tcase(s, "concurrent_devices", 0);
+  tcase_add_test(tc, pp2_one_microbatch_one_stage_at_a_time);
+  tcase_add_test(tc, tp2pp2_counts_whole_stage_groups);
+  tcase_add_test(tc, pp4_at_most_min_of_microbatches_and_stages);
+  tcase_add_test(tc, tp_only_all_devices);
+  tcase_add_test(tc, ungated_work_of_a_later_stage_counts);
+  tcase_add_test(tc, threads_per_device_never_exceed_cores);
+  tc = t_add_tcase(s, "blas", 0);
+  tcase_add_test(tc, concurrent_multithreaded_sgemm_same_bits);
+  return t_run_suite(s);
+}
