@@ -9,7 +9,9 @@
 #include "ppcc/frontend.h"
 #include "ppcc/io.h"
 #include "ppcc/ops.h"
+#include "ppcc/predict.h"
 #include "ppcc/report.h"
+#include "ppcc/runtime.h"
 #include "test_support.h"
 #include "../tools/pipeline_model.h"
 
@@ -52,24 +54,29 @@ static void free_models(void) {
 
 typedef struct report_kind {
   const char *extension;
-  ppcc_status (*write)(const ppcc_graph *g, FILE *out, ppcc_diag *d);
+  ppcc_status (*write)(const ppcc_graph *g, const ppcc_predict_options *o, FILE *out, ppcc_diag *d);
 } report_kind;
 
 static const report_kind report_kinds[] = {
-  {"report.json", ppcc_report_json},
-  {"report.txt", ppcc_report_text},
-  {"report.dot", ppcc_report_dot},
+  {"report.json", ppcc_report_json_with},
+  {"report.txt", ppcc_report_text_with},
+  {"report.dot", ppcc_report_dot_with},
 };
 
 /* Renders one report into *buf (caller frees); the caller owns the
- * memstream's buffer pointer, so it outlives the stream. */
+ * memstream's buffer pointer, so it outlives the stream. The prediction
+ * mirrors the interpreter's reshape views, as `ppcc compile --report`'s
+ * does (src/driver/compile.c), so the goldens are what users see. */
 static void render(const ppcc_graph *g, const report_kind *kind, char **buf, size_t *len) {
   *buf = NULL;
   FILE *mem = open_memstream(buf, len);
   ck_assert_ptr_nonnull(mem);
   ppcc_diag d;
   ppcc_diag_init(&d, "render", NULL);
-  ppcc_status st = kind->write(g, mem, &d);
+  bool *views = ppcc_rt_view_ops(g);
+  ppcc_predict_options opts = {.view_ops = views};
+  ppcc_status st = kind->write(g, &opts, mem, &d);
+  free(views);
   fclose(mem);
   ck_assert_msg(st == PPCC_OK, "%s report failed: %s", kind->extension, d.first);
 }
