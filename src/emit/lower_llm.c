@@ -536,24 +536,44 @@ static MlirValue scale_freq(ppcc_emit_ctx *c, MlirBlock b, const rotary_body *r,
  * i + D/2 and gets x[i] cos - x[i+D/2] sin; lane i >= D/2 gets
  * x[i] cos + x[i-D/2] sin; the angle is pos * theta^(-2j/D), j = i mod D/2.
  * The angle, its cos and sin are computed in f64 (as the interpreter
- * does): in f32 an angle of pos * freq at position 500k is off by ~4e-2. */
+ * does): in f32 an angle of pos * freq at position 500k is off by ~4e-2.
+ * They depend on the position and the lane only, so they are tabulated
+ * once per position ([S, D] or [B, S, D], the last loop the lane) and the
+ * rotation reads the tables: exp, cos and sin per head were most of a
+ * Llama layer's rotary time. */
+static MlirValue body_rotary_table(ppcc_emit_ctx *c, MlirBlock b, const rotary_body *r, int lane_loop, bool sine) {
+  MlirType f32 = mlirF32TypeGet(c->mctx), f64 = mlirF64TypeGet(c->mctx);
+  MlirValue lane = loop_index(c, b, lane_loop), half = emit_index_const(c, b, r->half);
+  MlirValue low = compare(c, b, false, CMPI_ULT, lane, half);
+  MlirValue j = select_value(c, b, low, lane, bin(c, b, "arith.subi", lane, half));
+  MlirValue freq = emit_unary_scalar(c, b, "math.exp",
+                                     bin(c, b, "arith.mulf", int_to_float(c, b, j, f64), fconst(c, b, f64, r->log_theta_over_d)));
+  if (r->factor != 1.0 || r->orig > 0) freq = scale_freq(c, b, r, freq);
+  MlirValue angle = bin(c, b, "arith.mulf", int_to_float(c, b, barg(b, 0), f64), freq);
+  return cast(c, b, "arith.truncf", emit_unary_scalar(c, b, sine ? "math.sin" : "math.cos", angle), f32);
+}
+
+typedef struct rotary_table_body {
+  const rotary_body *r;
+  int lane_loop;
+  bool sine;
+} rotary_table_body;
+
+static MlirValue body_rotary_angle(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const rotary_table_body *t = user;
+  return body_rotary_table(c, b, t->r, t->lane_loop, t->sine);
+}
+
 static MlirValue body_rotary(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const rotary_body *r = user;
-  MlirValue x = barg(b, 0), pos = barg(b, 1);
-  MlirType t = mlirValueGetType(x), f32 = mlirF32TypeGet(c->mctx), f64 = mlirF64TypeGet(c->mctx);
+  MlirValue x = barg(b, 0), cosv = barg(b, 1), sinv = barg(b, 2);
+  MlirType t = mlirValueGetType(x);
   MlirValue idx[4];
   for (int i = 0; i < 4; i++) idx[i] = loop_index(c, b, i);
   MlirValue half = emit_index_const(c, b, r->half);
   MlirValue low = compare(c, b, false, CMPI_ULT, idx[3], half);
-  MlirValue j = select_value(c, b, low, idx[3], bin(c, b, "arith.subi", idx[3], half));
-  idx[3] = select_value(c, b, low, bin(c, b, "arith.addi", idx[3], half), j); /* the partner lane */
-  MlirValue partner = to_f32(c, b, extract(c, b, r->x, 4, idx));
-  MlirValue freq = emit_unary_scalar(c, b, "math.exp",
-                                     bin(c, b, "arith.mulf", int_to_float(c, b, j, f64), fconst(c, b, f64, r->log_theta_over_d)));
-  if (r->factor != 1.0 || r->orig > 0) freq = scale_freq(c, b, r, freq);
-  MlirValue angle = bin(c, b, "arith.mulf", int_to_float(c, b, pos, f64), freq);
-  MlirValue cosv = cast(c, b, "arith.truncf", emit_unary_scalar(c, b, "math.cos", angle), f32);
-  MlirValue sinv = cast(c, b, "arith.truncf", emit_unary_scalar(c, b, "math.sin", angle), f32);
+  idx[3] = select_value(c, b, low, bin(c, b, "arith.addi", idx[3], half), bin(c, b, "arith.subi", idx[3], half));
+  MlirValue partner = to_f32(c, b, extract(c, b, r->x, 4, idx)); /* the partner lane */
   MlirValue ps = bin(c, b, "arith.mulf", partner, sinv);
   MlirValue signed_ps = select_value(c, b, low, emit_unary_scalar(c, b, "arith.negf", ps), ps);
   return from_f32(c, b, bin(c, b, "arith.addf", bin(c, b, "arith.mulf", to_f32(c, b, x), cosv), signed_ps), t);
@@ -567,15 +587,28 @@ ppcc_status lower_rotary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
   rotary_body r = {x, xv->shape[3] / 2, -2.0 * log(theta) / (double)xv->shape[3], ppcc_attr_float(op, "rope_factor", 1.0),
                    ppcc_attr_float(op, "rope_low_freq_factor", 1.0), ppcc_attr_float(op, "rope_high_freq_factor", 4.0),
                    ppcc_attr_int(op, "rope_original_max_position", 0)};
-  /* positions [S] or per row [B, S] */
-  MlirAffineExpr bs[2] = {dim_expr(c, 0), dim_expr(c, 1)};
+  /* positions [S] or per row [B, S]; the tables [S, D] or [B, S, D] */
   bool per_row = in_value(g, op, 1)->rank == 2;
-  MlirAffineMap maps[3] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4),
-                           mlirAffineMapGet(c->mctx, 4, 0, per_row ? 2 : 1, per_row ? bs : bs + 1),
+  int table_rank = per_row ? 3 : 2;
+  MlirType xt = mlirValueGetType(x);
+  int64_t table_shape[3] = {mlirShapedTypeGetDimSize(xt, 0), mlirShapedTypeGetDimSize(xt, 1), xv->shape[3]};
+  const int64_t *tshape = per_row ? table_shape : table_shape + 1;
+  MlirType table_type = tensor_type(table_rank, tshape, mlirF32TypeGet(c->mctx));
+  MlirAffineExpr pos_dims[2] = {dim_expr(c, 0), dim_expr(c, 1)};
+  MlirAffineMap table_maps[2] = {mlirAffineMapGet(c->mctx, table_rank, 0, table_rank - 1, pos_dims),
+                                 mlirAffineMapMultiDimIdentityGet(c->mctx, table_rank)};
+  MlirValue tables[2];
+  for (int k = 0; k < 2; k++) {
+    rotary_table_body tb = {&r, table_rank - 1, k == 1};
+    tables[k] = emit_generic(c, 1, &pos, emit_empty(c, table_type), table_rank, 0, table_maps, body_rotary_angle, &tb);
+  }
+  MlirAffineExpr bsd[3] = {dim_expr(c, 0), dim_expr(c, 1), dim_expr(c, 3)};
+  MlirAffineMap table_of_x = mlirAffineMapGet(c->mctx, 4, 0, table_rank, per_row ? bsd : bsd + 1);
+  MlirAffineMap maps[4] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4), table_of_x, table_of_x,
                            mlirAffineMapMultiDimIdentityGet(c->mctx, 4)};
-  MlirValue ins[2] = {x, pos};
-  MlirValue out = emit_empty(c, mlirValueGetType(x));
-  set_result(c, op, shard, emit_generic(c, 2, ins, out, 4, 0, maps, body_rotary, &r));
+  MlirValue ins[3] = {x, tables[0], tables[1]};
+  MlirValue out = emit_empty(c, xt);
+  set_result(c, op, shard, emit_generic(c, 3, ins, out, 4, 0, maps, body_rotary, &r));
   return PPCC_OK;
 }
 
