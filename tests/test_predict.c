@@ -46,6 +46,10 @@ START_TEST(calibration_round_trips_op_costs) {
   linear.call_us = 0.5; /* setting an op again replaces it */
   ck_assert(ppcc_calibration_set_op_cost(&c, &linear));
   ck_assert_int_eq(c.n_op_costs, 2);
+  ppcc_op_cost jit_linear = {"linear", 1.5, 0.25, 0.125, 0.75};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jit_linear));
+  ck_assert_int_eq(c.n_jit_op_costs, 1);
+  ck_assert_int_eq(c.n_op_costs, 2); /* the JIT's table is its own */
   c.hop_us = 12.5;
   c.resume_us = 0.75;
   c.n_slowdown = 2;
@@ -68,6 +72,14 @@ START_TEST(calibration_round_trips_op_costs) {
   ck_assert_double_eq(l->ns_per_byte, 0.0625);
   ck_assert_double_eq(l->ns_per_weight_byte, 0.5);
   ck_assert_ptr_null(ppcc_calibration_op_cost(&back, "gelu"));
+  ck_assert_int_eq(back.n_jit_op_costs, 1);
+  const ppcc_op_cost *jl = ppcc_calibration_jit_op_cost(&back, "linear");
+  ck_assert_ptr_nonnull(jl);
+  ck_assert_double_eq(jl->call_us, 1.5);
+  ck_assert_double_eq(jl->ns_per_flop, 0.25);
+  ck_assert_double_eq(jl->ns_per_byte, 0.125);
+  ck_assert_double_eq(jl->ns_per_weight_byte, 0.75);
+  ck_assert_ptr_null(ppcc_calibration_jit_op_cost(&back, "rotary"));
   ck_assert_double_eq(back.hop_us, 12.5);
   ck_assert_double_eq(back.resume_us, 0.75);
   ck_assert_int_eq(back.n_slowdown, 2);
@@ -107,6 +119,7 @@ START_TEST(calibration_old_file_and_bad_fields) {
   /* a file of ppcc calibrate before per-op costs: the roofline for every op */
   ck_assert_int_eq(read_text(BASE "}", &c, &d, &msg), PPCC_OK);
   ck_assert_int_eq(c.n_op_costs, 0);
+  ck_assert_int_eq(c.n_jit_op_costs, 0);
   ck_assert_int_eq(c.n_slowdown, 0);
   ck_assert_double_eq(c.hop_us, 0);
   free(msg);
@@ -125,6 +138,10 @@ START_TEST(calibration_old_file_and_bad_fields) {
     {", \"op_costs\": {\"rotary\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, \"ns_per_weight_byte\": -1}}}",
      "op_costs.rotary"},
     {", \"op_costs\": [1]}", "op_costs"},
+    {", \"jit_op_costs\": {\"nosuchop\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
+     "jit_op_costs.nosuchop"},
+    {", \"jit_op_costs\": {\"linear\": {\"call_us\": 1}}}", "jit_op_costs.linear"},
+    {", \"jit_op_costs\": 3}", "jit_op_costs"},
     {", \"hop_us\": \"x\"}", "hop_us"},
     {", \"resume_us\": -2}", "resume_us"},
     {", \"concurrent_slowdown\": [1, 2]}", "concurrent_slowdown"}, /* another length than gemm_gflops */
@@ -188,6 +205,25 @@ START_TEST(op_cost_changes_prediction) {
   /* the JIT's compiled kernels are not the interpreter's: the roofline */
   ppcc_prediction jit = predict(g, &c, 1, 1, true);
   ck_assert_double_eq_tol(jit.stages[0].time_ms, expect_roof, 1e-12);
+  /* ... until the file has the JIT's own costs: then those, without
+   * resume_us; the interpreter's prediction ignores them */
+  ppcc_op_cost jk = {"matmul", 3000, 0.5, 0.25, 2};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
+  ppcc_prediction jit_costed = predict(g, &c, 1, 1, true);
+  double expect_jit = (3000 + flops * 0.5e-3 + bytes * 0.25e-3 + weights * 2e-3) * 1e-3;
+  ck_assert_double_eq_tol(jit_costed.stages[0].time_ms, expect_jit, 1e-12);
+  ck_assert_double_eq_tol(jit_costed.wall_ms, expect_jit, 1e-12);
+  ppcc_prediction interp = predict(g, &c, 1, 1, false);
+  ck_assert_double_eq_tol(interp.stages[0].time_ms, expect + 0.25, 1e-12);
+  /* an op kind the JIT table lacks (here: all of them) keeps the roofline */
+  c.n_jit_op_costs = 0;
+  ppcc_op_cost other = {"gelu", 3000, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &other));
+  ppcc_prediction jit_other = predict(g, &c, 1, 1, true);
+  ck_assert_double_eq_tol(jit_other.stages[0].time_ms, expect_roof, 1e-12);
+  ppcc_prediction_free(&jit_costed);
+  ppcc_prediction_free(&interp);
+  ppcc_prediction_free(&jit_other);
   ppcc_prediction_free(&roof);
   ppcc_prediction_free(&costed);
   ppcc_prediction_free(&resumed);
