@@ -490,6 +490,21 @@ void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops,
   *weight_bytes = w;
 }
 
+/* JIT: the bytes a row-parallel contraction's kernel reads to cut a
+ * replicated operand to its shard's part (jit_slice_scratch), and writes:
+ * what a slice op of that operand moves (0: none). */
+static double jit_slice_bytes(const ppcc_graph *g, const ppcc_op *op) {
+  if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_in < 2 || op->n_out < 1) return 0;
+  if (g->values[op->out[0]].layout.kind != PPCC_LAYOUT_UNREDUCED) return 0;
+  double bytes = 0;
+  for (int k = 0; k < 2; k++) {
+    const ppcc_value *x = &g->values[op->in[k]], *other = &g->values[op->in[1 - k]];
+    if (x->layout.kind == PPCC_LAYOUT_REPLICATED && other->layout.kind == PPCC_LAYOUT_SPLIT && other->layout.count > 0)
+      bytes += (double)rep_shard_bytes(x) * (1 + 1.0 / other->layout.count);
+  }
+  return bytes;
+}
+
 /* CPU time of one microbatch's shard of compute op j on one device, in
  * ms, as if the device had a core to itself (sharing is simulate_pipeline's).
  * threads: the kernel threads a device gets; streams: devices of the
@@ -524,7 +539,12 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
                                 : ppcc_calibration_op_cost(c, op->info->name);
   if (k) {
     double f_us = flops * k->ns_per_flop * 1e-3 / (contraction ? gemm_speedup : 1.0);
-    return (k->call_us + f_us + (bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3) * 1e-3;
+    double us = k->call_us + f_us + (bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3;
+    /* the JIT's kernel first cuts a replicated operand to its part: as the JIT's slice op */
+    const ppcc_op_cost *cut = jit ? ppcc_calibration_jit_op_cost(c, "slice") : NULL;
+    double cut_bytes = cut ? jit_slice_bytes(g, op) : 0;
+    if (cut_bytes > 0) us += cut->call_us + cut_bytes * cut->ns_per_byte * 1e-3;
+    return us * 1e-3;
   }
   int at = (streams < c->n_threads ? streams : c->n_threads) - 1;
   double rate = contraction ? rate_for(c->gemm_gflops, c->n_threads, threads) * 1e9 : c->elementwise_gflops[at] * 1e9;
