@@ -69,7 +69,10 @@
  *   the JIT, when the file has the op kind's jit_op_costs (measured by
  *   `ppcc calibrate` on JIT-compiled workloads): the same formula with
  *   those, no resume_us (the compiled device function does not stop
- *   between ops the way the interpreter's loop does);
+ *   between ops the way the interpreter's loop does); a row-parallel
+ *   contraction whose kernel first cuts a replicated operand to its part
+ *   (see the JIT memory model) also pays that cut at the JIT's slice
+ *   cost (call_us + ns_per_byte * (the operand's bytes + the part's));
  *   otherwise (an older calibration file, an op kind not measured) the
  *   roofline:
  *     t = overhead [+ gemm call cost] + max(flops / rate, bytes / elementwise_bandwidth)
@@ -85,7 +88,8 @@
  * i - 1, stage k - 1 handed i over (hop_us later) and cores are free for
  * its devices (a stage with more devices than cores runs at cores /
  * devices), and while t devices compute at once each is
- * concurrent_slowdown[t-1] times slower (interpreter). A stage's
+ * concurrent_slowdown[t-1] times slower (interpreter; the JIT with its
+ * per-op costs). A stage's
  * predicted time is the wall time it computes (what --check-plan
  * measures: compute spans); transfers and collectives are not busy time.
  * Predicted wall = the simulated run; bubble = 1 - sum_s T_s / (p wall).

@@ -767,7 +767,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     }
   }
   double wall = ok ? simulate_pipeline(ns, m, group, work, overlap, cores, c->hop_us * 1e-3, c->concurrent_slowdown,
-                                     use_costs && !jit ? c->n_slowdown : 0, busy) : -1;
+                                     use_costs ? c->n_slowdown : 0, busy) : -1;
   ok = ok && wall >= 0;
   double sum = 0;
   for (int k = 0; ok && k < ns; k++) {
