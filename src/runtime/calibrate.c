@@ -630,7 +630,8 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
 #include <malloc.h>
 
 #define JIT_COPIES 2
-#define JIT_ROUNDS 6
+#define JIT_ROUNDS 7
+#define JIT_FORWARDS 3 /* per round, the fastest counts: as --check-plan measures */
 
 /* The workload text with every op of kind `kind` followed by JIT_COPIES
  * copies of it (see above); NULL when it has none or out of memory. */
@@ -691,7 +692,6 @@ typedef struct jit_workload {
   ppcc_run_data data;
   bool loaded;
   void *ctx;
-  double best_us; /* fastest busy time so far */
 } jit_workload;
 
 static void jit_workload_close(jit_workload *w, const ppcc_calib_jit *jit) {
@@ -705,7 +705,6 @@ static void jit_workload_close(jit_workload *w, const ppcc_calib_jit *jit) {
  * that variant then gives no sample. */
 static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_calib_jit *jit) {
   memset(w, 0, sizeof *w);
-  w->best_us = INFINITY;
   ppcc_diag q;
   ppcc_diag_init(&q, NULL, NULL);
   ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
@@ -718,13 +717,14 @@ static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_cali
   return ok;
 }
 
-/* Runs `forwards` forwards (one kernel thread) and keeps the fastest busy
- * time of the device; false when a run fails. */
-static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int forwards, ppcc_diag *d) {
+/* Runs `forwards` forwards (one kernel thread); *us the fastest busy time
+ * of the device; false when a run fails. */
+static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int forwards, double *us, ppcc_diag *d) {
   const ppcc_graph *g = w->g;
   int *op_stage = calloc((size_t)g->n_ops + 1, sizeof *op_stage);
   ppcc_host_tensor *out = calloc((size_t)g->n_outputs + 1, sizeof *out);
   bool ok = op_stage && out;
+  *us = INFINITY;
   for (int r = 0; ok && r < forwards; r++) {
     int64_t peak[1] = {0};
     double busy[1] = {0};
@@ -733,7 +733,7 @@ static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int for
     double elapsed = 0;
     ok = !jit->execute(w->ctx, g, &w->data, &eo, out, &elapsed, d) && m.filled;
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
-    if (ok && busy[0] * 1e3 < w->best_us) w->best_us = busy[0] * 1e3;
+    if (ok && busy[0] * 1e3 < *us) *us = busy[0] * 1e3;
   }
   free(op_stage);
   free(out);
@@ -753,24 +753,39 @@ static int op_kinds(const ppcc_graph *g, const char **kinds, int cap) {
   return n;
 }
 
-/* One workload's samples: every compute op kind's difference (above).
- * The copies cost somewhat more than the ops they copy (cold code and
- * weights: +25 % on the smallest Llama), so the differences of the
- * workload's kinds, each over JIT_COPIES, are scaled to add up to the
- * workload's own busy time (the kinds are its compute ops; at most by a
- * factor 2 either way): they say how the time divides between the kinds. */
+/* One workload's samples: every compute op kind's difference (above),
+ * the median over JIT_ROUNDS paired rounds (workload, variant) of the
+ * variant's time less the workload's, each the fastest of JIT_FORWARDS
+ * forwards (the statistic --check-plan measures; pairs: the machine's
+ * load changes). The copies cost somewhat more than the ops they copy
+ * (cold code and weights: +25 % on the smallest Llama), so the kinds'
+ * differences, each over JIT_COPIES, are scaled to add up to the
+ * workload's own busy time (the median of its rounds; at most by a factor
+ * 2 either way): they say how the time divides between the kinds. */
 typedef struct kind_sample {
-  double us, f, b, w, calls; /* the variant's busy time; the copies' work */
+  double delta, f, b, w, calls; /* the copies' extra time; their work */
   bool ok;
 } kind_sample;
+
+static double median(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1], v[j - 1] = t;
+    }
+  return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
+}
 
 static ppcc_status sample_jit_workload(const char *text, const ppcc_calib_jit *jit, sample_set *s, ppcc_diag *d) {
   jit_workload base;
   if (!jit_workload_open(&base, text, jit)) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT calibration workload does not compile");
   const char *kinds[PPCC_CALIB_MAX_OPS];
   kind_sample ks[PPCC_CALIB_MAX_OPS];
-  int n = op_kinds(base.g, kinds, PPCC_CALIB_MAX_OPS);
-  ppcc_status st = jit_workload_run(&base, jit, 2, d) ? PPCC_OK : ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT calibration workload failed");
+  int n = op_kinds(base.g, kinds, PPCC_CALIB_MAX_OPS), nb = 0;
+  double *base_us = malloc(sizeof(double) * (size_t)(n * JIT_ROUNDS + 1)), diff[JIT_ROUNDS], b_us, v_us;
+  ppcc_status st = !base_us ? ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory")
+                   : jit_workload_run(&base, jit, 2, &b_us, d) ? PPCC_OK
+                                                               : ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT calibration workload failed");
   for (int i = 0; i < n && !st; i++) {
     memset(&ks[i], 0, sizeof ks[i]);
     char *variant = with_copies(text, kinds[i]);
@@ -778,8 +793,12 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calib_jit *j
     bool ok = variant && jit_workload_open(&v, variant, jit);
     free(variant);
     if (!ok) continue; /* e.g. an in-place op whose copies the passes refuse: no sample */
-    ok = jit_workload_run(&v, jit, 1, d); /* warm up */
-    for (int r = 0; ok && r < JIT_ROUNDS; r++) ok = jit_workload_run(&base, jit, 1, d) && jit_workload_run(&v, jit, 1, d);
+    ok = jit_workload_run(&v, jit, 1, &v_us, d); /* warm up */
+    int nd = 0;
+    for (int r = 0; ok && r < JIT_ROUNDS; r++) {
+      ok = jit_workload_run(&base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
+      if (ok) base_us[nb++] = b_us, diff[nd++] = v_us - b_us;
+    }
     for (int j = 0; ok && j < base.g->n_ops; j++) {
       const ppcc_op *op = &base.g->ops[j];
       if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1 || strcmp(op->info->name, kinds[i]) != 0)
@@ -788,21 +807,22 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calib_jit *j
       ppcc_predict_op_work(base.g, op, &of, &ob, &ow);
       ks[i].f += of * JIT_COPIES, ks[i].b += ob * JIT_COPIES, ks[i].w += ow * JIT_COPIES, ks[i].calls += JIT_COPIES;
     }
-    ks[i].us = v.best_us;
-    ks[i].ok = ok && ks[i].calls > 0 && v.best_us > base.best_us;
+    ks[i].delta = ok ? median(diff, nd) : 0;
+    ks[i].ok = ok && ks[i].calls > 0 && ks[i].delta > 0;
     jit_workload_close(&v, jit);
   }
-  double sum = 0; /* the kinds' differences, one run of each op */
+  double sum = 0, total = st ? 0 : median(base_us, nb); /* the kinds' differences, one run of each op */
   for (int i = 0; i < n && !st; i++)
-    if (ks[i].ok && ks[i].us > base.best_us) sum += (ks[i].us - base.best_us) / JIT_COPIES;
-  double scale = sum > 0 ? base.best_us / sum : 1;
+    if (ks[i].ok) sum += ks[i].delta / JIT_COPIES;
+  double scale = sum > 0 && total > 0 ? total / sum : 1;
   scale = scale < 0.5 ? 0.5 : scale > 2 ? 2 : scale;
   for (int i = 0; i < n && !st; i++) {
-    if (!ks[i].ok || ks[i].us <= base.best_us) continue;
+    if (!ks[i].ok) continue;
     op_samples *o = samples_for(s, kinds[i]);
-    if (!o || !add_sample_of(o, ks[i].calls, ks[i].f, ks[i].b, ks[i].w, (ks[i].us - base.best_us) * scale))
+    if (!o || !add_sample_of(o, ks[i].calls, ks[i].f, ks[i].b, ks[i].w, ks[i].delta * scale))
       st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
+  free(base_us);
   jit_workload_close(&base, jit);
   return st;
 }
@@ -815,7 +835,7 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
    * does not map and fault in its large buffers again */
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  static const int ffn[][3] = {{2, 64, 128}, {8, 256, 1024}, {32, 128, 512}};
+  static const int ffn[][3] = {{2, 64, 128}, {8, 256, 1024}, {32, 128, 512}}; /* one block each */
   for (int i = 0; !st && i < (int)(sizeof ffn / sizeof *ffn); i++) {
     char *text = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2], 1, 1);
     st = text ? sample_jit_workload(text, jit, &s, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
