@@ -71,8 +71,9 @@
  *   those, no resume_us (the compiled device function does not stop
  *   between ops the way the interpreter's loop does); a row-parallel
  *   contraction whose kernel first cuts a replicated operand to its part
- *   (see the JIT memory model) also pays that cut at the JIT's slice
- *   cost (call_us + ns_per_byte * (the operand's bytes + the part's));
+ *   (see the JIT memory model) also pays that cut: jit_operand_cut, else
+ *   the JIT's slice cost (call_us + ns_per_byte * (the operand's bytes +
+ *   the part's));
  *   otherwise (an older calibration file, an op kind not measured) the
  *   roofline:
  *     t = overhead [+ gemm call cost] + max(flops / rate, bytes / elementwise_bandwidth)
@@ -147,6 +148,10 @@ typedef struct ppcc_calibration {
                                  ("jit_op_costs"; same terms as op_costs, measured on
                                  JIT-compiled workloads, ppcc_calibrate_jit_ops):
                                  what the prediction of a JIT run uses */
+  bool have_jit_cut;          /* jit_cut measured ("jit_operand_cut"; optional) */
+  ppcc_op_cost jit_cut;       /* the JIT's cut of a replicated operand inside a
+                                 row-parallel contraction's kernel: call_us +
+                                 ns_per_byte * (operand + part bytes) */
 } ppcc_calibration;
 
 /* Defaults when uncalibrated: 20 GFLOP/s GEMM, 5 GB/s and 1 GFLOP/s

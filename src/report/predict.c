@@ -122,6 +122,19 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   ppcc_status cst = read_op_costs(root, path, "op_costs", c, ppcc_calibration_set_op_cost, d);
   if (!cst) cst = read_op_costs(root, path, "jit_op_costs", c, ppcc_calibration_set_jit_op_cost, d);
   if (cst) return cst;
+  const cJSON *cut = cJSON_GetObjectItemCaseSensitive(root, "jit_operand_cut");
+  if (cut) {
+    static const char *const parts[2] = {"call_us", "ns_per_byte"};
+    double *dst[2] = {&c->jit_cut.call_us, &c->jit_cut.ns_per_byte};
+    for (int i = 0; i < 2; i++) {
+      const cJSON *x = cJSON_IsObject(cut) ? cJSON_GetObjectItemCaseSensitive(cut, parts[i]) : NULL;
+      if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0 || x->valuedouble > 1e6)
+        return bad_field(path, "jit_operand_cut", "needs call_us and ns_per_byte, numbers in [0, 1e6]", d);
+      *dst[i] = x->valuedouble;
+    }
+    snprintf(c->jit_cut.name, sizeof c->jit_cut.name, "cut");
+    c->have_jit_cut = true;
+  }
   c->calibrated = true;
   return PPCC_OK;
 }
@@ -203,6 +216,9 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
   }
   write_op_costs(f.fp, "op_costs", c->op_costs, c->n_op_costs);
   write_op_costs(f.fp, "jit_op_costs", c->jit_op_costs, c->n_jit_op_costs);
+  if (c->have_jit_cut)
+    fprintf(f.fp, ",\n  \"jit_operand_cut\": {\"call_us\": %.6g, \"ns_per_byte\": %.6g}", c->jit_cut.call_us,
+            c->jit_cut.ns_per_byte);
   fputs("\n}\n", f.fp);
   st = ppcc_outfile_close(&f, d);
   if (st) {
@@ -541,7 +557,7 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
     double f_us = flops * k->ns_per_flop * 1e-3 / (contraction ? gemm_speedup : 1.0);
     double us = k->call_us + f_us + (bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3;
     /* the JIT's kernel first cuts a replicated operand to its part: as the JIT's slice op */
-    const ppcc_op_cost *cut = jit ? ppcc_calibration_jit_op_cost(c, "slice") : NULL;
+    const ppcc_op_cost *cut = !jit ? NULL : c->have_jit_cut ? &c->jit_cut : ppcc_calibration_jit_op_cost(c, "slice");
     double cut_bytes = cut ? jit_slice_bytes(g, op) : 0;
     if (cut_bytes > 0) us += cut->call_us + cut_bytes * cut->ns_per_byte * 1e-3;
     return us * 1e-3;

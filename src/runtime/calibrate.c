@@ -709,7 +709,7 @@ static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_cali
   ppcc_diag_init(&q, NULL, NULL);
   ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
   w->g = ppcc_load_model_string(text, strlen(text), &q);
-  bool ok = w->g && w->g->n_devices == 1 && !ppcc_run_passes(w->g, NULL, NULL, &q);
+  bool ok = w->g && w->g->n_devices <= 2 && !ppcc_run_passes(w->g, NULL, NULL, &q);
   ok = ok && !ppcc_run_data_load(w->g, &ro, &w->data, &q);
   w->loaded = ok;
   ok = ok && !jit->compile(w->g, &w->ctx, &q) && w->ctx;
@@ -717,8 +717,8 @@ static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_cali
   return ok;
 }
 
-/* Runs `forwards` forwards (one kernel thread); *us the fastest busy time
- * of the device; false when a run fails. */
+/* Runs `forwards` forwards (one kernel thread per device); *us the
+ * fastest busy time of the slowest device; false when a run fails. */
 static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int forwards, double *us, ppcc_diag *d) {
   const ppcc_graph *g = w->g;
   int *op_stage = calloc((size_t)g->n_ops + 1, sizeof *op_stage);
@@ -726,14 +726,15 @@ static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int for
   bool ok = op_stage && out;
   *us = INFINITY;
   for (int r = 0; ok && r < forwards; r++) {
-    int64_t peak[1] = {0};
-    double busy[1] = {0};
+    int64_t peak[2] = {0, 0};
+    double busy[2] = {0, 0};
     ppcc_plan_measure m = {.op_stage = op_stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
-    ppcc_exec_options eo = {.threads = 1, .measure = &m};
+    ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
     double elapsed = 0;
     ok = !jit->execute(w->ctx, g, &w->data, &eo, out, &elapsed, d) && m.filled;
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
-    if (ok && busy[0] * 1e3 < *us) *us = busy[0] * 1e3;
+    double slowest = busy[0] > busy[1] ? busy[0] : busy[1];
+    if (ok && slowest * 1e3 < *us) *us = slowest * 1e3;
   }
   free(op_stage);
   free(out);
@@ -827,6 +828,70 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calib_jit *j
   return st;
 }
 
+/* The JIT's cut of a replicated operand (jit_operand_cut): two devices,
+ * x [tokens, h] replicated times w [h, h] split on its rows (a
+ * row-parallel matmul: the kernel first copies x's columns of its part),
+ * then an all_reduce; the difference of its copies less the matmul's own
+ * cost (jit_op_costs) is the cut's, fitted over sizes as an op's. */
+static char *cut_model(int tokens, int h) {
+  char *m = malloc(1024);
+  if (m)
+    snprintf(m, 1024,
+             "{\"ppcc\": 1, \"name\": \"calibrate_cut\", \"devices\": 2, \"params\": [{\"name\": \"w\", \"dtype\": \"f32\", "
+             "\"shape\": [%d, %d], \"shard\": {\"kind\": \"split\", \"dim\": 0, \"count\": 2}, \"devices\": [0, 1]}], "
+             "\"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"shard\": {\"kind\": "
+             "\"replicated\", \"count\": 2}, \"devices\": [0, 1]}], \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], "
+             "\"out\": [\"p\"]}, {\"op\": \"all_reduce\", \"in\": [\"p\"], \"out\": [\"y\"]}], \"outputs\": [\"y\"]}",
+             h, h, tokens, h);
+  return m;
+}
+
+static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
+  static const int sizes[][2] = {{16, 64}, {8, 256}, {64, 256}};
+  const ppcc_op_cost *mm = ppcc_calibration_jit_op_cost(c, "matmul");
+  op_samples o = {.name = "cut"};
+  for (int i = 0; mm && i < (int)(sizeof sizes / sizeof *sizes); i++) {
+    char *text = cut_model(sizes[i][0], sizes[i][1]), *variant = text ? with_copies(text, "matmul") : NULL;
+    jit_workload base, v;
+    bool ok = variant && jit_workload_open(&base, text, jit);
+    if (ok && !jit_workload_open(&v, variant, jit)) {
+      jit_workload_close(&base, jit);
+      ok = false;
+    }
+    free(text);
+    free(variant);
+    if (!ok) continue;
+    double diff[JIT_ROUNDS], b_us, v_us;
+    int nd = 0;
+    ok = jit_workload_run(&base, jit, 1, &b_us, d) && jit_workload_run(&v, jit, 1, &v_us, d);
+    for (int r = 0; ok && r < JIT_ROUNDS; r++) {
+      ok = jit_workload_run(&base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
+      if (ok) diff[nd++] = (v_us - b_us) / JIT_COPIES;
+    }
+    const ppcc_op *op = &base.g->ops[0];
+    double f, b, w, cut_b = 0;
+    ppcc_predict_op_work(base.g, op, &f, &b, &w);
+    for (int k = 0; k < op->n_in; k++) /* the replicated operand and its part */
+      if (base.g->values[op->in[k]].layout.kind == PPCC_LAYOUT_REPLICATED) {
+        int64_t shape[PPCC_MAX_RANK];
+        ppcc_value_shard_shape(&base.g->values[op->in[k]], shape);
+        cut_b += 1.5 * (double)ppcc_num_elements(base.g->values[op->in[k]].rank, shape) * 4;
+      }
+    double own = mm->call_us + (f * mm->ns_per_flop + b * mm->ns_per_byte + w * mm->ns_per_weight_byte) * 1e-3;
+    double t = ok && nd ? median(diff, nd) - own : 0;
+    if (t > 0 && cut_b > 0 && !add_sample_of(&o, 1, 0, cut_b, 0, t)) ok = false;
+    jit_workload_close(&v, jit);
+    jit_workload_close(&base, jit);
+  }
+  ppcc_op_cost k = {{0}, 0, 0, 0, 0};
+  if (o.n > 0 && fit_op(&o, &k)) {
+    c->jit_cut = k;
+    c->have_jit_cut = true;
+    if (log) fprintf(log, "jit cut of a replicated operand %d samples: %.3f us + %.4f ns/byte\n", o.n, k.call_us, k.ns_per_byte);
+  }
+  free(o.f), free(o.b), free(o.w), free(o.t), free(o.calls);
+}
+
 ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads,
                                    const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
   sample_set s = {0};
@@ -851,5 +916,6 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
               s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
   }
   samples_free(&s);
+  if (!st) calibrate_cut(c, jit, log, d);
   return st;
 }
