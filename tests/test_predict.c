@@ -50,6 +50,8 @@ START_TEST(calibration_round_trips_op_costs) {
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jit_linear));
   ck_assert_int_eq(c.n_jit_op_costs, 1);
   ck_assert_int_eq(c.n_op_costs, 2); /* the JIT's table is its own */
+  c.have_jit_cut = true;
+  c.jit_cut.call_us = 2.5, c.jit_cut.ns_per_byte = 0.375;
   c.hop_us = 12.5;
   c.resume_us = 0.75;
   c.n_slowdown = 2;
@@ -80,6 +82,9 @@ START_TEST(calibration_round_trips_op_costs) {
   ck_assert_double_eq(jl->ns_per_byte, 0.125);
   ck_assert_double_eq(jl->ns_per_weight_byte, 0.75);
   ck_assert_ptr_null(ppcc_calibration_jit_op_cost(&back, "rotary"));
+  ck_assert(back.have_jit_cut);
+  ck_assert_double_eq(back.jit_cut.call_us, 2.5);
+  ck_assert_double_eq(back.jit_cut.ns_per_byte, 0.375);
   ck_assert_double_eq(back.hop_us, 12.5);
   ck_assert_double_eq(back.resume_us, 0.75);
   ck_assert_int_eq(back.n_slowdown, 2);
@@ -120,6 +125,7 @@ START_TEST(calibration_old_file_and_bad_fields) {
   ck_assert_int_eq(read_text(BASE "}", &c, &d, &msg), PPCC_OK);
   ck_assert_int_eq(c.n_op_costs, 0);
   ck_assert_int_eq(c.n_jit_op_costs, 0);
+  ck_assert(!c.have_jit_cut);
   ck_assert_int_eq(c.n_slowdown, 0);
   ck_assert_double_eq(c.hop_us, 0);
   free(msg);
@@ -142,6 +148,8 @@ START_TEST(calibration_old_file_and_bad_fields) {
      "jit_op_costs.nosuchop"},
     {", \"jit_op_costs\": {\"linear\": {\"call_us\": 1}}}", "jit_op_costs.linear"},
     {", \"jit_op_costs\": 3}", "jit_op_costs"},
+    {", \"jit_operand_cut\": {\"call_us\": 1}}", "jit_operand_cut"},
+    {", \"jit_operand_cut\": {\"call_us\": 1, \"ns_per_byte\": -2}}", "jit_operand_cut"},
     {", \"hop_us\": \"x\"}", "hop_us"},
     {", \"resume_us\": -2}", "resume_us"},
     {", \"concurrent_slowdown\": [1, 2]}", "concurrent_slowdown"}, /* another length than gemm_gflops */
@@ -232,6 +240,47 @@ START_TEST(op_cost_changes_prediction) {
 }
 END_TEST
 
+/* A row-parallel matmul on 2 devices: x replicated, w split on its rows,
+ * so each device's kernel (JIT) first cuts x to its columns. */
+START_TEST(jit_cut_of_replicated_operand) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *g = t_model(2, "{'name': 'w', 'dtype': 'f32', 'shape': [32, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}, 'devices': [0, 1]}",
+                          "{'name': 'x', 'dtype': 'f32', 'shape': [4, 32], 'shard': {'kind': 'replicated', 'count': 2}, 'devices': [0, 1]}",
+                          "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, {'op': 'all_reduce', 'in': ['p'], 'out': ['y']}",
+                          "'y'", &d);
+  ck_assert_ptr_nonnull(g);
+  ppcc_calibration c = hand_calibration(2);
+  ppcc_op_cost k = {"matmul", 3, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &k));
+  ppcc_prediction plain = predict(g, &c, 1, 2, true);
+  /* the cut: x's 512 bytes read, its 256-byte half written */
+  c.have_jit_cut = true;
+  c.jit_cut.call_us = 5, c.jit_cut.ns_per_byte = 1;
+  ppcc_prediction cut = predict(g, &c, 1, 2, true);
+  ck_assert_double_eq_tol(cut.stages[0].time_ms - plain.stages[0].time_ms, (5 + 768 * 1e-3) * 1e-3, 1e-12);
+  /* without jit_operand_cut: the JIT's slice cost */
+  c.have_jit_cut = false;
+  ppcc_op_cost slice = {"slice", 7, 0, 2, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &slice));
+  ppcc_prediction sliced = predict(g, &c, 1, 2, true);
+  ck_assert_double_eq_tol(sliced.stages[0].time_ms - plain.stages[0].time_ms, (7 + 768 * 2e-3) * 1e-3, 1e-12);
+  /* the interpreter cuts nothing inside its kernel: no such cost */
+  c.have_jit_cut = true;
+  ppcc_prediction interp = predict(g, &c, 1, 2, false);
+  ppcc_calibration no_cut = c;
+  no_cut.have_jit_cut = false, no_cut.n_jit_op_costs = 0;
+  ppcc_prediction interp_plain = predict(g, &no_cut, 1, 2, false);
+  ck_assert_double_eq_tol(interp.stages[0].time_ms, interp_plain.stages[0].time_ms, 1e-15);
+  ppcc_prediction_free(&plain);
+  ppcc_prediction_free(&cut);
+  ppcc_prediction_free(&sliced);
+  ppcc_prediction_free(&interp);
+  ppcc_prediction_free(&interp_plain);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 /* 4 stages of one matmul each (devices 0..3), transfers between them. */
 static ppcc_graph *four_stages(void) {
   ppcc_diag d;
@@ -307,6 +356,7 @@ int main(void) {
   tcase_add_test(tc, calibration_round_trips_op_costs);
   tcase_add_test(tc, calibration_old_file_and_bad_fields);
   tcase_add_test(tc, op_cost_changes_prediction);
+  tcase_add_test(tc, jit_cut_of_replicated_operand);
   tcase_add_test(tc, pipeline_shares_cores);
   return t_run_suite(s);
 }
