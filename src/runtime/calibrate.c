@@ -847,7 +847,8 @@ static char *cut_model(int tokens, int h) {
 }
 
 static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
-  static const int sizes[][2] = {{16, 64}, {8, 256}, {64, 256}};
+  static const int sizes[][2] = {{8, 64}, {16, 64}, {8, 256}, {64, 256}};
+  enum { ROUNDS = 3 * JIT_ROUNDS }; /* small models: more rounds, a steadier median */
   const ppcc_op_cost *mm = ppcc_calibration_jit_op_cost(c, "matmul");
   op_samples o = {.name = "cut"};
   for (int i = 0; mm && i < (int)(sizeof sizes / sizeof *sizes); i++) {
@@ -861,10 +862,10 @@ static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *
     free(text);
     free(variant);
     if (!ok) continue;
-    double diff[JIT_ROUNDS], b_us, v_us;
+    double diff[ROUNDS], b_us, v_us;
     int nd = 0;
     ok = jit_workload_run(&base, jit, 1, &b_us, d) && jit_workload_run(&v, jit, 1, &v_us, d);
-    for (int r = 0; ok && r < JIT_ROUNDS; r++) {
+    for (int r = 0; ok && r < ROUNDS; r++) {
       ok = jit_workload_run(&base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
       if (ok) diff[nd++] = (v_us - b_us) / JIT_COPIES;
     }
