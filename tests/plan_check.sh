@@ -157,7 +157,15 @@ ops = c['op_costs']
 for op in ('linear', 'matmul', 'rotary', 'attention', 'silu', 'gelu', 'rms_norm', 'layer_norm', 'softmax', 'embedding'):
     k = ops[op]
     assert set(k) == {'call_us', 'ns_per_flop', 'ns_per_byte', 'ns_per_weight_byte'} and min(k.values()) >= 0 and max(k.values()) > 0, (op, k)
-" "$tmp/calib.json" || fail "calibration file"
+# with the JIT: its own per-op costs (jit_op_costs) for the same op set
+if sys.argv[2] == 'true':
+    jit = c['jit_op_costs']
+    for op in ('linear', 'matmul', 'rotary', 'attention', 'silu', 'gelu', 'rms_norm', 'layer_norm', 'softmax'):
+        k = jit[op]
+        assert set(k) == {'call_us', 'ns_per_flop', 'ns_per_byte', 'ns_per_weight_byte'} and min(k.values()) >= 0 and max(k.values()) > 0, ('jit', op, k)
+else:
+    assert 'jit_op_costs' not in c
+" "$tmp/calib.json" "$have_jit" || fail "calibration file"
 out=$("$ppcc" report "$tmp/pipe.json" --calibration "$tmp/calib.json")
 grep -q "prediction (1 microbatch, calibrated)" <<<"$out" || fail "report --calibration does not say calibrated"
 out=$("$ppcc" report "$tmp/pipe.json")

@@ -46,6 +46,12 @@ START_TEST(calibration_round_trips_op_costs) {
   linear.call_us = 0.5; /* setting an op again replaces it */
   ck_assert(ppcc_calibration_set_op_cost(&c, &linear));
   ck_assert_int_eq(c.n_op_costs, 2);
+  ppcc_op_cost jit_linear = {"linear", 1.5, 0.25, 0.125, 0.75};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jit_linear));
+  ck_assert_int_eq(c.n_jit_op_costs, 1);
+  ck_assert_int_eq(c.n_op_costs, 2); /* the JIT's table is its own */
+  c.have_jit_cut = true;
+  c.jit_cut.call_us = 2.5, c.jit_cut.ns_per_byte = 0.375;
   c.hop_us = 12.5;
   c.resume_us = 0.75;
   c.n_slowdown = 2;
@@ -68,6 +74,17 @@ START_TEST(calibration_round_trips_op_costs) {
   ck_assert_double_eq(l->ns_per_byte, 0.0625);
   ck_assert_double_eq(l->ns_per_weight_byte, 0.5);
   ck_assert_ptr_null(ppcc_calibration_op_cost(&back, "gelu"));
+  ck_assert_int_eq(back.n_jit_op_costs, 1);
+  const ppcc_op_cost *jl = ppcc_calibration_jit_op_cost(&back, "linear");
+  ck_assert_ptr_nonnull(jl);
+  ck_assert_double_eq(jl->call_us, 1.5);
+  ck_assert_double_eq(jl->ns_per_flop, 0.25);
+  ck_assert_double_eq(jl->ns_per_byte, 0.125);
+  ck_assert_double_eq(jl->ns_per_weight_byte, 0.75);
+  ck_assert_ptr_null(ppcc_calibration_jit_op_cost(&back, "rotary"));
+  ck_assert(back.have_jit_cut);
+  ck_assert_double_eq(back.jit_cut.call_us, 2.5);
+  ck_assert_double_eq(back.jit_cut.ns_per_byte, 0.375);
   ck_assert_double_eq(back.hop_us, 12.5);
   ck_assert_double_eq(back.resume_us, 0.75);
   ck_assert_int_eq(back.n_slowdown, 2);
@@ -107,6 +124,8 @@ START_TEST(calibration_old_file_and_bad_fields) {
   /* a file of ppcc calibrate before per-op costs: the roofline for every op */
   ck_assert_int_eq(read_text(BASE "}", &c, &d, &msg), PPCC_OK);
   ck_assert_int_eq(c.n_op_costs, 0);
+  ck_assert_int_eq(c.n_jit_op_costs, 0);
+  ck_assert(!c.have_jit_cut);
   ck_assert_int_eq(c.n_slowdown, 0);
   ck_assert_double_eq(c.hop_us, 0);
   free(msg);
@@ -125,6 +144,12 @@ START_TEST(calibration_old_file_and_bad_fields) {
     {", \"op_costs\": {\"rotary\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, \"ns_per_weight_byte\": -1}}}",
      "op_costs.rotary"},
     {", \"op_costs\": [1]}", "op_costs"},
+    {", \"jit_op_costs\": {\"nosuchop\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
+     "jit_op_costs.nosuchop"},
+    {", \"jit_op_costs\": {\"linear\": {\"call_us\": 1}}}", "jit_op_costs.linear"},
+    {", \"jit_op_costs\": 3}", "jit_op_costs"},
+    {", \"jit_operand_cut\": {\"call_us\": 1}}", "jit_operand_cut"},
+    {", \"jit_operand_cut\": {\"call_us\": 1, \"ns_per_byte\": -2}}", "jit_operand_cut"},
     {", \"hop_us\": \"x\"}", "hop_us"},
     {", \"resume_us\": -2}", "resume_us"},
     {", \"concurrent_slowdown\": [1, 2]}", "concurrent_slowdown"}, /* another length than gemm_gflops */
@@ -188,10 +213,70 @@ START_TEST(op_cost_changes_prediction) {
   /* the JIT's compiled kernels are not the interpreter's: the roofline */
   ppcc_prediction jit = predict(g, &c, 1, 1, true);
   ck_assert_double_eq_tol(jit.stages[0].time_ms, expect_roof, 1e-12);
+  /* ... until the file has the JIT's own costs: then those, without
+   * resume_us; the interpreter's prediction ignores them */
+  ppcc_op_cost jk = {"matmul", 3000, 0.5, 0.25, 2};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
+  ppcc_prediction jit_costed = predict(g, &c, 1, 1, true);
+  double expect_jit = (3000 + flops * 0.5e-3 + bytes * 0.25e-3 + weights * 2e-3) * 1e-3;
+  ck_assert_double_eq_tol(jit_costed.stages[0].time_ms, expect_jit, 1e-12);
+  ck_assert_double_eq_tol(jit_costed.wall_ms, expect_jit, 1e-12);
+  ppcc_prediction interp = predict(g, &c, 1, 1, false);
+  ck_assert_double_eq_tol(interp.stages[0].time_ms, expect + 0.25, 1e-12);
+  /* an op kind the JIT table lacks (here: all of them) keeps the roofline */
+  c.n_jit_op_costs = 0;
+  ppcc_op_cost other = {"gelu", 3000, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &other));
+  ppcc_prediction jit_other = predict(g, &c, 1, 1, true);
+  ck_assert_double_eq_tol(jit_other.stages[0].time_ms, expect_roof, 1e-12);
+  ppcc_prediction_free(&jit_costed);
+  ppcc_prediction_free(&interp);
+  ppcc_prediction_free(&jit_other);
   ppcc_prediction_free(&roof);
   ppcc_prediction_free(&costed);
   ppcc_prediction_free(&resumed);
   ppcc_prediction_free(&jit);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+/* A row-parallel matmul on 2 devices: x replicated, w split on its rows,
+ * so each device's kernel (JIT) first cuts x to its columns. */
+START_TEST(jit_cut_of_replicated_operand) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *g = t_model(2, "{'name': 'w', 'dtype': 'f32', 'shape': [32, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}, 'devices': [0, 1]}",
+                          "{'name': 'x', 'dtype': 'f32', 'shape': [4, 32], 'shard': {'kind': 'replicated', 'count': 2}, 'devices': [0, 1]}",
+                          "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, {'op': 'all_reduce', 'in': ['p'], 'out': ['y']}",
+                          "'y'", &d);
+  ck_assert_ptr_nonnull(g);
+  ppcc_calibration c = hand_calibration(2);
+  ppcc_op_cost k = {"matmul", 3, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &k));
+  ppcc_prediction plain = predict(g, &c, 1, 2, true);
+  /* the cut: x's 512 bytes read, its 256-byte half written */
+  c.have_jit_cut = true;
+  c.jit_cut.call_us = 5, c.jit_cut.ns_per_byte = 1;
+  ppcc_prediction cut = predict(g, &c, 1, 2, true);
+  ck_assert_double_eq_tol(cut.stages[0].time_ms - plain.stages[0].time_ms, (5 + 768 * 1e-3) * 1e-3, 1e-12);
+  /* without jit_operand_cut: the JIT's slice cost */
+  c.have_jit_cut = false;
+  ppcc_op_cost slice = {"slice", 7, 0, 2, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &slice));
+  ppcc_prediction sliced = predict(g, &c, 1, 2, true);
+  ck_assert_double_eq_tol(sliced.stages[0].time_ms - plain.stages[0].time_ms, (7 + 768 * 2e-3) * 1e-3, 1e-12);
+  /* the interpreter cuts nothing inside its kernel: no such cost */
+  c.have_jit_cut = true;
+  ppcc_prediction interp = predict(g, &c, 1, 2, false);
+  ppcc_calibration no_cut = c;
+  no_cut.have_jit_cut = false, no_cut.n_jit_op_costs = 0;
+  ppcc_prediction interp_plain = predict(g, &no_cut, 1, 2, false);
+  ck_assert_double_eq_tol(interp.stages[0].time_ms, interp_plain.stages[0].time_ms, 1e-15);
+  ppcc_prediction_free(&plain);
+  ppcc_prediction_free(&cut);
+  ppcc_prediction_free(&sliced);
+  ppcc_prediction_free(&interp);
+  ppcc_prediction_free(&interp_plain);
   ppcc_graph_free(g);
 }
 END_TEST
@@ -271,6 +356,7 @@ int main(void) {
   tcase_add_test(tc, calibration_round_trips_op_costs);
   tcase_add_test(tc, calibration_old_file_and_bad_fields);
   tcase_add_test(tc, op_cost_changes_prediction);
+  tcase_add_test(tc, jit_cut_of_replicated_operand);
   tcase_add_test(tc, pipeline_shares_cores);
   return t_run_suite(s);
 }

@@ -66,8 +66,16 @@
  *   an op that runs right after its device waited (its first op of a
  *   pipeline segment and microbatch, the first after a collective it
  *   takes part in or a transfer it receives);
- *   otherwise (the JIT, an older calibration file, an op kind not
- *   measured) the roofline:
+ *   the JIT, when the file has the op kind's jit_op_costs (measured by
+ *   `ppcc calibrate` on JIT-compiled workloads): the same formula with
+ *   those, no resume_us (the compiled device function does not stop
+ *   between ops the way the interpreter's loop does); a row-parallel
+ *   contraction whose kernel first cuts a replicated operand to its part
+ *   (see the JIT memory model) also pays that cut: jit_operand_cut, else
+ *   the JIT's slice cost (call_us + ns_per_byte * (the operand's bytes +
+ *   the part's));
+ *   otherwise (an older calibration file, an op kind not measured) the
+ *   roofline:
  *     t = overhead [+ gemm call cost] + max(flops / rate, bytes / elementwise_bandwidth)
  *   where rate is the GEMM FLOP/s for contractions, else the elementwise
  *   FLOP/s, with the thread count each device gets (cores / devices, as
@@ -81,7 +89,8 @@
  * i - 1, stage k - 1 handed i over (hop_us later) and cores are free for
  * its devices (a stage with more devices than cores runs at cores /
  * devices), and while t devices compute at once each is
- * concurrent_slowdown[t-1] times slower (interpreter). A stage's
+ * concurrent_slowdown[t-1] times slower (interpreter; the JIT with its
+ * per-op costs). A stage's
  * predicted time is the wall time it computes (what --check-plan
  * measures: compute spans); transfers and collectives are not busy time.
  * Predicted wall = the simulated run; bubble = 1 - sum_s T_s / (p wall).
@@ -134,6 +143,15 @@ typedef struct ppcc_calibration {
                                  after its device waited (program start, a
                                  receive, a collective): caches gone cold;
                                  0: not measured */
+  int n_jit_op_costs;         /* 0: none (an older file, or a ppcc without the JIT) */
+  ppcc_op_cost jit_op_costs[PPCC_CALIB_MAX_OPS]; /* the JIT's costs per op kind
+                                 ("jit_op_costs"; same terms as op_costs, measured on
+                                 JIT-compiled workloads, ppcc_calibrate_jit_ops):
+                                 what the prediction of a JIT run uses */
+  bool have_jit_cut;          /* jit_cut measured ("jit_operand_cut"; optional) */
+  ppcc_op_cost jit_cut;       /* the JIT's cut of a replicated operand inside a
+                                 row-parallel contraction's kernel: call_us +
+                                 ns_per_byte * (operand + part bytes) */
 } ppcc_calibration;
 
 /* Defaults when uncalibrated: 20 GFLOP/s GEMM, 5 GB/s and 1 GFLOP/s
@@ -150,6 +168,9 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
 const ppcc_op_cost *ppcc_calibration_op_cost(const ppcc_calibration *c, const char *name);
 /* Sets (adds or replaces) the cost of op kind c->name; false when full. */
 bool ppcc_calibration_set_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost);
+/* The same for the JIT's costs (jit_op_costs). */
+const ppcc_op_cost *ppcc_calibration_jit_op_cost(const ppcc_calibration *c, const char *name);
+bool ppcc_calibration_set_jit_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost);
 /* What the time model charges a compute op for one result shard: its
  * op-table FLOPs (rep_op_flops_per_shard), the bytes of its non-param
  * operand shards and first result shard, and of its param operand shards

@@ -244,6 +244,24 @@ ppcc_status ppcc_calibrate(struct ppcc_calibration *c, int max_threads, FILE *lo
 ppcc_status ppcc_calibrate_ops(struct ppcc_calibration *c, const char *const *workloads, int n_workloads, FILE *log,
                                ppcc_diag *d);
 
+/* The JIT as ppcc_calibrate_jit_ops uses it (the driver's, which loads the
+ * MLIR backend): compile a graph (after all passes) into *ctx, run it as
+ * ppcc_run_options.execute does, release *ctx. */
+typedef struct ppcc_calib_jit {
+  ppcc_status (*compile)(const ppcc_graph *g, void **ctx, ppcc_diag *d);
+  ppcc_status (*execute)(void *ctx, const ppcc_graph *g, const struct ppcc_run_data *data,
+                         const struct ppcc_exec_options *opts, struct ppcc_host_tensor *outputs, double *elapsed_ms,
+                         ppcc_diag *d);
+  void (*release)(void *ctx);
+} ppcc_calib_jit;
+/* Adds the JIT's per-op costs (ppcc_calibration.jit_op_costs): for each
+ * workload model text (one device) and each compute op kind in it, the
+ * model with every op of that kind run 1 + copies times (the copies read
+ * their own copies of the params) is JIT-compiled and its device busy time
+ * compared with the workload's (see calibrate.c). */
+ppcc_status ppcc_calibrate_jit_ops(struct ppcc_calibration *c, const char *const *workloads, int n_workloads,
+                                   const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d);
+
 /* Runs the graph (after all passes) on its devices, writes outputs, and
  * with check compares against the reference executor. */
 ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *opts, ppcc_diag *d);

@@ -9,6 +9,9 @@
 #include "import_cli.h"
 #include "ppcc/runtime.h"
 #endif
+#ifdef PPCC_HAVE_JIT
+#include "ppcc/jit.h"
+#endif
 
 void cli_help_calibrate(FILE *out) {
   fputs("Usage: ppcc calibrate [-o CALIB.json] [--threads N]\n"
@@ -21,8 +24,10 @@ void cli_help_calibrate(FILE *out) {
         "interpreter on generated Llama and FFN workloads: each op kind's cost\n"
         "(op_costs: us per call + ns per FLOP, per byte and per weight byte), a\n"
         "hand-over between devices, an op after its device waited, and the\n"
-        "slowdown of devices computing at once. Best (or median) of several runs\n"
-        "each; takes a few seconds. Calibrate on the machine, and with the\n"
+        "slowdown of devices computing at once; with the JIT, each op kind's cost\n"
+        "on JIT-compiled workloads (jit_op_costs) and the cut of a replicated\n"
+        "operand in a row-parallel kernel (jit_operand_cut). Best (or median) of\n"
+        "several runs each; takes about 30 s. Calibrate on the machine, and with the\n"
         "--threads, of the runs.\n"
         "\n"
         "Options:\n"
@@ -32,6 +37,30 @@ void cli_help_calibrate(FILE *out) {
         "  -h, --help     show this help\n",
         out);
 }
+
+#ifdef PPCC_HAVE_JIT
+static ppcc_status jit_compile(const ppcc_graph *g, void **ctx, ppcc_diag *d) {
+  ppcc_jit *jit = NULL;
+  ppcc_jit_stats t;
+  ppcc_status st = cli_jit_compile(g, NULL, &jit, &t, d);
+  *ctx = jit;
+  return st;
+}
+
+static void jit_release(void *ctx) { cli_jit_free(ctx); }
+
+/* The JIT workloads' attention in the form of the generated (gen_llama)
+ * and shipped models: causal by index, without the importer's positions
+ * operand (that form's JIT kernel costs several times more at 64 tokens;
+ * one cost per op kind cannot hold both, see the README's note). */
+static void drop_attention_positions(char *text) {
+  static const char from[] = ".v_t\", \"positions\"]", to[] = ".v_t\"]";
+  for (char *at = strstr(text, from); at; at = strstr(at, from)) {
+    memcpy(at, to, sizeof to - 1);
+    memmove(at + sizeof to - 1, at + sizeof from - 1, strlen(at + sizeof from - 1) + 1);
+  }
+}
+#endif
 
 #ifdef PPCC_HAVE_RUNTIME
 /* The Llama workloads of the per-op costs: the importers' graph builder
@@ -54,6 +83,27 @@ static ppcc_status calibrate_ops(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
     else if (!(texts[i] = llama_graph_json(&s, NULL))) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
   if (!st) st = ppcc_calibrate_ops(c, (const char *const *)texts, N, log, d);
+#ifdef PPCC_HAVE_JIT
+  /* the JIT's costs: one-layer Llamas of both sizes, prefills of 4 to 64
+   * tokens (each op kind of each costs a compile: calibrate stays within
+   * seconds) */
+  static const long jseq[] = {8, 4, 16, 64}, jhidden[] = {64, 256, 256, 256};
+  enum { NJ = sizeof jseq / sizeof *jseq };
+  char *jit_texts[NJ] = {0};
+  for (int i = 0; i < NJ && !st; i++) {
+    llama_spec s = {.layers = 1, .hidden = jhidden[i], .heads = 4, .kv_heads = 2, .head_dim = jhidden[i] / 4,
+                    .ffn = 2 * jhidden[i], .vocab = 512, .eps = 1e-5, .theta = 10000, .rope_factor = 1, .rope_low = 1,
+                    .rope_high = 4, .naming = LLAMA_NAMES_GGUF, .seq = jseq[i], .batch = 1, .cache = jseq[i], .tp = 1,
+                    .pp = 1, .dtype = "f32", .name = "calibrate_llama"};
+    const char *problem = llama_spec_error(&s);
+    if (problem) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload: %s", problem);
+    else if (!(jit_texts[i] = llama_graph_json(&s, NULL))) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    else drop_attention_positions(jit_texts[i]);
+  }
+  ppcc_calib_jit jit = {.compile = jit_compile, .execute = cli_jit_execute, .release = jit_release};
+  if (!st) st = ppcc_calibrate_jit_ops(c, (const char *const *)jit_texts, NJ, &jit, log, d);
+  for (int i = 0; i < NJ; i++) free(jit_texts[i]);
+#endif
   for (int i = 0; i < N; i++) free(texts[i]);
   return st;
 }

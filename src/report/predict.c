@@ -51,6 +51,33 @@ static ppcc_status read_rates(const cJSON *root, const char *path, const char *f
   return PPCC_OK;
 }
 
+/* The optional per-op costs object `field` (op name: {call_us, ns_per_flop,
+ * ns_per_byte[, ns_per_weight_byte]}), each entry stored by set. */
+static ppcc_status read_op_costs(const cJSON *root, const char *path, const char *field, ppcc_calibration *c,
+                                 bool (*set)(ppcc_calibration *, const ppcc_op_cost *), ppcc_diag *d) {
+  const cJSON *costs = cJSON_GetObjectItemCaseSensitive(root, field);
+  if (costs && !cJSON_IsObject(costs)) return bad_field(path, field, "is not an object (op name: its cost)", d);
+  for (const cJSON *e = costs ? costs->child : NULL; e; e = e->next) {
+    ppcc_op_cost k = {{0}, 0, 0, 0, 0};
+    char name[96];
+    snprintf(name, sizeof name, "%s.%.40s", field, e->string);
+    if (!ppcc_op_lookup(e->string) || strlen(e->string) >= sizeof k.name)
+      return bad_field(path, name, "names no op of the op table", d);
+    snprintf(k.name, sizeof k.name, "%s", e->string);
+    static const char *const parts[4] = {"call_us", "ns_per_flop", "ns_per_byte", "ns_per_weight_byte"};
+    double *dst[4] = {&k.call_us, &k.ns_per_flop, &k.ns_per_byte, &k.ns_per_weight_byte};
+    for (int i = 0; i < 4; i++) {
+      const cJSON *x = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, parts[i]) : NULL;
+      if (i == 3 && cJSON_IsObject(e) && !x) continue; /* optional: 0 */
+      if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0 || x->valuedouble > 1e6)
+        return bad_field(path, name, "needs call_us, ns_per_flop and ns_per_byte (and optional ns_per_weight_byte), numbers in [0, 1e6]", d);
+      *dst[i] = x->valuedouble;
+    }
+    if (!set(c, &k)) return bad_field(path, field, "has more than 64 ops", d);
+  }
+  return PPCC_OK;
+}
+
 static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_calibration *c, ppcc_diag *d) {
   if (!cJSON_IsObject(root)) return ppcc_error(d, "%s: a calibration file is a JSON object", path);
   const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "ppcc_calibration");
@@ -92,25 +119,21 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
     if (sst) return sst;
     c->n_slowdown = ns;
   }
-  const cJSON *costs = cJSON_GetObjectItemCaseSensitive(root, "op_costs");
-  if (costs && !cJSON_IsObject(costs)) return bad_field(path, "op_costs", "is not an object (op name: its cost)", d);
-  for (const cJSON *e = costs ? costs->child : NULL; e; e = e->next) {
-    ppcc_op_cost k = {{0}, 0, 0, 0, 0};
-    char field[96];
-    snprintf(field, sizeof field, "op_costs.%.40s", e->string);
-    if (!ppcc_op_lookup(e->string) || strlen(e->string) >= sizeof k.name)
-      return bad_field(path, field, "names no op of the op table", d);
-    snprintf(k.name, sizeof k.name, "%s", e->string);
-    static const char *const parts[4] = {"call_us", "ns_per_flop", "ns_per_byte", "ns_per_weight_byte"};
-    double *dst[4] = {&k.call_us, &k.ns_per_flop, &k.ns_per_byte, &k.ns_per_weight_byte};
-    for (int i = 0; i < 4; i++) {
-      const cJSON *x = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, parts[i]) : NULL;
-      if (i == 3 && cJSON_IsObject(e) && !x) continue; /* optional: 0 */
+  ppcc_status cst = read_op_costs(root, path, "op_costs", c, ppcc_calibration_set_op_cost, d);
+  if (!cst) cst = read_op_costs(root, path, "jit_op_costs", c, ppcc_calibration_set_jit_op_cost, d);
+  if (cst) return cst;
+  const cJSON *cut = cJSON_GetObjectItemCaseSensitive(root, "jit_operand_cut");
+  if (cut) {
+    static const char *const parts[2] = {"call_us", "ns_per_byte"};
+    double *dst[2] = {&c->jit_cut.call_us, &c->jit_cut.ns_per_byte};
+    for (int i = 0; i < 2; i++) {
+      const cJSON *x = cJSON_IsObject(cut) ? cJSON_GetObjectItemCaseSensitive(cut, parts[i]) : NULL;
       if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0 || x->valuedouble > 1e6)
-        return bad_field(path, field, "needs call_us, ns_per_flop and ns_per_byte (and optional ns_per_weight_byte), numbers in [0, 1e6]", d);
+        return bad_field(path, "jit_operand_cut", "needs call_us and ns_per_byte, numbers in [0, 1e6]", d);
       *dst[i] = x->valuedouble;
     }
-    if (!ppcc_calibration_set_op_cost(c, &k)) return bad_field(path, "op_costs", "has more than 64 ops", d);
+    snprintf(c->jit_cut.name, sizeof c->jit_cut.name, "cut");
+    c->have_jit_cut = true;
   }
   c->calibrated = true;
   return PPCC_OK;
@@ -126,6 +149,20 @@ bool ppcc_calibration_set_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost)
   ppcc_op_cost *slot = (ppcc_op_cost *)ppcc_calibration_op_cost(c, cost->name);
   if (!slot && c->n_op_costs >= PPCC_CALIB_MAX_OPS) return false;
   if (!slot) slot = &c->op_costs[c->n_op_costs++];
+  *slot = *cost;
+  return true;
+}
+
+const ppcc_op_cost *ppcc_calibration_jit_op_cost(const ppcc_calibration *c, const char *name) {
+  for (int i = 0; c && i < c->n_jit_op_costs; i++)
+    if (strcmp(c->jit_op_costs[i].name, name) == 0) return &c->jit_op_costs[i];
+  return NULL;
+}
+
+bool ppcc_calibration_set_jit_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost) {
+  ppcc_op_cost *slot = (ppcc_op_cost *)ppcc_calibration_jit_op_cost(c, cost->name);
+  if (!slot && c->n_jit_op_costs >= PPCC_CALIB_MAX_OPS) return false;
+  if (!slot) slot = &c->jit_op_costs[c->n_jit_op_costs++];
   *slot = *cost;
   return true;
 }
@@ -149,6 +186,16 @@ static void write_rates(FILE *f, const char *field, const double *v, int n) {
   fputs("],\n", f);
 }
 
+static void write_op_costs(FILE *f, const char *field, const ppcc_op_cost *costs, int n) {
+  if (n <= 0) return;
+  fprintf(f, ",\n  \"%s\": {", field);
+  for (int i = 0; i < n; i++)
+    fprintf(f, "%s\n    \"%s\": {\"call_us\": %.6g, \"ns_per_flop\": %.6g, \"ns_per_byte\": %.6g, \"ns_per_weight_byte\": %.6g}",
+            i ? "," : "", costs[i].name, costs[i].call_us, costs[i].ns_per_flop, costs[i].ns_per_byte,
+            costs[i].ns_per_weight_byte);
+  fputs("\n  }", f);
+}
+
 ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, ppcc_diag *d) {
   ppcc_outfile f;
   ppcc_status st = ppcc_outfile_open(&f, path, d);
@@ -167,16 +214,11 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
     for (int i = 0; i < c->n_slowdown; i++) fprintf(f.fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
     fputc(']', f.fp);
   }
-  if (c->n_op_costs > 0) {
-    fputs(",\n  \"op_costs\": {", f.fp);
-    for (int i = 0; i < c->n_op_costs; i++) {
-      const ppcc_op_cost *k = &c->op_costs[i];
-      fprintf(f.fp,
-              "%s\n    \"%s\": {\"call_us\": %.6g, \"ns_per_flop\": %.6g, \"ns_per_byte\": %.6g, \"ns_per_weight_byte\": %.6g}",
-              i ? "," : "", k->name, k->call_us, k->ns_per_flop, k->ns_per_byte, k->ns_per_weight_byte);
-    }
-    fputs("\n  }", f.fp);
-  }
+  write_op_costs(f.fp, "op_costs", c->op_costs, c->n_op_costs);
+  write_op_costs(f.fp, "jit_op_costs", c->jit_op_costs, c->n_jit_op_costs);
+  if (c->have_jit_cut)
+    fprintf(f.fp, ",\n  \"jit_operand_cut\": {\"call_us\": %.6g, \"ns_per_byte\": %.6g}", c->jit_cut.call_us,
+            c->jit_cut.ns_per_byte);
   fputs("\n}\n", f.fp);
   st = ppcc_outfile_close(&f, d);
   if (st) {
@@ -464,6 +506,21 @@ void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops,
   *weight_bytes = w;
 }
 
+/* JIT: the bytes a row-parallel contraction's kernel reads to cut a
+ * replicated operand to its shard's part (jit_slice_scratch), and writes:
+ * what a slice op of that operand moves (0: none). */
+static double jit_slice_bytes(const ppcc_graph *g, const ppcc_op *op) {
+  if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_in < 2 || op->n_out < 1) return 0;
+  if (g->values[op->out[0]].layout.kind != PPCC_LAYOUT_UNREDUCED) return 0;
+  double bytes = 0;
+  for (int k = 0; k < 2; k++) {
+    const ppcc_value *x = &g->values[op->in[k]], *other = &g->values[op->in[1 - k]];
+    if (x->layout.kind == PPCC_LAYOUT_REPLICATED && other->layout.kind == PPCC_LAYOUT_SPLIT && other->layout.count > 0)
+      bytes += (double)rep_shard_bytes(x) * (1 + 1.0 / other->layout.count);
+  }
+  return bytes;
+}
+
 /* CPU time of one microbatch's shard of compute op j on one device, in
  * ms, as if the device had a core to itself (sharing is simulate_pipeline's).
  * threads: the kernel threads a device gets; streams: devices of the
@@ -473,7 +530,7 @@ void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops,
  * element) sped up as the sgemm rate with `threads` threads; else the
  * roofline. */
 static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries, int m, const ppcc_calibration *c,
-                    int threads, int streams, bool use_costs, double *flops_out, double *bytes_out) {
+                    int threads, int streams, bool use_costs, bool jit, double *flops_out, double *bytes_out) {
   bool c_op = false;
   for (int k = 0; k < op->n_in; k++) c_op = c_op || carries[op->in[k]];
   double flops, bytes, weights;
@@ -493,10 +550,17 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
   double total = op->info && op->info->flops ? op->info->flops(g, op) : 0; /* the unsharded op's */
   bool contraction = elems > 0 && total > 16.0 * (double)elems;
   double gemm_speedup = rate_for(c->gemm_gflops, c->n_threads, threads) / c->gemm_gflops[0];
-  const ppcc_op_cost *k = use_costs && op->info ? ppcc_calibration_op_cost(c, op->info->name) : NULL;
+  const ppcc_op_cost *k = !use_costs || !op->info ? NULL
+                          : jit ? ppcc_calibration_jit_op_cost(c, op->info->name)
+                                : ppcc_calibration_op_cost(c, op->info->name);
   if (k) {
     double f_us = flops * k->ns_per_flop * 1e-3 / (contraction ? gemm_speedup : 1.0);
-    return (k->call_us + f_us + (bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3) * 1e-3;
+    double us = k->call_us + f_us + (bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3;
+    /* the JIT's kernel first cuts a replicated operand to its part: as the JIT's slice op */
+    const ppcc_op_cost *cut = !jit ? NULL : c->have_jit_cut ? &c->jit_cut : ppcc_calibration_jit_op_cost(c, "slice");
+    double cut_bytes = cut ? jit_slice_bytes(g, op) : 0;
+    if (cut_bytes > 0) us += cut->call_us + cut_bytes * cut->ns_per_byte * 1e-3;
+    return us * 1e-3;
   }
   int at = (streams < c->n_threads ? streams : c->n_threads) - 1;
   double rate = contraction ? rate_for(c->gemm_gflops, c->n_threads, threads) * 1e9 : c->elementwise_gflops[at] * 1e9;
@@ -633,7 +697,9 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   /* uncalibrated and no thread count: a core per device (no sharing) */
   int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : nd > 0 ? nd : 1;
   int threads = ppcc_kernel_threads_per_device(cores, rep_concurrent_devices(g, st, m)); /* the runtime's share */
-  bool use_costs = !(o && o->jit); /* per-op costs are the interpreter's kernels */
+  bool jit = o && o->jit;
+  /* per-op costs: the interpreter's (op_costs) or the JIT's (jit_op_costs) */
+  bool use_costs = jit ? c->n_jit_op_costs > 0 : true;
   /* per device: it waited since its last compute op (program start, a
    * transfer or collective it takes part in), so the next one pays
    * resume_us (interpreter: with M > 1 once per segment and microbatch,
@@ -684,13 +750,13 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
     int n_group = st->n_dev[st->op_stage[j]] > 0 ? st->n_dev[st->op_stage[j]] : 1;
     int streams = n_group < cores ? n_group : cores;
-    double fl, by, t = op_ms(g, op, carries, m, c, threads, streams, use_costs, &fl, &by);
+    double fl, by, t = op_ms(g, op, carries, m, c, threads, streams, use_costs, jit, &fl, &by);
     const ppcc_value *r = &g->values[op->out[0]];
     for (int i = 0; i < shard_count(r); i++) {
       int dev = rep_shard_device(r, i);
       if (dev < 0 || dev >= nd) continue;
       size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
-      double resume = waited[dev] && use_costs ? c->resume_us * 1e-3 : 0;
+      double resume = waited[dev] && use_costs && !jit ? c->resume_us * 1e-3 : 0;
       waited[dev] = false;
       dev_ms[at] += (t + resume) * m / device_speed(g, o, dev);
       if (piece[dev].ms > 0 && piece[dev].cell != at) close_piece(&piece[dev], dev_overlap, hop_ms);

@@ -272,6 +272,7 @@ typedef struct op_samples {
   char name[32];
   int n, cap;
   double *f, *b, *w, *t; /* FLOPs, bytes, weight bytes, us */
+  double *calls;          /* op calls the sample sums (1 for one op's span) */
 } op_samples;
 
 typedef struct sample_set {
@@ -294,7 +295,7 @@ static op_samples *samples_for(sample_set *s, const char *name) {
   return o;
 }
 
-static bool add_sample(op_samples *o, double f, double b, double w, double t) {
+static bool add_sample_of(op_samples *o, double calls, double f, double b, double w, double t) {
   if (o->n == o->cap) {
     int cap = o->cap ? 2 * o->cap : 16;
     double *nf = realloc(o->f, sizeof(double) * (size_t)cap);
@@ -304,16 +305,20 @@ static bool add_sample(op_samples *o, double f, double b, double w, double t) {
     double *nw = nb ? realloc(o->w, sizeof(double) * (size_t)cap) : NULL;
     if (nw) o->w = nw;
     double *nt = nw ? realloc(o->t, sizeof(double) * (size_t)cap) : NULL;
-    if (!nt) return false;
-    o->t = nt, o->cap = cap;
+    if (nt) o->t = nt;
+    double *nc = nt ? realloc(o->calls, sizeof(double) * (size_t)cap) : NULL;
+    if (!nc) return false;
+    o->calls = nc, o->cap = cap;
   }
-  o->f[o->n] = f, o->b[o->n] = b, o->w[o->n] = w, o->t[o->n] = t;
+  o->f[o->n] = f, o->b[o->n] = b, o->w[o->n] = w, o->t[o->n] = t, o->calls[o->n] = calls;
   o->n++;
   return true;
 }
 
+static bool add_sample(op_samples *o, double f, double b, double w, double t) { return add_sample_of(o, 1, f, b, w, t); }
+
 static void samples_free(sample_set *s) {
-  for (int i = 0; i < s->n; i++) free(s->ops[i].f), free(s->ops[i].b), free(s->ops[i].w), free(s->ops[i].t);
+  for (int i = 0; i < s->n; i++) free(s->ops[i].f), free(s->ops[i].b), free(s->ops[i].w), free(s->ops[i].t), free(s->ops[i].calls);
   free(s->ops);
 }
 
@@ -347,9 +352,9 @@ static bool solve(int k, double a[TERMS][TERMS], double y[TERMS], double x[TERMS
   return true;
 }
 
-/* Term c of sample i: 1, FLOPs, bytes, weight bytes. */
+/* Term c of sample i: calls, FLOPs, bytes, weight bytes. */
 static double term(const op_samples *o, int c, int i) {
-  return c == 0 ? 1 : c == 1 ? o->f[i] : c == 2 ? o->b[i] : o->w[i];
+  return c == 0 ? o->calls[i] : c == 1 ? o->f[i] : c == 2 ? o->b[i] : o->w[i];
 }
 
 /* The fit of one op kind (see above); false without samples. */
@@ -386,7 +391,7 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
     if (!nonneg) continue;
     double err = 0;
     for (int i = 0; i < o->n; i++) {
-      double e = (coef[0] + coef[1] * o->f[i] + coef[2] * o->b[i] + coef[3] * o->w[i]) / o->t[i] - 1;
+      double e = (coef[0] * o->calls[i] + coef[1] * o->f[i] + coef[2] * o->b[i] + coef[3] * o->w[i]) / o->t[i] - 1;
       err += e * e;
     }
     if (err < best_err * (1 - 1e-9)) { /* fewer terms win ties */
@@ -605,3 +610,313 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
   return st;
 }
 
+
+/* ---------------- the JIT's per-op costs (jit_op_costs) ----------------
+ * The JIT runs each op as a call from the compiled device function into
+ * its outlined kernel (or the runtime's sgemm), with an arena allocation
+ * and free around it, and keeps no per-op timestamps: only the device
+ * function's busy time is measured (src/runtime/jit_exec.c). So an op
+ * kind's cost is measured by difference: the workload (one device, one
+ * kernel thread) against the same workload with every op of that kind
+ * run JIT_COPIES more times, each copy reading its own copies of the
+ * op's params (a copy must not find the weights in cache that the op
+ * just read) and writing a result nobody reads (freed at once, as an op's
+ * result is after its last reader). Each model is compiled once; the
+ * busy times are the fastest of JIT_ROUNDS paired rounds (workload,
+ * variant, workload, ...). The difference over the copies, with the
+ * copies' FLOPs, bytes and weight bytes summed, is one sample of the op
+ * kind, fitted as the interpreter's (fit_op, call_us per op call). */
+#include <cjson/cJSON.h>
+#include <malloc.h>
+
+#define JIT_COPIES 2
+#define JIT_ROUNDS 7
+#define JIT_FORWARDS 3 /* per round, the fastest counts: as --check-plan measures */
+
+/* The workload text with every op of kind `kind` followed by JIT_COPIES
+ * copies of it (see above); NULL when it has none or out of memory. */
+static char *with_copies(const char *text, const char *kind) {
+  cJSON *root = cJSON_Parse(text);
+  cJSON *params = root ? cJSON_GetObjectItemCaseSensitive(root, "params") : NULL;
+  cJSON *ops = root ? cJSON_GetObjectItemCaseSensitive(root, "ops") : NULL;
+  cJSON *new_ops = cJSON_CreateArray();
+  bool ok = cJSON_IsArray(ops) && cJSON_IsArray(params) && new_ops, found = false;
+  char name[512];
+  for (cJSON *op = ok ? ops->child : NULL; op && ok; op = op->next) {
+    ok = cJSON_AddItemToArray(new_ops, cJSON_Duplicate(op, true));
+    const cJSON *what = cJSON_GetObjectItemCaseSensitive(op, "op");
+    if (!cJSON_IsString(what) || strcmp(what->valuestring, kind) != 0) continue;
+    found = true;
+    for (int k = 1; ok && k <= JIT_COPIES; k++) {
+      cJSON *copy = cJSON_Duplicate(op, true);
+      cJSON *ins = copy ? cJSON_GetObjectItemCaseSensitive(copy, "in") : NULL;
+      cJSON *outs = copy ? cJSON_GetObjectItemCaseSensitive(copy, "out") : NULL;
+      ok = copy && cJSON_IsArray(ins) && cJSON_IsArray(outs) && cJSON_AddItemToArray(new_ops, copy);
+      for (cJSON *o = ok ? outs->child : NULL; o && ok; o = o->next) {
+        snprintf(name, sizeof name, "%s__jitcopy%d", cJSON_IsString(o) ? o->valuestring : "", k);
+        ok = cJSON_IsString(o) && cJSON_SetValuestring(o, name);
+      }
+      for (cJSON *in = ok ? ins->child : NULL; in && ok; in = in->next) {
+        const cJSON *param = NULL;
+        for (const cJSON *p = params->child; p && cJSON_IsString(in) && !param; p = p->next) {
+          const cJSON *pn = cJSON_GetObjectItemCaseSensitive(p, "name");
+          if (cJSON_IsString(pn) && strcmp(pn->valuestring, in->valuestring) == 0) param = p;
+        }
+        if (!param) continue; /* an activation: shared with the op */
+        snprintf(name, sizeof name, "%s__jitcopy%d", in->valuestring, k);
+        bool have = false;
+        for (const cJSON *p = params->child; p && !have; p = p->next) {
+          const cJSON *pn = cJSON_GetObjectItemCaseSensitive(p, "name");
+          have = cJSON_IsString(pn) && strcmp(pn->valuestring, name) == 0;
+        }
+        cJSON *np = have ? NULL : cJSON_Duplicate(param, true);
+        if (np) ok = cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(np, "name"), name) && cJSON_AddItemToArray(params, np);
+        else ok = have;
+        ok = ok && cJSON_SetValuestring(in, name);
+      }
+    }
+  }
+  char *out = NULL;
+  if (ok && found && cJSON_ReplaceItemInObjectCaseSensitive(root, "ops", new_ops)) {
+    new_ops = NULL;
+    out = cJSON_PrintUnformatted(root);
+  }
+  cJSON_Delete(new_ops);
+  cJSON_Delete(root);
+  return out;
+}
+
+/* A workload compiled by the JIT, ready to run. */
+typedef struct jit_workload {
+  ppcc_graph *g;
+  ppcc_run_data data;
+  bool loaded;
+  void *ctx;
+} jit_workload;
+
+static void jit_workload_close(jit_workload *w, const ppcc_calib_jit *jit) {
+  if (w->ctx) jit->release(w->ctx);
+  if (w->loaded) ppcc_run_data_free(&w->data);
+  ppcc_graph_free(w->g);
+  memset(w, 0, sizeof *w);
+}
+
+/* Loads, places and compiles `text`; false (quietly) when any step fails:
+ * that variant then gives no sample. */
+static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_calib_jit *jit) {
+  memset(w, 0, sizeof *w);
+  ppcc_diag q;
+  ppcc_diag_init(&q, NULL, NULL);
+  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
+  w->g = ppcc_load_model_string(text, strlen(text), &q);
+  bool ok = w->g && w->g->n_devices <= 2 && !ppcc_run_passes(w->g, NULL, NULL, &q);
+  ok = ok && !ppcc_run_data_load(w->g, &ro, &w->data, &q);
+  w->loaded = ok;
+  ok = ok && !jit->compile(w->g, &w->ctx, &q) && w->ctx;
+  if (!ok) jit_workload_close(w, jit);
+  return ok;
+}
+
+/* Runs `forwards` forwards (one kernel thread per device); *us the
+ * fastest busy time of the slowest device; false when a run fails. */
+static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int forwards, double *us, ppcc_diag *d) {
+  const ppcc_graph *g = w->g;
+  int *op_stage = calloc((size_t)g->n_ops + 1, sizeof *op_stage);
+  ppcc_host_tensor *out = calloc((size_t)g->n_outputs + 1, sizeof *out);
+  bool ok = op_stage && out;
+  *us = INFINITY;
+  for (int r = 0; ok && r < forwards; r++) {
+    int64_t peak[2] = {0, 0};
+    double busy[2] = {0, 0};
+    ppcc_plan_measure m = {.op_stage = op_stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
+    ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
+    double elapsed = 0;
+    ok = !jit->execute(w->ctx, g, &w->data, &eo, out, &elapsed, d) && m.filled;
+    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+    double slowest = busy[0] > busy[1] ? busy[0] : busy[1];
+    if (ok && slowest * 1e3 < *us) *us = slowest * 1e3;
+  }
+  free(op_stage);
+  free(out);
+  return ok;
+}
+
+/* The compute op kinds of g, each once (op-table names, static). */
+static int op_kinds(const ppcc_graph *g, const char **kinds, int cap) {
+  int n = 0;
+  for (int j = 0; j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
+    bool seen = false;
+    for (int i = 0; i < n && !seen; i++) seen = strcmp(kinds[i], op->info->name) == 0;
+    if (!seen && n < cap) kinds[n++] = op->info->name;
+  }
+  return n;
+}
+
+/* One workload's samples: every compute op kind's difference (above),
+ * the median over JIT_ROUNDS paired rounds (workload, variant) of the
+ * variant's time less the workload's, each the fastest of JIT_FORWARDS
+ * forwards (the statistic --check-plan measures; pairs: the machine's
+ * load changes). The copies cost somewhat more than the ops they copy
+ * (cold code and weights: +25 % on the smallest Llama), so the kinds'
+ * differences, each over JIT_COPIES, are scaled to add up to the
+ * workload's own busy time (the median of its rounds; at most by a factor
+ * 2 either way): they say how the time divides between the kinds. */
+typedef struct kind_sample {
+  double delta, f, b, w, calls; /* the copies' extra time; their work */
+  bool ok;
+} kind_sample;
+
+static double median(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1], v[j - 1] = t;
+    }
+  return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
+}
+
+static ppcc_status sample_jit_workload(const char *text, const ppcc_calib_jit *jit, sample_set *s, ppcc_diag *d) {
+  jit_workload base;
+  if (!jit_workload_open(&base, text, jit)) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT calibration workload does not compile");
+  const char *kinds[PPCC_CALIB_MAX_OPS];
+  kind_sample ks[PPCC_CALIB_MAX_OPS];
+  int n = op_kinds(base.g, kinds, PPCC_CALIB_MAX_OPS), nb = 0;
+  double *base_us = malloc(sizeof(double) * (size_t)(n * JIT_ROUNDS + 1)), diff[JIT_ROUNDS], b_us, v_us;
+  ppcc_status st = !base_us ? ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory")
+                   : jit_workload_run(&base, jit, 2, &b_us, d) ? PPCC_OK
+                                                               : ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT calibration workload failed");
+  for (int i = 0; i < n && !st; i++) {
+    memset(&ks[i], 0, sizeof ks[i]);
+    char *variant = with_copies(text, kinds[i]);
+    jit_workload v;
+    bool ok = variant && jit_workload_open(&v, variant, jit);
+    free(variant);
+    if (!ok) continue; /* e.g. an in-place op whose copies the passes refuse: no sample */
+    ok = jit_workload_run(&v, jit, 1, &v_us, d); /* warm up */
+    int nd = 0;
+    for (int r = 0; ok && r < JIT_ROUNDS; r++) {
+      ok = jit_workload_run(&base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
+      if (ok) base_us[nb++] = b_us, diff[nd++] = v_us - b_us;
+    }
+    for (int j = 0; ok && j < base.g->n_ops; j++) {
+      const ppcc_op *op = &base.g->ops[j];
+      if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1 || strcmp(op->info->name, kinds[i]) != 0)
+        continue;
+      double of, ob, ow;
+      ppcc_predict_op_work(base.g, op, &of, &ob, &ow);
+      ks[i].f += of * JIT_COPIES, ks[i].b += ob * JIT_COPIES, ks[i].w += ow * JIT_COPIES, ks[i].calls += JIT_COPIES;
+    }
+    ks[i].delta = ok ? median(diff, nd) : 0;
+    ks[i].ok = ok && ks[i].calls > 0 && ks[i].delta > 0;
+    jit_workload_close(&v, jit);
+  }
+  double sum = 0, total = st ? 0 : median(base_us, nb); /* the kinds' differences, one run of each op */
+  for (int i = 0; i < n && !st; i++)
+    if (ks[i].ok) sum += ks[i].delta / JIT_COPIES;
+  double scale = sum > 0 && total > 0 ? total / sum : 1;
+  scale = scale < 0.5 ? 0.5 : scale > 2 ? 2 : scale;
+  for (int i = 0; i < n && !st; i++) {
+    if (!ks[i].ok) continue;
+    op_samples *o = samples_for(s, kinds[i]);
+    if (!o || !add_sample_of(o, ks[i].calls, ks[i].f, ks[i].b, ks[i].w, ks[i].delta * scale))
+      st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  free(base_us);
+  jit_workload_close(&base, jit);
+  return st;
+}
+
+/* The JIT's cut of a replicated operand (jit_operand_cut): two devices,
+ * x [tokens, h] replicated times w [h, h] split on its rows (a
+ * row-parallel matmul: the kernel first copies x's columns of its part),
+ * then an all_reduce; the difference of its copies less the matmul's own
+ * cost (jit_op_costs) is the cut's, fitted over sizes as an op's. */
+static char *cut_model(int tokens, int h) {
+  char *m = malloc(1024);
+  if (m)
+    snprintf(m, 1024,
+             "{\"ppcc\": 1, \"name\": \"calibrate_cut\", \"devices\": 2, \"params\": [{\"name\": \"w\", \"dtype\": \"f32\", "
+             "\"shape\": [%d, %d], \"shard\": {\"kind\": \"split\", \"dim\": 0, \"count\": 2}, \"devices\": [0, 1]}], "
+             "\"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"shard\": {\"kind\": "
+             "\"replicated\", \"count\": 2}, \"devices\": [0, 1]}], \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], "
+             "\"out\": [\"p\"]}, {\"op\": \"all_reduce\", \"in\": [\"p\"], \"out\": [\"y\"]}], \"outputs\": [\"y\"]}",
+             h, h, tokens, h);
+  return m;
+}
+
+static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
+  static const int sizes[][2] = {{8, 64}, {16, 64}, {8, 256}, {64, 256}};
+  enum { ROUNDS = 3 * JIT_ROUNDS }; /* small models: more rounds, a steadier median */
+  const ppcc_op_cost *mm = ppcc_calibration_jit_op_cost(c, "matmul");
+  op_samples o = {.name = "cut"};
+  for (int i = 0; mm && i < (int)(sizeof sizes / sizeof *sizes); i++) {
+    char *text = cut_model(sizes[i][0], sizes[i][1]), *variant = text ? with_copies(text, "matmul") : NULL;
+    jit_workload base, v;
+    bool ok = variant && jit_workload_open(&base, text, jit);
+    if (ok && !jit_workload_open(&v, variant, jit)) {
+      jit_workload_close(&base, jit);
+      ok = false;
+    }
+    free(text);
+    free(variant);
+    if (!ok) continue;
+    double diff[ROUNDS], b_us, v_us;
+    int nd = 0;
+    ok = jit_workload_run(&base, jit, 1, &b_us, d) && jit_workload_run(&v, jit, 1, &v_us, d);
+    for (int r = 0; ok && r < ROUNDS; r++) {
+      ok = jit_workload_run(&base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
+      if (ok) diff[nd++] = (v_us - b_us) / JIT_COPIES;
+    }
+    const ppcc_op *op = &base.g->ops[0];
+    double f, b, w, cut_b = 0;
+    ppcc_predict_op_work(base.g, op, &f, &b, &w);
+    for (int k = 0; k < op->n_in; k++) /* the replicated operand and its part */
+      if (base.g->values[op->in[k]].layout.kind == PPCC_LAYOUT_REPLICATED) {
+        int64_t shape[PPCC_MAX_RANK];
+        ppcc_value_shard_shape(&base.g->values[op->in[k]], shape);
+        cut_b += 1.5 * (double)ppcc_num_elements(base.g->values[op->in[k]].rank, shape) * 4;
+      }
+    double own = mm->call_us + (f * mm->ns_per_flop + b * mm->ns_per_byte + w * mm->ns_per_weight_byte) * 1e-3;
+    double t = ok && nd ? median(diff, nd) - own : 0;
+    if (t > 0 && cut_b > 0 && !add_sample_of(&o, 1, 0, cut_b, 0, t)) ok = false;
+    jit_workload_close(&v, jit);
+    jit_workload_close(&base, jit);
+  }
+  ppcc_op_cost k = {{0}, 0, 0, 0, 0};
+  if (o.n > 0 && fit_op(&o, &k)) {
+    c->jit_cut = k;
+    c->have_jit_cut = true;
+    if (log) fprintf(log, "jit cut of a replicated operand %d samples: %.3f us + %.4f ns/byte\n", o.n, k.call_us, k.ns_per_byte);
+  }
+  free(o.f), free(o.b), free(o.w), free(o.t), free(o.calls);
+}
+
+ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads,
+                                   const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
+  sample_set s = {0};
+  ppcc_status st = PPCC_OK;
+  /* as ppcc_run (run.c): freed buffers stay in the process, so a forward
+   * does not map and fault in its large buffers again */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  static const int ffn[][3] = {{2, 64, 128}, {8, 256, 1024}, {32, 128, 512}}; /* one block each */
+  for (int i = 0; !st && i < (int)(sizeof ffn / sizeof *ffn); i++) {
+    char *text = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2], 1, 1);
+    st = text ? sample_jit_workload(text, jit, &s, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    free(text);
+  }
+  for (int i = 0; !st && i < n_workloads; i++) st = sample_jit_workload(workloads[i], jit, &s, d);
+  for (int i = 0; !st && i < s.n; i++) {
+    ppcc_op_cost k = {{0}, 0, 0, 0, 0};
+    if (!fit_op(&s.ops[i], &k)) continue;
+    if (!ppcc_calibration_set_jit_op_cost(c, &k)) break;
+    if (log)
+      fprintf(log, "jit op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
+              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
+  }
+  samples_free(&s);
+  if (!st) calibrate_cut(c, jit, log, d);
+  return st;
+}
