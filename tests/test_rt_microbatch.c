@@ -7,28 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "../src/runtime/rt_internal.h"
-#include "../tools/pipeline_model.h"
 #include "ppcc/io.h"
 #include "ppcc/runtime.h"
 #include "test_support.h"
-
-/* A 4-stage pipeline FFN (tools/pipeline_model.h) whose output is
- * gathered back onto device 0 by a final unshard. */
-static ppcc_graph *pipeline_graph(long tp, long pp, long batch) {
-  pipeline_config c = pipeline_defaults;
-  c.blocks = pp, c.tp = tp, c.pp = pp, c.batch = batch;
-  char *json = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&json, &len);
-  ck_assert_ptr_nonnull(f);
-  pipeline_write_model(f, &c);
-  fclose(f);
-  ppcc_diag d;
-  ppcc_graph *g = t_compile(json, &d);
-  ck_assert_msg(g != NULL, "%s", d.first);
-  free(json);
-  return g;
-}
 
 /* Outputs of g with m microbatches on random data from seed 3. */
 static ppcc_status run_with(const ppcc_graph *g, int m, ppcc_exec_options eo, ppcc_host_tensor *out, ppcc_diag *d) {
@@ -77,10 +58,10 @@ START_TEST(microbatched_runs_equal_unbatched_bit_for_bit) {
     check_bitwise(g, path);
     ppcc_graph_free(g);
   }
-  ppcc_graph *g = pipeline_graph(2, 2, 16); /* tensor + pipeline parallel, final gather to device 0 */
+  ppcc_graph *g = t_pipeline_graph(2, 2, 16); /* tensor + pipeline parallel, final gather to device 0 */
   check_bitwise(g, "pipeline tp=2 pp=2");
   ppcc_graph_free(g);
-  g = pipeline_graph(1, 4, 16);
+  g = t_pipeline_graph(1, 4, 16);
   check_bitwise(g, "pipeline tp=1 pp=4");
   ppcc_graph_free(g);
   ppcc_rt_set_row_invariant_matmul(false);
@@ -118,7 +99,7 @@ END_TEST
 /* With OpenBLAS (rows depend on the call's row count) the results agree
  * within the --check tolerance. */
 START_TEST(microbatched_runs_with_blas_agree_within_tolerance) {
-  ppcc_graph *g = pipeline_graph(1, 4, 32);
+  ppcc_graph *g = t_pipeline_graph(1, 4, 32);
   ppcc_diag d;
   ppcc_host_tensor want[1], got[1];
   ck_assert_msg(run_with(g, 1, (ppcc_exec_options){0}, want, &d) == PPCC_OK, "%s", d.first);
@@ -283,7 +264,7 @@ START_TEST(schedule_segments_fill_then_drain) {
   ck_assert_int_eq(ppcc_pipeline_segments(g, begin), 1);
   ck_assert_int_eq(begin[1], g->n_ops);
   ppcc_graph_free(g);
-  g = pipeline_graph(1, 4, 8);
+  g = t_pipeline_graph(1, 4, 8);
   ck_assert_int_le(g->n_ops + 2, 64);
   ck_assert_int_eq(ppcc_pipeline_segments(g, begin), 2);
   ck_assert_str_eq(g->ops[begin[1]].info->name, "unshard");

@@ -6,31 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../tools/pipeline_model.h"
 #include "ppcc/predict.h"
 #include "ppcc/runtime.h"
 #include "test_support.h"
 
-/* tools/pipeline_model.h's FFN: pp stages of tp devices, the output
- * gathered back onto device 0. */
-static ppcc_graph *pipeline_graph(long tp, long pp) {
-  pipeline_config c = pipeline_defaults;
-  c.blocks = pp, c.tp = tp, c.pp = pp, c.batch = 8;
-  char *json = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&json, &len);
-  ck_assert_ptr_nonnull(f);
-  pipeline_write_model(f, &c);
-  fclose(f);
-  ppcc_diag d;
-  ppcc_graph *g = t_compile(json, &d);
-  ck_assert_msg(g != NULL, "%s", d.first);
-  free(json);
-  return g;
-}
-
 START_TEST(pp2_one_microbatch_one_stage_at_a_time) {
-  ppcc_graph *g = pipeline_graph(1, 2);
+  ppcc_graph *g = t_pipeline_graph(1, 2, 8);
   ck_assert_int_eq(g->n_devices, 2);
   ck_assert_int_eq(ppcc_concurrent_devices(g, 1), 1); /* stage 1 waits for stage 0 */
   ck_assert_int_eq(ppcc_concurrent_devices(g, 2), 2);
@@ -40,7 +21,7 @@ START_TEST(pp2_one_microbatch_one_stage_at_a_time) {
 END_TEST
 
 START_TEST(tp2pp2_counts_whole_stage_groups) {
-  ppcc_graph *g = pipeline_graph(2, 2);
+  ppcc_graph *g = t_pipeline_graph(2, 2, 8);
   ck_assert_int_eq(g->n_devices, 4);
   ck_assert_int_eq(ppcc_concurrent_devices(g, 1), 2);
   ck_assert_int_eq(ppcc_concurrent_devices(g, 4), 4);
@@ -49,7 +30,7 @@ START_TEST(tp2pp2_counts_whole_stage_groups) {
 END_TEST
 
 START_TEST(pp4_at_most_min_of_microbatches_and_stages) {
-  ppcc_graph *g = pipeline_graph(1, 4);
+  ppcc_graph *g = t_pipeline_graph(1, 4, 8);
   ck_assert_int_eq(g->n_devices, 4);
   ck_assert_int_eq(ppcc_concurrent_devices(g, 1), 1);
   ck_assert_int_eq(ppcc_concurrent_devices(g, 2), 2);

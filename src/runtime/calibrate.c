@@ -406,51 +406,81 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
 
 #define OP_FORWARDS 8
 
-/* Runs one workload model on its devices (one kernel thread each) and adds
- * every compute op's (FLOPs, bytes, us) to the samples s (NULL: none);
- * op_us (NULL: not wanted; else one entry per op of the model) gets every
- * op's time, 0 for ops that are not compute. */
-static ppcc_status sample_workload(const char *text, sample_set *s, double *op_us, ppcc_diag *d) {
-  ppcc_graph *g = ppcc_load_model_string(text, strlen(text), d);
-  if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload does not load");
-  ppcc_status st = ppcc_run_passes(g, NULL, NULL, d);
-  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
+/* One workload model loaded, placed and measured as --check-plan does:
+ * per device busy (ms) and, when op_ms is wanted, every op's busy time. */
+typedef struct workload {
+  ppcc_graph *g;
   ppcc_run_data data;
-  bool loaded = !st && !(st = ppcc_run_data_load(g, &ro, &data, d));
-  int *stage = calloc((size_t)g->n_ops + 1, sizeof *stage);
-  double *op_ms = calloc((size_t)g->n_ops + 1, sizeof *op_ms);
-  int64_t *peak = calloc((size_t)g->n_devices + 1, sizeof *peak);
-  double *busy = calloc((size_t)g->n_devices + 1, sizeof *busy);
-  ppcc_plan_measure m = {.op_stage = stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy,
-                         .op_busy_ms = op_ms};
-  if (!st && !(stage && op_ms && peak && busy)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  ppcc_host_tensor *out = calloc((size_t)g->n_outputs + 1, sizeof *out);
-  if (!st && !out) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  for (int r = 0; !st && r < OP_FORWARDS; r++) {
-    ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
-    st = ppcc_execute(g, &data, &eo, out, NULL, d);
-    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
-  }
-  if (!st && !m.filled) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload recorded no spans");
+  bool loaded;
+  int *stage;
+  int64_t *peak;
+  double *busy, *op_ms;
+  ppcc_host_tensor *out;
+  ppcc_plan_measure m;
+} workload;
+
+static void workload_close(workload *w) {
+  free(w->out);
+  free(w->stage);
+  free(w->op_ms);
+  free(w->peak);
+  free(w->busy);
+  if (w->loaded) ppcc_run_data_free(&w->data);
+  ppcc_graph_free(w->g);
+}
+
+static ppcc_status workload_open(workload *w, const char *text, bool per_op, ppcc_diag *d) {
+  memset(w, 0, sizeof *w);
+  w->g = ppcc_load_model_string(text, strlen(text), d);
+  if (!w->g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload does not load");
+  const ppcc_graph *g = w->g;
+  ppcc_status st = ppcc_run_passes(w->g, NULL, NULL, d);
+  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
+  w->loaded = !st && !(st = ppcc_run_data_load(g, &ro, &w->data, d));
+  w->stage = calloc((size_t)g->n_ops + 1, sizeof *w->stage);
+  w->op_ms = per_op ? calloc((size_t)g->n_ops + 1, sizeof *w->op_ms) : NULL;
+  w->peak = calloc((size_t)g->n_devices + 1, sizeof *w->peak);
+  w->busy = calloc((size_t)g->n_devices + 1, sizeof *w->busy);
+  w->out = calloc((size_t)g->n_outputs + 1, sizeof *w->out);
+  w->m = (ppcc_plan_measure){.op_stage = w->stage, .n_stages = 1, .peak_bytes = w->peak, .stage_busy_ms = w->busy,
+                             .op_busy_ms = w->op_ms};
+  if (!st && !(w->stage && (w->op_ms || !per_op) && w->peak && w->busy && w->out))
+    st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  return st;
+}
+
+/* One forward on the workload's devices (one kernel thread each). */
+static ppcc_status workload_forward(workload *w, ppcc_diag *d) {
+  ppcc_exec_options eo = {.threads = w->g->n_devices, .measure = &w->m};
+  ppcc_status st = ppcc_execute(w->g, &w->data, &eo, w->out, NULL, d);
+  for (int k = 0; k < w->g->n_outputs; k++) ppcc_host_tensor_free(&w->out[k]);
+  return st;
+}
+
+/* Runs one workload model and adds every compute op's (FLOPs, bytes, us)
+ * to the samples s (NULL: none); op_us (NULL: not wanted; else one entry
+ * per op of the model) gets every op's time, 0 for ops that are not
+ * compute. */
+static ppcc_status sample_workload(const char *text, sample_set *s, double *op_us, ppcc_diag *d) {
+  workload w;
+  ppcc_status st = workload_open(&w, text, true, d);
+  for (int r = 0; !st && r < OP_FORWARDS; r++) st = workload_forward(&w, d);
+  if (!st && !w.m.filled) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload recorded no spans");
+  const ppcc_graph *g = w.g;
   for (int j = 0; !st && j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
     if (op_us) op_us[j] = 0;
     if (op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
-    if (op_us) op_us[j] = op_ms[j] * 1e3;
+    if (op_us) op_us[j] = w.op_ms[j] * 1e3;
     if (!s) continue;
-    double f, b, w;
-    ppcc_predict_op_work(g, op, &f, &b, &w);
+    double f, b, wb;
+    ppcc_predict_op_work(g, op, &f, &b, &wb);
     op_samples *o = samples_for(s, op->info->name);
     int shards = op->n_devices > 0 ? op->n_devices : 1; /* the span sum covers every shard */
-    if (!o || !add_sample(o, f, b, w, op_ms[j] * 1e3 / shards)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    if (!o || !add_sample(o, f, b, wb, w.op_ms[j] * 1e3 / shards))
+      st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
-  free(out);
-  free(stage);
-  free(op_ms);
-  free(peak);
-  free(busy);
-  if (loaded) ppcc_run_data_free(&data);
-  ppcc_graph_free(g);
+  workload_close(&w);
   return st;
 }
 
@@ -458,34 +488,16 @@ static ppcc_status sample_workload(const char *text, sample_set *s, double *op_u
  * `ppcc run --check-plan` measures a stage by default: each device's
  * fastest of 3 warm forwards after a cold one. */
 static ppcc_status stage_busy_us(const char *text, double *us, ppcc_diag *d) {
-  ppcc_graph *g = ppcc_load_model_string(text, strlen(text), d);
-  if (!g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload does not load");
-  ppcc_status st = ppcc_run_passes(g, NULL, NULL, d);
-  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
-  ppcc_run_data data;
-  bool loaded = !st && !(st = ppcc_run_data_load(g, &ro, &data, d));
-  int *stage = calloc((size_t)g->n_ops + 1, sizeof *stage);
-  int64_t *peak = calloc((size_t)g->n_devices + 1, sizeof *peak);
-  double *busy = calloc((size_t)g->n_devices + 1, sizeof *busy);
-  ppcc_plan_measure m = {.op_stage = stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
-  if (!st && !(stage && peak && busy)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  ppcc_host_tensor *out = calloc((size_t)g->n_outputs + 1, sizeof *out);
-  if (!st && !out) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  workload w;
+  ppcc_status st = workload_open(&w, text, false, d);
   for (int r = 0; !st && r < 4; r++) {
-    if (r == 1) m.filled = false, m.forwards = 0; /* the cold forward does not count */
-    ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
-    st = ppcc_execute(g, &data, &eo, out, NULL, d);
-    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+    if (r == 1) w.m.filled = false, w.m.forwards = 0; /* the cold forward does not count */
+    st = workload_forward(&w, d);
   }
   *us = 0;
-  for (int dev = 0; !st && dev < g->n_devices; dev++)
-    if (busy[dev] * 1e3 > *us) *us = busy[dev] * 1e3;
-  free(out);
-  free(stage);
-  free(peak);
-  free(busy);
-  if (loaded) ppcc_run_data_free(&data);
-  ppcc_graph_free(g);
+  for (int dev = 0; !st && dev < w.g->n_devices; dev++)
+    if (w.busy[dev] * 1e3 > *us) *us = w.busy[dev] * 1e3;
+  workload_close(&w);
   return st;
 }
 

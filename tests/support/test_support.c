@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "ppcc/frontend.h"
 #include "ppcc/passes.h"
+#include "../../tools/pipeline_model.h"
 
 ppcc_graph *t_compile(const char *json, ppcc_diag *d) {
   ppcc_diag_init(d, "test.json", NULL);
@@ -20,6 +21,22 @@ ppcc_graph *t_compile(const char *json, ppcc_diag *d) {
     ppcc_graph_free(g);
     return NULL;
   }
+  return g;
+}
+
+ppcc_graph *t_pipeline_graph(long tp, long pp, long batch) {
+  pipeline_config c = pipeline_defaults;
+  c.blocks = pp, c.tp = tp, c.pp = pp, c.batch = batch;
+  char *json = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&json, &len);
+  ck_assert_ptr_nonnull(f);
+  pipeline_write_model(f, &c);
+  fclose(f);
+  ppcc_diag d;
+  ppcc_graph *g = t_compile(json, &d);
+  ck_assert_msg(g != NULL, "%s", d.first);
+  free(json);
   return g;
 }
 

@@ -15,6 +15,9 @@ ppcc_graph *t_compile(const char *json, ppcc_diag *d);
  * quotes). NULL on error, with the diagnostics in d. */
 ppcc_graph *t_model(int devices, const char *params, const char *inputs, const char *ops, const char *outputs,
                     ppcc_diag *d);
+/* tools/pipeline_model.h's FFN with pp blocks over pp stages of tp
+ * devices and the given batch, compiled; fails the test on an error. */
+ppcc_graph *t_pipeline_graph(long tp, long pp, long batch);
 /* Same, from a path relative to the source dir (e.g. "testdata/models/x.json"). */
 ppcc_graph *t_compile_file(const char *rel_path, ppcc_diag *d);
 /* Path under the source dir, in a static buffer. */
