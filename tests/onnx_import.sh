@@ -93,4 +93,10 @@ if "$ppcc" run mlp.json --weights mlp.safetensors --input "x=$data/mlp.in.x.npy"
   fail "--expect with a wrong reference passed"
 fi
 grep -q "error: --expect y: output is f32\[4, 8\]" err.txt || { cat err.txt; fail "--expect shape mismatch message"; }
+# A Mul/Div by a NaN or Inf scalar (found by fuzz_onnx) stays a mul/div by
+# the constant: a scale op's value would be written as JSON null.
+"$ppcc" import onnx "$src/testdata/fuzz/onnx/regress_nonfinite_scale.onnx" -o "$tmp/nonfinite.json" \
+  --shape x=4,16 --shape input_ids=1,8 --shape token_type_ids=1,8 --shape attention_mask=1,8 >/dev/null 2>err.txt ||
+  { cat err.txt; fail "a Mul by a non-finite scalar does not import"; }
+"$ppcc" compile "$tmp/nonfinite.json" >/dev/null 2>err.txt || { cat err.txt; fail "the imported non-finite Mul does not compile"; }
 echo "onnx_import: ${#models[@]} models imported, reports match goldens, $runs runs match ONNX Runtime (--expect), external data ok"

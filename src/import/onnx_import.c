@@ -170,6 +170,11 @@ static int emit(importer *I, const char *op_name, int n_in, const int *in, const
   for (int k = 0; k < n_in; k++)
     if (in[k] < 0) return -2;
   if (!info) return oom(I), -1;
+  for (int k = 0; k < n_attrs; k++) /* model.json numbers are finite (JSON has no NaN or Inf) */
+    if (attrs[k].type == PPCC_ATTR_FLOAT && !isfinite(attrs[k].f))
+      return ppcc_error(I->d, "%s: %s's %s would be %g: ppcc needs a finite number", I->who, op_name, attrs[k].name,
+                        attrs[k].f),
+             -2;
   int out = add_named_value(I, out_name, PPCC_VALUE_RESULT, I->g->values[in[0]].dtype, 0, NULL);
   if (out < 0) return out == -1 ? (oom(I), -1) : -2;
   I->g->values[out].def_op = I->g->n_ops;
@@ -489,8 +494,11 @@ static ppcc_status tr_binary(importer *I) {
   double c;
   int x0 = operand(I, 0);
   if (x0 < 0) return x0 == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
+  /* x * c or x / c by a finite scalar is one scale (a model.json number
+   * cannot hold NaN or Inf: those stay a Mul/Div by the constant) */
   if ((strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0) && scalar_const(I, I->node->input[1], &c) &&
-      in_const(I, 1)->rank <= V(I, x0)->rank && ppcc_dtype_is_float(in_const(I, 1)->dtype)) {
+      in_const(I, 1)->rank <= V(I, x0)->rank && ppcc_dtype_is_float(in_const(I, 1)->dtype) &&
+      isfinite(strcmp(op, "Div") == 0 ? 1.0 / c : c)) {
     if (strcmp(op, "Div") == 0) c = 1.0 / c;
     int in = x0;
     ppcc_attr a = attr_float("value", c);
