@@ -33,6 +33,11 @@ static ppcc_status bad_field(const char *path, const char *field, const char *wh
   return ppcc_error(d, "%s: calibration field '%s' %s", path, field, why);
 }
 
+/* A time or cost figure of the file: a finite number in [0, 1e6]. */
+static bool cost_number(const cJSON *x) {
+  return cJSON_IsNumber(x) && isfinite(x->valuedouble) && x->valuedouble >= 0 && x->valuedouble <= 1e6;
+}
+
 static ppcc_status read_rates(const cJSON *root, const char *path, const char *field, double *out, int *n,
                               ppcc_diag *d) {
   const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, field);
@@ -69,7 +74,7 @@ static ppcc_status read_op_costs(const cJSON *root, const char *path, const char
     for (int i = 0; i < 4; i++) {
       const cJSON *x = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, parts[i]) : NULL;
       if (i == 3 && cJSON_IsObject(e) && !x) continue; /* optional: 0 */
-      if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0 || x->valuedouble > 1e6)
+      if (!cost_number(x))
         return bad_field(path, name, "needs call_us, ns_per_flop and ns_per_byte (and optional ns_per_weight_byte), numbers in [0, 1e6]", d);
       *dst[i] = x->valuedouble;
     }
@@ -91,11 +96,11 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   if (st) return st;
   c->n_threads = n;
   const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "op_overhead_us");
-  if (!cJSON_IsNumber(o) || !isfinite(o->valuedouble) || o->valuedouble < 0 || o->valuedouble > 1e6)
+  if (!cost_number(o))
     return bad_field(path, "op_overhead_us", "is missing or not a number in [0, 1e6]", d);
   c->op_overhead_us = o->valuedouble;
   const cJSON *gc = cJSON_GetObjectItemCaseSensitive(root, "gemm_call_us");
-  if (!cJSON_IsNumber(gc) || !isfinite(gc->valuedouble) || gc->valuedouble < 0 || gc->valuedouble > 1e6)
+  if (!cost_number(gc))
     return bad_field(path, "gemm_call_us", "is missing or not a number in [0, 1e6]", d);
   c->gemm_call_us = gc->valuedouble;
   const cJSON *cores = cJSON_GetObjectItemCaseSensitive(root, "cores");
@@ -108,7 +113,7 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   double *dst[2] = {&c->hop_us, &c->resume_us};
   for (int i = 0; i < 2; i++) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, optional[i]);
-    if (x && (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0 || x->valuedouble > 1e6))
+    if (x && !cost_number(x))
       return bad_field(path, optional[i], "is not a number in [0, 1e6]", d);
     *dst[i] = x ? x->valuedouble : 0;
   }
@@ -128,7 +133,7 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
     double *dst[2] = {&c->jit_cut.call_us, &c->jit_cut.ns_per_byte};
     for (int i = 0; i < 2; i++) {
       const cJSON *x = cJSON_IsObject(cut) ? cJSON_GetObjectItemCaseSensitive(cut, parts[i]) : NULL;
-      if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0 || x->valuedouble > 1e6)
+      if (!cost_number(x))
         return bad_field(path, "jit_operand_cut", "needs call_us and ns_per_byte, numbers in [0, 1e6]", d);
       *dst[i] = x->valuedouble;
     }
@@ -139,32 +144,36 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   return PPCC_OK;
 }
 
-const ppcc_op_cost *ppcc_calibration_op_cost(const ppcc_calibration *c, const char *name) {
-  for (int i = 0; c && i < c->n_op_costs; i++)
-    if (strcmp(c->op_costs[i].name, name) == 0) return &c->op_costs[i];
+/* A cost table (op_costs or jit_op_costs): the entry of op `name`, and
+ * storing one (replacing the op's entry; false when the table is full). */
+static const ppcc_op_cost *cost_in(const ppcc_op_cost *table, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(table[i].name, name) == 0) return &table[i];
   return NULL;
+}
+
+static bool cost_store(ppcc_op_cost *table, int *n, const ppcc_op_cost *cost) {
+  ppcc_op_cost *slot = (ppcc_op_cost *)cost_in(table, *n, cost->name);
+  if (!slot && *n >= PPCC_CALIB_MAX_OPS) return false;
+  if (!slot) slot = &table[(*n)++];
+  *slot = *cost;
+  return true;
+}
+
+const ppcc_op_cost *ppcc_calibration_op_cost(const ppcc_calibration *c, const char *name) {
+  return c ? cost_in(c->op_costs, c->n_op_costs, name) : NULL;
 }
 
 bool ppcc_calibration_set_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost) {
-  ppcc_op_cost *slot = (ppcc_op_cost *)ppcc_calibration_op_cost(c, cost->name);
-  if (!slot && c->n_op_costs >= PPCC_CALIB_MAX_OPS) return false;
-  if (!slot) slot = &c->op_costs[c->n_op_costs++];
-  *slot = *cost;
-  return true;
+  return cost_store(c->op_costs, &c->n_op_costs, cost);
 }
 
 const ppcc_op_cost *ppcc_calibration_jit_op_cost(const ppcc_calibration *c, const char *name) {
-  for (int i = 0; c && i < c->n_jit_op_costs; i++)
-    if (strcmp(c->jit_op_costs[i].name, name) == 0) return &c->jit_op_costs[i];
-  return NULL;
+  return c ? cost_in(c->jit_op_costs, c->n_jit_op_costs, name) : NULL;
 }
 
 bool ppcc_calibration_set_jit_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost) {
-  ppcc_op_cost *slot = (ppcc_op_cost *)ppcc_calibration_jit_op_cost(c, cost->name);
-  if (!slot && c->n_jit_op_costs >= PPCC_CALIB_MAX_OPS) return false;
-  if (!slot) slot = &c->jit_op_costs[c->n_jit_op_costs++];
-  *slot = *cost;
-  return true;
+  return cost_store(c->jit_op_costs, &c->n_jit_op_costs, cost);
 }
 
 ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d) {

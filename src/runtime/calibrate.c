@@ -268,11 +268,16 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
  * the non-negative fits of every subset of the four terms (FLOPs and bytes
  * of an elementwise op are proportional: one of them carries it). */
 
+typedef struct op_sample {
+  double calls;   /* op calls the sample sums (1 for one op's span) */
+  double f, b, w; /* FLOPs, bytes, weight bytes */
+  double t;       /* us */
+} op_sample;
+
 typedef struct op_samples {
   char name[32];
   int n, cap;
-  double *f, *b, *w, *t; /* FLOPs, bytes, weight bytes, us */
-  double *calls;          /* op calls the sample sums (1 for one op's span) */
+  op_sample *at;
 } op_samples;
 
 typedef struct sample_set {
@@ -298,27 +303,18 @@ static op_samples *samples_for(sample_set *s, const char *name) {
 static bool add_sample_of(op_samples *o, double calls, double f, double b, double w, double t) {
   if (o->n == o->cap) {
     int cap = o->cap ? 2 * o->cap : 16;
-    double *nf = realloc(o->f, sizeof(double) * (size_t)cap);
-    if (nf) o->f = nf;
-    double *nb = nf ? realloc(o->b, sizeof(double) * (size_t)cap) : NULL;
-    if (nb) o->b = nb;
-    double *nw = nb ? realloc(o->w, sizeof(double) * (size_t)cap) : NULL;
-    if (nw) o->w = nw;
-    double *nt = nw ? realloc(o->t, sizeof(double) * (size_t)cap) : NULL;
-    if (nt) o->t = nt;
-    double *nc = nt ? realloc(o->calls, sizeof(double) * (size_t)cap) : NULL;
-    if (!nc) return false;
-    o->calls = nc, o->cap = cap;
+    op_sample *at = realloc(o->at, sizeof *at * (size_t)cap);
+    if (!at) return false;
+    o->at = at, o->cap = cap;
   }
-  o->f[o->n] = f, o->b[o->n] = b, o->w[o->n] = w, o->t[o->n] = t, o->calls[o->n] = calls;
-  o->n++;
+  o->at[o->n++] = (op_sample){.calls = calls, .f = f, .b = b, .w = w, .t = t};
   return true;
 }
 
 static bool add_sample(op_samples *o, double f, double b, double w, double t) { return add_sample_of(o, 1, f, b, w, t); }
 
 static void samples_free(sample_set *s) {
-  for (int i = 0; i < s->n; i++) free(s->ops[i].f), free(s->ops[i].b), free(s->ops[i].w), free(s->ops[i].t), free(s->ops[i].calls);
+  for (int i = 0; i < s->n; i++) free(s->ops[i].at);
   free(s->ops);
 }
 
@@ -354,7 +350,8 @@ static bool solve(int k, double a[TERMS][TERMS], double y[TERMS], double x[TERMS
 
 /* Term c of sample i: calls, FLOPs, bytes, weight bytes. */
 static double term(const op_samples *o, int c, int i) {
-  return c == 0 ? o->calls[i] : c == 1 ? o->f[i] : c == 2 ? o->b[i] : o->w[i];
+  const op_sample *x = &o->at[i];
+  return c == 0 ? x->calls : c == 1 ? x->f : c == 2 ? x->b : x->w;
 }
 
 /* The fit of one op kind (see above); false without samples. */
@@ -369,13 +366,13 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
     for (int c = 0; c < k; c++) {
       double mx = 0;
       for (int i = 0; i < o->n; i++)
-        if (term(o, cols[c], i) / o->t[i] > mx) mx = term(o, cols[c], i) / o->t[i];
+        if (term(o, cols[c], i) / o->at[i].t > mx) mx = term(o, cols[c], i) / o->at[i].t;
       scale[c] = mx > 0 ? 1 / mx : 0;
     }
     double a[TERMS][TERMS] = {{0}}, y[TERMS] = {0}, x[TERMS] = {0};
     for (int i = 0; i < o->n; i++) {
       double row[TERMS];
-      for (int c = 0; c < k; c++) row[c] = term(o, cols[c], i) * scale[c] / o->t[i];
+      for (int c = 0; c < k; c++) row[c] = term(o, cols[c], i) * scale[c] / o->at[i].t;
       for (int r = 0; r < k; r++) {
         for (int c = 0; c < k; c++) a[r][c] += row[r] * row[c];
         y[r] += row[r];
@@ -391,7 +388,9 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
     if (!nonneg) continue;
     double err = 0;
     for (int i = 0; i < o->n; i++) {
-      double e = (coef[0] * o->calls[i] + coef[1] * o->f[i] + coef[2] * o->b[i] + coef[3] * o->w[i]) / o->t[i] - 1;
+      double fitted = 0;
+      for (int c = 0; c < TERMS; c++) fitted += coef[c] * term(o, c, i);
+      double e = fitted / o->at[i].t - 1;
       err += e * e;
     }
     if (err < best_err * (1 - 1e-9)) { /* fewer terms win ties */
@@ -543,6 +542,21 @@ static char *ffn_model(int tokens, int h, int ff, int copies, int blocks) {
   return buf;
 }
 
+/* A few measurements in ascending order (insertion sort), and their
+ * median. */
+static void sort_ascending(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1], v[j - 1] = t;
+    }
+}
+
+static double median(double *v, int n) {
+  sort_ascending(v, n);
+  return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
+}
+
 /* How a device's compute time changes while t devices compute at once
  * (ppcc_calibration.concurrent_slowdown): FFN
  * workloads on t devices, each its own copy with no communication,
@@ -578,11 +592,7 @@ static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
       free(a);
       free(b);
     }
-    for (int i = 1; i < n; i++) /* sort: the median (one preempted run must not count) */
-      for (int j = i; j > 0 && ratio[j] < ratio[j - 1]; j--) {
-        double tmp = ratio[j];
-        ratio[j] = ratio[j - 1], ratio[j - 1] = tmp;
-      }
+    sort_ascending(ratio, n); /* the median: one preempted run must not count */
     c->concurrent_slowdown[t - 1] = n && ratio[n / 2] > 1 ? ratio[n / 2] : 1;
     c->n_slowdown = t;
     if (log && !st) fprintf(log, "%d devices computing at once: each %.3fx as slow\n", t, c->concurrent_slowdown[t - 1]);
@@ -780,15 +790,6 @@ typedef struct kind_sample {
   bool ok;
 } kind_sample;
 
-static double median(double *v, int n) {
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-      double t = v[j];
-      v[j] = v[j - 1], v[j - 1] = t;
-    }
-  return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
-}
-
 static ppcc_status sample_jit_workload(const char *text, const ppcc_calib_jit *jit, sample_set *s, ppcc_diag *d) {
   jit_workload base;
   if (!jit_workload_open(&base, text, jit)) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT calibration workload does not compile");
@@ -902,7 +903,7 @@ static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *
     c->have_jit_cut = true;
     if (log) fprintf(log, "jit cut of a replicated operand %d samples: %.3f us + %.4f ns/byte\n", o.n, k.call_us, k.ns_per_byte);
   }
-  free(o.f), free(o.b), free(o.w), free(o.t), free(o.calls);
+  free(o.at);
 }
 
 ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads,
