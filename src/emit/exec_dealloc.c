@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exec_internal.h"
+#include "ptr_map.h"
 
 static bool is_op(MlirOperation op, const char *name) {
   MlirStringRef s = mlirIdentifierStr(mlirOperationGetName(op));
@@ -75,10 +76,7 @@ typedef struct buf_set {
   bool stores;             /* some op may store a pointer: nothing moved */
   MlirOperation *alloc;    /* per buffer: its memref.alloc */
   int n;
-  /* open addressing: value -> buffer (any member of its set) */
-  const void **keys;
-  int *vals;
-  size_t mask;
+  ptr_map buffer; /* value -> buffer (any member of its set) */
 } buf_set;
 
 static int find(buf_set *s, int b) {
@@ -95,23 +93,9 @@ static int join(buf_set *s, int a, int b) {
   return a;
 }
 
-static size_t slot_of(const buf_set *s, const void *key) {
-  size_t h = ((uintptr_t)key >> 3) * 0x9E3779B97F4A7C15ull;
-  size_t i = (h >> 17) & s->mask;
-  while (s->keys[i] && s->keys[i] != key) i = (i + 1) & s->mask;
-  return i;
-}
+static void map_value(buf_set *s, MlirValue v, int b) { ptr_map_put(&s->buffer, v.ptr, b); }
 
-static void map_value(buf_set *s, MlirValue v, int b) {
-  size_t i = slot_of(s, v.ptr);
-  s->keys[i] = v.ptr;
-  s->vals[i] = b;
-}
-
-static int buffer_of(const buf_set *s, MlirValue v) {
-  size_t i = slot_of(s, v.ptr);
-  return s->keys[i] ? s->vals[i] : -1;
-}
+static int buffer_of(const buf_set *s, MlirValue v) { return (int)ptr_map_get(&s->buffer, v.ptr); }
 
 /* Ops whose results are no pointer into their operands. */
 static bool reads_only(MlirOperation o) {
@@ -139,14 +123,12 @@ static bool buf_set_init(buf_set *s, MlirBlock b) {
     stores = stores || stores_value(o);
     n_values += (size_t)mlirOperationGetNumResults(o);
   }
-  size_t cap = 16;
-  while (cap < 2 * n_values + 1) cap *= 2;
   size_t nb = (size_t)n_alloc + 1;
   *s = (buf_set){.parent = malloc(nb * sizeof(int)), .last = malloc(nb * sizeof(int)),
                  .last_op = malloc(nb * sizeof(MlirOperation)), .escapes = calloc(nb, sizeof(bool)),
-                 .alloc = malloc(nb * sizeof(MlirOperation)), .keys = calloc(cap, sizeof(void *)),
-                 .vals = malloc(cap * sizeof(int)), .mask = cap - 1, .stores = stores};
-  return s->parent && s->last && s->last_op && s->escapes && s->alloc && s->keys && s->vals;
+                 .alloc = malloc(nb * sizeof(MlirOperation)), .stores = stores};
+  bool mapped = ptr_map_init(&s->buffer, n_values);
+  return mapped && s->parent && s->last && s->last_op && s->escapes && s->alloc;
 }
 
 static void buf_set_free(buf_set *s) {
@@ -155,8 +137,7 @@ static void buf_set_free(buf_set *s) {
   free(s->last_op);
   free(s->escapes);
   free(s->alloc);
-  free(s->keys);
-  free(s->vals);
+  ptr_map_free(&s->buffer);
 }
 
 /* A copy of a buffer into an output argument that nothing else uses

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exec_glue_jit.h"
+#include "ptr_map.h"
 
 enum { MAX_DEPTH = 8, MAX_SLOTS = 64 };
 
@@ -153,23 +154,9 @@ static bool flatten_function(LLVMValueRef f, LLVMBuilderRef b, LLVMContextRef ct
 
 /* ---- allocas to the entry block ---- */
 
-/* Instruction -> position in program order (open addressing). */
-typedef struct pos_map {
-  LLVMValueRef *keys;
-  long *pos;
-  size_t mask;
-} pos_map;
-
-static size_t slot_of(const pos_map *m, LLVMValueRef k) {
-  size_t h = ((size_t)(uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ull;
-  for (size_t i = h & m->mask;; i = (i + 1) & m->mask)
-    if (!m->keys[i] || m->keys[i] == k) return i;
-}
-
-static long position(const pos_map *m, LLVMValueRef ins) {
-  size_t i = slot_of(m, ins);
-  return m->keys[i] ? m->pos[i] : -1;
-}
+/* An instruction's position in program order (a ptr_map of them); -1
+ * for one outside the function. */
+static long position(const ptr_map *m, LLVMValueRef ins) { return ptr_map_get(m, ins); }
 
 /* The blocks of f in layout order are a chain: each ends in an
  * unconditional branch to the next, the last in a return. Counts the
@@ -196,7 +183,7 @@ static bool is_chain(LLVMBasicBlockRef const *blocks, unsigned n_blocks, long *n
 /* The last position at which v, or a value computed from it (a GEP, an
  * insertvalue, a cast ... anything that is not a memory access or call),
  * is used; -1 if some user is not in the function. */
-static long last_use(const pos_map *m, LLVMValueRef v, int depth) {
+static long last_use(const ptr_map *m, LLVMValueRef v, int depth) {
   long last = 0;
   for (LLVMUseRef u = LLVMGetFirstUse(v); u; u = LLVMGetNextUse(u)) {
     LLVMValueRef user = LLVMGetUser(u);
@@ -236,22 +223,14 @@ static bool hoist_allocas(LLVMValueRef f, LLVMBuilderRef b) {
     free(blocks);
     return true;
   }
-  size_t cap = 16;
-  while (cap < (size_t)n * 2) cap *= 2;
-  pos_map m = {calloc(cap, sizeof(LLVMValueRef)), calloc(cap, sizeof(long)), cap - 1};
-  if (!m.keys || !m.pos) {
-    free(m.keys);
-    free(m.pos);
+  ptr_map m;
+  if (!ptr_map_init(&m, (size_t)n)) {
     free(blocks);
     return false;
   }
   long p = 0;
   for (unsigned k = 0; k < n_blocks; k++)
-    for (LLVMValueRef i = LLVMGetFirstInstruction(blocks[k]); i; i = LLVMGetNextInstruction(i)) {
-      size_t s = slot_of(&m, i);
-      m.keys[s] = i;
-      m.pos[s] = p++;
-    }
+    for (LLVMValueRef i = LLVMGetFirstInstruction(blocks[k]); i; i = LLVMGetNextInstruction(i)) ptr_map_put(&m, i, p++);
   LLVMBasicBlockRef entry = blocks[0];
   frame_slot slots[MAX_SLOTS];
   int n_slots = 0;
@@ -282,8 +261,7 @@ static bool hoist_allocas(LLVMValueRef f, LLVMBuilderRef b) {
       slots[s].busy_until = last; /* -1: never free again */
     }
   }
-  free(m.keys);
-  free(m.pos);
+  ptr_map_free(&m);
   free(blocks);
   return true;
 }
