@@ -63,25 +63,29 @@ static void drop_attention_positions(char *text) {
 #endif
 
 #ifdef PPCC_HAVE_RUNTIME
-/* The Llama workloads of the per-op costs: the importers' graph builder
- * (src/import/llama_graph.c) on one device, 2 layers of hidden 256 and
- * ffn 512 (prefills of 4 to 64 tokens, head dim 64 and 32), and of hidden
- * 64 and ffn 128 (8 tokens, head dim 16: ops whose fixed cost dominates). */
+/* A calibration workload: the importers' graph builder
+ * (src/import/llama_graph.c) on one device, an f32 Llama prefill of seq
+ * tokens (kv heads = heads / 2, ffn = 2 * hidden). */
+static ppcc_status workload_llama(long layers, long hidden, long heads, long seq, char **text, ppcc_diag *d) {
+  llama_spec s = {.layers = layers, .hidden = hidden, .heads = heads, .kv_heads = heads / 2, .head_dim = hidden / heads,
+                  .ffn = 2 * hidden, .vocab = 512, .eps = 1e-5, .theta = 10000, .rope_factor = 1, .rope_low = 1,
+                  .rope_high = 4, .naming = LLAMA_NAMES_GGUF, .seq = seq, .batch = 1, .cache = seq, .tp = 1, .pp = 1,
+                  .dtype = "f32", .name = "calibrate_llama"};
+  const char *problem = llama_spec_error(&s);
+  if (problem) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload: %s", problem);
+  *text = llama_graph_json(&s, NULL);
+  return *text ? PPCC_OK : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+}
+
+/* The Llama workloads of the per-op costs: 2 layers of hidden 256
+ * (prefills of 4 to 64 tokens, head dim 64 and 32) and of hidden 64
+ * (8 tokens, head dim 16: ops whose fixed cost dominates). */
 static ppcc_status calibrate_ops(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
   static const long seq[] = {4, 16, 64, 32, 8}, heads[] = {4, 4, 4, 8, 4}, hidden[] = {256, 256, 256, 256, 64};
   enum { N = sizeof seq / sizeof *seq };
   char *texts[N] = {0};
   ppcc_status st = PPCC_OK;
-  for (int i = 0; i < N && !st; i++) {
-    llama_spec s = {.layers = 2, .hidden = hidden[i], .heads = heads[i], .kv_heads = heads[i] / 2,
-                    .head_dim = hidden[i] / heads[i], .ffn = 2 * hidden[i], .vocab = 512, .eps = 1e-5,
-                    .theta = 10000, .rope_factor = 1, .rope_low = 1, .rope_high = 4, .naming = LLAMA_NAMES_GGUF,
-                    .seq = seq[i], .batch = 1, .cache = seq[i], .tp = 1, .pp = 1, .dtype = "f32",
-                    .name = "calibrate_llama"};
-    const char *problem = llama_spec_error(&s);
-    if (problem) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload: %s", problem);
-    else if (!(texts[i] = llama_graph_json(&s, NULL))) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  }
+  for (int i = 0; i < N && !st; i++) st = workload_llama(2, hidden[i], heads[i], seq[i], &texts[i], d);
   if (!st) st = ppcc_calibrate_ops(c, (const char *const *)texts, N, log, d);
 #ifdef PPCC_HAVE_JIT
   /* the JIT's costs: one-layer Llamas of both sizes, prefills of 4 to 64
@@ -90,16 +94,8 @@ static ppcc_status calibrate_ops(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
   static const long jseq[] = {8, 4, 16, 64}, jhidden[] = {64, 256, 256, 256};
   enum { NJ = sizeof jseq / sizeof *jseq };
   char *jit_texts[NJ] = {0};
-  for (int i = 0; i < NJ && !st; i++) {
-    llama_spec s = {.layers = 1, .hidden = jhidden[i], .heads = 4, .kv_heads = 2, .head_dim = jhidden[i] / 4,
-                    .ffn = 2 * jhidden[i], .vocab = 512, .eps = 1e-5, .theta = 10000, .rope_factor = 1, .rope_low = 1,
-                    .rope_high = 4, .naming = LLAMA_NAMES_GGUF, .seq = jseq[i], .batch = 1, .cache = jseq[i], .tp = 1,
-                    .pp = 1, .dtype = "f32", .name = "calibrate_llama"};
-    const char *problem = llama_spec_error(&s);
-    if (problem) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload: %s", problem);
-    else if (!(jit_texts[i] = llama_graph_json(&s, NULL))) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-    else drop_attention_positions(jit_texts[i]);
-  }
+  for (int i = 0; i < NJ && !st; i++)
+    if (!(st = workload_llama(1, jhidden[i], 4, jseq[i], &jit_texts[i], d))) drop_attention_positions(jit_texts[i]);
   ppcc_calib_jit jit = {.compile = jit_compile, .execute = cli_jit_execute, .release = jit_release};
   if (!st) st = ppcc_calibrate_jit_ops(c, (const char *const *)jit_texts, NJ, &jit, log, d);
   for (int i = 0; i < NJ; i++) free(jit_texts[i]);
