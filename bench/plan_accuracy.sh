@@ -5,15 +5,16 @@
 # and for a 4-stage pipeline the predicted vs measured bubble for
 # M = 1, 2, 4, 8 microbatches. Not a test: figures for the notes.
 #   bench/plan_accuracy.sh [PPCC] [ROUNDS] [CALIB.json]
-# Each model runs ROUNDS times (default 3; every run is 1 cold + 3 warm
-# forwards, busy times are the warm minimum), printed as the min and
+# Each model runs ROUNDS times (default 3; every run is 1 cold + 10 warm
+# forwards, busy times are the warm median), printed as the min and
 # median over rounds of the measured figure. Measured bubble =
 # 1 - sum over stages of the stage's busy time (slowest device) /
 # (stages x wall of the device programs), the same definition as the
 # prediction's. Without CALIB.json, `ppcc calibrate` runs first.
 # Two threads at most (--threads 2). PLAN_BACKEND=jit measures the JIT
 # (M = 1 only: the JIT runs no microbatches, those rows run interp);
-# default interp. PLAN_REPEAT=N: N warm forwards per run (default 3).
+# default interp. PLAN_REPEAT=N: N warm forwards per run (default: what
+# --check-plan runs without --repeat, 10).
 # The machine's load (uptime) is printed before and after: the time
 # model is calibrated and checked on the same, possibly shared, machine.
 set -euo pipefail
@@ -41,7 +42,7 @@ run() {
   [[ " $* " == *" --microbatches "* && " $* " != *" --microbatches 1 "* ]] && backend=interp
   for ((r = 0; r < rounds; r++)); do
     "$ppcc" run "$model" --backend="$backend" --check-plan --plan-time-tolerance=1e6 --plan-memory-tolerance=1e6 --threads 2 \
-      --calibration "$calib" --repeat "${PLAN_REPEAT:-3}" "$@" >"$tmp/$label.$r" 2>/dev/null
+      --calibration "$calib" ${PLAN_REPEAT:+--repeat "$PLAN_REPEAT"} "$@" >"$tmp/$label.$r" 2>/dev/null
   done
 }
 

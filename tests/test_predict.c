@@ -46,8 +46,10 @@ START_TEST(calibration_round_trips_op_costs) {
   linear.call_us = 0.5; /* setting an op again replaces it */
   ck_assert(ppcc_calibration_set_op_cost(&c, &linear));
   ck_assert_int_eq(c.n_op_costs, 2);
-  ppcc_op_cost jit_linear = {"linear", 1.5, 0.25, 0.125, 0.75};
+  ppcc_op_cost jit_linear = {"linear", 1.5, 0.25, 0.125, 0.75}, linear2 = {"linear", 0.25, 0.00625, 0.0625, 0.5};
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jit_linear));
+  ck_assert(ppcc_calibration_set_op_cost_many(&c, &linear2));
+  c.many_threads = 2;
   ck_assert_int_eq(c.n_jit_op_costs, 1);
   ck_assert_int_eq(c.n_op_costs, 2); /* the JIT's table is its own */
   c.have_jit_cut = true;
@@ -73,6 +75,10 @@ START_TEST(calibration_round_trips_op_costs) {
   ck_assert_double_eq(l->ns_per_flop, 0.0125);
   ck_assert_double_eq(l->ns_per_byte, 0.0625);
   ck_assert_double_eq(l->ns_per_weight_byte, 0.5);
+  ck_assert_int_eq(back.many_threads, 2);
+  ck_assert_int_eq(back.n_op_costs_many, 1);
+  ck_assert_double_eq(ppcc_calibration_op_cost_many(&back, "linear")->ns_per_flop, 0.00625);
+  ck_assert_ptr_null(ppcc_calibration_op_cost_many(&back, "rotary"));
   ck_assert_ptr_null(ppcc_calibration_op_cost(&back, "gelu"));
   ck_assert_int_eq(back.n_jit_op_costs, 1);
   const ppcc_op_cost *jl = ppcc_calibration_jit_op_cost(&back, "linear");
@@ -144,6 +150,12 @@ START_TEST(calibration_old_file_and_bad_fields) {
     {", \"op_costs\": {\"rotary\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, \"ns_per_weight_byte\": -1}}}",
      "op_costs.rotary"},
     {", \"op_costs\": [1]}", "op_costs"},
+    {", \"op_costs_multithreaded\": {\"linear\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
+     "op_costs_threads"}, /* whose threads? */
+    {", \"op_costs_threads\": 1, \"op_costs_multithreaded\": {\"linear\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
+     "op_costs_threads"},
+    {", \"op_costs_threads\": 2, \"op_costs_multithreaded\": {\"linear\": {\"call_us\": -1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
+     "op_costs_multithreaded.linear"},
     {", \"jit_op_costs\": {\"nosuchop\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
      "jit_op_costs.nosuchop"},
     {", \"jit_op_costs\": {\"linear\": {\"call_us\": 1}}}", "jit_op_costs.linear"},
@@ -242,6 +254,45 @@ END_TEST
 
 /* A row-parallel matmul on 2 devices: x replicated, w split on its rows,
  * so each device's kernel (JIT) first cuts x to its columns. */
+/* Costs measured with the calibration's most kernel threads replace the
+ * sgemm-rate rule: with t threads the op takes the time linear in t
+ * between the two fits, no less beyond; the JIT's own cost scales by the
+ * interpreter's ratio for the op's work. */
+START_TEST(multithreaded_costs_change_prediction) {
+  ppcc_graph *g = one_matmul();
+  double flops, bytes, weights;
+  ppcc_predict_op_work(g, &g->ops[0], &flops, &bytes, &weights);
+  ppcc_calibration c = hand_calibration(4);
+  c.n_threads = 3;
+  c.gemm_gflops[2] = 150;
+  ppcc_op_cost k = {"matmul", 1000, 2, 0.5, 0.25};
+  ck_assert(ppcc_calibration_set_op_cost(&c, &k));
+  double one = (1000 + flops * 2e-3 + bytes * 0.5e-3 + weights * 0.25e-3) * 1e-3;
+  /* none: the FLOPs speed up as the sgemm rate (50 -> 100 GFLOP/s) */
+  ppcc_prediction rule = predict(g, &c, 1, 2, false);
+  ck_assert_double_eq_tol(rule.stages[0].time_ms, one - flops * 2e-3 * 1e-3 / 2, 1e-12);
+  ppcc_op_cost k3 = {"matmul", 400, 1, 0.5, 0.25}; /* with 3 threads */
+  ck_assert(ppcc_calibration_set_op_cost_many(&c, &k3));
+  c.many_threads = 3;
+  double three = (400 + flops * 1e-3 + bytes * 0.5e-3 + weights * 0.25e-3) * 1e-3;
+  ppcc_prediction at1 = predict(g, &c, 1, 1, false), at2 = predict(g, &c, 1, 2, false), at3 = predict(g, &c, 1, 3, false),
+                  at4 = predict(g, &c, 1, 4, false);
+  ck_assert_double_eq_tol(at1.stages[0].time_ms, one, 1e-12);
+  ck_assert_double_eq_tol(at2.stages[0].time_ms, (one + three) / 2, 1e-12);
+  ck_assert_double_eq_tol(at3.stages[0].time_ms, three, 1e-12);
+  ck_assert_double_eq_tol(at4.stages[0].time_ms, three, 1e-12);
+  /* the JIT's cost, scaled as the interpreter's */
+  ppcc_op_cost jk = {"matmul", 3000, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
+  ppcc_prediction jit1 = predict(g, &c, 1, 1, true), jit3 = predict(g, &c, 1, 3, true);
+  ck_assert_double_eq_tol(jit1.stages[0].time_ms, 3.0, 1e-12);
+  ck_assert_double_eq_tol(jit3.stages[0].time_ms, 3.0 * three / one, 1e-12);
+  ppcc_prediction *all[] = {&rule, &at1, &at2, &at3, &at4, &jit1, &jit3};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) ppcc_prediction_free(all[i]);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 START_TEST(jit_cut_of_replicated_operand) {
   ppcc_diag d;
   ppcc_diag_init(&d, NULL, NULL);
@@ -356,6 +407,7 @@ int main(void) {
   tcase_add_test(tc, calibration_round_trips_op_costs);
   tcase_add_test(tc, calibration_old_file_and_bad_fields);
   tcase_add_test(tc, op_cost_changes_prediction);
+  tcase_add_test(tc, multithreaded_costs_change_prediction);
   tcase_add_test(tc, jit_cut_of_replicated_operand);
   tcase_add_test(tc, pipeline_shares_cores);
   return t_run_suite(s);

@@ -2,10 +2,13 @@
  * compute at once (ppcc_concurrent_devices, src/report/concurrency.c),
  * the kernel threads each then gets, and that two device threads calling
  * the multi-threaded BLAS at the same time get the same bits as alone. */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../src/runtime/rt_internal.h"
 #include "ppcc/predict.h"
 #include "ppcc/runtime.h"
 #include "test_support.h"
@@ -137,6 +140,59 @@ START_TEST(concurrent_multithreaded_sgemm_same_bits) {
 }
 END_TEST
 
+static int my_cpus(void) {
+  cpu_set_t set;
+  ck_assert_int_eq(sched_getaffinity(0, sizeof set, &set), 0);
+  return CPU_COUNT(&set);
+}
+
+/* A lone computing device is pinned to one core (its BLAS workers to the
+ * others) only between enter and leave, and only when pinning is on: a
+ * device thread (OpenMP's pool thread, or the caller as device 0) must
+ * leave with every core back, or the next parallel region would crowd
+ * onto one. */
+START_TEST(lone_device_pinned_apart_then_released) {
+  int all = my_cpus();
+  if (all < 2) return; /* nothing to pin apart */
+  rt_pin_blas_apart(true, 2);
+  rt_device_thread_enter();
+  ck_assert_int_eq(my_cpus(), 1);
+  rt_device_thread_leave();
+  ck_assert_int_eq(my_cpus(), all);
+  rt_pin_blas_apart(false, 2);
+  rt_device_thread_enter();
+  ck_assert_int_eq(my_cpus(), all);
+  rt_device_thread_leave();
+  ck_assert_int_eq(my_cpus(), all);
+}
+END_TEST
+
+/* Whole runs: a 2-stage pipeline with one microbatch (pinned) and with
+ * two (not), then a plain OpenMP region: every thread has all cores. */
+START_TEST(runs_leave_every_thread_on_every_core) {
+  int all = my_cpus();
+  ppcc_graph *g = t_pipeline_graph(1, 2, 8);
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 3};
+  ppcc_run_data data;
+  ck_assert_int_eq(ppcc_run_data_load(g, &ro, &data, &d), PPCC_OK);
+  for (int m = 1; m <= 2; m++) {
+    ppcc_exec_options eo = {.threads = 2, .microbatches = m};
+    ppcc_host_tensor out[4] = {{0}};
+    ck_assert_int_eq(ppcc_execute(g, &data, &eo, out, NULL, &d), PPCC_OK);
+    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+    ck_assert_int_eq(my_cpus(), all);
+    int narrowed = 0;
+#pragma omp parallel num_threads(2) reduction(+ : narrowed)
+    narrowed += my_cpus() != all;
+    ck_assert_int_eq(narrowed, 0);
+  }
+  ppcc_run_data_free(&data);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("thread_budget");
   TCase *tc = t_add_tcase(s, "concurrent_devices", 0);
@@ -148,5 +204,7 @@ int main(void) {
   tcase_add_test(tc, threads_per_device_never_exceed_cores);
   tc = t_add_tcase(s, "blas", 0);
   tcase_add_test(tc, concurrent_multithreaded_sgemm_same_bits);
+  tcase_add_test(tc, lone_device_pinned_apart_then_released);
+  tcase_add_test(tc, runs_leave_every_thread_on_every_core);
   return t_run_suite(s);
 }

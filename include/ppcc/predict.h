@@ -148,6 +148,18 @@ typedef struct ppcc_calibration {
                                  ("jit_op_costs"; same terms as op_costs, measured on
                                  JIT-compiled workloads, ppcc_calibrate_jit_ops):
                                  what the prediction of a JIT run uses */
+  int many_threads;           /* kernel threads of op_costs_many ("op_costs_threads",
+                                 the calibration's most); 0: none */
+  int n_op_costs_many;
+  ppcc_op_cost op_costs_many[PPCC_CALIB_MAX_OPS]; /* the interpreter's costs per op kind
+                                 with many_threads kernel threads on the device
+                                 ("op_costs_multithreaded", fitted on the same
+                                 workloads): with t threads in between, the op takes
+                                 the time linear in t between the two fits; the JIT's
+                                 cost scales by the same ratio (it calls the same
+                                 sgemm). Without them a contraction's FLOPs speed up
+                                 as the sgemm rate (gemm_gflops), which a GEMM of
+                                 32 rows never sees in a forward. */
   bool have_jit_cut;          /* jit_cut measured ("jit_operand_cut"; optional) */
   ppcc_op_cost jit_cut;       /* the JIT's cut of a replicated operand inside a
                                  row-parallel contraction's kernel: call_us +
@@ -171,6 +183,10 @@ bool ppcc_calibration_set_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost)
 /* The same for the JIT's costs (jit_op_costs). */
 const ppcc_op_cost *ppcc_calibration_jit_op_cost(const ppcc_calibration *c, const char *name);
 bool ppcc_calibration_set_jit_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost);
+/* The same for the interpreter's costs with many_threads kernel threads
+ * (op_costs_many). */
+const ppcc_op_cost *ppcc_calibration_op_cost_many(const ppcc_calibration *c, const char *name);
+bool ppcc_calibration_set_op_cost_many(ppcc_calibration *c, const ppcc_op_cost *cost);
 /* What the time model charges a compute op for one result shard: its
  * op-table FLOPs (rep_op_flops_per_shard), the bytes of its non-param
  * operand shards and first result shard, and of its param operand shards
@@ -227,6 +243,10 @@ void ppcc_prediction_free(ppcc_prediction *p);
 void ppcc_prediction_write_text(const ppcc_prediction *p, FILE *out);
 void ppcc_prediction_write_json(const ppcc_prediction *p, FILE *out);
 
+/* Warm forwards `ppcc run --check-plan` measures without --repeat (after
+ * a cold one), and `ppcc calibrate` where it measures a stage as it does. */
+#define PPCC_CHECK_PLAN_FORWARDS 10
+
 /* What `ppcc run --check-plan` measures (the runtime fills it). */
 typedef struct ppcc_plan_measure {
   /* in */
@@ -238,11 +258,21 @@ typedef struct ppcc_plan_measure {
   double wall_ms;
   double *op_busy_ms;     /* optional (NULL: not recorded), per op of the
                              graph: its compute spans summed over devices
-                             and microbatches, the smallest over forwards */
+                             and microbatches, the median over forwards */
+  int n_ops;              /* entries of op_busy_ms (the graph's ops) */
   bool filled;
   int forwards;           /* runs measured: the peak is the largest, busy
-                             times and wall the smallest (warm) */
+                             times and wall the median of the warm ones
+                             (all but the first, when there are several:
+                             the first is cold). Set 0 to start over. */
+  /* the runtime's: every forward's figures, for the medians; freed by
+     ppcc_plan_measure_release */
+  double *history;
+  size_t history_cap;
 } ppcc_plan_measure;
+
+/* Frees what the runtime kept in m (its history), not the caller's arrays. */
+void ppcc_plan_measure_release(ppcc_plan_measure *m);
 
 /* Prints predicted vs measured per device and per stage; a user error
  * naming the first device or stage off by more than the tolerance

@@ -196,8 +196,8 @@ void cli_help_run(FILE *out) {
         "                        next to the report's prediction and fail naming the\n"
         "                        device or stage off by more than the tolerance\n"
         "                        (relative to the measurement). Without --repeat it\n"
-        "                        runs 3 more forwards: busy times are each stage's\n"
-        "                        smallest over the forwards (the first is cold).\n"
+        "                        runs 10 more forwards: busy times are each stage's\n"
+        "                        median over the forwards after the first (cold).\n"
         "                        On the JIT: params, inputs and output buffers plus\n"
         "                        the high-water mark of the compiled code's\n"
         "                        allocations (kernel temporaries included, each freed\n"
@@ -294,6 +294,7 @@ static ppcc_status plan_check_end(const run_args *a, plan_check *c, ppcc_diag *d
 
 static void plan_check_free(plan_check *c) {
   ppcc_prediction_free(&c->pred);
+  ppcc_plan_measure_release(&c->measure);
   free(c->measure.peak_bytes);
   free(c->measure.stage_busy_ms);
 }
@@ -353,7 +354,7 @@ static ppcc_status run_graph(const ppcc_graph *g, run_args *a, ppcc_diag *d) {
   on_jit = jit != NULL;
 #endif
   if (!st && a->check_plan) st = plan_check_begin(g, a, on_jit, &check, d);
-  if (a->check_plan && a->repeat == 0) opts.repeat = 3; /* warm forwards: their busy times count */
+  if (a->check_plan && a->repeat == 0) opts.repeat = PPCC_CHECK_PLAN_FORWARDS; /* warm forwards: their busy times count */
   if (a->check_plan) opts.measure = &check.measure;
   if (!st) st = ppcc_run(g, &opts, d);
   if (!st && a->check_plan) st = plan_check_end(a, &check, d);

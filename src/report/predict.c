@@ -63,7 +63,7 @@ static ppcc_status read_op_costs(const cJSON *root, const char *path, const char
   const cJSON *costs = cJSON_GetObjectItemCaseSensitive(root, field);
   if (costs && !cJSON_IsObject(costs)) return bad_field(path, field, "is not an object (op name: its cost)", d);
   for (const cJSON *e = costs ? costs->child : NULL; e; e = e->next) {
-    ppcc_op_cost k = {{0}, 0, 0, 0, 0};
+    ppcc_op_cost k = {0};
     char name[96];
     snprintf(name, sizeof name, "%s.%.40s", field, e->string);
     if (!ppcc_op_lookup(e->string) || strlen(e->string) >= sizeof k.name)
@@ -126,7 +126,15 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   }
   ppcc_status cst = read_op_costs(root, path, "op_costs", c, ppcc_calibration_set_op_cost, d);
   if (!cst) cst = read_op_costs(root, path, "jit_op_costs", c, ppcc_calibration_set_jit_op_cost, d);
+  if (!cst) cst = read_op_costs(root, path, "op_costs_multithreaded", c, ppcc_calibration_set_op_cost_many, d);
   if (cst) return cst;
+  const cJSON *many = cJSON_GetObjectItemCaseSensitive(root, "op_costs_threads");
+  if (many || c->n_op_costs_many > 0) {
+    if (!cJSON_IsNumber(many) || many->valuedouble < 2 || many->valuedouble > PPCC_CALIB_MAX_THREADS ||
+        many->valuedouble != floor(many->valuedouble))
+      return bad_field(path, "op_costs_threads", "is missing or not an integer in [2, 64] (the threads of op_costs_multithreaded)", d);
+    c->many_threads = (int)many->valuedouble;
+  }
   const cJSON *cut = cJSON_GetObjectItemCaseSensitive(root, "jit_operand_cut");
   if (cut) {
     static const char *const parts[2] = {"call_us", "ns_per_byte"};
@@ -176,6 +184,14 @@ bool ppcc_calibration_set_jit_op_cost(ppcc_calibration *c, const ppcc_op_cost *c
   return cost_store(c->jit_op_costs, &c->n_jit_op_costs, cost);
 }
 
+const ppcc_op_cost *ppcc_calibration_op_cost_many(const ppcc_calibration *c, const char *name) {
+  return c ? cost_in(c->op_costs_many, c->n_op_costs_many, name) : NULL;
+}
+
+bool ppcc_calibration_set_op_cost_many(ppcc_calibration *c, const ppcc_op_cost *cost) {
+  return cost_store(c->op_costs_many, &c->n_op_costs_many, cost);
+}
+
 ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d) {
   ppcc_calibration_defaults(c);
   size_t len = 0;
@@ -198,10 +214,12 @@ static void write_rates(FILE *f, const char *field, const double *v, int n) {
 static void write_op_costs(FILE *f, const char *field, const ppcc_op_cost *costs, int n) {
   if (n <= 0) return;
   fprintf(f, ",\n  \"%s\": {", field);
-  for (int i = 0; i < n; i++)
-    fprintf(f, "%s\n    \"%s\": {\"call_us\": %.6g, \"ns_per_flop\": %.6g, \"ns_per_byte\": %.6g, \"ns_per_weight_byte\": %.6g}",
+  for (int i = 0; i < n; i++) {
+    fprintf(f, "%s\n    \"%s\": {\"call_us\": %.6g, \"ns_per_flop\": %.6g, \"ns_per_byte\": %.6g, \"ns_per_weight_byte\": %.6g",
             i ? "," : "", costs[i].name, costs[i].call_us, costs[i].ns_per_flop, costs[i].ns_per_byte,
             costs[i].ns_per_weight_byte);
+    fputc('}', f);
+  }
   fputs("\n  }", f);
 }
 
@@ -225,6 +243,10 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
   }
   write_op_costs(f.fp, "op_costs", c->op_costs, c->n_op_costs);
   write_op_costs(f.fp, "jit_op_costs", c->jit_op_costs, c->n_jit_op_costs);
+  if (c->many_threads > 1 && c->n_op_costs_many > 0) {
+    fprintf(f.fp, ",\n  \"op_costs_threads\": %d", c->many_threads);
+    write_op_costs(f.fp, "op_costs_multithreaded", c->op_costs_many, c->n_op_costs_many);
+  }
   if (c->have_jit_cut)
     fprintf(f.fp, ",\n  \"jit_operand_cut\": {\"call_us\": %.6g, \"ns_per_byte\": %.6g}", c->jit_cut.call_us,
             c->jit_cut.ns_per_byte);
@@ -530,6 +552,25 @@ static double jit_slice_bytes(const ppcc_graph *g, const ppcc_op *op) {
   return bytes;
 }
 
+static double cost_us(const ppcc_op_cost *k, double flops, double bytes, double weights) {
+  return k->call_us + (flops * k->ns_per_flop + bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3;
+}
+
+/* How an op's time with `threads` kernel threads compares with one
+ * thread's, from the interpreter's two fits (op_costs, op_costs_many):
+ * linear in the threads between 1 and many_threads, no faster beyond
+ * (the file says nothing of more threads); 0 when the file cannot say. */
+static double threads_ratio(const ppcc_calibration *c, const char *name, double flops, double bytes, double weights,
+                            int threads) {
+  const ppcc_op_cost *one = ppcc_calibration_op_cost(c, name), *many = ppcc_calibration_op_cost_many(c, name);
+  if (!one || !many || c->many_threads < 2) return 0;
+  if (threads <= 1) return 1;
+  double t1 = cost_us(one, flops, bytes, weights), tn = cost_us(many, flops, bytes, weights);
+  if (t1 <= 0) return 0;
+  int t = threads < c->many_threads ? threads : c->many_threads;
+  return (t1 + (tn - t1) * (double)(t - 1) / (double)(c->many_threads - 1)) / t1;
+}
+
 /* CPU time of one microbatch's shard of compute op j on one device, in
  * ms, as if the device had a core to itself (sharing is simulate_pipeline's).
  * threads: the kernel threads a device gets; streams: devices of the
@@ -563,8 +604,13 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
                           : jit ? ppcc_calibration_jit_op_cost(c, op->info->name)
                                 : ppcc_calibration_op_cost(c, op->info->name);
   if (k) {
-    double f_us = flops * k->ns_per_flop * 1e-3 / (contraction ? gemm_speedup : 1.0);
-    double us = k->call_us + f_us + (bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3;
+    double ratio = threads_ratio(c, op->info->name, flops, bytes, weights, threads), us;
+    if (ratio > 0) { /* measured with threads (the JIT calls the same sgemm) */
+      us = cost_us(k, flops, bytes, weights) * ratio;
+    } else {
+      double f_us = flops * k->ns_per_flop * 1e-3 / (contraction ? gemm_speedup : 1.0);
+      us = k->call_us + f_us + (bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3;
+    }
     /* the JIT's kernel first cuts a replicated operand to its part: as the JIT's slice op */
     const ppcc_op_cost *cut = !jit ? NULL : c->have_jit_cut ? &c->jit_cut : ppcc_calibration_jit_op_cost(c, "slice");
     double cut_bytes = cut ? jit_slice_bytes(g, op) : 0;

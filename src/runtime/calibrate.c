@@ -23,7 +23,10 @@
  *   resume_us, hop_us     a [8,64]x[64,64] matmul ping-ponged between two
  *                         devices against the same chain on one device;
  *   concurrent_slowdown   FFN copies on t devices at once against one.
- * Each figure is the best of several runs (the machine may be shared),
+ * The roofline's rates are the best of several runs (the machine may be
+ * shared); the interpreter's and the JIT's costs are medians over
+ * forwards, the statistic --check-plan measures (the fastest forward, or
+ * the sum of each op's fastest, is systematically below a typical one),
  * the slowdown the median of paired runs. */
 #include <math.h>
 #include <omp.h>
@@ -146,8 +149,8 @@ static double best_elementwise_gflops(int threads) {
 
 /* The fixed cost of one compute step as the interpreter takes it: the
  * executor runs a chain of STEPS adds of 8 floats and its busy time (the
- * --check-plan measurement) is divided by the steps; the smallest over
- * several runs (overhead_us). With `gemm`, the steps are [8, 64] x
+ * --check-plan measurement) is divided by the steps; the median over
+ * several forwards (overhead_us). With `gemm`, the steps are [8, 64] x
  * [64, 64] matmuls instead, and with `ping_pong` they alternate between
  * two devices, a transfer after each (the pipeline's hand-over: each step
  * then runs right after its device waited, and the wall per step less the
@@ -181,39 +184,7 @@ static char *chain_model(bool ping_pong, bool gemm) {
   return m;
 }
 
-/* Per step of the chain: the step's busy time and the wall, in us. */
-static bool chain_us(bool ping_pong, bool gemm, double *add_us, double *wall_us) {
-  ppcc_diag d;
-  ppcc_diag_init(&d, NULL, NULL);
-  char *text = chain_model(ping_pong, gemm);
-  ppcc_graph *g = text ? ppcc_load_model_string(text, strlen(text), &d) : NULL;
-  free(text);
-  double best = 1e9, best_wall = 1e9;
-  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
-  ppcc_run_data data;
-  bool loaded = g && !ppcc_run_passes(g, NULL, NULL, &d) && !ppcc_run_data_load(g, &ro, &data, &d);
-  for (int r = 0; loaded && r < REPEATS * 2; r++) {
-    int64_t peak[2] = {0, 0};
-    double busy[2] = {0, 0};
-    int *stage = calloc((size_t)g->n_ops, sizeof *stage);
-    ppcc_plan_measure m = {.op_stage = stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
-    ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
-    ppcc_host_tensor out = {0};
-    if (stage && !ppcc_execute(g, &data, &eo, &out, NULL, &d) && m.filled) {
-      double per_step = (busy[0] + (g->n_devices > 1 ? busy[1] : 0)) * 1e3 / STEPS;
-      if (per_step < best) best = per_step;
-      if (m.wall_ms * 1e3 / STEPS < best_wall) best_wall = m.wall_ms * 1e3 / STEPS;
-    }
-    ppcc_host_tensor_free(&out);
-    free(stage);
-  }
-  if (loaded) ppcc_run_data_free(&data);
-  ppcc_graph_free(g);
-  *add_us = best < 1e9 ? best : 2.0;
-  *wall_us = best_wall < 1e9 ? best_wall : 2.0;
-  return best < 1e9;
-}
-
+static bool chain_us(bool ping_pong, bool gemm, double *step_us, double *wall_us);
 static double overhead_us(void) {
   double add, wall;
   chain_us(false, false, &add, &wall);
@@ -260,7 +231,7 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
  * is measured where it runs: workload models (the driver's generated
  * Llamas, and the FFN blocks below) on one device with one kernel thread
  * through the interpreter executor, every op's compute span recorded
- * (ppcc_plan_measure.op_busy_ms, the fastest of several forwards). Per op
+ * (ppcc_plan_measure.op_busy_ms, the median of several forwards). Per op
  * kind, the samples (FLOPs, bytes, microseconds) are fitted by
  * call_us + ns_per_flop * FLOPs + ns_per_byte * bytes + ns_per_weight_byte
  * * weight bytes (params: each read once per forward, from farther away
@@ -419,6 +390,7 @@ typedef struct workload {
 } workload;
 
 static void workload_close(workload *w) {
+  ppcc_plan_measure_release(&w->m);
   free(w->out);
   free(w->stage);
   free(w->op_ms);
@@ -442,57 +414,93 @@ static ppcc_status workload_open(workload *w, const char *text, bool per_op, ppc
   w->busy = calloc((size_t)g->n_devices + 1, sizeof *w->busy);
   w->out = calloc((size_t)g->n_outputs + 1, sizeof *w->out);
   w->m = (ppcc_plan_measure){.op_stage = w->stage, .n_stages = 1, .peak_bytes = w->peak, .stage_busy_ms = w->busy,
-                             .op_busy_ms = w->op_ms};
+                             .op_busy_ms = w->op_ms, .n_ops = g->n_ops};
   if (!st && !(w->stage && (w->op_ms || !per_op) && w->peak && w->busy && w->out))
     st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   return st;
 }
 
-/* One forward on the workload's devices (one kernel thread each). */
-static ppcc_status workload_forward(workload *w, ppcc_diag *d) {
-  ppcc_exec_options eo = {.threads = w->g->n_devices, .measure = &w->m};
+/* One forward with `threads` threads for the workload's devices (on one
+ * device: its kernel threads, rt_thread_budget). */
+static ppcc_status workload_forward_on(workload *w, int threads, ppcc_diag *d) {
+  ppcc_exec_options eo = {.threads = threads, .measure = &w->m};
   ppcc_status st = ppcc_execute(w->g, &w->data, &eo, w->out, NULL, d);
   for (int k = 0; k < w->g->n_outputs; k++) ppcc_host_tensor_free(&w->out[k]);
   return st;
 }
 
-/* Runs one workload model and adds every compute op's (FLOPs, bytes, us)
- * to the samples s (NULL: none); op_us (NULL: not wanted; else one entry
- * per op of the model) gets every op's time, 0 for ops that are not
- * compute. */
-static ppcc_status sample_workload(const char *text, sample_set *s, double *op_us, ppcc_diag *d) {
-  workload w;
-  ppcc_status st = workload_open(&w, text, true, d);
-  for (int r = 0; !st && r < OP_FORWARDS; r++) st = workload_forward(&w, d);
-  if (!st && !w.m.filled) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload recorded no spans");
-  const ppcc_graph *g = w.g;
-  for (int j = 0; !st && j < g->n_ops; j++) {
+/* One forward on the workload's devices (one kernel thread each). */
+static ppcc_status workload_forward(workload *w, ppcc_diag *d) {
+  return workload_forward_on(w, w->g->n_devices, d);
+}
+
+/* Per step of the chain: the step's busy time (both devices) and the
+ * wall, in us; the median of 2 * REPEATS warm forwards. */
+static bool chain_us(bool ping_pong, bool gemm, double *step_us, double *wall_us) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  char *text = chain_model(ping_pong, gemm);
+  workload w = {0};
+  bool ok = text && !workload_open(&w, text, false, &d);
+  free(text);
+  for (int r = 0; ok && r <= REPEATS * 2; r++) ok = !workload_forward(&w, &d) && w.m.filled;
+  if (ok) {
+    *step_us = (w.busy[0] + (w.g->n_devices > 1 ? w.busy[1] : 0)) * 1e3 / STEPS;
+    *wall_us = w.m.wall_ms * 1e3 / STEPS;
+  } else {
+    *step_us = *wall_us = 2.0;
+  }
+  workload_close(&w);
+  return ok;
+}
+
+/* Adds every compute op's (FLOPs, bytes, us) of an opened and measured
+ * workload to the samples s. */
+static ppcc_status add_samples(const workload *w, sample_set *s, ppcc_diag *d) {
+  const ppcc_graph *g = w->g;
+  for (int j = 0; j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
-    if (op_us) op_us[j] = 0;
     if (op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
-    if (op_us) op_us[j] = w.op_ms[j] * 1e3;
-    if (!s) continue;
     double f, b, wb;
     ppcc_predict_op_work(g, op, &f, &b, &wb);
     op_samples *o = samples_for(s, op->info->name);
     int shards = op->n_devices > 0 ? op->n_devices : 1; /* the span sum covers every shard */
-    if (!o || !add_sample(o, f, b, wb, w.op_ms[j] * 1e3 / shards))
-      st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    if (!o || !add_sample(o, f, b, wb, w->op_ms[j] * 1e3 / shards))
+      return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
-  workload_close(&w);
+  return PPCC_OK;
+}
+
+/* Runs one workload model on its device with one kernel thread, and (when
+ * many > 1 and s_many) with `many` threads, a forward of each in turn (the
+ * machine's load changes), and adds every op's median time to s_one and
+ * s_many. */
+static ppcc_status sample_workload(const char *text, sample_set *s_one, int many, sample_set *s_many, ppcc_diag *d) {
+  bool both = many > 1 && s_many;
+  workload one, more;
+  memset(&more, 0, sizeof more);
+  ppcc_status st = workload_open(&one, text, true, d);
+  if (!st && both) st = workload_open(&more, text, true, d);
+  for (int r = 0; !st && r <= OP_FORWARDS; r++) {
+    st = workload_forward_on(&one, 1, d);
+    if (!st && both) st = workload_forward_on(&more, many, d);
+  }
+  if (!st && (!one.m.filled || (both && !more.m.filled)))
+    st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload recorded no spans");
+  if (!st) st = add_samples(&one, s_one, d);
+  if (!st && both) st = add_samples(&more, s_many, d);
+  workload_close(&one);
+  workload_close(&more);
   return st;
 }
 
 /* The slowest device's compute time of a workload model, in us, as
  * `ppcc run --check-plan` measures a stage by default: each device's
- * fastest of 3 warm forwards after a cold one. */
+ * median of its warm forwards after a cold one. */
 static ppcc_status stage_busy_us(const char *text, double *us, ppcc_diag *d) {
   workload w;
   ppcc_status st = workload_open(&w, text, false, d);
-  for (int r = 0; !st && r < 4; r++) {
-    if (r == 1) w.m.filled = false, w.m.forwards = 0; /* the cold forward does not count */
-    st = workload_forward(&w, d);
-  }
+  for (int r = 0; !st && r <= PPCC_CHECK_PLAN_FORWARDS; r++) st = workload_forward(&w, d);
   *us = 0;
   for (int dev = 0; !st && dev < w.g->n_devices; dev++)
     if (w.busy[dev] * 1e3 > *us) *us = w.busy[dev] * 1e3;
@@ -613,25 +621,43 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
   }
   static const int ffn[][3] = {{2, 256, 1024}, {8, 256, 1024}, {32, 256, 1024}, {64, 256, 1024},
                                {4, 128, 512},  {32, 128, 512},  {16, 512, 1024}, {8, 64, 128}, {2, 64, 128}};
-  for (int i = 0; !st && i < (int)(sizeof ffn / sizeof *ffn); i++) {
-    char *text = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2], 1, 3);
-    st = text ? sample_workload(text, &s, NULL, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-    free(text);
-  }
-  for (int i = 0; !st && i < n_workloads; i++) st = sample_workload(workloads[i], &s, NULL, d);
+  enum { N_FFN = sizeof ffn / sizeof *ffn };
+  int n_texts = N_FFN + n_workloads;
+  const char **texts = calloc((size_t)n_texts, sizeof *texts);
+  char *ffn_texts[N_FFN] = {0};
+  if (!texts) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int i = 0; !st && i < N_FFN; i++)
+    if (!(texts[i] = ffn_texts[i] = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2], 1, 3)))
+      st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int i = 0; !st && i < n_workloads; i++) texts[N_FFN + i] = workloads[i];
+  /* with the most threads too: a linear of 32 rows gains far less from
+   * a second thread than the hot sgemm loop of gemm_gflops suggests */
+  sample_set many = {0};
+  for (int i = 0; !st && i < n_texts; i++) st = sample_workload(texts[i], &s, c->n_threads, &many, d);
   if (!st) st = concurrency(c, log, d);
   for (int i = 0; !st && i < s.n; i++) {
-    ppcc_op_cost k = {{0}, 0, 0, 0, 0};
+    ppcc_op_cost k = {0};
     if (!fit_op(&s.ops[i], &k)) continue;
     if (!ppcc_calibration_set_op_cost(c, &k)) break; /* the table is full: the rest use the roofline */
     if (log)
       fprintf(log, "op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
               s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
   }
+  for (int i = 0; !st && i < many.n; i++) {
+    ppcc_op_cost k = {0};
+    if (!ppcc_calibration_op_cost(c, many.ops[i].name) || !fit_op(&many.ops[i], &k)) continue;
+    if (!ppcc_calibration_set_op_cost_many(c, &k)) break;
+    c->many_threads = c->n_threads;
+    if (log)
+      fprintf(log, "op %-12s with %d threads: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
+              c->n_threads, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
+  }
+  for (int i = 0; i < N_FFN; i++) free(ffn_texts[i]);
+  free(texts);
   samples_free(&s);
+  samples_free(&many);
   return st;
 }
-
 
 /* ---------------- the JIT's per-op costs (jit_op_costs) ----------------
  * The JIT runs each op as a call from the compiled device function into
@@ -644,7 +670,7 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
  * op's params (a copy must not find the weights in cache that the op
  * just read) and writing a result nobody reads (freed at once, as an op's
  * result is after its last reader). Each model is compiled once; the
- * busy times are the fastest of JIT_ROUNDS paired rounds (workload,
+ * busy times are the median of JIT_ROUNDS paired rounds (workload,
  * variant, workload, ...). The difference over the copies, with the
  * copies' FLOPs, bytes and weight bytes summed, is one sample of the op
  * kind, fitted as the interpreter's (fit_op, call_us per op call). */
@@ -653,7 +679,7 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
 
 #define JIT_COPIES 2
 #define JIT_ROUNDS 7
-#define JIT_FORWARDS 3 /* per round, the fastest counts: as --check-plan measures */
+#define JIT_FORWARDS 3 /* per round: the median of the warm ones counts, as --check-plan measures */
 
 /* The workload text with every op of kind `kind` followed by JIT_COPIES
  * copies of it (see above); NULL when it has none or out of memory. */
@@ -740,24 +766,24 @@ static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_cali
 }
 
 /* Runs `forwards` forwards (one kernel thread per device); *us the
- * fastest busy time of the slowest device; false when a run fails. */
+ * slowest device's median busy time (of the warm ones, when there are
+ * several: see ppcc_plan_measure); false when a run fails. */
 static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int forwards, double *us, ppcc_diag *d) {
   const ppcc_graph *g = w->g;
   int *op_stage = calloc((size_t)g->n_ops + 1, sizeof *op_stage);
   ppcc_host_tensor *out = calloc((size_t)g->n_outputs + 1, sizeof *out);
+  int64_t peak[2] = {0, 0};
+  double busy[2] = {0, 0};
+  ppcc_plan_measure m = {.op_stage = op_stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
   bool ok = op_stage && out;
-  *us = INFINITY;
   for (int r = 0; ok && r < forwards; r++) {
-    int64_t peak[2] = {0, 0};
-    double busy[2] = {0, 0};
-    ppcc_plan_measure m = {.op_stage = op_stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
     ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
     double elapsed = 0;
     ok = !jit->execute(w->ctx, g, &w->data, &eo, out, &elapsed, d) && m.filled;
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
-    double slowest = busy[0] > busy[1] ? busy[0] : busy[1];
-    if (ok && slowest * 1e3 < *us) *us = slowest * 1e3;
   }
+  *us = (busy[0] > busy[1] ? busy[0] : busy[1]) * 1e3;
+  ppcc_plan_measure_release(&m);
   free(op_stage);
   free(out);
   return ok;
@@ -778,7 +804,7 @@ static int op_kinds(const ppcc_graph *g, const char **kinds, int cap) {
 
 /* One workload's samples: every compute op kind's difference (above),
  * the median over JIT_ROUNDS paired rounds (workload, variant) of the
- * variant's time less the workload's, each the fastest of JIT_FORWARDS
+ * variant's time less the workload's, each the median of JIT_FORWARDS
  * forwards (the statistic --check-plan measures; pairs: the machine's
  * load changes). The copies cost somewhat more than the ops they copy
  * (cold code and weights: +25 % on the smallest Llama), so the kinds'
@@ -897,7 +923,7 @@ static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *
     jit_workload_close(&v, jit);
     jit_workload_close(&base, jit);
   }
-  ppcc_op_cost k = {{0}, 0, 0, 0, 0};
+  ppcc_op_cost k = {0};
   if (o.n > 0 && fit_op(&o, &k)) {
     c->jit_cut = k;
     c->have_jit_cut = true;
@@ -922,7 +948,7 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
   }
   for (int i = 0; !st && i < n_workloads; i++) st = sample_jit_workload(workloads[i], jit, &s, d);
   for (int i = 0; !st && i < s.n; i++) {
-    ppcc_op_cost k = {{0}, 0, 0, 0, 0};
+    ppcc_op_cost k = {0};
     if (!fit_op(&s.ops[i], &k)) continue;
     if (!ppcc_calibration_set_jit_op_cost(c, &k)) break;
     if (log)

@@ -1098,7 +1098,9 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
       x->t0 = omp_get_wtime(); /* the clock starts when every device is loaded */
       if (x->dist) rt_dist_sync(&x->t0); /* every rank loaded: one clock for all */
     }
+    rt_device_thread_enter();
     if (started == n && mine) device_program(x, omp_get_thread_num());
+    rt_device_thread_leave();
     rt_finish_gate_wait(&done);
   }
   if (elapsed_ms) *elapsed_ms = (omp_get_wtime() - x->t0) * 1e3;
@@ -1112,8 +1114,8 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
 /* --check-plan: each device's high-water mark and, per stage, the time
  * each device spent in compute ops (all microbatches). Over several
  * forwards (--repeat) the peak is the largest and each busy time and the
- * wall the smallest: the first forward is cold (first touch of every
- * buffer, BLAS start-up). */
+ * wall the median of the warm ones: the first forward is cold (first
+ * touch of every buffer, BLAS start-up). */
 static void fill_measure(const rt_exec *x, double wall_ms, ppcc_plan_measure *m) {
   int n = x->n_devices;
   size_t cells = (size_t)m->n_stages * (size_t)n;
@@ -1136,10 +1138,8 @@ static void fill_measure(const rt_exec *x, double wall_ms, ppcc_plan_measure *m)
       const rt_span *sp = &x->timeline->dev[dev].spans[i];
       if (x->g->ops[sp->op].info->family == PPCC_FAMILY_COMPUTE) per_op[sp->op] += (sp->end - sp->start) * 1e3;
     }
-  for (int j = 0; per_op && j < x->g->n_ops; j++)
-    if (!m->filled || per_op[j] < m->op_busy_ms[j]) m->op_busy_ms[j] = per_op[j];
+  if (per_op || !m->op_busy_ms) rt_plan_measure_add_forward(m, busy, cells, wall_ms, per_op);
   free(per_op);
-  rt_plan_measure_add_forward(m, busy, cells, wall_ms);
   free(busy);
 }
 

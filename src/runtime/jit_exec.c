@@ -233,7 +233,9 @@ static ppcc_status run_all(jit_exec *x, const ppcc_jit_entry *entries, double *e
       if (x->dist) rt_dist_sync(&t0); /* every rank compiled and loaded: one clock for all */
     }
     /* implicit barrier: every thread sees `started` */
+    rt_device_thread_enter();
     if (started == n) run_device(x, entries[omp_get_thread_num()], omp_get_thread_num());
+    rt_device_thread_leave();
     rt_finish_gate_wait(&done);
   }
   if (elapsed_ms) *elapsed_ms = (omp_get_wtime() - t0) * 1e3;
@@ -297,7 +299,7 @@ static ppcc_status capture_outputs(const jit_exec *x, ppcc_diag *d) {
  * the results later copied into the output shards). Its busy time is the
  * device function's time outside communication calls, counted for the
  * stage of the device's first compute op. Over several forwards the peak
- * is the largest, busy times and the wall the smallest (as executor.c). */
+ * is the largest, busy times and the wall the median (as executor.c). */
 static void fill_measure(const jit_exec *x, double wall_ms, ppcc_plan_measure *m) {
   int n = x->g->n_devices;
   size_t cells = (size_t)m->n_stages * (size_t)n;
@@ -315,7 +317,7 @@ static void fill_measure(const jit_exec *x, double wall_ms, ppcc_plan_measure *m
     }
     if (stage >= 0 && stage < m->n_stages) busy[(size_t)stage * (size_t)n + (size_t)dev] = x->devs[dev].busy_ms;
   }
-  rt_plan_measure_add_forward(m, busy, cells, wall_ms);
+  rt_plan_measure_add_forward(m, busy, cells, wall_ms, NULL);
   free(busy);
 }
 

@@ -76,6 +76,13 @@ void rt_thread_budget(int devices, int per_device);
  * devices, so the kernel thread count (and a BLAS call's bits) cannot
  * change with M. */
 void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int local);
+/* src/runtime/affinity.c: with `on` (one device computes at a time with
+ * blas_threads > 1 kernel threads), OpenBLAS's workers go to all the
+ * process's cores but the first and each device thread, between enter and
+ * leave, to the first; off: everything back on every core. */
+void rt_pin_blas_apart(bool on, int blas_threads);
+void rt_device_thread_enter(void);
+void rt_device_thread_leave(void);
 /* The end of a run's device threads: a device that finished sleeps here
  * until all have (an OpenMP barrier would spin on its core, taking it
  * from the BLAS threads of the stages still computing). Set `left` to the
@@ -183,11 +190,13 @@ void rt_mem_accounting_free(rt_mem_accounting *a);
 /* +bytes when a value buffer of device dev is allocated, -bytes when it
  * is freed (a NULL accounting ignores it). */
 void rt_mem_account(rt_mem_accounting *a, int dev, int64_t delta);
-/* --check-plan on either backend: one warm forward's per-(stage, device)
- * busy times (cells of them) and wall time; the measure keeps the fastest
- * of each (peak bytes are the caller's: each backend counts its own). */
+/* --check-plan on either backend: one forward's per-(stage, device) busy
+ * times (cells of them), wall time and (op_ms, NULL when not recorded)
+ * per-op busy times; the measure keeps the median of each over the warm
+ * forwards (peak bytes are the caller's: each backend counts its own). */
 struct ppcc_plan_measure;
-void rt_plan_measure_add_forward(struct ppcc_plan_measure *m, const double *busy, size_t cells, double wall_ms);
+void rt_plan_measure_add_forward(struct ppcc_plan_measure *m, const double *busy, size_t cells, double wall_ms,
+                                 const double *op_ms);
 
 /* ---- distributed runs (comm_mpi.c, or dist_stub.c without MPI) ---- */
 
