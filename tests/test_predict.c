@@ -354,6 +354,39 @@ static ppcc_graph *four_stages(void) {
   return g;
 }
 
+/* Several devices computing at once, a kernel thread each, are pinned to
+ * core d mod cores (src/runtime/affinity.c): stages on devices [0], [2],
+ * [1] on 2 cores put the first two on core 0, so the second waits for the
+ * first although core 1 idles. 2 microbatches of 1 ms: stage 0 runs 0-2,
+ * stage 1 2-4, stage 2 3-5 (unpinned, stage 1 would run 1-3 on core 1 and
+ * the wall be 4). */
+START_TEST(pinned_stages_wait_for_their_core) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *g = t_model(3,
+                          "{'name': 'w0', 'dtype': 'f32', 'shape': [8, 8], 'devices': [0]}, "
+                          "{'name': 'w1', 'dtype': 'f32', 'shape': [8, 8], 'devices': [2]}, "
+                          "{'name': 'w2', 'dtype': 'f32', 'shape': [8, 8], 'devices': [1]}",
+                          "{'name': 'x', 'dtype': 'f32', 'shape': [8, 8], 'devices': [0]}",
+                          "{'op': 'matmul', 'in': ['x', 'w0'], 'out': ['h0']}, "
+                          "{'op': 'transfer', 'in': ['h0'], 'out': ['t1'], 'attrs': {'devices': [2]}}, "
+                          "{'op': 'matmul', 'in': ['t1', 'w1'], 'out': ['h1']}, "
+                          "{'op': 'transfer', 'in': ['h1'], 'out': ['t2'], 'attrs': {'devices': [1]}}, "
+                          "{'op': 'matmul', 'in': ['t2', 'w2'], 'out': ['y']}",
+                          "'y'", &d);
+  ck_assert_ptr_nonnull(g);
+  ppcc_calibration c = hand_calibration(2);
+  ppcc_op_cost k = {"matmul", 1000, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_op_cost(&c, &k));
+  ppcc_prediction p = predict(g, &c, 2, 2, false);
+  ck_assert_int_eq(p.n_stages, 3);
+  ck_assert_int_eq(p.stages[1].devices[0], 2);
+  ck_assert_double_eq_tol(p.wall_ms, 5, 1e-9);
+  ppcc_prediction_free(&p);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 START_TEST(pipeline_shares_cores) {
   ppcc_graph *g = four_stages();
   ppcc_calibration c = hand_calibration(2);
@@ -410,5 +443,6 @@ int main(void) {
   tcase_add_test(tc, multithreaded_costs_change_prediction);
   tcase_add_test(tc, jit_cut_of_replicated_operand);
   tcase_add_test(tc, pipeline_shares_cores);
+  tcase_add_test(tc, pinned_stages_wait_for_their_core);
   return t_run_suite(s);
 }

@@ -146,29 +146,55 @@ static int my_cpus(void) {
   return CPU_COUNT(&set);
 }
 
-/* A lone computing device is pinned to one core (its BLAS workers to the
- * others) only between enter and leave, and only when pinning is on: a
- * device thread (OpenMP's pool thread, or the caller as device 0) must
- * leave with every core back, or the next parallel region would crowd
- * onto one. */
-START_TEST(lone_device_pinned_apart_then_released) {
+static int my_cpu_if_one(void) {
+  cpu_set_t set;
+  ck_assert_int_eq(sched_getaffinity(0, sizeof set, &set), 0);
+  if (CPU_COUNT(&set) != 1) return -1;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &set)) return c;
+  return -1;
+}
+
+/* Device threads are pinned only between enter and leave: a lone
+ * computing device to the first core, spread devices to core d mod cores
+ * (of the budget's), nothing when anywhere. A device thread (OpenMP's pool
+ * thread, or the caller as device 0) must leave with every core back, or
+ * the next parallel region would crowd onto one. */
+START_TEST(device_threads_placed_then_released) {
   int all = my_cpus();
-  if (all < 2) return; /* nothing to pin apart */
-  rt_pin_blas_apart(true, 2);
-  rt_device_thread_enter();
-  ck_assert_int_eq(my_cpus(), 1);
+  if (all < 2) return; /* nothing to place apart */
+  rt_place_threads(RT_PLACE_LONE_DEVICE, 2, 2);
+  rt_device_thread_enter(1);
+  int lone = my_cpu_if_one();
+  ck_assert_int_ge(lone, 0);
   rt_device_thread_leave();
   ck_assert_int_eq(my_cpus(), all);
-  rt_pin_blas_apart(false, 2);
-  rt_device_thread_enter();
+  rt_place_threads(RT_PLACE_SPREAD, 2, 1);
+  rt_device_thread_enter(0);
+  int c0 = my_cpu_if_one();
+  rt_device_thread_leave();
+  rt_device_thread_enter(3);
+  int c3 = my_cpu_if_one();
+  rt_device_thread_leave();
+  rt_device_thread_enter(2);
+  int c2 = my_cpu_if_one();
+  rt_device_thread_leave();
+  ck_assert_int_eq(c0, lone); /* the budget's first core */
+  ck_assert_int_ge(c3, 0);
+  ck_assert_int_ne(c0, c3);
+  ck_assert_int_eq(c2, c0);
+  ck_assert_int_eq(my_cpus(), all);
+  rt_place_threads(RT_PLACE_ANYWHERE, 2, 1);
+  rt_device_thread_enter(1);
   ck_assert_int_eq(my_cpus(), all);
   rt_device_thread_leave();
   ck_assert_int_eq(my_cpus(), all);
 }
 END_TEST
 
-/* Whole runs: a 2-stage pipeline with one microbatch (pinned) and with
- * two (not), then a plain OpenMP region: every thread has all cores. */
+/* Whole runs: a 2-stage pipeline with one microbatch (a lone device) and
+ * with two (spread), then a plain OpenMP region: every thread has all
+ * cores. */
 START_TEST(runs_leave_every_thread_on_every_core) {
   int all = my_cpus();
   ppcc_graph *g = t_pipeline_graph(1, 2, 8);
@@ -204,7 +230,7 @@ int main(void) {
   tcase_add_test(tc, threads_per_device_never_exceed_cores);
   tc = t_add_tcase(s, "blas", 0);
   tcase_add_test(tc, concurrent_multithreaded_sgemm_same_bits);
-  tcase_add_test(tc, lone_device_pinned_apart_then_released);
+  tcase_add_test(tc, device_threads_placed_then_released);
   tcase_add_test(tc, runs_leave_every_thread_on_every_core);
   return t_run_suite(s);
 }

@@ -663,8 +663,9 @@ static void close_piece(run_piece *r, double *overlap, double hop_ms) {
  * busy[k] is the wall time stage k computes (what
  * --check-plan measures: compute spans); returns the wall time of the
  * run, -1 when out of memory. */
-static double simulate_pipeline(int p, int m, const int *n, const double *work, const double *overlap, int cores,
-                                double hop_ms, const double *slow, int n_slow, double *busy) {
+static double simulate_pipeline(int p, int m, const int *n, const uint64_t *on_cores, const double *work,
+                                const double *overlap, int cores, double hop_ms, const double *slow, int n_slow,
+                                double *busy) {
   size_t np = (size_t)p + 1;
   double *fin = malloc(sizeof(double) * (size_t)p * (size_t)m + 1), *rem = malloc(sizeof(double) * np);
   double *since = malloc(sizeof(double) * np); /* when stage k's waiting microbatch arrived */
@@ -680,6 +681,7 @@ static double simulate_pipeline(int p, int m, const int *n, const double *work, 
 #define ARRIVAL(k) \
   (next[k] >= m ? INFINITY : (k) == 0 ? 0 : next[(k) - 1] > next[k] ? fin[(size_t)((k) - 1) * m + next[k]] + hop_ms : INFINITY)
   int free_cores = cores;
+  uint64_t taken = 0; /* with on_cores: the cores computing stages hold */
   for (;;) {
     double arrive = INFINITY; /* the next hand-over still on its way */
     bool left = false;
@@ -691,13 +693,16 @@ static double simulate_pipeline(int p, int m, const int *n, const double *work, 
       else if (ready > now && ready < arrive) arrive = ready;
     }
     if (!left) break;
-    for (;;) { /* start waiting stages, longest waiting first, while cores are free */
+    for (;;) { /* start waiting stages, longest waiting first, while cores are free (their own, when pinned) */
       int pick = -1;
       for (int k = 0; k < p; k++)
-        if (!running[k] && isfinite(since[k]) && (pick < 0 || since[k] < since[pick])) pick = k;
+        if (!running[k] && isfinite(since[k]) && (pick < 0 || since[k] < since[pick]) &&
+            (!on_cores || !(on_cores[k] & taken)))
+          pick = k;
       int need = pick < 0 ? 0 : n[pick] < cores ? n[pick] : cores;
       if (pick < 0 || need > free_cores) break;
       free_cores -= need;
+      if (on_cores) taken |= on_cores[pick];
       running[pick] = true;
       since[pick] = INFINITY;
       rem[pick] = work[pick] > 0 ? work[pick] : 0;
@@ -723,6 +728,7 @@ static double simulate_pipeline(int p, int m, const int *n, const double *work, 
       } else {
         running[k] = false;
         free_cores += n[k] < cores ? n[k] : cores;
+        if (on_cores) taken &= ~on_cores[k];
       }
     }
   }
@@ -837,8 +843,16 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       }
     }
   }
-  double wall = ok ? simulate_pipeline(ns, m, group, work, overlap, cores, c->hop_us * 1e-3, c->concurrent_slowdown,
-                                     use_costs ? c->n_slowdown : 0, busy) : -1;
+  /* as the runtime places them (src/runtime/affinity.c): several devices
+   * computing at once with a kernel thread each are pinned, device d to
+   * core d mod cores, so a stage waits for its own cores */
+  uint64_t *on_cores = NULL;
+  if (ok && threads == 1 && nd > 1 && cores >= 2 && cores <= 64 && (on_cores = calloc((size_t)ns + 1, sizeof *on_cores)))
+    for (int k = 0; k < ns; k++)
+      for (int i = 0; i < st->n_dev[k]; i++) on_cores[k] |= (uint64_t)1 << (rep_stage_devices(st, k)[i] % cores);
+  double wall = ok ? simulate_pipeline(ns, m, group, on_cores, work, overlap, cores, c->hop_us * 1e-3,
+                                     c->concurrent_slowdown, use_costs ? c->n_slowdown : 0, busy) : -1;
+  free(on_cores);
   ok = ok && wall >= 0;
   double sum = 0;
   for (int k = 0; ok && k < ns; k++) {

@@ -1,16 +1,25 @@
-/* Pinning a lone computing device apart from its BLAS threads.
+/* Where a run's threads go (rt_run_thread_budget decides, per run).
  *
- * When one device computes at a time with several kernel threads (one
- * microbatch through a pipeline, or a single device: rt_run_thread_budget),
- * its thread and OpenBLAS's worker threads are pinned apart: the device
- * threads to the process's first core, the workers to the others. Left to
- * the scheduler, a device thread woken by its receive often landed on the
- * core where a BLAS worker spun, and each GEMM's two halves then took
+ * One device computing at a time with several kernel threads (one
+ * microbatch through a pipeline, or a single device): its thread goes to
+ * the first core of the budget and OpenBLAS's workers to the others. Left
+ * to the scheduler, a device thread woken by its receive often landed on
+ * the core where a BLAS worker spun, and each GEMM's two halves then took
  * turns on one core: in about one forward in five a pipeline stage's
- * linears took twice as long (gen_llama pp4 on 2 cores: a stage took
- * 0.60 ms or 1.05 ms), which no cost model can predict. With more than
- * one device computing at once every thread may run anywhere. MPI runs
- * never pin (ranks on one host share its cores). */
+ * linears took twice as long (gen_llama pp4 on 2 cores: 0.60 or 1.05 ms).
+ *
+ * Several devices computing at once with one kernel thread each: device d
+ * goes to core d mod cores, so the devices of a TP group and neighbouring
+ * pipeline stages (consecutive numbers) compute on different cores. Left
+ * to the scheduler, a woken device thread could queue behind a computing
+ * one on its core while the other core idled: the second stage of a
+ * 4-stage pipeline with 2 microbatches started only when the first had
+ * finished both (wall 2.0 ms instead of 1.4 on 2 cores; TP2PP2 with one
+ * microbatch 3.2-3.7 ms instead of 2.0-2.3).
+ *
+ * Anything else (several devices each with several threads) and MPI runs
+ * (ranks on one host share its cores) are left to the scheduler. Every
+ * device thread gets the process's cores back when it leaves. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -22,36 +31,41 @@
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static cpu_set_t process_cpus; /* the process's CPUs before any pinning */
-static int first_cpu = -1;     /* -1: fewer than 2 CPUs, never pin */
-static bool pinned;            /* this run's devices are pinned */
+static int cpu_list[CPU_SETSIZE], n_cpus;
+static rt_placement placement;
+static int budget_cores;
 
 static void read_process_cpus(void) {
-  if (sched_getaffinity(0, sizeof process_cpus, &process_cpus) != 0 || CPU_COUNT(&process_cpus) < 2) return;
-  for (int c = 0; c < CPU_SETSIZE && first_cpu < 0; c++)
-    if (CPU_ISSET(c, &process_cpus)) first_cpu = c;
+  if (sched_getaffinity(0, sizeof process_cpus, &process_cpus) != 0) return;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &process_cpus)) cpu_list[n_cpus++] = c;
 }
 
-void rt_pin_blas_apart(bool on, int blas_threads) {
+void rt_place_threads(rt_placement how, int cores, int blas_threads) {
   pthread_once(&once, read_process_cpus);
-  pinned = on && first_cpu >= 0;
+  budget_cores = cores < n_cpus ? cores : n_cpus;
+  placement = budget_cores >= 2 ? how : RT_PLACE_ANYWHERE;
 #ifdef PPCC_HAVE_OPENBLAS
-  if (first_cpu < 0) return;
+  if (n_cpus < 2) return;
   cpu_set_t workers = process_cpus;
-  if (pinned) CPU_CLR(first_cpu, &workers);
+  if (placement == RT_PLACE_LONE_DEVICE) {
+    CPU_ZERO(&workers);
+    for (int k = 1; k < budget_cores; k++) CPU_SET(cpu_list[k], &workers);
+  }
   for (int w = 0; w + 1 < blas_threads; w++) openblas_setaffinity(w, sizeof workers, &workers); /* fails harmlessly without the worker */
 #else
   (void)blas_threads;
 #endif
 }
 
-void rt_device_thread_enter(void) {
-  if (!pinned) return;
+void rt_device_thread_enter(int dev) {
+  if (placement == RT_PLACE_ANYWHERE) return;
   cpu_set_t one;
   CPU_ZERO(&one);
-  CPU_SET(first_cpu, &one);
+  CPU_SET(cpu_list[placement == RT_PLACE_LONE_DEVICE ? 0 : dev % budget_cores], &one);
   pthread_setaffinity_np(pthread_self(), sizeof one, &one);
 }
 
 void rt_device_thread_leave(void) {
-  if (pinned) pthread_setaffinity_np(pthread_self(), sizeof process_cpus, &process_cpus);
+  if (placement != RT_PLACE_ANYWHERE) pthread_setaffinity_np(pthread_self(), sizeof process_cpus, &process_cpus);
 }

@@ -233,7 +233,7 @@ static ppcc_status run_all(jit_exec *x, const ppcc_jit_entry *entries, double *e
       if (x->dist) rt_dist_sync(&t0); /* every rank compiled and loaded: one clock for all */
     }
     /* implicit barrier: every thread sees `started` */
-    rt_device_thread_enter();
+    rt_device_thread_enter(omp_get_thread_num());
     if (started == n) run_device(x, entries[omp_get_thread_num()], omp_get_thread_num());
     rt_device_thread_leave();
     rt_finish_gate_wait(&done);

@@ -76,12 +76,16 @@ void rt_thread_budget(int devices, int per_device);
  * devices, so the kernel thread count (and a BLAS call's bits) cannot
  * change with M. */
 void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int local);
-/* src/runtime/affinity.c: with `on` (one device computes at a time with
- * blas_threads > 1 kernel threads), OpenBLAS's workers go to all the
- * process's cores but the first and each device thread, between enter and
- * leave, to the first; off: everything back on every core. */
-void rt_pin_blas_apart(bool on, int blas_threads);
-void rt_device_thread_enter(void);
+/* src/runtime/affinity.c: where a run's device threads (between enter
+ * and leave) and OpenBLAS's workers go, within the first `cores` of the
+ * process's cores: LONE_DEVICE (one device computes at a time with
+ * blas_threads > 1): the devices on the first core, the workers on the
+ * others; SPREAD (several at once, one thread each): device d on core
+ * d mod cores; ANYWHERE: the scheduler decides. */
+typedef enum { RT_PLACE_ANYWHERE, RT_PLACE_LONE_DEVICE, RT_PLACE_SPREAD } rt_placement;
+void rt_place_threads(rt_placement how, int cores, int blas_threads);
+/* A device thread's program runs between these (placed as above). */
+void rt_device_thread_enter(int dev);
 void rt_device_thread_leave(void);
 /* The end of a run's device threads: a device that finished sleeps here
  * until all have (an OpenMP barrier would spin on its core, taking it
