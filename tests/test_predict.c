@@ -357,6 +357,14 @@ static ppcc_graph *four_stages(void) {
   return g;
 }
 
+/* 2 cores; every matmul takes 1 ms. */
+static ppcc_calibration matmul_takes_1ms(void) {
+  ppcc_calibration c = hand_calibration(2);
+  ppcc_op_cost k = {"matmul", 1000, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_op_cost(&c, &k));
+  return c;
+}
+
 /* Several devices computing at once, a kernel thread each, are pinned to
  * core d mod cores (src/runtime/affinity.c): stages on devices [0], [2],
  * [1] on 2 cores put the first two on core 0, so the second waits for the
@@ -378,9 +386,7 @@ START_TEST(pinned_stages_wait_for_their_core) {
                           "{'op': 'matmul', 'in': ['t2', 'w2'], 'out': ['y']}",
                           "'y'", &d);
   ck_assert_ptr_nonnull(g);
-  ppcc_calibration c = hand_calibration(2);
-  ppcc_op_cost k = {"matmul", 1000, 0, 0, 0};
-  ck_assert(ppcc_calibration_set_op_cost(&c, &k));
+  ppcc_calibration c = matmul_takes_1ms();
   ppcc_prediction p = predict(g, &c, 2, 2, false);
   ck_assert_int_eq(p.n_stages, 3);
   ck_assert_int_eq(p.stages[1].devices[0], 2);
@@ -393,9 +399,7 @@ END_TEST
 /* --check-plan's speed probe scales every predicted time, not the bubble. */
 START_TEST(scale_time_scales_times_not_bubble) {
   ppcc_graph *g = four_stages();
-  ppcc_calibration c = hand_calibration(2);
-  ppcc_op_cost k = {"matmul", 1000, 0, 0, 0};
-  ck_assert(ppcc_calibration_set_op_cost(&c, &k));
+  ppcc_calibration c = matmul_takes_1ms();
   ppcc_prediction p = predict(g, &c, 4, 2, false), q = predict(g, &c, 4, 2, false);
   ppcc_prediction_scale_time(&q, 1.5);
   ck_assert_double_eq_tol(q.wall_ms, 1.5 * p.wall_ms, 1e-12);
@@ -410,9 +414,7 @@ END_TEST
 
 START_TEST(pipeline_shares_cores) {
   ppcc_graph *g = four_stages();
-  ppcc_calibration c = hand_calibration(2);
-  ppcc_op_cost k = {"matmul", 1000, 0, 0, 0}; /* 1 ms per microbatch and stage */
-  ck_assert(ppcc_calibration_set_op_cost(&c, &k));
+  ppcc_calibration c = matmul_takes_1ms(); /* 1 ms per microbatch and stage */
   /* M = 1: one stage at a time, 4 ms; a hand-over of 0.5 ms each adds 1.5 */
   ppcc_prediction p1 = predict(g, &c, 1, 2, false);
   ck_assert_int_eq(p1.n_stages, 4);
