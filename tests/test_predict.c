@@ -56,7 +56,6 @@ START_TEST(calibration_round_trips_op_costs) {
   c.jit_cut.call_us = 2.5, c.jit_cut.ns_per_byte = 0.375;
   c.hop_us = 12.5;
   c.resume_us = 0.75;
-  c.probe_us = 812.5;
   c.n_slowdown = 2;
   c.concurrent_slowdown[0] = 1;
   c.concurrent_slowdown[1] = 1.25;
@@ -94,7 +93,6 @@ START_TEST(calibration_round_trips_op_costs) {
   ck_assert_double_eq(back.jit_cut.ns_per_byte, 0.375);
   ck_assert_double_eq(back.hop_us, 12.5);
   ck_assert_double_eq(back.resume_us, 0.75);
-  ck_assert_double_eq(back.probe_us, 812.5);
   ck_assert_int_eq(back.n_slowdown, 2);
   ck_assert_double_eq(back.concurrent_slowdown[1], 1.25);
   ck_assert_int_eq(back.n_threads, 2);
@@ -166,7 +164,6 @@ START_TEST(calibration_old_file_and_bad_fields) {
     {", \"jit_operand_cut\": {\"call_us\": 1, \"ns_per_byte\": -2}}", "jit_operand_cut"},
     {", \"hop_us\": \"x\"}", "hop_us"},
     {", \"resume_us\": -2}", "resume_us"},
-    {", \"probe_us\": \"fast\"}", "probe_us"},
     {", \"concurrent_slowdown\": [1, 2]}", "concurrent_slowdown"}, /* another length than gemm_gflops */
     {", \"concurrent_slowdown\": [0]}", "concurrent_slowdown"},
   };
@@ -396,22 +393,6 @@ START_TEST(pinned_stages_wait_for_their_core) {
 }
 END_TEST
 
-/* --check-plan's speed probe scales every predicted time, not the bubble. */
-START_TEST(scale_time_scales_times_not_bubble) {
-  ppcc_graph *g = four_stages();
-  ppcc_calibration c = matmul_takes_1ms();
-  ppcc_prediction p = predict(g, &c, 4, 2, false), q = predict(g, &c, 4, 2, false);
-  ppcc_prediction_scale_time(&q, 1.5);
-  ck_assert_double_eq_tol(q.wall_ms, 1.5 * p.wall_ms, 1e-12);
-  ck_assert_double_eq_tol(q.bubble, p.bubble, 1e-12);
-  for (int s = 0; s < p.n_stages; s++) ck_assert_double_eq_tol(q.stages[s].time_ms, 1.5 * p.stages[s].time_ms, 1e-12);
-  for (int d = 0; d < p.n_devices; d++) ck_assert_double_eq_tol(q.devices[d].compute_ms, 1.5 * p.devices[d].compute_ms, 1e-12);
-  ppcc_prediction_free(&p);
-  ppcc_prediction_free(&q);
-  ppcc_graph_free(g);
-}
-END_TEST
-
 START_TEST(pipeline_shares_cores) {
   ppcc_graph *g = four_stages();
   ppcc_calibration c = matmul_takes_1ms(); /* 1 ms per microbatch and stage */
@@ -467,6 +448,5 @@ int main(void) {
   tcase_add_test(tc, jit_cut_of_replicated_operand);
   tcase_add_test(tc, pipeline_shares_cores);
   tcase_add_test(tc, pinned_stages_wait_for_their_core);
-  tcase_add_test(tc, scale_time_scales_times_not_bubble);
   return t_run_suite(s);
 }

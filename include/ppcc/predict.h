@@ -160,8 +160,6 @@ typedef struct ppcc_calibration {
                                  sgemm). Without them a contraction's FLOPs speed up
                                  as the sgemm rate (gemm_gflops), which a GEMM of
                                  32 rows never sees in a forward. */
-  double probe_us;            /* the speed probe's time when calibrated
-                                 (ppcc_calibration_probe; "probe_us"); 0: none */
   bool have_jit_cut;          /* jit_cut measured ("jit_operand_cut"; optional) */
   ppcc_op_cost jit_cut;       /* the JIT's cut of a replicated operand inside a
                                  row-parallel contraction's kernel: call_us +
@@ -275,11 +273,6 @@ typedef struct ppcc_plan_measure {
 
 /* Frees what the runtime kept in m (its history), not the caller's arrays. */
 void ppcc_plan_measure_release(ppcc_plan_measure *m);
-
-/* Multiplies every predicted time of p (stages, devices' compute, wall)
- * by `scale` (the machine's speed now against the calibration's); the
- * bubble does not change. */
-void ppcc_prediction_scale_time(ppcc_prediction *p, double scale);
 
 /* Prints predicted vs measured per device and per stage; a user error
  * naming the first device or stage off by more than the tolerance

@@ -238,12 +238,6 @@ typedef struct ppcc_run_options {
  * thread count. */
 struct ppcc_calibration;
 ppcc_status ppcc_calibrate(struct ppcc_calibration *c, int max_threads, FILE *log, ppcc_diag *d);
-/* The calibration's speed probe (a few milliseconds of FFN blocks through
- * the interpreter, one device, one kernel thread): its median busy time in
- * us. `ppcc run --check-plan` runs it to see how fast the machine is now
- * against when it was calibrated (ppcc_calibration.probe_us). */
-ppcc_status ppcc_calibration_probe(double *us, ppcc_diag *d);
-
 /* Adds the interpreter's per-op costs (ppcc_calibration.op_costs) from
  * built-in FFN workloads and the given workload model texts (the driver's
  * generated Llamas), each run on one device with one kernel thread. */

@@ -39,7 +39,6 @@ typedef struct run_args {
   const char *ranks_map;
   bool check_plan;      /* --check-plan: measured memory/time vs the prediction */
   double plan_memory_tolerance, plan_time_tolerance;
-  bool plan_fixed_speed; /* --plan-fixed-speed: no speed probe */
   cli_predict predict;  /* --calibration */
 } run_args;
 
@@ -48,7 +47,7 @@ static const cli_option run_options[] = {
   {"check", false},  {"threads", true},        {"microbatches", true}, {"trace", true},
   {"dump-after", true}, {"backend", true}, {"deterministic", false},
   {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true}, CLI_DIAGNOSTICS_OPTION, {"repeat", true}, {"mpi", false}, {"ranks-map", true},
-  {"expect", true}, {"check-plan", false}, {"plan-memory-tolerance", true}, {"plan-time-tolerance", true}, {"plan-fixed-speed", false},
+  {"expect", true}, {"check-plan", false}, {"plan-memory-tolerance", true}, {"plan-time-tolerance", true},
   {"calibration", true}, {NULL, false},
 };
 
@@ -118,8 +117,6 @@ static ppcc_status on_run_option(void *ctx, const char *name, const char *value)
     return parse_fraction(name, value, &a->plan_memory_tolerance);
   } else if (strcmp(name, "plan-time-tolerance") == 0) {
     return parse_fraction(name, value, &a->plan_time_tolerance);
-  } else if (strcmp(name, "plan-fixed-speed") == 0) {
-    a->plan_fixed_speed = true;
   } else if (strcmp(name, "calibration") == 0) {
     a->predict.calibration_path = value;
   } else if (strcmp(name, "backend") == 0) {
@@ -136,7 +133,7 @@ void cli_help_run(FILE *out) {
         "                 [--threads N] [--microbatches M] [--deterministic] [--trace=TRACE.json]\n"
         "                 [--backend=jit|interp] [--pp=P] [--tp=T] [--device-memory=BYTES]\n"
         "                 [--devices-spec=FILE.json] [--repeat N] [--check-plan [--plan-memory-tolerance=F]\n"
-        "                 [--plan-time-tolerance=F] [--plan-fixed-speed]] [--calibration=CALIB.json]\n"
+        "                 [--plan-time-tolerance=F]] [--calibration=CALIB.json]\n"
         "\n"
         "Compiles MODEL.json and runs it: one in-order stream per logical device,\n"
         "transfers and collectives between them.\n"
@@ -208,12 +205,6 @@ void cli_help_run(FILE *out) {
         "                        time outside communication calls\n"
         "  --plan-memory-tolerance=F  allowed memory error, default 0.10\n"
         "  --plan-time-tolerance=F    allowed stage time error, default 0.25\n"
-        "                        With a calibration file, a speed probe (a few ms\n"
-        "                        of FFN blocks) runs before and after the forwards;\n"
-        "                        the predicted times are scaled by its time now over\n"
-        "                        its time when calibrated (a shared machine's speed\n"
-        "                        drifts by tens of percent over minutes); both shown\n"
-        "  --plan-fixed-speed    no probe: the predicted times as calibrated\n"
         "  --calibration=FILE    speeds from 'ppcc calibrate' for the time prediction\n"
         "                        (default: constants; reported as uncalibrated)\n",
         out);
@@ -264,7 +255,6 @@ typedef struct plan_check {
   ppcc_prediction pred;
   ppcc_plan_measure measure;
   bool jit; /* measured on the JIT (its buffer model, src/runtime/jit_exec.c) */
-  double probe_before_us; /* the speed probe before the forwards; 0: none */
 } plan_check;
 
 static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, bool jit, plan_check *c, ppcc_diag *d) {
@@ -287,9 +277,7 @@ static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, bool jit, 
   c->measure.peak_bytes = calloc(nd, sizeof *c->measure.peak_bytes);
   c->measure.stage_busy_ms = calloc(nd * (size_t)(c->pred.n_stages > 0 ? c->pred.n_stages : 1), sizeof(double));
   if (!c->measure.peak_bytes || !c->measure.stage_busy_ms) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  if (a->predict.calib.calibrated && a->predict.calib.probe_us > 0 && !a->plan_fixed_speed)
-    st = ppcc_calibration_probe(&c->probe_before_us, d);
-  return st;
+  return PPCC_OK;
 }
 
 static ppcc_status plan_check_end(const run_args *a, plan_check *c, ppcc_diag *d) {
@@ -301,16 +289,6 @@ static ppcc_status plan_check_end(const run_args *a, plan_check *c, ppcc_diag *d
   if (inject && sscanf(inject, "%d:%lld", &dev, &bytes) == 2 && dev >= 0 && dev < c->pred.n_devices)
     c->measure.peak_bytes[dev] += bytes;
   printf("plan check backend: %s\n", c->jit ? "jit (arguments + compiled code's allocations)" : "interp");
-  double after = 0;
-  if (c->probe_before_us > 0) {
-    ppcc_status st = ppcc_calibration_probe(&after, d);
-    if (st) return st;
-    double now = 0.5 * (c->probe_before_us + after), scale = now / a->predict.calib.probe_us;
-    printf("machine speed: probe %.1f us now (%.1f before, %.1f after the forwards), %.1f us when calibrated: "
-           "predicted times x%.3f (--plan-fixed-speed: as calibrated)\n",
-           now, c->probe_before_us, after, a->predict.calib.probe_us, scale);
-    ppcc_prediction_scale_time(&c->pred, scale);
-  }
   return ppcc_plan_check(&c->pred, &c->measure, a->plan_memory_tolerance, a->plan_time_tolerance, stdout, d);
 }
 

@@ -109,9 +109,9 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
     return bad_field(path, "cores", "is missing or not a positive integer", d);
   c->cores = (int)cores->valuedouble;
   /* optional (files of ppcc calibrate before per-op costs lack them) */
-  static const char *const optional[3] = {"hop_us", "resume_us", "probe_us"};
-  double *dst[3] = {&c->hop_us, &c->resume_us, &c->probe_us};
-  for (int i = 0; i < 3; i++) {
+  static const char *const optional[2] = {"hop_us", "resume_us"};
+  double *dst[2] = {&c->hop_us, &c->resume_us};
+  for (int i = 0; i < 2; i++) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, optional[i]);
     if (x && !cost_number(x))
       return bad_field(path, optional[i], "is not a number in [0, 1e6]", d);
@@ -236,7 +236,6 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
   fprintf(f.fp, "  \"op_overhead_us\": %.6g,\n  \"gemm_call_us\": %.6g", c->op_overhead_us, c->gemm_call_us);
   if (c->hop_us > 0) fprintf(f.fp, ",\n  \"hop_us\": %.6g", c->hop_us);
   if (c->resume_us > 0) fprintf(f.fp, ",\n  \"resume_us\": %.6g", c->resume_us);
-  if (c->probe_us > 0) fprintf(f.fp, ",\n  \"probe_us\": %.6g", c->probe_us);
   if (c->n_slowdown > 0) {
     fputs(",\n  \"concurrent_slowdown\": [", f.fp);
     for (int i = 0; i < c->n_slowdown; i++) fprintf(f.fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
@@ -1012,12 +1011,6 @@ void ppcc_prediction_write_json(const ppcc_prediction *p, FILE *out) {
 static double rel_error(double predicted, double measured) {
   if (measured == 0) return predicted == 0 ? 0 : INFINITY;
   return fabs(predicted - measured) / fabs(measured);
-}
-
-void ppcc_prediction_scale_time(ppcc_prediction *p, double scale) {
-  for (int k = 0; k < p->n_stages; k++) p->stages[k].time_ms *= scale;
-  for (int dev = 0; dev < p->n_devices; dev++) p->devices[dev].compute_ms *= scale;
-  p->wall_ms *= scale;
 }
 
 ppcc_status ppcc_plan_check(const ppcc_prediction *p, const ppcc_plan_measure *m, double mem_tol, double time_tol,

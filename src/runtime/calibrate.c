@@ -565,23 +565,6 @@ static double median(double *v, int n) {
   return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
 }
 
-/* The machine's speed now (ppcc_calibration.probe_us): FFN blocks (8
- * rows, hidden 256, ffn 1024, 3 blocks: GEMMs, elementwise, norms) on one
- * device with one kernel thread, the median busy time of PROBE_FORWARDS
- * warm forwards, a few milliseconds in all. */
-#define PROBE_FORWARDS 15
-ppcc_status ppcc_calibration_probe(double *us, ppcc_diag *d) {
-  char *text = ffn_model(8, 256, 1024, 1, 3);
-  if (!text) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  workload w;
-  ppcc_status st = workload_open(&w, text, false, d);
-  free(text);
-  for (int r = 0; !st && r <= PROBE_FORWARDS; r++) st = workload_forward(&w, d);
-  *us = st ? 0 : w.busy[0] * 1e3;
-  workload_close(&w);
-  return st;
-}
-
 /* How a device's compute time changes while t devices compute at once
  * (ppcc_calibration.concurrent_slowdown): FFN
  * workloads on t devices, each its own copy with no communication,
@@ -628,8 +611,7 @@ static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
 ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads, FILE *log,
                                ppcc_diag *d) {
   sample_set s = {0};
-  double probe_before = 0, probe_after = 0;
-  ppcc_status st = ppcc_calibration_probe(&probe_before, d);
+  ppcc_status st = PPCC_OK;
   double step, wall, hot_step, hot_wall;
   if (chain_us(true, true, &step, &wall) && chain_us(false, true, &hot_step, &hot_wall)) {
     c->resume_us = step > hot_step ? step - hot_step : 0;
@@ -669,11 +651,6 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
     if (log)
       fprintf(log, "op %-12s with %d threads: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
               c->n_threads, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
-  }
-  if (!st) st = ppcc_calibration_probe(&probe_after, d);
-  if (!st) {
-    c->probe_us = 0.5 * (probe_before + probe_after);
-    if (log) fprintf(log, "speed probe: %.1f us (%.1f before, %.1f after the op costs)\n", c->probe_us, probe_before, probe_after);
   }
   for (int i = 0; i < N_FFN; i++) free(ffn_texts[i]);
   free(texts);
