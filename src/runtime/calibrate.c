@@ -494,17 +494,31 @@ static ppcc_status sample_workload(const char *text, sample_set *s_one, int many
   return st;
 }
 
-/* The slowest device's compute time of a workload model, in us, as
- * `ppcc run --check-plan` measures a stage by default: each device's
- * median of its warm forwards after a cold one. */
-static ppcc_status stage_busy_us(const char *text, double *us, ppcc_diag *d) {
-  workload w;
-  ppcc_status st = workload_open(&w, text, false, d);
-  for (int r = 0; !st && r <= PPCC_CHECK_PLAN_FORWARDS; r++) st = workload_forward(&w, d);
-  *us = 0;
-  for (int dev = 0; !st && dev < w.g->n_devices; dev++)
-    if (w.busy[dev] * 1e3 > *us) *us = w.busy[dev] * 1e3;
-  workload_close(&w);
+/* The slowest device's compute time of two workload models, in us, as
+ * `ppcc run --check-plan` measures a stage by default (each device's
+ * median of its warm forwards after a cold one), their forwards taken in
+ * turn: the machine's speed drifts over seconds, and a ratio of the two
+ * must not compare one phase with another. */
+static double slowest_us(const workload *w) {
+  double us = 0;
+  for (int dev = 0; dev < w->g->n_devices; dev++)
+    if (w->busy[dev] * 1e3 > us) us = w->busy[dev] * 1e3;
+  return us;
+}
+
+static ppcc_status paired_busy_us(const char *text_a, const char *text_b, double *a_us, double *b_us, ppcc_diag *d) {
+  workload a, b;
+  memset(&b, 0, sizeof b);
+  ppcc_status st = workload_open(&a, text_a, false, d);
+  if (!st) st = workload_open(&b, text_b, false, d);
+  for (int r = 0; !st && r <= PPCC_CHECK_PLAN_FORWARDS; r++) {
+    st = workload_forward(&a, d);
+    if (!st) st = workload_forward(&b, d);
+  }
+  *a_us = st ? 0 : slowest_us(&a);
+  *b_us = st ? 0 : slowest_us(&b);
+  workload_close(&a);
+  workload_close(&b);
   return st;
 }
 
@@ -570,7 +584,7 @@ static double median(double *v, int n) {
  * workloads on t devices, each its own copy with no communication,
  * against one copy alone, in pairs (alone, together, alone, together: the
  * machine may be shared and its load changes). The slowest copy's
- * compute time together (stage_busy_us: what --check-plan measures)
+ * compute time together (paired_busy_us: what --check-plan measures)
  * against alone: the slowdown is the median ratio over the pairs and
  * sizes (at least 1). */
 #define PAIRS 9
@@ -592,8 +606,7 @@ static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
       if (!a || !b) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
       for (int r = 0; r < PAIRS && !st; r++) {
         double x = 0, y = 0; /* alone, together */
-        st = stage_busy_us(a, &x, d);
-        if (!st) st = stage_busy_us(b, &y, d);
+        st = paired_busy_us(a, b, &x, &y, d);
         if (st || x <= 0 || y <= 0) continue;
         ratio[n++] = y / x;
       }
