@@ -49,17 +49,6 @@ static ppcc_status jit_compile(const ppcc_graph *g, void **ctx, ppcc_diag *d) {
 
 static void jit_release(void *ctx) { cli_jit_free(ctx); }
 
-/* The JIT workloads' attention in the form of the generated (gen_llama)
- * and shipped models: causal by index, without the importer's positions
- * operand (that form's JIT kernel costs several times more at 64 tokens;
- * one cost per op kind cannot hold both, see the README's note). */
-static void drop_attention_positions(char *text) {
-  static const char from[] = ".v_t\", \"positions\"]", to[] = ".v_t\"]";
-  for (char *at = strstr(text, from); at; at = strstr(at, from)) {
-    memcpy(at, to, sizeof to - 1);
-    memmove(at + sizeof to - 1, at + sizeof from - 1, strlen(at + sizeof from - 1) + 1);
-  }
-}
 #endif
 
 #ifdef PPCC_HAVE_RUNTIME
@@ -90,12 +79,13 @@ static ppcc_status calibrate_ops(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
 #ifdef PPCC_HAVE_JIT
   /* the JIT's costs: one-layer Llamas of both sizes, prefills of 4 to 64
    * tokens (each op kind of each costs a compile: calibrate stays within
-   * seconds) */
+   * seconds); attention with or without the importer's positions operand
+   * runs the same runtime kernel */
   static const long jseq[] = {8, 4, 16, 64}, jhidden[] = {64, 256, 256, 256};
   enum { NJ = sizeof jseq / sizeof *jseq };
   char *jit_texts[NJ] = {0};
   for (int i = 0; i < NJ && !st; i++)
-    if (!(st = workload_llama(1, jhidden[i], 4, jseq[i], &jit_texts[i], d))) drop_attention_positions(jit_texts[i]);
+    st = workload_llama(1, jhidden[i], 4, jseq[i], &jit_texts[i], d);
   ppcc_calib_jit jit = {.compile = jit_compile, .execute = cli_jit_execute, .release = jit_release};
   if (!st) st = ppcc_calibrate_jit_ops(c, (const char *const *)jit_texts, NJ, &jit, log, d);
   for (int i = 0; i < NJ; i++) free(jit_texts[i]);

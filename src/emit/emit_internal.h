@@ -176,9 +176,10 @@ ppcc_status exec_lower_collective(ppcc_emit_ctx *c, const ppcc_op *op);
  * to linalg. */
 MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
 /* f32 attention as a ppcc_rt_attention call in the executable form (null
- * value otherwise: the linalg lowering is used). */
-MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, double scale, bool causal,
-                                  MlirType out_type);
+ * value otherwise: the linalg lowering is used); positions (null: none)
+ * an i64/i32 index tensor [S] or [B, S]. */
+MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, MlirValue positions,
+                                  double scale, bool causal, MlirType out_type);
 
 /* Executable form: a run-time error (failing the run, naming the op) unless
  * every element of the index tensor (i64 or i32) is in [0, bound); the

@@ -686,9 +686,8 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   mask_body m = {ppcc_attr_float(op, "scale", D > 0 ? 1.0 / sqrt((double)D) : 1.0), ppcc_attr_bool(op, "causal", false),
                  T - S};
   /* Executable form: the runtime's GEMM-based kernel (both backends). */
-  /* (with positions, the generic masked form below: the call has no positions operand yet) */
-  MlirValue call = op->n_in == 4 ? (MlirValue){NULL}
-                                 : exec_try_attention_call(c, q, k, v, m.scale, m.causal, emit_shard_type(c, out_value(g, op)));
+  MlirValue positions = op->n_in == 4 ? operand(c, op, 3, shard) : (MlirValue){NULL};
+  MlirValue call = exec_try_attention_call(c, q, k, v, positions, m.scale, m.causal, emit_shard_type(c, out_value(g, op)));
   if (!mlirValueIsNull(call)) {
     set_result(c, op, shard, call);
     return PPCC_OK;

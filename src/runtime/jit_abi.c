@@ -10,6 +10,7 @@
  * call returns at once) and records its op index for the error message. */
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "jit_abi.h"
 
@@ -193,23 +194,55 @@ static void jit_matmul(jit_unranked *a, jit_unranked *b, jit_unranked *c, int64_
     ppcc_rt_sgemm(M, N, K, A + p * M * K, B + p * K * N, b_transposed != 0, C + p * M * N);
 }
 
-/* out[B,Hq,S,Dv] = attention(q[B,Hq,S,D], k[B,Hkv,T,D], v[B,Hkv,T,Dv]):
- * the interpreter's kernel (ppcc_rt_attention_f32). */
-static void jit_attention(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o, double scale,
-                          int64_t causal) {
+/* out[B,Hq,S,Dv] = attention(q[B,Hq,S,D], k[B,Hkv,T,D], v[B,Hkv,T,Dv]
+ * [, positions]): the interpreter's kernel (ppcc_rt_attention_f32). The
+ * positions (index_size 8 or 4 bytes; [S], or [B, S] per row) go to it as
+ * int64: any value is safe there (it only bounds the visible slots). */
+static void attention_with(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o, double scale,
+                           int64_t causal, jit_unranked *pos, int index_size) {
   jit_view vq = view_of(q, 4), vk = view_of(k, 4), vv = view_of(v, 4), vo = view_of(o, 4);
+  jit_view vp = pos ? view_of(pos, index_size) : vq;
   if (!usable(-1, &vq, "attention") || !usable(-1, &vk, "attention") || !usable(-1, &vv, "attention") ||
-      !usable(-1, &vo, "attention"))
+      !usable(-1, &vo, "attention") || !usable(-1, &vp, "attention positions"))
     return;
   if (q->rank != 4 || k->rank != 4 || v->rank != 4 || o->rank != 4) {
     fail_call("attention: operands must have rank 4");
     return;
   }
   const int64_t *qs = q->desc + 3, *ks = k->desc + 3, *vs = v->desc + 3;
-  int rc = ppcc_rt_attention_f32(qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3], scale, causal != 0, NULL, false,
+  bool per_row = pos && pos->rank == 2;
+  int64_t n_pos = pos ? vp.count : 0;
+  if (pos && ((pos->rank != 1 && pos->rank != 2) || n_pos != (per_row ? qs[0] : 1) * qs[2])) {
+    fail_call("attention: positions must be [S] or [B, S]");
+    return;
+  }
+  int64_t *p64 = pos ? malloc((size_t)(n_pos > 0 ? n_pos : 1) * sizeof *p64) : NULL;
+  if (pos && !p64) {
+    fail_call("attention: out of memory");
+    return;
+  }
+  for (int64_t i = 0; i < n_pos; i++)
+    p64[i] = index_size == 8 ? ((const int64_t *)(const void *)vp.data)[i] : ((const int32_t *)(const void *)vp.data)[i];
+  int rc = ppcc_rt_attention_f32(qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3], scale, causal != 0, p64, per_row,
                                  (const float *)(void *)vq.data, (const float *)(void *)vk.data,
                                  (const float *)(void *)vv.data, (float *)(void *)vo.data);
+  free(p64);
   if (rc) fail_call(rc == -1 ? "attention: query heads do not group over kv heads" : "attention: out of memory");
+}
+
+static void jit_attention(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o, double scale,
+                          int64_t causal) {
+  attention_with(q, k, v, o, scale, causal, NULL, 0);
+}
+
+static void jit_attention_positions_i64(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o,
+                                        double scale, int64_t causal, jit_unranked *pos) {
+  attention_with(q, k, v, o, scale, causal, pos, 8);
+}
+
+static void jit_attention_positions_i32(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o,
+                                        double scale, int64_t causal, jit_unranked *pos) {
+  attention_with(q, k, v, o, scale, causal, pos, 4);
 }
 
 /* memref.copy between strided buffers (MLIR's CRunnerUtils memrefCopy,
@@ -261,6 +294,8 @@ const ppcc_jit_symbol *ppcc_jit_symbols(void) {
       DTYPE_SYMBOLS(reduce_scatter, jit_reduce_scatter),
       {"_mlir_ciface_ppcc_rt_matmul_f32", (void *)jit_matmul},
       {"_mlir_ciface_ppcc_rt_attention_f32", (void *)jit_attention},
+      {"_mlir_ciface_ppcc_rt_attention_positions_i64", (void *)jit_attention_positions_i64},
+      {"_mlir_ciface_ppcc_rt_attention_positions_i32", (void *)jit_attention_positions_i32},
       {"_mlir_ciface_ppcc_rt_check_index_i64", (void *)jit_check_index},
       {"_mlir_ciface_ppcc_rt_check_index_i32", (void *)jit_check_index},
       {"memrefCopy", (void *)jit_memref_copy},
