@@ -2,15 +2,17 @@
  * src/runtime/mem_account.c): each stage busy time, the wall and each
  * op's time are the median of the warm forwards (the first is cold and
  * does not count once there are others), so one slow or fast forward
- * moves nothing; starting over (forwards = 0) forgets the history. */
+ * moves nothing, with the fastest and slowest warm forward beside;
+ * starting over (forwards = 0) forgets the history. */
 #include <stdlib.h>
 #include "../src/runtime/rt_internal.h"
 #include "ppcc/predict.h"
 #include "test_support.h"
 
 START_TEST(busy_wall_and_ops_are_medians_of_warm_forwards) {
-  double busy[2], op_ms[3];
-  ppcc_plan_measure m = {.n_stages = 1, .stage_busy_ms = busy, .op_busy_ms = op_ms, .n_ops = 3};
+  double busy[2], lo[2], hi[2], op_ms[3];
+  ppcc_plan_measure m = {.n_stages = 1, .stage_busy_ms = busy, .stage_busy_lo = lo, .stage_busy_hi = hi,
+                         .op_busy_ms = op_ms, .n_ops = 3};
   /* forward: cold (100), then 3, 1, 50, 2: warm medians 2.5 (even count) then 3 */
   const double rows[][2] = {{100, 90}, {3, 30}, {1, 10}, {50, 500}, {2, 20}, {4, 40}};
   for (int r = 0; r < 6; r++) {
@@ -24,6 +26,10 @@ START_TEST(busy_wall_and_ops_are_medians_of_warm_forwards) {
   /* warm: 3 1 50 2 4 -> 3; 30 10 500 20 40 -> 30 */
   ck_assert_double_eq(busy[0], 3);
   ck_assert_double_eq(busy[1], 30);
+  ck_assert_double_eq(lo[0], 1); /* the fastest and slowest warm forwards: not the cold 100 */
+  ck_assert_double_eq(hi[0], 50);
+  ck_assert_double_eq(lo[1], 10);
+  ck_assert_double_eq(hi[1], 500);
   ck_assert_double_eq(m.wall_ms, 30);
   ck_assert_double_eq(op_ms[0], 3);
   ck_assert_double_eq(op_ms[1], 7);

@@ -255,6 +255,8 @@ typedef struct ppcc_plan_measure {
   /* out (allocated by the caller: n_devices and n_stages * n_devices) */
   int64_t *peak_bytes;    /* per device: high-water mark of the value buffers */
   double *stage_busy_ms;  /* [stage * n_devices + device]: compute spans */
+  double *stage_busy_lo, *stage_busy_hi; /* optional (NULL: not wanted), as
+                             stage_busy_ms: the fastest and slowest warm forward */
   double wall_ms;
   double *op_busy_ms;     /* optional (NULL: not recorded), per op of the
                              graph: its compute spans summed over devices

@@ -275,8 +275,12 @@ static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, bool jit, 
   c->measure.op_stage = c->pred.op_stage;
   c->measure.n_stages = c->pred.n_stages;
   c->measure.peak_bytes = calloc(nd, sizeof *c->measure.peak_bytes);
-  c->measure.stage_busy_ms = calloc(nd * (size_t)(c->pred.n_stages > 0 ? c->pred.n_stages : 1), sizeof(double));
-  if (!c->measure.peak_bytes || !c->measure.stage_busy_ms) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  size_t cells = nd * (size_t)(c->pred.n_stages > 0 ? c->pred.n_stages : 1);
+  c->measure.stage_busy_ms = calloc(cells, sizeof(double));
+  c->measure.stage_busy_lo = calloc(cells, sizeof(double));
+  c->measure.stage_busy_hi = calloc(cells, sizeof(double));
+  if (!c->measure.peak_bytes || !c->measure.stage_busy_ms || !c->measure.stage_busy_lo || !c->measure.stage_busy_hi)
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   return PPCC_OK;
 }
 
@@ -297,6 +301,8 @@ static void plan_check_free(plan_check *c) {
   ppcc_plan_measure_release(&c->measure);
   free(c->measure.peak_bytes);
   free(c->measure.stage_busy_ms);
+  free(c->measure.stage_busy_lo);
+  free(c->measure.stage_busy_hi);
 }
 
 /* MPI: this rank's devices per --ranks-map or the default stage map. */

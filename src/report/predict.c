@@ -1030,20 +1030,24 @@ ppcc_status ppcc_plan_check(const ppcc_prediction *p, const ppcc_plan_measure *m
             e > mem_tol ? "  OFF" : "");
     if (e > mem_tol && bad_dev < 0) bad_dev = i, bad_dev_err = e;
   }
-  fputs("  stage  devices  predicted (ms)  measured busy (ms)  error\n", out);
+  bool range = m->stage_busy_lo && m->stage_busy_hi && m->forwards > 1;
+  fprintf(out, "  stage  devices  predicted (ms)  measured busy (ms)  error%s\n",
+          range ? "   fastest-slowest forward (ms)" : "");
   double sum_meas = 0;
   for (int k = 0; k < p->n_stages; k++) {
-    double meas = 0;
+    double meas = 0, lo = 0, hi = 0; /* the slowest device's */
     for (int i = 0; i < p->n_devices; i++) {
-      double b = m->stage_busy_ms[(size_t)k * (size_t)p->n_devices + (size_t)i];
-      if (b > meas) meas = b;
+      size_t at = (size_t)k * (size_t)p->n_devices + (size_t)i;
+      if (m->stage_busy_ms[at] > meas)
+        meas = m->stage_busy_ms[at], lo = range ? m->stage_busy_lo[at] : 0, hi = range ? m->stage_busy_hi[at] : 0;
     }
     sum_meas += meas;
     double e = rel_error(p->stages[k].time_ms, meas);
-    char devs[96];
+    char devs[96], spread[64] = "";
     devices_text(p->stages[k].devices, p->stages[k].n_devices, devs, sizeof devs);
-    fprintf(out, "  %5d  %-7s  %14.4f  %18.4f  %+.1f%%%s\n", k, devs, p->stages[k].time_ms, meas,
-            meas > 0 ? 100.0 * (p->stages[k].time_ms - meas) / meas : 0.0, e > time_tol ? "  OFF" : "");
+    if (range) snprintf(spread, sizeof spread, "  %.4f-%.4f", lo, hi);
+    fprintf(out, "  %5d  %-7s  %14.4f  %18.4f  %+.1f%%%s%s\n", k, devs, p->stages[k].time_ms, meas,
+            meas > 0 ? 100.0 * (p->stages[k].time_ms - meas) / meas : 0.0, spread, e > time_tol ? "  OFF" : "");
     if (e > time_tol && bad_stage < 0) bad_stage = k, bad_stage_err = e;
   }
   double bubble = m->wall_ms > 0 && p->n_stages > 0 ? 1 - sum_meas / (p->n_stages * m->wall_ms) : 0;

@@ -36,7 +36,8 @@ static int ascending(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Median of column `col` over rows [from, rows) of a row-major table. */
+/* Median of column `col` over rows [from, rows) of a row-major table;
+ * scratch holds the column sorted after. */
 static double column_median(const double *rows_at, size_t width, size_t col, int from, int rows, double *scratch) {
   int n = 0;
   for (int r = from; r < rows; r++) scratch[n++] = rows_at[(size_t)r * width + col];
@@ -67,7 +68,11 @@ void rt_plan_measure_add_forward(ppcc_plan_measure *m, const double *busy, size_
   double *scratch = malloc((size_t)m->forwards * sizeof *scratch);
   if (!scratch) return;
   int from = m->forwards > 1 ? 1 : 0; /* the first forward is cold */
-  for (size_t k = 0; k < cells; k++) m->stage_busy_ms[k] = column_median(m->history, width, k, from, m->forwards, scratch);
+  for (size_t k = 0; k < cells; k++) {
+    m->stage_busy_ms[k] = column_median(m->history, width, k, from, m->forwards, scratch);
+    if (m->stage_busy_lo) m->stage_busy_lo[k] = scratch[0]; /* column_median leaves the column sorted */
+    if (m->stage_busy_hi) m->stage_busy_hi[k] = scratch[m->forwards - from - 1];
+  }
   m->wall_ms = column_median(m->history, width, cells, from, m->forwards, scratch);
   for (size_t j = 0; j < ops; j++) m->op_busy_ms[j] = column_median(m->history, width, cells + 1 + j, from, m->forwards, scratch);
   free(scratch);
