@@ -105,6 +105,23 @@ START_TEST(linalg_matmul_instead_of_openblas) {
 }
 END_TEST
 
+/* g's executable form makes both calls and leaves no contraction to
+ * linalg loops; the JIT matches the reference with them and with the
+ * linalg form (linalg_matmul: an independent check of the runtime's
+ * kernels, which the reference executor shares). Frees g. */
+static void expect_runtime_calls(ppcc_graph *g, const char *call_a, const char *call_b) {
+  ppcc_status st;
+  char *text = emit_exec(g, &st);
+  ck_assert_msg(text, "%s", diag.first);
+  ck_assert_msg(strstr(text, call_a) && strstr(text, call_b), "%s", text);
+  ck_assert_msg(!strstr(text, "linalg.generic"), "a contraction left to linalg loops:\n%s", text);
+  free(text);
+  expect_jit_matches_reference(g, NULL);
+  ppcc_jit_options jo = {.linalg_matmul = true, .opt_level = 1};
+  expect_jit_matches_reference(g, &jo);
+  ppcc_graph_free(g);
+}
+
 /* Contractions of any rank reach the runtime's GEMM calls (OpenBLAS):
  * linear on [B,S,H], batched matmul, grouped-query causal attention. The
  * linalg form (linalg_matmul) is an independent check of the runtime's
@@ -122,16 +139,7 @@ START_TEST(contractions_of_any_rank_call_the_runtime) {
                         "{'op': 'matmul', 'in': ['x4', 'm'], 'out': ['z']},"
                         "{'op': 'attention', 'in': ['q', 'k', 'v'], 'out': ['a'], 'attrs': {'causal': true}}",
                         "'y', 'z', 'a'");
-  ppcc_status st;
-  char *text = emit_exec(g, &st);
-  ck_assert_msg(text, "%s", diag.first);
-  ck_assert_msg(strstr(text, "call @ppcc_rt_matmul_f32") && strstr(text, "call @ppcc_rt_attention_f32"), "%s", text);
-  ck_assert_msg(!strstr(text, "linalg.generic"), "a contraction left to linalg loops:\n%s", text);
-  free(text);
-  expect_jit_matches_reference(g, NULL);
-  ppcc_jit_options jo = {.linalg_matmul = true, .opt_level = 1};
-  expect_jit_matches_reference(g, &jo);
-  ppcc_graph_free(g);
+  expect_runtime_calls(g, "call @ppcc_rt_matmul_f32", "call @ppcc_rt_attention_f32");
 }
 END_TEST
 
@@ -148,17 +156,7 @@ START_TEST(attention_with_positions_calls_the_runtime) {
                         "{'op': 'attention', 'in': ['q', 'k', 'v', 'p'], 'out': ['a'], 'attrs': {'causal': true}},"
                         "{'op': 'attention', 'in': ['q', 'k', 'v', 'rows'], 'out': ['b']}",
                         "'a', 'b'");
-  ppcc_status st;
-  char *text = emit_exec(g, &st);
-  ck_assert_msg(text, "%s", diag.first);
-  ck_assert_msg(strstr(text, "call @ppcc_rt_attention_positions_i64") && strstr(text, "call @ppcc_rt_attention_positions_i32"),
-                "%s", text);
-  ck_assert_msg(!strstr(text, "linalg.generic"), "attention left to linalg loops:\n%s", text);
-  free(text);
-  expect_jit_matches_reference(g, NULL);
-  ppcc_jit_options jo = {.linalg_matmul = true, .opt_level = 1};
-  expect_jit_matches_reference(g, &jo);
-  ppcc_graph_free(g);
+  expect_runtime_calls(g, "call @ppcc_rt_attention_positions_i64", "call @ppcc_rt_attention_positions_i32");
 }
 END_TEST
 
