@@ -99,4 +99,25 @@ grep -q "error: --expect y: output is f32\[4, 8\]" err.txt || { cat err.txt; fai
   --shape x=4,16 --shape input_ids=1,8 --shape token_type_ids=1,8 --shape attention_mask=1,8 >/dev/null 2>err.txt ||
   { cat err.txt; fail "a Mul by a non-finite scalar does not import"; }
 "$ppcc" compile "$tmp/nonfinite.json" >/dev/null 2>err.txt || { cat err.txt; fail "the imported non-finite Mul does not compile"; }
+# An ONNX graph name that is not valid UTF-8 (found by fuzz_onnx) only
+# labels the model: it becomes "onnx" and the model loads. A tensor name
+# that is not valid UTF-8 names the tensors of the model: refused, naming
+# the node, with no output file.
+"$ppcc" import onnx "$src/testdata/fuzz/onnx/regress_invalid_utf8_graph_name.onnx" -o "$tmp/badgraph.json" \
+  --shape x=4,16 --shape input_ids=1,8 --shape token_type_ids=1,8 --shape attention_mask=1,8 >/dev/null 2>err.txt ||
+  { cat err.txt; fail "an invalid UTF-8 graph name does not import"; }
+grep -q '"name":[[:space:]]*"onnx"' "$tmp/badgraph.json" || fail "an invalid UTF-8 graph name was not replaced by onnx"
+"$ppcc" compile "$tmp/badgraph.json" >/dev/null 2>err.txt || { cat err.txt; fail "the model of an invalid graph name does not compile"; }
+python3 -c "
+import sys
+d = open(sys.argv[1], 'rb').read()
+assert d.count(b'fc1.weight') == 2
+open(sys.argv[2], 'wb').write(d.replace(b'fc1.weight', b'fc1.w\\xedight'))
+" "$src/testdata/fuzz/onnx/mlp.onnx" "$tmp/badname.onnx"
+set +e
+"$ppcc" import onnx "$tmp/badname.onnx" -o "$tmp/badname.json" --shape x=4,16 >/dev/null 2>err.txt; rc=$?
+set -e
+[[ $rc == 1 && $(wc -l <err.txt) == 1 && ! -e $tmp/badname.json ]] || { cat err.txt; fail "an invalid UTF-8 tensor name: exit $rc"; }
+grep -q "badname.onnx: error: node 'Gemm_1' (Gemm): a tensor's name is not valid UTF-8 (byte 5)" err.txt ||
+  { cat err.txt; fail "an invalid UTF-8 tensor name: message"; }
 echo "onnx_import: ${#models[@]} models imported, reports match goldens, $runs runs match ONNX Runtime (--expect), external data ok"

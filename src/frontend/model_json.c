@@ -351,62 +351,13 @@ static ppcc_status expect_type(const cJSON *j, bool ok, const char *want, const 
   return ok ? PPCC_OK : err_at(d, path, who, "expected %s, got %s", want, json_type_name(j));
 }
 
-/* Length of the UTF-8 sequence starting at s, or 0 if it is invalid
- * (overlong forms, surrogates and code points above U+10FFFF included). */
-static size_t utf8_sequence_length(const unsigned char *s) {
-  if (s[0] < 0x80) return 1;
-  size_t n = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 ? 2 : 0;
-  if (n == 0 || s[0] > 0xF4) return 0;
-  for (size_t i = 1; i < n; i++)
-    if ((s[i] & 0xC0) != 0x80) return 0;
-  if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0) || (s[0] == 0xF0 && s[1] < 0x90) ||
-      (s[0] == 0xF4 && s[1] >= 0x90))
-    return 0;
-  return n;
-}
-
-/* The code point of a valid UTF-8 sequence of length n. */
-static uint32_t utf8_code_point(const unsigned char *s, size_t n) {
-  if (n == 1) return s[0];
-  uint32_t c = s[0] & (0x7F >> n);
-  for (size_t i = 1; i < n; i++) c = c << 6 | (s[i] & 0x3F);
-  return c;
-}
-
-/* C1 controls, and the invisible characters that reorder or break the
- * text around them (bidi controls, line separators): in a name they make
- * a diagnostic or a report show something other than what is there. */
-static bool misleading_code_point(uint32_t c) {
-  return (c >= 0x80 && c <= 0x9F) || c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x2028 && c <= 0x202E) ||
-         (c >= 0x2066 && c <= 0x2069) || c == 0xFEFF;
-}
-
-/* Names of values and models: non-empty, bounded, printable UTF-8 (they
- * end up in reports and MLIR), and without '@' (reserved for names of
- * inserted values such as "h1@2,3"). */
+/* Names of values and models: non-empty, bounded, printable UTF-8, no
+ * '@' (ppcc_name_check). */
 static ppcc_status check_name(const cJSON *j, const jpath *path, const jwho *who, ppcc_diag *d) {
   ppcc_status st = expect_type(j, cJSON_IsString(j), "a name (string)", path, who, d);
   if (st) return st;
-  const char *s = j->valuestring;
-  size_t n = strlen(s);
-  if (n == 0) return err_at(d, path, who, "name is empty");
-  if (n > PPCC_MAX_NAME)
-    return err_at(d, path, who, "name '%.32s...' is %zu bytes long, more than the maximum %d", s, n,
-                  PPCC_MAX_NAME);
-  for (size_t i = 0; i < n;) {
-    if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-      return err_at(d, path, who, "name contains a control character (U+%04X at byte %zu)", (unsigned char)s[i], i);
-    if (s[i] == '@') return err_at(d, path, who, "name '%s' contains '@' (reserved for inserted values)", s);
-    size_t len = utf8_sequence_length((const unsigned char *)s + i);
-    if (len == 0) return err_at(d, path, who, "name is not valid UTF-8 (byte %zu)", i);
-    uint32_t c = utf8_code_point((const unsigned char *)s + i, len);
-    if (c >= 0x80 && c <= 0x9F)
-      return err_at(d, path, who, "name contains a control character (U+%04X at byte %zu)", (unsigned)c, i);
-    if (misleading_code_point(c))
-      return err_at(d, path, who, "name contains the invisible direction or line character U+%04X (byte %zu)",
-                    (unsigned)c, i);
-    i += len;
-  }
+  char why[PPCC_MAX_NAME + 128];
+  if (!ppcc_name_check(j->valuestring, false, why, sizeof why)) return err_at(d, path, who, "%s", why);
   return PPCC_OK;
 }
 

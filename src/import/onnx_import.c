@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "onnx_internal.h"
+#include "ppcc/frontend.h"
 #include "ppcc/io.h"
 #include "ppcc/ops.h"
 
@@ -115,6 +116,11 @@ static int add_named_value(importer *I, const char *base, ppcc_value_kind kind, 
                            const int64_t *shape) {
   if (strlen(base) > PPCC_MAX_NAME - 12) {
     ppcc_error(I->d, "%s: tensor name '%.40s...' is longer than %d characters", I->who, base, PPCC_MAX_NAME - 12);
+    return -2;
+  }
+  char why[PPCC_MAX_NAME + 128];
+  if (!ppcc_name_check(base, true, why, sizeof why)) { /* '@' is renamed when written (onnx_write.c) */
+    ppcc_error(I->d, "%s: a tensor's %s", I->who, why);
     return -2;
   }
   char name[PPCC_MAX_NAME + 16];
@@ -1074,7 +1080,9 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
   for (size_t i = 0; i < gr->n_node; i++)
     if (!gr->node[i]->op_type) return ppcc_error(I->d, "node #%zu has no op_type", i);
   if ((st = check_op_types(I))) return st;
-  I->g = ppcc_graph_new(gr->name && gr->name[0] ? gr->name : "onnx", I->opts->devices > 0 ? I->opts->devices : 1);
+  /* the graph's name only labels the model: one that model.json cannot carry becomes "onnx" */
+  bool named = gr->name && ppcc_name_check(gr->name, false, NULL, 0);
+  I->g = ppcc_graph_new(named ? gr->name : "onnx", I->opts->devices > 0 ? I->opts->devices : 1);
   if (!I->g) return oom(I);
   for (size_t i = 0; i < gr->n_initializer; i++) {
     const Onnx__TensorProto *t = gr->initializer[i];
