@@ -2,8 +2,9 @@
  * src/runtime/mem_account.c): each stage busy time, the wall and each
  * op's time are the median of the warm forwards (the first is cold and
  * does not count once there are others), so one slow or fast forward
- * moves nothing, with the fastest and slowest warm forward beside;
- * starting over (forwards = 0) forgets the history. */
+ * moves nothing, with the fastest and slowest warm forward beside, as
+ * ppcc_plan_measure_summarize sets them; starting over (forwards = 0)
+ * forgets the history. */
 #include <stdlib.h>
 #include "../src/runtime/rt_internal.h"
 #include "ppcc/predict.h"
@@ -18,6 +19,7 @@ START_TEST(busy_wall_and_ops_are_medians_of_warm_forwards) {
   for (int r = 0; r < 6; r++) {
     double b[2] = {rows[r][0], rows[r][1]}, ops[3] = {rows[r][0], 7, rows[r][1]};
     rt_plan_measure_add_forward(&m, b, 2, rows[r][0] * 10, ops);
+    ppcc_plan_measure_summarize(&m);
     ck_assert_int_eq(m.forwards, r + 1);
     ck_assert(m.filled);
     if (r == 0) ck_assert_double_eq(busy[0], 100); /* alone, the cold one is all there is */
@@ -37,6 +39,7 @@ START_TEST(busy_wall_and_ops_are_medians_of_warm_forwards) {
   m.forwards = 0, m.filled = false; /* start over: the history is gone */
   double b[2] = {8, 9}, ops[3] = {1, 2, 3};
   rt_plan_measure_add_forward(&m, b, 2, 5, ops);
+  ppcc_plan_measure_summarize(&m);
   ck_assert_double_eq(busy[0], 8);
   ck_assert_double_eq(op_ms[2], 3);
   ppcc_plan_measure_release(&m);
@@ -52,6 +55,7 @@ START_TEST(without_op_times) {
     double b[1] = {(double)(4 - r)};
     rt_plan_measure_add_forward(&m, b, 1, 1, NULL);
   }
+  ppcc_plan_measure_summarize(&m);
   ck_assert_double_eq(busy[0], 2); /* warm 3 2 1 */
   ppcc_plan_measure_release(&m);
 }

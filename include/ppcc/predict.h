@@ -266,13 +266,18 @@ typedef struct ppcc_plan_measure {
   int forwards;           /* runs measured: the peak is the largest, busy
                              times and wall the median of the warm ones
                              (all but the first, when there are several:
-                             the first is cold). Set 0 to start over. */
+                             the first is cold), once summarized. Set 0 to
+                             start over. */
   /* the runtime's: every forward's figures, for the medians; freed by
      ppcc_plan_measure_release */
   double *history;
-  size_t history_cap;
+  size_t history_cap, history_cells, history_ops;
 } ppcc_plan_measure;
 
+/* Sets the busy times, their fastest and slowest, the wall and the op
+ * times from the forwards recorded so far (the peak bytes are kept as each
+ * forward ends): call it before reading them. */
+void ppcc_plan_measure_summarize(ppcc_plan_measure *m);
 /* Frees what the runtime kept in m (its history), not the caller's arrays. */
 void ppcc_plan_measure_release(ppcc_plan_measure *m);
 
@@ -289,5 +294,10 @@ ppcc_status ppcc_plan_check(const ppcc_prediction *p, const ppcc_plan_measure *m
  * cores). Both backends and the prediction use them. */
 int ppcc_concurrent_devices(const ppcc_graph *g, int microbatches);
 int ppcc_kernel_threads_per_device(int cores, int concurrent);
+/* Whether a run's devices (several, one kernel thread each, on at least 2
+ * cores) are pinned one to a core, device d on core d mod cores: the
+ * runtime places them so (src/runtime/affinity.c), the prediction's
+ * pipeline simulation likewise. */
+bool ppcc_devices_spread(int cores, int kernel_threads_per_device, int devices);
 
 #endif

@@ -292,6 +292,7 @@ static ppcc_status plan_check_end(const run_args *a, plan_check *c, ppcc_diag *d
   long long bytes;
   if (inject && sscanf(inject, "%d:%lld", &dev, &bytes) == 2 && dev >= 0 && dev < c->pred.n_devices)
     c->measure.peak_bytes[dev] += bytes;
+  ppcc_plan_measure_summarize(&c->measure);
   printf("plan check backend: %s\n", c->jit ? "jit (arguments + compiled code's allocations)" : "interp");
   return ppcc_plan_check(&c->pred, &c->measure, a->plan_memory_tolerance, a->plan_time_tolerance, stdout, d);
 }

@@ -99,3 +99,7 @@ int ppcc_concurrent_devices(const ppcc_graph *g, int microbatches) {
 int ppcc_kernel_threads_per_device(int cores, int concurrent) {
   return concurrent > 0 && cores / concurrent > 1 ? cores / concurrent : 1;
 }
+
+bool ppcc_devices_spread(int cores, int kernel_threads_per_device, int devices) {
+  return cores >= 2 && kernel_threads_per_device == 1 && devices > 1;
+}

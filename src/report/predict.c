@@ -214,12 +214,10 @@ static void write_rates(FILE *f, const char *field, const double *v, int n) {
 static void write_op_costs(FILE *f, const char *field, const ppcc_op_cost *costs, int n) {
   if (n <= 0) return;
   fprintf(f, ",\n  \"%s\": {", field);
-  for (int i = 0; i < n; i++) {
-    fprintf(f, "%s\n    \"%s\": {\"call_us\": %.6g, \"ns_per_flop\": %.6g, \"ns_per_byte\": %.6g, \"ns_per_weight_byte\": %.6g",
+  for (int i = 0; i < n; i++)
+    fprintf(f, "%s\n    \"%s\": {\"call_us\": %.6g, \"ns_per_flop\": %.6g, \"ns_per_byte\": %.6g, \"ns_per_weight_byte\": %.6g}",
             i ? "," : "", costs[i].name, costs[i].call_us, costs[i].ns_per_flop, costs[i].ns_per_byte,
             costs[i].ns_per_weight_byte);
-    fputc('}', f);
-  }
   fputs("\n  }", f);
 }
 
@@ -604,13 +602,11 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
                           : jit ? ppcc_calibration_jit_op_cost(c, op->info->name)
                                 : ppcc_calibration_op_cost(c, op->info->name);
   if (k) {
-    double ratio = threads_ratio(c, op->info->name, flops, bytes, weights, threads), us;
-    if (ratio > 0) { /* measured with threads (the JIT calls the same sgemm) */
-      us = cost_us(k, flops, bytes, weights) * ratio;
-    } else {
-      double f_us = flops * k->ns_per_flop * 1e-3 / (contraction ? gemm_speedup : 1.0);
-      us = k->call_us + f_us + (bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3;
-    }
+    /* with threads: as measured (the JIT calls the same sgemm), else (an
+     * older file) a contraction's FLOPs at the sgemm rate */
+    double ratio = threads_ratio(c, op->info->name, flops, bytes, weights, threads);
+    double us = ratio > 0 ? cost_us(k, flops, bytes, weights) * ratio
+                          : cost_us(k, contraction ? flops / gemm_speedup : flops, bytes, weights);
     /* the JIT's kernel first cuts a replicated operand to its part: as the JIT's slice op */
     const ppcc_op_cost *cut = !jit ? NULL : c->have_jit_cut ? &c->jit_cut : ppcc_calibration_jit_op_cost(c, "slice");
     double cut_bytes = cut ? jit_slice_bytes(g, op) : 0;
@@ -843,11 +839,10 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       }
     }
   }
-  /* as the runtime places them (src/runtime/affinity.c): several devices
-   * computing at once with a kernel thread each are pinned, device d to
-   * core d mod cores, so a stage waits for its own cores */
+  /* as the runtime places them (ppcc_devices_spread): device d on core
+   * d mod cores, so a stage waits for its own cores */
   uint64_t *on_cores = NULL;
-  if (ok && threads == 1 && nd > 1 && cores >= 2 && cores <= 64 && (on_cores = calloc((size_t)ns + 1, sizeof *on_cores)))
+  if (ok && ppcc_devices_spread(cores, threads, nd) && cores <= 64 && (on_cores = calloc((size_t)ns + 1, sizeof *on_cores)))
     for (int k = 0; k < ns; k++)
       for (int i = 0; i < st->n_dev[k]; i++) on_cores[k] |= (uint64_t)1 << (rep_stage_devices(st, k)[i] % cores);
   double wall = ok ? simulate_pipeline(ns, m, group, on_cores, work, overlap, cores, c->hop_us * 1e-3,

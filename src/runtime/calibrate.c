@@ -48,7 +48,7 @@ static double best_gemm_gflops(int threads, int64_t m, int64_t n) {
   if (a && b && c) {
     for (int64_t i = 0; i < m * n; i++) a[i] = (float)(i % 7) * 0.125f;
     for (int64_t i = 0; i < n * n; i++) b[i] = (float)(i % 5) * 0.125f;
-    rt_thread_budget(1, threads);
+    rt_thread_budget(1, threads, RT_PLACE_ANYWHERE, threads);
     ppcc_rt_sgemm(m, n, n, a, b, true, c); /* warm up: threads, pages */
     for (int r = 0; r < REPEATS * 4; r++) {
       double t = omp_get_wtime();
@@ -445,6 +445,7 @@ static bool chain_us(bool ping_pong, bool gemm, double *step_us, double *wall_us
   free(text);
   for (int r = 0; ok && r <= REPEATS * 2; r++) ok = !workload_forward(&w, &d) && w.m.filled;
   if (ok) {
+    ppcc_plan_measure_summarize(&w.m);
     *step_us = (w.busy[0] + (w.g->n_devices > 1 ? w.busy[1] : 0)) * 1e3 / STEPS;
     *wall_us = w.m.wall_ms * 1e3 / STEPS;
   } else {
@@ -487,6 +488,8 @@ static ppcc_status sample_workload(const char *text, sample_set *s_one, int many
   }
   if (!st && (!one.m.filled || (both && !more.m.filled)))
     st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload recorded no spans");
+  if (!st) ppcc_plan_measure_summarize(&one.m);
+  if (!st && both) ppcc_plan_measure_summarize(&more.m);
   if (!st) st = add_samples(&one, s_one, d);
   if (!st && both) st = add_samples(&more, s_many, d);
   workload_close(&one);
@@ -499,7 +502,8 @@ static ppcc_status sample_workload(const char *text, sample_set *s_one, int many
  * median of its warm forwards after a cold one), their forwards taken in
  * turn: the machine's speed drifts over seconds, and a ratio of the two
  * must not compare one phase with another. */
-static double slowest_us(const workload *w) {
+static double slowest_us(workload *w) {
+  ppcc_plan_measure_summarize(&w->m);
   double us = 0;
   for (int dev = 0; dev < w->g->n_devices; dev++)
     if (w->busy[dev] * 1e3 > us) us = w->busy[dev] * 1e3;
@@ -564,21 +568,6 @@ static char *ffn_model(int tokens, int h, int ff, int copies, int blocks) {
   return buf;
 }
 
-/* A few measurements in ascending order (insertion sort), and their
- * median. */
-static void sort_ascending(double *v, int n) {
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-      double t = v[j];
-      v[j] = v[j - 1], v[j - 1] = t;
-    }
-}
-
-static double median(double *v, int n) {
-  sort_ascending(v, n);
-  return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
-}
-
 /* How a device's compute time changes while t devices compute at once
  * (ppcc_calibration.concurrent_slowdown): FFN
  * workloads on t devices, each its own copy with no communication,
@@ -613,7 +602,7 @@ static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
       free(a);
       free(b);
     }
-    sort_ascending(ratio, n); /* the median: one preempted run must not count */
+    rt_sort_doubles(ratio, n); /* the median: one preempted run must not count */
     c->concurrent_slowdown[t - 1] = n && ratio[n / 2] > 1 ? ratio[n / 2] : 1;
     c->n_slowdown = t;
     if (log && !st) fprintf(log, "%d devices computing at once: each %.3fx as slow\n", t, c->concurrent_slowdown[t - 1]);
@@ -795,6 +784,7 @@ static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int for
     ok = !jit->execute(w->ctx, g, &w->data, &eo, out, &elapsed, d) && m.filled;
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
   }
+  ppcc_plan_measure_summarize(&m);
   *us = (busy[0] > busy[1] ? busy[0] : busy[1]) * 1e3;
   ppcc_plan_measure_release(&m);
   free(op_stage);
@@ -860,11 +850,11 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calib_jit *j
       ppcc_predict_op_work(base.g, op, &of, &ob, &ow);
       ks[i].f += of * JIT_COPIES, ks[i].b += ob * JIT_COPIES, ks[i].w += ow * JIT_COPIES, ks[i].calls += JIT_COPIES;
     }
-    ks[i].delta = ok ? median(diff, nd) : 0;
+    ks[i].delta = ok ? rt_median(diff, nd) : 0;
     ks[i].ok = ok && ks[i].calls > 0 && ks[i].delta > 0;
     jit_workload_close(&v, jit);
   }
-  double sum = 0, total = st ? 0 : median(base_us, nb); /* the kinds' differences, one run of each op */
+  double sum = 0, total = st ? 0 : rt_median(base_us, nb); /* the kinds' differences, one run of each op */
   for (int i = 0; i < n && !st; i++)
     if (ks[i].ok) sum += ks[i].delta / JIT_COPIES;
   double scale = sum > 0 && total > 0 ? total / sum : 1;
@@ -931,7 +921,7 @@ static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *
         cut_b += 1.5 * (double)ppcc_num_elements(base.g->values[op->in[k]].rank, shape) * 4;
       }
     double own = mm->call_us + (f * mm->ns_per_flop + b * mm->ns_per_byte + w * mm->ns_per_weight_byte) * 1e-3;
-    double t = ok && nd ? median(diff, nd) - own : 0;
+    double t = ok && nd ? rt_median(diff, nd) - own : 0;
     if (t > 0 && cut_b > 0 && !add_sample_of(&o, 1, 0, cut_b, 0, t)) ok = false;
     jit_workload_close(&v, jit);
     jit_workload_close(&base, jit);

@@ -62,9 +62,9 @@ void ppcc_rt_tame_blas_under_rlimit(char **argv) {
 
 int rt_kernel_threads(void) { return kernel_threads; }
 
-void rt_thread_budget(int devices, int per_device) {
+void rt_thread_budget(int devices, int per_device, rt_placement how, int cores) {
   ppcc_rt_set_kernel_threads(per_device);
-  rt_place_threads(RT_PLACE_ANYWHERE, per_device, per_device);
+  rt_place_threads(how, cores, per_device);
   omp_set_dynamic(0);
   /* Only the portable GEMM (no OpenBLAS) opens a team inside a device thread. */
   omp_set_max_active_levels(per_device > 1 && !ppcc_rt_have_blas() ? 2 : 1);
@@ -83,12 +83,11 @@ void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int 
   int busy = ppcc_concurrent_devices(g, m);
   if (local < busy) busy = local; /* MPI: only this rank's devices share its cores */
   int per_device = ppcc_kernel_threads_per_device(cores, busy);
-  rt_thread_budget(busy, per_device);
-  rt_placement how = rt_dist_active()      ? RT_PLACE_ANYWHERE
-                     : busy == 1 && per_device > 1 ? RT_PLACE_LONE_DEVICE
-                     : per_device == 1 && local > 1 ? RT_PLACE_SPREAD
-                                                    : RT_PLACE_ANYWHERE;
-  rt_place_threads(how, cores, per_device);
+  rt_placement how = rt_dist_active()                              ? RT_PLACE_ANYWHERE /* ranks share a host */
+                     : busy == 1 && per_device > 1                   ? RT_PLACE_LONE_DEVICE
+                     : ppcc_devices_spread(cores, per_device, local) ? RT_PLACE_SPREAD
+                                                                     : RT_PLACE_ANYWHERE;
+  rt_thread_budget(busy, per_device, how, cores);
 }
 
 void rt_finish_gate_wait(rt_finish_gate *gate) {

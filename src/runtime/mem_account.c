@@ -36,19 +36,17 @@ static int ascending(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Median of column `col` over rows [from, rows) of a row-major table;
- * scratch holds the column sorted after. */
-static double column_median(const double *rows_at, size_t width, size_t col, int from, int rows, double *scratch) {
-  int n = 0;
-  for (int r = from; r < rows; r++) scratch[n++] = rows_at[(size_t)r * width + col];
-  qsort(scratch, (size_t)n, sizeof *scratch, ascending);
-  return n % 2 ? scratch[n / 2] : 0.5 * (scratch[n / 2 - 1] + scratch[n / 2]);
+void rt_sort_doubles(double *v, int n) {
+  if (n > 1) qsort(v, (size_t)n, sizeof *v, ascending);
 }
 
-/* Medians, not minima: a forward's busy time swings with the machine
- * (time slices, BLAS threads waking, a shared host), and a prediction is
- * checked against what a forward typically takes. The fastest of several
- * forwards, or the sum of each op's fastest, is systematically lower. */
+double rt_median(double *v, int n) {
+  rt_sort_doubles(v, n);
+  return n <= 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Each forward's figures are kept (one row of the history); the medians
+ * are taken once, by ppcc_plan_measure_summarize, when they are read. */
 void rt_plan_measure_add_forward(ppcc_plan_measure *m, const double *busy, size_t cells, double wall_ms,
                                  const double *op_ms) {
   size_t ops = op_ms && m->op_busy_ms ? (size_t)m->n_ops : 0, width = cells + 1 + ops;
@@ -63,23 +61,41 @@ void rt_plan_measure_add_forward(ppcc_plan_measure *m, const double *busy, size_
   memcpy(at, busy, cells * sizeof *busy);
   at[cells] = wall_ms;
   if (ops) memcpy(at + cells + 1, op_ms, ops * sizeof *op_ms);
+  m->history_cells = cells, m->history_ops = ops;
   m->forwards = row + 1;
   m->filled = true;
-  double *scratch = malloc((size_t)m->forwards * sizeof *scratch);
+}
+
+/* Median of column `col` over rows [from, rows) of the history; scratch
+ * holds the column sorted after. */
+static double column_median(const ppcc_plan_measure *m, size_t col, int from, double *scratch) {
+  size_t width = m->history_cells + 1 + m->history_ops;
+  int n = 0;
+  for (int r = from; r < m->forwards; r++) scratch[n++] = m->history[(size_t)r * width + col];
+  return rt_median(scratch, n);
+}
+
+/* Medians, not minima: a forward's busy time swings with the machine
+ * (time slices, BLAS threads waking, a shared host), and a prediction is
+ * checked against what a forward typically takes. The fastest of several
+ * forwards, or the sum of each op's fastest, is systematically lower. */
+void ppcc_plan_measure_summarize(ppcc_plan_measure *m) {
+  double *scratch = m->forwards > 0 ? malloc((size_t)m->forwards * sizeof *scratch) : NULL;
   if (!scratch) return;
   int from = m->forwards > 1 ? 1 : 0; /* the first forward is cold */
+  size_t cells = m->history_cells;
   for (size_t k = 0; k < cells; k++) {
-    m->stage_busy_ms[k] = column_median(m->history, width, k, from, m->forwards, scratch);
+    m->stage_busy_ms[k] = column_median(m, k, from, scratch);
     if (m->stage_busy_lo) m->stage_busy_lo[k] = scratch[0]; /* column_median leaves the column sorted */
     if (m->stage_busy_hi) m->stage_busy_hi[k] = scratch[m->forwards - from - 1];
   }
-  m->wall_ms = column_median(m->history, width, cells, from, m->forwards, scratch);
-  for (size_t j = 0; j < ops; j++) m->op_busy_ms[j] = column_median(m->history, width, cells + 1 + j, from, m->forwards, scratch);
+  m->wall_ms = column_median(m, cells, from, scratch);
+  for (size_t j = 0; j < m->history_ops; j++) m->op_busy_ms[j] = column_median(m, cells + 1 + j, from, scratch);
   free(scratch);
 }
 
 void ppcc_plan_measure_release(ppcc_plan_measure *m) {
   free(m->history);
   m->history = NULL;
-  m->history_cap = 0;
+  m->history_cap = m->history_cells = m->history_ops = 0;
 }

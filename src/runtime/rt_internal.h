@@ -65,17 +65,6 @@ bool rt_drops_bias(const ppcc_op *op, ppcc_layout result_layout, int shard);
 
 /* Threads kernels may use (set per run). */
 int rt_kernel_threads(void);
-/* One thread budget for a run: `devices` device threads (OpenMP, one
- * level), each kernel call using per_device threads (OpenBLAS's); the
- * caller makes devices * per_device <= cores. */
-void rt_thread_budget(int devices, int per_device);
-/* The budget of a run of g on `cores` cores, `local` of its devices
- * running in this process: the kernel threads go to the devices that can
- * compute at the same time (ppcc_concurrent_devices), not to all of them.
- * --deterministic (row-invariant matmul) counts as many microbatches as
- * devices, so the kernel thread count (and a BLAS call's bits) cannot
- * change with M. */
-void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int local);
 /* src/runtime/affinity.c: where a run's device threads (between enter
  * and leave) and OpenBLAS's workers go, within the first `cores` of the
  * process's cores: LONE_DEVICE (one device computes at a time with
@@ -87,6 +76,18 @@ void rt_place_threads(rt_placement how, int cores, int blas_threads);
 /* A device thread's program runs between these (placed as above). */
 void rt_device_thread_enter(int dev);
 void rt_device_thread_leave(void);
+/* One thread budget for a run: `devices` device threads (OpenMP, one
+ * level), each kernel call using per_device threads (OpenBLAS's), placed
+ * `how` within `cores` cores; the caller makes devices * per_device <=
+ * cores. */
+void rt_thread_budget(int devices, int per_device, rt_placement how, int cores);
+/* The budget of a run of g on `cores` cores, `local` of its devices
+ * running in this process: the kernel threads go to the devices that can
+ * compute at the same time (ppcc_concurrent_devices), not to all of them.
+ * --deterministic (row-invariant matmul) counts as many microbatches as
+ * devices, so the kernel thread count (and a BLAS call's bits) cannot
+ * change with M. */
+void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int local);
 /* The end of a run's device threads: a device that finished sleeps here
  * until all have (an OpenMP barrier would spin on its core, taking it
  * from the BLAS threads of the stages still computing). Set `left` to the
@@ -196,9 +197,14 @@ void rt_mem_accounting_free(rt_mem_accounting *a);
 void rt_mem_account(rt_mem_accounting *a, int dev, int64_t delta);
 /* --check-plan on either backend: one forward's per-(stage, device) busy
  * times (cells of them), wall time and (op_ms, NULL when not recorded)
- * per-op busy times; the measure keeps the median of each over the warm
- * forwards (peak bytes are the caller's: each backend counts its own). */
+ * per-op busy times, kept for ppcc_plan_measure_summarize's medians over
+ * the warm forwards (peak bytes are the caller's: each backend counts its
+ * own). */
 struct ppcc_plan_measure;
+/* A few measurements sorted ascending, and (sorting them) their median:
+ * the middle one, or the mean of the middle two; 0 for none. */
+void rt_sort_doubles(double *v, int n);
+double rt_median(double *v, int n);
 void rt_plan_measure_add_forward(struct ppcc_plan_measure *m, const double *busy, size_t cells, double wall_ms,
                                  const double *op_ms);
 
