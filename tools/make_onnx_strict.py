@@ -18,7 +18,8 @@ Valid models (run with --expect):
   reduce_noop18   the same with ReduceMean of opset 18
   input_override  a graph input that also has an initializer: the input
                   given at run time overrides the initializer
-  negative_index  GatherElements with negative indices from an input
+  negative_index  GatherElements and Gather (an embedding lookup) with
+                  negative indices from inputs
 Hostile models (refused, one line, exit 1):
   float_transb    Gemm whose transB is a FLOAT
   concat_no_axis  Concat without its required axis
@@ -77,9 +78,14 @@ def valid_models(out):
     m = model([helper.make_node("Add", ["x", "b"], ["y"], name="add_b")],
               [f32("x", [3, 4]), f32("b", [4])], [f32("y", [3, 4])], inits=[b_default])
     save_valid(out, "input_override", m, {"x": x, "b": rng.standard_normal(4).astype(np.float32)})
-    m = model([helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge", axis=1)],
-              [f32("x", [3, 4]), helper.make_tensor_value_info("i", TensorProto.INT64, [3, 2])], [f32("y", [3, 2])])
-    save_valid(out, "negative_index", m, {"x": x, "i": np.array([[-1, 0], [-4, 3], [2, -2]], np.int64)})
+    table = numpy_helper.from_array(rng.standard_normal((5, 3)).astype(np.float32), "table")
+    m = model([helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge", axis=1),
+               helper.make_node("Gather", ["table", "j"], ["z"], name="lookup", axis=0)],
+              [f32("x", [3, 4]), helper.make_tensor_value_info("i", TensorProto.INT64, [3, 2]),
+               helper.make_tensor_value_info("j", TensorProto.INT64, [2, 2])], [f32("y", [3, 2]), f32("z", [2, 2, 3])],
+              inits=[table])
+    save_valid(out, "negative_index", m, {"x": x, "i": np.array([[-1, 0], [-4, 3], [2, -2]], np.int64),
+                                          "j": np.array([[-1, 0], [-5, 4]], np.int64)})
 
 
 def hostile_models(out):

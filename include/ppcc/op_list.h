@@ -42,7 +42,7 @@ PPCC_OP(unshard,         1,  1,   1,  attrs_unshard,    COLLECTIVE,  shape_same,
 PPCC_OP(transfer,        1,  1,   1,  attrs_transfer,   TRANSFER,    shape_same,        shard_transfer,        TRANSFER,    flops_zero,       batch_any,         0,                  lower_transfer)
 PPCC_OP(index_copy,      3,  3,   1,  attrs_dim,        COMPUTE,     shape_index_copy,  shard_index_copy,      INPLACE,     flops_zero,       batch_inplace,     kernel_index_copy,  lower_index_copy)
 PPCC_OP(index_put,       3,  3,   1,  attrs_none,       COMPUTE,     shape_index_copy,  shard_index_copy,      INPLACE,     flops_zero,       batch_inplace,     kernel_index_copy,  lower_index_copy)
-PPCC_OP(embedding,       2,  2,   1,  attrs_none,       COMPUTE,     shape_embedding,   shard_embedding,       MULTI,       flops_zero,       batch_first_only,  kernel_embedding,   lower_embedding)
+PPCC_OP(embedding,       2,  2,   1,  attrs_embedding,  COMPUTE,     shape_embedding,   shard_embedding,       MULTI,       flops_zero,       batch_first_only,  kernel_embedding,   lower_embedding)
 PPCC_OP(rms_norm,        2,  2,   1,  attrs_eps,        COMPUTE,     shape_norm,        shard_norm,            MULTI,       flops_elem4,      batch_norm,        kernel_rms_norm,    lower_rms_norm)
 PPCC_OP(layer_norm,      2,  3,   1,  attrs_eps,        COMPUTE,     shape_norm,        shard_norm,            MULTI,       flops_elem8,      batch_norm,        kernel_layer_norm,  lower_layer_norm)
 PPCC_OP(softmax,         1,  1,   1,  attrs_dim_opt,    COMPUTE,     shape_same,        shard_softmax,         UNARY,       flops_elem4,      batch_dim_last,    kernel_softmax,     lower_softmax)

@@ -15,6 +15,7 @@
 #include "ppcc/frontend.h"
 #include "ppcc/io.h"
 #include "ppcc/ops.h"
+#include "ppcc/runtime.h"
 
 typedef struct entry {
   const char *name;
@@ -775,9 +776,10 @@ static ppcc_status tr_gather(importer *I) {
   int64_t axis = ox_attr_int(I->node, "axis", 0);
   entry *data = in_entry(I, 0);
   const ox_tensor *idx = in_const(I, 1);
-  if (data && data->is_const && data->c.rank == 2 && axis == 0) {
+  if (data && data->is_const && data->c.rank == 2 && (axis == 0 || axis == -2)) {
     int in[2] = {operand(I, 1), operand(I, 0)};
-    return bind(I, 0, emit(I, "embedding", 2, in, out_name(I, 0), 0, NULL));
+    ppcc_attr a = attr_bool("wrap_negative", true); /* ONNX indices may count from the end */
+    return bind(I, 0, emit(I, "embedding", 2, in, out_name(I, 0), 1, &a));
   }
   if (idx && idx->n == 1 && idx->rank <= 1) {
     int x = operand(I, 0);
@@ -1167,6 +1169,70 @@ static ppcc_status try_fold(importer *I, bool *done) {
   return PPCC_OK;
 }
 
+/* The ppcc_tensor view of a folded or constant tensor. */
+static ppcc_tensor tensor_view(const ox_tensor *t) {
+  ppcc_tensor x = {.dtype = t->dtype, .rank = t->rank, .data = t->data};
+  memcpy(x.shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
+  return x;
+}
+
+/* Constant folding by the runtime's kernels: when the ops a node was
+ * translated into read only constants (params of initializers, Constant
+ * nodes, earlier folds), they are evaluated here with ppcc_rt_run_kernel
+ * (the interpreter's kernels) and the node's results become constants;
+ * the ops then die unused. So exporter preludes (the rotary tables' Cos
+ * and Sin of a MatMul of constants, masks, position ids) fold whatever ops
+ * they use. Results over OX_MAX_FOLD_ELEMENTS stay computed at run time. */
+static ppcc_status fold_emitted(importer *I, int first) {
+  ppcc_graph *g = I->g;
+  int n = g->n_ops - first;
+  if (n <= 0) return PPCC_OK;
+  int64_t total = 0;
+  for (int i = first; i < g->n_ops; i++) {
+    const ppcc_op *op = &g->ops[i];
+    if (op->n_out != 1 || op->n_in > 8 || !ppcc_rt_kernel(op->info->id)) return PPCC_OK;
+    for (int k = 0; k < op->n_in; k++) {
+      int v = op->in[k], def = g->values[v].def_op;
+      bool here = def >= first && def < i, constant = v < I->cap_param_data && I->param_entry[v] >= 0;
+      if (!here && !constant) return PPCC_OK;
+    }
+    const ppcc_value *y = &g->values[op->out[0]];
+    total += ppcc_num_elements(y->rank, y->shape);
+    if (total > OX_MAX_FOLD_ELEMENTS) return PPCC_OK;
+  }
+  ox_tensor *res = calloc((size_t)n, sizeof *res);
+  if (!res) return oom(I);
+  ppcc_diag quiet;
+  ppcc_diag_init(&quiet, NULL, NULL);
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) {
+    const ppcc_op *op = &g->ops[first + i];
+    ppcc_tensor in[8], out;
+    for (int k = 0; k < op->n_in; k++) {
+      int v = op->in[k], def = g->values[v].def_op;
+      in[k] = tensor_view(def >= first ? &res[def - first] : &I->e[I->param_entry[v]].c);
+    }
+    const ppcc_value *y = &g->values[op->out[0]];
+    ok = ox_tensor_alloc(&res[i], y->dtype, y->rank, y->shape);
+    out = tensor_view(&res[i]);
+    ok = ok && ppcc_rt_run_kernel(op, in, &out, &quiet) == PPCC_OK;
+  }
+  /* a kernel that fails here (an index out of range...) fails the run the
+   * same way: the ops stay computed */
+  for (size_t k = 0; ok && k < I->node->n_output; k++) {
+    entry *x = I->node->output[k][0] ? find(I, I->node->output[k]) : NULL;
+    int def = x && x->value >= 0 ? g->values[x->value].def_op : -1;
+    if (!x || def < first) continue;
+    x->is_const = true;
+    x->c = res[def - first];
+    res[def - first] = (ox_tensor){0};
+    x->value = -1;
+  }
+  for (int i = 0; i < n; i++) ox_tensor_free(&res[i]);
+  free(res);
+  return PPCC_OK;
+}
+
 static ppcc_status translate_node(importer *I, int index) {
   I->node = I->graph->node[index];
   I->node_index = index;
@@ -1199,7 +1265,9 @@ static ppcc_status translate_node(importer *I, int index) {
   /* Every translation reads at least input 0; only Constant has none. */
   if (n->n_input == 0 && strcmp(n->op_type, "Constant") != 0)
     return ppcc_error(I->d, "%s: %s has no inputs", I->who, n->op_type);
-  return translation_of(n->op_type)(I);
+  int first = I->g->n_ops;
+  st = translation_of(n->op_type)(I);
+  return st ? st : fold_emitted(I, first);
 }
 
 /* Graph outputs keep their ONNX names (an identity reshape where the

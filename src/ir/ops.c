@@ -12,6 +12,8 @@ static const ppcc_attr_spec attrs_perm[] = {{"perm", PPCC_ATTR_INTS, true}, {NUL
 static const ppcc_attr_spec attrs_perm_opt[] = {{"perm", PPCC_ATTR_INTS, false}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_shape[] = {{"shape", PPCC_ATTR_INTS, true}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_dim[] = {{"dim", PPCC_ATTR_INT, true}, {NULL, 0, false}};
+/* wrap_negative: an id in [-vocab, 0) counts from the end (ONNX Gather) */
+static const ppcc_attr_spec attrs_embedding[] = {{"wrap_negative", PPCC_ATTR_BOOL, false}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_replicate[] = {{"count", PPCC_ATTR_INT, false},
                                                  {"devices", PPCC_ATTR_INTS, false},
                                                  {"pinned", PPCC_ATTR_BOOL, false},
