@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "jit_abi.h"
+#include "kernels_onnx.h"
 
 /* MLIR's UnrankedMemRefType: the rank and a pointer to the ranked
  * descriptor {allocated, aligned, offset, sizes[rank], strides[rank]}. */
@@ -168,6 +169,30 @@ static bool fail_call(const char *what) {
   return false;
 }
 
+/* conv on f32 buffers x [N, C, (H,) W], w [F, C/group, (kh,) kw], y [N, F,
+ * (OH,) OW]: the interpreter's kernel (im2col + GEMM), so both backends
+ * compute the same sums. Then the group, strides, dilations, begin pads
+ * and end pads of spatial dims 0 and 1 (dim 1 unused by a 1-D conv). */
+static void jit_conv(jit_unranked *x, jit_unranked *w, jit_unranked *y, int64_t group, int64_t s0, int64_t s1,
+                     int64_t d0, int64_t d1, int64_t pb0, int64_t pb1, int64_t pe0, int64_t pe1) {
+  jit_view vx = view_of(x, 4), vw = view_of(w, 4), vy = view_of(y, 4);
+  if (!usable(-1, &vx, "conv") || !usable(-1, &vw, "conv") || !usable(-1, &vy, "conv")) return;
+  if ((x->rank != 3 && x->rank != 4) || w->rank != x->rank || y->rank != x->rank) {
+    fail_call("conv: unsupported operand ranks");
+    return;
+  }
+  bool two = x->rank == 4;
+  int64_t r = x->rank, xs[4], ys[4];
+  xs[0] = x->desc[3], xs[1] = x->desc[4], xs[2] = two ? x->desc[5] : 1, xs[3] = x->desc[3 + r - 1];
+  ys[0] = y->desc[3], ys[1] = y->desc[4], ys[2] = two ? y->desc[5] : 1, ys[3] = y->desc[3 + r - 1];
+  ppcc_conv_geom g = {.spatial = (int)r - 2, .group = group, .stride = {s0, s1}, .dilation = {d0, d1},
+                      .pad_begin = {pb0, pb1}, .pad_end = {pe0, pe1}};
+  for (int i = 0; i < r - 2; i++) g.kernel[i] = w->desc[3 + 2 + i];
+  if (!rt_conv2d_f32(&g, xs, w->desc[3], ys, (const float *)(void *)vx.data, (const float *)(void *)vw.data,
+                     (float *)(void *)vy.data))
+    fail_call("conv: out of memory");
+}
+
 /* C[..., M, N] = A[..., M, K] * B, through ppcc_rt_sgemm (OpenBLAS when
  * built with it). B is [K, N] (or [N, K] when b_transposed): A's leading
  * dims collapse into M, one GEMM. B of A's rank: one GEMM per batch
@@ -294,6 +319,7 @@ const ppcc_jit_symbol *ppcc_jit_symbols(void) {
       DTYPE_SYMBOLS(all_gather, jit_all_gather),
       DTYPE_SYMBOLS(reduce_scatter, jit_reduce_scatter),
       {"_mlir_ciface_ppcc_rt_matmul_f32", (void *)jit_matmul},
+      {"_mlir_ciface_ppcc_rt_conv_f32", (void *)jit_conv},
       {"_mlir_ciface_ppcc_rt_attention_f32", (void *)jit_attention},
       {"_mlir_ciface_ppcc_rt_attention_positions_i64", (void *)jit_attention_positions_i64},
       {"_mlir_ciface_ppcc_rt_attention_positions_i32", (void *)jit_attention_positions_i32},
