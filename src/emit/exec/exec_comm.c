@@ -109,14 +109,14 @@ MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, Ml
 
 /* ---- index checks ---- */
 
-ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, bool token_ids) {
+ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, int kind) {
   if (!c->exec) return PPCC_OK; /* only the executable form runs */
   MlirType elem = elem_of(index);
   char name[64];
   symbol(name, sizeof name, "check_index", elem);
   MlirValue ops[5];
   head(c, elem, ops);
-  ops[2] = exec_i64(c, token_ids);
+  ops[2] = exec_i64(c, kind);
   ops[3] = exec_i64(c, bound);
   ops[4] = exec_unranked(c, exec_to_memref(c, index));
   return exec_call(c, name, 5, ops);

@@ -185,7 +185,10 @@ MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, Ml
  * every element of the index tensor (i64 or i32) is in [0, bound); the
  * message says "token id" or "index" as the interpreter's kernels do. No-op
  * in the other forms. The caller still clamps the indices it uses. */
-ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, bool token_ids);
+/* kind: EXEC_INDEX (in [0, bound)), EXEC_TOKEN_IDS (the same, named token
+ * ids) or EXEC_INDEX_WRAPS (in [-bound, bound): ONNX's negative indices). */
+enum { EXEC_INDEX = 0, EXEC_TOKEN_IDS = 1, EXEC_INDEX_WRAPS = 2 };
+ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, int kind);
 
 /* ---- the annotated form without MLIR (emit_direct.c) ---- */
 /* Whether emit_direct prints exactly what the MLIR path would. */

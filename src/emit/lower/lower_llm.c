@@ -494,7 +494,7 @@ ppcc_status lower_embedding(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   bool vocab_split = table->layout.kind == PPCC_LAYOUT_SPLIT && table->layout.dim == 0;
   int64_t rows = dim_size(tab, 0);
   /* ids outside the whole vocabulary fail the run, as in the interpreter. */
-  ppcc_status st = exec_check_index(c, ids, table->shape[0], true);
+  ppcc_status st = exec_check_index(c, ids, table->shape[0], EXEC_TOKEN_IDS);
   if (st) return st;
   embedding_body e = {tab, rank - 1, vocab_split ? shard * rows : 0, rows};
   MlirAffineExpr ex[PPCC_MAX_RANK];

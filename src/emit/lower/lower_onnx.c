@@ -219,13 +219,16 @@ typedef struct gather_body {
   int64_t bound;
 } gather_body;
 
-/* data[i.., index (clamped to [0, D): a bad one has already failed the
+/* data[i.., index (+ D when negative, then clamped to [0, D): a bad one has already failed the
  * run through exec_check_index, and nothing is read out of bounds), ..]. */
 static MlirValue body_gather(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const gather_body *g = user;
   MlirValue raw = mlirBlockGetArgument(b, 0);
   MlirType it = mlirValueGetType(raw), index = mlirIndexTypeGet(c->mctx);
   MlirValue zero = emit_int_const(c, b, it, 0);
+  /* a negative index counts from the end (ONNX) */
+  MlirValue wrapped = emit_binary_scalar(c, b, "arith.addi", raw, emit_int_const(c, b, it, g->bound));
+  raw = select3(c, b, cmp_scalar(c, b, "arith.cmpi", CMPI_SLT, raw, zero), wrapped, raw);
   MlirValue ok = emit_binary_scalar(c, b, "arith.andi", cmp_scalar(c, b, "arith.cmpi", 5 /* sge */, raw, zero),
                                     cmp_scalar(c, b, "arith.cmpi", CMPI_SLT, raw, emit_int_const(c, b, it, g->bound)));
   MlirValue at[1 + PPCC_MAX_RANK];
@@ -251,7 +254,7 @@ ppcc_status lower_onnx_gather_elements(struct ppcc_emit_ctx *c, const ppcc_graph
   MlirValue index = emit_shard(c, op->in[1], ix->layout.count == 1 ? 0 : shard);
   int dim = (int)ppcc_attr_int(op, "dim", 0);
   if (dim < 0) dim += x->rank;
-  ppcc_status st = exec_check_index(c, index, x->shape[dim], false);
+  ppcc_status st = exec_check_index(c, index, x->shape[dim], EXEC_INDEX_WRAPS);
   if (st) return st;
   gather_body gb = {data, x->rank, dim, x->shape[dim]};
   MlirType t = emit_shard_type(c, &g->values[op->out[0]]);

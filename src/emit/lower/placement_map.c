@@ -9,10 +9,11 @@
  *                                                      (exec_comm.c)
  *
  *   params      annotated: function arguments (one per shard)
- *               IREE: util.global per (param, device) initialised from
- *                 #flow.parameter.named<"model"::"NAME"> (the full tensor, as
- *                 the weights file holds it) with stream.affinity on that
- *                 device; each shard is a tensor.extract_slice of its load.
+ *               IREE: one util.global per shard, typed with the shard's
+ *                 shape, initialised from #flow.parameter.named<"model"::
+ *                 ENTRY> (placement_param_entry: sharktank's NAME.shard.K)
+ *                 with stream.affinity on the shard's device; nothing is
+ *                 loaded whole and sliced.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,42 +119,41 @@ static void append_escaped(fixed_text *t, const char *s) {
   }
 }
 
-/* Whether the shards of v live on more than one device. */
-static bool on_several_devices(const ppcc_value *v) {
-  for (int i = 1; i < v->layout.count; i++)
-    if (v->devices[i] != v->devices[0]) return true;
-  return false;
-}
+/* Whether v has more than one shard (count 1 behaves as unsharded, §1). */
+static bool is_sharded(const ppcc_value *v) { return v->layout.count > 1; }
 
-/* Symbol of the copy of param v on `device`: its name, or "NAME@D" when
- * the param is spread over several devices. */
-static void param_symbol(const ppcc_value *v, int device, char *buf, size_t n) {
-  if (on_several_devices(v))
-    snprintf(buf, n, "%s@%d", v->name, device);
+/* Symbol of the global holding shard i of param v: "NAME" when unsharded,
+ * else "NAME.shard.K" (one global per shard, even when two shards share a
+ * device, so the module holds exactly the bytes the report places). */
+static void param_symbol(const ppcc_value *v, int i, char *buf, size_t n) {
+  if (is_sharded(v))
+    snprintf(buf, n, "%s.shard.%d", v->name, i);
   else
     snprintf(buf, n, "%s", v->name);
 }
 
-/* Whether an earlier shard of v already lives on shard i's device. */
-static bool device_seen_before(const ppcc_value *v, int i) {
-  for (int k = 0; k < i; k++)
-    if (v->devices[k] == v->devices[i]) return true;
-  return false;
+/* The archive entry shard i of param v is initialised from, following
+ * sharktank's dataset conventions (ShardedTensorBase / ReplicatedTensor
+ * .add_to_archive): an unsharded param is the entry "NAME"; a split or
+ * unreduced one has one entry "NAME.shard.K" per shard; a replicated one
+ * stores one copy, "NAME.shard.0", read by every replica. */
+void placement_param_entry(const ppcc_value *v, int i, char *buf, size_t n) {
+  if (!is_sharded(v))
+    snprintf(buf, n, "%s", v->name);
+  else
+    snprintf(buf, n, "%s.shard.%d", v->name, v->layout.kind == PPCC_LAYOUT_REPLICATED ? 0 : i);
 }
 
-/* Every shard reads the param except shards 1.. of an unreduced one
- * (zeros: the sum of the shards is the param, as the runtime cuts it). */
-static bool shard_reads_param(const ppcc_value *v, int i) {
-  return v->layout.kind != PPCC_LAYOUT_UNREDUCED || i == 0;
-}
-
-static ppcc_status declare_param(ppcc_emit_ctx *c, MlirBlock body, const ppcc_value *v) {
-  MlirType full = emit_tensor_type(c, v->dtype, v->rank, v->shape);
+static ppcc_status declare_param_shard(ppcc_emit_ctx *c, MlirBlock body, const ppcc_value *v, int i) {
+  MlirType type = emit_shard_type(c, v);
+  char entry[PPCC_MAX_NAME + 32], sym[PPCC_MAX_NAME + 32];
+  placement_param_entry(v, i, entry, sizeof entry);
+  param_symbol(v, i, sym, sizeof sym);
   fixed_text t = {.len = 0};
   fixed_append(&t, "#flow.parameter.named<\"" IREE_PARAM_SCOPE "\"::\"");
-  append_escaped(&t, v->name);
+  append_escaped(&t, entry);
   fixed_append(&t, "\"> : ");
-  mlirTypePrint(full, fixed_print, &t); /* the attribute carries the tensor type */
+  mlirTypePrint(type, fixed_print, &t); /* the attribute carries the shard's type */
   if (t.overflow)
     return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "param '%s': its IREE parameter reference is too long",
                              v->name);
@@ -161,20 +161,24 @@ static ppcc_status declare_param(ppcc_emit_ctx *c, MlirBlock body, const ppcc_va
   if (mlirAttributeIsNull(init))
     return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "param '%s': cannot build its IREE parameter reference",
                              v->name);
+  MlirNamedAttribute attrs[5] = {
+      emit_named(c, "sym_name", emit_string_attr(c, sym)),
+      emit_named(c, "sym_visibility", emit_string_attr(c, "private")),
+      emit_named(c, "type", mlirTypeAttrGet(type)),
+      emit_named(c, "initial_value", init),
+      emit_named(c, "stream.affinity", iree_device_attr(c, v->devices[i])),
+  };
+  emit_op_spec s = {"util.global", 0, NULL, 0, NULL, 5, attrs, 0};
+  emit_op_in(c, body, &s);
+  return PPCC_OK;
+}
+
+/* One global per shard, typed with the shard's shape. */
+static ppcc_status declare_param(ppcc_emit_ctx *c, MlirBlock body, const ppcc_value *v) {
   c->op_loc = emit_name_loc(c, v->name);
   for (int i = 0; i < v->layout.count; i++) {
-    if (device_seen_before(v, i) || !shard_reads_param(v, i)) continue;
-    char sym[PPCC_MAX_NAME + 32];
-    param_symbol(v, v->devices[i], sym, sizeof sym);
-    MlirNamedAttribute attrs[5] = {
-        emit_named(c, "sym_name", emit_string_attr(c, sym)),
-        emit_named(c, "sym_visibility", emit_string_attr(c, "private")),
-        emit_named(c, "type", mlirTypeAttrGet(full)),
-        emit_named(c, "initial_value", init),
-        emit_named(c, "stream.affinity", iree_device_attr(c, v->devices[i])),
-    };
-    emit_op_spec s = {"util.global", 0, NULL, 0, NULL, 5, attrs, 0};
-    emit_op_in(c, body, &s);
+    ppcc_status st = declare_param_shard(c, body, v, i);
+    if (st) return st;
   }
   return PPCC_OK;
 }
@@ -190,22 +194,15 @@ ppcc_status placement_declare_params(ppcc_emit_ctx *c, MlirBlock module_body) {
   return PPCC_OK;
 }
 
-/* Shard i of param v from the load of its copy on the shard's device:
- * a slice (split), the whole (replicated, unsharded), or for an unreduced
- * param the whole in shard 0 and zeros elsewhere (their sum is the param,
- * as the runtime cuts it). */
+/* Shard i of param v: the load of its own global (no slicing: the
+ * archive holds the shard as the device uses it). */
 static MlirValue load_param_shard(ppcc_emit_ctx *c, const ppcc_value *v, int i) {
-  if (!shard_reads_param(v, i)) return emit_zeros(c, emit_shard_type(c, v));
   char sym[PPCC_MAX_NAME + 32];
-  param_symbol(v, v->devices[i], sym, sizeof sym);
-  MlirType full = emit_tensor_type(c, v->dtype, v->rank, v->shape);
+  param_symbol(v, i, sym, sizeof sym);
+  MlirType type = emit_shard_type(c, v);
   MlirNamedAttribute global = emit_named(c, "global", mlirFlatSymbolRefAttrGet(c->mctx, emit_str(sym)));
-  emit_op_spec s = {"util.global.load", 0, NULL, 1, &full, 1, &global, 0};
-  MlirValue whole = mlirOperationGetResult(emit_op(c, &s), 0);
-  if (v->layout.kind != PPCC_LAYOUT_SPLIT || v->layout.count < 2) return whole;
-  int dim = v->layout.dim;
-  int64_t size = v->shape[dim] / v->layout.count;
-  return emit_slice(c, whole, dim, size * i, size);
+  emit_op_spec s = {"util.global.load", 0, NULL, 1, &type, 1, &global, 0};
+  return mlirOperationGetResult(emit_op(c, &s), 0);
 }
 
 void placement_load_params(ppcc_emit_ctx *c) {

@@ -59,6 +59,9 @@ typedef struct rt_exec {
                              in-place aliases and views); -1: none; n_ops: keep */
   bool *view_op;          /* per op: its result is a view of operand 0 */
   bool *swapped;          /* per value: a folded transpose, stored untransposed */
+  bool *written;          /* per value: an in-place op writes its bytes (or
+                             those of a value it views); such a param is
+                             copied per call, not bound resident */
   bool *arena_fresh;      /* per device: the arena's pages were never touched */
   int64_t *plan_off;      /* [microbatch][slot]: offset of the slot's buffer
                              in its device's arena; -1: not planned */
@@ -181,13 +184,21 @@ static void count_slot(rt_exec *x, int dev, rt_slot *s, int64_t bytes) {
 /* ---------------- leaves: params and inputs ---------------- */
 
 static bool mapped_param(const rt_exec *x, int v) {
-  return x->dist && val(x, v)->kind == PPCC_VALUE_PARAM && !x->data->owned[v];
+  return val(x, v)->kind == PPCC_VALUE_PARAM && rt_param_mapped(x->data, v, x->dist);
+}
+
+/* A param's resident shard (resident.c), bound as it is: not when an
+ * in-place op would write into it. */
+static const void *bound_param(const rt_exec *x, int v, ppcc_layout l, int i) {
+  if (val(x, v)->kind != PPCC_VALUE_PARAM || x->written[v]) return NULL;
+  return rt_resident_shard(x->data, v, val(x, v), l, i, mapped_param(x, v));
 }
 
 /* Shard `i` of a full tensor under layout l (an unreduced leaf puts the
  * whole value in shard 0 and zeros elsewhere: the sum is the value). */
 static void *cut_shard(const rt_exec *x, int v, ppcc_layout l, int i, const void *full) {
   int64_t bytes = local_bytes(x, v);
+  if (val(x, v)->kind == PPCC_VALUE_PARAM) rt_count_param_copy(bytes);
   if (mapped_param(x, v)) return rt_copy_mapped_shard(full, val(x, v), i); /* MPI: see mapped_shard.c */
   if (l.kind == PPCC_LAYOUT_SPLIT) {
     void *p = rt_alloc(bytes);
@@ -215,7 +226,9 @@ static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
     for (int i = 0; i < w.layout.count; i++) {
       if (w.devices[i] != dev) continue;
       if (!full) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", val(x, v)->name);
-      *slot(x, v, i) = (rt_slot){cut_shard(x, v, w.layout, i, full), true, false};
+      const void *resident = bound_param(x, v, w.layout, i);
+      *slot(x, v, i) = resident ? (rt_slot){(void *)resident, false, false}
+                                : (rt_slot){cut_shard(x, v, w.layout, i, full), true, false};
       if (!slot(x, v, i)->data) return oom(d);
       if (x->opts->capture && !ppcc_capture_store(x->opts->capture, v, i, slot(x, v, i)->data, local_bytes(x, v)))
         return oom(d);
@@ -796,8 +809,9 @@ static bool plan_views(rt_exec *x) {
                     val(x, op->in[0])->dtype == val(x, op->out[0])->dtype;
     if (fold && x->view_op[j]) x->swapped[op->out[0]] = true;
   }
+  for (int v = 0; ok && v < g->n_values; v++) written[v] = written[root[v]];
   free(root);
-  free(written);
+  x->written = written;
   return ok;
 }
 
@@ -806,6 +820,7 @@ bool *ppcc_rt_view_ops(const ppcc_graph *g) {
   rt_exec x = {.g = g, .opts = &opts};
   bool ok = plan_views(&x);
   free(x.swapped);
+  free(x.written);
   if (!ok) {
     free(x.view_op);
     return NULL;
@@ -1027,6 +1042,7 @@ static void teardown(rt_exec *x) {
   free(x->plan_off);
   free(x->view_op);
   free(x->swapped);
+  free(x->written);
   free(x->slots);
   free(x->slot_base);
   free(x->segment_begin);

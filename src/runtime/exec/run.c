@@ -19,10 +19,12 @@
 
 void ppcc_run_data_free(ppcc_run_data *data) {
   if (!data || !data->values) return;
+  rt_resident_unref(data->resident); /* shards before the tensors they view */
   for (int v = 0; v < data->n_values; v++)
     if (data->owned && data->owned[v]) rt_free(data->values[v].data);
   free(data->values);
   free(data->owned);
+  free(data->borrowed);
   ppcc_weights_close(data->weights);
   memset(data, 0, sizeof *data);
 }
@@ -40,10 +42,26 @@ static bool needed(const ppcc_graph *g, const ppcc_run_options *o, int v) {
   return (o->check && rt_dist_rank() == 0) || rt_dist_holds_value(g, v);
 }
 
-static ppcc_status load_params(const ppcc_graph *g, const ppcc_run_options *o, ppcc_run_data *data, ppcc_diag *d) {
+/* Param v of g as a view of from's param of the same name, dtype and
+ * shape; false when from has none. */
+static bool borrow_param(const ppcc_graph *g, int v, const ppcc_graph *from_g, const ppcc_run_data *from,
+                         ppcc_run_data *data) {
+  const ppcc_value *p = &g->values[v];
+  int u = from_g ? ppcc_find_value(from_g, p->name) : -1;
+  if (u < 0 || from_g->values[u].kind != PPCC_VALUE_PARAM || !from->values[u].data) return false;
+  const ppcc_value *q = &from_g->values[u];
+  if (q->dtype != p->dtype || q->rank != p->rank || memcmp(q->shape, p->shape, sizeof(int64_t) * (size_t)p->rank) != 0)
+    return false;
+  data->values[v] = from->values[u];
+  data->borrowed[v] = true;
+  return true;
+}
+
+static ppcc_status load_params(const ppcc_graph *g, const ppcc_run_options *o, const ppcc_graph *from_g,
+                               const ppcc_run_data *from, ppcc_run_data *data, ppcc_diag *d) {
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *p = &g->values[v];
-    if (p->kind != PPCC_VALUE_PARAM || !needed(g, o, v)) continue;
+    if (p->kind != PPCC_VALUE_PARAM || !needed(g, o, v) || borrow_param(g, v, from_g, from, data)) continue;
     const void *bytes;
     void *owned;
     ppcc_status st = ppcc_weights_get(data->weights, p, &bytes, &owned, d);
@@ -123,12 +141,16 @@ static ppcc_status load_inputs(const ppcc_graph *g, const ppcc_run_options *o, p
   return PPCC_OK;
 }
 
-ppcc_status ppcc_run_data_load(const ppcc_graph *g, const ppcc_run_options *o, ppcc_run_data *data, ppcc_diag *d) {
+ppcc_status ppcc_run_data_load_sharing(const ppcc_graph *g, const ppcc_run_options *o, const ppcc_graph *from_g,
+                                       const ppcc_run_data *from, ppcc_run_data *data, ppcc_diag *d) {
   memset(data, 0, sizeof *data);
+  size_t n = (size_t)(g->n_values > 0 ? g->n_values : 1);
   data->n_values = g->n_values;
-  data->values = calloc((size_t)(g->n_values > 0 ? g->n_values : 1), sizeof *data->values);
-  data->owned = calloc((size_t)(g->n_values > 0 ? g->n_values : 1), sizeof *data->owned);
-  if (!data->values || !data->owned) {
+  data->values = calloc(n, sizeof *data->values);
+  data->owned = calloc(n, sizeof *data->owned);
+  data->borrowed = calloc(n, sizeof *data->borrowed);
+  data->resident = from ? rt_resident_ref(from->resident) : rt_resident_new();
+  if (!data->values || !data->owned || !data->borrowed || !data->resident) {
     ppcc_run_data_free(data);
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
@@ -136,10 +158,14 @@ ppcc_status ppcc_run_data_load(const ppcc_graph *g, const ppcc_run_options *o, p
   /* Without --weights, random weights are the default (seed 0). */
   data->weights = o->weights_path ? ppcc_weights_open(o->weights_path, d) : ppcc_weights_random(o->random_seed);
   if (!data->weights) st = d->errors ? PPCC_ERR_USER : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
-  if (!st) st = load_params(g, o, data, d);
+  if (!st) st = load_params(g, o, from_g, from, data, d);
   if (!st) st = load_inputs(g, o, data, d);
   if (st) ppcc_run_data_free(data);
   return st;
+}
+
+ppcc_status ppcc_run_data_load(const ppcc_graph *g, const ppcc_run_options *o, ppcc_run_data *data, ppcc_diag *d) {
+  return ppcc_run_data_load_sharing(g, o, NULL, NULL, data, d);
 }
 
 /* ---------------- checking ---------------- */

@@ -142,7 +142,7 @@ static void jit_reduce_scatter(int64_t op, int64_t dtype, jit_unranked *group, i
 }
 
 /* Index checks (exec_check_index in src/emit/exec_comm.c): every element
- * of index must lie in [0, bound), else the run fails with the message the
+ * of index must lie in [0, bound) ([-bound, bound) for kind 2), else the run fails with the message the
  * interpreter's kernel gives (kernels.c, kernels_llm.c). The lowered code
  * clamps the indices it uses, so nothing is read or written out of bounds
  * between this call and the end of the run. */
@@ -151,10 +151,11 @@ static void jit_check_index(int64_t op, int64_t dtype, int64_t kind, int64_t bou
   if (!usable(op, &v, "index check")) return;
   for (int64_t p = 0; p < v.count; p++) {
     int64_t t = dtype == PPCC_I64 ? ((const int64_t *)(const void *)v.data)[p] : ((const int32_t *)(const void *)v.data)[p];
-    if (t >= 0 && t < bound) continue;
+    bool wraps = kind == 2; /* ONNX: a negative index counts from the end */
+    if (t >= (wraps ? -bound : 0) && t < bound) continue;
     char msg[160];
-    snprintf(msg, sizeof msg, "%s %lld at position %lld is out of range [0, %lld)", kind ? "token id" : "index",
-             (long long)t, (long long)p, (long long)bound);
+    snprintf(msg, sizeof msg, "%s %lld at position %lld is out of range [%lld, %lld)", kind == 1 ? "token id" : "index",
+             (long long)t, (long long)p, (long long)(wraps ? -bound : 0), (long long)bound);
     ppcc_rt_abort(bound_comm, bound_self, msg);
     note_failure(op, -1);
     return;

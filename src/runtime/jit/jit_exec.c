@@ -14,7 +14,8 @@ typedef struct jit_arg {
   int value, shard;
   bool output;
   int output_index;   /* k of g->outputs[k] for outputs */
-  void *data;         /* rt_alloc'ed, owned */
+  void *data;         /* rt_alloc'ed and owned, or a resident param shard */
+  bool borrowed;      /* data is a resident param shard (resident.c) */
   int64_t *desc;      /* {allocated, aligned, offset, sizes[rank], strides[rank]} */
   void *desc_ptr;     /* what the packed array points to */
 } jit_arg;
@@ -54,6 +55,7 @@ static void *leaf_shard(const jit_exec *x, int v, int i) {
   const ppcc_value *p = &x->g->values[v];
   const void *full = x->data->values[v].data;
   int64_t bytes = shard_bytes(p);
+  if (p->kind == PPCC_VALUE_PARAM) rt_count_param_copy(bytes);
   if (x->dist && p->kind == PPCC_VALUE_PARAM && !x->data->owned[v]) /* MPI: file pages released while copied */
     return rt_copy_mapped_shard(full, p, i);
   if (p->layout.kind == PPCC_LAYOUT_SPLIT) {
@@ -72,7 +74,14 @@ static ppcc_status init_arg(jit_exec *x, jit_arg *a, ppcc_diag *d) {
   const ppcc_value *p = &x->g->values[a->value];
   if (!a->output && !x->data->values[a->value].data)
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", p->name);
-  a->data = a->output ? rt_calloc(shard_bytes(p)) : leaf_shard(x, a->value, a->shard);
+  /* params: the device's resident shard (the compiled code never writes
+   * into a leaf: its buffers are non-writable tensors, copied on write) */
+  const void *resident = !a->output && p->kind == PPCC_VALUE_PARAM
+                             ? rt_resident_shard(x->data, a->value, p, p->layout, a->shard,
+                                                 rt_param_mapped(x->data, a->value, x->dist))
+                             : NULL;
+  a->borrowed = resident != NULL;
+  a->data = resident ? (void *)resident : a->output ? rt_calloc(shard_bytes(p)) : leaf_shard(x, a->value, a->shard);
   a->desc = calloc((size_t)(3 + 2 * p->rank), sizeof *a->desc);
   if (!a->data || !a->desc) return oom(d);
   int64_t local[PPCC_MAX_RANK], stride = 1;
@@ -153,7 +162,7 @@ static void teardown(jit_exec *x) {
   for (int dev = 0; x->devs && dev < x->g->n_devices; dev++) {
     jit_device *jd = &x->devs[dev];
     for (int k = 0; jd->args && k < jd->n_args; k++) {
-      rt_free(jd->args[k].data);
+      if (!jd->args[k].borrowed) rt_free(jd->args[k].data);
       free(jd->args[k].desc);
     }
     free(jd->args);

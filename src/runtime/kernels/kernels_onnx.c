@@ -212,7 +212,7 @@ ppcc_status kernel_expand(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor 
   return PPCC_OK;
 }
 
-/* gather_elements: any data dtype, moved raw; an index outside [0, D)
+/* gather_elements: any data dtype, moved raw; an index outside [-D, D)
  * fails the run with the message the JIT's index check gives. */
 ppcc_status kernel_gather_elements(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
   const ppcc_tensor *x = &in[0], *ix = &in[1];
@@ -226,9 +226,10 @@ ppcc_status kernel_gather_elements(const ppcc_op *op, const ppcc_tensor *in, ppc
   int64_t n = ppcc_num_elements(ix->rank, ix->shape), D = x->shape[dim];
   for (int64_t j = 0; j < n; j++) {
     int64_t t = load_int(ix, j);
-    if (t < 0 || t >= D)
-      return ppcc_error(d, "index %lld at position %lld is out of range [0, %lld)", (long long)t, (long long)j,
-                        (long long)D);
+    if (t < -D || t >= D)
+      return ppcc_error(d, "index %lld at position %lld is out of range [%lld, %lld)", (long long)t, (long long)j,
+                        (long long)-D, (long long)D);
+    if (t < 0) t += D; /* ONNX: a negative index counts from the end */
     int64_t off = 0;
     for (int i = 0; i < r; i++) off += (i == dim ? t : idx[i]) * xs[i];
     memcpy((char *)out->data + j * es, (const char *)x->data + off * es, (size_t)es);
