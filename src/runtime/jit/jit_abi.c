@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "jit_abi.h"
-#include "kernels_onnx.h"
+#include "../kernels/kernels_onnx.h"
 
 /* MLIR's UnrankedMemRefType: the rank and a pointer to the ranked
  * descriptor {allocated, aligned, offset, sizes[rank], strides[rank]}. */
