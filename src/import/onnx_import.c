@@ -1445,7 +1445,8 @@ static ppcc_tensor tensor_view(const ox_tensor *t) {
  * (the interpreter's kernels) and the node's results become constants;
  * the ops then die unused. So exporter preludes (the rotary tables' Cos
  * and Sin of a MatMul of constants, masks, position ids) fold whatever ops
- * they use. Results over OX_MAX_FOLD_ELEMENTS stay computed at run time. */
+ * they use. Results over OX_MAX_FOLD_ELEMENTS, or ops over OX_MAX_FOLD_FLOPS,
+ * stay computed at run time. */
 static ppcc_status fold_emitted(importer *I, int first) {
   ppcc_graph *g = I->g;
   int n = g->n_ops - first;
@@ -1461,7 +1462,7 @@ static ppcc_status fold_emitted(importer *I, int first) {
     }
     const ppcc_value *y = &g->values[op->out[0]];
     total += ppcc_num_elements(y->rank, y->shape);
-    if (total > OX_MAX_FOLD_ELEMENTS) return PPCC_OK;
+    if (total > OX_MAX_FOLD_ELEMENTS || op->info->flops(g, op) > OX_MAX_FOLD_FLOPS) return PPCC_OK;
   }
   ox_tensor *res = calloc((size_t)n, sizeof *res);
   if (!res) return oom(I);
