@@ -12,7 +12,8 @@
 #                                          host 1 with this script as hydra's ssh
 #   tools/netns_cluster.sh link I down|up|drop|undrop|rate MBIT
 #                                          host I's link: down/up; drop = 100 % loss
-#                                          (tc drops every packet both ways, silently);
+#                                          (tc's blackhole qdisc on both ends: every
+#                                          packet vanishes silently, as on a dead link);
 #                                          rate = token bucket both ways (tc tbf)
 #   tools/netns_cluster.sh -x HOST CMD...  (hydra's -launcher-exec: runs CMD on HOST)
 #   tools/netns_cluster.sh hosts           the hosts' addresses, one a line
@@ -50,7 +51,7 @@ up() {
   [[ $n =~ ^[1-9][0-9]?$ && $n -le 64 ]] || { echo "netns_cluster: up needs 1..64 hosts, got '$n'" >&2; exit 2; }
   down
   ip netns add "$sw"
-  ip -n "$sw" link add br0 type bridge
+  ip -n "$sw" link add br0 type bridge forward_delay 0 # a port that comes back up forwards at once
   ip -n "$sw" link set br0 up
   ip -n "$sw" link set lo up
   for ((i = 1; i <= n; i++)); do
@@ -73,8 +74,7 @@ link() {
     drop)
       for dev in "$(ns "$i") eth0" "$sw p$i"; do
         set -- $dev
-        tc -n "$1" qdisc replace dev "$2" root handle 1: prio
-        tc -n "$1" filter replace dev "$2" parent 1: matchall action drop
+        tc -n "$1" qdisc replace dev "$2" root blackhole
       done ;;
     undrop)
       for dev in "$(ns "$i") eth0" "$sw p$i"; do
@@ -101,15 +101,20 @@ case ${1:-} in
     shift 2
     i=${host##*.}
     [[ $host == "$(addr "$i")" ]] || { echo "netns_cluster: unknown host '$host'" >&2; exit 255; }
-    exec ip netns exec "$(ns "$i")" sh -c "$*" ;;
+    # Like an ssh session that ends with its client: the proxy dies with
+    # mpiexec (a cut-off host's proxy would otherwise wait for good); the
+    # ranks below it bound their own time (PPCC_MPI_TIMEOUT, the watchdog).
+    exec ip netns exec "$(ns "$i")" setpriv --pdeathsig KILL sh -c "$*" ;;
   mpiexec)
     n=$2
     shift 2
     hosts=$(for ((i = 1; i <= n; i++)); do addr "$i"; done | paste -sd,)
     [[ $n -le $(n_hosts) ]] || { echo "netns_cluster: $n ranks but the cluster has $(n_hosts) hosts" >&2; exit 2; }
     export MPIEXEC_TIMEOUT=${MPIEXEC_TIMEOUT:-$((${PPCC_MPI_TIMEOUT:-300} * 2 + 30))}
+    # hydra's own timeout cannot end mpiexec while a proxy is unreachable
+    # (it waits to signal it): timeout(1) ends it 10 s later.
     exec ip netns exec "$(ns 1)" env UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 \
-      mpiexec -launcher ssh -launcher-exec "$self" -localhost "$(addr 1)" -hosts "$hosts" -ppn 1 -n "$n" \
+      timeout -k 2 $((MPIEXEC_TIMEOUT + 10)) mpiexec -launcher ssh -launcher-exec "$self" -localhost "$(addr 1)" -hosts "$hosts" -ppn 1 -n "$n" \
       -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0 "$@" ;;
   *) sed -n '2,/^set -euo/p' "$self" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

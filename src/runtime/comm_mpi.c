@@ -56,8 +56,8 @@
 #define TAG_SYNC 4
 /* How long MPI_Finalize and MPI_Abort may take (and the margin on top of
  * PPCC_MPI_TIMEOUT for MPI_Init and the gathers) before the watchdog ends
- * the process. */
-#define EXIT_MARGIN_S 10.0
+ * the process: PPCC_MPI_EXIT_MARGIN seconds, default 10. */
+#define EXIT_MARGIN_S D.exit_margin_s
 
 typedef struct pending_send {
   struct pending_send *next;
@@ -85,7 +85,7 @@ static struct {
   pooled_buffer pool[POOL_SLOTS];
   int rank, size, host_ranks;
   MPI_Comm data, control, sync;
-  double timeout_s;
+  double timeout_s, exit_margin_s;
   int n_devices;
   int *rank_of;
   pthread_mutex_t lock;
@@ -181,16 +181,17 @@ static void watchdog_disarm(void) {
   pthread_mutex_unlock(&W.lock);
 }
 
-/* PPCC_MPI_TIMEOUT in seconds (default 300). */
-static double timeout_from_env(void) {
-  const char *t = getenv("PPCC_MPI_TIMEOUT");
-  return t && atof(t) > 0 ? atof(t) : 300;
+/* An environment variable in seconds (> 0), or the default. */
+static double seconds_from_env(const char *name, double fallback) {
+  const char *t = getenv(name);
+  return t && atof(t) > 0 ? atof(t) : fallback;
 }
 
 ppcc_status ppcc_mpi_init(int *argc, char ***argv, ppcc_diag *d) {
   if (D.initialized) return PPCC_OK;
   int provided = 0;
-  D.timeout_s = timeout_from_env();
+  D.timeout_s = seconds_from_env("PPCC_MPI_TIMEOUT", 300);
+  D.exit_margin_s = seconds_from_env("PPCC_MPI_EXIT_MARGIN", 10);
   /* With a host or link down from the start, MPI_Init waits for good. */
   watchdog_arm(D.timeout_s + EXIT_MARGIN_S, 1,
                "ppcc run: error: MPI_Init did not finish within %.0f s (PPCC_MPI_TIMEOUT + %.0f s): "
