@@ -2,7 +2,8 @@
 # ONNX import never computes a different function (testdata/onnx/strict,
 # made once by tools/make_onnx_strict.py with ONNX Runtime's outputs):
 # valid models that are easy to misread, and attribute edge cases of the
-# edge case (windows), run with --expect on both backends; hostile ones are refused with one line "FILE: error: ...",
+# ops (windows: Conv/pooling, op_edges: the rest), run with --expect on
+# both backends; hostile ones are refused with one line "FILE: error: ...",
 # exit 1 and no output; names are escaped in messages; an output that is
 # the same file as the model or the other output is refused.
 # Usage: onnx_strict.sh PPCC_BINARY SOURCE_DIR
