@@ -63,6 +63,13 @@ expect_error "$data/reshape_rank10.onnx" "Reshape to rank 10 exceeds ppcc's maxi
 expect_error "$data/negative_dim.onnx" "graph input 'x': dim 0 is -3; a dim is a non-negative size"
 expect_error "$data/huge_input.onnx" "graph input 'x' has more than 2^48 elements"
 expect_error "$data/reduce_noop.onnx" "--shape y: the model has no graph input of that name" --shape y=3,4
+# files up to 2 GB are read (a sparse 300 MB file of zeros parses, and
+# fails as a protobuf); larger ones are refused before reading
+truncate -s 300M "$tmp/big.onnx"
+expect_error "$tmp/big.onnx" "not a valid ONNX protobuf"
+truncate -s 2049M "$tmp/huge.onnx"
+expect_error "$tmp/huge.onnx" "the file is larger than 2048 MiB"
+rm -f "$tmp/big.onnx" "$tmp/huge.onnx"
 
 # an output that is the model or the other output: refused, nothing written
 cp "$data/reduce_noop.onnx" model.onnx
