@@ -420,6 +420,29 @@ START_TEST(bad_configs_name_the_key) {
   expect_config_error("\"num_hidden_layers\": 2", "\"num_hidden_layers\": \"two\"", "'num_hidden_layers'");
   expect_config_error("\"vocab_size\": 128", "\"vocab\": 128", "'vocab_size'");
   expect_config_error("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3", "'num_key_value_heads'");
+  expect_config_error("LlamaForCausalLM", "Llama\\u0000ForCausalLM", "field 'architectures': escaped NUL");
+}
+END_TEST
+
+/* config.json is written by Python: a repeated key is its last one (cJSON
+ * kept the first), with a warning naming the key. */
+START_TEST(hf_config_duplicate_key_last_wins) {
+  char *dir = copy_checkpoint();
+  edit(dir, "config.json", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 5, \"num_hidden_layers\": 2");
+  llama_spec s = {0};
+  ppcc_diag d;
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *sink = open_memstream(&buf, &n);
+  ppcc_diag_init(&d, dir, sink);
+  ck_assert(llama_spec_from_hf(dir, &s, &d) == PPCC_OK);
+  fclose(sink);
+  ck_assert_int_eq(s.layers, 2);
+  ck_assert_msg(strstr(buf, "config.json: warning: key 'num_hidden_layers' appears twice; the last one is used"),
+                "%s", buf);
+  free(buf);
+  t_remove_tree(dir);
+  free(dir);
 }
 END_TEST
 
@@ -447,6 +470,13 @@ START_TEST(bad_checkpoints_name_file_and_tensor) {
   char *dir = copy_checkpoint();
   edit(dir, "model.safetensors.index.json", "\"model.layers.1.mlp.up_proj.weight\"", "\"renamed.weight\"");
   expect_weights_error(dir, &s, "model.safetensors.index.json", "'model.layers.1.mlp.up_proj.weight'");
+  t_remove_tree(dir);
+  free(dir);
+  /* a shard name cut by an escaped NUL is refused, naming the tensor (it read "model-00002-of-00002.safetensors") */
+  dir = copy_checkpoint();
+  edit(dir, "model.safetensors.index.json", "\"model-00002-of-00002.safetensors\"",
+       "\"model-00002-of-00002.safetensors\\u0000x\"");
+  expect_weights_error(dir, &s, "model.safetensors.index.json", "escaped NUL");
   t_remove_tree(dir);
   free(dir);
   /* a shard file named in the index but absent */
@@ -558,6 +588,7 @@ int main(void) {
   tcase_add_loop_test(tc, cli_import_and_run_check, 0, N_CHECKPOINTS);
   tcase_add_test(tc, k_quants_match_the_gguf_package);
   tcase_add_test(tc, bad_configs_name_the_key);
+  tcase_add_test(tc, hf_config_duplicate_key_last_wins);
   tcase_add_test(tc, bad_checkpoints_name_file_and_tensor);
   tcase_add_test(tc, bad_gguf_files_name_file_and_tensor);
   tcase_add_test(tc, gguf_missing_tensor_and_wrong_arch);

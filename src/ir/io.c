@@ -359,19 +359,32 @@ static char *read_all(int fd, size_t *len, int *err) {
 }
 
 char *ppcc_read_file(const char *path, size_t *len, ppcc_diag *d) {
-  int fd = open(path, O_RDONLY);
+  /* O_NONBLOCK: a FIFO or device given as any file argument is refused
+   * below instead of blocking in open() or read(). */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     ppcc_error(d, "cannot read '%s': %s", path, strerror(errno));
     return NULL;
   }
   struct stat st;
-  if (fstat(fd, &st) == 0) {
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    ppcc_error(d, "cannot read '%s': %s", path, strerror(err));
+    return NULL;
+  }
+  {
     if (S_ISDIR(st.st_mode)) {
       close(fd);
       ppcc_error(d, "cannot read '%s': %s", path, strerror(EISDIR));
       return NULL;
     }
-    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > MAX_READ_BYTES) {
+    if (!S_ISREG(st.st_mode)) {
+      close(fd);
+      ppcc_error(d, "%s: not a regular file", path);
+      return NULL;
+    }
+    if ((uint64_t)st.st_size > MAX_READ_BYTES) {
       close(fd);
       ppcc_error(d, "cannot read '%s': the file is larger than 256 MiB", path);
       return NULL;

@@ -4,6 +4,7 @@
  * mirrors src/runtime/executor.c step for step, so that the prediction
  * equals the runtime's accounting (tests/plan_check.sh holds them to it). */
 #include <cjson/cJSON.h>
+#include "ppcc/json_strict.h"
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -197,8 +198,9 @@ ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_di
   size_t len = 0;
   char *text = ppcc_read_file(path, &len, d);
   if (!text) return d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
-  cJSON *root = cJSON_ParseWithLength(text, len);
-  ppcc_status st = root ? parse_calibration(root, path, c, d) : ppcc_error(d, "%s: not valid JSON", path);
+  cJSON *root = NULL;
+  ppcc_status st = ppcc_json_parse_strict(path, text, len, PPCC_JSON_DUPLICATES_REFUSED, &root, d);
+  if (!st) st = parse_calibration(root, path, c, d);
   cJSON_Delete(root);
   free(text);
   if (st) ppcc_calibration_defaults(c);
