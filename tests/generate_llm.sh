@@ -88,7 +88,14 @@ check_error 1 "config.json" generate "$src/testdata/llm" --prompt-ids 1
 check_error 1 "no such file" generate "$src/testdata/llm/missing.gguf" --prompt-ids 1
 check_error 1 "divisible by --tp" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 --tp 4
 check_error 2 "hf, gguf or onnx" import safetensors x -o /dev/null
-check_error 1 "cannot read 'x'" import onnx x -o /dev/null
+check_error 2 "unknown option '----max-new-tokens' (too many dashes: did you mean '--max-new-tokens'?)" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 ----max-new-tokens 3
+# neither --cache nor --seq was given: name what was
+check_error 1 "a 1-id prompt and --max-new-tokens 1000000 need a KV cache of 1000001 positions" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 --max-new-tokens 1000000
+check_error 2 "id '9223372036854775808' is out of range" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 9223372036854775808
+check_error 1 "x: error: cannot read: No such file" import onnx x -o /dev/null
+# the path once: "DIR/config.json: error: ...", not "DIR: error: DIR/config.json: ..."
+err=$("$ppcc" import hf "$src/testdata/llm" -o /dev/null 2>&1)
+[[ $(grep -o "testdata/llm" <<<"$err" | wc -l) -eq 1 ]] || { echo "FAIL import error names the path twice: $err"; fail=$((fail + 1)); }
 check_error 2 "empty row" generate "$m" --prompt-ids "1,2;"
 check_error 2 "does not divide" generate "$m" --prompt-ids "1,2;3" --microbatches 3
 check_error 1 "does not support --microbatches" generate "$m" --prompt-ids "1,2;3" --microbatches 2 --backend=jit

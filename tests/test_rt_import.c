@@ -523,6 +523,22 @@ static char *patched_gguf(const char *name, int field, uint64_t value, size_t tr
   return dir;
 }
 
+/* tiny.gguf with the first n bytes equal to `from` replaced by `to`. */
+static char *replaced_gguf(const char *from, const char *to, size_t n) {
+  size_t len;
+  char *data = t_read_file(t_src_path("testdata/llm/tiny.gguf"), &len);
+  ck_assert_ptr_nonnull(data);
+  char *at = NULL;
+  for (size_t i = 0; i + n <= len && !at; i++)
+    if (memcmp(data + i, from, n) == 0) at = data + i;
+  ck_assert_ptr_nonnull(at);
+  memcpy(at, to, n);
+  char *dir = t_make_temp_dir("badgguf");
+  t_write_file(t_path_in(dir, "bad.gguf"), data, len);
+  free(data);
+  return dir;
+}
+
 static void expect_gguf_error(char *dir, const char *a, const char *b) {
   rt_gguf g;
   ppcc_diag d;
@@ -550,6 +566,15 @@ START_TEST(bad_gguf_files_name_file_and_tensor) {
   expect_gguf_error(patched_gguf(NULL, 0, 0, 40000), "truncated", NULL);
   expect_gguf_error(patched_gguf(NULL, 0, 0, 100), "truncated", NULL);
   expect_gguf_error(patched_gguf("blk.0.attn_v.weight", 1, 3, 0), "'blk.0.attn_v.weight'", "alignment");
+  /* a repeated metadata key is refused naming it (the first one used to win) */
+  expect_gguf_error(replaced_gguf("llama.attention.head_count", "llama.rope.dimension_count", 26),
+                    "metadata key 'llama.rope.dimension_count' appears twice", NULL);
+  /* NULs in strings are refused naming the field (they were cut there) */
+  expect_gguf_error(replaced_gguf("\x05\0\0\0\0\0\0\0llama", "\x05\0\0\0\0\0\0\0ll\0ma", 13),
+                    "metadata key 'general.architecture': the string holds a NUL byte", NULL);
+  expect_gguf_error(replaced_gguf("ppcc-tiny", "ppcc\0tiny", 9), "metadata key 'general.name'", "NUL byte");
+  expect_gguf_error(replaced_gguf("general.file_type", "general.file\0type", 17), "metadata entry 12", "NUL byte");
+  expect_gguf_error(replaced_gguf("blk.0.attn_q.weight", "blk.0\0attn_q.weight", 19), "tensor info", "NUL byte");
 }
 END_TEST
 

@@ -8,6 +8,7 @@
  *
  * Prints "tokens: ID ID ..." (the generated ids), then time to first token
  * (prefill execution) and decode tokens/s (excluding compilation). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -94,9 +95,12 @@ static ppcc_status parse_prompt(const char *text, int64_t **ids, long **lens, lo
   const char *p = text;
   while (*p) {
     char *end;
+    errno = 0;
     long long v = strtoll(p, &end, 10);
     if (end == p || v < 0 || (*end && *end != ',' && *end != ';'))
       return cli_usage_error("generate", "--prompt-ids must be non-negative integers separated by commas, got '%s'", text);
+    if (errno == ERANGE) /* strtoll clamps: 2^63 would be shown as 2^63-1 */
+      return cli_usage_error("generate", "--prompt-ids: id '%.*s' is out of range", (int)(end - p), p);
     (*ids)[count++] = v;
     in_row++;
     if (*end == ';' || !*end) {
@@ -222,6 +226,9 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   pre.row_positions = dec.row_positions = B > 1;
   pre.seq = n_prompt;
   pre.cache = dec.cache = n_prompt + a->max_new;
+  if (pre.cache > LLAMA_MAX_CACHE) /* the cache is not the user's option here: name what they gave */
+    return ppcc_error(d, "%s: a %ld-id prompt and --max-new-tokens %lld need a KV cache of %lld positions, more than %d",
+                      source, n_prompt, a->max_new, (long long)pre.cache, LLAMA_MAX_CACHE);
   dec.seq = 1;
   pre.name = "prefill";
   dec.name = "decode";

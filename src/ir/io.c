@@ -363,20 +363,20 @@ char *ppcc_read_file(const char *path, size_t *len, ppcc_diag *d) {
    * below instead of blocking in open() or read(). */
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
-    ppcc_error(d, "cannot read '%s': %s", path, strerror(errno));
+    ppcc_error(d, "%s: cannot read: %s", path, strerror(errno));
     return NULL;
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int err = errno;
     close(fd);
-    ppcc_error(d, "cannot read '%s': %s", path, strerror(err));
+    ppcc_error(d, "%s: cannot read: %s", path, strerror(err));
     return NULL;
   }
   {
     if (S_ISDIR(st.st_mode)) {
       close(fd);
-      ppcc_error(d, "cannot read '%s': %s", path, strerror(EISDIR));
+      ppcc_error(d, "%s: cannot read: %s", path, strerror(EISDIR));
       return NULL;
     }
     if (!S_ISREG(st.st_mode)) {
@@ -386,7 +386,7 @@ char *ppcc_read_file(const char *path, size_t *len, ppcc_diag *d) {
     }
     if ((uint64_t)st.st_size > MAX_READ_BYTES) {
       close(fd);
-      ppcc_error(d, "cannot read '%s': the file is larger than 256 MiB", path);
+      ppcc_error(d, "%s: cannot read: the file is larger than 256 MiB", path);
       return NULL;
     }
   }
@@ -395,12 +395,12 @@ char *ppcc_read_file(const char *path, size_t *len, ppcc_diag *d) {
   char *buf = read_all(fd, &n, &err);
   close(fd);
   if (!buf) {
-    ppcc_error(d, "cannot read '%s': %s", path, strerror(err));
+    ppcc_error(d, "%s: cannot read: %s", path, strerror(err));
     return NULL;
   }
   if (n > MAX_READ_BYTES) {
     free(buf);
-    ppcc_error(d, "cannot read '%s': the file is larger than 256 MiB", path);
+    ppcc_error(d, "%s: cannot read: the file is larger than 256 MiB", path);
     return NULL;
   }
   if (len) *len = n;
