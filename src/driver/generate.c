@@ -9,6 +9,7 @@
  * Prints "tokens: ID ID ..." (the generated ids), then time to first token
  * (prefill execution) and decode tokens/s (excluding compilation). */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -212,6 +213,36 @@ static void carry_caches(stage_graph *from, stage_graph *to, long layers) {
     }
 }
 
+/* A NaN or infinite logit would pick token 0 silently: an error naming
+ * the step, and (the step rerun unsharded with every result captured) the
+ * first value in program order that was not finite. */
+static ppcc_status check_logits(stage_graph *s, const char *source, const char *step, const generate_args *a,
+                                ppcc_diag *d) {
+  const ppcc_host_tensor *logits = &s->out[0];
+  int64_t n = logits->dtype == PPCC_F32 ? logits->bytes / 4 : 0, bad = -1;
+  for (int64_t j = 0; j < n && bad < 0; j++)
+    if (!isfinite(((const float *)logits->data)[j])) bad = j;
+  if (bad < 0) return PPCC_OK;
+  int64_t vocab = logits->shape[logits->rank - 1];
+  char first[PPCC_MAX_NAME + 160] = "";
+  int v = -1;
+  int64_t at = -1;
+  ppcc_diag quiet;
+  ppcc_diag_init(&quiet, source, NULL);
+  if (!ppcc_find_first_nonfinite(s->g, &s->data, (int)a->threads, &v, &at, &quiet) && v >= 0) {
+    const ppcc_value *val = &s->g->values[v];
+    if (val->def_op < 0)
+      snprintf(first, sizeof first, "; the first non-finite value is %s '%s' (element %lld)",
+               val->kind == PPCC_VALUE_PARAM ? "weight" : "input", val->name, (long long)at);
+    else
+      snprintf(first, sizeof first, "; the first non-finite value is '%s' (element %lld), computed by op %d (%s)",
+               val->name, (long long)at, s->g->ops[val->def_op].src_index, s->g->ops[val->def_op].info->name);
+  }
+  float x = ((const float *)logits->data)[bad];
+  return ppcc_error(d, "%s: %s: non-finite logit %s (row %lld, token id %lld)%s", source, step,
+                    isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf", (long long)(bad / vocab), (long long)(bad % vocab), first);
+}
+
 static int64_t next_token(const stage_graph *s, long row) { return ((const int64_t *)s->out[1].data)[row]; }
 
 /* prompt: B rows of n_prompt ids (row-major), row b left-padded: its
@@ -259,6 +290,7 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     }
     t0 = now_ms();
     if (!st) st = execute(&sp, a, d);
+    if (!st) st = check_logits(&sp, source, "prefill", a, d);
     if (!st) {
       for (long b = 0; b < B; b++) tokens[b] = next_token(&sp, b);
       t_first = now_ms();
@@ -271,6 +303,11 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     st = set_ids(&sd, "tokens", 2, shape, &tokens[(i - 1) * B], d);
     if (!st) st = set_ids(&sd, "positions", B > 1 ? 2 : 1, B > 1 ? shape : &shape[1], pos, d);
     if (!st) st = execute(&sd, a, d);
+    if (!st) {
+      char step[48];
+      snprintf(step, sizeof step, "decode step %lld", i);
+      st = check_logits(&sd, source, step, a, d);
+    }
     if (!st) {
       for (long b = 0; b < B; b++) tokens[i * B + b] = next_token(&sd, b);
       carry_caches(&sd, &sd, dec.layers);
