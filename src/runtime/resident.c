@@ -1,0 +1,296 @@
+/* Resident param shards (DESIGN §7, include/ppcc/runtime.h): the shard a
+ * device holds of a param is made once and bound by every later execute
+ * of every graph that shares the run data. A shard that lies contiguous
+ * in the full tensor (unsplit, replicated, or split along its outermost
+ * non-unit dim) is a view of the full tensor's bytes, i.e. of the mapped
+ * weights file when the file holds the compute dtype; a strided split or
+ * the zero shard of an unreduced param is made (and owned) once.
+ *
+ * Shards are keyed by (param name, full tensor, layout, shard index), so
+ * the reference run (every value unsharded) and the sharded run of one
+ * model share what they can and never mix up layouts. Device threads ask
+ * concurrently: lookups and makes are serialised (a make happens once). */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rt_internal.h"
+
+typedef struct resident_entry {
+  char *name;
+  const void *full;   /* params: the full tensor; NULL for state */
+  ppcc_layout layout;
+  int shard;          /* state: microbatch * count + shard */
+  int64_t elements;   /* of the whole value (a microbatch's value differs) */
+  ppcc_resident_shard s;
+  /* state: the current shard (s.data) and, for an executor that cannot
+   * write in place (the JIT), the next one it writes; flipped after */
+  bool is_state;
+  void *next;
+} resident_entry;
+
+struct ppcc_resident {
+  int refs;
+  int n, cap;
+  resident_entry *entries;
+  int *table;        /* open addressing: entry index + 1, 0 empty */
+  size_t table_size; /* a power of two, more than twice n */
+  int64_t owned_bytes;
+};
+
+static _Atomic int64_t param_bytes_copied, state_bytes_host;
+
+int64_t ppcc_rt_param_bytes_copied(void) { return atomic_load(&param_bytes_copied); }
+int64_t ppcc_rt_state_bytes_host(void) { return atomic_load(&state_bytes_host); }
+void rt_count_state_host(int64_t bytes) { atomic_fetch_add(&state_bytes_host, bytes); }
+
+void rt_count_param_copy(int64_t bytes) { atomic_fetch_add(&param_bytes_copied, bytes); }
+
+ppcc_resident *rt_resident_new(void) {
+  ppcc_resident *r = calloc(1, sizeof *r);
+  if (r) r->refs = 1;
+  return r;
+}
+
+ppcc_resident *rt_resident_ref(ppcc_resident *r) {
+  if (r) r->refs++;
+  return r;
+}
+
+void rt_resident_unref(ppcc_resident *r) {
+  if (!r || --r->refs > 0) return;
+  for (int k = 0; k < r->n; k++) {
+    if (r->entries[k].s.owned) rt_free((void *)r->entries[k].s.data);
+    rt_free(r->entries[k].next);
+    free(r->entries[k].name);
+  }
+  free(r->entries);
+  free(r->table);
+  free(r);
+}
+
+int64_t ppcc_resident_owned_bytes(const ppcc_run_data *data) {
+  return data && data->resident ? data->resident->owned_bytes : 0;
+}
+
+int ppcc_resident_count(const ppcc_run_data *data) { return data && data->resident ? data->resident->n : 0; }
+
+static size_t key_hash(const char *name, ppcc_layout l, int shard) {
+  size_t h = 1469598103934665603u;
+  for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 1099511628211u;
+  h = (h ^ (size_t)l.kind) * 1099511628211u;
+  h = (h ^ (size_t)(l.dim + 1)) * 1099511628211u;
+  h = (h ^ (size_t)l.count) * 1099511628211u;
+  return (h ^ (size_t)shard) * 1099511628211u;
+}
+
+static bool same_key(const resident_entry *e, const char *name, const void *full, ppcc_layout l, int shard,
+                     int64_t elements) {
+  return e->full == full && e->elements == elements && e->is_state == !full && e->shard == shard && e->layout.kind == l.kind && e->layout.dim == l.dim &&
+         e->layout.count == l.count && strcmp(e->name, name) == 0;
+}
+
+static resident_entry *find(const ppcc_resident *r, const char *name, const void *full, ppcc_layout l, int shard,
+                            int64_t elements) {
+  if (!r->table) return NULL;
+  size_t mask = r->table_size - 1;
+  for (size_t h = key_hash(name, l, shard) & mask;; h = (h + 1) & mask) {
+    int k = r->table[h];
+    if (!k) return NULL;
+    if (same_key(&r->entries[k - 1], name, full, l, shard, elements)) return &r->entries[k - 1];
+  }
+}
+
+static void table_put(ppcc_resident *r, int k) {
+  const resident_entry *e = &r->entries[k];
+  size_t mask = r->table_size - 1, h = key_hash(e->name, e->layout, e->shard) & mask;
+  while (r->table[h]) h = (h + 1) & mask;
+  r->table[h] = k + 1;
+}
+
+/* Room for one more entry (the table rehashed when it would be half full). */
+static bool grow(ppcc_resident *r) {
+  if (r->n == r->cap) {
+    int cap = r->cap ? 2 * r->cap : 64;
+    resident_entry *e = realloc(r->entries, sizeof *e * (size_t)cap);
+    if (!e) return false;
+    r->entries = e, r->cap = cap;
+  }
+  if ((size_t)(r->n + 1) * 2 < r->table_size) return true;
+  size_t size = r->table_size ? 2 * r->table_size : 256;
+  int *t = calloc(size, sizeof *t);
+  if (!t) return false;
+  free(r->table);
+  r->table = t, r->table_size = size;
+  for (int k = 0; k < r->n; k++) table_put(r, k);
+  return true;
+}
+
+/* Shard i of param p under layout l, made from full: a view when its bytes
+ * are contiguous in full and aligned for the dtype, else a copy. */
+static bool make_shard(const ppcc_value *p, ppcc_layout l, int i, const void *full, bool mapped, ppcc_resident_shard *s) {
+  int es = ppcc_dtype_size(p->dtype);
+  s->dtype = p->dtype;
+  s->rank = p->rank;
+  memcpy(s->shape, p->shape, sizeof s->shape);
+  if (l.kind == PPCC_LAYOUT_SPLIT) s->shape[l.dim] /= l.count;
+  int64_t bytes = ppcc_num_elements(s->rank, s->shape) * es;
+  s->owned = false;
+  if (l.kind == PPCC_LAYOUT_UNREDUCED && i > 0) { /* the value sits in shard 0 */
+    s->data = rt_calloc(bytes);
+    s->owned = true;
+    return s->data != NULL;
+  }
+  const char *start = full;
+  if (l.kind == PPCC_LAYOUT_SPLIT && l.count > 1) { /* one shard of one is the whole tensor */
+    rt_split_geom geom = rt_split_geometry(p->rank, p->shape, l.dim, l.count);
+    start = geom.outer == 1 ? start + (int64_t)i * bytes : NULL;
+  }
+  if (start && (uintptr_t)start % (uintptr_t)(es > 0 ? es : 1) == 0) {
+    s->data = start;
+    return true;
+  }
+  void *copy;
+  if (mapped) { /* MPI: the file's pages are released as copied (mapped_shard.c) */
+    ppcc_value shard_of = *p;
+    shard_of.layout = l;
+    copy = rt_copy_mapped_shard(full, &shard_of, i);
+  } else {
+    copy = rt_alloc(bytes);
+    if (copy && l.kind == PPCC_LAYOUT_SPLIT)
+      rt_copy_shard_out(full, copy, rt_split_geometry(p->rank, p->shape, l.dim, l.count), l.count, i, es);
+    else if (copy && bytes > 0)
+      memcpy(copy, full, (size_t)bytes);
+  }
+  s->data = copy;
+  s->owned = true;
+  rt_count_param_copy(bytes);
+  return copy != NULL;
+}
+
+bool rt_param_mapped(const ppcc_run_data *data, int v, bool dist) {
+  return dist && !data->owned[v] && !(data->borrowed && data->borrowed[v]);
+}
+
+/* A state's shard i (of microbatch slice `host`) made from its host
+ * tensor: always a copy, the executors write it. */
+static bool make_state(const ppcc_value *p, ppcc_layout l, int i, const void *host, ppcc_resident_shard *s) {
+  int es = ppcc_dtype_size(p->dtype);
+  s->dtype = p->dtype;
+  s->rank = p->rank;
+  memcpy(s->shape, p->shape, sizeof s->shape);
+  if (l.kind == PPCC_LAYOUT_SPLIT) s->shape[l.dim] /= l.count;
+  int64_t bytes = ppcc_num_elements(s->rank, s->shape) * es;
+  void *b = l.kind == PPCC_LAYOUT_UNREDUCED && i > 0 ? rt_calloc(bytes) : rt_alloc(bytes);
+  if (b && l.kind == PPCC_LAYOUT_SPLIT)
+    rt_copy_shard_out(host, b, rt_split_geometry(p->rank, p->shape, l.dim, l.count), l.count, i % l.count, es);
+  else if (b && !(l.kind == PPCC_LAYOUT_UNREDUCED && i > 0) && bytes > 0)
+    memcpy(b, host, (size_t)bytes);
+  s->data = b;
+  s->owned = true;
+  rt_count_state_host(bytes);
+  return b != NULL;
+}
+
+/* The entry of (p's name, full, l, i), made on first use (full NULL: a
+ * state, made from `host`); NULL when out of memory. Call in the
+ * critical section. */
+static resident_entry *entry_of(ppcc_resident *r, const ppcc_value *p, const void *full, const void *host,
+                                ppcc_layout l, int i, bool mapped) {
+  int64_t elements = ppcc_num_elements(p->rank, p->shape);
+  resident_entry *e = find(r, p->name, full, l, i, elements);
+  if (e || !grow(r)) return e;
+  e = &r->entries[r->n];
+  memset(e, 0, sizeof *e);
+  e->name = malloc(strlen(p->name) + 1);
+  bool made = e->name && (full ? make_shard(p, l, i, full, mapped, &e->s) : make_state(p, l, i, host, &e->s));
+  if (!made) {
+    free(e->name);
+    return NULL;
+  }
+  strcpy(e->name, p->name);
+  e->full = full, e->layout = l, e->shard = i, e->is_state = !full, e->elements = elements;
+  if (e->s.owned) r->owned_bytes += ppcc_num_elements(e->s.rank, e->s.shape) * ppcc_dtype_size(e->s.dtype);
+  table_put(r, r->n++);
+  return e;
+}
+
+const void *rt_resident_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i,
+                              bool mapped) {
+  ppcc_resident *r = data->resident;
+  const void *full = data->values[v].data, *out = NULL;
+  if (!r || !full) return NULL;
+#pragma omp critical(ppcc_resident)
+  {
+    resident_entry *e = entry_of(r, p, full, NULL, l, i, mapped);
+    out = e ? e->s.data : NULL;
+  }
+  return out;
+}
+
+void *rt_state_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i, int mb, bool next) {
+  ppcc_resident *r = data->resident;
+  const char *host = data->values[v].data;
+  void *out = NULL;
+  if (!r || !host) return NULL;
+#pragma omp critical(ppcc_resident)
+  {
+    resident_entry *e = entry_of(r, p, NULL, host + (size_t)mb * (size_t)ppcc_value_bytes(p), l, mb * l.count + i, false);
+    if (e && next && !e->next) e->next = rt_alloc(ppcc_num_elements(e->s.rank, e->s.shape) * ppcc_dtype_size(e->s.dtype));
+    if (e) out = next ? e->next : (void *)e->s.data;
+  }
+  return out;
+}
+
+void rt_state_flip(const ppcc_run_data *data, const ppcc_value *p, ppcc_layout l, int i, int mb) {
+  ppcc_resident *r = data->resident;
+  if (!r) return;
+#pragma omp critical(ppcc_resident)
+  {
+    resident_entry *e = find(r, p->name, NULL, l, mb * l.count + i, ppcc_num_elements(p->rank, p->shape));
+    if (e && e->next) {
+      void *cur = (void *)e->s.data;
+      e->s.data = e->next;
+      e->next = cur;
+    }
+  }
+}
+
+ppcc_status ppcc_run_data_bind_state(const ppcc_graph *g, ppcc_run_data *data, const char *input, const char *output,
+                                     ppcc_diag *d) {
+  int v = ppcc_find_value(g, input), w = ppcc_find_value(g, output), k = -1;
+  for (int j = 0; w >= 0 && j < g->n_outputs; j++)
+    if (g->outputs[j] == w) k = j;
+  if (v < 0 || g->values[v].kind != PPCC_VALUE_INPUT) return ppcc_error(d, "state: '%s' is not an input of the graph", input);
+  if (k < 0) return ppcc_error(d, "state: '%s' is not an output of the graph", output);
+  const ppcc_value *a = &g->values[v], *b = &g->values[w];
+  bool same = a->dtype == b->dtype && a->rank == b->rank && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->rank) == 0 &&
+              a->layout.kind == b->layout.kind && a->layout.dim == b->layout.dim && a->layout.count == b->layout.count &&
+              a->devices && b->devices && memcmp(a->devices, b->devices, sizeof(int) * (size_t)a->layout.count) == 0;
+  if (!same)
+    return ppcc_error(d, "state: output '%s' differs from input '%s' in dtype, shape, layout or devices", output, input);
+  data->state_of[v] = k;
+  return PPCC_OK;
+}
+
+ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data *data, ppcc_diag *d) {
+  bool dist = rt_dist_active();
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    bool state = p->kind == PPCC_VALUE_INPUT && data->state_of[v] >= 0;
+    if ((p->kind != PPCC_VALUE_PARAM && !state) || !p->devices) continue;
+    for (int i = 0; i < p->layout.count; i++) {
+      if (dist && !rt_dist_local(p->devices[i])) continue;
+      if (!data->values[v].data) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", p->name);
+      const void *made = state ? rt_state_shard(data, v, p, p->layout, i, 0, false)
+                               : rt_resident_shard(data, v, p, p->layout, i, rt_param_mapped(data, v, dist));
+      if (!made) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory for '%s'", p->name);
+    }
+  }
+  return PPCC_OK;
+}
+
+int rt_state_input(const ppcc_graph *g, const ppcc_run_data *data, int k) {
+  for (int v = 0; data->state_of && v < g->n_values; v++)
+    if (data->state_of[v] == k) return v;
+  return -1;
+}
