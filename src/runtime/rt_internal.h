@@ -246,6 +246,9 @@ const void *rt_resident_shard(const ppcc_run_data *data, int v, const ppcc_value
 bool rt_param_mapped(const ppcc_run_data *data, int v, bool dist);
 /* Adds to ppcc_rt_param_bytes_copied. */
 void rt_count_param_copy(int64_t bytes);
+/* mapped_shard.c: drops the whole pages of [p, p + bytes) of a read-only
+ * file mapping from this process (a later touch reads them again). */
+void rt_release_pages(const void *p, int64_t bytes);
 /* comm.c: route moves to devices of other ranks through MPI. */
 void rt_comm_attach_dist(ppcc_rt_comm *c);
 /* comm.c: an abort another rank reported (not reported back). */
