@@ -56,7 +56,7 @@ static void expect_same_as_mlir_path(const ppcc_graph *g, const char *text) {
 /* Runs mlir-opt-19 with the shipped dialect on the text. */
 static void expect_mlir_opt_verifies(const char *text) {
   char options[4096];
-  snprintf(options, sizeof options, "--irdl-file=%s", t_src_path("src/emit/ppcc.irdl.mlir"));
+  snprintf(options, sizeof options, "--irdl-file=%s", t_src_path("src/emit/annotated/ppcc.irdl.mlir"));
   t_expect_mlir_opt_verifies(text, options);
 }
 
