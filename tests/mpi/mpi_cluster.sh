@@ -8,6 +8,7 @@
 # Needs root and `ip netns` (CI runs as root); skipped otherwise.
 source "$(dirname "$0")/common.sh"
 cluster=$src/tools/netns_cluster.sh
+export MPIEXEC=$mpiexec # the cluster launcher uses the same MPI as the build
 export PPCC_NETNS=c$$
 if [[ $(id -u) -ne 0 ]] || ! ip netns add "${PPCC_NETNS}probe" 2> /dev/null; then
   echo "$name: SKIPPED: needs root and network namespaces (ip netns) to simulate hosts"
