@@ -66,7 +66,9 @@ identical() {
   rm -rf "$tmp/out"
   # A good run takes seconds, but after the watchdog ended a rank hung in
   # MPICH's MPI_Finalize, hydra itself may wait for its timeout: keep it short.
-  MPIEXEC_TIMEOUT=${sanitizer:+$MPIEXEC_TIMEOUT}${sanitizer:-15} on_hosts "$n" "$model" --output-dir "$tmp/out" "$@"
+  local limit=15
+  [[ -z $sanitizer ]] || limit=$MPIEXEC_TIMEOUT
+  MPIEXEC_TIMEOUT=$limit on_hosts "$n" "$model" --output-dir "$tmp/out" "$@"
   # Every rank exits 0, but MPICH over UCX's TCP sometimes hangs in
   # MPI_Finalize: the watchdog ends that rank (with 0, and a note), and
   # hydra, which saw it leave unfinalized, may drop the last lines of the
