@@ -29,6 +29,10 @@ sanitizer=${ASAN_OPTIONS:+1}
 if [[ -n $sanitizer ]]; then
   export PPCC_MPI_TIMEOUT=120
   bound=300
+  # LeakSanitizer's stop-the-world tracer crashed (signal 11) in a rank
+  # whose UCX threads were still ending over TCP between namespaces; leaks
+  # on these code paths are checked by mpi_models/mpi_faults on localhost.
+  export ASAN_OPTIONS="${ASAN_OPTIONS}:detect_leaks=0"
 fi
 # hydra's bound on the whole job: what is left when a proxy cannot reach
 # mpiexec (the ranks end by themselves within bound)
