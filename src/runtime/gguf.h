@@ -19,9 +19,14 @@ enum {
 
 typedef struct rt_gguf_kv {
   char *key;
-  uint32_t type;       /* GGUF_KV_*; arrays are skipped (type kept, no value) */
+  uint32_t type;       /* GGUF_KV_* */
   double number;       /* numeric and bool values */
   char *string;        /* GGUF_KV_STRING */
+  /* GGUF_KV_ARRAY: element type, count, and the elements as stored in the
+   * mapped file (checked to lie inside it; read with rt_gguf_array_*) */
+  uint32_t array_type;
+  uint64_t array_count;
+  const unsigned char *array_data;
 } rt_gguf_kv;
 
 typedef struct rt_gguf_tensor {
@@ -53,6 +58,11 @@ bool rt_gguf_is_gguf(const rt_mapped_file *f);
 const rt_gguf_kv *rt_gguf_find_kv(const rt_gguf *g, const char *key);
 const rt_gguf_tensor *rt_gguf_find_tensor(const rt_gguf *g, const char *name);
 const char *rt_gguf_type_name(uint32_t type);
+/* Element i of a numeric array kv (bools as 0/1). */
+double rt_gguf_array_number(const rt_gguf_kv *kv, uint64_t i);
+/* Walks a string array: *at starts at kv->array_data; each call gives the
+ * next string (not NUL-terminated) and its length. */
+const char *rt_gguf_array_next_string(const unsigned char **at, uint64_t *len);
 
 /* Dequantizes (or converts) rows [row0, row0 + n_rows) of a tensor seen as
  * [rows][ne[0]] into out (f32). */
