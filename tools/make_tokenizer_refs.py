@@ -21,7 +21,10 @@ testdata/tokenizers/:
 and testdata/tokenizers/refs.json: for every text line, the ids of
 AutoTokenizer(text) (special tokens added as the tokenizer does by default)
 and decode(ids, skip_special_tokens=True) for each tokenizer; plus, for
-spm/ and gpt2/, a greedy generation from a text prompt (ids and text)."""
+spm/ and gpt2/, a greedy generation from a text prompt (ids and text). In
+gpt2/ the config's eos_token_id is then set to its 4th generated id (after
+its GGUF was made), so that generation stops early there.
+qwen2/ keeps only its tokenizer files (its model is only for the GGUF)."""
 import json
 import os
 import random
@@ -148,7 +151,7 @@ def greedy_text(model, tok, prompt, n):
     gen = []
     for _ in range(n):
         gen.append(int(torch.argmax(model(torch.tensor([seq + gen])).logits[0, -1])))
-    return {"prompt": prompt, "prompt_ids": ids[0].tolist(), "ids": gen, "text": tok.decode(gen)}
+    return {"prompt": prompt, "prompt_ids": ids[0].tolist(), "ids": gen, "text": tok.decode(gen, skip_special_tokens=True)}
 
 
 def main():
@@ -194,8 +197,10 @@ def main():
                     with open(os.path.join(d, f), "w") as fh:
                         json.dump(cfg, fh, indent=2)
                 g["eos"] = eos
-                g["text_to_eos"] = auto.decode(g["ids"][:g["ids"].index(eos)])
+                g["text_to_eos"] = auto.decode(g["ids"][:g["ids"].index(eos)], skip_special_tokens=True)
             refs["generate"][name] = g
+    for f in ("model.safetensors", "generation_config.json"):
+        os.remove(os.path.join(OUT, "qwen2", f))
     with open(os.path.join(OUT, "refs.json"), "w", encoding="utf-8") as f:
         json.dump(refs, f, ensure_ascii=False, separators=(",", ":"))
         f.write("\n")

@@ -473,3 +473,83 @@ bool tokenizer_piece(const tokenizer *t, int64_t id, bool first, bool skip_speci
   }
   return ok;
 }
+
+/* ---- streamed, lossy decoding ---- */
+
+void tok_stream_init(tok_stream *s, const tokenizer *t) { *s = (tok_stream){.t = t, .first = true}; }
+
+static const char replacement[] = "\xef\xbf\xbd";
+
+/* Length of the valid UTF-8 character at s[0..n): > 0 valid, 0 when s may
+ * still become one (incomplete), < 0: -(length of the maximal invalid part). */
+static int utf8_check(const unsigned char *s, size_t n) {
+  if (s[0] < 0x80) return 1;
+  int len;
+  unsigned lo = 0x80, hi = 0xBF;
+  if (s[0] >= 0xC2 && s[0] <= 0xDF) len = 2;
+  else if (s[0] >= 0xE0 && s[0] <= 0xEF) len = 3, lo = s[0] == 0xE0 ? 0xA0 : 0x80, hi = s[0] == 0xED ? 0x9F : 0xBF;
+  else if (s[0] >= 0xF0 && s[0] <= 0xF4) len = 4, lo = s[0] == 0xF0 ? 0x90 : 0x80, hi = s[0] == 0xF4 ? 0x8F : 0xBF;
+  else return -1;
+  for (int i = 1; i < len; i++) {
+    if ((size_t)i >= n) return 0;
+    if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xBF)) return -i;
+  }
+  return len;
+}
+
+/* Writes the complete characters of s->pending (U+FFFD for invalid parts);
+ * keeps an incomplete tail unless flush. */
+static bool drain_utf8(tok_stream *s, bool flush, char **buf, size_t *len, size_t *cap) {
+  size_t i = 0;
+  bool ok = true;
+  while (ok && i < s->n_pending) {
+    int k = utf8_check((const unsigned char *)s->pending + i, s->n_pending - i);
+    if (k == 0 && !flush) break;
+    if (k > 0) ok = append(buf, len, cap, s->pending + i, (size_t)k), i += (size_t)k;
+    else ok = append(buf, len, cap, replacement, 3), i += k == 0 ? s->n_pending - i : (size_t)-k;
+  }
+  memmove(s->pending, s->pending + i, s->n_pending - i);
+  s->n_pending -= i;
+  return ok;
+}
+
+/* A run of <0xXX> tokens: valid UTF-8 as a whole, else U+FFFD per byte. */
+static bool drain_byte_run(tok_stream *s, char **buf, size_t *len, size_t *cap) {
+  bool valid = true, ok = true;
+  for (size_t i = 0; valid && i < s->n_pending;) {
+    int k = utf8_check((const unsigned char *)s->pending + i, s->n_pending - i);
+    valid = k > 0;
+    i += k > 0 ? (size_t)k : 0;
+  }
+  if (valid) ok = append(buf, len, cap, s->pending, s->n_pending);
+  for (size_t i = 0; !valid && ok && i < s->n_pending; i++) ok = append(buf, len, cap, replacement, 3);
+  s->n_pending = 0;
+  s->pending_bytes = false;
+  return ok;
+}
+
+bool tok_stream_push(tok_stream *s, int64_t id, char **buf, size_t *len, size_t *cap) {
+  const tokenizer *t = s->t;
+  if (id < 0 || id >= t->n_vocab || !t->text[id] || t->special[id]) return true;
+  char *piece = NULL;
+  size_t n = 0, c = 0;
+  if (!tokenizer_piece(t, id, s->first, false, &piece, &n, &c)) return false;
+  bool is_byte = false;
+  for (int b = 0; t->byte_fallback && !t->byte_level && b < 256 && !is_byte; b++) is_byte = t->byte_id[b] == id;
+  bool ok = true;
+  if (!t->byte_level && !is_byte && s->pending_bytes) ok = drain_byte_run(s, buf, len, cap);
+  if (s->first && n) s->first = false;
+  for (size_t i = 0; ok && i < n; i++) { /* pending stays short: drain whenever it fills */
+    if (s->n_pending == sizeof s->pending)
+      ok = s->pending_bytes ? drain_byte_run(s, buf, len, cap) : drain_utf8(s, true, buf, len, cap);
+    s->pending[s->n_pending++] = piece[i];
+  }
+  s->pending_bytes = s->pending_bytes || is_byte;
+  if (ok && !s->pending_bytes) ok = drain_utf8(s, false, buf, len, cap);
+  free(piece);
+  return ok;
+}
+
+bool tok_stream_end(tok_stream *s, char **buf, size_t *len, size_t *cap) {
+  return s->pending_bytes ? drain_byte_run(s, buf, len, cap) : drain_utf8(s, true, buf, len, cap);
+}

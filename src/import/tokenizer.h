@@ -81,6 +81,24 @@ bool tokenizer_piece(const tokenizer *t, int64_t id, bool first, bool skip_speci
                      size_t *cap);
 bool tokenizer_is_eos(const tokenizer *t, int64_t id);
 
+/* Decoded text as transformers' decode(ids, skip_special_tokens=True) gives
+ * it, token by token: bytes that are not valid UTF-8 become U+FFFD (one per
+ * maximal invalid part for byte-level models, one per byte of a run of
+ * <0xXX> tokens that is not valid UTF-8 for byte-fallback ones); an
+ * incomplete character waits for the next token. */
+typedef struct tok_stream {
+  const tokenizer *t;
+  bool first;
+  char pending[64];   /* bytes not yet written: an unfinished character or byte-token run */
+  size_t n_pending;
+  bool pending_bytes; /* pending holds a run of <0xXX> tokens */
+} tok_stream;
+void tok_stream_init(tok_stream *s, const tokenizer *t);
+/* The text that token id completes, appended to *buf; false when out of memory. */
+bool tok_stream_push(tok_stream *s, int64_t id, char **buf, size_t *len, size_t *cap);
+/* Whatever is still pending (as U+FFFD where incomplete). */
+bool tok_stream_end(tok_stream *s, char **buf, size_t *len, size_t *cap);
+
 /* internals shared by the tokenizer files */
 bool tok_is_letter(uint32_t cp);
 bool tok_is_number(uint32_t cp);
