@@ -1,0 +1,71 @@
+/* GGUF (v2, v3) reader: llama.cpp's and sharktank's single-file format.
+ * The file is mmapped; header, metadata and tensor infos are parsed with
+ * every length and offset checked against the file size, tensors must lie
+ * inside the data section without overlapping. Internal to ppcc (the
+ * runtime's weights and src/import/ use it). */
+#ifndef PPCC_RT_GGUF_H
+#define PPCC_RT_GGUF_H
+#include "../rt_internal.h"
+
+enum {
+  GGUF_F32 = 0, GGUF_F16 = 1, GGUF_Q4_0 = 2, GGUF_Q8_0 = 8, GGUF_Q4_K = 12, GGUF_Q6_K = 14, GGUF_BF16 = 30,
+};
+
+/* Metadata value kinds (GGUF's own numbering). */
+enum {
+  GGUF_KV_U8, GGUF_KV_I8, GGUF_KV_U16, GGUF_KV_I16, GGUF_KV_U32, GGUF_KV_I32, GGUF_KV_F32, GGUF_KV_BOOL,
+  GGUF_KV_STRING, GGUF_KV_ARRAY, GGUF_KV_U64, GGUF_KV_I64, GGUF_KV_F64,
+};
+
+typedef struct rt_gguf_kv {
+  char *key;
+  uint32_t type;       /* GGUF_KV_* */
+  double number;       /* numeric and bool values */
+  char *string;        /* GGUF_KV_STRING */
+  /* GGUF_KV_ARRAY: element type, count, and the elements as stored in the
+   * mapped file (checked to lie inside it; read with rt_gguf_array_*) */
+  uint32_t array_type;
+  uint64_t array_count;
+  const unsigned char *array_data;
+} rt_gguf_kv;
+
+typedef struct rt_gguf_tensor {
+  char *name;
+  int n_dims;
+  int64_t ne[4];       /* ne[0] is the fastest (row) dim: shape is reversed */
+  uint32_t type;       /* GGUF_F32 ... */
+  uint64_t offset;     /* from the start of the data section */
+  uint64_t bytes;
+  const unsigned char *data;
+} rt_gguf_tensor;
+
+typedef struct rt_gguf {
+  rt_mapped_file file;
+  uint32_t version;
+  int n_kv, n_tensors;
+  rt_gguf_kv *kv;
+  rt_gguf_tensor *tensors;
+} rt_gguf;
+
+/* Maps path and parses it. On error g is freed and a one-line diagnostic
+ * names the file and the key or tensor. */
+ppcc_status rt_gguf_open(const char *path, rt_gguf *g, ppcc_diag *d);
+/* Parses an already mapped g->file (fuzzing uses this). */
+ppcc_status rt_gguf_parse(rt_gguf *g, ppcc_diag *d);
+void rt_gguf_close(rt_gguf *g);
+bool rt_gguf_is_gguf(const rt_mapped_file *f);
+
+const rt_gguf_kv *rt_gguf_find_kv(const rt_gguf *g, const char *key);
+const rt_gguf_tensor *rt_gguf_find_tensor(const rt_gguf *g, const char *name);
+const char *rt_gguf_type_name(uint32_t type);
+/* Element i of a numeric array kv (bools as 0/1). */
+double rt_gguf_array_number(const rt_gguf_kv *kv, uint64_t i);
+/* Walks a string array: *at starts at kv->array_data; each call gives the
+ * next string (not NUL-terminated) and its length. */
+const char *rt_gguf_array_next_string(const unsigned char **at, uint64_t *len);
+
+/* Dequantizes (or converts) rows [row0, row0 + n_rows) of a tensor seen as
+ * [rows][ne[0]] into out (f32). */
+void rt_gguf_dequantize_rows(const rt_gguf_tensor *t, int64_t row0, int64_t n_rows, float *out);
+
+#endif
