@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "../runtime/gguf.h"
+#include "../runtime/io/gguf.h"
 #include "ppcc/io.h"
 #include "tokenizer.h"
 
