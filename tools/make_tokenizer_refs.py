@@ -22,7 +22,7 @@ and testdata/tokenizers/refs.json: for every text line, the ids of
 AutoTokenizer(text) (special tokens added as the tokenizer does by default)
 and decode(ids, skip_special_tokens=True) for each tokenizer; plus, for
 spm/ and gpt2/, a greedy generation from a text prompt (ids and text). In
-gpt2/ the config's eos_token_id is then set to its 4th generated id (after
+gpt2/ the config's eos_token_id is then set to a later generated id (after
 its GGUF was made), so that generation stops early there.
 qwen2/ keeps only its tokenizer files (its model is only for the GGUF)."""
 import json
@@ -118,7 +118,7 @@ def scale_weights(model):
 def tiny_model(kind, vocab, tok):
     torch.manual_seed(7)
     common = dict(vocab_size=vocab, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                  num_key_value_heads=1, max_position_embeddings=128, tie_word_embeddings=False,
+                  num_key_value_heads=2, max_position_embeddings=128, tie_word_embeddings=False,
                   bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
     if kind == "qwen2":
         model = Qwen2ForCausalLM(Qwen2Config(**common, rms_norm_eps=1e-6, use_sliding_window=False))
@@ -189,7 +189,8 @@ def main():
         if gen_len:
             g = greedy_text(model, auto, "Hello world, the model", gen_len)
             if name == "gpt2":  # a model whose EOS comes up: generation stops there
-                eos = next(t for i, t in enumerate(g["ids"]) if i >= 3 and t not in g["ids"][:i])
+                fresh = [t for i, t in enumerate(g["ids"]) if i >= 1 and t not in g["ids"][:i]]
+                eos = ([t for t in fresh if g["ids"].index(t) >= 3] or fresh)[0]
                 for f in ("config.json", "generation_config.json"):
                     with open(os.path.join(d, f)) as fh:
                         cfg = json.load(fh)
@@ -197,6 +198,7 @@ def main():
                     with open(os.path.join(d, f), "w") as fh:
                         json.dump(cfg, fh, indent=2)
                 g["eos"] = eos
+                g["ids_to_eos"] = g["ids"][:g["ids"].index(eos) + 1]
                 g["text_to_eos"] = auto.decode(g["ids"][:g["ids"].index(eos)], skip_special_tokens=True)
             refs["generate"][name] = g
     for f in ("model.safetensors", "generation_config.json"):
