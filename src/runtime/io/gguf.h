@@ -6,10 +6,7 @@
 #ifndef PPCC_RT_GGUF_H
 #define PPCC_RT_GGUF_H
 #include "../rt_internal.h"
-
-enum {
-  GGUF_F32 = 0, GGUF_F16 = 1, GGUF_Q4_0 = 2, GGUF_Q8_0 = 8, GGUF_Q4_K = 12, GGUF_Q6_K = 14, GGUF_BF16 = 30,
-};
+#include "ppcc/quant.h"
 
 /* Metadata value kinds (GGUF's own numbering). */
 enum {
@@ -33,7 +30,8 @@ typedef struct rt_gguf_tensor {
   char *name;
   int n_dims;
   int64_t ne[4];       /* ne[0] is the fastest (row) dim: shape is reversed */
-  uint32_t type;       /* GGUF_F32 ... */
+  uint32_t type;       /* GGML type id */
+  const ppcc_block_format *format; /* of type (set once parsed) */
   uint64_t offset;     /* from the start of the data section */
   uint64_t bytes;
   const unsigned char *data;
@@ -57,6 +55,7 @@ bool rt_gguf_is_gguf(const rt_mapped_file *f);
 
 const rt_gguf_kv *rt_gguf_find_kv(const rt_gguf *g, const char *key);
 const rt_gguf_tensor *rt_gguf_find_tensor(const rt_gguf *g, const char *name);
+/* GGML's name of a type id ("Q5_K", "IQ2_XS"), "unknown" for others. */
 const char *rt_gguf_type_name(uint32_t type);
 /* Element i of a numeric array kv (bools as 0/1). */
 double rt_gguf_array_number(const rt_gguf_kv *kv, uint64_t i);
@@ -65,7 +64,9 @@ double rt_gguf_array_number(const rt_gguf_kv *kv, uint64_t i);
 const char *rt_gguf_array_next_string(const unsigned char **at, uint64_t *len);
 
 /* Dequantizes (or converts) rows [row0, row0 + n_rows) of a tensor seen as
- * [rows][ne[0]] into out (f32). */
-void rt_gguf_dequantize_rows(const rt_gguf_tensor *t, int64_t row0, int64_t n_rows, float *out);
+ * [rows][ne[0]] into out (f32). A block with a NaN or infinite scale is an
+ * error naming the file (path), the tensor and the block. */
+ppcc_status rt_gguf_dequantize_rows(const char *path, const rt_gguf_tensor *t, int64_t row0, int64_t n_rows,
+                                   float *out, ppcc_diag *d);
 
 #endif
