@@ -32,7 +32,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include "ppcc/mpi.h"
-#include "../rt_internal.h"
+#include "comm.h"
 
 #define CHUNK_BYTES ((int64_t)1 << 30)
 #define ABORT_TEXT 1024

@@ -14,7 +14,7 @@
  *         scales, f16 d                     -> d * sc * (q - 32) per 16 */
 #include <stdlib.h>
 #include <string.h>
-#include "gguf.h"
+#include "io.h"
 
 #define GGUF_MAX_TENSORS (1 << 20)
 #define GGUF_MAX_KV (1 << 20)

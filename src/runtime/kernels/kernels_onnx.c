@@ -4,7 +4,8 @@
 #include <math.h>
 #include <string.h>
 #include "kernels_onnx.h"
-#include "../rt_internal.h"
+#include "kernels.h"
+#include "kernels_onnx.h"
 
 static void map(float (*f)(float), const ppcc_tensor *x, ppcc_tensor *y) {
   const float *src = x->data;

@@ -1,12 +1,21 @@
+/* Door of src/runtime/io/: the GGUF reader (the importer reads GGUF
+ * metadata with it) and cutting shards out of mapped weights files. The
+ * weights API (ppcc_weights_*, ppcc_npy_*) is public
+ * (include/ppcc/runtime.h). */
+#ifndef PPCC_RT_IO_H
+#define PPCC_RT_IO_H
+#include "../rt_internal.h"
+
+/* mapped_shard.c: shard i of param p cut from its full tensor in a mapped
+ * weights file, the file's pages released as they are copied (MPI runs:
+ * a rank's memory is its own shards). */
+void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i);
+
 /* GGUF (v2, v3) reader: llama.cpp's and sharktank's single-file format.
  * The file is mmapped; header, metadata and tensor infos are parsed with
  * every length and offset checked against the file size, tensors must lie
  * inside the data section without overlapping. Internal to ppcc (the
  * runtime's weights and src/import/ use it). */
-#ifndef PPCC_RT_GGUF_H
-#define PPCC_RT_GGUF_H
-#include "../rt_internal.h"
-
 enum {
   GGUF_F32 = 0, GGUF_F16 = 1, GGUF_Q4_0 = 2, GGUF_Q8_0 = 8, GGUF_Q4_K = 12, GGUF_Q6_K = 14, GGUF_BF16 = 30,
 };
