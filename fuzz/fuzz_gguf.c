@@ -47,8 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (n == 0 || n > FUZZ_MAX_VALUES) continue;
     float *out = malloc(sizeof(float) * (size_t)n);
     if (!out) continue;
-    fuzz_gguf_dequantize_rows(t, 0, n / t->ne[0], out);
-    fuzz_sink += out[n - 1];
+    ppcc_diag dq;
+    ppcc_diag_init(&dq, "fuzz.gguf", NULL);
+    if (fuzz_gguf_dequantize_rows("fuzz.gguf", t, 0, n / t->ne[0], out, &dq) == PPCC_OK) fuzz_sink += out[n - 1];
+    else fuzz_require_diag(&dq, "rt_gguf_dequantize_rows");
     free(out);
   }
   fuzz_gguf_close(&g);

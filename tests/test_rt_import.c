@@ -337,7 +337,9 @@ static void expect_dequant(const rt_gguf *g, const char *name, const char *npy) 
   int64_t rows = ref.shape[0], cols = ref.shape[1];
   ck_assert_int_eq(t->ne[0], cols);
   float *got = malloc(sizeof(float) * (size_t)(rows * cols));
-  rt_gguf_dequantize_rows(t, 0, rows, got);
+  ppcc_diag d;
+  ppcc_diag_init(&d, "dequant", NULL);
+  ck_assert(rt_gguf_dequantize_rows("kquants.gguf", t, 0, rows, got, &d) == PPCC_OK);
   for (int64_t j = 0; j < rows * cols; j++)
     ck_assert_msg(fabsf(got[j] - ((float *)ref.data)[j]) <= 1e-6f * (1 + fabsf(((float *)ref.data)[j])),
                   "%s[%lld]: %g vs %g", name, (long long)j, got[j], ((float *)ref.data)[j]);
@@ -512,8 +514,10 @@ static void expect_gguf_error(char *dir, const char *a, const char *b) {
 }
 
 START_TEST(bad_gguf_files_name_file_and_tensor) {
-  expect_gguf_error(patched_gguf("blk.0.attn_q.weight", 0, 10 /* Q2_K */, 0), "'blk.0.attn_q.weight'",
-                    "unsupported GGUF type 10");
+  expect_gguf_error(patched_gguf("blk.0.attn_q.weight", 0, 16 /* IQ2_XXS */, 0), "'blk.0.attn_q.weight'",
+                    "GGUF type IQ2_XXS (16) is not supported");
+  expect_gguf_error(patched_gguf("blk.0.attn_q.weight", 0, 10 /* Q2_K: 256 values a block */, 0),
+                    "'blk.0.attn_q.weight'", "row length 64 is not a multiple of the Q2_K block (256)");
   expect_gguf_error(patched_gguf("blk.0.attn_k.weight", 1, 0, 0), "overlaps", NULL);
   expect_gguf_error(patched_gguf("blk.1.ffn_down.weight", 1, UINT64_C(1) << 40, 0), "'blk.1.ffn_down.weight'",
                     "past the end");

@@ -177,26 +177,9 @@ void rt_copy_shard_in(void *full, const void *shard, rt_split_geom g, int count,
 }
 
 /* ---------------- dtype conversion ---------------- */
-float ppcc_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  float f;
-  if (exp == 0) {
-    f = (float)mant * (1.0f / 16777216.0f); /* subnormal: mant * 2^-24 */
-    return sign ? -f : f;
-  }
-  uint32_t x = exp == 31 ? (sign | 0x7f800000u | (mant << 13)) : (sign | ((exp + 112) << 23) | (mant << 13));
-  memcpy(&f, &x, 4);
-  return f;
-}
-
+/* ppcc_f16_to_f32 and ppcc_bf16_to_f32 live in src/ir/quant.c (the block
+ * decoders need them in the core library). */
 uint16_t ppcc_f32_to_f16(float f) { return ppcc_random_f32_to_f16(f); }
-
-float ppcc_bf16_to_f32(uint16_t h) {
-  uint32_t x = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
 
 uint16_t ppcc_f32_to_bf16(float f) { return ppcc_random_f32_to_bf16(f); }
 

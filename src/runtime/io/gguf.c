@@ -4,14 +4,7 @@
  * offset), then the data section at the next multiple of
  * general.alignment (default 32). Version 1 (u32 counts) is refused.
  *
- * Dequantization follows ggml's block formats (ggml-quants.c):
- *   Q8_0  32 values: f16 d, 32 x i8          -> d * q
- *   Q4_0  32 values: f16 d, 16 bytes         -> d * (nibble - 8); low
- *         nibbles are values 0..15, high nibbles 16..31
- *   Q4_K 256 values: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins,
- *         128 bytes of nibbles              -> d*sc*q - dmin*m per 32
- *   Q6_K 256 values: 128 bytes low 4 bits, 64 bytes high 2 bits, 16 x i8
- *         scales, f16 d                     -> d * sc * (q - 32) per 16 */
+ * Block formats and their decoders: include/ppcc/quant.h. */
 #include <stdlib.h>
 #include <string.h>
 #include "io.h"
@@ -20,25 +13,9 @@
 #define GGUF_MAX_KV (1 << 20)
 #define GGUF_MAX_STRING (1 << 24)
 
-static const struct {
-  uint32_t type;
-  const char *name;
-  int block, bytes; /* values per block, bytes per block */
-} gguf_types[] = {
-  {GGUF_F32, "F32", 1, 4},       {GGUF_F16, "F16", 1, 2},      {GGUF_BF16, "BF16", 1, 2},
-  {GGUF_Q8_0, "Q8_0", 32, 34},   {GGUF_Q4_0, "Q4_0", 32, 18},  {GGUF_Q4_K, "Q4_K", 256, 144},
-  {GGUF_Q6_K, "Q6_K", 256, 210},
-};
-
-static int type_index(uint32_t type) {
-  for (size_t i = 0; i < sizeof gguf_types / sizeof *gguf_types; i++)
-    if (gguf_types[i].type == type) return (int)i;
-  return -1;
-}
-
 const char *rt_gguf_type_name(uint32_t type) {
-  int i = type_index(type);
-  return i < 0 ? "?" : gguf_types[i].name;
+  const char *n = ppcc_ggml_type_name((int)type);
+  return n ? n : "unknown";
 }
 
 bool rt_gguf_is_gguf(const rt_mapped_file *f) { return f->size >= 4 && memcmp(f->data, "GGUF", 4) == 0; }
@@ -171,11 +148,13 @@ static ppcc_status place_tensors(rt_gguf *g, uint64_t data_start, uint64_t align
   ppcc_status st = PPCC_OK;
   for (int i = 0; i < g->n_tensors && !st; i++) {
     rt_gguf_tensor *t = &g->tensors[i];
-    int ti = type_index(t->type);
+    const ppcc_block_format *f = t->format = ppcc_block_format_of_ggml((int)t->type);
     order[i] = t;
-    if (ti < 0) {
-      st = ppcc_error(d, "%s: tensor '%s': unsupported GGUF type %u (ppcc reads F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)",
-                      path, t->name, t->type);
+    if (!f) {
+      char known[200];
+      ppcc_block_format_list(known, sizeof known, true);
+      st = ppcc_error(d, "%s: tensor '%s': GGUF type %s (%u) is not supported (ppcc reads %s)", path, t->name,
+                      rt_gguf_type_name(t->type), t->type, known);
       break;
     }
     uint64_t n = 1;
@@ -187,12 +166,12 @@ static ppcc_status place_tensors(rt_gguf *g, uint64_t data_start, uint64_t align
       n *= (uint64_t)t->ne[k];
     }
     if (st) break;
-    if (t->ne[0] % gguf_types[ti].block != 0) {
+    if (t->ne[0] % f->block != 0) {
       st = ppcc_error(d, "%s: tensor '%s': row length %lld is not a multiple of the %s block (%d)", path, t->name,
-                      (long long)t->ne[0], gguf_types[ti].name, gguf_types[ti].block);
+                      (long long)t->ne[0], f->gguf_name, f->block);
       break;
     }
-    t->bytes = n / (uint64_t)gguf_types[ti].block * (uint64_t)gguf_types[ti].bytes;
+    t->bytes = (uint64_t)ppcc_block_bytes(f, (int64_t)n);
     if (t->offset % alignment != 0) {
       st = ppcc_error(d, "%s: tensor '%s': offset %llu is not a multiple of the alignment %llu", path, t->name,
                       (unsigned long long)t->offset, (unsigned long long)alignment);
@@ -300,83 +279,12 @@ const rt_gguf_tensor *rt_gguf_find_tensor(const rt_gguf *g, const char *name) {
   return NULL;
 }
 
-/* ---------------- dequantization ---------------- */
-
-static uint16_t u16_at(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static float f16_at(const unsigned char *p) { return ppcc_f16_to_f32(u16_at(p)); }
-
-static void deq_q8_0(const unsigned char *b, float *y) {
-  float dd = f16_at(b);
-  for (int j = 0; j < 32; j++) y[j] = dd * (float)(int8_t)b[2 + j];
-}
-
-static void deq_q4_0(const unsigned char *b, float *y) {
-  float dd = f16_at(b);
-  for (int j = 0; j < 16; j++) {
-    y[j] = dd * (float)((b[2 + j] & 0x0F) - 8);
-    y[j + 16] = dd * (float)((b[2 + j] >> 4) - 8);
-  }
-}
-
-static void scale_min_k4(int j, const unsigned char *q, int *sc, int *m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
-static void deq_q4_k(const unsigned char *b, float *y) {
-  float dd = f16_at(b), dmin = f16_at(b + 2);
-  const unsigned char *scales = b + 4, *q = b + 16;
-  for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
-    int sc, m;
-    scale_min_k4(is, scales, &sc, &m);
-    float d1 = dd * (float)sc, m1 = dmin * (float)m;
-    scale_min_k4(is + 1, scales, &sc, &m);
-    float d2 = dd * (float)sc, m2 = dmin * (float)m;
-    for (int l = 0; l < 32; l++) *y++ = d1 * (float)(q[l] & 0xF) - m1;
-    for (int l = 0; l < 32; l++) *y++ = d2 * (float)(q[l] >> 4) - m2;
-  }
-}
-
-static void deq_q6_k(const unsigned char *b, float *y) {
-  const unsigned char *ql = b, *qh = b + 128;
-  const int8_t *sc = (const int8_t *)(b + 192);
-  float dd = f16_at(b + 208);
-  for (int n = 0; n < 256; n += 128, y += 128, ql += 64, qh += 32, sc += 8)
-    for (int l = 0; l < 32; l++) {
-      int is = l / 16;
-      int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-      int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-      int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-      int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-      y[l] = dd * (float)sc[is] * (float)q1;
-      y[l + 32] = dd * (float)sc[is + 2] * (float)q2;
-      y[l + 64] = dd * (float)sc[is + 4] * (float)q3;
-      y[l + 96] = dd * (float)sc[is + 6] * (float)q4;
-    }
-}
-
-void rt_gguf_dequantize_rows(const rt_gguf_tensor *t, int64_t row0, int64_t n_rows, float *out) {
-  int ti = type_index(t->type);
-  int64_t cols = t->ne[0], blocks = cols / gguf_types[ti].block, bsize = gguf_types[ti].bytes;
-  for (int64_t r = 0; r < n_rows; r++) {
-    const unsigned char *row = t->data + (size_t)((row0 + r) * blocks * bsize);
-    float *y = out + r * cols;
-    for (int64_t k = 0; k < blocks; k++) {
-      const unsigned char *b = row + k * bsize;
-      switch (t->type) {
-      case GGUF_F32: memcpy(&y[k], b, 4); break;
-      case GGUF_F16: y[k] = f16_at(b); break;
-      case GGUF_BF16: y[k] = ppcc_bf16_to_f32(u16_at(b)); break;
-      case GGUF_Q8_0: deq_q8_0(b, y + k * 32); break;
-      case GGUF_Q4_0: deq_q4_0(b, y + k * 32); break;
-      case GGUF_Q4_K: deq_q4_k(b, y + k * 256); break;
-      case GGUF_Q6_K: deq_q6_k(b, y + k * 256); break;
-      }
-    }
-  }
+ppcc_status rt_gguf_dequantize_rows(const char *path, const rt_gguf_tensor *t, int64_t row0, int64_t n_rows,
+                                   float *out, ppcc_diag *d) {
+  const ppcc_block_format *f = t->format;
+  int64_t blocks = t->ne[0] / f->block;
+  int64_t bad = ppcc_block_decode(f, t->data + (size_t)(row0 * blocks * f->bytes), n_rows * blocks, out);
+  if (bad < 0) return PPCC_OK;
+  return ppcc_error(d, "%s: tensor '%s': %s block %lld (row %lld) has a NaN or infinite scale", path, t->name,
+                    f->gguf_name, (long long)(row0 * blocks + bad), (long long)(row0 + bad / blocks));
 }

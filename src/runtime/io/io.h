@@ -5,6 +5,7 @@
 #ifndef PPCC_RT_IO_H
 #define PPCC_RT_IO_H
 #include "../rt_internal.h"
+#include "ppcc/quant.h"
 
 /* mapped_shard.c: shard i of param p cut from its full tensor in a mapped
  * weights file, the file's pages released as they are copied (MPI runs:
@@ -16,9 +17,6 @@ void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i);
  * every length and offset checked against the file size, tensors must lie
  * inside the data section without overlapping. Internal to ppcc (the
  * runtime's weights and src/import/ use it). */
-enum {
-  GGUF_F32 = 0, GGUF_F16 = 1, GGUF_Q4_0 = 2, GGUF_Q8_0 = 8, GGUF_Q4_K = 12, GGUF_Q6_K = 14, GGUF_BF16 = 30,
-};
 
 /* Metadata value kinds (GGUF's own numbering). */
 enum {
@@ -37,7 +35,8 @@ typedef struct rt_gguf_tensor {
   char *name;
   int n_dims;
   int64_t ne[4];       /* ne[0] is the fastest (row) dim: shape is reversed */
-  uint32_t type;       /* GGUF_F32 ... */
+  uint32_t type;       /* GGML type id */
+  const ppcc_block_format *format; /* of type (set once parsed) */
   uint64_t offset;     /* from the start of the data section */
   uint64_t bytes;
   const unsigned char *data;
@@ -61,10 +60,13 @@ bool rt_gguf_is_gguf(const rt_mapped_file *f);
 
 const rt_gguf_kv *rt_gguf_find_kv(const rt_gguf *g, const char *key);
 const rt_gguf_tensor *rt_gguf_find_tensor(const rt_gguf *g, const char *name);
+/* GGML's name of a type id ("Q5_K", "IQ2_XS"), "unknown" for others. */
 const char *rt_gguf_type_name(uint32_t type);
 
 /* Dequantizes (or converts) rows [row0, row0 + n_rows) of a tensor seen as
- * [rows][ne[0]] into out (f32). */
-void rt_gguf_dequantize_rows(const rt_gguf_tensor *t, int64_t row0, int64_t n_rows, float *out);
+ * [rows][ne[0]] into out (f32). A block with a NaN or infinite scale is an
+ * error naming the file (path), the tensor and the block. */
+ppcc_status rt_gguf_dequantize_rows(const char *path, const rt_gguf_tensor *t, int64_t row0, int64_t n_rows,
+                                   float *out, ppcc_diag *d);
 
 #endif

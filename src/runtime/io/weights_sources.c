@@ -263,7 +263,11 @@ static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data
   int64_t n = ppcc_num_elements(p->rank, p->shape), cols = t->ne[0], rows = cols ? n / cols : 0;
   float *f = rt_alloc(n * 4);
   if (!f) return oom(d);
-  rt_gguf_dequantize_rows(t, 0, rows, f);
+  ppcc_status dq = rt_gguf_dequantize_rows(s->path, t, 0, rows, f, d);
+  if (dq) {
+    rt_free(f);
+    return dq;
+  }
   long heads = p->rank == 2 ? qk_heads(&s->gguf, p->name) : 0;
   if (heads > 0) {
     if (rows % heads != 0 || (rows / heads) % 2 != 0) {
