@@ -26,6 +26,7 @@ void exec_state_free(ppcc_emit_ctx *c) {
 static const emit_runtime_calls runtime_calls = {
   .transfer = exec_transfer,
   .matmul = exec_try_matmul_call,
+  .conv = exec_try_conv_call,
   .attention = exec_try_attention_call,
   .check_index = exec_check_index,
   .free_state = exec_state_free,

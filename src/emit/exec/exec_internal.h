@@ -90,6 +90,8 @@ ppcc_status exec_lower_collective(ppcc_emit_ctx *c, const ppcc_op *op);
  * rank >= 2, b a matrix or of a's rank), or a null value when it is left
  * to linalg. */
 MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
+/* A conv handed to ppcc_rt_conv_f32 (f32), or a null value. */
+MlirValue exec_try_conv_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const ppcc_conv_geom *g, MlirType out_type);
 /* f32 attention as a ppcc_rt_attention call in the executable form (null
  * value otherwise: the linalg lowering is used); positions (null: none)
  * an i64/i32 index tensor [S] or [B, S]. */

@@ -160,9 +160,6 @@ bool placement_allows_unregistered(ppcc_emit_kind kind);
  * decomposed into transfers and local compute (IREE form). */
 bool placement_collectives_as_ops(ppcc_emit_kind kind);
 
-
-
-
 /* ---- the executable form's runtime calls ----
  * Set by the executable form (src/emit/exec/exec_func.c) for its module,
  * NULL in the other forms, so the lowerings use the runtime without
@@ -174,6 +171,9 @@ typedef struct emit_runtime_calls {
   /* A contraction handed to ppcc_rt_matmul (f32, a of rank >= 2, b a
    * matrix or of a's rank), or a null value when it is left to linalg. */
   MlirValue (*matmul)(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
+  /* A conv handed to ppcc_rt_conv_f32 (the interpreter's kernel; f32 x and
+   * w, out_type f32), or a null value. */
+  MlirValue (*conv)(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const ppcc_conv_geom *g, MlirType out_type);
   /* f32 attention as a ppcc_rt_attention call (null value otherwise: the
    * linalg lowering is used); positions (null: none) an i64/i32 index
    * tensor [S] or [B, S]. */
@@ -189,8 +189,8 @@ typedef struct emit_runtime_calls {
 
 /* The index check in the executable form; no-op in the other forms. The
  * caller still clamps the indices it uses. kind: EXEC_INDEX (in [0,
- * bound)), EXEC_TOKEN_IDS (the same, named token ids) or EXEC_INDEX_WRAPS
- * (in [-bound, bound): ONNX's negative indices). */
+ * bound)), EXEC_TOKEN_IDS (the same, named token ids in the message), with
+ * EXEC_INDEX_WRAPS: in [-bound, bound) (ONNX's negative indices). */
 enum { EXEC_INDEX = 0, EXEC_TOKEN_IDS = 1, EXEC_INDEX_WRAPS = 2 };
 static inline ppcc_status emit_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, int kind) {
   return c->runtime_calls ? c->runtime_calls->check_index(c, index, bound, kind) : PPCC_OK;

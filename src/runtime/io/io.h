@@ -11,6 +11,9 @@
  * weights file, the file's pages released as they are copied (MPI runs:
  * a rank's memory is its own shards). */
 void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i);
+/* mapped_shard.c: drops the whole pages of [p, p + bytes) of a read-only
+ * file mapping from this process (a later touch reads them again). */
+void rt_release_pages(const void *p, int64_t bytes);
 
 /* GGUF (v2, v3) reader: llama.cpp's and sharktank's single-file format.
  * The file is mmapped; header, metadata and tensor infos are parsed with

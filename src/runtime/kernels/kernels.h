@@ -34,4 +34,10 @@ bool rt_kernel_is_view(const ppcc_op *op);
 bool rt_kernel_swaps_last_two(const ppcc_op *op, int rank);
 bool rt_kernel_reads_swapped(const ppcc_op *op, int k);
 
+/* The conv kernel's core (also the JIT's ppcc_rt_conv_f32): x [N, C, H, W]
+ * (xs), weight [F, C/group, kh, kw], y [N, F, OH, OW] (ys); a 1-D geometry
+ * runs with H = OH = 1. False when out of memory. */
+bool rt_conv2d_f32(const ppcc_conv_geom *geom, const int64_t *xs, int64_t F, const int64_t *ys, const float *X,
+                   const float *Wt, float *Y);
+
 #endif

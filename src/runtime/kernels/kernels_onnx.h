@@ -20,6 +20,8 @@ ONNX_KERNEL(cast);
 ONNX_KERNEL(expand);
 ONNX_KERNEL(reduce_max);
 ONNX_KERNEL(gather_elements);
+ONNX_KERNEL(conv);
+ONNX_KERNEL(max_pool);
 #undef ONNX_KERNEL
 /* Kernels that take their dtypes as they come (no f32 conversion). */
 bool kernel_onnx_handles_dtypes(ppcc_kernel_fn k);
