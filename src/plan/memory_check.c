@@ -37,6 +37,9 @@ ppcc_status ppcc_devices_spec_check_memory(const ppcc_graph *g, const ppcc_devic
   ppcc_device_summary *rows = ppcc_device_summaries(g);
   if (!rows) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory checking device memory");
   ppcc_status st = PPCC_OK;
+  if (spec->n_devices < g->n_devices) /* the missing devices would go unchecked */
+    st = ppcc_error(d, "devices spec '%s' describes %d device%s, the placed model uses %d", spec->path ? spec->path : "",
+                    spec->n_devices, spec->n_devices == 1 ? "" : "s", g->n_devices);
   for (int k = 0; k < g->n_devices && k < spec->n_devices && !st; k++) {
     int64_t need = rows[k].param_bytes + rows[k].peak_activation_bytes;
     if (spec->memory[k] > 0 && need > spec->memory[k]) {
