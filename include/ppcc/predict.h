@@ -288,7 +288,8 @@ void ppcc_plan_measure_release(ppcc_plan_measure *m);
 
 /* Prints predicted vs measured per device and per stage; a user error
  * naming the first device or stage off by more than the tolerance
- * (relative to the measured value). */
+ * (relative to the measured value). A negative time tolerance: stage times
+ * are shown, said to be unchecked, and not checked. */
 ppcc_status ppcc_plan_check(const ppcc_prediction *p, const ppcc_plan_measure *m, double memory_tolerance,
                             double time_tolerance, FILE *out, ppcc_diag *d);
 

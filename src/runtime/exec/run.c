@@ -516,6 +516,8 @@ static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *
     fprintf(local.log, "ran '%s' on %d devices over %d MPI ranks in %.3f ms\n", g->name, g->n_devices,
             ppcc_mpi_size(), ms);
   if (!st && local.log && stats.busy) ppcc_pipeline_stats_print(&stats, local.log);
+  /* --repeat N: every rank takes part in the N more forwards; rank 0 prints its wall times */
+  if (!st && o->repeat > 0) st = repeat_forward(g, &local, &data, &eo, d);
   ppcc_pipeline_stats_free(&stats);
   ppcc_status post = PPCC_OK; /* rank 0's check and writing */
   if (!st && local.check) post = check_outputs(g, &data, &local, out, d);
