@@ -1,4 +1,4 @@
-/* libFuzzer target: the GGUF reader (src/runtime/gguf.c), the GGUF
+/* libFuzzer target: the GGUF reader (src/runtime/io/gguf.c), the GGUF
  * importer's metadata reading (src/import/gguf.c) and the tokenizer read
  * from tokenizer.ggml.* (src/import/tokenizer_load.c, which then encodes a
  * fixed varied text and decodes every id), compiled in with
