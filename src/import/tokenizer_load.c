@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "../runtime/io/gguf.h"
+#include "../runtime/io/io.h"
 #include "ppcc/io.h"
 #include "tokenizer.h"
 
