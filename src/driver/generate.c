@@ -19,7 +19,7 @@
 #include <time.h>
 #include "driver.h"
 #include "import_cli.h"
-#include "../import/tokenizer.h"
+#include "../import/import.h" /* and the tokenizers it includes */
 #include "ppcc/frontend.h"
 #include "ppcc/passes.h"
 #include "ppcc/runtime.h"

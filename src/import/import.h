@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "ppcc/diag.h"
+#include "tokenizer.h" /* text <-> ids for generate */
 
 typedef enum { LLAMA_NAMES_HF, LLAMA_NAMES_GGUF } llama_naming;
 
