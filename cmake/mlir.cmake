@@ -30,16 +30,16 @@ find_library(PPCC_LIBLLVM NAMES LLVM PATHS ${PPCC_MLIR_LIBDIR} NO_DEFAULT_PATH R
 
 # The ppcc IRDL dialect, embedded into the library as a C string so the
 # binary needs no data file; the same file is installed for mlir-opt users.
-set(PPCC_IRDL_FILE ${PROJECT_SOURCE_DIR}/src/emit/ppcc.irdl.mlir)
+set(PPCC_IRDL_FILE ${PROJECT_SOURCE_DIR}/src/emit/annotated/ppcc.irdl.mlir)
 set(PPCC_IRDL_C ${CMAKE_CURRENT_BINARY_DIR}/ppcc_irdl_text.c)
 add_custom_command(OUTPUT ${PPCC_IRDL_C}
   COMMAND ${CMAKE_COMMAND} -DIN=${PPCC_IRDL_FILE} -DOUT=${PPCC_IRDL_C} -DSYMBOL=ppcc_irdl_text
-          -P ${PROJECT_SOURCE_DIR}/src/emit/embed_text.cmake
-  DEPENDS ${PPCC_IRDL_FILE} ${PROJECT_SOURCE_DIR}/src/emit/embed_text.cmake
+          -P ${PROJECT_SOURCE_DIR}/src/emit/annotated/embed_text.cmake
+  DEPENDS ${PPCC_IRDL_FILE} ${PROJECT_SOURCE_DIR}/src/emit/annotated/embed_text.cmake
   COMMENT "Embedding the ppcc IRDL dialect")
 
-file(GLOB PPCC_EMIT_SRC CONFIGURE_DEPENDS src/emit/*.c)
-# The JIT (src/emit/exec_jit.c) runs device code on the runtime; without
+file(GLOB PPCC_EMIT_SRC CONFIGURE_DEPENDS src/emit/*/*.c)
+# The JIT (src/emit/exec/exec_jit.c) runs device code on the runtime; without
 # the runtime only the emitter is built.
 if(NOT TARGET ppcc_runtime)
   list(FILTER PPCC_EMIT_SRC EXCLUDE REGEX "exec_(glue_)?jit\\.c$")

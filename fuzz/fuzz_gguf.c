@@ -21,7 +21,7 @@
 #define rt_gguf_dequantize_rows fuzz_gguf_dequantize_rows
 #define llama_spec_from_gguf fuzz_spec_from_gguf
 #define llama_spec_from_source fuzz_spec_from_source
-#include "../src/runtime/gguf.c"
+#include "../src/runtime/io/gguf.c"
 #include "../src/import/gguf.c"
 
 #include "memory_file.h"

@@ -18,7 +18,7 @@
 #define ppcc_npy_read fuzz_npy_read
 #define ppcc_npy_write fuzz_npy_write
 #define ppcc_npy_write_stream fuzz_npy_write_stream
-#include "../src/runtime/npy.c"
+#include "../src/runtime/io/npy.c"
 
 #include "memory_file.h"
 

@@ -24,7 +24,7 @@
 #define rt_weight_index_free fuzz_weight_index_free
 #define rt_weight_index_finish fuzz_weight_index_finish
 #define rt_weight_index_find fuzz_weight_index_find
-#include "../src/runtime/weights.c"
+#include "../src/runtime/io/weights.c"
 
 /* Splat entries are expanded into a fresh buffer: keep them small. */
 #define FUZZ_MAX_SPLAT_BYTES ((uint64_t)1 << 20)

@@ -3,7 +3,7 @@
 #  - `ppcc compile M -o F` (--emit=mlir, the default) and --emit=iree match
 #    testdata/golden/<model>.mlir / <model>.iree.mlir byte for byte;
 #  - every annotated module verifies with mlir-opt-19 and the shipped ppcc
-#    dialect (src/emit/ppcc.irdl.mlir), without --allow-unregistered-dialect;
+#    dialect (src/emit/annotated/ppcc.irdl.mlir), without --allow-unregistered-dialect;
 #  - a failing emission leaves no output file.
 # Usage: bash emit_mlir_golden.sh PPCC_BINARY SOURCE_DIR
 # Skipped (exit 0) when ppcc is built without MLIR. Regenerate goldens with
@@ -11,7 +11,7 @@
 set -uo pipefail
 ppcc=$1
 src=$2
-irdl=$src/src/emit/ppcc.irdl.mlir
+irdl=$src/src/emit/annotated/ppcc.irdl.mlir
 mlir_opt=${MLIR_OPT:-mlir-opt-19}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

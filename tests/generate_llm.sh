@@ -24,7 +24,9 @@ for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf
         out=$("$ppcc" generate "$source" --tp $tp --pp $pp --backend=$backend --prompt-ids $prompt \
               --max-new-tokens 8 2>&1)
         got=$(printf '%s\n' "$out" | sed -n 1p)
-        if [[ $got == "$want" ]] && grep -q '^time to first token: ' <<<"$out" && grep -q 'tokens/s$' <<<"$out"; then
+        # params are resident: made once at load, never copied by an execute
+        if [[ $got == "$want" ]] && grep -q '^time to first token: ' <<<"$out" && grep -q 'tokens/s$' <<<"$out" &&
+           grep -q '^param bytes copied after load: 0$' <<<"$out"; then
           pass=$((pass + 1))
         else
           echo "FAIL ${pair%%:*} tp$tp pp$pp $backend: want '$want', got:"
@@ -33,6 +35,20 @@ for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf
         fi
       done
     done
+  done
+done
+# 10 decode steps bind the same resident param shards: no param byte is
+# copied after load (split, replicated and GGUF-converted shards alike)
+for source in hf_untied_f32 tiny.gguf; do
+  for backend in $backends; do
+    out=$("$ppcc" generate "$src/testdata/llm/$source" --tp 2 --pp 2 --backend=$backend --prompt-ids $prompt \
+          --max-new-tokens 11 2>&1)
+    if grep -q '^decode: 10 tokens' <<<"$out" && grep -q '^param bytes copied after load: 0$' <<<"$out"; then
+      pass=$((pass + 1))
+    else
+      echo "FAIL params copied per decode step ($source, $backend): $out"
+      fail=$((fail + 1))
+    fi
   done
 done
 # a batch of two prompts: each row gives its own reference ids

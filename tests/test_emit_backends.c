@@ -180,19 +180,20 @@ START_TEST(embedding_out_of_range_fails_on_both_backends) {
 }
 END_TEST
 
-/* gather_elements with an index outside [0, D): the same one-line failure
- * on both backends, and a good index gives the same bits. */
+/* gather_elements with an index outside [-D, D): the same one-line failure
+ * on both backends, and good indices (negative ones too) give the same bits. */
 START_TEST(gather_elements_out_of_range_fails_on_both_backends) {
   ppcc_graph *g = model(1, "", "{'name': 'x', 'dtype': 'f32', 'shape': [2, 3]}, {'name': 'ix', 'dtype': 'i64', 'shape': [2, 2]}",
                         "{'op': 'gather_elements', 'in': ['x', 'ix'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'");
   float x[6] = {1, 2, 3, 4, 5, 6};
-  int64_t past[4] = {0, 1, 3, 2}, neg[4] = {0, -1, 2, 2}, ok[4] = {2, 0, 1, 1};
-  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", past}}, "index 3 at position 2 is out of range [0, 3)");
-  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", neg}}, "index -1 at position 1 is out of range [0, 3)");
+  /* ONNX: a negative index counts from the end, [-D, D) is valid */
+  int64_t past[4] = {0, 1, 3, 2}, neg[4] = {0, -4, 2, 2}, ok[4] = {2, 0, -2, -3};
+  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", past}}, "index 3 at position 2 is out of range [-3, 3)");
+  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", neg}}, "index -4 at position 1 is out of range [-3, 3)");
   ppcc_host_tensor ref[1] = {0}, got[1] = {0};
   ck_assert_msg(run_on(g, INTERP, 2, (given[]){{"x", x}, {"ix", ok}}, ref) == PPCC_OK, "%s", diag.first);
   ck_assert_msg(run_on(g, JIT, 2, (given[]){{"x", x}, {"ix", ok}}, got) == PPCC_OK, "%s", diag.first);
-  const float want[4] = {3, 1, 5, 5};
+  const float want[4] = {3, 1, 5, 4};
   ck_assert(memcmp(ref[0].data, want, sizeof want) == 0);
   ck_assert(memcmp(got[0].data, want, sizeof want) == 0);
   free_outputs(g, ref);

@@ -56,7 +56,7 @@ static void expect_same_as_mlir_path(const ppcc_graph *g, const char *text) {
 /* Runs mlir-opt-19 with the shipped dialect on the text. */
 static void expect_mlir_opt_verifies(const char *text) {
   char options[4096];
-  snprintf(options, sizeof options, "--irdl-file=%s", t_src_path("src/emit/ppcc.irdl.mlir"));
+  snprintf(options, sizeof options, "--irdl-file=%s", t_src_path("src/emit/annotated/ppcc.irdl.mlir"));
   t_expect_mlir_opt_verifies(text, options);
 }
 
@@ -163,20 +163,24 @@ START_TEST(transfers_between_stages) {
 END_TEST
 
 /* IREE form: params are not arguments but parameter-backed globals, one per
- * device holding a shard, resolved from the weights file at run time. */
+ * shard typed with the shard's shape, resolved at run time from the archive
+ * entries sharktank names NAME.shard.K; nothing is loaded whole and sliced. */
 START_TEST(iree_params_are_named_parameter_globals) {
   ppcc_graph *g = model(4,
                         "{'name': 'w', 'dtype': 'f32', 'shape': [8, 6], 'shard': {'kind': 'split', 'dim': 1, 'count': 2},"
                         " 'devices': [2, 3]},"
                         "{'name': 'b', 'dtype': 'f32', 'shape': [4, 6], 'shard': {'kind': 'unreduced', 'count': 2},"
                         " 'devices': [2, 3]},"
-                        "{'name': 'solo', 'dtype': 'f32', 'shape': [4, 6], 'devices': [1]}",
+                        "{'name': 'solo', 'dtype': 'f32', 'shape': [4, 6], 'devices': [1]},"
+                        "{'name': 'rep', 'dtype': 'f32', 'shape': [4, 6], 'shard': {'kind': 'replicated', 'count': 2},"
+                        " 'devices': [2, 3]}",
                         "{'name': 'x', 'dtype': 'f32', 'shape': [4, 8], 'shard': {'kind': 'replicated', 'count': 2},"
                         " 'devices': [2, 3]}",
                         "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['h']},"
                         "{'op': 'all_reduce', 'in': ['b'], 'out': ['br']},"
                         "{'op': 'all_gather', 'in': ['h'], 'out': ['hg']},"
-                        "{'op': 'add', 'in': ['hg', 'br'], 'out': ['y']},"
+                        "{'op': 'add', 'in': ['hg', 'br'], 'out': ['y0']},"
+                        "{'op': 'add', 'in': ['y0', 'rep'], 'out': ['y']},"
                         "{'op': 'unshard', 'in': ['y'], 'out': ['y1'], 'attrs': {'device': 1}},"
                         "{'op': 'add', 'in': ['y1', 'solo'], 'out': ['z']}",
                         "'z'");
@@ -184,25 +188,29 @@ START_TEST(iree_params_are_named_parameter_globals) {
   char *iree = emit(g, PPCC_EMIT_IREE, &st);
   ck_assert_msg(iree, "IREE emit failed: %s", diag.first);
   const char *want[] = {
-      "util.global private @\"w@2\" {stream.affinity = #hal.device.promise<@__device_2>} = "
-      "#flow.parameter.named<\"model\"::\"w\"> : tensor<8x6xf32> loc(\"w\")",
-      "util.global private @\"w@3\" {stream.affinity = #hal.device.promise<@__device_3>} = ",
+      "util.global private @\"w.shard.0\" {stream.affinity = #hal.device.promise<@__device_2>} = "
+      "#flow.parameter.named<\"model\"::\"w.shard.0\"> : tensor<8x3xf32> loc(\"w\")",
+      "util.global private @\"w.shard.1\" {stream.affinity = #hal.device.promise<@__device_3>} = "
+      "#flow.parameter.named<\"model\"::\"w.shard.1\"> : tensor<8x3xf32> loc(\"w\")",
+      /* an unreduced param: one entry per shard, as sharktank's UnreducedTensor */
+      "#flow.parameter.named<\"model\"::\"b.shard.1\"> : tensor<4x6xf32>",
+      /* a replicated param: every replica reads the one entry NAME.shard.0,
+       * as sharktank's ReplicatedTensor stores it */
+      "util.global private @\"rep.shard.1\" {stream.affinity = #hal.device.promise<@__device_3>} = "
+      "#flow.parameter.named<\"model\"::\"rep.shard.0\"> : tensor<4x6xf32>",
       /* a param on one device keeps its name */
       "util.global private @\"solo\" {stream.affinity = #hal.device.promise<@__device_1>} = "
       "#flow.parameter.named<\"model\"::\"solo\"> : tensor<4x6xf32>",
-      "= util.global.load @\"w@3\" : tensor<8x6xf32>",
+      "= util.global.load @w.shard.1 : tensor<8x3xf32>",
+      "= util.global.load @b.shard.1 : tensor<4x6xf32>",
       "= util.global.load @solo : tensor<4x6xf32>",
-      /* shard 1 of a column split: columns 3..5 of the loaded param */
-      "[0, 3] [8, 3] [1, 1] : tensor<8x6xf32> to tensor<8x3xf32>",
-      /* shard 1 of an unreduced param is zeros: the sum is the param */
-      "linalg.fill",
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     ck_assert_msg(strstr(iree, want[i]), "no '%s' in:\n%s", want[i], iree);
   /* the only function arguments are the input's two shards */
   ck_assert_msg(strstr(iree, "func.func @main(%arg0: tensor<4x8xf32>") && !strstr(iree, "%arg2"), "%s", iree);
-  /* only shard 0 of an unreduced param holds it: no copy on device 3 */
-  ck_assert_msg(strstr(iree, "util.global.load @\"b@2\"") && !strstr(iree, "b@3"), "%s", iree);
+  /* no param is sliced: the only slices are of the replicated input */
+  ck_assert_msg(!strstr(iree, "tensor<8x6xf32>"), "%s", iree);
   /* every IREE op is in its custom form */
   ck_assert_msg(!strstr(iree, "\"util.") && !strstr(iree, "\"flow."), "%s", iree);
   free(iree);

@@ -3,17 +3,23 @@
 
 For each MODEL.json:
   1. writes the model's weights (the values of `ppcc run --random-weights SEED`)
-     with IREE's own writer (iree.runtime.ParameterIndex ... create_archive_file,
-     an .irpa) and with the `safetensors` package (a .safetensors);
+     whole with IREE's own writer (iree.runtime.ParameterIndex ...
+     create_archive_file, an .irpa) and with the `safetensors` package;
   2. `ppcc run` with each file, and with --random-weights SEED: the three
      outputs must be bit-identical (the real writers' files load in ppcc);
-  3. `ppcc compile MODEL --emit=iree`, then
+  3. the sharded archives the IREE form references (DESIGN §5, README
+     "Sharded parameter archives": one entry NAME.shard.K per shard, a
+     replicated param once as NAME.shard.0): one written by
+     `ppcc shard-weights` from the whole .irpa, one by IREE's writer from
+     shards cut here with numpy; `ppcc run` reads both, bit-identical;
+  4. `ppcc compile MODEL --emit=iree`, checks that no parameter is sliced
+     (no tensor.extract_slice of a util.global.load) and that each device's
+     globals hold exactly the report's param_bytes of that device, then
      `iree-compile --iree-hal-target-device=local[0] ... local[N-1]
       --iree-hal-local-target-device-backends=llvm-cpu`: one target device per
-     logical device; params stay `#flow.parameter.named<"model"::NAME>`
-     references;
-  4. loads the module in iree.runtime with N local CPU devices and the
-     parameters from each weights file (scope "model"), feeds it the same
+     logical device; params stay `#flow.parameter.named` references;
+  5. loads the module in iree.runtime with N local CPU devices and the
+     parameters from each sharded archive (scope "model"), feeds it the same
      inputs as `ppcc run` (cut into shards as the report places them), joins
      the output shards and compares them with ppcc's within the dtype's
      tolerance (that of `ppcc run --check`: |got-ref| <= tol*(1+|ref|),
@@ -58,6 +64,53 @@ def write_irpa(path, params):
     for name, arr in params.items():
         index.add_buffer(name, np.ascontiguousarray(arr).tobytes())
     index.create_archive_file(path)
+
+
+def shard_entries(placed, params):
+    """The archive entries of sharded params, named as sharktank names them
+    (ShardedTensorBase / ReplicatedTensor .add_to_archive): NAME.shard.K per
+    shard of a split or unreduced param (an unreduced one holds the value in
+    shard 0, zeros elsewhere, as ppcc cuts it), NAME.shard.0 once for a
+    replicated one, NAME for an unsharded one (count 1 included)."""
+    out = {}
+    for name, arr in params.items():
+        shard = placed[name]["shard"]
+        kind, count = shard.get("kind", "none"), shard.get("count", 1)
+        if count <= 1:
+            out[name] = arr
+        elif kind == "replicated":
+            out[f"{name}.shard.0"] = arr
+        else:
+            for i in range(count):
+                out[f"{name}.shard.{i}"] = cut(arr, shard, i)
+    return out
+
+
+GLOBAL_RE = re.compile(r'util\.global private @"?([^" ]+)"? \{stream\.affinity = #hal\.device\.promise<@__device_(\d+)>\}'
+                       r' = #flow\.parameter\.named<"[^"]*"::"([^"]*)"> : tensor<([^>]*)>')
+ELEM_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i8": 1, "i1": 1, "f64": 8}
+
+
+def check_module_params(mlir_text, report):
+    """(problems, per-device bytes): no tensor.extract_slice of a loaded
+    global, and each device's globals sum to the report's param_bytes."""
+    problems = []
+    loads = set(re.findall(r"(%[\w]+) = util\.global\.load", mlir_text))
+    for ln in mlir_text.splitlines():
+        m = re.search(r"tensor\.extract_slice (%[\w]+)\[", ln)
+        if m and m.group(1) in loads:
+            problems.append(f"a parameter is sliced: {ln.strip()[:120]}")
+    per_device = {}
+    for sym, dev, entry, ty in GLOBAL_RE.findall(mlir_text):
+        *dims, elem = ty.split("x")
+        n = int(np.prod([int(d) for d in dims], dtype=np.int64)) if dims else 1
+        per_device[int(dev)] = per_device.get(int(dev), 0) + n * ELEM_BYTES[elem]
+    for row in report["device_summary"]:
+        got = per_device.get(row["device"], 0)
+        if got != row["param_bytes"]:
+            problems.append(f"device {row['device']}: globals hold {got} bytes, the report's param_bytes is "
+                            f"{row['param_bytes']}")
+    return problems, per_device
 
 
 def write_safetensors(path, params):
@@ -238,31 +291,41 @@ def check_model(args, model_path, work):
 
     outputs = model["outputs"]
     if args.weights:
-        # A given weights file: ppcc run reads the same file.
-        weights = {os.path.splitext(args.weights)[1].lstrip("."): args.weights}
+        # A given weights file: ppcc run reads it; IREE the archive
+        # `ppcc shard-weights` makes of it.
         ref_dir = os.path.join(d, "ppcc.weights")
         ppcc_ms, _ = ppcc_run(args.ppcc, model_path, args.weights, input_files, ref_dir)
         ref = {o: np.load(os.path.join(ref_dir, f"{o}.npy")) for o in outputs}
+        weights = {"sharded by ppcc shard-weights": os.path.join(d, f"{name}.sharded.irpa")}
+        run([args.ppcc, "shard-weights", model_path, "--weights", args.weights, "-o",
+             weights["sharded by ppcc shard-weights"]])
     else:
-        weights = {"irpa": os.path.join(d, f"{name}.irpa")}
-        write_irpa(weights["irpa"], params)
+        whole = {"irpa": os.path.join(d, f"{name}.irpa")}
+        write_irpa(whole["irpa"], params)
         if all(p["dtype"] != "bf16" for p in model.get("params", [])):
-            weights["safetensors"] = os.path.join(d, f"{name}.safetensors")
-            write_safetensors(weights["safetensors"], params)
+            whole["safetensors"] = os.path.join(d, f"{name}.safetensors")
+            write_safetensors(whole["safetensors"], params)
         else:
             lines.append("  safetensors: not written (numpy has no bf16; the safetensors package's numpy API cannot)")
+        weights = {"sharded by iree.runtime": os.path.join(d, f"{name}.iree-sharded.irpa")}
+        write_irpa(weights["sharded by iree.runtime"], shard_entries(placed, params))
+        if args.shard_weights:
+            weights["sharded by ppcc shard-weights"] = os.path.join(d, f"{name}.sharded.irpa")
+            run([args.ppcc, "shard-weights", model_path, "--weights", whole["irpa"], "-o",
+                 weights["sharded by ppcc shard-weights"]])
         # ppcc run: random weights, and each real writer's file, bit for bit.
         ref_dir = os.path.join(d, "ppcc.random")
         ppcc_ms, _ = ppcc_run(args.ppcc, model_path, args.seed, input_files, ref_dir)
         ref = {o: np.load(os.path.join(ref_dir, f"{o}.npy")) for o in outputs}
-        for fmt, path in weights.items():
-            out_dir = os.path.join(d, f"ppcc.{fmt}")
+        files = list(whole.items()) + (list(weights.items()) if args.read_sharded else [])
+        for fmt, path in files:
+            out_dir = os.path.join(d, f"ppcc.{len(os.listdir(d))}")
             ppcc_run(args.ppcc, model_path, path, input_files, out_dir)
             same = all(np.array_equal(np.load(os.path.join(out_dir, f"{o}.npy")), ref[o], equal_nan=True)
                        for o in outputs)
-            lines.append(f"  ppcc run --weights {name}.{fmt} (written by "
-                         f"{'iree.runtime' if fmt == 'irpa' else 'safetensors'}) == --random-weights {args.seed}: "
-                         f"{'bit-identical' if same else 'DIFFERENT'}")
+            writer = {"irpa": "whole, by iree.runtime", "safetensors": "whole, by safetensors"}.get(fmt, fmt)
+            lines.append(f"  ppcc run --weights {os.path.basename(path)} ({writer}) == --random-weights "
+                         f"{args.seed}: {'bit-identical' if same else 'DIFFERENT'}")
             ok &= same
 
     mlir = os.path.join(d, f"{name}.iree.mlir")
@@ -273,6 +336,11 @@ def check_model(args, model_path, work):
         # The IREE form, compiled with one llvm-cpu device per logical device.
         vmfb = os.path.join(d, f"{name}.vmfb")
         run([args.ppcc, "compile", model_path, "--emit=iree", "-o", mlir])
+        problems, per_device = check_module_params(open(mlir).read(), report)
+        ok &= not problems
+        lines += [f"  MODULE: {p}" for p in problems]
+        lines.append(f"  module params: no slices, per-device bytes {dict(sorted(per_device.items()))} "
+                     f"== the report's" if not problems else "  module params: FAILED")
         compile_s = iree_compile(mlir, vmfb, n_devices, args.cpu)
         lines.append(f"  iree-compile: {compile_s:.2f} s, {n_devices} devices, module {os.path.getsize(vmfb)} bytes "
                      f"(params referenced)")
@@ -300,12 +368,13 @@ def check_model(args, model_path, work):
         if expected != len(results):
             ok = False
             lines.append(f"  IREE returned {len(results)} shards, the report places {expected}")
-        if fmt == "irpa" and not args.weights:
+        if fmt == "sharded by iree.runtime":
             # Control: the same module with other weights must not match, so
             # a comparison that always passes cannot go unnoticed.
             other = os.path.join(d, f"{name}.seed{args.seed + 1}.irpa")
-            write_irpa(other, {p["name"]: ppcc_random(args.seed + 1, p["name"], p["dtype"], p["shape"])
-                               for p in model.get("params", [])})
+            write_irpa(other, shard_entries(placed, {p["name"]: ppcc_random(args.seed + 1, p["name"], p["dtype"],
+                                                                                 p["shape"])
+                                                    for p in model.get("params", [])}))
             wrong_model = IreeModel(vmfb, n_devices, other, args.driver)
             wrong = wrong_model(call_args)
             wrong_model.close()
@@ -331,7 +400,7 @@ def check_model(args, model_path, work):
             ppcc_ms = min(ppcc_ms, ppcc_run(args.ppcc, model_path, args.seed, input_files, os.path.join(d, "again"))[0])
         inl = os.path.join(d, f"{name}.inlined.vmfb")
         param_bytes = sum(a.nbytes for a in params.values())
-        imports = [f"--iree-parameter-import={SCOPE}={weights['irpa']}",
+        imports = [f"--iree-parameter-import={SCOPE}={weights['sharded by iree.runtime']}",
                    "--iree-parameter-import-maximum-size=1099511627776"]
         try:
             inl_s = iree_compile(mlir, inl, n_devices, args.cpu, imports)
@@ -364,6 +433,10 @@ def main():
                     "instead of files written here with --seed's values")
     ap.add_argument("--expect-iree-error", metavar="REGEX",
                     help="known limitation: ppcc accepts each model, iree-compile must fail matching REGEX")
+    ap.add_argument("--no-shard-weights", dest="shard_weights", action="store_false",
+                    help="do not run IREE from an archive written by `ppcc shard-weights`")
+    ap.add_argument("--no-read-sharded", dest="read_sharded", action="store_false",
+                    help="do not check that `ppcc run` reads the sharded archives")
     ap.add_argument("--measure", action="store_true", help="also compile with params inlined and time runs")
     ap.add_argument("--repeat", type=int, default=4, help="extra timed IREE calls (best is reported)")
     args = ap.parse_args()

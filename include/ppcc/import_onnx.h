@@ -20,6 +20,7 @@ typedef struct ppcc_onnx_options {
   const ppcc_onnx_shape *shapes;
   int n_shapes;
   int devices; /* "devices" of the model written (>= 1) */
+  bool shapes_may_miss; /* a shape naming no graph input is no error (the fuzzer gives one set for all models) */
 } ppcc_onnx_options;
 
 /* What an import produces, all in memory until the driver commits it. */

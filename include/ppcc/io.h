@@ -43,5 +43,7 @@ void ppcc_outfile_cleanup_on_signals(void);
 
 /* Reads a whole file; NULL with a diagnostic on failure. Caller frees. */
 char *ppcc_read_file(const char *path, size_t *len, ppcc_diag *d);
+/* The same with its own size limit (ppcc_read_file's is 256 MiB). */
+char *ppcc_read_file_max(const char *path, size_t max, size_t *len, ppcc_diag *d);
 
 #endif

@@ -280,10 +280,45 @@ typedef struct ppcc_run_data {
                                read only: params may point into a mapped file */
   bool *owned;              /* values[i].data allocated here */
   ppcc_weights *weights;    /* kept open while the data is used */
+  bool *borrowed;           /* values[i].data is another run data's (load_sharing) */
+  struct ppcc_resident *resident; /* the param shards the devices hold (below) */
 } ppcc_run_data;
 ppcc_status ppcc_run_data_load(const ppcc_graph *g, const ppcc_run_options *opts,
                                ppcc_run_data *data, ppcc_diag *d);
 void ppcc_run_data_free(ppcc_run_data *data);
+
+/* Resident param shards (DESIGN §7): each device's shard of a param is
+ * made once, the first time a graph of the loaded model binds it, and
+ * every later execute of any graph sharing the run data binds the same
+ * bytes. A shard is a pointer, a dtype and a shape, either a view (the
+ * shard lies contiguous in the full tensor: a mapped file's bytes or the
+ * tensor converted at load) or owned (a strided split, a zero shard of an
+ * unreduced param). Executors only read it. */
+typedef struct ppcc_resident_shard {
+  const void *data;
+  ppcc_dtype dtype;
+  int rank;
+  int64_t shape[PPCC_MAX_RANK];
+  bool owned;        /* made at load; false: a view of the full tensor */
+} ppcc_resident_shard;
+
+/* Loads `g`'s params as views of `from`'s (params matched by name, dtype
+ * and shape; the others loaded per opts) and shares from's resident
+ * shards: a prefill and a decode graph of one model hold its weights once.
+ * `from` must outlive `data`. */
+ppcc_status ppcc_run_data_load_sharing(const ppcc_graph *g, const ppcc_run_options *opts, const ppcc_graph *from_g,
+                                       const ppcc_run_data *from, ppcc_run_data *data, ppcc_diag *d);
+/* Makes now (at load, before any execute) every param shard that g's
+ * devices on this process hold, for the sharded run. */
+ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data *data, ppcc_diag *d);
+/* Bytes of resident shards the process holds beyond the full tensors
+ * (owned shards), and how many there are in all. */
+int64_t ppcc_resident_owned_bytes(const ppcc_run_data *data);
+int ppcc_resident_count(const ppcc_run_data *data);
+/* Process-wide count of param bytes copied into device shards since
+ * start (resident shards made, and per-call copies of params an in-place
+ * op writes): after load it must not grow from one execute to the next. */
+int64_t ppcc_rt_param_bytes_copied(void);
 
 /* Executes g. reference: every value unsharded on one device (layouts and
  * placements ignored), else sharded with one OpenMP thread per device.

@@ -138,6 +138,15 @@ void cli_buffer_free(cli_buffer *buf);
 ppcc_status cli_write_outputs(const char *const *paths, const cli_buffer *bufs, int n,
                               ppcc_diag *d);
 
+/* A file named on the command line: refused when an output is the same
+ * file as another output or an input (e.g. -o X --weights-out X). */
+typedef struct cli_file_arg {
+  const char *label; /* the option, e.g. "--weights-out", or "the model" */
+  const char *path;  /* NULL: not given */
+  bool output;
+} cli_file_arg;
+ppcc_status cli_check_distinct_files(const cli_file_arg *files, int n, ppcc_diag *d);
+
 /* ---- commands ---- */
 int cli_cmd_compile(int argc, char **argv);
 int cli_cmd_report(int argc, char **argv);

@@ -139,8 +139,10 @@ static void stage_free(stage_graph *s) {
   ppcc_graph_free(s->g);
 }
 
+/* from: a stage already built whose params (and resident shards) this
+ * one shares, or NULL. */
 static ppcc_status stage_build(stage_graph *s, const llama_spec *spec, const char *source, const generate_args *a,
-                               ppcc_diag *d) {
+                               const stage_graph *from, ppcc_diag *d) {
   memset(s, 0, sizeof *s);
   size_t len;
   char *json = llama_graph_json(spec, &len);
@@ -151,7 +153,8 @@ static ppcc_status stage_build(stage_graph *s, const llama_spec *spec, const cha
   ppcc_status st = ppcc_run_passes(s->g, NULL, stderr, d);
   if (st) return st;
   ppcc_run_options o = {.weights_path = source, .have_random_seed = true}; /* inputs are set per step */
-  st = ppcc_run_data_load(s->g, &o, &s->data, d);
+  st = ppcc_run_data_load_sharing(s->g, &o, from ? from->g : NULL, from ? &from->data : NULL, &s->data, d);
+  if (!st) st = ppcc_run_data_make_resident(s->g, &s->data, d); /* every param shard, once */
   if (st) return st;
   s->out = calloc((size_t)s->g->n_outputs, sizeof *s->out);
   if (!s->out) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
@@ -231,9 +234,12 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     if (prompt[i] >= pre.vocab)
       return ppcc_error(d, "%s: prompt id %lld is outside the vocabulary [0, %ld)", source, (long long)prompt[i], pre.vocab);
   stage_graph sp, sd;
-  st = stage_build(&sp, &pre, source, a, d);
-  if (!st) st = stage_build(&sd, &dec, source, a, d);
+  double t_load = now_ms();
+  st = stage_build(&sp, &pre, source, a, NULL, d);
+  if (!st) st = stage_build(&sd, &dec, source, a, &sp, d);
   else memset(&sd, 0, sizeof sd);
+  t_load = now_ms() - t_load;
+  int64_t copied_at_load = ppcc_rt_param_bytes_copied();
   /* tokens[i * B + b]: the i-th generated id of row b */
   int64_t *tokens = malloc(sizeof *tokens * (size_t)(a->max_new * B)), *pos = malloc(sizeof *pos * (size_t)(B * n_prompt));
   if (!st && (!tokens || !pos)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
@@ -276,6 +282,9 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
       for (long long i = 0; i < a->max_new; i++) printf(" %lld", (long long)tokens[i * B + b]);
       fputs("\n", stdout);
     }
+    printf("load: %.3f ms (2 graphs compiled, %d param shards resident, %.1f MiB of them made at load)\n", t_load,
+           ppcc_resident_count(&sp.data), (double)ppcc_resident_owned_bytes(&sp.data) / (1 << 20));
+    printf("param bytes copied after load: %lld\n", (long long)(ppcc_rt_param_bytes_copied() - copied_at_load));
     printf("time to first token: %.3f ms\n", t_first - t0);
     if (a->max_new > 1)
       printf("decode: %lld tokens in %.3f ms, %.1f tokens/s\n", (a->max_new - 1) * B, t_end - t_first,
@@ -283,8 +292,8 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   }
   free(tokens);
   free(pos);
+  stage_free(&sd); /* it views sp's params */
   stage_free(&sp);
-  stage_free(&sd);
   return st;
 }
 

@@ -123,8 +123,11 @@ static int import_onnx(int argc, char **argv) {
     ppcc_onnx_options opts = {.shapes = a.shapes, .n_shapes = a.n_shapes,
                               .devices = a.devices > 0 ? (int)a.devices : cli_partition_devices(&a.partition)};
     ppcc_onnx_result r = {0};
+    cli_file_arg files[3] = {{"the model", p.model_path, false}, {"-o", a.out_path, true},
+                             {"--weights-out", a.weights_out, true}};
+    st = cli_check_distinct_files(files, 3, &d);
     double t0 = now_ms();
-    st = ppcc_import_onnx_file(p.model_path, &opts, &r, &d);
+    if (!st) st = ppcc_import_onnx_file(p.model_path, &opts, &r, &d);
     double t1 = now_ms();
     if (!st) st = place_and_check(&r, &a.partition, &d);
     if (!st) {

@@ -1,7 +1,10 @@
+#define _DEFAULT_SOURCE 1 /* realpath */
 /* Outputs are rendered to memory first and written only when every pass
  * and renderer succeeded, each through a temporary file renamed on commit:
  * a failed run leaves no output file behind and no half-written one. */
 #include <errno.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include "driver.h"
@@ -51,4 +54,37 @@ ppcc_status cli_write_outputs(const char *const *paths, const cli_buffer *bufs, 
     for (int i = 0; i < opened; i++) ppcc_outfile_abort(&files[i]);
   free(files);
   return st;
+}
+
+/* path with its folder resolved (the file itself may not exist yet). */
+static bool resolved(const char *path, char *out, size_t size) {
+  const char *slash = strrchr(path, '/');
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path == 0 ? 1 : slash - path) : 1, slash ? path : ".");
+  char *real = realpath(dir, NULL);
+  if (!real) return false;
+  snprintf(out, size, "%s/%s", real, slash ? slash + 1 : path);
+  free(real);
+  return true;
+}
+
+static bool same_file(const char *a, const char *b) {
+  if (strcmp(a, "-") == 0 || strcmp(b, "-") == 0) return false;
+  struct stat sa, sb;
+  bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+  if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (ea || eb) return false;
+  char ra[PATH_MAX + 256], rb[PATH_MAX + 256];
+  if (!resolved(a, ra, sizeof ra) || !resolved(b, rb, sizeof rb)) return strcmp(a, b) == 0;
+  return strcmp(ra, rb) == 0;
+}
+
+ppcc_status cli_check_distinct_files(const cli_file_arg *files, int n, ppcc_diag *d) {
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      if (files[i].path && files[j].path && (files[i].output || files[j].output) &&
+          same_file(files[i].path, files[j].path))
+        return ppcc_error(d, "%s and %s name the same file '%s'%s", files[i].label, files[j].label, files[j].path,
+                          files[i].output && files[j].output ? "" : ": an output would overwrite an input");
+  return PPCC_OK;
 }

@@ -6,7 +6,7 @@
  * interleaved-rotary order (src/runtime/weights_sources.c). */
 #include <string.h>
 #include <sys/stat.h>
-#include "../runtime/gguf.h"
+#include "../runtime/io/gguf.h"
 #include "import.h"
 
 static ppcc_status need_number(const rt_gguf *g, const char *key, bool required, double dflt, double *out,

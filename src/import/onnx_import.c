@@ -23,6 +23,7 @@ typedef struct entry {
   int value;          /* ppcc value; -1: none yet (const) or deferred */
   int producer;       /* ONNX node index, -1 for inputs/initializers */
   const char *defer;  /* why this computed tensor has no ppcc value */
+  bool hidden;        /* an initializer a graph input overrides: not found by name */
 } entry;
 
 typedef struct importer {
@@ -40,8 +41,17 @@ typedef struct importer {
   int cap_param_data;
   const Onnx__NodeProto *node; /* node being translated, for messages */
   int node_index;
-  char who[PPCC_MAX_NAME + 64];
+  int64_t opset;
+  char who[PPCC_MAX_NAME * 4 + 64];
+  char esc[4][PPCC_MAX_NAME * 4 + 16]; /* names escaped for messages (E) */
+  int esc_next;
 } importer;
+
+/* name escaped for a message (one of four rotating buffers). */
+static const char *E(importer *I, const char *name) {
+  char *buf = I->esc[I->esc_next++ & 3];
+  return ox_escape(buf, sizeof I->esc[0], name);
+}
 
 static ppcc_status oom(importer *I) { return ppcc_error_status(I->d, PPCC_ERR_INTERNAL, "out of memory"); }
 
@@ -67,6 +77,7 @@ static bool rehash(importer *I, int n_slots) {
   if (!slots) return false;
   for (int i = 0; i < n_slots; i++) slots[i] = -1;
   for (int k = 0; k < I->n_e; k++) {
+    if (I->e[k].hidden) continue;
     uint64_t h = hash_str(I->e[k].name) & (uint64_t)(n_slots - 1);
     while (slots[h] >= 0) h = (h + 1) & (uint64_t)(n_slots - 1);
     slots[h] = k;
@@ -115,7 +126,9 @@ static bool grow_param_data(importer *I) {
 static int add_named_value(importer *I, const char *base, ppcc_value_kind kind, ppcc_dtype dt, int rank,
                            const int64_t *shape) {
   if (strlen(base) > PPCC_MAX_NAME - 12) {
-    ppcc_error(I->d, "%s: tensor name '%.40s...' is longer than %d characters", I->who, base, PPCC_MAX_NAME - 12);
+    char cut[48];
+    snprintf(cut, sizeof cut, "%.40s", base);
+    ppcc_error(I->d, "%s: tensor name '%s...' is longer than %d characters", I->who, E(I, cut), PPCC_MAX_NAME - 12);
     return -2;
   }
   char why[PPCC_MAX_NAME + 128];
@@ -139,7 +152,7 @@ static int value_of(importer *I, entry *x) {
     return -2;
   }
   if (x->c.rank > PPCC_MAX_RANK) {
-    ppcc_error(I->d, "%s: constant '%s' has rank %d", I->who, x->name, x->c.rank);
+    ppcc_error(I->d, "%s: constant '%s' has rank %d", I->who, E(I, x->name), x->c.rank);
     return -2;
   }
   int v = add_named_value(I, x->name, PPCC_VALUE_PARAM, x->c.dtype, x->c.rank, x->c.shape);
@@ -598,6 +611,9 @@ static ppcc_status tr_reduce(importer *I) {
   } else if (in_entry(I, 1)) {
     return defer_node(I, "reduction axes must be constant");
   }
+  /* ONNX: no (or empty) axes reduce every axis, unless noop_with_empty_axes
+   * makes the op the identity. */
+  if (n == 0 && ox_attr_int(I->node, "noop_with_empty_axes", 0)) return bind(I, 0, x);
   ppcc_attr attrs[2] = {attr_bool("keepdim", ox_attr_int(I->node, "keepdims", 1) != 0), attr_ints("dim", n, axes)};
   const char *t_op = I->node->op_type;
   const char *op = strcmp(t_op, "ReduceMean") == 0 ? "mean" : strcmp(t_op, "ReduceMax") == 0 ? "reduce_max" : "sum";
@@ -615,7 +631,10 @@ static ppcc_status tr_reshape_like(importer *I) {
   const char *op = I->node->op_type;
   if (strcmp(op, "Reshape") == 0) {
     const ox_tensor *s = in_const(I, 1);
-    if (!s || s->n > PPCC_MAX_RANK) return defer_node(I, "Reshape needs a constant shape (give --shape for symbolic inputs)");
+    if (s && s->n > PPCC_MAX_RANK)
+      return ppcc_error(I->d, "%s: Reshape to rank %lld exceeds ppcc's maximum rank %d", I->who, (long long)s->n,
+                        PPCC_MAX_RANK);
+    if (!s) return defer_node(I, "Reshape needs a constant shape (give --shape for symbolic inputs)");
     int64_t known = 1, total = ppcc_num_elements(v->rank, v->shape);
     int infer = -1;
     bool allowzero = ox_attr_int(I->node, "allowzero", 0) != 0;
@@ -729,11 +748,13 @@ static ppcc_status tr_split(importer *I) {
   int64_t dim = V(I, x)->shape[axis], sizes[64];
   if (n_out < 1 || n_out > 64) return ppcc_error(I->d, "%s: Split into %d results is not supported", I->who, n_out);
   const ox_tensor *s = in_const(I, 1);
-  const Onnx__AttributeProto *a = ox_attr(I->node, "split");
-  if (s || a) {
-    int64_t n = s ? s->n : (int64_t)a->n_ints;
-    if (n != n_out) return ppcc_error(I->d, "%s: %lld split sizes for %d results", I->who, (long long)n, n_out);
-    for (int k = 0; k < n_out; k++) sizes[k] = s ? ox_get_int(s, k) : a->ints[k];
+  const Onnx__AttributeProto *num = ox_attr(I->node, "num_outputs");
+  if (num && num->i != n_out)
+    return ppcc_error(I->d, "%s: num_outputs is %lld, the node has %d results", I->who, (long long)num->i, n_out);
+  if (num && s) return ppcc_error(I->d, "%s: Split takes either split sizes or num_outputs, not both", I->who);
+  if (s) {
+    if (s->n != n_out) return ppcc_error(I->d, "%s: %lld split sizes for %d results", I->who, (long long)s->n, n_out);
+    for (int k = 0; k < n_out; k++) sizes[k] = ox_get_int(s, k);
   } else if (in_entry(I, 1)) {
     return defer_node(I, "Split sizes must be constant");
   } else {
@@ -831,33 +852,152 @@ static ppcc_status tr_const_only(importer *I) {
   return defer_node(I, "ppcc evaluates this op only on constants and static shapes (give --shape for symbolic inputs)");
 }
 
+/* The attributes ONNX defines for an op (opsets 13 to 18): every
+ * attribute of a node must be one of them, of its type, within its opset
+ * range; required ones must be there. A wrong type would otherwise read
+ * as the default (a FLOAT transB is no transpose): a different function. */
+enum { A_F = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, A_I = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT,
+       A_S = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, A_T = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR,
+       A_FS = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS, A_IS = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS,
+       A_SS = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS,
+       A_ST = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR };
+enum { REQUIRED = 1, ONE_OF = 2 }; /* ONE_OF: exactly one attribute of the group (Constant's value) */
+
+typedef struct attr_schema {
+  const char *name;
+  int type;
+  int flags;
+  int since, until; /* opsets; 0: unbounded */
+} attr_schema;
+
 typedef struct translation {
   const char *op_type;
   node_fn fn;
+  attr_schema attrs[8];
 } translation;
 
+#define NO_ATTRS {{NULL, 0, 0, 0, 0}}
 static const translation translations[] = {
-  {"Relu", tr_unary}, {"Tanh", tr_unary}, {"Sigmoid", tr_unary}, {"Exp", tr_unary}, {"Neg", tr_unary},
-  {"Sqrt", tr_unary}, {"Reciprocal", tr_unary}, {"Erf", tr_unary}, {"Log", tr_unary},
-  {"Identity", tr_alias}, {"Dropout", tr_alias}, {"Cast", tr_cast},
-  {"Add", tr_binary}, {"Sub", tr_binary}, {"Mul", tr_binary}, {"Div", tr_binary}, {"Pow", tr_binary},
-  {"MatMul", tr_matmul}, {"Gemm", tr_gemm}, {"Softmax", tr_softmax}, {"LayerNormalization", tr_layer_norm},
-  {"ReduceMean", tr_reduce}, {"ReduceSum", tr_reduce}, {"ReduceMax", tr_reduce},
-  {"Reshape", tr_reshape_like}, {"Flatten", tr_reshape_like}, {"Unsqueeze", tr_reshape_like},
-  {"Squeeze", tr_reshape_like}, {"Transpose", tr_transpose}, {"Concat", tr_concat}, {"Slice", tr_slice},
-  {"Split", tr_split}, {"Gather", tr_gather}, {"Expand", tr_expand}, {"GatherElements", tr_gather_elements},
-  {"Where", tr_where}, {"Equal", tr_compare}, {"Less", tr_compare}, {"Greater", tr_compare},
-  {"Trilu", tr_const_only}, {"Range", tr_const_only}, {"ConstantOfShape", tr_const_only}, {"Shape", tr_const_only},
-  {"Constant", tr_const_only}, {"Not", tr_const_only}, {"And", tr_const_only}, {"Or", tr_const_only},
-  {"Max", tr_const_only}, {"Min", tr_const_only}, {"Cos", tr_const_only}, {"Sin", tr_const_only},
-  {"Floor", tr_const_only}, {"Ceil", tr_const_only}, {"Abs", tr_const_only},
+  {"Relu", tr_unary, NO_ATTRS}, {"Tanh", tr_unary, NO_ATTRS}, {"Sigmoid", tr_unary, NO_ATTRS},
+  {"Exp", tr_unary, NO_ATTRS}, {"Neg", tr_unary, NO_ATTRS}, {"Sqrt", tr_unary, NO_ATTRS},
+  {"Reciprocal", tr_unary, NO_ATTRS}, {"Erf", tr_unary, NO_ATTRS}, {"Log", tr_unary, NO_ATTRS},
+  {"Identity", tr_alias, NO_ATTRS},
+  {"Dropout", tr_alias, {{"seed", A_I, 0, 0, 0}}},
+  {"Cast", tr_cast, {{"to", A_I, REQUIRED, 0, 0}}},
+  {"Add", tr_binary, NO_ATTRS}, {"Sub", tr_binary, NO_ATTRS}, {"Mul", tr_binary, NO_ATTRS},
+  {"Div", tr_binary, NO_ATTRS}, {"Pow", tr_binary, NO_ATTRS}, {"MatMul", tr_matmul, NO_ATTRS},
+  {"Gemm", tr_gemm, {{"alpha", A_F, 0, 0, 0}, {"beta", A_F, 0, 0, 0}, {"transA", A_I, 0, 0, 0}, {"transB", A_I, 0, 0, 0}}},
+  {"Softmax", tr_softmax, {{"axis", A_I, 0, 0, 0}}},
+  {"LayerNormalization", tr_layer_norm, {{"axis", A_I, 0, 0, 0}, {"epsilon", A_F, 0, 0, 0}, {"stash_type", A_I, 0, 0, 0}}},
+  {"ReduceMean", tr_reduce, {{"keepdims", A_I, 0, 0, 0}, {"axes", A_IS, 0, 0, 17}, {"noop_with_empty_axes", A_I, 0, 18, 0}}},
+  {"ReduceMax", tr_reduce, {{"keepdims", A_I, 0, 0, 0}, {"axes", A_IS, 0, 0, 17}, {"noop_with_empty_axes", A_I, 0, 18, 0}}},
+  {"ReduceSum", tr_reduce, {{"keepdims", A_I, 0, 0, 0}, {"noop_with_empty_axes", A_I, 0, 0, 0}}},
+  {"Reshape", tr_reshape_like, {{"allowzero", A_I, 0, 14, 0}}},
+  {"Flatten", tr_reshape_like, {{"axis", A_I, 0, 0, 0}}},
+  {"Unsqueeze", tr_reshape_like, NO_ATTRS}, {"Squeeze", tr_reshape_like, NO_ATTRS},
+  {"Transpose", tr_transpose, {{"perm", A_IS, 0, 0, 0}}},
+  {"Concat", tr_concat, {{"axis", A_I, REQUIRED, 0, 0}}},
+  {"Slice", tr_slice, NO_ATTRS},
+  {"Split", tr_split, {{"axis", A_I, 0, 0, 0}, {"num_outputs", A_I, 0, 18, 0}}},
+  {"Gather", tr_gather, {{"axis", A_I, 0, 0, 0}}},
+  {"Expand", tr_expand, NO_ATTRS},
+  {"GatherElements", tr_gather_elements, {{"axis", A_I, 0, 0, 0}}},
+  {"Where", tr_where, NO_ATTRS}, {"Equal", tr_compare, NO_ATTRS}, {"Less", tr_compare, NO_ATTRS},
+  {"Greater", tr_compare, NO_ATTRS},
+  {"Trilu", tr_const_only, {{"upper", A_I, 0, 0, 0}}},
+  {"Range", tr_const_only, NO_ATTRS},
+  {"ConstantOfShape", tr_const_only, {{"value", A_T, 0, 0, 0}}},
+  {"Shape", tr_const_only, {{"start", A_I, 0, 15, 0}, {"end", A_I, 0, 15, 0}}},
+  {"Constant", tr_const_only,
+   {{"value", A_T, ONE_OF, 0, 0}, {"sparse_value", A_ST, ONE_OF, 0, 0}, {"value_float", A_F, ONE_OF, 0, 0},
+    {"value_floats", A_FS, ONE_OF, 0, 0}, {"value_int", A_I, ONE_OF, 0, 0}, {"value_ints", A_IS, ONE_OF, 0, 0},
+    {"value_string", A_S, ONE_OF, 0, 0}, {"value_strings", A_SS, ONE_OF, 0, 0}}},
+  {"Not", tr_const_only, NO_ATTRS}, {"And", tr_const_only, NO_ATTRS}, {"Or", tr_const_only, NO_ATTRS},
+  {"Max", tr_const_only, NO_ATTRS}, {"Min", tr_const_only, NO_ATTRS}, {"Cos", tr_const_only, NO_ATTRS},
+  {"Sin", tr_const_only, NO_ATTRS}, {"Floor", tr_const_only, NO_ATTRS}, {"Ceil", tr_const_only, NO_ATTRS},
+  {"Abs", tr_const_only, NO_ATTRS},
 };
 #define N_TRANSLATIONS (int)(sizeof translations / sizeof translations[0])
 
-static node_fn translation_of(const char *op_type) {
+static const translation *translation_row(const char *op_type) {
   for (int i = 0; i < N_TRANSLATIONS; i++)
-    if (strcmp(translations[i].op_type, op_type) == 0) return translations[i].fn;
+    if (strcmp(translations[i].op_type, op_type) == 0) return &translations[i];
   return NULL;
+}
+
+static const char *attr_type_name(int type) {
+  switch (type) {
+  case A_F: return "FLOAT";
+  case A_I: return "INT";
+  case A_S: return "STRING";
+  case A_T: return "TENSOR";
+  case A_FS: return "FLOATS";
+  case A_IS: return "INTS";
+  case A_SS: return "STRINGS";
+  case A_ST: return "SPARSE_TENSOR";
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH: return "GRAPH";
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS: return "TENSORS";
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS: return "GRAPHS";
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED: return "UNDEFINED";
+  default: return "an unknown type";
+  }
+}
+
+/* Does the attribute carry a value of its declared type? */
+static bool attr_has_value(const Onnx__AttributeProto *a) {
+  switch ((int)a->type) {
+  case A_F: return a->has_f;
+  case A_I: return a->has_i;
+  case A_S: return a->has_s;
+  case A_T: return a->t != NULL;
+  case A_ST: return a->sparse_tensor != NULL;
+  default: return true; /* a list may be empty */
+  }
+}
+
+/* The node's attributes against its op's schema (translation row). */
+static ppcc_status check_attributes(importer *I) {
+  const Onnx__NodeProto *n = I->node;
+  const translation *t = translation_row(n->op_type);
+  int one_of = 0;
+  bool has_one_of = false;
+  for (size_t i = 0; i < n->n_attribute; i++) {
+    const Onnx__AttributeProto *a = n->attribute[i];
+    if (!a->name || !a->name[0]) return ppcc_error(I->d, "%s: attribute #%zu has no name", I->who, i);
+    char esc[96];
+    ox_escape(esc, sizeof esc, a->name);
+    for (size_t j = 0; j < i; j++)
+      if (n->attribute[j]->name && strcmp(n->attribute[j]->name, a->name) == 0)
+        return ppcc_error(I->d, "%s: attribute '%s' is given twice", I->who, esc);
+    if (a->ref_attr_name && a->ref_attr_name[0])
+      return ppcc_error(I->d, "%s: attribute '%s' refers to a function attribute (only valid inside a function)",
+                        I->who, esc);
+    const attr_schema *s = NULL;
+    for (int k = 0; t && k < 8 && t->attrs[k].name && !s; k++)
+      if (strcmp(t->attrs[k].name, a->name) == 0) s = &t->attrs[k];
+    if (!s || (s->since && I->opset < s->since) || (s->until && I->opset > s->until))
+      return ppcc_error(I->d, "%s: %s has no attribute '%s' in opset %lld", I->who, n->op_type, esc,
+                        (long long)I->opset);
+    if ((int)a->type != s->type)
+      return ppcc_error(I->d, "%s: attribute '%s' is %s, %s's %s is %s", I->who, esc, attr_type_name((int)a->type),
+                        n->op_type, s->name, attr_type_name(s->type));
+    if (!attr_has_value(a)) return ppcc_error(I->d, "%s: attribute '%s' has no value", I->who, esc);
+    one_of += (s->flags & ONE_OF) != 0;
+  }
+  for (int k = 0; t && k < 8 && t->attrs[k].name; k++) {
+    const attr_schema *s = &t->attrs[k];
+    has_one_of |= (s->flags & ONE_OF) != 0;
+    if (!(s->flags & REQUIRED) || (s->since && I->opset < s->since) || (s->until && I->opset > s->until)) continue;
+    if (!ox_attr(n, s->name)) return ppcc_error(I->d, "%s: %s needs attribute '%s'", I->who, n->op_type, s->name);
+  }
+  if (has_one_of && one_of != 1)
+    return ppcc_error(I->d, "%s: %s needs exactly one value attribute, got %d", I->who, n->op_type, one_of);
+  return PPCC_OK;
+}
+
+static node_fn translation_of(const char *op_type) {
+  const translation *t = translation_row(op_type);
+  return t ? t->fn : NULL;
 }
 
 /* ---------------- the model ---------------- */
@@ -872,6 +1012,7 @@ static ppcc_status check_opset(importer *I, const Onnx__ModelProto *m) {
   if (version < 13 || version > 18)
     return ppcc_error(I->d, "opset %lld is not supported (ppcc imports opsets 13 to 18; re-export with one of them)",
                       (long long)version);
+  I->opset = version;
   return PPCC_OK;
 }
 
@@ -896,9 +1037,11 @@ static ppcc_status check_op_types(importer *I) {
     int count = 0;
     for (size_t j = i; j < gr->n_node; j++) count += strcmp(gr->node[j]->op_type ? gr->node[j]->op_type : "", t) == 0;
     const char *name = gr->node[i]->name && gr->node[i]->name[0] ? gr->node[i]->name : "(unnamed)";
+    char et[64], ed[44], en[64];
     if (off < sizeof msg - 100)
-      off += (size_t)snprintf(msg + off, sizeof msg - off, "%s%.60s%s%.40s x%d (first: '%.60s')", kinds ? ", " : "", t,
-                              custom ? "@" : "", custom ? dom : "", count, name);
+      off += (size_t)snprintf(msg + off, sizeof msg - off, "%s%s%s%s x%d (first: '%s')", kinds ? ", " : "",
+                              ox_escape(et, sizeof et, t), custom ? "@" : "", custom ? ox_escape(ed, sizeof ed, dom) : "",
+                              count, ox_escape(en, sizeof en, name));
     kinds++;
   }
   if (kinds) return ppcc_error(I->d, "%d unsupported op type%s: %s", kinds, kinds > 1 ? "s" : "", msg);
@@ -911,39 +1054,59 @@ static const ppcc_onnx_shape *given_shape(importer *I, const char *name) {
   return NULL;
 }
 
-static ppcc_status add_input(importer *I, const Onnx__ValueInfoProto *in) {
-  const char *name = in->name ? in->name : "";
+static ppcc_status add_input(importer *I, const Onnx__ValueInfoProto *in, const ox_tensor *init) {
+  const char *name = in->name ? in->name : "", *en = E(I, name);
   const Onnx__TypeProto *t = in->type;
   if (!t || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !t->tensor_type)
-    return ppcc_error(I->d, "graph input '%s': only tensor inputs are supported", name);
+    return ppcc_error(I->d, "graph input '%s': only tensor inputs are supported", en);
   ppcc_dtype dt;
   if (!ox_dtype_from_onnx(t->tensor_type->has_elem_type ? t->tensor_type->elem_type : 0, &dt))
-    return ppcc_error(I->d, "graph input '%s': ONNX data type %d is not supported", name, (int)t->tensor_type->elem_type);
+    return ppcc_error(I->d, "graph input '%s': ONNX data type %d is not supported", en, (int)t->tensor_type->elem_type);
   const Onnx__TensorShapeProto *sh = t->tensor_type->shape;
   const ppcc_onnx_shape *given = given_shape(I, name);
+  if (init && init->dtype != dt)
+    return ppcc_error(I->d, "graph input '%s' is %s, its initializer %s", en, ppcc_dtype_name(dt), ppcc_dtype_name(init->dtype));
+  ppcc_onnx_shape from_init = {.name = name, .rank = init ? init->rank : 0};
+  if (init && !sh && !given) { /* the initializer's shape is the input's */
+    memcpy(from_init.dims, init->shape, sizeof(int64_t) * (size_t)init->rank);
+    given = &from_init;
+  }
   int rank = sh ? (int)sh->n_dim : 0;
-  if (!sh && !given) return ppcc_error(I->d, "graph input '%s' has no shape; give --shape %s=D0,D1,...", name, name);
+  if (!sh && !given) return ppcc_error(I->d, "graph input '%s' has no shape; give --shape %s=D0,D1,...", en, en);
   if (given && sh && given->rank != rank)
-    return ppcc_error(I->d, "--shape %s has rank %d, the model's input has rank %d", name, given->rank, rank);
+    return ppcc_error(I->d, "--shape %s has rank %d, the model's input has rank %d", en, given->rank, rank);
   if (given) rank = given->rank;
-  if (rank > PPCC_MAX_RANK) return ppcc_error(I->d, "graph input '%s' has rank %d (max %d)", name, rank, PPCC_MAX_RANK);
+  if (rank > PPCC_MAX_RANK) return ppcc_error(I->d, "graph input '%s' has rank %d (max %d)", en, rank, PPCC_MAX_RANK);
   int64_t shape[PPCC_MAX_RANK];
   for (int i = 0; i < rank; i++) {
     const Onnx__TensorShapeProto__Dimension *dim = sh ? sh->dim[i] : NULL;
     bool fixed = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
     if (given) {
       if (fixed && dim->dim_value != given->dims[i])
-        return ppcc_error(I->d, "--shape %s: dim %d is %lld, the model fixes it at %lld", name, i,
+        return ppcc_error(I->d, "--shape %s: dim %d is %lld, the model fixes it at %lld", en, i,
                           (long long)given->dims[i], (long long)dim->dim_value);
       shape[i] = given->dims[i];
     } else if (fixed && dim->dim_value >= 0) {
       shape[i] = dim->dim_value;
+    } else if (fixed) {
+      return ppcc_error(I->d, "graph input '%s': dim %d is %lld; a dim is a non-negative size", en, i,
+                        (long long)dim->dim_value);
+    } else if (init && init->rank == rank) { /* a symbolic dim of an input with a default: the default's */
+      shape[i] = init->shape[i];
     } else {
       const char *sym = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? dim->dim_param : "?";
       return ppcc_error(I->d, "graph input '%s': dim %d is symbolic ('%s'); give its static shape with --shape %s=D0,D1,...",
-                        name, i, sym, name);
+                        en, i, E(I, sym), en);
     }
   }
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) {
+    if (shape[i] > 0 && n > PPCC_MAX_ELEMENTS / shape[i])
+      return ppcc_error(I->d, "graph input '%s' has more than 2^48 elements, more than ppcc handles", en);
+    n *= shape[i];
+  }
+  if (init && (init->rank != rank || memcmp(init->shape, shape, sizeof(int64_t) * (size_t)rank) != 0))
+    return ppcc_error(I->d, "graph input '%s': its initializer's shape differs from the input's", en);
   entry *x = add_entry(I, name);
   if (!x) return oom(I);
   int v = add_named_value(I, name, PPCC_VALUE_INPUT, dt, rank, shape);
@@ -954,8 +1117,10 @@ static ppcc_status add_input(importer *I, const Onnx__ValueInfoProto *in) {
 
 static void set_who(importer *I, int index) {
   const Onnx__NodeProto *n = I->node;
-  if (n->name && n->name[0]) snprintf(I->who, sizeof I->who, "node '%.200s' (%s)", n->name, n->op_type);
-  else snprintf(I->who, sizeof I->who, "node #%d (%s)", index, n->op_type);
+  char op[64];
+  ox_escape(op, sizeof op, n->op_type);
+  if (n->name && n->name[0]) snprintf(I->who, sizeof I->who, "node '%s' (%s)", E(I, n->name), op);
+  else snprintf(I->who, sizeof I->who, "node #%d (%s)", index, op);
 }
 
 /* Folds the node when all its operands are constant (or it is Shape of a
@@ -1010,10 +1175,14 @@ static ppcc_status translate_node(importer *I, int index) {
   for (size_t k = 0; k < n->n_input; k++)
     if (n->input[k][0] && !find(I, n->input[k]))
       return ppcc_error(I->d, "%s: input '%s' is not a graph input, an initializer or the result of an earlier node", I->who,
-                        n->input[k]);
-  for (size_t k = 0; k < n->n_output; k++)
-    if (n->output[k][0] && find(I, n->output[k]))
-      return ppcc_error(I->d, "%s: result '%s' is defined twice", I->who, n->output[k]);
+                        E(I, n->input[k]));
+  for (size_t k = 0; k < n->n_output; k++) {
+    bool again = n->output[k][0] && find(I, n->output[k]);
+    for (size_t j = 0; j < k && !again; j++) again = n->output[k][0] && strcmp(n->output[j], n->output[k]) == 0;
+    if (again) return ppcc_error(I->d, "%s: result '%s' is defined twice", I->who, E(I, n->output[k]));
+  }
+  ppcc_status ast = check_attributes(I);
+  if (ast) return ast;
   bool done;
   ppcc_status st = try_fold(I, &done);
   if (st || done) return st;
@@ -1044,7 +1213,7 @@ static ppcc_status add_outputs(importer *I) {
   for (size_t k = 0; k < gr->n_output; k++) {
     const char *name = gr->output[k]->name ? gr->output[k]->name : "";
     entry *x = find(I, name);
-    if (!x) return ppcc_error(I->d, "graph output '%s' is not computed by any node", name);
+    if (!x) return ppcc_error(I->d, "graph output '%s' is not computed by any node", E(I, name));
     int v = value_of(I, x);
     if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
     if (strcmp(V(I, v)->name, name) != 0 || V(I, v)->kind != PPCC_VALUE_RESULT || V(I, v)->is_output) {
@@ -1087,16 +1256,31 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
   for (size_t i = 0; i < gr->n_initializer; i++) {
     const Onnx__TensorProto *t = gr->initializer[i];
     const char *name = t->name ? t->name : "";
-    if (find(I, name)) return ppcc_error(I->d, "initializer '%s' is defined twice", name);
+    if (find(I, name)) return ppcc_error(I->d, "initializer '%s' is defined twice", E(I, name));
     entry *x = add_entry(I, name);
     if (!x) return oom(I);
     x->is_const = true;
-    if ((st = ox_tensor_from_proto(t, I->dir, name, &x->c, I->d))) return st;
+    if ((st = ox_tensor_from_proto(t, I->dir, E(I, name), &x->c, I->d))) return st;
   }
+  /* A graph input with an initializer of its name is an input (ONNX: the
+   * input overrides the initializer, which is only its default). */
   for (size_t i = 0; i < gr->n_input; i++) {
     const char *name = gr->input[i]->name ? gr->input[i]->name : "";
-    if (find(I, name)) continue; /* an initializer listed as an input (IR < 4 style) */
-    if ((st = add_input(I, gr->input[i]))) return st;
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(gr->input[j]->name ? gr->input[j]->name : "", name) == 0)
+        return ppcc_error(I->d, "graph input '%s' is listed twice", E(I, name));
+    entry *init = find(I, name);
+    if (init) {
+      init->hidden = true; /* its name now belongs to the input */
+      if (!rehash(I, I->n_slots)) return oom(I);
+    }
+    if ((st = add_input(I, gr->input[i], init ? &init->c : NULL))) return st;
+  }
+  for (int i = 0; i < I->opts->n_shapes && !I->opts->shapes_may_miss; i++) {
+    bool known = false;
+    for (size_t j = 0; j < gr->n_input && !known; j++)
+      known = gr->input[j]->name && strcmp(gr->input[j]->name, I->opts->shapes[i].name) == 0;
+    if (!known) return ppcc_error(I->d, "--shape %s: the model has no graph input of that name", E(I, I->opts->shapes[i].name));
   }
   for (size_t i = 0; i < gr->n_node; i++)
     if ((st = translate_node(I, (int)i))) return st;
@@ -1137,16 +1321,77 @@ void ppcc_onnx_result_free(ppcc_onnx_result *r) {
   memset(r, 0, sizeof *r);
 }
 
+/* protobuf-c allocates a string field of n bytes as n + 1 and cuts it at
+ * the first NUL when read as C text: an allocator that records each size
+ * finds the strings a NUL byte would silently shorten. */
+#define SIZED_HEADER 16
+static void *sized_alloc(void *data, size_t size) {
+  (void)data;
+  char *p = size < SIZE_MAX - SIZED_HEADER ? malloc(size + SIZED_HEADER) : NULL;
+  if (!p) return NULL;
+  memcpy(p, &size, sizeof size);
+  return p + SIZED_HEADER;
+}
+static void sized_free(void *data, void *ptr) {
+  (void)data;
+  if (ptr) free((char *)ptr - SIZED_HEADER);
+}
+static size_t sized_size(const void *ptr) {
+  size_t size;
+  memcpy(&size, (const char *)ptr - SIZED_HEADER, sizeof size);
+  return size;
+}
+
+/* The first string field (message.field) holding a NUL byte, or NULL. */
+static const char *string_with_nul(const ProtobufCMessage *m, char *where, size_t size) {
+  const ProtobufCMessageDescriptor *desc = m->descriptor;
+  for (unsigned i = 0; i < desc->n_fields; i++) {
+    const ProtobufCFieldDescriptor *f = &desc->fields[i];
+    if (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE) continue;
+    const char *member = (const char *)m + f->offset;
+    size_t n = 1;
+    if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+      uint32_t which;
+      memcpy(&which, (const char *)m + f->quantifier_offset, sizeof which);
+      if (which != f->id) continue;
+    }
+    void *const *items = (void *const *)(const void *)member;
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+      memcpy(&n, (const char *)m + f->quantifier_offset, sizeof n);
+      items = *(void *const *const *)(const void *)member;
+    }
+    for (size_t k = 0; k < n && items; k++) {
+      const void *item = items[k];
+      if (!item) continue;
+      if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+        const char *w = string_with_nul(item, where, size);
+        if (w) return w;
+      } else if (item != (const void *)protobuf_c_empty_string && item != f->default_value &&
+                 strlen(item) + 1 != sized_size(item)) {
+        snprintf(where, size, "%s.%s", desc->short_name, f->name);
+        return where;
+      }
+    }
+  }
+  return NULL;
+}
+
 ppcc_status ppcc_import_onnx_memory(const uint8_t *data, size_t len, const char *dir, const ppcc_onnx_options *opts,
                                     ppcc_onnx_result *out, ppcc_diag *d) {
   memset(out, 0, sizeof *out);
-  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data);
+  ProtobufCAllocator sized = {sized_alloc, sized_free, NULL};
+  Onnx__ModelProto *m = onnx__model_proto__unpack(&sized, len, data);
   if (!m) return ppcc_error(d, "not a valid ONNX protobuf (truncated or corrupt ModelProto)");
+  char where[128];
+  if (string_with_nul(&m->base, where, sizeof where)) {
+    onnx__model_proto__free_unpacked(m, &sized);
+    return ppcc_error(d, "a string of the model (%s) contains a NUL byte", where);
+  }
   ppcc_onnx_options none = {0};
   importer I = {.d = d, .dir = dir, .opts = opts ? opts : &none};
   ppcc_status st = import_graph(&I, m, out);
   importer_free(&I);
-  onnx__model_proto__free_unpacked(m, NULL);
+  onnx__model_proto__free_unpacked(m, &sized);
   if (st) ppcc_onnx_result_free(out);
   return st;
 }
@@ -1155,7 +1400,7 @@ ppcc_status ppcc_import_onnx_file(const char *path, const ppcc_onnx_options *opt
                                   ppcc_diag *d) {
   memset(out, 0, sizeof *out); /* the caller frees it even when the file does not read */
   size_t len;
-  char *data = ppcc_read_file(path, &len, d);
+  char *data = ppcc_read_file_max(path, OX_MAX_FILE_BYTES, &len, d);
   if (!data) return d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
   const char *slash = strrchr(path, '/');
   char *dir = slash ? strndup(path, (size_t)(slash - path == 0 ? 1 : slash - path)) : strdup(".");

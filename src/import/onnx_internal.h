@@ -9,6 +9,10 @@
  * allocate without bound. */
 #define OX_MAX_CONST_ELEMENTS (INT64_C(1) << 28)
 
+/* A protobuf message is at most 2 GB (larger models keep their weights in
+ * external-data files, read tensor by tensor). */
+#define OX_MAX_FILE_BYTES ((size_t)2048 << 20)
+
 /* A constant tensor: an initializer, a Constant node, or a folded result. */
 typedef struct ox_tensor {
   ppcc_dtype dtype;
@@ -38,6 +42,10 @@ ppcc_status ox_fold(const Onnx__NodeProto *node, const char *who, ox_tensor *con
                     ox_tensor *out, bool *handled, ppcc_diag *d);
 /* True when op_type is one ox_fold evaluates. */
 bool ox_foldable(const char *op_type);
+
+/* s for a message: control bytes, backslashes and invalid UTF-8 as \\xNN,
+ * cut (with "...") to fit size. Returns buf. */
+const char *ox_escape(char *buf, size_t size, const char *s);
 
 /* Attribute lookup on a node. */
 const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name);

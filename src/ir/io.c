@@ -323,17 +323,17 @@ void ppcc_outfile_abort(ppcc_outfile *f) {
   outfile_clear(f);
 }
 
-/* Reads up to MAX_READ_BYTES + 1 so an oversized pipe is detected too. */
-static char *read_all(int fd, size_t *len, int *err) {
+/* Reads up to max + 1 bytes so an oversized pipe is detected too. */
+static char *read_all(int fd, size_t max, size_t *len, int *err) {
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap + 1);
   if (!buf) {
     *err = ENOMEM;
     return NULL;
   }
-  while (n <= MAX_READ_BYTES) {
+  while (n <= max) {
     if (n == cap) {
-      size_t new_cap = cap * 2 > MAX_READ_BYTES + 1 ? MAX_READ_BYTES + 1 : cap * 2;
+      size_t new_cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
       char *p = realloc(buf, new_cap + 1);
       if (!p) {
         free(buf);
@@ -358,7 +358,7 @@ static char *read_all(int fd, size_t *len, int *err) {
   return buf;
 }
 
-char *ppcc_read_file(const char *path, size_t *len, ppcc_diag *d) {
+char *ppcc_read_file_max(const char *path, size_t max, size_t *len, ppcc_diag *d) {
   int fd = open(path, O_RDONLY);
   if (fd < 0) {
     ppcc_error(d, "cannot read '%s': %s", path, strerror(errno));
@@ -371,25 +371,27 @@ char *ppcc_read_file(const char *path, size_t *len, ppcc_diag *d) {
       ppcc_error(d, "cannot read '%s': %s", path, strerror(EISDIR));
       return NULL;
     }
-    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > MAX_READ_BYTES) {
+    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) {
       close(fd);
-      ppcc_error(d, "cannot read '%s': the file is larger than 256 MiB", path);
+      ppcc_error(d, "cannot read '%s': the file is larger than %zu MiB", path, max >> 20);
       return NULL;
     }
   }
   int err = 0;
   size_t n = 0;
-  char *buf = read_all(fd, &n, &err);
+  char *buf = read_all(fd, max, &n, &err);
   close(fd);
   if (!buf) {
     ppcc_error(d, "cannot read '%s': %s", path, strerror(err));
     return NULL;
   }
-  if (n > MAX_READ_BYTES) {
+  if (n > max) {
     free(buf);
-    ppcc_error(d, "cannot read '%s': the file is larger than 256 MiB", path);
+    ppcc_error(d, "cannot read '%s': the file is larger than %zu MiB", path, max >> 20);
     return NULL;
   }
   if (len) *len = n;
   return buf;
 }
+
+char *ppcc_read_file(const char *path, size_t *len, ppcc_diag *d) { return ppcc_read_file_max(path, MAX_READ_BYTES, len, d); }

@@ -233,6 +233,19 @@ void rt_dist_bind_comm(ppcc_rt_comm *c);
  * weights file, the file's pages released as they are copied (MPI runs:
  * a rank's memory is its own shards). */
 void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i);
+/* resident.c: the run data's resident param shards (ppcc_resident_shard). */
+typedef struct ppcc_resident ppcc_resident;
+ppcc_resident *rt_resident_new(void);
+ppcc_resident *rt_resident_ref(ppcc_resident *r);
+void rt_resident_unref(ppcc_resident *r);
+/* Shard i of param v (value p) under layout l, made on first use (mapped:
+ * full lies in a file mapping whose pages a copy may release, MPI runs);
+ * NULL when out of memory or the run data has no resident store. */
+const void *rt_resident_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i,
+                              bool mapped);
+bool rt_param_mapped(const ppcc_run_data *data, int v, bool dist);
+/* Adds to ppcc_rt_param_bytes_copied. */
+void rt_count_param_copy(int64_t bytes);
 /* comm.c: route moves to devices of other ranks through MPI. */
 void rt_comm_attach_dist(ppcc_rt_comm *c);
 /* comm.c: an abort another rank reported (not reported back). */

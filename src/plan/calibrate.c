@@ -1,0 +1,964 @@
+/* `ppcc calibrate`: this machine's speeds for the time model of
+ * include/ppcc/predict.h, measured on the paths the runtime uses:
+ *   gemm_gflops[t-1]      one ppcc_rt_sgemm (OpenBLAS when built with it)
+ *                         of 32 x 256 x 256 with B transposed (a linear
+ *                         layer's projection of 32 tokens) with t kernel
+ *                         threads, as a device gets t threads from
+ *                         rt_thread_budget; big square GEMMs run faster;
+ *   gemm_call_us          an 8x32x32 sgemm's time beyond its FLOPs at the
+ *                         1-thread rate: the fixed cost of a small GEMM;
+ *   elementwise_gbps[t-1] the runtime's add kernel over 16 Ki floats
+ *                         (in cache), t threads at once (t
+ *                         single-threaded devices), bytes read + written
+ *                         per thread;
+ *   elementwise_gflops[t-1] op-table FLOPs per second of the runtime's
+ *                         gelu kernel, t threads at once;
+ *   copy_gbps[t-1]        memcpy of 16 MiB per thread, t threads at once
+ *                         (transfers; not used by the stage times);
+ *   op_overhead_us        the fixed cost of one compute step (overhead_us);
+ * and, ppcc_calibrate_ops, the interpreter's own costs (what the
+ * prediction of an interpreter run uses; the above is the roofline's):
+ *   op_costs              per op kind, fitted on workload models run
+ *                         through the executor (see "per-op costs" below);
+ *   resume_us, hop_us     a [8,64]x[64,64] matmul ping-ponged between two
+ *                         devices against the same chain on one device;
+ *   concurrent_slowdown   FFN copies on t devices at once against one.
+ * The roofline's rates are the best of several runs (the machine may be
+ * shared); the interpreter's and the JIT's costs are medians over
+ * forwards, the statistic --check-plan measures (the fastest forward, or
+ * the sum of each op's fastest, is systematically below a typical one),
+ * the slowdown the median of paired runs. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ppcc/frontend.h"
+#include "ppcc/ops.h"
+#include "ppcc/passes.h"
+#include "ppcc/predict.h"
+#include "../runtime/rt_internal.h"
+
+#define REPEATS 10
+
+/* GFLOP/s of an M x n x n sgemm, B transposed as a linear layer's weight,
+ * with `threads` kernel threads. */
+static double best_gemm_gflops(int threads, int64_t m, int64_t n) {
+  float *a = rt_alloc(m * n * 4), *b = rt_alloc(n * n * 4), *c = rt_alloc(m * n * 4);
+  double best = 0;
+  if (a && b && c) {
+    for (int64_t i = 0; i < m * n; i++) a[i] = (float)(i % 7) * 0.125f;
+    for (int64_t i = 0; i < n * n; i++) b[i] = (float)(i % 5) * 0.125f;
+    rt_thread_budget(1, threads, RT_PLACE_ANYWHERE, threads);
+    ppcc_rt_sgemm(m, n, n, a, b, true, c); /* warm up: threads, pages */
+    for (int r = 0; r < REPEATS * 4; r++) {
+      double t = omp_get_wtime();
+      ppcc_rt_sgemm(m, n, n, a, b, true, c);
+      t = omp_get_wtime() - t;
+      double rate = 2.0 * m * n * n / t / 1e9;
+      if (rate > best) best = rate;
+    }
+    ppcc_rt_set_kernel_threads(1);
+  }
+  rt_free(a);
+  rt_free(b);
+  rt_free(c);
+  return best;
+}
+
+/* Per-thread GB/s with `threads` threads at once: copy, memcpy of 16 MiB;
+ * else the runtime's add kernel (the interpreter's elementwise path, with
+ * its indexing) over 16 Ki floats, bytes read + written. */
+static double best_stream_gbps(int threads, bool copy) {
+  const int64_t n = copy ? 4 << 20 : 1 << 14;
+  const int calls = copy ? 1 : 16;
+  const ppcc_op_info *add = ppcc_op_lookup("add");
+  int ins[2] = {0, 1}, outs[1] = {2};
+  ppcc_op op = {.info = add, .n_in = 2, .n_out = 1, .in = ins, .out = outs};
+  double best = 0;
+  bool ok = copy || add;
+#pragma omp parallel num_threads(threads) reduction(&& : ok)
+  {
+    float *a = rt_alloc(n * 4), *b = rt_alloc(n * 4), *c = rt_alloc(n * 4);
+    ok = ok && a && b && c;
+    if (ok) {
+      for (int64_t i = 0; i < n; i++) a[i] = b[i] = c[i] = (float)(i % 100);
+    }
+    ppcc_tensor in[2] = {{.dtype = PPCC_F32, .rank = 1, .shape = {n}, .data = a},
+                         {.dtype = PPCC_F32, .rank = 1, .shape = {n}, .data = b}};
+    ppcc_tensor out = {.dtype = PPCC_F32, .rank = 1, .shape = {n}, .data = c};
+    ppcc_diag d;
+    ppcc_diag_init(&d, NULL, NULL);
+#pragma omp barrier
+    for (int r = 0; r < REPEATS; r++) {
+      double t = omp_get_wtime();
+      for (int k = 0; ok && k < calls; k++) {
+        if (copy) memcpy(c, a, (size_t)n * 4);
+        else ppcc_rt_run_kernel(&op, in, &out, &d);
+      }
+      t = (omp_get_wtime() - t) / calls;
+      double rate = (copy ? 2.0 : 3.0) * (double)n * 4 / t / 1e9;
+#pragma omp barrier
+#pragma omp critical
+      if (omp_get_thread_num() == 0 && rate > best) best = rate;
+    }
+    rt_free(a);
+    rt_free(b);
+    rt_free(c);
+  }
+  return ok ? best : 0;
+}
+
+/* GFLOP/s (op-table FLOPs) of the runtime's gelu kernel over 4 Ki floats
+ * in [-2, 2) (activation-sized and -valued: erff's cost depends on |x|),
+ * per thread, `threads` threads at once: the arithmetic of elementwise ops. */
+static double best_elementwise_gflops(int threads) {
+  const ppcc_op_info *gelu = ppcc_op_lookup("gelu");
+  const int64_t n = 1 << 12, calls = 64;
+  if (!gelu || !gelu->flops) return 1.0;
+  ppcc_value vals[2] = {{.name = "x", .kind = PPCC_VALUE_INPUT, .dtype = PPCC_F32, .rank = 1, .shape = {n}},
+                        {.name = "y", .kind = PPCC_VALUE_RESULT, .dtype = PPCC_F32, .rank = 1, .shape = {n}}};
+  for (int i = 0; i < 2; i++) vals[i].layout = ppcc_layout_unsharded();
+  int ins[1] = {0}, outs[1] = {1};
+  ppcc_op op = {.info = gelu, .n_in = 1, .n_out = 1, .in = ins, .out = outs};
+  ppcc_graph g = {.name = "calibrate", .n_devices = 1, .n_values = 2, .values = vals, .n_ops = 1, .ops = &op};
+  double flops = gelu->flops(&g, &op), best = 0;
+  bool ok = true;
+#pragma omp parallel num_threads(threads) reduction(&& : ok)
+  {
+    float *x = rt_alloc(n * 4), *y = rt_alloc(n * 4);
+    ok = x && y;
+    for (int64_t i = 0; ok && i < n; i++) x[i] = (float)(i % 1000) * 0.004f - 2;
+    ppcc_tensor in = {.dtype = PPCC_F32, .rank = 1, .shape = {n}, .data = x};
+    ppcc_tensor out = {.dtype = PPCC_F32, .rank = 1, .shape = {n}, .data = y};
+    ppcc_diag d;
+    ppcc_diag_init(&d, NULL, NULL);
+#pragma omp barrier
+    for (int r = 0; r < REPEATS; r++) {
+      double t = omp_get_wtime();
+      for (int k = 0; ok && k < calls; k++) ppcc_rt_run_kernel(&op, &in, &out, &d);
+      t = (omp_get_wtime() - t) / calls;
+#pragma omp barrier
+#pragma omp critical
+      if (omp_get_thread_num() == 0 && flops / t / 1e9 > best) best = flops / t / 1e9;
+    }
+    rt_free(x);
+    rt_free(y);
+  }
+  return ok && best > 0 ? best : 0;
+}
+
+/* The fixed cost of one compute step as the interpreter takes it: the
+ * executor runs a chain of STEPS adds of 8 floats and its busy time (the
+ * --check-plan measurement) is divided by the steps; the median over
+ * several forwards (overhead_us). With `gemm`, the steps are [8, 64] x
+ * [64, 64] matmuls instead, and with `ping_pong` they alternate between
+ * two devices, a transfer after each (the pipeline's hand-over: each step
+ * then runs right after its device waited, and the wall per step less the
+ * step's busy time is the hand-over). Falls back to 2 us. */
+#define STEPS 256
+
+static char *chain_model(bool ping_pong, bool gemm) {
+  size_t cap = 512 + (size_t)STEPS * 200, off = 0;
+  char *m = malloc(cap);
+  if (!m) return NULL;
+  off += (size_t)snprintf(m + off, cap - off, "{\"ppcc\": 1, \"name\": \"calibrate\", \"devices\": %d, \"params\": [",
+                          ping_pong ? 2 : 1);
+  for (int dev = 0; gemm && dev < (ping_pong ? 2 : 1); dev++)
+    off += (size_t)snprintf(m + off, cap - off, "%s{\"name\": \"w%d\", \"dtype\": \"f32\", \"shape\": [64, 64], \"devices\": [%d]}",
+                            dev ? ", " : "", dev, dev);
+  off += (size_t)snprintf(m + off, cap - off,
+                          "], \"inputs\": [{\"name\": \"t0\", \"dtype\": \"f32\", \"shape\": [%s], \"devices\": [0]}], \"ops\": [",
+                          gemm ? "8, 64" : "8");
+  for (int i = 0; i < STEPS; i++) {
+    int dev = ping_pong ? i % 2 : 0;
+    char second[16];
+    snprintf(second, sizeof second, gemm ? "w%d" : "t%d", gemm ? dev : i);
+    off += (size_t)snprintf(m + off, cap - off, "%s{\"op\": \"%s\", \"in\": [\"t%d\", \"%s\"], \"out\": [\"%c%d\"]}",
+                            i ? ", " : "", gemm ? "matmul" : "add", i, second, ping_pong ? 'u' : 't', ping_pong ? i : i + 1);
+    if (ping_pong)
+      off += (size_t)snprintf(m + off, cap - off,
+                              ", {\"op\": \"transfer\", \"in\": [\"u%d\"], \"out\": [\"t%d\"], \"attrs\": {\"devices\": [%d]}}",
+                              i, i + 1, (i + 1) % 2);
+  }
+  snprintf(m + off, cap - off, "], \"outputs\": [\"t%d\"]}", STEPS);
+  return m;
+}
+
+static bool chain_us(bool ping_pong, bool gemm, double *step_us, double *wall_us);
+static double overhead_us(void) {
+  double add, wall;
+  chain_us(false, false, &add, &wall);
+  return add;
+}
+
+ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc_diag *d) {
+  ppcc_calibration_defaults(c);
+  int cores = omp_get_num_procs();
+  int n = max_threads > 0 && max_threads < cores ? max_threads : cores;
+  if (n > PPCC_CALIB_MAX_THREADS) n = PPCC_CALIB_MAX_THREADS;
+  c->cores = cores;
+  c->n_threads = n;
+  for (int t = 1; t <= n; t++) {
+    c->gemm_gflops[t - 1] = best_gemm_gflops(t, 32, 256);
+    c->elementwise_gbps[t - 1] = best_stream_gbps(t, false);
+    c->copy_gbps[t - 1] = best_stream_gbps(t, true);
+    c->elementwise_gflops[t - 1] = best_elementwise_gflops(t);
+    if (c->gemm_gflops[t - 1] <= 0 || c->elementwise_gbps[t - 1] <= 0 || c->copy_gbps[t - 1] <= 0 ||
+        c->elementwise_gflops[t - 1] <= 0)
+      return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory measuring the machine");
+    if (log)
+      fprintf(log,
+              "threads %d: gemm %.2f GFLOP/s, per thread: elementwise %.2f GB/s and %.2f GFLOP/s (gelu), copy %.2f GB/s\n",
+              t, c->gemm_gflops[t - 1], c->elementwise_gbps[t - 1], c->elementwise_gflops[t - 1], c->copy_gbps[t - 1]);
+  }
+  c->op_overhead_us = overhead_us();
+  /* an 8x32x32 GEMM's time beyond its FLOPs at the measured rate */
+  double small = best_gemm_gflops(1, 8, 32), flops = 2.0 * 8 * 32 * 32;
+  c->gemm_call_us = small > 0 ? (flops / (small * 1e9) - flops / (c->gemm_gflops[0] * 1e9)) * 1e6 : 2.0;
+  if (c->gemm_call_us < 0) c->gemm_call_us = 0;
+  if (log)
+    fprintf(log, "compute step overhead %.3f us, GEMM call %.3f us more (%d cores)\n", c->op_overhead_us,
+            c->gemm_call_us, cores);
+  c->calibrated = true;
+  return PPCC_OK;
+}
+
+/* ---------------- per-op costs (op_costs) ----------------
+ * The time model's blind spots are the interpreter's own: rotary computes
+ * sin/cos per element in double, silu and gelu call expf/erff, attention
+ * is many small per-head GEMMs plus a softmax, each linear reads a weight
+ * that the previous linears pushed out of cache. So each op kind's cost
+ * is measured where it runs: workload models (the driver's generated
+ * Llamas, and the FFN blocks below) on one device with one kernel thread
+ * through the interpreter executor, every op's compute span recorded
+ * (ppcc_plan_measure.op_busy_ms, the median of several forwards). Per op
+ * kind, the samples (FLOPs, bytes, microseconds) are fitted by
+ * call_us + ns_per_flop * FLOPs + ns_per_byte * bytes + ns_per_weight_byte
+ * * weight bytes (params: each read once per forward, from farther away
+ * than the activations just written), least relative squared error over
+ * the non-negative fits of every subset of the four terms (FLOPs and bytes
+ * of an elementwise op are proportional: one of them carries it). */
+
+typedef struct op_sample {
+  double calls;   /* op calls the sample sums (1 for one op's span) */
+  double f, b, w; /* FLOPs, bytes, weight bytes */
+  double t;       /* us */
+} op_sample;
+
+typedef struct op_samples {
+  char name[32];
+  int n, cap;
+  op_sample *at;
+} op_samples;
+
+typedef struct sample_set {
+  op_samples *ops;
+  int n, cap;
+} sample_set;
+
+static op_samples *samples_for(sample_set *s, const char *name) {
+  for (int i = 0; i < s->n; i++)
+    if (strcmp(s->ops[i].name, name) == 0) return &s->ops[i];
+  if (s->n == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 16;
+    op_samples *ops = realloc(s->ops, sizeof *ops * (size_t)cap);
+    if (!ops) return NULL;
+    s->ops = ops, s->cap = cap;
+  }
+  op_samples *o = &s->ops[s->n++];
+  memset(o, 0, sizeof *o);
+  snprintf(o->name, sizeof o->name, "%s", name);
+  return o;
+}
+
+static bool add_sample_of(op_samples *o, double calls, double f, double b, double w, double t) {
+  if (o->n == o->cap) {
+    int cap = o->cap ? 2 * o->cap : 16;
+    op_sample *at = realloc(o->at, sizeof *at * (size_t)cap);
+    if (!at) return false;
+    o->at = at, o->cap = cap;
+  }
+  o->at[o->n++] = (op_sample){.calls = calls, .f = f, .b = b, .w = w, .t = t};
+  return true;
+}
+
+static bool add_sample(op_samples *o, double f, double b, double w, double t) { return add_sample_of(o, 1, f, b, w, t); }
+
+static void samples_free(sample_set *s) {
+  for (int i = 0; i < s->n; i++) free(s->ops[i].at);
+  free(s->ops);
+}
+
+/* Solves the k x k system a x = y (k <= TERMS) by Gaussian elimination
+ * with partial pivoting; false when (nearly) singular. */
+#define TERMS 4
+static bool solve(int k, double a[TERMS][TERMS], double y[TERMS], double x[TERMS]) {
+  for (int c = 0; c < k; c++) {
+    int piv = c;
+    for (int r = c + 1; r < k; r++)
+      if (fabs(a[r][c]) > fabs(a[piv][c])) piv = r;
+    if (fabs(a[piv][c]) < 1e-12 * (fabs(a[c][c]) + 1e-300) || a[piv][c] == 0) return false;
+    for (int j = 0; j < k; j++) {
+      double tmp = a[c][j];
+      a[c][j] = a[piv][j], a[piv][j] = tmp;
+    }
+    double tmp = y[c];
+    y[c] = y[piv], y[piv] = tmp;
+    for (int r = c + 1; r < k; r++) {
+      double f = a[r][c] / a[c][c];
+      for (int j = c; j < k; j++) a[r][j] -= f * a[c][j];
+      y[r] -= f * y[c];
+    }
+  }
+  for (int c = k - 1; c >= 0; c--) {
+    double v = y[c];
+    for (int j = c + 1; j < k; j++) v -= a[c][j] * x[j];
+    x[c] = v / a[c][c];
+    if (!isfinite(x[c])) return false;
+  }
+  return true;
+}
+
+/* Term c of sample i: calls, FLOPs, bytes, weight bytes. */
+static double term(const op_samples *o, int c, int i) {
+  const op_sample *x = &o->at[i];
+  return c == 0 ? x->calls : c == 1 ? x->f : c == 2 ? x->b : x->w;
+}
+
+/* The fit of one op kind (see above); false without samples. */
+static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
+  double best_err = INFINITY;
+  for (int mask = 1; mask < 1 << TERMS; mask++) {
+    int cols[TERMS], k = 0;
+    for (int c = 0; c < TERMS; c++)
+      if (mask >> c & 1) cols[k++] = c;
+    /* relative residuals: each row scaled by 1 / t; columns scaled to ~1 */
+    double scale[TERMS] = {1, 1, 1, 1};
+    for (int c = 0; c < k; c++) {
+      double mx = 0;
+      for (int i = 0; i < o->n; i++)
+        if (term(o, cols[c], i) / o->at[i].t > mx) mx = term(o, cols[c], i) / o->at[i].t;
+      scale[c] = mx > 0 ? 1 / mx : 0;
+    }
+    double a[TERMS][TERMS] = {{0}}, y[TERMS] = {0}, x[TERMS] = {0};
+    for (int i = 0; i < o->n; i++) {
+      double row[TERMS];
+      for (int c = 0; c < k; c++) row[c] = term(o, cols[c], i) * scale[c] / o->at[i].t;
+      for (int r = 0; r < k; r++) {
+        for (int c = 0; c < k; c++) a[r][c] += row[r] * row[c];
+        y[r] += row[r];
+      }
+    }
+    if (!solve(k, a, y, x)) continue;
+    double coef[TERMS] = {0, 0, 0, 0};
+    bool nonneg = true;
+    for (int c = 0; c < k; c++) {
+      coef[cols[c]] = x[c] * scale[c];
+      nonneg = nonneg && coef[cols[c]] >= 0;
+    }
+    if (!nonneg) continue;
+    double err = 0;
+    for (int i = 0; i < o->n; i++) {
+      double fitted = 0;
+      for (int c = 0; c < TERMS; c++) fitted += coef[c] * term(o, c, i);
+      double e = fitted / o->at[i].t - 1;
+      err += e * e;
+    }
+    if (err < best_err * (1 - 1e-9)) { /* fewer terms win ties */
+      best_err = err;
+      out->call_us = coef[0], out->ns_per_flop = coef[1] * 1e3, out->ns_per_byte = coef[2] * 1e3;
+      out->ns_per_weight_byte = coef[3] * 1e3;
+    }
+  }
+  snprintf(out->name, sizeof out->name, "%s", o->name);
+  return isfinite(best_err);
+}
+
+#define OP_FORWARDS 8
+
+/* One workload model loaded, placed and measured as --check-plan does:
+ * per device busy (ms) and, when op_ms is wanted, every op's busy time. */
+typedef struct workload {
+  ppcc_graph *g;
+  ppcc_run_data data;
+  bool loaded;
+  int *stage;
+  int64_t *peak;
+  double *busy, *op_ms;
+  ppcc_host_tensor *out;
+  ppcc_plan_measure m;
+} workload;
+
+static void workload_close(workload *w) {
+  ppcc_plan_measure_release(&w->m);
+  free(w->out);
+  free(w->stage);
+  free(w->op_ms);
+  free(w->peak);
+  free(w->busy);
+  if (w->loaded) ppcc_run_data_free(&w->data);
+  ppcc_graph_free(w->g);
+}
+
+static ppcc_status workload_open(workload *w, const char *text, bool per_op, ppcc_diag *d) {
+  memset(w, 0, sizeof *w);
+  w->g = ppcc_load_model_string(text, strlen(text), d);
+  if (!w->g) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload does not load");
+  const ppcc_graph *g = w->g;
+  ppcc_status st = ppcc_run_passes(w->g, NULL, NULL, d);
+  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
+  w->loaded = !st && !(st = ppcc_run_data_load(g, &ro, &w->data, d));
+  w->stage = calloc((size_t)g->n_ops + 1, sizeof *w->stage);
+  w->op_ms = per_op ? calloc((size_t)g->n_ops + 1, sizeof *w->op_ms) : NULL;
+  w->peak = calloc((size_t)g->n_devices + 1, sizeof *w->peak);
+  w->busy = calloc((size_t)g->n_devices + 1, sizeof *w->busy);
+  w->out = calloc((size_t)g->n_outputs + 1, sizeof *w->out);
+  w->m = (ppcc_plan_measure){.op_stage = w->stage, .n_stages = 1, .peak_bytes = w->peak, .stage_busy_ms = w->busy,
+                             .op_busy_ms = w->op_ms, .n_ops = g->n_ops};
+  if (!st && !(w->stage && (w->op_ms || !per_op) && w->peak && w->busy && w->out))
+    st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  return st;
+}
+
+/* One forward with `threads` threads for the workload's devices (on one
+ * device: its kernel threads, rt_thread_budget). */
+static ppcc_status workload_forward_on(workload *w, int threads, ppcc_diag *d) {
+  ppcc_exec_options eo = {.threads = threads, .measure = &w->m};
+  ppcc_status st = ppcc_execute(w->g, &w->data, &eo, w->out, NULL, d);
+  for (int k = 0; k < w->g->n_outputs; k++) ppcc_host_tensor_free(&w->out[k]);
+  return st;
+}
+
+/* One forward on the workload's devices (one kernel thread each). */
+static ppcc_status workload_forward(workload *w, ppcc_diag *d) {
+  return workload_forward_on(w, w->g->n_devices, d);
+}
+
+/* Per step of the chain: the step's busy time (both devices) and the
+ * wall, in us; the median of 2 * REPEATS warm forwards. */
+static bool chain_us(bool ping_pong, bool gemm, double *step_us, double *wall_us) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  char *text = chain_model(ping_pong, gemm);
+  workload w = {0};
+  bool ok = text && !workload_open(&w, text, false, &d);
+  free(text);
+  for (int r = 0; ok && r <= REPEATS * 2; r++) ok = !workload_forward(&w, &d) && w.m.filled;
+  if (ok) {
+    ppcc_plan_measure_summarize(&w.m);
+    *step_us = (w.busy[0] + (w.g->n_devices > 1 ? w.busy[1] : 0)) * 1e3 / STEPS;
+    *wall_us = w.m.wall_ms * 1e3 / STEPS;
+  } else {
+    *step_us = *wall_us = 2.0;
+  }
+  workload_close(&w);
+  return ok;
+}
+
+/* Adds every compute op's (FLOPs, bytes, us) of an opened and measured
+ * workload to the samples s. */
+static ppcc_status add_samples(const workload *w, sample_set *s, ppcc_diag *d) {
+  const ppcc_graph *g = w->g;
+  for (int j = 0; j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    if (op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
+    double f, b, wb;
+    ppcc_predict_op_work(g, op, &f, &b, &wb);
+    op_samples *o = samples_for(s, op->info->name);
+    int shards = op->n_devices > 0 ? op->n_devices : 1; /* the span sum covers every shard */
+    if (!o || !add_sample(o, f, b, wb, w->op_ms[j] * 1e3 / shards))
+      return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  return PPCC_OK;
+}
+
+/* Runs one workload model on its device with one kernel thread, and (when
+ * many > 1 and s_many) with `many` threads, a forward of each in turn (the
+ * machine's load changes), and adds every op's median time to s_one and
+ * s_many. */
+static ppcc_status sample_workload(const char *text, sample_set *s_one, int many, sample_set *s_many, ppcc_diag *d) {
+  bool both = many > 1 && s_many;
+  workload one, more;
+  memset(&more, 0, sizeof more);
+  ppcc_status st = workload_open(&one, text, true, d);
+  if (!st && both) st = workload_open(&more, text, true, d);
+  for (int r = 0; !st && r <= OP_FORWARDS; r++) {
+    st = workload_forward_on(&one, 1, d);
+    if (!st && both) st = workload_forward_on(&more, many, d);
+  }
+  if (!st && (!one.m.filled || (both && !more.m.filled)))
+    st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload recorded no spans");
+  if (!st) ppcc_plan_measure_summarize(&one.m);
+  if (!st && both) ppcc_plan_measure_summarize(&more.m);
+  if (!st) st = add_samples(&one, s_one, d);
+  if (!st && both) st = add_samples(&more, s_many, d);
+  workload_close(&one);
+  workload_close(&more);
+  return st;
+}
+
+/* The slowest device's compute time of two workload models, in us, as
+ * `ppcc run --check-plan` measures a stage by default (each device's
+ * median of its warm forwards after a cold one), their forwards taken in
+ * turn: the machine's speed drifts over seconds, and a ratio of the two
+ * must not compare one phase with another. */
+static double slowest_us(workload *w) {
+  ppcc_plan_measure_summarize(&w->m);
+  double us = 0;
+  for (int dev = 0; dev < w->g->n_devices; dev++)
+    if (w->busy[dev] * 1e3 > us) us = w->busy[dev] * 1e3;
+  return us;
+}
+
+static ppcc_status paired_busy_us(const char *text_a, const char *text_b, double *a_us, double *b_us, ppcc_diag *d) {
+  workload a, b;
+  memset(&b, 0, sizeof b);
+  ppcc_status st = workload_open(&a, text_a, false, d);
+  if (!st) st = workload_open(&b, text_b, false, d);
+  for (int r = 0; !st && r <= PPCC_CHECK_PLAN_FORWARDS; r++) {
+    st = workload_forward(&a, d);
+    if (!st) st = workload_forward(&b, d);
+  }
+  *a_us = st ? 0 : slowest_us(&a);
+  *b_us = st ? 0 : slowest_us(&b);
+  workload_close(&a);
+  workload_close(&b);
+  return st;
+}
+
+/* FFN blocks of `tokens` rows (hidden h, ffn ff, distinct weights):
+ * matmul, gelu, matmul, add, layer_norm, softmax, then relu, mul, sub. */
+static char *ffn_model(int tokens, int h, int ff, int copies, int blocks) {
+  FILE *f;
+  char *buf = NULL;
+  size_t len = 0;
+  if (!(f = open_memstream(&buf, &len))) return NULL;
+  fprintf(f, "{\"ppcc\": 1, \"name\": \"calibrate_ffn\", \"devices\": %d, \"params\": [", copies);
+  for (int c = 0; c < copies; c++)
+    for (int b = 0; b < blocks; b++)
+      fprintf(f, "%s{\"name\": \"c%d_up%d\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"devices\": [%d]}, "
+                 "{\"name\": \"c%d_down%d\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"devices\": [%d]}, "
+                 "{\"name\": \"c%d_ln%d\", \"dtype\": \"f32\", \"shape\": [%d], \"devices\": [%d]}",
+              b || c ? ", " : "", c, b, h, ff, c, c, b, ff, h, c, c, b, h, c);
+  fputs("], \"inputs\": [", f);
+  for (int c = 0; c < copies; c++)
+    fprintf(f, "%s{\"name\": \"c%d_x0\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"devices\": [%d]}", c ? ", " : "", c,
+            tokens, h, c);
+  fputs("], \"ops\": [", f);
+  for (int c = 0; c < copies; c++)
+    for (int b = 0; b < blocks; b++) {
+      fprintf(f, "%s{\"op\": \"matmul\", \"in\": [\"c%d_x%d\", \"c%d_up%d\"], \"out\": [\"c%d_h%d\"]}, ", b || c ? ", " : "",
+              c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"gelu\", \"in\": [\"c%d_h%d\"], \"out\": [\"c%d_a%d\"]}, ", c, b, c, b);
+      fprintf(f, "{\"op\": \"relu\", \"in\": [\"c%d_a%d\"], \"out\": [\"c%d_r%d\"]}, ", c, b, c, b);
+      fprintf(f, "{\"op\": \"mul\", \"in\": [\"c%d_r%d\", \"c%d_h%d\"], \"out\": [\"c%d_g%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"matmul\", \"in\": [\"c%d_g%d\", \"c%d_down%d\"], \"out\": [\"c%d_o%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"add\", \"in\": [\"c%d_o%d\", \"c%d_x%d\"], \"out\": [\"c%d_s%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"sub\", \"in\": [\"c%d_s%d\", \"c%d_o%d\"], \"out\": [\"c%d_u%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"layer_norm\", \"in\": [\"c%d_u%d\", \"c%d_ln%d\"], \"out\": [\"c%d_n%d\"]}, ", c, b, c, b, c, b);
+      fprintf(f, "{\"op\": \"softmax\", \"in\": [\"c%d_n%d\"], \"out\": [\"c%d_x%d\"]}", c, b, c, b + 1);
+    }
+  fputs("], \"outputs\": [", f);
+  for (int c = 0; c < copies; c++) fprintf(f, "%s\"c%d_x%d\"", c ? ", " : "", c, blocks);
+  fputs("]}", f);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* How a device's compute time changes while t devices compute at once
+ * (ppcc_calibration.concurrent_slowdown): FFN
+ * workloads on t devices, each its own copy with no communication,
+ * against one copy alone, in pairs (alone, together, alone, together: the
+ * machine may be shared and its load changes). The slowest copy's
+ * compute time together (paired_busy_us: what --check-plan measures)
+ * against alone: the slowdown is the median ratio over the pairs and
+ * sizes (at least 1). */
+#define PAIRS 9
+static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
+  static const int sizes[][4] = {{8, 256, 1024, 3}, {32, 128, 512, 3}, {2, 64, 128, 3},
+                                 {8, 64, 128, 3},   {8, 64, 128, 1},   {2, 64, 128, 1}};
+  enum { N = sizeof sizes / sizeof *sizes };
+  int most = c->cores < PPCC_CALIB_MAX_THREADS ? c->cores : PPCC_CALIB_MAX_THREADS;
+  if (most > c->n_threads) most = c->n_threads; /* --threads N: at most N at once */
+  c->n_slowdown = 1;
+  c->concurrent_slowdown[0] = 1;
+  ppcc_status st = PPCC_OK;
+  for (int t = 2; t <= most && !st; t++) {
+    double ratio[N * PAIRS];
+    int n = 0;
+    for (int i = 0; i < N && !st; i++) {
+      char *a = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], 1, sizes[i][3]);
+      char *b = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], t, sizes[i][3]);
+      if (!a || !b) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+      for (int r = 0; r < PAIRS && !st; r++) {
+        double x = 0, y = 0; /* alone, together */
+        st = paired_busy_us(a, b, &x, &y, d);
+        if (st || x <= 0 || y <= 0) continue;
+        ratio[n++] = y / x;
+      }
+      free(a);
+      free(b);
+    }
+    rt_sort_doubles(ratio, n); /* the median: one preempted run must not count */
+    c->concurrent_slowdown[t - 1] = n && ratio[n / 2] > 1 ? ratio[n / 2] : 1;
+    c->n_slowdown = t;
+    if (log && !st) fprintf(log, "%d devices computing at once: each %.3fx as slow\n", t, c->concurrent_slowdown[t - 1]);
+  }
+  return st;
+}
+
+ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads, FILE *log,
+                               ppcc_diag *d) {
+  sample_set s = {0};
+  ppcc_status st = PPCC_OK;
+  double step, wall, hot_step, hot_wall;
+  if (chain_us(true, true, &step, &wall) && chain_us(false, true, &hot_step, &hot_wall)) {
+    c->resume_us = step > hot_step ? step - hot_step : 0;
+    c->hop_us = wall > step ? wall - step : 0;
+    if (log) fprintf(log, "an op after its device waited: %.3f us more; a hand-over between devices: %.3f us\n",
+                     c->resume_us, c->hop_us);
+  }
+  static const int ffn[][3] = {{2, 256, 1024}, {8, 256, 1024}, {32, 256, 1024}, {64, 256, 1024},
+                               {4, 128, 512},  {32, 128, 512},  {16, 512, 1024}, {8, 64, 128}, {2, 64, 128}};
+  enum { N_FFN = sizeof ffn / sizeof *ffn };
+  int n_texts = N_FFN + n_workloads;
+  const char **texts = calloc((size_t)n_texts, sizeof *texts);
+  char *ffn_texts[N_FFN] = {0};
+  if (!texts) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int i = 0; !st && i < N_FFN; i++)
+    if (!(texts[i] = ffn_texts[i] = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2], 1, 3)))
+      st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int i = 0; !st && i < n_workloads; i++) texts[N_FFN + i] = workloads[i];
+  /* with the most threads too: a linear of 32 rows gains far less from
+   * a second thread than the hot sgemm loop of gemm_gflops suggests */
+  sample_set many = {0};
+  for (int i = 0; !st && i < n_texts; i++) st = sample_workload(texts[i], &s, c->n_threads, &many, d);
+  if (!st) st = concurrency(c, log, d);
+  for (int i = 0; !st && i < s.n; i++) {
+    ppcc_op_cost k = {0};
+    if (!fit_op(&s.ops[i], &k)) continue;
+    if (!ppcc_calibration_set_op_cost(c, &k)) break; /* the table is full: the rest use the roofline */
+    if (log)
+      fprintf(log, "op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
+              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
+  }
+  for (int i = 0; !st && i < many.n; i++) {
+    ppcc_op_cost k = {0};
+    if (!ppcc_calibration_op_cost(c, many.ops[i].name) || !fit_op(&many.ops[i], &k)) continue;
+    if (!ppcc_calibration_set_op_cost_many(c, &k)) break;
+    c->many_threads = c->n_threads;
+    if (log)
+      fprintf(log, "op %-12s with %d threads: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
+              c->n_threads, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
+  }
+  for (int i = 0; i < N_FFN; i++) free(ffn_texts[i]);
+  free(texts);
+  samples_free(&s);
+  samples_free(&many);
+  return st;
+}
+
+/* ---------------- the JIT's per-op costs (jit_op_costs) ----------------
+ * The JIT runs each op as a call from the compiled device function into
+ * its outlined kernel (or the runtime's sgemm), with an arena allocation
+ * and free around it, and keeps no per-op timestamps: only the device
+ * function's busy time is measured (src/runtime/jit_exec.c). So an op
+ * kind's cost is measured by difference: the workload (one device, one
+ * kernel thread) against the same workload with every op of that kind
+ * run JIT_COPIES more times, each copy reading its own copies of the
+ * op's params (a copy must not find the weights in cache that the op
+ * just read) and writing a result nobody reads (freed at once, as an op's
+ * result is after its last reader). Each model is compiled once; the
+ * busy times are the median of JIT_ROUNDS paired rounds (workload,
+ * variant, workload, ...). The difference over the copies, with the
+ * copies' FLOPs, bytes and weight bytes summed, is one sample of the op
+ * kind, fitted as the interpreter's (fit_op, call_us per op call). */
+#include <cjson/cJSON.h>
+#include <malloc.h>
+
+#define JIT_COPIES 2
+#define JIT_ROUNDS 7
+#define JIT_FORWARDS 3 /* per round: the median of the warm ones counts, as --check-plan measures */
+
+/* The workload text with every op of kind `kind` followed by JIT_COPIES
+ * copies of it (see above); NULL when it has none or out of memory. */
+static char *with_copies(const char *text, const char *kind) {
+  cJSON *root = cJSON_Parse(text);
+  cJSON *params = root ? cJSON_GetObjectItemCaseSensitive(root, "params") : NULL;
+  cJSON *ops = root ? cJSON_GetObjectItemCaseSensitive(root, "ops") : NULL;
+  cJSON *new_ops = cJSON_CreateArray();
+  bool ok = cJSON_IsArray(ops) && cJSON_IsArray(params) && new_ops, found = false;
+  char name[512];
+  for (cJSON *op = ok ? ops->child : NULL; op && ok; op = op->next) {
+    ok = cJSON_AddItemToArray(new_ops, cJSON_Duplicate(op, true));
+    const cJSON *what = cJSON_GetObjectItemCaseSensitive(op, "op");
+    if (!cJSON_IsString(what) || strcmp(what->valuestring, kind) != 0) continue;
+    found = true;
+    for (int k = 1; ok && k <= JIT_COPIES; k++) {
+      cJSON *copy = cJSON_Duplicate(op, true);
+      cJSON *ins = copy ? cJSON_GetObjectItemCaseSensitive(copy, "in") : NULL;
+      cJSON *outs = copy ? cJSON_GetObjectItemCaseSensitive(copy, "out") : NULL;
+      ok = copy && cJSON_IsArray(ins) && cJSON_IsArray(outs) && cJSON_AddItemToArray(new_ops, copy);
+      for (cJSON *o = ok ? outs->child : NULL; o && ok; o = o->next) {
+        snprintf(name, sizeof name, "%s__jitcopy%d", cJSON_IsString(o) ? o->valuestring : "", k);
+        ok = cJSON_IsString(o) && cJSON_SetValuestring(o, name);
+      }
+      for (cJSON *in = ok ? ins->child : NULL; in && ok; in = in->next) {
+        const cJSON *param = NULL;
+        for (const cJSON *p = params->child; p && cJSON_IsString(in) && !param; p = p->next) {
+          const cJSON *pn = cJSON_GetObjectItemCaseSensitive(p, "name");
+          if (cJSON_IsString(pn) && strcmp(pn->valuestring, in->valuestring) == 0) param = p;
+        }
+        if (!param) continue; /* an activation: shared with the op */
+        snprintf(name, sizeof name, "%s__jitcopy%d", in->valuestring, k);
+        bool have = false;
+        for (const cJSON *p = params->child; p && !have; p = p->next) {
+          const cJSON *pn = cJSON_GetObjectItemCaseSensitive(p, "name");
+          have = cJSON_IsString(pn) && strcmp(pn->valuestring, name) == 0;
+        }
+        cJSON *np = have ? NULL : cJSON_Duplicate(param, true);
+        if (np) ok = cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(np, "name"), name) && cJSON_AddItemToArray(params, np);
+        else ok = have;
+        ok = ok && cJSON_SetValuestring(in, name);
+      }
+    }
+  }
+  char *out = NULL;
+  if (ok && found && cJSON_ReplaceItemInObjectCaseSensitive(root, "ops", new_ops)) {
+    new_ops = NULL;
+    out = cJSON_PrintUnformatted(root);
+  }
+  cJSON_Delete(new_ops);
+  cJSON_Delete(root);
+  return out;
+}
+
+/* A workload compiled by the JIT, ready to run. */
+typedef struct jit_workload {
+  ppcc_graph *g;
+  ppcc_run_data data;
+  bool loaded;
+  void *ctx;
+} jit_workload;
+
+static void jit_workload_close(jit_workload *w, const ppcc_calib_jit *jit) {
+  if (w->ctx) jit->release(w->ctx);
+  if (w->loaded) ppcc_run_data_free(&w->data);
+  ppcc_graph_free(w->g);
+  memset(w, 0, sizeof *w);
+}
+
+/* Loads, places and compiles `text`; false (quietly) when any step fails:
+ * that variant then gives no sample. */
+static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_calib_jit *jit) {
+  memset(w, 0, sizeof *w);
+  ppcc_diag q;
+  ppcc_diag_init(&q, NULL, NULL);
+  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
+  w->g = ppcc_load_model_string(text, strlen(text), &q);
+  bool ok = w->g && w->g->n_devices <= 2 && !ppcc_run_passes(w->g, NULL, NULL, &q);
+  ok = ok && !ppcc_run_data_load(w->g, &ro, &w->data, &q);
+  w->loaded = ok;
+  ok = ok && !jit->compile(w->g, &w->ctx, &q) && w->ctx;
+  if (!ok) jit_workload_close(w, jit);
+  return ok;
+}
+
+/* Runs `forwards` forwards (one kernel thread per device); *us the
+ * slowest device's median busy time (of the warm ones, when there are
+ * several: see ppcc_plan_measure); false when a run fails. */
+static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int forwards, double *us, ppcc_diag *d) {
+  const ppcc_graph *g = w->g;
+  int *op_stage = calloc((size_t)g->n_ops + 1, sizeof *op_stage);
+  ppcc_host_tensor *out = calloc((size_t)g->n_outputs + 1, sizeof *out);
+  int64_t peak[2] = {0, 0};
+  double busy[2] = {0, 0};
+  ppcc_plan_measure m = {.op_stage = op_stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
+  bool ok = op_stage && out;
+  for (int r = 0; ok && r < forwards; r++) {
+    ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
+    double elapsed = 0;
+    ok = !jit->execute(w->ctx, g, &w->data, &eo, out, &elapsed, d) && m.filled;
+    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+  }
+  ppcc_plan_measure_summarize(&m);
+  *us = (busy[0] > busy[1] ? busy[0] : busy[1]) * 1e3;
+  ppcc_plan_measure_release(&m);
+  free(op_stage);
+  free(out);
+  return ok;
+}
+
+/* The compute op kinds of g, each once (op-table names, static). */
+static int op_kinds(const ppcc_graph *g, const char **kinds, int cap) {
+  int n = 0;
+  for (int j = 0; j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
+    bool seen = false;
+    for (int i = 0; i < n && !seen; i++) seen = strcmp(kinds[i], op->info->name) == 0;
+    if (!seen && n < cap) kinds[n++] = op->info->name;
+  }
+  return n;
+}
+
+/* One workload's samples: every compute op kind's difference (above),
+ * the median over JIT_ROUNDS paired rounds (workload, variant) of the
+ * variant's time less the workload's, each the median of JIT_FORWARDS
+ * forwards (the statistic --check-plan measures; pairs: the machine's
+ * load changes). The copies cost somewhat more than the ops they copy
+ * (cold code and weights: +25 % on the smallest Llama), so the kinds'
+ * differences, each over JIT_COPIES, are scaled to add up to the
+ * workload's own busy time (the median of its rounds; at most by a factor
+ * 2 either way): they say how the time divides between the kinds. */
+typedef struct kind_sample {
+  double delta, f, b, w, calls; /* the copies' extra time; their work */
+  bool ok;
+} kind_sample;
+
+static ppcc_status sample_jit_workload(const char *text, const ppcc_calib_jit *jit, sample_set *s, ppcc_diag *d) {
+  jit_workload base;
+  if (!jit_workload_open(&base, text, jit)) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT calibration workload does not compile");
+  const char *kinds[PPCC_CALIB_MAX_OPS];
+  kind_sample ks[PPCC_CALIB_MAX_OPS];
+  int n = op_kinds(base.g, kinds, PPCC_CALIB_MAX_OPS), nb = 0;
+  double *base_us = malloc(sizeof(double) * (size_t)(n * JIT_ROUNDS + 1)), diff[JIT_ROUNDS], b_us, v_us;
+  ppcc_status st = !base_us ? ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory")
+                   : jit_workload_run(&base, jit, 2, &b_us, d) ? PPCC_OK
+                                                               : ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT calibration workload failed");
+  for (int i = 0; i < n && !st; i++) {
+    memset(&ks[i], 0, sizeof ks[i]);
+    char *variant = with_copies(text, kinds[i]);
+    jit_workload v;
+    bool ok = variant && jit_workload_open(&v, variant, jit);
+    free(variant);
+    if (!ok) continue; /* e.g. an in-place op whose copies the passes refuse: no sample */
+    ok = jit_workload_run(&v, jit, 1, &v_us, d); /* warm up */
+    int nd = 0;
+    for (int r = 0; ok && r < JIT_ROUNDS; r++) {
+      ok = jit_workload_run(&base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
+      if (ok) base_us[nb++] = b_us, diff[nd++] = v_us - b_us;
+    }
+    for (int j = 0; ok && j < base.g->n_ops; j++) {
+      const ppcc_op *op = &base.g->ops[j];
+      if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1 || strcmp(op->info->name, kinds[i]) != 0)
+        continue;
+      double of, ob, ow;
+      ppcc_predict_op_work(base.g, op, &of, &ob, &ow);
+      ks[i].f += of * JIT_COPIES, ks[i].b += ob * JIT_COPIES, ks[i].w += ow * JIT_COPIES, ks[i].calls += JIT_COPIES;
+    }
+    ks[i].delta = ok ? rt_median(diff, nd) : 0;
+    ks[i].ok = ok && ks[i].calls > 0 && ks[i].delta > 0;
+    jit_workload_close(&v, jit);
+  }
+  double sum = 0, total = st ? 0 : rt_median(base_us, nb); /* the kinds' differences, one run of each op */
+  for (int i = 0; i < n && !st; i++)
+    if (ks[i].ok) sum += ks[i].delta / JIT_COPIES;
+  double scale = sum > 0 && total > 0 ? total / sum : 1;
+  scale = scale < 0.5 ? 0.5 : scale > 2 ? 2 : scale;
+  for (int i = 0; i < n && !st; i++) {
+    if (!ks[i].ok) continue;
+    op_samples *o = samples_for(s, kinds[i]);
+    if (!o || !add_sample_of(o, ks[i].calls, ks[i].f, ks[i].b, ks[i].w, ks[i].delta * scale))
+      st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  free(base_us);
+  jit_workload_close(&base, jit);
+  return st;
+}
+
+/* The JIT's cut of a replicated operand (jit_operand_cut): two devices,
+ * x [tokens, h] replicated times w [h, h] split on its rows (a
+ * row-parallel matmul: the kernel first copies x's columns of its part),
+ * then an all_reduce; the difference of its copies less the matmul's own
+ * cost (jit_op_costs) is the cut's, fitted over sizes as an op's. */
+static char *cut_model(int tokens, int h) {
+  char *m = malloc(1024);
+  if (m)
+    snprintf(m, 1024,
+             "{\"ppcc\": 1, \"name\": \"calibrate_cut\", \"devices\": 2, \"params\": [{\"name\": \"w\", \"dtype\": \"f32\", "
+             "\"shape\": [%d, %d], \"shard\": {\"kind\": \"split\", \"dim\": 0, \"count\": 2}, \"devices\": [0, 1]}], "
+             "\"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [%d, %d], \"shard\": {\"kind\": "
+             "\"replicated\", \"count\": 2}, \"devices\": [0, 1]}], \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], "
+             "\"out\": [\"p\"]}, {\"op\": \"all_reduce\", \"in\": [\"p\"], \"out\": [\"y\"]}], \"outputs\": [\"y\"]}",
+             h, h, tokens, h);
+  return m;
+}
+
+static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
+  static const int sizes[][2] = {{8, 64}, {16, 64}, {8, 256}, {64, 256}};
+  enum { ROUNDS = 3 * JIT_ROUNDS }; /* small models: more rounds, a steadier median */
+  const ppcc_op_cost *mm = ppcc_calibration_jit_op_cost(c, "matmul");
+  op_samples o = {.name = "cut"};
+  for (int i = 0; mm && i < (int)(sizeof sizes / sizeof *sizes); i++) {
+    char *text = cut_model(sizes[i][0], sizes[i][1]), *variant = text ? with_copies(text, "matmul") : NULL;
+    jit_workload base, v;
+    bool ok = variant && jit_workload_open(&base, text, jit);
+    if (ok && !jit_workload_open(&v, variant, jit)) {
+      jit_workload_close(&base, jit);
+      ok = false;
+    }
+    free(text);
+    free(variant);
+    if (!ok) continue;
+    double diff[ROUNDS], b_us, v_us;
+    int nd = 0;
+    ok = jit_workload_run(&base, jit, 1, &b_us, d) && jit_workload_run(&v, jit, 1, &v_us, d);
+    for (int r = 0; ok && r < ROUNDS; r++) {
+      ok = jit_workload_run(&base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
+      if (ok) diff[nd++] = (v_us - b_us) / JIT_COPIES;
+    }
+    const ppcc_op *op = &base.g->ops[0];
+    double f, b, w, cut_b = 0;
+    ppcc_predict_op_work(base.g, op, &f, &b, &w);
+    for (int k = 0; k < op->n_in; k++) /* the replicated operand and its part */
+      if (base.g->values[op->in[k]].layout.kind == PPCC_LAYOUT_REPLICATED) {
+        int64_t shape[PPCC_MAX_RANK];
+        ppcc_value_shard_shape(&base.g->values[op->in[k]], shape);
+        cut_b += 1.5 * (double)ppcc_num_elements(base.g->values[op->in[k]].rank, shape) * 4;
+      }
+    double own = mm->call_us + (f * mm->ns_per_flop + b * mm->ns_per_byte + w * mm->ns_per_weight_byte) * 1e-3;
+    double t = ok && nd ? rt_median(diff, nd) - own : 0;
+    if (t > 0 && cut_b > 0 && !add_sample_of(&o, 1, 0, cut_b, 0, t)) ok = false;
+    jit_workload_close(&v, jit);
+    jit_workload_close(&base, jit);
+  }
+  ppcc_op_cost k = {0};
+  if (o.n > 0 && fit_op(&o, &k)) {
+    c->jit_cut = k;
+    c->have_jit_cut = true;
+    if (log) fprintf(log, "jit cut of a replicated operand %d samples: %.3f us + %.4f ns/byte\n", o.n, k.call_us, k.ns_per_byte);
+  }
+  free(o.at);
+}
+
+ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads,
+                                   const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
+  sample_set s = {0};
+  ppcc_status st = PPCC_OK;
+  /* as ppcc_run (run.c): freed buffers stay in the process, so a forward
+   * does not map and fault in its large buffers again */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  static const int ffn[][3] = {{2, 64, 128}, {8, 256, 1024}, {32, 128, 512}}; /* one block each */
+  for (int i = 0; !st && i < (int)(sizeof ffn / sizeof *ffn); i++) {
+    char *text = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2], 1, 1);
+    st = text ? sample_jit_workload(text, jit, &s, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    free(text);
+  }
+  for (int i = 0; !st && i < n_workloads; i++) st = sample_jit_workload(workloads[i], jit, &s, d);
+  for (int i = 0; !st && i < s.n; i++) {
+    ppcc_op_cost k = {0};
+    if (!fit_op(&s.ops[i], &k)) continue;
+    if (!ppcc_calibration_set_jit_op_cost(c, &k)) break;
+    if (log)
+      fprintf(log, "jit op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
+              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
+  }
+  samples_free(&s);
+  if (!st) calibrate_cut(c, jit, log, d);
+  return st;
+}

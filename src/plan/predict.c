@@ -1,0 +1,1060 @@
+/* Predicted per-device peak memory, per-stage time and pipeline bubble of
+ * a placed graph, the calibration file, and the comparison with a run
+ * (include/ppcc/predict.h defines the models). The memory simulation
+ * mirrors src/runtime/executor.c step for step, so that the prediction
+ * equals the runtime's accounting (tests/plan_check.sh holds them to it). */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ppcc/io.h"
+#include "ppcc/ops.h"
+#include "ppcc/predict.h"
+#include "ppcc/devices_spec.h"
+#include "ppcc/report.h"
+#include "../report/report_internal.h"
+
+/* ---------------- calibration ---------------- */
+
+void ppcc_calibration_defaults(ppcc_calibration *c) {
+  memset(c, 0, sizeof *c);
+  c->n_threads = 1;
+  c->gemm_gflops[0] = 20;
+  c->elementwise_gbps[0] = 5;
+  c->elementwise_gflops[0] = 1;
+  c->copy_gbps[0] = 8;
+  c->op_overhead_us = 2;
+  c->gemm_call_us = 2;
+  c->cores = 1;
+}
+
+static ppcc_status bad_field(const char *path, const char *field, const char *why, ppcc_diag *d) {
+  return ppcc_error(d, "%s: calibration field '%s' %s", path, field, why);
+}
+
+/* A time or cost figure of the file: a finite number in [0, 1e6]. */
+static bool cost_number(const cJSON *x) {
+  return cJSON_IsNumber(x) && isfinite(x->valuedouble) && x->valuedouble >= 0 && x->valuedouble <= 1e6;
+}
+
+static ppcc_status read_rates(const cJSON *root, const char *path, const char *field, double *out, int *n,
+                              ppcc_diag *d) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, field);
+  if (!cJSON_IsArray(a)) return bad_field(path, field, "is missing or not an array of numbers", d);
+  int count = cJSON_GetArraySize(a);
+  if (count < 1 || count > PPCC_CALIB_MAX_THREADS)
+    return bad_field(path, field, "needs 1 to 64 entries (one per thread count)", d);
+  if (*n && count != *n) return bad_field(path, field, "has another length than gemm_gflops", d);
+  int i = 0;
+  for (const cJSON *e = a->child; e; e = e->next, i++) {
+    if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble <= 0)
+      return bad_field(path, field, "has an entry that is not a positive number", d);
+    out[i] = e->valuedouble;
+  }
+  *n = count;
+  return PPCC_OK;
+}
+
+/* The optional per-op costs object `field` (op name: {call_us, ns_per_flop,
+ * ns_per_byte[, ns_per_weight_byte]}), each entry stored by set. */
+static ppcc_status read_op_costs(const cJSON *root, const char *path, const char *field, ppcc_calibration *c,
+                                 bool (*set)(ppcc_calibration *, const ppcc_op_cost *), ppcc_diag *d) {
+  const cJSON *costs = cJSON_GetObjectItemCaseSensitive(root, field);
+  if (costs && !cJSON_IsObject(costs)) return bad_field(path, field, "is not an object (op name: its cost)", d);
+  for (const cJSON *e = costs ? costs->child : NULL; e; e = e->next) {
+    ppcc_op_cost k = {0};
+    char name[96];
+    snprintf(name, sizeof name, "%s.%.40s", field, e->string);
+    if (!ppcc_op_lookup(e->string) || strlen(e->string) >= sizeof k.name)
+      return bad_field(path, name, "names no op of the op table", d);
+    snprintf(k.name, sizeof k.name, "%s", e->string);
+    static const char *const parts[4] = {"call_us", "ns_per_flop", "ns_per_byte", "ns_per_weight_byte"};
+    double *dst[4] = {&k.call_us, &k.ns_per_flop, &k.ns_per_byte, &k.ns_per_weight_byte};
+    for (int i = 0; i < 4; i++) {
+      const cJSON *x = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, parts[i]) : NULL;
+      if (i == 3 && cJSON_IsObject(e) && !x) continue; /* optional: 0 */
+      if (!cost_number(x))
+        return bad_field(path, name, "needs call_us, ns_per_flop and ns_per_byte (and optional ns_per_weight_byte), numbers in [0, 1e6]", d);
+      *dst[i] = x->valuedouble;
+    }
+    if (!set(c, &k)) return bad_field(path, field, "has more than 64 ops", d);
+  }
+  return PPCC_OK;
+}
+
+static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_calibration *c, ppcc_diag *d) {
+  if (!cJSON_IsObject(root)) return ppcc_error(d, "%s: a calibration file is a JSON object", path);
+  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "ppcc_calibration");
+  if (!cJSON_IsNumber(ver) || ver->valuedouble != 1)
+    return bad_field(path, "ppcc_calibration", "is missing or not 1 (write the file with 'ppcc calibrate')", d);
+  int n = 0;
+  ppcc_status st = read_rates(root, path, "gemm_gflops", c->gemm_gflops, &n, d);
+  if (!st) st = read_rates(root, path, "elementwise_gbps", c->elementwise_gbps, &n, d);
+  if (!st) st = read_rates(root, path, "elementwise_gflops", c->elementwise_gflops, &n, d);
+  if (!st) st = read_rates(root, path, "copy_gbps", c->copy_gbps, &n, d);
+  if (st) return st;
+  c->n_threads = n;
+  const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "op_overhead_us");
+  if (!cost_number(o))
+    return bad_field(path, "op_overhead_us", "is missing or not a number in [0, 1e6]", d);
+  c->op_overhead_us = o->valuedouble;
+  const cJSON *gc = cJSON_GetObjectItemCaseSensitive(root, "gemm_call_us");
+  if (!cost_number(gc))
+    return bad_field(path, "gemm_call_us", "is missing or not a number in [0, 1e6]", d);
+  c->gemm_call_us = gc->valuedouble;
+  const cJSON *cores = cJSON_GetObjectItemCaseSensitive(root, "cores");
+  if (!cJSON_IsNumber(cores) || cores->valuedouble < 1 || cores->valuedouble > 1 << 20 ||
+      cores->valuedouble != floor(cores->valuedouble))
+    return bad_field(path, "cores", "is missing or not a positive integer", d);
+  c->cores = (int)cores->valuedouble;
+  /* optional (files of ppcc calibrate before per-op costs lack them) */
+  static const char *const optional[2] = {"hop_us", "resume_us"};
+  double *dst[2] = {&c->hop_us, &c->resume_us};
+  for (int i = 0; i < 2; i++) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, optional[i]);
+    if (x && !cost_number(x))
+      return bad_field(path, optional[i], "is not a number in [0, 1e6]", d);
+    *dst[i] = x ? x->valuedouble : 0;
+  }
+  const cJSON *slow = cJSON_GetObjectItemCaseSensitive(root, "concurrent_slowdown");
+  if (slow) {
+    int ns = n; /* one entry per thread count, as the rates */
+    ppcc_status sst = read_rates(root, path, "concurrent_slowdown", c->concurrent_slowdown, &ns, d);
+    if (sst) return sst;
+    c->n_slowdown = ns;
+  }
+  ppcc_status cst = read_op_costs(root, path, "op_costs", c, ppcc_calibration_set_op_cost, d);
+  if (!cst) cst = read_op_costs(root, path, "jit_op_costs", c, ppcc_calibration_set_jit_op_cost, d);
+  if (!cst) cst = read_op_costs(root, path, "op_costs_multithreaded", c, ppcc_calibration_set_op_cost_many, d);
+  if (cst) return cst;
+  const cJSON *many = cJSON_GetObjectItemCaseSensitive(root, "op_costs_threads");
+  if (many || c->n_op_costs_many > 0) {
+    if (!cJSON_IsNumber(many) || many->valuedouble < 2 || many->valuedouble > PPCC_CALIB_MAX_THREADS ||
+        many->valuedouble != floor(many->valuedouble))
+      return bad_field(path, "op_costs_threads", "is missing or not an integer in [2, 64] (the threads of op_costs_multithreaded)", d);
+    c->many_threads = (int)many->valuedouble;
+  }
+  const cJSON *cut = cJSON_GetObjectItemCaseSensitive(root, "jit_operand_cut");
+  if (cut) {
+    static const char *const parts[2] = {"call_us", "ns_per_byte"};
+    double *dst[2] = {&c->jit_cut.call_us, &c->jit_cut.ns_per_byte};
+    for (int i = 0; i < 2; i++) {
+      const cJSON *x = cJSON_IsObject(cut) ? cJSON_GetObjectItemCaseSensitive(cut, parts[i]) : NULL;
+      if (!cost_number(x))
+        return bad_field(path, "jit_operand_cut", "needs call_us and ns_per_byte, numbers in [0, 1e6]", d);
+      *dst[i] = x->valuedouble;
+    }
+    snprintf(c->jit_cut.name, sizeof c->jit_cut.name, "cut");
+    c->have_jit_cut = true;
+  }
+  c->calibrated = true;
+  return PPCC_OK;
+}
+
+/* A cost table (op_costs or jit_op_costs): the entry of op `name`, and
+ * storing one (replacing the op's entry; false when the table is full). */
+static const ppcc_op_cost *cost_in(const ppcc_op_cost *table, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(table[i].name, name) == 0) return &table[i];
+  return NULL;
+}
+
+static bool cost_store(ppcc_op_cost *table, int *n, const ppcc_op_cost *cost) {
+  ppcc_op_cost *slot = (ppcc_op_cost *)cost_in(table, *n, cost->name);
+  if (!slot && *n >= PPCC_CALIB_MAX_OPS) return false;
+  if (!slot) slot = &table[(*n)++];
+  *slot = *cost;
+  return true;
+}
+
+const ppcc_op_cost *ppcc_calibration_op_cost(const ppcc_calibration *c, const char *name) {
+  return c ? cost_in(c->op_costs, c->n_op_costs, name) : NULL;
+}
+
+bool ppcc_calibration_set_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost) {
+  return cost_store(c->op_costs, &c->n_op_costs, cost);
+}
+
+const ppcc_op_cost *ppcc_calibration_jit_op_cost(const ppcc_calibration *c, const char *name) {
+  return c ? cost_in(c->jit_op_costs, c->n_jit_op_costs, name) : NULL;
+}
+
+bool ppcc_calibration_set_jit_op_cost(ppcc_calibration *c, const ppcc_op_cost *cost) {
+  return cost_store(c->jit_op_costs, &c->n_jit_op_costs, cost);
+}
+
+const ppcc_op_cost *ppcc_calibration_op_cost_many(const ppcc_calibration *c, const char *name) {
+  return c ? cost_in(c->op_costs_many, c->n_op_costs_many, name) : NULL;
+}
+
+bool ppcc_calibration_set_op_cost_many(ppcc_calibration *c, const ppcc_op_cost *cost) {
+  return cost_store(c->op_costs_many, &c->n_op_costs_many, cost);
+}
+
+ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d) {
+  ppcc_calibration_defaults(c);
+  size_t len = 0;
+  char *text = ppcc_read_file(path, &len, d);
+  if (!text) return d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
+  cJSON *root = cJSON_ParseWithLength(text, len);
+  ppcc_status st = root ? parse_calibration(root, path, c, d) : ppcc_error(d, "%s: not valid JSON", path);
+  cJSON_Delete(root);
+  free(text);
+  if (st) ppcc_calibration_defaults(c);
+  return st;
+}
+
+static void write_rates(FILE *f, const char *field, const double *v, int n) {
+  fprintf(f, "  \"%s\": [", field);
+  for (int i = 0; i < n; i++) fprintf(f, i ? ", %.6g" : "%.6g", v[i]);
+  fputs("],\n", f);
+}
+
+static void write_op_costs(FILE *f, const char *field, const ppcc_op_cost *costs, int n) {
+  if (n <= 0) return;
+  fprintf(f, ",\n  \"%s\": {", field);
+  for (int i = 0; i < n; i++)
+    fprintf(f, "%s\n    \"%s\": {\"call_us\": %.6g, \"ns_per_flop\": %.6g, \"ns_per_byte\": %.6g, \"ns_per_weight_byte\": %.6g}",
+            i ? "," : "", costs[i].name, costs[i].call_us, costs[i].ns_per_flop, costs[i].ns_per_byte,
+            costs[i].ns_per_weight_byte);
+  fputs("\n  }", f);
+}
+
+ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, ppcc_diag *d) {
+  ppcc_outfile f;
+  ppcc_status st = ppcc_outfile_open(&f, path, d);
+  if (st) return st;
+  fputs("{\n  \"ppcc_calibration\": 1,\n", f.fp);
+  fprintf(f.fp, "  \"cores\": %d,\n", c->cores);
+  write_rates(f.fp, "gemm_gflops", c->gemm_gflops, c->n_threads);
+  write_rates(f.fp, "elementwise_gbps", c->elementwise_gbps, c->n_threads);
+  write_rates(f.fp, "elementwise_gflops", c->elementwise_gflops, c->n_threads);
+  write_rates(f.fp, "copy_gbps", c->copy_gbps, c->n_threads);
+  fprintf(f.fp, "  \"op_overhead_us\": %.6g,\n  \"gemm_call_us\": %.6g", c->op_overhead_us, c->gemm_call_us);
+  if (c->hop_us > 0) fprintf(f.fp, ",\n  \"hop_us\": %.6g", c->hop_us);
+  if (c->resume_us > 0) fprintf(f.fp, ",\n  \"resume_us\": %.6g", c->resume_us);
+  if (c->n_slowdown > 0) {
+    fputs(",\n  \"concurrent_slowdown\": [", f.fp);
+    for (int i = 0; i < c->n_slowdown; i++) fprintf(f.fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
+    fputc(']', f.fp);
+  }
+  write_op_costs(f.fp, "op_costs", c->op_costs, c->n_op_costs);
+  write_op_costs(f.fp, "jit_op_costs", c->jit_op_costs, c->n_jit_op_costs);
+  if (c->many_threads > 1 && c->n_op_costs_many > 0) {
+    fprintf(f.fp, ",\n  \"op_costs_threads\": %d", c->many_threads);
+    write_op_costs(f.fp, "op_costs_multithreaded", c->op_costs_many, c->n_op_costs_many);
+  }
+  if (c->have_jit_cut)
+    fprintf(f.fp, ",\n  \"jit_operand_cut\": {\"call_us\": %.6g, \"ns_per_byte\": %.6g}", c->jit_cut.call_us,
+            c->jit_cut.ns_per_byte);
+  fputs("\n}\n", f.fp);
+  st = ppcc_outfile_close(&f, d);
+  if (st) {
+    ppcc_outfile_abort(&f);
+    return st;
+  }
+  return ppcc_outfile_commit(&f, d);
+}
+
+/* ---------------- the executor's order and lifetimes ---------------- */
+
+static int shard_count(const ppcc_value *v) { return v->layout.count > 0 ? v->layout.count : 1; }
+
+static bool in_place(const ppcc_op *op) {
+  return op->info && op->info->family == PPCC_FAMILY_COMPUTE && op->info->pin_rule == PPCC_PIN_INPLACE &&
+         op->n_in > 0 && op->n_out > 0;
+}
+
+/* As plan_lifetimes in executor.c: the last op reading each value; graph
+ * outputs are kept (n_ops); an in-place destination, and the operand of a
+ * view (views[j]), lives as long as its result. The JIT (jit_alias: per
+ * value, jit_alias_mask; NULL for the interpreter) copies an in-place
+ * destination instead, a layout change sharing its operand's buffer
+ * keeps that alive as a view does, and an output's buffer is copied into
+ * its output argument after its last reader, then freed. */
+static void plan_lifetimes(const ppcc_graph *g, const bool *views, const uint64_t *jit_alias, int *last_use) {
+  for (int v = 0; v < g->n_values; v++) last_use[v] = -1;
+  for (int j = 0; j < g->n_ops; j++)
+    for (int k = 0; k < g->ops[j].n_in; k++) last_use[g->ops[j].in[k]] = j;
+  for (int k = 0; !jit_alias && k < g->n_outputs; k++) last_use[g->outputs[k]] = g->n_ops;
+  for (int j = g->n_ops - 1; j >= 0; j--) {
+    const ppcc_op *op = &g->ops[j];
+    if (op->n_in < 1 || op->n_out < 1) continue;
+    bool aliases = (views && views[j]) || (jit_alias ? jit_alias[op->out[0]] != 0
+                                                     : op->info && op->info->pin_rule == PPCC_PIN_INPLACE);
+    if (!aliases) continue;
+    int dst = op->in[0], res = op->out[0];
+    if (last_use[res] > last_use[dst]) last_use[dst] = last_use[res];
+    if (last_use[res] < 0 && last_use[dst] < j) last_use[dst] = j;
+  }
+}
+
+/* ---------------- memory simulation ---------------- */
+
+enum { MEM_PARAM, MEM_ACT, MEM_KV, MEM_TRANSFER, MEM_KINDS };
+
+typedef struct mem_sim {
+  const ppcc_graph *g;
+  int m;               /* microbatches */
+  const bool *views;   /* per op: its result is a view of operand 0; NULL: none */
+  bool jit;            /* the JIT executor's buffers (ppcc_predict_options.jit) */
+  int64_t *bytes;      /* per value: one shard of one microbatch */
+  char *kind;          /* per value: MEM_* */
+  bool *owns;          /* per value: holds its own buffers (not an in-place alias) */
+  uint64_t *alias;     /* per value, JIT: bit i set when shard i is its operand's
+                          buffer or a view of it (jit_alias_mask) */
+  int *last_use;
+  bool *freed;         /* [mb * n_values + v] */
+  int64_t *live;       /* [dev * MEM_KINDS + kind] */
+  int64_t *total;      /* per device */
+  int64_t *act_mb;     /* [dev * m + mb]: activation bytes of microbatch mb */
+  int *in_flight;      /* per device: microbatches with activation bytes */
+  ppcc_device_prediction *rows;
+} mem_sim;
+
+static void account(mem_sim *s, int dev, int v, int mb, int sign) {
+  if (dev < 0 || dev >= s->g->n_devices) return;
+  int64_t b = sign * s->bytes[v];
+  s->live[dev * MEM_KINDS + s->kind[v]] += b;
+  s->total[dev] += b;
+  if (s->kind[v] == MEM_ACT) {
+    int64_t *a = &s->act_mb[(size_t)dev * (size_t)s->m + (size_t)mb];
+    bool was = *a > 0;
+    *a += b;
+    s->in_flight[dev] += (*a > 0) - was;
+  }
+}
+
+static void note_peak(mem_sim *s, int dev) {
+  if (dev < 0 || dev >= s->g->n_devices) return;
+  ppcc_device_prediction *r = &s->rows[dev];
+  if (s->total[dev] <= r->peak_bytes) return;
+  r->peak_bytes = s->total[dev];
+  r->param_bytes = s->live[dev * MEM_KINDS + MEM_PARAM];
+  r->activation_bytes = s->live[dev * MEM_KINDS + MEM_ACT];
+  r->kv_cache_bytes = s->live[dev * MEM_KINDS + MEM_KV];
+  r->transfer_bytes = s->live[dev * MEM_KINDS + MEM_TRANSFER];
+  r->microbatches_in_flight = s->in_flight[dev];
+}
+
+static void add_value(mem_sim *s, int v, int mb, int sign) {
+  const ppcc_value *p = &s->g->values[v];
+  for (int i = 0; i < shard_count(p); i++)
+    if (i >= 64 || !(s->alias[v] >> i & 1)) account(s, rep_shard_device(p, i), v, mb, sign);
+}
+
+/* JIT (src/emit/exec_comm.c): the shards of a layout change that hold no
+ * buffer of their own. A one-shard operand is a whole value. Shard j is
+ * produced on its home (the operand's shard j, or its one shard) and, if
+ * that is not its device, sent and received into a new buffer. Produced:
+ * whole to whole, or split to split on the same dim, is the operand
+ * itself; whole to split cuts a slice (tensor.extract_slice), which
+ * One-Shot Bufferize leaves a view when it starts at offset 0 of a split
+ * whose leading dims are 1, and copies otherwise; gathers, reductions and
+ * collects into one device write new buffers. */
+static uint64_t jit_alias_mask(const ppcc_graph *g, const ppcc_op *op) {
+  if (!op->info || op->info->family == PPCC_FAMILY_COMPUTE || op->n_in != 1 || op->n_out != 1) return 0;
+  const ppcc_value *in = &g->values[op->in[0]], *out = &g->values[op->out[0]];
+  if (!in->devices || !out->devices || in->layout.count < 1 || out->layout.count > 64) return 0;
+  ppcc_layout_kind ik = in->layout.count == 1 ? PPCC_LAYOUT_UNSHARDED : in->layout.kind, ok = out->layout.kind;
+  bool whole_in = ik == PPCC_LAYOUT_UNSHARDED || ik == PPCC_LAYOUT_REPLICATED;
+  bool whole_out = ok == PPCC_LAYOUT_UNSHARDED || ok == PPCC_LAYOUT_REPLICATED;
+  if (!whole_in && in->layout.count != out->layout.count) return 0;
+  bool copy = (whole_in && whole_out) || (ik == PPCC_LAYOUT_SPLIT && ok == PPCC_LAYOUT_SPLIT && in->layout.dim == out->layout.dim);
+  bool cut = whole_in && ok == PPCC_LAYOUT_SPLIT && out->layout.dim >= 0 && out->layout.dim < out->rank;
+  for (int r = 0; cut && r < out->layout.dim; r++)
+    if (out->shape[r] != 1) cut = false;
+  uint64_t mask = 0;
+  for (int j = 0; j < out->layout.count; j++) {
+    int home = in->layout.count == 1 ? in->devices[0] : in->devices[j];
+    if (home == out->devices[j] && (copy || (cut && j == 0))) mask |= (uint64_t)1 << j;
+  }
+  return mask;
+}
+
+static void peak_value(mem_sim *s, int v) {
+  const ppcc_value *p = &s->g->values[v];
+  for (int i = 0; i < shard_count(p); i++) note_peak(s, rep_shard_device(p, i));
+}
+
+/* release_value of executor.c, on every device holding a shard. */
+static void release(mem_sim *s, int v, int mb, int j) {
+  size_t f = (size_t)mb * (size_t)s->g->n_values + (size_t)v;
+  ppcc_value_kind kind = s->g->values[v].kind;
+  if (s->last_use[v] != j || kind == PPCC_VALUE_PARAM || !s->owns[v] || s->freed[f]) return;
+  if (s->jit && kind == PPCC_VALUE_INPUT) return; /* the JIT's inputs are arguments, held for the run */
+  s->freed[f] = true;
+  add_value(s, v, mb, -1);
+}
+
+/* The operand whose buffer v is (v a view of it, or a JIT layout change
+ * sharing it), or -1. */
+static int aliased_operand(const mem_sim *s, int v) {
+  int d = s->g->values[v].def_op;
+  if (d < 0) return -1;
+  const ppcc_op *op = &s->g->ops[d];
+  bool alias = op->n_in > 0 && op->n_out > 0 && op->out[0] == v && ((s->views && s->views[d]) || s->alias[v]);
+  return alias ? op->in[0] : -1;
+}
+
+/* JIT: the copy a shard kernel makes of a replicated operand of a
+ * row-parallel contraction (unreduced result, the other operand split),
+ * cut to its shard's part along the contracting dim (lower_ops.c's
+ * contract_operand), live while the kernel runs. */
+static int64_t jit_slice_scratch(const mem_sim *s, const ppcc_op *op) {
+  if (!s->jit || !op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_in < 2 || op->n_out < 1) return 0;
+  const ppcc_value *out = &s->g->values[op->out[0]];
+  if (out->layout.kind != PPCC_LAYOUT_UNREDUCED) return 0;
+  int64_t bytes = 0;
+  for (int k = 0; k < 2; k++) {
+    const ppcc_value *x = &s->g->values[op->in[k]], *other = &s->g->values[op->in[1 - k]];
+    if (x->layout.kind == PPCC_LAYOUT_REPLICATED && other->layout.kind == PPCC_LAYOUT_SPLIT && other->layout.count > 0)
+      bytes += s->bytes[op->in[k]] / other->layout.count;
+  }
+  return bytes;
+}
+
+static void step(mem_sim *s, int j, int mb) {
+  const ppcc_op *op = &s->g->ops[j];
+  for (int r = 0; r < op->n_out; r++)
+    if (s->owns[op->out[r]]) add_value(s, op->out[r], mb, +1);
+  int64_t scratch = jit_slice_scratch(s, op); /* counted as activations while the op runs */
+  for (int i = 0; scratch && i < shard_count(&s->g->values[op->out[0]]); i++) {
+    int dev = rep_shard_device(&s->g->values[op->out[0]], i);
+    if (dev < 0 || dev >= s->g->n_devices) continue;
+    s->live[dev * MEM_KINDS + MEM_ACT] += scratch, s->total[dev] += scratch;
+    note_peak(s, dev);
+    s->live[dev * MEM_KINDS + MEM_ACT] -= scratch, s->total[dev] -= scratch;
+  }
+  for (int r = 0; r < op->n_out; r++) peak_value(s, op->out[r]);
+  for (int k = 0; k < op->n_in; k++) release(s, op->in[k], mb, j);
+  for (int k = 0; s->jit && k < op->n_in; k++) /* the JIT frees a view's buffer after the view's last reader */
+    for (int v = aliased_operand(s, op->in[k]); v >= 0; v = aliased_operand(s, v)) release(s, v, mb, j);
+  for (int r = 0; r < op->n_out; r++)
+    if (s->last_use[op->out[r]] < 0) { /* never read: freed at once */
+      s->last_use[op->out[r]] = j;
+      release(s, op->out[r], mb, j);
+      s->last_use[op->out[r]] = -1;
+    }
+}
+
+/* Value classes and microbatch shard sizes. */
+static void classify(mem_sim *s) {
+  const ppcc_graph *g = s->g;
+  bool *carries = calloc((size_t)g->n_values + 1, sizeof *carries);
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    s->kind[v] = p->kind == PPCC_VALUE_PARAM ? MEM_PARAM : MEM_ACT;
+    s->owns[v] = true;
+    s->alias[v] = 0;
+    if (carries) carries[v] = p->kind == PPCC_VALUE_INPUT;
+  }
+  for (int j = 0; j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    bool moves = op->info && op->info->family != PPCC_FAMILY_COMPUTE;
+    bool c = false;
+    for (int k = 0; carries && k < op->n_in; k++) c = c || carries[op->in[k]];
+    for (int r = 0; r < op->n_out; r++) {
+      if (moves) s->kind[op->out[r]] = MEM_TRANSFER;
+      if (carries) carries[op->out[r]] = c;
+    }
+    if (s->views && s->views[j] && op->n_out > 0) s->owns[op->out[0]] = false; /* the operand's bytes */
+    if (s->jit) s->alias[op->out[0]] = jit_alias_mask(g, op);
+    if (in_place(op)) {
+      s->owns[op->out[0]] = s->jit; /* the JIT copies the destination into a new result */
+      if (s->kind[op->in[0]] != MEM_PARAM) s->kind[op->in[0]] = MEM_KV;
+    }
+  }
+  for (int v = 0; v < g->n_values; v++) {
+    int64_t b = rep_shard_bytes(&g->values[v]);
+    s->bytes[v] = carries && carries[v] && s->m > 1 ? b / s->m : b;
+  }
+  free(carries);
+}
+
+static bool simulate_memory(const ppcc_graph *g, int m, const bool *views, bool jit, ppcc_device_prediction *rows) {
+  size_t nv = (size_t)g->n_values + 1, nd = (size_t)(g->n_devices > 0 ? g->n_devices : 1);
+  mem_sim s = {.g = g, .m = m, .views = views, .jit = jit, .rows = rows,
+               .bytes = malloc(sizeof(int64_t) * nv), .kind = malloc(nv), .owns = malloc(nv), .alias = malloc(sizeof(uint64_t) * nv),
+               .last_use = malloc(sizeof(int) * nv), .freed = calloc(nv * (size_t)m, 1),
+               .live = calloc(nd * MEM_KINDS, sizeof(int64_t)), .total = calloc(nd, sizeof(int64_t)),
+               .act_mb = calloc(nd * (size_t)m, sizeof(int64_t)), .in_flight = calloc(nd, sizeof(int))};
+  int *begin = malloc(sizeof(int) * ((size_t)g->n_ops + 2));
+  bool ok = s.bytes && s.kind && s.owns && s.alias && s.last_use && s.freed && s.live && s.total && s.act_mb && s.in_flight &&
+            begin;
+  if (ok) {
+    classify(&s);
+    plan_lifetimes(g, views, jit ? s.alias : NULL, s.last_use);
+    for (int mb = 0; mb < m; mb++) /* load_leaves: params once, every microbatch's inputs */
+      for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].kind == PPCC_VALUE_INPUT || (g->values[v].kind == PPCC_VALUE_PARAM && mb == 0))
+          add_value(&s, v, mb, +1);
+    for (int k = 0; jit && k < g->n_outputs; k++) /* the JIT's output arguments, besides the results copied in */
+      for (int mb = 0; mb < m; mb++) add_value(&s, g->outputs[k], mb, +1);
+    for (int d = 0; d < g->n_devices; d++) note_peak(&s, d);
+    int n_seg = 1; /* one microbatch: program order, whatever the segments */
+    begin[0] = 0, begin[1] = g->n_ops;
+    if (m > 1) n_seg = ppcc_pipeline_segments(g, begin);
+    for (int seg = 0; seg < n_seg; seg++)
+      for (int mb = 0; mb < m; mb++)
+        for (int j = begin[seg]; j < begin[seg + 1]; j++) step(&s, j, mb);
+  }
+  free(s.bytes);
+  free(s.kind);
+  free(s.owns);
+  free(s.alias);
+  free(s.last_use);
+  free(s.freed);
+  free(s.live);
+  free(s.total);
+  free(s.act_mb);
+  free(s.in_flight);
+  free(begin);
+  return ok;
+}
+
+/* ---------------- time ---------------- */
+
+static double rate_for(const double *table, int n, int threads) {
+  int t = threads < 1 ? 1 : threads > n ? n : threads;
+  double r = table[t - 1];
+  if (threads > n) r *= (double)threads / n; /* defaults: linear in threads */
+  return r;
+}
+
+void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops, double *bytes, double *weight_bytes) {
+  double b = 0, w = 0;
+  for (int k = 0; k < op->n_in; k++) {
+    const ppcc_value *v = &g->values[op->in[k]];
+    *(v->kind == PPCC_VALUE_PARAM ? &w : &b) += (double)rep_shard_bytes(v);
+  }
+  if (op->n_out > 0) b += (double)rep_shard_bytes(&g->values[op->out[0]]);
+  *flops = rep_op_flops_per_shard(g, op);
+  *bytes = b;
+  *weight_bytes = w;
+}
+
+/* JIT: the bytes a row-parallel contraction's kernel reads to cut a
+ * replicated operand to its shard's part (jit_slice_scratch), and writes:
+ * what a slice op of that operand moves (0: none). */
+static double jit_slice_bytes(const ppcc_graph *g, const ppcc_op *op) {
+  if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_in < 2 || op->n_out < 1) return 0;
+  if (g->values[op->out[0]].layout.kind != PPCC_LAYOUT_UNREDUCED) return 0;
+  double bytes = 0;
+  for (int k = 0; k < 2; k++) {
+    const ppcc_value *x = &g->values[op->in[k]], *other = &g->values[op->in[1 - k]];
+    if (x->layout.kind == PPCC_LAYOUT_REPLICATED && other->layout.kind == PPCC_LAYOUT_SPLIT && other->layout.count > 0)
+      bytes += (double)rep_shard_bytes(x) * (1 + 1.0 / other->layout.count);
+  }
+  return bytes;
+}
+
+static double cost_us(const ppcc_op_cost *k, double flops, double bytes, double weights) {
+  return k->call_us + (flops * k->ns_per_flop + bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3;
+}
+
+/* How an op's time with `threads` kernel threads compares with one
+ * thread's, from the interpreter's two fits (op_costs, op_costs_many):
+ * linear in the threads between 1 and many_threads, no faster beyond
+ * (the file says nothing of more threads); 0 when the file cannot say. */
+static double threads_ratio(const ppcc_calibration *c, const char *name, double flops, double bytes, double weights,
+                            int threads) {
+  const ppcc_op_cost *one = ppcc_calibration_op_cost(c, name), *many = ppcc_calibration_op_cost_many(c, name);
+  if (!one || !many || c->many_threads < 2) return 0;
+  if (threads <= 1) return 1;
+  double t1 = cost_us(one, flops, bytes, weights), tn = cost_us(many, flops, bytes, weights);
+  if (t1 <= 0) return 0;
+  int t = threads < c->many_threads ? threads : c->many_threads;
+  return (t1 + (tn - t1) * (double)(t - 1) / (double)(c->many_threads - 1)) / t1;
+}
+
+/* CPU time of one microbatch's shard of compute op j on one device, in
+ * ms, as if the device had a core to itself (sharing is simulate_pipeline's).
+ * threads: the kernel threads a device gets; streams: devices of the
+ * stage streaming memory at once (roofline: elementwise per-thread rate).
+ * The op kind's calibrated cost when the file has one (the interpreter),
+ * its GEMM-like part (FLOPs, for ops doing more than 16 per result
+ * element) sped up as the sgemm rate with `threads` threads; else the
+ * roofline. */
+static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries, int m, const ppcc_calibration *c,
+                    int threads, int streams, bool use_costs, bool jit, double *flops_out, double *bytes_out) {
+  bool c_op = false;
+  for (int k = 0; k < op->n_in; k++) c_op = c_op || carries[op->in[k]];
+  double flops, bytes, weights;
+  ppcc_predict_op_work(g, op, &flops, &bytes, &weights);
+  if (c_op && m > 1) { /* batch-carrying operands and result shrink by M; params do not */
+    bytes = 0;
+    for (int k = 0; k < op->n_in; k++) {
+      double b = (double)rep_shard_bytes(&g->values[op->in[k]]);
+      if (g->values[op->in[k]].kind != PPCC_VALUE_PARAM) bytes += carries[op->in[k]] ? b / m : b;
+    }
+    bytes += (double)rep_shard_bytes(&g->values[op->out[0]]) / m;
+    flops /= m;
+  }
+  *flops_out = flops;
+  *bytes_out = bytes + weights;
+  int64_t elems = ppcc_num_elements(g->values[op->out[0]].rank, g->values[op->out[0]].shape);
+  double total = op->info && op->info->flops ? op->info->flops(g, op) : 0; /* the unsharded op's */
+  bool contraction = elems > 0 && total > 16.0 * (double)elems;
+  double gemm_speedup = rate_for(c->gemm_gflops, c->n_threads, threads) / c->gemm_gflops[0];
+  const ppcc_op_cost *k = !use_costs || !op->info ? NULL
+                          : jit ? ppcc_calibration_jit_op_cost(c, op->info->name)
+                                : ppcc_calibration_op_cost(c, op->info->name);
+  if (k) {
+    /* with threads: as measured (the JIT calls the same sgemm), else (an
+     * older file) a contraction's FLOPs at the sgemm rate */
+    double ratio = threads_ratio(c, op->info->name, flops, bytes, weights, threads);
+    double us = ratio > 0 ? cost_us(k, flops, bytes, weights) * ratio
+                          : cost_us(k, contraction ? flops / gemm_speedup : flops, bytes, weights);
+    /* the JIT's kernel first cuts a replicated operand to its part: as the JIT's slice op */
+    const ppcc_op_cost *cut = !jit ? NULL : c->have_jit_cut ? &c->jit_cut : ppcc_calibration_jit_op_cost(c, "slice");
+    double cut_bytes = cut ? jit_slice_bytes(g, op) : 0;
+    if (cut_bytes > 0) us += cut->call_us + cut_bytes * cut->ns_per_byte * 1e-3;
+    return us * 1e-3;
+  }
+  int at = (streams < c->n_threads ? streams : c->n_threads) - 1;
+  double rate = contraction ? rate_for(c->gemm_gflops, c->n_threads, threads) * 1e9 : c->elementwise_gflops[at] * 1e9;
+  double bw = c->elementwise_gbps[at] * 1e9;
+  bytes += weights;
+  double t = flops / rate > bytes / bw ? flops / rate : bytes / bw;
+  return ((c->op_overhead_us + (contraction ? c->gemm_call_us : 0)) * 1e-6 + t) * 1e3;
+}
+/* Relative speed of a device: the options' array, else the --devices-spec
+ * the model was partitioned with, else 1.0. */
+static double device_speed(const ppcc_graph *g, const ppcc_predict_options *o, int dev) {
+  if (o && o->device_speed && o->device_speed[dev] > 0) return o->device_speed[dev];
+  return ppcc_devices_spec_speed(g->partition.devices_spec, dev);
+}
+
+/* A device's compute between two waits (predict_time). */
+typedef struct run_piece {
+  double ms;      /* CPU time, one microbatch */
+  size_t cell;    /* stage * devices + device */
+  bool staggered; /* released by a collective or transfer */
+} run_piece;
+
+/* Adds the part of the piece that can overlap other devices' compute to
+ * overlap[cell]: all of it, or what lasts beyond one hand-over when the
+ * devices were released one after the other. */
+static void close_piece(run_piece *r, double *overlap, double hop_ms) {
+  if (r->ms > 0) overlap[r->cell] += r->staggered ? (r->ms > hop_ms ? r->ms - hop_ms : 0) : r->ms;
+  r->ms = 0;
+  r->staggered = false;
+}
+
+/* The pipeline as the runtime runs it: stage k (n[k] devices, work[k] ms
+ * of CPU per microbatch on its slowest device) runs microbatch i once it
+ * ran i - 1 and stage k - 1 handed i over (hop_ms after finishing it).
+ * Device threads block while they wait (condition variables), and a
+ * running thread keeps its core until it blocks: the OS does not preempt
+ * it for the short runs of a forward. So a stage runs when it has a
+ * microbatch and cores for its devices are free (first come, first
+ * served), keeps them while its next microbatch has arrived, and a stage
+ * with more devices than cores runs at cores / devices (its devices block
+ * on each other's collectives, so they take turns). While t devices
+ * compute at once, stage k's microbatch (overlap[k] of its work able to
+ * overlap the others') takes (1 + (slow[t-1] - 1) * overlap[k]) * work[k]
+ * (n_slow entries, the last one beyond).
+ * busy[k] is the wall time stage k computes (what
+ * --check-plan measures: compute spans); returns the wall time of the
+ * run, -1 when out of memory. */
+static double simulate_pipeline(int p, int m, const int *n, const uint64_t *on_cores, const double *work,
+                                const double *overlap, int cores, double hop_ms, const double *slow, int n_slow,
+                                double *busy) {
+  size_t np = (size_t)p + 1;
+  double *fin = malloc(sizeof(double) * (size_t)p * (size_t)m + 1), *rem = malloc(sizeof(double) * np);
+  double *since = malloc(sizeof(double) * np); /* when stage k's waiting microbatch arrived */
+  double *speed = malloc(sizeof(double) * np);
+  int *next = calloc(np, sizeof *next);
+  bool *running = calloc(np, sizeof *running);
+  double now = 0;
+  if (!fin || !rem || !since || !speed || !next || !running) {
+    free(fin), free(rem), free(since), free(speed), free(next), free(running);
+    return -1;
+  }
+  for (int k = 0; k < p; k++) busy[k] = 0, since[k] = INFINITY;
+#define ARRIVAL(k) \
+  (next[k] >= m ? INFINITY : (k) == 0 ? 0 : next[(k) - 1] > next[k] ? fin[(size_t)((k) - 1) * m + next[k]] + hop_ms : INFINITY)
+  int free_cores = cores;
+  uint64_t taken = 0; /* with on_cores: the cores computing stages hold */
+  for (;;) {
+    double arrive = INFINITY; /* the next hand-over still on its way */
+    bool left = false;
+    for (int k = 0; k < p; k++) {
+      left = left || next[k] < m;
+      if (running[k]) continue;
+      double ready = ARRIVAL(k);
+      if (ready <= now && since[k] > ready) since[k] = ready;
+      else if (ready > now && ready < arrive) arrive = ready;
+    }
+    if (!left) break;
+    for (;;) { /* start waiting stages, longest waiting first, while cores are free (their own, when pinned) */
+      int pick = -1;
+      for (int k = 0; k < p; k++)
+        if (!running[k] && isfinite(since[k]) && (pick < 0 || since[k] < since[pick]) &&
+            (!on_cores || !(on_cores[k] & taken)))
+          pick = k;
+      int need = pick < 0 ? 0 : n[pick] < cores ? n[pick] : cores;
+      if (pick < 0 || need > free_cores) break;
+      free_cores -= need;
+      if (on_cores) taken |= on_cores[pick];
+      running[pick] = true;
+      since[pick] = INFINITY;
+      rem[pick] = work[pick] > 0 ? work[pick] : 0;
+    }
+    int on = cores - free_cores, at = on < n_slow ? on - 1 : n_slow - 1; /* devices computing now */
+    double step = arrive - now;
+    for (int k = 0; k < p; k++) {
+      /* speed: work done per wall ms */
+      double contention = at < 0 ? 1.0 : 1 + (slow[at] - 1) * overlap[k];
+      speed[k] = (n[k] > cores ? (double)cores / n[k] : 1.0) / contention;
+      if (running[k] && rem[k] / speed[k] < step) step = rem[k] / speed[k];
+    }
+    if (!isfinite(step)) break; /* nothing can run: not a chain (cannot happen) */
+    now += step;
+    for (int k = 0; k < p; k++) {
+      if (!running[k]) continue;
+      busy[k] += step;
+      rem[k] -= step * speed[k];
+      if (rem[k] > 1e-12 * (work[k] + 1)) continue;
+      fin[(size_t)k * m + next[k]++] = now;
+      if (ARRIVAL(k) <= now) { /* keeps its cores: its next microbatch is here */
+        rem[k] = work[k] > 0 ? work[k] : 0;
+      } else {
+        running[k] = false;
+        free_cores += n[k] < cores ? n[k] : cores;
+        if (on_cores) taken &= ~on_cores[k];
+      }
+    }
+  }
+#undef ARRIVAL
+  free(fin);
+  free(rem);
+  free(since);
+  free(speed);
+  free(next);
+  free(running);
+  return now;
+}
+
+static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, const ppcc_calibration *c,
+                         ppcc_prediction *p, const rep_stages *st) {
+  int m = p->microbatches, nd = g->n_devices, ns = p->n_stages;
+  size_t cells = (size_t)ns * (size_t)(nd > 0 ? nd : 1) + 1;
+  bool *carries = calloc((size_t)g->n_values + 1, sizeof *carries);
+  double *dev_ms = calloc(cells, sizeof *dev_ms), *dev_fl = calloc(cells, sizeof *dev_fl);
+  double *dev_by = calloc(cells, sizeof *dev_by), *work = calloc((size_t)ns + 1, sizeof *work);
+  double *busy = calloc((size_t)ns + 1, sizeof *busy);
+  double *overlap = calloc((size_t)ns + 1, sizeof *overlap);
+  double *dev_overlap = calloc(cells, sizeof *dev_overlap);
+  int *group = calloc((size_t)ns + 1, sizeof *group);
+  bool ok = carries && dev_ms && dev_fl && dev_by && work && busy && group && overlap &&
+            dev_overlap;
+  /* uncalibrated and no thread count: a core per device (no sharing) */
+  int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : nd > 0 ? nd : 1;
+  int threads = ppcc_kernel_threads_per_device(cores, rep_concurrent_devices(g, st, m)); /* the runtime's share */
+  bool jit = o && o->jit;
+  /* per-op costs: the interpreter's (op_costs) or the JIT's (jit_op_costs) */
+  bool use_costs = jit ? c->n_jit_op_costs > 0 : true;
+  /* per device: it waited since its last compute op (program start, a
+   * transfer or collective it takes part in), so the next one pays
+   * resume_us (interpreter: with M > 1 once per segment and microbatch,
+   * ppcc_pipeline_segments; counted per segment start, as below) */
+  bool *waited = calloc((size_t)(nd > 0 ? nd : 1), sizeof *waited);
+  int *seg_begin = malloc(sizeof(int) * ((size_t)g->n_ops + 2));
+  /* per device: the compute since it last waited (one microbatch), its
+   * cell, and whether a collective or transfer released it: then the
+   * devices of its stage start it a hand-over apart, and only the part
+   * beyond one hand-over can run at the same time as theirs (tiny TP
+   * steps mostly take turns) */
+  run_piece *piece = calloc((size_t)(nd > 0 ? nd : 1), sizeof *piece);
+  ok = ok && waited && seg_begin && piece;
+  double hop_ms = c->hop_us * 1e-3;
+  int n_seg = 1, seg = 0;
+  if (ok) seg_begin[0] = 0, seg_begin[1] = g->n_ops;
+  if (ok && m > 1) n_seg = ppcc_pipeline_segments(g, seg_begin);
+  for (int dev = 0; ok && dev < nd; dev++) waited[dev] = true;
+  for (int v = 0; ok && v < g->n_values; v++) carries[v] = g->values[v].kind == PPCC_VALUE_INPUT;
+  for (int j = 0; ok && j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    bool cj = false;
+    for (int k = 0; k < op->n_in; k++) cj = cj || carries[op->in[k]];
+    for (int r = 0; r < op->n_out; r++) carries[op->out[r]] = cj;
+    while (seg + 1 < n_seg && j >= seg_begin[seg + 1]) { /* a new segment: every device starts it after a wait */
+      seg++;
+      for (int dev = 0; dev < nd; dev++) {
+        close_piece(&piece[dev], dev_overlap, hop_ms);
+        waited[dev] = true;
+      }
+    }
+    if (rep_is_transfer(op)) { /* a send does not block; the receivers wait */
+      const ppcc_value *r = &g->values[op->out[0]];
+      for (int i = 0; i < shard_count(r); i++)
+        if (rep_shard_device(r, i) >= 0 && rep_shard_device(r, i) < nd) {
+          close_piece(&piece[rep_shard_device(r, i)], dev_overlap, hop_ms);
+          piece[rep_shard_device(r, i)].staggered = true;
+          waited[rep_shard_device(r, i)] = true;
+        }
+    } else if (op->info && op->info->family != PPCC_FAMILY_COMPUTE) {
+      for (int dev = 0; dev < nd; dev++)
+        if (ppcc_op_involves(g, op, dev)) {
+          close_piece(&piece[dev], dev_overlap, hop_ms);
+          piece[dev].staggered = true;
+          waited[dev] = true;
+        }
+    }
+    if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
+    int n_group = st->n_dev[st->op_stage[j]] > 0 ? st->n_dev[st->op_stage[j]] : 1;
+    int streams = n_group < cores ? n_group : cores;
+    double fl, by, t = op_ms(g, op, carries, m, c, threads, streams, use_costs, jit, &fl, &by);
+    const ppcc_value *r = &g->values[op->out[0]];
+    for (int i = 0; i < shard_count(r); i++) {
+      int dev = rep_shard_device(r, i);
+      if (dev < 0 || dev >= nd) continue;
+      size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
+      double resume = waited[dev] && use_costs && !jit ? c->resume_us * 1e-3 : 0;
+      waited[dev] = false;
+      dev_ms[at] += (t + resume) * m / device_speed(g, o, dev);
+      if (piece[dev].ms > 0 && piece[dev].cell != at) close_piece(&piece[dev], dev_overlap, hop_ms);
+      piece[dev].cell = at;
+      piece[dev].ms += (t + resume) / device_speed(g, o, dev);
+      dev_fl[at] += fl * m;
+      dev_by[at] += by * m;
+    }
+  }
+  for (int dev = 0; ok && dev < nd; dev++) close_piece(&piece[dev], dev_overlap, hop_ms);
+  for (int k = 0; ok && k < ns; k++) {
+    ppcc_stage_prediction *sp = &p->stages[k];
+    sp->n_devices = st->n_dev[k] < PPCC_MAX_DEVICES ? st->n_dev[k] : PPCC_MAX_DEVICES;
+    memcpy(sp->devices, rep_stage_devices(st, k), sizeof(int) * (size_t)sp->n_devices);
+    group[k] = st->n_dev[k] > 0 ? st->n_dev[k] : 1;
+    for (int dev = 0; dev < nd; dev++) {
+      size_t at = (size_t)k * (size_t)nd + (size_t)dev;
+      if (dev_ms[at] > work[k] * m) {
+        work[k] = dev_ms[at] / m;
+        overlap[k] = dev_ms[at] > 0 ? dev_overlap[at] * m / dev_ms[at] : 1;
+        sp->flops = dev_fl[at];
+        sp->bytes = dev_by[at];
+      }
+    }
+  }
+  /* as the runtime places them (ppcc_devices_spread): device d on core
+   * d mod cores, so a stage waits for its own cores */
+  uint64_t *on_cores = NULL;
+  if (ok && ppcc_devices_spread(cores, threads, nd) && cores <= 64 && (on_cores = calloc((size_t)ns + 1, sizeof *on_cores)))
+    for (int k = 0; k < ns; k++)
+      for (int i = 0; i < st->n_dev[k]; i++) on_cores[k] |= (uint64_t)1 << (rep_stage_devices(st, k)[i] % cores);
+  double wall = ok ? simulate_pipeline(ns, m, group, on_cores, work, overlap, cores, c->hop_us * 1e-3,
+                                     c->concurrent_slowdown, use_costs ? c->n_slowdown : 0, busy) : -1;
+  free(on_cores);
+  ok = ok && wall >= 0;
+  double sum = 0;
+  for (int k = 0; ok && k < ns; k++) {
+    p->stages[k].time_ms = busy[k];
+    sum += busy[k];
+    /* each device's share of its stage's busy time: its CPU time, stretched as the stage's */
+    double stretch = work[k] > 0 ? busy[k] / (work[k] * m) : 1.0;
+    for (int dev = 0; dev < nd; dev++) p->devices[dev].compute_ms += dev_ms[(size_t)k * (size_t)nd + (size_t)dev] * stretch;
+  }
+  if (ok) {
+    p->wall_ms = wall;
+    p->bubble = wall > 0 && ns > 0 ? 1 - sum / (ns * wall) : 0;
+  }
+  free(waited);
+  free(seg_begin);
+  free(carries);
+  free(dev_ms);
+  free(dev_fl);
+  free(dev_by);
+  free(work);
+  free(busy);
+  free(dev_overlap);
+  free(overlap);
+  free(piece);
+  free(group);
+  return ok;
+}
+
+/* ---------------- entry points ---------------- */
+
+ppcc_status ppcc_predict(const ppcc_graph *g, const ppcc_predict_options *o, ppcc_prediction *p, ppcc_diag *d) {
+  memset(p, 0, sizeof *p);
+  int m = o && o->microbatches > 1 ? o->microbatches : 1;
+  for (int v = 0; v < g->n_values && m > 1; v++) {
+    const ppcc_value *x = &g->values[v];
+    if (x->kind == PPCC_VALUE_INPUT && (x->rank < 1 || x->shape[0] % m != 0))
+      return ppcc_error(d, "--microbatches %d: input '%s': its batch dim (dim 0) does not divide into %d microbatches",
+                        m, x->name, m);
+  }
+  ppcc_calibration defaults;
+  ppcc_calibration_defaults(&defaults);
+  const ppcc_calibration *c = o && o->calib ? o->calib : &defaults;
+  rep_stages st;
+  if (!rep_stages_build(g, &st)) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory predicting the plan");
+  p->n_devices = g->n_devices;
+  p->n_stages = st.n_stages;
+  p->microbatches = m;
+  p->calibrated = c->calibrated;
+  p->devices = calloc((size_t)(g->n_devices > 0 ? g->n_devices : 1), sizeof *p->devices);
+  p->stages = calloc((size_t)(st.n_stages > 0 ? st.n_stages : 1), sizeof *p->stages);
+  p->op_stage = malloc(sizeof(int) * (size_t)(g->n_ops > 0 ? g->n_ops : 1));
+  ppcc_device_summary *rows = ppcc_device_summaries(g);
+  bool ok = p->devices && p->stages && p->op_stage && rows;
+  if (ok) {
+    memcpy(p->op_stage, st.op_stage, sizeof(int) * (size_t)g->n_ops);
+    for (int dev = 0; dev < g->n_devices; dev++) {
+      p->devices[dev].device = dev;
+      p->devices[dev].flops = rows[dev].flops;
+    }
+    ok = simulate_memory(g, m, o ? o->view_ops : NULL, o && o->jit, p->devices) && predict_time(g, o, c, p, &st);
+  }
+  free(rows);
+  rep_stages_free(&st);
+  if (!ok) {
+    ppcc_prediction_free(p);
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory predicting the plan");
+  }
+  return PPCC_OK;
+}
+
+void ppcc_prediction_free(ppcc_prediction *p) {
+  free(p->devices);
+  free(p->stages);
+  free(p->op_stage);
+  memset(p, 0, sizeof *p);
+}
+
+/* ---------------- report sections ---------------- */
+
+static void devices_text(const int *v, int n, char *buf, size_t len) {
+  size_t off = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && off < len; i++) off += (size_t)snprintf(buf + off, len - off, i ? ",%d" : "[%d", v[i]);
+  if (off < len) snprintf(buf + off, len - off, n ? "]" : "[]");
+}
+
+void ppcc_prediction_write_text(const ppcc_prediction *p, FILE *out) {
+  char a[32], b[32], c[32], e[32], f[32];
+  fprintf(out, "\nprediction (%d microbatch%s, %s):\n", p->microbatches, p->microbatches == 1 ? "" : "es",
+          p->calibrated ? "calibrated" : "uncalibrated: default speeds, see ppcc calibrate");
+  fputs("  peak = params + activations (of the microbatches in flight) + kv cache + transfer buffers\n", out);
+  fprintf(out, "  %6s  %11s  %10s  %11s  %9s  %10s  %12s  %12s\n", "device", "peak memory", "params", "activations",
+          "in flight", "kv cache", "transfer buf", "compute (ms)");
+  for (int i = 0; i < p->n_devices; i++) {
+    const ppcc_device_prediction *r = &p->devices[i];
+    rep_human_bytes(r->peak_bytes, a, sizeof a);
+    rep_human_bytes(r->param_bytes, b, sizeof b);
+    rep_human_bytes(r->activation_bytes, c, sizeof c);
+    rep_human_bytes(r->kv_cache_bytes, e, sizeof e);
+    rep_human_bytes(r->transfer_bytes, f, sizeof f);
+    fprintf(out, "  %6d  %11s  %10s  %11s  %9d  %10s  %12s  %12.4f\n", r->device, a, b, c, r->microbatches_in_flight, e,
+            f, r->compute_ms);
+  }
+  fprintf(out, "  %5s  %-7s  %12s  %12s  %10s\n", "stage", "devices", "flops", "bytes", "time (ms)");
+  for (int k = 0; k < p->n_stages; k++) {
+    const ppcc_stage_prediction *s = &p->stages[k];
+    char devs[96];
+    devices_text(s->devices, s->n_devices, devs, sizeof devs);
+    fprintf(out, "  %5d  %-7s  %12.6g  %12.6g  %10.4f\n", k, devs, s->flops, s->bytes, s->time_ms);
+  }
+  fprintf(out, "  bubble: predicted %.3f over %d stage%s (pipeline wall %.4f ms)\n", p->bubble, p->n_stages,
+          p->n_stages == 1 ? "" : "s", p->wall_ms);
+}
+
+static void json_num(FILE *out, double x) {
+  if (!isfinite(x)) fputs("null", out);
+  else fprintf(out, "%.6g", x);
+}
+
+void ppcc_prediction_write_json(const ppcc_prediction *p, FILE *out) {
+  fprintf(out, "  \"prediction\": {\"microbatches\": %d, \"calibrated\": %s, \"bubble\": ", p->microbatches,
+          p->calibrated ? "true" : "false");
+  json_num(out, p->bubble);
+  fputs(", \"wall_ms\": ", out);
+  json_num(out, p->wall_ms);
+  fputs(",\n    \"devices\": [", out);
+  for (int i = 0; i < p->n_devices; i++) {
+    const ppcc_device_prediction *r = &p->devices[i];
+    fprintf(out,
+            "%s{\"device\": %d, \"peak_bytes\": %" PRId64 ", \"param_bytes\": %" PRId64 ", \"activation_bytes\": %" PRId64
+            ", \"microbatches_in_flight\": %d, \"kv_cache_bytes\": %" PRId64 ", \"transfer_bytes\": %" PRId64
+            ", \"compute_ms\": ",
+            i ? ",\n      " : "\n      ", r->device, r->peak_bytes, r->param_bytes, r->activation_bytes,
+            r->microbatches_in_flight, r->kv_cache_bytes, r->transfer_bytes);
+    json_num(out, r->compute_ms);
+    putc('}', out);
+  }
+  fputs(p->n_devices ? "\n    ],\n    \"stages\": [" : "],\n    \"stages\": [", out);
+  for (int k = 0; k < p->n_stages; k++) {
+    const ppcc_stage_prediction *s = &p->stages[k];
+    fprintf(out, "%s{\"stage\": %d, \"devices\": [", k ? ",\n      " : "\n      ", k);
+    for (int i = 0; i < s->n_devices; i++) fprintf(out, i ? ", %d" : "%d", s->devices[i]);
+    fputs("], \"flops\": ", out);
+    json_num(out, s->flops);
+    fputs(", \"bytes\": ", out);
+    json_num(out, s->bytes);
+    fputs(", \"time_ms\": ", out);
+    json_num(out, s->time_ms);
+    putc('}', out);
+  }
+  fputs(p->n_stages ? "\n    ]}\n" : "]}\n", out);
+}
+
+/* ---------------- predicted vs measured ---------------- */
+
+static double rel_error(double predicted, double measured) {
+  if (measured == 0) return predicted == 0 ? 0 : INFINITY;
+  return fabs(predicted - measured) / fabs(measured);
+}
+
+ppcc_status ppcc_plan_check(const ppcc_prediction *p, const ppcc_plan_measure *m, double mem_tol, double time_tol,
+                            FILE *out, ppcc_diag *d) {
+  if (!m->filled) return ppcc_error(d, "--check-plan: the run recorded no measurement");
+  int bad_dev = -1, bad_stage = -1;
+  double bad_dev_err = 0, bad_stage_err = 0;
+  fprintf(out,
+          "plan check (%d microbatch%s, %s, %d forward%s measured): memory tolerance %.3g, stage time tolerance %.3g\n",
+          p->microbatches, p->microbatches == 1 ? "" : "es", p->calibrated ? "calibrated" : "uncalibrated", m->forwards,
+          m->forwards == 1 ? "" : "s", mem_tol, time_tol);
+  fputs("  device  predicted peak (B)  measured peak (B)  error\n", out);
+  for (int i = 0; i < p->n_devices; i++) {
+    double e = rel_error((double)p->devices[i].peak_bytes, (double)m->peak_bytes[i]);
+    fprintf(out, "  %6d  %18" PRId64 "  %17" PRId64 "  %+.2f%%%s\n", i, p->devices[i].peak_bytes, m->peak_bytes[i],
+            m->peak_bytes[i] ? 100.0 * ((double)p->devices[i].peak_bytes - (double)m->peak_bytes[i]) / (double)m->peak_bytes[i] : 0.0,
+            e > mem_tol ? "  OFF" : "");
+    if (e > mem_tol && bad_dev < 0) bad_dev = i, bad_dev_err = e;
+  }
+  bool range = m->stage_busy_lo && m->stage_busy_hi && m->forwards > 1;
+  fprintf(out, "  stage  devices  predicted (ms)  measured busy (ms)  error%s\n",
+          range ? "   fastest-slowest forward (ms)" : "");
+  double sum_meas = 0;
+  for (int k = 0; k < p->n_stages; k++) {
+    double meas = 0, lo = 0, hi = 0; /* the slowest device's */
+    for (int i = 0; i < p->n_devices; i++) {
+      size_t at = (size_t)k * (size_t)p->n_devices + (size_t)i;
+      if (m->stage_busy_ms[at] > meas)
+        meas = m->stage_busy_ms[at], lo = range ? m->stage_busy_lo[at] : 0, hi = range ? m->stage_busy_hi[at] : 0;
+    }
+    sum_meas += meas;
+    double e = rel_error(p->stages[k].time_ms, meas);
+    char devs[96], spread[64] = "";
+    devices_text(p->stages[k].devices, p->stages[k].n_devices, devs, sizeof devs);
+    if (range) snprintf(spread, sizeof spread, "  %.4f-%.4f", lo, hi);
+    fprintf(out, "  %5d  %-7s  %14.4f  %18.4f  %+.1f%%%s%s\n", k, devs, p->stages[k].time_ms, meas,
+            meas > 0 ? 100.0 * (p->stages[k].time_ms - meas) / meas : 0.0, spread, e > time_tol ? "  OFF" : "");
+    if (e > time_tol && bad_stage < 0) bad_stage = k, bad_stage_err = e;
+  }
+  double bubble = m->wall_ms > 0 && p->n_stages > 0 ? 1 - sum_meas / (p->n_stages * m->wall_ms) : 0;
+  fprintf(out, "  bubble: predicted %.3f, measured %.3f (1 - sum of stage busy / (stages x wall), wall %.4f ms)\n",
+          p->bubble, bubble, m->wall_ms);
+  if (bad_dev >= 0)
+    return ppcc_error(d, "--check-plan: device %d peak memory is off by %.1f%% (predicted %" PRId64
+                         " B, measured %" PRId64 " B; tolerance %.1f%%)",
+                      bad_dev, 100 * bad_dev_err, p->devices[bad_dev].peak_bytes, m->peak_bytes[bad_dev],
+                      100 * mem_tol);
+  if (bad_stage >= 0)
+    return ppcc_error(d, "--check-plan: stage %d time is off by %.1f%% (predicted %.4f ms; tolerance %.1f%%)",
+                      bad_stage, 100 * bad_stage_err, p->stages[bad_stage].time_ms, 100 * time_tol);
+  return PPCC_OK;
+}

@@ -1,0 +1,560 @@
+/* The ppcc_rt_* ABI across MPI ranks (DESIGN §10, include/ppcc/mpi.h).
+ *
+ * comm.c keeps the per-device mailboxes for devices of this rank and hands
+ * every move to or from a device of another rank to rt_dist_send/recv:
+ *   - a message from device s to device t is an MPI message on the data
+ *     communicator with tag s * n_devices + t; MPI keeps messages with the
+ *     same source and tag in order, which is the FIFO order the executors
+ *     rely on. Sizes above 1 GiB go as several messages.
+ *   - sends never block (the executors need that to be deadlock-free): the
+ *     bytes are copied and sent with MPI_Isend; completed sends are freed
+ *     whenever any call polls.
+ *   - receives post MPI_Irecv and poll it (a short spin, then short sleeps),
+ *     so a waiting device notices an abort and a timeout instead of
+ *     hanging in MPI_Recv.
+ * Aborts: a failing rank stops its own devices (comm.c), then sends its
+ * message ("rank R: device D: op ...: why") to every other rank on the
+ * control communicator; a rank that receives it aborts its local
+ * communicator with that message, which wakes its waiting devices. At the end every rank takes part in one
+ * agreement (an all-reduce of "failed"), so all exit with the same status.
+ * A peer that never answers (killed, hung) runs into PPCC_MPI_TIMEOUT
+ * seconds (default 300) of waiting, after which MPI_Abort ends every rank.
+ *
+ * Every MPI call is made under one mutex (calls are short: only nonblocking
+ * operations and tests), which keeps request lists simple. */
+#include <mpi.h>
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include "ppcc/mpi.h"
+#include "../rt_internal.h"
+
+#define CHUNK_BYTES ((int64_t)1 << 30)
+#define ABORT_TEXT 1024
+#define TAG_ABORT 1
+#define TAG_TIMELINE 2
+
+typedef struct pending_send {
+  struct pending_send *next;
+  int n_req;
+  MPI_Request *req;
+  void *buf;
+  int64_t cap; /* > 0: buf goes back to the pool */
+} pending_send;
+
+typedef struct abort_msg {
+  int device;
+  char text[ABORT_TEXT];
+} abort_msg;
+
+/* Send copies are reused (a fresh multi-MiB malloc costs a page fault per
+ * 4 KiB on its first write): a few free buffers are kept by capacity. */
+#define POOL_SLOTS 8
+typedef struct pooled_buffer {
+  void *p;
+  int64_t cap;
+} pooled_buffer;
+
+static struct {
+  bool initialized, active;
+  pooled_buffer pool[POOL_SLOTS];
+  int rank, size, host_ranks;
+  MPI_Comm data, control, sync;
+  double timeout_s;
+  int n_devices;
+  int *rank_of;
+  pthread_mutex_t lock;
+  pending_send *pending;
+  /* the posted receive of another rank's abort */
+  MPI_Request abort_req;
+  abort_msg abort_in;
+  bool remote_failed;
+  abort_msg remote;
+  bool broadcast_done;
+  ppcc_rt_comm *comm; /* the communicator of the running executor */
+} D = {.lock = PTHREAD_MUTEX_INITIALIZER, .abort_req = MPI_REQUEST_NULL};
+
+bool ppcc_mpi_available(void) { return true; }
+bool ppcc_mpi_initialized(void) { return D.initialized; }
+int ppcc_mpi_rank(void) { return D.initialized ? D.rank : 0; }
+int ppcc_mpi_size(void) { return D.initialized ? D.size : 1; }
+
+static double now_s(void) { return MPI_Wtime(); }
+
+static void pause_briefly(long spins) {
+  if (spins < 200) {
+    sched_yield();
+    return;
+  }
+  struct timespec ts = {0, spins < 2000 ? 20000 : 200000}; /* 20 us, later 200 us */
+  nanosleep(&ts, NULL);
+}
+
+ppcc_status ppcc_mpi_init(int *argc, char ***argv, ppcc_diag *d) {
+  if (D.initialized) return PPCC_OK;
+  int provided = 0;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+    return ppcc_error(d, "MPI_Init_thread failed");
+  if (provided < MPI_THREAD_MULTIPLE) {
+    MPI_Finalize();
+    return ppcc_error(d, "the MPI library gives thread level %d but ppcc needs MPI_THREAD_MULTIPLE (%d): "
+                         "device threads send and receive at the same time", provided, MPI_THREAD_MULTIPLE);
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &D.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &D.size);
+  MPI_Comm host; /* the ranks sharing this host's cores */
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  MPI_Comm_size(host, &D.host_ranks);
+  MPI_Comm_free(&host);
+  MPI_Comm_dup(MPI_COMM_WORLD, &D.data);
+  MPI_Comm_dup(MPI_COMM_WORLD, &D.control);
+  MPI_Comm_dup(MPI_COMM_WORLD, &D.sync);
+  MPI_Comm_set_errhandler(D.data, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(D.control, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(D.sync, MPI_ERRORS_RETURN);
+  const char *t = getenv("PPCC_MPI_TIMEOUT");
+  D.timeout_s = t && atof(t) > 0 ? atof(t) : 300;
+  D.initialized = true;
+  return PPCC_OK;
+}
+
+/* Called with the lock held: a buffer of at least `bytes` (NULL on OOM). */
+static void *take_buffer(int64_t bytes, int64_t *cap) {
+  for (int i = 0; i < POOL_SLOTS; i++)
+    if (D.pool[i].p && D.pool[i].cap >= bytes && D.pool[i].cap <= 2 * bytes + 4096) {
+      void *p = D.pool[i].p;
+      *cap = D.pool[i].cap;
+      D.pool[i].p = NULL;
+      return p;
+    }
+  *cap = bytes > 0 ? bytes : 1;
+  return malloc((size_t)*cap);
+}
+
+/* Called with the lock held: keeps buf for reuse, or frees it. */
+static void give_buffer(void *buf, int64_t cap) {
+  for (int i = 0; i < POOL_SLOTS; i++)
+    if (!D.pool[i].p) {
+      D.pool[i] = (pooled_buffer){buf, cap};
+      return;
+    }
+  free(buf);
+}
+
+static void free_pool(void) {
+  for (int i = 0; i < POOL_SLOTS; i++) free(D.pool[i].p);
+  memset(D.pool, 0, sizeof D.pool);
+}
+
+/* Called with the lock held: frees the sends MPI has finished. */
+static void reap_sends(void) {
+  for (pending_send **p = &D.pending; *p;) {
+    int done = 1;
+    for (int i = 0; i < (*p)->n_req && done; i++) MPI_Test(&(*p)->req[i], &done, MPI_STATUS_IGNORE);
+    if (!done) {
+      p = &(*p)->next;
+      continue;
+    }
+    pending_send *s = *p;
+    *p = s->next;
+    if (s->cap > 0)
+      give_buffer(s->buf, s->cap);
+    else
+      free(s->buf);
+    free(s->req);
+    free(s);
+  }
+}
+
+static void cancel_all(void) {
+  for (pending_send *s = D.pending, *next; s; s = next) {
+    next = s->next;
+    for (int i = 0; i < s->n_req; i++) {
+      if (s->req[i] == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&s->req[i]);
+      MPI_Request_free(&s->req[i]);
+    }
+    free(s->buf);
+    free(s->req);
+    free(s);
+  }
+  D.pending = NULL;
+  if (D.abort_req != MPI_REQUEST_NULL) {
+    MPI_Cancel(&D.abort_req);
+    MPI_Wait(&D.abort_req, MPI_STATUS_IGNORE);
+  }
+}
+
+void ppcc_mpi_finalize(ppcc_status status) {
+  if (!D.initialized) return;
+  fflush(stdout);
+  fflush(stderr);
+  pthread_mutex_lock(&D.lock);
+  if (status != PPCC_OK) {
+    cancel_all();
+  } else {
+    double t0 = now_s();
+    for (long spins = 0; D.pending && now_s() - t0 < D.timeout_s; spins++) {
+      reap_sends();
+      pthread_mutex_unlock(&D.lock);
+      pause_briefly(spins);
+      pthread_mutex_lock(&D.lock);
+    }
+    cancel_all();
+  }
+  free_pool();
+  pthread_mutex_unlock(&D.lock);
+  MPI_Comm_free(&D.data);
+  MPI_Comm_free(&D.control);
+  MPI_Comm_free(&D.sync);
+  free(D.rank_of);
+  D.rank_of = NULL;
+  D.active = D.initialized = false;
+  MPI_Finalize();
+}
+
+ppcc_status ppcc_mpi_distribute(const ppcc_graph *g, const int *rank_of, ppcc_diag *d) {
+  if (!D.initialized) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "MPI is not initialized");
+  int *tag_ub = NULL, flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
+  long long needed = (long long)g->n_devices * g->n_devices;
+  if (flag && tag_ub && needed > *tag_ub)
+    return ppcc_error(d, "%d devices need MPI tags up to %lld, but this MPI allows %d", g->n_devices, needed, *tag_ub);
+  free(D.rank_of);
+  D.rank_of = malloc(sizeof(int) * (size_t)g->n_devices);
+  if (!D.rank_of) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  memcpy(D.rank_of, rank_of, sizeof(int) * (size_t)g->n_devices);
+  D.n_devices = g->n_devices;
+  pthread_mutex_lock(&D.lock);
+  D.remote_failed = D.broadcast_done = false;
+  if (D.abort_req == MPI_REQUEST_NULL)
+    MPI_Irecv(&D.abort_in, (int)sizeof D.abort_in, MPI_BYTE, MPI_ANY_SOURCE, TAG_ABORT, D.control, &D.abort_req);
+  pthread_mutex_unlock(&D.lock);
+  D.active = true;
+  return PPCC_OK;
+}
+
+bool rt_dist_active(void) { return D.active; }
+bool rt_dist_local(int dev) { return !D.active || dev < 0 || dev >= D.n_devices || D.rank_of[dev] == D.rank; }
+int rt_dist_rank(void) { return D.active ? D.rank : 0; }
+int rt_dist_rank_of(int dev) { return D.active && dev >= 0 && dev < D.n_devices ? D.rank_of[dev] : 0; }
+
+int rt_dist_local_devices(void) {
+  int n = 0;
+  for (int dev = 0; D.active && dev < D.n_devices; dev++) n += D.rank_of[dev] == D.rank;
+  return n;
+}
+
+int rt_dist_rank_cores(void) {
+  int cores = omp_get_num_procs() / (D.host_ranks > 0 ? D.host_ranks : 1);
+  return cores > 1 ? cores : 1;
+}
+
+int rt_dist_collector(void) {
+  for (int dev = 0; D.active && dev < D.n_devices; dev++)
+    if (D.rank_of[dev] == 0) return dev;
+  return 0;
+}
+
+bool rt_dist_holds_value(const ppcc_graph *g, int v) {
+  const ppcc_value *p = &g->values[v];
+  if (!D.active || !p->devices) return true;
+  for (int i = 0; i < p->layout.count; i++)
+    if (rt_dist_local(p->devices[i])) return true;
+  return false;
+}
+
+/* ---------------- aborts ---------------- */
+
+/* Called with the lock held. */
+static void take_remote_abort(void) {
+  if (D.abort_req == MPI_REQUEST_NULL) return;
+  int done = 0;
+  MPI_Test(&D.abort_req, &done, MPI_STATUS_IGNORE);
+  if (!done) return;
+  if (!D.remote_failed) {
+    D.remote = D.abort_in;
+    D.remote.text[ABORT_TEXT - 1] = 0;
+    D.remote_failed = true;
+  }
+  /* more aborts may come (several ranks failing at once): keep listening */
+  MPI_Irecv(&D.abort_in, (int)sizeof D.abort_in, MPI_BYTE, MPI_ANY_SOURCE, TAG_ABORT, D.control, &D.abort_req);
+}
+
+void rt_dist_poll(void) {
+  if (!D.active) return;
+  if (pthread_mutex_trylock(&D.lock) != 0) return; /* another thread is polling */
+  reap_sends();
+  take_remote_abort();
+  bool failed = D.remote_failed;
+  abort_msg m = D.remote;
+  ppcc_rt_comm *c = D.comm;
+  pthread_mutex_unlock(&D.lock);
+  if (failed && c && !ppcc_rt_aborted(c)) rt_comm_remote_abort(c, m.device, m.text);
+}
+
+void rt_dist_broadcast_abort(int device, const char *message) {
+  if (!D.active) return;
+  pthread_mutex_lock(&D.lock);
+  take_remote_abort();
+  if (!D.broadcast_done && !D.remote_failed) {
+    D.broadcast_done = true;
+    pending_send *s = calloc(1, sizeof *s);
+    abort_msg *m = calloc(1, sizeof *m);
+    MPI_Request *req = calloc((size_t)D.size, sizeof *req);
+    if (s && m && req) {
+      m->device = device;
+      snprintf(m->text, sizeof m->text, "%s", message ? message : "failed");
+      s->buf = m, s->req = req;
+      for (int r = 0; r < D.size; r++)
+        if (r != D.rank) MPI_Isend(m, (int)sizeof *m, MPI_BYTE, r, TAG_ABORT, D.control, &req[s->n_req++]);
+      s->next = D.pending;
+      D.pending = s;
+    } else {
+      free(s), free(m), free(req);
+    }
+  }
+  pthread_mutex_unlock(&D.lock);
+}
+
+/* Aborts c: "device DEV: WHAT: device PEER (rank R) WHY". */
+static int fail(ppcc_rt_comm *c, int dev, const char *what, int peer, const char *why) {
+  char msg[512];
+  snprintf(msg, sizeof msg, "device %d: %s: device %d (rank %d) %s", dev, what, peer, D.rank_of[peer], why);
+  ppcc_rt_abort(c, dev, msg);
+  return -1;
+}
+
+/* ---------------- point to point ---------------- */
+
+static int n_chunks(int64_t bytes) { return bytes <= 0 ? 1 : (int)((bytes + CHUNK_BYTES - 1) / CHUNK_BYTES); }
+static int chunk_len(int64_t bytes, int k) {
+  int64_t left = bytes - (int64_t)k * CHUNK_BYTES;
+  return (int)(left < CHUNK_BYTES ? left : CHUNK_BYTES);
+}
+static int tag_of(int src, int dst) { return src * D.n_devices + dst; }
+
+int rt_dist_send(ppcc_rt_comm *c, int self, int dst, const void *buf, int64_t bytes) {
+  if (ppcc_rt_aborted(c)) return -1;
+  int n = n_chunks(bytes);
+  pending_send *s = calloc(1, sizeof *s);
+  MPI_Request *req = calloc((size_t)n, sizeof *req);
+  int64_t cap = 0;
+  pthread_mutex_lock(&D.lock);
+  void *copy = take_buffer(bytes, &cap);
+  pthread_mutex_unlock(&D.lock);
+  if (!s || !copy || !req) {
+    free(s), free(copy), free(req);
+    ppcc_rt_abort(c, self, "send: out of memory");
+    return -1;
+  }
+  if (bytes > 0) memcpy(copy, buf, (size_t)bytes);
+  s->buf = copy, s->req = req, s->n_req = n, s->cap = cap;
+  int rc = MPI_SUCCESS;
+  pthread_mutex_lock(&D.lock);
+  for (int k = 0; k < n && rc == MPI_SUCCESS; k++)
+    rc = MPI_Isend((char *)copy + (int64_t)k * CHUNK_BYTES, chunk_len(bytes, k), MPI_BYTE, D.rank_of[dst],
+                   tag_of(self, dst), D.data, &req[k]);
+  s->next = D.pending;
+  D.pending = s;
+  pthread_mutex_unlock(&D.lock);
+  if (rc != MPI_SUCCESS) return fail(c, self, "send", dst, "cannot be reached (MPI_Isend failed)");
+  rt_dist_poll();
+  return 0;
+}
+
+int rt_dist_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes) {
+  int n = n_chunks(bytes);
+  MPI_Request *req = calloc((size_t)n, sizeof *req);
+  MPI_Status *sts = calloc((size_t)n, sizeof *sts);
+  if (!req || !sts) {
+    free(req), free(sts);
+    ppcc_rt_abort(c, self, "recv: out of memory");
+    return -1;
+  }
+  int rc = MPI_SUCCESS, done = 0;
+  pthread_mutex_lock(&D.lock);
+  for (int k = 0; k < n && rc == MPI_SUCCESS; k++)
+    rc = MPI_Irecv((char *)buf + (int64_t)k * CHUNK_BYTES, chunk_len(bytes, k), MPI_BYTE, D.rank_of[src],
+                   tag_of(src, self), D.data, &req[k]);
+  pthread_mutex_unlock(&D.lock);
+  double t0 = now_s();
+  for (long spins = 0; rc == MPI_SUCCESS; spins++) {
+    pthread_mutex_lock(&D.lock);
+    rc = MPI_Testall(n, req, &done, sts);
+    pthread_mutex_unlock(&D.lock);
+    if (rc != MPI_SUCCESS || done) break;
+    rt_dist_poll();
+    if (ppcc_rt_aborted(c)) break;
+    if (now_s() - t0 > D.timeout_s) {
+      char why[160];
+      snprintf(why, sizeof why, "sent nothing for %.0f s (PPCC_MPI_TIMEOUT); is that rank alive?", now_s() - t0);
+      fail(c, self, "waiting for a message", src, why);
+      break;
+    }
+    pause_briefly(spins);
+  }
+  if (!done) { /* aborted, timed out or an MPI error: withdraw the receives */
+    pthread_mutex_lock(&D.lock);
+    for (int k = 0; k < n; k++)
+      if (req[k] != MPI_REQUEST_NULL) {
+        MPI_Cancel(&req[k]);
+        MPI_Request_free(&req[k]);
+      }
+    pthread_mutex_unlock(&D.lock);
+  }
+  int64_t got = 0;
+  for (int k = 0; done && rc == MPI_SUCCESS && k < n; k++) {
+    int count = 0;
+    MPI_Get_count(&sts[k], MPI_BYTE, &count);
+    got += count;
+  }
+  free(req);
+  free(sts);
+  if (!done && rc == MPI_SUCCESS) return -1;
+  if (rc != MPI_SUCCESS || got != bytes) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "message size mismatch: device %d (rank %d) sent %s%lld bytes, device %d expected %lld",
+             src, D.rank_of[src], rc != MPI_SUCCESS ? "more than " : "", (long long)got, self, (long long)bytes);
+    ppcc_rt_abort(c, self, msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---------------- run-wide steps ---------------- */
+
+/* Polls a request until it completes, the comm aborts (c not NULL) or the
+ * timeout; returns 1 done, 0 aborted, -1 timed out. */
+static int wait_request(MPI_Request *req, ppcc_rt_comm *c, void *out_status) {
+  double t0 = now_s();
+  for (long spins = 0;; spins++) {
+    int done = 0;
+    pthread_mutex_lock(&D.lock);
+    MPI_Test(req, &done, out_status ? (MPI_Status *)out_status : MPI_STATUS_IGNORE);
+    pthread_mutex_unlock(&D.lock);
+    if (done) return 1;
+    rt_dist_poll();
+    if (c && ppcc_rt_aborted(c)) return 0;
+    if (now_s() - t0 > D.timeout_s) return -1;
+    pause_briefly(spins);
+  }
+}
+
+static void give_up(const char *what) {
+  fprintf(stderr, "ppcc: rank %d: error: %s: no answer from the other ranks for %.0f s (PPCC_MPI_TIMEOUT); "
+                  "ending every rank\n", D.rank, what, D.timeout_s);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Every rank calls it exactly once per run, failed or not (the executor
+ * after loading, ppcc_run when loading failed), so it is never abandoned.
+ * When every rank is on this host, they share its monotonic clock (that of
+ * omp_get_wtime): all take rank 0's origin, so the merged trace lines up
+ * exactly; across hosts each rank starts its clock as it leaves the barrier. */
+void rt_dist_sync(double *t0) {
+  if (!D.active) return;
+  MPI_Request req;
+  pthread_mutex_lock(&D.lock);
+  MPI_Ibarrier(D.sync, &req);
+  pthread_mutex_unlock(&D.lock);
+  if (wait_request(&req, NULL, NULL) < 0) give_up("waiting for every rank to load");
+  double origin = omp_get_wtime();
+  if (D.host_ranks == D.size) {
+    pthread_mutex_lock(&D.lock);
+    MPI_Ibcast(&origin, 1, MPI_DOUBLE, 0, D.sync, &req);
+    pthread_mutex_unlock(&D.lock);
+    if (wait_request(&req, NULL, NULL) < 0) give_up("waiting for every rank to load");
+  }
+  if (t0) *t0 = origin;
+}
+
+ppcc_status rt_dist_agree(ppcc_status st, ppcc_diag *d) {
+  if (!D.active) return st;
+  int failed = st != PPCC_OK, any = 0;
+  if (failed) { /* unless another rank's abort made this one fail */
+    char msg[ABORT_TEXT + 32];
+    snprintf(msg, sizeof msg, "rank %d: %s", D.rank, d->first);
+    rt_dist_broadcast_abort(-1, msg);
+  }
+  MPI_Request req;
+  pthread_mutex_lock(&D.lock);
+  MPI_Iallreduce(&failed, &any, 1, MPI_INT, MPI_MAX, D.control, &req);
+  pthread_mutex_unlock(&D.lock);
+  if (wait_request(&req, NULL, NULL) < 0) give_up("agreeing on the result");
+  if (failed || !any) return st;
+  /* another rank failed: its abort message is on the way */
+  double t0 = now_s();
+  for (long spins = 0; now_s() - t0 < 10; spins++) {
+    rt_dist_poll();
+    pthread_mutex_lock(&D.lock);
+    bool have = D.remote_failed;
+    abort_msg m = D.remote;
+    pthread_mutex_unlock(&D.lock);
+    if (have) return ppcc_error(d, "%s", m.text);
+    pause_briefly(spins);
+  }
+  return ppcc_error(d, "another rank failed");
+}
+
+/* One device's track: counts, then spans, then flows. */
+ppcc_status rt_dist_merge_timeline(rt_timeline *t, ppcc_diag *d) {
+  if (!D.active) return PPCC_OK;
+  for (int dev = 0; dev < t->n_devices && dev < D.n_devices; dev++) {
+    int owner = D.rank_of[dev];
+    rt_device_timeline *dt = &t->dev[dev];
+    if (owner == 0 && D.rank == 0) continue;
+    if (D.rank == owner) {
+      int counts[2] = {dt->n_spans, dt->n_flows};
+      MPI_Send(counts, 2, MPI_INT, 0, TAG_TIMELINE, D.control);
+      MPI_Send(dt->spans, (int)(sizeof *dt->spans) * dt->n_spans, MPI_BYTE, 0, TAG_TIMELINE, D.control);
+      MPI_Send(dt->flows, (int)(sizeof *dt->flows) * dt->n_flows, MPI_BYTE, 0, TAG_TIMELINE, D.control);
+    } else if (D.rank == 0) {
+      int counts[2];
+      MPI_Recv(counts, 2, MPI_INT, owner, TAG_TIMELINE, D.control, MPI_STATUS_IGNORE);
+      rt_span *spans = malloc(sizeof *spans * (size_t)(counts[0] + 1));
+      rt_flow_end *flows = malloc(sizeof *flows * (size_t)(counts[1] + 1));
+      if (!spans || !flows) {
+        free(spans), free(flows);
+        return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+      }
+      MPI_Recv(spans, (int)sizeof *spans * counts[0], MPI_BYTE, owner, TAG_TIMELINE, D.control, MPI_STATUS_IGNORE);
+      MPI_Recv(flows, (int)sizeof *flows * counts[1], MPI_BYTE, owner, TAG_TIMELINE, D.control, MPI_STATUS_IGNORE);
+      free(dt->spans), free(dt->flows);
+      dt->spans = spans, dt->n_spans = dt->cap_spans = counts[0];
+      dt->flows = flows, dt->n_flows = dt->cap_flows = counts[1];
+    }
+  }
+  return PPCC_OK;
+}
+
+/* comm.c calls this from ppcc_rt_comm_new's caller (rt_comm_attach_dist)
+ * and when the communicator is freed. */
+void rt_dist_bind_comm(ppcc_rt_comm *c) {
+  pthread_mutex_lock(&D.lock);
+  D.comm = c;
+  bool failed = D.remote_failed;
+  abort_msg m = D.remote;
+  pthread_mutex_unlock(&D.lock);
+  if (c && failed) rt_comm_remote_abort(c, m.device, m.text);
+}
+
+/* Rank 0 prints every rank's params and peak RSS (getrusage). */
+void rt_dist_report_memory(FILE *log, int64_t param_bytes) {
+  if (!D.active) return;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double mine[2] = {(double)param_bytes, (double)ru.ru_maxrss * 1024.0}, *all = NULL;
+  if (D.rank == 0) all = malloc(sizeof(double) * 2 * (size_t)D.size);
+  MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, D.control);
+  for (int r = 0; all && log && r < D.size; r++)
+    fprintf(log, "rank %d: params %.1f MiB, peak RSS %.1f MiB\n", r, all[2 * r] / 1048576.0,
+            all[2 * r + 1] / 1048576.0);
+  free(all);
+}

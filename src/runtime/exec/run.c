@@ -1,0 +1,620 @@
+/* `ppcc run`: load weights and inputs, execute sharded, optionally check
+ * against the unsharded reference, and write outputs as .npy files
+ * (all-or-nothing: temporaries renamed only when everything succeeded). */
+#include <errno.h>
+#include <float.h>
+#include <malloc.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "ppcc/io.h"
+#include "ppcc/mpi.h"
+#include "../rt_internal.h"
+
+/* ---------------- loading ---------------- */
+
+void ppcc_run_data_free(ppcc_run_data *data) {
+  if (!data || !data->values) return;
+  rt_resident_unref(data->resident); /* shards before the tensors they view */
+  for (int v = 0; v < data->n_values; v++)
+    if (data->owned && data->owned[v]) rt_free(data->values[v].data);
+  free(data->values);
+  free(data->owned);
+  free(data->borrowed);
+  ppcc_weights_close(data->weights);
+  memset(data, 0, sizeof *data);
+}
+
+static void set_meta(ppcc_host_tensor *t, const ppcc_value *p) {
+  t->dtype = p->dtype;
+  t->rank = p->rank;
+  memcpy(t->shape, p->shape, sizeof p->shape);
+  t->bytes = ppcc_value_bytes(p);
+}
+
+/* An MPI rank loads only the leaves of its devices (rank 0 all of them
+ * for --check, whose reference run needs every value). */
+static bool needed(const ppcc_graph *g, const ppcc_run_options *o, int v) {
+  return (o->check && rt_dist_rank() == 0) || rt_dist_holds_value(g, v);
+}
+
+/* Param v of g as a view of from's param of the same name, dtype and
+ * shape; false when from has none. */
+static bool borrow_param(const ppcc_graph *g, int v, const ppcc_graph *from_g, const ppcc_run_data *from,
+                         ppcc_run_data *data) {
+  const ppcc_value *p = &g->values[v];
+  int u = from_g ? ppcc_find_value(from_g, p->name) : -1;
+  if (u < 0 || from_g->values[u].kind != PPCC_VALUE_PARAM || !from->values[u].data) return false;
+  const ppcc_value *q = &from_g->values[u];
+  if (q->dtype != p->dtype || q->rank != p->rank || memcmp(q->shape, p->shape, sizeof(int64_t) * (size_t)p->rank) != 0)
+    return false;
+  data->values[v] = from->values[u];
+  data->borrowed[v] = true;
+  return true;
+}
+
+static ppcc_status load_params(const ppcc_graph *g, const ppcc_run_options *o, const ppcc_graph *from_g,
+                               const ppcc_run_data *from, ppcc_run_data *data, ppcc_diag *d) {
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    if (p->kind != PPCC_VALUE_PARAM || !needed(g, o, v) || borrow_param(g, v, from_g, from, data)) continue;
+    const void *bytes;
+    void *owned;
+    ppcc_status st = ppcc_weights_get(data->weights, p, &bytes, &owned, d);
+    if (st) return st;
+    set_meta(&data->values[v], p);
+    data->values[v].data = (void *)bytes; /* read only; may point into the mapping */
+    data->owned[v] = owned != NULL;
+  }
+  return PPCC_OK;
+}
+
+static void shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
+  size_t off = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < rank && off < n; i++) off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)shape[i]);
+  if (off < n) snprintf(buf + off, n - off, "]");
+}
+
+/* Float files may feed any float input (converted); others must match. */
+static ppcc_status convert_input(const ppcc_input_arg *arg, const ppcc_value *p, ppcc_host_tensor *t, ppcc_diag *d) {
+  char got[128], want[128];
+  shape_str(t->rank, t->shape, got, sizeof got);
+  shape_str(p->rank, p->shape, want, sizeof want);
+  if (t->rank != p->rank || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)p->rank) != 0)
+    return ppcc_error(d, "%s: input '%s' has shape %s but the graph declares %s", arg->path, p->name, got, want);
+  if (t->dtype == p->dtype) return PPCC_OK;
+  if (!ppcc_dtype_is_float(t->dtype) || !ppcc_dtype_is_float(p->dtype))
+    return ppcc_error(d, "%s: input '%s' is %s but the graph declares %s", arg->path, p->name,
+                      ppcc_dtype_name(t->dtype), ppcc_dtype_name(p->dtype));
+  ppcc_host_tensor c;
+  int64_t n = ppcc_num_elements(t->rank, t->shape);
+  float *f = rt_alloc(n * 4);
+  if (!f || !ppcc_host_tensor_alloc(&c, p->dtype, p->rank, p->shape)) {
+    rt_free(f);
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  rt_to_f32(t->dtype, t->data, f, n);
+  rt_from_f32(p->dtype, f, c.data, n);
+  rt_free(f);
+  ppcc_host_tensor_free(t);
+  *t = c;
+  return PPCC_OK;
+}
+
+static ppcc_status load_input_file(const ppcc_graph *g, const ppcc_input_arg *arg, ppcc_run_data *data, ppcc_diag *d) {
+  int v = ppcc_find_value(g, arg->name);
+  if (v < 0 || g->values[v].kind != PPCC_VALUE_INPUT)
+    return ppcc_error(d, "--input %s=%s: the graph has no input named '%s'", arg->name, arg->path, arg->name);
+  if (data->values[v].data)
+    return ppcc_error(d, "--input %s=%s: input '%s' is given twice", arg->name, arg->path, arg->name);
+  ppcc_host_tensor t;
+  ppcc_status st = ppcc_npy_read(arg->path, &t, d);
+  if (!st) st = convert_input(arg, &g->values[v], &t, d);
+  if (st) {
+    ppcc_host_tensor_free(&t);
+    return st;
+  }
+  data->values[v] = t;
+  data->owned[v] = true;
+  return PPCC_OK;
+}
+
+static ppcc_status load_inputs(const ppcc_graph *g, const ppcc_run_options *o, ppcc_run_data *data, ppcc_diag *d) {
+  for (int k = 0; k < o->n_inputs; k++) {
+    ppcc_status st = load_input_file(g, &o->inputs[k], data, d);
+    if (st) return st;
+  }
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    if (p->kind != PPCC_VALUE_INPUT || data->values[v].data || !needed(g, o, v)) continue;
+    if (o->weights_path && !o->have_random_seed)
+      return ppcc_error(d, "input '%s' needs --input %s=FILE.npy (or a --random-weights seed)", p->name, p->name);
+    if (!ppcc_host_tensor_alloc(&data->values[v], p->dtype, p->rank, p->shape))
+      return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory for input '%s'", p->name);
+    data->owned[v] = true;
+    ppcc_random_tensor(o->random_seed, p->name, &data->values[v]);
+  }
+  return PPCC_OK;
+}
+
+ppcc_status ppcc_run_data_load_sharing(const ppcc_graph *g, const ppcc_run_options *o, const ppcc_graph *from_g,
+                                       const ppcc_run_data *from, ppcc_run_data *data, ppcc_diag *d) {
+  memset(data, 0, sizeof *data);
+  size_t n = (size_t)(g->n_values > 0 ? g->n_values : 1);
+  data->n_values = g->n_values;
+  data->values = calloc(n, sizeof *data->values);
+  data->owned = calloc(n, sizeof *data->owned);
+  data->borrowed = calloc(n, sizeof *data->borrowed);
+  data->resident = from ? rt_resident_ref(from->resident) : rt_resident_new();
+  if (!data->values || !data->owned || !data->borrowed || !data->resident) {
+    ppcc_run_data_free(data);
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  ppcc_status st = PPCC_OK;
+  /* Without --weights, random weights are the default (seed 0). */
+  data->weights = o->weights_path ? ppcc_weights_open(o->weights_path, d) : ppcc_weights_random(o->random_seed);
+  if (!data->weights) st = d->errors ? PPCC_ERR_USER : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  if (!st) st = load_params(g, o, from_g, from, data, d);
+  if (!st) st = load_inputs(g, o, data, d);
+  if (st) ppcc_run_data_free(data);
+  return st;
+}
+
+ppcc_status ppcc_run_data_load(const ppcc_graph *g, const ppcc_run_options *o, ppcc_run_data *data, ppcc_diag *d) {
+  return ppcc_run_data_load_sharing(g, o, NULL, NULL, data, d);
+}
+
+/* ---------------- checking ---------------- */
+
+ppcc_tolerance ppcc_check_tolerance(ppcc_dtype t) {
+  switch (t) {
+  case PPCC_F32: return (ppcc_tolerance){1.3e-6, 1e-5};
+  case PPCC_F16: return (ppcc_tolerance){1e-3, 1e-5};
+  case PPCC_BF16: return (ppcc_tolerance){1.6e-2, 1e-5};
+  default: return (ppcc_tolerance){0, 0};
+  }
+}
+
+static double element(const ppcc_host_tensor *t, int64_t j) {
+  switch (t->dtype) {
+  case PPCC_F32: return ((const float *)t->data)[j];
+  case PPCC_F16: return ppcc_f16_to_f32(((const uint16_t *)t->data)[j]);
+  case PPCC_BF16: return ppcc_bf16_to_f32(((const uint16_t *)t->data)[j]);
+  case PPCC_I64: return (double)((const int64_t *)t->data)[j];
+  case PPCC_I32: return ((const int32_t *)t->data)[j];
+  case PPCC_I8: return ((const int8_t *)t->data)[j];
+  case PPCC_BOOL: return ((const uint8_t *)t->data)[j];
+  default: return 0;
+  }
+}
+
+static bool int_equal(const ppcc_host_tensor *a, const ppcc_host_tensor *b, int64_t j) {
+  if (a->dtype == PPCC_I64) return ((const int64_t *)a->data)[j] == ((const int64_t *)b->data)[j];
+  return element(a, j) == element(b, j); /* exact in a double below 64 bits */
+}
+
+ppcc_compare_result ppcc_compare(const ppcc_host_tensor *got, const ppcc_host_tensor *ref) {
+  return rt_compare_at_scale(got, ref, -1);
+}
+
+ppcc_compare_result rt_compare_at_scale(const ppcc_host_tensor *got, const ppcc_host_tensor *ref, double scale_of) {
+  ppcc_compare_result r = {0, 0, true, 0, 0, 0, -1, 0, 0};
+  int64_t n = ppcc_num_elements(ref->rank, ref->shape);
+  if (got->dtype != ref->dtype || got->rank != ref->rank ||
+      memcmp(got->shape, ref->shape, sizeof(int64_t) * (size_t)got->rank) != 0)
+    return (ppcc_compare_result){INFINITY, INFINITY, false, 0, n, 0, -1, NAN, NAN};
+  ppcc_tolerance tol = ppcc_check_tolerance(ref->dtype);
+  bool is_float = ppcc_dtype_is_float(ref->dtype);
+  double max_ref = scale_of >= 0 ? scale_of : 0;
+  for (int64_t j = 0; is_float && scale_of < 0 && j < n; j++) {
+    double b = fabs(element(ref, j));
+    if (b > max_ref && b <= DBL_MAX) max_ref = b;
+  }
+  double scale = max_ref > 1 ? max_ref : 1;
+  r.atol = tol.atol * scale + tol.rtol * (scale > 1 ? scale : max_ref); /* see ppcc_check_tolerance */
+  double worst_excess = -INFINITY;
+  for (int64_t j = 0; j < n; j++) {
+    double a = element(got, j), b = element(ref, j), err, excess;
+    if (!is_float) {
+      bool same = int_equal(got, ref, j);
+      err = same ? 0 : fabs(a - b);
+      excess = same ? 0 : fmax(err, 1);
+    } else if (isnan(a) || isnan(b)) {
+      bool same = isnan(a) && isnan(b);
+      err = same ? 0 : INFINITY;
+      excess = same ? -INFINITY : INFINITY;
+      r.n_nan += isnan(a) && !isnan(b);
+    } else {
+      err = a == b ? 0 : fabs(a - b); /* equal infinities agree */
+      excess = err - (r.atol + tol.rtol * fabs(b));
+      if (!(excess <= DBL_MAX)) excess = DBL_MAX; /* an infinity against another value (a NaN ranks above) */
+    }
+    if (err > r.max_abs) r.max_abs = err;
+    if (err > 0 && err / fmax(fabs(b), 1e-30) > r.max_rel) r.max_rel = err / fmax(fabs(b), 1e-30);
+    if (excess > 0 || (!is_float && err > 0)) r.n_bad++;
+    if (excess > worst_excess) {
+      worst_excess = excess;
+      r.worst = j;
+      r.worst_got = a;
+      r.worst_ref = b;
+    }
+  }
+  r.ok = r.n_bad == 0;
+  return r;
+}
+
+/* "[2, 7]": the multi-dimensional index of flat element j. */
+static void index_str(const ppcc_value *p, int64_t j, char *buf, size_t n) {
+  int64_t idx[PPCC_MAX_RANK];
+  for (int i = p->rank - 1; i >= 0; i--) {
+    idx[i] = p->shape[i] > 0 ? j % p->shape[i] : 0;
+    j = p->shape[i] > 0 ? j / p->shape[i] : 0;
+  }
+  shape_str(p->rank, idx, buf, n);
+}
+
+/* "every |got-ref| <= 1e-05*8.3 + 1.3e-06*|ref| (f32)" */
+static void criterion_str(const ppcc_value *p, const ppcc_compare_result *r, char *buf, size_t n) {
+  ppcc_tolerance t = ppcc_check_tolerance(p->dtype);
+  if (!ppcc_dtype_is_float(p->dtype))
+    snprintf(buf, n, "every element equal (%s)", ppcc_dtype_name(p->dtype));
+  else
+    snprintf(buf, n, "every |got-ref| <= %.3g + %.2g*|ref| (%s: atol %.0e*max(1, M) + rtol %.2g*M, M = max|ref|)",
+             r->atol, t.rtol, ppcc_dtype_name(p->dtype), t.atol, t.rtol);
+}
+
+/* Logs one output's comparison (`label NAME: ...: ok|FAIL`) and returns
+ * the error when it fails, naming the worst element (--check, --expect). */
+ppcc_status rt_report_comparison(const ppcc_value *p, const ppcc_compare_result *r, const char *label,
+                                 const char *against, FILE *log, ppcc_diag *d) {
+  char at[PPCC_MAX_RANK * 24 + 8] = "[]", rule[256];
+  if (r->worst >= 0) index_str(p, r->worst, at, sizeof at);
+  criterion_str(p, r, rule, sizeof rule);
+  if (log)
+    fprintf(log, "%s %s: max abs error %.3g, max rel error %.3g, worst at %s (got %.6g, ref %.6g); %s: %s\n", label,
+            p->name, r->max_abs, r->max_rel, at, r->worst_got, r->worst_ref, rule, r->ok ? "ok" : "FAIL");
+  if (r->ok) return PPCC_OK;
+  if (r->n_nan > 0)
+    return ppcc_error(d, "output '%s' differs from %s: NaN where the reference is not NaN (%lld elements; first at %s, "
+                         "ref %.6g)",
+                      p->name, against, (long long)r->n_nan, at, r->worst_ref);
+  return ppcc_error(d, "output '%s' differs from %s: %lld elements fail, worst at %s: got %.6g, ref %.6g (max abs "
+                       "error %.3g; needs %s)",
+                    p->name, against, (long long)r->n_bad, at, r->worst_got, r->worst_ref, r->max_abs, rule);
+}
+
+static ppcc_status check_outputs(const ppcc_graph *g, const ppcc_run_data *data, const ppcc_run_options *o,
+                                 const ppcc_host_tensor *got, ppcc_diag *d) {
+  ppcc_host_tensor *ref = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *ref);
+  if (!ref) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  ppcc_exec_options eo = {.reference = true, .threads = o->threads};
+  double ms = 0;
+  ppcc_status st = ppcc_execute(g, data, &eo, ref, &ms, d);
+  for (int k = 0; k < g->n_outputs && !st; k++) {
+    ppcc_compare_result r = ppcc_compare(&got[k], &ref[k]);
+    st = rt_report_comparison(&g->values[g->outputs[k]], &r, "check", "the unsharded reference", o->log, d);
+    if (st && !rt_dist_active()) rt_report_divergence(g, data, o, k, d); /* notes after the error */
+    else if (st) ppcc_note(d, "run without MPI to find the first divergent value (not searched in MPI runs)");
+  }
+  if (!st && o->log) fprintf(o->log, "reference (unsharded, 1 device) ran in %.3f ms\n", ms);
+  for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&ref[k]);
+  free(ref);
+  return st;
+}
+
+/* ---------------- writing ---------------- */
+
+/* The longest file name most file systems take (NAME_MAX). */
+#define FILE_NAME_MAX 255
+
+static uint64_t fnv1a64(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++) h = (h ^ *c) * 1099511628211ull;
+  return h;
+}
+
+/* "blk.0/h@2,3" -> "blk.0_h_2_3.npy": names stay readable and safe. A name
+ * too long for a file name keeps its first bytes and gets a hash of the
+ * whole name. Different names can still meet (a/b and a_b): the caller
+ * refuses those. */
+static char *output_file_name(const char *name) {
+  size_t len = strlen(name);
+  char *p = malloc(len + 32);
+  if (!p) return NULL;
+  for (size_t i = 0; i < len; i++) {
+    char c = name[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+              c == '_';
+    p[i] = ok ? c : '_';
+  }
+  if (len + 4 <= FILE_NAME_MAX) {
+    memcpy(p + len, ".npy", 5);
+    return p;
+  }
+  size_t keep = FILE_NAME_MAX - 4 - 17;
+  snprintf(p + keep, len + 32 - keep, "-%016llx.npy", (unsigned long long)fnv1a64(name));
+  return p;
+}
+
+static ppcc_status ensure_dir(const char *dir, ppcc_diag *d) {
+  struct stat st;
+  if (stat(dir, &st) == 0) return S_ISDIR(st.st_mode) ? PPCC_OK : ppcc_error(d, "%s: not a directory", dir);
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) return ppcc_error(d, "%s: cannot create directory: %s", dir, strerror(errno));
+  return PPCC_OK;
+}
+
+typedef struct named_output {
+  const char *value; /* the graph's name */
+  char *file;        /* its file name in the output directory */
+} named_output;
+
+static int by_file(const void *a, const void *b) {
+  return strcmp(((const named_output *)a)->file, ((const named_output *)b)->file);
+}
+
+/* The file name of every output; two outputs whose names give the same
+ * file are refused (writing one would silently drop the other). */
+static ppcc_status name_outputs(const ppcc_graph *g, const char *dir, named_output *names, ppcc_diag *d) {
+  int n = g->n_outputs;
+  for (int k = 0; k < n; k++) {
+    names[k].value = g->values[g->outputs[k]].name;
+    names[k].file = output_file_name(names[k].value);
+    if (!names[k].file) return ppcc_error(d, "out of memory");
+  }
+  named_output *sorted = malloc(sizeof *sorted * (size_t)(n > 0 ? n : 1));
+  if (!sorted) return ppcc_error(d, "out of memory");
+  memcpy(sorted, names, sizeof *sorted * (size_t)n);
+  qsort(sorted, (size_t)n, sizeof *sorted, by_file);
+  ppcc_status st = PPCC_OK;
+  for (int k = 1; k < n && !st; k++)
+    if (strcmp(sorted[k - 1].file, sorted[k].file) == 0)
+      st = ppcc_error(d, "--output-dir %s: outputs '%s' and '%s' would both be written to %s (file names keep only "
+                         "letters, digits, '.', '-' and '_'); rename one of them",
+                      dir, sorted[k - 1].value, sorted[k].value, sorted[k].file);
+  free(sorted);
+  return st;
+}
+
+/* Writes output k to its temporary and closes it (no descriptor stays
+ * open: any number of outputs can be written). */
+static ppcc_status write_one(const char *dir, const named_output *name, const ppcc_host_tensor *t, ppcc_outfile *f,
+                             bool *opened, ppcc_diag *d) {
+  size_t n = strlen(dir) + strlen(name->file) + 2;
+  char *path = malloc(n);
+  if (!path) return ppcc_error(d, "out of memory");
+  snprintf(path, n, "%s/%s", dir, name->file);
+  ppcc_status st = ppcc_outfile_open(f, path, d);
+  free(path);
+  if (st) return st;
+  *opened = true;
+  st = ppcc_npy_write_stream(f->fp, f->path, t, d);
+  return st ? st : ppcc_outfile_close(f, d);
+}
+
+/* All outputs (and the trace) or none: every file is written to its
+ * temporary first, and the set is committed only once all were written. */
+static ppcc_status write_outputs(const ppcc_graph *g, const ppcc_run_options *o, const ppcc_host_tensor *out,
+                                 ppcc_outfile *trace, ppcc_diag *d) {
+  int n = o->output_dir ? g->n_outputs : 0, opened = 0;
+  ppcc_outfile *files = calloc((size_t)n + 1, sizeof *files);
+  named_output *names = calloc((size_t)n + 1, sizeof *names);
+  ppcc_status st = files && names ? PPCC_OK : ppcc_error(d, "out of memory");
+  if (!st && o->output_dir) st = ensure_dir(o->output_dir, d);
+  if (!st && o->output_dir) st = name_outputs(g, o->output_dir, names, d);
+  for (int k = 0; k < n && !st; k++) {
+    bool ok = false;
+    st = write_one(o->output_dir, &names[k], &out[k], &files[opened], &ok, d);
+    if (ok) opened++;
+    if (!st && trace && trace->path && strcmp(trace->path, files[opened - 1].path) == 0)
+      st = ppcc_error(d, "--trace %s: the same file as output '%s'", trace->path, names[k].value);
+  }
+  if (trace && trace->path) files[opened++] = *trace; /* the set owns it now */
+  if (trace) memset(trace, 0, sizeof *trace);
+  if (!st) st = ppcc_outfile_commit_all(files, opened, d);
+  else
+    for (int k = 0; k < opened; k++) ppcc_outfile_abort(&files[k]);
+  for (int k = 0; !st && o->log && k < n; k++) fprintf(o->log, "wrote %s/%s\n", o->output_dir, names[k].file);
+  for (int k = 0; names && k < n; k++) free(names[k].file);
+  free(names);
+  free(files);
+  return st;
+}
+
+/* ---------------- ppcc run ---------------- */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* --repeat N: N more forwards on the loaded data (weights stay in place,
+ * as in a serving loop); their device-program wall times, min and median,
+ * are the steady-state figure that compares with an eager framework's
+ * forward. The first run's outputs are the ones kept. */
+static ppcc_status repeat_forward(const ppcc_graph *g, const ppcc_run_options *o, const ppcc_run_data *data,
+                                  const ppcc_exec_options *eo, ppcc_diag *d) {
+  double *ms = calloc((size_t)o->repeat, sizeof *ms);
+  ppcc_host_tensor *out = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *out);
+  ppcc_status st = ms && out ? PPCC_OK : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  ppcc_exec_options quiet = *eo;
+  quiet.stats = NULL;
+  quiet.trace_path = NULL; /* the trace is the first forward's, committed with its outputs */
+  quiet.trace_file = NULL;
+  for (int r = 0; r < o->repeat && !st; r++) {
+    st = o->execute ? o->execute(o->execute_ctx, g, data, &quiet, out, &ms[r], d) : ppcc_execute(g, data, &quiet, out, &ms[r], d);
+    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+  }
+  if (!st && o->log) {
+    qsort(ms, (size_t)o->repeat, sizeof *ms, cmp_double);
+    double median = o->repeat % 2 ? ms[o->repeat / 2] : 0.5 * (ms[o->repeat / 2 - 1] + ms[o->repeat / 2]);
+    fprintf(o->log, "forward (steady state, %d runs): min %.3f ms, median %.3f ms\n", o->repeat, ms[0], median);
+  }
+  free(ms);
+  free(out);
+  return st;
+}
+
+/* Freed buffers stay with the process for the next op and the next
+ * forward (glibc would hand large ones back to the kernel at once, and
+ * every reuse would fault its pages in again). */
+static void keep_freed_memory(void) {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+/* The most memory this process can hold: the machine's, or less under
+ * ulimit -v / -d. */
+static uint64_t memory_limit(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  uint64_t limit = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+  static const int resources[] = {RLIMIT_AS, RLIMIT_DATA};
+  for (int i = 0; i < 2; i++) {
+    struct rlimit r;
+    if (getrlimit(resources[i], &r) == 0 && r.rlim_cur != RLIM_INFINITY && (uint64_t)r.rlim_cur < limit)
+      limit = (uint64_t)r.rlim_cur;
+  }
+  return limit;
+}
+
+/* A value larger than all the memory there is is refused before anything
+ * is allocated (else a lazy allocation might succeed and the OOM killer
+ * end the run), naming the value and its bytes. */
+static ppcc_status check_value_sizes(const ppcc_graph *g, ppcc_diag *d) {
+  uint64_t limit = memory_limit();
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    int64_t bytes = ppcc_value_bytes(p);
+    char shape[128];
+    shape_str(p->rank, p->shape, shape, sizeof shape);
+    if (bytes < 0)
+      return ppcc_error(d, "value '%s' (%s%s) is too large to address", p->name, ppcc_dtype_name(p->dtype), shape);
+    if ((uint64_t)bytes > limit)
+      return ppcc_error(d, "value '%s' (%s%s) needs %lld bytes, more than the %llu bytes of memory this process can "
+                           "use",
+                        p->name, ppcc_dtype_name(p->dtype), shape, (long long)bytes, (unsigned long long)limit);
+  }
+  return PPCC_OK;
+}
+
+/* An MPI run: every rank calls ppcc_run; rank 0 checks, writes and logs. */
+static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d);
+
+/* Both backends refuse block-quantized params alike (no kernel computes
+ * with them yet: GGUF weights are dequantized at load when declared f32). */
+ppcc_status ppcc_run_check_dtypes(const ppcc_graph *g, ppcc_diag *d) {
+  for (int v = 0; v < g->n_values; v++)
+    if (ppcc_dtype_is_quantized(g->values[v].dtype))
+      return ppcc_error(d, "param '%s' is %s (block-quantized): ppcc run computes with f32, f16 or bf16 params only "
+                           "(declare it f32 to dequantize it at load)",
+                        g->values[v].name, ppcc_dtype_name(g->values[v].dtype));
+  return PPCC_OK;
+}
+
+ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
+  ppcc_status refused = ppcc_run_check_dtypes(g, d);
+  if (refused) return refused;
+  if (rt_dist_active()) return run_distributed(g, o, d);
+  keep_freed_memory();
+  int cores = o->threads > 0 ? o->threads : omp_get_num_procs();
+  if (g->n_devices > cores)
+    fprintf(stderr, "%s: warning: %d logical devices on %d cores: device threads time-share the cores\n",
+            d->file ? d->file : "ppcc run", g->n_devices, cores);
+  ppcc_run_data data;
+  ppcc_status st = check_value_sizes(g, d);
+  if (st) return st;
+  st = ppcc_run_data_load(g, o, &data, d);
+  if (st) return st;
+  ppcc_rt_set_row_invariant_matmul(o->deterministic);
+  ppcc_host_tensor *out = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *out);
+  if (!out) st = ppcc_error(d, "out of memory");
+  /* The trace is committed with the outputs: a failed run leaves neither. */
+  ppcc_outfile trace = {0};
+  if (!st && o->trace_path) st = ppcc_outfile_open(&trace, o->trace_path, d);
+  ppcc_exec_options eo = {.threads = o->threads, .inject_fault = o->inject_fault, .fault_device = o->fault_device,
+                          .fault_op = o->fault_op, .trace_path = o->trace_path,
+                          .trace_file = o->trace_path ? &trace : NULL, .microbatches = o->microbatches,
+                          .measure = o->measure};
+  ppcc_pipeline_stats stats = {0};
+  if (o->log) eo.stats = &stats;
+  double ms = 0;
+  if (!st) st = o->execute ? o->execute(o->execute_ctx, g, &data, &eo, out, &ms, d) : ppcc_execute(g, &data, &eo, out, &ms, d);
+  if (!st && o->log) fprintf(o->log, "ran '%s' on %d devices in %.3f ms\n", g->name, g->n_devices, ms);
+  if (!st && o->log && stats.busy) ppcc_pipeline_stats_print(&stats, o->log);
+  if (!st && o->repeat > 0) st = repeat_forward(g, o, &data, &eo, d);
+  ppcc_pipeline_stats_free(&stats);
+  if (!st && o->check) st = check_outputs(g, &data, o, out, d);
+  if (!st && o->n_expects) st = ppcc_expect_outputs(g, o->expects, o->n_expects, out, o->log, d);
+  if (!st && (o->output_dir || trace.path)) st = write_outputs(g, o, out, &trace, d);
+  if (trace.path) ppcc_outfile_abort(&trace);
+  for (int k = 0; out && k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+  free(out);
+  ppcc_run_data_free(&data);
+  return st;
+}
+
+/* Bytes of the param shards this rank's devices hold. */
+static int64_t local_param_bytes(const ppcc_graph *g) {
+  int64_t total = 0;
+  for (int v = 0; v < g->n_values; v++) {
+    const ppcc_value *p = &g->values[v];
+    int64_t shape[PPCC_MAX_RANK];
+    if (p->kind != PPCC_VALUE_PARAM || !p->devices) continue;
+    ppcc_value_shard_shape(p, shape);
+    for (int i = 0; i < p->layout.count; i++)
+      if (rt_dist_local(p->devices[i])) total += ppcc_num_elements(p->rank, shape) * ppcc_dtype_size(p->dtype);
+  }
+  return total;
+}
+
+static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
+  bool root = rt_dist_rank() == 0;
+  ppcc_run_options local = *o;
+  if (!root) local.log = NULL, local.check = false, local.output_dir = NULL;
+  ppcc_run_data data;
+  ppcc_status st = ppcc_run_data_load(g, o, &data, d);
+  if (st) { /* the executor's steps are never reached: take part in them here */
+    rt_dist_sync(NULL);
+    return rt_dist_agree(st, d);
+  }
+  ppcc_rt_set_row_invariant_matmul(o->deterministic);
+  ppcc_host_tensor *out = calloc((size_t)(g->n_outputs > 0 ? g->n_outputs : 1), sizeof *out);
+  /* rank 0's trace is committed with its outputs, as in a one-process run */
+  ppcc_outfile trace = {0};
+  ppcc_status trace_st = root && o->trace_path ? ppcc_outfile_open(&trace, o->trace_path, d) : PPCC_OK;
+  ppcc_exec_options eo = {.threads = o->threads, .inject_fault = o->inject_fault, .fault_device = o->fault_device,
+                          .fault_op = o->fault_op, .trace_path = root ? o->trace_path : NULL,
+                          .trace_file = root && trace.path ? &trace : NULL, .microbatches = o->microbatches};
+  ppcc_pipeline_stats stats = {0};
+  eo.stats = &stats; /* every rank records its tracks: rank 0 merges them */
+  double ms = 0;
+  if (!out || trace_st) {
+    if (trace.path) ppcc_outfile_abort(&trace);
+    free(out);
+    ppcc_run_data_free(&data);
+    rt_dist_sync(NULL);
+    return rt_dist_agree(trace_st ? trace_st : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"), d);
+  }
+  /* the executors agree on the result */
+  st = o->execute ? o->execute(o->execute_ctx, g, &data, &eo, out, &ms, d) : ppcc_execute(g, &data, &eo, out, &ms, d);
+  if (!st && local.log)
+    fprintf(local.log, "ran '%s' on %d devices over %d MPI ranks in %.3f ms\n", g->name, g->n_devices,
+            ppcc_mpi_size(), ms);
+  if (!st && local.log && stats.busy) ppcc_pipeline_stats_print(&stats, local.log);
+  ppcc_pipeline_stats_free(&stats);
+  ppcc_status post = PPCC_OK; /* rank 0's check and writing */
+  if (!st && local.check) post = check_outputs(g, &data, &local, out, d);
+  if (!st && !post && root && o->n_expects)
+    post = ppcc_expect_outputs(g, o->expects, o->n_expects, out, local.log, d);
+  if (!st && !post && (local.output_dir || trace.path)) post = write_outputs(g, &local, out, &trace, d);
+  if (trace.path) ppcc_outfile_abort(&trace);
+  if (!st) st = rt_dist_agree(post, d); /* a failed write fails every rank */
+  if (!st) rt_dist_report_memory(local.log, local_param_bytes(g));
+  for (int k = 0; out && k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+  free(out);
+  ppcc_run_data_free(&data);
+  return st;
+}

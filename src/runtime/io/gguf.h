@@ -1,0 +1,62 @@
+/* GGUF (v2, v3) reader: llama.cpp's and sharktank's single-file format.
+ * The file is mmapped; header, metadata and tensor infos are parsed with
+ * every length and offset checked against the file size, tensors must lie
+ * inside the data section without overlapping. Internal to ppcc (the
+ * runtime's weights and src/import/ use it). */
+#ifndef PPCC_RT_GGUF_H
+#define PPCC_RT_GGUF_H
+#include "../rt_internal.h"
+#include "ppcc/quant.h"
+
+/* Metadata value kinds (GGUF's own numbering). */
+enum {
+  GGUF_KV_U8, GGUF_KV_I8, GGUF_KV_U16, GGUF_KV_I16, GGUF_KV_U32, GGUF_KV_I32, GGUF_KV_F32, GGUF_KV_BOOL,
+  GGUF_KV_STRING, GGUF_KV_ARRAY, GGUF_KV_U64, GGUF_KV_I64, GGUF_KV_F64,
+};
+
+typedef struct rt_gguf_kv {
+  char *key;
+  uint32_t type;       /* GGUF_KV_*; arrays are skipped (type kept, no value) */
+  double number;       /* numeric and bool values */
+  char *string;        /* GGUF_KV_STRING */
+} rt_gguf_kv;
+
+typedef struct rt_gguf_tensor {
+  char *name;
+  int n_dims;
+  int64_t ne[4];       /* ne[0] is the fastest (row) dim: shape is reversed */
+  uint32_t type;       /* GGML type id */
+  const ppcc_block_format *format; /* of type (set once parsed) */
+  uint64_t offset;     /* from the start of the data section */
+  uint64_t bytes;
+  const unsigned char *data;
+} rt_gguf_tensor;
+
+typedef struct rt_gguf {
+  rt_mapped_file file;
+  uint32_t version;
+  int n_kv, n_tensors;
+  rt_gguf_kv *kv;
+  rt_gguf_tensor *tensors;
+} rt_gguf;
+
+/* Maps path and parses it. On error g is freed and a one-line diagnostic
+ * names the file and the key or tensor. */
+ppcc_status rt_gguf_open(const char *path, rt_gguf *g, ppcc_diag *d);
+/* Parses an already mapped g->file (fuzzing uses this). */
+ppcc_status rt_gguf_parse(rt_gguf *g, ppcc_diag *d);
+void rt_gguf_close(rt_gguf *g);
+bool rt_gguf_is_gguf(const rt_mapped_file *f);
+
+const rt_gguf_kv *rt_gguf_find_kv(const rt_gguf *g, const char *key);
+const rt_gguf_tensor *rt_gguf_find_tensor(const rt_gguf *g, const char *name);
+/* GGML's name of a type id ("Q5_K", "IQ2_XS"), "unknown" for others. */
+const char *rt_gguf_type_name(uint32_t type);
+
+/* Dequantizes (or converts) rows [row0, row0 + n_rows) of a tensor seen as
+ * [rows][ne[0]] into out (f32). A block with a NaN or infinite scale is an
+ * error naming the file (path), the tensor and the block. */
+ppcc_status rt_gguf_dequantize_rows(const char *path, const rt_gguf_tensor *t, int64_t row0, int64_t n_rows,
+                                   float *out, ppcc_diag *d);
+
+#endif

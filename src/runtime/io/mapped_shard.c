@@ -1,0 +1,45 @@
+/* Cutting a param's shard out of a mapped weights file for an MPI rank
+ * without keeping the file's pages: a rank's peak RSS is then its own
+ * shards, not shards plus the mapped tensors they came from. */
+#define _DEFAULT_SOURCE /* madvise */
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "../rt_internal.h"
+
+/* Drops the whole pages of [p, p + bytes) from this process (MADV_DONTNEED
+ * on a read-only file mapping: a later touch reads them again). */
+static void release_pages(const void *p, int64_t bytes) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)p, end = start + (uintptr_t)bytes;
+  start = (start + page - 1) / page * page, end = end / page * page;
+  if (end > start) madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
+/* A copy of a contiguous range, 1 MiB at a time, each piece released once
+ * copied: the file's pages never add up. */
+static void *copy_releasing(const void *src, int64_t bytes) {
+  char *p = rt_alloc(bytes);
+  for (int64_t off = 0, step = 1 << 20; p && off < bytes; off += step) {
+    int64_t n = bytes - off < step ? bytes - off : step;
+    memcpy(p + off, (const char *)src + off, (size_t)n);
+    release_pages((const char *)src + off, n);
+  }
+  return p;
+}
+
+void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i) {
+  int64_t local[PPCC_MAX_RANK];
+  ppcc_value_shard_shape(p, local);
+  int es = ppcc_dtype_size(p->dtype);
+  int64_t bytes = ppcc_num_elements(p->rank, local) * es;
+  ppcc_layout l = p->layout;
+  if (l.kind == PPCC_LAYOUT_UNREDUCED && i > 0) return rt_calloc(bytes); /* the value sits in shard 0 */
+  if (l.kind != PPCC_LAYOUT_SPLIT) return copy_releasing(full, bytes);
+  rt_split_geom geom = rt_split_geometry(p->rank, p->shape, l.dim, l.count);
+  if (geom.outer == 1) return copy_releasing((const char *)full + (int64_t)i * bytes, bytes);
+  void *s = rt_alloc(bytes); /* strided: copy, then release the whole tensor */
+  if (s) rt_copy_shard_out(full, s, geom, l.count, i, es);
+  release_pages(full, ppcc_value_bytes(p));
+  return s;
+}

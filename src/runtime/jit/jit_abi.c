@@ -1,0 +1,310 @@
+/* The ppcc_rt_* ABI as JIT-compiled device functions call it: thin
+ * adapters from MLIR memref descriptors (llvm.emit_c_interface, unranked
+ * memrefs) to the functions of comm.c and ppcc_rt_sgemm. The calls and
+ * their arguments are listed in src/emit/exec_comm.c.
+ *
+ * The communicator and the device a call acts for are bound per thread
+ * (rt_jit_bind): each device function runs on its own thread, and the same
+ * lowered code could later call an MPI implementation of the ABI where the
+ * device is the process's rank. A failing call aborts the run (every later
+ * call returns at once) and records its op index for the error message. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "jit_abi.h"
+
+/* MLIR's UnrankedMemRefType: the rank and a pointer to the ranked
+ * descriptor {allocated, aligned, offset, sizes[rank], strides[rank]}. */
+typedef struct jit_unranked {
+  int64_t rank;
+  int64_t *desc; /* every field is 8 bytes wide */
+} jit_unranked;
+
+typedef struct jit_view {
+  char *data;     /* first element */
+  int64_t count;  /* elements */
+  bool contiguous;
+} jit_view;
+
+static _Thread_local ppcc_rt_comm *bound_comm;
+static _Thread_local int bound_self = -1;
+static _Thread_local int failed_op = -1;
+static _Thread_local double comm_seconds; /* in communication calls */
+
+void rt_jit_bind(ppcc_rt_comm *comm, int self) {
+  bound_comm = comm;
+  bound_self = self;
+  failed_op = -1;
+  comm_seconds = 0;
+}
+
+double rt_jit_comm_ms(void) { return comm_seconds * 1e3; }
+
+/* Starts / ends the timing of one communication call. */
+static double comm_start(void) { return omp_get_wtime(); }
+static void comm_end(double t0) { comm_seconds += omp_get_wtime() - t0; }
+
+int rt_jit_failed_op(void) { return failed_op; }
+
+static jit_view view_of(const jit_unranked *m, int64_t elem_size) {
+  jit_view v = {NULL, 1, true};
+  const int64_t *sizes = m->desc + 3, *strides = m->desc + 3 + m->rank;
+  v.data = (char *)(intptr_t)m->desc[1] + m->desc[2] * elem_size;
+  int64_t expected = 1;
+  for (int64_t i = m->rank - 1; i >= 0; i--) {
+    if (sizes[i] != 1 && strides[i] != expected) v.contiguous = false;
+    expected *= sizes[i];
+  }
+  v.count = expected;
+  return v;
+}
+
+/* Records op as the failure of this thread (the first one wins). */
+static void note_failure(int64_t op, int rc) {
+  if (rc != 0 && failed_op < 0) failed_op = (int)op;
+}
+
+static bool usable(int64_t op, const jit_view *v, const char *what) {
+  if (v->contiguous) return true;
+  char msg[128];
+  snprintf(msg, sizeof msg, "%s: the buffer is not contiguous", what);
+  ppcc_rt_abort(bound_comm, bound_self, msg);
+  note_failure(op, -1);
+  return false;
+}
+
+static int64_t elem_size(int64_t dtype) { return ppcc_dtype_size((ppcc_dtype)dtype); }
+
+static void jit_send(int64_t op, int64_t dtype, int64_t dst, jit_unranked *buf) {
+  jit_view v = view_of(buf, elem_size(dtype));
+  if (!usable(op, &v, "send")) return;
+  double t0 = comm_start();
+  note_failure(op, ppcc_rt_send(bound_comm, bound_self, (int)dst, v.data, v.count * elem_size(dtype)));
+  comm_end(t0);
+}
+
+static void jit_recv(int64_t op, int64_t dtype, int64_t src, jit_unranked *buf) {
+  jit_view v = view_of(buf, elem_size(dtype));
+  if (!usable(op, &v, "recv")) return;
+  double t0 = comm_start();
+  note_failure(op, ppcc_rt_recv(bound_comm, bound_self, (int)src, v.data, v.count * elem_size(dtype)));
+  comm_end(t0);
+}
+
+/* The device ids of a group (memref<Nxi64>, N <= 64 by the emitter). */
+static int group_ids(const jit_unranked *group, int *ids) {
+  jit_view g = view_of(group, 8);
+  int n = g.count <= 64 ? (int)g.count : 64;
+  for (int i = 0; i < n; i++) ids[i] = (int)((const int64_t *)(const void *)g.data)[i];
+  return n;
+}
+
+static void jit_all_reduce(int64_t op, int64_t dtype, jit_unranked *group, int64_t rank, jit_unranked *buf) {
+  int ids[64], n = group_ids(group, ids);
+  jit_view v = view_of(buf, elem_size(dtype));
+  if (!usable(op, &v, "all_reduce")) return;
+  double t0 = comm_start();
+  note_failure(op, ppcc_rt_all_reduce(bound_comm, ids, n, (int)rank, (int)dtype, v.data, v.count));
+  comm_end(t0);
+}
+
+static bool sizes_match(int64_t op, const jit_view *shard, const jit_view *full, int64_t outer, int64_t inner, int n,
+                        const char *what) {
+  if (shard->count == outer * inner && full->count == outer * inner * n) return true;
+  char msg[128];
+  snprintf(msg, sizeof msg, "%s: buffer sizes do not match the split", what);
+  ppcc_rt_abort(bound_comm, bound_self, msg);
+  note_failure(op, -1);
+  return false;
+}
+
+static void jit_all_gather(int64_t op, int64_t dtype, jit_unranked *group, int64_t rank, int64_t outer,
+                           int64_t inner, jit_unranked *shard, jit_unranked *full) {
+  int ids[64], n = group_ids(group, ids);
+  jit_view s = view_of(shard, elem_size(dtype)), f = view_of(full, elem_size(dtype));
+  if (!usable(op, &s, "all_gather") || !usable(op, &f, "all_gather")) return;
+  if (!sizes_match(op, &s, &f, outer, inner, n, "all_gather")) return;
+  double t0 = comm_start();
+  note_failure(op, ppcc_rt_all_gather(bound_comm, ids, n, (int)rank, (int)dtype, s.data, f.data, outer, inner));
+  comm_end(t0);
+}
+
+static void jit_reduce_scatter(int64_t op, int64_t dtype, jit_unranked *group, int64_t rank, int64_t outer,
+                               int64_t inner, jit_unranked *full, jit_unranked *shard) {
+  int ids[64], n = group_ids(group, ids);
+  jit_view f = view_of(full, elem_size(dtype)), s = view_of(shard, elem_size(dtype));
+  if (!usable(op, &s, "reduce_scatter") || !usable(op, &f, "reduce_scatter")) return;
+  if (!sizes_match(op, &s, &f, outer, inner, n, "reduce_scatter")) return;
+  double t0 = comm_start();
+  note_failure(op, ppcc_rt_reduce_scatter(bound_comm, ids, n, (int)rank, (int)dtype, f.data, s.data, outer, inner));
+  comm_end(t0);
+}
+
+/* Index checks (exec_check_index in src/emit/exec_comm.c): every element
+ * of index must lie in [0, bound) ([-bound, bound) for kind 2), else the run fails with the message the
+ * interpreter's kernel gives (kernels.c, kernels_llm.c). The lowered code
+ * clamps the indices it uses, so nothing is read or written out of bounds
+ * between this call and the end of the run. */
+static void jit_check_index(int64_t op, int64_t dtype, int64_t kind, int64_t bound, jit_unranked *index) {
+  jit_view v = view_of(index, elem_size(dtype));
+  if (!usable(op, &v, "index check")) return;
+  for (int64_t p = 0; p < v.count; p++) {
+    int64_t t = dtype == PPCC_I64 ? ((const int64_t *)(const void *)v.data)[p] : ((const int32_t *)(const void *)v.data)[p];
+    bool wraps = kind == 2; /* ONNX: a negative index counts from the end */
+    if (t >= (wraps ? -bound : 0) && t < bound) continue;
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s %lld at position %lld is out of range [%lld, %lld)", kind == 1 ? "token id" : "index",
+             (long long)t, (long long)p, (long long)(wraps ? -bound : 0), (long long)bound);
+    ppcc_rt_abort(bound_comm, bound_self, msg);
+    note_failure(op, -1);
+    return;
+  }
+}
+
+static bool fail_call(const char *what) {
+  ppcc_rt_abort(bound_comm, bound_self, what);
+  note_failure(-1, -1);
+  return false;
+}
+
+/* C[..., M, N] = A[..., M, K] * B, through ppcc_rt_sgemm (OpenBLAS when
+ * built with it). B is [K, N] (or [N, K] when b_transposed): A's leading
+ * dims collapse into M, one GEMM. B of A's rank: one GEMM per batch
+ * element (batched matmul). */
+static void jit_matmul(jit_unranked *a, jit_unranked *b, jit_unranked *c, int64_t b_transposed) {
+  jit_view va = view_of(a, 4), vb = view_of(b, 4), vc = view_of(c, 4);
+  if (!usable(-1, &va, "matmul") || !usable(-1, &vb, "matmul") || !usable(-1, &vc, "matmul")) return;
+  if (a->rank < 2 || c->rank != a->rank || (b->rank != 2 && b->rank != a->rank)) {
+    fail_call("matmul: unsupported operand ranks");
+    return;
+  }
+  int64_t K = a->desc[3 + a->rank - 1], M = a->desc[3 + a->rank - 2], N = c->desc[3 + c->rank - 1], batch = 1;
+  for (int64_t i = 0; i < a->rank - 2; i++) batch *= a->desc[3 + i];
+  if (va.count != batch * M * K || vc.count != batch * M * N || (b->rank == 2 ? vb.count != K * N : vb.count != batch * K * N)) {
+    fail_call("matmul: operand sizes do not match");
+    return;
+  }
+  const float *A = (const float *)(void *)va.data, *B = (const float *)(void *)vb.data;
+  float *C = (float *)(void *)vc.data;
+  if (b->rank == 2) {
+    ppcc_rt_sgemm(batch * M, N, K, A, B, b_transposed != 0, C);
+    return;
+  }
+  for (int64_t p = 0; p < batch; p++)
+    ppcc_rt_sgemm(M, N, K, A + p * M * K, B + p * K * N, b_transposed != 0, C + p * M * N);
+}
+
+/* out[B,Hq,S,Dv] = attention(q[B,Hq,S,D], k[B,Hkv,T,D], v[B,Hkv,T,Dv]
+ * [, positions]): the interpreter's kernel (ppcc_rt_attention_f32). The
+ * positions (index_size 8 or 4 bytes; [S], or [B, S] per row) go to it as
+ * int64: any value is safe there (it only bounds the visible slots). */
+static void attention_with(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o, double scale,
+                           int64_t causal, jit_unranked *pos, int index_size) {
+  jit_view vq = view_of(q, 4), vk = view_of(k, 4), vv = view_of(v, 4), vo = view_of(o, 4);
+  jit_view vp = pos ? view_of(pos, index_size) : vq;
+  if (!usable(-1, &vq, "attention") || !usable(-1, &vk, "attention") || !usable(-1, &vv, "attention") ||
+      !usable(-1, &vo, "attention") || !usable(-1, &vp, "attention positions"))
+    return;
+  if (q->rank != 4 || k->rank != 4 || v->rank != 4 || o->rank != 4) {
+    fail_call("attention: operands must have rank 4");
+    return;
+  }
+  const int64_t *qs = q->desc + 3, *ks = k->desc + 3, *vs = v->desc + 3;
+  bool per_row = pos && pos->rank == 2;
+  int64_t n_pos = pos ? vp.count : 0;
+  if (pos && ((pos->rank != 1 && pos->rank != 2) || n_pos != (per_row ? qs[0] : 1) * qs[2])) {
+    fail_call("attention: positions must be [S] or [B, S]");
+    return;
+  }
+  int64_t *p64 = pos ? malloc((size_t)(n_pos > 0 ? n_pos : 1) * sizeof *p64) : NULL;
+  if (pos && !p64) {
+    fail_call("attention: out of memory");
+    return;
+  }
+  for (int64_t i = 0; i < n_pos; i++)
+    p64[i] = index_size == 8 ? ((const int64_t *)(const void *)vp.data)[i] : ((const int32_t *)(const void *)vp.data)[i];
+  int rc = ppcc_rt_attention_f32(qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3], scale, causal != 0, p64, per_row,
+                                 (const float *)(void *)vq.data, (const float *)(void *)vk.data,
+                                 (const float *)(void *)vv.data, (float *)(void *)vo.data);
+  free(p64);
+  if (rc) fail_call(rc == -1 ? "attention: query heads do not group over kv heads" : "attention: out of memory");
+}
+
+static void jit_attention(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o, double scale,
+                          int64_t causal) {
+  attention_with(q, k, v, o, scale, causal, NULL, 0);
+}
+
+static void jit_attention_positions_i64(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o,
+                                        double scale, int64_t causal, jit_unranked *pos) {
+  attention_with(q, k, v, o, scale, causal, pos, 8);
+}
+
+static void jit_attention_positions_i32(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o,
+                                        double scale, int64_t causal, jit_unranked *pos) {
+  attention_with(q, k, v, o, scale, causal, pos, 4);
+}
+
+/* memref.copy between strided buffers (MLIR's CRunnerUtils memrefCopy,
+ * which the lowered code calls for non-contiguous copies). */
+static void copy_strided(int64_t rank, const int64_t *sizes, const int64_t *ss, const int64_t *ds, const char *src,
+                         char *dst, int64_t es) {
+  if (rank == 0) {
+    memcpy(dst, src, (size_t)es);
+    return;
+  }
+  for (int64_t i = 0; i < sizes[0]; i++)
+    copy_strided(rank - 1, sizes + 1, ss + 1, ds + 1, src + i * ss[0] * es, dst + i * ds[0] * es, es);
+}
+
+static void jit_memref_copy(int64_t es, jit_unranked *src, jit_unranked *dst) {
+  jit_view s = view_of(src, es), d = view_of(dst, es);
+  if (s.contiguous && d.contiguous) {
+    if (s.count > 0) memmove(d.data, s.data, (size_t)(s.count * es));
+    return;
+  }
+  int64_t r = src->rank;
+  copy_strided(r, src->desc + 3, src->desc + 3 + r, dst->desc + 3 + r, s.data, d.data, es);
+}
+
+/* LLVM lowers f32->bf16 truncation to this libcall; libgcc before GCC 13
+ * lacks it. The x86-64 ABI returns a bf16 in the low 16 bits of xmm0; a
+ * float whose low 16 bits are the bf16 lands there too, and unlike
+ * _Float16 it compiles with clang 14 (the fuzz build). Rounds to nearest
+ * even, as compiler-rt does. */
+static float jit_truncsfbf2(float f) {
+  uint32_t bits = ppcc_f32_to_bf16(f);
+  float out;
+  memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+#define DTYPE_SYMBOLS(fn, impl)                                                                     \
+  {"_mlir_ciface_ppcc_rt_" #fn "_f32", (void *)impl}, {"_mlir_ciface_ppcc_rt_" #fn "_f16", (void *)impl}, \
+      {"_mlir_ciface_ppcc_rt_" #fn "_bf16", (void *)impl}, {"_mlir_ciface_ppcc_rt_" #fn "_i64", (void *)impl}, \
+      {"_mlir_ciface_ppcc_rt_" #fn "_i32", (void *)impl}, {"_mlir_ciface_ppcc_rt_" #fn "_i8", (void *)impl},   \
+      {"_mlir_ciface_ppcc_rt_" #fn "_bool", (void *)impl}
+
+const ppcc_jit_symbol *ppcc_jit_symbols(void) {
+  static const ppcc_jit_symbol table[] = {
+      DTYPE_SYMBOLS(send, jit_send),
+      DTYPE_SYMBOLS(recv, jit_recv),
+      DTYPE_SYMBOLS(all_reduce, jit_all_reduce),
+      DTYPE_SYMBOLS(all_gather, jit_all_gather),
+      DTYPE_SYMBOLS(reduce_scatter, jit_reduce_scatter),
+      {"_mlir_ciface_ppcc_rt_matmul_f32", (void *)jit_matmul},
+      {"_mlir_ciface_ppcc_rt_attention_f32", (void *)jit_attention},
+      {"_mlir_ciface_ppcc_rt_attention_positions_i64", (void *)jit_attention_positions_i64},
+      {"_mlir_ciface_ppcc_rt_attention_positions_i32", (void *)jit_attention_positions_i32},
+      {"_mlir_ciface_ppcc_rt_check_index_i64", (void *)jit_check_index},
+      {"_mlir_ciface_ppcc_rt_check_index_i32", (void *)jit_check_index},
+      {"memrefCopy", (void *)jit_memref_copy},
+      {"_mlir_memref_to_llvm_alloc", (void *)rt_jit_alloc},
+      {"_mlir_memref_to_llvm_aligned_alloc", (void *)rt_jit_aligned_alloc},
+      {"_mlir_memref_to_llvm_free", (void *)rt_jit_free},
+      {"__truncsfbf2", (void *)jit_truncsfbf2},
+      {NULL, NULL},
+  };
+  return table;
+}

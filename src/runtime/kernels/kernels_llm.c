@@ -1,0 +1,431 @@
+/* Reference kernels of the LLM ops: embedding, rms_norm, layer_norm,
+ * softmax, rotary, attention, concat, slice, sum, mean, argmax. Like the
+ * other kernels they see local (per-shard) contiguous row-major tensors;
+ * the sharding rules in src/ir/ops.c guarantee that a shard's result only
+ * needs the shard's operands (e.g. attention is split over heads, norms
+ * never over the normalised dim).
+ *
+ * Float kernels that take only float operands (norms, softmax, attention,
+ * sum, mean) compute in f32 and rely on ppcc_rt_run_kernel to convert
+ * f16/bf16 around them. The others handle dtypes themselves (see
+ * kernel_llm_handles_dtypes). */
+#include <math.h>
+#include <string.h>
+#include "kernels_llm.h"
+#include "../rt_internal.h"
+
+static int64_t numel(const ppcc_tensor *t) { return ppcc_num_elements(t->rank, t->shape); }
+
+/* A dim attribute counted from the end when negative (validated by the
+ * shape rule, so it is in range here). */
+static int attr_dim(const ppcc_op *op, int64_t dflt, int rank) {
+  int64_t dim = ppcc_attr_int(op, "dim", dflt);
+  return (int)(dim < 0 ? dim + rank : dim);
+}
+
+/* The tensor as [outer][mid][inner] around dim. */
+typedef struct around_dim {
+  int64_t outer, mid, inner;
+} around_dim;
+
+static around_dim split_around(const ppcc_tensor *t, int dim) {
+  around_dim a = {1, t->shape[dim], 1};
+  for (int i = 0; i < dim; i++) a.outer *= t->shape[i];
+  for (int i = dim + 1; i < t->rank; i++) a.inner *= t->shape[i];
+  return a;
+}
+
+static int64_t index_at(const ppcc_tensor *idx, int64_t p) {
+  return idx->dtype == PPCC_I64 ? ((const int64_t *)idx->data)[p] : ((const int32_t *)idx->data)[p];
+}
+
+static ppcc_status check_index_dtype(const ppcc_tensor *t, const char *what, ppcc_diag *d) {
+  if (t->dtype == PPCC_I64 || t->dtype == PPCC_I32) return PPCC_OK;
+  return ppcc_error(d, "%s must be i64 or i32, not %s", what, ppcc_dtype_name(t->dtype));
+}
+
+static ppcc_status oom(ppcc_diag *d) { return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"); }
+
+/* ---------------- embedding ---------------- */
+
+/* out[..., :] = table[ids[...], :]; rows are copied raw (any table dtype).
+ * A table split over hidden gives each shard its columns; a vocab-split
+ * table (unreduced result) would need the shard's row offset, which local
+ * tensors do not carry, so ids outside the local table are an error. */
+ppcc_status kernel_embedding(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const ppcc_tensor *ids = &in[0], *table = &in[1];
+  ppcc_status st = check_index_dtype(ids, "embedding ids", d);
+  if (st) return st;
+  /* A vocab-split table (Megatron vocab parallel) holds rows [first,
+   * first + rows) of vocab; other ids give zero rows, summed by all_reduce. */
+  bool vocab_split = table->split_full > 0 && table->split_dim == 0;
+  int64_t rows = table->shape[0], n = numel(ids);
+  int64_t first = vocab_split ? table->split_offset : 0, vocab = vocab_split ? table->split_full : rows;
+  size_t row_bytes = (size_t)(table->shape[1] * ppcc_dtype_size(table->dtype));
+  for (int64_t p = 0; p < n; p++) {
+    int64_t id = index_at(ids, p);
+    char *dst = (char *)out->data + (size_t)p * row_bytes;
+    if (id < 0 || id >= vocab)
+      return ppcc_error(d, "token id %lld at position %lld is out of range [0, %lld)", (long long)id, (long long)p,
+                        (long long)vocab);
+    if (id < first || id >= first + rows)
+      memset(dst, 0, row_bytes);
+    else
+      memcpy(dst, (const char *)table->data + (size_t)(id - first) * row_bytes, row_bytes);
+  }
+  return PPCC_OK;
+}
+
+/* ---------------- norms ---------------- */
+
+static float attr_eps(const ppcc_op *op) { return (float)ppcc_attr_float(op, "eps", 1e-5); }
+
+/* y = x / sqrt(mean(x^2) + eps) * w over the last dim. */
+ppcc_status kernel_rms_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const float *x = in[0].data, *w = in[1].data;
+  float *y = out->data, eps = attr_eps(op);
+  int64_t H = in[0].rank ? in[0].shape[in[0].rank - 1] : 1, rows = H ? numel(&in[0]) / H : 0;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * H;
+    double ss = 0;
+    for (int64_t j = 0; j < H; j++) ss += (double)xr[j] * xr[j];
+    /* x * inv in f64: in f32, inv underflows to a subnormal for |x| ~ 1e19+ */
+    double inv = 1.0 / sqrt(ss / (double)H + eps);
+    for (int64_t j = 0; j < H; j++) y[r * H + j] = (float)(xr[j] * inv) * w[j];
+  }
+  return PPCC_OK;
+}
+
+/* y = (x - mean) / sqrt(var + eps) * w (+ b) over the last dim (biased
+ * variance, as torch.nn.LayerNorm). */
+ppcc_status kernel_layer_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const float *x = in[0].data, *w = in[1].data, *b = op->n_in == 3 ? in[2].data : NULL;
+  float *y = out->data, eps = attr_eps(op);
+  int64_t H = in[0].rank ? in[0].shape[in[0].rank - 1] : 1, rows = H ? numel(&in[0]) / H : 0;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * H;
+    double sum = 0, sq = 0;
+    for (int64_t j = 0; j < H; j++) sum += xr[j];
+    double mean = sum / (double)H;
+    for (int64_t j = 0; j < H; j++) sq += (xr[j] - mean) * (xr[j] - mean);
+    /* (x - mean) * inv in f64: in f32, x - mean overflows near the f32
+     * maximum and inv underflows for |x| ~ 1e19+ */
+    double inv = 1.0 / sqrt(sq / (double)H + eps);
+    for (int64_t j = 0; j < H; j++) {
+      float v = (float)((xr[j] - mean) * inv) * w[j];
+      y[r * H + j] = b ? v + b[j] : v;
+    }
+  }
+  return PPCC_OK;
+}
+
+/* ---------------- softmax ---------------- */
+
+/* Numerically stable softmax of n elements `stride` apart. */
+static void softmax_strided(const float *x, float *y, int64_t n, int64_t stride) {
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < n; j++) mx = fmaxf(mx, x[j * stride]);
+  double sum = 0;
+  for (int64_t j = 0; j < n; j++) {
+    float e = expf(x[j * stride] - mx);
+    y[j * stride] = e;
+    sum += e;
+  }
+  float inv = (float)(1.0 / sum);
+  for (int64_t j = 0; j < n; j++) y[j * stride] *= inv;
+}
+
+ppcc_status kernel_softmax(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  if (in[0].rank == 0) { /* softmax of one element */
+    *(float *)out->data = 1.0f;
+    return PPCC_OK;
+  }
+  around_dim a = split_around(&in[0], attr_dim(op, -1, in[0].rank));
+  const float *x = in[0].data;
+  float *y = out->data;
+  for (int64_t o = 0; o < a.outer; o++)
+    for (int64_t i = 0; i < a.inner; i++) {
+      int64_t base = o * a.mid * a.inner + i;
+      softmax_strided(x + base, y + base, a.mid, a.inner);
+    }
+  return PPCC_OK;
+}
+
+/* ---------------- rotary ---------------- */
+
+/* x[B, S, H, D] rotated by position (rotate-half / GPT-NeoX pairing, as in
+ * HF Llama): for j < D/2 with angle = pos[s] * theta^(-2j/D),
+ *   y[j]       = x[j] cos - x[j + D/2] sin
+ *   y[j + D/2] = x[j + D/2] cos + x[j] sin
+ * Heads are independent, so a head-split shard rotates its own heads. */
+/* Rotary scaling (HF's rope_scaling): linear divides every frequency by
+ * factor; llama3 keeps high frequencies (wavelength < orig / high), divides
+ * low ones (wavelength > orig / low) and blends in between. */
+typedef struct rope_scaling {
+  double factor, low, high;
+  int64_t orig; /* 0: linear (or none when factor is 1) */
+} rope_scaling;
+
+static double scaled_freq(const rope_scaling *r, double freq) {
+  if (r->orig <= 0) return freq / r->factor;
+  double wavelen = 2.0 * 3.14159265358979323846 / freq, low_wavelen = (double)r->orig / r->low,
+         high_wavelen = (double)r->orig / r->high;
+  if (wavelen < high_wavelen) return freq;
+  if (wavelen > low_wavelen) return freq / r->factor;
+  double smooth = ((double)r->orig / wavelen - r->low) / (r->high - r->low);
+  return (1.0 - smooth) * freq / r->factor + smooth * freq;
+}
+
+/* One position's cos/sin per pair (f64 angle, rounded to f32), shared by
+ * every head of the row: the trigonometry is most of the op's time. */
+static void rotary_table(const double *freq, int64_t half, double pos, float *c, float *s) {
+  for (int64_t j = 0; j < half; j++) {
+    double angle = pos * freq[j];
+    c[j] = (float)cos(angle);
+    s[j] = (float)sin(angle);
+  }
+}
+
+static void rotate_row(const float *x, float *y, int64_t half, const float *c, const float *s) {
+  for (int64_t j = 0; j < half; j++) {
+    float a = x[j], b = x[j + half];
+    y[j] = a * c[j] - b * s[j];
+    y[j + half] = b * c[j] + a * s[j];
+  }
+}
+
+/* x as f32: the data itself, or a converted copy in *tmp. */
+static const float *as_f32(const ppcc_tensor *t, float **tmp) {
+  *tmp = NULL;
+  if (t->dtype == PPCC_F32) return t->data;
+  *tmp = rt_alloc(numel(t) * 4);
+  if (*tmp) rt_to_f32(t->dtype, t->data, *tmp, numel(t));
+  return *tmp;
+}
+
+ppcc_status kernel_rotary(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const ppcc_tensor *xt = &in[0], *pos = &in[1];
+  ppcc_status st = check_index_dtype(pos, "rotary positions", d);
+  if (st) return st;
+  if (!ppcc_dtype_is_float(xt->dtype)) return ppcc_error(d, "rotary needs a float x, not %s", ppcc_dtype_name(xt->dtype));
+  float *tmp_in, *y = out->dtype == PPCC_F32 ? out->data : rt_alloc(numel(out) * 4);
+  const float *x = as_f32(xt, &tmp_in);
+  if (!x || !y) st = oom(d);
+  int64_t B = xt->shape[0], S = xt->shape[1], H = xt->shape[2], D = xt->shape[3];
+  double theta = ppcc_attr_float(op, "theta", 10000.0);
+  rope_scaling r = {ppcc_attr_float(op, "rope_factor", 1.0), ppcc_attr_float(op, "rope_low_freq_factor", 1.0),
+                    ppcc_attr_float(op, "rope_high_freq_factor", 4.0), ppcc_attr_int(op, "rope_original_max_position", 0)};
+  int64_t half = D / 2;
+  double *freq = rt_alloc((half > 0 ? half : 1) * 8); /* per pair, whatever the position */
+  float *cs = rt_alloc((half > 0 ? half : 1) * 8);    /* cos then sin of one position */
+  if (!st && (!freq || !cs)) st = oom(d);
+  for (int64_t j = 0; !st && j < half; j++) freq[j] = scaled_freq(&r, pow(theta, -2.0 * (double)j / (double)D));
+  for (int64_t b = 0; b < B && !st; b++)
+    for (int64_t s = 0; s < S; s++) {
+      rotary_table(freq, half, (double)index_at(pos, pos->rank == 2 ? b * S + s : s), cs, cs + half);
+      for (int64_t h = 0; h < H; h++) {
+        int64_t off = ((b * S + s) * H + h) * D;
+        rotate_row(x + off, y + off, half, cs, cs + half);
+      }
+    }
+  rt_free(freq);
+  rt_free(cs);
+  if (!st && y != out->data) rt_from_f32(out->dtype, y, out->data, numel(out));
+  if (y != out->data) rt_free(y);
+  rt_free(tmp_in);
+  return st;
+}
+
+/* ---------------- attention ---------------- */
+
+typedef struct attn_dims {
+  int64_t B, Hq, S, D, Hkv, T, Dv, group;
+  float scale;
+  bool causal;
+  const ppcc_tensor *positions; /* optional [S] or [B, S]: query s sits at positions[(b,) s] */
+} attn_dims;
+
+/* The query heads of one kv head are contiguous in q and out, so each
+ * (batch, kv head) pair is two GEMMs through ppcc_rt_sgemm (OpenBLAS):
+ *   P[group*S, T] = Q[group*S, D] . K[T, D]^T,  scaled, masked, softmax rows,
+ *   O[group*S, Dv] = P . V[T, Dv].
+ * Causal rows are aligned bottom-right: query s sits at position T - S + s
+ * and sees keys 0..T-S+s, so a decode step (S = 1) over a cache of T
+ * positions sees all of them and a prefill (S = T) is the usual lower
+ * triangle. With positions (S entries), query s sees cache slots
+ * 0..positions[s] instead (later slots are not written yet), causal or
+ * not, so one decode graph serves every step. A pair's GEMM shapes do not depend on the batch size, so
+ * microbatched runs compute every row alike. */
+int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
+                          double scale, bool causal, const int64_t *positions, bool per_row, const float *q,
+                          const float *k, const float *v, float *out) {
+  if (Hkv <= 0 || Hq % Hkv != 0) return -1;
+  int64_t group = Hq / Hkv, rows = group * S;
+  float *p = rt_reuse_alloc((rows * T > 0 ? rows * T : 1) * 4); /* scores: recycled, call after call */
+  if (!p) return -2;
+  float sc = (float)scale;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t g = 0; g < Hkv; g++) {
+      int64_t qh = b * Hq + g * group, kvh = b * Hkv + g;
+      const int64_t *row_pos = positions && per_row ? positions + b * S : positions;
+      ppcc_rt_sgemm(rows, T, D, q + qh * S * D, k + kvh * T * D, true, p);
+      for (int64_t r = 0; r < rows; r++) {
+        float *row = p + r * T;
+        for (int64_t t = 0; t < T; t++) row[t] *= sc;
+        int64_t s = r % S, last = row_pos ? row_pos[s] : causal ? T - S + s : T - 1;
+        for (int64_t t = (last < -1 ? -1 : last) + 1; t < T; t++) row[t] = -INFINITY;
+        softmax_strided(row, row, T, 1);
+      }
+      ppcc_rt_sgemm(rows, Dv, T, p, v + kvh * T * Dv, false, out + qh * S * Dv);
+    }
+  rt_reuse_free(p);
+  return 0;
+}
+
+/* q[B, Hq, S, D], k[B, Hkv, T, D], v[B, Hkv, T, Dv]; query head h reads kv
+ * head h / (Hq / Hkv) (grouped-query attention). A head-split shard holds
+ * Hq/n query and Hkv/n kv heads, so the grouping is the same locally. */
+ppcc_status kernel_attention(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const ppcc_tensor *q = &in[0], *k = &in[1], *v = &in[2];
+  int64_t Hq = q->shape[1], Hkv = k->shape[1], D = q->shape[3], S = q->shape[2];
+  if (Hkv <= 0 || Hq % Hkv != 0)
+    return ppcc_error(d, "attention: %lld query heads do not group over %lld kv heads in this shard", (long long)Hq,
+                      (long long)Hkv);
+  double scale = ppcc_attr_float(op, "scale", D > 0 ? 1.0 / sqrt((double)D) : 1.0);
+  const ppcc_tensor *positions = op->n_in == 4 ? &in[3] : NULL;
+  if (positions) {
+    ppcc_status st = check_index_dtype(positions, "attention positions", d);
+    if (st) return st;
+  }
+  /* converts f16/bf16 itself (kernel_llm_handles_dtypes): the positions
+   * operand is an index tensor */
+  float *tq, *tk, *tv, *o = out->dtype == PPCC_F32 ? out->data : rt_alloc(numel(out) * 4);
+  const float *qd = as_f32(q, &tq), *kd = as_f32(k, &tk), *vd = as_f32(v, &tv);
+  int64_t n_pos = positions ? numel(positions) : 0; /* [S] or [B, S] */
+  int64_t *pos = positions ? rt_alloc((n_pos > 0 ? n_pos : 1) * 8) : NULL;
+  int rc = -2;
+  if (o && qd && kd && vd && (!positions || pos)) {
+    for (int64_t s = 0; s < n_pos; s++) pos[s] = index_at(positions, s);
+    rc = ppcc_rt_attention_f32(q->shape[0], Hq, S, D, Hkv, k->shape[2], v->shape[3], scale,
+                               ppcc_attr_bool(op, "causal", false), pos, positions && positions->rank == 2, qd, kd,
+                               vd, o);
+  }
+  if (!rc && o != out->data) rt_from_f32(out->dtype, o, out->data, numel(out));
+  if (o != out->data) rt_free(o);
+  rt_free(pos);
+  rt_free(tq);
+  rt_free(tk);
+  rt_free(tv);
+  return rc ? oom(d) : PPCC_OK;
+}
+
+/* ---------------- concat, slice (raw elements, any dtype) ---------------- */
+
+ppcc_status kernel_concat(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  int dim = attr_dim(op, 0, out->rank), es = ppcc_dtype_size(out->dtype);
+  around_dim a = split_around(out, dim);
+  char *dst = out->data;
+  for (int64_t o = 0; o < a.outer; o++)
+    for (int k = 0; k < op->n_in; k++) {
+      size_t chunk = (size_t)(in[k].shape[dim] * a.inner * es);
+      if (chunk) memcpy(dst, (const char *)in[k].data + (size_t)o * chunk, chunk);
+      dst += chunk;
+    }
+  return PPCC_OK;
+}
+
+ppcc_status kernel_slice(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  int dim = attr_dim(op, 0, in[0].rank), es = ppcc_dtype_size(in[0].dtype);
+  around_dim a = split_around(&in[0], dim);
+  int64_t start = ppcc_attr_int(op, "start", 0);
+  if (start < 0) start += a.mid;
+  int64_t len = out->shape[dim];
+  size_t row = (size_t)(a.inner * es), chunk = (size_t)len * row;
+  for (int64_t o = 0; o < a.outer; o++)
+    if (chunk)
+      memcpy((char *)out->data + (size_t)o * chunk, (const char *)in[0].data + ((size_t)(o * a.mid + start)) * row,
+             chunk);
+  return PPCC_OK;
+}
+
+/* ---------------- sum, mean ---------------- */
+
+/* Reduced dims of sum/mean: the attribute's, or all. */
+static void reduced_mask(const ppcc_op *op, int rank, bool *mask) {
+  const ppcc_attr *a = ppcc_op_attr(op, "dim");
+  for (int i = 0; i < rank; i++) mask[i] = a == NULL;
+  for (int i = 0; a && i < a->n; i++) mask[a->ints[i] < 0 ? a->ints[i] + rank : a->ints[i]] = true;
+}
+
+/* Walks x in order and adds each element to its output slot: kept dims
+ * keep their order, so keepdim does not change the output's layout. */
+static ppcc_status reduce_sum(const ppcc_op *op, const ppcc_tensor *x, ppcc_tensor *y, bool mean, ppcc_diag *d) {
+  bool mask[PPCC_MAX_RANK];
+  reduced_mask(op, x->rank, mask);
+  int64_t stride[PPCC_MAX_RANK], idx[PPCC_MAX_RANK] = {0}, s = 1, reduced = 1;
+  for (int i = x->rank - 1; i >= 0; i--) {
+    stride[i] = mask[i] ? 0 : s;
+    s *= mask[i] ? 1 : x->shape[i];
+    reduced *= mask[i] ? x->shape[i] : 1;
+  }
+  int64_t n_out = numel(y), n_in = numel(x), off = 0;
+  double *acc = rt_calloc((n_out > 0 ? n_out : 1) * 8);
+  if (!acc) return oom(d);
+  const float *xs = x->data;
+  for (int64_t j = 0; j < n_in; j++) {
+    acc[off] += xs[j];
+    for (int i = x->rank - 1; i >= 0; i--) {
+      off += stride[i];
+      if (++idx[i] < x->shape[i]) break;
+      off -= stride[i] * x->shape[i];
+      idx[i] = 0;
+    }
+  }
+  float *ys = y->data;
+  for (int64_t j = 0; j < n_out; j++) ys[j] = (float)(mean ? acc[j] / (double)reduced : acc[j]); /* mean of none: NaN */
+  rt_free(acc);
+  return PPCC_OK;
+}
+
+ppcc_status kernel_sum(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  return reduce_sum(op, &in[0], out, false, d);
+}
+
+ppcc_status kernel_mean(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  return reduce_sum(op, &in[0], out, true, d);
+}
+
+/* ---------------- argmax ---------------- */
+
+/* Index of the first maximum; a NaN counts as the maximum (numpy, torch). */
+static int64_t argmax_strided(const float *x, int64_t n, int64_t stride) {
+  int64_t best = 0;
+  for (int64_t j = 0; j < n; j++) {
+    float v = x[j * stride];
+    if (isnan(v)) return j;
+    if (v > x[best * stride]) best = j;
+  }
+  return best;
+}
+
+ppcc_status kernel_argmax(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  if (out->dtype != PPCC_I64) return ppcc_error(d, "argmax result must be i64, not %s", ppcc_dtype_name(out->dtype));
+  float *tmp;
+  const float *x = as_f32(&in[0], &tmp);
+  if (!x) return oom(d);
+  int64_t *y = out->data;
+  if (in[0].rank == 0) {
+    y[0] = 0;
+  } else {
+    around_dim a = split_around(&in[0], attr_dim(op, -1, in[0].rank));
+    for (int64_t o = 0; o < a.outer; o++)
+      for (int64_t i = 0; i < a.inner; i++) y[o * a.inner + i] = argmax_strided(x + o * a.mid * a.inner + i, a.mid, a.inner);
+  }
+  rt_free(tmp);
+  return PPCC_OK;
+}
+
+bool kernel_llm_handles_dtypes(ppcc_kernel_fn k) {
+  return k == kernel_embedding || k == kernel_rotary || k == kernel_argmax || k == kernel_concat || k == kernel_slice ||
+         k == kernel_attention;
+}

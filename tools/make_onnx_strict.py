@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Writes testdata/onnx/strict/: small ONNX models that are valid but easy
+to misread (each must import to the function ONNX Runtime computes, with
+ONNX Runtime's outputs as .npy references) and hostile ones the importer
+must refuse (tests/onnx_strict.sh). Copies of the hostile ones are fuzz
+seeds (testdata/fuzz/onnx/strict_*.onnx).
+
+Run once by a developer (CI only reads the shipped files):
+    python3 -m venv build/venv-onnx
+    build/venv-onnx/bin/pip install onnx==1.17.0 onnxruntime==1.20.1 numpy==1.26.4
+    build/venv-onnx/bin/python tools/make_onnx_strict.py testdata/onnx/strict testdata/fuzz/onnx
+
+Valid models (run with --expect):
+  reduce_noop     ReduceSum with an empty axes tensor and
+                  noop_with_empty_axes=1 is the identity; without axes it
+                  sums everything (ONNX Runtime 1.20 fails a ReduceSum with
+                  no axes operand and noop=1, so that form has no reference)
+  reduce_noop18   the same with ReduceMean of opset 18
+  input_override  a graph input that also has an initializer: the input
+                  given at run time overrides the initializer
+  negative_index  GatherElements with negative indices from an input
+Hostile models (refused, one line, exit 1):
+  float_transb    Gemm whose transB is a FLOAT
+  concat_no_axis  Concat without its required axis
+  split_dup       Split whose two results are both named y
+  input_twice     two graph inputs named x
+  nul_name        a node name holding a NUL byte
+  escape_name     a node named with a terminal escape sequence (and no axis)
+  reshape_rank10  Reshape to rank 10
+  negative_dim    a graph input with dim -3
+  huge_input      a graph input of 2^50 elements
+"""
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+import onnxruntime as ort
+
+rng = np.random.default_rng(20261203)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13, name="strict"):
+    g = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def f32(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def save_valid(out, name, m, feeds):
+    path = os.path.join(out, name + ".onnx")
+    onnx.checker.check_model(m)
+    onnx.save_model(m, path)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for o, r in zip(sess.get_outputs(), sess.run(None, feeds)):
+        np.save(os.path.join(out, f"{name}.ref.{o.name}.npy"), r)
+    for k, v in feeds.items():
+        np.save(os.path.join(out, f"{name}.in.{k}.npy"), v)
+
+
+def valid_models(out):
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    empty = numpy_helper.from_array(np.zeros((0,), np.int64), "no_axes")
+    m = model([helper.make_node("ReduceSum", ["x", "no_axes"], ["y"], name="noop", noop_with_empty_axes=1),
+               helper.make_node("ReduceSum", ["x"], ["z"], name="all", keepdims=1)],
+              [f32("x", [3, 4])], [f32("y", [3, 4]), f32("z", [1, 1])], inits=[empty])
+    save_valid(out, "reduce_noop", m, {"x": x})
+    m = model([helper.make_node("ReduceMean", ["x", "no_axes"], ["y"], name="noop18", noop_with_empty_axes=1),
+               helper.make_node("ReduceMean", ["x", "no_axes"], ["z"], name="all18", keepdims=0)],
+              [f32("x", [3, 4])], [f32("y", [3, 4]), f32("z", [])], inits=[empty], opset=18)
+    save_valid(out, "reduce_noop18", m, {"x": x})
+    b_default = numpy_helper.from_array(np.full((4,), 100.0, np.float32), "b")
+    m = model([helper.make_node("Add", ["x", "b"], ["y"], name="add_b")],
+              [f32("x", [3, 4]), f32("b", [4])], [f32("y", [3, 4])], inits=[b_default])
+    save_valid(out, "input_override", m, {"x": x, "b": rng.standard_normal(4).astype(np.float32)})
+    m = model([helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge", axis=1)],
+              [f32("x", [3, 4]), helper.make_tensor_value_info("i", TensorProto.INT64, [3, 2])], [f32("y", [3, 2])])
+    save_valid(out, "negative_index", m, {"x": x, "i": np.array([[-1, 0], [-4, 3], [2, -2]], np.int64)})
+
+
+def hostile_models(out):
+    w = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")
+    gemm = helper.make_node("Gemm", ["x", "w"], ["y"], name="gemm0")
+    gemm.attribute.append(helper.make_attribute("transB", 1.0))
+    cases = {
+        "float_transb": model([gemm], [f32("x", [3, 4])], [f32("y", [3, 8])], inits=[w]),
+        "concat_no_axis": model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat0")],
+                                [f32("x", [3, 4])], [f32("y", [6, 4])]),
+        "split_dup": model([helper.make_node("Split", ["x"], ["y", "y"], name="split0", axis=0)],
+                           [f32("x", [4, 4])], [f32("y", [2, 4])]),
+        "input_twice": model([helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+                             [f32("x", [3, 4]), f32("x", [3, 4])], [f32("y", [3, 4])]),
+        "nul_name": model([helper.make_node("Relu", ["x"], ["y"], name="re\0lu")],
+                          [f32("x", [3, 4])], [f32("y", [3, 4])]),
+        "escape_name": model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat\x1b[2J\x1b[31m")],
+                             [f32("x", [3, 4])], [f32("y", [6, 4])]),
+        "reshape_rank10": model([helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape0")],
+                                [f32("x", [1, 4])], [f32("y", [1] * 9 + [4])],
+                                inits=[numpy_helper.from_array(np.array([1] * 9 + [4], np.int64), "s")]),
+        "negative_dim": model([helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+                              [f32("x", [-3, 4])], [f32("y", [3, 4])]),
+        "huge_input": model([helper.make_node("Relu", ["x"], ["y"], name="relu0")],
+                            [f32("x", [1 << 25, 1 << 25])], [f32("y", [1 << 25, 1 << 25])]),
+    }
+    return {k: v.SerializeToString() for k, v in cases.items()}
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "testdata/onnx/strict"
+    seeds = sys.argv[2] if len(sys.argv) > 2 else "testdata/fuzz/onnx"
+    os.makedirs(out, exist_ok=True)
+    valid_models(out)
+    for name, data in hostile_models(out).items():
+        for path in (os.path.join(out, name + ".onnx"), os.path.join(seeds, "strict_" + name + ".onnx")):
+            with open(path, "wb") as f:
+                f.write(data)
+    print(f"wrote {out} and fuzz seeds in {seeds}")
+
+
+if __name__ == "__main__":
+    main()
