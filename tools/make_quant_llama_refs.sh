@@ -9,7 +9,7 @@
 #   <TYPE>.ids         llama.cpp's 8 greedy ids after the prompt
 #   <TYPE>.logits.npy  llama.cpp's logits at the prompt's last position
 #   prompt.npy, positions.npy: the 32-token prompt and its positions
-# llama.cpp runs through tools/llama_logits.c, built here against its
+# llama.cpp runs through tools/llamacpp/llama_logits.c, built here against its
 # libraries (CPU, 1 thread, no weight repacking).
 # Environment: REF_VENV (a venv with torch, transformers, sentencepiece,
 # numpy, gguf; default: build/venv-ref made like tools/make_llm_refs.sh, plus
@@ -42,7 +42,7 @@ if [[ -z $bld ]]; then
   cmake -S "$src" -B "$bld" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF > /dev/null
   cmake --build "$bld" -j2 --target llama-quantize llama > /dev/null
 fi
-gcc -O1 -I"$src/include" -I"$src/ggml/include" tools/llama_logits.c -o "$work/llama_logits" \
+gcc -O1 -I"$src/include" -I"$src/ggml/include" tools/llamacpp/llama_logits.c -o "$work/llama_logits" \
   "$bld/src/libllama.a" "$bld/ggml/src/libggml.a" "$bld/ggml/src/libggml-cpu.a" "$bld/ggml/src/libggml-base.a" \
   -lstdc++ -lgomp -lpthread -lm
 
