@@ -16,6 +16,8 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 OUT = sys.argv[1]
+# optional sizes (bench/bench_quant_vs_llamacpp.sh): LAYERS HIDDEN FFN HEADS KV_HEADS
+LAYERS, HIDDEN, FFN, HEADS, KV_HEADS = (int(x) for x in (sys.argv[2:7] if len(sys.argv) >= 7 else (2, 256, 256, 4, 2)))
 VOCAB = 256
 
 
@@ -38,8 +40,8 @@ def main():
     os.makedirs(hf, exist_ok=True)
     tokenizer(hf)
     torch.manual_seed(24)
-    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=256, intermediate_size=256, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=FFN, num_hidden_layers=LAYERS,
+                      num_attention_heads=HEADS, num_key_value_heads=KV_HEADS, max_position_embeddings=128 if len(sys.argv) < 7 else 512,
                       rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False,
                       bos_token_id=1, eos_token_id=2)
     model = LlamaForCausalLM(cfg).eval()
