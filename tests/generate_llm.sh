@@ -38,12 +38,14 @@ for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf
   done
 done
 # 10 decode steps bind the same resident param shards: no param byte is
-# copied after load (split, replicated and GGUF-converted shards alike)
+# copied after load (split, replicated and GGUF-converted shards alike),
+# and the KV caches stay on their devices (state, updated in place)
 for source in hf_untied_f32 tiny.gguf; do
   for backend in $backends; do
     out=$("$ppcc" generate "$src/testdata/llm/$source" --tp 2 --pp 2 --backend=$backend --prompt-ids $prompt \
           --max-new-tokens 11 2>&1)
-    if grep -q '^decode: 10 tokens' <<<"$out" && grep -q '^param bytes copied after load: 0$' <<<"$out"; then
+    if grep -q '^decode: 10 tokens' <<<"$out" && grep -q '^param bytes copied after load: 0$' <<<"$out" &&
+       grep -q '^KV cache bytes between host and devices after load: 0$' <<<"$out"; then
       pass=$((pass + 1))
     else
       echo "FAIL params copied per decode step ($source, $backend): $out"

@@ -281,6 +281,8 @@ typedef struct ppcc_run_data {
   bool *owned;              /* values[i].data allocated here */
   ppcc_weights *weights;    /* kept open while the data is used */
   bool *borrowed;           /* values[i].data is another run data's (load_sharing) */
+  int *state_of;            /* per input value: k when g->outputs[k] is fed back
+                               into it as state (bind_state), else -1 */
   struct ppcc_resident *resident; /* the param shards the devices hold (below) */
 } ppcc_run_data;
 ppcc_status ppcc_run_data_load(const ppcc_graph *g, const ppcc_run_options *opts,
@@ -311,6 +313,16 @@ ppcc_status ppcc_run_data_load_sharing(const ppcc_graph *g, const ppcc_run_optio
 /* Makes now (at load, before any execute) every param shard that g's
  * devices on this process hold, for the sharded run. */
 ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data *data, ppcc_diag *d);
+/* State (a KV cache): input `input` of g takes, at every execute, the
+ * value output `output` had at the previous one (same dtype, shape,
+ * layout and devices). Its shards live on their devices, made once from
+ * the host tensor of the input (at make_resident or the first execute)
+ * and shared by every graph of the run data's model that binds the same
+ * input name; an execute updates them in place (index_copy / index_put
+ * into the input) or on the device, and leaves outputs[k] empty: the
+ * value never goes back to the host. */
+ppcc_status ppcc_run_data_bind_state(const ppcc_graph *g, ppcc_run_data *data, const char *input, const char *output,
+                                     ppcc_diag *d);
 /* Bytes of resident shards the process holds beyond the full tensors
  * (owned shards), and how many there are in all. */
 int64_t ppcc_resident_owned_bytes(const ppcc_run_data *data);
@@ -319,6 +331,9 @@ int ppcc_resident_count(const ppcc_run_data *data);
  * start (resident shards made, and per-call copies of params an in-place
  * op writes): after load it must not grow from one execute to the next. */
 int64_t ppcc_rt_param_bytes_copied(void);
+/* Process-wide count of state bytes copied between the host and the
+ * devices (a state's shards made from its host tensor; never per execute). */
+int64_t ppcc_rt_state_bytes_host(void);
 
 /* Executes g. reference: every value unsharded on one device (layouts and
  * placements ignored), else sharded with one OpenMP thread per device.

@@ -3,8 +3,10 @@
  * and compiled once: a prefill over the prompt and a decode step (one
  * token), both over a KV cache of prompt + max-new-tokens slots. Because
  * attention reads the cache up to each token's position (the `positions`
- * input), the one decode graph serves every step. Each step's cache
- * outputs become the next step's cache inputs.
+ * input), the one decode graph serves every step. Both graphs bind the
+ * same resident param shards (made once at load) and the same KV caches,
+ * bound as state: each step's cache outputs become the next step's cache
+ * inputs on the devices, without a trip to the host.
  *
  * Prints "tokens: ID ID ..." (the generated ids), then time to first token
  * (prefill execution) and decode tokens/s (excluding compilation). */
@@ -154,7 +156,15 @@ static ppcc_status stage_build(stage_graph *s, const llama_spec *spec, const cha
   if (st) return st;
   ppcc_run_options o = {.weights_path = source, .have_random_seed = true}; /* inputs are set per step */
   st = ppcc_run_data_load_sharing(s->g, &o, from ? from->g : NULL, from ? &from->data : NULL, &s->data, d);
-  if (!st) st = ppcc_run_data_make_resident(s->g, &s->data, d); /* every param shard, once */
+  for (long b = 0; b < spec->layers && !st; b++) /* the KV caches are state, zero at first */
+    for (int kv = 0; kv < 2 && !st; kv++) {
+      char name[64];
+      snprintf(name, sizeof name, "blk.%ld.%s_cache", b, kv ? "v" : "k");
+      int v = ppcc_find_value(s->g, name);
+      if (v >= 0) memset(s->data.values[v].data, 0, (size_t)s->data.values[v].bytes);
+      st = ppcc_run_data_bind_state(s->g, &s->data, name, s->g->values[s->g->outputs[2 + 2 * b + kv]].name, d);
+    }
+  if (!st) st = ppcc_run_data_make_resident(s->g, &s->data, d); /* every param and cache shard, once */
   if (st) return st;
   s->out = calloc((size_t)s->g->n_outputs, sizeof *s->out);
   if (!s->out) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
@@ -201,16 +211,6 @@ static ppcc_status execute(stage_graph *s, const generate_args *a, ppcc_diag *d)
   return ppcc_execute(s->g, &s->data, &eo, s->out, &ms, d);
 }
 
-/* Moves the caches of `from`'s outputs into `to`'s cache inputs. */
-static void carry_caches(stage_graph *from, stage_graph *to, long layers) {
-  char name[64];
-  for (long b = 0; b < layers; b++)
-    for (int kv = 0; kv < 2; kv++) {
-      snprintf(name, sizeof name, "blk.%ld.%s_cache", b, kv ? "v" : "k");
-      set_input(to, name, &from->out[2 + 2 * b + kv]);
-    }
-}
-
 static int64_t next_token(const stage_graph *s, long row) { return ((const int64_t *)s->out[1].data)[row]; }
 
 /* prompt: B rows of n_prompt ids (row-major), row b left-padded: its
@@ -239,7 +239,7 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   if (!st) st = stage_build(&sd, &dec, source, a, &sp, d);
   else memset(&sd, 0, sizeof sd);
   t_load = now_ms() - t_load;
-  int64_t copied_at_load = ppcc_rt_param_bytes_copied();
+  int64_t copied_at_load = ppcc_rt_param_bytes_copied(), cache_at_load = ppcc_rt_state_bytes_host();
   /* tokens[i * B + b]: the i-th generated id of row b */
   int64_t *tokens = malloc(sizeof *tokens * (size_t)(a->max_new * B)), *pos = malloc(sizeof *pos * (size_t)(B * n_prompt));
   if (!st && (!tokens || !pos)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
@@ -251,17 +251,11 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     st = set_ids(&sp, "tokens", 2, shape, prompt, d);
     if (!st && B > 1) st = set_ids(&sp, "positions", 2, shape, pos, d);
     else if (!st) st = set_ids(&sp, "positions", 1, &shape[1], pos, d);
-    for (int v = 0; v < sp.g->n_values && !st; v++) {
-      const ppcc_value *val = &sp.g->values[v];
-      if (val->kind == PPCC_VALUE_INPUT && strstr(val->name, "_cache"))
-        memset(sp.data.values[v].data, 0, (size_t)sp.data.values[v].bytes);
-    }
     t0 = now_ms();
     if (!st) st = execute(&sp, a, d);
     if (!st) {
       for (long b = 0; b < B; b++) tokens[b] = next_token(&sp, b);
       t_first = now_ms();
-      carry_caches(&sp, &sd, pre.layers);
     }
   }
   for (long long i = 1; i < a->max_new && !st; i++) {
@@ -272,7 +266,6 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     if (!st) st = execute(&sd, a, d);
     if (!st) {
       for (long b = 0; b < B; b++) tokens[i * B + b] = next_token(&sd, b);
-      carry_caches(&sd, &sd, dec.layers);
     }
   }
   t_end = now_ms();
@@ -282,9 +275,11 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
       for (long long i = 0; i < a->max_new; i++) printf(" %lld", (long long)tokens[i * B + b]);
       fputs("\n", stdout);
     }
-    printf("load: %.3f ms (2 graphs compiled, %d param shards resident, %.1f MiB of them made at load)\n", t_load,
+    printf("load: %.3f ms (2 graphs compiled, %d param and cache shards resident, %.1f MiB of them made at load)\n", t_load,
            ppcc_resident_count(&sp.data), (double)ppcc_resident_owned_bytes(&sp.data) / (1 << 20));
     printf("param bytes copied after load: %lld\n", (long long)(ppcc_rt_param_bytes_copied() - copied_at_load));
+    printf("KV cache bytes between host and devices after load: %lld\n",
+           (long long)(ppcc_rt_state_bytes_host() - cache_at_load));
     printf("time to first token: %.3f ms\n", t_first - t0);
     if (a->max_new > 1)
       printf("decode: %lld tokens in %.3f ms, %.1f tokens/s\n", (a->max_new - 1) * B, t_end - t_first,

@@ -17,10 +17,15 @@
 
 typedef struct resident_entry {
   char *name;
-  const void *full;
+  const void *full;   /* params: the full tensor; NULL for state */
   ppcc_layout layout;
-  int shard;
+  int shard;          /* state: microbatch * count + shard */
+  int64_t elements;   /* of the whole value (a microbatch's value differs) */
   ppcc_resident_shard s;
+  /* state: the current shard (s.data) and, for an executor that cannot
+   * write in place (the JIT), the next one it writes; flipped after */
+  bool is_state;
+  void *next;
 } resident_entry;
 
 struct ppcc_resident {
@@ -32,9 +37,11 @@ struct ppcc_resident {
   int64_t owned_bytes;
 };
 
-static _Atomic int64_t param_bytes_copied;
+static _Atomic int64_t param_bytes_copied, state_bytes_host;
 
 int64_t ppcc_rt_param_bytes_copied(void) { return atomic_load(&param_bytes_copied); }
+int64_t ppcc_rt_state_bytes_host(void) { return atomic_load(&state_bytes_host); }
+void rt_count_state_host(int64_t bytes) { atomic_fetch_add(&state_bytes_host, bytes); }
 
 void rt_count_param_copy(int64_t bytes) { atomic_fetch_add(&param_bytes_copied, bytes); }
 
@@ -53,6 +60,7 @@ void rt_resident_unref(ppcc_resident *r) {
   if (!r || --r->refs > 0) return;
   for (int k = 0; k < r->n; k++) {
     if (r->entries[k].s.owned) rt_free((void *)r->entries[k].s.data);
+    rt_free(r->entries[k].next);
     free(r->entries[k].name);
   }
   free(r->entries);
@@ -75,18 +83,20 @@ static size_t key_hash(const char *name, ppcc_layout l, int shard) {
   return (h ^ (size_t)shard) * 1099511628211u;
 }
 
-static bool same_key(const resident_entry *e, const char *name, const void *full, ppcc_layout l, int shard) {
-  return e->full == full && e->shard == shard && e->layout.kind == l.kind && e->layout.dim == l.dim &&
+static bool same_key(const resident_entry *e, const char *name, const void *full, ppcc_layout l, int shard,
+                     int64_t elements) {
+  return e->full == full && e->elements == elements && e->is_state == !full && e->shard == shard && e->layout.kind == l.kind && e->layout.dim == l.dim &&
          e->layout.count == l.count && strcmp(e->name, name) == 0;
 }
 
-static resident_entry *find(const ppcc_resident *r, const char *name, const void *full, ppcc_layout l, int shard) {
+static resident_entry *find(const ppcc_resident *r, const char *name, const void *full, ppcc_layout l, int shard,
+                            int64_t elements) {
   if (!r->table) return NULL;
   size_t mask = r->table_size - 1;
   for (size_t h = key_hash(name, l, shard) & mask;; h = (h + 1) & mask) {
     int k = r->table[h];
     if (!k) return NULL;
-    if (same_key(&r->entries[k - 1], name, full, l, shard)) return &r->entries[k - 1];
+    if (same_key(&r->entries[k - 1], name, full, l, shard, elements)) return &r->entries[k - 1];
   }
 }
 
@@ -131,7 +141,7 @@ static bool make_shard(const ppcc_value *p, ppcc_layout l, int i, const void *fu
     return s->data != NULL;
   }
   const char *start = full;
-  if (l.kind == PPCC_LAYOUT_SPLIT) {
+  if (l.kind == PPCC_LAYOUT_SPLIT && l.count > 1) { /* one shard of one is the whole tensor */
     rt_split_geom geom = rt_split_geometry(p->rank, p->shape, l.dim, l.count);
     start = geom.outer == 1 ? start + (int64_t)i * bytes : NULL;
   }
@@ -161,6 +171,49 @@ bool rt_param_mapped(const ppcc_run_data *data, int v, bool dist) {
   return dist && !data->owned[v] && !(data->borrowed && data->borrowed[v]);
 }
 
+/* A state's shard i (of microbatch slice `host`) made from its host
+ * tensor: always a copy, the executors write it. */
+static bool make_state(const ppcc_value *p, ppcc_layout l, int i, const void *host, ppcc_resident_shard *s) {
+  int es = ppcc_dtype_size(p->dtype);
+  s->dtype = p->dtype;
+  s->rank = p->rank;
+  memcpy(s->shape, p->shape, sizeof s->shape);
+  if (l.kind == PPCC_LAYOUT_SPLIT) s->shape[l.dim] /= l.count;
+  int64_t bytes = ppcc_num_elements(s->rank, s->shape) * es;
+  void *b = l.kind == PPCC_LAYOUT_UNREDUCED && i > 0 ? rt_calloc(bytes) : rt_alloc(bytes);
+  if (b && l.kind == PPCC_LAYOUT_SPLIT)
+    rt_copy_shard_out(host, b, rt_split_geometry(p->rank, p->shape, l.dim, l.count), l.count, i % l.count, es);
+  else if (b && !(l.kind == PPCC_LAYOUT_UNREDUCED && i > 0) && bytes > 0)
+    memcpy(b, host, (size_t)bytes);
+  s->data = b;
+  s->owned = true;
+  rt_count_state_host(bytes);
+  return b != NULL;
+}
+
+/* The entry of (p's name, full, l, i), made on first use (full NULL: a
+ * state, made from `host`); NULL when out of memory. Call in the
+ * critical section. */
+static resident_entry *entry_of(ppcc_resident *r, const ppcc_value *p, const void *full, const void *host,
+                                ppcc_layout l, int i, bool mapped) {
+  int64_t elements = ppcc_num_elements(p->rank, p->shape);
+  resident_entry *e = find(r, p->name, full, l, i, elements);
+  if (e || !grow(r)) return e;
+  e = &r->entries[r->n];
+  memset(e, 0, sizeof *e);
+  e->name = malloc(strlen(p->name) + 1);
+  bool made = e->name && (full ? make_shard(p, l, i, full, mapped, &e->s) : make_state(p, l, i, host, &e->s));
+  if (!made) {
+    free(e->name);
+    return NULL;
+  }
+  strcpy(e->name, p->name);
+  e->full = full, e->layout = l, e->shard = i, e->is_state = !full, e->elements = elements;
+  if (e->s.owned) r->owned_bytes += ppcc_num_elements(e->s.rank, e->s.shape) * ppcc_dtype_size(e->s.dtype);
+  table_put(r, r->n++);
+  return e;
+}
+
 const void *rt_resident_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i,
                               bool mapped) {
   ppcc_resident *r = data->resident;
@@ -168,37 +221,76 @@ const void *rt_resident_shard(const ppcc_run_data *data, int v, const ppcc_value
   if (!r || !full) return NULL;
 #pragma omp critical(ppcc_resident)
   {
-    resident_entry *e = find(r, p->name, full, l, i);
-    if (e) out = e->s.data;
-    else if (grow(r)) {
-      e = &r->entries[r->n];
-      memset(e, 0, sizeof *e);
-      e->name = malloc(strlen(p->name) + 1);
-      if (e->name && make_shard(p, l, i, full, mapped, &e->s)) {
-        strcpy(e->name, p->name);
-        e->full = full, e->layout = l, e->shard = i;
-        if (e->s.owned) r->owned_bytes += ppcc_num_elements(e->s.rank, e->s.shape) * ppcc_dtype_size(e->s.dtype);
-        table_put(r, r->n++);
-        out = e->s.data;
-      } else {
-        free(e->name);
-      }
-    }
+    resident_entry *e = entry_of(r, p, full, NULL, l, i, mapped);
+    out = e ? e->s.data : NULL;
   }
   return out;
+}
+
+void *rt_state_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i, int mb, bool next) {
+  ppcc_resident *r = data->resident;
+  const char *host = data->values[v].data;
+  void *out = NULL;
+  if (!r || !host) return NULL;
+#pragma omp critical(ppcc_resident)
+  {
+    resident_entry *e = entry_of(r, p, NULL, host + (size_t)mb * (size_t)ppcc_value_bytes(p), l, mb * l.count + i, false);
+    if (e && next && !e->next) e->next = rt_alloc(ppcc_num_elements(e->s.rank, e->s.shape) * ppcc_dtype_size(e->s.dtype));
+    if (e) out = next ? e->next : (void *)e->s.data;
+  }
+  return out;
+}
+
+void rt_state_flip(const ppcc_run_data *data, const ppcc_value *p, ppcc_layout l, int i, int mb) {
+  ppcc_resident *r = data->resident;
+  if (!r) return;
+#pragma omp critical(ppcc_resident)
+  {
+    resident_entry *e = find(r, p->name, NULL, l, mb * l.count + i, ppcc_num_elements(p->rank, p->shape));
+    if (e && e->next) {
+      void *cur = (void *)e->s.data;
+      e->s.data = e->next;
+      e->next = cur;
+    }
+  }
+}
+
+ppcc_status ppcc_run_data_bind_state(const ppcc_graph *g, ppcc_run_data *data, const char *input, const char *output,
+                                     ppcc_diag *d) {
+  int v = ppcc_find_value(g, input), w = ppcc_find_value(g, output), k = -1;
+  for (int j = 0; w >= 0 && j < g->n_outputs; j++)
+    if (g->outputs[j] == w) k = j;
+  if (v < 0 || g->values[v].kind != PPCC_VALUE_INPUT) return ppcc_error(d, "state: '%s' is not an input of the graph", input);
+  if (k < 0) return ppcc_error(d, "state: '%s' is not an output of the graph", output);
+  const ppcc_value *a = &g->values[v], *b = &g->values[w];
+  bool same = a->dtype == b->dtype && a->rank == b->rank && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->rank) == 0 &&
+              a->layout.kind == b->layout.kind && a->layout.dim == b->layout.dim && a->layout.count == b->layout.count &&
+              a->devices && b->devices && memcmp(a->devices, b->devices, sizeof(int) * (size_t)a->layout.count) == 0;
+  if (!same)
+    return ppcc_error(d, "state: output '%s' differs from input '%s' in dtype, shape, layout or devices", output, input);
+  data->state_of[v] = k;
+  return PPCC_OK;
 }
 
 ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data *data, ppcc_diag *d) {
   bool dist = rt_dist_active();
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *p = &g->values[v];
-    if (p->kind != PPCC_VALUE_PARAM || !p->devices) continue;
+    bool state = p->kind == PPCC_VALUE_INPUT && data->state_of[v] >= 0;
+    if ((p->kind != PPCC_VALUE_PARAM && !state) || !p->devices) continue;
     for (int i = 0; i < p->layout.count; i++) {
       if (dist && !rt_dist_local(p->devices[i])) continue;
       if (!data->values[v].data) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", p->name);
-      if (!rt_resident_shard(data, v, p, p->layout, i, rt_param_mapped(data, v, dist)))
-        return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory for param '%s'", p->name);
+      const void *made = state ? rt_state_shard(data, v, p, p->layout, i, 0, false)
+                               : rt_resident_shard(data, v, p, p->layout, i, rt_param_mapped(data, v, dist));
+      if (!made) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory for '%s'", p->name);
     }
   }
   return PPCC_OK;
+}
+
+int rt_state_input(const ppcc_graph *g, const ppcc_run_data *data, int k) {
+  for (int v = 0; data->state_of && v < g->n_values; v++)
+    if (data->state_of[v] == k) return v;
+  return -1;
 }

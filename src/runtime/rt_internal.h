@@ -244,6 +244,13 @@ void rt_resident_unref(ppcc_resident *r);
 const void *rt_resident_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i,
                               bool mapped);
 bool rt_param_mapped(const ppcc_run_data *data, int v, bool dist);
+/* State input v's shard i of microbatch mb (ppcc_run_data_bind_state):
+ * the current bytes, or with next the buffer an executor that cannot write
+ * in place fills (then rt_state_flip makes it current). */
+void *rt_state_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i, int mb, bool next);
+void rt_state_flip(const ppcc_run_data *data, const ppcc_value *p, ppcc_layout l, int i, int mb);
+/* The state input fed by output k, or -1. */
+int rt_state_input(const ppcc_graph *g, const ppcc_run_data *data, int k);
 /* Adds to ppcc_rt_param_bytes_copied. */
 void rt_count_param_copy(int64_t bytes);
 /* comm.c: route moves to devices of other ranks through MPI. */

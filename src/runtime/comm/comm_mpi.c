@@ -17,13 +17,26 @@
  * control communicator; a rank that receives it aborts its local
  * communicator with that message, which wakes its waiting devices. At the end every rank takes part in one
  * agreement (an all-reduce of "failed"), so all exit with the same status.
- * A peer that never answers (killed, hung) runs into PPCC_MPI_TIMEOUT
- * seconds (default 300) of waiting, after which MPI_Abort ends every rank.
+ * A peer that never answers (killed, hung, cut off) runs into PPCC_MPI_TIMEOUT
+ * seconds (default 300) of waiting, after which MPI_Abort ends every rank;
+ * a rank that timed out waiting gives up at once instead of also waiting
+ * for the agreement, so a fault ends the job within one timeout.
+ * The run-wide steps (the barrier after loading, the agreement) are
+ * messages between every pair of ranks, so a rank that gives up names the
+ * ranks that did not answer.
+ * Calls with no timeout of their own (MPI_Init, MPI_Finalize, MPI_Abort,
+ * the gathers after a run) run under a watchdog: a thread that _exits the
+ * process once their bound passes (over TCP, MPICH 4.0.2 with UCX 1.13 can
+ * hang in MPI_Finalize, and a cut-off rank's MPI_Abort cannot reach
+ * mpiexec). Outputs are committed atomically before, so nothing is left
+ * half-written.
  *
  * Every MPI call is made under one mutex (calls are short: only nonblocking
  * operations and tests), which keeps request lists simple. */
+#include <errno.h>
 #include <mpi.h>
 #include <omp.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -31,6 +44,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #include "ppcc/mpi.h"
 #include "../rt_internal.h"
 
@@ -38,6 +52,12 @@
 #define ABORT_TEXT 1024
 #define TAG_ABORT 1
 #define TAG_TIMELINE 2
+#define TAG_AGREE 3
+#define TAG_SYNC 4
+/* How long MPI_Finalize and MPI_Abort may take (and the margin on top of
+ * PPCC_MPI_TIMEOUT for MPI_Init and the gathers) before the watchdog ends
+ * the process: PPCC_MPI_EXIT_MARGIN seconds, default 10. */
+#define EXIT_MARGIN_S D.exit_margin_s
 
 typedef struct pending_send {
   struct pending_send *next;
@@ -65,7 +85,7 @@ static struct {
   pooled_buffer pool[POOL_SLOTS];
   int rank, size, host_ranks;
   MPI_Comm data, control, sync;
-  double timeout_s;
+  double timeout_s, exit_margin_s;
   int n_devices;
   int *rank_of;
   pthread_mutex_t lock;
@@ -76,8 +96,9 @@ static struct {
   bool remote_failed;
   abort_msg remote;
   bool broadcast_done;
+  int silent_rank; /* >= 0: a receive from this rank timed out */
   ppcc_rt_comm *comm; /* the communicator of the running executor */
-} D = {.lock = PTHREAD_MUTEX_INITIALIZER, .abort_req = MPI_REQUEST_NULL};
+} D = {.lock = PTHREAD_MUTEX_INITIALIZER, .abort_req = MPI_REQUEST_NULL, .silent_rank = -1};
 
 bool ppcc_mpi_available(void) { return true; }
 bool ppcc_mpi_initialized(void) { return D.initialized; }
@@ -95,12 +116,91 @@ static void pause_briefly(long spins) {
   nanosleep(&ts, NULL);
 }
 
+/* ---------------- the exit watchdog ---------------- */
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  bool started, armed;
+  struct timespec deadline; /* CLOCK_MONOTONIC */
+  int code;
+  char text[400];
+} W = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *watchdog_main(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&W.lock);
+  for (;;) {
+    int rc = W.armed ? pthread_cond_timedwait(&W.cond, &W.lock, &W.deadline) : pthread_cond_wait(&W.cond, &W.lock);
+    if (rc == ETIMEDOUT && W.armed) {
+      size_t n = strlen(W.text);
+      if (write(STDERR_FILENO, W.text, n) < 0) n = 0;
+      _exit(W.code);
+    }
+  }
+  return NULL;
+}
+
+/* From now on, the process ends with exit status `code` after printing
+ * the message once `seconds` pass, unless watchdog_disarm comes first. */
+static void watchdog_arm(double seconds, int code, const char *fmt, ...) {
+  pthread_mutex_lock(&W.lock);
+  if (!W.started) {
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&W.cond, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_t t;
+    pthread_attr_t ta;
+    pthread_attr_init(&ta);
+    pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+    W.started = pthread_create(&t, &ta, watchdog_main, NULL) == 0;
+    pthread_attr_destroy(&ta);
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(W.text, sizeof W.text - 1, fmt, ap);
+  va_end(ap);
+  strcat(W.text, "\n");
+  clock_gettime(CLOCK_MONOTONIC, &W.deadline);
+  long long ns = (long long)(seconds * 1e9);
+  W.deadline.tv_sec += (time_t)(ns / 1000000000LL);
+  W.deadline.tv_nsec += (long)(ns % 1000000000LL);
+  if (W.deadline.tv_nsec >= 1000000000L) W.deadline.tv_sec++, W.deadline.tv_nsec -= 1000000000L;
+  W.code = code;
+  W.armed = true;
+  pthread_cond_signal(&W.cond);
+  pthread_mutex_unlock(&W.lock);
+}
+
+static void watchdog_disarm(void) {
+  pthread_mutex_lock(&W.lock);
+  W.armed = false;
+  if (W.started) pthread_cond_signal(&W.cond);
+  pthread_mutex_unlock(&W.lock);
+}
+
+/* An environment variable in seconds (> 0), or the default. */
+static double seconds_from_env(const char *name, double fallback) {
+  const char *t = getenv(name);
+  return t && atof(t) > 0 ? atof(t) : fallback;
+}
+
 ppcc_status ppcc_mpi_init(int *argc, char ***argv, ppcc_diag *d) {
   if (D.initialized) return PPCC_OK;
   int provided = 0;
-  if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
-    return ppcc_error(d, "MPI_Init_thread failed");
+  D.timeout_s = seconds_from_env("PPCC_MPI_TIMEOUT", 300);
+  D.exit_margin_s = seconds_from_env("PPCC_MPI_EXIT_MARGIN", 10);
+  /* With a host or link down from the start, MPI_Init waits for good. */
+  watchdog_arm(D.timeout_s + EXIT_MARGIN_S, 1,
+               "ppcc run: error: MPI_Init did not finish within %.0f s (PPCC_MPI_TIMEOUT + %.0f s): "
+               "a host or the network between the hosts does not answer", D.timeout_s + EXIT_MARGIN_S, EXIT_MARGIN_S);
+  int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  watchdog_disarm();
+  if (rc != MPI_SUCCESS) return ppcc_error(d, "MPI_Init_thread failed");
   if (provided < MPI_THREAD_MULTIPLE) {
+    watchdog_arm(EXIT_MARGIN_S, 1, "ppcc run: error: MPI_Finalize did not return within %.0f s", EXIT_MARGIN_S);
     MPI_Finalize();
     return ppcc_error(d, "the MPI library gives thread level %d but ppcc needs MPI_THREAD_MULTIPLE (%d): "
                          "device threads send and receive at the same time", provided, MPI_THREAD_MULTIPLE);
@@ -117,8 +217,6 @@ ppcc_status ppcc_mpi_init(int *argc, char ***argv, ppcc_diag *d) {
   MPI_Comm_set_errhandler(D.data, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(D.control, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(D.sync, MPI_ERRORS_RETURN);
-  const char *t = getenv("PPCC_MPI_TIMEOUT");
-  D.timeout_s = t && atof(t) > 0 ? atof(t) : 300;
   D.initialized = true;
   return PPCC_OK;
 }
@@ -215,7 +313,17 @@ void ppcc_mpi_finalize(ppcc_status status) {
   free(D.rank_of);
   D.rank_of = NULL;
   D.active = D.initialized = false;
+  /* Every output is written by now: a hanging MPI_Finalize only delays the
+   * exit, with the run's own status. */
+  watchdog_arm(EXIT_MARGIN_S, (int)status, "ppcc: rank %d: note: MPI_Finalize did not return within %.0f s; "
+               "exiting with the run's status %d", D.rank, EXIT_MARGIN_S, (int)status);
+  /* Testing hook (tests/mpi): rank R hangs here as MPICH over UCX's TCP
+   * sometimes does inside MPI_Finalize (openucx/ucx#8738). */
+  const char *hang = getenv("PPCC_INJECT_FINALIZE_HANG");
+  if (hang && atoi(hang) == D.rank)
+    for (;;) pause();
   MPI_Finalize();
+  watchdog_disarm();
 }
 
 ppcc_status ppcc_mpi_distribute(const ppcc_graph *g, const int *rank_of, ppcc_diag *d) {
@@ -232,6 +340,7 @@ ppcc_status ppcc_mpi_distribute(const ppcc_graph *g, const int *rank_of, ppcc_di
   D.n_devices = g->n_devices;
   pthread_mutex_lock(&D.lock);
   D.remote_failed = D.broadcast_done = false;
+  D.silent_rank = -1;
   if (D.abort_req == MPI_REQUEST_NULL)
     MPI_Irecv(&D.abort_in, (int)sizeof D.abort_in, MPI_BYTE, MPI_ANY_SOURCE, TAG_ABORT, D.control, &D.abort_req);
   pthread_mutex_unlock(&D.lock);
@@ -395,6 +504,9 @@ int rt_dist_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes) {
       char why[160];
       snprintf(why, sizeof why, "sent nothing for %.0f s (PPCC_MPI_TIMEOUT); is that rank alive?", now_s() - t0);
       fail(c, self, "waiting for a message", src, why);
+      pthread_mutex_lock(&D.lock);
+      if (D.silent_rank < 0) D.silent_rank = D.rank_of[src];
+      pthread_mutex_unlock(&D.lock);
       break;
     }
     pause_briefly(spins);
@@ -446,11 +558,62 @@ static int wait_request(MPI_Request *req, ppcc_rt_comm *c, void *out_status) {
   }
 }
 
-static void give_up(const char *what) {
-  fprintf(stderr, "ppcc: rank %d: error: %s: no answer from the other ranks for %.0f s (PPCC_MPI_TIMEOUT); "
-                  "ending every rank\n", D.rank, what, D.timeout_s);
+/* Ends every rank: MPI_Abort, or the watchdog where MPI_Abort cannot reach
+ * mpiexec (this rank is cut off). who names the silent ranks. */
+static void give_up(const char *what, const char *who) {
+  fprintf(stderr, "ppcc: rank %d: error: %s: no answer from %s for %.0f s (PPCC_MPI_TIMEOUT); "
+                  "ending every rank\n", D.rank, what, who, D.timeout_s);
   fflush(stderr);
+  watchdog_arm(EXIT_MARGIN_S, 1, "ppcc: rank %d: error: MPI_Abort did not return within %.0f s (mpiexec cannot "
+               "be reached from here); exiting", D.rank, EXIT_MARGIN_S);
   MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Every rank sends `mine` to every other rank on comm with tag and
+ * receives theirs; returns the largest. A rank that does not answer
+ * within the timeout ends the job, named in the message. */
+static int exchange_all(MPI_Comm comm, int tag, int mine, const char *what) {
+  int n = D.size, largest = mine;
+  int *theirs = calloc((size_t)n, sizeof *theirs);
+  MPI_Request *req = calloc((size_t)(2 * n), sizeof *req);
+  MPI_Status *sts = calloc((size_t)(2 * n), sizeof *sts);
+  if (!theirs || !req || !sts) {
+    free(theirs), free(req), free(sts);
+    give_up(what, "(out of memory)");
+    return 1;
+  }
+  pthread_mutex_lock(&D.lock);
+  for (int r = 0; r < n; r++) {
+    req[r] = req[n + r] = MPI_REQUEST_NULL;
+    if (r == D.rank) continue;
+    MPI_Irecv(&theirs[r], 1, MPI_INT, r, tag, comm, &req[r]);
+    MPI_Isend(&mine, 1, MPI_INT, r, tag, comm, &req[n + r]);
+  }
+  pthread_mutex_unlock(&D.lock);
+  double t0 = now_s();
+  for (long spins = 0;; spins++) {
+    int done = 0;
+    pthread_mutex_lock(&D.lock);
+    MPI_Testall(2 * n, req, &done, sts);
+    pthread_mutex_unlock(&D.lock);
+    if (done) break;
+    rt_dist_poll();
+    if (now_s() - t0 > D.timeout_s) {
+      char who[256] = "rank";
+      size_t used = strlen(who);
+      int silent = 0;
+      for (int r = 0; r < n; r++)
+        if (req[r] != MPI_REQUEST_NULL && used + 16 < sizeof who) {
+          used += (size_t)snprintf(who + used, sizeof who - used, "%s %d", silent++ ? "," : "", r);
+        }
+      give_up(what, silent ? who : "the other ranks");
+    }
+    pause_briefly(spins);
+  }
+  for (int r = 0; r < n; r++)
+    if (r != D.rank && theirs[r] > largest) largest = theirs[r];
+  free(theirs), free(req), free(sts);
+  return largest;
 }
 
 /* Every rank calls it exactly once per run, failed or not (the executor
@@ -460,34 +623,37 @@ static void give_up(const char *what) {
  * exactly; across hosts each rank starts its clock as it leaves the barrier. */
 void rt_dist_sync(double *t0) {
   if (!D.active) return;
-  MPI_Request req;
-  pthread_mutex_lock(&D.lock);
-  MPI_Ibarrier(D.sync, &req);
-  pthread_mutex_unlock(&D.lock);
-  if (wait_request(&req, NULL, NULL) < 0) give_up("waiting for every rank to load");
+  exchange_all(D.sync, TAG_SYNC, 0, "waiting for every rank to load");
   double origin = omp_get_wtime();
   if (D.host_ranks == D.size) {
+    MPI_Request req;
     pthread_mutex_lock(&D.lock);
     MPI_Ibcast(&origin, 1, MPI_DOUBLE, 0, D.sync, &req);
     pthread_mutex_unlock(&D.lock);
-    if (wait_request(&req, NULL, NULL) < 0) give_up("waiting for every rank to load");
+    if (wait_request(&req, NULL, NULL) < 0) give_up("waiting for every rank to load", "rank 0");
   }
   if (t0) *t0 = origin;
 }
 
 ppcc_status rt_dist_agree(ppcc_status st, ppcc_diag *d) {
   if (!D.active) return st;
-  int failed = st != PPCC_OK, any = 0;
+  int failed = st != PPCC_OK;
   if (failed) { /* unless another rank's abort made this one fail */
     char msg[ABORT_TEXT + 32];
     snprintf(msg, sizeof msg, "rank %d: %s", D.rank, d->first);
     rt_dist_broadcast_abort(-1, msg);
   }
-  MPI_Request req;
   pthread_mutex_lock(&D.lock);
-  MPI_Iallreduce(&failed, &any, 1, MPI_INT, MPI_MAX, D.control, &req);
+  int silent = D.silent_rank;
   pthread_mutex_unlock(&D.lock);
-  if (wait_request(&req, NULL, NULL) < 0) give_up("agreeing on the result");
+  /* This rank already waited one timeout for a silent rank: waiting for the
+   * agreement too would double the time a fault takes to end the job. */
+  if (silent >= 0) {
+    char who[32];
+    snprintf(who, sizeof who, "rank %d", silent);
+    give_up("running", who);
+  }
+  int any = exchange_all(D.control, TAG_AGREE, failed, "agreeing on the result");
   if (failed || !any) return st;
   /* another rank failed: its abort message is on the way */
   double t0 = now_s();
@@ -506,6 +672,9 @@ ppcc_status rt_dist_agree(ppcc_status st, ppcc_diag *d) {
 /* One device's track: counts, then spans, then flows. */
 ppcc_status rt_dist_merge_timeline(rt_timeline *t, ppcc_diag *d) {
   if (!D.active) return PPCC_OK;
+  /* blocking sends and receives: bounded by the watchdog */
+  watchdog_arm(D.timeout_s + EXIT_MARGIN_S, 1, "ppcc: rank %d: error: gathering the trace: no answer for %.0f s "
+               "(PPCC_MPI_TIMEOUT + %.0f s); exiting", D.rank, D.timeout_s + EXIT_MARGIN_S, EXIT_MARGIN_S);
   for (int dev = 0; dev < t->n_devices && dev < D.n_devices; dev++) {
     int owner = D.rank_of[dev];
     rt_device_timeline *dt = &t->dev[dev];
@@ -522,6 +691,7 @@ ppcc_status rt_dist_merge_timeline(rt_timeline *t, ppcc_diag *d) {
       rt_flow_end *flows = malloc(sizeof *flows * (size_t)(counts[1] + 1));
       if (!spans || !flows) {
         free(spans), free(flows);
+        watchdog_disarm();
         return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
       }
       MPI_Recv(spans, (int)sizeof *spans * counts[0], MPI_BYTE, owner, TAG_TIMELINE, D.control, MPI_STATUS_IGNORE);
@@ -531,6 +701,7 @@ ppcc_status rt_dist_merge_timeline(rt_timeline *t, ppcc_diag *d) {
       dt->flows = flows, dt->n_flows = dt->cap_flows = counts[1];
     }
   }
+  watchdog_disarm();
   return PPCC_OK;
 }
 
@@ -552,7 +723,10 @@ void rt_dist_report_memory(FILE *log, int64_t param_bytes) {
   getrusage(RUSAGE_SELF, &ru);
   double mine[2] = {(double)param_bytes, (double)ru.ru_maxrss * 1024.0}, *all = NULL;
   if (D.rank == 0) all = malloc(sizeof(double) * 2 * (size_t)D.size);
+  watchdog_arm(D.timeout_s + EXIT_MARGIN_S, 1, "ppcc: rank %d: error: gathering peak memory: no answer for %.0f s "
+               "(PPCC_MPI_TIMEOUT + %.0f s); exiting", D.rank, D.timeout_s + EXIT_MARGIN_S, EXIT_MARGIN_S);
   MPI_Gather(mine, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, 0, D.control);
+  watchdog_disarm();
   for (int r = 0; all && log && r < D.size; r++)
     fprintf(log, "rank %d: params %.1f MiB, peak RSS %.1f MiB\n", r, all[2 * r] / 1048576.0,
             all[2 * r + 1] / 1048576.0);

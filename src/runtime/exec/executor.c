@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "ppcc/test_inject.h"
 #include "ppcc/predict.h"
 #include "../rt_internal.h"
@@ -187,6 +188,12 @@ static bool mapped_param(const rt_exec *x, int v) {
   return val(x, v)->kind == PPCC_VALUE_PARAM && rt_param_mapped(x->data, v, x->dist);
 }
 
+/* A state input (ppcc_run_data_bind_state): its device shards are bound,
+ * written in place, and the output feeding it is copied into them. */
+static bool is_state(const rt_exec *x, int v) {
+  return val(x, v)->kind == PPCC_VALUE_INPUT && x->data->state_of && x->data->state_of[v] >= 0;
+}
+
 /* A param's resident shard (resident.c), bound as it is: not when an
  * in-place op would write into it. */
 static const void *bound_param(const rt_exec *x, int v, ppcc_layout l, int i) {
@@ -226,7 +233,8 @@ static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
     for (int i = 0; i < w.layout.count; i++) {
       if (w.devices[i] != dev) continue;
       if (!full) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", val(x, v)->name);
-      const void *resident = bound_param(x, v, w.layout, i);
+      const void *resident = is_state(x, v) ? rt_state_shard(x->data, v, val(x, v), w.layout, i, x->mb, false)
+                                            : bound_param(x, v, w.layout, i);
       *slot(x, v, i) = resident ? (rt_slot){(void *)resident, false, false}
                                 : (rt_slot){cut_shard(x, v, w.layout, i, full), true, false};
       if (!slot(x, v, i)->data) return oom(d);
@@ -679,7 +687,16 @@ static bool run_step(rt_exec *x, int dev, int j, ppcc_diag *d) {
   double t = traced ? omp_get_wtime() : 0;
   bool inject = x->opts->inject_fault && dev == x->opts->fault_device && j == x->opts->fault_op;
   const char *kill_how = inject ? getenv("PPCC_INJECT_KILL") : NULL; /* test hook: a rank dies or hangs */
-  if (kill_how) raise(strcmp(kill_how, "stop") == 0 ? SIGSTOP : SIGKILL);
+  if (kill_how && strncmp(kill_how, "mark:", 5) == 0) {
+    /* mark:FILE: the run is under way; FILE tells the test, which then
+     * cuts this rank's link during the pause, and the op runs normally */
+    FILE *f = fopen(kill_how + 5, "w");
+    if (f) fclose(f);
+    nanosleep(&(struct timespec){2, 0}, NULL);
+    inject = false;
+  } else if (kill_how) {
+    raise(strcmp(kill_how, "stop") == 0 ? SIGSTOP : SIGKILL);
+  }
   ppcc_status st = inject ? ppcc_error(d, "injected failure") : run_op(x, dev, op, d);
   if (st) {
     fail_device(x, dev, op, d);
@@ -703,7 +720,7 @@ static ppcc_status forward_outputs(rt_exec *x, int dev, ppcc_diag *d) {
   for (x->mb = 0; x->mb < x->microbatches; x->mb++)
     for (int k = 0; k < x->g->n_outputs; k++) {
       int v = x->g->outputs[k];
-      bool repeated = val(x, v)->kind == PPCC_VALUE_PARAM && x->mb > 0;
+      bool repeated = (val(x, v)->kind == PPCC_VALUE_PARAM && x->mb > 0) || rt_state_input(x->g, x->data, k) >= 0;
       for (int j = 0; j < k; j++) repeated = repeated || x->g->outputs[j] == v;
       rt_view w = view_of(x, v);
       int64_t bytes = local_bytes(x, v);
@@ -721,6 +738,24 @@ static ppcc_status forward_outputs(rt_exec *x, int dev, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* Each state output's shards on dev become its state input's (a copy on
+ * the device unless the update was in place). */
+static ppcc_status keep_states(rt_exec *x, int dev, ppcc_diag *d) {
+  for (x->mb = 0; x->mb < x->microbatches; x->mb++)
+    for (int k = 0; k < x->g->n_outputs; k++) {
+      int v = rt_state_input(x->g, x->data, k), w = x->g->outputs[k];
+      rt_view vw = view_of(x, w);
+      for (int i = 0; v >= 0 && i < vw.layout.count; i++) {
+        if (vw.devices[i] != dev) continue;
+        void *dst = rt_state_shard(x->data, v, val(x, v), view_of(x, v).layout, i, x->mb, false);
+        const void *src = slot(x, w, i)->data;
+        if (!dst || !src) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "state '%s' has no buffer", val(x, v)->name);
+        if (dst != src) memcpy(dst, src, (size_t)local_bytes(x, w));
+      }
+    }
+  return PPCC_OK;
+}
+
 /* Per segment, the segment's ops for microbatch 0, 1, ... in turn (the
  * order ppcc_pipeline_segments explains). */
 static void device_program(const rt_exec *shared, int dev) {
@@ -732,7 +767,7 @@ static void device_program(const rt_exec *shared, int dev) {
       for (int j = x.segment_begin[s]; j < x.segment_begin[s + 1]; j++) {
         if (ppcc_rt_aborted(x.comm) || !run_step(&x, dev, j, &d)) return;
       }
-  if (x.dist && forward_outputs(&x, dev, &d)) fail_device(&x, dev, NULL, &d);
+  if (keep_states(&x, dev, &d) || (x.dist && forward_outputs(&x, dev, &d))) fail_device(&x, dev, NULL, &d);
 }
 
 /* ---------------- setup, outputs, teardown ---------------- */
@@ -1182,7 +1217,8 @@ static ppcc_status execute_graph(rt_exec *x, ppcc_host_tensor *outputs, double *
   else if (x->dist) rt_dist_sync(NULL); /* as run_devices would have */
   if (x->dist) st = rt_dist_agree(st, d); /* every rank fails if one did */
   bool collects = !x->dist || rt_dist_rank() == 0; /* MPI: rank 0 got every output shard */
-  for (int k = 0; k < x->g->n_outputs && !st && collects; k++) st = assemble(x, x->g->outputs[k], &outputs[k], d);
+  for (int k = 0; k < x->g->n_outputs && !st && collects; k++)
+    if (rt_state_input(x->g, x->data, k) < 0) st = assemble(x, x->g->outputs[k], &outputs[k], d); /* states stay */
   if (!st && x->timeline) st = report_timeline(x, wall_ms, d);
   if (elapsed_ms) *elapsed_ms = wall_ms;
   teardown(x);

@@ -25,6 +25,7 @@ void ppcc_run_data_free(ppcc_run_data *data) {
   free(data->values);
   free(data->owned);
   free(data->borrowed);
+  free(data->state_of);
   ppcc_weights_close(data->weights);
   memset(data, 0, sizeof *data);
 }
@@ -149,8 +150,10 @@ ppcc_status ppcc_run_data_load_sharing(const ppcc_graph *g, const ppcc_run_optio
   data->values = calloc(n, sizeof *data->values);
   data->owned = calloc(n, sizeof *data->owned);
   data->borrowed = calloc(n, sizeof *data->borrowed);
+  data->state_of = malloc(n * sizeof *data->state_of);
   data->resident = from ? rt_resident_ref(from->resident) : rt_resident_new();
-  if (!data->values || !data->owned || !data->borrowed || !data->resident) {
+  for (size_t v = 0; data->state_of && v < n; v++) data->state_of[v] = -1;
+  if (!data->values || !data->owned || !data->borrowed || !data->state_of || !data->resident) {
     ppcc_run_data_free(data);
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }

@@ -80,6 +80,10 @@ static ppcc_status init_arg(jit_exec *x, jit_arg *a, ppcc_diag *d) {
                              ? rt_resident_shard(x->data, a->value, p, p->layout, a->shard,
                                                  rt_param_mapped(x->data, a->value, x->dist))
                              : NULL;
+  int state = a->output ? rt_state_input(x->g, x->data, a->output_index)
+                        : p->kind == PPCC_VALUE_INPUT && x->data->state_of[a->value] >= 0 ? a->value : -1;
+  if (state >= 0) /* a state: its input shard is read, the output written into the next buffer */
+    resident = rt_state_shard(x->data, state, &x->g->values[state], p->layout, a->shard, 0, a->output);
   a->borrowed = resident != NULL;
   a->data = resident ? (void *)resident : a->output ? rt_calloc(shard_bytes(p)) : leaf_shard(x, a->value, a->shard);
   a->desc = calloc((size_t)(3 + 2 * p->rank), sizeof *a->desc);
@@ -181,7 +185,7 @@ static void forward_outputs(jit_exec *x, int dev) {
   if (rt_dist_rank() != 0) {
     const jit_device *jd = &x->devs[dev];
     for (int a = 0; a < jd->n_args; a++)
-      if (jd->args[a].output &&
+      if (jd->args[a].output && rt_state_input(x->g, x->data, jd->args[a].output_index) < 0 &&
           ppcc_rt_send(x->comm, dev, collector, jd->args[a].data, shard_bytes(&x->g->values[jd->args[a].value])))
         return;
     return;
@@ -190,7 +194,7 @@ static void forward_outputs(jit_exec *x, int dev) {
   for (int src = 0; src < x->g->n_devices; src++) {
     const jit_device *jd = &x->devs[src];
     for (int a = 0; !rt_dist_local(src) && a < jd->n_args; a++)
-      if (ppcc_rt_recv(x->comm, dev, src, jd->args[a].data, shard_bytes(&x->g->values[jd->args[a].value]))) return;
+      if (rt_state_input(x->g, x->data, jd->args[a].output_index) < 0 && ppcc_rt_recv(x->comm, dev, src, jd->args[a].data, shard_bytes(&x->g->values[jd->args[a].value]))) return;
   }
 }
 
@@ -330,6 +334,18 @@ static void fill_measure(const jit_exec *x, double wall_ms, ppcc_plan_measure *m
   free(busy);
 }
 
+/* The state outputs this process wrote become the current state shards. */
+static void flip_states(const jit_exec *x) {
+  for (int dev = 0; dev < x->g->n_devices; dev++) {
+    if (!rt_dist_local(dev)) continue;
+    for (int a = 0; a < x->devs[dev].n_args; a++) {
+      const jit_arg *arg = &x->devs[dev].args[a];
+      int v = arg->output ? rt_state_input(x->g, x->data, arg->output_index) : -1;
+      if (v >= 0) rt_state_flip(x->data, &x->g->values[v], x->g->values[v].layout, arg->shard, 0);
+    }
+  }
+}
+
 ppcc_status ppcc_jit_run_devices(const ppcc_graph *g, const ppcc_jit_entry *entries, const ppcc_run_data *data,
                                  const ppcc_exec_options *opts, ppcc_host_tensor *outputs, double *elapsed_ms,
                                  ppcc_diag *d) {
@@ -349,7 +365,9 @@ ppcc_status ppcc_jit_run_devices(const ppcc_graph *g, const ppcc_jit_entry *entr
   if (!st && opts->measure && !x.dist) fill_measure(&x, elapsed_ms ? *elapsed_ms : 0, opts->measure);
   if (x.dist) st = rt_dist_agree(st, d); /* every rank fails if one did */
   bool collects = !x.dist || rt_dist_rank() == 0; /* MPI: rank 0 got every output shard */
-  for (int k = 0; k < g->n_outputs && !st && collects; k++) st = assemble(&x, k, &outputs[k], d);
+  for (int k = 0; k < g->n_outputs && !st && collects; k++)
+    if (rt_state_input(g, data, k) < 0) st = assemble(&x, k, &outputs[k], d); /* states stay on their devices */
+  if (!st) flip_states(&x);
   if (st)
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&outputs[k]);
   teardown(&x);
