@@ -327,6 +327,8 @@ ppcc_status ppcc_run_data_bind_state(const ppcc_graph *g, ppcc_run_data *data, c
  * (owned shards), and how many there are in all. */
 int64_t ppcc_resident_owned_bytes(const ppcc_run_data *data);
 int ppcc_resident_count(const ppcc_run_data *data);
+/* Bytes of the state shards (KV caches) the process holds. */
+int64_t ppcc_resident_state_bytes(const ppcc_run_data *data);
 /* Process-wide count of param bytes copied into device shards since
  * start (resident shards made, and per-call copies of params an in-place
  * op writes): after load it must not grow from one execute to the next. */

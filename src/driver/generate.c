@@ -12,6 +12,7 @@
  * (prefill execution) and decode tokens/s (excluding compilation). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include "driver.h"
 #include "import_cli.h"
@@ -280,6 +281,13 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     printf("param bytes copied after load: %lld\n", (long long)(ppcc_rt_param_bytes_copied() - copied_at_load));
     printf("KV cache bytes between host and devices after load: %lld\n",
            (long long)(ppcc_rt_state_bytes_host() - cache_at_load));
+    int64_t params = 0;
+    for (int v = 0; v < sp.g->n_values; v++)
+      if (sp.g->values[v].kind == PPCC_VALUE_PARAM) params += ppcc_value_bytes(&sp.g->values[v]);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("memory: peak RSS %.1f MiB, params %.1f MiB, KV caches %.1f MiB\n", (double)ru.ru_maxrss / 1024,
+           (double)params / (1 << 20), (double)ppcc_resident_state_bytes(&sp.data) / (1 << 20));
     printf("time to first token: %.3f ms\n", t_first - t0);
     if (a->max_new > 1)
       printf("decode: %lld tokens in %.3f ms, %.1f tokens/s\n", (a->max_new - 1) * B, t_end - t_first,

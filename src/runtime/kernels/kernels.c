@@ -207,7 +207,9 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
                    bool b_transposed, float *C) {
 #ifdef PPCC_HAVE_OPENBLAS
   if (rt_blas_has_room(kernel_threads) && M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && M > 0 && N > 0 && K > 0) {
-    if (row_invariant_matmul)
+    /* one row (a decode step): sgemv reads the weight once as it lies,
+     * where sgemm would first repack all of it */
+    if (row_invariant_matmul || M == 1)
       sgemm_by_rows((int)M, (int)N, (int)K, A, B, b_transposed, C);
     else
       cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, (int)M, (int)N,

@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include "rt_internal.h"
+#include "../rt_internal.h"
 
 typedef struct resident_entry {
   char *name;
@@ -293,4 +293,13 @@ int rt_state_input(const ppcc_graph *g, const ppcc_run_data *data, int k) {
   for (int v = 0; data->state_of && v < g->n_values; v++)
     if (data->state_of[v] == k) return v;
   return -1;
+}
+
+int64_t ppcc_resident_state_bytes(const ppcc_run_data *data) {
+  int64_t bytes = 0;
+  for (int k = 0; data && data->resident && k < data->resident->n; k++) {
+    const resident_entry *e = &data->resident->entries[k];
+    if (e->is_state) bytes += ppcc_num_elements(e->s.rank, e->s.shape) * ppcc_dtype_size(e->s.dtype) * (e->next ? 2 : 1);
+  }
+  return bytes;
 }
