@@ -4,7 +4,13 @@
 # reports (goldens in testdata/golden/onnx), emits verified MLIR and runs
 # with --expect against ONNX Runtime's outputs on both backends, unsharded
 # and at --tp 2 --pp 2: both the placed model `import --tp 2 --pp 2` writes
-# and the unplaced one auto-partitioned by `run --tp 2 --pp 2`. The mlp whose weights live in an external-data file
+# and the unplaced one auto-partitioned by `run --tp 2 --pp 2`. hf_llama and
+# hf_qwen2 are torch.onnx.export outputs of transformers models
+# (tools/make_onnx_hf.py): their rotary tables fold at import by the
+# runtime's kernels. vit (transformers ViT: a strided Conv patch embedding)
+# and resnet (a ResNet-18-style CNN: Conv + BatchNormalization folded at
+# import, MaxPool, GlobalAveragePool, Flatten) come from
+# tools/make_onnx_cnn.py. The mlp whose weights live in an external-data file
 # imports to the same weights.
 # Usage: onnx_import.sh PPCC_BINARY SOURCE_DIR [--update]
 #   --update rewrites the report goldens (tools/update_onnx_goldens.sh).
@@ -26,7 +32,7 @@ if "$ppcc" compile "$src/testdata/models/tp_ffn.json" --emit=mlir 2>&1 | grep -q
 fi
 
 runs=0
-models=(mlp llama gpt2 bert ops select)
+models=(mlp llama gpt2 bert ops select hf_llama hf_qwen2 vit resnet)
 for m in "${models[@]}"; do
   shape=$(awk -v m="$m" '$1 == m {print $2}' "$data/shapes.txt")
   shape_opt=()

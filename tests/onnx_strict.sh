@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ONNX import never computes a different function (testdata/onnx/strict,
 # made once by tools/make_onnx_strict.py with ONNX Runtime's outputs):
-# valid models that are easy to misread run with --expect on both
-# backends; hostile ones are refused with one line "FILE: error: ...",
+# valid models that are easy to misread, and every Conv/pooling attribute
+# edge case (windows), run with --expect on both backends; hostile ones are refused with one line "FILE: error: ...",
 # exit 1 and no output; names are escaped in messages; an output that is
 # the same file as the model or the other output is refused.
 # Usage: onnx_strict.sh PPCC_BINARY SOURCE_DIR
@@ -19,7 +19,7 @@ backends=(interp)
 "$ppcc" compile "$src/testdata/models/tp_ffn.json" --emit=mlir 2>&1 | grep -q "built without MLIR" || backends+=(jit)
 
 runs=0
-for m in reduce_noop reduce_noop18 input_override negative_index; do
+for m in reduce_noop reduce_noop18 input_override negative_index windows; do
   out=$("$ppcc" import onnx "$data/$m.onnx" -o "$m.json" --weights-out "$m.safetensors" 2>&1) ||
     { echo "$out"; fail "$m: import failed"; }
   args=()

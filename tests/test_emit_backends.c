@@ -726,6 +726,24 @@ static const op_case op_cases[] = {
      "{'op': 'gather_elements', 'in': ['x', 'pos'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
     {"expand", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 1]}",
      "{'op': 'expand', 'in': ['x'], 'out': ['y'], 'attrs': {'shape': [3, 4, 5]}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
+    /* conv: groups, strides, asymmetric pads and dilations; 1-D and 2-D */
+    {"conv", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [2, 4, 7, 6]}, {'name': 'w', 'dtype': 'DT', 'shape': [6, 2, 3, 2]}",
+     "{'op': 'conv', 'in': ['x', 'w'], 'out': ['y'], 'attrs': {'group': 2, 'strides': [2, 1], 'pads': [1, 0, 1, 1],"
+     " 'dilations': [1, 2]}}", "'y'", "f32 f16 bf16"},
+    {"conv", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [2, 3, 9]}, {'name': 'w', 'dtype': 'DT', 'shape': [4, 3, 3]}",
+     "{'op': 'conv', 'in': ['x', 'w'], 'out': ['y'], 'attrs': {'strides': [2], 'pads': [1, 2]}}", "'y'", "f32 f16 bf16"},
+    {"conv", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 3, 5, 5]" S0 "}, {'name': 'w', 'dtype': 'DT', 'shape': [4, 3, 3, 3]" R2 "}",
+     "{'op': 'conv', 'in': ['x', 'w'], 'out': ['y'], 'attrs': {'pads': [1, 1, 1, 1]}}", "'y'", "f32 f16 bf16"},
+    {"conv", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [2, 3, 5, 5]" R2 "}, {'name': 'w', 'dtype': 'DT', 'shape': [4, 3, 3, 3]" S0 "}",
+     "{'op': 'conv', 'in': ['x', 'w'], 'out': ['y'], 'attrs': {'strides': [2, 2]}}", "'y'", "f32 f16 bf16"},
+    {"max_pool", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [2, 3, 7, 7]}",
+     "{'op': 'max_pool', 'in': ['x'], 'out': ['y'], 'attrs': {'kernel': [3, 3], 'strides': [2, 2], 'pads': [1, 1, 1, 1]}}",
+     "'y'", "f32 f16 bf16"},
+    {"max_pool", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [2, 3, 9]}",
+     "{'op': 'max_pool', 'in': ['x'], 'out': ['y'], 'attrs': {'kernel': [3], 'strides': [2], 'dilations': [2]}}", "'y'",
+     "f32 f16 bf16"},
+    {"max_pool", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 3, 6, 6]" S0 "}",
+     "{'op': 'max_pool', 'in': ['x'], 'out': ['y'], 'attrs': {'kernel': [2, 2], 'strides': [2, 2]}}", "'y'", "f32 f16 bf16"},
 };
 
 /* s with every "DT" replaced by dt, in buf. */

@@ -122,6 +122,23 @@ static void expect_runtime_calls(ppcc_graph *g, const char *call_a, const char *
   ppcc_graph_free(g);
 }
 
+/* conv (groups, strides, asymmetric pads, dilations; 2-D and 1-D) calls
+ * the runtime's kernel; its linalg form (linalg_matmul) is an independent
+ * check of that kernel, which the reference executor shares. */
+START_TEST(conv_calls_the_runtime_and_its_linalg_form_agrees) {
+  ppcc_graph *g = model(1,
+                        "{'name': 'w', 'dtype': 'f32', 'shape': [6, 2, 3, 2]},"
+                        "{'name': 'w1', 'dtype': 'f32', 'shape': [4, 3, 3]}",
+                        "{'name': 'x', 'dtype': 'f32', 'shape': [2, 4, 7, 6]},"
+                        "{'name': 'x1', 'dtype': 'f32', 'shape': [2, 3, 9]}",
+                        "{'op': 'conv', 'in': ['x', 'w'], 'out': ['y'], 'attrs': {'group': 2, 'strides': [2, 1],"
+                        " 'pads': [1, 0, 1, 1], 'dilations': [1, 2]}},"
+                        "{'op': 'conv', 'in': ['x1', 'w1'], 'out': ['y1'], 'attrs': {'strides': [2], 'pads': [1, 2]}}",
+                        "'y', 'y1'");
+  expect_runtime_calls(g, "ppcc_rt_conv_f32", "ppcc_rt_conv_f32");
+}
+END_TEST
+
 /* Contractions of any rank reach the runtime's GEMM calls (OpenBLAS):
  * linear on [B,S,H], batched matmul, grouped-query causal attention. The
  * linalg form (linalg_matmul) is an independent check of the runtime's
@@ -432,6 +449,7 @@ int main(void) {
   tcase_add_test(tc, every_shipped_model_verifies_and_matches_reference);
   tcase_add_test(tc, kernel_reuse_keeps_different_inputs_apart);
   tcase_add_test(tc, linalg_matmul_instead_of_openblas);
+  tcase_add_test(tc, conv_calls_the_runtime_and_its_linalg_form_agrees);
   tcase_add_test(tc, contractions_of_any_rank_call_the_runtime);
   tcase_add_test(tc, attention_with_positions_calls_the_runtime);
   tcase_add_test(tc, llama_matches_pytorch_logits);

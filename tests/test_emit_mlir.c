@@ -2,6 +2,7 @@
  * in-process and with mlir-opt-19 --irdl-file (the shipped ppcc dialect),
  * every shipped model emits, and bad cases are clear errors with nothing
  * written. Models are written with single quotes for readability. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "ppcc/frontend.h"
 #include "ppcc/ops.h"
 #include "ppcc/passes.h"
+#include "ppcc/report.h"
 #include "emit_support.h"
 
 /* src/emit/emit_internal.h: whether the annotated form is printed without
@@ -218,6 +220,91 @@ START_TEST(iree_params_are_named_parameter_globals) {
 }
 END_TEST
 
+/* Bytes of an MLIR tensor type "tensor<AxBxELEM>" starting at t; -1 if
+ * it is not one. */
+static int64_t tensor_type_bytes(const char *t) {
+  static const struct { const char *name; int bytes; } elems[] = {
+      {"f32>", 4}, {"f16>", 2}, {"bf16>", 2}, {"i64>", 8}, {"i32>", 4}, {"i8>", 1}, {"i1>", 1}};
+  if (strncmp(t, "tensor<", 7) != 0) return -1;
+  const char *p = t + 7;
+  int64_t n = 1;
+  while (*p >= '0' && *p <= '9') {
+    char *end;
+    n *= strtoll(p, &end, 10);
+    if (*end != 'x') return -1;
+    p = end + 1;
+  }
+  for (size_t i = 0; i < sizeof elems / sizeof *elems; i++)
+    if (strncmp(p, elems[i].name, strlen(elems[i].name)) == 0) return n * elems[i].bytes;
+  return -1;
+}
+
+/* DESIGN §5 for every shipped model: the IREE form's parameter globals,
+ * summed per stream.affinity device, hold exactly the report's param_bytes
+ * of that device (each device holds its shards, not whole tensors), and no
+ * loaded global is sliced. */
+static void check_iree_param_bytes(const char *rel) {
+  ppcc_graph *g = t_compile_file(rel, &diag);
+  ck_assert_msg(g, "%s: %s", rel, diag.first);
+  ppcc_status st;
+  char *iree = emit(g, PPCC_EMIT_IREE, &st);
+  ck_assert_msg(iree, "%s: IREE emit failed: %s", rel, diag.first);
+  int64_t *bytes = calloc((size_t)g->n_devices, sizeof *bytes);
+  char loads[512][16];
+  int n_loads = 0, n_globals = 0;
+  for (char *line = strtok(iree, "\n"); line; line = strtok(NULL, "\n")) {
+    const char *dev = strstr(line, "util.global private");
+    if (dev && (dev = strstr(dev, "#hal.device.promise<@__device_"))) {
+      int d = atoi(dev + strlen("#hal.device.promise<@__device_"));
+      const char *type = strstr(line, "> : tensor<");
+      ck_assert_msg(type && d >= 0 && d < g->n_devices, "%s: bad global: %s", rel, line);
+      int64_t b = tensor_type_bytes(type + 4);
+      ck_assert_msg(b >= 0, "%s: bad global type: %s", rel, line);
+      bytes[d] += b;
+      n_globals++;
+    }
+    const char *load = strstr(line, " = util.global.load");
+    const char *name = strchr(line, '%');
+    if (load && name && name < load && load - name < 16 && n_loads < 512) {
+      snprintf(loads[n_loads], sizeof loads[n_loads], "%.*s[", (int)(load - name), name);
+      n_loads++;
+    }
+    const char *slice = strstr(line, "tensor.extract_slice ");
+    for (int k = 0; slice && k < n_loads; k++)
+      ck_assert_msg(strncmp(slice + 21, loads[k], strlen(loads[k])) != 0, "%s: a parameter is sliced: %s", rel,
+                    line);
+  }
+  ck_assert_msg(n_globals > 0, "%s: no parameter globals", rel);
+  ppcc_device_summary *rows = ppcc_device_summaries(g);
+  for (int d = 0; d < g->n_devices; d++)
+    ck_assert_msg(bytes[d] == rows[d].param_bytes, "%s: device %d: globals hold %lld bytes, the report %lld", rel, d,
+                  (long long)bytes[d], (long long)rows[d].param_bytes);
+  free(rows);
+  free(bytes);
+  free(iree);
+  ppcc_graph_free(g);
+}
+
+START_TEST(iree_param_bytes_per_device_match_the_report) {
+  const char *dirs[] = {"testdata/models", "testdata/iree", "testdata/sharded"};
+  int checked = 0;
+  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+    DIR *dir = opendir(t_src_path(dirs[i]));
+    ck_assert_msg(dir, "cannot open %s", dirs[i]);
+    for (struct dirent *e; (e = readdir(dir));) {
+      size_t n = strlen(e->d_name);
+      if (n < 6 || strcmp(e->d_name + n - 5, ".json") != 0) continue;
+      char rel[512];
+      snprintf(rel, sizeof rel, "%s/%s", dirs[i], e->d_name);
+      check_iree_param_bytes(rel);
+      checked++;
+    }
+    closedir(dir);
+  }
+  ck_assert_int_ge(checked, 10);
+}
+END_TEST
+
 START_TEST(linear_with_bias_and_elementwise) {
   expect_emits(model(2,
                      "{'name': 'w', 'dtype': 'f32', 'shape': [16, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}},"
@@ -338,6 +425,7 @@ int main(void) {
   tcase_add_test(tc, tensor_parallel_ffn_annotations);
   tcase_add_test(tc, transfers_between_stages);
   tcase_add_test(tc, iree_params_are_named_parameter_globals);
+  tcase_add_test(tc, iree_param_bytes_per_device_match_the_report);
   tcase_add_test(tc, linear_with_bias_and_elementwise);
   tcase_add_test(tc, replicated_operand_is_sliced_locally);
   tcase_add_test(tc, batched_matmul_transpose_reshape);

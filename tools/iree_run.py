@@ -53,38 +53,11 @@ import iree.runtime as rt
 from safetensors.numpy import save_file as save_safetensors
 
 from ppcc_random import as_float, ppcc_random
+from make_sharded_irpa import cut, shard_entries, write_irpa
 
 SCOPE = "model"  # the scope ppcc's IREE form gives every parameter reference
 TOLERANCE = {"f32": 1e-4, "f16": 1e-2, "bf16": 5e-2}
-# ---- weights files written by the real writers ----
-
-def write_irpa(path, params):
-    """An .irpa written by IREE's own writer."""
-    index = rt.ParameterIndex()
-    for name, arr in params.items():
-        index.add_buffer(name, np.ascontiguousarray(arr).tobytes())
-    index.create_archive_file(path)
-
-
-def shard_entries(placed, params):
-    """The archive entries of sharded params, named as sharktank names them
-    (ShardedTensorBase / ReplicatedTensor .add_to_archive): NAME.shard.K per
-    shard of a split or unreduced param (an unreduced one holds the value in
-    shard 0, zeros elsewhere, as ppcc cuts it), NAME.shard.0 once for a
-    replicated one, NAME for an unsharded one (count 1 included)."""
-    out = {}
-    for name, arr in params.items():
-        shard = placed[name]["shard"]
-        kind, count = shard.get("kind", "none"), shard.get("count", 1)
-        if count <= 1:
-            out[name] = arr
-        elif kind == "replicated":
-            out[f"{name}.shard.0"] = arr
-        else:
-            for i in range(count):
-                out[f"{name}.shard.{i}"] = cut(arr, shard, i)
-    return out
-
+# ---- the IREE module's parameter globals ----
 
 GLOBAL_RE = re.compile(r'util\.global private @"?([^" ]+)"? \{stream\.affinity = #hal\.device\.promise<@__device_(\d+)>\}'
                        r' = #flow\.parameter\.named<"[^"]*"::"([^"]*)"> : tensor<([^>]*)>')
@@ -138,15 +111,6 @@ def ppcc_run(ppcc, model, weights, inputs, out_dir):
 
 
 # ---- shards (DESIGN §1: shard i of split(dim, n) is the i-th slice) ----
-
-def cut(arr, shard, i):
-    kind, count = shard.get("kind", "none"), shard.get("count", 1)
-    if kind == "split" and count > 1:
-        return np.split(arr, count, axis=shard["dim"])[i]
-    if kind == "unreduced" and i > 0:
-        return np.zeros_like(arr)
-    return arr
-
 
 def join(parts, shard, dtype):
     kind = shard.get("kind", "none")
@@ -290,7 +254,15 @@ def check_model(args, model_path, work):
         np.save(input_files[x["name"]], as_float(arr, x["dtype"]).astype(np.float32) if x["dtype"] == "bf16" else arr)
 
     outputs = model["outputs"]
-    if args.weights:
+    if args.sharded_weights:
+        # A given sharded archive (e.g. tools/make_sharded_irpa.py, sharktank's
+        # naming): ppcc run and IREE both read it as it is.
+        ref_dir = os.path.join(d, "ppcc.sharded")
+        ppcc_ms, _ = ppcc_run(args.ppcc, model_path, args.sharded_weights, input_files, ref_dir)
+        ref = {o: np.load(os.path.join(ref_dir, f"{o}.npy")) for o in outputs}
+        weights = {f"given sharded archive {os.path.basename(args.sharded_weights)}": args.sharded_weights}
+        lines.append(f"  ppcc run --weights {args.sharded_weights}: ok (reference for IREE)")
+    elif args.weights:
         # A given weights file: ppcc run reads it; IREE the archive
         # `ppcc shard-weights` makes of it.
         ref_dir = os.path.join(d, "ppcc.weights")
@@ -393,7 +365,7 @@ def check_model(args, model_path, work):
             iree_ms = (first_ms, best)
         m.close()
 
-    if args.measure and not args.vmfb and not args.weights:
+    if args.measure and not args.vmfb and not args.weights and not args.sharded_weights:
         # ppcc run's own figure ("ran ... in X ms": execution only, no JIT),
         # best of three runs like IREE's best call.
         for k in range(2):
@@ -431,6 +403,8 @@ def main():
     ap.add_argument("--vmfb", help="run this compiled module (one model) instead of compiling it")
     ap.add_argument("--weights", help="params from this .irpa/.safetensors (ppcc run reads it too) "
                     "instead of files written here with --seed's values")
+    ap.add_argument("--sharded-weights", metavar="ARCHIVE",
+                    help="a sharded archive (NAME.shard.K entries) that both `ppcc run` and IREE read as it is")
     ap.add_argument("--expect-iree-error", metavar="REGEX",
                     help="known limitation: ppcc accepts each model, iree-compile must fail matching REGEX")
     ap.add_argument("--no-shard-weights", dest="shard_weights", action="store_false",
@@ -447,8 +421,8 @@ def main():
     for m in args.models:
         models += sorted(glob.glob(os.path.join(m, "*.json"))) if os.path.isdir(m) else [m]
     args.models = models
-    if args.vmfb and len(models) != 1:
-        ap.error("--vmfb runs one model")
+    if (args.vmfb or args.weights or args.sharded_weights) and len(models) != 1:
+        ap.error("--vmfb, --weights and --sharded-weights run one model")
     work = args.workdir or tempfile.mkdtemp(prefix="ppcc-iree.")
     failed = []
     try:

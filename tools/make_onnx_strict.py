@@ -18,7 +18,12 @@ Valid models (run with --expect):
   reduce_noop18   the same with ReduceMean of opset 18
   input_override  a graph input that also has an initializer: the input
                   given at run time overrides the initializer
-  negative_index  GatherElements with negative indices from an input
+  negative_index  GatherElements and Gather (an embedding lookup) with
+                  negative indices from inputs
+  windows         Conv (groups, strides, asymmetric pads, dilations, bias,
+                  SAME_UPPER/SAME_LOWER, 1-D), MaxPool (2-D with pads, 1-D
+                  dilated), AveragePool counting padding, GlobalAveragePool,
+                  a BatchNormalization on its own
 Hostile models (refused, one line, exit 1):
   float_transb    Gemm whose transB is a FLOAT
   concat_no_axis  Concat without its required axis
@@ -77,9 +82,40 @@ def valid_models(out):
     m = model([helper.make_node("Add", ["x", "b"], ["y"], name="add_b")],
               [f32("x", [3, 4]), f32("b", [4])], [f32("y", [3, 4])], inits=[b_default])
     save_valid(out, "input_override", m, {"x": x, "b": rng.standard_normal(4).astype(np.float32)})
-    m = model([helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge", axis=1)],
-              [f32("x", [3, 4]), helper.make_tensor_value_info("i", TensorProto.INT64, [3, 2])], [f32("y", [3, 2])])
-    save_valid(out, "negative_index", m, {"x": x, "i": np.array([[-1, 0], [-4, 3], [2, -2]], np.int64)})
+    table = numpy_helper.from_array(rng.standard_normal((5, 3)).astype(np.float32), "table")
+    m = model([helper.make_node("GatherElements", ["x", "i"], ["y"], name="ge", axis=1),
+               helper.make_node("Gather", ["table", "j"], ["z"], name="lookup", axis=0)],
+              [f32("x", [3, 4]), helper.make_tensor_value_info("i", TensorProto.INT64, [3, 2]),
+               helper.make_tensor_value_info("j", TensorProto.INT64, [2, 2])], [f32("y", [3, 2]), f32("z", [2, 2, 3])],
+              inits=[table])
+    save_valid(out, "negative_index", m, {"x": x, "i": np.array([[-1, 0], [-4, 3], [2, -2]], np.int64),
+                                          "j": np.array([[-1, 0], [-5, 4]], np.int64)})
+
+    # convolution and pooling attribute edge cases against ONNX Runtime
+    img = rng.standard_normal((2, 4, 9, 8)).astype(np.float32)
+    seq = rng.standard_normal((2, 3, 11)).astype(np.float32)
+    f = lambda name, shape, scale=0.3: numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+    bn = [f("bn_scale", (4,)), f("bn_bias", (4,)), f("bn_mean", (4,)),
+          numpy_helper.from_array((rng.random(4) + 0.5).astype(np.float32), "bn_var")]
+    m = model([helper.make_node("Conv", ["img", "wg", "bg"], ["grouped"], name="grouped", group=2, strides=[2, 1],
+                                pads=[1, 0, 2, 1], dilations=[1, 2]),
+               helper.make_node("Conv", ["img", "ws"], ["same"], name="same", auto_pad="SAME_UPPER", strides=[2, 2]),
+               helper.make_node("Conv", ["img", "ws"], ["same_lower"], name="same_lower", auto_pad="SAME_LOWER",
+                                strides=[2, 3]),
+               helper.make_node("Conv", ["seq", "w1"], ["conv1d"], name="conv1d", pads=[2, 1], dilations=[2]),
+               helper.make_node("MaxPool", ["img"], ["maxpool"], name="maxpool", kernel_shape=[3, 2], strides=[2, 2],
+                                pads=[1, 1, 1, 0]),
+               helper.make_node("MaxPool", ["seq"], ["maxpool1d"], name="maxpool1d", kernel_shape=[3], dilations=[2]),
+               helper.make_node("AveragePool", ["img"], ["avgpool"], name="avgpool", kernel_shape=[2, 3],
+                                pads=[1, 1, 0, 1], count_include_pad=1),
+               helper.make_node("GlobalAveragePool", ["img"], ["gap"], name="gap"),
+               helper.make_node("BatchNormalization", ["img", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["bn"],
+                                name="bn", epsilon=1e-3)],
+              [f32("img", [2, 4, 9, 8]), f32("seq", [2, 3, 11])],
+              [f32(n, list("nchw")) for n in ("grouped", "same", "same_lower", "maxpool", "avgpool", "gap", "bn")] +
+              [f32(n, list("ncw")) for n in ("conv1d", "maxpool1d")],
+              inits=[f("wg", (6, 2, 3, 2)), f("bg", (6,)), f("ws", (5, 4, 3, 3)), f("w1", (2, 3, 3))] + bn)
+    save_valid(out, "windows", m, {"img": img, "seq": seq})
 
 
 def hostile_models(out):

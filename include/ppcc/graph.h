@@ -177,6 +177,14 @@ bool ppcc_split_cuts_blocks(const ppcc_value *v, int dim, int count);
 int64_t ppcc_value_shard_bytes(const ppcc_value *v);  /* one shard */
 /* Local (per-shard) shape of a value. */
 void ppcc_value_shard_shape(const ppcc_value *v, int64_t *shape_out);
+/* Name of the archive entry holding shard i of param v in a sharded
+ * parameter archive (DESIGN §5, sharktank's naming): "NAME" when v has one
+ * shard, "NAME.shard.0" for every replica of a replicated v, else
+ * "NAME.shard.K" (K = i). False when it does not fit in n bytes. */
+bool ppcc_param_shard_entry(const ppcc_value *v, int i, char *buf, size_t n);
+/* Whether shard i of v has an entry of its own (false for the replicas
+ * 1.. of a replicated v, which read entry "NAME.shard.0"). */
+bool ppcc_param_shard_stored(const ppcc_value *v, int i);
 
 /* "[0,1]" style formatting used in messages and names. */
 void ppcc_devices_str(const int *devices, int n, char *buf, size_t len);

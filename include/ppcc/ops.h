@@ -92,6 +92,18 @@ typedef struct ppcc_op_info {
 /* The kernel and lower columns of op_list.h are expanded by the runtime and
  * the emitter into arrays indexed by ppcc_op_id. */
 
+/* Window geometry of conv and max_pool (attrs group, strides, pads as
+ * begins then ends, dilations; max_pool's kernel attr, else the weight's
+ * spatial dims given in kernel) for an input of rank 3 or 4 (1 or 2
+ * spatial dims). False when the attributes are invalid. */
+typedef struct ppcc_conv_geom {
+  int spatial;
+  int64_t group;
+  int64_t kernel[2], stride[2], dilation[2], pad_begin[2], pad_end[2];
+} ppcc_conv_geom;
+bool ppcc_conv_geom_read(const ppcc_op *op, int rank, const int64_t *kernel, ppcc_conv_geom *gm);
+int64_t ppcc_conv_out_dim(const ppcc_conv_geom *gm, int i, int64_t in);
+
 const ppcc_op_info *ppcc_op_lookup(const char *name);
 const ppcc_op_info *ppcc_op_table(int *count);
 const ppcc_op_info *ppcc_op_info_by_id(ppcc_op_id id);

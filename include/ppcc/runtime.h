@@ -170,6 +170,23 @@ void ppcc_weights_close(ppcc_weights *w);
 ppcc_status ppcc_weights_get(ppcc_weights *w, const ppcc_value *param, const void **data,
                              void **owned, ppcc_diag *d);
 
+/* Whether the weights hold param in shards (a sharded archive: no entry
+ * NAME, an entry NAME.shard.0), to be read with ppcc_weights_get_shard. */
+bool ppcc_weights_sharded(const ppcc_weights *w, const ppcc_value *param);
+/* Shard i of param as the model places it, from its own archive entry
+ * (ppcc_param_shard_entry); one-line error naming the param when the
+ * archive's shards disagree with the placement (missing entry, more shards
+ * than placed, a shard's size/shape/dtype). data/owned as ppcc_weights_get. */
+ppcc_status ppcc_weights_get_shard(ppcc_weights *w, const ppcc_value *param, int i, const void **data,
+                                   void **owned, ppcc_diag *d);
+
+/* `ppcc shard-weights`: writes the sharded parameter archive of the placed
+ * graph g (one entry per stored shard, named by ppcc_param_shard_entry, in
+ * each param's dtype) to out_path, an .irpa or a .safetensors, from any
+ * weights source ppcc_weights_open reads. Streams one source tensor at a
+ * time; atomic (a failure leaves no file). */
+ppcc_status ppcc_shard_weights(const ppcc_graph *g, const char *weights_path, const char *out_path, ppcc_diag *d);
+
 /* Deterministic values for a named tensor: element j depends only on
  * (seed, name, j), so every shard can be cut from the same full tensor and
  * tools/gen_safetensors.c reproduces it. Floats: uniform in
@@ -284,7 +301,15 @@ typedef struct ppcc_run_data {
   int *state_of;            /* per input value: k when g->outputs[k] is fed back
                                into it as state (bind_state), else -1 */
   struct ppcc_resident *resident; /* the param shards the devices hold (below) */
+  /* shards[v][i]: shard i of a param read from a sharded archive (then
+   * values[v].data is NULL: the whole tensor is never assembled); NULL
+   * rows for everything else. shard_owned[v][i]: allocated here. */
+  const void ***shards;
+  void ***shard_owned;
+  int *n_shards;            /* entries of shards[v] / shard_owned[v] */
 } ppcc_run_data;
+/* Shard i of leaf v when it was loaded shard by shard, else NULL. */
+const void *ppcc_run_data_shard(const ppcc_run_data *data, int v, int i);
 ppcc_status ppcc_run_data_load(const ppcc_graph *g, const ppcc_run_options *opts,
                                ppcc_run_data *data, ppcc_diag *d);
 void ppcc_run_data_free(ppcc_run_data *data);

@@ -164,6 +164,8 @@ void cli_help_compile(FILE *out);
 void cli_help_report(FILE *out);
 void cli_help_run(FILE *out);
 void cli_help_import(FILE *out);
+int cli_cmd_shard_weights(int argc, char **argv);
+void cli_help_shard_weights(FILE *out);
 
 /* ---- the MLIR backend, loaded on first use (mlir_loader.c) ---- */
 #ifdef PPCC_HAVE_MLIR

@@ -29,6 +29,8 @@ static const command commands[] = {
   {"run", "execute a model on its logical devices", cli_cmd_run, cli_help_run},
   {"fix", "apply the first proposed fix of each placement error until the model compiles", cli_cmd_fix,
    cli_help_fix},
+  {"shard-weights", "write the sharded parameter archive (.irpa/.safetensors) the IREE form reads",
+   cli_cmd_shard_weights, cli_help_shard_weights},
   {"import", "turn a model of another format (HF checkpoint, GGUF, ONNX) into model.json", cli_cmd_import,
    cli_help_import},
 #ifdef PPCC_HAVE_RUNTIME
@@ -48,7 +50,7 @@ static void print_help(FILE *out) {
         "\n"
         "Commands:\n",
         out);
-  for (int i = 0; i < N_COMMANDS; i++) fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+  for (int i = 0; i < N_COMMANDS; i++) fprintf(out, "  %-13s %s\n", commands[i].name, commands[i].summary);
   fputs("\n"
         "Options:\n"
         "  -h, --help     show this help; 'ppcc COMMAND --help' shows a command's\n"

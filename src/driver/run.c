@@ -144,6 +144,8 @@ void cli_help_run(FILE *out) {
         "                        the shards of model.safetensors.index.json); float\n"
         "                        weights of another dtype than the graph's (bf16, f16,\n"
         "                        dequantized GGUF blocks) are converted once at load\n"
+        "                        A sharded archive (entries NAME.shard.K, as written by\n"
+        "                        `ppcc shard-weights` or sharktank) is read shard by shard\n"
         "  --random-weights SEED random parameters from SEED (random is the default)\n"
         "  --input NAME=FILE     value of graph input NAME from a .npy file (repeatable);\n"
         "                        inputs not given are random from the seed\n"

@@ -15,6 +15,7 @@
 #include "ppcc/frontend.h"
 #include "ppcc/io.h"
 #include "ppcc/ops.h"
+#include "ppcc/runtime.h"
 
 typedef struct entry {
   const char *name;
@@ -42,6 +43,7 @@ typedef struct importer {
   const Onnx__NodeProto *node; /* node being translated, for messages */
   int node_index;
   int64_t opset;
+  bool *bn_folded; /* per ONNX node: a BatchNormalization folded into the Conv before it */
   char who[PPCC_MAX_NAME * 4 + 64];
   char esc[4][PPCC_MAX_NAME * 4 + 16]; /* names escaped for messages (E) */
   int esc_next;
@@ -775,9 +777,10 @@ static ppcc_status tr_gather(importer *I) {
   int64_t axis = ox_attr_int(I->node, "axis", 0);
   entry *data = in_entry(I, 0);
   const ox_tensor *idx = in_const(I, 1);
-  if (data && data->is_const && data->c.rank == 2 && axis == 0) {
+  if (data && data->is_const && data->c.rank == 2 && (axis == 0 || axis == -2)) {
     int in[2] = {operand(I, 1), operand(I, 0)};
-    return bind(I, 0, emit(I, "embedding", 2, in, out_name(I, 0), 0, NULL));
+    ppcc_attr a = attr_bool("wrap_negative", true); /* ONNX indices may count from the end */
+    return bind(I, 0, emit(I, "embedding", 2, in, out_name(I, 0), 1, &a));
   }
   if (idx && idx->n == 1 && idx->rank <= 1) {
     int x = operand(I, 0);
@@ -848,6 +851,255 @@ static ppcc_status tr_gather_elements(importer *I) {
   return bind(I, 0, emit(I, "gather_elements", 2, in, out_name(I, 0), 1, &a));
 }
 
+/* ---------------- convolutions and pooling ---------------- */
+
+/* A constant entry of the importer's own (folded weights), named after the
+ * node's result; its value a param on first use. Takes t. */
+static entry *own_const(importer *I, const char *suffix, ox_tensor *t) {
+  size_t n = strlen(out_name(I, 0)) + strlen(suffix) + 1;
+  char *name = ppcc_alloc(I->g, n);
+  entry *x = name ? (snprintf(name, n, "%s%s", out_name(I, 0), suffix), add_entry(I, name)) : NULL;
+  if (!x) {
+    ox_tensor_free(t);
+    return NULL;
+  }
+  x->is_const = true;
+  x->c = *t;
+  *t = (ox_tensor){0};
+  return x;
+}
+
+static bool attr_string_is(const Onnx__AttributeProto *a, const char *s) {
+  return a && a->s.len == strlen(s) && memcmp(a->s.data, s, a->s.len) == 0;
+}
+
+/* strides, dilations and pads (begins then ends) of a Conv/MaxPool/
+ * AveragePool over s spatial dims of x with kernel k, auto_pad included. */
+static ppcc_status window_attrs(importer *I, const ppcc_value *x, int s, const int64_t *k, int64_t *strides,
+                                int64_t *dilations, int64_t *pads) {
+  const Onnx__AttributeProto *st = ox_attr(I->node, "strides"), *dl = ox_attr(I->node, "dilations"),
+                             *pd = ox_attr(I->node, "pads"), *ap = ox_attr(I->node, "auto_pad");
+  if ((st && (int)st->n_ints != s) || (dl && (int)dl->n_ints != s) || (pd && (int)pd->n_ints != 2 * s))
+    return ppcc_error(I->d, "%s: strides, dilations and pads need one entry per spatial dim (pads two)", I->who);
+  for (int i = 0; i < s; i++) {
+    strides[i] = st ? st->ints[i] : 1;
+    dilations[i] = dl ? dl->ints[i] : 1;
+    pads[i] = pd ? pd->ints[i] : 0;
+    pads[s + i] = pd ? pd->ints[s + i] : 0;
+  }
+  if (ap && !attr_string_is(ap, "NOTSET")) {
+    bool upper = attr_string_is(ap, "SAME_UPPER"), lower = attr_string_is(ap, "SAME_LOWER");
+    if (!upper && !lower && !attr_string_is(ap, "VALID"))
+      return ppcc_error(I->d, "%s: auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID", I->who);
+    if (pd) return ppcc_error(I->d, "%s: pads and auto_pad are both given", I->who);
+    for (int i = 0; i < s && (upper || lower); i++) {
+      if (strides[i] < 1) break; /* refused by the op's shape rule */
+      int64_t in = x->shape[2 + i], out = (in + strides[i] - 1) / strides[i];
+      int64_t total = (out - 1) * strides[i] + (k[i] - 1) * dilations[i] + 1 - in;
+      if (total < 0) total = 0;
+      pads[i] = upper ? total / 2 : total - total / 2;
+      pads[s + i] = total - pads[i];
+    }
+  }
+  return PPCC_OK;
+}
+
+/* The sole reader of the node's result when it is a BatchNormalization
+ * with constant parameters (inference mode), else NULL. */
+static const Onnx__NodeProto *folding_batch_norm(importer *I, int *index) {
+  const Onnx__GraphProto *gr = I->graph;
+  const char *y = out_name(I, 0);
+  const Onnx__NodeProto *bn = NULL;
+  for (size_t k = 0; k < gr->n_output; k++)
+    if (gr->output[k]->name && strcmp(gr->output[k]->name, y) == 0) return NULL;
+  for (size_t j = 0; j < gr->n_node; j++)
+    for (size_t k = 0; k < gr->node[j]->n_input; k++)
+      if (strcmp(gr->node[j]->input[k], y) == 0) {
+        if (bn || (int)j <= I->node_index || k != 0 || strcmp(gr->node[j]->op_type, "BatchNormalization") != 0) return NULL;
+        bn = gr->node[j];
+        *index = (int)j;
+      }
+  if (!bn || bn->n_input != 5 || bn->n_output != 1 || ox_attr_int(bn, "training_mode", 0)) return NULL;
+  for (int k = 1; k < 5; k++) {
+    entry *p = find(I, bn->input[k]);
+    if (!p || !p->is_const || p->c.rank != 1 || !ppcc_dtype_is_float(p->c.dtype)) return NULL;
+  }
+  return bn;
+}
+
+/* Per-channel scale s = gamma / sqrt(var + eps) and shift beta - mean * s
+ * of a BatchNormalization's constant operands, over C channels. */
+static bool batch_norm_affine(importer *I, const Onnx__NodeProto *bn, int64_t C, double *s, double *t) {
+  const ox_tensor *p[4];
+  for (int k = 0; k < 4; k++) {
+    p[k] = &find(I, bn->input[k + 1])->c;
+    if (p[k]->n != C) return false;
+  }
+  double eps = ox_attr_float(bn, "epsilon", 1e-5f);
+  for (int64_t c = 0; c < C; c++) {
+    s[c] = ox_get(p[0], c) / sqrt(ox_get(p[3], c) + eps);
+    t[c] = ox_get(p[1], c) - ox_get(p[2], c) * s[c];
+  }
+  return true;
+}
+
+/* A [C, 1, ...] constant of rank `rank` (per-channel, broadcast over N and
+ * the spatial dims) from C values. */
+static int channel_const(importer *I, const char *suffix, const double *v, int64_t C, int rank) {
+  int64_t shape[PPCC_MAX_RANK] = {C, 1, 1};
+  ox_tensor t;
+  if (!ox_tensor_alloc(&t, PPCC_F32, rank - 1, shape)) return oom(I), -1;
+  for (int64_t c = 0; c < C; c++) ox_set(&t, c, v[c]);
+  entry *x = own_const(I, suffix, &t);
+  return x ? value_of(I, x) : (oom(I), -1);
+}
+
+/* Conv (1-D/2-D, groups, strides, pads, dilations, auto_pad): the conv row,
+ * then the bias per output channel. A BatchNormalization that is the only
+ * reader of the result, with constant weights, folds into the filters and
+ * bias here (W * s per filter, (b - mean) * s + beta). */
+static ppcc_status tr_conv(importer *I) {
+  int x = operand(I, 0), w = operand(I, 1);
+  if (x < 0 || w < 0) return x == -1 || w == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
+  const ppcc_value *xv = V(I, x), *wv = V(I, w);
+  int s = xv->rank - 2;
+  if (s < 1 || s > 2 || wv->rank != xv->rank)
+    return defer_node(I, "Conv is supported over 1 or 2 spatial dims ([N, C, W] or [N, C, H, W])");
+  const Onnx__AttributeProto *ks = ox_attr(I->node, "kernel_shape");
+  for (int i = 0; ks && i < s; i++)
+    if ((int)ks->n_ints != s || ks->ints[i] != wv->shape[2 + i])
+      return ppcc_error(I->d, "%s: kernel_shape differs from the weight's spatial dims", I->who);
+  int64_t strides[2], dilations[2], pads[4], F = wv->shape[0];
+  ppcc_status st = window_attrs(I, xv, s, wv->shape + 2, strides, dilations, pads);
+  if (st) return st;
+  entry *we = in_entry(I, 1), *be = in_entry(I, 2);
+  int bn_index = -1;
+  const Onnx__NodeProto *bn = we->is_const && (!be || be->is_const) && ppcc_dtype_is_float(we->c.dtype)
+                                  ? folding_batch_norm(I, &bn_index) : NULL;
+  double *scale = NULL, *shift = NULL;
+  if (bn) {
+    scale = calloc((size_t)F, sizeof(double)), shift = calloc((size_t)F, sizeof(double));
+    if (!scale || !shift) {
+      free(scale), free(shift);
+      return oom(I);
+    }
+    if (!batch_norm_affine(I, bn, F, scale, shift) || (be && be->c.n != F)) bn = NULL;
+  }
+  if (bn) { /* folded filters and bias */
+    ox_tensor fw;
+    if (!ox_tensor_copy(&fw, &we->c)) return free(scale), free(shift), oom(I);
+    int64_t per = fw.n / (F ? F : 1);
+    for (int64_t i = 0; i < fw.n; i++) ox_set(&fw, i, ox_get(&fw, i) * scale[i / per]);
+    for (int64_t f = 0; f < F; f++) shift[f] += (be ? ox_get(&be->c, f) : 0.0) * scale[f];
+    entry *fe = own_const(I, ".bn_weight", &fw);
+    w = fe ? value_of(I, fe) : -1;
+    I->bn_folded[bn_index] = true;
+  }
+  ppcc_attr attrs[4] = {attr_int("group", ox_attr_int(I->node, "group", 1)), attr_ints("strides", s, strides),
+                        attr_ints("dilations", s, dilations), attr_ints("pads", 2 * s, pads)};
+  bool biased = bn || be;
+  int in[2] = {x, w};
+  int y = emit(I, "conv", 2, in, biased ? tmp_name(I) : out_name(I, 0), 4, attrs);
+  if (y >= 0 && biased) {
+    int b;
+    if (bn) b = channel_const(I, ".bn_bias", shift, F, xv->rank);
+    else if (be->is_const && be->c.n == F) {
+      double *v = malloc(sizeof(double) * (size_t)(F ? F : 1));
+      if (!v) return oom(I);
+      for (int64_t f = 0; f < F; f++) v[f] = ox_get(&be->c, f);
+      b = channel_const(I, ".bias", v, F, xv->rank);
+      free(v);
+    } else {
+      int64_t shape[3] = {F, 1, 1};
+      b = reshape_to(I, operand(I, 2), xv->rank - 1, shape, tmp_name(I));
+    }
+    int in2[2] = {y, b};
+    y = emit(I, "add", 2, in2, out_name(I, 0), 0, NULL);
+  }
+  free(scale);
+  free(shift);
+  return bind(I, 0, y);
+}
+
+/* BatchNormalization (inference): folded into the Conv before it, or
+ * x * s + t per channel. */
+static ppcc_status tr_batch_norm(importer *I) {
+  if (I->bn_folded[I->node_index]) return tr_alias(I);
+  const Onnx__NodeProto *n = I->node;
+  if (ox_attr_int(n, "training_mode", 0) || n->n_output > 1)
+    return defer_node(I, "BatchNormalization in training mode is not supported");
+  int x = operand(I, 0);
+  if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
+  int64_t C = V(I, x)->rank >= 2 ? V(I, x)->shape[1] : 0;
+  for (int k = 1; k < 5; k++) {
+    const ox_tensor *p = in_const(I, k);
+    if (!p || p->rank != 1 || p->n != C || !ppcc_dtype_is_float(p->dtype))
+      return defer_node(I, "BatchNormalization needs constant scale, bias, mean and variance of the channel count");
+  }
+  double *s = calloc((size_t)(C ? C : 1), sizeof(double)), *t = calloc((size_t)(C ? C : 1), sizeof(double));
+  if (!s || !t || !batch_norm_affine(I, n, C, s, t)) {
+    free(s), free(t);
+    return oom(I);
+  }
+  int in[2] = {x, channel_const(I, ".bn_scale", s, C, V(I, x)->rank)};
+  int y = emit(I, "mul", 2, in, tmp_name(I), 0, NULL);
+  int in2[2] = {y, channel_const(I, ".bn_shift", t, C, V(I, x)->rank)};
+  free(s);
+  free(t);
+  return bind(I, 0, emit(I, "add", 2, in2, out_name(I, 0), 0, NULL));
+}
+
+/* MaxPool: the max_pool row; AveragePool: a depthwise conv by a constant
+ * 1/window kernel when padding counts (count_include_pad) or there is none. */
+static ppcc_status tr_pool(importer *I) {
+  const Onnx__NodeProto *n = I->node;
+  bool max = strcmp(n->op_type, "MaxPool") == 0;
+  int x = operand(I, 0);
+  if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
+  const ppcc_value *xv = V(I, x);
+  int s = xv->rank - 2;
+  const Onnx__AttributeProto *ks = ox_attr(n, "kernel_shape");
+  if (s < 1 || s > 2 || (int)ks->n_ints != s)
+    return defer_node(I, "pooling is supported over 1 or 2 spatial dims, kernel_shape one entry each");
+  if (ox_attr_int(n, "ceil_mode", 0)) return defer_node(I, "pooling with ceil_mode 1 is not supported");
+  if (n->n_output > 1 && n->output[1][0]) return defer_node(I, "MaxPool's Indices result is not supported");
+  int64_t strides[2], dilations[2], pads[4], kernel[2];
+  for (int i = 0; i < s; i++) kernel[i] = ks->ints[i];
+  ppcc_status st = window_attrs(I, xv, s, kernel, strides, dilations, pads);
+  if (st) return st;
+  if (max) {
+    ppcc_attr attrs[4] = {attr_ints("kernel", s, kernel), attr_ints("strides", s, strides),
+                          attr_ints("dilations", s, dilations), attr_ints("pads", 2 * s, pads)};
+    return bind(I, 0, emit(I, "max_pool", 1, &x, out_name(I, 0), 4, attrs));
+  }
+  bool padded = false;
+  for (int i = 0; i < 2 * s; i++) padded |= pads[i] != 0;
+  if (padded && !ox_attr_int(n, "count_include_pad", 0))
+    return defer_node(I, "AveragePool over padding with count_include_pad 0 is not supported");
+  int64_t C = xv->shape[1], shape[4] = {C, 1, kernel[0], s > 1 ? kernel[1] : 1}, vol = kernel[0] * (s > 1 ? kernel[1] : 1);
+  ox_tensor k;
+  if (vol < 1 || !ox_tensor_alloc(&k, xv->dtype == PPCC_F32 ? PPCC_F32 : PPCC_F32, xv->rank, shape))
+    return ppcc_error(I->d, "%s: invalid pooling window", I->who);
+  for (int64_t i = 0; i < k.n; i++) ox_set(&k, i, 1.0 / (double)vol);
+  entry *ke = own_const(I, ".window", &k);
+  int in[2] = {x, ke ? value_of(I, ke) : -1};
+  ppcc_attr attrs[4] = {attr_int("group", C), attr_ints("strides", s, strides), attr_ints("dilations", s, dilations),
+                        attr_ints("pads", 2 * s, pads)};
+  return bind(I, 0, emit(I, "conv", 2, in, out_name(I, 0), 4, attrs));
+}
+
+/* GlobalAveragePool: the mean over the spatial dims, kept. */
+static ppcc_status tr_global_pool(importer *I) {
+  int x = operand(I, 0);
+  if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
+  int r = V(I, x)->rank;
+  if (r < 3) return defer_node(I, "GlobalAveragePool needs [N, C, spatial...]");
+  int64_t dims[PPCC_MAX_RANK];
+  for (int i = 2; i < r; i++) dims[i - 2] = i;
+  ppcc_attr attrs[2] = {attr_bool("keepdim", true), attr_ints("dim", r - 2, dims)};
+  return bind(I, 0, emit(I, "mean", 1, &x, out_name(I, 0), 2, attrs));
+}
+
 static ppcc_status tr_const_only(importer *I) {
   return defer_node(I, "ppcc evaluates this op only on constants and static shapes (give --shape for symbolic inputs)");
 }
@@ -916,6 +1168,19 @@ static const translation translations[] = {
   {"Max", tr_const_only, NO_ATTRS}, {"Min", tr_const_only, NO_ATTRS}, {"Cos", tr_const_only, NO_ATTRS},
   {"Sin", tr_const_only, NO_ATTRS}, {"Floor", tr_const_only, NO_ATTRS}, {"Ceil", tr_const_only, NO_ATTRS},
   {"Abs", tr_const_only, NO_ATTRS},
+  {"Conv", tr_conv,
+   {{"auto_pad", A_S, 0, 0, 0}, {"dilations", A_IS, 0, 0, 0}, {"group", A_I, 0, 0, 0}, {"kernel_shape", A_IS, 0, 0, 0},
+    {"pads", A_IS, 0, 0, 0}, {"strides", A_IS, 0, 0, 0}}},
+  {"BatchNormalization", tr_batch_norm,
+   {{"epsilon", A_F, 0, 0, 0}, {"momentum", A_F, 0, 0, 0}, {"training_mode", A_I, 0, 14, 0}}},
+  {"MaxPool", tr_pool,
+   {{"auto_pad", A_S, 0, 0, 0}, {"ceil_mode", A_I, 0, 0, 0}, {"dilations", A_IS, 0, 0, 0},
+    {"kernel_shape", A_IS, REQUIRED, 0, 0}, {"pads", A_IS, 0, 0, 0}, {"storage_order", A_I, 0, 0, 0},
+    {"strides", A_IS, 0, 0, 0}}},
+  {"AveragePool", tr_pool,
+   {{"auto_pad", A_S, 0, 0, 0}, {"ceil_mode", A_I, 0, 0, 0}, {"count_include_pad", A_I, 0, 0, 0},
+    {"kernel_shape", A_IS, REQUIRED, 0, 0}, {"pads", A_IS, 0, 0, 0}, {"strides", A_IS, 0, 0, 0}}},
+  {"GlobalAveragePool", tr_global_pool, NO_ATTRS},
 };
 #define N_TRANSLATIONS (int)(sizeof translations / sizeof translations[0])
 
@@ -1167,6 +1432,71 @@ static ppcc_status try_fold(importer *I, bool *done) {
   return PPCC_OK;
 }
 
+/* The ppcc_tensor view of a folded or constant tensor. */
+static ppcc_tensor tensor_view(const ox_tensor *t) {
+  ppcc_tensor x = {.dtype = t->dtype, .rank = t->rank, .data = t->data};
+  memcpy(x.shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
+  return x;
+}
+
+/* Constant folding by the runtime's kernels: when the ops a node was
+ * translated into read only constants (params of initializers, Constant
+ * nodes, earlier folds), they are evaluated here with ppcc_rt_run_kernel
+ * (the interpreter's kernels) and the node's results become constants;
+ * the ops then die unused. So exporter preludes (the rotary tables' Cos
+ * and Sin of a MatMul of constants, masks, position ids) fold whatever ops
+ * they use. Results over OX_MAX_FOLD_ELEMENTS, or ops over OX_MAX_FOLD_FLOPS,
+ * stay computed at run time. */
+static ppcc_status fold_emitted(importer *I, int first) {
+  ppcc_graph *g = I->g;
+  int n = g->n_ops - first;
+  if (n <= 0) return PPCC_OK;
+  int64_t total = 0;
+  for (int i = first; i < g->n_ops; i++) {
+    const ppcc_op *op = &g->ops[i];
+    if (op->n_out != 1 || op->n_in > 8 || !ppcc_rt_kernel(op->info->id)) return PPCC_OK;
+    for (int k = 0; k < op->n_in; k++) {
+      int v = op->in[k], def = g->values[v].def_op;
+      bool here = def >= first && def < i, constant = v < I->cap_param_data && I->param_entry[v] >= 0;
+      if (!here && !constant) return PPCC_OK;
+    }
+    const ppcc_value *y = &g->values[op->out[0]];
+    total += ppcc_num_elements(y->rank, y->shape);
+    if (total > OX_MAX_FOLD_ELEMENTS || op->info->flops(g, op) > OX_MAX_FOLD_FLOPS) return PPCC_OK;
+  }
+  ox_tensor *res = calloc((size_t)n, sizeof *res);
+  if (!res) return oom(I);
+  ppcc_diag quiet;
+  ppcc_diag_init(&quiet, NULL, NULL);
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) {
+    const ppcc_op *op = &g->ops[first + i];
+    ppcc_tensor in[8], out;
+    for (int k = 0; k < op->n_in; k++) {
+      int v = op->in[k], def = g->values[v].def_op;
+      in[k] = tensor_view(def >= first ? &res[def - first] : &I->e[I->param_entry[v]].c);
+    }
+    const ppcc_value *y = &g->values[op->out[0]];
+    ok = ox_tensor_alloc(&res[i], y->dtype, y->rank, y->shape);
+    out = tensor_view(&res[i]);
+    ok = ok && ppcc_rt_run_kernel(op, in, &out, &quiet) == PPCC_OK;
+  }
+  /* a kernel that fails here (an index out of range...) fails the run the
+   * same way: the ops stay computed */
+  for (size_t k = 0; ok && k < I->node->n_output; k++) {
+    entry *x = I->node->output[k][0] ? find(I, I->node->output[k]) : NULL;
+    int def = x && x->value >= 0 ? g->values[x->value].def_op : -1;
+    if (!x || def < first) continue;
+    x->is_const = true;
+    x->c = res[def - first];
+    res[def - first] = (ox_tensor){0};
+    x->value = -1;
+  }
+  for (int i = 0; i < n; i++) ox_tensor_free(&res[i]);
+  free(res);
+  return PPCC_OK;
+}
+
 static ppcc_status translate_node(importer *I, int index) {
   I->node = I->graph->node[index];
   I->node_index = index;
@@ -1199,7 +1529,9 @@ static ppcc_status translate_node(importer *I, int index) {
   /* Every translation reads at least input 0; only Constant has none. */
   if (n->n_input == 0 && strcmp(n->op_type, "Constant") != 0)
     return ppcc_error(I->d, "%s: %s has no inputs", I->who, n->op_type);
-  return translation_of(n->op_type)(I);
+  int first = I->g->n_ops;
+  st = translation_of(n->op_type)(I);
+  return st ? st : fold_emitted(I, first);
 }
 
 /* Graph outputs keep their ONNX names (an identity reshape where the
@@ -1282,6 +1614,8 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
       known = gr->input[j]->name && strcmp(gr->input[j]->name, I->opts->shapes[i].name) == 0;
     if (!known) return ppcc_error(I->d, "--shape %s: the model has no graph input of that name", E(I, I->opts->shapes[i].name));
   }
+  I->bn_folded = calloc(gr->n_node + 1, sizeof(bool));
+  if (!I->bn_folded) return oom(I);
   for (size_t i = 0; i < gr->n_node; i++)
     if ((st = translate_node(I, (int)i))) return st;
   I->node = NULL;
@@ -1312,6 +1646,7 @@ static void importer_free(importer *I) {
   free(I->e);
   free(I->slots);
   free(I->param_entry);
+  free(I->bn_folded);
   ppcc_graph_free(I->g);
 }
 

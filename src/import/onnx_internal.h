@@ -8,6 +8,10 @@
 /* Folded constants are capped so a hostile model cannot make the importer
  * allocate without bound. */
 #define OX_MAX_CONST_ELEMENTS (INT64_C(1) << 28)
+/* Ops on constants evaluated at import by the runtime's kernels: at most
+ * this many result elements per node (larger ones run at run time). */
+#define OX_MAX_FOLD_ELEMENTS (INT64_C(1) << 24)
+#define OX_MAX_FOLD_FLOPS 1e8 /* so a hostile model's fold takes no minutes nor GBs */
 
 /* A protobuf message is at most 2 GB (larger models keep their weights in
  * external-data files, read tensor by tensor). */

@@ -346,6 +346,21 @@ static int64_t shape_bytes(ppcc_dtype t, int rank, const int64_t *shape) {
 
 int64_t ppcc_value_bytes(const ppcc_value *v) { return shape_bytes(v->dtype, v->rank, v->shape); }
 
+bool ppcc_param_shard_stored(const ppcc_value *v, int i) {
+  return v->layout.count <= 1 || v->layout.kind != PPCC_LAYOUT_REPLICATED || i == 0;
+}
+
+/* sharktank: ShardedTensorBase names shard K "NAME.shard.K" and stores each
+ * (split, unreduced); ReplicatedTensor stores only shard 0. */
+bool ppcc_param_shard_entry(const ppcc_value *v, int i, char *buf, size_t n) {
+  int len;
+  if (v->layout.count <= 1)
+    len = snprintf(buf, n, "%s", v->name);
+  else
+    len = snprintf(buf, n, "%s.shard.%d", v->name, ppcc_param_shard_stored(v, i) ? i : 0);
+  return len >= 0 && (size_t)len < n;
+}
+
 void ppcc_value_shard_shape(const ppcc_value *v, int64_t *shape_out) {
   for (int i = 0; i < v->rank; i++) shape_out[i] = v->shape[i];
   if (v->layout.kind == PPCC_LAYOUT_SPLIT && v->layout.dim >= 0 &&

@@ -12,6 +12,15 @@ static const ppcc_attr_spec attrs_perm[] = {{"perm", PPCC_ATTR_INTS, true}, {NUL
 static const ppcc_attr_spec attrs_perm_opt[] = {{"perm", PPCC_ATTR_INTS, false}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_shape[] = {{"shape", PPCC_ATTR_INTS, true}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_dim[] = {{"dim", PPCC_ATTR_INT, true}, {NULL, 0, false}};
+/* conv / max_pool geometry (ppcc_conv_geom_read) */
+static const ppcc_attr_spec attrs_conv[] = {{"group", PPCC_ATTR_INT, false},   {"strides", PPCC_ATTR_INTS, false},
+                                            {"pads", PPCC_ATTR_INTS, false},   {"dilations", PPCC_ATTR_INTS, false},
+                                            {NULL, 0, false}};
+static const ppcc_attr_spec attrs_pool[] = {{"kernel", PPCC_ATTR_INTS, true}, {"strides", PPCC_ATTR_INTS, false},
+                                            {"pads", PPCC_ATTR_INTS, false},  {"dilations", PPCC_ATTR_INTS, false},
+                                            {NULL, 0, false}};
+/* wrap_negative: an id in [-vocab, 0) counts from the end (ONNX Gather) */
+static const ppcc_attr_spec attrs_embedding[] = {{"wrap_negative", PPCC_ATTR_BOOL, false}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_replicate[] = {{"count", PPCC_ATTR_INT, false},
                                                  {"devices", PPCC_ATTR_INTS, false},
                                                  {"pinned", PPCC_ATTR_BOOL, false},
@@ -1127,6 +1136,94 @@ static ppcc_status shard_reduce(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* ---- conv, max_pool: x [N, C, spatial...] with 1 or 2 spatial dims ---- */
+
+bool ppcc_conv_geom_read(const ppcc_op *op, int rank, const int64_t *kernel, ppcc_conv_geom *gm) {
+  memset(gm, 0, sizeof *gm);
+  int s = rank - 2;
+  if (s < 1 || s > 2) return false;
+  gm->spatial = s;
+  gm->group = ppcc_attr_int(op, "group", 1);
+  const ppcc_attr *st = ppcc_op_attr(op, "strides"), *pd = ppcc_op_attr(op, "pads"), *dl = ppcc_op_attr(op, "dilations");
+  const ppcc_attr *ks = ppcc_op_attr(op, "kernel");
+  if ((st && st->n != s) || (pd && pd->n != 2 * s) || (dl && dl->n != s) || (ks && ks->n != s)) return false;
+  for (int i = 0; i < s; i++) {
+    gm->kernel[i] = ks ? ks->ints[i] : kernel[i];
+    gm->stride[i] = st ? st->ints[i] : 1;
+    gm->dilation[i] = dl ? dl->ints[i] : 1;
+    gm->pad_begin[i] = pd ? pd->ints[i] : 0;
+    gm->pad_end[i] = pd ? pd->ints[s + i] : 0;
+    if (gm->kernel[i] < 1 || gm->stride[i] < 1 || gm->dilation[i] < 1 || gm->pad_begin[i] < 0 || gm->pad_end[i] < 0 ||
+        gm->kernel[i] > (INT64_C(1) << 24) || gm->stride[i] > (INT64_C(1) << 24) || gm->dilation[i] > (INT64_C(1) << 24) ||
+        gm->pad_begin[i] > (INT64_C(1) << 24) || gm->pad_end[i] > (INT64_C(1) << 24))
+      return false;
+  }
+  return gm->group >= 1;
+}
+
+int64_t ppcc_conv_out_dim(const ppcc_conv_geom *gm, int i, int64_t in) {
+  int64_t span = gm->dilation[i] * (gm->kernel[i] - 1) + 1, padded = in + gm->pad_begin[i] + gm->pad_end[i];
+  return padded < span ? 0 : (padded - span) / gm->stride[i] + 1;
+}
+
+/* The result [N, F, out...] of a conv (F = filters) or max_pool (F = C). */
+static ppcc_status shape_window(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, bool conv) {
+  const ppcc_value *x = IN(0), *w = conv ? IN(1) : NULL;
+  char msg[256];
+  ppcc_status st = check_float(g, op, d, 0);
+  if (!st && conv) st = check_same_dtype(g, op, d);
+  if (st) return st;
+  ppcc_conv_geom gm;
+  if (x->rank < 3 || x->rank > 4 || (conv && w->rank != x->rank)) {
+    snprintf(msg, sizeof msg, "needs x [N, C, W] or [N, C, H, W]%s", conv ? " and a weight [F, C/group, kernel...] of its rank" : "");
+    return op_error(g, op, d, msg);
+  }
+  if (!ppcc_conv_geom_read(op, x->rank, conv ? w->shape + 2 : NULL, &gm))
+    return op_error(g, op, d, "kernel, strides, pads, dilations or group are invalid (one per spatial dim, pads twice; positive)");
+  if (conv && (x->shape[1] % gm.group != 0 || w->shape[0] % gm.group != 0 || w->shape[1] * gm.group != x->shape[1])) {
+    snprintf(msg, sizeof msg, "channels do not match: x has %lld, weight [%lld, %lld, ...] with group %lld",
+             (long long)x->shape[1], (long long)w->shape[0], (long long)w->shape[1], (long long)gm.group);
+    return op_error(g, op, d, msg);
+  }
+  ppcc_value *o = OUT(0);
+  set_result(o, x);
+  if (conv) o->shape[1] = w->shape[0];
+  for (int i = 0; i < gm.spatial; i++) {
+    o->shape[2 + i] = ppcc_conv_out_dim(&gm, i, x->shape[2 + i]);
+    if (o->shape[2 + i] < 1) return op_error(g, op, d, "the window is larger than the padded input");
+  }
+  return PPCC_OK;
+}
+static ppcc_status shape_conv(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shape_window(g, op, d, true); }
+static ppcc_status shape_max_pool(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) { return shape_window(g, op, d, false); }
+
+/* conv: the batch split (x split on dim 0, weight replicated) or the
+ * filters split (x replicated, weight split on dim 0: each shard computes
+ * its output channels; group 1, where every filter reads every channel). */
+static ppcc_status shard_conv(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_layout lx = IN(0)->layout, lw = IN(1)->layout;
+  ppcc_value *o = OUT(0);
+  if (lx.kind == PPCC_LAYOUT_UNSHARDED && lw.kind == PPCC_LAYOUT_UNSHARDED) o->layout = lx;
+  else if (lx.count != lw.count) return layouts_error(g, op, d, "x and weight must be sharded over the same count");
+  else if (lx.kind == PPCC_LAYOUT_REPLICATED && lw.kind == PPCC_LAYOUT_REPLICATED) o->layout = lx;
+  else if (lx.kind == PPCC_LAYOUT_SPLIT && lx.dim == 0 && lw.kind == PPCC_LAYOUT_REPLICATED) o->layout = lx;
+  else if (lx.kind == PPCC_LAYOUT_REPLICATED && lw.kind == PPCC_LAYOUT_SPLIT && lw.dim == 0 &&
+           ppcc_attr_int(op, "group", 1) == 1)
+    o->layout = split_layout(1, lw.count);
+  else
+    return layouts_error(g, op, d, "conv splits the batch (x on dim 0) or the filters (weight on dim 0, group 1)");
+  return PPCC_OK;
+}
+
+/* max_pool: each channel and batch row on its own; spatial dims whole. */
+static ppcc_status shard_max_pool(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_layout l = IN(0)->layout;
+  if (l.kind == PPCC_LAYOUT_SPLIT && l.dim >= 2) return layouts_error(g, op, d, "max_pool needs whole spatial dims");
+  if (l.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "the max of partial sums is not the max");
+  OUT(0)->layout = l;
+  return PPCC_OK;
+}
+
 /* gather_elements(data, index): out[i..] = data[i.. with dim replaced by
  * index[i..]]; same ranks, an i64/i32 index no larger than data off dim. */
 static ppcc_status shape_gather_elements(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
@@ -1217,6 +1314,19 @@ static double numel_out(const ppcc_graph *g, const ppcc_op *op) {
   return (double)ppcc_num_elements(o->rank, o->shape);
 }
 static double flops_zero(const ppcc_graph *g, const ppcc_op *op) { return 0; }
+/* 2 * out * (C/group) * kernel volume */
+static double flops_conv(const ppcc_graph *g, const ppcc_op *op) {
+  const ppcc_value *w = &g->values[op->in[1]];
+  double per = 2.0;
+  for (int i = 1; i < w->rank; i++) per *= (double)w->shape[i];
+  return numel_out(g, op) * per;
+}
+static double flops_pool(const ppcc_graph *g, const ppcc_op *op) {
+  const ppcc_attr *k = ppcc_op_attr(op, "kernel");
+  double per = 1.0;
+  for (int i = 0; k && i < k->n; i++) per *= (double)k->ints[i];
+  return numel_out(g, op) * per;
+}
 static double flops_elem1(const ppcc_graph *g, const ppcc_op *op) { return numel_out(g, op); }
 static double flops_elem4(const ppcc_graph *g, const ppcc_op *op) { return 4 * numel_out(g, op); }
 static double flops_elem8(const ppcc_graph *g, const ppcc_op *op) { return 8 * numel_out(g, op); }
@@ -1274,6 +1384,11 @@ static const char *batch_norm(const ppcc_graph *g, const ppcc_op *op, const bool
 }
 
 /* embedding ids, rotary x: the other operand (table, positions) is shared. */
+/* conv, max_pool: rows of dim 0 apart; the weight is shared. */
+static const char *batch_window(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  return op->n_in > 1 && CARRIES(1) ? "its weight would depend on the batch" : NULL;
+}
+
 static const char *batch_first_only(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
   for (int k = 1; k < op->n_in; k++)
     if (CARRIES(k)) return "only its first operand may depend on the batch";

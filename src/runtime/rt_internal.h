@@ -253,6 +253,9 @@ void rt_state_flip(const ppcc_run_data *data, const ppcc_value *p, ppcc_layout l
 int rt_state_input(const ppcc_graph *g, const ppcc_run_data *data, int k);
 /* Adds to ppcc_rt_param_bytes_copied. */
 void rt_count_param_copy(int64_t bytes);
+/* mapped_shard.c: drops the whole pages of [p, p + bytes) of a read-only
+ * file mapping from this process (a later touch reads them again). */
+void rt_release_pages(const void *p, int64_t bytes);
 /* comm.c: route moves to devices of other ranks through MPI. */
 void rt_comm_attach_dist(ppcc_rt_comm *c);
 /* comm.c: an abort another rank reported (not reported back). */

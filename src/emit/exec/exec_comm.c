@@ -8,6 +8,7 @@
  *   ppcc_rt_all_gather_T(op, dtype, group, rank, outer, inner, shard, full)
  *   ppcc_rt_reduce_scatter_T(op, dtype, group, rank, outer, inner, full, shard)
  *   ppcc_rt_matmul_f32(a, b, c, b_transposed)                    (OpenBLAS)
+ *   ppcc_rt_conv_f32(x, w, y, group, strides, dilations, pads)   (im2col + GEMM)
  *   ppcc_rt_attention_f32(q, k, v, out, scale, causal)            (OpenBLAS)
  *   ppcc_rt_attention_positions_T(q, k, v, out, scale, causal, positions)
  *                                                 (T: i64, i32; OpenBLAS)
@@ -82,6 +83,19 @@ MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool 
                       exec_unranked(c, exec_static_view(c, exec_to_memref(c, b))),
                       exec_unranked(c, exec_static_view(c, out)), exec_i64(c, b_transposed)};
   if (exec_call(c, "ppcc_rt_matmul_f32", 4, ops)) return (MlirValue){NULL};
+  return exec_to_tensor(c, out, true);
+}
+
+MlirValue exec_try_conv_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const ppcc_conv_geom *g, MlirType out_type) {
+  if (c->kind != PPCC_EMIT_MLIR_EXEC || c->exec_linalg_matmul || !mlirTypeIsAF32(mlirShapedTypeGetElementType(out_type)))
+    return (MlirValue){NULL};
+  MlirValue out = exec_alloc(c, out_type);
+  int64_t geom[9] = {g->group, g->stride[0], g->stride[1], g->dilation[0], g->dilation[1],
+                     g->pad_begin[0], g->pad_begin[1], g->pad_end[0], g->pad_end[1]};
+  MlirValue ops[12] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, x))),
+                       exec_unranked(c, exec_static_view(c, exec_to_memref(c, w))), exec_unranked(c, exec_static_view(c, out))};
+  for (int i = 0; i < 9; i++) ops[3 + i] = exec_i64(c, geom[i]);
+  if (exec_call(c, "ppcc_rt_conv_f32", 12, ops)) return (MlirValue){NULL};
   return exec_to_tensor(c, out, true);
 }
 

@@ -175,6 +175,9 @@ ppcc_status exec_lower_collective(ppcc_emit_ctx *c, const ppcc_op *op);
  * rank >= 2, b a matrix or of a's rank), or a null value when it is left
  * to linalg. */
 MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
+/* A conv the executable form hands to ppcc_rt_conv_f32 (the interpreter's
+ * kernel; f32 x and w, out_type f32); null in the other forms. */
+MlirValue exec_try_conv_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const ppcc_conv_geom *g, MlirType out_type);
 /* f32 attention as a ppcc_rt_attention call in the executable form (null
  * value otherwise: the linalg lowering is used); positions (null: none)
  * an i64/i32 index tensor [S] or [B, S]. */
@@ -186,7 +189,8 @@ MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, Ml
  * message says "token id" or "index" as the interpreter's kernels do. No-op
  * in the other forms. The caller still clamps the indices it uses. */
 /* kind: EXEC_INDEX (in [0, bound)), EXEC_TOKEN_IDS (the same, named token
- * ids) or EXEC_INDEX_WRAPS (in [-bound, bound): ONNX's negative indices). */
+ * ids in the message), with EXEC_INDEX_WRAPS: in [-bound, bound) (ONNX's
+ * negative indices). */
 enum { EXEC_INDEX = 0, EXEC_TOKEN_IDS = 1, EXEC_INDEX_WRAPS = 2 };
 ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, int kind);
 

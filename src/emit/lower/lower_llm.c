@@ -464,6 +464,7 @@ ppcc_status lower_argmax(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
 typedef struct embedding_body {
   MlirValue table;
   int hidden_loop;
+  int64_t vocab; /* > 0: a negative id counts from the end (wrap_negative) */
   int64_t row_offset, rows; /* this shard's rows of a vocab-split table */
 } embedding_body;
 
@@ -475,6 +476,9 @@ static MlirValue body_embedding(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const embedding_body *e = user;
   MlirValue id = barg(b, 0);
   MlirType it = mlirValueGetType(id), index = mlirIndexTypeGet(c->mctx);
+  if (e->vocab > 0)
+    id = select_value(c, b, compare(c, b, false, CMPI_SLT, id, emit_int_const(c, b, it, 0)),
+                      bin(c, b, "arith.addi", id, emit_int_const(c, b, it, e->vocab)), id);
   MlirValue local = bin(c, b, "arith.subi", id, emit_int_const(c, b, it, e->row_offset));
   MlirValue ok = bin(c, b, "arith.andi", compare(c, b, false, CMPI_SGE, local, emit_int_const(c, b, it, 0)),
                      compare(c, b, false, CMPI_SLT, local, emit_int_const(c, b, it, e->rows)));
@@ -494,9 +498,10 @@ ppcc_status lower_embedding(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   bool vocab_split = table->layout.kind == PPCC_LAYOUT_SPLIT && table->layout.dim == 0;
   int64_t rows = dim_size(tab, 0);
   /* ids outside the whole vocabulary fail the run, as in the interpreter. */
-  ppcc_status st = exec_check_index(c, ids, table->shape[0], EXEC_TOKEN_IDS);
+  bool wraps = ppcc_attr_int(op, "wrap_negative", 0) != 0;
+  ppcc_status st = exec_check_index(c, ids, table->shape[0], EXEC_TOKEN_IDS | (wraps ? EXEC_INDEX_WRAPS : 0));
   if (st) return st;
-  embedding_body e = {tab, rank - 1, vocab_split ? shard * rows : 0, rows};
+  embedding_body e = {tab, rank - 1, wraps ? table->shape[0] : 0, vocab_split ? shard * rows : 0, rows};
   MlirAffineExpr ex[PPCC_MAX_RANK];
   for (int i = 0; i < rank - 1; i++) ex[i] = dim_expr(c, i);
   MlirAffineMap maps[2] = {mlirAffineMapGet(c->mctx, rank, 0, rank - 1, ex), mlirAffineMapMultiDimIdentityGet(c->mctx, rank)};

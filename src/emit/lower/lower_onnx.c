@@ -263,3 +263,118 @@ ppcc_status lower_onnx_gather_elements(struct ppcc_emit_ctx *c, const ppcc_graph
   emit_set_shard(c, op->out[0], shard, emit_generic(c, 1, &index, emit_empty(c, t), x->rank, 0, maps, body_gather, &gb));
   return PPCC_OK;
 }
+
+/* ---- conv, max_pool: one linalg.generic over (n, f|c, out..., [c,] k...)
+ * on the input padded by tensor inserts (zeros for conv, -inf for the
+ * pool), computing in f32 ---- */
+
+/* max(acc, x): block args x, window (unused), acc */
+static MlirValue pool_body(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  return emit_binary_scalar(c, b, "arith.maximumf", mlirBlockGetArgument(b, 2), mlirBlockGetArgument(b, 0));
+}
+
+/* x [N, C, spatial...] inside a `fill`-filled tensor, offset by the begin pads. */
+static MlirValue pad_window(ppcc_emit_ctx *c, MlirValue x, const ppcc_conv_geom *gm, double fill) {
+  MlirType t = mlirValueGetType(x), elem = mlirShapedTypeGetElementType(t);
+  int r = (int)mlirShapedTypeGetRank(t);
+  int64_t shape[4];
+  for (int i = 0; i < r; i++) shape[i] = mlirShapedTypeGetDimSize(t, i);
+  for (int i = gm->spatial - 1; i >= 0; i--) {
+    if (gm->pad_begin[i] == 0 && gm->pad_end[i] == 0) continue;
+    shape[2 + i] += gm->pad_begin[i] + gm->pad_end[i];
+    MlirType pt = mlirRankedTensorTypeGet(r, shape, elem, mlirAttributeGetNull());
+    MlirValue v = emit_float_const(c, c->block, elem, fill);
+    MlirValue dest = emit_named_linalg(c, "linalg.fill", 1, &v, emit_empty(c, pt));
+    x = emit_insert_slice(c, x, dest, 2 + i, gm->pad_begin[i]);
+  }
+  return x;
+}
+
+/* the input position of output dim o and window dim k: o * stride + k * dilation */
+static MlirAffineExpr window_pos(ppcc_emit_ctx *c, const ppcc_conv_geom *gm, int i, int o_loop, int k_loop) {
+  return mlirAffineAddExprGet(mlirAffineMulExprGet(mlirAffineDimExprGet(c->mctx, o_loop), mlirAffineConstantExprGet(c->mctx, gm->stride[i])),
+                              mlirAffineMulExprGet(mlirAffineDimExprGet(c->mctx, k_loop), mlirAffineConstantExprGet(c->mctx, gm->dilation[i])));
+}
+
+static MlirValue mac_body(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  MlirValue p = emit_binary_scalar(c, b, "arith.mulf", mlirBlockGetArgument(b, 0), mlirBlockGetArgument(b, 1));
+  return emit_binary_scalar(c, b, "arith.addf", mlirBlockGetArgument(b, 2), p);
+}
+
+ppcc_status lower_onnx_conv(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
+  const ppcc_value *xv = &g->values[op->in[0]], *wv = &g->values[op->in[1]], *ov = &g->values[op->out[0]];
+  MlirValue x = emit_to_f32(c, emit_shard(c, op->in[0], xv->layout.count == 1 ? 0 : shard));
+  MlirValue w = emit_to_f32(c, emit_shard(c, op->in[1], wv->layout.count == 1 ? 0 : shard));
+  MlirType wt = mlirValueGetType(w), t = emit_shard_type(c, ov);
+  int r = (int)mlirShapedTypeGetRank(wt), s = r - 2;
+  int64_t wshape[4], oshape[4];
+  for (int i = 0; i < r; i++) wshape[i] = mlirShapedTypeGetDimSize(wt, i), oshape[i] = mlirShapedTypeGetDimSize(t, i);
+  ppcc_conv_geom gm;
+  if (!ppcc_conv_geom_read(op, r, wshape + 2, &gm)) return emit_op_error(c, op, "conv: invalid window attributes");
+  MlirType f32 = mlirF32TypeGet(c->mctx), t32 = mlirRankedTensorTypeGet(r, oshape, f32, mlirAttributeGetNull());
+  MlirValue called = exec_try_conv_call(c, x, w, &gm, t32); /* the interpreter's kernel: the same sums */
+  if (!mlirValueIsNull(called)) {
+    emit_set_shard(c, op->out[0], shard, emit_convert_floats(c, called, mlirShapedTypeGetElementType(t)));
+    return PPCC_OK;
+  }
+  x = pad_window(c, x, &gm, 0.0);
+  /* loops: n, f, out[s] | cg, k[s] */
+  int n_loops = 2 + s + 1 + s, cg = 2 + s;
+  int64_t Fg = wshape[0] / gm.group, Cg = wshape[1];
+  MlirAffineExpr ex[4], ew[4], eo[4];
+  ex[0] = mlirAffineDimExprGet(c->mctx, 0);
+  ex[1] = mlirAffineDimExprGet(c->mctx, cg);
+  if (gm.group > 1) /* the group's channels: (f / Fg) * Cg + cg */
+    ex[1] = mlirAffineAddExprGet(mlirAffineMulExprGet(mlirAffineFloorDivExprGet(mlirAffineDimExprGet(c->mctx, 1),
+                                                                                 mlirAffineConstantExprGet(c->mctx, Fg)),
+                                                       mlirAffineConstantExprGet(c->mctx, Cg)),
+                                 ex[1]);
+  ew[0] = mlirAffineDimExprGet(c->mctx, 1);
+  ew[1] = mlirAffineDimExprGet(c->mctx, cg);
+  for (int i = 0; i < 2; i++) eo[i] = mlirAffineDimExprGet(c->mctx, i);
+  for (int i = 0; i < s; i++) {
+    ex[2 + i] = window_pos(c, &gm, i, 2 + i, cg + 1 + i);
+    ew[2 + i] = mlirAffineDimExprGet(c->mctx, cg + 1 + i);
+    eo[2 + i] = mlirAffineDimExprGet(c->mctx, 2 + i);
+  }
+  MlirAffineMap maps[3] = {mlirAffineMapGet(c->mctx, n_loops, 0, r, ex), mlirAffineMapGet(c->mctx, n_loops, 0, r, ew),
+                           mlirAffineMapGet(c->mctx, n_loops, 0, r, eo)};
+  MlirValue zero = emit_float_const(c, c->block, f32, 0.0);
+  MlirValue init = emit_named_linalg(c, "linalg.fill", 1, &zero, emit_empty(c, t32));
+  MlirValue ins[2] = {x, w};
+  MlirValue y = emit_generic(c, 2, ins, init, n_loops, 1 + s, maps, mac_body, NULL);
+  emit_set_shard(c, op->out[0], shard, emit_convert_floats(c, y, mlirShapedTypeGetElementType(t)));
+  return PPCC_OK;
+}
+
+ppcc_status lower_onnx_max_pool(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                                ppcc_diag *d) {
+  const ppcc_value *xv = &g->values[op->in[0]], *ov = &g->values[op->out[0]];
+  MlirValue x = emit_to_f32(c, emit_shard(c, op->in[0], xv->layout.count == 1 ? 0 : shard));
+  MlirType t = emit_shard_type(c, ov);
+  int r = (int)mlirShapedTypeGetRank(t), s = r - 2;
+  int64_t oshape[4];
+  for (int i = 0; i < r; i++) oshape[i] = mlirShapedTypeGetDimSize(t, i);
+  ppcc_conv_geom gm;
+  if (!ppcc_conv_geom_read(op, r, NULL, &gm)) return emit_op_error(c, op, "max_pool: invalid window attributes");
+  x = pad_window(c, x, &gm, -INFINITY);
+  /* loops: n, c, out[s] | k[s]; an empty [k...] operand gives the window
+   * loops their bounds (as linalg's pooling ops take a window tensor) */
+  int n_loops = 2 + 2 * s;
+  MlirAffineExpr ex[4], ek[2], eo[4];
+  for (int i = 0; i < 2; i++) ex[i] = eo[i] = mlirAffineDimExprGet(c->mctx, i);
+  for (int i = 0; i < s; i++) {
+    ex[2 + i] = window_pos(c, &gm, i, 2 + i, 2 + s + i);
+    ek[i] = mlirAffineDimExprGet(c->mctx, 2 + s + i);
+    eo[2 + i] = mlirAffineDimExprGet(c->mctx, 2 + i);
+  }
+  MlirAffineMap maps[3] = {mlirAffineMapGet(c->mctx, n_loops, 0, r, ex), mlirAffineMapGet(c->mctx, n_loops, 0, s, ek),
+                           mlirAffineMapGet(c->mctx, n_loops, 0, r, eo)};
+  MlirType f32 = mlirF32TypeGet(c->mctx), t32 = mlirRankedTensorTypeGet(r, oshape, f32, mlirAttributeGetNull());
+  MlirValue ninf = emit_float_const(c, c->block, f32, -INFINITY);
+  MlirValue init = emit_named_linalg(c, "linalg.fill", 1, &ninf, emit_empty(c, t32));
+  MlirValue ins[2] = {x, emit_empty(c, mlirRankedTensorTypeGet(s, gm.kernel, f32, mlirAttributeGetNull()))};
+  MlirValue y = emit_generic(c, 2, ins, init, n_loops, s, maps, pool_body, NULL);
+  emit_set_shard(c, op->out[0], shard, emit_convert_floats(c, y, mlirShapedTypeGetElementType(t)));
+  return PPCC_OK;
+}

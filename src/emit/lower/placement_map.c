@@ -11,7 +11,7 @@
  *   params      annotated: function arguments (one per shard)
  *               IREE: one util.global per shard, typed with the shard's
  *                 shape, initialised from #flow.parameter.named<"model"::
- *                 ENTRY> (placement_param_entry: sharktank's NAME.shard.K)
+ *                 ENTRY> (ppcc_param_shard_entry: sharktank's NAME.shard.K)
  *                 with stream.affinity on the shard's device; nothing is
  *                 loaded whole and sliced.
  */
@@ -132,22 +132,10 @@ static void param_symbol(const ppcc_value *v, int i, char *buf, size_t n) {
     snprintf(buf, n, "%s", v->name);
 }
 
-/* The archive entry shard i of param v is initialised from, following
- * sharktank's dataset conventions (ShardedTensorBase / ReplicatedTensor
- * .add_to_archive): an unsharded param is the entry "NAME"; a split or
- * unreduced one has one entry "NAME.shard.K" per shard; a replicated one
- * stores one copy, "NAME.shard.0", read by every replica. */
-void placement_param_entry(const ppcc_value *v, int i, char *buf, size_t n) {
-  if (!is_sharded(v))
-    snprintf(buf, n, "%s", v->name);
-  else
-    snprintf(buf, n, "%s.shard.%d", v->name, v->layout.kind == PPCC_LAYOUT_REPLICATED ? 0 : i);
-}
-
 static ppcc_status declare_param_shard(ppcc_emit_ctx *c, MlirBlock body, const ppcc_value *v, int i) {
   MlirType type = emit_shard_type(c, v);
   char entry[PPCC_MAX_NAME + 32], sym[PPCC_MAX_NAME + 32];
-  placement_param_entry(v, i, entry, sizeof entry);
+  ppcc_param_shard_entry(v, i, entry, sizeof entry); /* sharktank's naming, DESIGN §5 */
   param_symbol(v, i, sym, sizeof sym);
   fixed_text t = {.len = 0};
   fixed_append(&t, "#flow.parameter.named<\"" IREE_PARAM_SCOPE "\"::\"");

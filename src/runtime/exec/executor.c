@@ -201,6 +201,12 @@ static const void *bound_param(const rt_exec *x, int v, ppcc_layout l, int i) {
   return rt_resident_shard(x->data, v, val(x, v), l, i, mapped_param(x, v));
 }
 
+/* A copy of a shard read from a sharded archive (an in-place op writes it). */
+static void *copy_stored(const rt_exec *x, int v, const void *stored) {
+  rt_count_param_copy(local_bytes(x, v));
+  return dup_bytes(stored, local_bytes(x, v));
+}
+
 /* Shard `i` of a full tensor under layout l (an unreduced leaf puts the
  * whole value in shard 0 and zeros elsewhere: the sum is the value). */
 static void *cut_shard(const rt_exec *x, int v, ppcc_layout l, int i, const void *full) {
@@ -230,12 +236,16 @@ static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
     if (val(x, v)->kind == PPCC_VALUE_RESULT || (val(x, v)->kind == PPCC_VALUE_PARAM && x->mb > 0)) continue;
     const void *full = leaf_data(x, v);
     rt_view w = view_of(x, v);
+    bool own_layout = w.layout.count == val(x, v)->layout.count; /* not the unsharded reference */
     for (int i = 0; i < w.layout.count; i++) {
       if (w.devices[i] != dev) continue;
-      if (!full) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", val(x, v)->name);
+      const void *stored = own_layout ? ppcc_run_data_shard(x->data, v, i) : NULL; /* from a sharded archive */
+      if (!full && !stored) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", val(x, v)->name);
+      /* a state's shard, or a param's resident one (a stored shard itself when it can be bound) */
       const void *resident = is_state(x, v) ? rt_state_shard(x->data, v, val(x, v), w.layout, i, x->mb, false)
                                             : bound_param(x, v, w.layout, i);
       *slot(x, v, i) = resident ? (rt_slot){(void *)resident, false, false}
+                       : stored ? (rt_slot){copy_stored(x, v, stored), true, false}
                                 : (rt_slot){cut_shard(x, v, w.layout, i, full), true, false};
       if (!slot(x, v, i)->data) return oom(d);
       if (x->opts->capture && !ppcc_capture_store(x->opts->capture, v, i, slot(x, v, i)->data, local_bytes(x, v)))

@@ -6,6 +6,9 @@
  * weights file when the file holds the compute dtype; a strided split or
  * the zero shard of an unreduced param is made (and owned) once.
  *
+ * A param read shard by shard from a sharded archive (run.c) is bound as
+ * stored, never assembled.
+ *
  * Shards are keyed by (param name, full tensor, layout, shard index), so
  * the reference run (every value unsharded) and the sharded run of one
  * model share what they can and never mix up layouts. Device threads ask
@@ -218,6 +221,9 @@ const void *rt_resident_shard(const ppcc_run_data *data, int v, const ppcc_value
                               bool mapped) {
   ppcc_resident *r = data->resident;
   const void *full = data->values[v].data, *out = NULL;
+  bool own_layout = l.kind == p->layout.kind && l.count == p->layout.count && l.dim == p->layout.dim;
+  const void *stored = own_layout ? ppcc_run_data_shard(data, v, i) : NULL;
+  if (stored && r) return stored; /* read shard by shard from a sharded archive: bound as stored */
   if (!r || !full) return NULL;
 #pragma omp critical(ppcc_resident)
   {
@@ -280,7 +286,8 @@ ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data
     if ((p->kind != PPCC_VALUE_PARAM && !state) || !p->devices) continue;
     for (int i = 0; i < p->layout.count; i++) {
       if (dist && !rt_dist_local(p->devices[i])) continue;
-      if (!data->values[v].data) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", p->name);
+      if (!data->values[v].data && !ppcc_run_data_shard(data, v, i))
+        return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", p->name);
       const void *made = state ? rt_state_shard(data, v, p, p->layout, i, 0, false)
                                : rt_resident_shard(data, v, p, p->layout, i, rt_param_mapped(data, v, dist));
       if (!made) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory for '%s'", p->name);

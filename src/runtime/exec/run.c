@@ -20,8 +20,16 @@
 void ppcc_run_data_free(ppcc_run_data *data) {
   if (!data || !data->values) return;
   rt_resident_unref(data->resident); /* shards before the tensors they view */
-  for (int v = 0; v < data->n_values; v++)
+  for (int v = 0; v < data->n_values; v++) {
     if (data->owned && data->owned[v]) rt_free(data->values[v].data);
+    for (int i = 0; data->shard_owned && data->shard_owned[v] && i < data->n_shards[v]; i++)
+      rt_free(data->shard_owned[v][i]);
+    if (data->shards) free((void *)data->shards[v]);
+    if (data->shard_owned) free(data->shard_owned[v]);
+  }
+  free(data->shards);
+  free(data->shard_owned);
+  free(data->n_shards);
   free(data->values);
   free(data->owned);
   free(data->borrowed);
@@ -58,11 +66,47 @@ static bool borrow_param(const ppcc_graph *g, int v, const ppcc_graph *from_g, c
   return true;
 }
 
+const void *ppcc_run_data_shard(const ppcc_run_data *data, int v, int i) {
+  return data->shards && data->shards[v] ? data->shards[v][i] : NULL;
+}
+
+/* Param v shard by shard from a sharded archive; the whole tensor is never
+ * assembled. The unsharded reference (--check) needs it whole: refused. */
+static ppcc_status load_param_shards(const ppcc_graph *g, const ppcc_run_options *o, ppcc_run_data *data, int v,
+                                     ppcc_diag *d) {
+  const ppcc_value *p = &g->values[v];
+  if (o->check)
+    return ppcc_error(d, "%s: param '%s' is stored in shards; --check runs the unsharded reference, which needs "
+                      "the whole tensors (give the unsharded weights file)", o->weights_path, p->name);
+  int count = p->layout.count > 0 ? p->layout.count : 1;
+  if (!data->shards) {
+    data->shards = calloc((size_t)data->n_values, sizeof *data->shards);
+    data->shard_owned = calloc((size_t)data->n_values, sizeof *data->shard_owned);
+    data->n_shards = calloc((size_t)data->n_values, sizeof *data->n_shards);
+    if (!data->shards || !data->shard_owned || !data->n_shards) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  data->shards[v] = calloc((size_t)count, sizeof **data->shards);
+  data->shard_owned[v] = calloc((size_t)count, sizeof **data->shard_owned);
+  if (!data->shards[v] || !data->shard_owned[v]) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  data->n_shards[v] = count;
+  for (int i = 0; i < count; i++) {
+    ppcc_status st = ppcc_weights_get_shard(data->weights, p, i, &data->shards[v][i], &data->shard_owned[v][i], d);
+    if (st) return st;
+  }
+  set_meta(&data->values[v], p);
+  return PPCC_OK;
+}
+
 static ppcc_status load_params(const ppcc_graph *g, const ppcc_run_options *o, const ppcc_graph *from_g,
                                const ppcc_run_data *from, ppcc_run_data *data, ppcc_diag *d) {
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *p = &g->values[v];
     if (p->kind != PPCC_VALUE_PARAM || !needed(g, o, v) || borrow_param(g, v, from_g, from, data)) continue;
+    if (ppcc_weights_sharded(data->weights, p)) {
+      ppcc_status st = load_param_shards(g, o, data, v, d);
+      if (st) return st;
+      continue;
+    }
     const void *bytes;
     void *owned;
     ppcc_status st = ppcc_weights_get(data->weights, p, &bytes, &owned, d);

@@ -10,7 +10,7 @@
 
 /* Drops the whole pages of [p, p + bytes) from this process (MADV_DONTNEED
  * on a read-only file mapping: a later touch reads them again). */
-static void release_pages(const void *p, int64_t bytes) {
+void rt_release_pages(const void *p, int64_t bytes) {
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)p, end = start + (uintptr_t)bytes;
   start = (start + page - 1) / page * page, end = end / page * page;
   if (end > start) madvise((void *)start, end - start, MADV_DONTNEED);
@@ -23,7 +23,7 @@ static void *copy_releasing(const void *src, int64_t bytes) {
   for (int64_t off = 0, step = 1 << 20; p && off < bytes; off += step) {
     int64_t n = bytes - off < step ? bytes - off : step;
     memcpy(p + off, (const char *)src + off, (size_t)n);
-    release_pages((const char *)src + off, n);
+    rt_release_pages((const char *)src + off, n);
   }
   return p;
 }
@@ -40,6 +40,6 @@ void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i) {
   if (geom.outer == 1) return copy_releasing((const char *)full + (int64_t)i * bytes, bytes);
   void *s = rt_alloc(bytes); /* strided: copy, then release the whole tensor */
   if (s) rt_copy_shard_out(full, s, geom, l.count, i, es);
-  release_pages(full, ppcc_value_bytes(p));
+  rt_release_pages(full, ppcc_value_bytes(p));
   return s;
 }

@@ -1,6 +1,9 @@
 /* Parameter sources: a mapped .safetensors / .irpa file, or the
- * deterministic generator. Every param is handed out as its full tensor;
- * the executor cuts the shards from it per the param's layout. */
+ * deterministic generator. A param is handed out as its full tensor (the
+ * executor cuts the shards from it per the param's layout) or, from a
+ * sharded archive (DESIGN §5: entries NAME.shard.K, sharktank's naming),
+ * shard by shard, each checked against the shard the model places. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "weights.h"
@@ -148,6 +151,23 @@ static ppcc_status splat(const rt_weight_entry *e, const void **data, void **own
   return PPCC_OK;
 }
 
+/* The data of entry e, checked against p (the param, or one shard of it). */
+static ppcc_status entry_data(const char *path, const rt_weight_entry *e, const ppcc_value *p, const void **data,
+                              void **owned, ppcc_diag *d) {
+  ppcc_status st = check_entry(path, e, p, d);
+  if (st) return st;
+  if (!e->data) return splat(e, data, owned, d);
+  if ((uintptr_t)e->data % (uintptr_t)ppcc_dtype_size(p->dtype) != 0) { /* kernels read whole elements */
+    unsigned char *copy = rt_alloc((int64_t)e->bytes);
+    if (!copy) return ppcc_error(d, "out of memory for param '%s'", p->name);
+    memcpy(copy, e->data, (size_t)e->bytes);
+    *data = *owned = copy;
+    return PPCC_OK;
+  }
+  *data = e->data;
+  return PPCC_OK;
+}
+
 ppcc_status ppcc_weights_get(ppcc_weights *w, const ppcc_value *param, const void **data, void **owned,
                              ppcc_diag *d) {
   *data = NULL;
@@ -164,16 +184,48 @@ ppcc_status ppcc_weights_get(ppcc_weights *w, const ppcc_value *param, const voi
   const char *path = w->index.file.path;
   const rt_weight_entry *e = rt_weight_index_find(&w->index, param->name);
   if (!e) return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing", path, param->name);
-  ppcc_status st = check_entry(path, e, param, d);
-  if (st) return st;
-  if (!e->data) return splat(e, data, owned, d);
-  if ((uintptr_t)e->data % (uintptr_t)ppcc_dtype_size(param->dtype) != 0) { /* kernels read whole elements */
-    unsigned char *copy = rt_alloc((int64_t)e->bytes);
-    if (!copy) return ppcc_error(d, "out of memory for param '%s'", param->name);
-    memcpy(copy, e->data, (size_t)e->bytes);
-    *data = *owned = copy;
-    return PPCC_OK;
+  return entry_data(path, e, param, data, owned, d);
+}
+
+/* "NAME.shard.K" of param p, as the archive would name it. */
+static bool has_shard_entry(const ppcc_weights *w, const ppcc_value *p, int k) {
+  char name[PPCC_MAX_NAME + 32];
+  snprintf(name, sizeof name, "%s.shard.%d", p->name, k);
+  return rt_weight_index_find(&w->index, name) != NULL;
+}
+
+bool ppcc_weights_sharded(const ppcc_weights *w, const ppcc_value *param) {
+  return !w->random && !w->source && !rt_weight_index_find(&w->index, param->name) &&
+         has_shard_entry(w, param, 0);
+}
+
+ppcc_status ppcc_weights_get_shard(ppcc_weights *w, const ppcc_value *param, int i, const void **data,
+                                   void **owned, ppcc_diag *d) {
+  *data = NULL;
+  *owned = NULL;
+  const char *path = w->index.file.path;
+  int count = param->layout.count > 0 ? param->layout.count : 1;
+  if (count == 1)
+    return ppcc_error(d, "%s: param '%s' is stored in shards (%s.shard.0) but the model places it unsharded", path,
+                      param->name, param->name);
+  if (has_shard_entry(w, param, count))
+    return ppcc_error(d, "%s: param '%s' is stored in more shards (%s.shard.%d exists) than the %d the model places",
+                      path, param->name, param->name, count, count);
+  char name[PPCC_MAX_NAME + 32], layout[64];
+  for (int k = 0; k < count; k++) { /* every shard there before any is checked: the count first */
+    if (!ppcc_param_shard_entry(param, k, name, sizeof name))
+      return ppcc_error(d, "param '%s': its shard name is too long", param->name);
+    if (!rt_weight_index_find(&w->index, name)) {
+      ppcc_layout_str(param->layout, layout, sizeof layout);
+      return ppcc_error(d, "%s: param '%s' is stored in shards but '%s' is missing (the model places it %s)", path,
+                        param->name, name, layout);
+    }
   }
-  *data = e->data;
-  return PPCC_OK;
+  ppcc_param_shard_entry(param, i, name, sizeof name);
+  const rt_weight_entry *e = rt_weight_index_find(&w->index, name);
+  ppcc_value shard = *param; /* checked against the shard's shape, named as the entry */
+  ppcc_value_shard_shape(param, shard.shape);
+  shard.layout = (ppcc_layout){PPCC_LAYOUT_UNSHARDED, -1, 1};
+  shard.name = name;
+  return entry_data(path, e, &shard, data, owned, d);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "jit_abi.h"
+#include "../kernels/kernels_onnx.h"
 
 /* MLIR's UnrankedMemRefType: the rank and a pointer to the ranked
  * descriptor {allocated, aligned, offset, sizes[rank], strides[rank]}. */
@@ -142,7 +143,7 @@ static void jit_reduce_scatter(int64_t op, int64_t dtype, jit_unranked *group, i
 }
 
 /* Index checks (exec_check_index in src/emit/exec_comm.c): every element
- * of index must lie in [0, bound) ([-bound, bound) for kind 2), else the run fails with the message the
+ * of index must lie in [0, bound) ([-bound, bound) with kind bit 2), else the run fails with the message the
  * interpreter's kernel gives (kernels.c, kernels_llm.c). The lowered code
  * clamps the indices it uses, so nothing is read or written out of bounds
  * between this call and the end of the run. */
@@ -151,10 +152,10 @@ static void jit_check_index(int64_t op, int64_t dtype, int64_t kind, int64_t bou
   if (!usable(op, &v, "index check")) return;
   for (int64_t p = 0; p < v.count; p++) {
     int64_t t = dtype == PPCC_I64 ? ((const int64_t *)(const void *)v.data)[p] : ((const int32_t *)(const void *)v.data)[p];
-    bool wraps = kind == 2; /* ONNX: a negative index counts from the end */
+    bool wraps = (kind & 2) != 0; /* ONNX: a negative index counts from the end */
     if (t >= (wraps ? -bound : 0) && t < bound) continue;
     char msg[160];
-    snprintf(msg, sizeof msg, "%s %lld at position %lld is out of range [%lld, %lld)", kind == 1 ? "token id" : "index",
+    snprintf(msg, sizeof msg, "%s %lld at position %lld is out of range [%lld, %lld)", kind & 1 ? "token id" : "index",
              (long long)t, (long long)p, (long long)(wraps ? -bound : 0), (long long)bound);
     ppcc_rt_abort(bound_comm, bound_self, msg);
     note_failure(op, -1);
@@ -166,6 +167,30 @@ static bool fail_call(const char *what) {
   ppcc_rt_abort(bound_comm, bound_self, what);
   note_failure(-1, -1);
   return false;
+}
+
+/* conv on f32 buffers x [N, C, (H,) W], w [F, C/group, (kh,) kw], y [N, F,
+ * (OH,) OW]: the interpreter's kernel (im2col + GEMM), so both backends
+ * compute the same sums. Then the group, strides, dilations, begin pads
+ * and end pads of spatial dims 0 and 1 (dim 1 unused by a 1-D conv). */
+static void jit_conv(jit_unranked *x, jit_unranked *w, jit_unranked *y, int64_t group, int64_t s0, int64_t s1,
+                     int64_t d0, int64_t d1, int64_t pb0, int64_t pb1, int64_t pe0, int64_t pe1) {
+  jit_view vx = view_of(x, 4), vw = view_of(w, 4), vy = view_of(y, 4);
+  if (!usable(-1, &vx, "conv") || !usable(-1, &vw, "conv") || !usable(-1, &vy, "conv")) return;
+  if ((x->rank != 3 && x->rank != 4) || w->rank != x->rank || y->rank != x->rank) {
+    fail_call("conv: unsupported operand ranks");
+    return;
+  }
+  bool two = x->rank == 4;
+  int64_t r = x->rank, xs[4], ys[4];
+  xs[0] = x->desc[3], xs[1] = x->desc[4], xs[2] = two ? x->desc[5] : 1, xs[3] = x->desc[3 + r - 1];
+  ys[0] = y->desc[3], ys[1] = y->desc[4], ys[2] = two ? y->desc[5] : 1, ys[3] = y->desc[3 + r - 1];
+  ppcc_conv_geom g = {.spatial = (int)r - 2, .group = group, .stride = {s0, s1}, .dilation = {d0, d1},
+                      .pad_begin = {pb0, pb1}, .pad_end = {pe0, pe1}};
+  for (int i = 0; i < r - 2; i++) g.kernel[i] = w->desc[3 + 2 + i];
+  if (!rt_conv2d_f32(&g, xs, w->desc[3], ys, (const float *)(void *)vx.data, (const float *)(void *)vw.data,
+                     (float *)(void *)vy.data))
+    fail_call("conv: out of memory");
 }
 
 /* C[..., M, N] = A[..., M, K] * B, through ppcc_rt_sgemm (OpenBLAS when
@@ -294,6 +319,7 @@ const ppcc_jit_symbol *ppcc_jit_symbols(void) {
       DTYPE_SYMBOLS(all_gather, jit_all_gather),
       DTYPE_SYMBOLS(reduce_scatter, jit_reduce_scatter),
       {"_mlir_ciface_ppcc_rt_matmul_f32", (void *)jit_matmul},
+      {"_mlir_ciface_ppcc_rt_conv_f32", (void *)jit_conv},
       {"_mlir_ciface_ppcc_rt_attention_f32", (void *)jit_attention},
       {"_mlir_ciface_ppcc_rt_attention_positions_i64", (void *)jit_attention_positions_i64},
       {"_mlir_ciface_ppcc_rt_attention_positions_i32", (void *)jit_attention_positions_i32},

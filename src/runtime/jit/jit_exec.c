@@ -56,6 +56,12 @@ static void *leaf_shard(const jit_exec *x, int v, int i) {
   const void *full = x->data->values[v].data;
   int64_t bytes = shard_bytes(p);
   if (p->kind == PPCC_VALUE_PARAM) rt_count_param_copy(bytes);
+  const void *stored = ppcc_run_data_shard(x->data, v, i); /* from a sharded archive: never whole */
+  if (stored) {
+    void *s = rt_alloc(bytes);
+    if (s && bytes > 0) memcpy(s, stored, (size_t)bytes);
+    return s;
+  }
   if (x->dist && p->kind == PPCC_VALUE_PARAM && !x->data->owned[v]) /* MPI: file pages released while copied */
     return rt_copy_mapped_shard(full, p, i);
   if (p->layout.kind == PPCC_LAYOUT_SPLIT) {
@@ -72,7 +78,7 @@ static void *leaf_shard(const jit_exec *x, int v, int i) {
 
 static ppcc_status init_arg(jit_exec *x, jit_arg *a, ppcc_diag *d) {
   const ppcc_value *p = &x->g->values[a->value];
-  if (!a->output && !x->data->values[a->value].data)
+  if (!a->output && !x->data->values[a->value].data && !ppcc_run_data_shard(x->data, a->value, a->shard))
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", p->name);
   /* params: the device's resident shard (the compiled code never writes
    * into a leaf: its buffers are non-writable tensors, copied on write) */

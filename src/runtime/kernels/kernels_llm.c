@@ -62,12 +62,14 @@ ppcc_status kernel_embedding(const ppcc_op *op, const ppcc_tensor *in, ppcc_tens
   int64_t rows = table->shape[0], n = numel(ids);
   int64_t first = vocab_split ? table->split_offset : 0, vocab = vocab_split ? table->split_full : rows;
   size_t row_bytes = (size_t)(table->shape[1] * ppcc_dtype_size(table->dtype));
+  bool wraps = ppcc_attr_int(op, "wrap_negative", 0) != 0; /* ONNX: a negative id counts from the end */
   for (int64_t p = 0; p < n; p++) {
     int64_t id = index_at(ids, p);
     char *dst = (char *)out->data + (size_t)p * row_bytes;
-    if (id < 0 || id >= vocab)
-      return ppcc_error(d, "token id %lld at position %lld is out of range [0, %lld)", (long long)id, (long long)p,
-                        (long long)vocab);
+    if (id < (wraps ? -vocab : 0) || id >= vocab)
+      return ppcc_error(d, "token id %lld at position %lld is out of range [%lld, %lld)", (long long)id, (long long)p,
+                        (long long)(wraps ? -vocab : 0), (long long)vocab);
+    if (id < 0) id += vocab;
     if (id < first || id >= first + rows)
       memset(dst, 0, row_bytes);
     else

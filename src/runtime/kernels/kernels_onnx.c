@@ -241,6 +241,106 @@ ppcc_status kernel_gather_elements(const ppcc_op *op, const ppcc_tensor *in, ppc
   return PPCC_OK;
 }
 
+/* ---- conv, max_pool (f32; 1-D runs as 2-D with one row) ---- */
+
+typedef struct window {
+  ppcc_conv_geom g;
+  int64_t N, C, H, W, OH, OW;
+} window;
+
+/* A 1-D geometry as 2-D with one row. */
+static void as_2d(ppcc_conv_geom *g) {
+  if (g->spatial != 1) return;
+  g->kernel[1] = g->kernel[0], g->stride[1] = g->stride[0], g->dilation[1] = g->dilation[0];
+  g->pad_begin[1] = g->pad_begin[0], g->pad_end[1] = g->pad_end[0];
+  g->kernel[0] = g->stride[0] = g->dilation[0] = 1;
+  g->pad_begin[0] = g->pad_end[0] = 0;
+  g->spatial = 2;
+}
+
+static bool window_of(const ppcc_op *op, const ppcc_tensor *x, const ppcc_tensor *y, const int64_t *kernel, window *w) {
+  if (!ppcc_conv_geom_read(op, x->rank, kernel, &w->g)) return false;
+  as_2d(&w->g); /* [N, C, W] as [N, C, 1, W] */
+  bool two = x->rank == 4;
+  w->N = x->shape[0], w->C = x->shape[1], w->H = two ? x->shape[2] : 1, w->W = x->shape[x->rank - 1];
+  w->OH = two ? y->shape[2] : 1, w->OW = y->shape[y->rank - 1];
+  return true;
+}
+
+/* conv: per batch row and group, im2col ([C/group * kh * kw, OH * OW],
+ * zeros where the window reads padding) and one GEMM with the group's
+ * filters [F/group, C/group * kh * kw]. */
+bool rt_conv2d_f32(const ppcc_conv_geom *geom, const int64_t *xs, int64_t F, const int64_t *ys, const float *X,
+                   const float *Wt, float *Y) {
+  window w = {.g = *geom, .N = xs[0], .C = xs[1], .H = xs[2], .W = xs[3], .OH = ys[2], .OW = ys[3]};
+  as_2d(&w.g);
+  int64_t G = w.g.group, Cg = w.C / G, Fg = F / G, kh = w.g.kernel[0], kw = w.g.kernel[1];
+  int64_t K = Cg * kh * kw, P = w.OH * w.OW;
+  float *col = rt_alloc((size_t)(K * P > 0 ? K * P : 1) * sizeof(float));
+  if (!col) return false;
+  for (int64_t n = 0; n < w.N; n++)
+    for (int64_t g = 0; g < G; g++) {
+      int nt = rt_kernel_threads();
+#pragma omp parallel for num_threads(nt) if (nt > 1 && K * P > 32768) schedule(static)
+      for (int64_t r = 0; r < K; r++) {
+        int64_t c = r / (kh * kw), i = r / kw % kh, j = r % kw;
+        const float *plane = X + ((n * w.C) + g * Cg + c) * w.H * w.W;
+        for (int64_t oh = 0; oh < w.OH; oh++) {
+          int64_t ih = oh * w.g.stride[0] - w.g.pad_begin[0] + i * w.g.dilation[0];
+          for (int64_t ow = 0; ow < w.OW; ow++) {
+            int64_t iw = ow * w.g.stride[1] - w.g.pad_begin[1] + j * w.g.dilation[1];
+            bool inside = ih >= 0 && ih < w.H && iw >= 0 && iw < w.W;
+            col[r * P + oh * w.OW + ow] = inside ? plane[ih * w.W + iw] : 0.0f;
+          }
+        }
+      }
+      ppcc_rt_sgemm(Fg, P, K, Wt + g * Fg * K, col, false, Y + (n * F + g * Fg) * P);
+    }
+  rt_free(col);
+  return true;
+}
+
+ppcc_status kernel_conv(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const ppcc_tensor *x = &in[0], *wt = &in[1];
+  window w;
+  if (!window_of(op, x, out, wt->shape + 2, &w)) return ppcc_error(d, "conv: invalid window attributes");
+  int64_t xs[4] = {w.N, w.C, w.H, w.W}, ys[4] = {w.N, wt->shape[0], w.OH, w.OW};
+  ppcc_conv_geom g;
+  ppcc_conv_geom_read(op, x->rank, wt->shape + 2, &g);
+  if (!rt_conv2d_f32(&g, xs, wt->shape[0], ys, x->data, wt->data, out->data))
+    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  return PPCC_OK;
+}
+
+/* max_pool: the max over each window's elements inside the input (padding
+ * never wins, as ONNX's -inf padding); NaN propagates. */
+ppcc_status kernel_max_pool(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const ppcc_tensor *x = &in[0];
+  window w;
+  if (!window_of(op, x, out, NULL, &w)) return ppcc_error(d, "max_pool: invalid window attributes");
+  const float *X = x->data;
+  float *Y = out->data;
+  int64_t planes = w.N * w.C;
+  int nt = rt_kernel_threads();
+#pragma omp parallel for num_threads(nt) if (nt > 1 && planes * w.OH * w.OW > 32768) schedule(static)
+  for (int64_t p = 0; p < planes; p++)
+    for (int64_t oh = 0; oh < w.OH; oh++)
+      for (int64_t ow = 0; ow < w.OW; ow++) {
+        float m = -INFINITY;
+        for (int64_t i = 0; i < w.g.kernel[0]; i++) {
+          int64_t ih = oh * w.g.stride[0] - w.g.pad_begin[0] + i * w.g.dilation[0];
+          for (int64_t j = 0; ih >= 0 && ih < w.H && j < w.g.kernel[1]; j++) {
+            int64_t iw = ow * w.g.stride[1] - w.g.pad_begin[1] + j * w.g.dilation[1];
+            if (iw < 0 || iw >= w.W) continue;
+            float v = X[(p * w.H + ih) * w.W + iw];
+            if (isnan(v) || v > m) m = isnan(m) ? m : v;
+          }
+        }
+        Y[(p * w.OH + oh) * w.OW + ow] = m;
+      }
+  return PPCC_OK;
+}
+
 bool kernel_onnx_handles_dtypes(ppcc_kernel_fn k) {
   return k == kernel_equal || k == kernel_less || k == kernel_greater || k == kernel_where || k == kernel_cast ||
          k == kernel_expand || k == kernel_gather_elements;
