@@ -49,6 +49,14 @@ rc=$?
   ! tail -n +2 "$tmp/err" | grep -qv '^  \(note\|fix\): ' &&
   grep -q "^  fix: move block 2 " "$tmp/err" ||
   bad "placed model over its spec memory: exit $rc: $(cat "$tmp/err")"
+# fewer entries than the placed model's 4 devices: one line, exit 1 (the
+# missing devices went unchecked, exit 0)
+"$ppcc" compile "$src/testdata/models/ppffn.json" --devices-spec "$src/testdata/devices_spec/fast_first.json" \
+  --report "$tmp/r.txt" 2>"$tmp/err" >/dev/null
+rc=$?
+[[ $rc -eq 1 && ! -e $tmp/r.txt && $(wc -l <"$tmp/err") -eq 1 ]] &&
+  grep -q "error: devices spec '.*fast_first.json' describes 2 devices, the placed model uses 4" "$tmp/err" ||
+  bad "placed model with a 2-device spec: exit $rc: $(cat "$tmp/err")"
 json=$("$ppcc" report "$src/testdata/models/ppffn.json" --devices-spec "$src/testdata/devices_spec/mixed8.json" \
        --format=json) || bad "placed model within its spec memory refused"
 grep -q '{"device": 4, "memory": 536870912, "speed": 2, "stage": -1}' <<<"$json" ||

@@ -106,11 +106,45 @@ check_error 1 "config.json" generate "$src/testdata/llm" --prompt-ids 1
 check_error 1 "no such file" generate "$src/testdata/llm/missing.gguf" --prompt-ids 1
 check_error 1 "divisible by --tp" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 --tp 4
 check_error 2 "hf, gguf or onnx" import safetensors x -o /dev/null
-check_error 1 "cannot read 'x'" import onnx x -o /dev/null
+check_error 2 "unknown option '----max-new-tokens' (too many dashes: did you mean '--max-new-tokens'?)" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 ----max-new-tokens 3
+# neither --cache nor --seq was given: name what was
+check_error 1 "a 1-id prompt and --max-new-tokens 1000000 need a KV cache of 1000001 positions" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 --max-new-tokens 1000000
+check_error 2 "id '9223372036854775808' is out of range" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 9223372036854775808
+check_error 1 "x: error: cannot read: No such file" import onnx x -o /dev/null
+# the path once: "DIR/config.json: error: ...", not "DIR: error: DIR/config.json: ..."
+err=$("$ppcc" import hf "$src/testdata/llm" -o /dev/null 2>&1)
+[[ $(grep -o "testdata/llm" <<<"$err" | wc -l) -eq 1 ]] || { echo "FAIL import error names the path twice: $err"; fail=$((fail + 1)); }
 check_error 2 "empty row" generate "$m" --prompt-ids "1,2;"
 check_error 2 "does not divide" generate "$m" --prompt-ids "1,2;3" --microbatches 3
 check_error 1 "does not support --microbatches" generate "$m" --prompt-ids "1,2;3" --microbatches 2 --backend=jit
 check_error 2 "--batch 3" generate "$m" --prompt-ids "1,2;3,4" --batch 3
 check_error 1 "not a GGUF file" import gguf "$src/testdata/llm/hf_untied_f32/config.json" -o /dev/null
+# non-finite logits are an error naming the step and the first value that
+# was not finite (they printed "tokens: 0 0 0" and exit 0): a copy of a
+# checkpoint with a NaN norm weight, one whose down projection overflows
+nan_dir=$(mktemp -d)
+poison() { # DIR TENSOR VALUE ALL: copy hf_untied_f32 to DIR, set TENSOR's element 3 (ALL: every element)
+  cp -r "$src/testdata/llm/hf_untied_f32" "$1"
+  python3 - "$1" "$2" "$3" "$4" <<'PY'
+import json, struct, sys
+d, name, value, every = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4] == "1"
+f = d + "/" + json.load(open(d + "/model.safetensors.index.json"))["weight_map"][name]
+b = bytearray(open(f, "rb").read())
+n, = struct.unpack_from("<Q", b, 0)
+lo, hi = json.loads(b[8:8 + n])[name]["data_offsets"]
+for i in (range((hi - lo) // 4) if every else [3]):
+    struct.pack_into("<f", b, 8 + n + lo + 4 * i, value)
+open(f, "wb").write(b)
+PY
+}
+poison "$nan_dir/nan" model.layers.1.post_attention_layernorm.weight nan 0
+poison "$nan_dir/inf" model.layers.0.mlp.down_proj.weight 3e38 1
+for backend in $backends; do
+  check_error 1 "prefill: non-finite logit NaN (row 0, token id 0); the first non-finite value is weight 'model.layers.1.post_attention_layernorm.weight' (element 3)" \
+    generate "$nan_dir/nan" --prompt-ids 1,2,3 --backend=$backend
+  check_error 1 "the first non-finite value is 'blk.0.ffn_partial' (element 0), computed by op 26 (linear)" \
+    generate "$nan_dir/inf" --prompt-ids 1,2,3 --tp 2 --backend=$backend
+done
+rm -rf "$nan_dir"
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -147,6 +147,12 @@ set -e
 [[ $rc == 2 ]] || { echo "$out"; fail "bad tolerance accepted (exit $rc)"; }
 
 # Calibration: written (atomically) then read.
+# an output path that cannot be created is refused before measuring: no
+# measurement line on stdout, one error line (it came after ~50 s)
+rc=0
+"$ppcc" calibrate -o "$tmp/no/such/dir/calib.json" --threads 1 >"$tmp/cal.out" 2>"$tmp/cal.err" || rc=$?
+[[ $rc -eq 1 && ! -s $tmp/cal.out && $(wc -l <"$tmp/cal.err") -eq 1 ]] &&
+  grep -q "cannot create '.*calib.json'" "$tmp/cal.err" || fail "calibrate -o into a missing folder: $(cat "$tmp/cal.out" "$tmp/cal.err")"
 "$ppcc" calibrate -o "$tmp/calib.json" --threads 1 >/dev/null
 python3 -c "
 import json, sys

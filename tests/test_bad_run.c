@@ -320,6 +320,46 @@ START_TEST(test_fifo_input) {
 }
 END_TEST
 
+/* Every other file argument goes through the same reader: a FIFO as
+ * model.json, an HF config.json, --devices-spec or --calibration is refused
+ * naming it, without blocking (each used to hang forever). */
+START_TEST(test_fifo_file_arguments) {
+  char *work = t_make_temp_dir("bad_run_fifo_args");
+  char fifo[512], hf[512], config[600], err_path[512], spec[600], calib[600];
+  snprintf(fifo, sizeof fifo, "%s/model.json", work);
+  snprintf(hf, sizeof hf, "%s/hf", work);
+  snprintf(config, sizeof config, "%s/config.json", hf);
+  snprintf(spec, sizeof spec, "--devices-spec=%s", fifo);
+  snprintf(calib, sizeof calib, "--calibration=%s", fifo);
+  snprintf(err_path, sizeof err_path, "%s/stderr", work);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  ck_assert_int_eq(mkdir(hf, 0700), 0);
+  ck_assert_int_eq(mkfifo(config, 0600), 0);
+  const char *model[] = {"ppcc", "run", fifo, NULL};
+  const char *import[] = {"ppcc", "import", "hf", hf, "-o", "/dev/null", NULL};
+  const char *devices[] = {"ppcc", "report", "testdata/models/ppffn.json", spec, NULL};
+  const char *calibration[] = {"ppcc", "report", "testdata/models/ppffn.json", calib, NULL};
+  const char *const *runs[] = {model, import, devices, calibration};
+  const char *names[] = {"model.json", "config.json", "model.json", "model.json"};
+  for (int i = 0; i < 4; i++) {
+    int status = run_bounded(runs[i], 0, err_path, 60);
+    char *err = t_read_text(err_path);
+    char want[64];
+    snprintf(want, sizeof want, "%s: ", names[i]);
+    ck_assert_msg(status != -1, "a FIFO as %s (%s) blocked ppcc (killed after 60 s)", names[i], runs[i][1]);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1 && strstr(err, want) &&
+                      strstr(err, "not a regular file") && !strchr(strchr(err, '\n') + 1, '\n'),
+                  "%s %s: status %d; stderr: %s", runs[i][1], names[i], status, err);
+    /* the path once: "DIR/config.json: error: ...", not "DIR: error: DIR/config.json: ..." */
+    const char *once = i == 1 ? hf : fifo;
+    ck_assert_msg(!strstr(strstr(err, once) + strlen(once), once), "path printed twice: %s", err);
+    free(err);
+  }
+  t_remove_tree(work);
+  free(work);
+}
+END_TEST
+
 /* A value bigger than the machine is refused before anything is
  * allocated, naming it and its bytes; running out of memory part way is
  * exit 1 "out of memory" on every path and backend (it was 1 or 3). */
@@ -380,6 +420,7 @@ int main(void) {
   TCase *limits = t_add_tcase(s, "limits", 300);
   tcase_add_test(limits, test_address_space_limit);
   tcase_add_test(limits, test_fifo_input);
+  tcase_add_test(limits, test_fifo_file_arguments);
   tcase_add_test(limits, test_memory_refusals);
   return t_run_suite(s);
 }

@@ -690,12 +690,38 @@ START_TEST(test_outfile_errors) {
 }
 END_TEST
 
+/* Every diagnostic goes through one escaping function: a name holding a
+ * terminal escape sequence or a newline reaches the terminal escaped, and
+ * a path given in the message is not repeated in the prefix. */
+START_TEST(test_diag_escapes_names) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *sink = open_memstream(&buf, &n);
+  ppcc_diag d;
+  ppcc_diag_init(&d, "dir\x1b[2Jx", sink);
+  ppcc_error(&d, "node '%s': bad", "a\x1b[31mred\nline\x7f");
+  ppcc_diag_init(&d, "dir", sink);
+  ppcc_warning(&d, "dir/config.json: key '%s' appears twice", "k\a");
+  ppcc_diag_detail(&d, "note", "value '%s'", "v\x1b]0;title\x07");
+  fclose(sink);
+  ck_assert_ptr_null(memchr(buf, 0x1b, n));
+  ck_assert_ptr_null(memchr(buf, 0x07, n));
+  ck_assert_str_eq(buf, "dir\\x1b[2Jx: error: node 'a\\x1b[31mred\\nline\\x7f': bad\n"
+                        "dir/config.json: warning: key 'k\\x07' appears twice\n"
+                        "  note: value 'v\\x1b]0;title\\x07'\n");
+  free(buf);
+  char out[8];
+  ck_assert_uint_eq(ppcc_escape_text(out, sizeof out, "ab\x1b\x1b"), 6); /* whole escapes only */
+  ck_assert_str_eq(out, "ab\\x1b");
+}
+END_TEST
+
 START_TEST(test_read_file_errors) {
   ppcc_diag d;
   ppcc_diag_init(&d, "t", NULL);
   size_t len;
   ck_assert_ptr_null(ppcc_read_file("/nonexistent/model.json", &len, &d));
-  ck_assert_ptr_nonnull(strstr(d.first, "cannot read '/nonexistent/model.json': No such file or directory"));
+  ck_assert_ptr_nonnull(strstr(d.first, "/nonexistent/model.json: cannot read: No such file or directory"));
   ppcc_diag_init(&d, "t", NULL);
   ck_assert_ptr_null(ppcc_read_file("/tmp", &len, &d));
   ck_assert_ptr_nonnull(strstr(d.first, "Is a directory"));
@@ -743,6 +769,7 @@ int main(void) {
   Suite *s = suite_create("frontend");
   TCase *valid = t_add_tcase(s, "valid", 0);
   tcase_add_test(valid, test_defaults);
+  tcase_add_test(valid, test_diag_escapes_names);
   tcase_add_test(valid, test_unsharded_default_and_explicit_placement);
   tcase_add_test(valid, test_attrs);
   tcase_add_test(valid, test_fast_and_full_parse_agree);

@@ -166,6 +166,12 @@ START_TEST(calibration_old_file_and_bad_fields) {
     {", \"resume_us\": -2}", "resume_us"},
     {", \"concurrent_slowdown\": [1, 2]}", "concurrent_slowdown"}, /* another length than gemm_gflops */
     {", \"concurrent_slowdown\": [0]}", "concurrent_slowdown"},
+    /* ppcc's own format: a repeated key is refused naming it (cJSON kept the first) */
+    {", \"hop_us\": 1, \"hop_us\": 2}", "key 'hop_us' appears twice"},
+    {", \"op_costs\": {\"silu\": {\"call_us\": 1, \"call_us\": 2, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
+     "key 'call_us' appears twice"},
+    {", \"op_costs\": {\"si\\u0000lu\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
+     "escaped NUL"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char text[512];

@@ -422,6 +422,29 @@ START_TEST(bad_configs_name_the_key) {
   expect_config_error("\"num_hidden_layers\": 2", "\"num_hidden_layers\": \"two\"", "'num_hidden_layers'");
   expect_config_error("\"vocab_size\": 128", "\"vocab\": 128", "'vocab_size'");
   expect_config_error("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3", "'num_key_value_heads'");
+  expect_config_error("LlamaForCausalLM", "Llama\\u0000ForCausalLM", "field 'architectures': escaped NUL");
+}
+END_TEST
+
+/* config.json is written by Python: a repeated key is its last one (cJSON
+ * kept the first), with a warning naming the key. */
+START_TEST(hf_config_duplicate_key_last_wins) {
+  char *dir = copy_checkpoint();
+  edit(dir, "config.json", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 5, \"num_hidden_layers\": 2");
+  llama_spec s = {0};
+  ppcc_diag d;
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *sink = open_memstream(&buf, &n);
+  ppcc_diag_init(&d, dir, sink);
+  ck_assert(llama_spec_from_hf(dir, &s, &d) == PPCC_OK);
+  fclose(sink);
+  ck_assert_int_eq(s.layers, 2);
+  ck_assert_msg(strstr(buf, "config.json: warning: key 'num_hidden_layers' appears twice; the last one is used"),
+                "%s", buf);
+  free(buf);
+  t_remove_tree(dir);
+  free(dir);
 }
 END_TEST
 
@@ -449,6 +472,13 @@ START_TEST(bad_checkpoints_name_file_and_tensor) {
   char *dir = copy_checkpoint();
   edit(dir, "model.safetensors.index.json", "\"model.layers.1.mlp.up_proj.weight\"", "\"renamed.weight\"");
   expect_weights_error(dir, &s, "model.safetensors.index.json", "'model.layers.1.mlp.up_proj.weight'");
+  t_remove_tree(dir);
+  free(dir);
+  /* a shard name cut by an escaped NUL is refused, naming the tensor (it read "model-00002-of-00002.safetensors") */
+  dir = copy_checkpoint();
+  edit(dir, "model.safetensors.index.json", "\"model-00002-of-00002.safetensors\"",
+       "\"model-00002-of-00002.safetensors\\u0000x\"");
+  expect_weights_error(dir, &s, "model.safetensors.index.json", "escaped NUL");
   t_remove_tree(dir);
   free(dir);
   /* a shard file named in the index but absent */
@@ -495,6 +525,22 @@ static char *patched_gguf(const char *name, int field, uint64_t value, size_t tr
   return dir;
 }
 
+/* tiny.gguf with the first n bytes equal to `from` replaced by `to`. */
+static char *replaced_gguf(const char *from, const char *to, size_t n) {
+  size_t len;
+  char *data = t_read_file(t_src_path("testdata/llm/tiny.gguf"), &len);
+  ck_assert_ptr_nonnull(data);
+  char *at = NULL;
+  for (size_t i = 0; i + n <= len && !at; i++)
+    if (memcmp(data + i, from, n) == 0) at = data + i;
+  ck_assert_ptr_nonnull(at);
+  memcpy(at, to, n);
+  char *dir = t_make_temp_dir("badgguf");
+  t_write_file(t_path_in(dir, "bad.gguf"), data, len);
+  free(data);
+  return dir;
+}
+
 static void expect_gguf_error(char *dir, const char *a, const char *b) {
   rt_gguf g;
   ppcc_diag d;
@@ -524,6 +570,15 @@ START_TEST(bad_gguf_files_name_file_and_tensor) {
   expect_gguf_error(patched_gguf(NULL, 0, 0, 40000), "truncated", NULL);
   expect_gguf_error(patched_gguf(NULL, 0, 0, 100), "truncated", NULL);
   expect_gguf_error(patched_gguf("blk.0.attn_v.weight", 1, 3, 0), "'blk.0.attn_v.weight'", "alignment");
+  /* a repeated metadata key is refused naming it (the first one used to win) */
+  expect_gguf_error(replaced_gguf("llama.attention.head_count", "llama.rope.dimension_count", 26),
+                    "metadata key 'llama.rope.dimension_count' appears twice", NULL);
+  /* NULs in strings are refused naming the field (they were cut there) */
+  expect_gguf_error(replaced_gguf("\x05\0\0\0\0\0\0\0llama", "\x05\0\0\0\0\0\0\0ll\0ma", 13),
+                    "metadata key 'general.architecture': the string holds a NUL byte", NULL);
+  expect_gguf_error(replaced_gguf("ppcc-tiny", "ppcc\0tiny", 9), "metadata key 'general.name'", "NUL byte");
+  expect_gguf_error(replaced_gguf("general.file_type", "general.file\0type", 17), "metadata entry 12", "NUL byte");
+  expect_gguf_error(replaced_gguf("blk.0.attn_q.weight", "blk.0\0attn_q.weight", 19), "tensor info", "NUL byte");
 }
 END_TEST
 
@@ -562,6 +617,7 @@ int main(void) {
   tcase_add_loop_test(tc, cli_import_and_run_check, 0, N_CHECKPOINTS);
   tcase_add_test(tc, k_quants_match_the_gguf_package);
   tcase_add_test(tc, bad_configs_name_the_key);
+  tcase_add_test(tc, hf_config_duplicate_key_last_wins);
   tcase_add_test(tc, bad_checkpoints_name_file_and_tensor);
   tcase_add_test(tc, bad_gguf_files_name_file_and_tensor);
   tcase_add_test(tc, gguf_missing_tensor_and_wrong_arch);

@@ -2,6 +2,7 @@
  * exits; it reports here and returns a status up to the driver. */
 #ifndef PPCC_DIAG_H
 #define PPCC_DIAG_H
+#include <stddef.h>
 #include <stdio.h>
 
 typedef enum {
@@ -46,6 +47,12 @@ typedef struct ppcc_diag {
   ppcc_diag_site pending; /* set by ppcc_diag_site_set for the next error */
 } ppcc_diag;
 
+/* Copies `in` into out[n] with every control character shown escaped
+ * (\n, \r, \t, \xNN: ESC is \x1b), cut at a whole escape if out is
+ * too small; returns the length written. Every name printed in a
+ * diagnostic or report goes through it. */
+size_t ppcc_escape_text(char *out, size_t n, const char *in);
+
 void ppcc_diag_init(ppcc_diag *d, const char *file, FILE *sink);
 /* Reports "FILE: error: MSG" and returns PPCC_ERR_USER. */
 ppcc_status ppcc_error(ppcc_diag *d, const char *fmt, ...)
@@ -57,6 +64,8 @@ ppcc_status ppcc_error_status(ppcc_diag *d, ppcc_status st, const char *fmt, ...
     __attribute__((format(printf, 3, 4)));
 /* Marks the next error as a placement error at model op `op`. */
 void ppcc_diag_site_set(ppcc_diag *d, ppcc_site_kind kind, int op);
+/* "FILE: warning: MSG": accepted, but the user should know. */
+void ppcc_warning(ppcc_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ppcc_note(ppcc_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A line that belongs to the error before it, "  KIND: MSG" (KIND is
  * "note" or "fix"): the --why chain and fixes of a placement error. */

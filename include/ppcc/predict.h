@@ -176,6 +176,11 @@ void ppcc_calibration_defaults(ppcc_calibration *c);
 ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d);
 /* Writes it through the atomic-output module. */
 ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, ppcc_diag *d);
+/* The same into an output already opened (ppcc_outfile_open), so that a
+ * path that cannot be created is refused before measuring; commits it, or
+ * aborts it on error. */
+struct ppcc_outfile;
+ppcc_status ppcc_calibration_write_to(struct ppcc_outfile *f, const ppcc_calibration *c, ppcc_diag *d);
 /* The calibrated cost of op kind `name`, NULL if the file has none. */
 const ppcc_op_cost *ppcc_calibration_op_cost(const ppcc_calibration *c, const char *name);
 /* Sets (adds or replaces) the cost of op kind c->name; false when full. */

@@ -482,6 +482,13 @@ typedef struct ppcc_divergence {
 ppcc_status ppcc_find_divergence(const ppcc_graph *g, const ppcc_run_data *data, const ppcc_run_options *opts,
                                  ppcc_divergence *out, ppcc_diag *d);
 
+/* The first value, in program order (params and inputs first, then op
+ * results), holding a NaN or an infinity when g runs unsharded on the
+ * interpreter with every result captured: *value is its index, -1 if
+ * every float value is finite; *element its first bad flat index. */
+ppcc_status ppcc_find_first_nonfinite(const ppcc_graph *g, const ppcc_run_data *data, int threads, int *value,
+                                      int64_t *element, ppcc_diag *d);
+
 /* Compares the outputs named in expects with their .npy files by
  * ppcc_compare; an error names the output, the file and the errors. */
 ppcc_status ppcc_expect_outputs(const ppcc_graph *g, const ppcc_input_arg *expects, int n,

@@ -38,7 +38,17 @@ static ppcc_status parse_long(cli_parse *p, int argc, char **argv, int *i) {
   const char *eq = strchr(arg, '=');
   size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
   const cli_option *o = find_option(p->options, arg, len);
-  if (!o) return cli_usage_error(p->command, "unknown option '--%.*s'", (int)len, arg);
+  if (!o) {
+    /* "----name": the name with its dashes is unknown, the name without them may not be */
+    const char *bare = arg;
+    while (*bare == '-') bare++;
+    size_t bare_len = len - (size_t)(bare - arg);
+    const cli_option *meant = bare != arg ? find_option(p->options, bare, bare_len) : NULL;
+    if (meant)
+      return cli_usage_error(p->command, "unknown option '--%.*s' (too many dashes: did you mean '--%s'?)", (int)len,
+                             arg, meant->name);
+    return cli_usage_error(p->command, "unknown option '--%.*s'", (int)len, arg);
+  }
   const char *value = NULL;
   if (o->takes_value) {
     if (eq) {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "driver.h"
+#include "ppcc/io.h"
 #ifdef PPCC_HAVE_RUNTIME
 #include <stdlib.h>
 #include "import_cli.h"
@@ -122,9 +123,13 @@ int cli_cmd_calibrate(int argc, char **argv) {
   ppcc_diag_init(&d, "ppcc calibrate", stderr);
   ppcc_calibration c;
   FILE *log = strcmp(out, "-") == 0 ? stderr : stdout;
-  ppcc_status st = ppcc_calibrate(&c, (int)threads, log, &d);
+  ppcc_outfile file; /* opened first: an uncreatable -o is refused before a minute of measuring */
+  ppcc_status st = ppcc_outfile_open(&file, out, &d);
+  if (st) return st;
+  st = ppcc_calibrate(&c, (int)threads, log, &d);
   if (!st) st = calibrate_ops(&c, log, &d);
-  if (!st) st = ppcc_calibration_write(out, &c, &d);
+  if (!st) return ppcc_calibration_write_to(&file, &c, &d);
+  ppcc_outfile_abort(&file);
   return st;
 #else
   fprintf(stderr, "ppcc calibrate: error: this ppcc was built without the runtime\n");

@@ -10,6 +10,8 @@
  *
  * Prints "tokens: ID ID ..." (the generated ids), then time to first token
  * (prefill execution) and decode tokens/s (excluding compilation). */
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -97,9 +99,12 @@ static ppcc_status parse_prompt(const char *text, int64_t **ids, long **lens, lo
   const char *p = text;
   while (*p) {
     char *end;
+    errno = 0;
     long long v = strtoll(p, &end, 10);
     if (end == p || v < 0 || (*end && *end != ',' && *end != ';'))
       return cli_usage_error("generate", "--prompt-ids must be non-negative integers separated by commas, got '%s'", text);
+    if (errno == ERANGE) /* strtoll clamps: 2^63 would be shown as 2^63-1 */
+      return cli_usage_error("generate", "--prompt-ids: id '%.*s' is out of range", (int)(end - p), p);
     (*ids)[count++] = v;
     in_row++;
     if (*end == ';' || !*end) {
@@ -212,6 +217,36 @@ static ppcc_status execute(stage_graph *s, const generate_args *a, ppcc_diag *d)
   return ppcc_execute(s->g, &s->data, &eo, s->out, &ms, d);
 }
 
+/* A NaN or infinite logit would pick token 0 silently: an error naming
+ * the step, and (the step rerun unsharded with every result captured) the
+ * first value in program order that was not finite. */
+static ppcc_status check_logits(stage_graph *s, const char *source, const char *step, const generate_args *a,
+                                ppcc_diag *d) {
+  const ppcc_host_tensor *logits = &s->out[0];
+  int64_t n = logits->dtype == PPCC_F32 ? logits->bytes / 4 : 0, bad = -1;
+  for (int64_t j = 0; j < n && bad < 0; j++)
+    if (!isfinite(((const float *)logits->data)[j])) bad = j;
+  if (bad < 0) return PPCC_OK;
+  int64_t vocab = logits->shape[logits->rank - 1];
+  char first[PPCC_MAX_NAME + 160] = "";
+  int v = -1;
+  int64_t at = -1;
+  ppcc_diag quiet;
+  ppcc_diag_init(&quiet, source, NULL);
+  if (!ppcc_find_first_nonfinite(s->g, &s->data, (int)a->threads, &v, &at, &quiet) && v >= 0) {
+    const ppcc_value *val = &s->g->values[v];
+    if (val->def_op < 0)
+      snprintf(first, sizeof first, "; the first non-finite value is %s '%s' (element %lld)",
+               val->kind == PPCC_VALUE_PARAM ? "weight" : "input", val->name, (long long)at);
+    else
+      snprintf(first, sizeof first, "; the first non-finite value is '%s' (element %lld), computed by op %d (%s)",
+               val->name, (long long)at, s->g->ops[val->def_op].src_index, s->g->ops[val->def_op].info->name);
+  }
+  float x = ((const float *)logits->data)[bad];
+  return ppcc_error(d, "%s: %s: non-finite logit %s (row %lld, token id %lld)%s", source, step,
+                    isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf", (long long)(bad / vocab), (long long)(bad % vocab), first);
+}
+
 static int64_t next_token(const stage_graph *s, long row) { return ((const int64_t *)s->out[1].data)[row]; }
 
 /* prompt: B rows of n_prompt ids (row-major), row b left-padded: its
@@ -226,6 +261,9 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   pre.row_positions = dec.row_positions = B > 1;
   pre.seq = n_prompt;
   pre.cache = dec.cache = n_prompt + a->max_new;
+  if (pre.cache > LLAMA_MAX_CACHE) /* the cache is not the user's option here: name what they gave */
+    return ppcc_error(d, "%s: a %ld-id prompt and --max-new-tokens %lld need a KV cache of %lld positions, more than %d",
+                      source, n_prompt, a->max_new, (long long)pre.cache, LLAMA_MAX_CACHE);
   dec.seq = 1;
   pre.name = "prefill";
   dec.name = "decode";
@@ -254,6 +292,7 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     else if (!st) st = set_ids(&sp, "positions", 1, &shape[1], pos, d);
     t0 = now_ms();
     if (!st) st = execute(&sp, a, d);
+    if (!st) st = check_logits(&sp, source, "prefill", a, d);
     if (!st) {
       for (long b = 0; b < B; b++) tokens[b] = next_token(&sp, b);
       t_first = now_ms();
@@ -265,6 +304,11 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     st = set_ids(&sd, "tokens", 2, shape, &tokens[(i - 1) * B], d);
     if (!st) st = set_ids(&sd, "positions", B > 1 ? 2 : 1, B > 1 ? shape : &shape[1], pos, d);
     if (!st) st = execute(&sd, a, d);
+    if (!st) {
+      char step[48];
+      snprintf(step, sizeof step, "decode step %lld", i);
+      st = check_logits(&sd, source, step, a, d);
+    }
     if (!st) {
       for (long b = 0; b < B; b++) tokens[i * B + b] = next_token(&sd, b);
     }

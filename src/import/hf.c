@@ -13,6 +13,7 @@
  * max_position_embeddings, ...) do not change a forward pass and are
  * ignored. */
 #include <cjson/cJSON.h>
+#include "ppcc/json_strict.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +131,8 @@ static ppcc_status check_unsupported(const cJSON *root, const char *path, const 
 }
 
 ppcc_status llama_spec_from_hf_json(const char *path, const char *json, size_t len, llama_spec *s, ppcc_diag *d) {
-  cJSON *root = cJSON_ParseWithLength(json, len);
+  cJSON *root = NULL; /* written by Python: a repeated key is its last one, with a warning */
+  if (ppcc_json_parse_strict(path, json, len, PPCC_JSON_LAST_WINS, &root, d)) return PPCC_ERR_USER;
   if (!cJSON_IsObject(root)) {
     cJSON_Delete(root);
     return ppcc_error(d, "%s: not a JSON object", path);

@@ -40,6 +40,8 @@ ppcc_status llama_spec_from_gguf(const char *path, llama_spec *s, ppcc_diag *d);
  * GGUF file. */
 ppcc_status llama_spec_from_source(const char *source, llama_spec *s, ppcc_diag *d);
 
+/* The longest KV cache a graph may have (positions). */
+enum { LLAMA_MAX_CACHE = 1000000 };
 /* Checks the graph options against the model; NULL if fine. */
 const char *llama_spec_error(const llama_spec *s);
 /* The model.json text (malloc'd, NUL-terminated), or NULL on OOM. */

@@ -35,7 +35,8 @@ const char *llama_spec_error(const llama_spec *s) {
   if (s->kv_heads % s->tp != 0 || s->heads % s->tp != 0) return "the attention and kv heads must be divisible by --tp";
   if (s->ffn % s->tp != 0 || s->vocab % s->tp != 0) return "the intermediate size and vocab must be divisible by --tp";
   if (s->seq < 1 || s->batch < 1 || s->seq > 1000000 || s->batch > 1000000) return "--seq and --batch must be positive";
-  if (s->cache < s->seq || s->cache > 1000000) return "--cache must be at least --seq";
+  if (s->cache < s->seq) return "--cache must be at least --seq";
+  if (s->cache > LLAMA_MAX_CACHE) return "--cache must be at most 1000000";
   if (!(s->eps > 0) || !(s->theta > 0)) return "rms_norm_eps and rope_theta must be positive";
   return NULL;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "ppcc/graph.h"
 #include "ppcc/io.h"
+#include "ppcc/json_strict.h"
 #include "ppcc/report.h"
 
 bool ppcc_parse_byte_count(const char *text, int64_t *out) {
@@ -61,12 +62,13 @@ static ppcc_status entry_memory(const cJSON *m, const char *path, int i, int64_t
 }
 
 static ppcc_status entry_speed(const cJSON *s, const char *path, int i, double *out, ppcc_diag *d) {
-  if (cJSON_IsNumber(s) && isfinite(s->valuedouble) && s->valuedouble > 0 && s->valuedouble <= 1e6) {
+  /* bounded both ways: a speed of 5e-324 made every predicted time inf/nan */
+  if (cJSON_IsNumber(s) && isfinite(s->valuedouble) && s->valuedouble >= 1e-6 && s->valuedouble <= 1e6) {
     *out = s->valuedouble;
     return PPCC_OK;
   }
   char msg[160];
-  snprintf(msg, sizeof msg, "devices[%d].speed must be a number in (0, 1e6] (relative speed, 1.0 = baseline)", i);
+  snprintf(msg, sizeof msg, "devices[%d].speed must be a number in [1e-6, 1e6] (relative speed, 1.0 = baseline)", i);
   return spec_error(d, path, msg);
 }
 
@@ -124,15 +126,10 @@ static ppcc_status parse_root(const cJSON *root, const char *path, ppcc_devices_
 ppcc_status ppcc_devices_spec_parse(const char *path, const char *text, size_t len, ppcc_devices_spec *out,
                                     ppcc_diag *d) {
   memset(out, 0, sizeof *out);
-  const char *end = NULL;
-  cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
-  if (!root) {
-    size_t at = end && end >= text ? (size_t)(end - text) : 0;
-    char msg[120];
-    snprintf(msg, sizeof msg, "not valid JSON (near byte %zu)", at);
-    return spec_error(d, path, msg);
-  }
-  ppcc_status st = parse_root(root, path, out, d);
+  cJSON *root = NULL;
+  ppcc_status st = ppcc_json_parse_strict("devices spec", text, len, PPCC_JSON_DUPLICATES_REFUSED, &root, d);
+  if (st) return st;
+  st = parse_root(root, path, out, d);
   cJSON_Delete(root);
   if (st == PPCC_OK && !(out->path = strdup(path))) st = ppcc_error(d, "out of memory reading devices spec '%s'", path);
   if (st) ppcc_devices_spec_free(out);
@@ -180,6 +177,9 @@ ppcc_status ppcc_devices_spec_check_memory(const ppcc_graph *g, const ppcc_devic
   ppcc_device_summary *rows = ppcc_device_summaries(g);
   if (!rows) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory checking device memory");
   ppcc_status st = PPCC_OK;
+  if (spec->n_devices < g->n_devices) /* the missing devices would go unchecked */
+    st = ppcc_error(d, "devices spec '%s' describes %d device%s, the placed model uses %d", spec->path ? spec->path : "",
+                    spec->n_devices, spec->n_devices == 1 ? "" : "s", g->n_devices);
   for (int k = 0; k < g->n_devices && k < spec->n_devices && !st; k++) {
     int64_t need = rows[k].param_bytes + rows[k].peak_activation_bytes;
     if (spec->memory[k] > 0 && need > spec->memory[k]) {

@@ -359,21 +359,34 @@ static char *read_all(int fd, size_t max, size_t *len, int *err) {
 }
 
 char *ppcc_read_file_max(const char *path, size_t max, size_t *len, ppcc_diag *d) {
-  int fd = open(path, O_RDONLY);
+  /* O_NONBLOCK: a FIFO or device given as any file argument is refused
+   * below instead of blocking in open() or read(). */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
-    ppcc_error(d, "cannot read '%s': %s", path, strerror(errno));
+    ppcc_error(d, "%s: cannot read: %s", path, strerror(errno));
     return NULL;
   }
   struct stat st;
-  if (fstat(fd, &st) == 0) {
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    ppcc_error(d, "%s: cannot read: %s", path, strerror(err));
+    return NULL;
+  }
+  {
     if (S_ISDIR(st.st_mode)) {
       close(fd);
-      ppcc_error(d, "cannot read '%s': %s", path, strerror(EISDIR));
+      ppcc_error(d, "%s: cannot read: %s", path, strerror(EISDIR));
       return NULL;
     }
-    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) {
+    if (!S_ISREG(st.st_mode)) {
       close(fd);
-      ppcc_error(d, "cannot read '%s': the file is larger than %zu MiB", path, max >> 20);
+      ppcc_error(d, "%s: not a regular file", path);
+      return NULL;
+    }
+    if ((uint64_t)st.st_size > max) {
+      close(fd);
+      ppcc_error(d, "%s: cannot read: the file is larger than %zu MiB", path, max >> 20);
       return NULL;
     }
   }
@@ -382,12 +395,12 @@ char *ppcc_read_file_max(const char *path, size_t max, size_t *len, ppcc_diag *d
   char *buf = read_all(fd, max, &n, &err);
   close(fd);
   if (!buf) {
-    ppcc_error(d, "cannot read '%s': %s", path, strerror(err));
+    ppcc_error(d, "%s: cannot read: %s", path, strerror(err));
     return NULL;
   }
   if (n > max) {
     free(buf);
-    ppcc_error(d, "cannot read '%s': the file is larger than %zu MiB", path, max >> 20);
+    ppcc_error(d, "%s: cannot read: the file is larger than %zu MiB", path, max >> 20);
     return NULL;
   }
   if (len) *len = n;

@@ -4,6 +4,7 @@
  * mirrors src/runtime/executor.c step for step, so that the prediction
  * equals the runtime's accounting (tests/plan_check.sh holds them to it). */
 #include <cjson/cJSON.h>
+#include "ppcc/json_strict.h"
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -197,8 +198,9 @@ ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_di
   size_t len = 0;
   char *text = ppcc_read_file(path, &len, d);
   if (!text) return d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
-  cJSON *root = cJSON_ParseWithLength(text, len);
-  ppcc_status st = root ? parse_calibration(root, path, c, d) : ppcc_error(d, "%s: not valid JSON", path);
+  cJSON *root = NULL;
+  ppcc_status st = ppcc_json_parse_strict(path, text, len, PPCC_JSON_DUPLICATES_REFUSED, &root, d);
+  if (!st) st = parse_calibration(root, path, c, d);
   cJSON_Delete(root);
   free(text);
   if (st) ppcc_calibration_defaults(c);
@@ -225,36 +227,41 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
   ppcc_outfile f;
   ppcc_status st = ppcc_outfile_open(&f, path, d);
   if (st) return st;
-  fputs("{\n  \"ppcc_calibration\": 1,\n", f.fp);
-  fprintf(f.fp, "  \"cores\": %d,\n", c->cores);
-  write_rates(f.fp, "gemm_gflops", c->gemm_gflops, c->n_threads);
-  write_rates(f.fp, "elementwise_gbps", c->elementwise_gbps, c->n_threads);
-  write_rates(f.fp, "elementwise_gflops", c->elementwise_gflops, c->n_threads);
-  write_rates(f.fp, "copy_gbps", c->copy_gbps, c->n_threads);
-  fprintf(f.fp, "  \"op_overhead_us\": %.6g,\n  \"gemm_call_us\": %.6g", c->op_overhead_us, c->gemm_call_us);
-  if (c->hop_us > 0) fprintf(f.fp, ",\n  \"hop_us\": %.6g", c->hop_us);
-  if (c->resume_us > 0) fprintf(f.fp, ",\n  \"resume_us\": %.6g", c->resume_us);
+  return ppcc_calibration_write_to(&f, c, d);
+}
+
+ppcc_status ppcc_calibration_write_to(ppcc_outfile *f, const ppcc_calibration *c, ppcc_diag *d) {
+  ppcc_status st;
+  fputs("{\n  \"ppcc_calibration\": 1,\n", f->fp);
+  fprintf(f->fp, "  \"cores\": %d,\n", c->cores);
+  write_rates(f->fp, "gemm_gflops", c->gemm_gflops, c->n_threads);
+  write_rates(f->fp, "elementwise_gbps", c->elementwise_gbps, c->n_threads);
+  write_rates(f->fp, "elementwise_gflops", c->elementwise_gflops, c->n_threads);
+  write_rates(f->fp, "copy_gbps", c->copy_gbps, c->n_threads);
+  fprintf(f->fp, "  \"op_overhead_us\": %.6g,\n  \"gemm_call_us\": %.6g", c->op_overhead_us, c->gemm_call_us);
+  if (c->hop_us > 0) fprintf(f->fp, ",\n  \"hop_us\": %.6g", c->hop_us);
+  if (c->resume_us > 0) fprintf(f->fp, ",\n  \"resume_us\": %.6g", c->resume_us);
   if (c->n_slowdown > 0) {
-    fputs(",\n  \"concurrent_slowdown\": [", f.fp);
-    for (int i = 0; i < c->n_slowdown; i++) fprintf(f.fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
-    fputc(']', f.fp);
+    fputs(",\n  \"concurrent_slowdown\": [", f->fp);
+    for (int i = 0; i < c->n_slowdown; i++) fprintf(f->fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
+    fputc(']', f->fp);
   }
-  write_op_costs(f.fp, "op_costs", c->op_costs, c->n_op_costs);
-  write_op_costs(f.fp, "jit_op_costs", c->jit_op_costs, c->n_jit_op_costs);
+  write_op_costs(f->fp, "op_costs", c->op_costs, c->n_op_costs);
+  write_op_costs(f->fp, "jit_op_costs", c->jit_op_costs, c->n_jit_op_costs);
   if (c->many_threads > 1 && c->n_op_costs_many > 0) {
-    fprintf(f.fp, ",\n  \"op_costs_threads\": %d", c->many_threads);
-    write_op_costs(f.fp, "op_costs_multithreaded", c->op_costs_many, c->n_op_costs_many);
+    fprintf(f->fp, ",\n  \"op_costs_threads\": %d", c->many_threads);
+    write_op_costs(f->fp, "op_costs_multithreaded", c->op_costs_many, c->n_op_costs_many);
   }
   if (c->have_jit_cut)
-    fprintf(f.fp, ",\n  \"jit_operand_cut\": {\"call_us\": %.6g, \"ns_per_byte\": %.6g}", c->jit_cut.call_us,
+    fprintf(f->fp, ",\n  \"jit_operand_cut\": {\"call_us\": %.6g, \"ns_per_byte\": %.6g}", c->jit_cut.call_us,
             c->jit_cut.ns_per_byte);
-  fputs("\n}\n", f.fp);
-  st = ppcc_outfile_close(&f, d);
+  fputs("\n}\n", f->fp);
+  st = ppcc_outfile_close(f, d);
   if (st) {
-    ppcc_outfile_abort(&f);
+    ppcc_outfile_abort(f);
     return st;
   }
-  return ppcc_outfile_commit(&f, d);
+  return ppcc_outfile_commit(f, d);
 }
 
 /* ---------------- the executor's order and lifetimes ---------------- */

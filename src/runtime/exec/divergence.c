@@ -358,3 +358,38 @@ void rt_report_divergence(const ppcc_graph *g, const ppcc_run_data *data, const 
               output, o->microbatches > 1 ? "; the capture runs without --microbatches" : "");
   }
 }
+
+/* ---------------- the first non-finite value ---------------- */
+
+/* The first non-finite element of a float value's whole tensor, or -1. */
+static int64_t first_nonfinite_in(const ppcc_value *p, const void *data) {
+  if (!data || !ppcc_dtype_is_float(p->dtype)) return -1;
+  int64_t n = ppcc_num_elements(p->rank, p->shape);
+  float *f = rt_alloc(n * 4);
+  if (!f) return -1;
+  rt_to_f32(p->dtype, data, f, n);
+  int64_t bad = -1;
+  for (int64_t j = 0; j < n && bad < 0; j++)
+    if (!isfinite(f[j])) bad = j;
+  rt_free(f);
+  return bad;
+}
+
+ppcc_status ppcc_find_first_nonfinite(const ppcc_graph *g, const ppcc_run_data *data, int threads, int *value,
+                                      int64_t *element, ppcc_diag *d) {
+  *value = -1;
+  *element = -1;
+  ppcc_capture cap;
+  ppcc_run_options o = {.threads = threads};
+  ppcc_status st = capture_run(g, data, &o, true, false, &cap, d);
+  for (int v = 0; !st && v < g->n_values && *value < 0; v++) /* leaves: a bad weight is the cause */
+    if (g->values[v].kind != PPCC_VALUE_RESULT && (*element = first_nonfinite_in(&g->values[v], cap.shards[v][0])) >= 0)
+      *value = v;
+  for (int i = 0; !st && i < g->n_ops && *value < 0; i++)
+    for (int k = 0; k < g->ops[i].n_out && *value < 0; k++) {
+      int v = g->ops[i].out[k];
+      if ((*element = first_nonfinite_in(&g->values[v], cap.shards[v][0])) >= 0) *value = v;
+    }
+  ppcc_capture_free(&cap);
+  return st;
+}

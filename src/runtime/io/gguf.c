@@ -26,6 +26,7 @@ typedef struct cursor {
   const unsigned char *p;
   size_t size, pos;
   bool bad; /* read past the end */
+  bool nul; /* the last string read held a NUL byte (it would be cut there) */
 } cursor;
 
 static bool take(cursor *c, size_t n, const unsigned char **out) {
@@ -56,6 +57,7 @@ static char *read_string(cursor *c) {
   }
   char *s = malloc((size_t)n + 1);
   if (!s) return NULL;
+  c->nul = memchr(b, 0, (size_t)n) != NULL;
   memcpy(s, b, (size_t)n);
   s[n] = 0;
   return s;
@@ -200,6 +202,7 @@ static ppcc_status parse_tensor_info(rt_gguf *g, cursor *c, rt_gguf_tensor *t, p
   t->name = read_string(c);
   if (!t->name) return ppcc_error(d, "%s: truncated GGUF file in tensor info %d", path, g->n_tensors);
   g->n_tensors++;
+  if (c->nul) return ppcc_error(d, "%s: tensor info %d: the name '%s' holds a NUL byte", path, g->n_tensors - 1, t->name);
   uint32_t n_dims = (uint32_t)read_le(c, 4);
   if (c->bad) return ppcc_error(d, "%s: truncated GGUF file in tensor info '%s'", path, t->name);
   if (n_dims < 1 || n_dims > 4) return ppcc_error(d, "%s: tensor '%s': %u dims (1 to 4 allowed)", path, t->name, n_dims);
@@ -217,9 +220,29 @@ static ppcc_status parse_tensor_info(rt_gguf *g, cursor *c, rt_gguf_tensor *t, p
   return PPCC_OK;
 }
 
+static int by_key(const void *a, const void *b) {
+  return strcmp((*(const rt_gguf_kv *const *)a)->key, (*(const rt_gguf_kv *const *)b)->key);
+}
+
+/* A metadata key given twice is refused naming it (the first one found
+ * used to win silently; llama.cpp refuses it too). */
+static ppcc_status refuse_duplicate_keys(const rt_gguf *g, ppcc_diag *d) {
+  if (g->n_kv < 2) return PPCC_OK;
+  const rt_gguf_kv **order = malloc(sizeof *order * (size_t)g->n_kv);
+  if (!order) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int i = 0; i < g->n_kv; i++) order[i] = &g->kv[i];
+  qsort(order, (size_t)g->n_kv, sizeof *order, by_key);
+  ppcc_status st = PPCC_OK;
+  for (int i = 1; i < g->n_kv && !st; i++)
+    if (strcmp(order[i - 1]->key, order[i]->key) == 0)
+      st = ppcc_error(d, "%s: metadata key '%s' appears twice", g->file.path, order[i]->key);
+  free(order);
+  return st;
+}
+
 ppcc_status rt_gguf_parse(rt_gguf *g, ppcc_diag *d) {
   const char *path = g->file.path;
-  cursor c = {g->file.data, g->file.size, 0, false};
+  cursor c = {g->file.data, g->file.size, 0, false, false};
   if (!rt_gguf_is_gguf(&g->file)) return ppcc_error(d, "%s: not a GGUF file (no 'GGUF' magic)", path);
   c.pos = 4;
   g->version = (uint32_t)read_le(&c, 4);
@@ -241,16 +264,22 @@ ppcc_status rt_gguf_parse(rt_gguf *g, ppcc_diag *d) {
     kv->key = read_string(&c);
     if (!kv->key) return ppcc_error(d, "%s: truncated GGUF file in metadata entry %llu", path, (unsigned long long)i);
     g->n_kv++;
+    if (c.nul)
+      return ppcc_error(d, "%s: metadata entry %llu: the key '%s' holds a NUL byte", path, (unsigned long long)i, kv->key);
     kv->type = (uint32_t)read_le(&c, 4);
     if (c.bad || !read_value(&c, kv->type, kv, 0))
       return ppcc_error(d, "%s: metadata key '%s': %s", path, kv->key,
                         c.bad ? "truncated value" : "unknown value type");
+    if (kv->type == GGUF_KV_STRING && c.nul) /* an architecture or name cut at the NUL */
+      return ppcc_error(d, "%s: metadata key '%s': the string holds a NUL byte", path, kv->key);
     if (strcmp(kv->key, "general.alignment") == 0) {
       if (kv->type != GGUF_KV_U32 || kv->number < 1 || kv->number > 65536 || ((uint64_t)kv->number & ((uint64_t)kv->number - 1)))
         return ppcc_error(d, "%s: metadata key 'general.alignment' must be a u32 power of two", path);
       alignment = (uint64_t)kv->number;
     }
   }
+  ppcc_status dup = refuse_duplicate_keys(g, d);
+  if (dup) return dup;
   for (uint64_t i = 0; i < n_tensors; i++) {
     ppcc_status st = parse_tensor_info(g, &c, &g->tensors[g->n_tensors], d);
     if (st) return st;

@@ -14,6 +14,7 @@
  * Float tensors whose dtype differs from the graph's (bf16 or f16 weights
  * in an f32 graph, f32 in a bf16 graph...) are converted once here. */
 #include <cjson/cJSON.h>
+#include "ppcc/json_strict.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -135,8 +136,10 @@ static ppcc_status open_hf_dir(rt_source *s, ppcc_diag *d) {
   size_t len = 0;
   char *text = ppcc_read_file(s->index_path, &len, d);
   if (!text) return PPCC_ERR_USER;
-  cJSON *root = cJSON_ParseWithLength(text, len);
+  cJSON *root = NULL; /* written by Python: last key wins; a NUL in a shard name is refused */
+  ppcc_status parsed = ppcc_json_parse_strict(s->index_path, text, len, PPCC_JSON_LAST_WINS, &root, d);
   free(text);
+  if (parsed) return parsed;
   const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
   if (!cJSON_IsObject(map)) {
     cJSON_Delete(root);
