@@ -9,7 +9,8 @@
 #   tools/netns_cluster.sh up N            make the cluster (replacing one of that name)
 #   tools/netns_cluster.sh down            remove it (every namespace, their processes killed)
 #   tools/netns_cluster.sh mpiexec N ARGS  mpiexec -n N, one rank per host, started from
-#                                          host 1 with this script as hydra's ssh
+#                                          host 1 with this script as the launcher's ssh
+#                                          ($MPIEXEC: MPICH's hydra or Open MPI's mpirun)
 #   tools/netns_cluster.sh link I down|up|drop|undrop|rate MBIT
 #                                          host I's link: down/up; drop = 100 % loss
 #                                          (tc's blackhole qdisc on both ends: every
@@ -96,25 +97,42 @@ case ${1:-} in
   down) down ;;
   hosts) for ((i = 1; i <= $(n_hosts); i++)); do addr "$i"; done ;;
   link) shift; link "$@" ;;
-  -x) # hydra's ssh launcher: -x HOST CMD... (CMD as ssh would run it: through a shell)
-    host=$2
-    shift 2
+  -x | 10.29.0.*) # the launchers' ssh: [-x] HOST CMD... (CMD as ssh would run it: through a shell)
+    [[ $1 != -x ]] || shift
+    host=$1
+    shift
     i=${host##*.}
     [[ $host == "$(addr "$i")" ]] || { echo "netns_cluster: unknown host '$host'" >&2; exit 255; }
-    # Like an ssh session that ends with its client: the proxy dies with
-    # mpiexec (a cut-off host's proxy would otherwise wait for good); the
-    # ranks below it bound their own time (PPCC_MPI_TIMEOUT, the watchdog).
-    exec ip netns exec "$(ns "$i")" setpriv --pdeathsig KILL sh -c "$*" ;;
+    # Like an ssh session that ends with its client: the command runs in a
+    # session of its own, and once mpiexec (this script's parent, which may
+    # kill this script first) is gone, a watcher kills what is left of that
+    # session (a cut-off host's proxy or daemon would otherwise wait for good).
+    # (in the background, a job is not a process group leader, so setsid
+    # needs no fork: the session's id is $!)
+    ip netns exec "$(ns "$i")" setsid sh -c "$*" 0<&0 &
+    child=$!
+    setsid bash -c 'while kill -0 "$1" 2> /dev/null; do sleep 0.5; done
+      left=$(ps -o pid= -s "$2"); [[ -z $left ]] || kill -9 $left' _ "$PPID" "$child" < /dev/null > /dev/null 2>&1 &
+    wait "$child" ;;
   mpiexec)
     n=$2
     shift 2
     hosts=$(for ((i = 1; i <= n; i++)); do addr "$i"; done | paste -sd,)
     [[ $n -le $(n_hosts) ]] || { echo "netns_cluster: $n ranks but the cluster has $(n_hosts) hosts" >&2; exit 2; }
     export MPIEXEC_TIMEOUT=${MPIEXEC_TIMEOUT:-$((${PPCC_MPI_TIMEOUT:-300} * 2 + 30))}
-    # hydra's own timeout cannot end mpiexec while a proxy is unreachable
-    # (it waits to signal it): timeout(1) ends it 10 s later.
+    # The launcher's own timeout cannot end mpiexec while a proxy is
+    # unreachable (it waits to signal it): timeout(1) ends it 10 s later.
+    mpiexec=${MPIEXEC:-mpiexec}
+    bounded=(timeout -k 2 $((MPIEXEC_TIMEOUT + 10)) "$mpiexec")
+    if "$mpiexec" --version 2>&1 | grep -q "OpenRTE\|Open MPI"; then
+      # Open MPI: its own TCP transport (ob1/tcp, no UCX) on eth0; as root
+      # it needs the allow-root variables.
+      exec ip netns exec "$(ns 1)" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        "${bounded[@]}" --mca plm_rsh_agent "$self" --host "$hosts" --npernode 1 -n "$n" \
+        --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 "$@"
+    fi
     exec ip netns exec "$(ns 1)" env UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 \
-      timeout -k 2 $((MPIEXEC_TIMEOUT + 10)) mpiexec -launcher ssh -launcher-exec "$self" -localhost "$(addr 1)" -hosts "$hosts" -ppn 1 -n "$n" \
+      "${bounded[@]}" -launcher ssh -launcher-exec "$self" -localhost "$(addr 1)" -hosts "$hosts" -ppn 1 -n "$n" \
       -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0 "$@" ;;
   *) sed -n '2,/^set -euo/p' "$self" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -44,6 +44,14 @@ else
   apt-get install -y -qq "${missing[@]}" >/dev/null
   echo "setup.sh: installed ${missing[*]}"
 fi
+# MPICH is the MPI that CMake finds (README, "Distributed runs"): where Open
+# MPI is installed too, Debian's alternatives would pick it (priority 50 vs
+# 40) for mpicc, mpiexec and <mpi.h>, so they are pinned to MPICH.
+if [[ -e /usr/bin/mpicc.openmpi ]]; then
+  update-alternatives --quiet --set mpi /usr/bin/mpicc.mpich
+  update-alternatives --quiet --set mpirun /usr/bin/mpirun.mpich
+  update-alternatives --quiet --set mpi-x86_64-linux-gnu /usr/include/x86_64-linux-gnu/mpich
+fi
 
 # The venv is current when it holds a copy of the requirements it was made
 # from and its packages import.

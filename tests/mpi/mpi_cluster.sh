@@ -8,6 +8,7 @@
 # Needs root and `ip netns` (CI runs as root); skipped otherwise.
 source "$(dirname "$0")/common.sh"
 cluster=$src/tools/netns_cluster.sh
+export MPIEXEC=$mpiexec # the cluster launcher uses the same MPI as the build
 export PPCC_NETNS=c$$
 if [[ $(id -u) -ne 0 ]] || ! ip netns add "${PPCC_NETNS}probe" 2> /dev/null; then
   echo "$name: SKIPPED: needs root and network namespaces (ip netns) to simulate hosts"
@@ -63,7 +64,11 @@ identical() {
   shift 3
   [[ -d $tmp/$what.one ]] || single "$model" --output-dir "$tmp/$what.one" "$@" > /dev/null 2>&1 || fail "$what: one process failed"
   rm -rf "$tmp/out"
-  on_hosts "$n" "$model" --output-dir "$tmp/out" "$@"
+  # A good run takes seconds, but after the watchdog ended a rank hung in
+  # MPICH's MPI_Finalize, hydra itself may wait for its timeout: keep it short.
+  local limit=15
+  [[ -z $sanitizer ]] || limit=$MPIEXEC_TIMEOUT
+  MPIEXEC_TIMEOUT=$limit on_hosts "$n" "$model" --output-dir "$tmp/out" "$@"
   # Every rank exits 0, but MPICH over UCX's TCP sometimes hangs in
   # MPI_Finalize: the watchdog ends that rank (with 0, and a note), and
   # hydra, which saw it leave unfinalized, may drop the last lines of the

@@ -17,7 +17,7 @@ expect_failure() {
   timeout -k 5 "$run_limit" "$mpiexec" -n "$n" bash -c '"$@"; echo "exit status $?" >&2' _ "$ppcc" run "$model" \
     --output-dir "$tmp/out" "$@" > "$tmp/log" 2>&1 || status=$?
   local took=$((SECONDS - start))
-  [[ $status -ne 124 && $status -ne 137 ]] || fail "$what: timed out (hang)"
+  [[ $took -lt $run_limit ]] || fail "$what: timed out (hang)"
   [[ $took -le 30 ]] || fail "$what: took $took s"
   [[ $(grep -c "exit status [1-9]" "$tmp/log") -eq $n ]] || { cat "$tmp/log"; fail "$what: not every rank exited non-zero"; }
   [[ $(grep -c -- "$pattern" "$tmp/log") -eq $n ]] || { cat "$tmp/log"; fail "$what: not every rank printed '$pattern'"; }
@@ -69,7 +69,9 @@ start=$SECONDS
 status=0
 PPCC_INJECT_KILL=1 PPCC_INJECT_FAULT=2:9 timeout -k 5 "$run_limit" "$mpiexec" -n 2 "$ppcc" run "$model" --random-weights 1 \
   --microbatches 4 --output-dir "$tmp/out" > "$tmp/log" 2>&1 || status=$?
-[[ $status -ne 0 && $status -ne 124 && $status -ne 137 ]] || { cat "$tmp/log"; fail "killed rank: exit status $status"; }
+# (Open MPI's mpiexec exits 137 itself when a rank was killed: the time
+# tells a hang, which timeout(1) ends at run_limit, from that)
+[[ $status -ne 0 && $((SECONDS - start)) -lt $run_limit ]] || { cat "$tmp/log"; fail "killed rank: exit status $status"; }
 [[ $((SECONDS - start)) -le 30 && ! -e "$tmp/out" ]] || fail "killed rank: too slow or output written"
 echo "-n 2: rank 1 killed mid-pipeline: the job ended with status $status in $((SECONDS - start))s, no output"
 
@@ -84,7 +86,7 @@ status=0
 PPCC_MPI_TIMEOUT=$hang_timeout PPCC_INJECT_KILL=stop PPCC_INJECT_FAULT=2:9 timeout -k 5 "$run_limit" "$mpiexec" -n 2 \
   "$ppcc" run "$model" --random-weights 1 --microbatches 4 --backend=interp --output-dir "$tmp/out" > "$tmp/log" 2>&1 || status=$?
 took=$((SECONDS - start))
-[[ $status -ne 0 && $status -ne 124 && $status -ne 137 ]] || { cat "$tmp/log"; fail "hung rank: exit status $status"; }
+[[ $status -ne 0 && $took -lt $run_limit ]] || { cat "$tmp/log"; fail "hung rank: exit status $status"; }
 grep -q "rank 0\]: error: device [01]: waiting for a message: device [23] (rank 1) sent nothing for $hang_timeout s" "$tmp/log" ||
   { cat "$tmp/log"; fail "hung rank: no message naming it"; }
 grep -q "ppcc: rank 0: error: running: no answer from rank 1 for $hang_timeout s" "$tmp/log" ||
