@@ -1,4 +1,4 @@
-/* libFuzzer target: the GGUF reader (src/runtime/gguf.c) and the GGUF
+/* libFuzzer target: the GGUF reader (src/runtime/io/gguf.c) and the GGUF
  * importer's metadata reading (src/import/gguf.c), both compiled in with
  * the file mapping replaced by a heap copy of exactly the input (see
  * memory_file.h). Every tensor the reader accepts is dequantized whole

@@ -162,6 +162,12 @@ static ppcc_status pin_create(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
       return ppcc_error(d, "%s: attrs.%s cannot be given: applied to sharded '%s' the op keeps its devices and pin",
                         ppcc_op_ref(g, op, ref, sizeof ref), given, x->name);
     }
+    /* (v3) replicate of a split value is an all_gather: P6, not pinned */
+    if (x->layout.kind == PPCC_LAYOUT_SPLIT && o->layout.kind == PPCC_LAYOUT_REPLICATED) {
+      place_result(op, o, x->devices, false,
+                   "P5/P6: replicate of a split value is an all_gather; same devices, not pinned");
+      return PPCC_OK;
+    }
     place_result(op, o, x->devices, x->pinned,
                  op->inserted ? "P11/P5: inserted re-split, local on each device; keeps its operand's devices and pin"
                               : "P5: resharded in place; keeps its operand's devices and pin");

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ONNX import never computes a different function (testdata/onnx/strict,
 # made once by tools/make_onnx_strict.py with ONNX Runtime's outputs):
-# valid models that are easy to misread, and every Conv/pooling attribute
-# edge case (windows), run with --expect on both backends; hostile ones are refused with one line "FILE: error: ...",
+# valid models that are easy to misread, and attribute edge cases of the
+# ops (windows: Conv/pooling, op_edges: the rest), run with --expect on
+# both backends; hostile ones are refused with one line "FILE: error: ...",
 # exit 1 and no output; names are escaped in messages; an output that is
 # the same file as the model or the other output is refused.
 # Usage: onnx_strict.sh PPCC_BINARY SOURCE_DIR
@@ -19,7 +20,7 @@ backends=(interp)
 "$ppcc" compile "$src/testdata/models/tp_ffn.json" --emit=mlir 2>&1 | grep -q "built without MLIR" || backends+=(jit)
 
 runs=0
-for m in reduce_noop reduce_noop18 input_override negative_index windows; do
+for m in reduce_noop reduce_noop18 input_override negative_index windows op_edges; do
   out=$("$ppcc" import onnx "$data/$m.onnx" -o "$m.json" --weights-out "$m.safetensors" 2>&1) ||
     { echo "$out"; fail "$m: import failed"; }
   args=()
@@ -62,6 +63,13 @@ expect_error "$data/reshape_rank10.onnx" "Reshape to rank 10 exceeds ppcc's maxi
 expect_error "$data/negative_dim.onnx" "graph input 'x': dim 0 is -3; a dim is a non-negative size"
 expect_error "$data/huge_input.onnx" "graph input 'x' has more than 2^48 elements"
 expect_error "$data/reduce_noop.onnx" "--shape y: the model has no graph input of that name" --shape y=3,4
+# files up to 2 GB are read (a sparse 300 MB file of zeros parses, and
+# fails as a protobuf); larger ones are refused before reading
+truncate -s 300M "$tmp/big.onnx"
+expect_error "$tmp/big.onnx" "not a valid ONNX protobuf"
+truncate -s 2049M "$tmp/huge.onnx"
+expect_error "$tmp/huge.onnx" "the file is larger than 2048 MiB"
+rm -f "$tmp/big.onnx" "$tmp/huge.onnx"
 
 # an output that is the model or the other output: refused, nothing written
 cp "$data/reduce_noop.onnx" model.onnx

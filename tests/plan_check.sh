@@ -72,6 +72,14 @@ assert 0 < p["bubble"] < 1, p
 assert "device_summary" in r  # existing fields stay
 PY
 
+# Out of the box (no calibration, no tolerance given): memory is checked,
+# stage times are shown but said to be unchecked, and the run passes (the
+# constants' times were 5x off on a fresh machine, and it failed).
+out=$("$ppcc" run "$src/testdata/models/ppffn.json" --random-weights 1 --input x="$src/testdata/inputs/x.npy" --check-plan 2>&1) ||
+  { echo "$out"; fail "--check-plan without a calibration failed on uncalibrated times"; }
+grep -q "stage times UNCHECKED (uncalibrated" <<<"$out" || { echo "$out"; fail "uncalibrated --check-plan does not say times are unchecked"; }
+! grep -q "  OFF" <<<"$out" || { echo "$out"; fail "uncalibrated --check-plan marks a time OFF"; }
+
 # Failing checks: a 0 time tolerance, an injected memory mismatch.
 set +e
 out=$("$ppcc" run "$tmp/pipe.json" --backend=interp --check-plan --plan-time-tolerance=0 2>&1); rc=$?

@@ -62,4 +62,23 @@ for batch in 1 2; do
     check "$tmp/decode.json" "gen_llama decode --tp 1 --pp $pp --batch $batch"
   done
 done
+# P11 v3: x must move to w's devices and be gathered: its shards move
+# (384 B), then the all_gather runs on [2,3] (the gathered x was moved:
+# 768 B); and replicate of a split weight (P5 v3, an all_gather) runs.
+cat > "$tmp/move_gather.json" <<'JSON'
+{"ppcc": 1, "name": "move_gather", "devices": 4,
+ "params": [{"name": "w", "dtype": "f32", "shape": [8, 16], "shard": {"kind": "split", "dim": 0, "count": 2}, "devices": [2, 3]},
+            {"name": "v", "dtype": "f32", "shape": [8, 6], "shard": {"kind": "split", "dim": 0, "count": 2}, "devices": [2, 3]}],
+ "inputs": [{"name": "x", "dtype": "f32", "shape": [16, 6], "shard": {"kind": "split", "dim": 1, "count": 2}, "devices": [0, 1]}],
+ "ops": [{"op": "matmul", "in": ["w", "x"], "out": ["y"]}, {"op": "replicate", "in": ["v"], "out": ["v_all"]},
+         {"op": "replicate", "in": ["y"], "out": ["y_all"]}, {"op": "add", "in": ["y_all", "v_all"], "out": ["z"]}],
+ "outputs": ["z"]}
+JSON
+check "$tmp/move_gather.json" "move then gather on the destination"
+"$ppcc" report "$tmp/move_gather.json" > "$tmp/r.txt"
+grep -q "^transfers: 1, 384 B" "$tmp/r.txt" || { cat "$tmp/r.txt"; echo "run_placement: x@gathered moved instead of x's shards" >&2; exit 1; }
+grep -Eq "^ +[0-9]+  all_gather\*  x@gathered  replicated\(2\)  +\[2,3\]" "$tmp/r.txt" ||
+  { cat "$tmp/r.txt"; echo "run_placement: x not gathered on [2,3]" >&2; exit 1; }
+grep -Eq "^ +[0-9]+  replicate  +v_all .*\[2,3\]  +no" "$tmp/r.txt" ||
+  { cat "$tmp/r.txt"; echo "run_placement: replicate of split v is pinned" >&2; exit 1; }
 echo "run_placement: sharktank-style models and TP=1 decode graphs pass --check on jit and interp"

@@ -215,6 +215,20 @@ START_TEST(p5_sharded_operand_keeps_pin) {
 }
 END_TEST
 
+/* P5 v3: replicate of a split value is an all_gather, so its result is
+ * not pinned (P6), on the operand's devices (it was pinned as a weight). */
+START_TEST(p5_replicate_of_split_is_unpinned) {
+  ppcc_graph *g = ok(model(4, "{'name': 'w', 'dtype': 'f32', 'shape': [8, 16], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}, 'devices': [2, 3]}",
+                           X_REP01, "{'op': 'replicate', 'in': ['w'], 'out': ['wr']}", "'wr'"));
+  const ppcc_value *wr = t_value(g, "wr");
+  ck_assert(!wr->pinned);
+  expect_layout(wr, PPCC_LAYOUT_REPLICATED, -1, 2);
+  expect_devices(wr, 2, (int[]){2, 3});
+  ck_assert(strstr(wr->why, "all_gather"));
+  ppcc_graph_free(g);
+}
+END_TEST
+
 START_TEST(p5_devices_must_match_count) {
   expect_error(model(4, "", "{'name': 'x', 'dtype': 'f32', 'shape': [8, 16]}",
                      "{'op': 'replicate', 'in': ['x'], 'out': ['r'], 'attrs': {'count': 2, 'devices': [1, 2, 3]}}", "'r'"),
@@ -459,6 +473,31 @@ START_TEST(rows_times_cols_inserts_all_gather) {
 }
 END_TEST
 
+/* P11 v3: an operand that must move (P4) and be gathered moves its shards
+ * first and is gathered on the destination: the transfer carries the split
+ * x (1/n of the bytes), not x@gathered. */
+START_TEST(p11_move_then_gather_on_destination) {
+  ppcc_graph *g = ok(model(4, "{'name': 'w', 'dtype': 'f32', 'shape': [8, 16], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}, 'devices': [2, 3]}",
+                           "{'name': 'x', 'dtype': 'f32', 'shape': [16, 6], 'shard': {'kind': 'split', 'dim': 1, 'count': 2}, 'devices': [0, 1]}",
+                           "{'op': 'matmul', 'in': ['w', 'x'], 'out': ['y']}", "'y'"));
+  ck_assert_int_eq(count_ops(g, "transfer", true), 1);
+  ck_assert_int_eq(count_ops(g, "all_gather", true), 1);
+  int x = ppcc_find_value(g, "x");
+  const ppcc_value *xg = t_value(g, "x@gathered"), *y = t_value(g, "y");
+  const ppcc_op *gather = &g->ops[xg->def_op], *move = &g->ops[g->values[gather->in[0]].def_op];
+  ck_assert_str_eq(move->info->name, "transfer");
+  ck_assert_int_eq(move->in[0], x); /* the split shards move */
+  expect_layout(&g->values[move->out[0]], PPCC_LAYOUT_SPLIT, 1, 2);
+  expect_devices(&g->values[move->out[0]], 2, (int[]){2, 3});
+  expect_devices(xg, 2, (int[]){2, 3}); /* gathered on the destination */
+  ck_assert(gather->devices[0] == 2 && gather->devices[1] == 3);
+  ck_assert_int_eq(g->ops[y->def_op].in[1], ppcc_find_value(g, "x@gathered"));
+  ck_assert(move < gather && gather < &g->ops[y->def_op]);
+  expect_devices(y, 2, (int[]){2, 3});
+  ppcc_graph_free(g);
+}
+END_TEST
+
 /* v2 + P11: concat along the split dim = gather, concat whole, re-split. */
 START_TEST(concat_along_split_dim_inserts_collectives) {
   ppcc_graph *g;
@@ -639,6 +678,7 @@ int main(void) {
   tcase_add_test(p, p5_replicate_and_reshard_split_of_unsharded);
   tcase_add_test(p, p5_sharded_operand_keeps_devices);
   tcase_add_test(p, p5_sharded_operand_keeps_pin);
+  tcase_add_test(p, p5_replicate_of_split_is_unpinned);
   tcase_add_test(p, p5_devices_must_match_count);
   tcase_add_test(p, p6_collectives_unpinned_on_operand_devices);
   tcase_add_test(p, p7_inplace_destination_never_moves);
@@ -653,6 +693,7 @@ int main(void) {
   tcase_add_test(r, linear_rules);
   tcase_add_test(r, replicated_times_split_contracting_is_unreduced);
   tcase_add_test(r, rows_times_cols_inserts_all_gather);
+  tcase_add_test(r, p11_move_then_gather_on_destination);
   tcase_add_test(r, concat_along_split_dim_inserts_collectives);
   tcase_add_test(r, count_one_layouts_behave_as_unsharded);
   tcase_add_test(r, elementwise_rules);

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include "../src/import/import.h"
-#include "../src/runtime/io/gguf.h"
+#include "../src/runtime/io/io.h"
 #include "ppcc/frontend.h"
 #include "ppcc/passes.h"
 #include "ppcc/runtime.h"

@@ -24,6 +24,14 @@ Valid models (run with --expect):
                   SAME_UPPER/SAME_LOWER, 1-D), MaxPool (2-D with pads, 1-D
                   dilated), AveragePool counting padding, GlobalAveragePool,
                   a BatchNormalization on its own
+  op_edges        the other ops' attribute edge cases (opset 18): Softmax
+                  and Concat on negative/first axes, Transpose without perm,
+                  Slice with negative starts/ends/axes, Gather by scalar and
+                  negative indices, GatherElements with negative indices,
+                  reduces with keepdims 0, several axes or none, Unsqueeze of
+                  a negative axis, Flatten at 0 and -1, Reshape by 0 and -1,
+                  Expand, LayerNormalization without bias, Gemm with and
+                  without transB/bias, Split by num_outputs (uneven)
 Hostile models (refused, one line, exit 1):
   float_transb    Gemm whose transB is a FLOAT
   concat_no_axis  Concat without its required axis
@@ -116,6 +124,44 @@ def valid_models(out):
               [f32(n, list("ncw")) for n in ("conv1d", "maxpool1d")],
               inits=[f("wg", (6, 2, 3, 2)), f("bg", (6,)), f("ws", (5, 4, 3, 3)), f("w1", (2, 3, 3))] + bn)
     save_valid(out, "windows", m, {"img": img, "seq": seq})
+    # the other ops' attribute edge cases on computed tensors
+    t = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    cases = [
+        ("softmax0", helper.make_node("Softmax", ["t"], ["softmax0"], axis=0), [2, 3, 4]),
+        ("softmax1", helper.make_node("Softmax", ["t"], ["softmax1"], axis=-2), [2, 3, 4]),
+        ("transpose", helper.make_node("Transpose", ["t"], ["transpose"]), [4, 3, 2]),
+        ("concat", helper.make_node("Concat", ["t", "t"], ["concat"], axis=-1), [2, 3, 8]),
+        ("slice", helper.make_node("Slice", ["t", "sl_s", "sl_e", "sl_a"], ["slice"]), [2, 2, 3]),
+        ("gather1", helper.make_node("Gather", ["t", "g_i"], ["gather1"], axis=1), [2, 4]),
+        ("gather_neg", helper.make_node("Gather", ["t", "g_n"], ["gather_neg"], axis=-1), [2, 3, 1]),
+        ("ge0", helper.make_node("GatherElements", ["t", "ge_i"], ["ge0"], axis=0), [1, 3, 4]),
+        ("mean_k0", helper.make_node("ReduceMean", ["t", "ax_last"], ["mean_k0"], keepdims=0), [2, 3]),
+        ("sum_axes", helper.make_node("ReduceSum", ["t", "ax_02"], ["sum_axes"], keepdims=1), [1, 3, 1]),
+        ("max_all", helper.make_node("ReduceMax", ["t"], ["max_all"], keepdims=0), []),
+        ("unsqueeze", helper.make_node("Unsqueeze", ["t", "ax_neg"], ["unsqueeze"]), [2, 3, 4, 1]),
+        ("flatten0", helper.make_node("Flatten", ["t"], ["flatten0"], axis=0), [1, 24]),
+        ("flatten2", helper.make_node("Flatten", ["t"], ["flatten2"], axis=-1), [6, 4]),
+        ("reshape", helper.make_node("Reshape", ["t", "rs"], ["reshape"]), [2, 12]),
+        ("expand", helper.make_node("Expand", ["t", "ex"], ["expand"]), [2, 2, 3, 4]),
+        ("layernorm", helper.make_node("LayerNormalization", ["t", "ln_w"], ["layernorm"], epsilon=1e-3), [2, 3, 4]),
+        ("gemm", helper.make_node("Gemm", ["m", "gw", "gb"], ["gemm"], transB=1), [3, 5]),
+        ("gemm_nob", helper.make_node("Gemm", ["m", "gw2"], ["gemm_nob"]), [3, 5]),
+    ]
+    split = helper.make_node("Split", ["t"], ["split_a", "split_b"], axis=1, num_outputs=2)
+    inits = [i64("sl_s", [1, -3]), i64("sl_e", [100, -1]), i64("sl_a", [-1, 1]), i64("g_i", 2), i64("g_n", [-1]),
+             i64("ge_i", [[[1, 0, -1, -2], [0, 1, 1, 0], [-1, -1, 0, 1]]]), i64("ax_last", [-1]), i64("ax_02", [0, 2]),
+             i64("ax_neg", [-1]), i64("rs", [0, -1]), i64("ex", [2, 1, 1, 1]),
+             numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "ln_w"),
+             numpy_helper.from_array(rng.standard_normal((5, 4)).astype(np.float32), "gw"),
+             numpy_helper.from_array(rng.standard_normal(5).astype(np.float32), "gb"),
+             numpy_helper.from_array(rng.standard_normal((4, 5)).astype(np.float32), "gw2")]
+    nodes = [split] + [n for _, n, _ in cases]
+    for n in nodes:
+        n.name = n.output[0]
+    outputs = [f32(name, shape) for name, _, shape in cases] + [f32("split_a", [2, 2, 4]), f32("split_b", [2, 1, 4])]
+    m = model(nodes, [f32("t", [2, 3, 4]), f32("m", [3, 4])], outputs, inits=inits, opset=18)
+    save_valid(out, "op_edges", m, {"t": t, "m": rng.standard_normal((3, 4)).astype(np.float32)})
 
 
 def hostile_models(out):

@@ -195,7 +195,7 @@ bool ppcc_op_involves(const ppcc_graph *g, const ppcc_op *op, int dev);
 /* Whether dev may wait on another device in op (it receives a transfer's
  * shard from elsewhere, or takes part in a collective); compute never waits. */
 bool ppcc_op_may_wait(const ppcc_graph *g, const ppcc_op *op, int dev);
-/* The pipeline schedule (src/ir/pipeline_segments.c): each device runs,
+/* The pipeline schedule (src/plan/pipeline_segments.c): each device runs,
  * per segment, the segment's ops for microbatch 0..M-1. Returns the
  * number of segments; begin[s] is the first op of segment s, begin[n] =
  * n_ops (begin needs n_ops + 2 entries). */

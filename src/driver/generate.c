@@ -11,6 +11,7 @@
  * Prints "tokens: ID ID ..." (the generated ids), then time to first token
  * (prefill execution) and decode tokens/s (excluding compilation). */
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +278,7 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   st = stage_build(&sp, &pre, source, a, NULL, d);
   if (!st) st = stage_build(&sd, &dec, source, a, &sp, d);
   else memset(&sd, 0, sizeof sd);
+  malloc_trim(0); /* what compiling took goes back before the weights' pages come in */
   t_load = now_ms() - t_load;
   int64_t copied_at_load = ppcc_rt_param_bytes_copied(), cache_at_load = ppcc_rt_state_bytes_host();
   /* tokens[i * B + b]: the i-th generated id of row b */

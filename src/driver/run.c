@@ -39,6 +39,7 @@ typedef struct run_args {
   const char *ranks_map;
   bool check_plan;      /* --check-plan: measured memory/time vs the prediction */
   double plan_memory_tolerance, plan_time_tolerance;
+  bool plan_time_tolerance_given; /* uncalibrated times are checked only when asked */
   cli_predict predict;  /* --calibration */
 } run_args;
 
@@ -116,6 +117,7 @@ static ppcc_status on_run_option(void *ctx, const char *name, const char *value)
   } else if (strcmp(name, "plan-memory-tolerance") == 0) {
     return parse_fraction(name, value, &a->plan_memory_tolerance);
   } else if (strcmp(name, "plan-time-tolerance") == 0) {
+    a->plan_time_tolerance_given = true;
     return parse_fraction(name, value, &a->plan_time_tolerance);
   } else if (strcmp(name, "calibration") == 0) {
     a->predict.calibration_path = value;
@@ -206,7 +208,9 @@ void cli_help_run(FILE *out) {
         "                        after its last use); busy = device function\n"
         "                        time outside communication calls\n"
         "  --plan-memory-tolerance=F  allowed memory error, default 0.10\n"
-        "  --plan-time-tolerance=F    allowed stage time error, default 0.25\n"
+        "  --plan-time-tolerance=F    allowed stage time error, default 0.25; without\n"
+        "                        --calibration stage times are shown but unchecked\n"
+        "                        unless this is given\n"
         "  --calibration=FILE    speeds from 'ppcc calibrate' for the time prediction\n"
         "                        (default: constants; reported as uncalibrated)\n",
         out);
@@ -256,7 +260,7 @@ static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit 
 typedef struct plan_check {
   ppcc_prediction pred;
   ppcc_plan_measure measure;
-  bool jit; /* measured on the JIT (its buffer model, src/runtime/jit_exec.c) */
+  bool jit; /* measured on the JIT (its buffer model, src/runtime/jit/jit_exec.c) */
 } plan_check;
 
 static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, bool jit, plan_check *c, ppcc_diag *d) {
@@ -296,7 +300,10 @@ static ppcc_status plan_check_end(const run_args *a, plan_check *c, ppcc_diag *d
     c->measure.peak_bytes[dev] += bytes;
   ppcc_plan_measure_summarize(&c->measure);
   printf("plan check backend: %s\n", c->jit ? "jit (arguments + compiled code's allocations)" : "interp");
-  return ppcc_plan_check(&c->pred, &c->measure, a->plan_memory_tolerance, a->plan_time_tolerance, stdout, d);
+  /* Uncalibrated times come from constants, not this machine: out of the
+   * box they are shown, not checked (memory is), unless a tolerance is given. */
+  double time_tol = c->pred.calibrated || a->plan_time_tolerance_given ? a->plan_time_tolerance : -1;
+  return ppcc_plan_check(&c->pred, &c->measure, a->plan_memory_tolerance, time_tol, stdout, d);
 }
 
 static void plan_check_free(plan_check *c) {

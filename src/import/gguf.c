@@ -3,10 +3,10 @@
  * config. Tensors keep GGUF's names (token_embd.weight,
  * blk.N.attn_q.weight, ...), read by `ppcc run --weights FILE.gguf`, which
  * dequantizes them and permutes attn_q/attn_k rows back from llama.cpp's
- * interleaved-rotary order (src/runtime/weights_sources.c). */
+ * interleaved-rotary order (src/runtime/io/weights_sources.c). */
 #include <string.h>
 #include <sys/stat.h>
-#include "../runtime/io/gguf.h"
+#include "../runtime/io/io.h"
 #include "import.h"
 
 static ppcc_status need_number(const rt_gguf *g, const char *key, bool required, double dflt, double *out,

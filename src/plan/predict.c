@@ -1,7 +1,7 @@
 /* Predicted per-device peak memory, per-stage time and pipeline bubble of
  * a placed graph, the calibration file, and the comparison with a run
  * (include/ppcc/predict.h defines the models). The memory simulation
- * mirrors src/runtime/executor.c step for step, so that the prediction
+ * mirrors src/runtime/exec/executor.c step for step, so that the prediction
  * equals the runtime's accounting (tests/plan_check.sh holds them to it). */
 #include <cjson/cJSON.h>
 #include "ppcc/json_strict.h"
@@ -14,7 +14,7 @@
 #include "ppcc/predict.h"
 #include "ppcc/devices_spec.h"
 #include "ppcc/report.h"
-#include "../report/report_internal.h"
+#include "plan.h"
 
 /* ---------------- calibration ---------------- */
 
@@ -351,7 +351,7 @@ static void add_value(mem_sim *s, int v, int mb, int sign) {
     if (i >= 64 || !(s->alias[v] >> i & 1)) account(s, rep_shard_device(p, i), v, mb, sign);
 }
 
-/* JIT (src/emit/exec_comm.c): the shards of a layout change that hold no
+/* JIT (src/emit/exec/exec_comm.c): the shards of a layout change that hold no
  * buffer of their own. A one-shard operand is a whole value. Shard j is
  * produced on its home (the operand's shard j, or its one shard) and, if
  * that is not its device, sent and received into a new buffer. Produced:
@@ -1020,10 +1020,15 @@ ppcc_status ppcc_plan_check(const ppcc_prediction *p, const ppcc_plan_measure *m
   if (!m->filled) return ppcc_error(d, "--check-plan: the run recorded no measurement");
   int bad_dev = -1, bad_stage = -1;
   double bad_dev_err = 0, bad_stage_err = 0;
-  fprintf(out,
-          "plan check (%d microbatch%s, %s, %d forward%s measured): memory tolerance %.3g, stage time tolerance %.3g\n",
+  bool times = time_tol >= 0;
+  char time_rule[160];
+  if (times) snprintf(time_rule, sizeof time_rule, "stage time tolerance %.3g", time_tol);
+  else
+    snprintf(time_rule, sizeof time_rule,
+             "stage times UNCHECKED (uncalibrated: 'ppcc calibrate -o FILE', then --calibration FILE)");
+  fprintf(out, "plan check (%d microbatch%s, %s, %d forward%s measured): memory tolerance %.3g, %s\n",
           p->microbatches, p->microbatches == 1 ? "" : "es", p->calibrated ? "calibrated" : "uncalibrated", m->forwards,
-          m->forwards == 1 ? "" : "s", mem_tol, time_tol);
+          m->forwards == 1 ? "" : "s", mem_tol, time_rule);
   fputs("  device  predicted peak (B)  measured peak (B)  error\n", out);
   for (int i = 0; i < p->n_devices; i++) {
     double e = rel_error((double)p->devices[i].peak_bytes, (double)m->peak_bytes[i]);
@@ -1049,8 +1054,8 @@ ppcc_status ppcc_plan_check(const ppcc_prediction *p, const ppcc_plan_measure *m
     devices_text(p->stages[k].devices, p->stages[k].n_devices, devs, sizeof devs);
     if (range) snprintf(spread, sizeof spread, "  %.4f-%.4f", lo, hi);
     fprintf(out, "  %5d  %-7s  %14.4f  %18.4f  %+.1f%%%s%s\n", k, devs, p->stages[k].time_ms, meas,
-            meas > 0 ? 100.0 * (p->stages[k].time_ms - meas) / meas : 0.0, spread, e > time_tol ? "  OFF" : "");
-    if (e > time_tol && bad_stage < 0) bad_stage = k, bad_stage_err = e;
+            meas > 0 ? 100.0 * (p->stages[k].time_ms - meas) / meas : 0.0, spread, times && e > time_tol ? "  OFF" : "");
+    if (times && e > time_tol && bad_stage < 0) bad_stage = k, bad_stage_err = e;
   }
   double bubble = m->wall_ms > 0 && p->n_stages > 0 ? 1 - sum_meas / (p->n_stages * m->wall_ms) : 0;
   fprintf(out, "  bubble: predicted %.3f, measured %.3f (1 - sum of stage busy / (stages x wall), wall %.4f ms)\n",

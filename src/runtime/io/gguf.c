@@ -7,7 +7,7 @@
  * Block formats and their decoders: include/ppcc/quant.h. */
 #include <stdlib.h>
 #include <string.h>
-#include "gguf.h"
+#include "io.h"
 
 #define GGUF_MAX_TENSORS (1 << 20)
 #define GGUF_MAX_KV (1 << 20)

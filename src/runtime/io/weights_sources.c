@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "gguf.h"
+#include "io.h"
 #include "weights.h"
 #include "weights_sources.h"
 #include "ppcc/io.h"
@@ -179,16 +179,10 @@ rt_source *rt_source_open(const char *path, ppcc_diag *d) {
 
 /* ---------------- fetching a param ---------------- */
 
-static void shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
-  size_t off = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < rank && off < n; i++) off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)shape[i]);
-  if (off < n) snprintf(buf + off, n - off, "]");
-}
-
 static ppcc_status shape_error(const char *file, const ppcc_value *p, int rank, const int64_t *shape, ppcc_diag *d) {
   char got[128], want[128];
-  shape_str(rank, shape, got, sizeof got);
-  shape_str(p->rank, p->shape, want, sizeof want);
+  rt_shape_str(rank, shape, got, sizeof got);
+  rt_shape_str(p->rank, p->shape, want, sizeof want);
   return ppcc_error(d, "%s: tensor '%s' has shape %s but the graph declares %s", file, p->name, got, want);
 }
 
@@ -270,6 +264,12 @@ static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data
     return ppcc_error(d, "%s: tensor '%s': the graph declares %s, GGUF tensors are floats", s->path, p->name,
                       ppcc_dtype_name(p->dtype));
   int64_t n = ppcc_num_elements(p->rank, p->shape), cols = t->ne[0], rows = cols ? n / cols : 0;
+  long heads = p->rank == 2 ? qk_heads(&s->gguf, p->name) : 0;
+  if (t->type == 0 /* GGML F32 */ && p->dtype == PPCC_F32 && heads == 0 && t->bytes == (uint64_t)n * 4 &&
+      (uintptr_t)t->data % 4 == 0) {
+    *data = t->data; /* f32 as the graph computes: used in place from the mapping */
+    return PPCC_OK;
+  }
   float *f = rt_alloc(n * 4);
   if (!f) return oom(d);
   ppcc_status dq = rt_gguf_dequantize_rows(s->path, t, 0, rows, f, d);
@@ -277,7 +277,6 @@ static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data
     rt_free(f);
     return dq;
   }
-  long heads = p->rank == 2 ? qk_heads(&s->gguf, p->name) : 0;
   if (heads > 0) {
     if (rows % heads != 0 || (rows / heads) % 2 != 0) {
       rt_free(f);

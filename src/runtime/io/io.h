@@ -1,12 +1,25 @@
+/* Door of src/runtime/io/: the GGUF reader (the importer reads GGUF
+ * metadata with it) and cutting shards out of mapped weights files. The
+ * weights API (ppcc_weights_*, ppcc_npy_*) is public
+ * (include/ppcc/runtime.h). */
+#ifndef PPCC_RT_IO_H
+#define PPCC_RT_IO_H
+#include "../rt_internal.h"
+#include "ppcc/quant.h"
+
+/* mapped_shard.c: shard i of param p cut from its full tensor in a mapped
+ * weights file, the file's pages released as they are copied (MPI runs:
+ * a rank's memory is its own shards). */
+void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i);
+/* mapped_shard.c: drops the whole pages of [p, p + bytes) of a read-only
+ * file mapping from this process (a later touch reads them again). */
+void rt_release_pages(const void *p, int64_t bytes);
+
 /* GGUF (v2, v3) reader: llama.cpp's and sharktank's single-file format.
  * The file is mmapped; header, metadata and tensor infos are parsed with
  * every length and offset checked against the file size, tensors must lie
  * inside the data section without overlapping. Internal to ppcc (the
  * runtime's weights and src/import/ use it). */
-#ifndef PPCC_RT_GGUF_H
-#define PPCC_RT_GGUF_H
-#include "../rt_internal.h"
-#include "ppcc/quant.h"
 
 /* Metadata value kinds (GGUF's own numbering). */
 enum {
