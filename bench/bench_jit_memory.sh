@@ -3,7 +3,7 @@
 # device). `ppcc run --check-plan` measures each device's peak on the JIT:
 # the argument shards it holds for the run (params, inputs, output
 # buffers) plus the high-water mark of what the compiled code allocates
-# (src/runtime/jit_arena.c). This prints, per depth, the measured peak,
+# (src/runtime/jit/jit_arena.c). This prints, per depth, the measured peak,
 # the arguments (from the model and `ppcc report`'s value shapes) and
 # their difference: the compiled code's high-water mark, which should stay
 # about flat in depth when buffers are freed after their last use (and

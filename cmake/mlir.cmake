@@ -38,7 +38,7 @@ add_custom_command(OUTPUT ${PPCC_IRDL_C}
   DEPENDS ${PPCC_IRDL_FILE} ${PROJECT_SOURCE_DIR}/src/emit/annotated/embed_text.cmake
   COMMENT "Embedding the ppcc IRDL dialect")
 
-file(GLOB PPCC_EMIT_SRC CONFIGURE_DEPENDS src/emit/*/*.c)
+file(GLOB PPCC_EMIT_SRC CONFIGURE_DEPENDS src/emit/*.c src/emit/*/*.c)
 # The JIT (src/emit/exec/exec_jit.c) runs device code on the runtime; without
 # the runtime only the emitter is built.
 if(NOT TARGET ppcc_runtime)

@@ -1,5 +1,7 @@
-/* libFuzzer target: the GGUF reader (src/runtime/gguf.c) and the GGUF
- * importer's metadata reading (src/import/gguf.c), both compiled in with
+/* libFuzzer target: the GGUF reader (src/runtime/io/gguf.c), the GGUF
+ * importer's metadata reading (src/import/gguf.c) and the tokenizer read
+ * from tokenizer.ggml.* (src/import/tokenizer_load.c, which then encodes a
+ * fixed varied text and decodes every id), compiled in with
  * the file mapping replaced by a heap copy of exactly the input (see
  * memory_file.h). Every tensor the reader accepts is dequantized whole
  * (bounded), so a bad offset or size is an ASan report; a refusal must
@@ -21,8 +23,15 @@
 #define rt_gguf_dequantize_rows fuzz_gguf_dequantize_rows
 #define llama_spec_from_gguf fuzz_spec_from_gguf
 #define llama_spec_from_source fuzz_spec_from_source
+#define rt_gguf_array_number fuzz_gguf_array_number
+#define rt_gguf_array_next_string fuzz_gguf_array_next_string
+#define tokenizer_load fuzz_tokenizer_load
+#define tokenizer_load_hf_json fuzz_tokenizer_load_hf_json
+#define tokenizer_eos_of_source fuzz_tokenizer_eos_of_source
 #include "../src/runtime/io/gguf.c"
 #include "../src/import/gguf.c"
+#include "../src/import/tokenizer_load.c"
+#include "tokenizer_exercise.h"
 
 #include "memory_file.h"
 
@@ -53,6 +62,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     else fuzz_require_diag(&dq, "rt_gguf_dequantize_rows");
     free(out);
   }
+  tokenizer *tok = NULL;
+  ppcc_diag d3;
+  ppcc_diag_init(&d3, "fuzz.gguf", NULL);
+  if (tokenizer_from_gguf(&g, &tok, &d3) == PPCC_OK) fuzz_exercise_tokenizer(tok);
+  else fuzz_require_diag(&d3, "tokenizer_from_gguf");
+  tokenizer_free(tok);
   fuzz_gguf_close(&g);
   llama_spec s = {0};
   ppcc_diag d2;

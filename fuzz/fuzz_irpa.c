@@ -1,4 +1,4 @@
-/* libFuzzer target: the IREE parameter archive loader (src/runtime/irpa.c
+/* libFuzzer target: the IREE parameter archive loader (src/runtime/io/irpa.c
  * via ppcc_weights_open / ppcc_weights_get); see weights_harness.h.
  * Inputs without the "IRPA" magic would go to the safetensors loader,
  * which has its own target, so they are skipped here. */

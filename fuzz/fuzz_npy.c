@@ -1,4 +1,4 @@
-/* libFuzzer target: the .npy reader (src/runtime/npy.c).
+/* libFuzzer target: the .npy reader (src/runtime/io/npy.c).
  *
  * npy.c is compiled into this file with rt_map_file replaced by an
  * in-memory "mapping": the input is copied into a heap buffer of exactly

@@ -1,4 +1,4 @@
-/* libFuzzer target: the .safetensors loader (src/runtime/safetensors.c via
+/* libFuzzer target: the .safetensors loader (src/runtime/io/safetensors.c via
  * ppcc_weights_open / ppcc_weights_get); see weights_harness.h. */
 #include "weights_harness.h"
 

@@ -1,6 +1,6 @@
-/* Shared body of fuzz_safetensors and fuzz_irpa: src/runtime/weights.c is
- * compiled into the target with its file mapping replaced by a heap copy
- * of the input of exactly its size (ASan then sees any read past the end,
+/* Shared body of fuzz_safetensors and fuzz_irpa: src/runtime/io/weights.c
+ * and weight_index.c are compiled into the target with the file mapping
+ * replaced by a heap copy of the input of exactly its size (ASan then sees any read past the end,
  * which an mmap'd file would hide up to the page boundary). Public
  * functions are renamed so they do not clash with the runtime library.
  *
@@ -25,6 +25,7 @@
 #define rt_weight_index_finish fuzz_weight_index_finish
 #define rt_weight_index_find fuzz_weight_index_find
 #include "../src/runtime/io/weights.c"
+#include "../src/runtime/io/weight_index.c"
 
 /* Splat entries are expanded into a fresh buffer: keep them small. */
 #define FUZZ_MAX_SPLAT_BYTES ((uint64_t)1 << 20)

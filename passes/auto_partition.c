@@ -187,7 +187,8 @@ static bool column_ok(const part_ctx *c, const ppcc_op *op) {
  * adds it, so the all_reduce counts it once (DESIGN §4). */
 static bool row_ok(const part_ctx *c, const ppcc_op *op, int activation) {
   return is_weight_op(c, op) && (op->n_in == 2 || val(c, op->in[2])->kind == PPCC_VALUE_PARAM) &&
-         op->in[0] == activation && val(c, op->in[1])->shape[in_dim(op)] % c->tp == 0;
+         op->in[0] == activation && val(c, op->in[1])->shape[in_dim(op)] % c->tp == 0 &&
+         !ppcc_split_cuts_blocks(val(c, op->in[1]), in_dim(op), c->tp); /* quantized: whole blocks only */
 }
 
 /* Elementwise ops that keep a split along the last dim as it is. */

@@ -36,11 +36,27 @@ static ppcc_status check_result_size(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
+/* Block-quantized params feed only the operands their op's shape rule
+ * accepts (a linear's weight, an embedding's table). */
+static ppcc_status check_quantized(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  for (int k = 0; k < op->n_in; k++) {
+    const ppcc_value *v = &g->values[op->in[k]];
+    if (!ppcc_dtype_is_quantized(v->dtype) || (op->quantized_ok >> k & 1u)) continue;
+    char ref[600];
+    return ppcc_error(d, "%s: operand '%s' is %s (block-quantized): only the weight of a linear or the table of an "
+                      "embedding may be quantized",
+                      ppcc_op_ref(g, op, ref, sizeof ref), v->name, ppcc_dtype_name(v->dtype));
+  }
+  return PPCC_OK;
+}
+
 ppcc_status ppcc_pass_verify(ppcc_graph *g, ppcc_diag *d) {
   for (int i = 0; i < g->n_ops; i++) {
     ppcc_op *op = &g->ops[i];
     ppcc_status st = check_operands(g, i, d);
+    op->quantized_ok = 0;
     if (!st) st = op->info->infer_shape(g, op, d);
+    if (!st) st = check_quantized(g, op, d);
     if (!st) st = check_result_size(g, op, d);
     if (st) return st;
   }

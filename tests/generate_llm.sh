@@ -13,7 +13,7 @@ backends="interp"
 "$ppcc" run --help | grep -q 'backend=jit|interp' && "$ppcc" generate "$src/testdata/llm/hf_untied_f32" \
   --prompt-ids 1 --max-new-tokens 1 --backend=jit >/dev/null 2>&1 && backends="interp jit"
 for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf_refs hf_rope_llama3:hf_rope_llama3 \
-            hf_rope_linear:hf_rope_linear; do
+            hf_rope_linear:hf_rope_linear hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 hf_llama_bias:hf_llama_bias; do
   source=$src/testdata/llm/${pair%%:*}
   want="tokens: $(cat "$src/testdata/llm/${pair##*:}/ref_ids.txt")"
   for tp in 1 2; do
@@ -22,7 +22,7 @@ for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf
       [[ ${pair%%:*} == hf_rope_* && ($pp -eq 2 || $tp -eq 1) ]] && continue
       for backend in $backends; do
         out=$("$ppcc" generate "$source" --tp $tp --pp $pp --backend=$backend --prompt-ids $prompt \
-              --max-new-tokens 8 2>&1)
+              --max-new-tokens 8 --ignore-eos 2>&1)
         got=$(printf '%s\n' "$out" | sed -n 1p)
         # params are resident: made once at load, never copied by an execute
         if [[ $got == "$want" ]] && grep -q '^time to first token: ' <<<"$out" && grep -q 'tokens/s$' <<<"$out" &&

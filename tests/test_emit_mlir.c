@@ -15,7 +15,7 @@
 #include "ppcc/report.h"
 #include "emit_support.h"
 
-/* src/emit/emit_internal.h: whether the annotated form is printed without
+/* src/emit/lower/emit_internal.h: whether the annotated form is printed without
  * MLIR (emit_direct.c). */
 bool emit_direct_supported(const ppcc_graph *g);
 

@@ -369,7 +369,7 @@ static ppcc_calibration matmul_takes_1ms(void) {
 }
 
 /* Several devices computing at once, a kernel thread each, are pinned to
- * core d mod cores (src/runtime/affinity.c): stages on devices [0], [2],
+ * core d mod cores (src/runtime/exec/affinity.c): stages on devices [0], [2],
  * [1] on 2 cores put the first two on core 0, so the second waits for the
  * first although core 1 idles. 2 microbatches of 1 ms: stage 0 runs 0-2,
  * stage 1 2-4, stage 2 3-5 (unpinned, stage 1 would run 1-3 on core 1 and

@@ -1,10 +1,10 @@
-/* Per-device arenas (src/runtime/arena.c) and reshape views in the
- * interpreter (src/runtime/executor.c). */
+/* Per-device arenas (src/runtime/exec/arena.c) and reshape views in the
+ * interpreter (src/runtime/exec/executor.c). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../src/runtime/rt_internal.h"
+#include "../src/runtime/exec/exec.h"
 #include "ppcc/runtime.h"
 #include "test_support.h"
 

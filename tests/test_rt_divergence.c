@@ -1,4 +1,4 @@
-/* --check's search for the first divergent value (src/runtime/divergence.c):
+/* --check's search for the first divergent value (src/runtime/exec/divergence.c):
  * no value of a correct sharded model diverges (split shards, replicas and
  * partial sums all compared right), and a fault injected with the
  * test-only PPCC_TEST_INJECT is found at its value and shard. */

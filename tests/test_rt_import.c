@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include "../src/import/import.h"
-#include "../src/runtime/io/gguf.h"
+#include "../src/runtime/io/io.h"
 #include "ppcc/frontend.h"
 #include "ppcc/passes.h"
 #include "ppcc/runtime.h"
@@ -32,8 +32,12 @@ static const checkpoint checkpoints[] = {
   {"testdata/llm/tiny.gguf", "testdata/llm/gguf_refs"},
   {"testdata/llm/hf_rope_llama3", "testdata/llm/hf_rope_llama3"},
   {"testdata/llm/hf_rope_linear", "testdata/llm/hf_rope_linear"},
+  /* families beyond Llama (tools/make_family_refs.py) */
+  {"testdata/llm/hf_qwen2", "testdata/llm/hf_qwen2"},
+  {"testdata/llm/qwen2.gguf", "testdata/llm/hf_qwen2"},
+  {"testdata/llm/hf_llama_bias", "testdata/llm/hf_llama_bias"},
 };
-#define N_CHECKPOINTS 5
+#define N_CHECKPOINTS 8
 
 static ppcc_host_tensor read_npy(const char *rel) {
   ppcc_host_tensor t;
@@ -417,7 +421,7 @@ START_TEST(bad_configs_name_the_key) {
   expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 2.0}",
                       "'rope_scaling'");
   expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"linear\"}", "'rope_scaling.factor'");
-  expect_config_error("\"attention_bias\": false", "\"attention_bias\": true", "'attention_bias'");
+  expect_config_error("\"attention_bias\": false", "\"attention_bias\": false, \"sliding_window\": 4096", "'sliding_window': 4096");
   expect_config_error("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", "'hidden_act'");
   expect_config_error("\"num_hidden_layers\": 2", "\"num_hidden_layers\": \"two\"", "'num_hidden_layers'");
   expect_config_error("\"vocab_size\": 128", "\"vocab\": 128", "'vocab_size'");

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../src/runtime/rt_internal.h"
+#include "../src/runtime/exec/exec.h"
 #include "ppcc/io.h"
 #include "ppcc/runtime.h"
 #include "test_support.h"

@@ -1,12 +1,12 @@
 /* What `ppcc run --check-plan` keeps of its forwards (issue 17,
- * src/runtime/mem_account.c): each stage busy time, the wall and each
+ * src/runtime/exec/mem_account.c): each stage busy time, the wall and each
  * op's time are the median of the warm forwards (the first is cold and
  * does not count once there are others), so one slow or fast forward
  * moves nothing, with the fastest and slowest warm forward beside, as
  * ppcc_plan_measure_summarize sets them; starting over (forwards = 0)
  * forgets the history. */
 #include <stdlib.h>
-#include "../src/runtime/rt_internal.h"
+#include "../src/runtime/exec/exec.h"
 #include "ppcc/predict.h"
 #include "test_support.h"
 

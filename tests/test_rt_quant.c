@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../src/runtime/io/gguf.h"
+#include "../src/runtime/io/io.h"
 #include "ppcc/quant.h"
 #include "test_support.h"
 

@@ -1,5 +1,5 @@
 /* The one thread budget (issue 12): how many devices of a pipeline can
- * compute at once (ppcc_concurrent_devices, src/report/concurrency.c),
+ * compute at once (ppcc_concurrent_devices, src/plan/concurrency.c),
  * the kernel threads each then gets, and that two device threads calling
  * the multi-threaded BLAS at the same time get the same bits as alone. */
 #define _GNU_SOURCE
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../src/runtime/rt_internal.h"
+#include "../src/runtime/exec/exec.h"
 #include "ppcc/predict.h"
 #include "ppcc/runtime.h"
 #include "test_support.h"

@@ -54,7 +54,7 @@ npy("npy_text_after_dict.npy", "{'descr': '<f4', " + GOOD_REST + " junk")
 
 
 def irpa(name, names, sizes):
-    """IRPA v0 (src/runtime/irpa.c): header, DATA entries, names, storage."""
+    """IRPA v0 (src/runtime/io/irpa.c): header, DATA entries, names, storage."""
     entries = meta = storage = b""
     for n, size in zip(names, sizes):
         e = struct.pack("<QIQQQQQQQQ", 76, 2, 0, len(meta), len(n), 0, 0, 16, len(storage), size)

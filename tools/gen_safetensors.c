@@ -104,7 +104,7 @@ static bool write_safetensors(FILE *f, const ppcc_graph *g, uint64_t seed) {
   return ok && header;
 }
 
-/* IRPA v0 (see src/runtime/irpa.c): header, entry table, names, data. */
+/* IRPA v0 (see src/runtime/io/irpa.c): header, entry table, names, data. */
 static bool write_irpa(FILE *f, const ppcc_graph *g, uint64_t seed) {
   enum { HEADER = 88, ENTRY = 76, ENTRY_PADDED = 80, DATA_ALIGN = 64 };
   param_list l = {0};

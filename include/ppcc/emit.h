@@ -15,7 +15,7 @@ typedef enum {
 ppcc_status ppcc_emit(const ppcc_graph *g, ppcc_emit_kind kind, FILE *out, ppcc_diag *d);
 /* The same, always through an MLIR module (the annotated form of models
  * made only of common ops is otherwise printed straight from the graph,
- * src/emit/emit_direct.c; tests compare the two). */
+ * src/emit/annotated/emit_direct.c; tests compare the two). */
 ppcc_status ppcc_emit_via_mlir(const ppcc_graph *g, ppcc_emit_kind kind, FILE *out, ppcc_diag *d);
 
 #endif

@@ -15,13 +15,27 @@
 #define PPCC_MAX_ELEMENTS (INT64_C(1) << 48)
 #define PPCC_MAX_NAME 256
 
+/* The q* dtypes are GGUF's block-quantized weight formats (DESIGN §11):
+ * params only, stored as whole blocks along the last dim; their block
+ * length and bytes per block come from the one table of
+ * include/ppcc/quant.h (ppcc_dtype_blocks). */
 typedef enum {
   PPCC_F32, PPCC_F16, PPCC_BF16, PPCC_I64, PPCC_I32, PPCC_I8, PPCC_BOOL,
+  PPCC_Q8_0, PPCC_Q4_0, PPCC_Q4_1, PPCC_Q5_0, PPCC_Q5_1, PPCC_Q2_K, PPCC_Q3_K, PPCC_Q4_K, PPCC_Q5_K, PPCC_Q6_K,
   PPCC_DTYPE_COUNT
 } ppcc_dtype;
 
+struct ppcc_block_format;
 const char *ppcc_dtype_name(ppcc_dtype t);
+/* Bytes per element; 0 for the block-quantized dtypes (use
+ * ppcc_value_bytes / ppcc_dtype_stored_bytes). */
 int ppcc_dtype_size(ppcc_dtype t);
+/* The block format of a quantized dtype, NULL for the element dtypes. */
+const struct ppcc_block_format *ppcc_dtype_blocks(ppcc_dtype t);
+bool ppcc_dtype_is_quantized(ppcc_dtype t);
+/* Bytes that a [rows][cols] tensor of dtype t takes as stored (a partial
+ * block of a row counts whole); -1 on overflow. */
+int64_t ppcc_dtype_stored_bytes(ppcc_dtype t, int64_t rows, int64_t cols);
 bool ppcc_dtype_from_name(const char *s, ppcc_dtype *out);
 bool ppcc_dtype_is_float(ppcc_dtype t);
 
@@ -93,6 +107,9 @@ typedef struct ppcc_op {
    * of gather_operands: operand k is all-gathered first; resplit: the
    * result is computed whole (replicated) and re-split along resplit_dim. */
   unsigned gather_operands;
+  /* Set by the shape rule: bit k: operand k may be block-quantized (a
+   * linear's weight, an embedding's table); verify refuses the others. */
+  unsigned quantized_ok;
   bool resplit;
   int resplit_dim;
   const char *why;
@@ -154,6 +171,9 @@ double ppcc_attr_float(const ppcc_op *op, const char *name, double dflt);
 /* Element count and byte sizes, overflow-checked (-1 on overflow). */
 int64_t ppcc_num_elements(int rank, const int64_t *shape);
 int64_t ppcc_value_bytes(const ppcc_value *v);        /* whole logical tensor */
+/* Whether splitting v along dim into count shards cuts its blocks (a
+ * quantized dtype split along its last dim off a block multiple). */
+bool ppcc_split_cuts_blocks(const ppcc_value *v, int dim, int count);
 int64_t ppcc_value_shard_bytes(const ppcc_value *v);  /* one shard */
 /* Local (per-shard) shape of a value. */
 void ppcc_value_shard_shape(const ppcc_value *v, int64_t *shape_out);
@@ -175,7 +195,7 @@ bool ppcc_op_involves(const ppcc_graph *g, const ppcc_op *op, int dev);
 /* Whether dev may wait on another device in op (it receives a transfer's
  * shard from elsewhere, or takes part in a collective); compute never waits. */
 bool ppcc_op_may_wait(const ppcc_graph *g, const ppcc_op *op, int dev);
-/* The pipeline schedule (src/ir/pipeline_segments.c): each device runs,
+/* The pipeline schedule (src/plan/pipeline_segments.c): each device runs,
  * per segment, the segment's ops for microbatch 0..M-1. Returns the
  * number of segments; begin[s] is the first op of segment s, begin[n] =
  * n_ops (begin needs n_ops + 2 entries). */

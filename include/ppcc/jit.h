@@ -5,7 +5,7 @@
  * OpenMP thread per device.
  *
  * Two halves:
- *   - src/emit/exec_jit.c (ppcc_emit, MLIR): ppcc_jit_compile builds the
+ *   - src/emit/exec/exec_jit.c (ppcc_emit, MLIR): ppcc_jit_compile builds the
  *     module, lowers and JIT-compiles it, and hands back one packed entry
  *     point per device;
  *   - src/runtime/jit_*.c (ppcc_runtime, plain C): the memref-descriptor

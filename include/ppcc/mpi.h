@@ -8,8 +8,8 @@
  * Rank 0 collects the outputs, writes them and the summary; a failure on any
  * rank aborts every rank with the failing rank's message.
  *
- * Implemented in src/runtime/rank_map.c (the map, always built) and
- * src/runtime/comm_mpi.c (built when CMake finds MPI; without it the
+ * Implemented in src/runtime/comm/rank_map.c (the map, always built) and
+ * src/runtime/comm/comm_mpi.c (built when CMake finds MPI; without it the
  * functions below report that MPI is unavailable). */
 #ifndef PPCC_MPI_H
 #define PPCC_MPI_H

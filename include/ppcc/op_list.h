@@ -11,8 +11,8 @@
  *   batch:  whether the op keeps dim-0 (batch) rows apart, so it can run on
  *           microbatches; a rule function in src/ir/ops.c
  *   pin:    UNARY | MULTI | CREATE | COLLECTIVE | INPLACE | TRANSFER | UNSHARD
- *   kernel: reference kernel in src/runtime/kernels.c
- *   lower:  MLIR lowering in src/emit/lower_ops.c
+ *   kernel: reference kernel in src/runtime/kernels/kernels.c
+ *   lower:  MLIR lowering in src/emit/lower/lower_ops.c
  */
 /*      name             in  in   out attrs             family       shape              shard                  pin          flops             batch              kernel              lower */
 PPCC_OP(matmul,          2,  2,   1,  attrs_none,       COMPUTE,     shape_matmul,      shard_matmul,          MULTI,       flops_matmul,     batch_contract,    kernel_matmul,      lower_matmul)
@@ -53,7 +53,7 @@ PPCC_OP(slice,           1,  1,   1,  attrs_slice,      COMPUTE,     shape_slice
 PPCC_OP(sum,             1,  1,   1,  attrs_reduce,     COMPUTE,     shape_reduce,      shard_reduce,          UNARY,       flops_reduce_in,  batch_reduce,      kernel_sum,         lower_sum)
 PPCC_OP(mean,            1,  1,   1,  attrs_reduce,     COMPUTE,     shape_reduce,      shard_reduce,          UNARY,       flops_reduce_in,  batch_reduce,      kernel_mean,        lower_mean)
 PPCC_OP(argmax,          1,  1,   1,  attrs_dim_opt,    COMPUTE,     shape_argmax,      shard_argmax,          UNARY,       flops_reduce_in,  batch_dim_last,    kernel_argmax,      lower_argmax)
-/* Elementwise ops ONNX models bring (kernels in src/runtime/kernels_onnx.c, lowerings in src/emit/lower_onnx.c). */
+/* Elementwise ops ONNX models bring (kernels in src/runtime/kernels/kernels_onnx.c, lowerings in src/emit/lower/lower_onnx.c). */
 PPCC_OP(sqrt,            1,  1,   1,  attrs_none,       COMPUTE,     shape_same,        shard_nonlinear,       UNARY,       flops_elem4,      batch_rowwise,     kernel_sqrt,        lower_onnx_unary)
 PPCC_OP(reciprocal,      1,  1,   1,  attrs_none,       COMPUTE,     shape_same,        shard_nonlinear,       UNARY,       flops_elem1,      batch_rowwise,     kernel_reciprocal,  lower_onnx_unary)
 PPCC_OP(erf,             1,  1,   1,  attrs_none,       COMPUTE,     shape_same,        shard_nonlinear,       UNARY,       flops_elem8,      batch_rowwise,     kernel_erf,         lower_onnx_unary)

@@ -1,10 +1,10 @@
 /* Predicted memory and time of a placed graph (issue 17), and the check of
  * a run against them (`ppcc run --check-plan`). Implemented in
- * src/report/predict.c (core: no runtime needed); the runtime fills a
+ * src/plan/predict.c (core: no runtime needed); the runtime fills a
  * ppcc_plan_measure, `ppcc calibrate` fills a ppcc_calibration.
  *
  * Memory model (per device, what the interpreter executor holds in its
- * value buffers, src/runtime/executor.c):
+ * value buffers, src/runtime/exec/executor.c):
  *   - every param shard on the device, loaded once and resident;
  *   - every input shard of every microbatch, loaded before the run starts;
  *   - a result shard is allocated when its op runs on the device (compute
@@ -25,21 +25,21 @@
  * measurement.
  *
  * JIT memory model (ppcc_predict_options.jit; measured by
- * src/runtime/jit_exec.c: argument shards + the high-water mark of what
- * the compiled code allocates through src/runtime/jit_arena.c):
+ * src/runtime/jit/jit_exec.c: argument shards + the high-water mark of what
+ * the compiled code allocates through src/runtime/jit/jit_arena.c):
  *   - params, inputs and one buffer per output shard are arguments the
  *     executor holds for the whole run; the result an output's op computes
  *     is a buffer of its own, copied into the output argument after its
  *     last reader (at once if none);
  *   - every buffer the device function allocates is freed right after its
- *     last reader (src/emit/exec_dealloc.c), and the arena reuses its
+ *     last reader (src/emit/exec/exec_dealloc.c), and the arena reuses its
  *     bytes: results nobody reads are freed at once; inputs and params are
  *     arguments and stay;
- *   - a reshape is a view (not outlined, src/emit/exec_kernel.c), and the
+ *   - a reshape is a view (not outlined, src/emit/exec/exec_kernel.c), and the
  *     buffer under a view lives until the view's last reader; an in-place
  *     op (index_copy) copies its destination into a new result, so the
  *     destination is not kept for it;
- *   - a layout change (src/emit/exec_comm.c) whose shard stays on its
+ *   - a layout change (src/emit/exec/exec_comm.c) whose shard stays on its
  *     home device is the operand's buffer (whole to whole, split to split
  *     on the same dim) or, for the offset-0 cut of a split whose leading
  *     dims are 1, a view (the operand then lives as long as the result);
@@ -84,7 +84,7 @@
  *   t is divided by the device's relative speed.
  * A stage's work per microbatch is its slowest device's sum of t. The
  * pipeline is then simulated as the runtime runs it (simulate_pipeline in
- * src/report/predict.c): device threads block while they wait and keep
+ * src/plan/predict.c): device threads block while they wait and keep
  * their core while they have work, a stage runs microbatch i when it ran
  * i - 1, stage k - 1 handed i over (hop_us later) and cores are free for
  * its devices (a stage with more devices than cores runs at cores /
@@ -293,7 +293,7 @@ void ppcc_plan_measure_release(ppcc_plan_measure *m);
 ppcc_status ppcc_plan_check(const ppcc_prediction *p, const ppcc_plan_measure *m, double memory_tolerance,
                             double time_tolerance, FILE *out, ppcc_diag *d);
 
-/* The one thread budget (src/report/concurrency.c): at most how many
+/* The one thread budget (src/plan/concurrency.c): at most how many
  * devices of g compute at the same time with M microbatches (the largest
  * min(M, stages) stage groups, capped at g's devices), and the kernel
  * threads each device then gets from `cores` (never more busy threads than
@@ -302,7 +302,7 @@ int ppcc_concurrent_devices(const ppcc_graph *g, int microbatches);
 int ppcc_kernel_threads_per_device(int cores, int concurrent);
 /* Whether a run's devices (several, one kernel thread each, on at least 2
  * cores) are pinned one to a core, device d on core d mod cores: the
- * runtime places them so (src/runtime/affinity.c), the prediction's
+ * runtime places them so (src/runtime/exec/affinity.c), the prediction's
  * pipeline simulation likewise. */
 bool ppcc_devices_spread(int cores, int kernel_threads_per_device, int devices);
 

@@ -105,7 +105,7 @@ int64_t ppcc_rt_arena_bytes(int device, int64_t *planned, int64_t *scratch);
  * executor (ppcc_predict_options.view_ops). Free with free(); NULL: out
  * of memory. */
 bool *ppcc_rt_view_ops(const ppcc_graph *g);
-/* The same for the JIT (src/emit/exec_kernel.c): a reshape is not
+/* The same for the JIT (src/emit/exec/exec_kernel.c): a reshape is not
  * outlined into a kernel, so bufferization leaves it a view of its
  * operand; transposes are kernels (copies), and in-place ops copy their
  * destination (no write through a view). */
@@ -241,7 +241,7 @@ typedef struct ppcc_run_options {
                          double *elapsed_ms, ppcc_diag *d);
   void *execute_ctx;
   /* --expect NAME=FILE.npy: outputs compared with given references by the
-   * criterion of --check (src/runtime/expect.c). */
+   * criterion of --check (src/runtime/exec/expect.c). */
   const ppcc_input_arg *expects;
   int n_expects;
   /* --check-plan: the first forward's measurement (ppcc/predict.h), or
@@ -249,7 +249,7 @@ typedef struct ppcc_run_options {
   struct ppcc_plan_measure *measure;
 } ppcc_run_options;
 
-/* `ppcc calibrate` (src/runtime/calibrate.c): measures this machine's
+/* `ppcc calibrate` (src/plan/calibrate/calibrate.c): measures this machine's
  * GEMM GFLOP/s, elementwise and copy GB/s for 1..max_threads threads
  * (0: all cores) and the fixed cost of a kernel call; log gets a line per
  * thread count. */
@@ -282,6 +282,10 @@ ppcc_status ppcc_calibrate_jit_ops(struct ppcc_calibration *c, const char *const
 /* Runs the graph (after all passes) on its devices, writes outputs, and
  * with check compares against the reference executor. */
 ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *opts, ppcc_diag *d);
+/* Refuses a graph with block-quantized params (no kernel computes with
+ * them yet), naming the param and its dtype; ppcc_run calls it first, the
+ * CLI before it picks a backend, so interp and JIT refuse alike. */
+ppcc_status ppcc_run_check_dtypes(const ppcc_graph *g, ppcc_diag *d);
 
 /* Lower-level entry points (tests, benchmark, a later JIT driver). */
 
@@ -388,7 +392,7 @@ void ppcc_pipeline_stats_print(const ppcc_pipeline_stats *s, FILE *out);
 
 /* Every shard of every param and input as cut, and of every op result as
  * it was computed, for --check's search of the first divergent value
- * (src/runtime/divergence.c). shards[v][i]
+ * (src/runtime/exec/divergence.c). shards[v][i]
  * holds shard i of value v (its local shape, contiguous), NULL when not
  * captured; each device thread writes only its own shards. */
 typedef struct ppcc_capture {

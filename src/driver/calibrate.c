@@ -1,5 +1,5 @@
 /* `ppcc calibrate [-o FILE] [--threads N]`: measures this machine's speeds
- * (src/runtime/calibrate.c) and writes the calibration file that
+ * (src/plan/calibrate/calibrate.c) and writes the calibration file that
  * --calibration reads (include/ppcc/predict.h). No model argument. */
 #include <stdio.h>
 #include <string.h>

@@ -106,36 +106,6 @@ ppcc_status cli_check_pass_name(const char *command, const char *pass_name) {
                          names);
 }
 
-ppcc_graph *cli_load_and_compile(const char *model_path, const char *dump_after,
-                                 ppcc_diag *d, ppcc_status *status) {
-  return cli_load_and_compile_partitioned(model_path, dump_after, NULL, d, status);
-}
-
-ppcc_graph *cli_load_and_compile_partitioned(const char *model_path, const char *dump_after,
-                                             const cli_partition *req, ppcc_diag *d,
-                                             ppcc_status *status) {
-  bool json = req && req->diagnostics_json;
-  ppcc_diag_init(d, model_path, json ? NULL : stderr); /* JSON: one document at the end */
-  ppcc_graph *g = ppcc_load_model_file(model_path, d);
-  if (!g) {
-    /* No diagnostic means the loader itself failed (out of memory). */
-    *status = d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
-    if (json) cli_report_failure(model_path, NULL, d, req);
-    return NULL;
-  }
-  cli_apply_partition(g, req);
-  *status = ppcc_run_passes(g, dump_after, stderr, d);
-  if (*status == PPCC_OK && req && req->devices_spec.n_devices && req->pp == 0 && req->tp == 0)
-    *status = ppcc_devices_spec_check_memory(g, &req->devices_spec, d); /* a placed model */
-  if (*status != PPCC_OK) {
-    cli_report_failure(model_path, g, d, req); /* the --why chain and fixes */
-    ppcc_graph_free(g);
-    return NULL;
-  }
-  d->sink = stderr; /* later errors (rendering, running) stay one line each */
-  return g;
-}
-
 /* ---------------- ppcc compile ---------------- */
 
 typedef struct compile_args {

@@ -84,8 +84,8 @@ ppcc_status cli_check_partition(const char *command, cli_partition *req);
 int cli_partition_devices(const cli_partition *req);
 /* Puts the request on the graph (NULL: none). */
 void cli_apply_partition(ppcc_graph *g, const cli_partition *req);
-/* cli_load_and_compile with an auto-partition request (NULL: none);
- * in compile.c. */
+/* cli_load_and_compile with an auto-partition request (NULL: none)
+ * (compile_model.c, as the rest of this section). */
 ppcc_graph *cli_load_and_compile_partitioned(const char *model_path, const char *dump_after,
                                              const cli_partition *req, ppcc_diag *d,
                                              ppcc_status *status);
@@ -115,6 +115,13 @@ extern const char cli_diagnostics_help[];
  * the whole error as one JSON document on stderr. g may be NULL. */
 void cli_report_failure(const char *model_path, const ppcc_graph *g, ppcc_diag *d,
                         const cli_partition *req);
+/* The pieces of that report `ppcc fix` (fix_cmd.c) reuses: the fix
+ * request matching the command line, the model as parsed JSON (NULL if it
+ * does not read or parse: the loader reports that), and one diagnosis as
+ * notes through d or as the JSON document (with the fixes applied). */
+struct ppcc_fix_options cli_fix_options(const cli_partition *req);
+struct cJSON *cli_read_model(const char *path);
+void cli_emit_diagnosis(const char *path, struct cJSON *diag, ppcc_diag *d, bool json, struct cJSON *applied);
 int cli_cmd_fix(int argc, char **argv);
 void cli_help_fix(FILE *out);
 

@@ -8,72 +8,6 @@
 #include "ppcc/fix.h"
 #include "ppcc/io.h"
 
-const char cli_diagnostics_help[] =
-    "  --diagnostics=FORMAT text (default): a placement error is followed by its\n"
-    "                      --why chain and fixes as '  note:'/'  fix:' lines;\n"
-    "                      json: the error as one JSON document on stderr (kind,\n"
-    "                      op, operands, chain, fixes as edits with their cost)\n";
-
-static ppcc_fix_options fix_options(const cli_partition *req) {
-  ppcc_fix_options o = {0};
-  if (!req) return o;
-  /* The same request the compile itself gets (cli_apply_partition). */
-  ppcc_graph probe = {0};
-  cli_apply_partition(&probe, req);
-  o = (ppcc_fix_options){.pp = req->pp, .tp = req->tp, .device_memory = req->device_memory,
-                         .stage_tp = probe.partition.stage_tp, .devices_spec = probe.partition.devices_spec};
-  return o;
-}
-
-/* The model as parsed JSON; NULL if it does not read or parse (the loader
- * has reported that already). */
-static cJSON *read_model(const char *path) {
-  ppcc_diag quiet;
-  ppcc_diag_init(&quiet, path, NULL);
-  size_t len = 0;
-  char *text = ppcc_read_file(path, &len, &quiet);
-  cJSON *model = text ? cJSON_ParseWithLength(text, len) : NULL;
-  free(text);
-  return model;
-}
-
-static void print_json_document(const char *path, cJSON *errors, cJSON *applied) {
-  cJSON *doc = cJSON_CreateObject();
-  if (!doc) return;
-  cJSON_AddNumberToObject(doc, "ppcc_diagnostics", 1);
-  cJSON_AddStringToObject(doc, "file", path);
-  if (applied) cJSON_AddItemReferenceToObject(doc, "applied", applied);
-  cJSON_AddItemReferenceToObject(doc, "errors", errors);
-  char *text = cJSON_Print(doc);
-  if (text) fprintf(stderr, "%s\n", text);
-  free(text);
-  cJSON_Delete(doc);
-}
-
-/* One diagnosis, as notes after the error line (through d) or as the JSON
- * document. */
-static void emit_diagnosis(const char *path, cJSON *diag, ppcc_diag *d, bool json, cJSON *applied) {
-  if (!json) {
-    ppcc_fix_print_text(diag, d);
-    return;
-  }
-  cJSON *errors = cJSON_CreateArray();
-  if (errors && cJSON_AddItemReferenceToArray(errors, diag)) print_json_document(path, errors, applied);
-  cJSON_Delete(errors);
-}
-
-void cli_report_failure(const char *model_path, const ppcc_graph *g, ppcc_diag *d,
-                        const cli_partition *req) {
-  bool json = req && req->diagnostics_json;
-  if (!json && (!g || d->site.kind == PPCC_SITE_NONE)) return; /* one line said it all */
-  cJSON *model = g ? read_model(model_path) : NULL;
-  ppcc_fix_options opt = fix_options(req);
-  cJSON *diag = ppcc_fix_diagnose(model, model ? g : NULL, d, &opt);
-  if (diag) emit_diagnosis(model_path, diag, d, json, NULL);
-  cJSON_Delete(diag);
-  cJSON_Delete(model);
-}
-
 /* ---------------- ppcc fix ---------------- */
 
 #define FIX_MAX_ROUNDS 32
@@ -166,7 +100,7 @@ static ppcc_status fix_round(const char *path, cJSON *model, const ppcc_fix_opti
   if (st == PPCC_OK || st != PPCC_ERR_USER || !g) {
     if (st != PPCC_OK) ppcc_error_status(&out, st, "%s", d.first);
     cJSON *diag = st != PPCC_OK && json ? ppcc_fix_diagnose(NULL, NULL, &d, opt) : NULL;
-    if (diag) emit_diagnosis(path, diag, &out, true, applied);
+    if (diag) cli_emit_diagnosis(path, diag, &out, true, applied);
     cJSON_Delete(diag);
     ppcc_graph_free(g);
     return st;
@@ -187,7 +121,7 @@ static ppcc_status fix_round(const char *path, cJSON *model, const ppcc_fix_opti
   }
   /* No fix applies: the remaining error, explained, and nothing written. */
   ppcc_error(&out, "%s", d.first);
-  emit_diagnosis(path, diag, &out, json, applied);
+  cli_emit_diagnosis(path, diag, &out, json, applied);
   if (why[0]) ppcc_diag_detail(&out, "note", "the fix does not apply: %s", why);
   else if (first) ppcc_diag_detail(&out, "note", "the fix changes the command line, not the model; ppcc fix leaves that to you");
   cJSON_Delete(diag);
@@ -207,13 +141,13 @@ int cli_cmd_fix(int argc, char **argv) {
   if ((st = cli_check_partition("fix", &a.partition)) != PPCC_OK) return st;
   ppcc_diag d;
   ppcc_diag_init(&d, p.model_path, stderr);
-  cJSON *model = read_model(p.model_path);
+  cJSON *model = cli_read_model(p.model_path);
   if (!model) {
     /* Let the loader say what is wrong with the file, one line. */
     ppcc_graph_free(cli_load_and_compile_partitioned(p.model_path, NULL, &a.partition, &d, &st));
     return st != PPCC_OK ? st : PPCC_ERR_USER;
   }
-  ppcc_fix_options opt = fix_options(&a.partition);
+  ppcc_fix_options opt = cli_fix_options(&a.partition);
   cJSON *applied = cJSON_CreateArray();
   bool done = false;
   int rounds = 0;

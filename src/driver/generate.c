@@ -19,6 +19,7 @@
 #include <time.h>
 #include "driver.h"
 #include "import_cli.h"
+#include "../import/import.h" /* and the tokenizers it includes */
 #include "ppcc/frontend.h"
 #include "ppcc/passes.h"
 #include "ppcc/runtime.h"
@@ -28,14 +29,20 @@
 
 typedef struct generate_args {
   llama_spec spec;
-  const char *prompt_text;
+  const char *prompt_text;  /* --prompt-ids */
+  const char *prompt;       /* --prompt */
+  bool ignore_eos;
+  tokenizer *tok;           /* with --prompt: prints the continuation as text */
+  int64_t eos[8];
+  int n_eos;
   long long max_new;
   long long threads, microbatches;
   const char *backend;
 } generate_args;
 
 static const cli_option generate_options[] = {
-  {"tp", true}, {"pp", true}, {"dtype", true}, {"prompt-ids", true}, {"max-new-tokens", true},
+  {"tp", true}, {"pp", true}, {"dtype", true}, {"prompt-ids", true}, {"prompt", true}, {"ignore-eos", false},
+  {"max-new-tokens", true},
   {"backend", true}, {"threads", true}, {"batch", true}, {"microbatches", true}, {NULL, false},
 };
 
@@ -45,6 +52,8 @@ static ppcc_status on_generate_option(void *ctx, const char *name, const char *v
   ppcc_status st = cli_llama_option("generate", &a->spec, name, value, &handled);
   if (handled) return st;
   if (strcmp(name, "prompt-ids") == 0) a->prompt_text = value;
+  else if (strcmp(name, "prompt") == 0) a->prompt = value;
+  else if (strcmp(name, "ignore-eos") == 0) a->ignore_eos = true;
   else if (strcmp(name, "max-new-tokens") == 0) return cli_parse_int("generate", "--max-new-tokens", value, 1, 1 << 20, &a->max_new);
   else if (strcmp(name, "threads") == 0) return cli_parse_int("generate", "--threads", value, 1, 4096, &a->threads);
   else if (strcmp(name, "microbatches") == 0)
@@ -58,17 +67,26 @@ static ppcc_status on_generate_option(void *ctx, const char *name, const char *v
 }
 
 void cli_help_generate(FILE *out) {
-  fputs("Usage: ppcc generate SOURCE --prompt-ids ID,ID,... [--max-new-tokens N]\n"
-        "                     [--tp T] [--pp P] [--dtype f32|f16|bf16] [--backend=jit|interp]\n"
+  fputs("Usage: ppcc generate SOURCE (--prompt TEXT | --prompt-ids ID,ID,...) [--max-new-tokens N]\n"
+        "                     [--ignore-eos] [--tp T] [--pp P] [--dtype f32|f16|bf16] [--backend=jit|interp]\n"
         "                     [--threads N] [--batch B] [--microbatches M]\n"
         "\n"
         "Greedy decoding of SOURCE, a Hugging Face checkpoint directory or a .gguf file\n"
         "(see 'ppcc import --help'). Compiles a prefill graph over the prompt and a\n"
         "decode graph for one token once, keeps each block's KV cache between steps,\n"
         "and prints the generated ids on one line, 'tokens: ID ID ...', then the time\n"
-        "to first token and the decode speed. Token ids in and out: no tokenizer.\n"
+        "to first token and the decode speed. With --prompt the continuation is first\n"
+        "printed as text, token by token as it is generated, then a newline.\n"
+        "Generation stops after an EOS id (the tokenizer's, generation_config.json's or\n"
+        "config.json's eos_token_id, or GGUF's tokenizer.ggml.eos_token_id), which\n"
+        "ends the 'tokens:' line; its text is not printed.\n"
         "\n"
         "Options:\n"
+        "  --prompt TEXT        the prompt as text, tokenized by SOURCE's tokenizer\n"
+        "                       (DIR/tokenizer.json or the GGUF's tokenizer.ggml.*:\n"
+        "                       SentencePiece-style or byte-level BPE), with the\n"
+        "                       tokenizer's BOS as transformers adds it; one row\n"
+        "  --ignore-eos         generate --max-new-tokens ids whatever they are\n"
         "  --prompt-ids LIST    the prompt's token ids, separated by commas; rows of a\n"
         "                       batch separated by ';'. Rows may differ in length:\n"
         "                       with more than one row the graphs take positions\n"
@@ -250,6 +268,26 @@ static ppcc_status check_logits(stage_graph *s, const char *source, const char *
 
 static int64_t next_token(const stage_graph *s, long row) { return ((const int64_t *)s->out[1].data)[row]; }
 
+static bool is_eos(const generate_args *a, int64_t id) {
+  for (int i = 0; !a->ignore_eos && i < a->n_eos; i++)
+    if (a->eos[i] == id) return true;
+  return false;
+}
+
+/* With --prompt: the text generated token `id` completes, on stdout at
+ * once (id -1: the end, whatever is pending). */
+static void stream_text(const generate_args *a, tok_stream *ts, int64_t id) {
+  if (!a->tok || (id >= 0 && is_eos(a, id))) return;
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  bool ok = id >= 0 ? tok_stream_push(ts, id, &buf, &len, &cap) : tok_stream_end(ts, &buf, &len, &cap);
+  if (ok && len) {
+    fwrite(buf, 1, len, stdout);
+    fflush(stdout);
+  }
+  free(buf);
+}
+
 /* prompt: B rows of n_prompt ids (row-major), row b left-padded: its
  * lens[b] ids are the last ones. With B > 1 positions are per row
  * ([B, N]): the pads of row b take positions lens[b]..n_prompt-1 (cache
@@ -285,6 +323,12 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   int64_t *tokens = malloc(sizeof *tokens * (size_t)(a->max_new * B)), *pos = malloc(sizeof *pos * (size_t)(B * n_prompt));
   if (!st && (!tokens || !pos)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   double t0 = now_ms(), t_first = 0, t_end = 0;
+  /* n_out[b]: ids of row b, up to and including its EOS; the run ends when
+   * every row has met one */
+  long *n_out = calloc((size_t)B, sizeof *n_out), live = B, steps = 0;
+  tok_stream ts;
+  if (a->tok) tok_stream_init(&ts, a->tok);
+  if (!st && !n_out) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   if (!st) { /* prefill: zero caches, positions 0..n-1 */
     int64_t shape[2] = {B, n_prompt};
     for (long b = 0; b < B; b++)
@@ -296,11 +340,17 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     if (!st) st = execute(&sp, a, d);
     if (!st) st = check_logits(&sp, source, "prefill", a, d);
     if (!st) {
-      for (long b = 0; b < B; b++) tokens[b] = next_token(&sp, b);
+      for (long b = 0; b < B; b++) {
+        tokens[b] = next_token(&sp, b);
+        n_out[b] = 1;
+        if (is_eos(a, tokens[b])) live--;
+      }
+      steps = 1;
+      stream_text(a, &ts, tokens[0]);
       t_first = now_ms();
     }
   }
-  for (long long i = 1; i < a->max_new && !st; i++) {
+  for (long long i = 1; i < a->max_new && !st && live > 0; i++) {
     int64_t shape[2] = {B, 1};
     for (long b = 0; b < B; b++) pos[b] = lens[b] + i - 1;
     st = set_ids(&sd, "tokens", 2, shape, &tokens[(i - 1) * B], d);
@@ -312,14 +362,26 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
       st = check_logits(&sd, source, step, a, d);
     }
     if (!st) {
-      for (long b = 0; b < B; b++) tokens[i * B + b] = next_token(&sd, b);
+      for (long b = 0; b < B; b++) {
+        tokens[i * B + b] = next_token(&sd, b);
+        if (n_out[b] == i && !is_eos(a, tokens[(i - 1) * B + b])) {
+          n_out[b]++;
+          if (is_eos(a, tokens[i * B + b])) live--;
+        }
+      }
+      steps++;
+      if (n_out[0] == i + 1) stream_text(a, &ts, tokens[i * B]);
     }
   }
   t_end = now_ms();
   if (!st) {
+    if (a->tok) {
+      stream_text(a, &ts, -1);
+      fputs("\n", stdout);
+    }
     for (long b = 0; b < B; b++) {
       fputs("tokens:", stdout);
-      for (long long i = 0; i < a->max_new; i++) printf(" %lld", (long long)tokens[i * B + b]);
+      for (long i = 0; i < n_out[b]; i++) printf(" %lld", (long long)tokens[i * B + b]);
       fputs("\n", stdout);
     }
     printf("load: %.3f ms (2 graphs compiled, %d param and cache shards resident, %.1f MiB of them made at load)\n", t_load,
@@ -335,10 +397,11 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     printf("memory: peak RSS %.1f MiB, params %.1f MiB, KV caches %.1f MiB\n", (double)ru.ru_maxrss / 1024,
            (double)params / (1 << 20), (double)ppcc_resident_state_bytes(&sp.data) / (1 << 20));
     printf("time to first token: %.3f ms\n", t_first - t0);
-    if (a->max_new > 1)
-      printf("decode: %lld tokens in %.3f ms, %.1f tokens/s\n", (a->max_new - 1) * B, t_end - t_first,
-             (double)((a->max_new - 1) * B) * 1e3 / (t_end - t_first));
+    if (steps > 1)
+      printf("decode: %ld tokens in %.3f ms, %.1f tokens/s\n", (steps - 1) * B, t_end - t_first,
+             (double)((steps - 1) * B) * 1e3 / (t_end - t_first));
   }
+  free(n_out);
   free(tokens);
   free(pos);
   stage_free(&sd); /* it views sp's params */
@@ -356,10 +419,31 @@ int cli_cmd_generate(int argc, char **argv) {
     cli_help_generate(stdout);
     return PPCC_OK;
   }
-  if (!a.prompt_text) return cli_usage_error("generate", "missing --prompt-ids ID,ID,...");
+  if (!a.prompt_text && !a.prompt) return cli_usage_error("generate", "missing --prompt TEXT or --prompt-ids ID,ID,...");
+  if (a.prompt_text && a.prompt) return cli_usage_error("generate", "give --prompt or --prompt-ids, not both");
+  if (a.prompt && a.spec.batch > 1)
+    return cli_usage_error("generate", "--prompt is one row (use --prompt-ids for a batch of %ld)", a.spec.batch);
   int64_t *prompt = NULL, *padded = NULL;
   long n_prompt = 0, rows = 1, *lens = NULL;
-  st = parse_prompt(a.prompt_text, &prompt, &lens, &n_prompt, &rows);
+  ppcc_diag d;
+  ppcc_diag_init(&d, p.model_path, stderr);
+  if (a.prompt) { /* text: the source's tokenizer */
+    st = llama_spec_from_source(p.model_path, &a.spec, &d);
+    if (!st) st = tokenizer_load(p.model_path, &a.tok, &d);
+    if (!st) st = tokenizer_encode(a.tok, a.prompt, strlen(a.prompt), true, &prompt, &n_prompt, &d);
+    lens = malloc(sizeof *lens);
+    if (!st && !lens) st = PPCC_ERR_INTERNAL;
+    if (!st && n_prompt == 0) st = cli_usage_error("generate", "--prompt gives no tokens");
+    if (!st) lens[0] = n_prompt;
+    if (!st) {
+      a.n_eos = a.tok->n_eos;
+      memcpy(a.eos, a.tok->eos, sizeof a.eos);
+    }
+  } else {
+    st = parse_prompt(a.prompt_text, &prompt, &lens, &n_prompt, &rows);
+    if (!st) st = llama_spec_from_source(p.model_path, &a.spec, &d);
+    if (!st) st = tokenizer_eos_of_source(p.model_path, a.eos, 8, &a.n_eos, &d);
+  }
   if (!st && a.spec.batch && rows != 1 && rows != a.spec.batch)
     st = cli_usage_error("generate", "--batch %ld but --prompt-ids has %ld rows", a.spec.batch, rows);
   if (!st && !a.spec.batch) a.spec.batch = rows;
@@ -380,12 +464,8 @@ int cli_cmd_generate(int argc, char **argv) {
     free(lens);
     lens = all_lens;
   }
-  if (!st) {
-    ppcc_diag d;
-    ppcc_diag_init(&d, p.model_path, stderr);
-    st = llama_spec_from_source(p.model_path, &a.spec, &d);
-    if (!st) st = generate(p.model_path, &a, padded, lens, n_prompt, &d);
-  }
+  if (!st) st = generate(p.model_path, &a, padded, lens, n_prompt, &d);
+  tokenizer_free(a.tok);
   free(prompt);
   free(padded);
   free(lens);

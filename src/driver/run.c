@@ -260,7 +260,7 @@ static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit 
 typedef struct plan_check {
   ppcc_prediction pred;
   ppcc_plan_measure measure;
-  bool jit; /* measured on the JIT (its buffer model, src/runtime/jit_exec.c) */
+  bool jit; /* measured on the JIT (its buffer model, src/runtime/jit/jit_exec.c) */
 } plan_check;
 
 static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, bool jit, plan_check *c, ppcc_diag *d) {
@@ -364,6 +364,7 @@ static ppcc_status run_graph(const ppcc_graph *g, run_args *a, ppcc_diag *d) {
   bool on_jit = false;
 #ifdef PPCC_HAVE_JIT
   ppcc_jit *jit = NULL;
+  if (!st) st = ppcc_run_check_dtypes(g, d);
   if (!st) st = compile_jit(g, a, &jit, d);
   opts.execute = jit ? cli_jit_execute : NULL;
   opts.execute_ctx = jit;

@@ -5,6 +5,7 @@
  * passes silently. The loader stops at the first error, frees everything it
  * built and returns NULL. Shapes of op results and all placements are left
  * to the passes. */
+#include "ppcc/quant.h"
 #include "ppcc/frontend.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -557,6 +558,12 @@ static ppcc_status load_shard(loader *L, decl *x, const cJSON *j) {
     if (x->shape[dim_v] % n != 0)
       return err_at(L->d, count_path, x->who, "%lld does not divide dim %lld of size %lld", (long long)n,
                     (long long)dim_v, (long long)x->shape[dim_v]);
+    const ppcc_block_format *f = ppcc_dtype_blocks(x->dtype);
+    if (f && dim_v == x->rank - 1 && (x->shape[dim_v] / n) % f->block != 0)
+      return err_at(L->d, count_path, x->who,
+                    "%lld shards of %lld values along dim %lld would cut %s's %d-value blocks (split whole rows, "
+                    "or the last dim at multiples of %d)",
+                    (long long)n, (long long)(x->shape[dim_v] / n), (long long)dim_v, f->name, f->block, f->block);
   } else if (dim) {
     return err_at(L->d, dim_path, x->who, "'dim' is only valid for shard kind 'split'");
   }
@@ -613,6 +620,16 @@ static ppcc_status load_devices(loader *L, decl *x, const cJSON *j) {
   return PPCC_OK;
 }
 
+/* A quantized param holds whole blocks along its last dim. */
+static ppcc_status check_blocks(loader *L, decl *x) {
+  const ppcc_block_format *f = ppcc_dtype_blocks(x->dtype);
+  if (!f) return PPCC_OK;
+  if (x->rank < 1 || x->shape[x->rank - 1] % f->block != 0)
+    return err_at(L->d, JKEY(x->path, "shape"), x->who,
+                  "a %s param needs a last dim that is a multiple of its block (%d values)", f->name, f->block);
+  return PPCC_OK;
+}
+
 static ppcc_status load_decl_fields(loader *L, decl *x, const cJSON *j, bool is_param) {
   const jpath *path = JKEY(x->path, "dtype");
   const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(j, "dtype");
@@ -624,12 +641,18 @@ static ppcc_status load_decl_fields(loader *L, decl *x, const cJSON *j, bool is_
     char hint[64];
     for (int i = 0; i < PPCC_DTYPE_COUNT; i++) names[i] = ppcc_dtype_name((ppcc_dtype)i);
     suggest(dtype->valuestring, names, PPCC_DTYPE_COUNT, hint, sizeof hint);
-    return err_at(L->d, path, x->who, "unknown dtype '%.*s' (expected f32, f16, bf16, i64, i32, i8 or bool)%s",
+    return err_at(L->d, path, x->who,
+                  "unknown dtype '%.*s' (expected f32, f16, bf16, i64, i32, i8 or bool; params may also be "
+                  "q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k or q6_k)%s",
                   PPCC_MAX_NAME, dtype->valuestring, hint);
   }
+  if (ppcc_dtype_is_quantized(x->dtype) && !is_param)
+    return err_at(L->d, path, x->who, "dtype %s is a block-quantized weight format: only params may have it",
+                  ppcc_dtype_name(x->dtype));
   const cJSON *shape = cJSON_GetObjectItemCaseSensitive(j, "shape");
   if (!shape) return err_at(L->d, x->path, x->who, "missing required key 'shape'");
   if ((st = load_shape(L, x, shape))) return st;
+  if ((st = check_blocks(L, x))) return st;
   if ((st = load_shard(L, x, cJSON_GetObjectItemCaseSensitive(j, "shard")))) return st;
   if ((st = load_devices(L, x, cJSON_GetObjectItemCaseSensitive(j, "devices")))) return st;
   const cJSON *pinned = cJSON_GetObjectItemCaseSensitive(j, "pinned");

@@ -1,12 +1,13 @@
-/* GGUF files (llama.cpp / sharktank): general.architecture must be
- * "llama"; the llama.* metadata fills the same llama_spec as an HF
- * config. Tensors keep GGUF's names (token_embd.weight,
+/* GGUF files (llama.cpp / sharktank): general.architecture names a family
+ * of families.c (llama, qwen2); its ARCH.* metadata fills the same
+ * llama_spec as an HF config. Tensors keep GGUF's names (token_embd.weight,
  * blk.N.attn_q.weight, ...), read by `ppcc run --weights FILE.gguf`, which
  * dequantizes them and permutes attn_q/attn_k rows back from llama.cpp's
- * interleaved-rotary order (src/runtime/weights_sources.c). */
+ * interleaved-rotary order (src/runtime/io/weights_sources.c). */
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "../runtime/io/gguf.h"
+#include "../runtime/io/io.h"
 #include "import.h"
 
 static ppcc_status need_number(const rt_gguf *g, const char *key, bool required, double dflt, double *out,
@@ -33,54 +34,80 @@ static ppcc_status need_int(const rt_gguf *g, const char *key, bool required, lo
   return PPCC_OK;
 }
 
+/* "ARCH.suffix": the family's metadata key */
+static const char *akey(const char *arch, const char *suffix) {
+  static char buf[4][128];
+  static int k;
+  char *out = buf[k++ % 4];
+  snprintf(out, sizeof buf[0], "%s.%s", arch, suffix);
+  return out;
+}
+
 static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *d) {
   const char *path = g->file.path;
-  const rt_gguf_kv *arch = rt_gguf_find_kv(g, "general.architecture");
-  if (!arch || !arch->string) return ppcc_error(d, "%s: metadata key 'general.architecture' is missing", path);
-  if (strcmp(arch->string, "llama") != 0)
-    return ppcc_error(d, "%s: metadata key 'general.architecture': unsupported architecture '%.80s' (llama)", path,
-                      arch->string);
-  ppcc_status st = need_int(g, "llama.embedding_length", true, 0, &s->hidden, d);
-  if (!st) st = need_int(g, "llama.feed_forward_length", true, 0, &s->ffn, d);
-  if (!st) st = need_int(g, "llama.block_count", true, 0, &s->layers, d);
-  if (!st) st = need_int(g, "llama.attention.head_count", true, 0, &s->heads, d);
-  if (!st) st = need_int(g, "llama.attention.head_count_kv", false, s->heads, &s->kv_heads, d);
-  if (!st) st = need_number(g, "llama.attention.layer_norm_rms_epsilon", false, 1e-5, &s->eps, d);
-  if (!st) st = need_number(g, "llama.rope.freq_base", false, 10000.0, &s->theta, d);
+  const rt_gguf_kv *arch_kv = rt_gguf_find_kv(g, "general.architecture");
+  if (!arch_kv || !arch_kv->string) return ppcc_error(d, "%s: metadata key 'general.architecture' is missing", path);
+  const llama_family *family = llama_family_of_gguf(arch_kv->string);
+  if (!family)
+    return ppcc_error(d, "%s: metadata key 'general.architecture': unsupported architecture '%.80s' (%s)", path,
+                      arch_kv->string, llama_family_list(true));
+  const char *a = family->gguf_arch;
+  s->qkv_bias = family->qkv_bias;
+  ppcc_status st = need_int(g, akey(a, "embedding_length"), true, 0, &s->hidden, d);
+  if (!st) st = need_int(g, akey(a, "feed_forward_length"), true, 0, &s->ffn, d);
+  if (!st) st = need_int(g, akey(a, "block_count"), true, 0, &s->layers, d);
+  if (!st) st = need_int(g, akey(a, "attention.head_count"), true, 0, &s->heads, d);
+  if (!st) st = need_int(g, akey(a, "attention.head_count_kv"), false, s->heads, &s->kv_heads, d);
+  if (!st) st = need_number(g, akey(a, "attention.layer_norm_rms_epsilon"), false, 1e-5, &s->eps, d);
+  if (!st) st = need_number(g, akey(a, "rope.freq_base"), false, 10000.0, &s->theta, d);
   if (st) return st;
   s->rope_factor = 1.0;
   s->rope_low = 1.0;
   s->rope_high = 4.0;
   s->rope_orig = 0;
-  const rt_gguf_kv *scaling = rt_gguf_find_kv(g, "llama.rope.scaling.type");
+  const char *scaling_key = akey(a, "rope.scaling.type");
+  const rt_gguf_kv *scaling = rt_gguf_find_kv(g, scaling_key);
   if (scaling && !(scaling->string && (strcmp(scaling->string, "linear") == 0 || strcmp(scaling->string, "none") == 0)))
-    return ppcc_error(d, "%s: metadata key 'llama.rope.scaling.type': only linear rope scaling is supported", path);
+    return ppcc_error(d, "%s: metadata key '%s': rope scaling '%.40s' is not supported (linear, none)", path, scaling_key,
+                      scaling->string ? scaling->string : "?");
   if (scaling && strcmp(scaling->string, "linear") == 0) {
-    st = need_number(g, "llama.rope.scaling.factor", true, 1.0, &s->rope_factor, d);
+    st = need_number(g, akey(a, "rope.scaling.factor"), true, 1.0, &s->rope_factor, d);
     if (st) return st;
   }
   if (rt_gguf_find_tensor(g, "rope_freqs.weight"))
     return ppcc_error(d, "%s: tensor 'rope_freqs.weight': per-frequency rope factors (Llama 3 in GGUF) are not supported", path);
-  if (s->hidden % s->heads != 0)
-    return ppcc_error(d, "%s: metadata key 'llama.embedding_length' is not a multiple of the head count", path);
-  s->head_dim = s->hidden / s->heads;
+  /* the head dim: key_length where given (it may differ from hidden/heads) */
+  long value_len = 0;
+  if (!rt_gguf_find_kv(g, akey(a, "attention.key_length")) && s->hidden % s->heads != 0)
+    return ppcc_error(d, "%s: metadata key '%s' is not a multiple of the head count and '%s' is not given", path,
+                      akey(a, "embedding_length"), akey(a, "attention.key_length"));
+  st = need_int(g, akey(a, "attention.key_length"), false, s->hidden / s->heads, &s->head_dim, d);
+  if (!st) st = need_int(g, akey(a, "attention.value_length"), false, s->head_dim, &value_len, d);
+  if (st) return st;
+  if (value_len != s->head_dim)
+    return ppcc_error(d, "%s: metadata key '%s': value heads of %ld differ from key heads of %ld (not supported)", path,
+                      akey(a, "attention.value_length"), value_len, s->head_dim);
   long rope_dims = s->head_dim;
-  st = need_int(g, "llama.rope.dimension_count", false, s->head_dim, &rope_dims, d);
+  st = need_int(g, akey(a, "rope.dimension_count"), false, s->head_dim, &rope_dims, d);
   if (st) return st;
   if (rope_dims != s->head_dim)
-    return ppcc_error(d, "%s: metadata key 'llama.rope.dimension_count': partial rotary (%ld of %ld dims) is not supported",
-                      path, rope_dims, s->head_dim);
+    return ppcc_error(d, "%s: metadata key '%s': partial rotary (%ld of %ld head dims) is not supported", path,
+                      akey(a, "rope.dimension_count"), rope_dims, s->head_dim);
   const rt_gguf_tensor *embd = rt_gguf_find_tensor(g, "token_embd.weight");
   if (!embd) return ppcc_error(d, "%s: tensor 'token_embd.weight' is missing", path);
   if (embd->n_dims != 2 || embd->ne[0] != s->hidden)
     return ppcc_error(d, "%s: tensor 'token_embd.weight' must be [vocab, %ld]", path, s->hidden);
   s->vocab = (long)embd->ne[1];
   long vocab = s->vocab;
-  st = need_int(g, "llama.vocab_size", false, s->vocab, &vocab, d);
+  st = need_int(g, akey(a, "vocab_size"), false, s->vocab, &vocab, d);
   if (!st && vocab != s->vocab)
-    st = ppcc_error(d, "%s: metadata key 'llama.vocab_size' (%ld) disagrees with token_embd.weight (%ld rows)", path,
-                    vocab, s->vocab);
+    st = ppcc_error(d, "%s: metadata key '%s' (%ld) disagrees with token_embd.weight (%ld rows)", path,
+                    akey(a, "vocab_size"), vocab, s->vocab);
   s->tied = rt_gguf_find_tensor(g, "output.weight") == NULL;
+  /* biases are present or not (llama.cpp writes what the checkpoint has) */
+  s->qkv_bias = s->qkv_bias || rt_gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
+  s->attn_bias = rt_gguf_find_tensor(g, "blk.0.attn_output.bias") != NULL;
+  s->mlp_bias = rt_gguf_find_tensor(g, "blk.0.ffn_down.bias") != NULL;
   s->naming = LLAMA_NAMES_GGUF;
   return st;
 }

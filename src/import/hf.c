@@ -1,5 +1,5 @@
-/* Hugging Face Llama-family checkpoint directories: DIR/config.json of a
- * LlamaForCausalLM or MistralForCausalLM. The weights stay where they are
+/* Hugging Face decoder checkpoint directories: DIR/config.json of a
+ * family in families.c (Llama, Mistral, Qwen2). The weights stay where they are
  * (DIR/model.safetensors or the shards named by
  * DIR/model.safetensors.index.json); the graph's params carry HF's own
  * tensor names so `ppcc run --weights DIR` reads them unchanged.
@@ -8,7 +8,7 @@
  * num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim,
  * rms_norm_eps, rope_theta, rope_scaling, tie_word_embeddings,
  * attention_bias, mlp_bias, vocab_size, torch_dtype, hidden_act,
- * sliding_window. A key that would change the math in a way ppcc does not
+ * sliding_window (use_sliding_window for Qwen2). A key that would change the math in a way ppcc does not
  * implement is an error naming it; other keys (tokenizer ids, dropout,
  * max_position_embeddings, ...) do not change a forward pass and are
  * ignored. */
@@ -19,8 +19,6 @@
 #include <string.h>
 #include "import.h"
 #include "ppcc/io.h"
-
-static const char *const supported_arch[] = {"LlamaForCausalLM", "MistralForCausalLM"};
 
 static ppcc_status key_error(ppcc_diag *d, const char *path, const char *key, const char *what) {
   return ppcc_error(d, "%s: key '%s': %s", path, key, what);
@@ -61,21 +59,20 @@ static ppcc_status bool_key(const cJSON *root, const char *path, const char *key
   return PPCC_OK;
 }
 
-static ppcc_status check_arch(const cJSON *root, const char *path, ppcc_diag *d) {
+/* The family row of architectures[0] (or of model_type without it). */
+static ppcc_status check_arch(const cJSON *root, const char *path, const llama_family **family, ppcc_diag *d) {
   const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+  char msg[700];
   if (!arch || cJSON_IsNull(arch)) {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    if (cJSON_IsString(mt) && (strcmp(mt->valuestring, "llama") == 0 || strcmp(mt->valuestring, "mistral") == 0))
-      return PPCC_OK;
-    return key_error(d, path, "architectures", "missing (LlamaForCausalLM or MistralForCausalLM expected)");
+    if (cJSON_IsString(mt) && (*family = llama_family_of_hf(NULL, mt->valuestring))) return PPCC_OK;
+    snprintf(msg, sizeof msg, "missing (one of %s expected)", llama_family_list(false));
+    return key_error(d, path, "architectures", msg);
   }
   if (!cJSON_IsArray(arch) || cJSON_GetArraySize(arch) != 1 || !cJSON_IsString(arch->child))
     return key_error(d, path, "architectures", "must be a list of one name");
-  for (size_t i = 0; i < sizeof supported_arch / sizeof *supported_arch; i++)
-    if (strcmp(arch->child->valuestring, supported_arch[i]) == 0) return PPCC_OK;
-  char msg[200];
-  snprintf(msg, sizeof msg, "unsupported architecture '%.80s' (LlamaForCausalLM or MistralForCausalLM)",
-           arch->child->valuestring);
+  if ((*family = llama_family_of_hf(arch->child->valuestring, NULL))) return PPCC_OK;
+  snprintf(msg, sizeof msg, "unsupported architecture '%.80s' (%s)", arch->child->valuestring, llama_family_list(false));
   return key_error(d, path, "architectures", msg);
 }
 
@@ -113,15 +110,18 @@ static ppcc_status read_rope_scaling(const cJSON *root, const char *path, llama_
 }
 
 /* Keys whose non-default values change the math in ways not implemented. */
-static ppcc_status check_unsupported(const cJSON *root, const char *path, const llama_spec *s, ppcc_diag *d) {
+static ppcc_status check_unsupported(const cJSON *root, const char *path, const llama_family *f, ppcc_diag *d) {
   const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
   if (act && !cJSON_IsNull(act) && !(cJSON_IsString(act) && strcmp(act->valuestring, "silu") == 0))
     return key_error(d, path, "hidden_act", "only \"silu\" is supported");
-  if (s->attn_bias) return key_error(d, path, "attention_bias", "projection biases are not supported");
-  if (s->mlp_bias) return key_error(d, path, "mlp_bias", "feed-forward biases are not supported");
   const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
-  if (sw && !cJSON_IsNull(sw))
-    return key_error(d, path, "sliding_window", "sliding-window attention is not supported (set it to null)");
+  bool window_used = !f->window_flag || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window"));
+  if (sw && !cJSON_IsNull(sw) && window_used) {
+    char msg[120];
+    snprintf(msg, sizeof msg, "%.0f: sliding-window attention is not supported (set it to null)",
+             cJSON_IsNumber(sw) ? sw->valuedouble : -1.0);
+    return key_error(d, path, "sliding_window", msg);
+  }
   const cJSON *dt = cJSON_GetObjectItemCaseSensitive(root, "torch_dtype");
   if (dt && !cJSON_IsNull(dt) &&
       !(cJSON_IsString(dt) && (strcmp(dt->valuestring, "float32") == 0 || strcmp(dt->valuestring, "float16") == 0 ||
@@ -137,7 +137,8 @@ ppcc_status llama_spec_from_hf_json(const char *path, const char *json, size_t l
     cJSON_Delete(root);
     return ppcc_error(d, "%s: not a JSON object", path);
   }
-  ppcc_status st = check_arch(root, path, d);
+  const llama_family *family = NULL;
+  ppcc_status st = check_arch(root, path, &family, d);
   if (!st) st = int_key(root, path, "hidden_size", 0, &s->hidden, d);
   if (!st) st = int_key(root, path, "intermediate_size", 0, &s->ffn, d);
   if (!st) st = int_key(root, path, "num_hidden_layers", 0, &s->layers, d);
@@ -153,7 +154,8 @@ ppcc_status llama_spec_from_hf_json(const char *path, const char *json, size_t l
   if (!st) st = bool_key(root, path, "attention_bias", &s->attn_bias, d);
   if (!st) st = bool_key(root, path, "mlp_bias", &s->mlp_bias, d);
   if (!st) st = read_rope_scaling(root, path, s, d);
-  if (!st) st = check_unsupported(root, path, s, d);
+  if (!st) st = check_unsupported(root, path, family, d);
+  if (!st) s->qkv_bias = family->qkv_bias;
   if (!st && s->heads % s->kv_heads != 0)
     st = key_error(d, path, "num_key_value_heads", "must divide num_attention_heads");
   if (!st && s->head_dim % 2 != 0) st = key_error(d, path, "head_dim", "must be even (rotary pairs)");

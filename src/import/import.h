@@ -9,8 +9,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "ppcc/diag.h"
+#include "tokenizer.h" /* text <-> ids for generate */
 
 typedef enum { LLAMA_NAMES_HF, LLAMA_NAMES_GGUF } llama_naming;
+
+/* What differs between decoder families, as data: one row per family in
+ * families.c. config.json and GGUF metadata both start from the row. */
+typedef struct llama_family {
+  const char *hf_arch;    /* config.json architectures[0] */
+  const char *model_type; /* config.json model_type */
+  const char *gguf_arch;  /* general.architecture, also its metadata keys' prefix */
+  bool qkv_bias;          /* q/k/v projections always have biases (Qwen2) */
+  bool window_flag;       /* sliding_window applies only when use_sliding_window is true (Qwen2) */
+} llama_family;
+
+/* The row of a config.json architecture or model_type / a GGUF
+ * general.architecture; NULL when ppcc has none. `list` names them all. */
+const llama_family *llama_family_of_hf(const char *arch, const char *model_type);
+const llama_family *llama_family_of_gguf(const char *arch);
+const char *llama_family_list(bool gguf);
 
 typedef struct llama_spec {
   /* the model (from config.json or GGUF metadata) */
@@ -21,6 +38,7 @@ typedef struct llama_spec {
   long rope_orig;
   bool tied;        /* the output head reuses the embedding table */
   bool attn_bias;   /* q/k/v/o projections have biases */
+  bool qkv_bias;    /* q/k/v projections have biases (o has none) */
   bool mlp_bias;    /* gate/up/down have biases */
   llama_naming naming;
   /* the graph (from the command line) */

@@ -88,6 +88,11 @@ static void param1(writer *w, const char *name, long n, long stage) {
   tensor_decl(w, name, w->s->dtype, 1, &n, -1, stage, false);
 }
 
+/* A bias split like its column-parallel projection's output rows. */
+static void param1_split(writer *w, const char *name, long n, long stage) {
+  tensor_decl(w, name, w->s->dtype, 1, &n, 0, stage, false);
+}
+
 static void op(writer *w, const char *kind, const char *const *in, const char *result, const char *attrs) {
   item(w);
   fprintf(w->out, "{\"op\": \"%s\", \"in\": [", kind);
@@ -105,17 +110,21 @@ static void op(writer *w, const char *kind, const char *const *in, const char *r
 /* ---------------- names ---------------- */
 
 typedef enum {
-  W_ATTN_NORM, W_Q, W_K, W_V, W_O, W_FFN_NORM, W_GATE, W_UP, W_DOWN, W_COUNT
+  W_ATTN_NORM, W_Q, W_K, W_V, W_O, W_FFN_NORM, W_GATE, W_UP, W_DOWN,
+  B_Q, B_K, B_V, B_O, B_GATE, B_UP, B_DOWN, W_COUNT
 } block_weight;
 
 static const char *const hf_block[W_COUNT] = {
   "input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
   "self_attn.v_proj.weight", "self_attn.o_proj.weight", "post_attention_layernorm.weight",
   "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+  "self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias", "self_attn.o_proj.bias",
+  "mlp.gate_proj.bias", "mlp.up_proj.bias", "mlp.down_proj.bias",
 };
 static const char *const gguf_block[W_COUNT] = {
   "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
   "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
+  "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias",
 };
 
 /* Rotating buffers for names used within one statement. */
@@ -161,6 +170,17 @@ static void write_params(writer *w) {
     param2(w, weight_name(&n, s, b, W_GATE), s->ffn, s->hidden, 0, st);
     param2(w, weight_name(&n, s, b, W_UP), s->ffn, s->hidden, 0, st);
     param2(w, weight_name(&n, s, b, W_DOWN), s->hidden, s->ffn, 1, st);
+    if (s->qkv_bias || s->attn_bias) {
+      param1_split(w, weight_name(&n, s, b, B_Q), qd, st);
+      param1_split(w, weight_name(&n, s, b, B_K), kvd, st);
+      param1_split(w, weight_name(&n, s, b, B_V), kvd, st);
+    }
+    if (s->attn_bias) param1(w, weight_name(&n, s, b, B_O), s->hidden, st); /* added after the all_reduce */
+    if (s->mlp_bias) {
+      param1_split(w, weight_name(&n, s, b, B_GATE), s->ffn, st);
+      param1_split(w, weight_name(&n, s, b, B_UP), s->ffn, st);
+      param1(w, weight_name(&n, s, b, B_DOWN), s->hidden, st);
+    }
   }
   param1(w, norm_name(s), s->hidden, s->pp - 1);
   if (!s->tied) param2(w, head_name(s), s->vocab, s->hidden, 0, s->pp - 1);
@@ -194,6 +214,22 @@ static void reshape_attr(char *buf, size_t n, long a, long b, long c3, long d4) 
 
 static const char *const perm_bshd = "\"perm\": [0, 2, 1, 3]";
 
+/* A column-parallel projection, with its bias when the spec has one. */
+static void projection(writer *w, names *n, long b, const char *x, block_weight weight, block_weight bias, bool has_bias,
+                       const char *result) {
+  if (has_bias) OP3(w, "linear", x, weight_name(n, w->s, b, weight), weight_name(n, w->s, b, bias), result, NULL);
+  else OP2(w, "linear", x, weight_name(n, w->s, b, weight), result, NULL);
+}
+
+/* A row-parallel projection: partial sums all-reduced, then the
+ * (replicated) bias added once. */
+static void row_projection(writer *w, names *n, long b, const char *x, block_weight weight, block_weight bias,
+                           bool has_bias, const char *partial, const char *reduced, const char *result) {
+  OP2(w, "linear", x, weight_name(n, w->s, b, weight), partial, NULL);
+  OP1(w, "all_reduce", partial, has_bias ? reduced : result, NULL);
+  if (has_bias) OP2(w, "add", reduced, weight_name(n, w->s, b, bias), result, NULL);
+}
+
 static void write_attention(writer *w, long b, const char *h, const char *pos) {
   const llama_spec *s = w->s;
   long D = s->head_dim;
@@ -208,9 +244,10 @@ static void write_attention(writer *w, long b, const char *h, const char *pos) {
     snprintf(theta, sizeof theta, "\"theta\": %.17g, \"rope_factor\": %.17g", s->theta, s->rope_factor);
   else
     snprintf(theta, sizeof theta, "\"theta\": %.17g", s->theta);
-  OP2(w, "linear", h, weight_name(&n, s, b, W_Q), nm(&n, b, "q"), NULL);
-  OP2(w, "linear", h, weight_name(&n, s, b, W_K), nm(&n, b, "k"), NULL);
-  OP2(w, "linear", h, weight_name(&n, s, b, W_V), nm(&n, b, "v"), NULL);
+  bool qkv_bias = s->qkv_bias || s->attn_bias;
+  projection(w, &n, b, h, W_Q, B_Q, qkv_bias, nm(&n, b, "q"));
+  projection(w, &n, b, h, W_K, B_K, qkv_bias, nm(&n, b, "k"));
+  projection(w, &n, b, h, W_V, B_V, qkv_bias, nm(&n, b, "v"));
   reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->heads, D);
   OP1(w, "reshape", nm(&n, b, "q"), nm(&n, b, "q_heads"), attrs);
   reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->kv_heads, D);
@@ -228,19 +265,19 @@ static void write_attention(writer *w, long b, const char *h, const char *pos) {
   OP1(w, "permute", nm(&n, b, "attn"), nm(&n, b, "attn_bshd"), perm_bshd);
   reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->heads * D, 0);
   OP1(w, "reshape", nm(&n, b, "attn_bshd"), nm(&n, b, "attn_flat"), attrs);
-  OP2(w, "linear", nm(&n, b, "attn_flat"), weight_name(&n, s, b, W_O), nm(&n, b, "attn_partial"), NULL);
-  OP1(w, "all_reduce", nm(&n, b, "attn_partial"), nm(&n, b, "attn_out"), NULL);
+  row_projection(w, &n, b, nm(&n, b, "attn_flat"), W_O, B_O, s->attn_bias, nm(&n, b, "attn_partial"),
+                 nm(&n, b, "attn_reduced"), nm(&n, b, "attn_out"));
 }
 
 static void write_ffn(writer *w, long b, const char *h) {
   const llama_spec *s = w->s;
   names n = {.n = 0};
-  OP2(w, "linear", h, weight_name(&n, s, b, W_GATE), nm(&n, b, "gate"), NULL);
-  OP2(w, "linear", h, weight_name(&n, s, b, W_UP), nm(&n, b, "up"), NULL);
+  projection(w, &n, b, h, W_GATE, B_GATE, s->mlp_bias, nm(&n, b, "gate"));
+  projection(w, &n, b, h, W_UP, B_UP, s->mlp_bias, nm(&n, b, "up"));
   OP1(w, "silu", nm(&n, b, "gate"), nm(&n, b, "gate_act"), NULL);
   OP2(w, "mul", nm(&n, b, "gate_act"), nm(&n, b, "up"), nm(&n, b, "swiglu"), NULL);
-  OP2(w, "linear", nm(&n, b, "swiglu"), weight_name(&n, s, b, W_DOWN), nm(&n, b, "ffn_partial"), NULL);
-  OP1(w, "all_reduce", nm(&n, b, "ffn_partial"), nm(&n, b, "ffn_out"), NULL);
+  row_projection(w, &n, b, nm(&n, b, "swiglu"), W_DOWN, B_DOWN, s->mlp_bias, nm(&n, b, "ffn_partial"),
+                 nm(&n, b, "ffn_reduced"), nm(&n, b, "ffn_out"));
 }
 
 static void stage_devices_attr(writer *w, long stage, char *buf, size_t size, bool pinned) {

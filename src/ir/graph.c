@@ -1,4 +1,5 @@
 #include "ppcc/graph.h"
+#include "ppcc/quant.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +218,11 @@ static const struct { const char *name; int size; bool is_float; } dtypes[] = {
   [PPCC_BF16] = {"bf16", 2, true}, [PPCC_I64] = {"i64", 8, false},
   [PPCC_I32] = {"i32", 4, false},  [PPCC_I8] = {"i8", 1, false},
   [PPCC_BOOL] = {"bool", 1, false},
+  /* block-quantized: size 0, block length and bytes in quant.c's table */
+  [PPCC_Q8_0] = {"q8_0", 0, false}, [PPCC_Q4_0] = {"q4_0", 0, false}, [PPCC_Q4_1] = {"q4_1", 0, false},
+  [PPCC_Q5_0] = {"q5_0", 0, false}, [PPCC_Q5_1] = {"q5_1", 0, false}, [PPCC_Q2_K] = {"q2_k", 0, false},
+  [PPCC_Q3_K] = {"q3_k", 0, false}, [PPCC_Q4_K] = {"q4_k", 0, false}, [PPCC_Q5_K] = {"q5_k", 0, false},
+  [PPCC_Q6_K] = {"q6_k", 0, false},
 };
 
 const char *ppcc_dtype_name(ppcc_dtype t) {
@@ -227,6 +233,22 @@ int ppcc_dtype_size(ppcc_dtype t) {
 }
 bool ppcc_dtype_is_float(ppcc_dtype t) {
   return (unsigned)t < PPCC_DTYPE_COUNT && dtypes[t].is_float;
+}
+bool ppcc_dtype_is_quantized(ppcc_dtype t) {
+  return (unsigned)t < PPCC_DTYPE_COUNT && dtypes[t].size == 0;
+}
+const ppcc_block_format *ppcc_dtype_blocks(ppcc_dtype t) {
+  return ppcc_dtype_is_quantized(t) ? ppcc_block_format_named(dtypes[t].name) : NULL;
+}
+int64_t ppcc_dtype_stored_bytes(ppcc_dtype t, int64_t rows, int64_t cols) {
+  const ppcc_block_format *f = ppcc_dtype_blocks(t);
+  int64_t per_row = f ? (cols + f->block - 1) / f->block * f->bytes : cols * ppcc_dtype_size(t);
+  if (rows < 0 || cols < 0 || (per_row && rows > INT64_MAX / per_row)) return -1;
+  return rows * per_row;
+}
+bool ppcc_split_cuts_blocks(const ppcc_value *v, int dim, int count) {
+  const ppcc_block_format *f = ppcc_dtype_blocks(v->dtype);
+  return f && count > 0 && dim == v->rank - 1 && (v->shape[dim] / count) % f->block != 0;
 }
 bool ppcc_dtype_from_name(const char *s, ppcc_dtype *out) {
   for (int i = 0; i < PPCC_DTYPE_COUNT; i++)
@@ -314,10 +336,15 @@ int64_t ppcc_num_elements(int rank, const int64_t *shape) {
   return n;
 }
 
-int64_t ppcc_value_bytes(const ppcc_value *v) {
-  int64_t n = ppcc_num_elements(v->rank, v->shape);
-  return n < 0 ? -1 : n * ppcc_dtype_size(v->dtype);
+/* Stored bytes of a tensor: rows of its last dim (whole blocks). */
+static int64_t shape_bytes(ppcc_dtype t, int rank, const int64_t *shape) {
+  int64_t n = ppcc_num_elements(rank, shape);
+  if (n < 0) return -1;
+  int64_t cols = rank > 0 ? shape[rank - 1] : 1;
+  return ppcc_dtype_stored_bytes(t, cols ? n / cols : 0, cols);
 }
+
+int64_t ppcc_value_bytes(const ppcc_value *v) { return shape_bytes(v->dtype, v->rank, v->shape); }
 
 bool ppcc_param_shard_stored(const ppcc_value *v, int i) {
   return v->layout.count <= 1 || v->layout.kind != PPCC_LAYOUT_REPLICATED || i == 0;
@@ -344,8 +371,7 @@ void ppcc_value_shard_shape(const ppcc_value *v, int64_t *shape_out) {
 int64_t ppcc_value_shard_bytes(const ppcc_value *v) {
   int64_t s[PPCC_MAX_RANK];
   ppcc_value_shard_shape(v, s);
-  int64_t n = ppcc_num_elements(v->rank, s);
-  return n < 0 ? -1 : n * ppcc_dtype_size(v->dtype);
+  return shape_bytes(v->dtype, v->rank, s);
 }
 
 void ppcc_devices_str(const int *devices, int n, char *buf, size_t len) {

@@ -186,10 +186,20 @@ static ppcc_status shape_matmul(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
 }
 
 /* linear: x[..., K] . w[N, K]^T (+ bias[N]), weights stored [out, in]. */
+/* A block-quantized weight (operand k) computes in the other operands'
+ * float dtype; everything else must agree in dtype. */
+static ppcc_status check_dtypes_with_weight(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int k) {
+  if (!ppcc_dtype_is_quantized(IN(k)->dtype)) return check_same_dtype(g, op, d);
+  op->quantized_ok |= 1u << k;
+  for (int i = 0; i < op->n_in; i++)
+    if (i != k && IN(i)->dtype != IN(k == 0 ? 1 : 0)->dtype) return check_same_dtype(g, op, d);
+  return PPCC_OK;
+}
+
 static ppcc_status shape_linear(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *x = IN(0), *w = IN(1);
   char msg[512], sx[128], sw[128];
-  ppcc_status st = check_same_dtype(g, op, d);
+  ppcc_status st = check_dtypes_with_weight(g, op, d, 1);
   if (!st) st = check_float(g, op, d, 0);
   if (st) return st;
   shape_str(x, sx, sizeof sx);
@@ -257,9 +267,9 @@ static ppcc_status shape_compare(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
 static ppcc_status shape_cast(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_attr *a = ppcc_op_attr(op, "dtype");
   ppcc_dtype t;
-  if (!a || !a->s || !ppcc_dtype_from_name(a->s, &t)) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "attrs.dtype '%.64s' is not a dtype ppcc knows", a && a->s ? a->s : "");
+  if (!a || !a->s || !ppcc_dtype_from_name(a->s, &t) || ppcc_dtype_is_quantized(t)) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "attrs.dtype '%.64s' is not a dtype ppcc can cast to", a && a->s ? a->s : "");
     return op_error(g, op, d, msg);
   }
   set_result(OUT(0), IN(0));
@@ -812,15 +822,17 @@ static ppcc_status shape_embedding(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
     snprintf(msg, sizeof msg, "ids '%s' must be i64 or i32, not %s", ids->name, ppcc_dtype_name(ids->dtype));
     return op_error(g, op, d, msg);
   }
-  ppcc_status st = check_float(g, op, d, 1);
+  bool quantized = ppcc_dtype_is_quantized(table->dtype);
+  ppcc_status st = quantized ? PPCC_OK : check_float(g, op, d, 1);
   if (st) return st;
+  if (quantized) op->quantized_ok |= 1u << 1;
   if (table->rank != 2 || ids->rank + 1 > PPCC_MAX_RANK) {
     snprintf(msg, sizeof msg, "shape mismatch: table '%s' must be [vocab, hidden]", table->name);
     return op_error(g, op, d, msg);
   }
   ppcc_value *o = OUT(0);
   set_result(o, ids);
-  o->dtype = table->dtype;
+  o->dtype = quantized ? PPCC_F32 : table->dtype; /* quantized rows are looked up dequantized */
   o->shape[o->rank++] = table->shape[1];
   return PPCC_OK;
 }

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ppcc/ops.h"
-#include "../report/report_internal.h"
+#include "plan.h"
 
 int rep_shard_device(const ppcc_value *v, int shard) {
   return v->devices ? v->devices[shard] : shard;

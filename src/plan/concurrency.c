@@ -1,10 +1,10 @@
 /* How many devices of a placed graph can compute at the same time, for the
  * one thread budget (issue 12): both backends give each device
- * cores / that many kernel threads (src/runtime/executor.c run_devices,
- * src/runtime/jit_exec.c run_all) and the prediction assumes the same
- * (src/report/predict.c), all through the two functions below.
+ * cores / that many kernel threads (src/runtime/exec/executor.c run_devices,
+ * src/runtime/jit/jit_exec.c run_all) and the prediction assumes the same
+ * (src/plan/predict.c), all through the two functions below.
  *
- * The schedule (src/ir/pipeline_segments.c): every device runs its ops in
+ * The schedule (src/plan/pipeline_segments.c): every device runs its ops in
  * program order, per segment for microbatch 0..M-1, and waits only where
  * it receives (a transfer from another device, a collective). In a
  * pipeline a stage's work on microbatch k follows its receive of k from
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include "ppcc/ops.h"
 #include "ppcc/predict.h"
-#include "../report/report_internal.h"
+#include "plan.h"
 
 static int cmp_desc(const void *a, const void *b) {
   int x = *(const int *)a, y = *(const int *)b;

@@ -1,6 +1,6 @@
 /* The pipeline schedule's segments, shared by the executor
- * (src/runtime/executor.c runs them) and the report's prediction
- * (src/report/predict.c simulates them), so the two cannot drift.
+ * (src/runtime/exec/executor.c runs them) and the report's prediction
+ * (src/plan/predict.c simulates them), so the two cannot drift.
  *
  * Every device runs: for each segment, for each microbatch k, the ops of
  * the segment on microbatch k. All devices thus visit (segment,

@@ -1,7 +1,7 @@
 /* Predicted per-device peak memory, per-stage time and pipeline bubble of
  * a placed graph, the calibration file, and the comparison with a run
  * (include/ppcc/predict.h defines the models). The memory simulation
- * mirrors src/runtime/executor.c step for step, so that the prediction
+ * mirrors src/runtime/exec/executor.c step for step, so that the prediction
  * equals the runtime's accounting (tests/plan_check.sh holds them to it). */
 #include <cjson/cJSON.h>
 #include "ppcc/json_strict.h"
@@ -14,7 +14,7 @@
 #include "ppcc/predict.h"
 #include "ppcc/devices_spec.h"
 #include "ppcc/report.h"
-#include "../report/report_internal.h"
+#include "plan.h"
 
 /* ---------------- calibration ---------------- */
 
@@ -351,7 +351,7 @@ static void add_value(mem_sim *s, int v, int mb, int sign) {
     if (i >= 64 || !(s->alias[v] >> i & 1)) account(s, rep_shard_device(p, i), v, mb, sign);
 }
 
-/* JIT (src/emit/exec_comm.c): the shards of a layout change that hold no
+/* JIT (src/emit/exec/exec_comm.c): the shards of a layout change that hold no
  * buffer of their own. A one-shard operand is a whole value. Shard j is
  * produced on its home (the operand's shard j, or its one shard) and, if
  * that is not its device, sent and received into a new buffer. Produced:

@@ -10,7 +10,7 @@
 #include <string.h>
 #include "ppcc/ops.h"
 #include "ppcc/report.h"
-#include "../report/report_internal.h"
+#include "plan.h"
 
 typedef struct memory_sim {
   const ppcc_graph *g;

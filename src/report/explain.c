@@ -8,7 +8,7 @@
 #include <string.h>
 #include "ppcc/ops.h"
 #include "ppcc/report.h"
-#include "report_internal.h"
+#include "../plan/plan.h"
 
 typedef struct explain_ctx {
   const ppcc_graph *g;

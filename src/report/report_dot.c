@@ -6,7 +6,7 @@
 #include <string.h>
 #include "ppcc/ops.h"
 #include "ppcc/report.h"
-#include "report_internal.h"
+#include "../plan/plan.h"
 
 /* ColorBrewer Set3/Paired pastels; red is kept for transfers. */
 static const char *const palette[] = {"#8dd3c7", "#ffffb3", "#bebada", "#80b1d3", "#fdb462", "#b3de69",

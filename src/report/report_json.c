@@ -8,7 +8,7 @@
 #include "ppcc/devices_spec.h"
 #include "ppcc/partition.h"
 #include "ppcc/report.h"
-#include "report_internal.h"
+#include "../plan/plan.h"
 
 /* Integers with fputs rather than fprintf: a million-op report prints
  * tens of millions of them. */

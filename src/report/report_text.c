@@ -9,7 +9,7 @@
 #include "ppcc/devices_spec.h"
 #include "ppcc/partition.h"
 #include "ppcc/report.h"
-#include "report_internal.h"
+#include "../plan/plan.h"
 
 #define CELL 1024 /* longest cell we print; longer text is cut with "..." */
 

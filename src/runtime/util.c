@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -254,4 +255,10 @@ void rt_add_int(ppcc_dtype dtype, const void *src, void *acc, int64_t count) {
     break;
   default: break;
   }
+}
+
+void rt_shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
+  size_t off = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < rank && off < n; i++) off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)shape[i]);
+  if (off < n) snprintf(buf + off, n - off, "]");
 }

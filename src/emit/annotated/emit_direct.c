@@ -9,7 +9,7 @@
  *     an operand of its result's shard shape, an inserted transfer, or a
  *     collective (one ppcc.* op);
  *   - names printed by MLIR as they are (module symbol a bare identifier).
- * Anything else goes through MLIR (emit.c).
+ * Anything else goes through MLIR (src/emit/emit.c).
  *
  * SSA names follow MLIR's printer: results %0, %1, ... in order, constants
  * %cst, %cst_N with N from one conflict counter; a region nested in an op
@@ -18,7 +18,7 @@
  * printed (two passes over the ops). */
 #include <stdlib.h>
 #include <string.h>
-#include "../lower/emit_internal.h"
+#include "annotated.h"
 
 typedef struct dtext {
   char *data;

@@ -1,7 +1,7 @@
 /* The module and its one function over all shards (DESIGN §5): arguments
  * are the shards of params and inputs, results the shards of outputs. */
 #include <stdlib.h>
-#include "../lower/emit_internal.h"
+#include "annotated.h"
 
 #define MAX_ARG_ATTRS 8
 
@@ -9,15 +9,40 @@ static bool is_argument(const ppcc_emit_ctx *c, const ppcc_value *v) {
   return (v->kind == PPCC_VALUE_PARAM && placement_params_are_arguments(c->kind)) || v->kind == PPCC_VALUE_INPUT;
 }
 
-ppcc_status emit_check_values(ppcc_emit_ctx *c) {
-  for (int i = 0; i < c->g->n_values; i++) {
-    MlirType t;
-    const ppcc_value *v = &c->g->values[i];
-    if (!emit_elem_type(c, v->dtype, &t))
-      return ppcc_error(c->d, "value '%s': dtype %s has no MLIR mapping", v->name, ppcc_dtype_name(v->dtype));
-    if (!v->devices || v->layout.count < 1)
-      return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "value '%s' has no placement; run the passes first",
-                               v->name);
+/* Marks every op a per-shard lowering appended after `before` with the
+ * shard's device, so constants and inits carry it too. */
+static void mark_new_ops(ppcc_emit_ctx *c, MlirOperation before, int device) {
+  MlirOperation op = mlirOperationIsNull(before) ? mlirBlockGetFirstOperation(c->block)
+                                                 : mlirOperationGetNextInBlock(before);
+  for (; !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) placement_mark_op(c, op, device);
+}
+
+
+static ppcc_status lower_one_op(ppcc_emit_ctx *c, const ppcc_op *op) {
+  ppcc_lower_fn lower = emit_lowering_for(op->info->id);
+  if (!lower) return emit_op_error(c, op, "op '%s' has no MLIR lowering", op->info->name);
+  c->op = op;
+  c->op_loc = emit_name_loc(c, c->g->values[op->out[0]].name);
+  ppcc_status st = PPCC_OK;
+  if (op->info->family == PPCC_FAMILY_COLLECTIVE) {
+    st = lower(c, c->g, op, PPCC_LOWER_ALL_SHARDS, c->d);
+  } else {
+    const ppcc_value *out = &c->g->values[op->out[0]];
+    for (int i = 0; i < out->layout.count && !st; i++) {
+      MlirOperation before = c->last_op;
+      st = lower(c, c->g, op, i, c->d);
+      if (!st && op->info->family == PPCC_FAMILY_COMPUTE) mark_new_ops(c, before, out->devices[i]);
+    }
+  }
+  if (!st) st = emit_check_results_defined(c, op);
+  return st;
+}
+
+/* Lowers every op of the graph into c->block, in program order. */
+static ppcc_status emit_lower_all_ops(ppcc_emit_ctx *c) {
+  for (int i = 0; i < c->g->n_ops; i++) {
+    ppcc_status st = lower_one_op(c, &c->g->ops[i]);
+    if (st) return st;
   }
   return PPCC_OK;
 }

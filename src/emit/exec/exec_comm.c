@@ -1,5 +1,5 @@
 /* Transfers, collectives and GEMMs of the executable form as calls to the
- * runtime ABI (adapters in src/runtime/jit_abi.c). Every call names its
+ * runtime ABI (adapters in src/runtime/jit/jit_abi.c). Every call names its
  * buffer dtype in the symbol (one MLIR signature per element type) and
  * passes, first, the op index (for error messages) and the ppcc_dtype:
  *
@@ -15,7 +15,7 @@
  *   ppcc_rt_check_index_T(op, dtype, kind, bound, index)         (T: i64, i32)
  *
  * Buffers are memref<*xT>; a group is a memref.global of device ids.
- * Collectives follow the executor's plan (src/runtime/executor.c): every
+ * Collectives follow the executor's plan (src/runtime/exec/executor.c): every
  * device first produces and sends what it owns, then receives, so the
  * device functions cannot deadlock (sends never block). */
 #include <stdio.h>

@@ -109,7 +109,7 @@ static bool stores_value(MlirOperation o) {
 
 /* The op keeps a buffer beyond itself: it is returned, or written into
  * memory as a value. (Calls do not: the kernels and the runtime's
- * communication calls copy what they send, src/runtime/comm.c.) */
+ * communication calls copy what they send, src/runtime/comm/comm.c.) */
 static bool keeps(MlirOperation o, int operand) {
   return is_op(o, "func.return") || (operand == 0 && stores_value(o));
 }

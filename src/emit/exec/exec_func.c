@@ -19,7 +19,18 @@ void exec_state_free(ppcc_emit_ctx *c) {
   free(x->blocks);
   free(x);
   c->exec = NULL;
+  c->runtime_calls = NULL;
 }
+
+/* What the shared lowerings call in this form (emit_internal.h). */
+static const emit_runtime_calls runtime_calls = {
+  .transfer = exec_transfer,
+  .matmul = exec_try_matmul_call,
+  .conv = exec_try_conv_call,
+  .attention = exec_try_attention_call,
+  .check_index = exec_check_index,
+  .free_state = exec_state_free,
+};
 
 static bool is_leaf(const ppcc_value *v) { return v->kind == PPCC_VALUE_PARAM || v->kind == PPCC_VALUE_INPUT; }
 
@@ -185,6 +196,7 @@ ppcc_status exec_build_module(ppcc_emit_ctx *c) {
   if (!st) st = check_devices(c);
   if (st) return st;
   c->exec = calloc(1, sizeof *c->exec);
+  c->runtime_calls = &runtime_calls;
   if (c->exec) c->exec->blocks = calloc((size_t)(g->n_devices > 0 ? g->n_devices : 1), sizeof(MlirBlock));
   if (!c->exec || !c->exec->blocks) return ppcc_error_status(c->d, PPCC_ERR_INTERNAL, "out of memory");
   c->exec->n_devices = g->n_devices;

@@ -15,7 +15,7 @@
  *    alive at once, where the dynamic allocas grew the stack at every call.
  *
  * The runtime ABI reads a descriptor only during the call it is passed to
- * (src/runtime/jit_abi.c), so a descriptor's last use is its last user in
+ * (src/runtime/jit/jit_abi.c), so a descriptor's last use is its last user in
  * program order. All of it is linear in the function's size. */
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * memref / bufferization / func.call ops that surround runtime calls. */
 #ifndef PPCC_EXEC_INTERNAL_H
 #define PPCC_EXEC_INTERNAL_H
-#include "../lower/emit_internal.h"
+#include "exec_form.h"
 
 typedef struct exec_state {
   int n_devices;
@@ -78,5 +78,27 @@ bool exec_put_back_freeing_after_last_use(MlirModule module, MlirOperation *func
 
 /* ppcc_dtype of an MLIR element type (-1 if none). */
 int exec_dtype_of(MlirType elem);
+
+/* ---- runtime calls (exec_comm.c; c->runtime_calls in exec_func.c) ---- */
+void exec_state_free(ppcc_emit_ctx *c);
+/* Transfer of one shard in the executable form: ppcc_rt_send on `from`,
+ * ppcc_rt_recv on `to`; returns the value on `to`. */
+MlirValue exec_transfer(ppcc_emit_ctx *c, MlirValue v, int from, int to);
+/* Lowers a collective op into the device functions of its shards. */
+ppcc_status exec_lower_collective(ppcc_emit_ctx *c, const ppcc_op *op);
+/* A contraction the executable form hands to ppcc_rt_matmul (f32, a of
+ * rank >= 2, b a matrix or of a's rank), or a null value when it is left
+ * to linalg. */
+MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
+/* A conv handed to ppcc_rt_conv_f32 (f32), or a null value. */
+MlirValue exec_try_conv_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const ppcc_conv_geom *g, MlirType out_type);
+/* f32 attention as a ppcc_rt_attention call in the executable form (null
+ * value otherwise: the linalg lowering is used); positions (null: none)
+ * an i64/i32 index tensor [S] or [B, S]. */
+MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, MlirValue positions,
+                                  double scale, bool causal, MlirType out_type);
+
+/* The executable form's index check (emit_check_index; kind EXEC_*). */
+ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, int kind);
 
 #endif

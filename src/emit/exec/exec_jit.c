@@ -25,7 +25,7 @@
  * without an LLVM intrinsic (erf, tanh) become libm calls resolved in the
  * ppcc process; math-to-libm comes second because it rejects ops it has
  * no function for (rsqrt). Allocations call the generic functions, which
- * the runtime maps to its per-device arenas (src/runtime/jit_arena.c).
+ * the runtime maps to its per-device arenas (src/runtime/jit/jit_arena.c).
  *
  * The stages marked kernels_only lower what only loops hold (linalg, scf,
  * math) or, for eliminate-empty-tensors, only improve kernels: they run

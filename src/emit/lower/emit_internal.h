@@ -1,11 +1,14 @@
-/* Internals of the MLIR emitter, shared by its files and by the executable
- * form: the emission context, the per-shard value table, and small helpers
- * to build types, attributes and operations with the MLIR C API.
+/* Door of src/emit/lower/, the layer below the forms: the emission
+ * context (emit_ctx.c), the per-shard value table, helpers that build
+ * types, attributes and operations with the MLIR C API (mlir_build.c), the
+ * op table's lowerings (lower_*.c), the placement map and the printer.
  *
- * Flow: ppcc_emit() (emit.c) creates a context, builds one func.func
- * (emit_func.c), lowers every op through the op table's `lower` column
- * (lower_ops.c, lower_collectives.c), verifies and prints (emit_print.c).
- * Every device / transfer decision goes through placement_map.c. */
+ * Flow: ppcc_emit() (src/emit/emit.c) creates a context, a form builds its
+ * module (annotated/emit_func.c, or exec/exec_func.c) lowering every op
+ * through the op table's `lower` column (lower_ops.c, lower_collectives.c),
+ * then verifies and prints (emit_print.c). Every device / transfer
+ * decision goes through placement_map.c. Nothing here calls a form: the
+ * executable form's runtime calls come in through c->runtime_calls. */
 #ifndef PPCC_EMIT_INTERNAL_H
 #define PPCC_EMIT_INTERNAL_H
 #include <mlir-c/AffineExpr.h>
@@ -33,14 +36,15 @@ typedef struct ppcc_emit_ctx {
   MlirOperation last_op; /* last op appended to block (null: none yet) */
   MlirAttribute iter_parallel, iter_reduction; /* linalg iterator types */
   struct exec_state *exec; /* executable form only (exec_*.c), else NULL */
+  const struct emit_runtime_calls *runtime_calls; /* executable form only, else NULL */
   bool exec_linalg_matmul; /* executable form: f32 matmul as linalg, not ppcc_rt_matmul */
 } ppcc_emit_ctx;
 
-/* ---- context (emit.c) ---- */
+/* ---- context (emit_ctx.c) ---- */
 ppcc_status emit_ctx_init(ppcc_emit_ctx *c, const ppcc_graph *g, ppcc_emit_kind kind, ppcc_diag *d);
 void emit_ctx_free(ppcc_emit_ctx *c);
-/* Lowers every op of the graph into c->block, in program order. */
-ppcc_status emit_lower_all_ops(ppcc_emit_ctx *c);
+/* Every value has a dtype with an MLIR mapping and a placement. */
+ppcc_status emit_check_values(ppcc_emit_ctx *c);
 /* The lowering of an op kind, NULL when the op table has none. */
 ppcc_lower_fn emit_lowering_for(ppcc_op_id id);
 
@@ -156,48 +160,41 @@ bool placement_allows_unregistered(ppcc_emit_kind kind);
  * decomposed into transfers and local compute (IREE form). */
 bool placement_collectives_as_ops(ppcc_emit_kind kind);
 
-/* ---- function (emit_func.c) ---- */
-ppcc_status emit_main_func(ppcc_emit_ctx *c);
-/* Every value has a dtype with an MLIR mapping and a placement. */
-ppcc_status emit_check_values(ppcc_emit_ctx *c);
+/* ---- the executable form's runtime calls ----
+ * Set by the executable form (src/emit/exec/exec_func.c) for its module,
+ * NULL in the other forms, so the lowerings use the runtime without
+ * depending on the form that provides it. */
+typedef struct emit_runtime_calls {
+  /* Transfer of one shard: ppcc_rt_send on `from`, ppcc_rt_recv on `to`;
+   * returns the value on `to`. */
+  MlirValue (*transfer)(ppcc_emit_ctx *c, MlirValue v, int from, int to);
+  /* A contraction handed to ppcc_rt_matmul (f32, a of rank >= 2, b a
+   * matrix or of a's rank), or a null value when it is left to linalg. */
+  MlirValue (*matmul)(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
+  /* A conv handed to ppcc_rt_conv_f32 (the interpreter's kernel; f32 x and
+   * w, out_type f32), or a null value. */
+  MlirValue (*conv)(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const ppcc_conv_geom *g, MlirType out_type);
+  /* f32 attention as a ppcc_rt_attention call (null value otherwise: the
+   * linalg lowering is used); positions (null: none) an i64/i32 index
+   * tensor [S] or [B, S]. */
+  MlirValue (*attention)(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, MlirValue positions,
+                         double scale, bool causal, MlirType out_type);
+  /* A run-time error (failing the run, naming the op) unless every element
+   * of the index tensor (i64 or i32) is in range (kind below); the message
+   * says "token id" or "index" as the interpreter's kernels do. */
+  ppcc_status (*check_index)(ppcc_emit_ctx *c, MlirValue index, int64_t bound, int kind);
+  /* Frees the form's state (emit_ctx_free calls it). */
+  void (*free_state)(ppcc_emit_ctx *c);
+} emit_runtime_calls;
 
-/* ---- executable form (exec_func.c, exec_comm.c) ---- */
-/* Builds the module: one func.func @device_D per device (include/ppcc/jit.h
- * gives the argument ABI), runtime calls for transfers and collectives. */
-ppcc_status exec_build_module(ppcc_emit_ctx *c);
-void exec_state_free(ppcc_emit_ctx *c);
-/* Transfer of one shard in the executable form: ppcc_rt_send on `from`,
- * ppcc_rt_recv on `to`; returns the value on `to`. */
-MlirValue exec_transfer(ppcc_emit_ctx *c, MlirValue v, int from, int to);
-/* Lowers a collective op into the device functions of its shards. */
-ppcc_status exec_lower_collective(ppcc_emit_ctx *c, const ppcc_op *op);
-/* A contraction the executable form hands to ppcc_rt_matmul (f32, a of
- * rank >= 2, b a matrix or of a's rank), or a null value when it is left
- * to linalg. */
-MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
-/* A conv the executable form hands to ppcc_rt_conv_f32 (the interpreter's
- * kernel; f32 x and w, out_type f32); null in the other forms. */
-MlirValue exec_try_conv_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const ppcc_conv_geom *g, MlirType out_type);
-/* f32 attention as a ppcc_rt_attention call in the executable form (null
- * value otherwise: the linalg lowering is used); positions (null: none)
- * an i64/i32 index tensor [S] or [B, S]. */
-MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, MlirValue positions,
-                                  double scale, bool causal, MlirType out_type);
-
-/* Executable form: a run-time error (failing the run, naming the op) unless
- * every element of the index tensor (i64 or i32) is in [0, bound); the
- * message says "token id" or "index" as the interpreter's kernels do. No-op
- * in the other forms. The caller still clamps the indices it uses. */
-/* kind: EXEC_INDEX (in [0, bound)), EXEC_TOKEN_IDS (the same, named token
- * ids in the message), with EXEC_INDEX_WRAPS: in [-bound, bound) (ONNX's
- * negative indices). */
+/* The index check in the executable form; no-op in the other forms. The
+ * caller still clamps the indices it uses. kind: EXEC_INDEX (in [0,
+ * bound)), EXEC_TOKEN_IDS (the same, named token ids in the message), with
+ * EXEC_INDEX_WRAPS: in [-bound, bound) (ONNX's negative indices). */
 enum { EXEC_INDEX = 0, EXEC_TOKEN_IDS = 1, EXEC_INDEX_WRAPS = 2 };
-ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, int kind);
-
-/* ---- the annotated form without MLIR (emit_direct.c) ---- */
-/* Whether emit_direct prints exactly what the MLIR path would. */
-bool emit_direct_supported(const ppcc_graph *g);
-ppcc_status emit_direct(const ppcc_graph *g, FILE *out, ppcc_diag *d);
+static inline ppcc_status emit_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, int kind) {
+  return c->runtime_calls ? c->runtime_calls->check_index(c, index, bound, kind) : PPCC_OK;
+}
 
 /* ---- output (emit_print.c) ---- */
 /* Verifies the module, prints it and post-processes the text; on success

@@ -2,7 +2,7 @@
  * along `dim`, per shard. Lowered to an scf.for over the index carrying the
  * destination tensor: extract the index, slice row j of the source, insert
  * it at that position. An index outside [0, D) is a run-time error
- * (exec_check_index, the interpreter's message); the loop clamps it to 0
+ * (emit_check_index, the interpreter's message); the loop clamps it to 0
  * so that nothing is written out of bounds before the run stops. */
 #include "emit_internal.h"
 
@@ -114,7 +114,7 @@ ppcc_status lower_index_copy(struct ppcc_emit_ctx *c, const ppcc_graph *g, const
     src = emit_slice(c, src, dst_v->layout.dim, shard * local[dst_v->layout.dim], local[dst_v->layout.dim]);
 
   int64_t rows = mlirShapedTypeGetDimSize(mlirValueGetType(dest), dim);
-  ppcc_status st = exec_check_index(c, index, rows, EXEC_INDEX);
+  ppcc_status st = emit_check_index(c, index, rows, EXEC_INDEX);
   if (st) return st;
   /* No row to write into: every index fails the check, and the loop must
    * not run (its clamped index 0 would still be out of bounds). */

@@ -7,7 +7,7 @@
  * Reductions (norms, softmax, sum, argmax) are linalg.generic ops whose
  * loops are the kept dims first and the reduced dims last; the elementwise
  * step that follows reads the reduced tensors through "drop" maps. The
- * semantics match the reference kernels in src/runtime/kernels_llm.c,
+ * semantics match the reference kernels in src/runtime/kernels/kernels_llm.c,
  * step for step: f16/bf16 operands are widened to f32 and the result
  * rounded once; softmax, norm and sum/mean sums accumulate in f64, norms
  * take 1/sqrt and x * inv in f64, rotary angles are f64. */
@@ -470,7 +470,7 @@ typedef struct embedding_body {
 
 /* table[id - offset, h] when the row is in this shard's table, else 0
  * (a vocab-split table leaves partial sums). Ids outside the vocabulary
- * fail the run (exec_check_index) and read row 0 meanwhile, never memory
+ * fail the run (emit_check_index) and read row 0 meanwhile, never memory
  * outside the table. */
 static MlirValue body_embedding(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const embedding_body *e = user;
@@ -499,7 +499,7 @@ ppcc_status lower_embedding(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   int64_t rows = dim_size(tab, 0);
   /* ids outside the whole vocabulary fail the run, as in the interpreter. */
   bool wraps = ppcc_attr_int(op, "wrap_negative", 0) != 0;
-  ppcc_status st = exec_check_index(c, ids, table->shape[0], EXEC_TOKEN_IDS | (wraps ? EXEC_INDEX_WRAPS : 0));
+  ppcc_status st = emit_check_index(c, ids, table->shape[0], EXEC_TOKEN_IDS | (wraps ? EXEC_INDEX_WRAPS : 0));
   if (st) return st;
   embedding_body e = {tab, rank - 1, wraps ? table->shape[0] : 0, vocab_split ? shard * rows : 0, rows};
   MlirAffineExpr ex[PPCC_MAX_RANK];
@@ -519,7 +519,7 @@ typedef struct rotary_body {
   int64_t orig;
 } rotary_body;
 
-/* The scaled frequency, as scaled_freq in src/runtime/kernels_llm.c:
+/* The scaled frequency, as scaled_freq in src/runtime/kernels/kernels_llm.c:
  * linear: freq / factor; llama3: freq above 2 pi high / orig kept, below
  * 2 pi low / orig divided by factor, blended in between. */
 static MlirValue scale_freq(ppcc_emit_ctx *c, MlirBlock b, const rotary_body *r, MlirValue freq) {
@@ -692,7 +692,9 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
                  T - S};
   /* Executable form: the runtime's GEMM-based kernel (both backends). */
   MlirValue positions = op->n_in == 4 ? operand(c, op, 3, shard) : (MlirValue){NULL};
-  MlirValue call = exec_try_attention_call(c, q, k, v, positions, m.scale, m.causal, emit_shard_type(c, out_value(g, op)));
+  MlirValue call = c->runtime_calls ? c->runtime_calls->attention(c, q, k, v, positions, m.scale, m.causal,
+                                                                 emit_shard_type(c, out_value(g, op)))
+                                   : (MlirValue){NULL};
   if (!mlirValueIsNull(call)) {
     set_result(c, op, shard, call);
     return PPCC_OK;

@@ -1,4 +1,4 @@
-/* Lowerings of the LLM ops (src/emit/lower_llm.c): the `lower` column of
+/* Lowerings of the LLM ops (src/emit/lower/lower_llm.c): the `lower` column of
  * their rows in include/ppcc/op_list.h. Same signature as every other
  * lowering (ppcc_lower_fn), one shard per call. */
 #ifndef PPCC_EMIT_LOWER_LLM_H

@@ -220,7 +220,7 @@ typedef struct gather_body {
 } gather_body;
 
 /* data[i.., index (+ D when negative, then clamped to [0, D): a bad one has already failed the
- * run through exec_check_index, and nothing is read out of bounds), ..]. */
+ * run through emit_check_index, and nothing is read out of bounds), ..]. */
 static MlirValue body_gather(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const gather_body *g = user;
   MlirValue raw = mlirBlockGetArgument(b, 0);
@@ -254,7 +254,7 @@ ppcc_status lower_onnx_gather_elements(struct ppcc_emit_ctx *c, const ppcc_graph
   MlirValue index = emit_shard(c, op->in[1], ix->layout.count == 1 ? 0 : shard);
   int dim = (int)ppcc_attr_int(op, "dim", 0);
   if (dim < 0) dim += x->rank;
-  ppcc_status st = exec_check_index(c, index, x->shape[dim], EXEC_INDEX_WRAPS);
+  ppcc_status st = emit_check_index(c, index, x->shape[dim], EXEC_INDEX_WRAPS);
   if (st) return st;
   gather_body gb = {data, x->rank, dim, x->shape[dim]};
   MlirType t = emit_shard_type(c, &g->values[op->out[0]]);
@@ -312,7 +312,7 @@ ppcc_status lower_onnx_conv(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   ppcc_conv_geom gm;
   if (!ppcc_conv_geom_read(op, r, wshape + 2, &gm)) return emit_op_error(c, op, "conv: invalid window attributes");
   MlirType f32 = mlirF32TypeGet(c->mctx), t32 = mlirRankedTensorTypeGet(r, oshape, f32, mlirAttributeGetNull());
-  MlirValue called = exec_try_conv_call(c, x, w, &gm, t32); /* the interpreter's kernel: the same sums */
+  MlirValue called = c->runtime_calls ? c->runtime_calls->conv(c, x, w, &gm, t32) : (MlirValue){NULL}; /* the interpreter's kernel: the same sums */
   if (!mlirValueIsNull(called)) {
     emit_set_shard(c, op->out[0], shard, emit_convert_floats(c, called, mlirShapedTypeGetElementType(t)));
     return PPCC_OK;

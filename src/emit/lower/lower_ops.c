@@ -1,32 +1,9 @@
-/* The `lower` column of the op table (include/ppcc/op_list.h): per-shard
- * lowerings of compute ops to upstream dialects (linalg, tensor, arith,
+/* Per-shard lowerings of the generic compute ops (the `lower` column of
+ * the op table, gathered in lowerings.c) to upstream dialects (linalg, tensor, arith,
  * math, scf) and of transfers. Each lowering reads the SSA values of its
  * operands' shards and records its result's shard. */
 #include <math.h>
 #include "emit_internal.h"
-
-ppcc_status lower_matmul(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
-ppcc_status lower_linear(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
-ppcc_status lower_unary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
-ppcc_status lower_binary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
-ppcc_status lower_transpose(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
-ppcc_status lower_reshape(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
-ppcc_status lower_transfer(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
-ppcc_status lower_index_copy(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
-ppcc_status lower_collective(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
-#include "lower_llm.h" /* lower_embedding, lower_rms_norm, ... */
-#include "lower_onnx.h" /* lower_onnx_unary */
-
-static const ppcc_lower_fn lowerings[PPCC_OP_COUNT] = {
-#define PPCC_OP(name, min_in, max_in, n_out, attrs, family, shape, shard, pin, flops, batch, kernel, lower) \
-  [PPCC_OP_##name] = lower,
-#include "ppcc/op_list.h"
-#undef PPCC_OP
-};
-
-ppcc_lower_fn emit_lowering_for(ppcc_op_id id) {
-  return (unsigned)id < PPCC_OP_COUNT ? lowerings[id] : NULL;
-}
 
 /* ---- operand access ---- */
 static const ppcc_value *in_value(const ppcc_emit_ctx *c, const ppcc_op *op, int k) {
@@ -240,8 +217,8 @@ static const char *named_contraction(int ra, int rb, bool b_transposed) {
 }
 
 static MlirValue contract(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type) {
-  if (c->kind == PPCC_EMIT_MLIR_EXEC) { /* f32 GEMMs go to OpenBLAS through the runtime */
-    MlirValue call = exec_try_matmul_call(c, a, b, b_transposed, out_type);
+  if (c->runtime_calls) { /* executable form: f32 GEMMs go to OpenBLAS through the runtime */
+    MlirValue call = c->runtime_calls->matmul(c, a, b, b_transposed, out_type);
     if (!mlirValueIsNull(call)) return call;
   }
   MlirValue init = emit_zeros(c, out_type);

@@ -21,7 +21,7 @@ bool emit_elem_type(ppcc_emit_ctx *c, ppcc_dtype t, MlirType *out) {
   return false;
 }
 
-/* Callers have checked the dtype with emit_elem_type (emit_func.c checks
+/* Callers have checked the dtype with emit_elem_type (emit_check_values checks
  * every value up front), so a failure here is an internal error. */
 MlirType emit_tensor_type(ppcc_emit_ctx *c, ppcc_dtype t, int rank, const int64_t *shape) {
   MlirType elem;

@@ -66,7 +66,7 @@ void placement_mark_op(ppcc_emit_ctx *c, MlirOperation op, int device) {
 
 MlirValue placement_transfer(ppcc_emit_ctx *c, MlirValue v, int from, int to) {
   if (from == to) return v;
-  if (c->kind == PPCC_EMIT_MLIR_EXEC) return exec_transfer(c, v, from, to);
+  if (c->runtime_calls) return c->runtime_calls->transfer(c, v, from, to); /* executable form */
   MlirType t = mlirValueGetType(v);
   if (c->kind == PPCC_EMIT_IREE) {
     MlirNamedAttribute target = emit_named(c, "target", iree_device_attr(c, to));

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "../rt_internal.h"
+#include "comm.h"
 
 typedef struct rt_msg {
   struct rt_msg *next;

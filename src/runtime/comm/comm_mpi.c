@@ -46,7 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ppcc/mpi.h"
-#include "../rt_internal.h"
+#include "comm.h"
 
 #define CHUNK_BYTES ((int64_t)1 << 30)
 #define ABORT_TEXT 1024

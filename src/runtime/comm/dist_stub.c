@@ -2,7 +2,7 @@
  * process holds every device, and asking for MPI is a clear error.
  * The MPI build uses comm_mpi.c instead of this file. */
 #include "ppcc/mpi.h"
-#include "../rt_internal.h"
+#include "comm.h"
 
 bool ppcc_mpi_available(void) { return false; }
 bool ppcc_mpi_initialized(void) { return false; }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ppcc/mpi.h"
-#include "../rt_internal.h"
+#include "comm.h"
 
 static int find_root(int *parent, int a) {
   while (parent[a] != a) a = parent[a] = parent[parent[a]];

@@ -22,9 +22,13 @@
  * device thread gets the process's cores back when it leaves. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <omp.h>
 #include <sched.h>
 #include <stdbool.h>
-#include "../rt_internal.h"
+#include "exec.h"
+#include "ppcc/predict.h"
+#include "../comm/comm.h"
+#include "../kernels/kernels.h"
 #ifdef PPCC_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -68,4 +72,39 @@ void rt_device_thread_enter(int dev) {
 
 void rt_device_thread_leave(void) {
   if (placement != RT_PLACE_ANYWHERE) pthread_setaffinity_np(pthread_self(), sizeof process_cpus, &process_cpus);
+}
+
+void rt_thread_budget(int devices, int per_device, rt_placement how, int cores) {
+  ppcc_rt_set_kernel_threads(per_device);
+  rt_place_threads(how, cores, per_device);
+  omp_set_dynamic(0);
+  /* Only the portable GEMM (no OpenBLAS) opens a team inside a device thread. */
+  omp_set_max_active_levels(per_device > 1 && !ppcc_rt_have_blas() ? 2 : 1);
+}
+
+/* Never more busy threads than cores: at most `busy` devices compute at
+ * once (the rest sleep on a receive's condition variable, comm.c), each
+ * on its device thread plus its BLAS call's extra threads, busy *
+ * per_device <= cores. Where a schedule lets more devices overlap than
+ * counted, OpenBLAS (pthread build) still runs one multi-threaded level-3
+ * call at a time (its gemm driver holds a process-wide lock), so the
+ * excess is a device thread each, and the results are the same bits
+ * (tests/test_rt_thread_budget.c checks concurrent calls). */
+void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int local) {
+  int m = rt_row_invariant_matmul() ? (g->n_devices > microbatches ? g->n_devices : microbatches) : microbatches;
+  int busy = ppcc_concurrent_devices(g, m);
+  if (local < busy) busy = local; /* MPI: only this rank's devices share its cores */
+  int per_device = ppcc_kernel_threads_per_device(cores, busy);
+  rt_placement how = rt_dist_active()                              ? RT_PLACE_ANYWHERE /* ranks share a host */
+                     : busy == 1 && per_device > 1                   ? RT_PLACE_LONE_DEVICE
+                     : ppcc_devices_spread(cores, per_device, local) ? RT_PLACE_SPREAD
+                                                                     : RT_PLACE_ANYWHERE;
+  rt_thread_budget(busy, per_device, how, cores);
+}
+
+void rt_finish_gate_wait(rt_finish_gate *gate) {
+  pthread_mutex_lock(&gate->lock);
+  if (--gate->left <= 0) pthread_cond_broadcast(&gate->cond);
+  while (gate->left > 0) pthread_cond_wait(&gate->cond, &gate->lock);
+  pthread_mutex_unlock(&gate->lock);
 }

@@ -17,7 +17,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../rt_internal.h"
+#include "exec.h"
 
 /* Every buffer takes at least one line: distinct buffers, distinct addresses. */
 int64_t rt_arena_round(int64_t bytes) {

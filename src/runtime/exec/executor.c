@@ -26,7 +26,10 @@
 #include <time.h>
 #include "ppcc/test_inject.h"
 #include "ppcc/predict.h"
-#include "../rt_internal.h"
+#include "exec.h"
+#include "../comm/comm.h"
+#include "../io/io.h"
+#include "../kernels/kernels.h"
 
 typedef struct rt_slot {
   void *data;

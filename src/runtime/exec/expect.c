@@ -2,7 +2,7 @@
  * reference (ONNX Runtime's, PyTorch's...) by the same criterion as
  * --check (ppcc_compare), so both follow any change to it. */
 #include <string.h>
-#include "../rt_internal.h"
+#include "exec.h"
 
 static void shape_text(const ppcc_host_tensor *t, char *buf, size_t n) {
   size_t off = (size_t)snprintf(buf, n, "%s[", ppcc_dtype_name(t->dtype));

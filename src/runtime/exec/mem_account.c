@@ -7,7 +7,7 @@
  * locking. */
 #include <stdlib.h>
 #include <string.h>
-#include "../rt_internal.h"
+#include "exec.h"
 #include "ppcc/predict.h"
 
 bool rt_mem_accounting_init(rt_mem_accounting *a, int n_devices) {

@@ -18,11 +18,11 @@
  * is a user error naming the op or value. Inputs split along dim 0 (data
  * parallel) are allowed when each microbatch still splits evenly.
  *
- * ppcc_pipeline_segments (src/ir/pipeline_segments.c) picks the order in
+ * ppcc_pipeline_segments (src/plan/pipeline_segments.c) picks the order in
  * which a device interleaves microbatches (see there). */
 #include <stdlib.h>
 #include <string.h>
-#include "../rt_internal.h"
+#include "exec.h"
 
 static ppcc_status oom(ppcc_diag *d) { return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"); }
 

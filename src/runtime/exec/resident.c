@@ -16,7 +16,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../rt_internal.h"
+#include "../comm/comm.h"
+#include "exec.h"
+#include "../io/io.h"
 
 typedef struct resident_entry {
   char *name;

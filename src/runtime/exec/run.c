@@ -13,7 +13,8 @@
 #include <unistd.h>
 #include "ppcc/io.h"
 #include "ppcc/mpi.h"
-#include "../rt_internal.h"
+#include "exec.h"
+#include "../comm/comm.h"
 
 /* ---------------- loading ---------------- */
 
@@ -118,17 +119,11 @@ static ppcc_status load_params(const ppcc_graph *g, const ppcc_run_options *o, c
   return PPCC_OK;
 }
 
-static void shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
-  size_t off = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < rank && off < n; i++) off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)shape[i]);
-  if (off < n) snprintf(buf + off, n - off, "]");
-}
-
 /* Float files may feed any float input (converted); others must match. */
 static ppcc_status convert_input(const ppcc_input_arg *arg, const ppcc_value *p, ppcc_host_tensor *t, ppcc_diag *d) {
   char got[128], want[128];
-  shape_str(t->rank, t->shape, got, sizeof got);
-  shape_str(p->rank, p->shape, want, sizeof want);
+  rt_shape_str(t->rank, t->shape, got, sizeof got);
+  rt_shape_str(p->rank, p->shape, want, sizeof want);
   if (t->rank != p->rank || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)p->rank) != 0)
     return ppcc_error(d, "%s: input '%s' has shape %s but the graph declares %s", arg->path, p->name, got, want);
   if (t->dtype == p->dtype) return PPCC_OK;
@@ -216,123 +211,6 @@ ppcc_status ppcc_run_data_load(const ppcc_graph *g, const ppcc_run_options *o, p
 }
 
 /* ---------------- checking ---------------- */
-
-ppcc_tolerance ppcc_check_tolerance(ppcc_dtype t) {
-  switch (t) {
-  case PPCC_F32: return (ppcc_tolerance){1.3e-6, 1e-5};
-  case PPCC_F16: return (ppcc_tolerance){1e-3, 1e-5};
-  case PPCC_BF16: return (ppcc_tolerance){1.6e-2, 1e-5};
-  default: return (ppcc_tolerance){0, 0};
-  }
-}
-
-static double element(const ppcc_host_tensor *t, int64_t j) {
-  switch (t->dtype) {
-  case PPCC_F32: return ((const float *)t->data)[j];
-  case PPCC_F16: return ppcc_f16_to_f32(((const uint16_t *)t->data)[j]);
-  case PPCC_BF16: return ppcc_bf16_to_f32(((const uint16_t *)t->data)[j]);
-  case PPCC_I64: return (double)((const int64_t *)t->data)[j];
-  case PPCC_I32: return ((const int32_t *)t->data)[j];
-  case PPCC_I8: return ((const int8_t *)t->data)[j];
-  case PPCC_BOOL: return ((const uint8_t *)t->data)[j];
-  default: return 0;
-  }
-}
-
-static bool int_equal(const ppcc_host_tensor *a, const ppcc_host_tensor *b, int64_t j) {
-  if (a->dtype == PPCC_I64) return ((const int64_t *)a->data)[j] == ((const int64_t *)b->data)[j];
-  return element(a, j) == element(b, j); /* exact in a double below 64 bits */
-}
-
-ppcc_compare_result ppcc_compare(const ppcc_host_tensor *got, const ppcc_host_tensor *ref) {
-  return rt_compare_at_scale(got, ref, -1);
-}
-
-ppcc_compare_result rt_compare_at_scale(const ppcc_host_tensor *got, const ppcc_host_tensor *ref, double scale_of) {
-  ppcc_compare_result r = {0, 0, true, 0, 0, 0, -1, 0, 0};
-  int64_t n = ppcc_num_elements(ref->rank, ref->shape);
-  if (got->dtype != ref->dtype || got->rank != ref->rank ||
-      memcmp(got->shape, ref->shape, sizeof(int64_t) * (size_t)got->rank) != 0)
-    return (ppcc_compare_result){INFINITY, INFINITY, false, 0, n, 0, -1, NAN, NAN};
-  ppcc_tolerance tol = ppcc_check_tolerance(ref->dtype);
-  bool is_float = ppcc_dtype_is_float(ref->dtype);
-  double max_ref = scale_of >= 0 ? scale_of : 0;
-  for (int64_t j = 0; is_float && scale_of < 0 && j < n; j++) {
-    double b = fabs(element(ref, j));
-    if (b > max_ref && b <= DBL_MAX) max_ref = b;
-  }
-  double scale = max_ref > 1 ? max_ref : 1;
-  r.atol = tol.atol * scale + tol.rtol * (scale > 1 ? scale : max_ref); /* see ppcc_check_tolerance */
-  double worst_excess = -INFINITY;
-  for (int64_t j = 0; j < n; j++) {
-    double a = element(got, j), b = element(ref, j), err, excess;
-    if (!is_float) {
-      bool same = int_equal(got, ref, j);
-      err = same ? 0 : fabs(a - b);
-      excess = same ? 0 : fmax(err, 1);
-    } else if (isnan(a) || isnan(b)) {
-      bool same = isnan(a) && isnan(b);
-      err = same ? 0 : INFINITY;
-      excess = same ? -INFINITY : INFINITY;
-      r.n_nan += isnan(a) && !isnan(b);
-    } else {
-      err = a == b ? 0 : fabs(a - b); /* equal infinities agree */
-      excess = err - (r.atol + tol.rtol * fabs(b));
-      if (!(excess <= DBL_MAX)) excess = DBL_MAX; /* an infinity against another value (a NaN ranks above) */
-    }
-    if (err > r.max_abs) r.max_abs = err;
-    if (err > 0 && err / fmax(fabs(b), 1e-30) > r.max_rel) r.max_rel = err / fmax(fabs(b), 1e-30);
-    if (excess > 0 || (!is_float && err > 0)) r.n_bad++;
-    if (excess > worst_excess) {
-      worst_excess = excess;
-      r.worst = j;
-      r.worst_got = a;
-      r.worst_ref = b;
-    }
-  }
-  r.ok = r.n_bad == 0;
-  return r;
-}
-
-/* "[2, 7]": the multi-dimensional index of flat element j. */
-static void index_str(const ppcc_value *p, int64_t j, char *buf, size_t n) {
-  int64_t idx[PPCC_MAX_RANK];
-  for (int i = p->rank - 1; i >= 0; i--) {
-    idx[i] = p->shape[i] > 0 ? j % p->shape[i] : 0;
-    j = p->shape[i] > 0 ? j / p->shape[i] : 0;
-  }
-  shape_str(p->rank, idx, buf, n);
-}
-
-/* "every |got-ref| <= 1e-05*8.3 + 1.3e-06*|ref| (f32)" */
-static void criterion_str(const ppcc_value *p, const ppcc_compare_result *r, char *buf, size_t n) {
-  ppcc_tolerance t = ppcc_check_tolerance(p->dtype);
-  if (!ppcc_dtype_is_float(p->dtype))
-    snprintf(buf, n, "every element equal (%s)", ppcc_dtype_name(p->dtype));
-  else
-    snprintf(buf, n, "every |got-ref| <= %.3g + %.2g*|ref| (%s: atol %.0e*max(1, M) + rtol %.2g*M, M = max|ref|)",
-             r->atol, t.rtol, ppcc_dtype_name(p->dtype), t.atol, t.rtol);
-}
-
-/* Logs one output's comparison (`label NAME: ...: ok|FAIL`) and returns
- * the error when it fails, naming the worst element (--check, --expect). */
-ppcc_status rt_report_comparison(const ppcc_value *p, const ppcc_compare_result *r, const char *label,
-                                 const char *against, FILE *log, ppcc_diag *d) {
-  char at[PPCC_MAX_RANK * 24 + 8] = "[]", rule[256];
-  if (r->worst >= 0) index_str(p, r->worst, at, sizeof at);
-  criterion_str(p, r, rule, sizeof rule);
-  if (log)
-    fprintf(log, "%s %s: max abs error %.3g, max rel error %.3g, worst at %s (got %.6g, ref %.6g); %s: %s\n", label,
-            p->name, r->max_abs, r->max_rel, at, r->worst_got, r->worst_ref, rule, r->ok ? "ok" : "FAIL");
-  if (r->ok) return PPCC_OK;
-  if (r->n_nan > 0)
-    return ppcc_error(d, "output '%s' differs from %s: NaN where the reference is not NaN (%lld elements; first at %s, "
-                         "ref %.6g)",
-                      p->name, against, (long long)r->n_nan, at, r->worst_ref);
-  return ppcc_error(d, "output '%s' differs from %s: %lld elements fail, worst at %s: got %.6g, ref %.6g (max abs "
-                       "error %.3g; needs %s)",
-                    p->name, against, (long long)r->n_bad, at, r->worst_got, r->worst_ref, r->max_abs, rule);
-}
 
 static ppcc_status check_outputs(const ppcc_graph *g, const ppcc_run_data *data, const ppcc_run_options *o,
                                  const ppcc_host_tensor *got, ppcc_diag *d) {
@@ -536,7 +414,7 @@ static ppcc_status check_value_sizes(const ppcc_graph *g, ppcc_diag *d) {
     const ppcc_value *p = &g->values[v];
     int64_t bytes = ppcc_value_bytes(p);
     char shape[128];
-    shape_str(p->rank, p->shape, shape, sizeof shape);
+    rt_shape_str(p->rank, p->shape, shape, sizeof shape);
     if (bytes < 0)
       return ppcc_error(d, "value '%s' (%s%s) is too large to address", p->name, ppcc_dtype_name(p->dtype), shape);
     if ((uint64_t)bytes > limit)
@@ -550,7 +428,20 @@ static ppcc_status check_value_sizes(const ppcc_graph *g, ppcc_diag *d) {
 /* An MPI run: every rank calls ppcc_run; rank 0 checks, writes and logs. */
 static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d);
 
+/* Both backends refuse block-quantized params alike (no kernel computes
+ * with them yet: GGUF weights are dequantized at load when declared f32). */
+ppcc_status ppcc_run_check_dtypes(const ppcc_graph *g, ppcc_diag *d) {
+  for (int v = 0; v < g->n_values; v++)
+    if (ppcc_dtype_is_quantized(g->values[v].dtype))
+      return ppcc_error(d, "param '%s' is %s (block-quantized): ppcc run computes with f32, f16 or bf16 params only "
+                           "(declare it f32 to dequantize it at load)",
+                        g->values[v].name, ppcc_dtype_name(g->values[v].dtype));
+  return PPCC_OK;
+}
+
 ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
+  ppcc_status refused = ppcc_run_check_dtypes(g, d);
+  if (refused) return refused;
   if (rt_dist_active()) return run_distributed(g, o, d);
   keep_freed_memory();
   int cores = o->threads > 0 ? o->threads : omp_get_num_procs();

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ppcc/io.h"
-#include "../rt_internal.h"
+#include "exec.h"
+#include "../comm/comm.h"
 
 bool rt_timeline_init(rt_timeline *t, int n_devices) {
   t->n_devices = n_devices;

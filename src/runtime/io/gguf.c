@@ -7,7 +7,7 @@
  * Block formats and their decoders: include/ppcc/quant.h. */
 #include <stdlib.h>
 #include <string.h>
-#include "gguf.h"
+#include "io.h"
 
 #define GGUF_MAX_TENSORS (1 << 20)
 #define GGUF_MAX_KV (1 << 20)
@@ -105,6 +105,11 @@ static bool read_value(cursor *c, uint32_t type, rt_gguf_kv *kv, int depth) {
     uint64_t count = read_le(c, 8);
     if (c->bad) return false;
     int es = scalar_size(et);
+    if (kv) {
+      kv->array_type = et;
+      kv->array_count = count;
+      kv->array_data = c->p + c->pos;
+    }
     if (es) { /* skip fixed-size elements at once */
       const unsigned char *b;
       if (count > (c->size - c->pos) / (uint64_t)es) return c->bad = true, false;
@@ -119,6 +124,22 @@ static bool read_value(cursor *c, uint32_t type, rt_gguf_kv *kv, int depth) {
     return true;
   }
   return false;
+}
+
+double rt_gguf_array_number(const rt_gguf_kv *kv, uint64_t i) {
+  int es = scalar_size(kv->array_type);
+  uint64_t raw = 0;
+  for (int b = es - 1; b >= 0; b--) raw = raw << 8 | kv->array_data[i * (uint64_t)es + (uint64_t)b];
+  return scalar_value(kv->array_type, raw);
+}
+
+const char *rt_gguf_array_next_string(const unsigned char **at, uint64_t *len) {
+  uint64_t n = 0;
+  for (int b = 7; b >= 0; b--) n = n << 8 | (*at)[b];
+  const char *s = (const char *)*at + 8;
+  *at += 8 + n;
+  *len = n;
+  return s;
 }
 
 void rt_gguf_close(rt_gguf *g) {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "../rt_internal.h"
+#include "io.h"
 
 /* Drops the whole pages of [p, p + bytes) from this process (MADV_DONTNEED
  * on a read-only file mapping: a later touch reads them again). */

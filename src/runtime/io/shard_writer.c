@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ppcc/io.h"
-#include "../rt_internal.h"
+#include "io.h"
 
 enum { IRPA_HEADER_SIZE = 88, IRPA_DATA_ENTRY = 76, IRPA_ENTRY_STRIDE = 80, IRPA_ALIGN = 64 };
 #define IRPA_MAGIC 0x41505249u

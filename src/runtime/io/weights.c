@@ -16,67 +16,6 @@ struct ppcc_weights {
   rt_source *source; /* an HF checkpoint directory or a GGUF file */
 };
 
-rt_weight_entry *rt_weight_index_add(rt_weight_index *idx, const char *name, size_t name_len) {
-  if (idx->n == idx->cap) {
-    int cap = idx->cap ? idx->cap * 2 : 64;
-    rt_weight_entry *e = realloc(idx->entries, sizeof *e * (size_t)cap);
-    if (!e) return NULL;
-    idx->entries = e;
-    idx->cap = cap;
-  }
-  rt_weight_entry *e = &idx->entries[idx->n];
-  memset(e, 0, sizeof *e);
-  e->name = malloc(name_len + 1);
-  if (!e->name) return NULL;
-  memcpy(e->name, name, name_len);
-  e->name[name_len] = 0;
-  idx->n++;
-  return e;
-}
-
-void rt_weight_index_free(rt_weight_index *idx) {
-  for (int i = 0; i < idx->n; i++) free(idx->entries[i].name);
-  free(idx->entries);
-  free(idx->table);
-  rt_unmap_file(&idx->file);
-  memset(idx, 0, sizeof *idx);
-}
-
-static uint64_t name_hash(const char *s) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) h = (h ^ *c) * 1099511628211ull;
-  return h;
-}
-
-/* The slot holding name, or the empty slot where it would go. */
-static size_t table_slot(const rt_weight_index *idx, const char *name) {
-  size_t mask = idx->table_size - 1, i = (size_t)name_hash(name) & mask;
-  while (idx->table[i] && strcmp(idx->entries[idx->table[i] - 1].name, name) != 0) i = (i + 1) & mask;
-  return i;
-}
-
-ppcc_status rt_weight_index_finish(rt_weight_index *idx, ppcc_diag *d) {
-  size_t size = 16;
-  while (size < (size_t)idx->n * 2 + 1) size *= 2;
-  free(idx->table);
-  idx->table = calloc(size, sizeof *idx->table);
-  if (!idx->table) return ppcc_error(d, "out of memory");
-  idx->table_size = size;
-  for (int i = 0; i < idx->n; i++) {
-    size_t s = table_slot(idx, idx->entries[i].name);
-    if (idx->table[s])
-      return ppcc_error(d, "%s: tensor '%s' is defined twice", idx->file.path, idx->entries[i].name);
-    idx->table[s] = i + 1;
-  }
-  return PPCC_OK;
-}
-
-const rt_weight_entry *rt_weight_index_find(const rt_weight_index *idx, const char *name) {
-  if (!idx->table) return NULL;
-  int e = idx->table[table_slot(idx, name)];
-  return e ? &idx->entries[e - 1] : NULL;
-}
-
 ppcc_weights *ppcc_weights_open(const char *path, ppcc_diag *d) {
   ppcc_weights *w = calloc(1, sizeof *w);
   if (!w) {
@@ -118,12 +57,6 @@ void ppcc_weights_close(ppcc_weights *w) {
   free(w);
 }
 
-static void shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
-  size_t off = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < rank && off < n; i++) off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)shape[i]);
-  if (off < n) snprintf(buf + off, n - off, "]");
-}
-
 static ppcc_status check_entry(const char *path, const rt_weight_entry *e, const ppcc_value *p, ppcc_diag *d) {
   char want[128], got[128];
   uint64_t bytes = (uint64_t)ppcc_value_bytes(p);
@@ -132,14 +65,14 @@ static ppcc_status check_entry(const char *path, const rt_weight_entry *e, const
                       ppcc_dtype_name(p->dtype));
   bool same_shape = e->rank == p->rank && memcmp(e->shape, p->shape, sizeof(int64_t) * (size_t)p->rank) == 0;
   if (e->has_type && !same_shape) {
-    shape_str(e->rank, e->shape, got, sizeof got);
-    shape_str(p->rank, p->shape, want, sizeof want);
+    rt_shape_str(e->rank, e->shape, got, sizeof got);
+    rt_shape_str(p->rank, p->shape, want, sizeof want);
     return ppcc_error(d, "%s: tensor '%s' has shape %s but the graph declares %s", path, p->name, got, want);
   }
   if (e->bytes != bytes)
     return ppcc_error(d, "%s: tensor '%s' has %llu bytes but the graph's %s%s needs %llu", path, p->name,
                       (unsigned long long)e->bytes, ppcc_dtype_name(p->dtype),
-                      (shape_str(p->rank, p->shape, want, sizeof want), want), (unsigned long long)bytes);
+                      (rt_shape_str(p->rank, p->shape, want, sizeof want), want), (unsigned long long)bytes);
   return PPCC_OK;
 }
 

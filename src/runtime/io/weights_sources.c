@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "gguf.h"
+#include "io.h"
 #include "weights.h"
 #include "weights_sources.h"
 #include "ppcc/io.h"
@@ -179,16 +179,10 @@ rt_source *rt_source_open(const char *path, ppcc_diag *d) {
 
 /* ---------------- fetching a param ---------------- */
 
-static void shape_str(int rank, const int64_t *shape, char *buf, size_t n) {
-  size_t off = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < rank && off < n; i++) off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)shape[i]);
-  if (off < n) snprintf(buf + off, n - off, "]");
-}
-
 static ppcc_status shape_error(const char *file, const ppcc_value *p, int rank, const int64_t *shape, ppcc_diag *d) {
   char got[128], want[128];
-  shape_str(rank, shape, got, sizeof got);
-  shape_str(p->rank, p->shape, want, sizeof want);
+  rt_shape_str(rank, shape, got, sizeof got);
+  rt_shape_str(p->rank, p->shape, want, sizeof want);
   return ppcc_error(d, "%s: tensor '%s' has shape %s but the graph declares %s", file, p->name, got, want);
 }
 

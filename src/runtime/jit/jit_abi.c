@@ -1,7 +1,7 @@
 /* The ppcc_rt_* ABI as JIT-compiled device functions call it: thin
  * adapters from MLIR memref descriptors (llvm.emit_c_interface, unranked
  * memrefs) to the functions of comm.c and ppcc_rt_sgemm. The calls and
- * their arguments are listed in src/emit/exec_comm.c.
+ * their arguments are listed in src/emit/exec/exec_comm.c.
  *
  * The communicator and the device a call acts for are bound per thread
  * (rt_jit_bind): each device function runs on its own thread, and the same
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "jit_abi.h"
-#include "../kernels/kernels_onnx.h"
+#include "../kernels/kernels.h"
 
 /* MLIR's UnrankedMemRefType: the rank and a pointer to the ranked
  * descriptor {allocated, aligned, offset, sizes[rank], strides[rank]}. */
@@ -142,7 +142,7 @@ static void jit_reduce_scatter(int64_t op, int64_t dtype, jit_unranked *group, i
   comm_end(t0);
 }
 
-/* Index checks (exec_check_index in src/emit/exec_comm.c): every element
+/* Index checks (exec_check_index in src/emit/exec/exec_comm.c): every element
  * of index must lie in [0, bound) ([-bound, bound) with kind bit 2), else the run fails with the message the
  * interpreter's kernel gives (kernels.c, kernels_llm.c). The lowered code
  * clamps the indices it uses, so nothing is read or written out of bounds

@@ -1,6 +1,6 @@
 /* Per-device arenas for the buffers JIT-compiled code allocates.
  *
- * The lowering (src/emit/exec_jit.c) makes every memref.alloc / dealloc
+ * The lowering (src/emit/exec/exec_jit.c) makes every memref.alloc / dealloc
  * call _mlir_memref_to_llvm_alloc / _mlir_memref_to_llvm_free
  * (finalize-memref-to-llvm{use-generic-functions}); those land here, on
  * the device thread that rt_jit_arena_begin bound.
@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../exec/exec.h"
 #include "jit_abi.h"
 
 typedef struct jit_arena {

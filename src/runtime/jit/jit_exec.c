@@ -6,6 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../comm/comm.h"
+#include "../exec/exec.h"
+#include "../io/io.h"
+#include "../kernels/kernels.h"
 #include "jit_abi.h"
 #include "ppcc/predict.h"
 

@@ -12,7 +12,8 @@
 #include <math.h>
 #include <string.h>
 #include "kernels_llm.h"
-#include "../rt_internal.h"
+#include "kernels.h"
+#include "kernels_llm.h"
 
 static int64_t numel(const ppcc_tensor *t) { return ppcc_num_elements(t->rank, t->shape); }
 

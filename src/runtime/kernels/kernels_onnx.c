@@ -3,8 +3,8 @@
  * (sqrt of a negative is NaN, 1/0 is inf), as ONNX Runtime computes them. */
 #include <math.h>
 #include <string.h>
+#include "kernels.h"
 #include "kernels_onnx.h"
-#include "../rt_internal.h"
 
 static void map(float (*f)(float), const ppcc_tensor *x, ppcc_tensor *y) {
   const float *src = x->data;

@@ -23,11 +23,6 @@ ONNX_KERNEL(gather_elements);
 ONNX_KERNEL(conv);
 ONNX_KERNEL(max_pool);
 #undef ONNX_KERNEL
-/* The conv kernel's core (also the JIT's ppcc_rt_conv_f32): x [N, C, H, W]
- * (xs), weight [F, C/group, kh, kw], y [N, F, OH, OW] (ys); a 1-D geometry
- * runs with H = OH = 1. False when out of memory. */
-bool rt_conv2d_f32(const ppcc_conv_geom *geom, const int64_t *xs, int64_t F, const int64_t *ys, const float *X,
-                   const float *Wt, float *Y);
 /* Kernels that take their dtypes as they come (no f32 conversion). */
 bool kernel_onnx_handles_dtypes(ppcc_kernel_fn k);
 

@@ -11,7 +11,7 @@
  * shape is left in generic form, which IREE parses too. */
 #include <stdlib.h>
 #include <string.h>
-#include "../lower/emit_internal.h"
+#include "emit_internal.h"
 
 typedef struct text_buf {
   char *data;

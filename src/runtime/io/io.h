@@ -1,12 +1,25 @@
+/* Door of src/runtime/io/: the GGUF reader (the importer reads GGUF
+ * metadata with it) and cutting shards out of mapped weights files. The
+ * weights API (ppcc_weights_*, ppcc_npy_*) is public
+ * (include/ppcc/runtime.h). */
+#ifndef PPCC_RT_IO_H
+#define PPCC_RT_IO_H
+#include "../rt_internal.h"
+#include "ppcc/quant.h"
+
+/* mapped_shard.c: shard i of param p cut from its full tensor in a mapped
+ * weights file, the file's pages released as they are copied (MPI runs:
+ * a rank's memory is its own shards). */
+void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i);
+/* mapped_shard.c: drops the whole pages of [p, p + bytes) of a read-only
+ * file mapping from this process (a later touch reads them again). */
+void rt_release_pages(const void *p, int64_t bytes);
+
 /* GGUF (v2, v3) reader: llama.cpp's and sharktank's single-file format.
  * The file is mmapped; header, metadata and tensor infos are parsed with
  * every length and offset checked against the file size, tensors must lie
  * inside the data section without overlapping. Internal to ppcc (the
  * runtime's weights and src/import/ use it). */
-#ifndef PPCC_RT_GGUF_H
-#define PPCC_RT_GGUF_H
-#include "../rt_internal.h"
-#include "ppcc/quant.h"
 
 /* Metadata value kinds (GGUF's own numbering). */
 enum {
@@ -16,9 +29,14 @@ enum {
 
 typedef struct rt_gguf_kv {
   char *key;
-  uint32_t type;       /* GGUF_KV_*; arrays are skipped (type kept, no value) */
+  uint32_t type;       /* GGUF_KV_* */
   double number;       /* numeric and bool values */
   char *string;        /* GGUF_KV_STRING */
+  /* GGUF_KV_ARRAY: element type, count, and the elements as stored in the
+   * mapped file (checked to lie inside it; read with rt_gguf_array_*) */
+  uint32_t array_type;
+  uint64_t array_count;
+  const unsigned char *array_data;
 } rt_gguf_kv;
 
 typedef struct rt_gguf_tensor {
@@ -52,6 +70,11 @@ const rt_gguf_kv *rt_gguf_find_kv(const rt_gguf *g, const char *key);
 const rt_gguf_tensor *rt_gguf_find_tensor(const rt_gguf *g, const char *name);
 /* GGML's name of a type id ("Q5_K", "IQ2_XS"), "unknown" for others. */
 const char *rt_gguf_type_name(uint32_t type);
+/* Element i of a numeric array kv (bools as 0/1). */
+double rt_gguf_array_number(const rt_gguf_kv *kv, uint64_t i);
+/* Walks a string array: *at starts at kv->array_data; each call gives the
+ * next string (not NUL-terminated) and its length. */
+const char *rt_gguf_array_next_string(const unsigned char **at, uint64_t *len);
 
 /* Dequantizes (or converts) rows [row0, row0 + n_rows) of a tensor seen as
  * [rows][ne[0]] into out (f32). A block with a NaN or infinite scale is an

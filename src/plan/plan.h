@@ -1,7 +1,9 @@
-/* Helpers shared by the report writers (src/report/ only). Everything here
- * is O(ops + values) so reports stay fast on 100k-op graphs. */
-#ifndef PPCC_REPORT_INTERNAL_H
-#define PPCC_REPORT_INTERNAL_H
+/* Door of src/plan/ (besides the public include/ppcc/predict.h): the
+ * placement measures the cost model and the reports share (device of a
+ * shard, bytes, FLOPs per device, stages). Everything here is
+ * O(ops + values) so reports stay fast on 100k-op graphs. */
+#ifndef PPCC_PLAN_H
+#define PPCC_PLAN_H
 #include <stdio.h>
 #include "ppcc/graph.h"
 
@@ -40,7 +42,7 @@ static inline const int *rep_stage_devices(const rep_stages *s, int stage) {
   return s->dev_pool + s->first_dev[stage];
 }
 
-/* ppcc_concurrent_devices (src/report/concurrency.c) on stages already built. */
+/* ppcc_concurrent_devices (concurrency.c) on stages already built. */
 int rep_concurrent_devices(const ppcc_graph *g, const rep_stages *st, int microbatches);
 
 /* Devices an op runs on (op->devices, or its result's devices before

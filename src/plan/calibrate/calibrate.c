@@ -36,7 +36,8 @@
 #include "ppcc/ops.h"
 #include "ppcc/passes.h"
 #include "ppcc/predict.h"
-#include "../runtime/rt_internal.h"
+#include "../../runtime/exec/exec.h"
+#include "../../runtime/kernels/kernels.h"
 
 #define REPEATS 10
 
@@ -665,7 +666,7 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
  * The JIT runs each op as a call from the compiled device function into
  * its outlined kernel (or the runtime's sgemm), with an arena allocation
  * and free around it, and keeps no per-op timestamps: only the device
- * function's busy time is measured (src/runtime/jit_exec.c). So an op
+ * function's busy time is measured (src/runtime/jit/jit_exec.c). So an op
  * kind's cost is measured by difference: the workload (one device, one
  * kernel thread) against the same workload with every op of that kind
  * run JIT_COPIES more times, each copy reading its own copies of the

@@ -1,0 +1,178 @@
+/* Matrix products and the kernel thread count (below every kernel file):
+ * ppcc_rt_sgemm with OpenBLAS when built with it, else (or where
+ * OpenBLAS's buffers would not fit) the portable register-blocked one. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernels.h"
+#ifdef PPCC_HAVE_OPENBLAS
+#include <cblas.h>
+#include <limits.h>
+#include <stdatomic.h>
+#endif
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* Parallel loops only when the work pays for the fork. */
+#define PAR_MIN 32768
+
+/* Threads of one kernel call: OpenBLAS's own threads only. The other
+ * kernels run on the device's thread: a nested OpenMP team inside a device
+ * thread spins against the BLAS threads on the same cores (an elementwise
+ * mul took 3x longer with 2 threads than with 1). */
+static int kernel_threads = 1;
+/* OpenBLAS gives a row of C different bits depending on how many rows the
+ * call has (its micro-kernels and tails accumulate differently), so runs
+ * that must match bit for bit across batch splits (--deterministic with
+ * --microbatches) compute every row with the same one-row call. */
+static bool row_invariant_matmul = false;
+
+void ppcc_rt_set_row_invariant_matmul(bool on) { row_invariant_matmul = on; }
+
+/* An address-space limit OpenBLAS's buffers could run into (a generous
+ * container-wide one, 32 GiB or more, leaves BLAS threads alone). */
+static bool address_space_limited(void) {
+  struct rlimit r;
+  return getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY && r.rlim_cur < ((rlim_t)32 << 30);
+}
+
+void ppcc_rt_set_kernel_threads(int n) {
+  kernel_threads = n > 0 ? n : 1;
+#ifdef PPCC_HAVE_OPENBLAS
+  /* New OpenBLAS workers each take a buffer at start (see below). */
+  openblas_set_num_threads(address_space_limited() ? 1 : kernel_threads);
+#endif
+}
+
+void ppcc_rt_tame_blas_under_rlimit(char **argv) {
+#ifdef PPCC_HAVE_OPENBLAS
+  if (!address_space_limited() || getenv("OPENBLAS_NUM_THREADS")) return;
+  if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("OPENBLAS_NUM_THREADS"); /* no /proc: carry on as we are */
+#else
+  (void)argv;
+#endif
+}
+
+int rt_kernel_threads(void) { return kernel_threads; }
+
+bool rt_row_invariant_matmul(void) { return row_invariant_matmul; }
+
+bool ppcc_rt_have_blas(void) {
+#ifdef PPCC_HAVE_OPENBLAS
+  return true;
+#else
+  return false;
+#endif
+}
+
+/* ---------------- matmul ---------------- */
+
+/* Register-blocked: 4 rows of C share each loaded row segment of B. */
+static void sgemm_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, const float *A,
+                       const float *B, float *C) {
+  enum { KB = 256, NB = 512 };
+  for (int64_t k0 = 0; k0 < K; k0 += KB) {
+    int64_t k1 = k0 + KB < K ? k0 + KB : K;
+    for (int64_t j0 = 0; j0 < N; j0 += NB) {
+      int64_t jn = (j0 + NB < N ? j0 + NB : N) - j0;
+      int64_t i = i0;
+      for (; i + 4 <= i1; i += 4) {
+        float *restrict c0 = C + i * N + j0, *restrict c1 = c0 + N, *restrict c2 = c1 + N, *restrict c3 = c2 + N;
+        for (int64_t k = k0; k < k1; k++) {
+          const float *restrict b = B + k * N + j0;
+          float a0 = A[i * K + k], a1 = A[(i + 1) * K + k], a2 = A[(i + 2) * K + k], a3 = A[(i + 3) * K + k];
+          for (int64_t j = 0; j < jn; j++) {
+            c0[j] += a0 * b[j];
+            c1[j] += a1 * b[j];
+            c2[j] += a2 * b[j];
+            c3[j] += a3 * b[j];
+          }
+        }
+      }
+      for (; i < i1; i++) {
+        float *restrict c = C + i * N + j0;
+        for (int64_t k = k0; k < k1; k++) {
+          const float *restrict b = B + k * N + j0;
+          float a = A[i * K + k];
+          for (int64_t j = 0; j < jn; j++) c[j] += a * b[j];
+        }
+      }
+    }
+  }
+}
+
+void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                            bool b_transposed, float *C) {
+  float *bt = NULL;
+  if (b_transposed) { /* B is [N, K]: make it [K, N] once */
+    bt = rt_alloc(N * K * 4);
+    if (!bt) return;
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t k = 0; k < K; k++) bt[k * N + n] = B[n * K + k];
+    B = bt;
+  }
+  memset(C, 0, (size_t)(M * N) * 4);
+  int nt = kernel_threads;
+  int64_t rows = 64;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && M * N * K > PAR_MIN) schedule(static)
+  for (int64_t i0 = 0; i0 < M; i0 += rows) sgemm_rows(i0, i0 + rows < M ? i0 + rows : M, N, K, A, B, C);
+  rt_free(bt);
+}
+
+#ifdef PPCC_HAVE_OPENBLAS
+/* OpenBLAS takes a work buffer (128 MiB in Debian's build) for each thread
+ * that runs a BLAS call and, when malloc fails, retries forever: under a
+ * tight `ulimit -v` the process hung. So with an address-space limit the
+ * BLAS runs only where the buffers of every thread that may call it at
+ * once (device threads x kernel threads, + 1) fit: probed by allocating
+ * that much (address space only: nothing is touched) and freeing it. Elsewhere the portable kernel computes the product. */
+#define BLAS_BUFFER_BYTES ((size_t)136 << 20)
+static atomic_int blas_room_ok, blas_room_short = INT_MAX; /* concurrency known to fit / not to fit */
+
+static bool rt_blas_has_room(int kernel_thread_count) {
+  static atomic_int limited = -1;
+  if (atomic_load(&limited) < 0) atomic_store(&limited, address_space_limited());
+  if (!atomic_load(&limited)) return true;
+  int callers = omp_get_num_threads() * (kernel_thread_count > 0 ? kernel_thread_count : 1) + 1;
+  if (callers <= atomic_load(&blas_room_ok)) return true;
+  if (callers >= atomic_load(&blas_room_short)) return false;
+  size_t bytes = BLAS_BUFFER_BYTES * (size_t)callers;
+  void *p = malloc(bytes); /* as OpenBLAS asks: address space only, nothing touched */
+  bool fits = p != NULL;
+  free(p);
+  atomic_int *known = fits ? &blas_room_ok : &blas_room_short;
+  int old = atomic_load(known);
+  while ((fits ? callers > old : callers < old) && !atomic_compare_exchange_weak(known, &old, callers)) {
+  }
+  return fits;
+}
+
+/* C[i, :] = A[i, :] . B, one gemv per row: the same call for every row,
+ * so a row's bits never depend on M (about a third of sgemm's speed). */
+static void sgemm_by_rows(int M, int N, int K, const float *A, const float *B, bool b_transposed, float *C) {
+  for (int i = 0; i < M; i++)
+    if (b_transposed) /* B is [N, K] */
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, B, K, A + (size_t)i * K, 1, 0.0f, C + (size_t)i * N, 1);
+    else
+      cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, B, N, A + (size_t)i * K, 1, 0.0f, C + (size_t)i * N, 1);
+}
+#endif
+
+void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                   bool b_transposed, float *C) {
+#ifdef PPCC_HAVE_OPENBLAS
+  if (rt_blas_has_room(kernel_threads) && M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && M > 0 && N > 0 && K > 0) {
+    /* one row (a decode step): sgemv reads the weight once as it lies,
+     * where sgemm would first repack all of it */
+    if (row_invariant_matmul || M == 1)
+      sgemm_by_rows((int)M, (int)N, (int)K, A, B, b_transposed, C);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, (int)M, (int)N,
+                  (int)K, 1.0f, A, (int)K, B, b_transposed ? (int)K : (int)N, 0.0f, C, (int)N);
+    return;
+  }
+#endif
+  ppcc_rt_sgemm_portable(M, N, K, A, B, b_transposed, C); /* computes every row alike */
+}

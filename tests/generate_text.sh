@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# `ppcc generate --prompt TEXT`: text in, text out, against transformers
+# (testdata/tokenizers/refs.json, made by tools/make_tokenizer_refs.py): the
+# prompt tokenized by the checkpoint's tokenizer (tokenizer.json or the GGUF's
+# tokenizer.ggml.*), the greedy ids, and the streamed continuation equal to
+# transformers' decode; generation stops at the config's EOS unless
+# --ignore-eos. Both backends.
+#   generate_text.sh PPCC SOURCE_DIR
+set -u
+ppcc=$1
+src=$2
+dir=$src/testdata/tokenizers
+fail=0
+pass=0
+backends="interp"
+"$ppcc" generate "$dir/spm" --prompt hi --max-new-tokens 1 --backend=jit >/dev/null 2>&1 && backends="interp jit"
+ref() { python3 -c "import json,sys; g=json.load(open('$dir/refs.json'))['generate']['$1']; v=g['$2']
+print(' '.join(map(str, v)) if isinstance(v, list) else v, end='')"; }
+check() { # label source want_text want_ids args...
+  local label=$1 source=$2 want_text=$3 want_ids=$4
+  shift 4
+  local out
+  out=$("$ppcc" generate "$source" "$@" 2>&1)
+  local tokens_line
+  tokens_line=$(grep -n '^tokens:' <<<"$out" | head -1 | cut -d: -f1)
+  local text
+  text=$(head -n $((tokens_line - 1)) <<<"$out")
+  if [[ $text == "$want_text" && $(sed -n "${tokens_line}p" <<<"$out") == "tokens: $want_ids" ]] &&
+     grep -q '^time to first token: ' <<<"$out"; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL $label: want text '$want_text' and 'tokens: $want_ids', got:"
+    printf '%s\n' "$out"
+    fail=$((fail + 1))
+  fi
+}
+prompt=$(ref spm prompt)
+for backend in $backends; do
+  for s in spm spm.gguf; do
+    check "$s $backend" "$dir/$s" "$(ref spm text)" "$(ref spm ids)" --prompt "$prompt" --max-new-tokens 20 --backend=$backend
+  done
+  # gpt2/: config.json's EOS is a later greedy id: generation stops there
+  # (the EOS ends the ids, its text is not printed) ...
+  eos_ids=$(ref gpt2 ids_to_eos)
+  check "gpt2 eos $backend" "$dir/gpt2" "$(ref gpt2 text_to_eos)" "$eos_ids" --prompt "$prompt" --max-new-tokens 12 \
+    --backend=$backend
+  [[ ${eos_ids##* } == $(ref gpt2 eos) && $eos_ids != "$(ref gpt2 ids)" ]] || { echo "FAIL: bad EOS reference"; fail=$((fail + 1)); }
+  # ... unless --ignore-eos; the GGUF (made before that EOS was set) runs on
+  check "gpt2 ignore-eos $backend" "$dir/gpt2" "$(ref gpt2 text)" "$(ref gpt2 ids)" --prompt "$prompt" \
+    --max-new-tokens 12 --ignore-eos --backend=$backend
+  check "gpt2.gguf $backend" "$dir/gpt2.gguf" "$(ref gpt2 text)" "$(ref gpt2 ids)" --prompt "$prompt" \
+    --max-new-tokens 12 --backend=$backend
+done
+# --prompt-ids stops at the EOS too
+out=$("$ppcc" generate "$dir/gpt2" --prompt-ids "$(ref gpt2 prompt_ids | tr ' ' ,)" --max-new-tokens 12 --backend=interp)
+if [[ $(sed -n 1p <<<"$out") == "tokens: $(ref gpt2 ids_to_eos)" ]]; then pass=$((pass + 1)); else
+  echo "FAIL --prompt-ids EOS stop: $out"; fail=$((fail + 1)); fi
+check_error() { # expected-exit needle args...
+  local code=$1 needle=$2
+  shift 2
+  local err
+  err=$("$ppcc" "$@" 2>&1 >/dev/null)
+  local rc=$?
+  if [[ $rc -eq $code && $(head -1 <<<"$err") == *"$needle"* ]]; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL ppcc $*: want exit $code and '$needle', got $rc: $err"
+    fail=$((fail + 1))
+  fi
+}
+check_error 1 "tokenizer.json" generate "$src/testdata/llm/hf_untied_f32" --prompt "hi"
+check_error 1 "'tokenizer.ggml.model'" generate "$src/testdata/llm/tiny.gguf" --prompt "hi"
+check_error 2 "not both" generate "$dir/spm" --prompt "hi" --prompt-ids 1
+check_error 2 "one row" generate "$dir/spm" --prompt "hi" --batch 2
+check_error 2 "missing --prompt" generate "$dir/spm"
+echo "$pass passed, $fail failed"
+[[ $fail -eq 0 ]]

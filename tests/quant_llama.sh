@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Quantized GGUF files against llama.cpp itself (issue 24): a 2-layer Llama
+# converted by convert_hf_to_gguf.py and quantized by llama-quantize to
+# Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, with llama.cpp's logits and greedy ids
+# (testdata/quant/llama/, made once by tools/make_quant_llama_refs.sh).
+#  - logits of the 32-token prompt's last position: max |ppcc - llama.cpp|
+#    <= 0.3 and rms <= 0.1 (logits' std is ~1.6), same argmax. Why so
+#    loose: llama.cpp quantizes the activations to 8 bits (q8_0 / q8_K per
+#    block) before every quantized matmul and keeps an f16 KV cache, ppcc
+#    computes in f32 with exactly dequantized weights; measured max 0.11
+#    (Q8_0) to 0.20 (Q5_K_M), rms 0.036 to 0.063, where the F16 file of the
+#    same model differs by 0.0065 only.
+#  - greedy ids (ppcc generate) equal to llama.cpp's at TP {1,2} x PP {1,2},
+#    both backends: all 8 for Q8_0, Q4_0, Q5_K_M, Q6_K; Q4_K_M the first 6
+#    (step 7 is a near tie that the activation rounding decides).
+#   quant_llama.sh PPCC SOURCE_DIR
+set -euo pipefail
+ppcc=$1
+dir=$2/testdata/quant/llama
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "quant_llama: $*" >&2; exit 1; }
+
+# reads an .npy of little-endian f4 or i8 (C order) with python3's stdlib
+npy() {
+  python3 - "$@" <<'PY'
+import array, ast, struct, sys
+def load(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<H", b[8:10])[0]
+    h = ast.literal_eval(b[10:10 + n].decode())
+    a = array.array({"<f4": "f", "<i8": "q"}[h["descr"]])
+    a.frombytes(b[10 + n:])
+    return a
+if sys.argv[1] == "ids":
+    print(",".join(str(x) for x in load(sys.argv[2])))
+else:
+    got, want = load(sys.argv[2]), load(sys.argv[3])
+    assert len(got) == len(want), (len(got), len(want))
+    d = [abs(x - y) for x, y in zip(got, want)]
+    rms = (sum(x * x for x in d) / len(d)) ** 0.5
+    am = lambda a: max(range(len(a)), key=a.__getitem__)
+    print(f"max {max(d):.4f} rms {rms:.4f} argmax {am(got)} {am(want)}")
+    sys.exit(0 if max(d) <= 0.3 and rms <= 0.1 and am(got) == am(want) else 1)
+PY
+}
+
+prompt=$(npy ids "$dir/prompt.npy")
+backends="interp"
+"$ppcc" generate "$dir/Q8_0.gguf" --prompt-ids 1 --max-new-tokens 1 --backend=jit > /dev/null 2>&1 && backends="interp jit"
+caches=()
+for b in 0 1; do caches+=(--input "blk.$b.k_cache=$dir/cache_zeros.npy" --input "blk.$b.v_cache=$dir/cache_zeros.npy"); done
+for t in Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K; do
+  "$ppcc" import gguf "$dir/$t.gguf" -o "$tmp/$t.json" --seq 32 --cache 32 > /dev/null
+  for backend in $backends; do
+    "$ppcc" run "$tmp/$t.json" --weights "$dir/$t.gguf" --backend=$backend --input "tokens=$dir/prompt.npy" \
+      --input "positions=$dir/positions.npy" "${caches[@]}" --output-dir "$tmp/$t.$backend" > /dev/null
+    line=$(npy logits "$tmp/$t.$backend/logits.npy" "$dir/$t.logits.npy") ||
+      fail "$t $backend: logits beyond the tolerance: $line"
+    echo "$t $backend logits vs llama.cpp: $line"
+  done
+  want=$(cat "$dir/$t.ids")
+  n=8
+  [[ $t == Q4_K_M ]] && n=6
+  want=$(cut -d' ' -f1-$n <<< "$want")
+  for tp in 1 2; do
+    for pp in 1 2; do
+      for backend in $backends; do
+        got=$("$ppcc" generate "$dir/$t.gguf" --tp $tp --pp $pp --backend=$backend --prompt-ids "$prompt" \
+              --max-new-tokens 8 2>&1 | sed -n 1p)
+        [[ $(cut -d' ' -f2-$((n + 1)) <<< "$got") == "$want" ]] ||
+          fail "$t tp$tp pp$pp $backend: llama.cpp's ids '$want', ppcc '$got'"
+      done
+    done
+  done
+done
+echo "quant_llama: ok ($backends)"

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Block-quantized params in the IR (DESIGN §11): model.json declares them,
+# reports and the plan count their stored bytes, splits keep whole blocks
+# (placement names the param otherwise; auto-partition picks a layout that
+# fits), only a linear's weight or an embedding's table may be quantized,
+# and run (both backends) and the MLIR forms refuse them naming the param.
+# Usage: quant_params.sh PPCC_BINARY SOURCE_DIR
+set -euo pipefail
+ppcc=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "quant_params: $*" >&2; exit 1; }
+
+# expect_error MODEL NEEDLE [ARGS...]: exit code 1 and one line holding NEEDLE
+expect_error() {
+  local model=$1 needle=$2
+  shift 2
+  if "$ppcc" "$@" "$model" > "$tmp/out" 2> "$tmp/err"; then fail "$model $*: accepted"; fi
+  [[ $(wc -l < "$tmp/err") -eq 1 ]] || { cat "$tmp/err"; fail "$model $*: not one line"; }
+  grep -qF -- "$needle" "$tmp/err" || { cat "$tmp/err"; fail "$model $*: '$needle' missing"; }
+}
+
+ffn=$src/testdata/quant/ffn_q4_0.json
+# w1 [128, 64] split rows over 2 devices, w2 [64, 128] split along its last
+# dim (64 = 2 q4_0 blocks a shard): 64 rows x 2 blocks x 18 bytes = 2304 each.
+"$ppcc" compile "$ffn" --report="$tmp/r.json"
+grep -q '"device": 0, "param_bytes": 4608,' "$tmp/r.json" || { cat "$tmp/r.json"; fail "stored bytes not counted"; }
+grep -q '"dtype": "q4_0"' "$tmp/r.json" || fail "the report lost the dtype"
+
+# a split cutting blocks, a quantized input, a quantized operand of silu
+sed 's/"devices": 2/"devices": 8/; s/"dim": 1, "count": 2/"dim": 1, "count": 8/' "$ffn" > "$tmp/cut.json"
+expect_error "$tmp/cut.json" "8 shards of 16 values along dim 1 would cut q4_0's 32-value blocks" compile
+grep -qF "(param 'w2')" "$tmp/err" || fail "the split error does not name the param"
+sed 's/"dtype": "f32"/"dtype": "q8_0"/' "$ffn" > "$tmp/input.json"
+expect_error "$tmp/input.json" "dtype q8_0 is a block-quantized weight format: only params may have it (input 'x')" compile
+sed 's/"in": \["h"\]/"in": ["w1"]/' "$ffn" > "$tmp/silu.json"
+expect_error "$tmp/silu.json" "operand 'w1' is q4_0 (block-quantized): only the weight of a linear" compile
+sed 's/\[128, 64\]/[128, 48]/; s/\[4, 64\]/[4, 48]/' "$ffn" > "$tmp/partial.json"
+expect_error "$tmp/partial.json" "a q4_0 param needs a last dim that is a multiple of its block (32 values)" compile
+
+# auto-partition: w2 [64, 32] cannot be split along its 32 inputs over 2
+# devices (16 < one q8_0 block), so w1/w2 are no Megatron pair; w2/w3 are.
+"$ppcc" compile "$src/testdata/quant/auto_q8_0.json" --tp 2 --report="$tmp/a.json"
+grep -q '"name": "w2", "dtype": "q8_0", "shape": \[64, 32\], "shard": {"kind": "split", "dim": 0' "$tmp/a.json" ||
+  { cat "$tmp/a.json"; fail "auto-partition split w2 across a block"; }
+grep -q '"name": "w3", "dtype": "q8_0", "shape": \[64, 64\], "shard": {"kind": "split", "dim": 1' "$tmp/a.json" ||
+  { cat "$tmp/a.json"; fail "auto-partition did not pair w2 with w3"; }
+
+# an embedding's table may be quantized: its rows come out f32
+cat > "$tmp/embed.json" <<'JSON'
+{"ppcc": 1, "name": "qembed", "devices": 1,
+ "params": [{"name": "table", "dtype": "q6_k", "shape": [10, 256]}],
+ "inputs": [{"name": "ids", "dtype": "i64", "shape": [3]}],
+ "ops": [{"op": "embedding", "in": ["ids", "table"], "out": ["rows"]}],
+ "outputs": ["rows"]}
+JSON
+"$ppcc" compile "$tmp/embed.json" --report="$tmp/e.json"
+grep -q '"param_bytes": 2100,' "$tmp/e.json" || { cat "$tmp/e.json"; fail "q6_k table: not 10 x 210 bytes"; }
+grep -q '"name": "rows", "dtype": "f32"' "$tmp/e.json" || { cat "$tmp/e.json"; fail "embedding rows not f32"; }
+
+# run (both backends) and the MLIR forms refuse quantized params alike
+for backend in jit interp; do
+  expect_error "$ffn" "param 'w1' is q4_0 (block-quantized): ppcc run computes with f32, f16 or bf16 params only" \
+    run --random-weights 3 --backend=$backend
+done
+expect_error "$ffn" "param 'w1' is q4_0 (block-quantized): the MLIR forms take f32, f16 or bf16 params" \
+  compile --emit=iree
+echo "quant_params: ok"

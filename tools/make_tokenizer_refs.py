@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Reference data for ppcc's tokenizers (src/import/tokenizer*.c).
+
+Run once by a developer (CI only reads what it writes):
+
+    REF_VENV=/path/to/venv LLAMA_CPP_DIR=/path/to/llama.cpp tools/make_tokenizer_refs.sh
+
+Trains tiny tokenizers (so the shipped files stay small) and writes under
+testdata/tokenizers/:
+  spm/        a SentencePiece BPE model with byte fallback (Llama style),
+              as transformers' LlamaTokenizerFast saves it (tokenizer.json,
+              tokenizer.model), beside a tiny LlamaForCausalLM of its vocab
+  spm.gguf    the same directory converted by llama.cpp's convert_hf_to_gguf.py
+              (tokenizer.ggml.model "llama": tokens, scores, token types)
+  gpt2/       a byte-level BPE (GPT-2 pre-tokenizer regex) in tokenizer.json
+              beside a tiny LlamaForCausalLM of its vocab
+  gpt2.gguf   that directory converted (tokenizer.ggml.model "gpt2", pre "gpt-2")
+  qwen2/      a byte-level BPE with Qwen2's Split regex and NFC normalizer,
+              beside a tiny Qwen2ForCausalLM
+  qwen2.gguf  converted (pre "qwen2")
+and testdata/tokenizers/refs.json: for every text line, the ids of
+AutoTokenizer(text) (special tokens added as the tokenizer does by default)
+and decode(ids, skip_special_tokens=True) for each tokenizer; plus, for
+spm/ and gpt2/, a greedy generation from a text prompt (ids and text). In
+gpt2/ the config's eos_token_id is then set to a later generated id (after
+its GGUF was made), so that generation stops early there.
+qwen2/ keeps only its tokenizer files (its model is only for the GGUF)."""
+import json
+import os
+import random
+import subprocess
+import sys
+
+import torch
+from transformers import (AutoTokenizer, LlamaConfig, LlamaForCausalLM, LlamaTokenizerFast, PreTrainedTokenizerFast,
+                          Qwen2Config, Qwen2ForCausalLM)
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers, Regex
+import sentencepiece as spm
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else "testdata/tokenizers"
+LLAMA_CPP = os.environ["LLAMA_CPP_DIR"]
+
+WORDS = ("the quick brown fox jumps over lazy dog model token graph tensor pipeline stage device shard "
+         "compile kernel weight cache prompt decode attention layer norm rotary bias vocab merge byte").split()
+UNICODE = ["café", "naïve", "Straße", "Ελληνικά", "русский язык", "中文字符", "日本語のテキスト", "한국어",
+           "العربية", "हिन्दी", "ñandú", "Ångström", "œuvre", "ﬁne", "µs", "½ ¾", "①②③", "٣٤٥", "Ⅻ"]
+EMOJI = ["😀", "👍🏽", "👨‍👩‍👧", "🚀🚀", "❤️", "🇩🇪", "✅", "🦙"]
+PUNCT = ["!", "?", "...", ",", ";", ":", "--", "()", "[x]", "{y}", "'", '"', "#", "$5", "100%", "a+b=c", "<tag>", "@me"]
+CONTRACTIONS = ["don't", "I'm", "you're", "we've", "she'll", "he'd", "it's", "'s", "I'LL", "WE'VE", "O'Neil"]
+SPACES = ["  ", "   ", "\t", "\n", "\n\n", "\r\n", " \n ", "\t\t", "    \n"]
+
+
+def make_lines(rng, n):
+    lines = ["", " ", "a", "Hello world", " Hello world", "Hello  world ", "hello\nworld", "3.14159 and 1,000,000",
+             "12345678901234567890", "The year 2024; 42 apples", "x = f(y) + 3 * z", "def f(x):\n    return x + 1\n",
+             "<s> not special", "line one\r\nline two", "   leading spaces", "trailing spaces   ", "tab\there",
+             "emoji 😀 in text", "mixed 中文 and English", "ﬁ ligature", "ALL CAPS TEXT", "don't stop",
+             "I'VE SEEN IT", "we'Ve a'lL"]
+    pools = [WORDS, UNICODE, EMOJI, PUNCT, CONTRACTIONS]
+    while len(lines) < n:
+        parts = []
+        for _ in range(rng.randint(1, 9)):
+            pool = rng.choice(pools + [WORDS, WORDS])
+            parts.append(rng.choice(pool))
+            parts.append(rng.choice([" ", " ", " ", "", rng.choice(SPACES)]))
+            if rng.random() < 0.15:
+                parts.append(str(rng.randint(0, 10 ** rng.randint(1, 7))))
+        lines.append("".join(parts))
+    return lines
+
+
+def training_text(rng):
+    return make_lines(rng, 3000)
+
+
+def train_spm(path, text):
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(text), model_prefix=path, model_type="bpe", vocab_size=640,
+                                   byte_fallback=True, character_coverage=0.98, split_digits=True,
+                                   add_dummy_prefix=True, remove_extra_whitespaces=False, allow_whitespace_only_pieces=True,
+                                   normalization_rule_name="identity", unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+                                   num_threads=2, minloglevel=2)
+
+
+def train_bpe(text, qwen):
+    tok = Tokenizer(models.BPE())
+    if qwen:
+        pattern = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                   r"\s*[\r\n]+|\s+(?!\S)|\s+")
+        tok.normalizer = normalizers.NFC()
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    else:
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        special = ["<|endoftext|>"]
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=420, special_tokens=special,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(text, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
+                                   unk_token=None)
+    return fast
+
+
+def scale_weights(model):
+    """Std-0.02 init gives flat logits; scale like a trained model (as tools/make_llm_refs.py)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            elif "bias" in name:
+                p.copy_(0.1 * torch.randn_like(p))
+            elif p.dim() == 2:
+                p.copy_(torch.randn_like(p) * (1.0 if "embed" in name else 1.5 / p.shape[1] ** 0.5))
+
+
+def tiny_model(kind, vocab, tok):
+    torch.manual_seed(7)
+    common = dict(vocab_size=vocab, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                  num_key_value_heads=2, max_position_embeddings=128, tie_word_embeddings=False,
+                  bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    if kind == "qwen2":
+        model = Qwen2ForCausalLM(Qwen2Config(**common, rms_norm_eps=1e-6, use_sliding_window=False))
+    else:
+        model = LlamaForCausalLM(LlamaConfig(**common, rms_norm_eps=1e-5))
+    model = model.eval()
+    scale_weights(model)
+    return model
+
+
+def convert(src, dst, pre):
+    """llama.cpp's convert_hf_to_gguf.py (f32). A tiny trained BPE has no known
+    pre-tokenizer hash, so the converter is told which one it is."""
+    code = ("import sys, runpy; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
+            "import torch\n"  # an older torch lacks dtypes the converter names in a table
+            "for n in ('float8_e4m3fn', 'float8_e5m2', 'uint16', 'uint32', 'uint64'):\n"
+            "    hasattr(torch, n) or setattr(torch, n, type(n, (), {}))\n"
+            "import conversion.base as b\n"
+            "b.TextModel.get_vocab_base_pre = lambda self, tok: %r\n"
+            "sys.argv = ['convert_hf_to_gguf.py', %r, '--outfile', %r, '--outtype', 'f32']\n"
+            "runpy.run_path(%r, run_name='__main__')\n") % (
+        LLAMA_CPP, os.path.join(LLAMA_CPP, "gguf-py"), pre, src, dst, os.path.join(LLAMA_CPP, "convert_hf_to_gguf.py"))
+    subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)
+
+
+@torch.no_grad()
+def greedy_text(model, tok, prompt, n):
+    ids = tok(prompt, return_tensors="pt")["input_ids"]
+    seq = ids[0].tolist()  # greedy, one full forward per step, EOS not stopping
+    gen = []
+    for _ in range(n):
+        gen.append(int(torch.argmax(model(torch.tensor([seq + gen])).logits[0, -1])))
+    return {"prompt": prompt, "prompt_ids": ids[0].tolist(), "ids": gen, "text": tok.decode(gen, skip_special_tokens=True)}
+
+
+def main():
+    rng = random.Random(25)
+    os.makedirs(OUT, exist_ok=True)
+    train = training_text(random.Random(1))
+    lines = make_lines(rng, 300)
+    refs = {"lines": lines, "tokenizers": {}, "generate": {}}
+    made = {}
+    # SentencePiece (Llama style)
+    d = os.path.join(OUT, "spm")
+    os.makedirs(d, exist_ok=True)
+    train_spm(os.path.join(OUT, "spm_train"), train)
+    tok = LlamaTokenizerFast(vocab_file=os.path.join(OUT, "spm_train.model"), from_slow=True, legacy=True,
+                             add_prefix_space=True)
+    os.remove(os.path.join(OUT, "spm_train.vocab"))
+    os.replace(os.path.join(OUT, "spm_train.model"), os.path.join(d, "tokenizer.model"))
+    made["spm"] = (tok, "llama", "llama", 20)
+    made["gpt2"] = (train_bpe(train, qwen=False), "llama", "gpt-2", 12)
+    made["qwen2"] = (train_bpe(train, qwen=True), "qwen2", "qwen2", 0)
+    for name, (tok, kind, pre, gen_len) in made.items():
+        d = os.path.join(OUT, name)
+        os.makedirs(d, exist_ok=True)
+        tok.save_pretrained(d)
+        for f in ("special_tokens_map.json",):
+            p = os.path.join(d, f)
+            if os.path.exists(p):
+                os.remove(p)
+        model = tiny_model(kind, len(tok), tok)
+        model.save_pretrained(d, safe_serialization=True)
+        convert(d, os.path.join(OUT, name + ".gguf"), pre)
+        auto = AutoTokenizer.from_pretrained(d)
+        ids = [auto(line)["input_ids"] for line in lines]
+        refs["tokenizers"][name] = {"ids": ids, "decoded": [auto.decode(i, skip_special_tokens=True) for i in ids]}
+        if gen_len:
+            g = greedy_text(model, auto, "Hello world, the model", gen_len)
+            if name == "gpt2":  # a model whose EOS comes up: generation stops there
+                fresh = [t for i, t in enumerate(g["ids"]) if i >= 1 and t not in g["ids"][:i]]
+                eos = ([t for t in fresh if g["ids"].index(t) >= 3] or fresh)[0]
+                for f in ("config.json", "generation_config.json"):
+                    with open(os.path.join(d, f)) as fh:
+                        cfg = json.load(fh)
+                    cfg["eos_token_id"] = eos
+                    with open(os.path.join(d, f), "w") as fh:
+                        json.dump(cfg, fh, indent=2)
+                g["eos"] = eos
+                g["ids_to_eos"] = g["ids"][:g["ids"].index(eos) + 1]
+                g["text_to_eos"] = auto.decode(g["ids"][:g["ids"].index(eos)], skip_special_tokens=True)
+            refs["generate"][name] = g
+    for f in ("model.safetensors", "generation_config.json"):
+        os.remove(os.path.join(OUT, "qwen2", f))
+    with open(os.path.join(OUT, "refs.json"), "w", encoding="utf-8") as f:
+        json.dump(refs, f, ensure_ascii=False, separators=(",", ":"))
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
