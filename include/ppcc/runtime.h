@@ -118,6 +118,21 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
 void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                             bool b_transposed, float *C);
 bool ppcc_rt_have_blas(void);
+/* y[M, N] = x[M, K] . w[N, K]^T with w block-quantized (dtype wt, each
+ * row K / block whole blocks), as llama.cpp: x quantized per block to 8
+ * bits (q8_0 for 32-value formats, q8_K for the k-quants), integer dot
+ * products per block (src/runtime/kernels/quant_matmul.c). Every (m, n)
+ * is one call, so a row's bits do not depend on M. The linear kernel of
+ * both backends. False when K is not whole blocks or out of memory. */
+bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const float *x, const void *w, float *y);
+/* Row `row` of a block-quantized table [rows, cols] decoded to f32;
+ * false when a scale is NaN/Inf or cols is not whole blocks. */
+bool ppcc_rt_qrows_f32(ppcc_dtype wt, const void *table, int64_t row, int64_t cols, float *out);
+/* The quantized kernels' instruction set: "c", "avx2" or "avx2-vnni"
+ * (the best this CPU has, chosen at first use); set_isa forces one and
+ * returns false when the name is unknown or the CPU lacks it. */
+const char *ppcc_rt_quant_isa(void);
+bool ppcc_rt_quant_set_isa(const char *name);
 /* softmax(q k^T * scale [causal, bottom-right]) v per head, grouped-query:
  * q[B,Hq,S,D], k[B,Hkv,T,D], v[B,Hkv,T,Dv] -> out[B,Hq,S,Dv], contiguous
  * f32, as GEMMs through ppcc_rt_sgemm; positions (S entries, B*S when

@@ -1,0 +1,410 @@
+/* Linear with block-quantized weights and f32 activations (issue 24), as
+ * llama.cpp computes it: each activation row is quantized per block to 8
+ * bits (q8_0: 32 values and an f16-rounded scale for the 32-value weight
+ * formats; q8_K: 256 values, an f32 scale and the sums of each 16 for the
+ * k-quants), then every weight block meets its activation block in an
+ * integer dot product scaled once per block.
+ *
+ * Kernels per weight format: q8_0, q4_0, q4_k, q6_k have integer kernels
+ * in plain C and in AVX2 (with AVX-VNNI's dpbusd where the CPU has it),
+ * chosen once at run time by CPU features (ppcc_rt_quant_set_isa forces
+ * one for tests); the other formats decode each weight block with the
+ * block table's decoder and take its dot product with the quantized
+ * activations in f32 (same activation rounding, no integer kernel yet).
+ *
+ * Threads split the output features; each weight row is read once for all
+ * activation rows (decode: 1 row, prefill: many). */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ppcc/quant.h"
+#include "kernels.h"
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QM_X86 1
+#endif
+
+/* Activation blocks. */
+typedef struct act_q8_0 {
+  float d; /* f16-rounded, like ggml's block_q8_0 */
+  int8_t qs[32];
+} act_q8_0;
+
+typedef struct act_q8_k {
+  float d;
+  int8_t qs[256];
+  int16_t bsums[16]; /* sums of each 16 qs */
+} act_q8_k;
+
+static float f16_at(const unsigned char *p) { return ppcc_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+/* ggml's quantize_row_q8_0 (its AVX2 form: id = 127 / amax, ties to even). */
+static void quantize_q8_0(const float *x, int64_t nb, act_q8_0 *y) {
+  for (int64_t i = 0; i < nb; i++, x += 32) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    y[i].d = ppcc_f16_to_f32(ppcc_f32_to_f16(amax / 127.0f));
+    float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    for (int j = 0; j < 32; j++) y[i].qs[j] = (int8_t)lrintf(x[j] * id);
+  }
+}
+
+/* ggml's quantize_row_q8_K_ref: scale from the signed value of largest
+ * magnitude (-127 / max), values clamped at 127. */
+static void quantize_q8_k(const float *x, int64_t nb, act_q8_k *y) {
+  for (int64_t i = 0; i < nb; i++, x += 256) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 256; j++)
+      if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
+    if (amax == 0.0f) {
+      memset(&y[i], 0, sizeof y[i]);
+      continue;
+    }
+    float iscale = -127.0f / max;
+    for (int j = 0; j < 256; j++) {
+      long v = lrintf(iscale * x[j]);
+      y[i].qs[j] = (int8_t)(v < 127 ? v : 127);
+    }
+    for (int j = 0; j < 16; j++) {
+      int sum = 0;
+      for (int l = 0; l < 16; l++) sum += y[i].qs[16 * j + l];
+      y[i].bsums[j] = (int16_t)sum;
+    }
+    y[i].d = 1.0f / iscale;
+  }
+}
+
+/* q4_k's 8 six-bit scales and mins (ggml's get_scale_min_k4). */
+static void q4_k_scales(const unsigned char *q, uint8_t *sc, uint8_t *mn) {
+  for (int j = 0; j < 8; j++) {
+    if (j < 4) {
+      sc[j] = q[j] & 63, mn[j] = q[j + 4] & 63;
+    } else {
+      sc[j] = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+      mn[j] = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+  }
+}
+
+/* ---------------- plain C: one weight row . one activation row ---------------- */
+
+static float dot_q8_0_c(const unsigned char *w, const void *act, int64_t nb) {
+  const act_q8_0 *a = act;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < nb; i++, w += 34) {
+    int s = 0;
+    for (int j = 0; j < 32; j++) s += (int8_t)w[2 + j] * a[i].qs[j];
+    sum += (float)s * (f16_at(w) * a[i].d);
+  }
+  return sum;
+}
+
+static float dot_q4_0_c(const unsigned char *w, const void *act, int64_t nb) {
+  const act_q8_0 *a = act;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < nb; i++, w += 18) {
+    int s = 0;
+    for (int j = 0; j < 16; j++)
+      s += ((w[2 + j] & 0xF) - 8) * a[i].qs[j] + ((w[2 + j] >> 4) - 8) * a[i].qs[j + 16];
+    sum += (float)s * (f16_at(w) * a[i].d);
+  }
+  return sum;
+}
+
+static float dot_q4_k_c(const unsigned char *w, const void *act, int64_t nb) {
+  const act_q8_k *a = act;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < nb; i++, w += 144) {
+    uint8_t sc[8], mn[8];
+    q4_k_scales(w + 4, sc, mn);
+    const unsigned char *q = w + 16;
+    const int8_t *y = a[i].qs;
+    int sumi = 0, summ = 0;
+    for (int c = 0; c < 4; c++, q += 32, y += 64) {
+      int lo = 0, hi = 0;
+      for (int l = 0; l < 32; l++) lo += (q[l] & 0xF) * y[l], hi += (q[l] >> 4) * y[l + 32];
+      sumi += sc[2 * c] * lo + sc[2 * c + 1] * hi;
+    }
+    for (int j = 0; j < 8; j++) summ += mn[j] * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);
+    sum += a[i].d * f16_at(w) * (float)sumi - a[i].d * f16_at(w + 2) * (float)summ;
+  }
+  return sum;
+}
+
+static float dot_q6_k_c(const unsigned char *w, const void *act, int64_t nb) {
+  const act_q8_k *a = act;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < nb; i++, w += 210) {
+    const unsigned char *ql = w, *qh = w + 128;
+    const int8_t *sc = (const int8_t *)(w + 192), *y = a[i].qs;
+    int sumi = 0;
+    for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8, y += 128) {
+      int s[8] = {0};
+      for (int l = 0; l < 32; l++) {
+        int is = l / 16;
+        s[is + 0] += (((ql[l] & 0xF) | ((qh[l] >> 0 & 3) << 4)) - 32) * y[l];
+        s[is + 2] += (((ql[l + 32] & 0xF) | ((qh[l] >> 2 & 3) << 4)) - 32) * y[l + 32];
+        s[is + 4] += (((ql[l] >> 4) | ((qh[l] >> 4 & 3) << 4)) - 32) * y[l + 64];
+        s[is + 6] += (((ql[l + 32] >> 4) | ((qh[l] >> 6 & 3) << 4)) - 32) * y[l + 96];
+      }
+      for (int k = 0; k < 8; k++) sumi += sc[k] * s[k];
+    }
+    sum += a[i].d * f16_at(w + 208) * (float)sumi;
+  }
+  return sum;
+}
+
+/* ---------------- AVX2 (+ AVX-VNNI) ---------------- */
+#ifdef QM_X86
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
+
+AVX2 static inline float h2f(const unsigned char *p) {
+  uint16_t h;
+  memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+AVX2 static inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/* Sum of 32 signed-byte products as 8 int32 (x signed, y signed). */
+AVX2 static inline __m256i dot_i8_avx2(__m256i x, __m256i y) {
+  __m256i ax = _mm256_sign_epi8(x, x), sy = _mm256_sign_epi8(y, x);
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
+}
+VNNI static inline __m256i dot_i8_vnni(__m256i x, __m256i y) {
+  __m256i ax = _mm256_sign_epi8(x, x), sy = _mm256_sign_epi8(y, x);
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), ax, sy);
+}
+
+#define DEF_Q8_0(NAME, ATTR, DOT)                                                                  \
+  ATTR static float NAME(const unsigned char *w, const void *act, int64_t nb) {                   \
+    const act_q8_0 *a = act;                                                                       \
+    __m256 acc = _mm256_setzero_ps();                                                              \
+    for (int64_t i = 0; i < nb; i++, w += 34) {                                                    \
+      __m256i x = _mm256_loadu_si256((const __m256i *)(w + 2));                                    \
+      __m256i y = _mm256_loadu_si256((const __m256i *)a[i].qs);                                    \
+      __m256 q = _mm256_cvtepi32_ps(DOT(x, y));                                                    \
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * a[i].d), q, acc);                           \
+    }                                                                                              \
+    return hsum8(acc);                                                                             \
+  }
+
+#define DEF_Q4_0(NAME, ATTR, DOT)                                                                  \
+  ATTR static float NAME(const unsigned char *w, const void *act, int64_t nb) {                   \
+    const act_q8_0 *a = act;                                                                       \
+    __m256 acc = _mm256_setzero_ps();                                                              \
+    const __m256i m4 = _mm256_set1_epi8(0xF), off = _mm256_set1_epi8(8);                          \
+    for (int64_t i = 0; i < nb; i++, w += 18) {                                                    \
+      __m128i t = _mm_loadu_si128((const __m128i *)(w + 2));                                       \
+      __m256i x = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), m4);                 \
+      x = _mm256_sub_epi8(x, off);                                                                 \
+      __m256i y = _mm256_loadu_si256((const __m256i *)a[i].qs);                                    \
+      __m256 q = _mm256_cvtepi32_ps(DOT(x, y));                                                    \
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * a[i].d), q, acc);                           \
+    }                                                                                              \
+    return hsum8(acc);                                                                             \
+  }
+
+/* q4_k: unsigned nibbles times signed bytes (maddubs), 16-bit sums times
+ * the sub-block scale (madd), mins through the activation's bsums. */
+#define DEF_Q4_K(NAME, ATTR)                                                                       \
+  ATTR static float NAME(const unsigned char *w, const void *act, int64_t nb) {                   \
+    const act_q8_k *a = act;                                                                       \
+    const __m256i m4 = _mm256_set1_epi8(0xF);                                                      \
+    __m256 acc = _mm256_setzero_ps();                                                              \
+    float acc_m = 0.0f;                                                                            \
+    for (int64_t i = 0; i < nb; i++, w += 144) {                                                   \
+      uint8_t sc[8], mn[8];                                                                        \
+      q4_k_scales(w + 4, sc, mn);                                                                  \
+      int summ = 0;                                                                                \
+      for (int j = 0; j < 8; j++) summ += mn[j] * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);     \
+      const unsigned char *q = w + 16;                                                             \
+      const int8_t *y = a[i].qs;                                                                   \
+      __m256i sumi = _mm256_setzero_si256();                                                       \
+      for (int c = 0; c < 4; c++, q += 32, y += 64) {                                              \
+        __m256i bits = _mm256_loadu_si256((const __m256i *)q);                                     \
+        __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4); \
+        __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)y));             \
+        __m256i ph = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y + 32)));      \
+        pl = _mm256_madd_epi16(_mm256_set1_epi16(sc[2 * c]), pl);                                  \
+        ph = _mm256_madd_epi16(_mm256_set1_epi16(sc[2 * c + 1]), ph);                              \
+        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));                                   \
+      }                                                                                            \
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(a[i].d * h2f(w)), _mm256_cvtepi32_ps(sumi), acc);    \
+      acc_m += a[i].d * h2f(w + 2) * (float)summ;                                               \
+    }                                                                                              \
+    return hsum8(acc) - acc_m;                                                                     \
+  }
+
+/* q6_k: 6-bit values 0..63 (maddubs with the activation), minus 32 times
+ * the activation (maddubs of 32s), times the 16-value scales. */
+#define DEF_Q6_K(NAME, ATTR)                                                                       \
+  ATTR static float NAME(const unsigned char *w, const void *act, int64_t nb) {                   \
+    const act_q8_k *a = act;                                                                       \
+    const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32); \
+    __m256 acc = _mm256_setzero_ps();                                                              \
+    for (int64_t i = 0; i < nb; i++, w += 210) {                                                   \
+      const unsigned char *ql = w, *qh = w + 128;                                                  \
+      const int8_t *sc = (const int8_t *)(w + 192), *y = a[i].qs;                                  \
+      __m256i sumi = _mm256_setzero_si256();                                                       \
+      for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8, y += 128) {                \
+        __m256i hb = _mm256_loadu_si256((const __m256i *)qh);                                      \
+        __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4);                               \
+        __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4);         \
+        __m256i h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4);         \
+        __m256i h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4);         \
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)ql);                                      \
+        __m256i b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));                               \
+        __m256i q[4] = {_mm256_or_si256(_mm256_and_si256(b1, m4), h0),                             \
+                        _mm256_or_si256(_mm256_and_si256(b2, m4), h1),                             \
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4), h2),       \
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4), h3)};      \
+        for (int k = 0; k < 4; k++) {                                                              \
+          __m256i yk = _mm256_loadu_si256((const __m256i *)(y + 32 * k));                          \
+          __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], yk), _mm256_maddubs_epi16(m32, yk)); \
+          __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));  \
+          sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(s, p));                                  \
+        }                                                                                          \
+      }                                                                                            \
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(a[i].d * h2f(w + 208)), _mm256_cvtepi32_ps(sumi), acc); \
+    }                                                                                              \
+    return hsum8(acc);                                                                             \
+  }
+
+DEF_Q8_0(dot_q8_0_avx2, AVX2, dot_i8_avx2)
+DEF_Q8_0(dot_q8_0_vnni, VNNI, dot_i8_vnni)
+DEF_Q4_0(dot_q4_0_avx2, AVX2, dot_i8_avx2)
+DEF_Q4_0(dot_q4_0_vnni, VNNI, dot_i8_vnni)
+DEF_Q4_K(dot_q4_k_avx2, AVX2)
+DEF_Q6_K(dot_q6_k_avx2, AVX2)
+#endif
+
+/* ---------------- every other format: decoded weight block . activations ---------------- */
+
+/* Weight row (nb blocks of f) decoded block by block into tmp (one block),
+ * times the quantized activations. */
+static float dot_decoded(const ppcc_block_format *f, const unsigned char *w, const void *act, int64_t nb,
+                         float *tmp) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < nb; i++, w += f->bytes) {
+    f->decode(w, tmp);
+    if (f->block == 32) {
+      const act_q8_0 *a = (const act_q8_0 *)act + i;
+      float s = 0.0f;
+      for (int j = 0; j < 32; j++) s += tmp[j] * (float)a->qs[j];
+      sum += s * a->d;
+    } else {
+      const act_q8_k *a = (const act_q8_k *)act + i;
+      float s = 0.0f;
+      for (int j = 0; j < 256; j++) s += tmp[j] * (float)a->qs[j];
+      sum += s * a->d;
+    }
+  }
+  return sum;
+}
+
+/* ---------------- dispatch ---------------- */
+
+typedef float (*dot_fn)(const unsigned char *w, const void *act, int64_t nb);
+
+typedef struct isa_row {
+  const char *name;
+  dot_fn q8_0, q4_0, q4_k, q6_k;
+} isa_row;
+
+static const isa_row isas[] = {
+  {"c", dot_q8_0_c, dot_q4_0_c, dot_q4_k_c, dot_q6_k_c},
+#ifdef QM_X86
+  {"avx2", dot_q8_0_avx2, dot_q4_0_avx2, dot_q4_k_avx2, dot_q6_k_avx2},
+  {"avx2-vnni", dot_q8_0_vnni, dot_q4_0_vnni, dot_q4_k_avx2, dot_q6_k_avx2},
+#endif
+};
+enum { N_ISAS = sizeof isas / sizeof isas[0] };
+
+static bool isa_available(int k) {
+#ifdef QM_X86
+  if (k >= 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
+    return false;
+  if (k == 2 && !__builtin_cpu_supports("avxvnni")) return false;
+#endif
+  return k >= 0 && k < N_ISAS;
+}
+
+static _Atomic int chosen_isa = -1;
+
+static const isa_row *current_isa(void) {
+  int k = chosen_isa;
+  if (k < 0) {
+    k = N_ISAS - 1;
+    while (k > 0 && !isa_available(k)) k--;
+    chosen_isa = k;
+  }
+  return &isas[k];
+}
+
+const char *ppcc_rt_quant_isa(void) { return current_isa()->name; }
+
+bool ppcc_rt_quant_set_isa(const char *name) {
+  for (int k = 0; k < N_ISAS; k++)
+    if (strcmp(isas[k].name, name) == 0) {
+      if (!isa_available(k)) return false;
+      chosen_isa = k;
+      return true;
+    }
+  return false;
+}
+
+static dot_fn kernel_of(const isa_row *isa, ppcc_dtype t) {
+  switch (t) {
+    case PPCC_Q8_0: return isa->q8_0;
+    case PPCC_Q4_0: return isa->q4_0;
+    case PPCC_Q4_K: return isa->q4_k;
+    case PPCC_Q6_K: return isa->q6_k;
+    default: return NULL;
+  }
+}
+
+bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const float *x, const void *w, float *y) {
+  const ppcc_block_format *f = ppcc_dtype_blocks(wt);
+  if (!f || K <= 0 || K % f->block != 0 || M < 0 || N < 0) return false;
+  if (M == 0 || N == 0) return true;
+  int64_t nb = K / f->block, row_bytes = nb * f->bytes;
+  size_t act_size = f->block == 32 ? sizeof(act_q8_0) : sizeof(act_q8_k);
+  char *act = rt_reuse_alloc(M * nb * (int64_t)act_size);
+  if (!act) return false;
+  for (int64_t m = 0; m < M; m++) {
+    if (f->block == 32) quantize_q8_0(x + m * K, nb, (act_q8_0 *)(act + m * nb * act_size));
+    else quantize_q8_k(x + m * K, nb, (act_q8_k *)(act + m * nb * act_size));
+  }
+  dot_fn dot = kernel_of(current_isa(), wt);
+  const unsigned char *wb = w;
+  int nt = rt_kernel_threads();
+#pragma omp parallel num_threads(nt) if (nt > 1 && M * N * K > 65536)
+  {
+    float tmp[256];
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; n++) {
+      const unsigned char *row = wb + n * row_bytes;
+      for (int64_t m = 0; m < M; m++) {
+        const void *a = act + m * nb * act_size;
+        y[m * N + n] = dot ? dot(row, a, nb) : dot_decoded(f, row, a, nb, tmp);
+      }
+    }
+  }
+  rt_reuse_free(act);
+  return true;
+}
+
+bool ppcc_rt_qrows_f32(ppcc_dtype wt, const void *table, int64_t row, int64_t cols, float *out) {
+  const ppcc_block_format *f = ppcc_dtype_blocks(wt);
+  if (!f || cols % f->block != 0) return false;
+  int64_t nb = cols / f->block;
+  return ppcc_block_decode(f, (const unsigned char *)table + row * nb * f->bytes, nb, out) < 0;
+}
