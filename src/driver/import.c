@@ -25,6 +25,7 @@ ppcc_status cli_llama_option(const char *command, llama_spec *s, const char *nam
     if (strcmp(value, "f32") != 0 && strcmp(value, "f16") != 0 && strcmp(value, "bf16") != 0)
       return cli_usage_error(command, "--dtype must be f32, f16 or bf16, not '%s'", value);
     s->dtype = value;
+    s->dtype_given = true;
   } else if (strcmp(name, "row-positions") == 0) {
     s->row_positions = true;
   } else {

@@ -117,6 +117,7 @@ ppcc_status llama_spec_from_gguf(const char *path, llama_spec *s, ppcc_diag *d) 
   ppcc_status st = rt_gguf_open(path, &g, d);
   if (st) return st;
   st = spec_from_parsed(&g, s, d);
+  s->gguf_path = path;
   rt_gguf_close(&g);
   return st;
 }

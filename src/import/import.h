@@ -45,7 +45,12 @@ typedef struct llama_spec {
   long seq, batch, cache, tp, pp;
   bool row_positions; /* positions [batch, seq]: each row at its own positions */
   const char *dtype; /* "f32", "f16", "bf16" */
+  bool dtype_given;  /* --dtype: every weight converted to dtype */
   const char *name;
+  /* A GGUF source (llama_spec_from_gguf): without --dtype its quantized
+   * weights keep their stored block format (q4_k ...), except where a
+   * tensor-parallel split would cut their blocks (then dtype). */
+  const char *gguf_path;
 } llama_spec;
 
 /* Reads DIR/config.json. Errors name the file and the key. */

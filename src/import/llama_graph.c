@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "import.h"
+#include "ppcc/quant.h"
+#include "../runtime/io/io.h"
 
 static long stage_of(const llama_spec *s, long block) { return block * s->pp / s->layers; }
 
@@ -45,6 +47,7 @@ typedef struct writer {
   FILE *out;
   const llama_spec *s;
   bool first;
+  const rt_gguf *stored; /* GGUF weights kept in their block formats, or NULL */
 } writer;
 
 static void item(writer *w) {
@@ -79,9 +82,19 @@ static void tensor_decl(writer *w, const char *name, const char *dtype, int rank
   fputs(pinned_input ? ", \"pinned\": true}" : "}", w->out);
 }
 
+/* A matrix keeps its stored block format (a linear's weight or the
+ * embedding table) unless a split along its columns would cut blocks. */
+static const char *matrix_dtype(const writer *w, const char *name, long cols, int split_dim) {
+  const rt_gguf_tensor *t = w->stored ? rt_gguf_find_tensor(w->stored, name) : NULL;
+  const ppcc_block_format *f = t ? t->format : NULL;
+  if (!f || f->block == 1 || !ppcc_block_format_named(f->name)) return w->s->dtype;
+  if (split_dim == 1 && (cols % w->s->tp != 0 || (cols / w->s->tp) % f->block != 0)) return w->s->dtype;
+  return f->name;
+}
+
 static void param2(writer *w, const char *name, long rows, long cols, int split_dim, long stage) {
   long shape[2] = {rows, cols};
-  tensor_decl(w, name, w->s->dtype, 2, shape, split_dim, stage, false);
+  tensor_decl(w, name, matrix_dtype(w, name, cols, split_dim), 2, shape, split_dim, stage, false);
 }
 
 static void param1(writer *w, const char *name, long n, long stage) {
@@ -355,7 +368,12 @@ char *llama_graph_json(const llama_spec *s, size_t *len) {
   size_t n = 0;
   FILE *out = open_memstream(&buf, &n);
   if (!out) return NULL;
-  writer w = {out, s, true};
+  rt_gguf stored;
+  ppcc_diag quiet;
+  ppcc_diag_init(&quiet, s->gguf_path, NULL);
+  bool keep = s->gguf_path && !s->dtype_given && s->naming == LLAMA_NAMES_GGUF &&
+              rt_gguf_open(s->gguf_path, &stored, &quiet) == PPCC_OK;
+  writer w = {out, s, true, keep ? &stored : NULL};
   fputs("{\n  \"ppcc\": 1,\n", out);
   fprintf(out, "  \"name\": \"%s\",\n", s->name ? s->name : "llama");
   fprintf(out, "  \"devices\": %ld,\n", s->tp * s->pp);
@@ -364,6 +382,7 @@ char *llama_graph_json(const llama_spec *s, size_t *len) {
   write_ops(&w);
   write_outputs(&w);
   fputs("}\n", out);
+  if (keep) rt_gguf_close(&stored);
   if (fclose(out) != 0) {
     free(buf);
     return NULL;

@@ -38,6 +38,13 @@ typedef struct rt_split_geom {
   int64_t outer, inner;
 } rt_split_geom;
 rt_split_geom rt_split_geometry(int rank, const int64_t *shape, int dim, int count);
+/* A tensor's storage units: elements, or for a block-quantized dtype its
+ * blocks (the last dim counted in blocks). Fills unit_shape (rank dims)
+ * and returns the bytes of one unit. Shard geometry and copies of
+ * quantized params work on these units (splits cut whole blocks). */
+int rt_storage_units(ppcc_dtype t, int rank, const int64_t *shape, int64_t *unit_shape);
+/* Bytes of a tensor (quantized: whole blocks along its last dim). */
+int64_t rt_tensor_bytes(ppcc_dtype t, int rank, const int64_t *shape);
 /* Copies shard i out of / into a full buffer (elem_size bytes each). */
 void rt_copy_shard_out(const void *full, void *shard, rt_split_geom g, int count, int i,
                        int elem_size);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "ppcc/random_fill.h"
 #include "rt_internal.h"
+#include "ppcc/quant.h"
 
 /* ---------------- mapped files ---------------- */
 ppcc_status rt_map_file(const char *path, rt_mapped_file *f, ppcc_diag *d) {
@@ -134,7 +135,7 @@ bool ppcc_host_tensor_alloc(ppcc_host_tensor *t, ppcc_dtype dtype, int rank, con
   t->dtype = dtype;
   t->rank = rank;
   memcpy(t->shape, shape, sizeof(int64_t) * (size_t)rank);
-  t->bytes = n * ppcc_dtype_size(dtype);
+  t->bytes = rt_tensor_bytes(dtype, rank, shape);
   t->data = rt_calloc(t->bytes);
   return t->data != NULL;
 }
@@ -145,13 +146,40 @@ void ppcc_host_tensor_free(ppcc_host_tensor *t) {
   t->data = NULL;
 }
 
+/* Random blocks of a quantized tensor: random value bytes, and scales
+ * (finite f16) that keep values near ppcc_random_scale's size. */
+static void random_blocks(uint64_t seed, const char *name, const ppcc_host_tensor *t) {
+  const ppcc_block_format *f = ppcc_dtype_blocks(t->dtype);
+  uint64_t key = ppcc_random_key(seed, name);
+  unsigned char *b = t->data;
+  for (int64_t j = 0; j < t->bytes; j++) b[j] = (unsigned char)(int)(ppcc_random_unit(key, j) * 127.5f + 128.0f);
+  uint16_t d = ppcc_f32_to_f16(ppcc_random_scale(t->rank, t->shape) / (f->block == 32 ? 64.0f : 512.0f));
+  for (int64_t at = 0; at + f->bytes <= t->bytes; at += f->bytes)
+    for (int s = 0; s < 3 && f->scale_at[s] >= 0; s++) memcpy(b + at + f->scale_at[s], &d, 2);
+}
+
 bool ppcc_random_tensor(uint64_t seed, const char *name, ppcc_host_tensor *t) {
   if (!t->data) return false;
-  ppcc_random_fill(seed, name, t->dtype, t->rank, t->shape, t->data);
+  if (ppcc_dtype_is_quantized(t->dtype)) random_blocks(seed, name, t);
+  else ppcc_random_fill(seed, name, t->dtype, t->rank, t->shape, t->data);
   return true;
 }
 
 /* ---------------- shard geometry ---------------- */
+int rt_storage_units(ppcc_dtype t, int rank, const int64_t *shape, int64_t *unit_shape) {
+  memcpy(unit_shape, shape, sizeof(int64_t) * (size_t)rank);
+  const ppcc_block_format *f = ppcc_dtype_blocks(t);
+  if (!f) return ppcc_dtype_size(t);
+  if (rank > 0) unit_shape[rank - 1] /= f->block;
+  return f->bytes;
+}
+
+int64_t rt_tensor_bytes(ppcc_dtype t, int rank, const int64_t *shape) {
+  int64_t units[PPCC_MAX_RANK];
+  int size = rt_storage_units(t, rank, shape, units);
+  return ppcc_num_elements(rank, units) * size;
+}
+
 rt_split_geom rt_split_geometry(int rank, const int64_t *shape, int dim, int count) {
   rt_split_geom g = {1, 1};
   for (int i = 0; i < dim; i++) g.outer *= shape[i];

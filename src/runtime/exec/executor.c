@@ -26,6 +26,7 @@
 #include <time.h>
 #include "ppcc/test_inject.h"
 #include "ppcc/predict.h"
+#include "ppcc/quant.h"
 #include "exec.h"
 #include "../comm/comm.h"
 #include "../io/io.h"
@@ -105,13 +106,19 @@ static void local_shape(const rt_exec *x, int v, int64_t *shape) {
 static int64_t local_bytes(const rt_exec *x, int v) {
   int64_t shape[PPCC_MAX_RANK];
   local_shape(x, v, shape);
-  return ppcc_num_elements(val(x, v)->rank, shape) * ppcc_dtype_size(val(x, v)->dtype);
+  return rt_tensor_bytes(val(x, v)->dtype, val(x, v)->rank, shape);
 }
 
-static int es_of(const rt_exec *x, int v) { return ppcc_dtype_size(val(x, v)->dtype); }
+/* Bytes of one storage unit: an element, or a quantized param's block. */
+static int es_of(const rt_exec *x, int v) {
+  int64_t units[PPCC_MAX_RANK];
+  return rt_storage_units(val(x, v)->dtype, val(x, v)->rank, val(x, v)->shape, units);
+}
 
 static rt_split_geom geom_of(const rt_exec *x, int v, ppcc_layout l) {
-  return rt_split_geometry(val(x, v)->rank, val(x, v)->shape, l.dim, l.count);
+  int64_t units[PPCC_MAX_RANK];
+  rt_storage_units(val(x, v)->dtype, val(x, v)->rank, val(x, v)->shape, units);
+  return rt_split_geometry(val(x, v)->rank, units, l.dim, l.count);
 }
 
 static ppcc_status oom(ppcc_diag *d) { return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"); }
@@ -342,12 +349,19 @@ static ppcc_status operand_tensor(rt_exec *x, int dev, const ppcc_op *op, int k,
   if (t->last_two_swapped) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "a folded transpose cannot be sliced");
   /* A replicated operand next to a split one: this shard's slice only. */
   int n = ov.layout.count;
+  const ppcc_block_format *f = ppcc_dtype_blocks(t->dtype);
+  if (f && sd == t->rank - 1 && (t->shape[sd] / n) % f->block != 0)
+    return ppcc_error(d, "%s: operand '%s' is %s: a slice of %lld of its %lld columns cuts its blocks of %d",
+                      op->info->name, val(x, v)->name, ppcc_dtype_name(t->dtype), (long long)(t->shape[sd] / n),
+                      (long long)t->shape[sd], f->block);
   set_split_position(t, sd, t->shape[sd] / n, i, n);
-  rt_split_geom geom = rt_split_geometry(t->rank, t->shape, sd, n);
+  int64_t units[PPCC_MAX_RANK]; /* elements, or blocks of a quantized param */
+  int es = rt_storage_units(t->dtype, t->rank, t->shape, units);
+  rt_split_geom geom = rt_split_geometry(t->rank, units, sd, n);
   t->shape[sd] /= n;
-  *temp = scratch(x, dev, ppcc_num_elements(t->rank, t->shape) * ppcc_dtype_size(t->dtype));
+  *temp = scratch(x, dev, rt_tensor_bytes(t->dtype, t->rank, t->shape));
   if (!*temp) return oom(d);
-  rt_copy_shard_out(t->data, *temp, geom, n, i, ppcc_dtype_size(t->dtype));
+  rt_copy_shard_out(t->data, *temp, geom, n, i, es);
   t->data = *temp;
   return PPCC_OK;
 }

@@ -133,12 +133,13 @@ static bool grow(ppcc_resident *r) {
 /* Shard i of param p under layout l, made from full: a view when its bytes
  * are contiguous in full and aligned for the dtype, else a copy. */
 static bool make_shard(const ppcc_value *p, ppcc_layout l, int i, const void *full, bool mapped, ppcc_resident_shard *s) {
-  int es = ppcc_dtype_size(p->dtype);
+  int64_t units[PPCC_MAX_RANK]; /* elements, or blocks of a quantized param */
+  int es = rt_storage_units(p->dtype, p->rank, p->shape, units);
   s->dtype = p->dtype;
   s->rank = p->rank;
   memcpy(s->shape, p->shape, sizeof s->shape);
   if (l.kind == PPCC_LAYOUT_SPLIT) s->shape[l.dim] /= l.count;
-  int64_t bytes = ppcc_num_elements(s->rank, s->shape) * es;
+  int64_t bytes = rt_tensor_bytes(s->dtype, s->rank, s->shape);
   s->owned = false;
   if (l.kind == PPCC_LAYOUT_UNREDUCED && i > 0) { /* the value sits in shard 0 */
     s->data = rt_calloc(bytes);
@@ -147,10 +148,11 @@ static bool make_shard(const ppcc_value *p, ppcc_layout l, int i, const void *fu
   }
   const char *start = full;
   if (l.kind == PPCC_LAYOUT_SPLIT && l.count > 1) { /* one shard of one is the whole tensor */
-    rt_split_geom geom = rt_split_geometry(p->rank, p->shape, l.dim, l.count);
+    rt_split_geom geom = rt_split_geometry(p->rank, units, l.dim, l.count);
     start = geom.outer == 1 ? start + (int64_t)i * bytes : NULL;
   }
-  if (start && (uintptr_t)start % (uintptr_t)(es > 0 ? es : 1) == 0) {
+  int align = ppcc_dtype_is_quantized(p->dtype) ? 1 : es; /* kernels read blocks bytewise */
+  if (start && (uintptr_t)start % (uintptr_t)(align > 0 ? align : 1) == 0) {
     s->data = start;
     return true;
   }
@@ -162,7 +164,7 @@ static bool make_shard(const ppcc_value *p, ppcc_layout l, int i, const void *fu
   } else {
     copy = rt_alloc(bytes);
     if (copy && l.kind == PPCC_LAYOUT_SPLIT)
-      rt_copy_shard_out(full, copy, rt_split_geometry(p->rank, p->shape, l.dim, l.count), l.count, i, es);
+      rt_copy_shard_out(full, copy, rt_split_geometry(p->rank, units, l.dim, l.count), l.count, i, es);
     else if (copy && bytes > 0)
       memcpy(copy, full, (size_t)bytes);
   }
@@ -214,7 +216,7 @@ static resident_entry *entry_of(ppcc_resident *r, const ppcc_value *p, const voi
   }
   strcpy(e->name, p->name);
   e->full = full, e->layout = l, e->shard = i, e->is_state = !full, e->elements = elements;
-  if (e->s.owned) r->owned_bytes += ppcc_num_elements(e->s.rank, e->s.shape) * ppcc_dtype_size(e->s.dtype);
+  if (e->s.owned) r->owned_bytes += rt_tensor_bytes(e->s.dtype, e->s.rank, e->s.shape);
   table_put(r, r->n++);
   return e;
 }

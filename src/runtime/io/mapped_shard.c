@@ -31,12 +31,13 @@ static void *copy_releasing(const void *src, int64_t bytes) {
 void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i) {
   int64_t local[PPCC_MAX_RANK];
   ppcc_value_shard_shape(p, local);
-  int es = ppcc_dtype_size(p->dtype);
-  int64_t bytes = ppcc_num_elements(p->rank, local) * es;
+  int64_t units[PPCC_MAX_RANK]; /* elements, or blocks of a quantized param */
+  int es = rt_storage_units(p->dtype, p->rank, p->shape, units);
+  int64_t bytes = rt_tensor_bytes(p->dtype, p->rank, local);
   ppcc_layout l = p->layout;
   if (l.kind == PPCC_LAYOUT_UNREDUCED && i > 0) return rt_calloc(bytes); /* the value sits in shard 0 */
   if (l.kind != PPCC_LAYOUT_SPLIT) return copy_releasing(full, bytes);
-  rt_split_geom geom = rt_split_geometry(p->rank, p->shape, l.dim, l.count);
+  rt_split_geom geom = rt_split_geometry(p->rank, units, l.dim, l.count);
   if (geom.outer == 1) return copy_releasing((const char *)full + (int64_t)i * bytes, bytes);
   void *s = rt_alloc(bytes); /* strided: copy, then release the whole tensor */
   if (s) rt_copy_shard_out(full, s, geom, l.count, i, es);

@@ -4,7 +4,9 @@
  *   shard files named by DIR/model.safetensors.index.json ("weight_map":
  *   tensor -> file), each mapped and indexed by the safetensors reader;
  *   a tensor is read from the file the index names for it;
- * - a GGUF file (gguf.c): tensors are dequantized to f32 at load.
+ * - a GGUF file (gguf.c): tensors are dequantized to a float dtype at
+ *   load, or kept in their block format when the graph declares it (a
+ *   view of the mapping: the quantized kernels compute with the blocks).
  *   llama.cpp stores attn_q/attn_k rows in interleaved-rotary order (its
  *   converter permutes HF's rows so pairs (2i, 2i+1) rotate together);
  *   ppcc's rotary op uses HF's rotate-half pairing, so this loader permutes
@@ -253,6 +255,44 @@ static void unpermute_rows(const float *in, float *out, int64_t rows, int64_t co
         memcpy(out + (h * D + j * half + i) * cols, in + (h * D + 2 * i + j) * cols, sizeof(float) * (size_t)cols);
 }
 
+/* A quantized param as stored: a view of the mapped file (q/k rows
+ * permuted back in a copy, whole rows of blocks). Every block's scales are
+ * checked finite here, as the decoder would. */
+static ppcc_status get_gguf_blocks(rt_source *s, const rt_gguf_tensor *t, const ppcc_value *p, int64_t rows, long heads,
+                                   const void **data, void **owned, ppcc_diag *d) {
+  const ppcc_block_format *f = ppcc_dtype_blocks(p->dtype);
+  if (t->format != f)
+    return ppcc_error(d, "%s: tensor '%s' is %s but the graph declares %s", s->path, p->name,
+                      ppcc_ggml_type_name((int)t->type) ? ppcc_ggml_type_name((int)t->type) : "?", ppcc_dtype_name(p->dtype));
+  int64_t bytes = ppcc_value_bytes(p), blocks = f->bytes ? bytes / f->bytes : 0;
+  if (bytes < 0 || (uint64_t)bytes != t->bytes)
+    return ppcc_error(d, "%s: tensor '%s' has %llu bytes but the graph's %s needs %lld", s->path, p->name,
+                      (unsigned long long)t->bytes, f->name, (long long)bytes);
+  for (int64_t b = 0; b < blocks; b++)
+    for (int k = 0; k < 3 && f->scale_at[k] >= 0; k++) {
+      const unsigned char *h = t->data + b * f->bytes + f->scale_at[k];
+      if ((h[1] & 0x7c) == 0x7c)
+        return ppcc_error(d, "%s: tensor '%s' (%s): block %lld has a NaN or infinite scale", s->path, p->name,
+                          f->gguf_name, (long long)b);
+    }
+  if (heads == 0) {
+    *data = t->data; /* used in place from the mapping */
+    return PPCC_OK;
+  }
+  if (rows % heads != 0 || (rows / heads) % 2 != 0)
+    return ppcc_error(d, "%s: tensor '%s': %lld rows do not split into %ld heads of even size", s->path, p->name,
+                      (long long)rows, heads);
+  unsigned char *u = rt_alloc(bytes);
+  if (!u) return oom(d);
+  int64_t row = bytes / rows, D = rows / heads, half = D / 2;
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t i = 0; i < half; i++)
+      for (int64_t j = 0; j < 2; j++)
+        memcpy(u + (h * D + j * half + i) * row, t->data + (h * D + 2 * i + j) * row, (size_t)row);
+  *data = *owned = u;
+  return PPCC_OK;
+}
+
 static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data, void **owned, ppcc_diag *d) {
   const rt_gguf_tensor *t = rt_gguf_find_tensor(&s->gguf, p->name);
   if (!t) return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing", s->path, p->name);
@@ -260,11 +300,12 @@ static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data
   for (int k = 0; k < t->n_dims; k++) shape[k] = t->ne[t->n_dims - 1 - k];
   if (t->n_dims != p->rank || memcmp(shape, p->shape, sizeof(int64_t) * (size_t)p->rank) != 0)
     return shape_error(s->path, p, t->n_dims, shape, d);
-  if (!ppcc_dtype_is_float(p->dtype))
-    return ppcc_error(d, "%s: tensor '%s': the graph declares %s, GGUF tensors are floats", s->path, p->name,
-                      ppcc_dtype_name(p->dtype));
   int64_t n = ppcc_num_elements(p->rank, p->shape), cols = t->ne[0], rows = cols ? n / cols : 0;
   long heads = p->rank == 2 ? qk_heads(&s->gguf, p->name) : 0;
+  if (ppcc_dtype_is_quantized(p->dtype)) return get_gguf_blocks(s, t, p, rows, heads, data, owned, d);
+  if (!ppcc_dtype_is_float(p->dtype))
+    return ppcc_error(d, "%s: tensor '%s': the graph declares %s, GGUF tensors are floats or blocks", s->path, p->name,
+                      ppcc_dtype_name(p->dtype));
   if (t->type == 0 /* GGML F32 */ && p->dtype == PPCC_F32 && heads == 0 && t->bytes == (uint64_t)n * 4 &&
       (uintptr_t)t->data % 4 == 0) {
     *data = t->data; /* f32 as the graph computes: used in place from the mapping */

@@ -35,14 +35,21 @@ static ppcc_status kernel_matmul(const ppcc_op *op, const ppcc_tensor *in, ppcc_
   return PPCC_OK;
 }
 
-/* x[..., K] . w[N, K]^T (+ bias[N]). */
+/* x[..., K] . w[N, K]^T (+ bias[N]); a block-quantized w through the
+ * quantized kernels (quant_matmul.c). */
 static ppcc_status kernel_linear(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out,
                                  ppcc_diag *d) {
   const ppcc_tensor *x = &in[0], *w = &in[1];
   int64_t K = x->shape[x->rank - 1], N = w->shape[0], M = K > 0 ? numel(x) / K : 0;
   if (K == 0) M = numel(out) / (N > 0 ? N : 1);
   float *y = out->data;
-  ppcc_rt_sgemm(M, N, K, x->data, w->data, true, y);
+  if (ppcc_dtype_is_quantized(w->dtype)) {
+    if (!ppcc_rt_qlinear_f32(w->dtype, M, N, K, x->data, w->data, y))
+      return ppcc_error(d, "linear: weight is %s with %lld columns per row (whole blocks needed), or out of memory",
+                        ppcc_dtype_name(w->dtype), (long long)K);
+  } else {
+    ppcc_rt_sgemm(M, N, K, x->data, w->data, true, y);
+  }
   if (op->n_in == 3) {
     const float *bias = in[2].data;
     for (int64_t i = 0; i < M; i++)
@@ -465,7 +472,7 @@ static ppcc_status run_converted(ppcc_kernel_fn k, const ppcc_op *op, const ppcc
   bool ok = true;
   for (int i = 0; i < n_in; i++) {
     cin[i] = in[i];
-    if (in[i].dtype == PPCC_F32) continue;
+    if (in[i].dtype == PPCC_F32 || ppcc_dtype_is_quantized(in[i].dtype)) continue; /* blocks: the kernel reads them */
     cin[i].dtype = PPCC_F32;
     cin[i].data = rt_alloc(numel(&in[i]) * 4);
     if (cin[i].data)
@@ -497,6 +504,7 @@ ppcc_status ppcc_rt_run_kernel(const ppcc_op *op, const ppcc_tensor *in, ppcc_te
   if (all_int && int_form(k) != INT_NONE) return run_int(int_form(k), op, in, out, d);
   bool all_f32 = out[0].dtype == PPCC_F32;
   for (int i = 0; i < op->n_in; i++) {
+    if (k == kernel_linear && i == 1 && ppcc_dtype_is_quantized(in[i].dtype)) continue; /* a quantized weight */
     if (!ppcc_dtype_is_float(in[i].dtype))
       return ppcc_error(d, "kernel '%s' computes on float tensors only, got %s", op->info->name,
                         ppcc_dtype_name(in[i].dtype));

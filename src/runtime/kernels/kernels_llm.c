@@ -62,7 +62,8 @@ ppcc_status kernel_embedding(const ppcc_op *op, const ppcc_tensor *in, ppcc_tens
   bool vocab_split = table->split_full > 0 && table->split_dim == 0;
   int64_t rows = table->shape[0], n = numel(ids);
   int64_t first = vocab_split ? table->split_offset : 0, vocab = vocab_split ? table->split_full : rows;
-  size_t row_bytes = (size_t)(table->shape[1] * ppcc_dtype_size(table->dtype));
+  bool quantized = ppcc_dtype_is_quantized(table->dtype); /* rows decoded to f32 */
+  size_t row_bytes = (size_t)(table->shape[1] * (quantized ? 4 : ppcc_dtype_size(table->dtype)));
   bool wraps = ppcc_attr_int(op, "wrap_negative", 0) != 0; /* ONNX: a negative id counts from the end */
   for (int64_t p = 0; p < n; p++) {
     int64_t id = index_at(ids, p);
@@ -73,7 +74,11 @@ ppcc_status kernel_embedding(const ppcc_op *op, const ppcc_tensor *in, ppcc_tens
     if (id < 0) id += vocab;
     if (id < first || id >= first + rows)
       memset(dst, 0, row_bytes);
-    else
+    else if (quantized) {
+      if (!ppcc_rt_qrows_f32(table->dtype, table->data, id - first, table->shape[1], (float *)dst))
+        return ppcc_error(d, "embedding: row %lld of the %s table has a NaN or infinite scale", (long long)id,
+                          ppcc_dtype_name(table->dtype));
+    } else
       memcpy(dst, (const char *)table->data + (size_t)(id - first) * row_bytes, row_bytes);
   }
   return PPCC_OK;
