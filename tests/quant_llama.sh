@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # Quantized GGUF files against llama.cpp itself (issue 24): a 2-layer Llama
 # converted by convert_hf_to_gguf.py and quantized by llama-quantize to
-# Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, with llama.cpp's logits and greedy ids
-# (testdata/quant/llama/, made once by tools/make_quant_llama_refs.sh).
+# Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, with llama.cpp's logits, greedy ids and
+# each step's top-2 margin (testdata/quant/llama/, made once by
+# tools/make_quant_llama_refs.sh). ppcc keeps the weights in their block
+# formats and computes as llama.cpp does (activations quantized per block
+# to q8_0 / q8_K, integer dot products: src/runtime/kernels/quant_matmul.c).
 #  - logits of the 32-token prompt's last position: max |ppcc - llama.cpp|
-#    <= 0.3 and rms <= 0.1 (logits' std is ~1.6), same argmax. Why so
-#    loose: llama.cpp quantizes the activations to 8 bits (q8_0 / q8_K per
-#    block) before every quantized matmul and keeps an f16 KV cache, ppcc
-#    computes in f32 with exactly dequantized weights; measured max 0.11
-#    (Q8_0) to 0.20 (Q5_K_M), rms 0.036 to 0.063, where the F16 file of the
-#    same model differs by 0.0065 only.
+#    <= 0.2 and rms <= 0.06 (logits' std is ~1.6), same argmax unless
+#    llama.cpp's own margin there is a near tie (< 0.05). Measured max 0.084
+#    (Q8_0) to 0.125 (Q6_K), rms 0.031 to 0.041 (with weights dequantized to
+#    f32 and f32 activations it was 0.108 to 0.20). Why not closer: llama.cpp
+#    keeps an f16 KV cache and runs attention in f16, and an 8-bit
+#    activation step (amax/127 of a block) is flipped by upstream rounding
+#    differences far smaller than itself; the F16 file of the same model
+#    differs by 0.0065 only.
 #  - greedy ids (ppcc generate) equal to llama.cpp's at TP {1,2} x PP {1,2},
-#    both backends: all 8 for Q8_0, Q4_0, Q5_K_M, Q6_K; Q4_K_M the first 6
-#    (step 7 is a near tie that the activation rounding decides).
+#    both backends, up to llama.cpp's first near tie (margin < 0.05, where
+#    either token is a faithful greedy choice): Q8_0 the first 5 (step 6's
+#    margin is 0.0016), Q4_0 none (step 1: 0.017; its logits are checked),
+#    Q4_K_M 6 (step 7: 0.011; ppcc matches all 8), Q5_K_M 8, Q6_K 7 (step 8:
+#    0.018; ppcc matches all 8).
 #   quant_llama.sh PPCC SOURCE_DIR
 set -euo pipefail
 ppcc=$1
@@ -41,7 +49,8 @@ else:
     rms = (sum(x * x for x in d) / len(d)) ** 0.5
     am = lambda a: max(range(len(a)), key=a.__getitem__)
     print(f"max {max(d):.4f} rms {rms:.4f} argmax {am(got)} {am(want)}")
-    sys.exit(0 if max(d) <= 0.3 and rms <= 0.1 and am(got) == am(want) else 1)
+    near_tie = float(sys.argv[4]) < 0.05  # llama.cpp's own top-2 margin
+    sys.exit(0 if max(d) <= 0.2 and rms <= 0.06 and (am(got) == am(want) or near_tie) else 1)
 PY
 }
 
@@ -52,17 +61,22 @@ caches=()
 for b in 0 1; do caches+=(--input "blk.$b.k_cache=$dir/cache_zeros.npy" --input "blk.$b.v_cache=$dir/cache_zeros.npy"); done
 for t in Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K; do
   "$ppcc" import gguf "$dir/$t.gguf" -o "$tmp/$t.json" --seq 32 --cache 32 > /dev/null
+  grep -q '"dtype": "q[0-9]_[0k]"' "$tmp/$t.json" || fail "$t: import did not keep the block formats"
   for backend in $backends; do
     "$ppcc" run "$tmp/$t.json" --weights "$dir/$t.gguf" --backend=$backend --input "tokens=$dir/prompt.npy" \
       --input "positions=$dir/positions.npy" "${caches[@]}" --output-dir "$tmp/$t.$backend" > /dev/null
-    line=$(npy logits "$tmp/$t.$backend/logits.npy" "$dir/$t.logits.npy") ||
+    line=$(npy logits "$tmp/$t.$backend/logits.npy" "$dir/$t.logits.npy" "$(cut -d' ' -f1 "$dir/$t.gaps")") ||
       fail "$t $backend: logits beyond the tolerance: $line"
     echo "$t $backend logits vs llama.cpp: $line"
   done
-  want=$(cat "$dir/$t.ids")
-  n=8
-  [[ $t == Q4_K_M ]] && n=6
-  want=$(cut -d' ' -f1-$n <<< "$want")
+  # the ids before llama.cpp's first near tie
+  n=0
+  for gap in $(cat "$dir/$t.gaps"); do
+    awk -v g="$gap" 'BEGIN { exit !(g < 0.05) }' && break
+    n=$((n + 1))
+  done
+  [[ $n -gt 0 ]] || { echo "$t: llama.cpp's first step is a near tie: ids not compared"; continue; }
+  want=$(cut -d' ' -f1-$n "$dir/$t.ids")
   for tp in 1 2; do
     for pp in 1 2; do
       for backend in $backends; do

@@ -2,8 +2,10 @@
 # Block-quantized params in the IR (DESIGN §11): model.json declares them,
 # reports and the plan count their stored bytes, splits keep whole blocks
 # (placement names the param otherwise; auto-partition picks a layout that
-# fits), only a linear's weight or an embedding's table may be quantized,
-# and run (both backends) and the MLIR forms refuse them naming the param.
+# fits), only a linear's weight or an embedding's table may be quantized;
+# run computes with them on both backends (same bytes, --check against the
+# unsharded reference), the IREE and annotated forms refuse them naming
+# the param and its type.
 # Usage: quant_params.sh PPCC_BINARY SOURCE_DIR
 set -euo pipefail
 ppcc=$1
@@ -59,11 +61,25 @@ JSON
 grep -q '"param_bytes": 2100,' "$tmp/e.json" || { cat "$tmp/e.json"; fail "q6_k table: not 10 x 210 bytes"; }
 grep -q '"name": "rows", "dtype": "f32"' "$tmp/e.json" || { cat "$tmp/e.json"; fail "embedding rows not f32"; }
 
-# run (both backends) and the MLIR forms refuse quantized params alike
-for backend in jit interp; do
-  expect_error "$ffn" "param 'w1' is q4_0 (block-quantized): ppcc run computes with f32, f16 or bf16 params only" \
-    run --random-weights 3 --backend=$backend
+# run computes with them: rows and columns split (whole blocks), both
+# backends write the same bytes and agree with the unsharded reference
+backends=interp
+"$ppcc" run "$ffn" --random-weights 3 --backend=jit --output-dir "$tmp/jit" > "$tmp/jit.log" 2>&1 && backends="interp jit"
+for backend in $backends; do
+  "$ppcc" run "$ffn" --random-weights 3 --backend=$backend --check --output-dir "$tmp/$backend" > "$tmp/log" ||
+    { cat "$tmp/log"; fail "$backend: run failed"; }
+  grep -q "^check y: .*: ok" "$tmp/log" || { cat "$tmp/log"; fail "$backend: --check did not pass"; }
 done
-expect_error "$ffn" "param 'w1' is q4_0 (block-quantized): the MLIR forms take f32, f16 or bf16 params" \
+[[ $backends == interp ]] || cmp "$tmp/interp/y.npy" "$tmp/jit/y.npy" || fail "jit and interp differ"
+"$ppcc" compile "$tmp/embed.json" > /dev/null
+for backend in $backends; do
+  "$ppcc" run "$tmp/embed.json" --random-weights 1 --backend=$backend --output-dir "$tmp/e_$backend" > /dev/null ||
+    fail "$backend: quantized embedding failed"
+done
+[[ $backends == interp ]] || cmp "$tmp/e_interp/rows.npy" "$tmp/e_jit/rows.npy" || fail "embedding: jit and interp differ"
+# the forms without the runtime's kernels refuse them
+expect_error "$ffn" "param 'w1' is q4_0 (block-quantized): the annotated and IREE forms take f32, f16 or bf16 params" \
   compile --emit=iree
+"$ppcc" compile "$ffn" --emit=mlir-exec -o "$tmp/exec.mlir" > /dev/null
+grep -q "ppcc_rt_qlinear_f32" "$tmp/exec.mlir" || fail "the executable form does not call the quantized kernel"
 echo "quant_params: ok"

@@ -104,6 +104,29 @@ START_TEST(every_format_matches_the_dequantized_product) {
 }
 END_TEST
 
+/* The kernel's worker threads split output rows: the same bits as one
+ * thread, for prefill and decode shapes. */
+START_TEST(threads_give_the_same_bits) {
+  const ppcc_block_format *f = ppcc_dtype_blocks(PPCC_Q4_K);
+  int64_t M = 5, N = 67, K = 512;
+  unsigned char *w = random_weights(f, N, K);
+  float *x = malloc(sizeof(float) * (size_t)(M * K)), *y1 = malloc(sizeof(float) * (size_t)(M * N));
+  float *y3 = malloc(sizeof(float) * (size_t)(M * N));
+  for (int64_t i = 0; i < M * K; i++) x[i] = uniform();
+  for (int64_t m = 1; m <= M; m += M - 1) {
+    ppcc_rt_set_kernel_threads(1);
+    ck_assert(ppcc_rt_qlinear_f32(PPCC_Q4_K, m, N, K, x, w, y1));
+    ppcc_rt_set_kernel_threads(3);
+    for (int rep = 0; rep < 3; rep++) {
+      ck_assert(ppcc_rt_qlinear_f32(PPCC_Q4_K, m, N, K, x, w, y3));
+      ck_assert(memcmp(y1, y3, sizeof(float) * (size_t)(m * N)) == 0);
+    }
+  }
+  ppcc_rt_set_kernel_threads(1);
+  free(w), free(x), free(y1), free(y3);
+}
+END_TEST
+
 START_TEST(zero_rows_and_bad_shapes) {
   float x[64] = {0}, y[4] = {1, 1, 1, 1};
   unsigned char w[2 * 34] = {0};
@@ -135,6 +158,7 @@ int main(void) {
   Suite *s = suite_create("qmatmul");
   TCase *tc = t_add_tcase(s, "kernels", 0);
   tcase_add_test(tc, every_format_matches_the_dequantized_product);
+  tcase_add_test(tc, threads_give_the_same_bits);
   tcase_add_test(tc, zero_rows_and_bad_shapes);
   tcase_add_test(tc, embedding_rows_decode_like_the_table);
   return t_run_suite(s);

@@ -7,6 +7,8 @@
 #                      converted by llama.cpp's convert_hf_to_gguf.py (F16)
 #                      and quantized by llama-quantize
 #   <TYPE>.ids         llama.cpp's 8 greedy ids after the prompt
+#   <TYPE>.gaps        at each of those steps, llama.cpp's margin of the
+#                      chosen logit over the runner-up (near ties)
 #   <TYPE>.logits.npy  llama.cpp's logits at the prompt's last position
 #   prompt.npy, positions.npy: the 32-token prompt and its positions;
 #   cache_zeros.npy: empty k/v caches for `ppcc run` (--cache 32)
@@ -36,7 +38,8 @@ PY
 for t in Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K; do
   quantize "$work/F16.gguf" "$out/$t.gguf" "$t"
   mv "$out/$t.gguf.quantize.log" "$work/"
-  "$work/llama_logits" "$out/$t.gguf" "$work/$t.logits" "$prompt" 8 2> "$work/llama_$t.log" > "$out/$t.ids"
+  LLAMA_NO_REPACK=1 "$work/llama_logits" "$out/$t.gguf" "$work/$t.logits" "$prompt" 8 "$out/$t.gaps" \
+    2> "$work/llama_$t.log" > "$out/$t.ids"
   "$venv/bin/python" - "$work/$t.logits" "$out/$t.logits.npy" <<'PY'
 import sys, numpy as np
 x = np.fromfile(sys.argv[1], dtype="<f4").reshape(32, -1)

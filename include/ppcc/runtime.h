@@ -297,10 +297,6 @@ ppcc_status ppcc_calibrate_jit_ops(struct ppcc_calibration *c, const char *const
 /* Runs the graph (after all passes) on its devices, writes outputs, and
  * with check compares against the reference executor. */
 ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *opts, ppcc_diag *d);
-/* Refuses a graph with block-quantized params (no kernel computes with
- * them yet), naming the param and its dtype; ppcc_run calls it first, the
- * CLI before it picks a backend, so interp and JIT refuse alike. */
-ppcc_status ppcc_run_check_dtypes(const ppcc_graph *g, ppcc_diag *d);
 
 /* Lower-level entry points (tests, benchmark, a later JIT driver). */
 

@@ -364,7 +364,6 @@ static ppcc_status run_graph(const ppcc_graph *g, run_args *a, ppcc_diag *d) {
   bool on_jit = false;
 #ifdef PPCC_HAVE_JIT
   ppcc_jit *jit = NULL;
-  if (!st && a->backend && strcmp(a->backend, "jit") == 0) st = ppcc_run_check_dtypes(g, d);
   if (!st) st = compile_jit(g, a, &jit, d);
   opts.execute = jit ? cli_jit_execute : NULL;
   opts.execute_ctx = jit;

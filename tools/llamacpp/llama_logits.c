@@ -2,19 +2,21 @@
  * (tools/make_quant_llama_refs.sh builds this against a llama.cpp build
  * tree; it is never part of ppcc's build).
  *
- *   llama_logits MODEL.gguf OUT.f32 ID,ID,... NEW_TOKENS
+ *   llama_logits MODEL.gguf OUT.f32 ID,ID,... NEW_TOKENS [GAPS.txt]
  *
  * Runs the prompt ids as one batch (CPU, 1 thread), writes n_tokens x
  * n_vocab little-endian f32 logits (every prompt position) to OUT.f32, then
- * decodes NEW_TOKENS greedily and prints their ids on one line. */
+ * decodes NEW_TOKENS greedily and prints their ids on one line; GAPS.txt
+ * gets, per greedy step, the margin of the chosen logit over the runner-up
+ * (a near tie there may go either way under other rounding). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "llama.h"
 
 int main(int argc, char **argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: llama_logits MODEL.gguf OUT.f32 ID,ID,... NEW_TOKENS\n");
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: llama_logits MODEL.gguf OUT.f32 ID,ID,... NEW_TOKENS [GAPS.txt]\n");
     return 2;
   }
   llama_token ids[512];
@@ -52,12 +54,18 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++) fwrite(llama_get_logits_ith(ctx, i), sizeof(float), (size_t)vocab, f);
   fclose(f);
   int pos = n, new_tokens = atoi(argv[4]);
+  FILE *gaps = argc == 6 ? fopen(argv[5], "w") : NULL;
+  if (argc == 6 && !gaps) return 1;
   const float *last = llama_get_logits_ith(ctx, n - 1);
   for (int t = 0; t < new_tokens; t++) {
     llama_token best = 0;
     for (int v = 1; v < vocab; v++)
       if (last[v] > last[best]) best = v;
     printf("%s%d", t ? " " : "", best);
+    float second = -1e30f;
+    for (int v = 0; v < vocab; v++)
+      if (v != best && last[v] > second) second = last[v];
+    if (gaps) fprintf(gaps, "%s%.4f", t ? " " : "", last[best] - second);
     b.n_tokens = 1;
     b.token[0] = best;
     b.pos[0] = pos++;
@@ -65,6 +73,10 @@ int main(int argc, char **argv) {
     last = llama_get_logits_ith(ctx, 0);
   }
   printf("\n");
+  if (gaps) {
+    fprintf(gaps, "\n");
+    fclose(gaps);
+  }
   llama_batch_free(b);
   llama_free(ctx);
   llama_model_free(model);

@@ -13,6 +13,8 @@
  *   ppcc_rt_attention_positions_T(q, k, v, out, scale, causal, positions)
  *                                                 (T: i64, i32; OpenBLAS)
  *   ppcc_rt_check_index_T(op, dtype, kind, bound, index)         (T: i64, i32)
+ *   ppcc_rt_qlinear_f32(x, w, y, wdtype)          (w: quantized blocks as i8)
+ *   ppcc_rt_qembedding_T(ids, table, out, wdtype, first, wrap)   (T: i64, i32)
  *
  * Buffers are memref<*xT>; a group is a memref.global of device ids.
  * Collectives follow the executor's plan (src/runtime/exec/executor.c): every
@@ -118,6 +120,29 @@ MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, Ml
     symbol(name, sizeof name, "attention_positions", elem_of(positions));
   }
   if (exec_call(c, name, pos ? 7 : 6, ops)) return (MlirValue){NULL};
+  return exec_to_tensor(c, out, true);
+}
+
+/* ---- quantized weights (src/runtime/kernels/quant_matmul.c) ---- */
+
+MlirValue exec_qlinear_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, ppcc_dtype wt, MlirType out_type) {
+  MlirValue out = exec_alloc(c, out_type);
+  MlirValue ops[4] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, x))),
+                      exec_unranked(c, exec_static_view(c, exec_to_memref(c, w))), exec_unranked(c, exec_static_view(c, out)),
+                      exec_i64(c, wt)};
+  if (exec_call(c, "ppcc_rt_qlinear_f32", 4, ops)) return (MlirValue){NULL};
+  return exec_to_tensor(c, out, true);
+}
+
+MlirValue exec_qembedding_call(ppcc_emit_ctx *c, MlirValue ids, MlirValue table, ppcc_dtype wt, int64_t first,
+                               int64_t wrap, MlirType out_type) {
+  MlirValue out = exec_alloc(c, out_type);
+  MlirValue ops[6] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, ids))),
+                      exec_unranked(c, exec_static_view(c, exec_to_memref(c, table))),
+                      exec_unranked(c, exec_static_view(c, out)), exec_i64(c, wt), exec_i64(c, first), exec_i64(c, wrap)};
+  char name[64];
+  symbol(name, sizeof name, "qembedding", elem_of(ids));
+  if (exec_call(c, name, 6, ops)) return (MlirValue){NULL};
   return exec_to_tensor(c, out, true);
 }
 

@@ -29,6 +29,8 @@ static const emit_runtime_calls runtime_calls = {
   .conv = exec_try_conv_call,
   .attention = exec_try_attention_call,
   .check_index = exec_check_index,
+  .qlinear = exec_qlinear_call,
+  .qembedding = exec_qembedding_call,
   .free_state = exec_state_free,
 };
 

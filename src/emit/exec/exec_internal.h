@@ -97,6 +97,10 @@ MlirValue exec_try_conv_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const p
  * an i64/i32 index tensor [S] or [B, S]. */
 MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, MlirValue positions,
                                   double scale, bool causal, MlirType out_type);
+/* Quantized linear / embedding as runtime calls (emit_runtime_calls). */
+MlirValue exec_qlinear_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, ppcc_dtype wt, MlirType out_type);
+MlirValue exec_qembedding_call(ppcc_emit_ctx *c, MlirValue ids, MlirValue table, ppcc_dtype wt, int64_t first,
+                               int64_t wrap, MlirType out_type);
 
 /* The executable form's index check (emit_check_index; kind EXEC_*). */
 ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, int kind);

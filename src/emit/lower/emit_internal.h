@@ -183,6 +183,14 @@ typedef struct emit_runtime_calls {
    * of the index tensor (i64 or i32) is in range (kind below); the message
    * says "token id" or "index" as the interpreter's kernels do. */
   ppcc_status (*check_index)(ppcc_emit_ctx *c, MlirValue index, int64_t bound, int kind);
+  /* x[..., K] (f32) . w^T with w a block-quantized param shard (dtype wt,
+   * i8 bytes [N, K / block * bytes]) as a ppcc_rt_qlinear_f32 call. */
+  MlirValue (*qlinear)(ppcc_emit_ctx *c, MlirValue x, MlirValue w, ppcc_dtype wt, MlirType out_type);
+  /* Rows of a quantized table (dtype wt, i8 bytes) for ids (i64/i32):
+   * table row r holds id first + r, other ids give zero rows; wrap > 0
+   * counts negative ids from wrap. */
+  MlirValue (*qembedding)(ppcc_emit_ctx *c, MlirValue ids, MlirValue table, ppcc_dtype wt, int64_t first, int64_t wrap,
+                          MlirType out_type);
   /* Frees the form's state (emit_ctx_free calls it). */
   void (*free_state)(ppcc_emit_ctx *c);
 } emit_runtime_calls;

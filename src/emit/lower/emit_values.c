@@ -44,10 +44,13 @@ ppcc_status emit_check_values(ppcc_emit_ctx *c) {
   for (int i = 0; i < c->g->n_values; i++) {
     MlirType t;
     const ppcc_value *v = &c->g->values[i];
-    if (ppcc_dtype_is_quantized(v->dtype))
-      return ppcc_error(c->d, "param '%s' is %s (block-quantized): the MLIR forms take f32, f16 or bf16 params "
-                              "(declare it f32 to dequantize it at load)",
+    /* quantized params: only the executable form computes with them (the
+     * runtime's quantized kernels); IREE and the annotated form have none */
+    if (ppcc_dtype_is_quantized(v->dtype) && c->kind != PPCC_EMIT_MLIR_EXEC)
+      return ppcc_error(c->d, "param '%s' is %s (block-quantized): the annotated and IREE forms take f32, f16 or "
+                              "bf16 params (import with --dtype f32 to dequantize it, or run it with ppcc run)",
                         v->name, ppcc_dtype_name(v->dtype));
+    if (ppcc_dtype_is_quantized(v->dtype)) continue;
     if (!emit_elem_type(c, v->dtype, &t))
       return ppcc_error(c->d, "value '%s': dtype %s has no MLIR mapping", v->name, ppcc_dtype_name(v->dtype));
     if (!v->devices || v->layout.count < 1)

@@ -501,6 +501,16 @@ ppcc_status lower_embedding(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   bool wraps = ppcc_attr_int(op, "wrap_negative", 0) != 0;
   ppcc_status st = emit_check_index(c, ids, table->shape[0], EXEC_TOKEN_IDS | (wraps ? EXEC_INDEX_WRAPS : 0));
   if (st) return st;
+  if (ppcc_dtype_is_quantized(table->dtype)) { /* rows decoded by the runtime (executable form only) */
+    if (!c->runtime_calls || !c->runtime_calls->qembedding)
+      return emit_op_error(c, op, "table '%s' is %s: only the executable form reads quantized tables", table->name,
+                           ppcc_dtype_name(table->dtype));
+    MlirValue y = c->runtime_calls->qembedding(c, ids, tab, table->dtype, vocab_split ? shard * rows : 0,
+                                               wraps ? table->shape[0] : 0, t);
+    if (mlirValueIsNull(y)) return emit_op_error(c, op, "the quantized embedding call could not be built");
+    set_result(c, op, shard, y);
+    return PPCC_OK;
+  }
   embedding_body e = {tab, rank - 1, wraps ? table->shape[0] : 0, vocab_split ? shard * rows : 0, rows};
   MlirAffineExpr ex[PPCC_MAX_RANK];
   for (int i = 0; i < rank - 1; i++) ex[i] = dim_expr(c, i);

@@ -4,6 +4,7 @@
  * operands' shards and records its result's shard. */
 #include <math.h>
 #include "emit_internal.h"
+#include "ppcc/quant.h"
 
 /* ---- operand access ---- */
 static const ppcc_value *in_value(const ppcc_emit_ctx *c, const ppcc_op *op, int k) {
@@ -270,11 +271,42 @@ ppcc_status lower_matmul(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
 
 /* linear: x . w^T (+ bias), weights stored [out, in]. On partial sums the
  * bias is added by shard 0 only, so the all_reduce counts it once. */
+/* A block-quantized weight's shard (i8 bytes, rows of whole blocks); the
+ * slice of a replicated one next to a split x is whole blocks of columns. */
+static MlirValue quantized_weight(ppcc_emit_ctx *c, const ppcc_op *op, int shard, ppcc_status *st) {
+  MlirValue w = operand(c, op, 1, shard);
+  const ppcc_value *wv = in_value(c, op, 1), *xv = in_value(c, op, 0);
+  const ppcc_block_format *f = ppcc_dtype_blocks(wv->dtype);
+  if (out_value(c, op)->layout.kind != PPCC_LAYOUT_UNREDUCED || wv->layout.kind != PPCC_LAYOUT_REPLICATED ||
+      xv->layout.kind != PPCC_LAYOUT_SPLIT)
+    return w;
+  int64_t part = wv->shape[1] / xv->layout.count;
+  if (part % f->block != 0) {
+    *st = emit_op_error(c, op, "weight '%s' is %s: a slice of %lld columns cuts its blocks of %d", wv->name,
+                        ppcc_dtype_name(wv->dtype), (long long)part, f->block);
+    return w;
+  }
+  int64_t bytes = part / f->block * f->bytes;
+  return emit_slice(c, w, 1, (int64_t)shard * bytes, bytes);
+}
+
 ppcc_status lower_linear(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
   MlirType t = emit_shard_type(c, out_value(c, op)), ct = compute_type(c, t);
-  MlirValue a = widened(c, contract_operand(c, op, 0, shard, true), ct);
-  MlirValue b = widened(c, contract_operand(c, op, 1, shard, true), ct);
-  MlirValue y = contract(c, a, b, true, ct);
+  MlirValue a = widened(c, contract_operand(c, op, 0, shard, true), ct), y;
+  ppcc_dtype wt = in_value(c, op, 1)->dtype;
+  if (ppcc_dtype_is_quantized(wt)) { /* the runtime's quantized kernel (executable form only) */
+    ppcc_status st = PPCC_OK;
+    MlirValue w = quantized_weight(c, op, shard, &st);
+    if (st) return st;
+    if (!c->runtime_calls || !c->runtime_calls->qlinear)
+      return emit_op_error(c, op, "weight '%s' is %s: only the executable form computes with quantized weights",
+                           in_value(c, op, 1)->name, ppcc_dtype_name(wt));
+    y = c->runtime_calls->qlinear(c, a, w, wt, ct);
+    if (mlirValueIsNull(y)) return emit_op_error(c, op, "the quantized linear call could not be built");
+  } else {
+    MlirValue b = widened(c, contract_operand(c, op, 1, shard, true), ct);
+    y = contract(c, a, b, true, ct);
+  }
   if (op->n_in == 3 && !(out_value(c, op)->layout.kind == PPCC_LAYOUT_UNREDUCED && shard > 0)) {
     const char *add = ppcc_dtype_is_float(out_value(c, op)->dtype) ? "arith.addf" : "arith.addi";
     y = emit_binary_tensor(c, add, y, widened(c, operand(c, op, 2, shard), ct), ct, shard);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <mlir-c/Dialect/Linalg.h>
 #include "emit_internal.h"
+#include "ppcc/quant.h"
 
 MlirStringRef emit_str(const char *s) { return mlirStringRefCreateFromCString(s); }
 
@@ -25,6 +26,13 @@ bool emit_elem_type(ppcc_emit_ctx *c, ppcc_dtype t, MlirType *out) {
  * every value up front), so a failure here is an internal error. */
 MlirType emit_tensor_type(ppcc_emit_ctx *c, ppcc_dtype t, int rank, const int64_t *shape) {
   MlirType elem;
+  const ppcc_block_format *f = ppcc_dtype_blocks(t);
+  if (f && rank > 0) { /* a quantized param: its stored bytes, rows of whole blocks (executable form only) */
+    int64_t bytes[PPCC_MAX_RANK];
+    memcpy(bytes, shape, sizeof(int64_t) * (size_t)rank);
+    bytes[rank - 1] = shape[rank - 1] / f->block * f->bytes;
+    return mlirRankedTensorTypeGet(rank, bytes, mlirIntegerTypeGet(c->mctx, 8), mlirAttributeGetNull());
+  }
   if (!emit_elem_type(c, t, &elem)) return (MlirType){NULL};
   return mlirRankedTensorTypeGet(rank, shape, elem, mlirAttributeGetNull());
 }

@@ -428,17 +428,6 @@ static ppcc_status check_value_sizes(const ppcc_graph *g, ppcc_diag *d) {
 /* An MPI run: every rank calls ppcc_run; rank 0 checks, writes and logs. */
 static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d);
 
-/* The JIT refuses block-quantized params (the interpreter computes with
- * them through the quantized kernels). */
-ppcc_status ppcc_run_check_dtypes(const ppcc_graph *g, ppcc_diag *d) {
-  for (int v = 0; v < g->n_values; v++)
-    if (ppcc_dtype_is_quantized(g->values[v].dtype))
-      return ppcc_error(d, "param '%s' is %s (block-quantized): --backend=jit computes with f32, f16 or bf16 params "
-                           "only (use --backend=interp, or declare it f32 to dequantize it at load)",
-                        g->values[v].name, ppcc_dtype_name(g->values[v].dtype));
-  return PPCC_OK;
-}
-
 ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
   if (rt_dist_active()) return run_distributed(g, o, d);
   keep_freed_memory();

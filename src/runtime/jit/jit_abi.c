@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "jit_abi.h"
+#include "ppcc/quant.h"
 #include "../kernels/kernels.h"
 
 /* MLIR's UnrankedMemRefType: the rank and a pointer to the ranked
@@ -271,6 +272,57 @@ static void jit_attention_positions_i32(jit_unranked *q, jit_unranked *k, jit_un
   attention_with(q, k, v, o, scale, causal, pos, 4);
 }
 
+/* y[..., N] = x[..., K] . w^T with w block-quantized (dtype; i8 bytes
+ * [N, K / block * bytes]): the interpreter's kernel. */
+static void jit_qlinear(jit_unranked *x, jit_unranked *w, jit_unranked *y, int64_t dtype) {
+  jit_view vx = view_of(x, 4), vw = view_of(w, 1), vy = view_of(y, 4);
+  if (!usable(-1, &vx, "linear") || !usable(-1, &vw, "linear") || !usable(-1, &vy, "linear")) return;
+  const ppcc_block_format *f = ppcc_dtype_blocks((ppcc_dtype)dtype);
+  int64_t K = x->rank > 0 ? x->desc[3 + x->rank - 1] : 0, N = y->rank > 0 ? y->desc[3 + y->rank - 1] : 0;
+  int64_t M = K > 0 ? vx.count / K : 0;
+  if (!f || K <= 0 || K % f->block != 0 || vy.count != M * N || vw.count != N * (K / f->block * f->bytes)) {
+    fail_call("linear: quantized operand sizes do not match");
+    return;
+  }
+  if (!ppcc_rt_qlinear_f32((ppcc_dtype)dtype, M, N, K, (const float *)(void *)vx.data, vw.data, (float *)(void *)vy.data))
+    fail_call("linear: out of memory");
+}
+
+/* out[p, :] = row ids[p] - first of a quantized table decoded (zeros for
+ * ids outside it, as the interpreter's vocab-parallel embedding). */
+static void qembedding_with(jit_unranked *ids, jit_unranked *table, jit_unranked *out, int64_t dtype, int64_t first,
+                            int64_t wrap, int index_size) {
+  jit_view vi = view_of(ids, index_size), vt = view_of(table, 1), vo = view_of(out, 4);
+  if (!usable(-1, &vi, "embedding") || !usable(-1, &vt, "embedding") || !usable(-1, &vo, "embedding")) return;
+  const ppcc_block_format *f = ppcc_dtype_blocks((ppcc_dtype)dtype);
+  int64_t cols = out->rank > 0 ? out->desc[3 + out->rank - 1] : 0, rows = table->rank == 2 ? table->desc[3] : 0;
+  if (!f || cols <= 0 || cols % f->block != 0 || vo.count != vi.count * cols || vt.count != rows * (cols / f->block * f->bytes)) {
+    fail_call("embedding: quantized operand sizes do not match");
+    return;
+  }
+  float *o = (float *)(void *)vo.data;
+  for (int64_t p = 0; p < vi.count; p++) {
+    int64_t id = index_size == 8 ? ((const int64_t *)(const void *)vi.data)[p] : ((const int32_t *)(const void *)vi.data)[p];
+    if (id < 0 && wrap > 0) id += wrap;
+    if (id < first || id >= first + rows) {
+      memset(o + p * cols, 0, sizeof(float) * (size_t)cols);
+    } else if (!ppcc_rt_qrows_f32((ppcc_dtype)dtype, vt.data, id - first, cols, o + p * cols)) {
+      fail_call("embedding: a row of the quantized table has a NaN or infinite scale");
+      return;
+    }
+  }
+}
+
+static void jit_qembedding_i64(jit_unranked *ids, jit_unranked *table, jit_unranked *out, int64_t dtype, int64_t first,
+                               int64_t wrap) {
+  qembedding_with(ids, table, out, dtype, first, wrap, 8);
+}
+
+static void jit_qembedding_i32(jit_unranked *ids, jit_unranked *table, jit_unranked *out, int64_t dtype, int64_t first,
+                               int64_t wrap) {
+  qembedding_with(ids, table, out, dtype, first, wrap, 4);
+}
+
 /* memref.copy between strided buffers (MLIR's CRunnerUtils memrefCopy,
  * which the lowered code calls for non-contiguous copies). */
 static void copy_strided(int64_t rank, const int64_t *sizes, const int64_t *ss, const int64_t *ds, const char *src,
@@ -323,6 +375,9 @@ const ppcc_jit_symbol *ppcc_jit_symbols(void) {
       {"_mlir_ciface_ppcc_rt_attention_f32", (void *)jit_attention},
       {"_mlir_ciface_ppcc_rt_attention_positions_i64", (void *)jit_attention_positions_i64},
       {"_mlir_ciface_ppcc_rt_attention_positions_i32", (void *)jit_attention_positions_i32},
+      {"_mlir_ciface_ppcc_rt_qlinear_f32", (void *)jit_qlinear},
+      {"_mlir_ciface_ppcc_rt_qembedding_i64", (void *)jit_qembedding_i64},
+      {"_mlir_ciface_ppcc_rt_qembedding_i32", (void *)jit_qembedding_i32},
       {"_mlir_ciface_ppcc_rt_check_index_i64", (void *)jit_check_index},
       {"_mlir_ciface_ppcc_rt_check_index_i32", (void *)jit_check_index},
       {"memrefCopy", (void *)jit_memref_copy},

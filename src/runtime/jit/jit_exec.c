@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ppcc/quant.h"
 #include "../comm/comm.h"
 #include "../exec/exec.h"
 #include "../io/io.h"
@@ -50,7 +51,7 @@ static bool is_leaf(const ppcc_value *v) { return v->kind == PPCC_VALUE_PARAM ||
 static int64_t shard_bytes(const ppcc_value *v) {
   int64_t local[PPCC_MAX_RANK];
   ppcc_value_shard_shape(v, local);
-  return ppcc_num_elements(v->rank, local) * ppcc_dtype_size(v->dtype);
+  return rt_tensor_bytes(v->dtype, v->rank, local);
 }
 
 /* Shard i of a leaf, cut from its full tensor (an unreduced leaf holds the
@@ -70,8 +71,10 @@ static void *leaf_shard(const jit_exec *x, int v, int i) {
     return rt_copy_mapped_shard(full, p, i);
   if (p->layout.kind == PPCC_LAYOUT_SPLIT) {
     void *s = rt_alloc(bytes);
-    rt_split_geom geom = rt_split_geometry(p->rank, p->shape, p->layout.dim, p->layout.count);
-    if (s) rt_copy_shard_out(full, s, geom, p->layout.count, i, ppcc_dtype_size(p->dtype));
+    int64_t units[PPCC_MAX_RANK]; /* elements, or blocks of a quantized param */
+    int es = rt_storage_units(p->dtype, p->rank, p->shape, units);
+    rt_split_geom geom = rt_split_geometry(p->rank, units, p->layout.dim, p->layout.count);
+    if (s) rt_copy_shard_out(full, s, geom, p->layout.count, i, es);
     return s;
   }
   if (p->layout.kind == PPCC_LAYOUT_UNREDUCED && i > 0) return rt_calloc(bytes);
@@ -100,6 +103,8 @@ static ppcc_status init_arg(jit_exec *x, jit_arg *a, ppcc_diag *d) {
   if (!a->data || !a->desc) return oom(d);
   int64_t local[PPCC_MAX_RANK], stride = 1;
   ppcc_value_shard_shape(p, local);
+  const ppcc_block_format *f = ppcc_dtype_blocks(p->dtype);
+  if (f && p->rank > 0) local[p->rank - 1] = local[p->rank - 1] / f->block * f->bytes; /* i8 bytes of blocks */
   a->desc[0] = a->desc[1] = (int64_t)(intptr_t)a->data;
   for (int r = p->rank - 1; r >= 0; r--) {
     a->desc[3 + r] = local[r];

@@ -15,7 +15,8 @@
  * Threads split the output features; each weight row is read once for all
  * activation rows (decode: 1 row, prefill: many). */
 #include <math.h>
-#include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ppcc/quant.h"
@@ -371,11 +372,99 @@ static dot_fn kernel_of(const isa_row *isa, ppcc_dtype t) {
   }
 }
 
+/* One qlinear's work, split by output rows. */
+typedef struct qjob {
+  const ppcc_block_format *f;
+  dot_fn dot;
+  const unsigned char *w;
+  const char *act;
+  size_t act_size;
+  int64_t M, N, nb, row_bytes;
+  float *y;
+} qjob;
+
+static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
+  float tmp[256];
+  for (int64_t n = n0; n < n1; n++) {
+    const unsigned char *row = j->w + n * j->row_bytes;
+    for (int64_t m = 0; m < j->M; m++) {
+      const void *a = j->act + m * j->nb * j->act_size;
+      j->y[m * j->N + n] = j->dot ? j->dot(row, a, j->nb) : dot_decoded(j->f, row, a, j->nb, tmp);
+    }
+  }
+}
+
+/* The kernel's own workers: they wait on a condition variable after a
+ * short spin (OpenMP's spinning teams starve the calling thread on a
+ * loaded machine, and device threads may not open nested teams). One
+ * caller at a time; a second concurrent caller computes alone. */
+enum { MAX_WORKERS = 63 };
+static struct {
+  pthread_mutex_t lock, busy;
+  pthread_cond_t go, done;
+  int started;
+  _Atomic uint64_t gen;
+  int parts, pending;
+  const qjob *job;
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER,
+            .done = PTHREAD_COND_INITIALIZER};
+
+static void *worker(void *arg) {
+  int id = (int)(intptr_t)arg; /* part id + 1 (the caller is part 0) */
+  uint64_t seen = 0;
+  for (;;) {
+    for (int spin = 0; spin < 20000 && pool.gen == seen; spin++) {
+#ifdef QM_X86
+      _mm_pause();
+#endif
+    }
+    pthread_mutex_lock(&pool.lock);
+    while (pool.gen == seen) pthread_cond_wait(&pool.go, &pool.lock);
+    seen = pool.gen;
+    const qjob *j = pool.job;
+    int parts = pool.parts;
+    pthread_mutex_unlock(&pool.lock);
+    if (id < parts) run_rows(j, j->N * id / parts, j->N * (id + 1) / parts);
+    pthread_mutex_lock(&pool.lock);
+    if (--pool.pending == 0) pthread_cond_signal(&pool.done);
+    pthread_mutex_unlock(&pool.lock);
+  }
+  return NULL;
+}
+
+/* Runs j over `parts` threads (the caller and parts - 1 workers). */
+static void run_parallel(const qjob *j, int parts) {
+  if (parts > MAX_WORKERS + 1) parts = MAX_WORKERS + 1;
+  if (parts < 2 || pthread_mutex_trylock(&pool.busy) != 0) {
+    run_rows(j, 0, j->N);
+    return;
+  }
+  while (pool.started < parts - 1) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, worker, (void *)(intptr_t)(pool.started + 1)) != 0) break;
+    pthread_detach(t);
+    pool.started++;
+  }
+  if (parts > pool.started + 1) parts = pool.started + 1;
+  pthread_mutex_lock(&pool.lock);
+  pool.job = j;
+  pool.parts = parts;
+  pool.pending = pool.started;
+  pool.gen++;
+  pthread_cond_broadcast(&pool.go);
+  pthread_mutex_unlock(&pool.lock);
+  run_rows(j, 0, j->N / parts);
+  pthread_mutex_lock(&pool.lock);
+  while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.lock);
+  pthread_mutex_unlock(&pool.lock);
+  pthread_mutex_unlock(&pool.busy);
+}
+
 bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const float *x, const void *w, float *y) {
   const ppcc_block_format *f = ppcc_dtype_blocks(wt);
   if (!f || K <= 0 || K % f->block != 0 || M < 0 || N < 0) return false;
   if (M == 0 || N == 0) return true;
-  int64_t nb = K / f->block, row_bytes = nb * f->bytes;
+  int64_t nb = K / f->block;
   size_t act_size = f->block == 32 ? sizeof(act_q8_0) : sizeof(act_q8_k);
   char *act = rt_reuse_alloc(M * nb * (int64_t)act_size);
   if (!act) return false;
@@ -383,21 +472,9 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
     if (f->block == 32) quantize_q8_0(x + m * K, nb, (act_q8_0 *)(act + m * nb * act_size));
     else quantize_q8_k(x + m * K, nb, (act_q8_k *)(act + m * nb * act_size));
   }
-  dot_fn dot = kernel_of(current_isa(), wt);
-  const unsigned char *wb = w;
+  qjob j = {f, kernel_of(current_isa(), wt), w, act, act_size, M, N, nb, nb * f->bytes, y};
   int nt = rt_kernel_threads();
-#pragma omp parallel num_threads(nt) if (nt > 1 && M * N * K > 65536)
-  {
-    float tmp[256];
-#pragma omp for schedule(static)
-    for (int64_t n = 0; n < N; n++) {
-      const unsigned char *row = wb + n * row_bytes;
-      for (int64_t m = 0; m < M; m++) {
-        const void *a = act + m * nb * act_size;
-        y[m * N + n] = dot ? dot(row, a, nb) : dot_decoded(f, row, a, nb, tmp);
-      }
-    }
-  }
+  run_parallel(&j, M * N * K > 65536 && N >= 2 * nt ? nt : 1);
   rt_reuse_free(act);
   return true;
 }
