@@ -16,12 +16,15 @@ for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf
             hf_rope_linear:hf_rope_linear hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 hf_llama_bias:hf_llama_bias; do
   source=$src/testdata/llm/${pair%%:*}
   want="tokens: $(cat "$src/testdata/llm/${pair##*:}/ref_ids.txt")"
+  # transformers' ids: GGUF blocks dequantized to f32 (quant_llama.sh checks them kept quantized vs llama.cpp)
+  dtype=()
+  [[ $source == *.gguf ]] && dtype=(--dtype f32)
   for tp in 1 2; do
     for pp in 1 2; do
       # the extra one-layer rope-scaling checkpoints: one stage, TP 2 only
       [[ ${pair%%:*} == hf_rope_* && ($pp -eq 2 || $tp -eq 1) ]] && continue
       for backend in $backends; do
-        out=$("$ppcc" generate "$source" --tp $tp --pp $pp --backend=$backend --prompt-ids $prompt \
+        out=$("$ppcc" generate "$source" "${dtype[@]}" --tp $tp --pp $pp --backend=$backend --prompt-ids $prompt \
               --max-new-tokens 8 --ignore-eos 2>&1)
         got=$(printf '%s\n' "$out" | sed -n 1p)
         # params are resident: made once at load, never copied by an execute
@@ -38,7 +41,8 @@ for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf
   done
 done
 # 10 decode steps bind the same resident param shards: no param byte is
-# copied after load (split, replicated and GGUF-converted shards alike),
+# copied after load (split, replicated, GGUF-converted and GGUF-quantized
+# shards alike),
 # and the KV caches stay on their devices (state, updated in place)
 for source in hf_untied_f32 tiny.gguf; do
   for backend in $backends; do

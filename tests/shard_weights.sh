@@ -74,7 +74,11 @@ hf=$llm/hf_untied_f32
 llm_inputs=(--input "tokens=$hf/prompt.npy" --input "positions=$hf/positions.npy")
 for b in 0 1; do llm_inputs+=(--input "blk.$b.k_cache=$hf/zero_cache.npy" --input "blk.$b.v_cache=$hf/zero_cache.npy"); done
 check "import hf" "$ppcc" import hf "$hf" -o "$tmp/hf.json" --tp 2 --pp 2 --seq 6
-check "import gguf" "$ppcc" import gguf "$llm/tiny.gguf" -o "$tmp/gguf.json" --tp 2 --seq 6
+check "import gguf" "$ppcc" import gguf "$llm/tiny.gguf" -o "$tmp/gguf.json" --tp 2 --seq 6 --dtype f32
+"$ppcc" import gguf "$llm/tiny.gguf" -o "$tmp/gguf_q.json" --tp 2 --seq 6 > /dev/null
+"$ppcc" shard-weights "$tmp/gguf_q.json" --weights "$llm/tiny.gguf" -o "$tmp/q.safetensors" 2> "$tmp/q.err" &&
+  check "quantized params are refused" false
+check "quantized params are refused naming the param" grep -q "param 'blk.0.attn_q.weight' is q8_0 (block-quantized): sharded archives hold" "$tmp/q.err"
 for pair in "hf:$hf:irpa" "gguf:$llm/tiny.gguf:safetensors"; do
   IFS=: read -r name source ext <<<"$pair"
   check "shard-weights from $name" "$ppcc" shard-weights "$tmp/$name.json" --weights "$source" -o "$tmp/$name.sharded.$ext"

@@ -56,7 +56,10 @@ static const char *ref_file(const checkpoint *c, const char *name) {
 }
 
 static llama_spec spec_of(const checkpoint *c, long tp, long pp, long seq, long cache) {
-  llama_spec s = {.tp = tp, .pp = pp, .batch = 1, .dtype = "f32", .seq = seq, .cache = cache};
+  /* dtype_given: GGUF blocks dequantized to f32 (as --dtype f32), to match
+   * transformers on the same weights; quant_llama.sh checks them kept
+   * quantized against llama.cpp */
+  llama_spec s = {.tp = tp, .pp = pp, .batch = 1, .dtype = "f32", .dtype_given = true, .seq = seq, .cache = cache};
   ppcc_diag d;
   ppcc_diag_init(&d, c->source, NULL);
   ck_assert_msg(llama_spec_from_source(t_src_path(c->source), &s, &d) == PPCC_OK, "%s", d.first);
@@ -273,7 +276,7 @@ START_TEST(cli_import_and_run_check) {
   snprintf(refs, sizeof refs, "%s", t_src_path(c->refs));
   const char *pp = spec_of(c, 1, 1, 1, 1).layers > 1 ? "2" : "1";
   const char *imp[] = {"ppcc", "import", kind, source, "-o", model, "--tp", "2", "--pp", pp,
-                       "--seq", "6", NULL};
+                       "--seq", "6", "--dtype", "f32", NULL};
   int status = t_run_ppcc(imp, NULL);
   ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "import %s failed", c->source);
   for (int b = 0; b < 2; b++) {

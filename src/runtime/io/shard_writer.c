@@ -250,6 +250,11 @@ ppcc_status ppcc_shard_weights(const ppcc_graph *g, const char *weights_path, co
   bool safetensors = n >= 12 && strcmp(out_path + n - 12, ".safetensors") == 0;
   if (!irpa && !safetensors)
     return ppcc_error(d, "%s: the archive must be named .irpa or .safetensors", out_path);
+  for (int v = 0; v < g->n_values; v++) /* archives hold element dtypes (safetensors has no block formats) */
+    if (g->values[v].kind == PPCC_VALUE_PARAM && ppcc_dtype_is_quantized(g->values[v].dtype))
+      return ppcc_error(d, "param '%s' is %s (block-quantized): sharded archives hold f32, f16 or bf16 params "
+                           "(import with --dtype f32 to dequantize it)",
+                        g->values[v].name, ppcc_dtype_name(g->values[v].dtype));
   shard_plan plan = {0};
   bytes_buf header = {0};
   ppcc_outfile out = {0};
