@@ -10,9 +10,15 @@
 # KV_HEADS; default 8, 1024, 2816, 16, 8), converted by llama.cpp's
 # convert_hf_to_gguf.py and quantized by llama-quantize (tools/llamacpp/
 # setup.sh: REF_VENV, LLAMA_CPP_DIR, LLAMA_BUILD), all under build/.
-# ppcc: `ppcc generate FILE.gguf` (prefill = PROMPT / time to first token,
-# decode from its decode line); llama.cpp: llama-bench -p PROMPT -n GEN
-# (--repack 0). Peak RSS of each process by /usr/bin/time.
+# ppcc: `ppcc generate FILE.gguf --backend=BACKEND --ignore-eos` (default
+# interp; the weights stay in their GGUF block formats and compute through
+# src/runtime/kernels/quant_matmul.c; F16 is converted to f32), prefill =
+# PROMPT / time to first token, decode from its decode line; llama.cpp:
+# llama-bench -p PROMPT -n GEN with LLAMA_NO_REPACK=1 and --repack 0.
+# Peak RSS of each process by /usr/bin/time. On a shared machine the
+# numbers are noisy (the load average is printed first): compare medians
+# of paired rounds, and both programs' spinning worker threads suffer when
+# the cores are oversubscribed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -20,6 +26,7 @@ threads=${THREADS:-2}
 prompt_len=${PROMPT:-64}
 gen=${GEN:-32}
 ppcc=${PPCC:-build/ppcc}
+backend=${BACKEND:-interp}
 work=build/bench-quant
 mkdir -p "$work"
 source tools/llamacpp/setup.sh
@@ -39,17 +46,19 @@ stats() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {m = NR % 2 ? a[(
 rss_mb() { awk '/Maximum resident set size/ {printf "%.0f", $NF / 1024}' "$1"; }
 
 echo "model: layers/hidden/ffn/heads/kv_heads $sizes; prompt $prompt_len, $gen new tokens, $threads threads, $rounds paired rounds"
+echo "ppcc backend $backend; load average before: $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine: noisy)"
 for t in F16 Q8_0 Q4_0 Q4_K_M; do
   f=$work/$tag/$t.gguf
   pd=() pp=() pr=() ld=() lp=() lr=()
   for ((r = 0; r < rounds; r++)); do
-    /usr/bin/time -v "$ppcc" generate "$f" --threads "$threads" --prompt-ids "$ids" --max-new-tokens "$gen" \
+    /usr/bin/time -v "$ppcc" generate "$f" --backend="$backend" --threads "$threads" --prompt-ids "$ids" \
+      --max-new-tokens "$gen" --ignore-eos \
       > "$work/ppcc.out" 2> "$work/ppcc.time"
     ttft=$(awk '/^time to first token:/ {print $5}' "$work/ppcc.out")
     pp+=("$(awk -v n="$prompt_len" -v ms="$ttft" 'BEGIN {printf "%.2f", n * 1000 / ms}')")
     pd+=("$(awk '/^decode:/ {print $(NF - 1)}' "$work/ppcc.out")")
     pr+=("$(rss_mb "$work/ppcc.time")")
-    /usr/bin/time -v "$llama_bld/bin/llama-bench" -m "$f" -t "$threads" -p "$prompt_len" -n "$gen" -r 1 --repack 0 \
+    LLAMA_NO_REPACK=1 /usr/bin/time -v "$llama_bld/bin/llama-bench" -m "$f" -t "$threads" -p "$prompt_len" -n "$gen" -r 1 --repack 0 \
       -o csv > "$work/llama.out" 2> "$work/llama.time"
     lp+=("$(awk -F, -v n="$prompt_len" 'NR > 1 && $0 ~ "\"" n "\",\"0\"" {gsub(/"/, "", $(NF - 1)); v = $(NF - 1)} END {print v}' "$work/llama.out")")
     ld+=("$(awk -F, -v n="$gen" 'NR > 1 && $0 ~ "\"0\",\"" n "\"" {gsub(/"/, "", $(NF - 1)); v = $(NF - 1)} END {print v}' "$work/llama.out")")

@@ -55,6 +55,7 @@ PY
 }
 
 prompt=$(npy ids "$dir/prompt.npy")
+k=0
 backends="interp"
 "$ppcc" generate "$dir/Q8_0.gguf" --prompt-ids 1 --max-new-tokens 1 --backend=jit > /dev/null 2>&1 && backends="interp jit"
 caches=()
@@ -69,6 +70,16 @@ for t in Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K; do
       fail "$t $backend: logits beyond the tolerance: $line"
     echo "$t $backend logits vs llama.cpp: $line"
   done
+  # --dtype f32 dequantizes at load: the same bytes as a graph imported with --dtype f32
+  if [[ $t == Q4_K_M ]]; then
+    "$ppcc" import gguf "$dir/$t.gguf" -o "$tmp/$t.f32.json" --seq 32 --cache 32 --dtype f32 > /dev/null
+    for m in "$tmp/$t.f32.json" "$tmp/$t.json --dtype f32"; do
+      # shellcheck disable=SC2086
+      "$ppcc" run $m --weights "$dir/$t.gguf" --backend=interp --input "tokens=$dir/prompt.npy" \
+        --input "positions=$dir/positions.npy" "${caches[@]}" --output-dir "$tmp/deq.$((++k))" > /dev/null
+    done
+    cmp "$tmp/deq.1/logits.npy" "$tmp/deq.2/logits.npy" || fail "run --dtype f32 differs from import --dtype f32"
+  fi
   # the ids before llama.cpp's first near tie
   n=0
   for gap in $(cat "$dir/$t.gaps"); do

@@ -80,6 +80,13 @@ done
 # the forms without the runtime's kernels refuse them
 expect_error "$ffn" "param 'w1' is q4_0 (block-quantized): the annotated and IREE forms take f32, f16 or bf16 params" \
   compile --emit=iree
+# ... unless --dtype dequantizes them
+"$ppcc" compile "$ffn" --emit=iree --dtype f32 -o "$tmp/ffn.iree.mlir" > /dev/null || fail "--emit=iree --dtype f32 failed"
+grep -q "\"w1.shard.0\"> : tensor<64x64xf32>" "$tmp/ffn.iree.mlir" || fail "--dtype f32 did not dequantize w1"
+# (the params then meet the graph's activations as any float param does)
+expect_error "$ffn" "dtype mismatch: 'x' is f32 but 'w1' is f16" compile --dtype f16
+"$ppcc" compile "$ffn" --dtype q4_0 > "$tmp/out" 2> "$tmp/err" && fail "--dtype q4_0 accepted"
+grep -q "dtype must be f32, f16 or bf16" "$tmp/err" || { cat "$tmp/err"; fail "--dtype q4_0: wrong message"; }
 "$ppcc" compile "$ffn" --emit=mlir-exec -o "$tmp/exec.mlir" > /dev/null
 grep -q "ppcc_rt_qlinear_f32" "$tmp/exec.mlir" || fail "the executable form does not call the quantized kernel"
 echo "quant_params: ok"

@@ -79,6 +79,8 @@ check "import gguf" "$ppcc" import gguf "$llm/tiny.gguf" -o "$tmp/gguf.json" --t
 "$ppcc" shard-weights "$tmp/gguf_q.json" --weights "$llm/tiny.gguf" -o "$tmp/q.safetensors" 2> "$tmp/q.err" &&
   check "quantized params are refused" false
 check "quantized params are refused naming the param" grep -q "param 'blk.0.attn_q.weight' is q8_0 (block-quantized): sharded archives hold" "$tmp/q.err"
+check "shard-weights --dtype f32 dequantizes them" "$ppcc" shard-weights "$tmp/gguf_q.json" --dtype f32 \
+  --weights "$llm/tiny.gguf" -o "$tmp/q.safetensors"
 for pair in "hf:$hf:irpa" "gguf:$llm/tiny.gguf:safetensors"; do
   IFS=: read -r name source ext <<<"$pair"
   check "shard-weights from $name" "$ppcc" shard-weights "$tmp/$name.json" --weights "$source" -o "$tmp/$name.sharded.$ext"

@@ -127,6 +127,29 @@ START_TEST(threads_give_the_same_bits) {
 }
 END_TEST
 
+/* A row's bits do not depend on how many rows are computed with it (the
+ * prefill kernels take four at a time): --deterministic microbatches. */
+START_TEST(rows_do_not_depend_on_the_row_count) {
+  static const ppcc_dtype types[] = {PPCC_Q8_0, PPCC_Q4_0, PPCC_Q4_K, PPCC_Q6_K, PPCC_Q5_0};
+  static const char *const isas[] = {"c", "avx2", "avx2-vnni"};
+  for (int t = 0; t < 5; t++)
+    for (int s = 0; s < 3; s++) {
+      if (!ppcc_rt_quant_set_isa(isas[s])) continue;
+      const ppcc_block_format *f = ppcc_dtype_blocks(types[t]);
+      int64_t M = 7, N = 5, K = 2 * f->block;
+      unsigned char *w = random_weights(f, N, K);
+      float *x = malloc(sizeof(float) * (size_t)(M * K)), *y = malloc(sizeof(float) * (size_t)(M * N)), y1[5];
+      for (int64_t i = 0; i < M * K; i++) x[i] = uniform();
+      ck_assert(ppcc_rt_qlinear_f32(types[t], M, N, K, x, w, y));
+      for (int64_t m = 0; m < M; m++) {
+        ck_assert(ppcc_rt_qlinear_f32(types[t], 1, N, K, x + m * K, w, y1));
+        ck_assert_msg(memcmp(y1, y + m * N, sizeof y1) == 0, "%s %s row %lld", f->name, isas[s], (long long)m);
+      }
+      free(w), free(x), free(y);
+    }
+}
+END_TEST
+
 START_TEST(zero_rows_and_bad_shapes) {
   float x[64] = {0}, y[4] = {1, 1, 1, 1};
   unsigned char w[2 * 34] = {0};
@@ -159,6 +182,7 @@ int main(void) {
   TCase *tc = t_add_tcase(s, "kernels", 0);
   tcase_add_test(tc, every_format_matches_the_dequantized_product);
   tcase_add_test(tc, threads_give_the_same_bits);
+  tcase_add_test(tc, rows_do_not_depend_on_the_row_count);
   tcase_add_test(tc, zero_rows_and_bad_shapes);
   tcase_add_test(tc, embedding_rows_decode_like_the_table);
   return t_run_suite(s);

@@ -127,6 +127,7 @@ static const cli_option compile_options[] = {
                "extension: .json, .txt or .dot"),
   CLI_TEXT_ROW("dump-after", "PASS", compile_args, dump_after, "print the graph after PASS to stderr"),
   CLI_GROUP_ROW(compile_args, partition, cli_partition_options),
+  CLI_GROUP_ROW(compile_args, partition, cli_dtype_options),
   CLI_GROUP_ROW(compile_args, predict, cli_predict_options),
   CLI_GROUP_ROW(compile_args, partition, cli_diagnostics_options),
   CLI_END_ROW,

@@ -29,6 +29,11 @@ ppcc_graph *cli_load_and_compile_partitioned(const char *model_path, const char 
     return NULL;
   }
   cli_apply_partition(g, req);
+  ppcc_dtype dequantized;
+  if (req && req->param_dtype && ppcc_dtype_from_name(req->param_dtype, &dequantized))
+    for (int v = 0; v < g->n_values; v++) /* --dtype: the passes see float params, loading converts them */
+      if (g->values[v].kind == PPCC_VALUE_PARAM && ppcc_dtype_is_quantized(g->values[v].dtype))
+        g->values[v].dtype = dequantized;
   *status = ppcc_run_passes(g, dump_after, stderr, d);
   if (*status == PPCC_OK && req && req->devices_spec.n_devices && req->pp == 0 && req->tp == 0)
     *status = ppcc_devices_spec_check_memory(g, &req->devices_spec, d); /* a placed model */

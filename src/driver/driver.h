@@ -115,11 +115,16 @@ typedef struct cli_partition {
   ppcc_devices_spec devices_spec; /* its arrays point into the two below */
   int64_t spec_memory[PPCC_MAX_DEVICES];
   double spec_speed[PPCC_MAX_DEVICES];
+  const char *param_dtype; /* --dtype: block-quantized params dequantized to it at load */
 } cli_partition;
 
 /* Rows of --pp, --tp, --device-memory, --devices-spec, and of
  * --diagnostics (fields in a cli_partition). */
 extern const cli_option cli_partition_options[];
+/* --dtype D of compile, run and shard-weights (field in a cli_partition):
+ * every block-quantized param is declared D (f32, f16 or bf16) before the
+ * passes, so it is dequantized at load. */
+extern const cli_option cli_dtype_options[];
 extern const cli_option cli_diagnostics_options[];
 /* Usage error for combinations that make no sense; loads --devices-spec
  * (a bad file: one diagnostic naming it, exit 1). */

@@ -53,6 +53,20 @@ static ppcc_status set_device_memory(const cli_value *v) {
   return PPCC_OK;
 }
 
+static ppcc_status set_param_dtype(const cli_value *v) {
+  if (strcmp(v->text, "f32") != 0 && strcmp(v->text, "f16") != 0 && strcmp(v->text, "bf16") != 0)
+    return cli_usage_error(v->command, "--dtype must be f32, f16 or bf16, not '%s'", v->text);
+  ((cli_partition *)v->args)->param_dtype = v->text;
+  return PPCC_OK;
+}
+
+const cli_option cli_dtype_options[] = {
+  CLI_CALL_ROW("dtype", "D", cli_partition, param_dtype, set_param_dtype,
+               "dequantize block-quantized params (q4_k ...) to D (f32,\n"
+               "f16 or bf16) at load; without it they stay quantized"),
+  CLI_END_ROW,
+};
+
 static ppcc_status set_diagnostics(const cli_value *v) {
   if (strcmp(v->text, "json") != 0 && strcmp(v->text, "text") != 0)
     return cli_usage_error(v->command, "option '--diagnostics' needs 'text' or 'json', got '%s'", v->text);

@@ -177,6 +177,7 @@ static const cli_option run_options[] = {
                "speeds from 'ppcc calibrate' for the time prediction\n"
                "(default: constants; reported as uncalibrated)"),
   CLI_GROUP_ROW(run_args, partition, cli_partition_options),
+  CLI_GROUP_ROW(run_args, partition, cli_dtype_options),
   CLI_GROUP_ROW(run_args, partition, cli_diagnostics_options),
   CLI_END_ROW,
 };

@@ -21,6 +21,7 @@ static const cli_option shard_options[] = {
                "written only when complete (a failure leaves no file). Reads one\n"
                "source tensor at a time: memory stays near the largest tensor"),
   CLI_GROUP_ROW(shard_args, partition, cli_partition_options),
+  CLI_GROUP_ROW(shard_args, partition, cli_dtype_options),
   CLI_GROUP_ROW(shard_args, partition, cli_diagnostics_options),
   CLI_END_ROW,
 };

@@ -3,7 +3,7 @@
 # every shipped model at 2 and 4 ranks with the interpreter, two of them and
 # gen_llama with the JIT (default stage map where the model has enough stages, a
 # map splitting stages otherwise, the clear error where it has fewer devices
-# than ranks), a gen_llama TP2xPP2 model with default and custom maps
+# than ranks), a q4_0 model on both backends, a gen_llama TP2xPP2 model with default and custom maps
 # (collectives across ranks included), and --microbatches with --trace.
 source "$(dirname "$0")/common.sh"
 
@@ -51,6 +51,8 @@ for model in "$models"/*.json; do
 done
 # The JIT backend (compiled on every rank, so a few models keep CI short).
 [[ ${#backends[@]} -eq 1 ]] || for m in ppffn tiny_llama; do check "$models/$m.json" 2 jit; done
+# Block-quantized params (q4_0 split by rows and by whole blocks of columns).
+for backend in "${backends[@]}"; do check "$src/testdata/quant/ffn_q4_0.json" 2 "$backend"; done
 
 # gen_llama TP2 x PP2: default map (a stage per rank), one device per rank
 # (tensor-parallel all_reduce/all_gather across ranks), and a scrambled map.

@@ -289,6 +289,7 @@ static ppcc_status get_gguf_blocks(rt_source *s, const rt_gguf_tensor *t, const 
     for (int64_t i = 0; i < half; i++)
       for (int64_t j = 0; j < 2; j++)
         memcpy(u + (h * D + j * half + i) * row, t->data + (h * D + 2 * i + j) * row, (size_t)row);
+  rt_release_pages(t->data, bytes); /* the mapped rows are not read again: not resident twice */
   *data = *owned = u;
   return PPCC_OK;
 }

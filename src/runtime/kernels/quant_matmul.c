@@ -279,6 +279,49 @@ VNNI static inline __m256i dot_i8_vnni(__m256i x, __m256i y) {
     return hsum8(acc);                                                                             \
   }
 
+/* Four activation rows against one weight row (prefill): the weight block
+ * is loaded, unpacked and sign-split once; each row's accumulation is the
+ * one-row kernel's, operation for operation (the same bits). */
+AVX2 static inline __m256i dot_abs_avx2(__m256i ax, __m256i sy) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
+}
+VNNI static inline __m256i dot_abs_vnni(__m256i ax, __m256i sy) {
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), ax, sy);
+}
+
+#define X4_BODY(ABS, UNPACK, STRIDE)                                                               \
+  const act_q8_0 *a[4] = {acts[0], acts[1], acts[2], acts[3]};                                      \
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()}; \
+  for (int64_t i = 0; i < nb; i++, w += STRIDE) {                                                  \
+    __m256i x = UNPACK;                                                                            \
+    __m256i ax = _mm256_sign_epi8(x, x);                                                           \
+    float dw = h2f(w);                                                                             \
+    for (int r = 0; r < 4; r++) {                                                                  \
+      __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a[r][i].qs), x);          \
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a[r][i].d), _mm256_cvtepi32_ps(ABS(ax, sy)), acc[r]); \
+    }                                                                                              \
+  }                                                                                                \
+  for (int r = 0; r < 4; r++) out[r] = hsum8(acc[r]);
+
+#define Q4_0_UNPACK                                                                                \
+  _mm256_sub_epi8(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)(w + 2)), 4), \
+                                                    _mm_loadu_si128((const __m128i *)(w + 2))),  \
+                                   _mm256_set1_epi8(0xF)),                                         \
+                  _mm256_set1_epi8(8))
+
+AVX2 static void dot4_q8_0_avx2(const unsigned char *w, const void *const *acts, int64_t nb, float *out) {
+  X4_BODY(dot_abs_avx2, _mm256_loadu_si256((const __m256i *)(w + 2)), 34)
+}
+VNNI static void dot4_q8_0_vnni(const unsigned char *w, const void *const *acts, int64_t nb, float *out) {
+  X4_BODY(dot_abs_vnni, _mm256_loadu_si256((const __m256i *)(w + 2)), 34)
+}
+AVX2 static void dot4_q4_0_avx2(const unsigned char *w, const void *const *acts, int64_t nb, float *out) {
+  X4_BODY(dot_abs_avx2, Q4_0_UNPACK, 18)
+}
+VNNI static void dot4_q4_0_vnni(const unsigned char *w, const void *const *acts, int64_t nb, float *out) {
+  X4_BODY(dot_abs_vnni, Q4_0_UNPACK, 18)
+}
+
 DEF_Q8_0(dot_q8_0_avx2, AVX2, dot_i8_avx2)
 DEF_Q8_0(dot_q8_0_vnni, VNNI, dot_i8_vnni)
 DEF_Q4_0(dot_q4_0_avx2, AVX2, dot_i8_avx2)
@@ -315,16 +358,20 @@ static float dot_decoded(const ppcc_block_format *f, const unsigned char *w, con
 
 typedef float (*dot_fn)(const unsigned char *w, const void *act, int64_t nb);
 
+/* Four activation rows at once (NULL: four one-row calls). */
+typedef void (*dot4_fn)(const unsigned char *w, const void *const *acts, int64_t nb, float *out);
+
 typedef struct isa_row {
   const char *name;
   dot_fn q8_0, q4_0, q4_k, q6_k;
+  dot4_fn q8_0_x4, q4_0_x4;
 } isa_row;
 
 static const isa_row isas[] = {
-  {"c", dot_q8_0_c, dot_q4_0_c, dot_q4_k_c, dot_q6_k_c},
+  {"c", dot_q8_0_c, dot_q4_0_c, dot_q4_k_c, dot_q6_k_c, NULL, NULL},
 #ifdef QM_X86
-  {"avx2", dot_q8_0_avx2, dot_q4_0_avx2, dot_q4_k_avx2, dot_q6_k_avx2},
-  {"avx2-vnni", dot_q8_0_vnni, dot_q4_0_vnni, dot_q4_k_avx2, dot_q6_k_avx2},
+  {"avx2", dot_q8_0_avx2, dot_q4_0_avx2, dot_q4_k_avx2, dot_q6_k_avx2, dot4_q8_0_avx2, dot4_q4_0_avx2},
+  {"avx2-vnni", dot_q8_0_vnni, dot_q4_0_vnni, dot_q4_k_avx2, dot_q6_k_avx2, dot4_q8_0_vnni, dot4_q4_0_vnni},
 #endif
 };
 enum { N_ISAS = sizeof isas / sizeof isas[0] };
@@ -376,6 +423,7 @@ static dot_fn kernel_of(const isa_row *isa, ppcc_dtype t) {
 typedef struct qjob {
   const ppcc_block_format *f;
   dot_fn dot;
+  dot4_fn dot4;
   const unsigned char *w;
   const char *act;
   size_t act_size;
@@ -387,7 +435,15 @@ static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
   float tmp[256];
   for (int64_t n = n0; n < n1; n++) {
     const unsigned char *row = j->w + n * j->row_bytes;
-    for (int64_t m = 0; m < j->M; m++) {
+    int64_t m = 0;
+    for (; j->dot4 && m + 4 <= j->M; m += 4) {
+      const void *a[4];
+      float out[4];
+      for (int r = 0; r < 4; r++) a[r] = j->act + (m + r) * j->nb * j->act_size;
+      j->dot4(row, a, j->nb, out);
+      for (int r = 0; r < 4; r++) j->y[(m + r) * j->N + n] = out[r];
+    }
+    for (; m < j->M; m++) {
       const void *a = j->act + m * j->nb * j->act_size;
       j->y[m * j->N + n] = j->dot ? j->dot(row, a, j->nb) : dot_decoded(j->f, row, a, j->nb, tmp);
     }
@@ -472,7 +528,9 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
     if (f->block == 32) quantize_q8_0(x + m * K, nb, (act_q8_0 *)(act + m * nb * act_size));
     else quantize_q8_k(x + m * K, nb, (act_q8_k *)(act + m * nb * act_size));
   }
-  qjob j = {f, kernel_of(current_isa(), wt), w, act, act_size, M, N, nb, nb * f->bytes, y};
+  const isa_row *isa = current_isa();
+  dot4_fn dot4 = wt == PPCC_Q8_0 ? isa->q8_0_x4 : wt == PPCC_Q4_0 ? isa->q4_0_x4 : NULL;
+  qjob j = {f, kernel_of(isa, wt), dot4, w, act, act_size, M, N, nb, nb * f->bytes, y};
   int nt = rt_kernel_threads();
   run_parallel(&j, M * N * K > 65536 && N >= 2 * nt ? nt : 1);
   rt_reuse_free(act);
