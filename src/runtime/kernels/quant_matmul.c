@@ -22,6 +22,7 @@
 #include "ppcc/quant.h"
 #include "kernels.h"
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define QM_X86 1
 #endif
@@ -322,6 +323,78 @@ VNNI static void dot4_q4_0_vnni(const unsigned char *w, const void *const *acts,
   X4_BODY(dot_abs_vnni, Q4_0_UNPACK, 18)
 }
 
+/* q4_k, four activation rows: scales and nibbles unpacked once per block. */
+AVX2 static void dot4_q4_k_avx2(const unsigned char *w, const void *const *acts, int64_t nb, float *out) {
+  const act_q8_k *a[4] = {acts[0], acts[1], acts[2], acts[3]};
+  const __m256i m4 = _mm256_set1_epi8(0xF);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  float acc_m[4] = {0, 0, 0, 0};
+  for (int64_t i = 0; i < nb; i++, w += 144) {
+    uint8_t sc[8], mn[8];
+    q4_k_scales(w + 4, sc, mn);
+    float dw = h2f(w), dmin = h2f(w + 2);
+    __m256i lo[4], hi[4], slo[4], shi[4];
+    for (int c = 0; c < 4; c++) {
+      __m256i bits = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * c));
+      lo[c] = _mm256_and_si256(bits, m4), hi[c] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+      slo[c] = _mm256_set1_epi16(sc[2 * c]), shi[c] = _mm256_set1_epi16(sc[2 * c + 1]);
+    }
+    for (int r = 0; r < 4; r++) {
+      const act_q8_k *ar = &a[r][i];
+      int summ = 0;
+      for (int j = 0; j < 8; j++) summ += mn[j] * (ar->bsums[2 * j] + ar->bsums[2 * j + 1]);
+      __m256i sumi = _mm256_setzero_si256();
+      for (int c = 0; c < 4; c++) {
+        __m256i pl = _mm256_maddubs_epi16(lo[c], _mm256_loadu_si256((const __m256i *)(ar->qs + 64 * c)));
+        __m256i ph = _mm256_maddubs_epi16(hi[c], _mm256_loadu_si256((const __m256i *)(ar->qs + 64 * c + 32)));
+        pl = _mm256_madd_epi16(slo[c], pl);
+        ph = _mm256_madd_epi16(shi[c], ph);
+        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
+      }
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(ar->d * dw), _mm256_cvtepi32_ps(sumi), acc[r]);
+      acc_m[r] += ar->d * dmin * (float)summ;
+    }
+  }
+  for (int r = 0; r < 4; r++) out[r] = hsum8(acc[r]) - acc_m[r];
+}
+
+/* q6_k, four activation rows: 6-bit values and scales unpacked once. */
+AVX2 static void dot4_q6_k_avx2(const unsigned char *w, const void *const *acts, int64_t nb, float *out) {
+  const act_q8_k *a[4] = {acts[0], acts[1], acts[2], acts[3]};
+  const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t i = 0; i < nb; i++, w += 210) {
+    __m256i q[8], s[8];
+    for (int half = 0; half < 2; half++) {
+      const unsigned char *ql = w + 64 * half, *qh = w + 128 + 32 * half;
+      const int8_t *sc = (const int8_t *)(w + 192) + 8 * half;
+      __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
+      __m256i b1 = _mm256_loadu_si256((const __m256i *)ql), b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+      __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4);
+      __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4);
+      __m256i h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4);
+      __m256i h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4);
+      q[4 * half + 0] = _mm256_or_si256(_mm256_and_si256(b1, m4), h0);
+      q[4 * half + 1] = _mm256_or_si256(_mm256_and_si256(b2, m4), h1);
+      q[4 * half + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4), h2);
+      q[4 * half + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4), h3);
+      for (int k = 0; k < 4; k++) s[4 * half + k] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
+    }
+    float dw = h2f(w + 208);
+    for (int r = 0; r < 4; r++) {
+      const act_q8_k *ar = &a[r][i];
+      __m256i sumi = _mm256_setzero_si256();
+      for (int k = 0; k < 8; k++) {
+        __m256i yk = _mm256_loadu_si256((const __m256i *)(ar->qs + 32 * k));
+        __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], yk), _mm256_maddubs_epi16(m32, yk));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(s[k], p));
+      }
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(ar->d * dw), _mm256_cvtepi32_ps(sumi), acc[r]);
+    }
+  }
+  for (int r = 0; r < 4; r++) out[r] = hsum8(acc[r]);
+}
+
 DEF_Q8_0(dot_q8_0_avx2, AVX2, dot_i8_avx2)
 DEF_Q8_0(dot_q8_0_vnni, VNNI, dot_i8_vnni)
 DEF_Q4_0(dot_q4_0_avx2, AVX2, dot_i8_avx2)
@@ -364,23 +437,40 @@ typedef void (*dot4_fn)(const unsigned char *w, const void *const *acts, int64_t
 typedef struct isa_row {
   const char *name;
   dot_fn q8_0, q4_0, q4_k, q6_k;
-  dot4_fn q8_0_x4, q4_0_x4;
+  dot4_fn q8_0_x4, q4_0_x4, q4_k_x4, q6_k_x4;
 } isa_row;
 
 static const isa_row isas[] = {
-  {"c", dot_q8_0_c, dot_q4_0_c, dot_q4_k_c, dot_q6_k_c, NULL, NULL},
+  {"c", dot_q8_0_c, dot_q4_0_c, dot_q4_k_c, dot_q6_k_c, NULL, NULL, NULL, NULL},
 #ifdef QM_X86
-  {"avx2", dot_q8_0_avx2, dot_q4_0_avx2, dot_q4_k_avx2, dot_q6_k_avx2, dot4_q8_0_avx2, dot4_q4_0_avx2},
-  {"avx2-vnni", dot_q8_0_vnni, dot_q4_0_vnni, dot_q4_k_avx2, dot_q6_k_avx2, dot4_q8_0_vnni, dot4_q4_0_vnni},
+  {"avx2", dot_q8_0_avx2, dot_q4_0_avx2, dot_q4_k_avx2, dot_q6_k_avx2, dot4_q8_0_avx2, dot4_q4_0_avx2, dot4_q4_k_avx2,
+   dot4_q6_k_avx2},
+  {"avx2-vnni", dot_q8_0_vnni, dot_q4_0_vnni, dot_q4_k_avx2, dot_q6_k_avx2, dot4_q8_0_vnni, dot4_q4_0_vnni,
+   dot4_q4_k_avx2, dot4_q6_k_avx2},
 #endif
 };
 enum { N_ISAS = sizeof isas / sizeof isas[0] };
 
+#ifdef QM_X86
+/* CPUID and XGETBV directly (clang 14's __builtin_cpu_supports knows
+ * neither f16c nor avxvnni): AVX2, FMA and F16C with the OS saving the
+ * YMM registers; AVX-VNNI is leaf 7, sub-leaf 1, EAX bit 4. */
+static bool cpu_has(bool vnni) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  bool fma = c >> 12 & 1, osxsave = c >> 27 & 1, f16c = c >> 29 & 1;
+  if (!fma || !osxsave || !f16c) return false;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 6) != 6) return false; /* XMM and YMM state */
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b >> 5 & 1)) return false; /* AVX2 */
+  return !vnni || (__get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1));
+}
+#endif
+
 static bool isa_available(int k) {
 #ifdef QM_X86
-  if (k >= 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
-    return false;
-  if (k == 2 && !__builtin_cpu_supports("avxvnni")) return false;
+  if (k >= 1 && !cpu_has(k == 2)) return false;
 #endif
   return k >= 0 && k < N_ISAS;
 }
@@ -529,7 +619,8 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
     else quantize_q8_k(x + m * K, nb, (act_q8_k *)(act + m * nb * act_size));
   }
   const isa_row *isa = current_isa();
-  dot4_fn dot4 = wt == PPCC_Q8_0 ? isa->q8_0_x4 : wt == PPCC_Q4_0 ? isa->q4_0_x4 : NULL;
+  dot4_fn dot4 = wt == PPCC_Q8_0 ? isa->q8_0_x4 : wt == PPCC_Q4_0 ? isa->q4_0_x4 : wt == PPCC_Q4_K ? isa->q4_k_x4
+                 : wt == PPCC_Q6_K ? isa->q6_k_x4 : NULL;
   qjob j = {f, kernel_of(isa, wt), dot4, w, act, act_size, M, N, nb, nb * f->bytes, y};
   int nt = rt_kernel_threads();
   run_parallel(&j, M * N * K > 65536 && N >= 2 * nt ? nt : 1);
