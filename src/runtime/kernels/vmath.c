@@ -1,6 +1,7 @@
 /* exp, silu, sigmoid, gelu and softmax rows over arrays, eight lanes at a
  * time with AVX2+FMA where the CPU has them (gemm_small.c's check), else
  * the scalar expf/erff forms. silu took scalar expf per element (issue 23).
+ * (--deterministic: always the scalar forms, as the JIT's lowerings.)
  *   exp: Cephes' range reduction x = n ln2 + r, |r| <= ln2/2, a degree-6
  *     polynomial, 2^n applied in two halves so results down to the
  *     denormals round once; within 2 ulp of expf; +-inf, NaN, overflow to
@@ -16,6 +17,10 @@
 #define HAVE_X86 1
 #define AVX2 __attribute__((target("avx2,fma")))
 #endif
+
+/* --deterministic promises the same bits from both backends, and the
+ * JIT's lowerings call libm's expf and erff: the scalar forms then. */
+static bool use_vector(void) { return rt_simd_enabled() && !rt_row_invariant_matmul(); }
 
 static float silu1(float x) { return x / (1.0f + expf(-x)); }
 static float sigmoid1(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -102,7 +107,7 @@ ARRAY_FN(silu)
 ARRAY_FN(sigmoid)
 ARRAY_FN(gelu)
 #define SIMD_OR(name, x, y, n)                                                                                 \
-  if (rt_simd_enabled()) {                                                                                     \
+  if (use_vector()) {                                                                                     \
     name##_avx2(x, y, n);                                                                                      \
     return;                                                                                                    \
   }
@@ -173,7 +178,7 @@ void rt_softmax_row(float *row, int64_t n, float scale, int64_t valid) {
   if (mx == -INFINITY) mx = 0.0f; /* all -inf scores: exp gives 0, sum 0, NaN as the scalar softmax */
   double sum = 0;
 #ifdef HAVE_X86
-  if (rt_simd_enabled()) sum = exp_shift_sum_avx2(row, valid, mx);
+  if (use_vector()) sum = exp_shift_sum_avx2(row, valid, mx);
   else
 #endif
     for (int64_t t = 0; t < valid; t++) sum += (row[t] = expf(row[t] - mx));
