@@ -78,12 +78,11 @@ void rt_thread_budget(int devices, int per_device, rt_placement how, int cores) 
 
 /* Never more busy threads than cores: at most `busy` devices compute at
  * once (the rest sleep on a receive's condition variable, comm.c), each
- * on its device thread plus its BLAS call's extra threads, busy *
- * per_device <= cores. Where a schedule lets more devices overlap than
- * counted, OpenBLAS (pthread build) still runs one multi-threaded level-3
- * call at a time (its gemm driver holds a process-wide lock), so the
- * excess is a device thread each, and the results are the same bits
- * (tests/test_rt_thread_budget.c checks concurrent calls). */
+ * on its device thread plus its kernel pool's workers (thread_pool.c,
+ * parked between calls; OpenBLAS's own stay idle), busy * per_device <=
+ * cores. Where a schedule lets more devices overlap than counted, each
+ * device still splits its calls its own way, so the results are the same
+ * bits (tests/test_rt_thread_budget.c checks concurrent calls). */
 void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int local) {
   int m = rt_row_invariant_matmul() ? (g->n_devices > microbatches ? g->n_devices : microbatches) : microbatches;
   int busy = ppcc_concurrent_devices(g, m);
