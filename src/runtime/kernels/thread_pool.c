@@ -181,7 +181,15 @@ void rt_parallel_parts(int parts, rt_part_fn fn, void *arg) {
   fn(arg, 0, parts);
   in_part = false;
   int left;
-  for (int i = 0; (left = atomic_load(&p->pending)) > 0 && i < (1 << 16); i++) cpu_relax();
+  int64_t until = 0; /* spin as the workers do, then sleep: on a crowded machine the spin would hold the core a worker waits for */
+  for (int i = 0; (left = atomic_load(&p->pending)) > 0; i++) {
+    if ((i & 63) == 63) {
+      int64_t t = now_ns();
+      if (!until) until = t + SPIN_NS;
+      else if (t > until) break;
+    }
+    cpu_relax();
+  }
   while ((left = atomic_load(&p->pending)) > 0) {
     atomic_store(&p->caller_sleeping, 1);
     if (atomic_load(&p->pending) > 0) futex_wait((atomic_uint *)&p->pending, (unsigned)left);
