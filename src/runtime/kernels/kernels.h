@@ -65,6 +65,12 @@ void rt_sgemm_small_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K
  * plain C ones (tests), returns the previous state. */
 bool rt_simd_enabled(void);
 bool rt_set_simd(bool on);
+/* The kernels' instruction set: the best the CPU has unless lowered by
+ * rt_set_simd_level (tests; returns the previous level). The vector math
+ * (vmath.c) uses AVX2 at either level. */
+enum { RT_SIMD_NONE = 0, RT_SIMD_AVX2 = 1, RT_SIMD_AVX512 = 2 };
+int rt_simd_level(void);
+int rt_set_simd_level(int level);
 
 /* y[j] = f(x[j]) (vmath.c; y may be x): AVX2 where rt_simd_enabled, else
  * the scalar expf/erff forms, within ~1e-6 relative of them. */
