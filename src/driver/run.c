@@ -208,11 +208,15 @@ void cli_help_run(FILE *out) {
         "                        after its last use); busy = device function\n"
         "                        time outside communication calls\n"
         "  --plan-memory-tolerance=F  allowed memory error, default 0.10\n"
-        "  --plan-time-tolerance=F    allowed stage time error, default 0.25; without\n"
-        "                        --calibration stage times are shown but unchecked\n"
+        "  --plan-time-tolerance=F    allowed stage time error, default 0.25; when\n"
+        "                        uncalibrated stage times are shown but unchecked\n"
         "                        unless this is given\n"
         "  --calibration=FILE    speeds from 'ppcc calibrate' for the time prediction\n"
-        "                        (default: constants; reported as uncalibrated)\n",
+        "                        (default: this machine's, measured by --check-plan\n"
+        "                        on first use, about 30 s, and cached per CPU model\n"
+        "                        in $XDG_CACHE_HOME/ppcc or ~/.cache/ppcc;\n"
+        "                        PPCC_CALIBRATION_CACHE=0 or --calibration=none:\n"
+        "                        constants, reported as uncalibrated)\n",
         out);
   fputs(cli_partition_help, out);
   fputs(cli_diagnostics_help, out);
@@ -272,7 +276,11 @@ static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, bool jit, 
   bool *views = jit ? ppcc_rt_jit_view_ops(g) : ppcc_rt_view_ops(g);
   a->predict.opts.view_ops = views;
   a->predict.opts.jit = jit;
-  ppcc_status st = ppcc_predict(g, &a->predict.opts, &c->pred, d);
+  ppcc_status st = PPCC_OK;
+  /* out of the box, times are predicted from this machine's calibration,
+   * measured once per CPU and cached (calibration_cache.c) */
+  if (!a->predict.calibration_path) st = cli_calibration_cached(&a->predict.calib, d);
+  if (!st) st = ppcc_predict(g, &a->predict.opts, &c->pred, d);
   a->predict.opts.view_ops = NULL;
   a->predict.opts.jit = false;
   free(views);

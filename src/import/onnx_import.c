@@ -45,15 +45,7 @@ typedef struct importer {
   int64_t opset;
   bool *bn_folded; /* per ONNX node: a BatchNormalization folded into the Conv before it */
   char who[PPCC_MAX_NAME * 4 + 64];
-  char esc[4][PPCC_MAX_NAME * 4 + 16]; /* names escaped for messages (E) */
-  int esc_next;
 } importer;
-
-/* name escaped for a message (one of four rotating buffers). */
-static const char *E(importer *I, const char *name) {
-  char *buf = I->esc[I->esc_next++ & 3];
-  return ox_escape(buf, sizeof I->esc[0], name);
-}
 
 static ppcc_status oom(importer *I) { return ppcc_error_status(I->d, PPCC_ERR_INTERNAL, "out of memory"); }
 
@@ -130,7 +122,7 @@ static int add_named_value(importer *I, const char *base, ppcc_value_kind kind, 
   if (strlen(base) > PPCC_MAX_NAME - 12) {
     char cut[48];
     snprintf(cut, sizeof cut, "%.40s", base);
-    ppcc_error(I->d, "%s: tensor name '%s...' is longer than %d characters", I->who, E(I, cut), PPCC_MAX_NAME - 12);
+    ppcc_error(I->d, "%s: tensor name '%s...' is longer than %d characters", I->who, cut, PPCC_MAX_NAME - 12);
     return -2;
   }
   char why[PPCC_MAX_NAME + 128];
@@ -154,7 +146,7 @@ static int value_of(importer *I, entry *x) {
     return -2;
   }
   if (x->c.rank > PPCC_MAX_RANK) {
-    ppcc_error(I->d, "%s: constant '%s' has rank %d", I->who, E(I, x->name), x->c.rank);
+    ppcc_error(I->d, "%s: constant '%s' has rank %d", I->who, x->name, x->c.rank);
     return -2;
   }
   int v = add_named_value(I, x->name, PPCC_VALUE_PARAM, x->c.dtype, x->c.rank, x->c.shape);
@@ -1229,8 +1221,7 @@ static ppcc_status check_attributes(importer *I) {
   for (size_t i = 0; i < n->n_attribute; i++) {
     const Onnx__AttributeProto *a = n->attribute[i];
     if (!a->name || !a->name[0]) return ppcc_error(I->d, "%s: attribute #%zu has no name", I->who, i);
-    char esc[96];
-    ox_escape(esc, sizeof esc, a->name);
+    const char *esc = a->name; /* the diagnostic escapes it */
     for (size_t j = 0; j < i; j++)
       if (n->attribute[j]->name && strcmp(n->attribute[j]->name, a->name) == 0)
         return ppcc_error(I->d, "%s: attribute '%s' is given twice", I->who, esc);
@@ -1302,11 +1293,9 @@ static ppcc_status check_op_types(importer *I) {
     int count = 0;
     for (size_t j = i; j < gr->n_node; j++) count += strcmp(gr->node[j]->op_type ? gr->node[j]->op_type : "", t) == 0;
     const char *name = gr->node[i]->name && gr->node[i]->name[0] ? gr->node[i]->name : "(unnamed)";
-    char et[64], ed[44], en[64];
     if (off < sizeof msg - 100)
-      off += (size_t)snprintf(msg + off, sizeof msg - off, "%s%s%s%s x%d (first: '%s')", kinds ? ", " : "",
-                              ox_escape(et, sizeof et, t), custom ? "@" : "", custom ? ox_escape(ed, sizeof ed, dom) : "",
-                              count, ox_escape(en, sizeof en, name));
+      off += (size_t)snprintf(msg + off, sizeof msg - off, "%s%.60s%s%.40s x%d (first: '%.60s')", kinds ? ", " : "", t,
+                              custom ? "@" : "", custom ? dom : "", count, name);
     kinds++;
   }
   if (kinds) return ppcc_error(I->d, "%d unsupported op type%s: %s", kinds, kinds > 1 ? "s" : "", msg);
@@ -1320,7 +1309,7 @@ static const ppcc_onnx_shape *given_shape(importer *I, const char *name) {
 }
 
 static ppcc_status add_input(importer *I, const Onnx__ValueInfoProto *in, const ox_tensor *init) {
-  const char *name = in->name ? in->name : "", *en = E(I, name);
+  const char *name = in->name ? in->name : "", *en = name;
   const Onnx__TypeProto *t = in->type;
   if (!t || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !t->tensor_type)
     return ppcc_error(I->d, "graph input '%s': only tensor inputs are supported", en);
@@ -1361,7 +1350,7 @@ static ppcc_status add_input(importer *I, const Onnx__ValueInfoProto *in, const 
     } else {
       const char *sym = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? dim->dim_param : "?";
       return ppcc_error(I->d, "graph input '%s': dim %d is symbolic ('%s'); give its static shape with --shape %s=D0,D1,...",
-                        en, i, E(I, sym), en);
+                        en, i, sym, en);
     }
   }
   int64_t n = 1;
@@ -1382,10 +1371,10 @@ static ppcc_status add_input(importer *I, const Onnx__ValueInfoProto *in, const 
 
 static void set_who(importer *I, int index) {
   const Onnx__NodeProto *n = I->node;
-  char op[64];
-  ox_escape(op, sizeof op, n->op_type);
-  if (n->name && n->name[0]) snprintf(I->who, sizeof I->who, "node '%s' (%s)", E(I, n->name), op);
-  else snprintf(I->who, sizeof I->who, "node #%d (%s)", index, op);
+  /* names as they are: the diagnostic escapes the whole message */
+  const char *op = n->op_type ? n->op_type : "";
+  if (n->name && n->name[0]) snprintf(I->who, sizeof I->who, "node '%.*s' (%.60s)", PPCC_MAX_NAME * 4, n->name, op);
+  else snprintf(I->who, sizeof I->who, "node #%d (%.60s)", index, op);
 }
 
 /* Folds the node when all its operands are constant (or it is Shape of a
@@ -1505,11 +1494,11 @@ static ppcc_status translate_node(importer *I, int index) {
   for (size_t k = 0; k < n->n_input; k++)
     if (n->input[k][0] && !find(I, n->input[k]))
       return ppcc_error(I->d, "%s: input '%s' is not a graph input, an initializer or the result of an earlier node", I->who,
-                        E(I, n->input[k]));
+                        n->input[k]);
   for (size_t k = 0; k < n->n_output; k++) {
     bool again = n->output[k][0] && find(I, n->output[k]);
     for (size_t j = 0; j < k && !again; j++) again = n->output[k][0] && strcmp(n->output[j], n->output[k]) == 0;
-    if (again) return ppcc_error(I->d, "%s: result '%s' is defined twice", I->who, E(I, n->output[k]));
+    if (again) return ppcc_error(I->d, "%s: result '%s' is defined twice", I->who, n->output[k]);
   }
   ppcc_status ast = check_attributes(I);
   if (ast) return ast;
@@ -1545,7 +1534,7 @@ static ppcc_status add_outputs(importer *I) {
   for (size_t k = 0; k < gr->n_output; k++) {
     const char *name = gr->output[k]->name ? gr->output[k]->name : "";
     entry *x = find(I, name);
-    if (!x) return ppcc_error(I->d, "graph output '%s' is not computed by any node", E(I, name));
+    if (!x) return ppcc_error(I->d, "graph output '%s' is not computed by any node", name);
     int v = value_of(I, x);
     if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
     if (strcmp(V(I, v)->name, name) != 0 || V(I, v)->kind != PPCC_VALUE_RESULT || V(I, v)->is_output) {
@@ -1588,11 +1577,11 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
   for (size_t i = 0; i < gr->n_initializer; i++) {
     const Onnx__TensorProto *t = gr->initializer[i];
     const char *name = t->name ? t->name : "";
-    if (find(I, name)) return ppcc_error(I->d, "initializer '%s' is defined twice", E(I, name));
+    if (find(I, name)) return ppcc_error(I->d, "initializer '%s' is defined twice", name);
     entry *x = add_entry(I, name);
     if (!x) return oom(I);
     x->is_const = true;
-    if ((st = ox_tensor_from_proto(t, I->dir, E(I, name), &x->c, I->d))) return st;
+    if ((st = ox_tensor_from_proto(t, I->dir, name, &x->c, I->d))) return st;
   }
   /* A graph input with an initializer of its name is an input (ONNX: the
    * input overrides the initializer, which is only its default). */
@@ -1600,7 +1589,7 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
     const char *name = gr->input[i]->name ? gr->input[i]->name : "";
     for (size_t j = 0; j < i; j++)
       if (strcmp(gr->input[j]->name ? gr->input[j]->name : "", name) == 0)
-        return ppcc_error(I->d, "graph input '%s' is listed twice", E(I, name));
+        return ppcc_error(I->d, "graph input '%s' is listed twice", name);
     entry *init = find(I, name);
     if (init) {
       init->hidden = true; /* its name now belongs to the input */
@@ -1612,7 +1601,7 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
     bool known = false;
     for (size_t j = 0; j < gr->n_input && !known; j++)
       known = gr->input[j]->name && strcmp(gr->input[j]->name, I->opts->shapes[i].name) == 0;
-    if (!known) return ppcc_error(I->d, "--shape %s: the model has no graph input of that name", E(I, I->opts->shapes[i].name));
+    if (!known) return ppcc_error(I->d, "--shape %s: the model has no graph input of that name", I->opts->shapes[i].name);
   }
   I->bn_folded = calloc(gr->n_node + 1, sizeof(bool));
   if (!I->bn_folded) return oom(I);
