@@ -539,34 +539,55 @@ static ppcc_status tr_binary(importer *I) {
   return bind(I, 0, emit(I, name, 2, in, out_name(I, 0), 0, NULL));
 }
 
+/* MatMul; a 1-D operand (numpy's rule) is a [1, K] or [K, 1] matrix whose
+ * extra dim the result drops. */
 static ppcc_status tr_matmul(importer *I) {
   int r = match_attention(I);
   if (r != -3) return bind(I, 0, r);
   int in[2] = {operand(I, 0), operand(I, 1)};
+  if (in[0] < 0 || in[1] < 0) return PPCC_ERR_USER;
+  bool vec_l = V(I, in[0])->rank == 1, vec_r = V(I, in[1])->rank == 1;
+  if (vec_l) in[0] = reshape_to(I, in[0], 2, (int64_t[]){1, V(I, in[0])->shape[0]}, tmp_name(I));
+  if (vec_r) in[1] = reshape_to(I, in[1], 2, (int64_t[]){V(I, in[1])->shape[0], 1}, tmp_name(I));
   if (in[0] >= 0 && in[1] >= 0 && V(I, in[1])->rank > 2 && V(I, in[1])->rank != V(I, in[0])->rank)
     return defer_node(I, "MatMul broadcasting a right operand of rank > 2 against a different rank is not supported");
-  return bind(I, 0, emit(I, "matmul", 2, in, out_name(I, 0), 0, NULL));
+  int y = emit(I, "matmul", 2, in, vec_l || vec_r ? tmp_name(I) : out_name(I, 0), 0, NULL);
+  if (y < 0 || !(vec_l || vec_r)) return bind(I, 0, y);
+  int64_t shape[PPCC_MAX_RANK];
+  int rank = 0;
+  for (int i = 0; i < V(I, y)->rank; i++)
+    if (!((vec_l && i == V(I, y)->rank - 2) || (vec_r && i == V(I, y)->rank - 1))) shape[rank++] = V(I, y)->shape[i];
+  ppcc_attr a = attr_ints("shape", rank, shape);
+  return bind(I, 0, emit(I, "reshape", 1, &y, out_name(I, 0), 1, &a));
 }
 
+/* Gemm: alpha * A' B' + beta * C, A' = A or its transpose (transA), B'
+ * likewise (transB); one linear when transB with a 1-D bias (or none)
+ * and alpha = beta = 1, else matmul, scale and add. */
 static ppcc_status tr_gemm(importer *I) {
-  if (ox_attr_int(I->node, "transA", 0) || ox_attr_float(I->node, "alpha", 1.0f) != 1.0f ||
-      ox_attr_float(I->node, "beta", 1.0f) != 1.0f)
-    return defer_node(I, "Gemm with transA or alpha/beta other than 1 is not supported");
+  double alpha = ox_attr_float(I->node, "alpha", 1.0f), beta = ox_attr_float(I->node, "beta", 1.0f);
   int x = operand(I, 0), w = operand(I, 1);
   int b = I->node->n_input > 2 && I->node->input[2][0] ? operand(I, 2) : -3;
   if (x < 0 || w < 0 || b == -2 || b == -1) return PPCC_ERR_USER;
-  bool bias1 = b >= 0 && V(I, b)->rank == 1;
-  if (ox_attr_int(I->node, "transB", 0) && (b < 0 || bias1)) {
+  if (ox_attr_int(I->node, "transA", 0)) x = emit(I, "transpose", 1, &x, tmp_name(I), 0, NULL);
+  bool bias1 = b >= 0 && V(I, b)->rank == 1, trans_b = ox_attr_int(I->node, "transB", 0) != 0;
+  if (trans_b && alpha == 1 && (b < 0 || (bias1 && beta == 1))) {
     int in[3] = {x, w, b};
     return bind(I, 0, emit(I, "linear", b >= 0 ? 3 : 2, in, out_name(I, 0), 0, NULL));
   }
-  if (ox_attr_int(I->node, "transB", 0)) {
-    int wt = emit(I, "transpose", 1, &w, tmp_name(I), 0, NULL);
-    w = wt;
-  }
+  if (trans_b) w = emit(I, "transpose", 1, &w, tmp_name(I), 0, NULL);
   int in[2] = {x, w};
-  int y = emit(I, "matmul", 2, in, b >= 0 ? tmp_name(I) : out_name(I, 0), 0, NULL);
+  bool more = alpha != 1 || b >= 0;
+  int y = emit(I, "matmul", 2, in, more ? tmp_name(I) : out_name(I, 0), 0, NULL);
+  if (alpha != 1) {
+    ppcc_attr a = attr_float("value", alpha);
+    y = emit(I, "scale", 1, &y, b >= 0 ? tmp_name(I) : out_name(I, 0), 1, &a);
+  }
   if (b >= 0 && y >= 0) {
+    if (beta != 1) {
+      ppcc_attr a = attr_float("value", beta);
+      b = emit(I, "scale", 1, &b, tmp_name(I), 1, &a);
+    }
     int in2[2] = {y, b};
     y = emit(I, "add", 2, in2, out_name(I, 0), 0, NULL);
   }
