@@ -112,7 +112,7 @@ if [[ ${PLAN_ALL:-0} == 1 ]]; then
   labels+=(gen_llama_L4_pp4 gen_llama_L4_pp4_h128 gen_llama_L4_pp4_decode)
   echo "plan_accuracy: $rounds rounds per row, backend ${PLAN_BACKEND:-interp}"
   summarize "${labels[@]}" | tee "$tmp/summary"
-  awk '/error\(median\)/{on=1; next} /^$|device/{on=0} on && NF>=6 { n++; e=$NF; sub("%","",e); if (e<0) e=-e; if (e<=25) ok++ }
+  awk '/error\(median\)/{on=1; next} /^$|device/{on=0} on && NF>=6 && $NF ~ /%$/ { n++; e=$NF; sub("%","",e); e+=0; if (e<0) e=-e; if (e<=25) ok++ }
        END { printf "plan_accuracy: %d of %d stages within 25%% of the measured median\n", ok, n }' "$tmp/summary"
 else
 run testdata/models/tiny_llama.json tiny_llama
