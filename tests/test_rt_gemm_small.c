@@ -7,6 +7,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "../src/runtime/kernels/kernels.h"
 #include "ppcc/runtime.h"
 #include "test_support.h"
@@ -152,6 +154,23 @@ START_TEST(pool_runs_each_part_once) {
 }
 END_TEST
 
+/* A forked child (workers gone) starts its own and still gets every part. */
+START_TEST(pool_works_after_fork) {
+  count_job j = {0};
+  rt_parallel_parts(3, count_part, &j); /* workers exist in the parent */
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    count_job k = {0};
+    rt_parallel_parts(3, count_part, &k);
+    _exit(atomic_load(&k.runs[0]) == 1 && atomic_load(&k.runs[1]) == 1 && atomic_load(&k.runs[2]) == 1 ? 0 : 1);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
 START_TEST(part_ranges_cover_once) {
   for (int64_t n = 0; n < 100; n += 7)
     for (int parts = 1; parts <= 5; parts++) {
@@ -177,5 +196,6 @@ int main(void) {
   tc = t_add_tcase(s, "pool", 0);
   tcase_add_test(tc, pool_runs_each_part_once);
   tcase_add_test(tc, part_ranges_cover_once);
+  tcase_add_test(tc, pool_works_after_fork);
   return t_run_suite(s);
 }

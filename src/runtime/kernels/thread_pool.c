@@ -148,6 +148,18 @@ void rt_pool_set_worker_cpus(const void *cpus, size_t size) {
 
 bool rt_in_pool_part(void) { return in_part; }
 
+/* A forked child has only the forking thread: its pools' workers are
+ * gone, so it starts new ones (the old pools are left as they are). */
+static void forget_pools_in_child(void) {
+  my_pool = NULL;
+  in_part = false;
+  pthread_mutex_init(&registry_lock, NULL);
+  n_all_workers = 0;
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void register_atfork(void) { pthread_atfork(NULL, NULL, forget_pools_in_child); }
+
 static void run_whole(rt_part_fn fn, void *arg) {
   bool was = in_part;
   in_part = true;
@@ -161,6 +173,7 @@ void rt_parallel_parts(int parts, rt_part_fn fn, void *arg) {
     run_whole(fn, arg);
     return;
   }
+  pthread_once(&atfork_once, register_atfork);
   if (!my_pool) my_pool = calloc(1, sizeof *my_pool); /* lives as long as its workers */
   pool *p = my_pool;
   while (p && p->n_workers < parts - 1 && start_worker(p)) {
