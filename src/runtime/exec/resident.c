@@ -312,3 +312,12 @@ int64_t ppcc_resident_state_bytes(const ppcc_run_data *data) {
   }
   return bytes;
 }
+
+int64_t ppcc_resident_param_bytes(const ppcc_run_data *data) {
+  int64_t bytes = 0;
+  for (int k = 0; data && data->resident && k < data->resident->n; k++) {
+    const resident_entry *e = &data->resident->entries[k];
+    if (!e->is_state) bytes += ppcc_num_elements(e->s.rank, e->s.shape) * ppcc_dtype_size(e->s.dtype);
+  }
+  return bytes;
+}
