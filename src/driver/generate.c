@@ -17,12 +17,14 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #include "driver.h"
 #include "import_cli.h"
 #include "../import/import.h" /* and the tokenizers it includes */
 #include "ppcc/frontend.h"
 #include "ppcc/mpi.h"
 #include "ppcc/passes.h"
+#include "ppcc/predict.h"
 #include "ppcc/runtime.h"
 #ifdef PPCC_HAVE_JIT
 #include "ppcc/jit.h"
@@ -169,8 +171,8 @@ static ppcc_status stage_graph_build(stage_graph *s, const llama_spec *spec, ppc
 /* Loads a stage's params (under MPI: its rank's devices' only) and binds
  * its caches; from: a stage already loaded whose params (and resident
  * shards) this one shares, or NULL. */
-static ppcc_status stage_load(stage_graph *s, const llama_spec *spec, const char *source, const generate_args *a,
-                              const stage_graph *from, ppcc_diag *d) {
+static ppcc_status stage_load(stage_graph *s, const llama_spec *spec, const char *source, const stage_graph *from,
+                              ppcc_diag *d) {
   ppcc_run_options o = {.weights_path = source, .have_random_seed = true}; /* inputs are set per step */
   ppcc_status st = ppcc_run_data_load_sharing(s->g, &o, from ? from->g : NULL, from ? &from->data : NULL, &s->data, d);
   for (long b = 0; b < spec->layers && !st; b++) /* the KV caches are state, zero at first */
@@ -185,6 +187,14 @@ static ppcc_status stage_load(stage_graph *s, const llama_spec *spec, const char
   if (st) return st;
   s->out = calloc((size_t)s->g->n_outputs, sizeof *s->out);
   if (!s->out) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  return PPCC_OK;
+}
+
+/* The stage's JIT (unless the interpreter runs it), before any weight is
+ * loaded: what compiling holds is then part of the process measured
+ * before the weights. */
+static ppcc_status stage_compile(stage_graph *s, const generate_args *a, ppcc_diag *d) {
+  ppcc_status st = PPCC_OK;
 #ifdef PPCC_HAVE_JIT
   if (a->microbatches > 1 && a->backend && strcmp(a->backend, "jit") == 0)
     return ppcc_error(d, "--backend=jit does not support --microbatches (use --backend=interp)");
@@ -197,12 +207,13 @@ static ppcc_status stage_load(stage_graph *s, const llama_spec *spec, const char
   if (a->backend && strcmp(a->backend, "jit") == 0)
     return ppcc_error(d, "this ppcc was built without MLIR: --backend=jit is unavailable");
 #endif
-  return PPCC_OK;
+  return st;
 }
 
 /* MPI: each rank holds the devices of --ranks-map or of the default stage
  * map (as ppcc run's), the same for the prefill and the decode graph. */
-static ppcc_status distribute(const stage_graph *sp, const stage_graph *sd, const char *spec, ppcc_diag *d) {
+static ppcc_status distribute(const stage_graph *sp, const stage_graph *sd, const char *spec, bool *local,
+                              ppcc_diag *d) {
   size_t n = (size_t)(sp->g->n_devices > 0 ? sp->g->n_devices : 1);
   int *rank_of = malloc(sizeof(int) * n), *dec = malloc(sizeof(int) * n);
   ppcc_status st = rank_of && dec ? PPCC_OK : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
@@ -213,6 +224,7 @@ static ppcc_status distribute(const stage_graph *sp, const stage_graph *sd, cons
   if (!st && memcmp(rank_of, dec, sizeof(int) * n) != 0)
     st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "the prefill and decode graphs map their devices to ranks differently");
   if (!st) st = ppcc_mpi_distribute(sp->g, rank_of, d);
+  for (size_t dev = 0; !st && dev < n; dev++) local[dev] = rank_of[dev] == ppcc_mpi_rank();
   free(rank_of);
   free(dec);
   return st;
@@ -275,6 +287,44 @@ static ppcc_status check_logits(stage_graph *s, const char *source, const char *
   float x = ((const float *)logits->data)[bad];
   return ppcc_error(d, "%s: %s: non-finite logit %s (row %lld, token id %lld)%s", source, step,
                     isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf", (long long)(bad / vocab), (long long)(bad % vocab), first);
+}
+
+/* This process's resident set now (bytes). */
+static double rss_now(void) {
+  long pages = 0, resident = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f && fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+  if (f) fclose(f);
+  return (double)resident * (double)sysconf(_SC_PAGESIZE);
+}
+
+static double peak_rss(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_maxrss * 1024.0;
+}
+
+/* The plan's memory of the loaded model here (src/plan: params and KV
+ * caches once for both graphs, the larger graph's working set). */
+static ppcc_status predict_memory(const stage_graph *sp, const stage_graph *sd, const bool *local, ppcc_loaded_memory *m,
+                                  ppcc_diag *d) {
+  const stage_graph *s[2] = {sp, sd};
+  const ppcc_graph *graphs[2] = {sp->g, sd->g};
+  bool *state[2] = {NULL, NULL}, *views[2] = {NULL, NULL}, jit = false;
+#ifdef PPCC_HAVE_JIT
+  jit = sp->jit != NULL;
+#endif
+  ppcc_status st = PPCC_OK;
+  for (int k = 0; k < 2 && !st; k++) {
+    state[k] = calloc((size_t)s[k]->g->n_values + 1, sizeof *state[k]);
+    views[k] = jit ? ppcc_rt_jit_view_ops(s[k]->g) : ppcc_rt_view_ops(s[k]->g);
+    if (!state[k] || !views[k]) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    for (int v = 0; !st && v < s[k]->g->n_values; v++) state[k][v] = s[k]->data.state_of[v] >= 0;
+  }
+  if (!st)
+    st = ppcc_predict_loaded_memory(graphs, (const bool *const *)state, (const bool *const *)views, 2, local, jit, m, d);
+  for (int k = 0; k < 2; k++) free(state[k]), free(views[k]);
+  return st;
 }
 
 /* MPI: the worst status of every rank's load, on every rank (one that
@@ -356,15 +406,24 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   memset(&sp, 0, sizeof sp);
   memset(&sd, 0, sizeof sd);
   bool root = ppcc_mpi_rank() == 0, mpi = ppcc_mpi_size() > 1;
-  double t_load = now_ms();
+  bool *local = NULL; /* MPI: the devices this rank holds */
+  double t_load = now_ms(), rss_before = 0, peak_before = 0;
   st = stage_graph_build(&sp, &pre, d);
   if (!st) st = stage_graph_build(&sd, &dec, d);
-  if (!st && mpi) st = distribute(&sp, &sd, a->ranks_map, d);
-  if (!st) st = stage_load(&sp, &pre, source, a, NULL, d);
-  if (!st) st = stage_load(&sd, &dec, source, a, &sp, d);
-  if (mpi) st = agree(st, d);
+  if (!st && mpi) {
+    local = calloc((size_t)sp.g->n_devices + 1, sizeof *local);
+    st = local ? distribute(&sp, &sd, a->ranks_map, local, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  if (!st) st = stage_compile(&sp, a, d);
+  if (!st) st = stage_compile(&sd, a, d);
   malloc_trim(0); /* what compiling took goes back before the weights' pages come in */
+  rss_before = rss_now(), peak_before = peak_rss();
+  if (!st) st = stage_load(&sp, &pre, source, NULL, d);
+  if (!st) st = stage_load(&sd, &dec, source, &sp, d);
+  if (mpi) st = agree(st, d);
   t_load = now_ms() - t_load;
+  ppcc_loaded_memory plan = {0};
+  if (!st) st = predict_memory(&sp, &sd, local, &plan, d);
   int64_t copied_at_load = ppcc_rt_param_bytes_copied(), cache_at_load = ppcc_rt_state_bytes_host();
   /* tokens[i * B + b]: the i-th generated id of row b */
   int64_t *tokens = malloc(sizeof *tokens * (size_t)(a->max_new * B)), *pos = malloc(sizeof *pos * (size_t)(B * n_prompt));
@@ -422,14 +481,20 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   /* each rank's figures (one process: its own): load time, resident
    * shards, param and cache bytes its devices hold, peak RSS, and the
    * param and cache bytes it copied after load */
-  enum { F_LOAD, F_SHARDS, F_MADE, F_PARAMS, F_CACHES, F_RSS, F_COPIED, F_HOST, N_FIGURES };
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
+  /* and the plan's prediction of its peak RSS: the process before the
+   * weights (measured: code, libraries, compiled graphs) plus the loaded
+   * model's params, caches and working set, or the compile's own peak
+   * when that was higher */
+  enum { F_LOAD, F_SHARDS, F_MADE, F_PARAMS, F_CACHES, F_RSS, F_COPIED, F_HOST, F_BEFORE, F_PLAN_PARAMS,
+         F_PLAN_STATE, F_PLAN_WORK, F_PREDICTED, N_FIGURES };
+  double rss = peak_rss(), predicted = rss_before + (double)plan.total_bytes;
   double mine[N_FIGURES] = {t_load, ppcc_resident_count(&sp.data), (double)ppcc_resident_owned_bytes(&sp.data),
                             (double)ppcc_resident_param_bytes(&sp.data),
-                            (double)ppcc_resident_state_bytes(&sp.data), (double)ru.ru_maxrss * 1024.0,
+                            (double)ppcc_resident_state_bytes(&sp.data), rss,
                             (double)(ppcc_rt_param_bytes_copied() - copied_at_load),
-                            (double)(ppcc_rt_state_bytes_host() - cache_at_load)};
+                            (double)(ppcc_rt_state_bytes_host() - cache_at_load), rss_before,
+                            (double)plan.param_bytes, (double)plan.state_bytes, (double)plan.activation_bytes,
+                            predicted > peak_before ? predicted : peak_before};
   int ranks = ppcc_mpi_size();
   double *all = root ? calloc((size_t)ranks * N_FIGURES, sizeof *all) : NULL;
   if (mpi && !st) ppcc_mpi_gather(mine, N_FIGURES, all);
@@ -463,6 +528,18 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
       printf("rank %d: %.0f param and cache shards resident (params %.1f MiB, KV caches %.1f MiB), peak RSS %.1f MiB\n",
              r, all[r * N_FIGURES + F_SHARDS], all[r * N_FIGURES + F_PARAMS] / (1 << 20),
              all[r * N_FIGURES + F_CACHES] / (1 << 20), all[r * N_FIGURES + F_RSS] / (1 << 20));
+    for (int r = 0; r < ranks; r++) { /* the plan against the measurement, per process */
+      const double *f = &all[r * N_FIGURES];
+      char who[32] = "";
+      if (mpi) snprintf(who, sizeof who, " (rank %d)", r);
+      printf("memory plan%s: predicted peak RSS %.1f MiB = %.1f MiB before the weights + params %.1f MiB (%.0f B, "
+             "once for both graphs) + KV caches %.1f MiB (%.0f B, state) + working set %.1f MiB (%s graph); measured "
+             "%.1f MiB (%+.1f %%)\n",
+             who, f[F_PREDICTED] / (1 << 20), f[F_BEFORE] / (1 << 20), f[F_PLAN_PARAMS] / (1 << 20), f[F_PLAN_PARAMS],
+             f[F_PLAN_STATE] / (1 << 20), f[F_PLAN_STATE], f[F_PLAN_WORK] / (1 << 20),
+             plan.peak_graph == 1 ? "decode" : "prefill",
+             f[F_RSS] / (1 << 20), 100.0 * (f[F_PREDICTED] - f[F_RSS]) / f[F_RSS]);
+    }
     printf("time to first token: %.3f ms\n", t_first - t0);
     if (steps > 1)
       printf("decode: %ld tokens in %.3f ms, %.1f tokens/s\n", (steps - 1) * B, t_end - t_first,
@@ -470,6 +547,7 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   }
   free(all);
   free(msg);
+  free(local);
   free(n_out);
   free(tokens);
   free(pos);

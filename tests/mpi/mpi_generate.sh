@@ -35,6 +35,11 @@ for backend in "${backends[@]}"; do
       grep -Eq "^rank $r: [1-9][0-9]* param and cache shards resident \(params 0\.[1-9] MiB, KV caches 0\.0 MiB\)" \
         "$tmp/log" || { cat "$tmp/log"; fail "$backend $split: no resident shards line for rank $r"; }
     done
+    # the plan's memory per rank beside its measured peak RSS
+    for r in 0 1; do
+      grep -Eq "^memory plan \(rank $r\): predicted peak RSS [0-9.]+ MiB = .* measured [0-9.]+ MiB \([-+][0-9.]+ %\)$" \
+        "$tmp/log" || { cat "$tmp/log"; fail "$backend $split: no memory plan line for rank $r"; }
+    done
     echo "$backend $split -n 2: ids identical to one process and transformers; shards per rank"
   done
 done
