@@ -14,7 +14,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { cat "$tmp/log" >&2; echo "run_timings: $*" >&2; exit 1; }
 backends="interp"
-"$ppcc" run --help | grep -q 'backend=jit|interp' && backends="interp jit"
+help=$("$ppcc" run --help)
+grep -q 'backend=jit|interp' <<<"$help" && backends="interp jit"
 for backend in $backends; do
   "$ppcc" run "$src/testdata/models/tiny_llama.json" --random-weights 3 --repeat 3 --threads 2 \
     --backend=$backend > "$tmp/log" 2>&1 || fail "$backend: run failed"
