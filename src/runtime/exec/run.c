@@ -489,8 +489,7 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   keep_freed_memory();
   int cores = o->threads > 0 ? o->threads : omp_get_num_procs();
   if (g->n_devices > cores)
-    fprintf(stderr, "%s: warning: %d logical devices on %d cores: device threads time-share the cores\n",
-            d->file ? d->file : "ppcc run", g->n_devices, cores);
+    ppcc_warning(d, "%d logical devices on %d cores: device threads time-share the cores", g->n_devices, cores);
   ppcc_run_data data;
   ppcc_status st = check_value_sizes(g, d);
   if (st) return st;
