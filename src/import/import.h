@@ -51,6 +51,9 @@ typedef struct llama_spec {
    * weights keep their stored block format (q4_k ...), except where a
    * tensor-parallel split would cut their blocks (then dtype). */
   const char *gguf_path;
+  bool unplaced;     /* no placement at all (no shards, devices, transfers or
+                        collectives) for auto-partition to place: gen_llama
+                        --placement none */
 } llama_spec;
 
 /* Reads DIR/config.json. Errors name the file and the key. */

@@ -63,6 +63,18 @@ MlirType emit_tensor_type(ppcc_emit_ctx *c, ppcc_dtype t, int rank, const int64_
 /* Type of one shard of a value (its local shape). */
 MlirType emit_shard_type(ppcc_emit_ctx *c, const ppcc_value *v);
 MlirStringRef emit_str(const char *s);
+
+/* A growable buffer (emit_print.c) for printed text and for key bytes;
+ * always NUL-terminated. A failed allocation sets oom, and later appends
+ * do nothing: check oom once at the end. */
+typedef struct emit_buf {
+  char *data;
+  size_t len, cap;
+  bool oom;
+} emit_buf;
+void emit_buf_append(emit_buf *b, const void *p, size_t n);
+/* An MlirStringCallback appending to the emit_buf `user`. */
+void emit_buf_print(MlirStringRef s, void *user);
 MlirAttribute emit_i64_attr(ppcc_emit_ctx *c, int64_t v);
 MlirAttribute emit_i64_array_attr(ppcc_emit_ctx *c, int n, const int64_t *v);
 MlirAttribute emit_devices_attr(ppcc_emit_ctx *c, int n, const int *devices);
@@ -179,6 +191,9 @@ typedef struct emit_runtime_calls {
    * tensor [S] or [B, S]. */
   MlirValue (*attention)(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, MlirValue positions,
                          double scale, bool causal, MlirType out_type);
+  /* f32 exp/silu/sigmoid/gelu of a whole tensor as a ppcc_rt_unary_f32
+   * call (the interpreter's vector kernels, the same bits), or null. */
+  MlirValue (*unary)(ppcc_emit_ctx *c, int op_id, MlirValue x, MlirType out_type);
   /* A run-time error (failing the run, naming the op) unless every element
    * of the index tensor (i64 or i32) is in range (kind below); the message
    * says "token id" or "index" as the interpreter's kernels do. */
