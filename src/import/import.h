@@ -51,6 +51,10 @@ typedef struct llama_spec {
    * weights keep their stored block format (q4_k ...), except where a
    * tensor-parallel split would cut their blocks (then dtype). */
   const char *gguf_path;
+  /* The block format ("q4_k") tensor is stored in at gguf_path, or NULL
+   * for a float one (gguf.c: the graph builder needs no GGUF reader); the
+   * file stays open in *state between calls, tensor NULL closes it. */
+  const char *(*stored_format)(const char *gguf_path, const char *tensor, void **state);
   bool unplaced;     /* no placement at all (no shards, devices, transfers or
                         collectives) for auto-partition to place: gen_llama
                         --placement none */

@@ -21,7 +21,6 @@
 #include <string.h>
 #include "import.h"
 #include "ppcc/quant.h"
-#include "../runtime/io/io.h"
 
 static long stage_of(const llama_spec *s, long block) { return block * s->pp / s->layers; }
 
@@ -48,7 +47,8 @@ typedef struct writer {
   FILE *out;
   const llama_spec *s;
   bool first;
-  const rt_gguf *stored; /* GGUF weights kept in their block formats, or NULL */
+  bool keep_stored;     /* GGUF weights kept in their block formats */
+  void *stored_state;   /* the spec's stored_format's open file */
 } writer;
 
 static void item(writer *w) {
@@ -89,10 +89,10 @@ static void tensor_decl(writer *w, const char *name, const char *dtype, int rank
 
 /* A matrix keeps its stored block format (a linear's weight or the
  * embedding table) unless a split along its columns would cut blocks. */
-static const char *matrix_dtype(const writer *w, const char *name, long cols, int split_dim) {
-  const rt_gguf_tensor *t = w->stored ? rt_gguf_find_tensor(w->stored, name) : NULL;
-  const ppcc_block_format *f = t ? t->format : NULL;
-  if (!f || f->block == 1 || !ppcc_block_format_named(f->name)) return w->s->dtype;
+static const char *matrix_dtype(writer *w, const char *name, long cols, int split_dim) {
+  const char *stored = w->keep_stored ? w->s->stored_format(w->s->gguf_path, name, &w->stored_state) : NULL;
+  const ppcc_block_format *f = stored ? ppcc_block_format_named(stored) : NULL;
+  if (!f || f->block == 1) return w->s->dtype;
   if (split_dim == 1 && (cols % w->s->tp != 0 || (cols / w->s->tp) % f->block != 0)) return w->s->dtype;
   return f->name;
 }
@@ -376,12 +376,8 @@ char *llama_graph_json(const llama_spec *s, size_t *len) {
   size_t n = 0;
   FILE *out = open_memstream(&buf, &n);
   if (!out) return NULL;
-  rt_gguf stored;
-  ppcc_diag quiet;
-  ppcc_diag_init(&quiet, s->gguf_path, NULL);
-  bool keep = s->gguf_path && !s->dtype_given && s->naming == LLAMA_NAMES_GGUF &&
-              rt_gguf_open(s->gguf_path, &stored, &quiet) == PPCC_OK;
-  writer w = {out, s, true, keep ? &stored : NULL};
+  bool keep = s->gguf_path && s->stored_format && !s->dtype_given && s->naming == LLAMA_NAMES_GGUF;
+  writer w = {out, s, true, keep, NULL};
   fputs("{\n  \"ppcc\": 1,\n", out);
   fprintf(out, "  \"name\": \"%s\",\n", s->name ? s->name : "llama");
   fprintf(out, "  \"devices\": %ld,\n", s->tp * s->pp);
@@ -390,7 +386,7 @@ char *llama_graph_json(const llama_spec *s, size_t *len) {
   write_ops(&w);
   write_outputs(&w);
   fputs("}\n", out);
-  if (keep) rt_gguf_close(&stored);
+  if (keep) s->stored_format(s->gguf_path, NULL, &w.stored_state);
   if (fclose(out) != 0) {
     free(buf);
     return NULL;
