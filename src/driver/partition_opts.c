@@ -92,8 +92,12 @@ static ppcc_status load_spec(cli_partition *req) {
   if (st) return st;
   memcpy(req->spec_memory, spec.memory, sizeof(int64_t) * (size_t)spec.n_devices);
   memcpy(req->spec_speed, spec.speed, sizeof(double) * (size_t)spec.n_devices);
+  memcpy(req->spec_host, spec.host, sizeof(int) * (size_t)spec.n_devices);
+  if (spec.n_links) memcpy(req->spec_links, spec.links, sizeof(ppcc_link_spec) * (size_t)spec.n_links);
   req->devices_spec = (ppcc_devices_spec){.path = req->devices_spec_path, .n_devices = spec.n_devices,
-                                          .memory = req->spec_memory, .speed = req->spec_speed};
+                                          .memory = req->spec_memory, .speed = req->spec_speed,
+                                          .host = req->spec_host, .n_links = spec.n_links,
+                                          .links = req->spec_links};
   ppcc_devices_spec_free(&spec);
   return PPCC_OK;
 }
