@@ -500,6 +500,35 @@ START_TEST(links_compose_with_the_pipeline) {
   ppcc_prediction none = predict(g, &c, 1, 4, false);
   ck_assert_int_eq(none.n_transfers, 0);
   ck_assert_double_eq_tol(none.wall_ms, 4, 1e-9);
+  /* y gathered back onto device 0 (a later pipeline segment): its 4
+   * microbatches cross host 3 -> 0 once stage 3 ended them all at 9.25 ms */
+  spec.links[0] = (ppcc_link_spec){.a = -1, .b = -1, .bytes_per_s = 256000, .latency_s = 0.0005};
+  ppcc_graph *back = t_model(4,
+                             "{'name': 'w0', 'dtype': 'f32', 'shape': [8, 8], 'devices': [0]}, "
+                             "{'name': 'w1', 'dtype': 'f32', 'shape': [8, 8], 'devices': [1]}, "
+                             "{'name': 'w2', 'dtype': 'f32', 'shape': [8, 8], 'devices': [2]}, "
+                             "{'name': 'w3', 'dtype': 'f32', 'shape': [8, 8], 'devices': [3]}",
+                             "{'name': 'x', 'dtype': 'f32', 'shape': [8, 8], 'devices': [0]}",
+                             "{'op': 'matmul', 'in': ['x', 'w0'], 'out': ['h0']}, "
+                             "{'op': 'transfer', 'in': ['h0'], 'out': ['t1'], 'attrs': {'devices': [1]}}, "
+                             "{'op': 'matmul', 'in': ['t1', 'w1'], 'out': ['h1']}, "
+                             "{'op': 'transfer', 'in': ['h1'], 'out': ['t2'], 'attrs': {'devices': [2]}}, "
+                             "{'op': 'matmul', 'in': ['t2', 'w2'], 'out': ['h2']}, "
+                             "{'op': 'transfer', 'in': ['h2'], 'out': ['t3'], 'attrs': {'devices': [3]}}, "
+                             "{'op': 'matmul', 'in': ['t3', 'w3'], 'out': ['y']}, "
+                             "{'op': 'unshard', 'in': ['y'], 'out': ['out'], 'attrs': {'device': 0}}",
+                             "'out'", &d);
+  ck_assert_ptr_nonnull(back);
+  back->partition.devices_spec = &spec;
+  ppcc_prediction gather = predict(back, &c, 4, 4, false);
+  ck_assert_int_eq(gather.n_transfers, 4);
+  ck_assert_int_eq(gather.transfers[3].from_device, 3);
+  ck_assert_int_eq(gather.transfers[3].to_device, 0);
+  ck_assert_double_eq_tol(gather.outputs_ms, 0, 1e-12);
+  ck_assert_double_eq_tol(gather.wall_ms, 9.25 + 4 * 0.25 + 0.5, 1e-9);
+  back->partition.devices_spec = NULL;
+  ppcc_prediction_free(&gather);
+  ppcc_graph_free(back);
   ppcc_prediction_free(&p1);
   ppcc_prediction_free(&p4);
   ppcc_prediction_free(&slow);

@@ -97,8 +97,11 @@
  * ranks): a transfer between devices on two hosts takes latency + bytes /
  * bandwidth per microbatch; a stage's incoming link carries one microbatch
  * at a time (microbatch i leaves when stage k - 1 finished it and the link
- * is free) while both stages go on computing (sends are asynchronous), and
- * the outputs held on other hosts than device 0's reach it after the run.
+ * is free) while both stages go on computing (sends are asynchronous); a
+ * gather back to an earlier stage's device (the output onto device 0) is
+ * a later pipeline segment, so its microbatches cross their link after the
+ * last stage finished them all; outputs held on other hosts than device
+ * 0's reach it after the run.
  * Predicted wall = the simulated run; bubble = 1 - sum_s T_s / (p wall).
  * Not modelled: other processes on the machine (a shared machine's load
  * delays a woken device thread, which lengthens the measured wall, hence

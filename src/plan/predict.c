@@ -664,7 +664,8 @@ static void close_piece(run_piece *r, double *overlap, double hop_ms) {
  * overlap the others') takes (1 + (slow[t-1] - 1) * overlap[k]) * work[k]
  * (n_slow entries, the last one beyond).
  * wire[k] and latency[k] (NULL: none) are the link into stage k, one
- * microbatch at a time; wire[p], latency[p] the link out of the last stage.
+ * microbatch at a time; wire[p], latency[p] the link out of the last stage
+ * (a gather back: ppcc_pipeline_segments runs it after every microbatch).
  * busy[k] is the wall time stage k computes (what
  * --check-plan measures: compute spans); returns the wall time of the
  * run, -1 when out of memory. */
@@ -730,12 +731,13 @@ static double simulate_pipeline(int p, int m, const int *n, const uint64_t *on_c
       busy[k] += step;
       rem[k] -= step * speed[k];
       if (rem[k] > 1e-12 * (work[k] + 1)) continue;
-      /* microbatch next[k] leaves for stage k + 1 (the last: for the tail link) */
-      double leave = now > link_free[k + 1] ? now : link_free[k + 1], w = wire ? wire[k + 1] : 0;
-      link_free[k + 1] = leave + w;
-      double there = leave + w + (latency ? latency[k + 1] : 0);
-      if (k + 1 < p) arr[(size_t)(k + 1) * m + next[k]] = there + hop_ms;
-      else if (there > tail_end) tail_end = there;
+      if (k + 1 < p) { /* microbatch next[k] leaves for stage k + 1 */
+        double leave = now > link_free[k + 1] ? now : link_free[k + 1], w = wire ? wire[k + 1] : 0;
+        link_free[k + 1] = leave + w;
+        arr[(size_t)(k + 1) * m + next[k]] = leave + w + (latency ? latency[k + 1] : 0) + hop_ms;
+      } else if (next[k] == m - 1 && wire) /* the gather back is a later pipeline segment (drain): every
+                                              microbatch leaves once the last stage finished them all */
+        tail_end = now + m * wire[p] + latency[p];
       next[k]++;
       if (ARRIVAL(k) <= now) { /* keeps its cores: its next microbatch is here */
         rem[k] = work[k] > 0 ? work[k] : 0;
