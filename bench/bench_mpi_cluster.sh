@@ -36,7 +36,8 @@ run() { # HOSTS MB: measured ms; the prediction goes to $tmp/pred.HOSTS.MB
     "$build/ppcc" report "$tmp/m.json" --calibration "$calib" --microbatches "$m" |
       sed -n 's/.*(pipeline wall \([0-9.]*\) ms).*/\1 -/p' > "$tmp/pred.$hosts.$m"
   else
-    "$cluster" mpiexec "$hosts" "$build/ppcc" run "$tmp/m.json" "${args[@]}" --microbatches "$m" \
+    # a kernel thread per rank: the simulated hosts share this machine's cores
+    "$cluster" mpiexec "$hosts" "$build/ppcc" run "$tmp/m.json" "${args[@]}" --microbatches "$m" --threads 1 \
       --devices-spec "$tmp/spec.json" > "$tmp/log" 2>&1 || true
     sed -n 's/^predicted over .*: wall \([0-9.]*\) ms, unoverlapped \([0-9.]*\) ms$/\1 \2/p' "$tmp/log" > "$tmp/pred.$hosts.$m"
   fi
