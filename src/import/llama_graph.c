@@ -14,7 +14,8 @@
  *   (S = 1) serves every step.
  * Params keep the source's tensor names (HF or GGUF). A tied head reuses
  * the embedding table: moved to the last stage (pinned) and split over
- * vocab rows there. */
+ * vocab rows there. An unplaced spec writes the same graph without any
+ * placement (no shards, devices, transfers or collectives). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,10 @@ static void tensor_decl(writer *w, const char *name, const char *dtype, int rank
   item(w);
   fprintf(w->out, "{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", name, dtype);
   for (int i = 0; i < rank; i++) fprintf(w->out, "%s%ld", i ? ", " : "", shape[i]);
+  if (w->s->unplaced) {
+    fputs("]}", w->out);
+    return;
+  }
   if (split_dim >= 0)
     fprintf(w->out, "], \"shard\": {\"kind\": \"split\", \"dim\": %d, \"count\": %ld}, \"devices\": ", split_dim, w->s->tp);
   else
@@ -225,8 +230,9 @@ static void projection(writer *w, names *n, long b, const char *x, block_weight 
  * (replicated) bias added once. */
 static void row_projection(writer *w, names *n, long b, const char *x, block_weight weight, block_weight bias,
                            bool has_bias, const char *partial, const char *reduced, const char *result) {
-  OP2(w, "linear", x, weight_name(n, w->s, b, weight), partial, NULL);
-  OP1(w, "all_reduce", partial, has_bias ? reduced : result, NULL);
+  const char *sum = has_bias ? reduced : result;
+  OP2(w, "linear", x, weight_name(n, w->s, b, weight), w->s->unplaced ? sum : partial, NULL);
+  if (!w->s->unplaced) OP1(w, "all_reduce", partial, sum, NULL);
   if (has_bias) OP2(w, "add", reduced, weight_name(n, w->s, b, bias), result, NULL);
 }
 
@@ -298,7 +304,7 @@ static void write_block(writer *w, long b, const char *x, char *pos, size_t pos_
   char eps[64], x_in[96];
   snprintf(eps, sizeof eps, "\"eps\": %.17g", s->eps);
   snprintf(x_in, sizeof x_in, "%s", x);
-  if (b > 0 && stage_of(s, b) != stage_of(s, b - 1)) {
+  if (b > 0 && stage_of(s, b) != stage_of(s, b - 1) && !s->unplaced) {
     char devices[256];
     stage_devices_attr(w, stage_of(s, b), devices, sizeof devices, false);
     OP1(w, "transfer", x, nm(&n, b, "in"), devices);
@@ -328,7 +334,9 @@ static void write_ops(writer *w) {
   snprintf(attrs, sizeof attrs, "\"dim\": 1, \"start\": %ld, \"end\": %ld", s->seq - 1, s->seq);
   OP1(w, "slice", "final_norm", "last_hidden", attrs);
   const char *head = head_name(s);
-  if (s->tied) { /* the embedding table, on the last stage, split over vocab */
+  if (s->tied && s->unplaced) {
+    head = embd_name(s);
+  } else if (s->tied) { /* the embedding table, on the last stage, split over vocab */
     const char *table = embd_name(s);
     if (s->pp > 1) {
       stage_devices_attr(w, s->pp - 1, attrs, sizeof attrs, true);
@@ -338,8 +346,8 @@ static void write_ops(writer *w) {
     OP1(w, "reshard_split", table, "head_weight", "\"dim\": 0");
     head = "head_weight";
   }
-  OP2(w, "linear", "last_hidden", head, "logits_shards", NULL);
-  OP1(w, "all_gather", "logits_shards", "logits", NULL);
+  OP2(w, "linear", "last_hidden", head, s->unplaced ? "logits" : "logits_shards", NULL);
+  if (!s->unplaced) OP1(w, "all_gather", "logits_shards", "logits", NULL);
   OP1(w, "argmax", "logits", "next_token", "\"dim\": -1");
   fputs("\n  ],\n", w->out);
 }
