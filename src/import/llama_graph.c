@@ -14,13 +14,18 @@
  *   (S = 1) serves every step.
  * Params keep the source's tensor names (HF or GGUF). A tied head reuses
  * the embedding table: moved to the last stage (pinned) and split over
- * vocab rows there. */
+ * vocab rows there. An unplaced spec writes the same graph without any
+ * placement (no shards, devices, transfers or collectives). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "import.h"
 
 static long stage_of(const llama_spec *s, long block) { return block * s->pp / s->layers; }
+
+bool llama_layer_windowed(const llama_spec *s, long b) {
+  return s->window > 0 && (s->window_period <= 1 || b % s->window_period == 0);
+}
 
 const char *llama_spec_error(const llama_spec *s) {
   if (s->layers < 1 || s->layers > 100000) return "the model needs 1 to 100000 layers";
@@ -71,6 +76,10 @@ static void tensor_decl(writer *w, const char *name, const char *dtype, int rank
   item(w);
   fprintf(w->out, "{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", name, dtype);
   for (int i = 0; i < rank; i++) fprintf(w->out, "%s%ld", i ? ", " : "", shape[i]);
+  if (w->s->unplaced) {
+    fputs("]}", w->out);
+    return;
+  }
   if (split_dim >= 0)
     fprintf(w->out, "], \"shard\": {\"kind\": \"split\", \"dim\": %d, \"count\": %ld}, \"devices\": ", split_dim, w->s->tp);
   else
@@ -259,8 +268,9 @@ static void projection(writer *w, names *n, long b, const char *x, block_weight 
  * (replicated) bias added once. */
 static void row_projection(writer *w, names *n, long b, const char *x, block_weight weight, block_weight bias,
                            bool has_bias, const char *partial, const char *reduced, const char *result) {
-  OP2(w, "linear", x, weight_name(n, w->s, b, weight), partial, NULL);
-  OP1(w, "all_reduce", partial, has_bias ? reduced : result, NULL);
+  const char *sum = has_bias ? reduced : result;
+  OP2(w, "linear", x, weight_name(n, w->s, b, weight), w->s->unplaced ? sum : partial, NULL);
+  if (!w->s->unplaced) OP1(w, "all_reduce", partial, sum, NULL);
   if (has_bias) OP2(w, "add", reduced, weight_name(n, w->s, b, bias), result, NULL);
 }
 
@@ -343,7 +353,7 @@ static void write_block(writer *w, long b, const char *x, char *pos, size_t pos_
   char eps[128], x_in[96];
   norm_attrs(s, eps, sizeof eps);
   snprintf(x_in, sizeof x_in, "%s", x);
-  if (b > 0 && stage_of(s, b) != stage_of(s, b - 1)) {
+  if (b > 0 && stage_of(s, b) != stage_of(s, b - 1) && !s->unplaced) {
     char devices[256];
     stage_devices_attr(w, stage_of(s, b), devices, sizeof devices, false);
     OP1(w, "transfer", x, nm(&n, b, "in"), devices);
@@ -387,7 +397,9 @@ static void write_ops(writer *w) {
   snprintf(attrs, sizeof attrs, "\"dim\": 1, \"start\": %ld, \"end\": %ld", s->seq - 1, s->seq);
   OP1(w, "slice", "final_norm", "last_hidden", attrs);
   const char *head = head_name(s);
-  if (s->tied) { /* the embedding table, on the last stage, split over vocab */
+  if (s->tied && s->unplaced) {
+    head = embd_name(s);
+  } else if (s->tied) { /* the embedding table, on the last stage, split over vocab */
     const char *table = embd_name(s);
     if (s->pp > 1) {
       stage_devices_attr(w, s->pp - 1, attrs, sizeof attrs, true);
@@ -397,13 +409,11 @@ static void write_ops(writer *w) {
     OP1(w, "reshard_split", table, "head_weight", "\"dim\": 0");
     head = "head_weight";
   }
-  if (s->final_softcap > 0) {
-    OP2(w, "linear", "last_hidden", head, "raw_logits_shards", NULL);
-    soft_cap(w, "raw_logits_shards", s->final_softcap, "logits_shards");
-  } else {
-    OP2(w, "linear", "last_hidden", head, "logits_shards", NULL);
-  }
-  OP1(w, "all_gather", "logits_shards", "logits", NULL);
+  /* Gemma 2 soft-caps the logits (elementwise, so on the vocab shards) */
+  const char *logits = s->unplaced ? "logits" : "logits_shards";
+  OP2(w, "linear", "last_hidden", head, s->final_softcap > 0 ? "raw_logits" : logits, NULL);
+  if (s->final_softcap > 0) soft_cap(w, "raw_logits", s->final_softcap, logits);
+  if (!s->unplaced) OP1(w, "all_gather", "logits_shards", "logits", NULL);
   OP1(w, "argmax", "logits", "next_token", "\"dim\": -1");
   fputs("\n  ],\n", w->out);
 }
