@@ -10,6 +10,7 @@
  * f16/bf16 around them. The others handle dtypes themselves (see
  * kernel_llm_handles_dtypes). */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 #include "kernels_llm.h"
 #include "kernels.h"
@@ -126,6 +127,11 @@ ppcc_status kernel_layer_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_ten
 
 /* Numerically stable softmax of n elements `stride` apart. */
 static void softmax_strided(const float *x, float *y, int64_t n, int64_t stride) {
+  if (stride == 1) { /* a contiguous row: the vector exp */
+    if (y != x) memcpy(y, x, (size_t)n * 4);
+    rt_softmax_row(y, n, 1.0f, n);
+    return;
+  }
   float mx = -INFINITY;
   for (int64_t j = 0; j < n; j++) mx = fmaxf(mx, x[j * stride]);
   double sum = 0;
@@ -259,30 +265,56 @@ typedef struct attn_dims {
  * 0..positions[s] instead (later slots are not written yet), causal or
  * not, so one decode graph serves every step. A pair's GEMM shapes do not depend on the batch size, so
  * microbatched runs compute every row alike. */
+typedef struct attn_job {
+  int64_t B, Hq, S, D, Hkv, T, Dv, group;
+  float scale;
+  bool causal, per_row;
+  const int64_t *positions;
+  const float *q, *k, *v;
+  float *out;
+  atomic_int failed;
+} attn_job;
+
+/* The (batch, kv head) pairs of one part, each GEMMs on this thread with
+ * the scale, mask and softmax fused in one pass over the scores. */
+static void attention_part(void *arg, int part, int parts) {
+  attn_job *j = arg;
+  int64_t first, end, rows = j->group * j->S, T = j->T, S = j->S;
+  rt_part_range(j->B * j->Hkv, 1, part, parts, &first, &end);
+  if (end <= first) return;
+  float *p = rt_reuse_alloc((rows * T > 0 ? rows * T : 1) * 4); /* scores: recycled, call after call */
+  if (!p) {
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  for (int64_t pair = first; pair < end; pair++) {
+    int64_t b = pair / j->Hkv, g = pair % j->Hkv;
+    int64_t qh = b * j->Hq + g * j->group, kvh = b * j->Hkv + g;
+    const int64_t *row_pos = j->positions && j->per_row ? j->positions + b * S : j->positions;
+    ppcc_rt_sgemm(rows, T, j->D, j->q + qh * S * j->D, j->k + kvh * T * j->D, true, p);
+    for (int64_t r = 0; r < rows; r++) {
+      int64_t s = r % S, last = row_pos ? row_pos[s] : j->causal ? T - S + s : T - 1;
+      rt_softmax_row(p + r * T, T, j->scale, last < -1 ? 0 : last + 1);
+    }
+    ppcc_rt_sgemm(rows, j->Dv, T, p, j->v + kvh * T * j->Dv, false, j->out + qh * S * j->Dv);
+  }
+  rt_reuse_free(p);
+}
+
 int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
                           double scale, bool causal, const int64_t *positions, bool per_row, const float *q,
                           const float *k, const float *v, float *out) {
   if (Hkv <= 0 || Hq % Hkv != 0) return -1;
-  int64_t group = Hq / Hkv, rows = group * S;
-  float *p = rt_reuse_alloc((rows * T > 0 ? rows * T : 1) * 4); /* scores: recycled, call after call */
-  if (!p) return -2;
-  float sc = (float)scale;
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t g = 0; g < Hkv; g++) {
-      int64_t qh = b * Hq + g * group, kvh = b * Hkv + g;
-      const int64_t *row_pos = positions && per_row ? positions + b * S : positions;
-      ppcc_rt_sgemm(rows, T, D, q + qh * S * D, k + kvh * T * D, true, p);
-      for (int64_t r = 0; r < rows; r++) {
-        float *row = p + r * T;
-        for (int64_t t = 0; t < T; t++) row[t] *= sc;
-        int64_t s = r % S, last = row_pos ? row_pos[s] : causal ? T - S + s : T - 1;
-        for (int64_t t = (last < -1 ? -1 : last) + 1; t < T; t++) row[t] = -INFINITY;
-        softmax_strided(row, row, T, 1);
-      }
-      ppcc_rt_sgemm(rows, Dv, T, p, v + kvh * T * Dv, false, out + qh * S * Dv);
-    }
-  rt_reuse_free(p);
-  return 0;
+  attn_job j = {B, Hq, S, D, Hkv, T, Dv, Hq / Hkv, (float)scale, causal, per_row, positions, q, k, v, out, 0};
+  atomic_init(&j.failed, 0);
+  /* pairs spread over the kernel threads (their GEMMs then run on one
+   * thread each) when a pair is worth waking a worker for */
+  int64_t pairs = B * Hkv, flops = j.group * S * T * (D + Dv);
+  int threads = rt_kernel_threads();
+  int parts = pairs < threads ? (int)pairs : threads;
+  if (flops * pairs < (1 << 18)) parts = 1;
+  rt_parallel_parts(parts, attention_part, &j);
+  return atomic_load(&j.failed) ? -2 : 0;
 }
 
 /* q[B, Hq, S, D], k[B, Hkv, T, D], v[B, Hkv, T, Dv]; query head h reads kv
