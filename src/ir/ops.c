@@ -36,6 +36,10 @@ static const ppcc_attr_spec attrs_transfer[] = {{"devices", PPCC_ATTR_INTS, true
                                                 {NULL, 0, false}};
 
 static const ppcc_attr_spec attrs_eps[] = {{"eps", PPCC_ATTR_FLOAT, false}, {NULL, 0, false}};
+/* weight_offset: y = x / rms * (w + offset); Gemma's checkpoints store w - 1 */
+static const ppcc_attr_spec attrs_rms_norm[] = {{"eps", PPCC_ATTR_FLOAT, false},
+                                                {"weight_offset", PPCC_ATTR_FLOAT, false},
+                                                {NULL, 0, false}};
 static const ppcc_attr_spec attrs_cast[] = {{"dtype", PPCC_ATTR_STRING, true}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_dim_opt[] = {{"dim", PPCC_ATTR_INT, false}, {NULL, 0, false}};
 /* rope_factor alone: linear scaling (positions / factor); with
@@ -46,8 +50,12 @@ static const ppcc_attr_spec attrs_rotary[] = {{"theta", PPCC_ATTR_FLOAT, false},
                                               {"rope_high_freq_factor", PPCC_ATTR_FLOAT, false},
                                               {"rope_original_max_position", PPCC_ATTR_INT, false},
                                               {NULL, 0, false}};
+/* window: a query sees only its last `window` key positions (sliding-window
+ * attention); softcap: scores x become softcap * tanh(x / softcap). */
 static const ppcc_attr_spec attrs_attention[] = {{"causal", PPCC_ATTR_BOOL, false},
                                                  {"scale", PPCC_ATTR_FLOAT, false},
+                                                 {"window", PPCC_ATTR_INT, false},
+                                                 {"softcap", PPCC_ATTR_FLOAT, false},
                                                  {NULL, 0, false}};
 static const ppcc_attr_spec attrs_slice[] = {{"dim", PPCC_ATTR_INT, true},
                                              {"start", PPCC_ATTR_INT, true},
@@ -866,10 +874,15 @@ static ppcc_status shape_norm(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   ppcc_status st = check_same_dtype(g, op, d);
   if (!st) st = check_float(g, op, d, 0);
   if (st) return st;
-  double eps = ppcc_attr_float(op, "eps", 1e-5);
+  double eps = ppcc_attr_float(op, "eps", 1e-5), offset = ppcc_attr_float(op, "weight_offset", 0);
   if (!(eps >= 0 && eps <= DBL_MAX)) { /* a negative eps makes 1/sqrt(mean + eps) NaN */
     char msg[128];
     snprintf(msg, sizeof msg, "attrs.eps must be a finite number >= 0, got %g", eps);
+    return op_error(g, op, d, msg);
+  }
+  if (!(offset >= -FLT_MAX && offset <= FLT_MAX)) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "attrs.weight_offset must be a finite number (in f32 range), got %g", offset);
     return op_error(g, op, d, msg);
   }
   for (int k = 1; k < op->n_in; k++)
@@ -992,6 +1005,14 @@ static ppcc_status shape_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
     char msg[256];
     snprintf(msg, sizeof msg,
              "shape mismatch: attention needs q [B, Hq, S, D], k and v [B, Hkv, T, D] with Hq a multiple of Hkv and S <= T");
+    return op_error(g, op, d, msg);
+  }
+  int64_t window = ppcc_attr_int(op, "window", 0);
+  double softcap = ppcc_attr_float(op, "softcap", 0);
+  if (window < 0 || !(softcap >= 0 && softcap <= DBL_MAX)) { /* 0: no window, no cap */
+    char msg[160];
+    snprintf(msg, sizeof msg, "attrs.window must be >= 0 and attrs.softcap a finite number >= 0, got %lld and %g",
+             (long long)window, softcap);
     return op_error(g, op, d, msg);
   }
   ppcc_value *o = OUT(0);

@@ -99,7 +99,7 @@ MlirValue exec_try_unary_call(ppcc_emit_ctx *c, int op_id, MlirValue x, MlirType
  * value otherwise: the linalg lowering is used); positions (null: none)
  * an i64/i32 index tensor [S] or [B, S]. */
 MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, MlirValue positions,
-                                  double scale, bool causal, MlirType out_type);
+                                  const emit_attention_mask *m, MlirType out_type);
 /* Quantized linear / embedding as runtime calls (emit_runtime_calls). */
 MlirValue exec_qlinear_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, ppcc_dtype wt, MlirType out_type);
 MlirValue exec_qembedding_call(ppcc_emit_ctx *c, MlirValue ids, MlirValue table, ppcc_dtype wt, int64_t first,

@@ -176,6 +176,17 @@ bool placement_collectives_as_ops(ppcc_emit_kind kind);
  * Set by the executable form (src/emit/exec/exec_func.c) for its module,
  * NULL in the other forms, so the lowerings use the runtime without
  * depending on the form that provides it. */
+/* The attention op's attributes: scale * q.k, softcap * tanh(x / softcap)
+ * when softcap > 0, then the causal (or positions) mask, narrowed to the
+ * last `window` keys when window > 0 (kernel_attention's semantics). */
+typedef struct emit_attention_mask {
+  double scale;
+  bool causal;
+  int64_t offset; /* T - S: query i sits at position offset + i (no positions) */
+  int64_t window;
+  double softcap;
+} emit_attention_mask;
+
 typedef struct emit_runtime_calls {
   /* Transfer of one shard: ppcc_rt_send on `from`, ppcc_rt_recv on `to`;
    * returns the value on `to`. */
@@ -190,7 +201,7 @@ typedef struct emit_runtime_calls {
    * linalg lowering is used); positions (null: none) an i64/i32 index
    * tensor [S] or [B, S]. */
   MlirValue (*attention)(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, MlirValue positions,
-                         double scale, bool causal, MlirType out_type);
+                         const emit_attention_mask *m, MlirType out_type);
   /* f32 exp/silu/sigmoid/gelu of a whole tensor as a ppcc_rt_unary_f32
    * call (the interpreter's vector kernels, the same bits), or null. */
   MlirValue (*unary)(ppcc_emit_ctx *c, int op_id, MlirValue x, MlirType out_type);

@@ -59,6 +59,11 @@ static ppcc_status kernel_linear(const ppcc_op *op, const ppcc_tensor *in, ppcc_
 }
 
 /* ---------------- elementwise unary ---------------- */
+/* torch's gelu(approximate="tanh") (HF gelu_pytorch_tanh), in f32 as torch */
+static float f_gelu_tanh(float x) {
+  float cube = x * x * x;
+  return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * cube)));
+}
 static float f_relu(float x) { return x > 0.0f || isnan(x) ? x : 0.0f; } /* NaN stays NaN (torch) */
 static float f_tanh(float x) { return tanhf(x); }
 static float f_neg(float x) { return -x; }
@@ -76,6 +81,7 @@ static void map_unary(float (*f)(float), const ppcc_tensor *x, ppcc_tensor *y) {
     map_unary(f_##name, &in[0], &out[0]);                                                               \
     return PPCC_OK;                                                                                     \
   }
+UNARY_KERNEL(gelu_tanh)
 UNARY_KERNEL(relu)
 UNARY_KERNEL(tanh)
 UNARY_KERNEL(neg)

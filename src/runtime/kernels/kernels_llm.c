@@ -89,10 +89,10 @@ ppcc_status kernel_embedding(const ppcc_op *op, const ppcc_tensor *in, ppcc_tens
 
 static float attr_eps(const ppcc_op *op) { return (float)ppcc_attr_float(op, "eps", 1e-5); }
 
-/* y = x / sqrt(mean(x^2) + eps) * w over the last dim. */
+/* y = x / sqrt(mean(x^2) + eps) * (w + weight_offset) over the last dim. */
 ppcc_status kernel_rms_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
   const float *x = in[0].data, *w = in[1].data;
-  float *y = out->data, eps = attr_eps(op);
+  float *y = out->data, eps = attr_eps(op), offset = (float)ppcc_attr_float(op, "weight_offset", 0.0);
   int64_t H = in[0].rank ? in[0].shape[in[0].rank - 1] : 1, rows = H ? numel(&in[0]) / H : 0;
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x + r * H;
@@ -100,7 +100,7 @@ ppcc_status kernel_rms_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tenso
     for (int64_t j = 0; j < H; j++) ss += (double)xr[j] * xr[j];
     /* x * inv in f64: in f32, inv underflows to a subnormal for |x| ~ 1e19+ */
     double inv = 1.0 / sqrt(ss / (double)H + eps);
-    for (int64_t j = 0; j < H; j++) y[r * H + j] = (float)(xr[j] * inv) * w[j];
+    for (int64_t j = 0; j < H; j++) y[r * H + j] = (float)(xr[j] * inv) * (offset + w[j]);
   }
   return PPCC_OK;
 }
@@ -268,7 +268,10 @@ typedef struct attn_dims {
  * positions sees all of them and a prefill (S = T) is the usual lower
  * triangle. With positions (S entries), query s sees cache slots
  * 0..positions[s] instead (later slots are not written yet), causal or
- * not, so one decode graph serves every step. A pair's GEMM shapes do not depend on the batch size, so
+ * not, so one decode graph serves every step. A window W > 0 also masks
+ * the keys at or before last - W (Mistral, Gemma 2's sliding layers); a
+ * softcap c > 0 maps each scaled score x to c * tanh(x / c) before the
+ * mask (Gemma 2). A pair's GEMM shapes do not depend on the batch size, so
  * microbatched runs compute every row alike. */
 typedef struct attn_job {
   int64_t B, Hq, S, D, Hkv, T, Dv, group;
@@ -278,7 +281,28 @@ typedef struct attn_job {
   const float *q, *k, *v;
   float *out;
   atomic_int failed;
+  int64_t window; /* > 0: keys at or before last - window are hidden */
+  float softcap;  /* > 0: scaled scores x become softcap * tanh(x / softcap) */
 } attn_job;
+
+/* Scale, cap, mask and softmax of one score row whose query sees keys
+ * [first, valid): the rest are 0, or every key NaN when none is visible
+ * (softmax of all -inf, as the linalg lowering). */
+static void attention_row(const attn_job *j, float *row, int64_t last) {
+  int64_t T = j->T, valid = last < -1 ? 0 : last + 1 > T ? T : last + 1;
+  int64_t first = j->window > 0 && last >= j->window ? last - j->window + 1 : 0;
+  if (first >= valid) {
+    for (int64_t t = 0; t < T; t++) row[t] = NAN;
+    return;
+  }
+  float scale = j->scale;
+  if (j->softcap > 0) { /* Gemma 2, as transformers' eager attention */
+    for (int64_t t = first; t < valid; t++) row[t] = tanhf(row[t] * scale / j->softcap) * j->softcap;
+    scale = 1.0f;
+  }
+  for (int64_t t = 0; t < first; t++) row[t] = 0.0f;
+  rt_softmax_row(row + first, T - first, scale, valid - first);
+}
 
 /* The (batch, kv head) pairs of one part, each GEMMs on this thread with
  * the scale, mask and softmax fused in one pass over the scores. */
@@ -299,7 +323,7 @@ static void attention_part(void *arg, int part, int parts) {
     ppcc_rt_sgemm(rows, T, j->D, j->q + qh * S * j->D, j->k + kvh * T * j->D, true, p);
     for (int64_t r = 0; r < rows; r++) {
       int64_t s = r % S, last = row_pos ? row_pos[s] : j->causal ? T - S + s : T - 1;
-      rt_softmax_row(p + r * T, T, j->scale, last < -1 ? 0 : last + 1);
+      attention_row(j, p + r * T, last);
     }
     ppcc_rt_sgemm(rows, j->Dv, T, p, j->v + kvh * T * j->Dv, false, j->out + qh * S * j->Dv);
   }
@@ -307,10 +331,11 @@ static void attention_part(void *arg, int part, int parts) {
 }
 
 int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
-                          double scale, bool causal, const int64_t *positions, bool per_row, const float *q,
-                          const float *k, const float *v, float *out) {
+                          double scale, bool causal, int64_t window, double softcap, const int64_t *positions,
+                          bool per_row, const float *q, const float *k, const float *v, float *out) {
   if (Hkv <= 0 || Hq % Hkv != 0) return -1;
-  attn_job j = {B, Hq, S, D, Hkv, T, Dv, Hq / Hkv, (float)scale, causal, per_row, positions, q, k, v, out, 0};
+  attn_job j = {B, Hq, S, D, Hkv, T, Dv, Hq / Hkv, (float)scale, causal, per_row, positions, q, k, v, out, 0,
+                window, (float)softcap};
   atomic_init(&j.failed, 0);
   /* pairs spread over the kernel threads (their GEMMs then run on one
    * thread each) when a pair is worth waking a worker for */
@@ -347,8 +372,9 @@ ppcc_status kernel_attention(const ppcc_op *op, const ppcc_tensor *in, ppcc_tens
   if (o && qd && kd && vd && (!positions || pos)) {
     for (int64_t s = 0; s < n_pos; s++) pos[s] = index_at(positions, s);
     rc = ppcc_rt_attention_f32(q->shape[0], Hq, S, D, Hkv, k->shape[2], v->shape[3], scale,
-                               ppcc_attr_bool(op, "causal", false), pos, positions && positions->rank == 2, qd, kd,
-                               vd, o);
+                               ppcc_attr_bool(op, "causal", false), ppcc_attr_int(op, "window", 0),
+                               ppcc_attr_float(op, "softcap", 0.0), pos, positions && positions->rank == 2, qd, kd, vd,
+                               o);
   }
   if (!rc && o != out->data) rt_from_f32(out->dtype, o, out->data, numel(out));
   if (o != out->data) rt_free(o);
