@@ -13,7 +13,8 @@ backends="interp"
 "$ppcc" run --help | grep -q 'backend=jit|interp' && "$ppcc" generate "$src/testdata/llm/hf_untied_f32" \
   --prompt-ids 1 --max-new-tokens 1 --backend=jit >/dev/null 2>&1 && backends="interp jit"
 for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf_refs hf_rope_llama3:hf_rope_llama3 \
-            hf_rope_linear:hf_rope_linear hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 hf_llama_bias:hf_llama_bias; do
+            hf_rope_linear:hf_rope_linear hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 hf_llama_bias:hf_llama_bias \
+            hf_mqa:hf_mqa; do
   source=$src/testdata/llm/${pair%%:*}
   want="tokens: $(cat "$src/testdata/llm/${pair##*:}/ref_ids.txt")"
   for tp in 1 2; do
@@ -35,6 +36,20 @@ for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf
         fi
       done
     done
+  done
+done
+# Megatron's kv copies at --tp 4: 2 kv heads (each on 2 devices), 1 kv head
+# (on all 4, with the vocab of 127 padded to 128): TP1's ids
+for source in hf_untied_f32 hf_mqa; do
+  for backend in $backends; do
+    out=$("$ppcc" generate "$src/testdata/llm/$source" --tp 4 --pp 2 --backend=$backend --prompt-ids $prompt \
+          --max-new-tokens 8 --ignore-eos 2>&1)
+    if [[ $(sed -n 1p <<<"$out") == "tokens: $(cat "$src/testdata/llm/$source/ref_ids.txt")" ]]; then
+      pass=$((pass + 1))
+    else
+      echo "FAIL $source tp4 pp2 $backend: $out"
+      fail=$((fail + 1))
+    fi
   done
 done
 # 10 decode steps bind the same resident param shards: no param byte is
@@ -104,7 +119,7 @@ check_error 2 "--prompt-ids" generate "$src/testdata/llm/hf_untied_f32" --prompt
 check_error 1 "outside the vocabulary" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1,500
 check_error 1 "config.json" generate "$src/testdata/llm" --prompt-ids 1
 check_error 1 "no such file" generate "$src/testdata/llm/missing.gguf" --prompt-ids 1
-check_error 1 "divisible by --tp" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 --tp 4
+check_error 1 "divisible by --tp" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 --tp 3
 check_error 2 "hf, gguf or onnx" import safetensors x -o /dev/null
 check_error 2 "unknown option '----max-new-tokens' (too many dashes: did you mean '--max-new-tokens'?)" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 ----max-new-tokens 3
 # neither --cache nor --seq was given: name what was

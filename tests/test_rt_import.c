@@ -36,8 +36,11 @@ static const checkpoint checkpoints[] = {
   {"testdata/llm/hf_qwen2", "testdata/llm/hf_qwen2"},
   {"testdata/llm/qwen2.gguf", "testdata/llm/hf_qwen2"},
   {"testdata/llm/hf_llama_bias", "testdata/llm/hf_llama_bias"},
+  /* one kv head, vocab 127: at TP2 the kv head is copied, the head padded
+   * (tools/make_more_family_refs.py) */
+  {"testdata/llm/hf_mqa", "testdata/llm/hf_mqa"},
 };
-#define N_CHECKPOINTS 8
+#define N_CHECKPOINTS 9
 
 static ppcc_host_tensor read_npy(const char *rel) {
   ppcc_host_tensor t;

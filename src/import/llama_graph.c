@@ -22,6 +22,14 @@
 
 static long stage_of(const llama_spec *s, long block) { return block * s->pp / s->layers; }
 
+/* Megatron with fewer kv heads than T (MQA): every kv head is copied to
+ * the T/kv_heads devices whose query heads read it, so each device holds
+ * one kv head in its cache; 1 when the kv heads split evenly. */
+static long kv_copies(const llama_spec *s) { return s->kv_heads % s->tp ? s->tp / s->kv_heads : 1; }
+/* The vocab padded to a multiple of T (Megatron): the head's pad rows are
+ * zero and their logits are cut off after the all_gather. */
+static long padded_vocab(const llama_spec *s) { return (s->vocab + s->tp - 1) / s->tp * s->tp; }
+
 const char *llama_spec_error(const llama_spec *s) {
   if (s->layers < 1 || s->layers > 100000) return "the model needs 1 to 100000 layers";
   if (s->tp < 1 || s->pp < 1 || s->tp * s->pp > 4096) return "--tp and --pp must be >= 1, with tp*pp <= 4096";
@@ -32,8 +40,12 @@ const char *llama_spec_error(const llama_spec *s) {
     return "the model is larger than ppcc accepts";
   if (s->head_dim % 2 != 0) return "the head dim must be even (rotary pairs)";
   if (s->heads % s->kv_heads != 0) return "num_attention_heads must be a multiple of num_key_value_heads";
-  if (s->kv_heads % s->tp != 0 || s->heads % s->tp != 0) return "the attention and kv heads must be divisible by --tp";
-  if (s->ffn % s->tp != 0 || s->vocab % s->tp != 0) return "the intermediate size and vocab must be divisible by --tp";
+  if (s->heads % s->tp != 0) return "the attention heads must be divisible by --tp";
+  if (s->kv_heads % s->tp != 0 && s->tp % s->kv_heads != 0)
+    return "the kv heads must be divisible by --tp or divide it (then each is copied to tp/kv_heads devices)";
+  if (kv_copies(s) > 16) return "--tp may copy each kv head to at most 16 devices";
+  if (s->ffn % s->tp != 0) return "the intermediate size must be divisible by --tp";
+  if (padded_vocab(s) - s->vocab > s->vocab) return "the vocab must be at least --tp - 1";
   if (s->seq < 1 || s->batch < 1 || s->seq > 1000000 || s->batch > 1000000) return "--seq and --batch must be positive";
   if (s->cache < s->seq) return "--cache must be at least --seq";
   if (s->cache > LLAMA_MAX_CACHE) return "--cache must be at most 1000000";
@@ -163,8 +175,9 @@ static void write_params(writer *w) {
     names n = {.n = 0};
     param1(w, weight_name(&n, s, b, W_ATTN_NORM), s->hidden, st);
     param2(w, weight_name(&n, s, b, W_Q), qd, s->hidden, 0, st);
-    param2(w, weight_name(&n, s, b, W_K), kvd, s->hidden, 0, st);
-    param2(w, weight_name(&n, s, b, W_V), kvd, s->hidden, 0, st);
+    int kv_split = kv_copies(s) > 1 ? -1 : 0; /* copied kv heads: whole K/V on every device */
+    param2(w, weight_name(&n, s, b, W_K), kvd, s->hidden, kv_split, st);
+    param2(w, weight_name(&n, s, b, W_V), kvd, s->hidden, kv_split, st);
     param2(w, weight_name(&n, s, b, W_O), s->hidden, qd, 1, st);
     param1(w, weight_name(&n, s, b, W_FFN_NORM), s->hidden, st);
     param2(w, weight_name(&n, s, b, W_GATE), s->ffn, s->hidden, 0, st);
@@ -172,8 +185,8 @@ static void write_params(writer *w) {
     param2(w, weight_name(&n, s, b, W_DOWN), s->hidden, s->ffn, 1, st);
     if (s->qkv_bias || s->attn_bias) {
       param1_split(w, weight_name(&n, s, b, B_Q), qd, st);
-      param1_split(w, weight_name(&n, s, b, B_K), kvd, st);
-      param1_split(w, weight_name(&n, s, b, B_V), kvd, st);
+      tensor_decl(w, weight_name(&n, s, b, B_K), s->dtype, 1, &kvd, kv_split, st, false);
+      tensor_decl(w, weight_name(&n, s, b, B_V), s->dtype, 1, &kvd, kv_split, st, false);
     }
     if (s->attn_bias) param1(w, weight_name(&n, s, b, B_O), s->hidden, st); /* added after the all_reduce */
     if (s->mlp_bias) {
@@ -183,14 +196,14 @@ static void write_params(writer *w) {
     }
   }
   param1(w, norm_name(s), s->hidden, s->pp - 1);
-  if (!s->tied) param2(w, head_name(s), s->vocab, s->hidden, 0, s->pp - 1);
+  if (!s->tied) param2(w, head_name(s), s->vocab, s->hidden, padded_vocab(s) == s->vocab ? 0 : -1, s->pp - 1);
   close_array(w);
 }
 
 static void write_inputs(writer *w) {
   const llama_spec *s = w->s;
   open_array(w, "inputs");
-  long tokens[2] = {s->batch, s->seq}, cache[4] = {s->batch, s->cache, s->kv_heads, s->head_dim};
+  long tokens[2] = {s->batch, s->seq}, cache[4] = {s->batch, s->cache, s->kv_heads * kv_copies(s), s->head_dim};
   tensor_decl(w, "tokens", "i64", 2, tokens, -1, 0, false);
   long row_pos[2] = {s->batch, s->seq}; /* per row: rotary, cache writes and masks per row */
   if (s->row_positions) tensor_decl(w, "positions", "i64", 2, row_pos, -1, 0, false);
@@ -230,6 +243,36 @@ static void row_projection(writer *w, names *n, long b, const char *x, block_wei
   if (has_bias) OP2(w, "add", reduced, weight_name(n, w->s, b, bias), result, NULL);
 }
 
+/* [B, S, kv*D] -> [B, S, kv, D], split over heads; with copied kv heads
+ * (kv_copies > 1) the whole projection is on every device, each head is
+ * repeated next to itself ([B, S, kv, copies, D], a concat) and every
+ * device keeps its own copy (reshard_split: a local slice). */
+static void kv_heads(writer *w, names *n, long b, const char *x, const char *result) {
+  const llama_spec *s = w->s;
+  long copies = kv_copies(s), D = s->head_dim;
+  char attrs[160];
+  if (copies == 1) {
+    reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->kv_heads, D);
+    OP1(w, "reshape", x, result, attrs);
+    return;
+  }
+  char one[96], many[96], flat[96];
+  snprintf(one, sizeof one, "%s_one", result);
+  snprintf(many, sizeof many, "%s_copies", result);
+  snprintf(flat, sizeof flat, "%s_all", result);
+  snprintf(attrs, sizeof attrs, "\"shape\": [-1, %ld, %ld, 1, %ld]", s->seq, s->kv_heads, D);
+  OP1(w, "reshape", x, one, attrs);
+  const char *in[17];
+  for (long k = 0; k < copies; k++) in[k] = one;
+  in[copies] = NULL;
+  op(w, "concat", in, many, "\"dim\": 3");
+  reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->kv_heads * copies, D);
+  OP1(w, "reshape", many, flat, attrs);
+  OP1(w, "reshard_split", flat, result, "\"dim\": 2");
+  (void)n;
+  (void)b;
+}
+
 static void write_attention(writer *w, long b, const char *h, const char *pos) {
   const llama_spec *s = w->s;
   long D = s->head_dim;
@@ -250,9 +293,8 @@ static void write_attention(writer *w, long b, const char *h, const char *pos) {
   projection(w, &n, b, h, W_V, B_V, qkv_bias, nm(&n, b, "v"));
   reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->heads, D);
   OP1(w, "reshape", nm(&n, b, "q"), nm(&n, b, "q_heads"), attrs);
-  reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->kv_heads, D);
-  OP1(w, "reshape", nm(&n, b, "k"), nm(&n, b, "k_heads"), attrs);
-  OP1(w, "reshape", nm(&n, b, "v"), nm(&n, b, "v_heads"), attrs);
+  kv_heads(w, &n, b, nm(&n, b, "k"), nm(&n, b, "k_heads"));
+  kv_heads(w, &n, b, nm(&n, b, "v"), nm(&n, b, "v_heads"));
   OP2(w, "rotary", nm(&n, b, "q_heads"), pos, nm(&n, b, "q_rot"), theta);
   OP2(w, "rotary", nm(&n, b, "k_heads"), pos, nm(&n, b, "k_rot"), theta);
   OP3(w, "index_copy", nm(&n, b, "k_cache"), pos, nm(&n, b, "k_rot"), nm(&n, b, "k_cache_new"), "\"dim\": 1");
@@ -314,6 +356,19 @@ static void write_block(writer *w, long b, const char *x, char *pos, size_t pos_
   OP2(w, "add", nm(&n, b, "mid"), nm(&n, b, "ffn_out"), nm(&n, b, "out"), NULL);
 }
 
+/* The head [V, hidden] (whole, on the last stage) padded with zero rows to
+ * a multiple of T, then split over vocab rows: head_weight. The zero rows
+ * are a slice of the table minus itself (the weights are finite). */
+static void head_pad(writer *w, const char *table) {
+  const llama_spec *s = w->s;
+  char attrs[96];
+  snprintf(attrs, sizeof attrs, "\"dim\": 0, \"start\": 0, \"end\": %ld", padded_vocab(s) - s->vocab);
+  OP1(w, "slice", table, "head_pad_rows", attrs);
+  OP2(w, "sub", "head_pad_rows", "head_pad_rows", "head_pad", NULL);
+  OP2(w, "concat", table, "head_pad", "head_padded", "\"dim\": 0");
+  OP1(w, "reshard_split", "head_padded", "head_weight", "\"dim\": 0");
+}
+
 static void write_ops(writer *w) {
   const llama_spec *s = w->s;
   open_array(w, "ops");
@@ -335,11 +390,21 @@ static void write_ops(writer *w) {
       OP1(w, "transfer", table, "head_table", attrs);
       table = "head_table";
     }
-    OP1(w, "reshard_split", table, "head_weight", "\"dim\": 0");
+    if (padded_vocab(s) == s->vocab) OP1(w, "reshard_split", table, "head_weight", "\"dim\": 0");
+    else head_pad(w, table);
+    head = "head_weight";
+  } else if (padded_vocab(s) != s->vocab) {
+    head_pad(w, head);
     head = "head_weight";
   }
-  OP2(w, "linear", "last_hidden", head, "logits_shards", NULL);
-  OP1(w, "all_gather", "logits_shards", "logits", NULL);
+  OP2(w, "linear", "last_hidden", head, padded_vocab(s) == s->vocab ? "logits_shards" : "logits_padded_shards", NULL);
+  if (padded_vocab(s) == s->vocab) {
+    OP1(w, "all_gather", "logits_shards", "logits", NULL);
+  } else { /* the pad columns are cut off: nothing downstream sees them */
+    OP1(w, "all_gather", "logits_padded_shards", "logits_padded", NULL);
+    snprintf(attrs, sizeof attrs, "\"dim\": 2, \"start\": 0, \"end\": %ld", s->vocab);
+    OP1(w, "slice", "logits_padded", "logits", attrs);
+  }
   OP1(w, "argmax", "logits", "next_token", "\"dim\": -1");
   fputs("\n  ],\n", w->out);
 }

@@ -667,6 +667,17 @@ static ppcc_status shard_reshape(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   int64_t before = 1;
   for (int i = 0; i < l.dim; i++) before *= x->shape[i];
   int64_t prod = 1;
+  /* the same dim index where it starts at the same offset: [1, 1, 8]
+   * split(2, 1) -> [1, 1, 1, 8] (one kv head) splits the heads dim 2 like
+   * any other head count, not the head dim */
+  for (int j = 0; j < o->rank && j <= l.dim; j++) {
+    if (j == l.dim && prod == before && o->shape[j] % l.count == 0 && o->shape[j] >= l.count) {
+      o->layout = split_layout(j, l.count);
+      return PPCC_OK;
+    }
+    prod *= o->shape[j];
+  }
+  prod = 1;
   for (int j = 0; j < o->rank; j++) {
     /* a size-1 dim is skipped when a later one starts at the same offset:
      * [1, 1, 32] split(2, 1) -> [1, 1, 2, 16] splits dim 2, not dim 0 */
