@@ -14,7 +14,7 @@ backends="interp"
   --prompt-ids 1 --max-new-tokens 1 --backend=jit >/dev/null 2>&1 && backends="interp jit"
 for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf_refs hf_rope_llama3:hf_rope_llama3 \
             hf_rope_linear:hf_rope_linear hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 hf_llama_bias:hf_llama_bias \
-            hf_mqa:hf_mqa; do
+            hf_mqa:hf_mqa hf_llama3:hf_llama3 llama3.gguf:hf_llama3 llama3_q8_0.gguf:llama3_q8_0_refs; do
   source=$src/testdata/llm/${pair%%:*}
   want="tokens: $(cat "$src/testdata/llm/${pair##*:}/ref_ids.txt")"
   for tp in 1 2; do

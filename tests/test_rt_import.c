@@ -39,8 +39,12 @@ static const checkpoint checkpoints[] = {
   /* one kv head, vocab 127: at TP2 the kv head is copied, the head padded
    * (tools/make_more_family_refs.py) */
   {"testdata/llm/hf_mqa", "testdata/llm/hf_mqa"},
+  /* Llama 3 rope scaling: config.json's rope_scaling, GGUF's rope_freqs.weight */
+  {"testdata/llm/hf_llama3", "testdata/llm/hf_llama3"},
+  {"testdata/llm/llama3.gguf", "testdata/llm/hf_llama3"},
+  {"testdata/llm/llama3_q8_0.gguf", "testdata/llm/llama3_q8_0_refs"},
 };
-#define N_CHECKPOINTS 9
+#define N_CHECKPOINTS 12
 
 static ppcc_host_tensor read_npy(const char *rel) {
   ppcc_host_tensor t;

@@ -11,9 +11,18 @@ Writes under testdata/llm/:
             127, untied, 2 layers, hidden 32: at --tp 2 the kv head is
             copied to both devices and the head is padded to 128 rows.
             zero_cache.npy has the TP2 graph's cache shape [1, 6, 2, 8].
+  hf_llama3/        LlamaForCausalLM, rope_scaling llama3 (factor 8, original
+                    context 64: all three frequency bands), 2 layers, hidden
+                    32, with testdata/tokenizers/qwen2's tokenizer
+  llama3.gguf       hf_llama3 by convert_hf_to_gguf.py, f32: llama.cpp keeps
+                    the rope scaling only as the tensor rope_freqs.weight
+                    (references: hf_llama3's)
+  llama3_q8_0.gguf  the same as q8_0; references in llama3_q8_0_refs/ from
+                    the gguf package's dequantization of it in the HF model
 The greedy ids are also checked against transformers' own
 generate(do_sample=False)."""
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -26,7 +35,56 @@ OUT = sys.argv[1] if len(sys.argv) > 1 else "testdata/llm"
 saved_argv, sys.argv = sys.argv, sys.argv[:1]
 import make_llm_refs as llm  # noqa: E402  (write_refs: the shared reference format)
 import make_family_refs as fam  # noqa: E402  (scaled: trained-like weights)
+import make_tokenizer_refs as tokrefs  # noqa: E402  (convert: convert_hf_to_gguf.py)
 sys.argv = saved_argv
+import gguf  # noqa: E402  (LLAMA_CPP_DIR's gguf-py, on the path by make_tokenizer_refs)
+TOKENIZERS = os.path.join(os.path.dirname(HERE), "testdata", "tokenizers")
+
+
+def dequantized_model(path, model, arch):
+    """model with the tensors of the GGUF file at path, dequantized by the
+    gguf package and mapped back to HF names (llama's q/k rows permuted back
+    from llama.cpp's interleaved-rotary order)."""
+    cfg = model.config
+    tmap = gguf.get_tensor_name_map(arch, cfg.num_hidden_layers)
+    tensors = {t.name: t for t in gguf.GGUFReader(path).tensors}
+    state = {}
+    for key, ref in model.state_dict().items():
+        name = tmap.get_name(key, try_suffixes=(".weight", ".bias"))
+        if name is None or name not in tensors:
+            assert key == "lm_head.weight" and cfg.tie_word_embeddings, f"{path}: no tensor for {key}"
+            name = "token_embd.weight"
+        t = tensors[name]
+        data = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32).reshape(ref.shape)
+        if arch == gguf.MODEL_ARCH.LLAMA and key.endswith(("q_proj.weight", "k_proj.weight")):
+            heads = cfg.num_attention_heads if "q_proj" in key else cfg.num_key_value_heads
+            data = llm.llama_cpp_unpermute(data, heads)
+        state[key] = torch.from_numpy(np.ascontiguousarray(data))
+    out = type(model)(cfg).eval()
+    out.load_state_dict(state)
+    kinds = sorted({t.tensor_type.name for t in tensors.values()})
+    print(f"{path}: {len(tensors)} tensors, types {kinds}")
+    return out
+
+
+def with_tokenizer(d, model, name="qwen2"):
+    """save_pretrained plus a shipped tokenizer (convert_hf_to_gguf needs one)."""
+    model.save_pretrained(d, safe_serialization=True)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(TOKENIZERS, name, f), os.path.join(d, f))
+
+
+def gguf_pair(d, model, stem, arch, pre="qwen2"):
+    """STEM.gguf (f32, the HF references apply) and STEM_q8_0.gguf with its
+    own references from the dequantized model."""
+    tokrefs.convert(d, os.path.join(OUT, stem + ".gguf"), pre)
+    q8 = os.path.join(OUT, stem + "_q8_0.gguf")
+    tokrefs.convert(d, q8, pre, "q8_0")
+    refs = os.path.join(OUT, stem + "_q8_0_refs")
+    os.makedirs(refs, exist_ok=True)
+    deq = dequantized_model(q8, model, arch)
+    llm.write_refs(refs, deq, llm.PROMPT)
+    check_generate(refs, deq)
 
 
 @torch.no_grad()
@@ -56,9 +114,28 @@ def hf_mqa():
     np.save(os.path.join(d, "zero_cache.npy"), np.zeros((1, len(llm.PROMPT), 2, 8), dtype=np.float32))
 
 
+def hf_llama3():
+    d = os.path.join(OUT, "hf_llama3")
+    os.makedirs(d, exist_ok=True)
+    cfg = LlamaConfig(vocab_size=420, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=10000.0,
+                      rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                    "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+                      tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+    model = fam.scaled(LlamaForCausalLM(cfg), 14)
+    with_tokenizer(d, model)
+    llm.write_refs(d, model, llm.PROMPT)
+    check_generate(d, model)
+    gguf_pair(d, model, "llama3", gguf.MODEL_ARCH.LLAMA)
+
+
 def main():
     torch.set_num_threads(1)
-    hf_mqa()
+    which = sys.argv[2:] or ["mqa", "llama3"]
+    if "mqa" in which:
+        hf_mqa()
+    if "llama3" in which:
+        hf_llama3()
 
 
 if __name__ == "__main__":

@@ -129,8 +129,8 @@ def tiny_model(kind, vocab, tok):
     return model
 
 
-def convert(src, dst, pre):
-    """llama.cpp's convert_hf_to_gguf.py (f32). A tiny trained BPE has no known
+def convert(src, dst, pre, outtype="f32"):
+    """llama.cpp's convert_hf_to_gguf.py (f32 unless outtype says). A tiny trained BPE has no known
     pre-tokenizer hash, so the converter is told which one it is."""
     code = ("import sys, runpy; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
             "import torch\n"  # an older torch lacks dtypes the converter names in a table
@@ -138,9 +138,10 @@ def convert(src, dst, pre):
             "    hasattr(torch, n) or setattr(torch, n, type(n, (), {}))\n"
             "import conversion.base as b\n"
             "b.TextModel.get_vocab_base_pre = lambda self, tok: %r\n"
-            "sys.argv = ['convert_hf_to_gguf.py', %r, '--outfile', %r, '--outtype', 'f32']\n"
+            "sys.argv = ['convert_hf_to_gguf.py', %r, '--outfile', %r, '--outtype', %r]\n"
             "runpy.run_path(%r, run_name='__main__')\n") % (
-        LLAMA_CPP, os.path.join(LLAMA_CPP, "gguf-py"), pre, src, dst, os.path.join(LLAMA_CPP, "convert_hf_to_gguf.py"))
+        LLAMA_CPP, os.path.join(LLAMA_CPP, "gguf-py"), pre, src, dst, outtype,
+        os.path.join(LLAMA_CPP, "convert_hf_to_gguf.py"))
     subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)
 
 

@@ -74,8 +74,6 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
     st = need_number(g, akey(a, "rope.scaling.factor"), true, 1.0, &s->rope_factor, d);
     if (st) return st;
   }
-  if (rt_gguf_find_tensor(g, "rope_freqs.weight"))
-    return ppcc_error(d, "%s: tensor 'rope_freqs.weight': per-frequency rope factors (Llama 3 in GGUF) are not supported", path);
   /* the head dim: key_length where given (it may differ from hidden/heads) */
   long value_len = 0;
   if (!rt_gguf_find_kv(g, akey(a, "attention.key_length")) && s->hidden % s->heads != 0)
@@ -93,6 +91,11 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
   if (rope_dims != s->head_dim)
     return ppcc_error(d, "%s: metadata key '%s': partial rotary (%ld of %ld head dims) is not supported", path,
                       akey(a, "rope.dimension_count"), rope_dims, s->head_dim);
+  /* Llama 3 in GGUF: the rope scaling as per-pair divisors of the frequencies */
+  const rt_gguf_tensor *freqs = rt_gguf_find_tensor(g, "rope_freqs.weight");
+  if (freqs && (freqs->n_dims != 1 || (long)freqs->ne[0] != s->head_dim / 2))
+    return ppcc_error(d, "%s: tensor 'rope_freqs.weight' must be [%ld] (half the head dim)", path, s->head_dim / 2);
+  s->rope_freqs = freqs != NULL;
   const rt_gguf_tensor *embd = rt_gguf_find_tensor(g, "token_embd.weight");
   if (!embd) return ppcc_error(d, "%s: tensor 'token_embd.weight' is missing", path);
   if (embd->n_dims != 2 || embd->ne[0] != s->hidden)

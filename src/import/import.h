@@ -36,6 +36,7 @@ typedef struct llama_spec {
   /* rope_scaling: factor 1 = none; orig_max_pos 0 = linear, else llama3 */
   double rope_factor, rope_low, rope_high;
   long rope_orig;
+  bool rope_freqs;  /* GGUF tensor rope_freqs.weight [head_dim/2]: per-pair frequency divisors (Llama 3) */
   bool tied;        /* the output head reuses the embedding table */
   bool attn_bias;   /* q/k/v/o projections have biases */
   bool qkv_bias;    /* q/k/v projections have biases (o has none) */

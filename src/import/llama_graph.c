@@ -195,6 +195,7 @@ static void write_params(writer *w) {
       param1(w, weight_name(&n, s, b, B_DOWN), s->hidden, st);
     }
   }
+  if (s->rope_freqs) param1(w, "rope_freqs.weight", s->head_dim / 2, 0); /* moved along with the positions */
   param1(w, norm_name(s), s->hidden, s->pp - 1);
   if (!s->tied) param2(w, head_name(s), s->vocab, s->hidden, padded_vocab(s) == s->vocab ? 0 : -1, s->pp - 1);
   close_array(w);
@@ -273,7 +274,7 @@ static void kv_heads(writer *w, names *n, long b, const char *x, const char *res
   (void)b;
 }
 
-static void write_attention(writer *w, long b, const char *h, const char *pos) {
+static void write_attention(writer *w, long b, const char *h, const char *pos, const char *freqs) {
   const llama_spec *s = w->s;
   long D = s->head_dim;
   char attrs[160], theta[320];
@@ -295,8 +296,13 @@ static void write_attention(writer *w, long b, const char *h, const char *pos) {
   OP1(w, "reshape", nm(&n, b, "q"), nm(&n, b, "q_heads"), attrs);
   kv_heads(w, &n, b, nm(&n, b, "k"), nm(&n, b, "k_heads"));
   kv_heads(w, &n, b, nm(&n, b, "v"), nm(&n, b, "v_heads"));
-  OP2(w, "rotary", nm(&n, b, "q_heads"), pos, nm(&n, b, "q_rot"), theta);
-  OP2(w, "rotary", nm(&n, b, "k_heads"), pos, nm(&n, b, "k_rot"), theta);
+  if (s->rope_freqs) {
+    OP3(w, "rotary", nm(&n, b, "q_heads"), pos, freqs, nm(&n, b, "q_rot"), theta);
+    OP3(w, "rotary", nm(&n, b, "k_heads"), pos, freqs, nm(&n, b, "k_rot"), theta);
+  } else {
+    OP2(w, "rotary", nm(&n, b, "q_heads"), pos, nm(&n, b, "q_rot"), theta);
+    OP2(w, "rotary", nm(&n, b, "k_heads"), pos, nm(&n, b, "k_rot"), theta);
+  }
   OP3(w, "index_copy", nm(&n, b, "k_cache"), pos, nm(&n, b, "k_rot"), nm(&n, b, "k_cache_new"), "\"dim\": 1");
   OP3(w, "index_copy", nm(&n, b, "v_cache"), pos, nm(&n, b, "v_heads"), nm(&n, b, "v_cache_new"), "\"dim\": 1");
   OP1(w, "permute", nm(&n, b, "q_rot"), nm(&n, b, "q_t"), perm_bshd);
@@ -333,8 +339,9 @@ static void stage_devices_attr(writer *w, long stage, char *buf, size_t size, bo
  * that starts a new stage gets both by explicit transfers: activations are
  * unpinned (DESIGN P4), so the stage's copy of the positions is what its
  * rotary, cache writes and attention meet (sharktank hands positions to
- * every stage too). `pos` is updated to the stage's copy. */
-static void write_block(writer *w, long b, const char *x, char *pos, size_t pos_len) {
+ * every stage too). `pos` is updated to the stage's copy; so are the
+ * rope frequency divisors `freqs` where the model has them. */
+static void write_block(writer *w, long b, const char *x, char *pos, char *freqs, size_t len) {
   const llama_spec *s = w->s;
   names n = {.n = 0};
   char eps[64], x_in[96];
@@ -346,10 +353,14 @@ static void write_block(writer *w, long b, const char *x, char *pos, size_t pos_
     OP1(w, "transfer", x, nm(&n, b, "in"), devices);
     snprintf(x_in, sizeof x_in, "blk.%ld.in", b);
     OP1(w, "transfer", pos, nm(&n, b, "positions"), devices);
-    snprintf(pos, pos_len, "blk.%ld.positions", b);
+    snprintf(pos, len, "blk.%ld.positions", b);
+    if (s->rope_freqs) {
+      OP1(w, "transfer", freqs, nm(&n, b, "rope_freqs"), devices);
+      snprintf(freqs, len, "blk.%ld.rope_freqs", b);
+    }
   }
   OP2(w, "rms_norm", x_in, weight_name(&n, s, b, W_ATTN_NORM), nm(&n, b, "attn_in"), eps);
-  write_attention(w, b, nm(&n, b, "attn_in"), pos);
+  write_attention(w, b, nm(&n, b, "attn_in"), pos, freqs);
   OP2(w, "add", x_in, nm(&n, b, "attn_out"), nm(&n, b, "mid"), NULL);
   OP2(w, "rms_norm", nm(&n, b, "mid"), weight_name(&n, s, b, W_FFN_NORM), nm(&n, b, "ffn_in"), eps);
   write_ffn(w, b, nm(&n, b, "ffn_in"));
@@ -373,9 +384,9 @@ static void write_ops(writer *w) {
   const llama_spec *s = w->s;
   open_array(w, "ops");
   OP2(w, "embedding", "tokens", embd_name(s), "embedded", NULL);
-  char x[64] = "embedded", pos[64] = "positions", attrs[256];
+  char x[64] = "embedded", pos[64] = "positions", freqs[64] = "rope_freqs.weight", attrs[256];
   for (long b = 0; b < s->layers; b++) {
-    write_block(w, b, x, pos, sizeof pos);
+    write_block(w, b, x, pos, freqs, sizeof pos);
     snprintf(x, sizeof x, "blk.%ld.out", b);
   }
   snprintf(attrs, sizeof attrs, "\"eps\": %.17g", s->eps);

@@ -951,6 +951,15 @@ static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   }
   st = check_rope_scaling(g, op, d);
   if (st) return st;
+  /* a third operand: per-pair frequency divisors [head_dim / 2] (llama.cpp's
+   * rope_freqs, Llama 3 in GGUF) */
+  const ppcc_value *ff = op->n_in > 2 ? IN(2) : NULL;
+  if (ff && (ff->rank != 1 || ff->shape[0] != x->shape[3] / 2 || !ppcc_dtype_is_float(ff->dtype))) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "shape mismatch: rotary's frequency factors '%s' must be float [%lld] (half the head dim)",
+             ff->name, (long long)(x->shape[3] / 2));
+    return op_error(g, op, d, msg);
+  }
   set_result(OUT(0), x);
   return PPCC_OK;
 }
@@ -972,7 +981,7 @@ static ppcc_status shard_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
     return layouts_error(g, op, d, "rotary needs whole sequences and head dims; split over batch or heads");
   if (is_kind(x, PPCC_LAYOUT_SPLIT) && x->layout.dim == 0 && IN(1)->rank == 2)
     return layouts_error(g, op, d, "per-row positions [batch, seq] need whole batch rows; split over heads");
-  if (!params_follow(g, op, 1)) return layouts_error(g, op, d, "positions must be replicated like x");
+  if (!params_follow(g, op, 1)) return layouts_error(g, op, d, "positions and frequency factors must be replicated like x");
   OUT(0)->layout = x->layout;
   return PPCC_OK;
 }
@@ -1409,6 +1418,7 @@ static const char *batch_first_only(const ppcc_graph *g, const ppcc_op *op, cons
 /* rotary: per-row positions [B, S] carry the batch with x; [S] are shared. */
 static const char *batch_rotary(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
   if (CARRIES(1) && IN(1)->rank != 2) return "its positions [seq] would depend on the batch";
+  if (op->n_in > 2 && CARRIES(2)) return "its frequency factors would depend on the batch";
   return NULL;
 }
 
