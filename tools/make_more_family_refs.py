@@ -19,15 +19,22 @@ Writes under testdata/llm/:
                     (references: hf_llama3's)
   llama3_q8_0.gguf  the same as q8_0; references in llama3_q8_0_refs/ from
                     the gguf package's dequantization of it in the HF model
+  hf_phi3/, phi3.gguf, phi3_q8_0.gguf(+_refs)
+                    Phi3ForCausalLM: fused qkv_proj and gate_up_proj, 4 heads
+                    / 2 kv heads, vocab 421 (odd: padded at --tp 2), untied
+  hf_gpt2/, gpt2.gguf, gpt2_q8_0.gguf(+_refs)
+                    GPT2LMHeadModel: LayerNorm with bias, learned positions,
+                    gelu_new (tanh), Conv1D [in, out] weights, tied head
 The greedy ids are also checked against transformers' own
 generate(do_sample=False)."""
+import json
 import os
 import shutil
 import sys
 
 import numpy as np
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Phi3Config, Phi3ForCausalLM
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -56,6 +63,8 @@ def dequantized_model(path, model, arch):
             name = "token_embd.weight"
         t = tensors[name]
         data = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32).reshape(ref.shape)
+        if arch == gguf.MODEL_ARCH.GPT2 and key.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")):
+            data = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32).reshape(ref.shape[::-1]).T
         if arch == gguf.MODEL_ARCH.LLAMA and key.endswith(("q_proj.weight", "k_proj.weight")):
             heads = cfg.num_attention_heads if "q_proj" in key else cfg.num_key_value_heads
             data = llm.llama_cpp_unpermute(data, heads)
@@ -67,11 +76,16 @@ def dequantized_model(path, model, arch):
     return out
 
 
-def with_tokenizer(d, model, name="qwen2"):
+def with_tokenizer(d, model, name="qwen2", tokenizer_class=None):
     """save_pretrained plus a shipped tokenizer (convert_hf_to_gguf needs one)."""
     model.save_pretrained(d, safe_serialization=True)
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(TOKENIZERS, name, f), os.path.join(d, f))
+    if tokenizer_class:  # the converter's choice of vocab reader (Phi-3: GPT2Tokenizer -> BPE)
+        path = os.path.join(d, "tokenizer_config.json")
+        cfg = json.load(open(path))
+        cfg["tokenizer_class"] = tokenizer_class
+        json.dump(cfg, open(path, "w"), indent=2)
 
 
 def gguf_pair(d, model, stem, arch, pre="qwen2"):
@@ -129,13 +143,59 @@ def hf_llama3():
     gguf_pair(d, model, "llama3", gguf.MODEL_ARCH.LLAMA)
 
 
+def hf_phi3():
+    d = os.path.join(OUT, "hf_phi3")
+    os.makedirs(d, exist_ok=True)
+    cfg = Phi3Config(vocab_size=421, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+                     num_key_value_heads=2, max_position_embeddings=64, original_max_position_embeddings=64,
+                     rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False, sliding_window=None,
+                     bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    model = fam.scaled(Phi3ForCausalLM(cfg), 15)
+    with_tokenizer(d, model, tokenizer_class="GPT2Tokenizer")
+    llm.write_refs(d, model, llm.PROMPT)
+    check_generate(d, model)
+    gguf_pair(d, model, "phi3", gguf.MODEL_ARCH.PHI3)
+
+
+def hf_gpt2():
+    d = os.path.join(OUT, "hf_gpt2")
+    os.makedirs(d, exist_ok=True)
+    cfg = GPT2Config(vocab_size=420, n_positions=64, n_embd=32, n_layer=2, n_head=4, activation_function="gelu_new",
+                     layer_norm_epsilon=1e-5, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
+    model = GPT2LMHeadModel(cfg).eval()
+    torch.manual_seed(16)
+    with torch.no_grad():  # trained-like scales; Conv1D weights are [in, out]
+        for name, p in model.named_parameters():
+            if name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")):
+                p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            elif name.endswith("bias"):
+                p.copy_(0.2 * torch.randn_like(p))
+            elif "wte" in name or "wpe" in name:
+                p.copy_(torch.randn_like(p) * (0.5 if "wte" in name else 1.0))
+            else:
+                p.copy_(torch.randn_like(p) * 1.5 / p.shape[0] ** 0.5)
+    with_tokenizer(d, model)
+    path = os.path.join(d, "config.json")  # n_ctx as OpenAI's gpt2 config has it (the converter reads it)
+    saved = json.load(open(path))
+    saved["n_ctx"] = cfg.n_positions
+    json.dump(saved, open(path, "w"), indent=2)
+    model.config.num_key_value_heads = cfg.n_head  # (after saving) for write_refs' zero_cache.npy
+    llm.write_refs(d, model, llm.PROMPT)
+    check_generate(d, model)
+    gguf_pair(d, model, "gpt2", gguf.MODEL_ARCH.GPT2)
+
+
 def main():
     torch.set_num_threads(1)
-    which = sys.argv[2:] or ["mqa", "llama3"]
+    which = sys.argv[2:] or ["mqa", "llama3", "phi3", "gpt2"]
     if "mqa" in which:
         hf_mqa()
     if "llama3" in which:
         hf_llama3()
+    if "phi3" in which:
+        hf_phi3()
+    if "gpt2" in which:
+        hf_gpt2()
 
 
 if __name__ == "__main__":
