@@ -36,6 +36,17 @@ static const checkpoint checkpoints[] = {
   {"testdata/llm/hf_qwen2", "testdata/llm/hf_qwen2"},
   {"testdata/llm/qwen2.gguf", "testdata/llm/hf_qwen2"},
   {"testdata/llm/hf_llama_bias", "testdata/llm/hf_llama_bias"},
+  /* tools/make_family_refs2.py: sliding windows, Gemma, Gemma 2, Qwen3 */
+  {"testdata/llm/hf_mistral_swa", "testdata/llm/hf_mistral_swa"},
+  {"testdata/llm/hf_gemma", "testdata/llm/hf_gemma"},
+  {"testdata/llm/gemma.gguf", "testdata/llm/hf_gemma"},
+  {"testdata/llm/gemma_q8_0.gguf", "testdata/llm/gemma_q8_0_refs"},
+  {"testdata/llm/hf_gemma2", "testdata/llm/hf_gemma2"},
+  {"testdata/llm/gemma2.gguf", "testdata/llm/gemma2_gguf_refs"},
+  {"testdata/llm/gemma2_q8_0.gguf", "testdata/llm/gemma2_q8_0_refs"},
+  {"testdata/llm/hf_qwen3", "testdata/llm/hf_qwen3"},
+  {"testdata/llm/qwen3.gguf", "testdata/llm/hf_qwen3"},
+  {"testdata/llm/qwen3_q8_0.gguf", "testdata/llm/qwen3_q8_0_refs"},
   /* one kv head, vocab 127: at TP2 the kv head is copied, the head padded
    * (tools/make_more_family_refs.py) */
   {"testdata/llm/hf_mqa", "testdata/llm/hf_mqa"},
@@ -44,7 +55,7 @@ static const checkpoint checkpoints[] = {
   {"testdata/llm/llama3.gguf", "testdata/llm/hf_llama3"},
   {"testdata/llm/llama3_q8_0.gguf", "testdata/llm/llama3_q8_0_refs"},
 };
-#define N_CHECKPOINTS 12
+#define N_CHECKPOINTS 22
 
 static ppcc_host_tensor read_npy(const char *rel) {
   ppcc_host_tensor t;
@@ -428,12 +439,55 @@ START_TEST(bad_configs_name_the_key) {
   expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 2.0}",
                       "'rope_scaling'");
   expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"linear\"}", "'rope_scaling.factor'");
-  expect_config_error("\"attention_bias\": false", "\"attention_bias\": false, \"sliding_window\": 4096", "'sliding_window': 4096");
-  expect_config_error("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", "'hidden_act'");
+  expect_config_error("\"hidden_act\": \"silu\"", "\"hidden_act\": \"relu\"", "'hidden_act'");
   expect_config_error("\"num_hidden_layers\": 2", "\"num_hidden_layers\": \"two\"", "'num_hidden_layers'");
   expect_config_error("\"vocab_size\": 128", "\"vocab\": 128", "'vocab_size'");
   expect_config_error("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3", "'num_key_value_heads'");
   expect_config_error("LlamaForCausalLM", "Llama\\u0000ForCausalLM", "field 'architectures': escaped NUL");
+}
+END_TEST
+
+/* hf_untied_f32's config.json with `from` replaced by `to` (twice: the
+ * second pair may be NULL): the spec it gives, or the error. */
+static ppcc_status spec_with(const char *from, const char *to, const char *from2, const char *to2, llama_spec *s,
+                             ppcc_diag *d) {
+  char *dir = copy_checkpoint();
+  edit(dir, "config.json", from, to);
+  if (from2) edit(dir, "config.json", from2, to2);
+  *s = (llama_spec){0};
+  ppcc_diag_init(d, dir, NULL);
+  ppcc_status st = llama_spec_from_hf(dir, s, d);
+  t_remove_tree(dir);
+  free(dir);
+  return st;
+}
+
+/* sliding_window as each family's transformers model reads it: Mistral's
+ * on every layer, Gemma 2's on even layers, Llama's ignored, Qwen2's only
+ * with use_sliding_window (refused: max_window_layers is not implemented). */
+START_TEST(sliding_window_by_family) {
+  llama_spec s;
+  ppcc_diag d;
+  const char *bias = "\"attention_bias\": false", *window = "\"attention_bias\": false, \"sliding_window\": 4";
+  ck_assert_int_eq(spec_with("LlamaForCausalLM", "MistralForCausalLM", bias, window, &s, &d), PPCC_OK);
+  ck_assert_int_eq(s.window, 4);
+  ck_assert(llama_layer_windowed(&s, 0) && llama_layer_windowed(&s, 1));
+  ck_assert_int_eq(spec_with(bias, window, NULL, NULL, &s, &d), PPCC_OK);
+  ck_assert_int_eq(s.window, 0);
+  ck_assert_int_eq(spec_with("LlamaForCausalLM", "Gemma2ForCausalLM", bias, window, &s, &d), PPCC_OK);
+  ck_assert(llama_layer_windowed(&s, 0) && !llama_layer_windowed(&s, 1) && llama_layer_windowed(&s, 2));
+  ck_assert(s.post_norms && s.norm_offset == 1 && s.embed_scale > 0 && strcmp(s.act, "gelu_tanh") == 0);
+  ck_assert_int_eq(spec_with("LlamaForCausalLM", "Qwen2ForCausalLM", bias, window, &s, &d), PPCC_OK);
+  ck_assert_int_eq(s.window, 0);
+  ck_assert(spec_with("LlamaForCausalLM", "Qwen2ForCausalLM", bias,
+                      "\"attention_bias\": false, \"sliding_window\": 4, \"use_sliding_window\": true", &s, &d) != PPCC_OK);
+  expect_message(&d, "config.json", "'use_sliding_window': true (with sliding_window 4)");
+  ck_assert(spec_with("LlamaForCausalLM", "MistralForCausalLM", bias, "\"attention_bias\": false, \"sliding_window\": 0",
+                      &s, &d) != PPCC_OK);
+  expect_message(&d, "config.json", "'sliding_window'");
+  ck_assert(spec_with("LlamaForCausalLM", "Gemma2ForCausalLM", bias,
+                      "\"attention_bias\": false, \"hidden_activation\": \"relu\"", &s, &d) != PPCC_OK);
+  expect_message(&d, "config.json", "'hidden_activation'");
 }
 END_TEST
 
@@ -628,6 +682,7 @@ int main(void) {
   tcase_add_loop_test(tc, cli_import_and_run_check, 0, N_CHECKPOINTS);
   tcase_add_test(tc, k_quants_match_the_gguf_package);
   tcase_add_test(tc, bad_configs_name_the_key);
+  tcase_add_test(tc, sliding_window_by_family);
   tcase_add_test(tc, hf_config_duplicate_key_last_wins);
   tcase_add_test(tc, bad_checkpoints_name_file_and_tensor);
   tcase_add_test(tc, bad_gguf_files_name_file_and_tensor);

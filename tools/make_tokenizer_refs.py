@@ -130,8 +130,9 @@ def tiny_model(kind, vocab, tok):
 
 
 def convert(src, dst, pre, outtype="f32"):
-    """llama.cpp's convert_hf_to_gguf.py (f32 unless outtype says). A tiny trained BPE has no known
-    pre-tokenizer hash, so the converter is told which one it is."""
+    """llama.cpp's convert_hf_to_gguf.py (f32, or outtype: q8_0...). A tiny
+    trained BPE has no known pre-tokenizer hash, so the converter is told
+    which one it is."""
     code = ("import sys, runpy; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
             "import torch\n"  # an older torch lacks dtypes the converter names in a table
             "for n in ('float8_e4m3fn', 'float8_e5m2', 'uint16', 'uint32', 'uint64'):\n"
@@ -140,8 +141,7 @@ def convert(src, dst, pre, outtype="f32"):
             "b.TextModel.get_vocab_base_pre = lambda self, tok: %r\n"
             "sys.argv = ['convert_hf_to_gguf.py', %r, '--outfile', %r, '--outtype', %r]\n"
             "runpy.run_path(%r, run_name='__main__')\n") % (
-        LLAMA_CPP, os.path.join(LLAMA_CPP, "gguf-py"), pre, src, dst, outtype,
-        os.path.join(LLAMA_CPP, "convert_hf_to_gguf.py"))
+        LLAMA_CPP, os.path.join(LLAMA_CPP, "gguf-py"), pre, src, dst, outtype, os.path.join(LLAMA_CPP, "convert_hf_to_gguf.py"))
     subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)
 
 

@@ -6,10 +6,17 @@
 #include "import.h"
 
 static const llama_family families[] = {
-  /* hf_arch               model_type  gguf_arch  qkv_bias window_flag */
-  {"LlamaForCausalLM",    "llama",    "llama",   false,   false},
-  {"MistralForCausalLM",  "mistral",  "llama",   false,   false},
-  {"Qwen2ForCausalLM",    "qwen2",    "qwen2",   true,    true},
+  {.hf_arch = "LlamaForCausalLM", .model_type = "llama", .gguf_arch = "llama", .act_key = "hidden_act", .act = "silu"},
+  {.hf_arch = "MistralForCausalLM", .model_type = "mistral", .gguf_arch = "llama", .window = LLAMA_WINDOW_USED,
+   .act_key = "hidden_act", .act = "silu"},
+  {.hf_arch = "Qwen2ForCausalLM", .model_type = "qwen2", .gguf_arch = "qwen2", .qkv_bias = true, .window = LLAMA_WINDOW_FLAGGED,
+   .act_key = "hidden_act", .act = "silu"},
+  {.hf_arch = "Qwen3ForCausalLM", .model_type = "qwen3", .gguf_arch = "qwen3", .qk_norm = true, .window = LLAMA_WINDOW_FLAGGED,
+   .act_key = "hidden_act", .act = "silu"},
+  {.hf_arch = "GemmaForCausalLM", .model_type = "gemma", .gguf_arch = "gemma", .hf_norm_offset = 1, .embed_scale = true,
+   .act_key = "hidden_activation", .act = "gelu_tanh"},
+  {.hf_arch = "Gemma2ForCausalLM", .model_type = "gemma2", .gguf_arch = "gemma2", .hf_norm_offset = 1,
+   .embed_scale = true, .post_norms = true, .window = LLAMA_WINDOW_USED, .window_period = 2, .act_key = "hidden_activation", .act = "gelu_tanh"},
 };
 #define N_FAMILIES (sizeof families / sizeof *families)
 
@@ -23,6 +30,20 @@ const llama_family *llama_family_of_hf(const char *arch, const char *model_type)
 const llama_family *llama_family_of_gguf(const char *arch) {
   for (size_t i = 0; arch && i < N_FAMILIES; i++)
     if (strcmp(arch, families[i].gguf_arch) == 0) return &families[i];
+  return NULL;
+}
+
+bool llama_layer_windowed(const llama_spec *s, long b) {
+  return s->window > 0 && (s->window_period <= 1 || b % s->window_period == 0);
+}
+
+/* The activation op of an HF hidden_act / hidden_activation value, or NULL. */
+const char *llama_activation_op(const char *hf_name) {
+  static const char *const names[][2] = {
+    {"silu", "silu"}, {"swish", "silu"}, {"gelu", "gelu"}, {"gelu_pytorch_tanh", "gelu_tanh"}, {"gelu_new", "gelu_tanh"},
+  };
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (strcmp(hf_name, names[i][0]) == 0) return names[i][1];
   return NULL;
 }
 

@@ -1,9 +1,10 @@
 /* GGUF files (llama.cpp / sharktank): general.architecture names a family
- * of families.c (llama, qwen2); its ARCH.* metadata fills the same
+ * of families.c (llama, qwen2, qwen3, gemma, gemma2); its ARCH.* metadata fills the same
  * llama_spec as an HF config. Tensors keep GGUF's names (token_embd.weight,
  * blk.N.attn_q.weight, ...), read by `ppcc run --weights FILE.gguf`, which
  * dequantizes them and permutes attn_q/attn_k rows back from llama.cpp's
  * interleaved-rotary order (src/runtime/io/weights_sources.c). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,6 +35,14 @@ static ppcc_status need_int(const rt_gguf *g, const char *key, bool required, lo
   return PPCC_OK;
 }
 
+/* A sliding window: absent or 0 (llama.cpp writes 0 for none) is none. */
+static ppcc_status window_of(const rt_gguf *g, const char *key, long *out, ppcc_diag *d) {
+  const rt_gguf_kv *kv = rt_gguf_find_kv(g, key);
+  *out = 0;
+  if (!kv || (kv->type != GGUF_KV_STRING && kv->type != GGUF_KV_ARRAY && kv->number == 0)) return PPCC_OK;
+  return need_int(g, key, false, 0, out, d);
+}
+
 /* "ARCH.suffix": the family's metadata key */
 static const char *akey(const char *arch, const char *suffix) {
   static char buf[4][128];
@@ -53,6 +62,13 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
                       arch_kv->string, llama_family_list(true));
   const char *a = family->gguf_arch;
   s->qkv_bias = family->qkv_bias;
+  /* llama.cpp's converter stores Gemma's norms as 1 + w: no offset here */
+  s->norm_offset = 0;
+  s->post_norms = family->post_norms;
+  s->qk_norm = family->qk_norm;
+  s->act = family->act;
+  s->window_period = family->window_period;
+  s->attn_scale = 0; /* llama.cpp: 1/sqrt(key_length) (query_pre_attn_scalar is not stored) */
   ppcc_status st = need_int(g, akey(a, "embedding_length"), true, 0, &s->hidden, d);
   if (!st) st = need_int(g, akey(a, "feed_forward_length"), true, 0, &s->ffn, d);
   if (!st) st = need_int(g, akey(a, "block_count"), true, 0, &s->layers, d);
@@ -60,7 +76,11 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
   if (!st) st = need_int(g, akey(a, "attention.head_count_kv"), false, s->heads, &s->kv_heads, d);
   if (!st) st = need_number(g, akey(a, "attention.layer_norm_rms_epsilon"), false, 1e-5, &s->eps, d);
   if (!st) st = need_number(g, akey(a, "rope.freq_base"), false, 10000.0, &s->theta, d);
+  if (!st) st = need_number(g, akey(a, "attn_logit_softcapping"), false, 0, &s->attn_softcap, d);
+  if (!st) st = need_number(g, akey(a, "final_logit_softcapping"), false, 0, &s->final_softcap, d);
+  if (!st) st = window_of(g, akey(a, "attention.sliding_window"), &s->window, d);
   if (st) return st;
+  s->embed_scale = family->embed_scale ? (double)(float)sqrt((double)s->hidden) : 0;
   s->rope_factor = 1.0;
   s->rope_low = 1.0;
   s->rope_high = 4.0;

@@ -1,5 +1,5 @@
 /* Hugging Face decoder checkpoint directories: DIR/config.json of a
- * family in families.c (Llama, Mistral, Qwen2). The weights stay where they are
+ * family in families.c (Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma 2). The weights stay where they are
  * (DIR/model.safetensors or the shards named by
  * DIR/model.safetensors.index.json); the graph's params carry HF's own
  * tensor names so `ppcc run --weights DIR` reads them unchanged.
@@ -7,13 +7,15 @@
  * Keys read: architectures/model_type, hidden_size, intermediate_size,
  * num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim,
  * rms_norm_eps, rope_theta, rope_scaling, tie_word_embeddings,
- * attention_bias, mlp_bias, vocab_size, torch_dtype, hidden_act,
- * sliding_window (use_sliding_window for Qwen2). A key that would change the math in a way ppcc does not
+ * attention_bias, mlp_bias, vocab_size, torch_dtype, hidden_act (Gemma:
+ * hidden_activation), sliding_window (use_sliding_window for Qwen2/3),
+ * attn_logit_softcapping, final_logit_softcapping, query_pre_attn_scalar. A key that would change the math in a way ppcc does not
  * implement is an error naming it; other keys (tokenizer ids, dropout,
  * max_position_embeddings, ...) do not change a forward pass and are
  * ignored. */
 #include <cjson/cJSON.h>
 #include "ppcc/json_strict.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,25 +111,73 @@ static ppcc_status read_rope_scaling(const cJSON *root, const char *path, llama_
   return st;
 }
 
-/* Keys whose non-default values change the math in ways not implemented. */
-static ppcc_status check_unsupported(const cJSON *root, const char *path, const llama_family *f, ppcc_diag *d) {
-  const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
-  if (act && !cJSON_IsNull(act) && !(cJSON_IsString(act) && strcmp(act->valuestring, "silu") == 0))
-    return key_error(d, path, "hidden_act", "only \"silu\" is supported");
+/* A positive number or null/absent (then 0: off). */
+static ppcc_status optional_float_key(const cJSON *root, const char *path, const char *key, double *out, ppcc_diag *d) {
+  return float_key(root, path, key, 0.0, out, d);
+}
+
+/* The family's activation key (hidden_act; Gemma: hidden_activation, its
+ * hidden_act being ignored by transformers) as an op; the row's default
+ * when absent or null. */
+static ppcc_status read_activation(const cJSON *root, const char *path, const llama_family *f, llama_spec *s,
+                                   ppcc_diag *d) {
+  const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, f->act_key);
+  s->act = f->act;
+  if (!act || cJSON_IsNull(act)) return PPCC_OK;
+  if (cJSON_IsString(act) && (s->act = llama_activation_op(act->valuestring))) return PPCC_OK;
+  char msg[160];
+  snprintf(msg, sizeof msg, "'%.60s' is not supported (silu, gelu, gelu_pytorch_tanh, gelu_new)",
+           cJSON_IsString(act) ? act->valuestring : "?");
+  return key_error(d, path, f->act_key, msg);
+}
+
+/* sliding_window as the family's transformers model reads it: a positive
+ * window (Mistral; Gemma 2 on its even layers), ignored (Llama, Gemma), or
+ * for Qwen2/Qwen3 only with use_sliding_window, which this refuses (their
+ * max_window_layers split is not implemented). */
+static ppcc_status read_window(const cJSON *root, const char *path, const llama_family *f, llama_spec *s,
+                               ppcc_diag *d) {
   const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
-  bool window_used = !f->window_flag || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window"));
-  if (sw && !cJSON_IsNull(sw) && window_used) {
+  s->window = 0;
+  s->window_period = f->window_period;
+  if (!sw || cJSON_IsNull(sw) || f->window == LLAMA_WINDOW_IGNORED) return PPCC_OK;
+  if (f->window == LLAMA_WINDOW_FLAGGED) {
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window"))) return PPCC_OK;
     char msg[120];
-    snprintf(msg, sizeof msg, "%.0f: sliding-window attention is not supported (set it to null)",
+    snprintf(msg, sizeof msg, "true (with sliding_window %.0f): per-layer windows by max_window_layers are not supported",
              cJSON_IsNumber(sw) ? sw->valuedouble : -1.0);
-    return key_error(d, path, "sliding_window", msg);
+    return key_error(d, path, "use_sliding_window", msg);
   }
+  return int_key(root, path, "sliding_window", 0, &s->window, d);
+}
+
+/* Keys whose non-default values change the math in ways not implemented. */
+static ppcc_status check_unsupported(const cJSON *root, const char *path, ppcc_diag *d) {
   const cJSON *dt = cJSON_GetObjectItemCaseSensitive(root, "torch_dtype");
   if (dt && !cJSON_IsNull(dt) &&
       !(cJSON_IsString(dt) && (strcmp(dt->valuestring, "float32") == 0 || strcmp(dt->valuestring, "float16") == 0 ||
                                strcmp(dt->valuestring, "bfloat16") == 0)))
     return key_error(d, path, "torch_dtype", "must be float32, float16 or bfloat16");
   return PPCC_OK;
+}
+
+/* What the family row fixes and its optional keys (Gemma 2: logit
+ * soft-capping, query_pre_attn_scalar) set. */
+static ppcc_status read_family_keys(const cJSON *root, const char *path, const llama_family *f, llama_spec *s,
+                                    ppcc_diag *d) {
+  s->qkv_bias = f->qkv_bias;
+  s->norm_offset = f->hf_norm_offset;
+  s->embed_scale = f->embed_scale ? (double)(float)sqrt((double)s->hidden) : 0; /* transformers: an f32 tensor */
+  s->post_norms = f->post_norms;
+  s->qk_norm = f->qk_norm;
+  double query_scalar = 0;
+  ppcc_status st = read_activation(root, path, f, s, d);
+  if (!st) st = read_window(root, path, f, s, d);
+  if (!st) st = optional_float_key(root, path, "attn_logit_softcapping", &s->attn_softcap, d);
+  if (!st) st = optional_float_key(root, path, "final_logit_softcapping", &s->final_softcap, d);
+  if (!st) st = optional_float_key(root, path, "query_pre_attn_scalar", &query_scalar, d);
+  s->attn_scale = query_scalar > 0 ? 1.0 / sqrt(query_scalar) : 0;
+  return st;
 }
 
 ppcc_status llama_spec_from_hf_json(const char *path, const char *json, size_t len, llama_spec *s, ppcc_diag *d) {
@@ -150,12 +200,13 @@ ppcc_status llama_spec_from_hf_json(const char *path, const char *json, size_t l
   if (!st) st = int_key(root, path, "head_dim", s->hidden / s->heads, &s->head_dim, d);
   if (!st) st = float_key(root, path, "rms_norm_eps", 1e-6, &s->eps, d);
   if (!st) st = float_key(root, path, "rope_theta", 10000.0, &s->theta, d);
+  s->tied = true; /* transformers: an absent tie_word_embeddings is true (save_pretrained omits it then) */
   if (!st) st = bool_key(root, path, "tie_word_embeddings", &s->tied, d);
   if (!st) st = bool_key(root, path, "attention_bias", &s->attn_bias, d);
   if (!st) st = bool_key(root, path, "mlp_bias", &s->mlp_bias, d);
   if (!st) st = read_rope_scaling(root, path, s, d);
-  if (!st) st = check_unsupported(root, path, family, d);
-  if (!st) s->qkv_bias = family->qkv_bias;
+  if (!st) st = check_unsupported(root, path, d);
+  if (!st) st = read_family_keys(root, path, family, s, d);
   if (!st && s->heads % s->kv_heads != 0)
     st = key_error(d, path, "num_key_value_heads", "must divide num_attention_heads");
   if (!st && s->head_dim % 2 != 0) st = key_error(d, path, "head_dim", "must be even (rotary pairs)");

@@ -13,6 +13,11 @@
 
 typedef enum { LLAMA_NAMES_HF, LLAMA_NAMES_GGUF } llama_naming;
 
+/* config.json's sliding_window: ignored by transformers' model (Llama,
+ * Gemma), used (Mistral, Gemma 2), or used only when use_sliding_window is
+ * true (Qwen2, Qwen3). */
+typedef enum { LLAMA_WINDOW_IGNORED, LLAMA_WINDOW_USED, LLAMA_WINDOW_FLAGGED } llama_window_use;
+
 /* What differs between decoder families, as data: one row per family in
  * families.c. config.json and GGUF metadata both start from the row. */
 typedef struct llama_family {
@@ -20,7 +25,14 @@ typedef struct llama_family {
   const char *model_type; /* config.json model_type */
   const char *gguf_arch;  /* general.architecture, also its metadata keys' prefix */
   bool qkv_bias;          /* q/k/v projections always have biases (Qwen2) */
-  bool window_flag;       /* sliding_window applies only when use_sliding_window is true (Qwen2) */
+  llama_window_use window; /* what config.json's sliding_window means for the family */
+  double hf_norm_offset;  /* HF norms scale by (offset + w) (Gemma: 1; llama.cpp's converter adds it to the weights) */
+  bool embed_scale;       /* embeddings times sqrt(hidden) (Gemma) */
+  bool post_norms;        /* a norm after attention and after the MLP too, before each residual add (Gemma 2) */
+  bool qk_norm;           /* an RMSNorm over each q and k head before rotary (Qwen3) */
+  int window_period;      /* with a sliding window, only layers b % period == 0 use it (Gemma 2: 2); 0: all */
+  const char *act_key;    /* config.json key of the MLP activation ("hidden_act"; Gemma: "hidden_activation") */
+  const char *act;        /* the activation op when that key is absent or null (GGUF: always) */
 } llama_family;
 
 /* The row of a config.json architecture or model_type / a GGUF
@@ -28,6 +40,8 @@ typedef struct llama_family {
 const llama_family *llama_family_of_hf(const char *arch, const char *model_type);
 const llama_family *llama_family_of_gguf(const char *arch);
 const char *llama_family_list(bool gguf);
+/* The op of an HF activation name (silu, gelu, gelu_pytorch_tanh...), or NULL. */
+const char *llama_activation_op(const char *hf_name);
 
 typedef struct llama_spec {
   /* the model (from config.json or GGUF metadata) */
@@ -41,6 +55,14 @@ typedef struct llama_spec {
   bool attn_bias;   /* q/k/v/o projections have biases */
   bool qkv_bias;    /* q/k/v projections have biases (o has none) */
   bool mlp_bias;    /* gate/up/down have biases */
+  double norm_offset;     /* RMSNorms scale by (w + norm_offset) */
+  double embed_scale;     /* embeddings times this (0: not scaled) */
+  bool post_norms, qk_norm; /* as the family row */
+  const char *act;        /* the MLP's activation op: silu, gelu, gelu_tanh */
+  double attn_scale;      /* scores times this (0: 1/sqrt(head_dim)) */
+  double attn_softcap, final_softcap; /* x -> cap * tanh(x / cap) of scores / logits (0: none) */
+  long window;            /* sliding-window attention over this many positions (0: none) */
+  int window_period;      /* only layers b % period == 0 have the window (0: all) */
   llama_naming naming;
   /* the graph (from the command line) */
   long seq, batch, cache, tp, pp;
@@ -58,6 +80,9 @@ ppcc_status llama_spec_from_gguf(const char *path, llama_spec *s, ppcc_diag *d);
 /* Fills the model part of s from whatever SOURCE is: a directory (HF) or a
  * GGUF file. */
 ppcc_status llama_spec_from_source(const char *source, llama_spec *s, ppcc_diag *d);
+
+/* Whether layer b attends through the sliding window. */
+bool llama_layer_windowed(const llama_spec *s, long b);
 
 /* The longest KV cache a graph may have (positions). */
 enum { LLAMA_MAX_CACHE = 1000000 };

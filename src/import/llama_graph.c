@@ -123,7 +123,7 @@ static void op(writer *w, const char *kind, const char *const *in, const char *r
 
 typedef enum {
   W_ATTN_NORM, W_Q, W_K, W_V, W_O, W_FFN_NORM, W_GATE, W_UP, W_DOWN,
-  B_Q, B_K, B_V, B_O, B_GATE, B_UP, B_DOWN, W_COUNT
+  B_Q, B_K, B_V, B_O, B_GATE, B_UP, B_DOWN, W_POST_ATTN_NORM, W_POST_FFN_NORM, W_Q_NORM, W_K_NORM, W_COUNT
 } block_weight;
 
 static const char *const hf_block[W_COUNT] = {
@@ -132,11 +132,14 @@ static const char *const hf_block[W_COUNT] = {
   "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
   "self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias", "self_attn.o_proj.bias",
   "mlp.gate_proj.bias", "mlp.up_proj.bias", "mlp.down_proj.bias",
+  "post_attention_layernorm.weight", "post_feedforward_layernorm.weight", "self_attn.q_norm.weight",
+  "self_attn.k_norm.weight",
 };
 static const char *const gguf_block[W_COUNT] = {
   "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
   "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
   "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias",
+  "post_attention_norm.weight", "post_ffw_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight",
 };
 
 /* Rotating buffers for names used within one statement. */
@@ -147,7 +150,11 @@ typedef struct names {
 
 static const char *weight_name(names *n, const llama_spec *s, long b, block_weight k) {
   char *out = n->buf[n->n++ % 16];
-  if (s->naming == LLAMA_NAMES_HF) snprintf(out, 96, "model.layers.%ld.%s", b, hf_block[k]);
+  /* with post-norms (Gemma 2) HF's post_attention_layernorm follows
+   * attention and pre_feedforward_layernorm leads the MLP */
+  if (s->naming == LLAMA_NAMES_HF && s->post_norms && k == W_FFN_NORM)
+    snprintf(out, 96, "model.layers.%ld.pre_feedforward_layernorm.weight", b);
+  else if (s->naming == LLAMA_NAMES_HF) snprintf(out, 96, "model.layers.%ld.%s", b, hf_block[k]);
   else snprintf(out, 96, "blk.%ld.%s", b, gguf_block[k]);
   return out;
 }
@@ -183,6 +190,14 @@ static void write_params(writer *w) {
     param2(w, weight_name(&n, s, b, W_GATE), s->ffn, s->hidden, 0, st);
     param2(w, weight_name(&n, s, b, W_UP), s->ffn, s->hidden, 0, st);
     param2(w, weight_name(&n, s, b, W_DOWN), s->hidden, s->ffn, 1, st);
+    if (s->post_norms) {
+      param1(w, weight_name(&n, s, b, W_POST_ATTN_NORM), s->hidden, st);
+      param1(w, weight_name(&n, s, b, W_POST_FFN_NORM), s->hidden, st);
+    }
+    if (s->qk_norm) {
+      param1(w, weight_name(&n, s, b, W_Q_NORM), s->head_dim, st);
+      param1(w, weight_name(&n, s, b, W_K_NORM), s->head_dim, st);
+    }
     if (s->qkv_bias || s->attn_bias) {
       param1_split(w, weight_name(&n, s, b, B_Q), qd, st);
       tensor_decl(w, weight_name(&n, s, b, B_K), s->dtype, 1, &kvd, kv_split, st, false);
@@ -227,6 +242,25 @@ static void reshape_attr(char *buf, size_t n, long a, long b, long c3, long d4) 
 }
 
 static const char *const perm_bshd = "\"perm\": [0, 2, 1, 3]";
+
+/* rms_norm's attributes: eps, and the weight offset of (1 + w) norms. */
+static const char *norm_attrs(const llama_spec *s, char *buf, size_t n) {
+  if (s->norm_offset != 0) snprintf(buf, n, "\"eps\": %.17g, \"weight_offset\": %.17g", s->eps, s->norm_offset);
+  else snprintf(buf, n, "\"eps\": %.17g", s->eps);
+  return buf;
+}
+
+/* x -> cap * tanh(x / cap) as ops (Gemma 2's final logits). */
+static void soft_cap(writer *w, const char *x, double cap, const char *result) {
+  char attrs[64], scaled[96], capped[96];
+  snprintf(scaled, sizeof scaled, "%s_over_cap", result);
+  snprintf(capped, sizeof capped, "%s_tanh", result);
+  snprintf(attrs, sizeof attrs, "\"value\": %.17g", 1.0 / cap);
+  OP1(w, "scale", x, scaled, attrs);
+  OP1(w, "tanh", scaled, capped, NULL);
+  snprintf(attrs, sizeof attrs, "\"value\": %.17g", cap);
+  OP1(w, "scale", capped, result, attrs);
+}
 
 /* A column-parallel projection, with its bias when the spec has one. */
 static void projection(writer *w, names *n, long b, const char *x, block_weight weight, block_weight bias, bool has_bias,
@@ -296,20 +330,31 @@ static void write_attention(writer *w, long b, const char *h, const char *pos, c
   OP1(w, "reshape", nm(&n, b, "q"), nm(&n, b, "q_heads"), attrs);
   kv_heads(w, &n, b, nm(&n, b, "k"), nm(&n, b, "k_heads"));
   kv_heads(w, &n, b, nm(&n, b, "v"), nm(&n, b, "v_heads"));
+  const char *q_heads = nm(&n, b, "q_heads"), *k_heads = nm(&n, b, "k_heads");
+  if (s->qk_norm) { /* Qwen3: each head normalised over its D dims */
+    norm_attrs(s, attrs, sizeof attrs);
+    OP2(w, "rms_norm", q_heads, weight_name(&n, s, b, W_Q_NORM), nm(&n, b, "q_normed"), attrs);
+    OP2(w, "rms_norm", k_heads, weight_name(&n, s, b, W_K_NORM), nm(&n, b, "k_normed"), attrs);
+    q_heads = nm(&n, b, "q_normed");
+    k_heads = nm(&n, b, "k_normed");
+  }
   if (s->rope_freqs) {
-    OP3(w, "rotary", nm(&n, b, "q_heads"), pos, freqs, nm(&n, b, "q_rot"), theta);
-    OP3(w, "rotary", nm(&n, b, "k_heads"), pos, freqs, nm(&n, b, "k_rot"), theta);
+    OP3(w, "rotary", q_heads, pos, freqs, nm(&n, b, "q_rot"), theta);
+    OP3(w, "rotary", k_heads, pos, freqs, nm(&n, b, "k_rot"), theta);
   } else {
-    OP2(w, "rotary", nm(&n, b, "q_heads"), pos, nm(&n, b, "q_rot"), theta);
-    OP2(w, "rotary", nm(&n, b, "k_heads"), pos, nm(&n, b, "k_rot"), theta);
+    OP2(w, "rotary", q_heads, pos, nm(&n, b, "q_rot"), theta);
+    OP2(w, "rotary", k_heads, pos, nm(&n, b, "k_rot"), theta);
   }
   OP3(w, "index_copy", nm(&n, b, "k_cache"), pos, nm(&n, b, "k_rot"), nm(&n, b, "k_cache_new"), "\"dim\": 1");
   OP3(w, "index_copy", nm(&n, b, "v_cache"), pos, nm(&n, b, "v_heads"), nm(&n, b, "v_cache_new"), "\"dim\": 1");
   OP1(w, "permute", nm(&n, b, "q_rot"), nm(&n, b, "q_t"), perm_bshd);
   OP1(w, "permute", nm(&n, b, "k_cache_new"), nm(&n, b, "k_t"), perm_bshd);
   OP1(w, "permute", nm(&n, b, "v_cache_new"), nm(&n, b, "v_t"), perm_bshd);
-  OP4(w, "attention", nm(&n, b, "q_t"), nm(&n, b, "k_t"), nm(&n, b, "v_t"), pos, nm(&n, b, "attn"),
-      "\"causal\": true");
+  int len = snprintf(attrs, sizeof attrs, "\"causal\": true");
+  if (s->attn_scale > 0) len += snprintf(attrs + len, sizeof attrs - (size_t)len, ", \"scale\": %.17g", s->attn_scale);
+  if (llama_layer_windowed(s, b)) len += snprintf(attrs + len, sizeof attrs - (size_t)len, ", \"window\": %ld", s->window);
+  if (s->attn_softcap > 0) snprintf(attrs + len, sizeof attrs - (size_t)len, ", \"softcap\": %.17g", s->attn_softcap);
+  OP4(w, "attention", nm(&n, b, "q_t"), nm(&n, b, "k_t"), nm(&n, b, "v_t"), pos, nm(&n, b, "attn"), attrs);
   OP1(w, "permute", nm(&n, b, "attn"), nm(&n, b, "attn_bshd"), perm_bshd);
   reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->heads * D, 0);
   OP1(w, "reshape", nm(&n, b, "attn_bshd"), nm(&n, b, "attn_flat"), attrs);
@@ -322,7 +367,7 @@ static void write_ffn(writer *w, long b, const char *h) {
   names n = {.n = 0};
   projection(w, &n, b, h, W_GATE, B_GATE, s->mlp_bias, nm(&n, b, "gate"));
   projection(w, &n, b, h, W_UP, B_UP, s->mlp_bias, nm(&n, b, "up"));
-  OP1(w, "silu", nm(&n, b, "gate"), nm(&n, b, "gate_act"), NULL);
+  OP1(w, s->act ? s->act : "silu", nm(&n, b, "gate"), nm(&n, b, "gate_act"), NULL);
   OP2(w, "mul", nm(&n, b, "gate_act"), nm(&n, b, "up"), nm(&n, b, "swiglu"), NULL);
   row_projection(w, &n, b, nm(&n, b, "swiglu"), W_DOWN, B_DOWN, s->mlp_bias, nm(&n, b, "ffn_partial"),
                  nm(&n, b, "ffn_reduced"), nm(&n, b, "ffn_out"));
@@ -344,8 +389,8 @@ static void stage_devices_attr(writer *w, long stage, char *buf, size_t size, bo
 static void write_block(writer *w, long b, const char *x, char *pos, char *freqs, size_t len) {
   const llama_spec *s = w->s;
   names n = {.n = 0};
-  char eps[64], x_in[96];
-  snprintf(eps, sizeof eps, "\"eps\": %.17g", s->eps);
+  char eps[128], x_in[96];
+  norm_attrs(s, eps, sizeof eps);
   snprintf(x_in, sizeof x_in, "%s", x);
   if (b > 0 && stage_of(s, b) != stage_of(s, b - 1)) {
     char devices[256];
@@ -361,10 +406,19 @@ static void write_block(writer *w, long b, const char *x, char *pos, char *freqs
   }
   OP2(w, "rms_norm", x_in, weight_name(&n, s, b, W_ATTN_NORM), nm(&n, b, "attn_in"), eps);
   write_attention(w, b, nm(&n, b, "attn_in"), pos, freqs);
-  OP2(w, "add", x_in, nm(&n, b, "attn_out"), nm(&n, b, "mid"), NULL);
+  const char *attn_out = nm(&n, b, "attn_out"), *ffn_out = nm(&n, b, "ffn_out");
+  if (s->post_norms) { /* Gemma 2: each branch normalised again before its residual add */
+    OP2(w, "rms_norm", attn_out, weight_name(&n, s, b, W_POST_ATTN_NORM), nm(&n, b, "attn_post"), eps);
+    attn_out = nm(&n, b, "attn_post");
+  }
+  OP2(w, "add", x_in, attn_out, nm(&n, b, "mid"), NULL);
   OP2(w, "rms_norm", nm(&n, b, "mid"), weight_name(&n, s, b, W_FFN_NORM), nm(&n, b, "ffn_in"), eps);
   write_ffn(w, b, nm(&n, b, "ffn_in"));
-  OP2(w, "add", nm(&n, b, "mid"), nm(&n, b, "ffn_out"), nm(&n, b, "out"), NULL);
+  if (s->post_norms) {
+    OP2(w, "rms_norm", ffn_out, weight_name(&n, s, b, W_POST_FFN_NORM), nm(&n, b, "ffn_post"), eps);
+    ffn_out = nm(&n, b, "ffn_post");
+  }
+  OP2(w, "add", nm(&n, b, "mid"), ffn_out, nm(&n, b, "out"), NULL);
 }
 
 /* The head [V, hidden] (whole, on the last stage) padded with zero rows to
@@ -383,14 +437,19 @@ static void head_pad(writer *w, const char *table) {
 static void write_ops(writer *w) {
   const llama_spec *s = w->s;
   open_array(w, "ops");
-  OP2(w, "embedding", "tokens", embd_name(s), "embedded", NULL);
   char x[64] = "embedded", pos[64] = "positions", freqs[64] = "rope_freqs.weight", attrs[256];
+  if (s->embed_scale > 0) { /* Gemma: embeddings times sqrt(hidden) */
+    OP2(w, "embedding", "tokens", embd_name(s), "embedded_rows", NULL);
+    snprintf(attrs, sizeof attrs, "\"value\": %.17g", s->embed_scale);
+    OP1(w, "scale", "embedded_rows", "embedded", attrs);
+  } else {
+    OP2(w, "embedding", "tokens", embd_name(s), "embedded", NULL);
+  }
   for (long b = 0; b < s->layers; b++) {
     write_block(w, b, x, pos, freqs, sizeof pos);
     snprintf(x, sizeof x, "blk.%ld.out", b);
   }
-  snprintf(attrs, sizeof attrs, "\"eps\": %.17g", s->eps);
-  OP2(w, "rms_norm", x, norm_name(s), "final_norm", attrs);
+  OP2(w, "rms_norm", x, norm_name(s), "final_norm", norm_attrs(s, attrs, sizeof attrs));
   snprintf(attrs, sizeof attrs, "\"dim\": 1, \"start\": %ld, \"end\": %ld", s->seq - 1, s->seq);
   OP1(w, "slice", "final_norm", "last_hidden", attrs);
   const char *head = head_name(s);
@@ -408,13 +467,20 @@ static void write_ops(writer *w) {
     head_pad(w, head);
     head = "head_weight";
   }
-  OP2(w, "linear", "last_hidden", head, padded_vocab(s) == s->vocab ? "logits_shards" : "logits_padded_shards", NULL);
-  if (padded_vocab(s) == s->vocab) {
-    OP1(w, "all_gather", "logits_shards", "logits", NULL);
-  } else { /* the pad columns are cut off: nothing downstream sees them */
-    OP1(w, "all_gather", "logits_padded_shards", "logits_padded", NULL);
+  bool padded = padded_vocab(s) != s->vocab; /* the pad columns are cut off after the all_gather */
+  const char *shards = padded ? "logits_padded_shards" : "logits_shards";
+  if (s->final_softcap > 0) {
+    OP2(w, "linear", "last_hidden", head, "raw_logits_shards", NULL);
+    soft_cap(w, "raw_logits_shards", s->final_softcap, shards);
+  } else {
+    OP2(w, "linear", "last_hidden", head, shards, NULL);
+  }
+  if (padded) {
+    OP1(w, "all_gather", shards, "logits_padded", NULL);
     snprintf(attrs, sizeof attrs, "\"dim\": 2, \"start\": 0, \"end\": %ld", s->vocab);
     OP1(w, "slice", "logits_padded", "logits", attrs);
+  } else {
+    OP1(w, "all_gather", shards, "logits", NULL);
   }
   OP1(w, "argmax", "logits", "next_token", "\"dim\": -1");
   fputs("\n  ],\n", w->out);

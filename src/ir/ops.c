@@ -36,6 +36,10 @@ static const ppcc_attr_spec attrs_transfer[] = {{"devices", PPCC_ATTR_INTS, true
                                                 {NULL, 0, false}};
 
 static const ppcc_attr_spec attrs_eps[] = {{"eps", PPCC_ATTR_FLOAT, false}, {NULL, 0, false}};
+/* weight_offset: y = x / rms * (w + offset); Gemma's checkpoints store w - 1 */
+static const ppcc_attr_spec attrs_rms_norm[] = {{"eps", PPCC_ATTR_FLOAT, false},
+                                                {"weight_offset", PPCC_ATTR_FLOAT, false},
+                                                {NULL, 0, false}};
 static const ppcc_attr_spec attrs_cast[] = {{"dtype", PPCC_ATTR_STRING, true}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_dim_opt[] = {{"dim", PPCC_ATTR_INT, false}, {NULL, 0, false}};
 /* rope_factor alone: linear scaling (positions / factor); with
@@ -46,8 +50,12 @@ static const ppcc_attr_spec attrs_rotary[] = {{"theta", PPCC_ATTR_FLOAT, false},
                                               {"rope_high_freq_factor", PPCC_ATTR_FLOAT, false},
                                               {"rope_original_max_position", PPCC_ATTR_INT, false},
                                               {NULL, 0, false}};
+/* window: a query sees only its last `window` key positions (sliding-window
+ * attention); softcap: scores x become softcap * tanh(x / softcap). */
 static const ppcc_attr_spec attrs_attention[] = {{"causal", PPCC_ATTR_BOOL, false},
                                                  {"scale", PPCC_ATTR_FLOAT, false},
+                                                 {"window", PPCC_ATTR_INT, false},
+                                                 {"softcap", PPCC_ATTR_FLOAT, false},
                                                  {NULL, 0, false}};
 static const ppcc_attr_spec attrs_slice[] = {{"dim", PPCC_ATTR_INT, true},
                                              {"start", PPCC_ATTR_INT, true},

@@ -9,8 +9,8 @@
  *   ppcc_rt_reduce_scatter_T(op, dtype, group, rank, outer, inner, full, shard)
  *   ppcc_rt_matmul_f32(a, b, c, b_transposed)                    (OpenBLAS)
  *   ppcc_rt_conv_f32(x, w, y, group, strides, dilations, pads)   (im2col + GEMM)
- *   ppcc_rt_attention_f32(q, k, v, out, scale, causal)            (OpenBLAS)
- *   ppcc_rt_attention_positions_T(q, k, v, out, scale, causal, positions)
+ *   ppcc_rt_attention_f32(q, k, v, out, scale, causal, window, softcap)   (OpenBLAS)
+ *   ppcc_rt_attention_positions_T(q, k, v, out, scale, causal, window, softcap, positions)
  *                                                 (T: i64, i32; OpenBLAS)
  *   ppcc_rt_check_index_T(op, dtype, kind, bound, index)         (T: i64, i32)
  *
@@ -100,24 +100,26 @@ MlirValue exec_try_conv_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const p
 }
 
 MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, MlirValue positions,
-                                  double scale, bool causal, MlirType out_type) {
+                                  const emit_attention_mask *m, MlirType out_type) {
   bool pos = !mlirValueIsNull(positions);
   if (c->kind != PPCC_EMIT_MLIR_EXEC || c->exec_linalg_matmul || !mlirTypeIsAF32(mlirShapedTypeGetElementType(out_type)) ||
       !mlirTypeIsAF32(elem_of(q)) || !mlirTypeIsAF32(elem_of(k)) || !mlirTypeIsAF32(elem_of(v)))
     return (MlirValue){NULL};
   MlirValue out = exec_alloc(c, out_type);
-  MlirValue ops[7] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, q))),
+  MlirType f64 = mlirF64TypeGet(c->mctx);
+  MlirValue ops[9] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, q))),
                       exec_unranked(c, exec_static_view(c, exec_to_memref(c, k))),
                       exec_unranked(c, exec_static_view(c, exec_to_memref(c, v))),
                       exec_unranked(c, exec_static_view(c, out)),
-                      emit_float_const(c, c->block, mlirF64TypeGet(c->mctx), scale), exec_i64(c, causal)};
+                      emit_float_const(c, c->block, f64, m->scale), exec_i64(c, m->causal),
+                      exec_i64(c, m->window), emit_float_const(c, c->block, f64, m->softcap)};
   /* positions (i64 or i32, [S] or [B, S]): one symbol per index dtype */
   char name[64] = "ppcc_rt_attention_f32";
   if (pos) {
-    ops[6] = exec_unranked(c, exec_static_view(c, exec_to_memref(c, positions)));
+    ops[8] = exec_unranked(c, exec_static_view(c, exec_to_memref(c, positions)));
     symbol(name, sizeof name, "attention_positions", elem_of(positions));
   }
-  if (exec_call(c, name, pos ? 7 : 6, ops)) return (MlirValue){NULL};
+  if (exec_call(c, name, pos ? 9 : 8, ops)) return (MlirValue){NULL};
   return exec_to_tensor(c, out, true);
 }
 

@@ -96,7 +96,7 @@ MlirValue exec_try_conv_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const p
  * value otherwise: the linalg lowering is used); positions (null: none)
  * an i64/i32 index tensor [S] or [B, S]. */
 MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, MlirValue positions,
-                                  double scale, bool causal, MlirType out_type);
+                                  const emit_attention_mask *m, MlirType out_type);
 
 /* The executable form's index check (emit_check_index; kind EXEC_*). */
 ppcc_status exec_check_index(ppcc_emit_ctx *c, MlirValue index, int64_t bound, int kind);

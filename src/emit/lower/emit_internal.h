@@ -164,6 +164,17 @@ bool placement_collectives_as_ops(ppcc_emit_kind kind);
  * Set by the executable form (src/emit/exec/exec_func.c) for its module,
  * NULL in the other forms, so the lowerings use the runtime without
  * depending on the form that provides it. */
+/* The attention op's attributes: scale * q.k, softcap * tanh(x / softcap)
+ * when softcap > 0, then the causal (or positions) mask, narrowed to the
+ * last `window` keys when window > 0 (kernel_attention's semantics). */
+typedef struct emit_attention_mask {
+  double scale;
+  bool causal;
+  int64_t offset; /* T - S: query i sits at position offset + i (no positions) */
+  int64_t window;
+  double softcap;
+} emit_attention_mask;
+
 typedef struct emit_runtime_calls {
   /* Transfer of one shard: ppcc_rt_send on `from`, ppcc_rt_recv on `to`;
    * returns the value on `to`. */
@@ -178,7 +189,7 @@ typedef struct emit_runtime_calls {
    * linalg lowering is used); positions (null: none) an i64/i32 index
    * tensor [S] or [B, S]. */
   MlirValue (*attention)(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, MlirValue positions,
-                         double scale, bool causal, MlirType out_type);
+                         const emit_attention_mask *m, MlirType out_type);
   /* A run-time error (failing the run, naming the op) unless every element
    * of the index tensor (i64 or i32) is in range (kind below); the message
    * says "token id" or "index" as the interpreter's kernels do. */

@@ -269,6 +269,7 @@ static MlirValue softmax_of(ppcc_emit_ctx *c, MlirValue x, int dim) {
 typedef struct norm_body {
   double h, eps;
   bool has_bias;
+  double weight_offset; /* rms_norm: x / rms * (w + weight_offset) */
 } norm_body;
 
 /* 1 / sqrt(acc / H + eps), in f64 */
@@ -288,12 +289,16 @@ static MlirValue body_add_square(ppcc_emit_ctx *c, MlirBlock b, void *user) {
 static MlirValue body_rms(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   MlirValue x = barg(b, 0);
   MlirValue y = bin(c, b, "arith.mulf", to_f64(c, b, x), inv_root(c, b, user, barg(b, 1)));
-  return bin(c, b, "arith.mulf", cast(c, b, "arith.truncf", y, mlirValueGetType(x)), barg(b, 2));
+  const norm_body *n = user;
+  MlirValue w = barg(b, 2);
+  if (n->weight_offset != 0) w = bin(c, b, "arith.addf", w, fconst(c, b, mlirValueGetType(w), n->weight_offset));
+  return bin(c, b, "arith.mulf", cast(c, b, "arith.truncf", y, mlirValueGetType(x)), w);
 }
 
 static norm_body norm_of(const ppcc_op *op, const red_space *r) {
   /* eps as the interpreter reads it: an f32 attribute */
-  return (norm_body){(double)r->shape[r->rank - 1], (double)(float)ppcc_attr_float(op, "eps", 1e-5), op->n_in == 3};
+  return (norm_body){(double)r->shape[r->rank - 1], (double)(float)ppcc_attr_float(op, "eps", 1e-5), op->n_in == 3,
+                     (double)(float)ppcc_attr_float(op, "weight_offset", 0.0)};
 }
 
 ppcc_status lower_rms_norm(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d) {
@@ -652,34 +657,50 @@ static MlirValue head_contraction(ppcc_emit_ctx *c, MlirValue a, MlirValue kv, b
   return emit_generic(c, 2, ins, init, 5, 1, maps, body_mul_add, NULL);
 }
 
-typedef struct mask_body {
-  double scale;
-  bool causal;
-  int64_t offset; /* T - S: query i sits at position offset + i */
-} mask_body;
+typedef emit_attention_mask mask_body;
+
+/* scale * score, capped (softcap * tanh(x / softcap)) when softcap > 0. */
+static MlirValue scaled_score(ppcc_emit_ctx *c, MlirBlock b, const mask_body *m, MlirValue x) {
+  MlirType t = mlirValueGetType(x);
+  MlirValue v = bin(c, b, "arith.mulf", x, fconst(c, b, t, m->scale));
+  if (!(m->softcap > 0)) return v;
+  MlirValue th = emit_unary_scalar(c, b, "math.tanh", bin(c, b, "arith.divf", v, fconst(c, b, t, m->softcap)));
+  return bin(c, b, "arith.mulf", th, fconst(c, b, t, m->softcap));
+}
+
+/* -inf where the key (loop 3) is after `last` or, with a window, at or
+ * before last - window; `last` and the key as values of type `it`. */
+static MlirValue masked_score(ppcc_emit_ctx *c, MlirBlock b, const mask_body *m, MlirValue v, MlirValue key,
+                              MlirValue last, bool is_signed) {
+  MlirType t = mlirValueGetType(v);
+  MlirValue hidden = compare(c, b, false, is_signed ? CMPI_SGT : CMPI_UGT, key, last);
+  if (m->window > 0) {
+    MlirValue first = bin(c, b, "arith.subi", last, is_signed ? emit_int_const(c, b, mlirValueGetType(last), m->window - 1)
+                                                              : emit_index_const(c, b, m->window - 1));
+    /* key < first; an index first may wrap below 0: compare signed */
+    MlirValue before = compare(c, b, false, CMPI_SLT, key, first);
+    hidden = bin(c, b, "arith.ori", hidden, before);
+  }
+  return select_value(c, b, hidden, fconst(c, b, t, -INFINITY), v);
+}
 
 /* scale * score, or -inf for a key after the query's position. */
 static MlirValue body_scale_mask(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const mask_body *m = user;
-  MlirValue x = barg(b, 0);
-  MlirType t = mlirValueGetType(x);
-  MlirValue v = bin(c, b, "arith.mulf", x, fconst(c, b, t, m->scale));
+  MlirValue v = scaled_score(c, b, m, barg(b, 0));
   if (!m->causal) return v;
   MlirValue last_visible = bin(c, b, "arith.addi", loop_index(c, b, 2), emit_index_const(c, b, m->offset));
-  MlirValue future = compare(c, b, false, CMPI_UGT, loop_index(c, b, 3), last_visible);
-  return select_value(c, b, future, fconst(c, b, t, -INFINITY), v);
+  return masked_score(c, b, m, v, loop_index(c, b, 3), last_visible, false);
 }
 
 /* scale * score, or -inf for a cache slot after the query's position
  * (operand 1: positions[S] or [B, S], loop 2 is the query, loop 3 the key). */
 static MlirValue body_scale_mask_positions(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const mask_body *m = user;
-  MlirValue x = barg(b, 0), pos = barg(b, 1);
-  MlirType t = mlirValueGetType(x);
-  MlirValue v = bin(c, b, "arith.mulf", x, fconst(c, b, t, m->scale));
+  MlirValue pos = barg(b, 1);
+  MlirValue v = scaled_score(c, b, m, barg(b, 0));
   MlirValue key = cast(c, b, "arith.index_cast", loop_index(c, b, 3), mlirValueGetType(pos));
-  MlirValue future = compare(c, b, false, CMPI_SGT, key, pos);
-  return select_value(c, b, future, fconst(c, b, t, -INFINITY), v);
+  return masked_score(c, b, m, v, key, pos, true);
 }
 
 /* softmax(q k^T * scale, causal bottom-right) v per head, grouped-query:
@@ -695,10 +716,10 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
                          (long long)Hkv);
   int64_t group = Hq / Hkv;
   mask_body m = {ppcc_attr_float(op, "scale", D > 0 ? 1.0 / sqrt((double)D) : 1.0), ppcc_attr_bool(op, "causal", false),
-                 T - S};
+                 T - S, ppcc_attr_int(op, "window", 0), ppcc_attr_float(op, "softcap", 0.0)};
   /* Executable form: the runtime's GEMM-based kernel (both backends). */
   MlirValue positions = op->n_in == 4 ? operand(c, op, 3, shard) : (MlirValue){NULL};
-  MlirValue call = c->runtime_calls ? c->runtime_calls->attention(c, q, k, v, positions, m.scale, m.causal,
+  MlirValue call = c->runtime_calls ? c->runtime_calls->attention(c, q, k, v, positions, &m,
                                                                  emit_shard_type(c, out_value(g, op)))
                                    : (MlirValue){NULL};
   if (!mlirValueIsNull(call)) {

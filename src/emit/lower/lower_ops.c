@@ -70,6 +70,18 @@ static MlirValue gelu_of(ppcc_emit_ctx *c, MlirBlock b, MlirValue x) {
   return emit_binary_scalar(c, b, "arith.mulf", half_x, cdf);
 }
 
+/* 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))): torch's tanh GELU,
+ * in the kernel's order. */
+static MlirValue gelu_tanh_of(ppcc_emit_ctx *c, MlirBlock b, MlirValue x) {
+  MlirValue cube = emit_binary_scalar(c, b, "arith.mulf", emit_binary_scalar(c, b, "arith.mulf", x, x), x);
+  MlirValue x3 = emit_binary_scalar(c, b, "arith.mulf", fconst(c, b, x, 0.044715), cube);
+  MlirValue inner = emit_binary_scalar(c, b, "arith.mulf", fconst(c, b, x, 0.79788456080286536),
+                                       emit_binary_scalar(c, b, "arith.addf", x, x3));
+  MlirValue cdf = emit_binary_scalar(c, b, "arith.addf", fconst(c, b, x, 1.0), emit_unary_scalar(c, b, "math.tanh", inner));
+  MlirValue half_x = emit_binary_scalar(c, b, "arith.mulf", fconst(c, b, x, 0.5), x);
+  return emit_binary_scalar(c, b, "arith.mulf", half_x, cdf);
+}
+
 typedef struct unary_body {
   ppcc_op_id id;
   double scale;
@@ -95,6 +107,7 @@ static MlirValue unary_float_body(ppcc_emit_ctx *c, MlirBlock b, void *user) {
 static MlirValue unary_f32_of(ppcc_emit_ctx *c, MlirBlock b, const unary_body *u, MlirValue x) {
   switch (u->id) {
   case PPCC_OP_gelu: return gelu_of(c, b, x);
+  case PPCC_OP_gelu_tanh: return gelu_tanh_of(c, b, x);
   case PPCC_OP_silu: return emit_binary_scalar(c, b, "arith.mulf", x, sigmoid_of(c, b, x));
   case PPCC_OP_sigmoid: return sigmoid_of(c, b, x);
   case PPCC_OP_relu: return emit_binary_scalar(c, b, "arith.maximumf", x, fconst(c, b, x, 0.0));

@@ -225,7 +225,7 @@ static void jit_matmul(jit_unranked *a, jit_unranked *b, jit_unranked *c, int64_
  * positions (index_size 8 or 4 bytes; [S], or [B, S] per row) go to it as
  * int64: any value is safe there (it only bounds the visible slots). */
 static void attention_with(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o, double scale,
-                           int64_t causal, jit_unranked *pos, int index_size) {
+                           int64_t causal, int64_t window, double softcap, jit_unranked *pos, int index_size) {
   jit_view vq = view_of(q, 4), vk = view_of(k, 4), vv = view_of(v, 4), vo = view_of(o, 4);
   jit_view vp = pos ? view_of(pos, index_size) : vq;
   if (!usable(-1, &vq, "attention") || !usable(-1, &vk, "attention") || !usable(-1, &vv, "attention") ||
@@ -249,7 +249,7 @@ static void attention_with(jit_unranked *q, jit_unranked *k, jit_unranked *v, ji
   }
   for (int64_t i = 0; i < n_pos; i++)
     p64[i] = index_size == 8 ? ((const int64_t *)(const void *)vp.data)[i] : ((const int32_t *)(const void *)vp.data)[i];
-  int rc = ppcc_rt_attention_f32(qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3], scale, causal != 0, p64, per_row,
+  int rc = ppcc_rt_attention_f32(qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3], scale, causal != 0, window, softcap, p64, per_row,
                                  (const float *)(void *)vq.data, (const float *)(void *)vk.data,
                                  (const float *)(void *)vv.data, (float *)(void *)vo.data);
   free(p64);
@@ -257,18 +257,20 @@ static void attention_with(jit_unranked *q, jit_unranked *k, jit_unranked *v, ji
 }
 
 static void jit_attention(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o, double scale,
-                          int64_t causal) {
-  attention_with(q, k, v, o, scale, causal, NULL, 0);
+                          int64_t causal, int64_t window, double softcap) {
+  attention_with(q, k, v, o, scale, causal, window, softcap, NULL, 0);
 }
 
 static void jit_attention_positions_i64(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o,
-                                        double scale, int64_t causal, jit_unranked *pos) {
-  attention_with(q, k, v, o, scale, causal, pos, 8);
+                                        double scale, int64_t causal, int64_t window, double softcap,
+                                        jit_unranked *pos) {
+  attention_with(q, k, v, o, scale, causal, window, softcap, pos, 8);
 }
 
 static void jit_attention_positions_i32(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o,
-                                        double scale, int64_t causal, jit_unranked *pos) {
-  attention_with(q, k, v, o, scale, causal, pos, 4);
+                                        double scale, int64_t causal, int64_t window, double softcap,
+                                        jit_unranked *pos) {
+  attention_with(q, k, v, o, scale, causal, window, softcap, pos, 4);
 }
 
 /* memref.copy between strided buffers (MLIR's CRunnerUtils memrefCopy,

@@ -83,10 +83,10 @@ ppcc_status kernel_embedding(const ppcc_op *op, const ppcc_tensor *in, ppcc_tens
 
 static float attr_eps(const ppcc_op *op) { return (float)ppcc_attr_float(op, "eps", 1e-5); }
 
-/* y = x / sqrt(mean(x^2) + eps) * w over the last dim. */
+/* y = x / sqrt(mean(x^2) + eps) * (w + weight_offset) over the last dim. */
 ppcc_status kernel_rms_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
   const float *x = in[0].data, *w = in[1].data;
-  float *y = out->data, eps = attr_eps(op);
+  float *y = out->data, eps = attr_eps(op), offset = (float)ppcc_attr_float(op, "weight_offset", 0.0);
   int64_t H = in[0].rank ? in[0].shape[in[0].rank - 1] : 1, rows = H ? numel(&in[0]) / H : 0;
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x + r * H;
@@ -94,7 +94,7 @@ ppcc_status kernel_rms_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tenso
     for (int64_t j = 0; j < H; j++) ss += (double)xr[j] * xr[j];
     /* x * inv in f64: in f32, inv underflows to a subnormal for |x| ~ 1e19+ */
     double inv = 1.0 / sqrt(ss / (double)H + eps);
-    for (int64_t j = 0; j < H; j++) y[r * H + j] = (float)(xr[j] * inv) * w[j];
+    for (int64_t j = 0; j < H; j++) y[r * H + j] = (float)(xr[j] * inv) * (offset + w[j]);
   }
   return PPCC_OK;
 }
@@ -262,16 +262,19 @@ typedef struct attn_dims {
  * positions sees all of them and a prefill (S = T) is the usual lower
  * triangle. With positions (S entries), query s sees cache slots
  * 0..positions[s] instead (later slots are not written yet), causal or
- * not, so one decode graph serves every step. A pair's GEMM shapes do not depend on the batch size, so
+ * not, so one decode graph serves every step. A window W > 0 also masks
+ * the keys at or before last - W (Mistral, Gemma 2's sliding layers); a
+ * softcap c > 0 maps each scaled score x to c * tanh(x / c) before the
+ * mask (Gemma 2). A pair's GEMM shapes do not depend on the batch size, so
  * microbatched runs compute every row alike. */
 int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
-                          double scale, bool causal, const int64_t *positions, bool per_row, const float *q,
-                          const float *k, const float *v, float *out) {
+                          double scale, bool causal, int64_t window, double softcap, const int64_t *positions,
+                          bool per_row, const float *q, const float *k, const float *v, float *out) {
   if (Hkv <= 0 || Hq % Hkv != 0) return -1;
   int64_t group = Hq / Hkv, rows = group * S;
   float *p = rt_reuse_alloc((rows * T > 0 ? rows * T : 1) * 4); /* scores: recycled, call after call */
   if (!p) return -2;
-  float sc = (float)scale;
+  float sc = (float)scale, cap = (float)softcap;
   for (int64_t b = 0; b < B; b++)
     for (int64_t g = 0; g < Hkv; g++) {
       int64_t qh = b * Hq + g * group, kvh = b * Hkv + g;
@@ -280,8 +283,12 @@ int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t H
       for (int64_t r = 0; r < rows; r++) {
         float *row = p + r * T;
         for (int64_t t = 0; t < T; t++) row[t] *= sc;
+        if (cap > 0) /* Gemma 2: cap * tanh(score / cap), as transformers' eager attention */
+          for (int64_t t = 0; t < T; t++) row[t] = tanhf(row[t] / cap) * cap;
         int64_t s = r % S, last = row_pos ? row_pos[s] : causal ? T - S + s : T - 1;
         for (int64_t t = (last < -1 ? -1 : last) + 1; t < T; t++) row[t] = -INFINITY;
+        /* a sliding window: the query sees only its last `window` positions */
+        for (int64_t t = 0; window > 0 && t < T && t <= last - window; t++) row[t] = -INFINITY;
         softmax_strided(row, row, T, 1);
       }
       ppcc_rt_sgemm(rows, Dv, T, p, v + kvh * T * Dv, false, out + qh * S * Dv);
@@ -315,8 +322,9 @@ ppcc_status kernel_attention(const ppcc_op *op, const ppcc_tensor *in, ppcc_tens
   if (o && qd && kd && vd && (!positions || pos)) {
     for (int64_t s = 0; s < n_pos; s++) pos[s] = index_at(positions, s);
     rc = ppcc_rt_attention_f32(q->shape[0], Hq, S, D, Hkv, k->shape[2], v->shape[3], scale,
-                               ppcc_attr_bool(op, "causal", false), pos, positions && positions->rank == 2, qd, kd,
-                               vd, o);
+                               ppcc_attr_bool(op, "causal", false), ppcc_attr_int(op, "window", 0),
+                               ppcc_attr_float(op, "softcap", 0.0), pos, positions && positions->rank == 2, qd, kd, vd,
+                               o);
   }
   if (!rc && o != out->data) rt_from_f32(out->dtype, o, out->data, numel(out));
   if (o != out->data) rt_free(o);
