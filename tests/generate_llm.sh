@@ -17,7 +17,9 @@ for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf
             hf_mistral_swa:hf_mistral_swa hf_gemma:hf_gemma gemma.gguf:hf_gemma gemma_q8_0.gguf:gemma_q8_0_refs \
             hf_gemma2:hf_gemma2 gemma2.gguf:gemma2_gguf_refs gemma2_q8_0.gguf:gemma2_q8_0_refs \
             hf_qwen3:hf_qwen3 qwen3.gguf:hf_qwen3 qwen3_q8_0.gguf:qwen3_q8_0_refs \
-            hf_mqa:hf_mqa hf_llama3:hf_llama3 llama3.gguf:hf_llama3 llama3_q8_0.gguf:llama3_q8_0_refs; do
+            hf_mqa:hf_mqa hf_llama3:hf_llama3 llama3.gguf:hf_llama3 llama3_q8_0.gguf:llama3_q8_0_refs \
+            hf_phi3:hf_phi3 phi3.gguf:hf_phi3 phi3_q8_0.gguf:phi3_q8_0_refs \
+            hf_gpt2:hf_gpt2 gpt2.gguf:hf_gpt2 gpt2_q8_0.gguf:gpt2_q8_0_refs; do
   source=$src/testdata/llm/${pair%%:*}
   want="tokens: $(cat "$src/testdata/llm/${pair##*:}/ref_ids.txt")"
   for tp in 1 2; do

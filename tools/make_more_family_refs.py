@@ -150,7 +150,7 @@ def hf_phi3():
                      num_key_value_heads=2, max_position_embeddings=64, original_max_position_embeddings=64,
                      rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False, sliding_window=None,
                      bos_token_id=1, eos_token_id=2, pad_token_id=0)
-    model = fam.scaled(Phi3ForCausalLM(cfg), 15)
+    model = fam.scaled(Phi3ForCausalLM(cfg), 16)
     with_tokenizer(d, model, tokenizer_class="GPT2Tokenizer")
     llm.write_refs(d, model, llm.PROMPT)
     check_generate(d, model)
