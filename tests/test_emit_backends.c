@@ -308,6 +308,7 @@ START_TEST(bad_rotary_theta_and_norm_eps_refused_at_compile) {
       {"{'op': 'rotary', 'in': ['x', 'p'], 'out': ['y'], 'attrs': {'theta': -2}}", "attrs.theta must be"},
       {"{'op': 'rms_norm', 'in': ['x', 'w'], 'out': ['y'], 'attrs': {'eps': -1}}", "'rms_norm'"},
       {"{'op': 'layer_norm', 'in': ['x', 'w'], 'out': ['y'], 'attrs': {'eps': -1e-6}}", "attrs.eps must be"},
+      {"{'op': 'rms_norm', 'in': ['x', 'w'], 'out': ['y'], 'attrs': {'weight_offset': 1e300}}", "attrs.weight_offset must be"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ppcc_graph *g = t_model(1, "", x, cases[i].op, "'y'", &diag);
@@ -744,6 +745,22 @@ static const op_case op_cases[] = {
      "f32 f16 bf16"},
     {"max_pool", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 3, 6, 6]" S0 "}",
      "{'op': 'max_pool', 'in': ['x'], 'out': ['y'], 'attrs': {'kernel': [2, 2], 'strides': [2, 2]}}", "'y'", "f32 f16 bf16"},
+    /* issue 25 (appended: earlier cases keep their random values) */
+    UNARY("gelu_tanh", "f32 f16 bf16"),
+    {"rms_norm", 1, X34 ", {'name': 'w', 'dtype': 'DT', 'shape': [8]}",
+     "{'op': 'rms_norm', 'in': ['x', 'w'], 'out': ['y'], 'attrs': {'eps': 1e-6, 'weight_offset': 1.0}}", "'y'",
+     "f32 f16 bf16"},
+    /* a sliding window and soft-capped scores, with positions and bottom-right causal */
+    {"attention", 1,
+     "{'name': 'q', 'dtype': 'DT', 'shape': [2, 2, 3, 4]}, {'name': 'k', 'dtype': 'DT', 'shape': [2, 1, 8, 4]},"
+     " {'name': 'v', 'dtype': 'DT', 'shape': [2, 1, 8, 4]}, {'name': 'pos', 'dtype': 'i64', 'shape': [2, 3]}",
+     "{'op': 'attention', 'in': ['q', 'k', 'v', 'pos'], 'out': ['y'], 'attrs': {'causal': true, 'window': 2, 'softcap': 0.5}}",
+     "'y'", "f32 f16 bf16"},
+    {"attention", 1,
+     "{'name': 'q', 'dtype': 'DT', 'shape': [1, 2, 3, 4]}, {'name': 'k', 'dtype': 'DT', 'shape': [1, 1, 5, 4]},"
+     " {'name': 'v', 'dtype': 'DT', 'shape': [1, 1, 5, 4]}",
+     "{'op': 'attention', 'in': ['q', 'k', 'v'], 'out': ['y'], 'attrs': {'causal': true, 'window': 3, 'softcap': 2.0}}",
+     "'y'", "f32 f16 bf16"},
 };
 
 /* s with every "DT" replaced by dt, in buf. */

@@ -67,10 +67,6 @@ const llama_family *llama_family_of_gguf(const char *arch) {
   return NULL;
 }
 
-bool llama_layer_windowed(const llama_spec *s, long b) {
-  return s->window > 0 && (s->window_period <= 1 || b % s->window_period == 0);
-}
-
 /* The activation op of an HF hidden_act / hidden_activation value, or NULL. */
 const char *llama_activation_op(const char *hf_name) {
   static const char *const names[][2] = {

@@ -14,7 +14,8 @@
  *   (S = 1) serves every step.
  * Params keep the source's tensor names (HF or GGUF). A tied head reuses
  * the embedding table: moved to the last stage (pinned) and split over
- * vocab rows there. */
+ * vocab rows there. An unplaced spec writes the same graph without any
+ * placement (no shards, devices, transfers or collectives). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,14 @@ static long stage_of(const llama_spec *s, long block) { return block * s->pp / s
 /* Megatron with fewer kv heads than T (MQA): every kv head is copied to
  * the T/kv_heads devices whose query heads read it, so each device holds
  * one kv head in its cache; 1 when the kv heads split evenly. */
-static long kv_copies(const llama_spec *s) { return s->kv_heads % s->tp ? s->tp / s->kv_heads : 1; }
+static long kv_copies(const llama_spec *s) { return !s->unplaced && s->kv_heads % s->tp ? s->tp / s->kv_heads : 1; }
 /* The vocab padded to a multiple of T (Megatron): the head's pad rows are
  * zero and their logits are cut off after the all_gather. */
-static long padded_vocab(const llama_spec *s) { return (s->vocab + s->tp - 1) / s->tp * s->tp; }
+static long padded_vocab(const llama_spec *s) { return s->unplaced ? s->vocab : (s->vocab + s->tp - 1) / s->tp * s->tp; }
+
+bool llama_layer_windowed(const llama_spec *s, long b) {
+  return s->window > 0 && (s->window_period <= 1 || b % s->window_period == 0);
+}
 
 const char *llama_spec_error(const llama_spec *s) {
   if (s->layers < 1 || s->layers > 100000) return "the model needs 1 to 100000 layers";
@@ -85,6 +90,10 @@ static void tensor_decl(writer *w, const char *name, const char *dtype, int rank
   item(w);
   fprintf(w->out, "{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", name, dtype);
   for (int i = 0; i < rank; i++) fprintf(w->out, "%s%ld", i ? ", " : "", shape[i]);
+  if (w->s->unplaced) {
+    fputs("]}", w->out);
+    return;
+  }
   if (split_dim >= 0)
     fprintf(w->out, "], \"shard\": {\"kind\": \"split\", \"dim\": %d, \"count\": %ld}, \"devices\": ", split_dim, w->s->tp);
   else
@@ -321,8 +330,9 @@ static void projection(writer *w, names *n, long b, const char *x, block_weight 
  * (replicated) bias added once. */
 static void row_projection(writer *w, names *n, long b, const char *x, block_weight weight, block_weight bias,
                            bool has_bias, const char *partial, const char *reduced, const char *result) {
-  OP2(w, "linear", x, weight_name(n, w->s, b, weight), partial, NULL);
-  OP1(w, "all_reduce", partial, has_bias ? reduced : result, NULL);
+  const char *sum = has_bias ? reduced : result;
+  OP2(w, "linear", x, weight_name(n, w->s, b, weight), w->s->unplaced ? sum : partial, NULL);
+  if (!w->s->unplaced) OP1(w, "all_reduce", partial, sum, NULL);
   if (has_bias) OP2(w, "add", reduced, weight_name(n, w->s, b, bias), result, NULL);
 }
 
@@ -450,7 +460,7 @@ static void write_block(writer *w, long b, const char *x, char *pos, char *freqs
   char eps[128], x_in[96];
   norm_attrs(s, eps, sizeof eps);
   snprintf(x_in, sizeof x_in, "%s", x);
-  if (b > 0 && stage_of(s, b) != stage_of(s, b - 1)) {
+  if (b > 0 && stage_of(s, b) != stage_of(s, b - 1) && !s->unplaced) {
     char devices[256];
     stage_devices_attr(w, stage_of(s, b), devices, sizeof devices, false);
     OP1(w, "transfer", x, nm(&n, b, "in"), devices);
@@ -515,7 +525,9 @@ static void write_ops(writer *w) {
   snprintf(attrs, sizeof attrs, "\"dim\": 1, \"start\": %ld, \"end\": %ld", s->seq - 1, s->seq);
   OP1(w, "slice", "final_norm", "last_hidden", attrs);
   const char *head = head_name(s);
-  if (s->tied) { /* the embedding table, on the last stage, split over vocab */
+  if (s->tied && s->unplaced) {
+    head = embd_name(s);
+  } else if (s->tied) { /* the embedding table, on the last stage, split over vocab */
     const char *table = embd_name(s);
     if (s->pp > 1) {
       stage_devices_attr(w, s->pp - 1, attrs, sizeof attrs, true);
@@ -529,19 +541,17 @@ static void write_ops(writer *w) {
     head_pad(w, head);
     head = "head_weight";
   }
-  bool padded = padded_vocab(s) != s->vocab; /* the pad columns are cut off after the all_gather */
-  const char *shards = padded ? "logits_padded_shards" : "logits_shards";
-  if (s->final_softcap > 0) {
-    OP2(w, "linear", "last_hidden", head, "raw_logits_shards", NULL);
-    soft_cap(w, "raw_logits_shards", s->final_softcap, shards);
-  } else {
-    OP2(w, "linear", "last_hidden", head, shards, NULL);
-  }
-  if (padded) {
+  /* Gemma 2 soft-caps the logits (elementwise, so on the vocab shards);
+   * a padded vocab's pad columns are cut off after the all_gather */
+  bool padded = padded_vocab(s) != s->vocab;
+  const char *shards = s->unplaced ? "logits" : padded ? "logits_padded_shards" : "logits_shards";
+  OP2(w, "linear", "last_hidden", head, s->final_softcap > 0 ? "raw_logits" : shards, NULL);
+  if (s->final_softcap > 0) soft_cap(w, "raw_logits", s->final_softcap, shards);
+  if (!s->unplaced && padded) {
     OP1(w, "all_gather", shards, "logits_padded", NULL);
     snprintf(attrs, sizeof attrs, "\"dim\": 2, \"start\": 0, \"end\": %ld", s->vocab);
     OP1(w, "slice", "logits_padded", "logits", attrs);
-  } else {
+  } else if (!s->unplaced) {
     OP1(w, "all_gather", shards, "logits", NULL);
   }
   OP1(w, "argmax", "logits", "next_token", "\"dim\": -1");

@@ -885,10 +885,15 @@ static ppcc_status shape_norm(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   ppcc_status st = check_same_dtype(g, op, d);
   if (!st) st = check_float(g, op, d, 0);
   if (st) return st;
-  double eps = ppcc_attr_float(op, "eps", 1e-5);
+  double eps = ppcc_attr_float(op, "eps", 1e-5), offset = ppcc_attr_float(op, "weight_offset", 0);
   if (!(eps >= 0 && eps <= DBL_MAX)) { /* a negative eps makes 1/sqrt(mean + eps) NaN */
     char msg[128];
     snprintf(msg, sizeof msg, "attrs.eps must be a finite number >= 0, got %g", eps);
+    return op_error(g, op, d, msg);
+  }
+  if (!(offset >= -FLT_MAX && offset <= FLT_MAX)) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "attrs.weight_offset must be a finite number (in f32 range), got %g", offset);
     return op_error(g, op, d, msg);
   }
   for (int k = 1; k < op->n_in; k++)
@@ -1020,6 +1025,14 @@ static ppcc_status shape_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
     char msg[256];
     snprintf(msg, sizeof msg,
              "shape mismatch: attention needs q [B, Hq, S, D], k and v [B, Hkv, T, D] with Hq a multiple of Hkv and S <= T");
+    return op_error(g, op, d, msg);
+  }
+  int64_t window = ppcc_attr_int(op, "window", 0);
+  double softcap = ppcc_attr_float(op, "softcap", 0);
+  if (window < 0 || !(softcap >= 0 && softcap <= DBL_MAX)) { /* 0: no window, no cap */
+    char msg[160];
+    snprintf(msg, sizeof msg, "attrs.window must be >= 0 and attrs.softcap a finite number >= 0, got %lld and %g",
+             (long long)window, softcap);
     return op_error(g, op, d, msg);
   }
   ppcc_value *o = OUT(0);

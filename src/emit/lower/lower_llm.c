@@ -15,7 +15,7 @@
 #include "lower_llm.h"
 
 /* arith.cmpf / arith.cmpi predicates (their enum values in MLIR). */
-enum { CMPF_OEQ = 1, CMPF_OGT = 2, CMPF_OLT = 4, CMPF_UNO = 14, CMPI_SLT = 2, CMPI_SGT = 4, CMPI_SGE = 5, CMPI_ULT = 6, CMPI_UGT = 8 };
+enum { CMPF_OEQ = 1, CMPF_OGT = 2, CMPF_OLT = 4, CMPF_UNO = 14, CMPI_SLT = 2, CMPI_SLE = 3, CMPI_SGT = 4, CMPI_SGE = 5, CMPI_ULT = 6, CMPI_UGT = 8 };
 
 /* ---------------- operand access ---------------- */
 
@@ -674,12 +674,11 @@ static MlirValue masked_score(ppcc_emit_ctx *c, MlirBlock b, const mask_body *m,
                               MlirValue last, bool is_signed) {
   MlirType t = mlirValueGetType(v);
   MlirValue hidden = compare(c, b, false, is_signed ? CMPI_SGT : CMPI_UGT, key, last);
-  if (m->window > 0) {
-    MlirValue first = bin(c, b, "arith.subi", last, is_signed ? emit_int_const(c, b, mlirValueGetType(last), m->window - 1)
-                                                              : emit_index_const(c, b, m->window - 1));
-    /* key < first; an index first may wrap below 0: compare signed */
-    MlirValue before = compare(c, b, false, CMPI_SLT, key, first);
-    hidden = bin(c, b, "arith.ori", hidden, before);
+  if (m->window > 0) { /* key <= last - window, only where last >= window (no wrap) */
+    MlirValue w = is_signed ? emit_int_const(c, b, mlirValueGetType(last), m->window) : emit_index_const(c, b, m->window);
+    MlirValue reaches = compare(c, b, false, CMPI_SGE, last, w);
+    MlirValue before = compare(c, b, false, CMPI_SLE, key, bin(c, b, "arith.subi", last, w));
+    hidden = bin(c, b, "arith.ori", hidden, bin(c, b, "arith.andi", reaches, before));
   }
   return select_value(c, b, hidden, fconst(c, b, t, -INFINITY), v);
 }

@@ -288,7 +288,7 @@ int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t H
         int64_t s = r % S, last = row_pos ? row_pos[s] : causal ? T - S + s : T - 1;
         for (int64_t t = (last < -1 ? -1 : last) + 1; t < T; t++) row[t] = -INFINITY;
         /* a sliding window: the query sees only its last `window` positions */
-        for (int64_t t = 0; window > 0 && t < T && t <= last - window; t++) row[t] = -INFINITY;
+        for (int64_t t = 0; window > 0 && last >= window && t < T && t <= last - window; t++) row[t] = -INFINITY;
         softmax_strided(row, row, T, 1);
       }
       ppcc_rt_sgemm(rows, Dv, T, p, v + kvh * T * Dv, false, out + qh * S * Dv);
