@@ -125,6 +125,53 @@ START_TEST(test_command_help) {
 }
 END_TEST
 
+/* Every command's --help is printed from its option table, and every
+ * option it lists reaches the parser: "--name=x" (or "-ox") may be a bad
+ * value or a flag given a value, never an unknown option. */
+typedef struct help_command {
+  const char *words[2]; /* "import", "onnx" */
+  bool positional;      /* takes a model argument */
+} help_command;
+
+static const help_command help_commands[] = {
+  {{"compile", NULL}, true}, {{"report", NULL}, true},   {{"run", NULL}, true},
+  {{"fix", NULL}, true},     {{"shard-weights", NULL}, true}, {{"calibrate", NULL}, false},
+  {{"generate", NULL}, true}, {{"import", "onnx"}, true}, {{"import", "hf"}, true},
+};
+
+START_TEST(test_listed_options_parse) {
+  const help_command *c = &help_commands[_i];
+  const char *w1 = c->words[1];
+  run_result h = w1 ? run_ppcc(c->words[0], w1, "--help", NULL) : run_ppcc(c->words[0], "--help", NULL);
+  if (h.exit_code == 2 && strstr(h.err, "unknown")) { /* a command this build has not */
+    free_result(&h);
+    return;
+  }
+  ASSERT_EXIT(h, 0);
+  ASSERT_CONTAINS(h.out, "Usage: ppcc ");
+  ASSERT_CONTAINS(h.out, "\nOptions:\n");
+  ASSERT_CONTAINS(h.out, "  -h, --help ");
+  int listed = 0;
+  for (const char *line = h.out; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    if (strncmp(line, "  -", 3) != 0 || strncmp(line, "  -h,", 5) == 0) continue;
+    char opt[64];
+    size_t n = strcspn(line + 2, " \n");
+    ck_assert_uint_lt(n, sizeof opt - 3);
+    snprintf(opt, sizeof opt, "%.*s%s", (int)n, line + 2, line[3] == '-' ? "=x" : "x");
+    /* no model for commands that take one; an extra argument for calibrate */
+    run_result r = w1 ? run_ppcc(c->words[0], w1, opt, c->positional ? NULL : "extra", NULL)
+                      : run_ppcc(c->words[0], opt, c->positional ? NULL : "extra", NULL);
+    ASSERT_EXIT(r, 2);
+    ck_assert_msg(!strstr(r.err, "unknown option"), "%s %s: %s", c->words[0], opt, r.err);
+    ck_assert_msg(!strstr(r.err, "'----"), "%s %s: option named with four dashes: %s", c->words[0], opt, r.err);
+    free_result(&r);
+    listed++;
+  }
+  ck_assert_msg(listed > 0, "%s --help lists no option", c->words[0]);
+  free_result(&h);
+}
+END_TEST
+
 /* ---------------- usage errors: exit 2 with a hint ---------------- */
 
 static void assert_usage_error(run_result r, const char *message_part) {
@@ -290,6 +337,7 @@ static Suite *cli_suite(void) {
   tcase_add_test(help, test_help);
   tcase_add_test(help, test_version);
   tcase_add_loop_test(help, test_command_help, 0, 3);
+  tcase_add_loop_test(help, test_listed_options_parse, 0, (int)(sizeof help_commands / sizeof *help_commands));
   TCase *usage = t_add_tcase(s, "usage", 0);
   tcase_add_checked_fixture(usage, make_scratch, remove_scratch);
   tcase_add_test(usage, test_usage_errors);

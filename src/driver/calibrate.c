@@ -14,30 +14,43 @@
 #include "ppcc/jit.h"
 #endif
 
-void cli_help_calibrate(FILE *out) {
-  fputs("Usage: ppcc calibrate [-o CALIB.json] [--threads N]\n"
-        "\n"
-        "Measures this machine once for the time model of the placement report\n"
-        "(ppcc report/compile/run --calibration=CALIB.json): GEMM GFLOP/s through\n"
-        "the runtime's sgemm (OpenBLAS when built with it) for 1..N kernel threads,\n"
-        "elementwise (c = a + b) and copy GB/s per thread with 1..N threads\n"
-        "streaming at once, the fixed cost of a kernel call, and through the\n"
-        "interpreter on generated Llama and FFN workloads: each op kind's cost\n"
-        "(op_costs: us per call + ns per FLOP, per byte and per weight byte), a\n"
-        "hand-over between devices, an op after its device waited, and the\n"
-        "slowdown of devices computing at once; with the JIT, each op kind's cost\n"
-        "on JIT-compiled workloads (jit_op_costs) and the cut of a replicated\n"
-        "operand in a row-parallel kernel (jit_operand_cut). Best (or median) of\n"
-        "several runs each; takes about 30 s. Calibrate on the machine, and with the\n"
-        "--threads, of the runs.\n"
-        "\n"
-        "Options:\n"
-        "  -o FILE        write the calibration JSON to FILE (default: stdout),\n"
-        "                 atomically\n"
-        "  --threads N    measure 1..N threads (default: all cores, at most 64)\n"
-        "  -h, --help     show this help\n",
-        out);
-}
+typedef struct calibrate_args {
+  const char *out;
+  long long threads;
+} calibrate_args;
+
+static const cli_option calibrate_options[] = {
+  CLI_TEXT_ROW("o", "FILE", calibrate_args, out,
+               "write the calibration JSON to FILE (default: stdout),\n"
+               "atomically"),
+  CLI_INT_ROW("threads", "N", calibrate_args, threads, 1, 4096,
+              "measure 1..N threads (default: all cores, at most 64)"),
+  CLI_END_ROW,
+};
+
+static const cli_command calibrate_command = {
+  .name = "calibrate",
+  .usage = "Usage: ppcc calibrate [-o CALIB.json] [--threads N]\n"
+           "\n"
+           "Measures this machine once for the time model of the placement report\n"
+           "(ppcc report/compile/run --calibration=CALIB.json): GEMM GFLOP/s through\n"
+           "the runtime's sgemm (OpenBLAS when built with it) for 1..N kernel threads,\n"
+           "elementwise (c = a + b) and copy GB/s per thread with 1..N threads\n"
+           "streaming at once, the fixed cost of a kernel call, and through the\n"
+           "interpreter on generated Llama and FFN workloads: each op kind's cost\n"
+           "(op_costs: us per call + ns per FLOP, per byte and per weight byte), a\n"
+           "hand-over between devices, an op after its device waited, and the\n"
+           "slowdown of devices computing at once; with the JIT, each op kind's cost\n"
+           "on JIT-compiled workloads (jit_op_costs) and the cut of a replicated\n"
+           "operand in a row-parallel kernel (jit_operand_cut). Best (or median) of\n"
+           "several runs each; takes about 30 s. Calibrate on the machine, and with the\n"
+           "--threads, of the runs.\n",
+  .options = calibrate_options,
+  .help_column = 17,
+  .no_positional = true,
+};
+
+void cli_help_calibrate(FILE *out) { cli_print_help(&calibrate_command, out); }
 
 #ifdef PPCC_HAVE_JIT
 static ppcc_status jit_compile(const ppcc_graph *g, void **ctx, ppcc_diag *d) {
@@ -97,27 +110,12 @@ static ppcc_status calibrate_ops(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
 #endif
 
 int cli_cmd_calibrate(int argc, char **argv) {
-  const char *out = "-";
-  long long threads = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    const char *value = NULL;
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      cli_help_calibrate(stdout);
-      return PPCC_OK;
-    }
-    if (strcmp(a, "-o") == 0 || strcmp(a, "--threads") == 0) {
-      if (i + 1 >= argc) return cli_usage_error("calibrate", "option '%s' needs a value", a);
-      value = argv[++i];
-    } else if (strncmp(a, "--threads=", 10) == 0) {
-      value = a + 10;
-      a = "--threads";
-    } else {
-      return cli_usage_error("calibrate", "unexpected argument '%s'", a);
-    }
-    if (strcmp(a, "-o") == 0) out = value;
-    else if (cli_parse_int("calibrate", "threads", value, 1, 4096, &threads)) return PPCC_ERR_USAGE;
-  }
+  calibrate_args a = {.out = "-"};
+  cli_parse p = {.cmd = &calibrate_command, .args = &a};
+  ppcc_status parsed = cli_parse_args(&p, argc, argv);
+  if (parsed != PPCC_OK || p.help) return parsed;
+  const char *out = a.out;
+  long long threads = a.threads;
 #ifdef PPCC_HAVE_RUNTIME
   ppcc_diag d;
   ppcc_diag_init(&d, "ppcc calibrate", stderr);

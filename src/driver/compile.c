@@ -118,51 +118,36 @@ typedef struct compile_args {
 } compile_args;
 
 static const cli_option compile_options[] = {
-  {"o", true}, {"emit", true}, {"report", true}, {"dump-after", true},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true}, {"microbatches", true},
-  {"calibration", true}, CLI_DIAGNOSTICS_OPTION, {NULL, false},
+  CLI_TEXT_ROW("o", "FILE", compile_args, out_path, "write the emitted MLIR to FILE"),
+  CLI_TEXT_ROW("emit", "KIND", compile_args, emit,
+               "MLIR form: mlir (annotated, default), iree, mlir-exec;\n"
+               "without -o the MLIR goes to stdout"),
+  CLI_TEXT_ROW("report", "FILE", compile_args, report_path,
+               "write the placement report; the format follows the\n"
+               "extension: .json, .txt or .dot"),
+  CLI_TEXT_ROW("dump-after", "PASS", compile_args, dump_after, "print the graph after PASS to stderr"),
+  CLI_GROUP_ROW(compile_args, partition, cli_partition_options),
+  CLI_GROUP_ROW(compile_args, predict, cli_predict_options),
+  CLI_GROUP_ROW(compile_args, partition, cli_diagnostics_options),
+  CLI_END_ROW,
 };
 
-static ppcc_status on_compile_option(void *ctx, const char *name, const char *value) {
-  compile_args *a = ctx;
-  bool handled;
-  ppcc_status st = cli_partition_option("compile", &a->partition, name, value, &handled);
-  if (handled) return st;
-  st = cli_predict_option("compile", &a->predict, name, value, &handled);
-  if (handled) return st;
-  if (strcmp(name, "o") == 0) a->out_path = value;
-  else if (strcmp(name, "emit") == 0) a->emit = value;
-  else if (strcmp(name, "report") == 0) a->report_path = value;
-  else if (strcmp(name, "dump-after") == 0) a->dump_after = value;
-  return PPCC_OK;
-}
+static const cli_command compile_command = {
+  .name = "compile",
+  .usage = "Usage: ppcc compile MODEL.json [-o OUT.mlir] [--emit=mlir|iree|mlir-exec]\n"
+           "                   [--report=R.json|R.txt|R.dot] [--dump-after=PASS]\n"
+           "\n"
+           "Loads MODEL.json, propagates shardings and device placements, inserts the\n"
+           "transfers between devices, then writes the requested outputs. With neither\n"
+           "-o, --emit nor --report, prints the text placement report to stdout.\n",
+  .options = compile_options,
+  .epilog = "\n"
+            "Output files are written only when everything succeeded, through a\n"
+            "temporary file renamed into place. Exit codes: 0 ok, 1 bad input,\n"
+            "2 bad command line, 3 internal error.\n",
+};
 
-void cli_help_compile(FILE *out) {
-  fputs("Usage: ppcc compile MODEL.json [-o OUT.mlir] [--emit=mlir|iree|mlir-exec]\n"
-        "                   [--report=R.json|R.txt|R.dot] [--dump-after=PASS]\n"
-        "\n"
-        "Loads MODEL.json, propagates shardings and device placements, inserts the\n"
-        "transfers between devices, then writes the requested outputs. With neither\n"
-        "-o, --emit nor --report, prints the text placement report to stdout.\n"
-        "\n"
-        "Options:\n"
-        "  -o FILE             write the emitted MLIR to FILE\n"
-        "  --emit=KIND         MLIR form: mlir (annotated, default), iree, mlir-exec;\n"
-        "                      without -o the MLIR goes to stdout\n"
-        "  --report=FILE       write the placement report; the format follows the\n"
-        "                      extension: .json, .txt or .dot\n"
-        "  --dump-after=PASS   print the graph after PASS to stderr\n",
-        out);
-  fputs(cli_partition_help, out);
-  fputs(cli_predict_help, out);
-  fputs(cli_diagnostics_help, out);
-  fputs("  -h, --help          show this help\n"
-        "\n"
-        "Output files are written only when everything succeeded, through a\n"
-        "temporary file renamed into place. Exit codes: 0 ok, 1 bad input,\n"
-        "2 bad command line, 3 internal error.\n",
-        out);
-}
+void cli_help_compile(FILE *out) { cli_print_help(&compile_command, out); }
 
 static ppcc_status check_compile_args(compile_args *a, const report_format **report,
                                       const emit_kind_name **emit) {
@@ -218,14 +203,9 @@ static ppcc_status render_compile_outputs(const ppcc_graph *g, const compile_arg
 
 int cli_cmd_compile(int argc, char **argv) {
   compile_args a = {0};
-  cli_parse p = {.command = "compile", .options = compile_options,
-                 .on_option = on_compile_option, .ctx = &a};
+  cli_parse p = {.cmd = &compile_command, .args = &a};
   ppcc_status st = cli_parse_args(&p, argc, argv);
-  if (st != PPCC_OK) return st;
-  if (p.help) {
-    cli_help_compile(stdout);
-    return PPCC_OK;
-  }
+  if (st != PPCC_OK || p.help) return st;
   const report_format *report;
   const emit_kind_name *emit;
   st = check_compile_args(&a, &report, &emit);
@@ -257,53 +237,34 @@ typedef struct report_args {
 } report_args;
 
 static const cli_option report_options[] = {
-  {"format", true}, {"dump-after", true}, {"why", true},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true}, {"microbatches", true},
-  {"calibration", true}, CLI_DIAGNOSTICS_OPTION, {NULL, false},
+  CLI_TEXT_ROW("format", "FORMAT", report_args, format, "text (default), json or dot (Graphviz)"),
+  CLI_TEXT_ROW("dump-after", "PASS", report_args, dump_after, "print the graph after PASS to stderr"),
+  CLI_TEXT_ROW("why", "VALUE", report_args, why,
+               "instead of the report, print the chain of rules that\n"
+               "placed VALUE (pinned operands, inserted transfers)"),
+  CLI_GROUP_ROW(report_args, partition, cli_partition_options),
+  CLI_GROUP_ROW(report_args, predict, cli_predict_options),
+  CLI_GROUP_ROW(report_args, partition, cli_diagnostics_options),
+  CLI_END_ROW,
 };
 
-static ppcc_status on_report_option(void *ctx, const char *name, const char *value) {
-  report_args *a = ctx;
-  bool handled;
-  ppcc_status st = cli_partition_option("report", &a->partition, name, value, &handled);
-  if (handled) return st;
-  st = cli_predict_option("report", &a->predict, name, value, &handled);
-  if (handled) return st;
-  if (strcmp(name, "why") == 0) a->why = value;
-  else if (strcmp(name, "format") == 0) a->format = value;
-  else if (strcmp(name, "dump-after") == 0) a->dump_after = value;
-  return PPCC_OK;
-}
+static const cli_command report_command = {
+  .name = "report",
+  .usage = "Usage: ppcc report MODEL.json [--format=text|json|dot] [--dump-after=PASS]\n"
+           "\n"
+           "Compiles MODEL.json and prints its placement report to stdout: which\n"
+           "devices every value and op live on, the transfers between devices with\n"
+           "their sizes, and per-device totals.\n",
+  .options = report_options,
+};
 
-void cli_help_report(FILE *out) {
-  fputs("Usage: ppcc report MODEL.json [--format=text|json|dot] [--dump-after=PASS]\n"
-        "\n"
-        "Compiles MODEL.json and prints its placement report to stdout: which\n"
-        "devices every value and op live on, the transfers between devices with\n"
-        "their sizes, and per-device totals.\n"
-        "\n"
-        "Options:\n"
-        "  --format=FORMAT     text (default), json or dot (Graphviz)\n"
-        "  --dump-after=PASS   print the graph after PASS to stderr\n"
-        "  --why=VALUE         instead of the report, print the chain of rules that\n"
-        "                      placed VALUE (pinned operands, inserted transfers)\n",
-        out);
-  fputs(cli_partition_help, out);
-  fputs(cli_predict_help, out);
-  fputs(cli_diagnostics_help, out);
-  fputs("  -h, --help          show this help\n", out);
-}
+void cli_help_report(FILE *out) { cli_print_help(&report_command, out); }
 
 int cli_cmd_report(int argc, char **argv) {
   report_args a = {.format = "text"};
-  cli_parse p = {.command = "report", .options = report_options,
-                 .on_option = on_report_option, .ctx = &a};
+  cli_parse p = {.cmd = &report_command, .args = &a};
   ppcc_status st = cli_parse_args(&p, argc, argv);
-  if (st != PPCC_OK) return st;
-  if (p.help) {
-    cli_help_report(stdout);
-    return PPCC_OK;
-  }
+  if (st != PPCC_OK || p.help) return st;
   const report_format *fmt = format_by_name(a.format);
   if (!fmt) return cli_usage_error("report", "unknown --format '%s' (use text, json or dot)", a.format);
   st = cli_check_pass_name("report", a.dump_after);

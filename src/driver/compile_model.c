@@ -41,12 +41,6 @@ ppcc_graph *cli_load_and_compile_partitioned(const char *model_path, const char 
   return g;
 }
 
-const char cli_diagnostics_help[] =
-    "  --diagnostics=FORMAT text (default): a placement error is followed by its\n"
-    "                      --why chain and fixes as '  note:'/'  fix:' lines;\n"
-    "                      json: the error as one JSON document on stderr (kind,\n"
-    "                      op, operands, chain, fixes as edits with their cost)\n";
-
 ppcc_fix_options cli_fix_options(const cli_partition *req) {
   ppcc_fix_options o = {0};
   if (!req) return o;

@@ -10,30 +10,75 @@
 
 /* ---- command-line parsing (args.c) ---- */
 
-/* One option a command accepts. Long options are written without the
- * leading "--"; the short "-o" is spelled "o". */
+/* Every command declares one table of its options; one parser reads argv
+ * against it and prints the command's --help from it, so adding an option
+ * is adding one row. A row either names a field of the command's argument
+ * struct that the parser fills, or a handler for values that need more. */
+typedef enum cli_kind {
+  CLI_END,   /* ends a table */
+  CLI_FLAG,  /* bool field = true */
+  CLI_TEXT,  /* const char * field = the value (argv's string) */
+  CLI_INT,   /* int, long or long long field = the value, in [min, max] */
+  CLI_CALL,  /* call(value): parses and stores it itself */
+  CLI_GROUP, /* the rows of `group`, whose fields are in the struct at offset */
+} cli_kind;
+
+/* What a CLI_CALL handler gets. */
+typedef struct cli_value {
+  const char *command; /* "run", for messages */
+  const char *name;    /* the option without dashes */
+  const char *text;    /* its value; NULL for a flag */
+  void *args;          /* the struct the table's fields are in */
+  void *field;         /* args + the row's offset */
+} cli_value;
+typedef ppcc_status (*cli_call_fn)(const cli_value *v);
+
 typedef struct cli_option {
-  const char *name;
-  bool takes_value;
+  cli_kind kind;
+  const char *name;    /* without the leading "--"; one letter is "-o" */
+  const char *arg;     /* the value's name in --help ("FILE"); NULL: takes no value */
+  const char *help;    /* --help text, '\n' between lines; NULL: not listed */
+  size_t offset, size; /* the field in the argument struct */
+  long long min, max;  /* CLI_INT */
+  cli_call_fn call;    /* CLI_CALL */
+  const struct cli_option *group; /* CLI_GROUP */
 } cli_option;
 
-/* Called once per option in command-line order; value is NULL for flags.
- * Returns PPCC_OK or a usage error (already printed). */
-typedef ppcc_status (*cli_option_fn)(void *ctx, const char *name, const char *value);
+#define CLI_FIELD(type, field) offsetof(type, field), sizeof(((type *)0)->field)
+#define CLI_FLAG_ROW(name, type, field, help) {CLI_FLAG, name, NULL, help, CLI_FIELD(type, field), 0, 0, NULL, NULL}
+#define CLI_TEXT_ROW(name, arg, type, field, help) {CLI_TEXT, name, arg, help, CLI_FIELD(type, field), 0, 0, NULL, NULL}
+#define CLI_INT_ROW(name, arg, type, field, lo, hi, help) \
+  {CLI_INT, name, arg, help, CLI_FIELD(type, field), lo, hi, NULL, NULL}
+#define CLI_CALL_ROW(name, arg, type, field, fn, help) {CLI_CALL, name, arg, help, CLI_FIELD(type, field), 0, 0, fn, NULL}
+#define CLI_GROUP_ROW(type, field, rows) {CLI_GROUP, NULL, NULL, NULL, CLI_FIELD(type, field), 0, 0, NULL, rows}
+#define CLI_END_ROW {CLI_END, NULL, NULL, NULL, 0, 0, 0, 0, NULL, NULL}
+
+/* A command: its table and the text of its --help around the options. */
+typedef struct cli_command {
+  const char *name;          /* "compile", for messages */
+  const char *usage;         /* "Usage: ..." and the description, before "Options:" */
+  const cli_option *options;
+  const char *epilog;        /* after the options, or NULL */
+  int help_column;           /* where the option help starts (0: 22) */
+  bool no_positional;        /* no MODEL argument (calibrate) */
+} cli_command;
 
 typedef struct cli_parse {
-  const char *command;           /* "compile", for messages */
-  const cli_option *options;     /* terminated by {NULL} */
-  cli_option_fn on_option;
-  void *ctx;
+  const cli_command *cmd;
+  void *args;                    /* the struct the table's fields are in */
   const char *model_path;        /* the one positional argument */
-  bool help;                     /* -h / --help seen */
+  bool help;                     /* -h / --help seen (and the help printed) */
 } cli_parse;
 
 /* Parses argv (after the command name): "--opt=value", "--opt value",
- * "-o FILE", "--" ends options. Exactly one positional (the model) unless
- * --help is given. */
+ * "-o FILE", "--" ends options; each option is applied in command-line
+ * order (a later one wins). Exactly one positional (the model) unless
+ * the command takes none or --help is given; --help prints the help. */
 ppcc_status cli_parse_args(cli_parse *p, int argc, char **argv);
+void cli_print_help(const cli_command *c, FILE *out);
+
+/* --backend=jit|interp into a const char * field (run, generate). */
+ppcc_status cli_set_backend(const cli_value *v);
 
 /* Prints "ppcc COMMAND: error: MSG" and the --help hint; returns
  * PPCC_ERR_USAGE. */
@@ -72,11 +117,10 @@ typedef struct cli_partition {
   double spec_speed[PPCC_MAX_DEVICES];
 } cli_partition;
 
-/* Help lines of the three options. */
-extern const char cli_partition_help[];
-/* Handles the option if it is one of the three (*handled), else leaves it. */
-ppcc_status cli_partition_option(const char *command, cli_partition *req, const char *name,
-                                 const char *value, bool *handled);
+/* Rows of --pp, --tp, --device-memory, --devices-spec, and of
+ * --diagnostics (fields in a cli_partition). */
+extern const cli_option cli_partition_options[];
+extern const cli_option cli_diagnostics_options[];
 /* Usage error for combinations that make no sense; loads --devices-spec
  * (a bad file: one diagnostic naming it, exit 1). */
 ppcc_status cli_check_partition(const char *command, cli_partition *req);
@@ -99,17 +143,12 @@ typedef struct cli_predict {
   ppcc_calibration calib;
   ppcc_predict_options opts;
 } cli_predict;
-extern const char cli_predict_help[];
-ppcc_status cli_predict_option(const char *command, cli_predict *p, const char *name, const char *value,
-                               bool *handled);
+extern const cli_option cli_predict_options[]; /* fields in a cli_predict */
 /* Reads the calibration file if one was given (a bad file: one line
  * naming the file and the field, PPCC_ERR_USER) and sets p->opts. */
 ppcc_status cli_predict_load(cli_predict *p, ppcc_diag *d);
 /* ---- placement errors explained, with fixes (fix_cmd.c) ---- */
 
-/* Option table entry and help line of --diagnostics=text|json. */
-#define CLI_DIAGNOSTICS_OPTION {"diagnostics", true}
-extern const char cli_diagnostics_help[];
 /* After a failed load or compile: the --why chain and fixes of a
  * placement error as "  note:"/"  fix:" lines, or with --diagnostics=json
  * the whole error as one JSON document on stderr. g may be NULL. */

@@ -19,45 +19,31 @@ typedef struct fix_args {
 } fix_args;
 
 static const cli_option fix_cmd_options[] = {
-  {"o", true}, {"pick", true}, {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true},
-  CLI_DIAGNOSTICS_OPTION, {NULL, false},
+  CLI_TEXT_ROW("o", "FILE", fix_args, out_path, "where to write the fixed model (required)"),
+  CLI_INT_ROW("pick", "N", fix_args, pick, 1, 3,
+              "apply the N-th proposed fix (1-3) where an error has\n"
+              "that many, else the first (default 1)"),
+  CLI_GROUP_ROW(fix_args, partition, cli_partition_options),
+  CLI_GROUP_ROW(fix_args, partition, cli_diagnostics_options),
+  CLI_END_ROW,
 };
 
-static ppcc_status on_fix_option(void *ctx, const char *name, const char *value) {
-  fix_args *a = ctx;
-  bool handled;
-  ppcc_status st = cli_partition_option("fix", &a->partition, name, value, &handled);
-  if (handled) return st;
-  if (strcmp(name, "o") == 0) a->out_path = value;
-  if (strcmp(name, "pick") == 0) {
-    long long v;
-    if ((st = cli_parse_int("fix", name, value, 1, 3, &v)) != PPCC_OK) return st;
-    a->pick = (int)v;
-  }
-  return PPCC_OK;
-}
+static const cli_command fix_command = {
+  .name = "fix",
+  .usage = "Usage: ppcc fix MODEL.json -o FIXED.json [--diagnostics=text|json]\n"
+           "\n"
+           "Compiles MODEL.json; while a placement error stops it, applies the first\n"
+           "fix proposed for that error (an inserted transfer or collective, a changed\n"
+           "pin, a block of params moved to another stage when a device is over its\n"
+           "--devices-spec memory) and compiles again, at most 32 times. Writes the\n"
+           "model that compiles to FIXED.json and lists the fixes applied on stdout.\n"
+           "Fails, writing nothing, with the remaining error when no fix applies; a\n"
+           "fix that changes the command line (--tp, --pp, --device-memory) is shown,\n"
+           "not applied.\n",
+  .options = fix_cmd_options,
+};
 
-void cli_help_fix(FILE *out) {
-  fputs("Usage: ppcc fix MODEL.json -o FIXED.json [--diagnostics=text|json]\n"
-        "\n"
-        "Compiles MODEL.json; while a placement error stops it, applies the first\n"
-        "fix proposed for that error (an inserted transfer or collective, a changed\n"
-        "pin, a block of params moved to another stage when a device is over its\n"
-        "--devices-spec memory) and compiles again, at most 32 times. Writes the\n"
-        "model that compiles to FIXED.json and lists the fixes applied on stdout.\n"
-        "Fails, writing nothing, with the remaining error when no fix applies; a\n"
-        "fix that changes the command line (--tp, --pp, --device-memory) is shown,\n"
-        "not applied.\n"
-        "\n"
-        "Options:\n"
-        "  -o FILE             where to write the fixed model (required)\n"
-        "  --pick=N            apply the N-th proposed fix (1-3) where an error has\n"
-        "                      that many, else the first (default 1)\n",
-        out);
-  fputs(cli_partition_help, out);
-  fputs(cli_diagnostics_help, out);
-  fputs("  -h, --help          show this help\n", out);
-}
+void cli_help_fix(FILE *out) { cli_print_help(&fix_command, out); }
 
 /* True if the fix only edits the model (no command-line option). */
 static bool edits_model_only(const cJSON *fix) {
@@ -130,13 +116,9 @@ static ppcc_status fix_round(const char *path, cJSON *model, const ppcc_fix_opti
 
 int cli_cmd_fix(int argc, char **argv) {
   fix_args a = {0};
-  cli_parse p = {.command = "fix", .options = fix_cmd_options, .on_option = on_fix_option, .ctx = &a};
+  cli_parse p = {.cmd = &fix_command, .args = &a};
   ppcc_status st = cli_parse_args(&p, argc, argv);
-  if (st != PPCC_OK) return st;
-  if (p.help) {
-    cli_help_fix(stdout);
-    return PPCC_OK;
-  }
+  if (st != PPCC_OK || p.help) return st;
   if (!a.out_path) return cli_usage_error("fix", "missing -o FIXED.json (where to write the fixed model)");
   if ((st = cli_check_partition("fix", &a.partition)) != PPCC_OK) return st;
   ppcc_diag d;

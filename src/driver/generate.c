@@ -41,70 +41,52 @@ typedef struct generate_args {
 } generate_args;
 
 static const cli_option generate_options[] = {
-  {"tp", true}, {"pp", true}, {"dtype", true}, {"prompt-ids", true}, {"prompt", true}, {"ignore-eos", false},
-  {"max-new-tokens", true},
-  {"backend", true}, {"threads", true}, {"batch", true}, {"microbatches", true}, {NULL, false},
+  CLI_TEXT_ROW("prompt", "TEXT", generate_args, prompt,
+               "the prompt as text, tokenized by SOURCE's tokenizer\n"
+               "(DIR/tokenizer.json or the GGUF's tokenizer.ggml.*:\n"
+               "SentencePiece-style or byte-level BPE), with the\n"
+               "tokenizer's BOS as transformers adds it; one row"),
+  CLI_FLAG_ROW("ignore-eos", generate_args, ignore_eos, "generate --max-new-tokens ids whatever they are"),
+  CLI_TEXT_ROW("prompt-ids", "LIST", generate_args, prompt_text,
+               "the prompt's token ids, separated by commas; rows of a\n"
+               "batch separated by ';'. Rows may differ in length:\n"
+               "with more than one row the graphs take positions\n"
+               "[B, N] (ppcc import --row-positions), a shorter row is\n"
+               "left-padded (its pad tokens fill cache slots that\n"
+               "decoding overwrites) and decodes at its own position"),
+  CLI_INT_ROW("batch", "B", generate_args, spec.batch, 1, 1 << 20,
+              "rows (default: the rows given; one row is repeated)"),
+  CLI_INT_ROW("microbatches", "M", generate_args, microbatches, 1, 1 << 20,
+              "cut the batch into M microbatches through the pipeline\n"
+              "(as ppcc run; interpreter only, B divisible by M)"),
+  CLI_INT_ROW("max-new-tokens", "N", generate_args, max_new, 1, 1 << 20, "tokens to generate (default 16)"),
+  CLI_GROUP_ROW(generate_args, spec, cli_llama_options),
+  CLI_CALL_ROW("backend", "jit|interp", generate_args, backend, cli_set_backend,
+               "as for ppcc run (default jit when built with it)"),
+  CLI_INT_ROW("threads", "N", generate_args, threads, 1, 4096, "worker threads (default: the runtime's choice)"),
+  CLI_END_ROW,
 };
 
-static ppcc_status on_generate_option(void *ctx, const char *name, const char *value) {
-  generate_args *a = ctx;
-  bool handled;
-  ppcc_status st = cli_llama_option("generate", &a->spec, name, value, &handled);
-  if (handled) return st;
-  if (strcmp(name, "prompt-ids") == 0) a->prompt_text = value;
-  else if (strcmp(name, "prompt") == 0) a->prompt = value;
-  else if (strcmp(name, "ignore-eos") == 0) a->ignore_eos = true;
-  else if (strcmp(name, "max-new-tokens") == 0) return cli_parse_int("generate", "--max-new-tokens", value, 1, 1 << 20, &a->max_new);
-  else if (strcmp(name, "threads") == 0) return cli_parse_int("generate", "--threads", value, 1, 4096, &a->threads);
-  else if (strcmp(name, "microbatches") == 0)
-    return cli_parse_int("generate", "--microbatches", value, 1, 1 << 20, &a->microbatches);
-  else if (strcmp(name, "backend") == 0) {
-    if (strcmp(value, "jit") != 0 && strcmp(value, "interp") != 0)
-      return cli_usage_error("generate", "unknown --backend '%s' (use jit or interp)", value);
-    a->backend = value;
-  }
-  return PPCC_OK;
-}
+static const cli_command generate_command = {
+  .name = "generate",
+  .usage = "Usage: ppcc generate SOURCE (--prompt TEXT | --prompt-ids ID,ID,...) [--max-new-tokens N]\n"
+           "                     [--ignore-eos] [--tp T] [--pp P] [--dtype f32|f16|bf16] [--backend=jit|interp]\n"
+           "                     [--threads N] [--batch B] [--microbatches M]\n"
+           "\n"
+           "Greedy decoding of SOURCE, a Hugging Face checkpoint directory or a .gguf file\n"
+           "(see 'ppcc import --help'). Compiles a prefill graph over the prompt and a\n"
+           "decode graph for one token once, keeps each block's KV cache between steps,\n"
+           "and prints the generated ids on one line, 'tokens: ID ID ...', then the time\n"
+           "to first token and the decode speed. With --prompt the continuation is first\n"
+           "printed as text, token by token as it is generated, then a newline.\n"
+           "Generation stops after an EOS id (the tokenizer's, generation_config.json's or\n"
+           "config.json's eos_token_id, or GGUF's tokenizer.ggml.eos_token_id), which\n"
+           "ends the 'tokens:' line; its text is not printed.\n",
+  .options = generate_options,
+  .help_column = 23,
+};
 
-void cli_help_generate(FILE *out) {
-  fputs("Usage: ppcc generate SOURCE (--prompt TEXT | --prompt-ids ID,ID,...) [--max-new-tokens N]\n"
-        "                     [--ignore-eos] [--tp T] [--pp P] [--dtype f32|f16|bf16] [--backend=jit|interp]\n"
-        "                     [--threads N] [--batch B] [--microbatches M]\n"
-        "\n"
-        "Greedy decoding of SOURCE, a Hugging Face checkpoint directory or a .gguf file\n"
-        "(see 'ppcc import --help'). Compiles a prefill graph over the prompt and a\n"
-        "decode graph for one token once, keeps each block's KV cache between steps,\n"
-        "and prints the generated ids on one line, 'tokens: ID ID ...', then the time\n"
-        "to first token and the decode speed. With --prompt the continuation is first\n"
-        "printed as text, token by token as it is generated, then a newline.\n"
-        "Generation stops after an EOS id (the tokenizer's, generation_config.json's or\n"
-        "config.json's eos_token_id, or GGUF's tokenizer.ggml.eos_token_id), which\n"
-        "ends the 'tokens:' line; its text is not printed.\n"
-        "\n"
-        "Options:\n"
-        "  --prompt TEXT        the prompt as text, tokenized by SOURCE's tokenizer\n"
-        "                       (DIR/tokenizer.json or the GGUF's tokenizer.ggml.*:\n"
-        "                       SentencePiece-style or byte-level BPE), with the\n"
-        "                       tokenizer's BOS as transformers adds it; one row\n"
-        "  --ignore-eos         generate --max-new-tokens ids whatever they are\n"
-        "  --prompt-ids LIST    the prompt's token ids, separated by commas; rows of a\n"
-        "                       batch separated by ';'. Rows may differ in length:\n"
-        "                       with more than one row the graphs take positions\n"
-        "                       [B, N] (ppcc import --row-positions), a shorter row is\n"
-        "                       left-padded (its pad tokens fill cache slots that\n"
-        "                       decoding overwrites) and decodes at its own position\n"
-        "  --batch B            rows (default: the rows given; one row is repeated)\n"
-        "  --microbatches M     cut the batch into M microbatches through the pipeline\n"
-        "                       (as ppcc run; interpreter only, B divisible by M)\n"
-
-        "  --max-new-tokens N   tokens to generate (default 16)\n"
-        "  --tp T, --pp P       tensor- and pipeline-parallel degrees (default 1, 1)\n"
-        "  --dtype D            graph dtype (default f32; other weights converted at load)\n"
-        "  --backend=jit|interp as for ppcc run (default jit when built with it)\n"
-        "  --threads N          worker threads (default: the runtime's choice)\n"
-        "  -h, --help           show this help\n",
-        out);
-}
+void cli_help_generate(FILE *out) { cli_print_help(&generate_command, out); }
 
 /* "1,2,3;4,5" : *rows rows, row r of lens[r] ids; *ids holds them back to
  * back, *n is the longest row. */
@@ -412,13 +394,9 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
 int cli_cmd_generate(int argc, char **argv) {
   generate_args a = {.max_new = 16};
   a.spec = (llama_spec){.tp = 1, .pp = 1, .batch = 0, .dtype = "f32"};
-  cli_parse p = {.command = "generate", .options = generate_options, .on_option = on_generate_option, .ctx = &a};
+  cli_parse p = {.cmd = &generate_command, .args = &a};
   ppcc_status st = cli_parse_args(&p, argc, argv);
-  if (st) return st;
-  if (p.help) {
-    cli_help_generate(stdout);
-    return PPCC_OK;
-  }
+  if (st || p.help) return st;
   if (!a.prompt_text && !a.prompt) return cli_usage_error("generate", "missing --prompt TEXT or --prompt-ids ID,ID,...");
   if (a.prompt_text && a.prompt) return cli_usage_error("generate", "give --prompt or --prompt-ids, not both");
   if (a.prompt && a.spec.batch > 1)

@@ -8,30 +8,22 @@
 #include "import_cli.h"
 #include "ppcc/io.h"
 
-ppcc_status cli_llama_option(const char *command, llama_spec *s, const char *name, const char *value, bool *handled) {
-  long long v;
-  ppcc_status st = PPCC_OK;
-  *handled = true;
-  if (strcmp(name, "tp") == 0) {
-    st = cli_parse_int(command, "--tp", value, 1, 4096, &v);
-    s->tp = (long)v;
-  } else if (strcmp(name, "pp") == 0) {
-    st = cli_parse_int(command, "--pp", value, 1, 4096, &v);
-    s->pp = (long)v;
-  } else if (strcmp(name, "batch") == 0) {
-    st = cli_parse_int(command, "--batch", value, 1, 1 << 20, &v);
-    s->batch = (long)v;
-  } else if (strcmp(name, "dtype") == 0) {
-    if (strcmp(value, "f32") != 0 && strcmp(value, "f16") != 0 && strcmp(value, "bf16") != 0)
-      return cli_usage_error(command, "--dtype must be f32, f16 or bf16, not '%s'", value);
-    s->dtype = value;
-  } else if (strcmp(name, "row-positions") == 0) {
-    s->row_positions = true;
-  } else {
-    *handled = false;
-  }
-  return st;
+static ppcc_status set_dtype(const cli_value *v) {
+  if (strcmp(v->text, "f32") != 0 && strcmp(v->text, "f16") != 0 && strcmp(v->text, "bf16") != 0)
+    return cli_usage_error(v->command, "--dtype must be f32, f16 or bf16, not '%s'", v->text);
+  *(const char **)v->field = v->text;
+  return PPCC_OK;
 }
+
+const cli_option cli_llama_options[] = {
+  CLI_INT_ROW("tp", "T", llama_spec, tp, 1, 4096, "tensor-parallel degree (default 1)"),
+  CLI_INT_ROW("pp", "P", llama_spec, pp, 1, 4096, "pipeline-parallel degree (default 1)"),
+  CLI_CALL_ROW("dtype", "D", llama_spec, dtype, set_dtype,
+               "graph dtype: f32 (default), f16 or bf16. Weights of\n"
+               "another float dtype (bf16 or f16 checkpoints,\n"
+               "dequantized GGUF blocks) are converted once at load"),
+  CLI_END_ROW,
+};
 
 typedef struct import_args {
   const char *kind; /* "hf", "gguf" */
@@ -42,59 +34,45 @@ typedef struct import_args {
 } import_args;
 
 static const cli_option import_options[] = {
-  {"o", true}, {"tp", true}, {"pp", true}, {"seq", true}, {"batch", true}, {"decode", false}, {"row-positions", false},
-  {"cache", true}, {"dtype", true}, {NULL, false},
+  CLI_TEXT_ROW("o", "FILE", import_args, out, "the model.json to write ('-' is stdout)"),
+  CLI_GROUP_ROW(import_args, spec, cli_llama_options),
+  CLI_INT_ROW("seq", "N", import_args, seq, 1, 1 << 20, "tokens per call (default 16; 1 with --decode)"),
+  CLI_INT_ROW("batch", "B", import_args, spec.batch, 1, 1 << 20, "sequences per call (default 1)"),
+  CLI_FLAG_ROW("decode", import_args, decode, "a decode graph: --seq 1"),
+  CLI_FLAG_ROW("row-positions", import_args, spec.row_positions,
+               "positions are i64 [B, N]: each row of the batch at its own\n"
+               "positions (rotary, cache writes and masks per row), so rows\n"
+               "of different lengths share a call and --microbatches can\n"
+               "cut them"),
+  CLI_INT_ROW("cache", "C", import_args, cache, 1, 1 << 20, "KV cache slots (default N, or 64 with --decode)"),
+  CLI_END_ROW,
 };
 
-static ppcc_status on_import_option(void *ctx, const char *name, const char *value) {
-  import_args *a = ctx;
-  bool handled;
-  ppcc_status st = cli_llama_option("import", &a->spec, name, value, &handled);
-  if (handled) return st;
-  if (strcmp(name, "o") == 0) a->out = value;
-  else if (strcmp(name, "seq") == 0) return cli_parse_int("import", "--seq", value, 1, 1 << 20, &a->seq);
-  else if (strcmp(name, "cache") == 0) return cli_parse_int("import", "--cache", value, 1, 1 << 20, &a->cache);
-  else if (strcmp(name, "decode") == 0) a->decode = true;
-  return PPCC_OK;
-}
+static const cli_command import_command = {
+  .name = "import",
+  .usage = "Usage: ppcc import hf DIR -o MODEL.json [--tp T] [--pp P] [--seq N] [--batch B]\n"
+           "                          [--decode] [--cache C] [--dtype f32|f16|bf16] [--row-positions]\n"
+           "       ppcc import gguf FILE.gguf -o MODEL.json [same options]\n"
+           "\n"
+           "Writes a Llama graph for a Hugging Face checkpoint directory (config.json of a\n"
+           "LlamaForCausalLM or MistralForCausalLM, model.safetensors or shards listed in\n"
+           "model.safetensors.index.json) or a GGUF file (llama.* metadata). The params\n"
+           "keep the checkpoint's own tensor names, so 'ppcc run MODEL.json --weights DIR'\n"
+           "(or --weights FILE.gguf) reads the checkpoint unchanged. Blocks are spread\n"
+           "over P pipeline stages of T tensor-parallel devices (sharktank's layout).\n"
+           "\n"
+           "Inputs of the graph: tokens (i64 [B, N]), positions (i64 [N], the positions\n"
+           "of the N tokens) and per block k/v caches [B, C, kv_heads, head_dim]. Outputs:\n"
+           "logits of the last token, next_token (greedy) and the updated caches. Attention\n"
+           "reads cache slots 0..position, so one graph serves every position. With fewer\n"
+           "kv heads than T (MQA), each is copied to T/kv_heads devices and the caches\n"
+           "have T heads (Megatron); a vocab not divisible by T is padded with zero rows\n"
+           "for the split head and the pad cut off the logits.\n",
+  .options = import_options,
+  .help_column = 19,
+};
 
-void cli_help_import_llama(FILE *out) {
-  fputs("Usage: ppcc import hf DIR -o MODEL.json [--tp T] [--pp P] [--seq N] [--batch B]\n"
-        "                          [--decode] [--cache C] [--dtype f32|f16|bf16] [--row-positions]\n"
-        "       ppcc import gguf FILE.gguf -o MODEL.json [same options]\n"
-        "\n"
-        "Writes a Llama graph for a Hugging Face checkpoint directory (config.json of a\n"
-        "LlamaForCausalLM or MistralForCausalLM, model.safetensors or shards listed in\n"
-        "model.safetensors.index.json) or a GGUF file (llama.* metadata). The params\n"
-        "keep the checkpoint's own tensor names, so 'ppcc run MODEL.json --weights DIR'\n"
-        "(or --weights FILE.gguf) reads the checkpoint unchanged. Blocks are spread\n"
-        "over P pipeline stages of T tensor-parallel devices (sharktank's layout).\n"
-        "\n"
-        "Inputs of the graph: tokens (i64 [B, N]), positions (i64 [N], the positions\n"
-        "of the N tokens) and per block k/v caches [B, C, kv_heads, head_dim]. Outputs:\n"
-        "logits of the last token, next_token (greedy) and the updated caches. Attention\n"
-        "reads cache slots 0..position, so one graph serves every position. With fewer\n"
-        "kv heads than T (MQA), each is copied to T/kv_heads devices and the caches\n"
-        "have T heads (Megatron); a vocab not divisible by T is padded with zero rows\n"
-        "for the split head and the pad cut off the logits.\n"
-        "\n"
-        "Options:\n"
-        "  -o FILE          the model.json to write ('-' is stdout)\n"
-        "  --tp T, --pp P   tensor- and pipeline-parallel degrees (default 1, 1)\n"
-        "  --seq N          tokens per call (default 16; 1 with --decode)\n"
-        "  --batch B        sequences per call (default 1)\n"
-        "  --decode         a decode graph: --seq 1\n"
-        "  --row-positions  positions are i64 [B, N]: each row of the batch at its own\n"
-        "                   positions (rotary, cache writes and masks per row), so rows\n"
-        "                   of different lengths share a call and --microbatches can\n"
-        "                   cut them\n"
-        "  --cache C        KV cache slots (default N, or 64 with --decode)\n"
-        "  --dtype D        graph dtype (default f32). Weights of another float dtype\n"
-        "                   (bf16 or f16 checkpoints, dequantized GGUF blocks) are\n"
-        "                   converted once when ppcc run loads them\n"
-        "  -h, --help       show this help\n",
-        out);
-}
+void cli_help_import_llama(FILE *out) { cli_print_help(&import_command, out); }
 
 ppcc_status cli_llama_finish(const char *command, const char *source, llama_spec *s, ppcc_diag *d) {
   const char *problem = llama_spec_error(s);
@@ -108,13 +86,9 @@ int cli_cmd_import_llama(int argc, char **argv, bool *handled) {
   import_args a = {0};
   a.spec = (llama_spec){.tp = 1, .pp = 1, .batch = 1, .dtype = "f32"};
   a.kind = argv[0];
-  cli_parse p = {.command = "import", .options = import_options, .on_option = on_import_option, .ctx = &a};
+  cli_parse p = {.cmd = &import_command, .args = &a};
   ppcc_status st = cli_parse_args(&p, argc - 1, argv + 1);
-  if (st) return st;
-  if (p.help) {
-    cli_help_import_llama(stdout);
-    return PPCC_OK;
-  }
+  if (st || p.help) return st;
   if (!a.out) return cli_usage_error("import", "missing -o MODEL.json");
   ppcc_diag d;
   ppcc_diag_init(&d, p.model_path, stderr);

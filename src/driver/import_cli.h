@@ -2,9 +2,10 @@
 #ifndef PPCC_DRIVER_IMPORT_CLI_H
 #define PPCC_DRIVER_IMPORT_CLI_H
 #include "../import/import.h"
+#include "driver.h"
 
-/* --tp, --pp, --batch, --dtype into the spec (*handled when it was one). */
-ppcc_status cli_llama_option(const char *command, llama_spec *s, const char *name, const char *value, bool *handled);
+/* Rows of --tp, --pp and --dtype (fields in a llama_spec). */
+extern const cli_option cli_llama_options[];
 /* Validates the spec; a one-line error naming the source. */
 ppcc_status cli_llama_finish(const char *command, const char *source, llama_spec *s, ppcc_diag *d);
 

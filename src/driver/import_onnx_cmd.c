@@ -19,56 +19,49 @@ typedef struct import_args {
   cli_partition partition;
 } import_args;
 
-static const cli_option import_options[] = {
-  {"o", true}, {"weights-out", true}, {"shape", true}, {"devices", true}, {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true},
-  {NULL, false},
-};
-
-static ppcc_status on_import_option(void *ctx, const char *name, const char *value) {
-  import_args *a = ctx;
-  bool handled;
-  ppcc_status st = cli_partition_option("import", &a->partition, name, value, &handled);
-  if (handled) return st;
-  if (strcmp(name, "o") == 0) a->out_path = value;
-  else if (strcmp(name, "weights-out") == 0) a->weights_out = value;
-  else if (strcmp(name, "devices") == 0) return cli_parse_int("import", name, value, 1, PPCC_MAX_DEVICES, &a->devices);
-  else if (strcmp(name, "shape") == 0) {
-    char *copy = strdup(value);
-    if (!copy) return PPCC_ERR_INTERNAL;
-    a->shape_text[a->n_shapes] = copy;
-    if (!ppcc_onnx_parse_shape(copy, &a->shapes[a->n_shapes]))
-      return cli_usage_error("import", "--shape needs NAME=D0,D1,... (non-negative dims, at most %d), got '%s'",
-                             PPCC_MAX_RANK, value);
-    a->n_shapes++;
-  }
+static ppcc_status add_shape(const cli_value *v) {
+  import_args *a = v->args;
+  char *copy = strdup(v->text);
+  if (!copy) return PPCC_ERR_INTERNAL;
+  a->shape_text[a->n_shapes] = copy;
+  if (!ppcc_onnx_parse_shape(copy, &a->shapes[a->n_shapes]))
+    return cli_usage_error("import", "--shape needs NAME=D0,D1,... (non-negative dims, at most %d), got '%s'",
+                           PPCC_MAX_RANK, v->text);
+  a->n_shapes++;
   return PPCC_OK;
 }
 
-void cli_help_import_onnx(FILE *out) {
-  fputs("Usage: ppcc import onnx MODEL.onnx -o MODEL.json [--weights-out W.safetensors]\n"
-        "                        [--shape NAME=D0,D1,...]... [--tp=T --pp=P]\n"
-        "\n"
-        "Reads an ONNX model (opsets 13 to 18; external-data tensors from files in\n"
-        "the model's folder) and writes a ppcc model.json; its initializers become\n"
-        "params, written to --weights-out. Nodes whose operands are all constant\n"
-        "(shapes, masks, rotary tables) are evaluated at import by the runtime's\n"
-        "kernels; RMSNorm, erf GELU, SiLU and scaled-dot-product attention become\n"
-        "fused ppcc ops; BatchNormalization folds into the Conv before it.\n"
-        "Attributes are checked against each op's ONNX schema.\n"
-        "\n"
-        "Options:\n"
-        "  -o FILE               the model.json to write (required)\n"
-        "  --weights-out FILE    write the params as safetensors\n"
-        "  --shape NAME=DIMS     static shape of a graph input with symbolic dims\n"
-        "  --devices=N           devices the model declares (default T*P, or 1), so an\n"
-        "                        unplaced model can be auto-partitioned later\n",
-        out);
-  fputs(cli_partition_help, out);
-  fputs("                      (the model declares T*P devices; the placement is\n"
-        "                      checked here, and ppcc report/run take the same flags)\n"
-        "  -h, --help            show this help\n",
-        out);
-}
+static const cli_option import_options[] = {
+  CLI_TEXT_ROW("o", "FILE", import_args, out_path, "the model.json to write (required)"),
+  CLI_TEXT_ROW("weights-out", "FILE", import_args, weights_out, "write the params as safetensors"),
+  CLI_CALL_ROW("shape", "NAME=DIMS", import_args, shapes, add_shape,
+               "static shape of a graph input with symbolic dims"),
+  CLI_INT_ROW("devices", "N", import_args, devices, 1, PPCC_MAX_DEVICES,
+              "devices the model declares (default T*P, or 1), so an\n"
+              "unplaced model can be auto-partitioned later"),
+  CLI_GROUP_ROW(import_args, partition, cli_partition_options),
+  CLI_END_ROW,
+};
+
+static const cli_command import_onnx_command = {
+  .name = "import",
+  .usage = "Usage: ppcc import onnx MODEL.onnx -o MODEL.json [--weights-out W.safetensors]\n"
+           "                        [--shape NAME=D0,D1,...]... [--tp=T --pp=P]\n"
+           "\n"
+           "Reads an ONNX model (opsets 13 to 18; external-data tensors from files in\n"
+           "the model's folder) and writes a ppcc model.json; its initializers become\n"
+           "params, written to --weights-out. Nodes whose operands are all constant\n"
+           "(shapes, masks, rotary tables) are evaluated at import by the runtime's\n"
+           "kernels; RMSNorm, erf GELU, SiLU and scaled-dot-product attention become\n"
+           "fused ppcc ops; BatchNormalization folds into the Conv before it.\n"
+           "Attributes are checked against each op's ONNX schema.\n",
+  .options = import_options,
+  .epilog = "\n"
+            "With --tp/--pp the model declares T*P devices; the placement is checked\n"
+            "here, and ppcc report/run take the same flags.\n",
+};
+
+void cli_help_import_onnx(FILE *out) { cli_print_help(&import_onnx_command, out); }
 
 static double now_ms(void) {
   struct timespec t;
@@ -114,9 +107,8 @@ static int import_onnx(int argc, char **argv) {
   a.shapes = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.shapes);
   a.shape_text = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.shape_text);
   if (!a.shapes || !a.shape_text) return PPCC_ERR_INTERNAL;
-  cli_parse p = {.command = "import", .options = import_options, .on_option = on_import_option, .ctx = &a};
+  cli_parse p = {.cmd = &import_onnx_command, .args = &a};
   ppcc_status st = cli_parse_args(&p, argc, argv);
-  if (!st && p.help) cli_help_import_onnx(stdout);
   if (!st && !p.help && !a.out_path) st = cli_usage_error("import", "-o MODEL.json is required");
   if (!st && !p.help) st = cli_check_partition("import", &a.partition);
   if (!st && !p.help) {

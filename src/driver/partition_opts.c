@@ -7,22 +7,6 @@
 #include <string.h>
 #include "driver.h"
 
-const char cli_partition_help[] =
-    "  --pp=P              auto-partition a model without placement into P\n"
-    "                      pipeline stages (stage s on devices s*T..s*T+T-1)\n"
-    "  --tp=T              ... of T tensor-parallel devices each (Megatron pairs);\n"
-    "                      --tp=T0,T1,... gives each stage its own TP size (e.g.\n"
-    "                      4,1,2,1: stage 0 on devices 0-3, 1 on 4, 2 on 5-6, 3\n"
-    "                      on 7); the number of sizes is the number of stages\n"
-    "  --device-memory=B   bytes per device the split must fit in (suffixes\n"
-    "                      K, M, G, T: powers of 1024); needs --pp or --tp\n"
-    "  --devices-spec=FILE heterogeneous devices, a JSON file\n"
-    "                      {\"devices\": [{\"memory\": \"8GiB\", \"speed\": 1.0}, ...]}:\n"
-    "                      entry i is device i; a faster stage gets more work,\n"
-    "                      each device's memory is its budget (replacing\n"
-    "                      --device-memory for it); without --pp/--tp, a\n"
-    "                      placed model's devices are checked against it\n";
-
 /* "4,1,2,1": per-stage TP sizes. */
 static ppcc_status parse_stage_tp(const char *command, cli_partition *req, const char *value) {
   req->n_stage_tp = 0;
@@ -42,45 +26,70 @@ static ppcc_status parse_stage_tp(const char *command, cli_partition *req, const
   return PPCC_OK;
 }
 
-ppcc_status cli_partition_option(const char *command, cli_partition *req, const char *name,
-                                 const char *value, bool *handled) {
-  long long v = 0;
-  *handled = true;
-  if (strcmp(name, "tp") == 0 && strchr(value, ',')) {
-    ppcc_status st = parse_stage_tp(command, req, value);
+/* --tp T or --tp T0,T1,...: per-stage sizes, --tp is their largest. */
+static ppcc_status set_tp(const cli_value *v) {
+  cli_partition *req = v->args;
+  if (strchr(v->text, ',')) {
+    ppcc_status st = parse_stage_tp(v->command, req, v->text);
     req->tp = st ? 0 : req->stage_tp[0];
     for (int s = 0; !st && s < req->n_stage_tp; s++)
       if (req->stage_tp[s] > req->tp) req->tp = req->stage_tp[s];
     return st;
   }
-  if (strcmp(name, "pp") == 0 || strcmp(name, "tp") == 0) {
-    ppcc_status st = cli_parse_int(command, name, value, 1, PPCC_MAX_DEVICES, &v);
-    if (st != PPCC_OK) return st;
-    if (name[0] == 'p') req->pp = (int)v;
-    else req->tp = (int)v, req->n_stage_tp = 0;
-    return PPCC_OK;
-  }
-  if (strcmp(name, "device-memory") == 0) {
-    int64_t bytes = 0;
-    if (!ppcc_parse_byte_count(value, &bytes))
-      return cli_usage_error(command, "option '--device-memory' needs a positive byte count (e.g. 1000000, "
-                                      "512M, 16G), got '%s'", value);
-    req->device_memory = bytes;
-    return PPCC_OK;
-  }
-  if (strcmp(name, "devices-spec") == 0) {
-    req->devices_spec_path = value;
-    return PPCC_OK;
-  }
-  if (strcmp(name, "diagnostics") == 0) {
-    if (strcmp(value, "json") != 0 && strcmp(value, "text") != 0)
-      return cli_usage_error(command, "option '--diagnostics' needs 'text' or 'json', got '%s'", value);
-    req->diagnostics_json = strcmp(value, "json") == 0;
-    return PPCC_OK;
-  }
-  *handled = false;
+  long long t = 0;
+  ppcc_status st = cli_parse_int(v->command, v->name, v->text, 1, PPCC_MAX_DEVICES, &t);
+  if (st != PPCC_OK) return st;
+  req->tp = (int)t;
+  req->n_stage_tp = 0;
   return PPCC_OK;
 }
+
+static ppcc_status set_device_memory(const cli_value *v) {
+  int64_t bytes = 0;
+  if (!ppcc_parse_byte_count(v->text, &bytes))
+    return cli_usage_error(v->command, "option '--device-memory' needs a positive byte count (e.g. 1000000, "
+                                       "512M, 16G), got '%s'", v->text);
+  ((cli_partition *)v->args)->device_memory = bytes;
+  return PPCC_OK;
+}
+
+static ppcc_status set_diagnostics(const cli_value *v) {
+  if (strcmp(v->text, "json") != 0 && strcmp(v->text, "text") != 0)
+    return cli_usage_error(v->command, "option '--diagnostics' needs 'text' or 'json', got '%s'", v->text);
+  ((cli_partition *)v->args)->diagnostics_json = strcmp(v->text, "json") == 0;
+  return PPCC_OK;
+}
+
+const cli_option cli_partition_options[] = {
+  CLI_INT_ROW("pp", "P", cli_partition, pp, 1, PPCC_MAX_DEVICES,
+              "auto-partition a model without placement into P\n"
+              "pipeline stages (stage s on devices s*T..s*T+T-1)"),
+  CLI_CALL_ROW("tp", "T", cli_partition, tp, set_tp,
+               "... of T tensor-parallel devices each (Megatron pairs);\n"
+               "--tp=T0,T1,... gives each stage its own TP size (e.g.\n"
+               "4,1,2,1: stage 0 on devices 0-3, 1 on 4, 2 on 5-6, 3\n"
+               "on 7); the number of sizes is the number of stages"),
+  CLI_CALL_ROW("device-memory", "B", cli_partition, device_memory, set_device_memory,
+               "bytes per device the split must fit in (suffixes\n"
+               "K, M, G, T: powers of 1024); needs --pp or --tp"),
+  CLI_TEXT_ROW("devices-spec", "FILE", cli_partition, devices_spec_path,
+               "heterogeneous devices, a JSON file\n"
+               "{\"devices\": [{\"memory\": \"8GiB\", \"speed\": 1.0}, ...]}:\n"
+               "entry i is device i; a faster stage gets more work,\n"
+               "each device's memory is its budget (replacing\n"
+               "--device-memory for it); without --pp/--tp, a\n"
+               "placed model's devices are checked against it"),
+  CLI_END_ROW,
+};
+
+const cli_option cli_diagnostics_options[] = {
+  CLI_CALL_ROW("diagnostics", "FORMAT", cli_partition, diagnostics_json, set_diagnostics,
+               "text (default): a placement error is followed by its\n"
+               "--why chain and fixes as '  note:'/'  fix:' lines;\n"
+               "json: the error as one JSON document on stderr (kind,\n"
+               "op, operands, chain, fixes as edits with their cost)"),
+  CLI_END_ROW,
+};
 
 /* The spec's arrays are copied into the request, so nothing is left to
  * free whatever path the command takes afterwards. */

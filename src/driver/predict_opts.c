@@ -3,37 +3,24 @@
 #include <string.h>
 #include "driver.h"
 
-const char cli_predict_help[] =
-    "  --microbatches=M    the report's prediction (peak memory per device, time\n"
-    "                      per stage, pipeline bubble) for M microbatches (default 1)\n"
-    "  --calibration=FILE  speeds measured by 'ppcc calibrate' (default, and the\n"
-    "                      report then says \"uncalibrated\": GEMM 20 GFLOP/s,\n"
-    "                      elementwise 5 GB/s and 1 GFLOP/s, 2 us per op and 2 us\n"
-    "                      more per GEMM, a core per device). Stage time = the\n"
-    "                      slowest device's compute ops, each op max(FLOPs/rate,\n"
-    "                      bytes/bandwidth) + its fixed cost. Predicted peak\n"
-    "                      memory = params + activations of the microbatches in\n"
-    "                      flight + KV cache + transfer buffers: exactly the value\n"
-    "                      buffers the interpreter holds (params resident, a\n"
-    "                      buffer freed after its last reader, transfer\n"
-    "                      destinations; include/ppcc/predict.h)\n";
-
-ppcc_status cli_predict_option(const char *command, cli_predict *p, const char *name, const char *value,
-                               bool *handled) {
-  *handled = true;
-  if (strcmp(name, "microbatches") == 0) {
-    long long m = 0;
-    ppcc_status st = cli_parse_int(command, name, value, 1, 1 << 20, &m);
-    p->opts.microbatches = (int)m;
-    return st;
-  }
-  if (strcmp(name, "calibration") == 0) {
-    p->calibration_path = value;
-    return PPCC_OK;
-  }
-  *handled = false;
-  return PPCC_OK;
-}
+const cli_option cli_predict_options[] = {
+  CLI_INT_ROW("microbatches", "M", cli_predict, opts.microbatches, 1, 1 << 20,
+              "the report's prediction (peak memory per device, time\n"
+              "per stage, pipeline bubble) for M microbatches (default 1)"),
+  CLI_TEXT_ROW("calibration", "FILE", cli_predict, calibration_path,
+               "speeds measured by 'ppcc calibrate' (default, and the\n"
+               "report then says \"uncalibrated\": GEMM 20 GFLOP/s,\n"
+               "elementwise 5 GB/s and 1 GFLOP/s, 2 us per op and 2 us\n"
+               "more per GEMM, a core per device). Stage time = the\n"
+               "slowest device's compute ops, each op max(FLOPs/rate,\n"
+               "bytes/bandwidth) + its fixed cost. Predicted peak\n"
+               "memory = params + activations of the microbatches in\n"
+               "flight + KV cache + transfer buffers: exactly the value\n"
+               "buffers the interpreter holds (params resident, a\n"
+               "buffer freed after its last reader, transfer\n"
+               "destinations; include/ppcc/predict.h)"),
+  CLI_END_ROW,
+};
 
 ppcc_status cli_predict_load(cli_predict *p, ppcc_diag *d) {
   ppcc_calibration_defaults(&p->calib);

@@ -43,22 +43,14 @@ typedef struct run_args {
   cli_predict predict;  /* --calibration */
 } run_args;
 
-static const cli_option run_options[] = {
-  {"weights", true}, {"random-weights", true}, {"input", true}, {"output-dir", true},
-  {"check", false},  {"threads", true},        {"microbatches", true}, {"trace", true},
-  {"dump-after", true}, {"backend", true}, {"deterministic", false},
-  {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true}, CLI_DIAGNOSTICS_OPTION, {"repeat", true}, {"mpi", false}, {"ranks-map", true},
-  {"expect", true}, {"check-plan", false}, {"plan-memory-tolerance", true}, {"plan-time-tolerance", true},
-  {"calibration", true}, {NULL, false},
-};
-
 /* A tolerance: a fraction >= 0 ("0.10" is 10 %). */
-static ppcc_status parse_fraction(const char *option, const char *value, double *out) {
+static ppcc_status set_fraction(const cli_value *v) {
   char *end = NULL;
-  double x = strtod(value, &end);
-  if (end == value || *end || !(x >= 0) || x > 1e6)
-    return cli_usage_error("run", "option '--%s' needs a fraction >= 0 (e.g. 0.10), got '%s'", option, value);
-  *out = x;
+  double x = strtod(v->text, &end);
+  if (end == v->text || *end || !(x >= 0) || x > 1e6)
+    return cli_usage_error("run", "option '--%s' needs a fraction >= 0 (e.g. 0.10), got '%s'", v->name, v->text);
+  *(double *)v->field = x;
+  if (strcmp(v->name, "plan-time-tolerance") == 0) ((run_args *)v->args)->plan_time_tolerance_given = true;
   return PPCC_OK;
 }
 
@@ -78,146 +70,132 @@ static ppcc_status add_named_file(run_input *list, int *count, const char *optio
   return PPCC_OK;
 }
 
-static ppcc_status on_run_option(void *ctx, const char *name, const char *value) {
-  run_args *a = ctx;
-  bool handled;
-  ppcc_status st = cli_partition_option("run", &a->partition, name, value, &handled);
-  if (handled) return st;
-  if (strcmp(name, "weights") == 0) {
-    a->weights = value;
-  } else if (strcmp(name, "random-weights") == 0) {
-    a->have_seed = true;
-    return cli_parse_u64("run", name, value, &a->seed);
-  } else if (strcmp(name, "input") == 0) {
-    return add_named_file(a->inputs, &a->n_inputs, name, value);
-  } else if (strcmp(name, "expect") == 0) {
-    return add_named_file(a->expects, &a->n_expects, name, value);
-  } else if (strcmp(name, "output-dir") == 0) {
-    a->output_dir = value;
-  } else if (strcmp(name, "check") == 0) {
-    a->check = true;
-  } else if (strcmp(name, "threads") == 0) {
-    return cli_parse_int("run", name, value, 1, 4096, &a->threads);
-  } else if (strcmp(name, "repeat") == 0) {
-    return cli_parse_int("run", name, value, 0, 1 << 20, &a->repeat);
-  } else if (strcmp(name, "deterministic") == 0) {
-    a->deterministic = true;
-  } else if (strcmp(name, "microbatches") == 0) {
-    return cli_parse_int("run", name, value, 1, 1 << 20, &a->microbatches);
-  } else if (strcmp(name, "trace") == 0) {
-    a->trace = value;
-  } else if (strcmp(name, "dump-after") == 0) {
-    a->dump_after = value;
-  } else if (strcmp(name, "mpi") == 0) {
-    a->mpi = true;
-  } else if (strcmp(name, "ranks-map") == 0) {
-    a->ranks_map = value;
-  } else if (strcmp(name, "check-plan") == 0) {
-    a->check_plan = true;
-  } else if (strcmp(name, "plan-memory-tolerance") == 0) {
-    return parse_fraction(name, value, &a->plan_memory_tolerance);
-  } else if (strcmp(name, "plan-time-tolerance") == 0) {
-    a->plan_time_tolerance_given = true;
-    return parse_fraction(name, value, &a->plan_time_tolerance);
-  } else if (strcmp(name, "calibration") == 0) {
-    a->predict.calibration_path = value;
-  } else if (strcmp(name, "backend") == 0) {
-    if (strcmp(value, "jit") != 0 && strcmp(value, "interp") != 0)
-      return cli_usage_error("run", "unknown --backend '%s' (use jit or interp)", value);
-    a->backend = value;
-  }
-  return PPCC_OK;
+static ppcc_status set_input(const cli_value *v) {
+  run_args *a = v->args;
+  return add_named_file(a->inputs, &a->n_inputs, v->name, v->text);
 }
 
-void cli_help_run(FILE *out) {
-  fputs("Usage: ppcc run MODEL.json [--weights W.safetensors | --random-weights SEED]\n"
-        "                 [--input NAME=FILE.npy]... [--output-dir DIR] [--check]\n"
-        "                 [--threads N] [--microbatches M] [--deterministic] [--trace=TRACE.json]\n"
-        "                 [--backend=jit|interp] [--pp=P] [--tp=T] [--device-memory=BYTES]\n"
-        "                 [--devices-spec=FILE.json] [--repeat N] [--check-plan [--plan-memory-tolerance=F]\n"
-        "                 [--plan-time-tolerance=F]] [--calibration=CALIB.json]\n"
-        "\n"
-        "Compiles MODEL.json and runs it: one in-order stream per logical device,\n"
-        "transfers and collectives between them.\n"
-        "\n"
-        "Options:\n"
-        "  --weights FILE        parameters from a .safetensors, .irpa or .gguf file, or a\n"
-        "                        Hugging Face checkpoint directory (model.safetensors or\n"
-        "                        the shards of model.safetensors.index.json); float\n"
-        "                        weights of another dtype than the graph's (bf16, f16,\n"
-        "                        dequantized GGUF blocks) are converted once at load\n"
-        "                        A sharded archive (entries NAME.shard.K, as written by\n"
-        "                        `ppcc shard-weights` or sharktank) is read shard by shard\n"
-        "  --random-weights SEED random parameters from SEED (random is the default)\n"
-        "  --input NAME=FILE     value of graph input NAME from a .npy file (repeatable);\n"
-        "                        inputs not given are random from the seed\n"
-        "  --output-dir DIR      write every graph output to DIR/NAME.npy (all or none;\n"
-        "                        NAME keeps letters, digits, '.', '-', '_', others\n"
-        "                        become '_'; outputs whose files would clash are refused)\n"
-        "  --check               compare with the unsharded reference execution; when an\n"
-        "                        output differs, run again capturing every value and\n"
-        "                        name the first divergent one: shard, op, layouts and\n"
-        "                        the rule that placed it\n"
-        "  --expect NAME=FILE    compare output NAME with FILE.npy by --check's criterion\n"
-        "                        (repeatable); fails beyond it\n"
-        "  --threads N           worker threads (default: the runtime's choice)\n"
-        "  --microbatches M      split the batch (dim 0 of every input, divisible by M)\n"
-        "                        into M microbatches that flow through the pipeline;\n"
-        "                        outputs match M = 1 within an ulp, bit for bit with\n"
-        "                        --deterministic (graphs that mix batch rows are\n"
-        "                        refused). The summary gives each device's busy time\n"
-        "                        (compute ops / wall), the measured bubble (idle share\n"
-        "                        of the stage devices over the compute span) and the\n"
-        "                        GPipe estimate (p-1)/(m+p-1)\n"
-        "  --deterministic       every matmul row computed alike (one BLAS gemv per\n"
-        "                        row, about a third of sgemm's speed), so results do\n"
-        "                        not depend on --microbatches\n"
-        "  --repeat N            after the first run, run the forward N more times\n"
-        "                        and print their min and median wall time (the\n"
-        "                        device programs only: no compile, no loading);\n"
-        "                        --trace then records the last of them\n"
-        "  --trace FILE          write a Chrome trace (JSON: a track per device, an\n"
-        "                        event per op and microbatch, transfers as arrows)\n"
-        "  --dump-after=PASS     print the graph after PASS to stderr\n"
-        "  --backend=jit|interp  jit: device functions compiled from the executable MLIR\n"
-        "                        form; interp: the runtime's C kernels. Default: jit\n"
-        "                        when this ppcc has it and the model, --trace and\n"
-        "                        --microbatches allow it, else interp (with a note)\n"
-        "  --mpi                 run distributed over MPI ranks (implied when started by\n"
-        "                        mpiexec/mpirun): each rank holds some devices, loads\n"
-        "                        only their weights, and moves shards between ranks\n"
-        "                        with MPI; results are bit-identical to one process.\n"
-        "                        Rank 0 writes the outputs, the summary and the trace\n"
-        "                        (a process per rank)\n"
-        "  --ranks-map=R0,R1,..  the rank of each device (default: whole pipeline\n"
-        "                        stages per rank, spread evenly)\n",
-        out);
-  fputs("  --check-plan          measure each device's peak memory (high-water mark of\n"
-        "                        the value buffers the runtime holds: params, inputs,\n"
-        "                        results, transfer destinations; interp: not scratch\n"
-        "                        inside one op) and each stage's busy time (compute\n"
-        "                        ops, slowest device, all microbatches); print them\n"
-        "                        next to the report's prediction and fail naming the\n"
-        "                        device or stage off by more than the tolerance\n"
-        "                        (relative to the measurement). Without --repeat it\n"
-        "                        runs 10 more forwards: busy times are each stage's\n"
-        "                        median over the forwards after the first (cold).\n"
-        "                        On the JIT: params, inputs and output buffers plus\n"
-        "                        the high-water mark of the compiled code's\n"
-        "                        allocations (kernel temporaries included, each freed\n"
-        "                        after its last use); busy = device function\n"
-        "                        time outside communication calls\n"
-        "  --plan-memory-tolerance=F  allowed memory error, default 0.10\n"
-        "  --plan-time-tolerance=F    allowed stage time error, default 0.25; without\n"
-        "                        --calibration stage times are shown but unchecked\n"
-        "                        unless this is given\n"
-        "  --calibration=FILE    speeds from 'ppcc calibrate' for the time prediction\n"
-        "                        (default: constants; reported as uncalibrated)\n",
-        out);
-  fputs(cli_partition_help, out);
-  fputs(cli_diagnostics_help, out);
-  fputs("  -h, --help            show this help\n", out);
+static ppcc_status set_expect(const cli_value *v) {
+  run_args *a = v->args;
+  return add_named_file(a->expects, &a->n_expects, v->name, v->text);
 }
+
+static ppcc_status set_seed(const cli_value *v) {
+  run_args *a = v->args;
+  a->have_seed = true;
+  return cli_parse_u64("run", v->name, v->text, &a->seed);
+}
+
+static const cli_option run_options[] = {
+  CLI_TEXT_ROW("weights", "FILE", run_args, weights,
+               "parameters from a .safetensors, .irpa or .gguf file, or a\n"
+               "Hugging Face checkpoint directory (model.safetensors or\n"
+               "the shards of model.safetensors.index.json); float\n"
+               "weights of another dtype than the graph's (bf16, f16,\n"
+               "dequantized GGUF blocks) are converted once at load\n"
+               "A sharded archive (entries NAME.shard.K, as written by\n"
+               "`ppcc shard-weights` or sharktank) is read shard by shard"),
+  CLI_CALL_ROW("random-weights", "SEED", run_args, seed, set_seed,
+               "random parameters from SEED (random is the default)"),
+  CLI_CALL_ROW("input", "NAME=FILE", run_args, inputs, set_input,
+               "value of graph input NAME from a .npy file (repeatable);\n"
+               "inputs not given are random from the seed"),
+  CLI_TEXT_ROW("output-dir", "DIR", run_args, output_dir,
+               "write every graph output to DIR/NAME.npy (all or none;\n"
+               "NAME keeps letters, digits, '.', '-', '_', others\n"
+               "become '_'; outputs whose files would clash are refused)"),
+  CLI_FLAG_ROW("check", run_args, check,
+               "compare with the unsharded reference execution; when an\n"
+               "output differs, run again capturing every value and\n"
+               "name the first divergent one: shard, op, layouts and\n"
+               "the rule that placed it"),
+  CLI_CALL_ROW("expect", "NAME=FILE", run_args, expects, set_expect,
+               "compare output NAME with FILE.npy by --check's criterion\n"
+               "(repeatable); fails beyond it"),
+  CLI_INT_ROW("threads", "N", run_args, threads, 1, 4096, "worker threads (default: the runtime's choice)"),
+  CLI_INT_ROW("microbatches", "M", run_args, microbatches, 1, 1 << 20,
+              "split the batch (dim 0 of every input, divisible by M)\n"
+              "into M microbatches that flow through the pipeline;\n"
+              "outputs match M = 1 within an ulp, bit for bit with\n"
+              "--deterministic (graphs that mix batch rows are\n"
+              "refused). The summary gives each device's busy time\n"
+              "(compute ops / wall), the measured bubble (idle share\n"
+              "of the stage devices over the compute span) and the\n"
+              "GPipe estimate (p-1)/(m+p-1)"),
+  CLI_FLAG_ROW("deterministic", run_args, deterministic,
+               "every matmul row computed alike (one BLAS gemv per\n"
+               "row, about a third of sgemm's speed), so results do\n"
+               "not depend on --microbatches"),
+  CLI_INT_ROW("repeat", "N", run_args, repeat, 0, 1 << 20,
+              "after the first run, run the forward N more times\n"
+              "and print their min and median wall time (the\n"
+              "device programs only: no compile, no loading);\n"
+              "--trace then records the last of them"),
+  CLI_TEXT_ROW("trace", "FILE", run_args, trace,
+               "write a Chrome trace (JSON: a track per device, an\n"
+               "event per op and microbatch, transfers as arrows)"),
+  CLI_TEXT_ROW("dump-after", "PASS", run_args, dump_after, "print the graph after PASS to stderr"),
+  CLI_CALL_ROW("backend", "jit|interp", run_args, backend, cli_set_backend,
+               "jit: device functions compiled from the executable MLIR\n"
+               "form; interp: the runtime's C kernels. Default: jit\n"
+               "when this ppcc has it and the model, --trace and\n"
+               "--microbatches allow it, else interp (with a note)"),
+  CLI_FLAG_ROW("mpi", run_args, mpi,
+               "run distributed over MPI ranks (implied when started by\n"
+               "mpiexec/mpirun): each rank holds some devices, loads\n"
+               "only their weights, and moves shards between ranks\n"
+               "with MPI; results are bit-identical to one process.\n"
+               "Rank 0 writes the outputs, the summary and the trace\n"
+               "(a process per rank)"),
+  CLI_TEXT_ROW("ranks-map", "R0,R1,..", run_args, ranks_map,
+               "the rank of each device (default: whole pipeline\n"
+               "stages per rank, spread evenly)"),
+  CLI_FLAG_ROW("check-plan", run_args, check_plan,
+               "measure each device's peak memory (high-water mark of\n"
+               "the value buffers the runtime holds: params, inputs,\n"
+               "results, transfer destinations; interp: not scratch\n"
+               "inside one op) and each stage's busy time (compute\n"
+               "ops, slowest device, all microbatches); print them\n"
+               "next to the report's prediction and fail naming the\n"
+               "device or stage off by more than the tolerance\n"
+               "(relative to the measurement). Without --repeat it\n"
+               "runs 10 more forwards: busy times are each stage's\n"
+               "median over the forwards after the first (cold).\n"
+               "On the JIT: params, inputs and output buffers plus\n"
+               "the high-water mark of the compiled code's\n"
+               "allocations (kernel temporaries included, each freed\n"
+               "after its last use); busy = device function\n"
+               "time outside communication calls"),
+  CLI_CALL_ROW("plan-memory-tolerance", "F", run_args, plan_memory_tolerance, set_fraction,
+               "allowed memory error, default 0.10"),
+  CLI_CALL_ROW("plan-time-tolerance", "F", run_args, plan_time_tolerance, set_fraction,
+               "allowed stage time error, default 0.25; without\n"
+               "--calibration stage times are shown but unchecked\n"
+               "unless this is given"),
+  CLI_TEXT_ROW("calibration", "FILE", run_args, predict.calibration_path,
+               "speeds from 'ppcc calibrate' for the time prediction\n"
+               "(default: constants; reported as uncalibrated)"),
+  CLI_GROUP_ROW(run_args, partition, cli_partition_options),
+  CLI_GROUP_ROW(run_args, partition, cli_diagnostics_options),
+  CLI_END_ROW,
+};
+
+static const cli_command run_command = {
+  .name = "run",
+  .usage = "Usage: ppcc run MODEL.json [--weights W.safetensors | --random-weights SEED]\n"
+           "                 [--input NAME=FILE.npy]... [--output-dir DIR] [--check]\n"
+           "                 [--threads N] [--microbatches M] [--deterministic] [--trace=TRACE.json]\n"
+           "                 [--backend=jit|interp] [--pp=P] [--tp=T] [--device-memory=BYTES]\n"
+           "                 [--devices-spec=FILE.json] [--repeat N] [--check-plan [--plan-memory-tolerance=F]\n"
+           "                 [--plan-time-tolerance=F]] [--calibration=CALIB.json]\n"
+           "\n"
+           "Compiles MODEL.json and runs it: one in-order stream per logical device,\n"
+           "transfers and collectives between them.\n",
+  .options = run_options,
+  .help_column = 24,
+};
+
+void cli_help_run(FILE *out) { cli_print_help(&run_command, out); }
 
 static void free_run_args(run_args *a) {
   for (int i = 0; i < a->n_inputs; i++) free((char *)a->inputs[i].name);
@@ -414,9 +392,8 @@ int cli_cmd_run(int argc, char **argv) {
     free(a.expects);
     return PPCC_ERR_INTERNAL;
   }
-  cli_parse p = {.command = "run", .options = run_options, .on_option = on_run_option, .ctx = &a};
+  cli_parse p = {.cmd = &run_command, .args = &a};
   ppcc_status st = cli_parse_args(&p, argc, argv);
-  if (st == PPCC_OK && p.help) cli_help_run(stdout);
   if (st == PPCC_OK && !p.help) {
 #ifdef PPCC_HAVE_RUNTIME
     a.mpi = a.mpi || ppcc_mpi_launched();

@@ -13,43 +13,34 @@ typedef struct shard_args {
 } shard_args;
 
 static const cli_option shard_options[] = {
-  {"weights", true}, {"o", true}, {"pp", true}, {"tp", true}, {"device-memory", true}, {"devices-spec", true},
-  CLI_DIAGNOSTICS_OPTION, {NULL, false},
+  CLI_TEXT_ROW("weights", "SRC", shard_args, weights,
+               "the whole tensors: .safetensors, .irpa, .gguf, or a Hugging Face\n"
+               "checkpoint directory (as `ppcc run --weights`)"),
+  CLI_TEXT_ROW("o", "OUT", shard_args, out_path,
+               "the archive, .irpa (IREE parameter archive) or .safetensors;\n"
+               "written only when complete (a failure leaves no file). Reads one\n"
+               "source tensor at a time: memory stays near the largest tensor"),
+  CLI_GROUP_ROW(shard_args, partition, cli_partition_options),
+  CLI_GROUP_ROW(shard_args, partition, cli_diagnostics_options),
+  CLI_END_ROW,
 };
 
-static ppcc_status on_shard_option(void *ctx, const char *name, const char *value) {
-  shard_args *a = ctx;
-  bool handled;
-  ppcc_status st = cli_partition_option("shard-weights", &a->partition, name, value, &handled);
-  if (handled) return st;
-  if (strcmp(name, "weights") == 0) a->weights = value;
-  if (strcmp(name, "o") == 0) a->out_path = value;
-  return PPCC_OK;
-}
+static const cli_command shard_command = {
+  .name = "shard-weights",
+  .usage = "Usage: ppcc shard-weights MODEL.json --weights SRC -o OUT.irpa|OUT.safetensors\n"
+           "                           [--pp=P] [--tp=T] [--device-memory=BYTES] [--devices-spec=FILE.json]\n"
+           "\n"
+           "Writes the sharded parameter archive that `ppcc compile --emit=iree` references:\n"
+           "one entry per shard, named as sharktank names them (README, \"Sharded parameter\n"
+           "archives\"): NAME.shard.K for each shard of a split or unreduced param,\n"
+           "NAME.shard.0 once for a replicated one, NAME for an unsharded one; each in the\n"
+           "param's dtype. Give the same partition options as to `compile`.\n",
+  .options = shard_options,
+  .epilog = "\nExample:\n"
+            "  ppcc shard-weights testdata/models/tp_ffn.json --weights w.safetensors -o tp_ffn.irpa\n",
+};
 
-void cli_help_shard_weights(FILE *out) {
-  fputs("Usage: ppcc shard-weights MODEL.json --weights SRC -o OUT.irpa|OUT.safetensors\n"
-        "                           [--pp=P] [--tp=T] [--device-memory=BYTES] [--devices-spec=FILE.json]\n"
-        "\n"
-        "Writes the sharded parameter archive that `ppcc compile --emit=iree` references:\n"
-        "one entry per shard, named as sharktank names them (README, \"Sharded parameter\n"
-        "archives\"): NAME.shard.K for each shard of a split or unreduced param,\n"
-        "NAME.shard.0 once for a replicated one, NAME for an unsharded one; each in the\n"
-        "param's dtype. Give the same partition options as to `compile`.\n"
-        "\n"
-        "Options:\n"
-        "  --weights SRC   the whole tensors: .safetensors, .irpa, .gguf, or a Hugging Face\n"
-        "                  checkpoint directory (as `ppcc run --weights`)\n"
-        "  -o OUT          the archive, .irpa (IREE parameter archive) or .safetensors;\n"
-        "                  written only when complete (a failure leaves no file). Reads one\n"
-        "                  source tensor at a time: memory stays near the largest tensor\n",
-        out);
-  fputs(cli_partition_help, out);
-  fputs(cli_diagnostics_help, out);
-  fputs("\nExample:\n"
-        "  ppcc shard-weights testdata/models/tp_ffn.json --weights w.safetensors -o tp_ffn.irpa\n",
-        out);
-}
+void cli_help_shard_weights(FILE *out) { cli_print_help(&shard_command, out); }
 
 static ppcc_status check_shard_args(shard_args *a) {
   if (!a->weights) return cli_usage_error("shard-weights", "missing --weights SRC (the whole tensors)");
@@ -64,13 +55,9 @@ static ppcc_status check_shard_args(shard_args *a) {
 
 int cli_cmd_shard_weights(int argc, char **argv) {
   shard_args a = {0};
-  cli_parse p = {.command = "shard-weights", .options = shard_options, .on_option = on_shard_option, .ctx = &a};
+  cli_parse p = {.cmd = &shard_command, .args = &a};
   ppcc_status st = cli_parse_args(&p, argc, argv);
-  if (st != PPCC_OK) return st;
-  if (p.help) {
-    cli_help_shard_weights(stdout);
-    return PPCC_OK;
-  }
+  if (st != PPCC_OK || p.help) return st;
   st = check_shard_args(&a);
   if (st != PPCC_OK) return st;
   ppcc_diag d;
