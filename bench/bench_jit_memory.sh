@@ -18,6 +18,7 @@
 # Models: gen_llama --hidden 256 --heads 8 --kv-heads 4 --ffn 704
 # --vocab 4096 --seq 128 --layers L (as bench/bench_jit_compile.sh).
 set -u
+export PPCC_CALIBRATION_CACHE=0 # memory only: no calibration measured or cached
 A=${1:-build}
 B=${2:-}
 LAYERS=${LAYERS:-"4 8 16 32"}

@@ -108,8 +108,8 @@ else
 fi
 
 echo "== 2-stage pipeline on 2 cores, 4 microbatches vs 1 (interp) =="
-# gen_llama's reshapes carry the batch size, so the pipelined model is
-# tools/gen_pipeline's FFN stack: 8 blocks over 2 stages, 256 rows.
+# The pipelined model is tools/gen_pipeline's FFN stack: 8 blocks over 2
+# stages, 256 rows.
 # One thread budget for both (ppcc_concurrent_devices): with 1 microbatch
 # the stages take turns and each gets both cores (2 kernel threads); with
 # 4 both stages compute at once, 1 kernel thread each. So this is the

@@ -14,7 +14,9 @@
 # Two threads at most (--threads 2). PLAN_BACKEND=jit measures the JIT
 # (M = 1 only: the JIT runs no microbatches, those rows run interp);
 # default interp. PLAN_REPEAT=N: N warm forwards per run (default: what
-# --check-plan runs without --repeat, 10).
+# --check-plan runs without --repeat, 10). PLAN_ALL=1: every shipped model
+# (testdata/models) and three 4-stage gen_llama pipelines instead, with a
+# count of the stages within 25 % of the measured median.
 # The machine's load (uptime) is printed before and after: the time
 # model is calibrated and checked on the same, possibly shared, machine.
 set -euo pipefail
@@ -94,6 +96,25 @@ if bub:
 PY
 }
 
+if [[ ${PLAN_ALL:-0} == 1 ]]; then
+  # every shipped model and 4-stage gen_llama pipelines (prefill and decode)
+  labels=()
+  for m in testdata/models/*.json; do
+    label=$(basename "$m" .json)
+    run "$m" "$label"
+    labels+=("$label")
+  done
+  "$bin/gen_llama" --layers 4 --pp 4 --hidden 128 --ffn 256 --vocab 256 --seq 8 -o "$tmp/llama_pp4_small.json"
+  "$bin/gen_llama" --layers 4 --pp 4 --hidden 256 --ffn 512 --vocab 512 --seq 1 --start 16 -o "$tmp/llama_pp4_decode.json"
+  run "$tmp/llama_pp4.json" gen_llama_L4_pp4
+  run "$tmp/llama_pp4_small.json" gen_llama_L4_pp4_h128
+  run "$tmp/llama_pp4_decode.json" gen_llama_L4_pp4_decode
+  labels+=(gen_llama_L4_pp4 gen_llama_L4_pp4_h128 gen_llama_L4_pp4_decode)
+  echo "plan_accuracy: $rounds rounds per row, backend ${PLAN_BACKEND:-interp}"
+  summarize "${labels[@]}" | tee "$tmp/summary"
+  awk '/error\(median\)/{on=1; next} /^$|device/{on=0} on && NF>=6 && $NF ~ /%$/ { n++; e=$NF; sub("%","",e); e+=0; if (e<0) e=-e; if (e<=25) ok++ }
+       END { printf "plan_accuracy: %d of %d stages within 25%% of the measured median\n", ok, n }' "$tmp/summary"
+else
 run testdata/models/tiny_llama.json tiny_llama
 run testdata/models/ppffn_sharktank.json ppffn_sharktank
 run testdata/models/tp_ffn.json tp_ffn
@@ -102,4 +123,5 @@ run "$tmp/pipe_tp2pp2.json" gen_pipeline_tp2pp2
 for m in 1 2 4 8; do run "$tmp/pipe_pp4.json" "bubble_M$m" --microbatches "$m"; done
 echo "plan_accuracy: $rounds rounds per row, calibration $(tr -d '\n ' <"$calib")"
 summarize tiny_llama ppffn_sharktank tp_ffn gen_llama_L4_pp4 gen_pipeline_tp2pp2 bubble_M1 bubble_M2 bubble_M4 bubble_M8
+fi
 echo "plan_accuracy: load after: $(uptime)"

@@ -33,7 +33,8 @@ ppcc_status ppcc_run_passes(ppcc_graph *g, const char *dump_after, FILE *dump_ou
 static void dump_value(const ppcc_graph *g, const ppcc_value *v, FILE *out) {
   char layout[64], devs[256];
   ppcc_layout_str(v->layout, layout, sizeof layout);
-  fprintf(out, "%s %s[", v->name, ppcc_dtype_name(v->dtype));
+  ppcc_escape_fputs(out, v->name, PPCC_ESCAPE_TEXT);
+  fprintf(out, " %s[", ppcc_dtype_name(v->dtype));
   for (int i = 0; i < v->rank; i++) fprintf(out, i ? ", %lld" : "%lld", (long long)v->shape[i]);
   fprintf(out, "] %s", layout);
   if (v->devices) {
@@ -43,7 +44,9 @@ static void dump_value(const ppcc_graph *g, const ppcc_value *v, FILE *out) {
 }
 
 void ppcc_graph_dump(const ppcc_graph *g, FILE *out) {
-  fprintf(out, "graph %s devices=%d\n", g->name, g->n_devices);
+  fputs("graph ", out);
+  ppcc_escape_fputs(out, g->name, PPCC_ESCAPE_TEXT);
+  fprintf(out, " devices=%d\n", g->n_devices);
   for (int i = 0; i < g->n_values; i++) {
     const ppcc_value *v = &g->values[i];
     if (v->kind == PPCC_VALUE_RESULT) continue;
@@ -54,7 +57,10 @@ void ppcc_graph_dump(const ppcc_graph *g, FILE *out) {
   for (int i = 0; i < g->n_ops; i++) {
     const ppcc_op *op = &g->ops[i];
     fprintf(out, "  %%%d = %s%s(", i, op->info->name, op->inserted ? "*" : "");
-    for (int k = 0; k < op->n_in; k++) fprintf(out, k ? ", %s" : "%s", g->values[op->in[k]].name);
+    for (int k = 0; k < op->n_in; k++) {
+      if (k) fputs(", ", out);
+      ppcc_escape_fputs(out, g->values[op->in[k]].name, PPCC_ESCAPE_TEXT);
+    }
     fprintf(out, ") -> ");
     for (int k = 0; k < op->n_out; k++) {
       if (k) fprintf(out, ", ");
@@ -63,6 +69,9 @@ void ppcc_graph_dump(const ppcc_graph *g, FILE *out) {
     fputc('\n', out);
   }
   fprintf(out, "  outputs:");
-  for (int i = 0; i < g->n_outputs; i++) fprintf(out, " %s", g->values[g->outputs[i]].name);
+  for (int i = 0; i < g->n_outputs; i++) {
+    fputc(' ', out);
+    ppcc_escape_fputs(out, g->values[g->outputs[i]].name, PPCC_ESCAPE_TEXT);
+  }
   fputc('\n', out);
 }

@@ -11,24 +11,13 @@ set -uo pipefail
 ppcc=$1
 src=$2
 mlir_opt=${MLIR_OPT:-mlir-opt-19}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$src/tests/support/check.sh" # $tmp, check, fails, fails_cmp
 cd "$src" || exit 1
 
 if ! "$ppcc" compile testdata/models/tp_ffn.json --emit=mlir-exec -o "$tmp/probe.mlir" 2>/dev/null; then
   echo "emit_exec_golden: skipped (ppcc built without MLIR)"
   exit 0
 fi
-
-fail=0
-check() { # message, command...
-  local what=$1
-  shift
-  if ! "$@"; then
-    echo "FAIL: $what" >&2
-    fail=1
-  fi
-}
 
 check "ppffn: compile --emit=mlir-exec" "$ppcc" compile testdata/models/ppffn.json --emit=mlir-exec -o "$tmp/ppffn.exec.mlir"
 check "ppffn.exec.mlir matches its golden" cmp testdata/golden/ppffn.exec.mlir "$tmp/ppffn.exec.mlir"

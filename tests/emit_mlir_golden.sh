@@ -13,26 +13,13 @@ ppcc=$1
 src=$2
 irdl=$src/src/emit/annotated/ppcc.irdl.mlir
 mlir_opt=${MLIR_OPT:-mlir-opt-19}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$src/tests/support/check.sh" # $tmp, check, fails, fails_cmp
 cd "$src" || exit 1
 
 if ! "$ppcc" compile testdata/models/tp_ffn.json --emit=mlir -o "$tmp/probe.mlir" 2>/dev/null; then
   echo "emit_mlir_golden: skipped (ppcc built without MLIR)"
   exit 0
 fi
-
-fail=0
-check() { # message, command...
-  local what=$1
-  shift
-  if ! "$@"; then
-    echo "FAIL: $what" >&2
-    fail=1
-  fi
-}
-
-fails() { ! "$@"; }
 
 for model in testdata/models/*.json; do
   name=$(basename "$model" .json)

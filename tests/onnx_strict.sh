@@ -2,7 +2,8 @@
 # ONNX import never computes a different function (testdata/onnx/strict,
 # made once by tools/make_onnx_strict.py with ONNX Runtime's outputs):
 # valid models that are easy to misread, and attribute edge cases of the
-# ops (windows: Conv/pooling, op_edges: the rest), run with --expect on
+# ops (windows: Conv/pooling, op_edges: the rest; op_matrix, op_matrix13:
+# every imported op x the edge cases those leave out), run with --expect on
 # both backends; hostile ones are refused with one line "FILE: error: ...",
 # exit 1 and no output; names are escaped in messages; an output that is
 # the same file as the model or the other output is refused.
@@ -20,7 +21,7 @@ backends=(interp)
 "$ppcc" compile "$src/testdata/models/tp_ffn.json" --emit=mlir 2>&1 | grep -q "built without MLIR" || backends+=(jit)
 
 runs=0
-for m in reduce_noop reduce_noop18 input_override negative_index windows op_edges; do
+for m in reduce_noop reduce_noop18 input_override negative_index windows op_edges op_matrix op_matrix13; do
   out=$("$ppcc" import onnx "$data/$m.onnx" -o "$m.json" --weights-out "$m.safetensors" 2>&1) ||
     { echo "$out"; fail "$m: import failed"; }
   args=()

@@ -19,7 +19,12 @@
 #  - ppcc calibrate writes a file that --calibration reads, with a cost
 #    per op kind of the LLM and FFN op set (tests/test_predict.c checks
 #    the new fields round-trip and change the prediction); bad files are
-#    refused with one line naming the file and the field.
+#    refused with one line naming the file and the field;
+#  - out of the box (issue 27 item 12) --check-plan calibrates once per
+#    CPU and caches it under $XDG_CACHE_HOME/ppcc: written once, then
+#    reused; a corrupt or old cache is refused with one warning line and
+#    redone; PPCC_CALIBRATION_CACHE=0 and --calibration=none skip it (the
+#    measurement is the file above, injected: no timing in the test).
 # Usage: plan_check.sh PPCC_BINARY SOURCE_DIR
 set -euo pipefail
 ppcc=$1
@@ -28,6 +33,9 @@ bin=$(dirname "$ppcc")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "plan_check: $*" >&2; exit 1; }
+# No calibration cache of the user's (and no minute of measuring) unless a
+# check below asks for it with its own XDG_CACHE_HOME.
+export PPCC_CALIBRATION_CACHE=0
 
 # Memory exact; time not asserted (tolerance huge).
 exact() {
@@ -187,6 +195,61 @@ grep -q "prediction (1 microbatch, uncalibrated" <<<"$out" || fail "report witho
 "$ppcc" compile "$tmp/pipe.json" --calibration "$tmp/calib.json" --microbatches 2 --report="$tmp/r.txt"
 grep -q "prediction (2 microbatches, calibrated)" "$tmp/r.txt" || fail "compile --calibration --microbatches"
 exact "$tmp/pipe.json" --calibration "$tmp/calib.json" --microbatches 2
+
+# The calibration cache of --check-plan without --calibration.
+cache=$tmp/xdg
+cached_run() {
+  env -u PPCC_CALIBRATION_CACHE XDG_CACHE_HOME="$cache" PPCC_TEST_INJECT="calibration:$tmp/calib.json" \
+    "$ppcc" run "$src/testdata/models/ppffn.json" --random-weights 1 --input x="$src/testdata/inputs/x.npy" \
+    --check-plan --plan-time-tolerance=1e6 "$@" >"$tmp/cache.out" 2>"$tmp/cache.err"
+}
+cache_state() { stat -c '%i %Y %s' "$cache"/ppcc/calibration-v1-*.json; }
+cached_run || fail "first cached --check-plan: $(cat "$tmp/cache.err")"
+grep -q "note: no calibration for this CPU yet: measuring this machine once" "$tmp/cache.err" ||
+  fail "first use does not say it calibrates: $(cat "$tmp/cache.err")"
+[[ $(ls "$cache/ppcc" | wc -l) == 1 ]] || fail "not one cache file: $(ls -a "$cache/ppcc")"
+grep -q "plan check (1 microbatch, calibrated" "$tmp/cache.out" || fail "first use: not calibrated: $(cat "$tmp/cache.out")"
+python3 -c "
+import json, sys
+c, ref = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert c['cpu'] and c['ppcc_version'] and c['gemm_gflops'] == ref['gemm_gflops'], c
+" "$cache"/ppcc/calibration-v1-*.json "$tmp/calib.json" || fail "the cache does not hold the measured calibration"
+before=$(cache_state)
+cached_run || fail "second cached --check-plan: $(cat "$tmp/cache.err")"
+! grep -q "calibration" "$tmp/cache.err" || fail "second use measured again: $(cat "$tmp/cache.err")"
+grep -q "plan check (1 microbatch, calibrated" "$tmp/cache.out" || fail "second use: not calibrated"
+[[ $(cache_state) == "$before" ]] || fail "second use rewrote the cache"
+# a corrupt cache, an old one: one warning line each, measured again, rewritten
+for spoil in corrupt old; do
+  f=$(echo "$cache"/ppcc/calibration-v1-*.json)
+  if [[ $spoil == corrupt ]]; then printf '{"ppcc_calibration": 1, "cores": ' >"$f"
+  else sed -i 's/"ppcc_version": "[^"]*"/"ppcc_version": "0.0.0-old"/' "$f"; fi
+  cached_run || fail "$spoil cache: $(cat "$tmp/cache.err")"
+  [[ $(grep -c "warning: calibration cache .* refused" "$tmp/cache.err") == 1 ]] ||
+    fail "$spoil cache: no one-line warning: $(cat "$tmp/cache.err")"
+  grep -q "plan check (1 microbatch, calibrated" "$tmp/cache.out" || fail "$spoil cache: not calibrated"
+  python3 -c "import json, sys; assert json.load(open(sys.argv[1]))['ppcc_version'] != '0.0.0-old'" "$f" ||
+    fail "$spoil cache was not rewritten"
+done
+grep -q "another ppcc version wrote it" "$tmp/cache.err" || fail "old cache: reason not given: $(cat "$tmp/cache.err")"
+# switched off: no measuring, no file, times unchecked
+rm -rf "$cache"
+for off in PPCC_CALIBRATION_CACHE=0 --calibration=none; do
+  flag=; var=PPCC_CALIBRATION_CACHE=1
+  if [[ $off == --* ]]; then flag=$off; else var=$off; fi
+  env XDG_CACHE_HOME="$cache" PPCC_TEST_INJECT="calibration:$tmp/calib.json" "$var" "$ppcc" run \
+    "$src/testdata/models/ppffn.json" --random-weights 1 --input x="$src/testdata/inputs/x.npy" --check-plan $flag \
+    >"$tmp/cache.out" 2>"$tmp/cache.err" || fail "cache off ($off)"
+  [[ ! -e $cache ]] || fail "cache off ($off): $cache written"
+  grep -q "stage times UNCHECKED" "$tmp/cache.out" || fail "cache off ($off): times not unchecked"
+done
+# a cache folder that cannot be made: a warning, the run still calibrated
+touch "$tmp/afile"
+env -u PPCC_CALIBRATION_CACHE XDG_CACHE_HOME="$tmp/afile" PPCC_TEST_INJECT="calibration:$tmp/calib.json" \
+  "$ppcc" run "$src/testdata/models/ppffn.json" --random-weights 1 --input x="$src/testdata/inputs/x.npy" \
+  --check-plan --plan-time-tolerance=1e6 >"$tmp/cache.out" 2>"$tmp/cache.err" || fail "unwritable cache: $(cat "$tmp/cache.err")"
+grep -q "warning: cannot write the calibration cache" "$tmp/cache.err" || fail "unwritable cache: $(cat "$tmp/cache.err")"
+grep -q "plan check (1 microbatch, calibrated" "$tmp/cache.out" || fail "unwritable cache: not calibrated"
 
 # Bad calibration files: exit 1, one line naming the file and the field, no report.
 bad() {

@@ -11,20 +11,8 @@ set -uo pipefail
 ppcc=$1
 src=$2
 dir=$src/testdata/real_writers
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$src/tests/support/check.sh" # $tmp, check, fails, fails_cmp
 
-fail=0
-check() { # message, command...
-  local what=$1
-  shift
-  if ! "$@"; then
-    echo "FAIL: $what" >&2
-    fail=1
-  fi
-}
-
-fails_cmp() { ! cmp -s "$@"; }
 
 inputs=(--input "x32=$dir/x32.npy" --input "x16=$dir/x16.npy")
 for backend in jit interp; do

@@ -24,20 +24,8 @@ src=$2
 gen=$(dirname "$ppcc")/gen_safetensors
 dir=$src/testdata/sharded
 model=$dir/model.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$src/tests/support/check.sh" # $tmp, check, fails, fails_cmp
 mkdir "$tmp/out"
-
-fail=0
-check() { # message, command...
-  local what=$1
-  shift
-  if ! "$@"; then
-    echo "FAIL: $what" >&2
-    fail=1
-  fi
-}
-fails_cmp() { ! cmp -s "$@"; }
 
 inputs=(--input "x32=$src/testdata/real_writers/x32.npy" --input "x16=$src/testdata/real_writers/x16.npy")
 "$gen" --irpa "$model" 3 "$tmp/whole.irpa" >/dev/null || { echo "FAIL: gen_safetensors --irpa" >&2; exit 1; }

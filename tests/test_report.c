@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include "ppcc/ops.h"
+#include "ppcc/passes.h"
 #include "ppcc/report.h"
 #include "test_support.h"
 
@@ -442,6 +443,79 @@ START_TEST(dot_escapes_names) {
 }
 END_TEST
 
+/* Names holding terminal escapes, C1 controls (U+009B is CSI), a bidi
+ * override, a line break and a byte that is not UTF-8 (the loaders refuse
+ * them, so the graph is built by hand): every report form shows them
+ * escaped by ppcc_escape's family, no such byte reaches the output, the
+ * JSON report stays JSON (the names read back exact) and the DOT report
+ * shows the text escapes. Fails when one printer prints a name raw. */
+static void assert_no_raw_control(const char *what, const char *t) {
+  for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
+    ck_assert_msg(*p >= 0x20 || *p == '\n', "%s: raw control byte 0x%02x at %zu", what, *p, (size_t)(p - (const unsigned char *)t));
+    ck_assert_msg(*p != 0x7f && *p != 0xff, "%s: raw byte 0x%02x", what, *p);
+    ck_assert_msg(!(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f), "%s: raw C1 control", what);
+    ck_assert_msg(!(p[0] == 0xe2 && p[1] == 0x80 && p[2] == 0xae), "%s: raw bidi override", what);
+  }
+}
+
+static char *capture_explain(const ppcc_graph *g, const char *value) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ppcc_diag d;
+  ppcc_diag_init(&d, "test", f);
+  ck_assert_int_eq(ppcc_explain(g, value, f, &d), PPCC_OK);
+  ck_assert_int_eq(ppcc_explain(g, "no\x1b[2Jsuch", f, &d), PPCC_ERR_USER); /* the diagnostic naming it */
+  fclose(f);
+  return buf;
+}
+
+START_TEST(reports_escape_control_names) {
+  const char *in = "x\x1b[2J\x1b[31m", *w = "w\xc2\x9b" "31m\xe2\x80\xae", *h = "h\nnext\x7f\xff";
+  ppcc_graph *g = ppcc_graph_new("m\x1b]0;title\x07", 2);
+  const int d0[] = {0}, d1[] = {1};
+  int x = add_val(g, in, PPCC_VALUE_INPUT, 4, 4, unsharded(), d0, false);
+  int wv = add_val(g, w, PPCC_VALUE_PARAM, 4, 4, unsharded(), d0, true);
+  int hv = add_val(g, h, PPCC_VALUE_RESULT, 4, 4, unsharded(), d0, false);
+  int ht = add_val(g, "h\n@1", PPCC_VALUE_RESULT, 4, 4, unsharded(), d1, false);
+  int y = add_val(g, "y\x1b[0m", PPCC_VALUE_RESULT, 4, 4, unsharded(), d1, false);
+  add_op(g, "matmul", 2, (int[]){x, wv}, hv, false);
+  add_op(g, "transfer", 1, &hv, ht, true);
+  add_op(g, "relu", 1, &ht, y, false);
+  mark_output(g, y);
+  char *text = capture(ppcc_report_text, g), *json = capture(ppcc_report_json, g), *dot = capture(ppcc_report_dot, g);
+  char *why = capture_explain(g, "y\x1b[0m");
+  char *dump = NULL;
+  size_t dump_len = 0;
+  FILE *f = open_memstream(&dump, &dump_len);
+  ppcc_graph_dump(g, f);
+  fclose(f);
+  const char *outs[] = {text, json, dot, why, dump}, *names[] = {"text", "json", "dot", "--why", "dump"};
+  for (int i = 0; i < 5; i++) assert_no_raw_control(names[i], outs[i]);
+  ck_assert_ptr_nonnull(strstr(text, "model:   m\\x1b]0;title\\x07\n"));
+  ck_assert_ptr_nonnull(strstr(text, "  h\\nnext\\x7f\\xff  [0]   [1]"));
+  ck_assert_ptr_nonnull(strstr(text, "  y\\x1b[0m  "));
+  ck_assert_msg(strstr(why, "operand 'x\\x1b[2J\\x1b[31m'") != NULL, "%s", why);
+  ck_assert_ptr_nonnull(strstr(why, "operand 'w\\u009b31m\\u202e'"));
+  ck_assert_ptr_nonnull(strstr(why, "'y\\x1b[0m': result"));
+  ck_assert_ptr_nonnull(strstr(why, "operand 'h\\n@1' is 'h\\nnext\\x7f\\xff'"));
+  ck_assert_ptr_nonnull(strstr(why, "test: error: --why: no value named 'no\\x1b[2Jsuch'"));
+  ck_assert_ptr_nonnull(strstr(dump, "graph m\\x1b]0;title\\x07 devices=2\n"));
+  ck_assert_ptr_nonnull(strstr(dot, "label=\"x\\\\x1b[2J\\\\x1b[31m"));
+  ck_assert_ptr_nonnull(strstr(dot, "w\\\\u009b31m\\\\u202e"));
+  cJSON *j = cJSON_Parse(json);
+  ck_assert_msg(j != NULL, "report is not JSON:\n%s", json);
+  ck_assert_str_eq(str(j, "model"), "m\x1b]0;title\x07");
+  const cJSON *vals = cJSON_GetObjectItem(j, "values");
+  ck_assert_str_eq(str(cJSON_GetArrayItem(vals, 0), "name"), in);
+  ck_assert_str_eq(str(cJSON_GetArrayItem(vals, 1), "name"), w); /* valid UTF-8 reads back exact */
+  ck_assert_str_eq(str(cJSON_GetArrayItem(vals, 2), "name"), "h\nnext\x7f\xc3\xbf"); /* the stray byte as U+00FF */
+  cJSON_Delete(j);
+  for (int i = 0; i < 5; i++) free((void *)outs[i]);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 /* ---- compiled models (frontend + passes) ---- */
 
 static const char *pipeline_model =
@@ -569,6 +643,7 @@ Suite *report_suite(void) {
   tcase_add_test(tc, text_groups_by_sorted_device_set);
   tcase_add_test(tc, dot_marks_transfers);
   tcase_add_test(tc, dot_escapes_names);
+  tcase_add_test(tc, reports_escape_control_names);
   tc = t_add_tcase(s, "compiled", 0);
   tcase_add_test(tc, compiled_pipeline_report);
   tcase_add_test(tc, compiled_explicit_transfer_partial);

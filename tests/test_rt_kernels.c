@@ -57,6 +57,41 @@ START_TEST(sgemm_matches_naive) {
 }
 END_TEST
 
+/* --deterministic's GEMM: each row's bits are those of the same row
+ * computed alone, with 1 or 2 kernel threads, B transposed or not (K not
+ * a multiple of the 8 lanes, M not of the 4-row block), and close to the
+ * exact product. */
+START_TEST(row_invariant_sgemm_fixed_order) {
+  const int64_t M = 7, N = 113, K = 45; /* M N K > PAR_MIN: 2 threads split it */
+  unsigned seed = 7;
+  float A[7 * 45], B[45 * 113], Bt[113 * 45], C[7 * 113], C2[7 * 113], row[113];
+  for (int64_t j = 0; j < M * K; j++) A[j] = frand(&seed);
+  for (int64_t j = 0; j < K * N; j++) B[j] = frand(&seed);
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t n = 0; n < N; n++) Bt[n * K + k] = B[k * N + n];
+  ppcc_rt_set_row_invariant_matmul(true);
+  for (int transposed = 0; transposed < 2; transposed++) {
+    const float *b = transposed ? Bt : B;
+    ppcc_rt_set_kernel_threads(1);
+    ppcc_rt_sgemm(M, N, K, A, b, transposed, C);
+    ppcc_rt_set_kernel_threads(2);
+    ppcc_rt_sgemm(M, N, K, A, b, transposed, C2);
+    ck_assert_mem_eq(C, C2, sizeof C);
+    for (int64_t i = 0; i < M; i++) {
+      ppcc_rt_sgemm(1, N, K, A + i * K, b, transposed, row);
+      ck_assert_mem_eq(row, C + i * N, sizeof row);
+      for (int64_t n = 0; n < N; n++) {
+        double want = 0;
+        for (int64_t k = 0; k < K; k++) want += (double)A[i * K + k] * B[k * N + n];
+        ck_assert_double_eq_tol(C[i * N + n], want, 1e-5 * K);
+      }
+    }
+  }
+  ppcc_rt_set_kernel_threads(1);
+  ppcc_rt_set_row_invariant_matmul(false);
+}
+END_TEST
+
 START_TEST(batched_matmul_and_linear_with_bias) {
   /* a[2,2,3] x b[2,3,2] */
   float a[12], b[12], y[8];
@@ -223,6 +258,7 @@ int main(void) {
   Suite *s = suite_create("rt_kernels");
   TCase *tc = t_add_tcase(s, "kernels", 0);
   tcase_add_test(tc, sgemm_matches_naive);
+  tcase_add_test(tc, row_invariant_sgemm_fixed_order);
   tcase_add_test(tc, batched_matmul_and_linear_with_bias);
   tcase_add_test(tc, unary_ops);
   tcase_add_test(tc, binary_broadcasting);

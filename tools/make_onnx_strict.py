@@ -32,6 +32,23 @@ Valid models (run with --expect):
                   a negative axis, Flatten at 0 and -1, Reshape by 0 and -1,
                   Expand, LayerNormalization without bias, Gemm with and
                   without transB/bias, Split by num_outputs (uneven)
+  op_matrix       every op ppcc imports x the attribute edge cases the two
+                  above leave out (opset 18): unary kernels, Identity/Dropout,
+                  binary broadcasts (both sides, 0-d, reversed), batched and
+                  1-D MatMul, Gemm transA/alpha/beta/C shapes, default and
+                  middle Softmax, LayerNormalization with bias, reduces with
+                  negative/empty axes, keepdims 0, noop_with_empty_axes,
+                  Reshape/Flatten/Squeeze/Unsqueeze/Transpose/Concat/Slice
+                  (clamped and 2-axis)/Split (sizes, num_outputs) forms, Gather
+                  and GatherElements with negative indices from an input,
+                  Expand both ways, Where/Less/Equal/Cast, the fold-only ops
+                  (Cos/Sin/Max/Min/Floor/Ceil/Abs/Trilu/Not/And/Or/Shape/
+                  ConstantOfShape/Range) feeding a runtime op, depthwise,
+                  1x1, VALID and BatchNormalization-folded Conv, pools with
+                  default strides, SAME_UPPER and 1-D; `--matrix-only`
+                  writes only these two
+  op_matrix13     opset 13 forms: axes attributes of ReduceMean/ReduceMax,
+                  axes inputs of ReduceSum/Squeeze/Unsqueeze, Split by sizes
 Hostile models (refused, one line, exit 1):
   float_transb    Gemm whose transB is a FLOAT
   concat_no_axis  Concat without its required axis
@@ -164,6 +181,174 @@ def valid_models(out):
     save_valid(out, "op_edges", m, {"t": t, "m": rng.standard_normal((3, 4)).astype(np.float32)})
 
 
+def matrix_models(out):
+    """op_matrix (opset 18) and op_matrix13 (opset 13): every op ppcc
+    imports x its attribute edge cases not already in op_edges/windows,
+    one graph output per case, on tensors computed from the inputs (so the
+    runtime's kernels run, not the import-time folding), plus the
+    fold-only ops on constants feeding a runtime op."""
+    r = np.random.default_rng(20261204)
+    F, I64 = TensorProto.FLOAT, TensorProto.INT64
+    mk = helper.make_node
+    arr = lambda shape, lo=None: (r.standard_normal(shape) if lo is None else r.random(shape) + lo).astype(np.float32)
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    fl = lambda name, v: numpy_helper.from_array(np.asarray(v, np.float32), name)
+    feeds = {"t": arr((2, 3, 4)), "p": arr((2, 3, 4), 0.5), "v": arr(4), "c": arr((3, 1)), "m": arr((3, 4)),
+             "k": arr((4, 5)), "tk": arr((2, 4, 5)), "a": arr((4, 3)), "img": arr((1, 4, 7, 6)),
+             "seq": arr((1, 2, 9)), "idx": np.array([[-1, 0], [2, -3]], np.int64)}
+    inputs = [helper.make_tensor_value_info(n, I64 if n == "idx" else F, list(a.shape)) for n, a in feeds.items()]
+    cases = []  # (output name, nodes ending in it)
+
+    def case(name, *nodes, outs=None):
+        cases.append((outs or [name], list(nodes)))
+    # unary kernels, identity and inference-mode dropout
+    for op, x in (("Relu", "t"), ("Tanh", "t"), ("Sigmoid", "t"), ("Exp", "t"), ("Neg", "t"), ("Sqrt", "p"),
+                  ("Reciprocal", "p"), ("Erf", "t"), ("Log", "p")):
+        case(op.lower(), mk(op, [x], [op.lower()]))
+    case("identity", mk("Identity", ["t"], ["identity"]))
+    case("dropout", mk("Dropout", ["t"], ["dropout"]))
+    # binary ops over broadcast shapes (both sides, 0-d, 1-d, reversed)
+    case("add_v", mk("Add", ["t", "v"], ["add_v"]))
+    case("sub_c", mk("Sub", ["t", "c"], ["sub_c"]))
+    case("mul_rev", mk("Mul", ["c", "t"], ["mul_rev"]))
+    case("div_p", mk("Div", ["t", "p"], ["div_p"]))
+    case("pow_tensor", mk("Pow", ["p", "t"], ["pow_tensor"]))
+    case("add_scalar", mk("Add", ["t", "s0"], ["add_scalar"]))
+    case("add_both", mk("Add", ["c", "v"], ["add_both"]))
+    case("mul_vm", mk("Mul", ["v", "m"], ["mul_vm"]))
+    # MatMul: batched by a 2-D weight, batched by batched, 1-D on either side
+    case("matmul_b2", mk("MatMul", ["t", "k"], ["matmul_b2"]))
+    case("matmul_bb", mk("MatMul", ["t", "tk"], ["matmul_bb"]))
+    case("matmul_vec_l", mk("MatMul", ["v", "k"], ["matmul_vec_l"]))
+    case("matmul_vec_r", mk("MatMul", ["m", "v"], ["matmul_vec_r"]))
+    # Gemm: transA, alpha, beta, C of every broadcastable shape
+    case("gemm_ta", mk("Gemm", ["a", "k", "gc5"], ["gemm_ta"], transA=1, alpha=0.5, beta=2.0))
+    case("gemm_c31", mk("Gemm", ["m", "k", "gc31"], ["gemm_c31"], beta=-1.0))
+    case("gemm_c0", mk("Gemm", ["m", "k", "gc0"], ["gemm_c0"], alpha=2.0))
+    case("gemm_cfull", mk("Gemm", ["m", "kt", "gc35"], ["gemm_cfull"], transB=1, beta=0.5))
+    case("gemm_tatb", mk("Gemm", ["a", "kt"], ["gemm_tatb"], transA=1, transB=1, alpha=-1.5))
+    # Softmax default axis, LayerNormalization with bias and explicit axis
+    case("softmax_def", mk("Softmax", ["t"], ["softmax_def"]))
+    case("softmax_mid", mk("Softmax", ["t"], ["softmax_mid"], axis=1))
+    case("layernorm_b", mk("LayerNormalization", ["t", "ln_w", "ln_b"], ["layernorm_b"], axis=-1))
+    case("layernorm_2d", mk("LayerNormalization", ["m", "ln_w"], ["layernorm_2d"], axis=1, epsilon=0.5))
+    # reductions (opset 18: axes as an input)
+    case("sum_neg_k0", mk("ReduceSum", ["t", "ax_m1"], ["sum_neg_k0"], keepdims=0))
+    case("sum_empty_all", mk("ReduceSum", ["t", "ax_none"], ["sum_empty_all"], keepdims=1))
+    case("mean_0m1", mk("ReduceMean", ["t", "ax_0m1"], ["mean_0m1"]))
+    case("mean_all_k0", mk("ReduceMean", ["t"], ["mean_all_k0"], keepdims=0))
+    case("max_1_k0", mk("ReduceMax", ["t", "ax_1"], ["max_1_k0"], keepdims=0))
+    case("max_noop", mk("ReduceMax", ["t", "ax_none"], ["max_noop"], noop_with_empty_axes=1))
+    # shapes
+    case("reshape_flat", mk("Reshape", ["t", "rs_flat"], ["reshape_flat"]))
+    case("reshape_mid", mk("Reshape", ["t", "rs_mid"], ["reshape_mid"]))
+    case("reshape_4d", mk("Reshape", ["t", "rs_4d"], ["reshape_4d"]))
+    case("flatten_def", mk("Flatten", ["t"], ["flatten_def"]))
+    case("squeeze_axes", mk("ReduceSum", ["t", "ax_1"], ["sq_in"], keepdims=1),
+         mk("Squeeze", ["sq_in", "ax_1"], ["squeeze_axes"]))
+    case("squeeze_all", mk("ReduceSum", ["t", "ax_02"], ["sq_in2"], keepdims=1), mk("Squeeze", ["sq_in2"], ["squeeze_all"]))
+    case("unsqueeze2", mk("Unsqueeze", ["m", "ax_0m1"], ["unsqueeze2"]))
+    case("transpose_102", mk("Transpose", ["t"], ["transpose_102"], perm=[1, 0, 2]))
+    case("transpose_201", mk("Transpose", ["t"], ["transpose_201"], perm=[2, 0, 1]))
+    case("concat0", mk("Concat", ["t", "p"], ["concat0"], axis=0))
+    case("concat3", mk("Relu", ["m"], ["m2"]), mk("Concat", ["m", "m2", "m"], ["concat3"], axis=0))
+    case("slice_clamp", mk("Slice", ["t", "sc_s", "sc_e"], ["slice_clamp"]))
+    case("slice_2ax", mk("Slice", ["t", "s2_s", "s2_e", "s2_a", "s2_st"], ["slice_2ax"]))
+    case("split_sizes", mk("Split", ["t", "sp_sizes"], ["split_sizes_a", "split_sizes_b"], axis=-1),
+         outs=["split_sizes_a", "split_sizes_b"])
+    case("split3", mk("Split", ["tk"], ["split3_a", "split3_b", "split3_c"], axis=2, num_outputs=3),
+         outs=["split3_a", "split3_b", "split3_c"])
+    # gathers with negative indices from an input
+    case("gather_idx0", mk("Gather", ["table", "idx"], ["gather_idx0"], axis=0))
+    case("gather_scalar", mk("Gather", ["t", "g_s"], ["gather_scalar"], axis=-1))
+    case("ge_last", mk("GatherElements", ["m", "ge_i"], ["ge_last"], axis=-1))
+    case("expand_c", mk("Expand", ["c", "ex_234"], ["expand_c"]))
+    case("expand_lower", mk("Expand", ["t", "ex_4"], ["expand_lower"]))
+    # comparisons, Where with three broadcast operands, Cast round trips
+    case("where_bc", mk("Greater", ["t", "c"], ["gt_tc"]), mk("Where", ["gt_tc", "t", "v"], ["where_bc"]))
+    case("less_f", mk("Less", ["t", "p"], ["lt_tp"]), mk("Cast", ["lt_tp"], ["less_f"], to=F))
+    case("equal_i", mk("Equal", ["idx", "eq_c"], ["eq_ii"]), mk("Cast", ["eq_ii"], ["equal_i"], to=F))
+    case("cast_i64", mk("Mul", ["t", "three"], ["t3"]), mk("Cast", ["t3"], ["t3i"], to=I64),
+         mk("Cast", ["t3i"], ["cast_i64"], to=F))
+    case("cast_f16", mk("Cast", ["t"], ["t16"], to=TensorProto.FLOAT16), mk("Cast", ["t16"], ["cast_f16"], to=F))
+    # fold-only ops (constants at import, evaluated by ppcc's kernels) feeding a runtime op
+    case("fold_trig", mk("Cos", ["cv"], ["cos_c"]), mk("Sin", ["cv"], ["sin_c"]), mk("Max", ["cos_c", "sin_c"], ["mx_c"]),
+         mk("Add", ["t", "mx_c"], ["fold_trig"]))
+    case("fold_round", mk("Floor", ["cv3"], ["fl_c"]), mk("Ceil", ["cv3"], ["ce_c"]), mk("Abs", ["fl_c"], ["ab_c"]),
+         mk("Min", ["ab_c", "ce_c"], ["mn_c"]), mk("Mul", ["v", "mn_c"], ["fold_round"]))
+    case("fold_mask", mk("Trilu", ["ones34"], ["tri_c"], upper=0), mk("Greater", ["cv", "zero"], ["pos_c"]),
+         mk("Not", ["pos_c"], ["npos_c"]), mk("And", ["pos_c", "npos_c"], ["none_c"]), mk("Or", ["none_c", "pos_c"], ["any_c"]),
+         mk("Cast", ["any_c"], ["any_f"], to=F), mk("Mul", ["tri_c", "any_f"], ["mask_c"]), mk("Add", ["m", "mask_c"], ["fold_mask"]))
+    case("fold_shape", mk("Shape", ["t"], ["shp"], start=-2), mk("ConstantOfShape", ["shp"], ["cos2"],
+         value=helper.make_tensor("v", F, [1], [2.0])), mk("Range", ["r0", "r4", "r1"], ["rng_i"]),
+         mk("Cast", ["rng_i"], ["rng_f"], to=F), mk("Add", ["cos2", "rng_f"], ["sh_c"]), mk("Mul", ["m", "sh_c"], ["fold_shape"]))
+    # windows not in `windows`: depthwise, 1x1 strided, VALID, Conv + BatchNormalization folded,
+    # pools with default strides, SAME_UPPER, 1-D stride 2, GlobalAveragePool 1-D
+    case("conv_dw", mk("Conv", ["img", "w_dw"], ["conv_dw"], group=4, pads=[1, 1, 1, 1]))
+    case("conv_1x1", mk("Conv", ["img", "w_11", "b_11"], ["conv_1x1"], strides=[2, 2]))
+    case("conv_valid", mk("Conv", ["img", "w_33"], ["conv_valid"], auto_pad="VALID", dilations=[2, 2]))
+    case("conv_bn", mk("Conv", ["img", "w_33"], ["cb_conv"], pads=[1, 1, 1, 1]),
+         mk("BatchNormalization", ["cb_conv", "bn_s", "bn_b", "bn_m", "bn_v"], ["conv_bn"]))
+    case("conv1d_s2", mk("Conv", ["seq", "w_1d", "b_1d"], ["conv1d_s2"], strides=[2], pads=[1, 2]))
+    case("maxpool_def", mk("MaxPool", ["img"], ["maxpool_def"], kernel_shape=[2, 2], storage_order=0))
+    case("maxpool_same", mk("MaxPool", ["img"], ["maxpool_same"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"))
+    case("avgpool_nopad", mk("AveragePool", ["img"], ["avgpool_nopad"], kernel_shape=[3, 2], strides=[2, 2]))
+    case("avgpool1d", mk("AveragePool", ["seq"], ["avgpool1d"], kernel_shape=[3], strides=[2], pads=[1, 1],
+                         count_include_pad=1))
+    case("gap1d", mk("GlobalAveragePool", ["seq"], ["gap1d"]))
+    inits = [fl("table", arr((3, 4))), fl("s0", 1.5), fl("three", 3.0), fl("zero", 0.0), fl("gc5", arr(5)), fl("gc31", arr((3, 1))), fl("gc0", 0.25),
+             fl("gc35", arr((3, 5))), fl("kt", arr((5, 4))), fl("ln_w", arr(4)), fl("ln_b", arr(4)), fl("cv", arr(4)),
+             fl("cv3", arr(4) * 3), fl("ones34", np.ones((3, 4))), fl("w_dw", arr((4, 1, 3, 3))),
+             fl("w_11", arr((3, 4, 1, 1))), fl("b_11", arr(3)), fl("w_33", arr((2, 4, 3, 3))), fl("bn_s", arr(2)),
+             fl("bn_b", arr(2)), fl("bn_m", arr(2)), fl("bn_v", arr(2, 0.5)), fl("w_1d", arr((3, 2, 4))), fl("b_1d", arr(3)),
+             i64("ax_m1", [-1]), i64("ax_none", np.zeros(0, np.int64)), i64("ax_0m1", [0, -1]), i64("ax_1", [1]),
+             i64("ax_02", [0, 2]), i64("rs_flat", [-1]), i64("rs_mid", [3, -1, 2]), i64("rs_4d", [2, 3, 4, 1]),
+             i64("sc_s", [-100]), i64("sc_e", [np.iinfo(np.int64).max]), i64("s2_s", [0, -3]), i64("s2_e", [-1, 4]),
+             i64("s2_a", [2, -2]), i64("s2_st", [1, 1]), i64("sp_sizes", [1, 3]), i64("g_s", -1),
+             i64("ge_i", [[-1, 0], [3, -4], [1, 1]]), i64("ex_234", [2, 3, 4]), i64("ex_4", [4]), i64("eq_c", [[-1], [2]]),
+             i64("r0", 0), i64("r4", 4), i64("r1", 1)]
+    nodes, outs = [], []
+    for names, ns in cases:
+        nodes += ns
+        outs += names
+    for n in nodes:
+        n.name = "n_" + n.output[0]
+    g = helper.make_graph(nodes, "op_matrix", inputs, [helper.make_value_info(o, onnx.TypeProto()) for o in outs],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    fill_outputs(m)
+    save_valid(out, "op_matrix", m, feeds)
+    # opset 13: axes as attributes (ReduceMean/ReduceMax) or inputs (ReduceSum, Squeeze, Unsqueeze), Split by sizes
+    f13 = {"t": feeds["t"]}
+    nodes = [mk("ReduceMean", ["t"], ["mean_attr"], axes=[-1], keepdims=0),
+             mk("ReduceMax", ["t"], ["max_attr"], axes=[0, 2]),
+             mk("ReduceMean", ["t"], ["mean13_all"]),
+             mk("ReduceSum", ["t", "ax13"], ["sum13"], keepdims=0),
+             mk("ReduceSum", ["t"], ["sum13_all"], keepdims=0),
+             mk("Split", ["t", "sp13"], ["split13_a", "split13_b"], axis=1),
+             mk("Unsqueeze", ["t", "ax13"], ["unsq13"]),
+             mk("Squeeze", ["unsq13", "ax13"], ["sq13"]),
+             mk("Softmax", ["t"], ["softmax13"])]
+    for n in nodes:
+        n.name = "n_" + n.output[0]
+    outs = ["mean_attr", "max_attr", "mean13_all", "sum13", "sum13_all", "split13_a", "split13_b", "sq13", "softmax13"]
+    g = helper.make_graph(nodes, "op_matrix13", [helper.make_tensor_value_info("t", F, [2, 3, 4])],
+                          [helper.make_value_info(o, onnx.TypeProto()) for o in outs],
+                          initializer=[i64("ax13", [1]), i64("sp13", [2, 1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    fill_outputs(m)
+    save_valid(out, "op_matrix13", m, f13)
+
+
+def fill_outputs(m):
+    """Gives each graph output the type and shape ONNX's shape inference finds."""
+    inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    known = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    for o in m.graph.output:
+        if o.name in known and known[o.name].type.HasField("tensor_type"):
+            o.type.CopyFrom(known[o.name].type)
+
+
 def hostile_models(out):
     w = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")
     gemm = helper.make_node("Gemm", ["x", "w"], ["y"], name="gemm0")
@@ -195,7 +380,11 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "testdata/onnx/strict"
     seeds = sys.argv[2] if len(sys.argv) > 2 else "testdata/fuzz/onnx"
     os.makedirs(out, exist_ok=True)
+    if "--matrix-only" in sys.argv:
+        matrix_models(out)
+        return
     valid_models(out)
+    matrix_models(out)
     for name, data in hostile_models(out).items():
         for path in (os.path.join(out, name + ".onnx"), os.path.join(seeds, "strict_" + name + ".onnx")):
             with open(path, "wb") as f:

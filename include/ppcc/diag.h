@@ -2,6 +2,7 @@
  * exits; it reports here and returns a status up to the driver. */
 #ifndef PPCC_DIAG_H
 #define PPCC_DIAG_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -47,11 +48,39 @@ typedef struct ppcc_diag {
   ppcc_diag_site pending; /* set by ppcc_diag_site_set for the next error */
 } ppcc_diag;
 
-/* Copies `in` into out[n] with every control character shown escaped
- * (\n, \r, \t, \xNN: ESC is \x1b), cut at a whole escape if out is
- * too small; returns the length written. Every name printed in a
- * diagnostic or report goes through it. */
+/* The one escaping of names (and any text from a file) shown to a user,
+ * in the form of where it is printed. Every form escapes control
+ * characters, bytes that are not UTF-8, C1 controls and the invisible
+ * characters that reorder text (bidi controls, line separators):
+ *   TEXT  terminal text (diagnostics, text reports): \n \r \t, \xNN for
+ *         a byte, \uXXXX for a hidden code point; '"' and '\' as is.
+ *   JSON  inside a JSON string: '"' and '\' escaped, controls and hidden
+ *         code points as \uXXXX (a byte that is not UTF-8 as \u00NN),
+ *         so the file stays valid JSON.
+ *   DOT   inside a double-quoted DOT string: '"' escaped, and the TEXT
+ *         form with its backslashes doubled (the label shows "\x1b").
+ *   MLIR  an MLIR string literal (llvm::printEscapedString): printable
+ *         ASCII but '"' and '\' as is, every other byte as \XX. */
+/* Length of the valid UTF-8 sequence at in (1 for ASCII; overlong forms,
+ * surrogates and code points above U+10FFFF are invalid), else 0; *cp
+ * gets its code point. */
+int ppcc_utf8_char(const char *in, unsigned *cp);
+/* C1 controls, and the invisible characters that reorder or break the
+ * text around them (bidi controls, line separators, BOM): shown, they
+ * make a line say something other than what is there. */
+bool ppcc_hidden_code_point(unsigned c);
+typedef enum ppcc_escape_form { PPCC_ESCAPE_TEXT, PPCC_ESCAPE_JSON, PPCC_ESCAPE_DOT, PPCC_ESCAPE_MLIR } ppcc_escape_form;
+#define PPCC_ESCAPE_UNIT 16
+/* The escaped form of the character at in (not at its end): written to
+ * unit, its length to *unit_len; returns the bytes of in it stands for. */
+size_t ppcc_escape_next(const char *in, ppcc_escape_form form, char unit[PPCC_ESCAPE_UNIT], size_t *unit_len);
+/* Copies `in` escaped into out[n], cut at a whole escape if out is too
+ * small; returns the length written. */
+size_t ppcc_escape(char *out, size_t n, const char *in, ppcc_escape_form form);
+/* ppcc_escape(.., PPCC_ESCAPE_TEXT): what every diagnostic goes through. */
 size_t ppcc_escape_text(char *out, size_t n, const char *in);
+/* `in` escaped, written to f (no length limit). */
+void ppcc_escape_fputs(FILE *f, const char *in, ppcc_escape_form form);
 
 void ppcc_diag_init(ppcc_diag *d, const char *file, FILE *sink);
 /* Reports "FILE: error: MSG" and returns PPCC_ERR_USER. */

@@ -46,4 +46,9 @@ char *ppcc_read_file(const char *path, size_t *len, ppcc_diag *d);
 /* The same with its own size limit (ppcc_read_file's is 256 MiB). */
 char *ppcc_read_file_max(const char *path, size_t max, size_t *len, ppcc_diag *d);
 
+/* "DIR/NAME", malloc'ed (NULL when out of memory). */
+char *ppcc_path_join(const char *dir, const char *name);
+/* True if path names a directory (following links). */
+bool ppcc_is_dir(const char *path);
+
 #endif

@@ -160,6 +160,9 @@ typedef struct ppcc_calibration {
                                  sgemm). Without them a contraction's FLOPs speed up
                                  as the sgemm rate (gemm_gflops), which a GEMM of
                                  32 rows never sees in a forward. */
+  char cpu[128];              /* the CPU model measured ("cpu"; optional, "" unknown) */
+  char ppcc_version[32];      /* the ppcc that measured ("ppcc_version"; optional):
+                                 the calibration cache is redone when it differs */
   bool have_jit_cut;          /* jit_cut measured ("jit_operand_cut"; optional) */
   ppcc_op_cost jit_cut;       /* the JIT's cut of a replicated operand inside a
                                  row-parallel contraction's kernel: call_us +

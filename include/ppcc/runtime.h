@@ -135,11 +135,12 @@ int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t H
  * each BLAS call then runs only where its buffer fits, else the portable
  * kernel). Returns (doing nothing) otherwise or if that fails. */
 void ppcc_rt_tame_blas_under_rlimit(char **argv);
-/* With on, ppcc_rt_sgemm computes every row with the same one-row call
- * (OpenBLAS gemv, or the portable kernel), so a row's bits do not depend on
- * the row count: a microbatched run then equals the unbatched one bit for
- * bit (with full OpenBLAS sgemm they agree to about an ulp). Process-wide;
- * default off; `ppcc run --deterministic`. */
+/* With on, ppcc_rt_sgemm sums every element of C in one fixed order with
+ * ppcc's own kernel (no OpenBLAS), so its bits depend on neither the row
+ * count, the kernel threads nor the memory left: a microbatched run then
+ * equals the unbatched one, and MPI ranks one process, bit for bit (with
+ * OpenBLAS they agree to about an ulp). Process-wide; default off; `ppcc
+ * run --deterministic`. */
 void ppcc_rt_set_row_invariant_matmul(bool on);
 
 /* Element conversions (round to nearest even). */

@@ -11,7 +11,10 @@
  *       runs only);
  *   wrong-kernel-jit:VALUE:SHARD  the same on the JIT only;
  *   jit-no-capture                the JIT refuses --check's capture run
- *       (the interpreter captures instead). */
+ *       (the interpreter captures instead);
+ *   calibration:FILE              the calibration `run --check-plan`
+ *       measures and caches on first use is FILE's (no test depends on
+ *       timing: src/driver/calibration_cache.c). */
 #ifndef PPCC_TEST_INJECT_H
 #define PPCC_TEST_INJECT_H
 #include <stdbool.h>

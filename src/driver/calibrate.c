@@ -13,6 +13,9 @@
 #ifdef PPCC_HAVE_JIT
 #include "ppcc/jit.h"
 #endif
+#ifndef PPCC_VERSION
+#define PPCC_VERSION "unknown"
+#endif
 
 typedef struct calibrate_args {
   const char *out;
@@ -107,6 +110,16 @@ static ppcc_status calibrate_ops(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
   for (int i = 0; i < N; i++) free(texts[i]);
   return st;
 }
+
+ppcc_status cli_calibrate_measure(ppcc_calibration *c, int threads, FILE *log, ppcc_diag *d) {
+  ppcc_status st = ppcc_calibrate(c, threads, log, d);
+  if (!st) st = calibrate_ops(c, log, d);
+  if (!st) {
+    cli_cpu_model(c->cpu, sizeof c->cpu);
+    snprintf(c->ppcc_version, sizeof c->ppcc_version, "%s", PPCC_VERSION);
+  }
+  return st;
+}
 #endif
 
 int cli_cmd_calibrate(int argc, char **argv) {
@@ -124,8 +137,7 @@ int cli_cmd_calibrate(int argc, char **argv) {
   ppcc_outfile file; /* opened first: an uncreatable -o is refused before a minute of measuring */
   ppcc_status st = ppcc_outfile_open(&file, out, &d);
   if (st) return st;
-  st = ppcc_calibrate(&c, (int)threads, log, &d);
-  if (!st) st = calibrate_ops(&c, log, &d);
+  st = cli_calibrate_measure(&c, (int)threads, log, &d);
   if (!st) return ppcc_calibration_write_to(&file, &c, &d);
   ppcc_outfile_abort(&file);
   return st;

@@ -198,6 +198,16 @@ int cli_cmd_compile(int argc, char **argv);
 int cli_cmd_report(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
 int cli_cmd_calibrate(int argc, char **argv);
+/* What `ppcc calibrate` measures (threads 0: all cores), labelled with
+ * this CPU's model and ppcc's version. */
+ppcc_status cli_calibrate_measure(ppcc_calibration *c, int threads, FILE *log, ppcc_diag *d);
+/* This machine's CPU model (/proc/cpuinfo's "model name", printable
+ * ASCII), else "unknown". */
+void cli_cpu_model(char *out, size_t n);
+/* The calibration of `run --check-plan` when none is given
+ * (calibration_cache.c): read from the user's cache, or measured once and
+ * cached there; left uncalibrated when PPCC_CALIBRATION_CACHE=0. */
+ppcc_status cli_calibration_cached(ppcc_calibration *c, ppcc_diag *d);
 void cli_help_calibrate(FILE *out);
 int cli_cmd_import(int argc, char **argv);
 /* One importer per source (argv[0] names it); *handled false if not ours. */

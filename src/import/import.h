@@ -47,6 +47,9 @@ typedef struct llama_spec {
   bool row_positions; /* positions [batch, seq]: each row at its own positions */
   const char *dtype; /* "f32", "f16", "bf16" */
   const char *name;
+  bool unplaced;     /* no placement at all (no shards, devices, transfers or
+                        collectives) for auto-partition to place: gen_llama
+                        --placement none */
 } llama_spec;
 
 /* Reads DIR/config.json. Errors name the file and the key. */

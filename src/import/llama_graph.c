@@ -14,7 +14,8 @@
  *   (S = 1) serves every step.
  * Params keep the source's tensor names (HF or GGUF). A tied head reuses
  * the embedding table: moved to the last stage (pinned) and split over
- * vocab rows there. */
+ * vocab rows there. An unplaced spec writes the same graph without any
+ * placement (no shards, devices, transfers or collectives). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,10 @@ static long stage_of(const llama_spec *s, long block) { return block * s->pp / s
 /* Megatron with fewer kv heads than T (MQA): every kv head is copied to
  * the T/kv_heads devices whose query heads read it, so each device holds
  * one kv head in its cache; 1 when the kv heads split evenly. */
-static long kv_copies(const llama_spec *s) { return s->kv_heads % s->tp ? s->tp / s->kv_heads : 1; }
+static long kv_copies(const llama_spec *s) { return !s->unplaced && s->kv_heads % s->tp ? s->tp / s->kv_heads : 1; }
 /* The vocab padded to a multiple of T (Megatron): the head's pad rows are
  * zero and their logits are cut off after the all_gather. */
-static long padded_vocab(const llama_spec *s) { return (s->vocab + s->tp - 1) / s->tp * s->tp; }
+static long padded_vocab(const llama_spec *s) { return s->unplaced ? s->vocab : (s->vocab + s->tp - 1) / s->tp * s->tp; }
 
 const char *llama_spec_error(const llama_spec *s) {
   if (s->layers < 1 || s->layers > 100000) return "the model needs 1 to 100000 layers";
@@ -83,6 +84,10 @@ static void tensor_decl(writer *w, const char *name, const char *dtype, int rank
   item(w);
   fprintf(w->out, "{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [", name, dtype);
   for (int i = 0; i < rank; i++) fprintf(w->out, "%s%ld", i ? ", " : "", shape[i]);
+  if (w->s->unplaced) {
+    fputs("]}", w->out);
+    return;
+  }
   if (split_dim >= 0)
     fprintf(w->out, "], \"shard\": {\"kind\": \"split\", \"dim\": %d, \"count\": %ld}, \"devices\": ", split_dim, w->s->tp);
   else
@@ -239,8 +244,9 @@ static void projection(writer *w, names *n, long b, const char *x, block_weight 
  * (replicated) bias added once. */
 static void row_projection(writer *w, names *n, long b, const char *x, block_weight weight, block_weight bias,
                            bool has_bias, const char *partial, const char *reduced, const char *result) {
-  OP2(w, "linear", x, weight_name(n, w->s, b, weight), partial, NULL);
-  OP1(w, "all_reduce", partial, has_bias ? reduced : result, NULL);
+  const char *sum = has_bias ? reduced : result;
+  OP2(w, "linear", x, weight_name(n, w->s, b, weight), w->s->unplaced ? sum : partial, NULL);
+  if (!w->s->unplaced) OP1(w, "all_reduce", partial, sum, NULL);
   if (has_bias) OP2(w, "add", reduced, weight_name(n, w->s, b, bias), result, NULL);
 }
 
@@ -347,7 +353,7 @@ static void write_block(writer *w, long b, const char *x, char *pos, char *freqs
   char eps[64], x_in[96];
   snprintf(eps, sizeof eps, "\"eps\": %.17g", s->eps);
   snprintf(x_in, sizeof x_in, "%s", x);
-  if (b > 0 && stage_of(s, b) != stage_of(s, b - 1)) {
+  if (b > 0 && stage_of(s, b) != stage_of(s, b - 1) && !s->unplaced) {
     char devices[256];
     stage_devices_attr(w, stage_of(s, b), devices, sizeof devices, false);
     OP1(w, "transfer", x, nm(&n, b, "in"), devices);
@@ -394,7 +400,9 @@ static void write_ops(writer *w) {
   snprintf(attrs, sizeof attrs, "\"dim\": 1, \"start\": %ld, \"end\": %ld", s->seq - 1, s->seq);
   OP1(w, "slice", "final_norm", "last_hidden", attrs);
   const char *head = head_name(s);
-  if (s->tied) { /* the embedding table, on the last stage, split over vocab */
+  if (s->tied && s->unplaced) {
+    head = embd_name(s);
+  } else if (s->tied) { /* the embedding table, on the last stage, split over vocab */
     const char *table = embd_name(s);
     if (s->pp > 1) {
       stage_devices_attr(w, s->pp - 1, attrs, sizeof attrs, true);
@@ -408,10 +416,13 @@ static void write_ops(writer *w) {
     head_pad(w, head);
     head = "head_weight";
   }
-  OP2(w, "linear", "last_hidden", head, padded_vocab(s) == s->vocab ? "logits_shards" : "logits_padded_shards", NULL);
-  if (padded_vocab(s) == s->vocab) {
+  if (s->unplaced) {
+    OP2(w, "linear", "last_hidden", head, "logits", NULL);
+  } else if (padded_vocab(s) == s->vocab) {
+    OP2(w, "linear", "last_hidden", head, "logits_shards", NULL);
     OP1(w, "all_gather", "logits_shards", "logits", NULL);
   } else { /* the pad columns are cut off: nothing downstream sees them */
+    OP2(w, "linear", "last_hidden", head, "logits_padded_shards", NULL);
     OP1(w, "all_gather", "logits_padded_shards", "logits_padded", NULL);
     snprintf(attrs, sizeof attrs, "\"dim\": 2, \"start\": 0, \"end\": %ld", s->vocab);
     OP1(w, "slice", "logits_padded", "logits", attrs);

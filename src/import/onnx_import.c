@@ -45,15 +45,7 @@ typedef struct importer {
   int64_t opset;
   bool *bn_folded; /* per ONNX node: a BatchNormalization folded into the Conv before it */
   char who[PPCC_MAX_NAME * 4 + 64];
-  char esc[4][PPCC_MAX_NAME * 4 + 16]; /* names escaped for messages (E) */
-  int esc_next;
 } importer;
-
-/* name escaped for a message (one of four rotating buffers). */
-static const char *E(importer *I, const char *name) {
-  char *buf = I->esc[I->esc_next++ & 3];
-  return ox_escape(buf, sizeof I->esc[0], name);
-}
 
 static ppcc_status oom(importer *I) { return ppcc_error_status(I->d, PPCC_ERR_INTERNAL, "out of memory"); }
 
@@ -130,7 +122,7 @@ static int add_named_value(importer *I, const char *base, ppcc_value_kind kind, 
   if (strlen(base) > PPCC_MAX_NAME - 12) {
     char cut[48];
     snprintf(cut, sizeof cut, "%.40s", base);
-    ppcc_error(I->d, "%s: tensor name '%s...' is longer than %d characters", I->who, E(I, cut), PPCC_MAX_NAME - 12);
+    ppcc_error(I->d, "%s: tensor name '%s...' is longer than %d characters", I->who, cut, PPCC_MAX_NAME - 12);
     return -2;
   }
   char why[PPCC_MAX_NAME + 128];
@@ -154,7 +146,7 @@ static int value_of(importer *I, entry *x) {
     return -2;
   }
   if (x->c.rank > PPCC_MAX_RANK) {
-    ppcc_error(I->d, "%s: constant '%s' has rank %d", I->who, E(I, x->name), x->c.rank);
+    ppcc_error(I->d, "%s: constant '%s' has rank %d", I->who, x->name, x->c.rank);
     return -2;
   }
   int v = add_named_value(I, x->name, PPCC_VALUE_PARAM, x->c.dtype, x->c.rank, x->c.shape);
@@ -547,34 +539,55 @@ static ppcc_status tr_binary(importer *I) {
   return bind(I, 0, emit(I, name, 2, in, out_name(I, 0), 0, NULL));
 }
 
+/* MatMul; a 1-D operand (numpy's rule) is a [1, K] or [K, 1] matrix whose
+ * extra dim the result drops. */
 static ppcc_status tr_matmul(importer *I) {
   int r = match_attention(I);
   if (r != -3) return bind(I, 0, r);
   int in[2] = {operand(I, 0), operand(I, 1)};
+  if (in[0] < 0 || in[1] < 0) return PPCC_ERR_USER;
+  bool vec_l = V(I, in[0])->rank == 1, vec_r = V(I, in[1])->rank == 1;
+  if (vec_l) in[0] = reshape_to(I, in[0], 2, (int64_t[]){1, V(I, in[0])->shape[0]}, tmp_name(I));
+  if (vec_r) in[1] = reshape_to(I, in[1], 2, (int64_t[]){V(I, in[1])->shape[0], 1}, tmp_name(I));
   if (in[0] >= 0 && in[1] >= 0 && V(I, in[1])->rank > 2 && V(I, in[1])->rank != V(I, in[0])->rank)
     return defer_node(I, "MatMul broadcasting a right operand of rank > 2 against a different rank is not supported");
-  return bind(I, 0, emit(I, "matmul", 2, in, out_name(I, 0), 0, NULL));
+  int y = emit(I, "matmul", 2, in, vec_l || vec_r ? tmp_name(I) : out_name(I, 0), 0, NULL);
+  if (y < 0 || !(vec_l || vec_r)) return bind(I, 0, y);
+  int64_t shape[PPCC_MAX_RANK];
+  int rank = 0;
+  for (int i = 0; i < V(I, y)->rank; i++)
+    if (!((vec_l && i == V(I, y)->rank - 2) || (vec_r && i == V(I, y)->rank - 1))) shape[rank++] = V(I, y)->shape[i];
+  ppcc_attr a = attr_ints("shape", rank, shape);
+  return bind(I, 0, emit(I, "reshape", 1, &y, out_name(I, 0), 1, &a));
 }
 
+/* Gemm: alpha * A' B' + beta * C, A' = A or its transpose (transA), B'
+ * likewise (transB); one linear when transB with a 1-D bias (or none)
+ * and alpha = beta = 1, else matmul, scale and add. */
 static ppcc_status tr_gemm(importer *I) {
-  if (ox_attr_int(I->node, "transA", 0) || ox_attr_float(I->node, "alpha", 1.0f) != 1.0f ||
-      ox_attr_float(I->node, "beta", 1.0f) != 1.0f)
-    return defer_node(I, "Gemm with transA or alpha/beta other than 1 is not supported");
+  double alpha = ox_attr_float(I->node, "alpha", 1.0f), beta = ox_attr_float(I->node, "beta", 1.0f);
   int x = operand(I, 0), w = operand(I, 1);
   int b = I->node->n_input > 2 && I->node->input[2][0] ? operand(I, 2) : -3;
   if (x < 0 || w < 0 || b == -2 || b == -1) return PPCC_ERR_USER;
-  bool bias1 = b >= 0 && V(I, b)->rank == 1;
-  if (ox_attr_int(I->node, "transB", 0) && (b < 0 || bias1)) {
+  if (ox_attr_int(I->node, "transA", 0)) x = emit(I, "transpose", 1, &x, tmp_name(I), 0, NULL);
+  bool bias1 = b >= 0 && V(I, b)->rank == 1, trans_b = ox_attr_int(I->node, "transB", 0) != 0;
+  if (trans_b && alpha == 1 && (b < 0 || (bias1 && beta == 1))) {
     int in[3] = {x, w, b};
     return bind(I, 0, emit(I, "linear", b >= 0 ? 3 : 2, in, out_name(I, 0), 0, NULL));
   }
-  if (ox_attr_int(I->node, "transB", 0)) {
-    int wt = emit(I, "transpose", 1, &w, tmp_name(I), 0, NULL);
-    w = wt;
-  }
+  if (trans_b) w = emit(I, "transpose", 1, &w, tmp_name(I), 0, NULL);
   int in[2] = {x, w};
-  int y = emit(I, "matmul", 2, in, b >= 0 ? tmp_name(I) : out_name(I, 0), 0, NULL);
+  bool more = alpha != 1 || b >= 0;
+  int y = emit(I, "matmul", 2, in, more ? tmp_name(I) : out_name(I, 0), 0, NULL);
+  if (alpha != 1) {
+    ppcc_attr a = attr_float("value", alpha);
+    y = emit(I, "scale", 1, &y, b >= 0 ? tmp_name(I) : out_name(I, 0), 1, &a);
+  }
   if (b >= 0 && y >= 0) {
+    if (beta != 1) {
+      ppcc_attr a = attr_float("value", beta);
+      b = emit(I, "scale", 1, &b, tmp_name(I), 1, &a);
+    }
     int in2[2] = {y, b};
     y = emit(I, "add", 2, in2, out_name(I, 0), 0, NULL);
   }
@@ -1229,8 +1242,7 @@ static ppcc_status check_attributes(importer *I) {
   for (size_t i = 0; i < n->n_attribute; i++) {
     const Onnx__AttributeProto *a = n->attribute[i];
     if (!a->name || !a->name[0]) return ppcc_error(I->d, "%s: attribute #%zu has no name", I->who, i);
-    char esc[96];
-    ox_escape(esc, sizeof esc, a->name);
+    const char *esc = a->name; /* the diagnostic escapes it */
     for (size_t j = 0; j < i; j++)
       if (n->attribute[j]->name && strcmp(n->attribute[j]->name, a->name) == 0)
         return ppcc_error(I->d, "%s: attribute '%s' is given twice", I->who, esc);
@@ -1302,11 +1314,9 @@ static ppcc_status check_op_types(importer *I) {
     int count = 0;
     for (size_t j = i; j < gr->n_node; j++) count += strcmp(gr->node[j]->op_type ? gr->node[j]->op_type : "", t) == 0;
     const char *name = gr->node[i]->name && gr->node[i]->name[0] ? gr->node[i]->name : "(unnamed)";
-    char et[64], ed[44], en[64];
     if (off < sizeof msg - 100)
-      off += (size_t)snprintf(msg + off, sizeof msg - off, "%s%s%s%s x%d (first: '%s')", kinds ? ", " : "",
-                              ox_escape(et, sizeof et, t), custom ? "@" : "", custom ? ox_escape(ed, sizeof ed, dom) : "",
-                              count, ox_escape(en, sizeof en, name));
+      off += (size_t)snprintf(msg + off, sizeof msg - off, "%s%.60s%s%.40s x%d (first: '%.60s')", kinds ? ", " : "", t,
+                              custom ? "@" : "", custom ? dom : "", count, name);
     kinds++;
   }
   if (kinds) return ppcc_error(I->d, "%d unsupported op type%s: %s", kinds, kinds > 1 ? "s" : "", msg);
@@ -1320,7 +1330,7 @@ static const ppcc_onnx_shape *given_shape(importer *I, const char *name) {
 }
 
 static ppcc_status add_input(importer *I, const Onnx__ValueInfoProto *in, const ox_tensor *init) {
-  const char *name = in->name ? in->name : "", *en = E(I, name);
+  const char *name = in->name ? in->name : "", *en = name;
   const Onnx__TypeProto *t = in->type;
   if (!t || t->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !t->tensor_type)
     return ppcc_error(I->d, "graph input '%s': only tensor inputs are supported", en);
@@ -1361,7 +1371,7 @@ static ppcc_status add_input(importer *I, const Onnx__ValueInfoProto *in, const 
     } else {
       const char *sym = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? dim->dim_param : "?";
       return ppcc_error(I->d, "graph input '%s': dim %d is symbolic ('%s'); give its static shape with --shape %s=D0,D1,...",
-                        en, i, E(I, sym), en);
+                        en, i, sym, en);
     }
   }
   int64_t n = 1;
@@ -1382,10 +1392,10 @@ static ppcc_status add_input(importer *I, const Onnx__ValueInfoProto *in, const 
 
 static void set_who(importer *I, int index) {
   const Onnx__NodeProto *n = I->node;
-  char op[64];
-  ox_escape(op, sizeof op, n->op_type);
-  if (n->name && n->name[0]) snprintf(I->who, sizeof I->who, "node '%s' (%s)", E(I, n->name), op);
-  else snprintf(I->who, sizeof I->who, "node #%d (%s)", index, op);
+  /* names as they are: the diagnostic escapes the whole message */
+  const char *op = n->op_type ? n->op_type : "";
+  if (n->name && n->name[0]) snprintf(I->who, sizeof I->who, "node '%.*s' (%.60s)", PPCC_MAX_NAME * 4, n->name, op);
+  else snprintf(I->who, sizeof I->who, "node #%d (%.60s)", index, op);
 }
 
 /* Folds the node when all its operands are constant (or it is Shape of a
@@ -1505,11 +1515,11 @@ static ppcc_status translate_node(importer *I, int index) {
   for (size_t k = 0; k < n->n_input; k++)
     if (n->input[k][0] && !find(I, n->input[k]))
       return ppcc_error(I->d, "%s: input '%s' is not a graph input, an initializer or the result of an earlier node", I->who,
-                        E(I, n->input[k]));
+                        n->input[k]);
   for (size_t k = 0; k < n->n_output; k++) {
     bool again = n->output[k][0] && find(I, n->output[k]);
     for (size_t j = 0; j < k && !again; j++) again = n->output[k][0] && strcmp(n->output[j], n->output[k]) == 0;
-    if (again) return ppcc_error(I->d, "%s: result '%s' is defined twice", I->who, E(I, n->output[k]));
+    if (again) return ppcc_error(I->d, "%s: result '%s' is defined twice", I->who, n->output[k]);
   }
   ppcc_status ast = check_attributes(I);
   if (ast) return ast;
@@ -1545,7 +1555,7 @@ static ppcc_status add_outputs(importer *I) {
   for (size_t k = 0; k < gr->n_output; k++) {
     const char *name = gr->output[k]->name ? gr->output[k]->name : "";
     entry *x = find(I, name);
-    if (!x) return ppcc_error(I->d, "graph output '%s' is not computed by any node", E(I, name));
+    if (!x) return ppcc_error(I->d, "graph output '%s' is not computed by any node", name);
     int v = value_of(I, x);
     if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
     if (strcmp(V(I, v)->name, name) != 0 || V(I, v)->kind != PPCC_VALUE_RESULT || V(I, v)->is_output) {
@@ -1588,11 +1598,11 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
   for (size_t i = 0; i < gr->n_initializer; i++) {
     const Onnx__TensorProto *t = gr->initializer[i];
     const char *name = t->name ? t->name : "";
-    if (find(I, name)) return ppcc_error(I->d, "initializer '%s' is defined twice", E(I, name));
+    if (find(I, name)) return ppcc_error(I->d, "initializer '%s' is defined twice", name);
     entry *x = add_entry(I, name);
     if (!x) return oom(I);
     x->is_const = true;
-    if ((st = ox_tensor_from_proto(t, I->dir, E(I, name), &x->c, I->d))) return st;
+    if ((st = ox_tensor_from_proto(t, I->dir, name, &x->c, I->d))) return st;
   }
   /* A graph input with an initializer of its name is an input (ONNX: the
    * input overrides the initializer, which is only its default). */
@@ -1600,7 +1610,7 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
     const char *name = gr->input[i]->name ? gr->input[i]->name : "";
     for (size_t j = 0; j < i; j++)
       if (strcmp(gr->input[j]->name ? gr->input[j]->name : "", name) == 0)
-        return ppcc_error(I->d, "graph input '%s' is listed twice", E(I, name));
+        return ppcc_error(I->d, "graph input '%s' is listed twice", name);
     entry *init = find(I, name);
     if (init) {
       init->hidden = true; /* its name now belongs to the input */
@@ -1612,7 +1622,7 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
     bool known = false;
     for (size_t j = 0; j < gr->n_input && !known; j++)
       known = gr->input[j]->name && strcmp(gr->input[j]->name, I->opts->shapes[i].name) == 0;
-    if (!known) return ppcc_error(I->d, "--shape %s: the model has no graph input of that name", E(I, I->opts->shapes[i].name));
+    if (!known) return ppcc_error(I->d, "--shape %s: the model has no graph input of that name", I->opts->shapes[i].name);
   }
   I->bn_folded = calloc(gr->n_node + 1, sizeof(bool));
   if (!I->bn_folded) return oom(I);

@@ -47,10 +47,6 @@ ppcc_status ox_fold(const Onnx__NodeProto *node, const char *who, ox_tensor *con
 /* True when op_type is one ox_fold evaluates. */
 bool ox_foldable(const char *op_type);
 
-/* s for a message: control bytes, backslashes and invalid UTF-8 as \\xNN,
- * cut (with "...") to fit size. Returns buf. */
-const char *ox_escape(char *buf, size_t size, const char *s);
-
 /* Attribute lookup on a node. */
 const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name);
 int64_t ox_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt);

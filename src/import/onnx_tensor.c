@@ -124,8 +124,7 @@ static bool parse_u64(const char *s, uint64_t *out) {
 /* A relative path with no ".." component, resolving (symlinks too) to a
  * file inside dir. */
 static ppcc_status open_inside(const char *dir, const char *location, const char *what, FILE **fp, ppcc_diag *d) {
-  char el[300], ep[600];
-  ox_escape(el, sizeof el, location);
+  const char *el = location ? location : ""; /* the diagnostic escapes it */
   if (!dir) return ppcc_error(d, "tensor '%s': external data is not available for a model read from memory", what);
   if (!location || !*location || location[0] == '/')
     return ppcc_error(d, "tensor '%s': external data location '%s' must be a relative path inside the model's folder",
@@ -141,7 +140,7 @@ static ppcc_status open_inside(const char *dir, const char *location, const char
   char *path = malloc(n);
   if (!path) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   snprintf(path, n, "%s/%s", dir, location);
-  ox_escape(ep, sizeof ep, path);
+  const char *ep = path;
   char *real_dir = realpath(dir, NULL), *real_file = realpath(path, NULL);
   ppcc_status st = PPCC_OK;
   if (!real_file) st = ppcc_error(d, "tensor '%s': cannot open external data '%s': %s", what, ep, strerror(errno));
@@ -173,17 +172,15 @@ static ppcc_status read_external(const Onnx__TensorProto *t, const char *dir, co
     return ppcc_error(d, "tensor '%s': external data length %llu differs from the %llu bytes its shape needs", what,
                       (unsigned long long)length, (unsigned long long)want);
   FILE *fp = NULL;
-  char el[300];
-  ox_escape(el, sizeof el, external_key(t, "location"));
   ppcc_status st = open_inside(dir, external_key(t, "location"), what, &fp, d);
   if (st) return st;
   struct stat sb;
   if (fstat(fileno(fp), &sb) != 0 || offset > (uint64_t)sb.st_size || length > (uint64_t)sb.st_size - offset)
     st = ppcc_error(d, "tensor '%s': external data [%llu, %llu) reaches past the end of '%s' (%lld bytes)", what,
-                    (unsigned long long)offset, (unsigned long long)(offset + length), el,
+                    (unsigned long long)offset, (unsigned long long)(offset + length), external_key(t, "location"),
                     (long long)sb.st_size);
   else if (fseeko(fp, (off_t)offset, SEEK_SET) != 0 || fread(buf, 1, (size_t)length, fp) != (size_t)length)
-    st = ppcc_error(d, "tensor '%s': cannot read external data from '%s'", what, el);
+    st = ppcc_error(d, "tensor '%s': cannot read external data from '%s'", what, external_key(t, "location"));
   fclose(fp);
   return st;
 }
@@ -267,38 +264,6 @@ float ox_attr_float(const Onnx__NodeProto *n, const char *name, float dflt) {
 }
 
 /* ---------------- names in messages ---------------- */
-
-/* Length of the valid UTF-8 sequence at s that is not a C1 control
- * (U+0080..U+009F, which terminals may obey), else 0. */
-static int utf8_printable_len(const unsigned char *s) {
-  int len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
-  for (int i = 1; i < len; i++)
-    if ((s[i] & 0xc0) != 0x80) return 0;
-  if (len == 2 && s[0] == 0xc2 && s[1] < 0xa0) return 0;
-  if (len == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) return 0;
-  if (len == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))) return 0;
-  return len;
-}
-
-const char *ox_escape(char *buf, size_t size, const char *s) {
-  size_t o = 0;
-  const unsigned char *p = (const unsigned char *)(s ? s : "");
-  while (*p && o + 8 < size) {
-    int len = *p >= 0x80 ? utf8_printable_len(p) : 0;
-    if (len) {
-      memcpy(buf + o, p, (size_t)len);
-      o += (size_t)len, p += len;
-    } else if (*p < 0x20 || *p >= 0x7f || *p == '\\') {
-      o += (size_t)snprintf(buf + o, size - o, *p == '\\' ? "\\\\" : "\\x%02x", *p);
-      p++;
-    } else {
-      buf[o++] = (char)*p++;
-    }
-  }
-  if (*p && o + 4 <= size) memcpy(buf + o, "...", 3), o += 3;
-  buf[o < size ? o : size - 1] = '\0';
-  return buf;
-}
 
 /* ---------------- folding ---------------- */
 

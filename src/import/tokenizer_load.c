@@ -409,26 +409,14 @@ static ppcc_status eos_from_config(const char *path, int64_t *eos, int max, int 
   return st;
 }
 
-static char *join(const char *dir, const char *file) {
-  size_t n = strlen(dir) + strlen(file) + 2;
-  char *p = malloc(n);
-  if (p) snprintf(p, n, "%s/%s", dir, file);
-  return p;
-}
-
-static bool is_dir(const char *source) {
-  struct stat sb;
-  return stat(source, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 ppcc_status tokenizer_eos_of_source(const char *source, int64_t *eos, int max, int *n, ppcc_diag *d) {
   *n = 0;
-  if (is_dir(source)) {
+  if (ppcc_is_dir(source)) {
     static const char *const files[] = {"generation_config.json", "config.json"};
     bool found = false;
     ppcc_status st = PPCC_OK;
     for (int i = 0; i < 2 && !found && !st; i++) {
-      char *p = join(source, files[i]);
+      char *p = ppcc_path_join(source, files[i]);
       if (!p) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
       st = eos_from_config(p, eos, max, n, &found, d);
       free(p);
@@ -446,7 +434,7 @@ ppcc_status tokenizer_eos_of_source(const char *source, int64_t *eos, int max, i
 
 ppcc_status tokenizer_load(const char *source, tokenizer **out, ppcc_diag *d) {
   *out = NULL;
-  if (!is_dir(source)) {
+  if (!ppcc_is_dir(source)) {
     rt_gguf g;
     ppcc_status st = rt_gguf_open(source, &g, d);
     if (st) return st;
@@ -454,7 +442,7 @@ ppcc_status tokenizer_load(const char *source, tokenizer **out, ppcc_diag *d) {
     rt_gguf_close(&g);
     return st;
   }
-  char *path = join(source, "tokenizer.json");
+  char *path = ppcc_path_join(source, "tokenizer.json");
   if (!path) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   size_t len;
   char *text = ppcc_read_file(path, &len, d);

@@ -1,5 +1,6 @@
 #include "ppcc/diag.h"
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -11,23 +12,98 @@ void ppcc_diag_init(ppcc_diag *d, const char *file, FILE *sink) {
   d->site.device = d->pending.device = -1;
 }
 
-size_t ppcc_escape_text(char *out, size_t n, const char *in) {
-  static const char hex[] = "0123456789abcdef";
+int ppcc_utf8_char(const char *in, unsigned *cp) {
+  const unsigned char *s = (const unsigned char *)in;
+  if (s[0] < 0x80) return *cp = s[0], 1;
+  int len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 && s[0] < 0xf0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+  for (int i = 1; i < len; i++)
+    if ((s[i] & 0xc0) != 0x80) return 0;
+  if ((len == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
+      (len == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
+    return 0;
+  unsigned c = len ? s[0] & (0x7fu >> len) : 0;
+  for (int i = 1; i < len; i++) c = c << 6 | (s[i] & 0x3fu);
+  *cp = c;
+  return len;
+}
+
+bool ppcc_hidden_code_point(unsigned c) {
+  return (c >= 0x80 && c <= 0x9f) || c == 0x061c || c == 0x200e || c == 0x200f || (c >= 0x2028 && c <= 0x202e) ||
+         (c >= 0x2066 && c <= 0x2069) || c == 0xfeff;
+}
+
+size_t ppcc_escape_next(const char *in, ppcc_escape_form form, char unit[PPCC_ESCAPE_UNIT], size_t *unit_len) {
+  static const char hex[] = "0123456789abcdef", HEX[] = "0123456789ABCDEF";
+  const unsigned char *p = (const unsigned char *)in;
+  unsigned c = *p;
+  size_t used = 1;
+  int n = 0;
+  if (form == PPCC_ESCAPE_MLIR) { /* llvm::printEscapedString: byte by byte */
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') unit[n++] = (char)c;
+    else unit[n++] = '\\', unit[n++] = HEX[c >> 4], unit[n++] = HEX[c & 15];
+    *unit_len = (size_t)n;
+    return used;
+  }
+  bool quoted = form != PPCC_ESCAPE_TEXT; /* '"' and '\' escaped: inside a JSON or DOT string */
+  /* DOT labels read backslash escapes themselves: the text form's
+   * backslash is doubled so the label shows "\x1b". */
+  const char *bs = form == PPCC_ESCAPE_DOT ? "\\\\" : "\\";
+  int nb = form == PPCC_ESCAPE_DOT ? 2 : 1;
+  unsigned cp = c;
+  int len = ppcc_utf8_char(in, &cp);
+  if (c >= 0x20 && c < 0x7f) {
+    if (quoted && (c == '"' || c == '\\')) unit[n++] = '\\';
+    unit[n++] = (char)c;
+  } else if (len > 0 && c >= 0x80 && !ppcc_hidden_code_point(cp)) {
+    memcpy(unit, p, (size_t)len), n = len, used = (size_t)len;
+  } else {
+    const char *named = c == '\n' ? "n" : c == '\r' ? "r" : c == '\t' ? "t" : NULL;
+    if (form == PPCC_ESCAPE_JSON && !named) named = c == '\b' ? "b" : c == '\f' ? "f" : NULL;
+    memcpy(unit, bs, (size_t)nb), n = nb;
+    if (named) {
+      unit[n++] = named[0];
+    } else if (len > 0 && (c >= 0x80 || form == PPCC_ESCAPE_JSON)) { /* a code point: \uXXXX */
+      unit[n++] = 'u';
+      for (int sh = 12; sh >= 0; sh -= 4) unit[n++] = hex[(cp >> sh) & 15];
+      used = (size_t)len;
+    } else if (form == PPCC_ESCAPE_JSON) { /* a byte that is not UTF-8: valid JSON shows it as U+00XX */
+      n += snprintf(unit + n, 7, "u00%c%c", hex[c >> 4], hex[c & 15]);
+    } else {
+      unit[n++] = 'x', unit[n++] = hex[c >> 4], unit[n++] = hex[c & 15];
+    }
+  }
+  *unit_len = (size_t)n;
+  return used;
+}
+
+size_t ppcc_escape(char *out, size_t n, const char *in, ppcc_escape_form form) {
   size_t k = 0;
   if (n == 0) return 0;
-  for (const unsigned char *p = (const unsigned char *)(in ? in : ""); *p; p++) {
-    char e[5] = {(char)*p, 0};
-    if (*p == '\n') memcpy(e, "\\n", 3);
-    else if (*p == '\r') memcpy(e, "\\r", 3);
-    else if (*p == '\t') memcpy(e, "\\t", 3);
-    else if (*p < 0x20 || *p == 0x7f) e[0] = '\\', e[1] = 'x', e[2] = hex[*p >> 4], e[3] = hex[*p & 15], e[4] = 0;
-    size_t m = strlen(e);
+  char unit[PPCC_ESCAPE_UNIT];
+  for (const char *p = in ? in : ""; *p;) {
+    size_t m, used = ppcc_escape_next(p, form, unit, &m);
     if (k + m >= n) break; /* cut whole escapes only */
-    memcpy(out + k, e, m);
+    memcpy(out + k, unit, m);
     k += m;
+    p += used;
   }
   out[k] = 0;
   return k;
+}
+
+size_t ppcc_escape_text(char *out, size_t n, const char *in) { return ppcc_escape(out, n, in, PPCC_ESCAPE_TEXT); }
+
+void ppcc_escape_fputs(FILE *f, const char *in, ppcc_escape_form form) {
+  char unit[PPCC_ESCAPE_UNIT];
+  for (const unsigned char *p = (const unsigned char *)(in ? in : ""); *p;) {
+    const unsigned char *run = p; /* plain ASCII written in one go */
+    while (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') p++;
+    if (p > run) fwrite(run, 1, (size_t)(p - run), f);
+    if (!*p) break;
+    size_t m, used = ppcc_escape_next((const char *)p, form, unit, &m);
+    fwrite(unit, 1, m, f);
+    p += used;
+  }
 }
 
 /* "FILE: error: FILE/x.json: msg" names the path twice: the inner path,

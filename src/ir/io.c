@@ -408,3 +408,15 @@ char *ppcc_read_file_max(const char *path, size_t max, size_t *len, ppcc_diag *d
 }
 
 char *ppcc_read_file(const char *path, size_t *len, ppcc_diag *d) { return ppcc_read_file_max(path, MAX_READ_BYTES, len, d); }
+
+char *ppcc_path_join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *s = malloc(n);
+  if (s) snprintf(s, n, "%s/%s", dir, name);
+  return s;
+}
+
+bool ppcc_is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}

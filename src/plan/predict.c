@@ -136,6 +136,16 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
       return bad_field(path, "op_costs_threads", "is missing or not an integer in [2, 64] (the threads of op_costs_multithreaded)", d);
     c->many_threads = (int)many->valuedouble;
   }
+  static const char *const labels[2] = {"cpu", "ppcc_version"};
+  char *label_dst[2] = {c->cpu, c->ppcc_version};
+  size_t label_size[2] = {sizeof c->cpu, sizeof c->ppcc_version};
+  for (int i = 0; i < 2; i++) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, labels[i]);
+    if (!x) continue;
+    if (!cJSON_IsString(x) || strlen(x->valuestring) >= label_size[i])
+      return bad_field(path, labels[i], "is not a string of the expected length", d);
+    memcpy(label_dst[i], x->valuestring, strlen(x->valuestring) + 1);
+  }
   const cJSON *cut = cJSON_GetObjectItemCaseSensitive(root, "jit_operand_cut");
   if (cut) {
     static const char *const parts[2] = {"call_us", "ns_per_byte"};
@@ -233,6 +243,13 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
 ppcc_status ppcc_calibration_write_to(ppcc_outfile *f, const ppcc_calibration *c, ppcc_diag *d) {
   ppcc_status st;
   fputs("{\n  \"ppcc_calibration\": 1,\n", f->fp);
+  const char *labels[2] = {"cpu", "ppcc_version"}, *label_text[2] = {c->cpu, c->ppcc_version};
+  for (int i = 0; i < 2; i++) {
+    if (!label_text[i][0]) continue;
+    fprintf(f->fp, "  \"%s\": \"", labels[i]);
+    ppcc_escape_fputs(f->fp, label_text[i], PPCC_ESCAPE_JSON);
+    fputs("\",\n", f->fp);
+  }
   fprintf(f->fp, "  \"cores\": %d,\n", c->cores);
   write_rates(f->fp, "gemm_gflops", c->gemm_gflops, c->n_threads);
   write_rates(f->fp, "elementwise_gbps", c->elementwise_gbps, c->n_threads);

@@ -4,6 +4,7 @@
  * that decided them (value->why), the op that defined it (with op->why for
  * inserted ops) and the operands that decided it: pinned operands, and
  * operands brought over by a transfer with where it came from. */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ppcc/ops.h"
@@ -15,6 +16,19 @@ typedef struct explain_ctx {
   FILE *out;
   int *buf; /* PPCC_MAX_DEVICES scratch */
 } explain_ctx;
+
+/* One line of the explanation, escaped whole like a diagnostic (names,
+ * rules and op references all hold names). */
+static void say(explain_ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(explain_ctx *x, const char *fmt, ...) {
+  char raw[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(raw, sizeof raw, fmt, ap);
+  va_end(ap);
+  ppcc_escape_fputs(x->out, raw, PPCC_ESCAPE_TEXT);
+  putc('\n', x->out);
+}
 
 static const char *placement(explain_ctx *x, const ppcc_value *v, char *s, size_t n) {
   int count = v->layout.count > 0 ? v->layout.count : 1;
@@ -41,11 +55,11 @@ static void explain_operand(explain_ctx *x, const ppcc_value *u) {
   const ppcc_graph *g = x->g;
   if (is_transfer_op(g, u->def_op) && g->ops[u->def_op].inserted) {
     const ppcc_value *src = &g->values[g->ops[u->def_op].in[0]];
-    fprintf(x->out, "  operand '%s' is '%s' (%s) brought to it by an inserted transfer (%s)\n", u->name, src->name,
+    say(x, "  operand '%s' is '%s' (%s) brought to it by an inserted transfer (%s)", u->name, src->name,
             placement(x, src, a, sizeof a), placement(x, u, b, sizeof b));
     return;
   }
-  fprintf(x->out, "  %soperand '%s' (%s)\n", u->pinned ? "pinned " : "", u->name, placement(x, u, a, sizeof a));
+  say(x, "  %soperand '%s' (%s)", u->pinned ? "pinned " : "", u->name, placement(x, u, a, sizeof a));
 }
 
 static void explain_def(explain_ctx *x, const ppcc_value *v) {
@@ -53,12 +67,12 @@ static void explain_def(explain_ctx *x, const ppcc_value *v) {
   const ppcc_op *op = &g->ops[v->def_op];
   char ref[700];
   ppcc_op_ref(g, op, ref, sizeof ref);
-  if (op->why) fprintf(x->out, "  defined by %s: %s\n", ref, op->why);
-  else fprintf(x->out, "  defined by %s\n", ref);
+  if (op->why) say(x, "  defined by %s: %s", ref, op->why);
+  else say(x, "  defined by %s", ref);
   if (rep_is_transfer(op)) {
     char bytes[32];
     rep_human_bytes(rep_transfer_bytes(g, op), bytes, sizeof bytes);
-    fprintf(x->out, "  moves '%s' shard by shard (%s)\n", g->values[op->in[0]].name, bytes);
+    say(x, "  moves '%s' shard by shard (%s)", g->values[op->in[0]].name, bytes);
   }
   for (int k = 0; k < op->n_in; k++) explain_operand(x, &g->values[op->in[k]]);
 }
@@ -66,8 +80,8 @@ static void explain_def(explain_ctx *x, const ppcc_value *v) {
 static void explain_value(explain_ctx *x, int idx) {
   const ppcc_value *v = &x->g->values[idx];
   char s[400];
-  fprintf(x->out, "'%s': %s %s\n", v->name, kind_name(v->kind), placement(x, v, s, sizeof s));
-  fprintf(x->out, "  rule: %s\n", v->why ? v->why : "(not placed yet)");
+  say(x, "'%s': %s %s", v->name, kind_name(v->kind), placement(x, v, s, sizeof s));
+  say(x, "  rule: %s", v->why ? v->why : "(not placed yet)");
   if (v->def_op >= 0 && v->def_op < x->g->n_ops) explain_def(x, v);
 }
 

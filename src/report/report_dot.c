@@ -14,20 +14,8 @@ static const char *const palette[] = {"#8dd3c7", "#ffffb3", "#bebada", "#80b1d3"
 #define PALETTE_SIZE (int)(sizeof palette / sizeof palette[0])
 #define TRANSFER_FILL "#ff9999"
 
-/* Text inside a double-quoted DOT string: quotes and backslashes escaped,
- * line breaks become spaces so a label line stays one line. */
-static void dot_text(FILE *out, const char *s) {
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') {
-      putc('\\', out);
-      putc(*p, out);
-    } else if (*p < 0x20 || *p == 0x7f) {
-      putc(' ', out);
-    } else {
-      putc(*p, out);
-    }
-  }
-}
+/* Text inside a double-quoted DOT string (ppcc_escape's DOT form). */
+static void dot_text(FILE *out, const char *s) { ppcc_escape_fputs(out, s, PPCC_ESCAPE_DOT); }
 
 static void dot_devices(FILE *out, const int *devices, int n) {
   putc('[', out);

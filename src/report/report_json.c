@@ -23,24 +23,7 @@ static void json_int(FILE *out, long long v) {
 
 static void json_string(FILE *out, const char *s) {
   putc('"', out);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    const unsigned char *run = p; /* characters written as they are, in one go */
-    while (*p >= 0x20 && *p != '"' && *p != '\\') p++;
-    if (p > run) fwrite(run, 1, (size_t)(p - run), out);
-    if (!*p) break;
-    switch (*p) {
-    case '"': fputs("\\\"", out); break;
-    case '\\': fputs("\\\\", out); break;
-    case '\b': fputs("\\b", out); break;
-    case '\f': fputs("\\f", out); break;
-    case '\n': fputs("\\n", out); break;
-    case '\r': fputs("\\r", out); break;
-    case '\t': fputs("\\t", out); break;
-    default:
-      if (*p < 0x20) fprintf(out, "\\u%04x", *p);
-      else putc(*p, out);
-    }
-  }
+  ppcc_escape_fputs(out, s, PPCC_ESCAPE_JSON);
   putc('"', out);
 }
 

@@ -81,13 +81,10 @@ static void cut(char *cell) {
   if (strlen(cell) == CELL - 1) memcpy(cell + CELL - 4, "...", 4);
 }
 
-/* Appends s to a cell, cut at CELL - 1 characters as snprintf cuts. */
+/* Appends name s to a cell, escaped (ppcc_escape_text), cut at CELL - 1
+ * characters as snprintf cuts. */
 static void cell_put(char *cell, size_t *off, const char *s) {
-  size_t len = strlen(s), room = CELL - 1 - *off;
-  if (len > room) len = room;
-  memcpy(cell + *off, s, len);
-  *off += len;
-  cell[*off] = 0;
+  *off += ppcc_escape_text(cell + *off, CELL - *off, s);
 }
 
 static void int_cell(long long v, char *cell) {
@@ -188,7 +185,8 @@ static const bool xfer_right[] = {false, false, false, true, true};
 
 static void transfer_cells(text_ctx *x, int i) {
   const ppcc_op *op = &x->g->ops[i];
-  snprintf(x->cells[0], CELL, "%s", x->g->values[op->in[0]].name);
+  size_t off = 0;
+  cell_put(x->cells[0], &off, x->g->values[op->in[0]].name);
   cut(x->cells[0]);
   shard_devices_cell(&x->g->values[op->in[0]], x->buf, x->cells[1]);
   shard_devices_cell(&x->g->values[op->out[0]], x->buf, x->cells[2]);
@@ -395,7 +393,9 @@ static void write_devices_spec(text_ctx *x, const ppcc_partition_summary *s) {
     view = *g_spec;
   else
     return;
-  fprintf(x->out, "%sdevices spec %s%s:\n", s ? "" : "\n", view.path ? view.path : "",
+  char path[1024];
+  ppcc_escape_text(path, sizeof path, view.path ? view.path : "");
+  fprintf(x->out, "%sdevices spec %s%s:\n", s ? "" : "\n", path,
           s ? " (stage cost = compute / slowest speed of the stage + transfer in)" : "");
   fprintf(x->out, "  %-6s  %-5s  %-20s  %s\n", "device", "stage", "memory", "speed");
   for (int d = 0; d < view.n_devices; d++) {
@@ -458,7 +458,9 @@ static void write_header(text_ctx *x) {
   for (int i = 0; i < g->n_ops; i++) inserted += g->ops[i].inserted;
   for (int v = 0; v < g->n_values; v++) counts[g->values[v].kind]++;
   fprintf(x->out, "ppcc placement report\n");
-  fprintf(x->out, "model:   %s\n", g->name);
+  fputs("model:   ", x->out);
+  ppcc_escape_fputs(x->out, g->name, PPCC_ESCAPE_TEXT);
+  fputs("\n", x->out);
   fprintf(x->out, "devices: %d\n", g->n_devices);
   fprintf(x->out, "ops:     %d (%d inserted, marked *)\n", g->n_ops, inserted);
   fprintf(x->out, "values:  %d (params %d, inputs %d, results %d)\n", g->n_values,

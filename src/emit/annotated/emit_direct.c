@@ -53,18 +53,21 @@ static void put_int(dtext *t, long long v) {
   put(t, p, (size_t)(digits + sizeof digits - p));
 }
 
-/* llvm::printEscapedString: printable ASCII but '"' and '\' as is, every
- * other byte as \XX. */
+/* s as an MLIR string literal's body (ppcc_escape's MLIR form). */
 static void put_escaped(dtext *t, const char *s) {
-  static const char hex[] = "0123456789ABCDEF";
+  char unit[PPCC_ESCAPE_UNIT];
   const char *run = s;
-  for (; *s; s++) {
+  for (; *s;) {
     unsigned char c = (unsigned char)*s;
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') continue;
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      s++;
+      continue;
+    }
     put(t, run, (size_t)(s - run));
-    char esc[3] = {'\\', hex[c >> 4], hex[c & 15]};
-    put(t, esc, 3);
-    run = s + 1;
+    size_t m;
+    s += ppcc_escape_next(s, PPCC_ESCAPE_MLIR, unit, &m);
+    put(t, unit, m);
+    run = s;
   }
   put(t, run, (size_t)(s - run));
 }

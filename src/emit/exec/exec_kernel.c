@@ -40,7 +40,7 @@ struct exec_kernel {
  * most of the executable form's time (an AsmState per kernel). */
 struct exec_input_key {
   uint64_t hash; /* 0: empty slot */
-  unsigned char *bytes;
+  char *bytes;
   size_t len;
   int kernel; /* index in kernels */
 };
@@ -57,38 +57,13 @@ void exec_kernels_free(exec_state *x) {
 }
 
 /* ---- printed form ---- */
-typedef struct key_buf {
-  char *data;
-  size_t len, cap;
-  bool oom;
-} key_buf;
-
-static void key_append(MlirStringRef s, void *user) {
-  key_buf *b = user;
-  if (b->oom) return;
-  if (b->len + s.length + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + s.length + 1) cap *= 2;
-    char *p = realloc(b->data, cap);
-    if (!p) {
-      b->oom = true;
-      return;
-    }
-    b->data = p;
-    b->cap = cap;
-  }
-  memcpy(b->data + b->len, s.data, s.length);
-  b->len += s.length;
-  b->data[b->len] = 0;
-}
-
 /* The function printed without locations, in a local scope (not the whole
  * module's: that would make every print cost the module's size). */
 static char *print_key(MlirOperation func) {
-  key_buf b = {0};
+  emit_buf b = {0};
   MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
   mlirOpPrintingFlagsUseLocalScope(flags);
-  mlirOperationPrintWithFlags(func, flags, key_append, &b);
+  mlirOperationPrintWithFlags(func, flags, emit_buf_print, &b);
   mlirOpPrintingFlagsDestroy(flags);
   if (b.oom) {
     free(b.data);
@@ -124,42 +99,19 @@ typedef struct binding {
 } binding;
 
 /* ---- input keys ---- */
-typedef struct key_bytes {
-  unsigned char *data;
-  size_t len, cap;
-  bool oom;
-} key_bytes;
+static void kb_int(emit_buf *k, int64_t v) { emit_buf_append(k, &v, sizeof v); }
 
-static void kb_put(key_bytes *k, const void *p, size_t n) {
-  if (k->oom) return;
-  if (k->len + n > k->cap) {
-    size_t cap = k->cap ? k->cap * 2 : 256;
-    while (cap < k->len + n) cap *= 2;
-    unsigned char *q = realloc(k->data, cap);
-    if (!q) {
-      k->oom = true;
-      return;
-    }
-    k->data = q;
-    k->cap = cap;
-  }
-  memcpy(k->data + k->len, p, n);
-  k->len += n;
-}
-
-static void kb_int(key_bytes *k, int64_t v) { kb_put(k, &v, sizeof v); }
-
-static void kb_value(key_bytes *k, const ppcc_value *v) {
+static void kb_value(emit_buf *k, const ppcc_value *v) {
   kb_int(k, v->dtype);
   kb_int(k, v->rank);
-  kb_put(k, v->shape, sizeof(int64_t) * (size_t)v->rank);
+  emit_buf_append(k, v->shape, sizeof(int64_t) * (size_t)v->rank);
   kb_int(k, v->layout.kind);
   kb_int(k, v->layout.dim);
   kb_int(k, v->layout.count);
 }
 
 static void input_key(const ppcc_emit_ctx *c, const ppcc_op *op, int shard, int n, const binding *b,
-                      const MlirType *types, key_bytes *k) {
+                      const MlirType *types, emit_buf *k) {
   kb_int(k, op->info->id);
   kb_int(k, shard);
   kb_int(k, c->exec_linalg_matmul);
@@ -170,30 +122,30 @@ static void input_key(const ppcc_emit_ctx *c, const ppcc_op *op, int shard, int 
     kb_int(k, j);
     kb_value(k, &c->g->values[op->in[i]]);
   }
-  for (int i = 0; i < n; i++) kb_put(k, &types[i].ptr, sizeof types[i].ptr); /* uniqued: same pointer, same type */
+  for (int i = 0; i < n; i++) emit_buf_append(k, &types[i].ptr, sizeof types[i].ptr); /* uniqued: same pointer, same type */
   kb_int(k, op->n_out);
   for (int i = 0; i < op->n_out; i++) kb_value(k, &c->g->values[op->out[i]]);
   kb_int(k, op->n_attrs);
   for (int i = 0; i < op->n_attrs; i++) {
     const ppcc_attr *a = &op->attrs[i];
-    kb_put(k, a->name, strlen(a->name) + 1);
+    emit_buf_append(k, a->name, strlen(a->name) + 1);
     kb_int(k, a->type);
     kb_int(k, a->i);
-    kb_put(k, &a->f, sizeof a->f);
+    emit_buf_append(k, &a->f, sizeof a->f);
     kb_int(k, a->n);
-    if (a->ints) kb_put(k, a->ints, sizeof(int64_t) * (size_t)a->n);
-    if (a->s) kb_put(k, a->s, strlen(a->s) + 1);
+    if (a->ints) emit_buf_append(k, a->ints, sizeof(int64_t) * (size_t)a->n);
+    if (a->s) emit_buf_append(k, a->s, strlen(a->s) + 1);
   }
 }
 
-static uint64_t bytes_hash(const unsigned char *p, size_t n) {
+static uint64_t bytes_hash(const char *p, size_t n) {
   uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
   return h ? h : 1;
 }
 
 /* The slot of key k in the open-addressing table (its own or an empty one). */
-static struct exec_input_key *input_key_slot(const exec_state *x, uint64_t hash, const key_bytes *k) {
+static struct exec_input_key *input_key_slot(const exec_state *x, uint64_t hash, const emit_buf *k) {
   size_t mask = (size_t)x->cap_input_keys - 1;
   for (size_t i = hash & mask;; i = (i + 1) & mask) {
     struct exec_input_key *e = &x->input_keys[i];
@@ -201,14 +153,14 @@ static struct exec_input_key *input_key_slot(const exec_state *x, uint64_t hash,
   }
 }
 
-static int find_input_key(const exec_state *x, uint64_t hash, const key_bytes *k) {
+static int find_input_key(const exec_state *x, uint64_t hash, const emit_buf *k) {
   if (!x->cap_input_keys) return -1;
   const struct exec_input_key *e = input_key_slot(x, hash, k);
   return e->hash ? e->kernel : -1;
 }
 
 /* Remembers that input key k built kernel `kernel` (takes k's bytes). */
-static bool remember_input_key(exec_state *x, uint64_t hash, key_bytes *k, int kernel) {
+static bool remember_input_key(exec_state *x, uint64_t hash, emit_buf *k, int kernel) {
   if ((x->n_input_keys + 1) * 2 > x->cap_input_keys) {
     int cap = x->cap_input_keys ? x->cap_input_keys * 2 : 64;
     struct exec_input_key *old = x->input_keys, *fresh = calloc((size_t)cap, sizeof *fresh);
@@ -218,7 +170,7 @@ static bool remember_input_key(exec_state *x, uint64_t hash, key_bytes *k, int k
     x->cap_input_keys = cap;
     for (int i = 0; i < old_cap; i++)
       if (old[i].hash) {
-        key_bytes ok = {old[i].bytes, old[i].len, old[i].len, false};
+        emit_buf ok = {old[i].bytes, old[i].len, old[i].len, false};
         *input_key_slot(x, old[i].hash, &ok) = old[i];
       }
     free(old);
@@ -362,7 +314,7 @@ ppcc_status exec_lower_shard(ppcc_emit_ctx *c, const ppcc_op *op, ppcc_lower_fn 
     tensors[i] = mlirValueGetType(b[i].outer);
     types[i] = exec_memref_type(c, tensors[i]);
   }
-  key_bytes ik = {0};
+  emit_buf ik = {0};
   input_key(c, op, shard, n, b, tensors, &ik);
   if (ik.oom) {
     free(ik.data);

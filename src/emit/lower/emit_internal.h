@@ -63,6 +63,18 @@ MlirType emit_tensor_type(ppcc_emit_ctx *c, ppcc_dtype t, int rank, const int64_
 /* Type of one shard of a value (its local shape). */
 MlirType emit_shard_type(ppcc_emit_ctx *c, const ppcc_value *v);
 MlirStringRef emit_str(const char *s);
+
+/* A growable buffer (emit_print.c) for printed text and for key bytes;
+ * always NUL-terminated. A failed allocation sets oom, and later appends
+ * do nothing: check oom once at the end. */
+typedef struct emit_buf {
+  char *data;
+  size_t len, cap;
+  bool oom;
+} emit_buf;
+void emit_buf_append(emit_buf *b, const void *p, size_t n);
+/* An MlirStringCallback appending to the emit_buf `user`. */
+void emit_buf_print(MlirStringRef s, void *user);
 MlirAttribute emit_i64_attr(ppcc_emit_ctx *c, int64_t v);
 MlirAttribute emit_i64_array_attr(ppcc_emit_ctx *c, int n, const int64_t *v);
 MlirAttribute emit_devices_attr(ppcc_emit_ctx *c, int n, const int *devices);

@@ -13,33 +13,27 @@
 #include <string.h>
 #include "emit_internal.h"
 
-typedef struct text_buf {
-  char *data;
-  size_t len, cap;
-  bool oom;
-} text_buf;
-
-static void buf_append(text_buf *b, const char *s, size_t n) {
+void emit_buf_append(emit_buf *b, const void *p, size_t n) {
   if (b->oom) return;
   if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 1 << 16;
+    size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + n + 1) cap *= 2;
-    char *p = realloc(b->data, cap);
-    if (!p) {
+    char *q = realloc(b->data, cap);
+    if (!q) {
       b->oom = true;
       return;
     }
-    b->data = p;
+    b->data = q;
     b->cap = cap;
   }
-  memcpy(b->data + b->len, s, n);
+  memcpy(b->data + b->len, p, n);
   b->len += n;
   b->data[b->len] = 0;
 }
 
-static void buf_puts(text_buf *b, const char *s) { buf_append(b, s, strlen(s)); }
+void emit_buf_print(MlirStringRef s, void *user) { emit_buf_append(user, s.data, s.length); }
 
-static void print_callback(MlirStringRef s, void *user) { buf_append(user, s.data, s.length); }
+static void buf_puts(emit_buf *b, const char *s) { emit_buf_append(b, s, strlen(s)); }
 
 /* ---- location aliases ---- */
 typedef struct loc_alias {
@@ -73,7 +67,7 @@ static bool record_alias(const char *p, const char *eol, loc_alias *aliases, lon
 
 /* Appends text[0, n) with every "loc(#locN)" replaced by its definition
  * (recursively: a definition may name another alias). */
-static void inline_aliases(text_buf *out, const char *text, size_t n, const loc_alias *aliases, long max,
+static void inline_aliases(emit_buf *out, const char *text, size_t n, const loc_alias *aliases, long max,
                            int depth) {
   const char *p = text, *end = text + n;
   while (p < end) {
@@ -87,7 +81,7 @@ static void inline_aliases(text_buf *out, const char *text, size_t n, const loc_
     const char *after;
     long idx = alias_index(hit, &after);
     if (idx < 0 || idx >= max || !aliases[idx].def || depth > 8) {
-      buf_append(out, p, (size_t)(hit + 4 - p));
+      emit_buf_append(out, p, (size_t)(hit + 4 - p));
       p = hit + 4;
       continue;
     }
@@ -96,21 +90,21 @@ static void inline_aliases(text_buf *out, const char *text, size_t n, const loc_
     size_t dlen = aliases[idx].def_len;
     bool wrapped = hit - p >= 4 && strncmp(hit - 4, "loc(", 4) == 0 && after < end && *after == ')';
     if (wrapped && strncmp(def, "loc(", 4) == 0) {
-      buf_append(out, p, (size_t)(hit - 4 - p));
+      emit_buf_append(out, p, (size_t)(hit - 4 - p));
       inline_aliases(out, def, dlen, aliases, max, depth + 1);
       p = after + 1;
     } else {
-      buf_append(out, p, (size_t)(hit - p));
+      emit_buf_append(out, p, (size_t)(hit - p));
       inline_aliases(out, def, dlen, aliases, max, depth + 1);
       p = after;
     }
   }
-  buf_append(out, p, (size_t)(end - p));
+  emit_buf_append(out, p, (size_t)(end - p));
 }
 
 /* MLIR prints location aliases as lines "#locN = loc(...)" at the top or
  * the end of the module; they are dropped and their uses inlined. */
-static bool inline_locations(text_buf *b) {
+static bool inline_locations(emit_buf *b) {
   long max = 2;
   for (const char *p = b->data; (p = strstr(p, "#loc")); p++) max++;
   loc_alias *aliases = calloc((size_t)max, sizeof *aliases);
@@ -122,14 +116,14 @@ static bool inline_locations(text_buf *b) {
     record_alias(p, eol, aliases, max);
     p = eol;
   }
-  text_buf out = {0};
+  emit_buf out = {0};
   for (p = b->data; p < end; p++) { /* pass 2: every other line, inlined */
     const char *eol = memchr(p, '\n', (size_t)(end - p));
     if (!eol) eol = end;
     const char *ignored;
     if (alias_index(p, &ignored) < 0) {
       inline_aliases(&out, p, (size_t)(eol - p), aliases, max, 0);
-      buf_append(&out, "\n", 1);
+      emit_buf_append(&out, "\n", 1);
     }
     p = eol;
   }
@@ -146,7 +140,7 @@ static bool inline_locations(text_buf *b) {
 /* ---- IREE: flow.tensor.transfer in custom form ---- */
 /* `"flow.tensor.transfer"(%0) {target = T} : (TY) -> TY loc(...)` becomes
  * `flow.tensor.transfer %0 : TY to T loc(...)`. */
-static bool rewrite_transfer_line(text_buf *out, const char *line, size_t n) {
+static bool rewrite_transfer_line(emit_buf *out, const char *line, size_t n) {
   static const char head[] = "\"flow.tensor.transfer\"(";
   const char *end = line + n, *p = strstr(line, head);
   if (!p || p >= end) return false;
@@ -158,14 +152,14 @@ static bool rewrite_transfer_line(text_buf *out, const char *line, size_t n) {
   if (!type_end || type_end > end) return false;
   const char *rest = type_end + 5;
   while (rest < end && *rest != ' ') rest++; /* skip the result type */
-  buf_append(out, line, (size_t)(p - line));
+  emit_buf_append(out, line, (size_t)(p - line));
   buf_puts(out, "flow.tensor.transfer ");
-  buf_append(out, operand, (size_t)(operand_end - operand));
+  emit_buf_append(out, operand, (size_t)(operand_end - operand));
   buf_puts(out, " : ");
-  buf_append(out, type, (size_t)(type_end - type));
+  emit_buf_append(out, type, (size_t)(type_end - type));
   buf_puts(out, " to ");
-  buf_append(out, target, (size_t)(target_end - target));
-  buf_append(out, rest, (size_t)(end - rest));
+  emit_buf_append(out, target, (size_t)(target_end - target));
+  emit_buf_append(out, rest, (size_t)(end - rest));
   return true;
 }
 
@@ -182,7 +176,7 @@ static const char *find_in(const char *p, const char *end, const char *needle) {
  * `util.global private @"S" {stream.affinity = A} = INIT loc(...)`. INIT is
  * `#flow.parameter.named<"model"::"KEY"> : T`; KEY and S are printed
  * escaped, so they hold no raw quote. */
-static bool rewrite_global_line(text_buf *out, const char *line, size_t n) {
+static bool rewrite_global_line(emit_buf *out, const char *line, size_t n) {
   static const char head[] = "\"util.global\"() {initial_value = ";
   const char *end = line + n, *p = find_in(line, end, head);
   if (!p) return false;
@@ -193,45 +187,45 @@ static bool rewrite_global_line(text_buf *out, const char *line, size_t n) {
   const char *sym = aff_end ? aff_end + 14 : NULL, *sym_end = sym ? memchr(sym, '"', (size_t)(end - sym)) : NULL;
   const char *tail = sym_end ? find_in(sym_end, end, "} : () -> ()") : NULL;
   if (!tail || !find_in(sym_end, tail, "sym_visibility = \"private\"")) return false;
-  buf_append(out, line, (size_t)(p - line));
+  emit_buf_append(out, line, (size_t)(p - line));
   buf_puts(out, "util.global private @\"");
-  buf_append(out, sym, (size_t)(sym_end - sym));
+  emit_buf_append(out, sym, (size_t)(sym_end - sym));
   buf_puts(out, "\" {stream.affinity = ");
-  buf_append(out, aff, (size_t)(aff_end - aff));
+  emit_buf_append(out, aff, (size_t)(aff_end - aff));
   buf_puts(out, "} = ");
-  buf_append(out, init, (size_t)(init_end - init));
-  buf_append(out, tail + 12, (size_t)(end - tail - 12));
+  emit_buf_append(out, init, (size_t)(init_end - init));
+  emit_buf_append(out, tail + 12, (size_t)(end - tail - 12));
   return true;
 }
 
 /* `"util.global.load"() {global = @S} : () -> T loc(...)` becomes
  * `util.global.load @S : T loc(...)`. */
-static bool rewrite_load_line(text_buf *out, const char *line, size_t n) {
+static bool rewrite_load_line(emit_buf *out, const char *line, size_t n) {
   static const char head[] = "\"util.global.load\"() {global = ";
   const char *end = line + n, *p = find_in(line, end, head);
   if (!p) return false;
   const char *sym = p + sizeof head - 1, *sym_end = find_in(sym, end, "} : () -> ");
   if (!sym_end) return false;
-  buf_append(out, line, (size_t)(p - line));
+  emit_buf_append(out, line, (size_t)(p - line));
   buf_puts(out, "util.global.load ");
-  buf_append(out, sym, (size_t)(sym_end - sym));
+  emit_buf_append(out, sym, (size_t)(sym_end - sym));
   buf_puts(out, " : ");
-  buf_append(out, sym_end + 10, (size_t)(end - sym_end - 10));
+  emit_buf_append(out, sym_end + 10, (size_t)(end - sym_end - 10));
   return true;
 }
 
-static bool rewrite_iree_line(text_buf *out, const char *line, size_t n) {
+static bool rewrite_iree_line(emit_buf *out, const char *line, size_t n) {
   return rewrite_transfer_line(out, line, n) || rewrite_global_line(out, line, n) || rewrite_load_line(out, line, n);
 }
 
-static bool rewrite_iree_transfers(text_buf *b) {
-  text_buf out = {0};
+static bool rewrite_iree_transfers(emit_buf *b) {
+  emit_buf out = {0};
   const char *p = b->data, *end = b->data + b->len;
   while (p < end) {
     const char *eol = memchr(p, '\n', (size_t)(end - p));
     size_t n = (size_t)((eol ? eol : end) - p);
-    if (!rewrite_iree_line(&out, p, n)) buf_append(&out, p, n);
-    if (eol) buf_append(&out, "\n", 1);
+    if (!rewrite_iree_line(&out, p, n)) emit_buf_append(&out, p, n);
+    if (eol) emit_buf_append(&out, "\n", 1);
     p += n + (eol ? 1 : 0);
   }
   if (out.oom) {
@@ -250,10 +244,10 @@ ppcc_status emit_render(ppcc_emit_ctx *c, char **text, size_t *len) {
   MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
   mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
   mlirOpPrintingFlagsAssumeVerified(flags);
-  text_buf b = {0};
-  mlirOperationPrintWithFlags(module, flags, print_callback, &b);
+  emit_buf b = {0};
+  mlirOperationPrintWithFlags(module, flags, emit_buf_print, &b);
   mlirOpPrintingFlagsDestroy(flags);
-  buf_append(&b, "\n", 1);
+  emit_buf_append(&b, "\n", 1);
   bool ok = !b.oom && inline_locations(&b);
   if (ok && c->kind == PPCC_EMIT_IREE) ok = rewrite_iree_transfers(&b);
   if (!ok) {

@@ -104,18 +104,13 @@ static void fixed_append(fixed_text *t, const char *s) { fixed_put(t, s, strlen(
 
 static void fixed_print(MlirStringRef s, void *user) { fixed_put(user, s.data, s.length); }
 
-/* s as the body of an MLIR string literal (quotes, backslashes and
- * non-printable bytes as \XX). */
+/* s as the body of an MLIR string literal (ppcc_escape's MLIR form). */
 static void append_escaped(fixed_text *t, const char *s) {
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    char esc[4];
-    if (ch == '"' || ch == '\\' || ch < 0x20 || ch > 0x7e) {
-      snprintf(esc, sizeof esc, "\\%02X", ch);
-      fixed_append(t, esc);
-    } else {
-      fixed_put(t, (const char *)&ch, 1);
-    }
+  char unit[PPCC_ESCAPE_UNIT];
+  while (*s) {
+    size_t m;
+    s += ppcc_escape_next(s, PPCC_ESCAPE_MLIR, unit, &m);
+    fixed_put(t, unit, m);
   }
 }
 

@@ -78,8 +78,9 @@ void rt_thread_budget(int devices, int per_device, rt_placement how, int cores) 
   ppcc_rt_set_kernel_threads(per_device);
   rt_place_threads(how, cores, per_device);
   omp_set_dynamic(0);
-  /* Only the portable GEMM (no OpenBLAS) opens a team inside a device thread. */
-  omp_set_max_active_levels(per_device > 1 && !ppcc_rt_have_blas() ? 2 : 1);
+  /* Only the portable GEMMs (no OpenBLAS, or --deterministic's) open a
+   * team inside a device thread. */
+  omp_set_max_active_levels(per_device > 1 && (!ppcc_rt_have_blas() || rt_row_invariant_matmul()) ? 2 : 1);
 }
 
 /* Never more busy threads than cores: at most `busy` devices compute at

@@ -342,7 +342,13 @@ static ppcc_status write_outputs(const ppcc_graph *g, const ppcc_run_options *o,
   if (!st) st = ppcc_outfile_commit_all(files, opened, d);
   else
     for (int k = 0; k < opened; k++) ppcc_outfile_abort(&files[k]);
-  for (int k = 0; !st && o->log && k < n; k++) fprintf(o->log, "wrote %s/%s\n", o->output_dir, names[k].file);
+  for (int k = 0; !st && o->log && k < n; k++) {
+    fprintf(o->log, "wrote ");
+    ppcc_escape_fputs(o->log, o->output_dir, PPCC_ESCAPE_TEXT);
+    putc('/', o->log);
+    ppcc_escape_fputs(o->log, names[k].file, PPCC_ESCAPE_TEXT);
+    putc('\n', o->log);
+  }
   for (int k = 0; names && k < n; k++) free(names[k].file);
   free(names);
   free(files);
@@ -467,7 +473,9 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   if (o->log) eo.stats = &stats;
   double ms = 0;
   if (!st) st = o->execute ? o->execute(o->execute_ctx, g, &data, &eo, out, &ms, d) : ppcc_execute(g, &data, &eo, out, &ms, d);
-  if (!st && o->log) fprintf(o->log, "ran '%s' on %d devices in %.3f ms\n", g->name, g->n_devices, ms);
+  char shown[4 * PPCC_MAX_NAME];
+  ppcc_escape_text(shown, sizeof shown, g->name);
+  if (!st && o->log) fprintf(o->log, "ran '%s' on %d devices in %.3f ms\n", shown, g->n_devices, ms);
   if (!st && o->log && stats.busy) ppcc_pipeline_stats_print(&stats, o->log);
   if (!st && o->repeat > 0) st = repeat_forward(g, o, &data, &eo, d);
   ppcc_pipeline_stats_free(&stats);
@@ -526,8 +534,12 @@ static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *
   /* the executors agree on the result */
   st = o->execute ? o->execute(o->execute_ctx, g, &data, &eo, out, &ms, d) : ppcc_execute(g, &data, &eo, out, &ms, d);
   if (!st && local.log)
-    fprintf(local.log, "ran '%s' on %d devices over %d MPI ranks in %.3f ms\n", g->name, g->n_devices,
+  {
+    char shown[4 * PPCC_MAX_NAME];
+    ppcc_escape_text(shown, sizeof shown, g->name);
+    fprintf(local.log, "ran '%s' on %d devices over %d MPI ranks in %.3f ms\n", shown, g->n_devices,
             ppcc_mpi_size(), ms);
+  }
   if (!st && local.log && stats.busy) ppcc_pipeline_stats_print(&stats, local.log);
   /* --repeat N: every rank takes part in the N more forwards; rank 0 prints its wall times */
   if (!st && o->repeat > 0) st = repeat_forward(g, &local, &data, &eo, d);

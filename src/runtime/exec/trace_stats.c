@@ -58,14 +58,7 @@ void rt_timeline_flow(rt_timeline *t, int dev, int64_t id, bool is_send, double 
 
 static void json_string(FILE *f, const char *s) {
   fputc('"', f);
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    if (*c == '"' || *c == '\\')
-      fprintf(f, "\\%c", *c);
-    else if (*c < 0x20)
-      fprintf(f, "\\u%04x", *c);
-    else
-      fputc(*c, f);
-  }
+  ppcc_escape_fputs(f, s, PPCC_ESCAPE_JSON);
   fputc('"', f);
 }
 

@@ -42,25 +42,13 @@ struct rt_source {
 
 static ppcc_status oom(ppcc_diag *d) { return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory"); }
 
-static char *join(const char *dir, const char *name) {
-  size_t n = strlen(dir) + strlen(name) + 2;
-  char *s = malloc(n);
-  if (s) snprintf(s, n, "%s/%s", dir, name);
-  return s;
-}
-
-static bool is_dir(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 static bool exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0;
 }
 
 bool rt_source_handles(const char *path) {
-  if (is_dir(path)) return true;
+  if (ppcc_is_dir(path)) return true;
   struct stat st; /* only a regular file is opened: a FIFO would block open() */
   if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return false;
   FILE *f = fopen(path, "rb");
@@ -92,7 +80,7 @@ static ppcc_status add_shard(rt_source *s, const char *file, const char *first_t
   if (!*file || strchr(file, '/') || strcmp(file, "..") == 0 || strcmp(file, ".") == 0)
     return ppcc_error(d, "%s: tensor '%s': shard file name '%s' must be a plain file name in the directory",
                       s->index_path, first_tensor, file);
-  char *full = join(s->path, file);
+  char *full = ppcc_path_join(s->path, file);
   if (!full) return oom(d);
   if (s->index_path && !exists(full)) {
     ppcc_status st = ppcc_error(d, "%s: shard file '%s' (holding tensor '%s') is absent", s->index_path, full, first_tensor);
@@ -119,12 +107,12 @@ static ppcc_status add_shard(rt_source *s, const char *file, const char *first_t
 }
 
 static ppcc_status open_hf_dir(rt_source *s, ppcc_diag *d) {
-  s->index_path = join(s->path, "model.safetensors.index.json");
+  s->index_path = ppcc_path_join(s->path, "model.safetensors.index.json");
   if (!s->index_path) return oom(d);
   if (!exists(s->index_path)) {
     free(s->index_path);
     s->index_path = NULL;
-    char *single = join(s->path, "model.safetensors");
+    char *single = ppcc_path_join(s->path, "model.safetensors");
     if (!single) return oom(d);
     bool have = exists(single);
     free(single);
@@ -163,7 +151,7 @@ rt_source *rt_source_open(const char *path, ppcc_diag *d) {
     return NULL;
   }
   ppcc_status st;
-  if (is_dir(path)) {
+  if (ppcc_is_dir(path)) {
     st = open_hf_dir(s, d);
   } else {
     s->is_gguf = true;

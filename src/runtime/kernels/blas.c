@@ -22,9 +22,14 @@
  * mul took 3x longer with 2 threads than with 1). */
 static int kernel_threads = 1;
 /* OpenBLAS gives a row of C different bits depending on how many rows the
- * call has (its micro-kernels and tails accumulate differently), so runs
- * that must match bit for bit across batch splits (--deterministic with
- * --microbatches) compute every row with the same one-row call. */
+ * call has (its micro-kernels and tails accumulate differently), on its
+ * thread split, and on whether its buffers fit (rt_blas_has_room: under an
+ * address-space limit the probe's answer changes with what the other
+ * device threads hold at that instant, so one process and MPI ranks, or
+ * two runs under load, took different kernels for the same product and
+ * differed by an ulp). Runs that must match bit for bit (--deterministic)
+ * use no BLAS: sgemm_fixed_order sums every element of C in one fixed
+ * order whatever the rows, threads or memory. */
 static bool row_invariant_matmul = false;
 
 void ppcc_rt_set_row_invariant_matmul(bool on) { row_invariant_matmul = on; }
@@ -149,8 +154,7 @@ static bool rt_blas_has_room(int kernel_thread_count) {
   return fits;
 }
 
-/* C[i, :] = A[i, :] . B, one gemv per row: the same call for every row,
- * so a row's bits never depend on M (about a third of sgemm's speed). */
+/* C[i, :] = A[i, :] . B, one gemv per row (a decode step's one row). */
 static void sgemm_by_rows(int M, int N, int K, const float *A, const float *B, bool b_transposed, float *C) {
   for (int i = 0; i < M; i++)
     if (b_transposed) /* B is [N, K] */
@@ -160,13 +164,82 @@ static void sgemm_by_rows(int M, int N, int K, const float *A, const float *B, b
 }
 #endif
 
+/* --deterministic's product: every C[i, n] = A[i, :] . B[n, :] summed in
+ * one fixed order, whatever M, the threads or the memory: 8 lanes (lane l
+ * sums k = l mod 8), combined as ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)),
+ * then the tail k in order. Vector types make it SIMD at -O2 without
+ * reassociating anything; four rows of A share each load of B. */
+typedef float f32x4 __attribute__((vector_size(16)));
+
+static inline f32x4 load4(const float *p) {
+  f32x4 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static inline float lanes_sum(f32x4 lo, f32x4 hi, const float *a, const float *b, int64_t k, int64_t K) {
+  f32x4 s = lo + hi;
+  float sum = (s[0] + s[2]) + (s[1] + s[3]);
+  for (; k < K; k++) sum += a[k] * b[k];
+  return sum;
+}
+
+/* C[i, n] and the three rows below it, sharing each load of b. */
+static void dots4_fixed_order(const float *A, const float *b, int64_t K, float *out, int64_t ldc) {
+  const float *a0 = A, *a1 = A + K, *a2 = A + 2 * K, *a3 = A + 3 * K;
+  f32x4 l0 = {0}, h0 = {0}, l1 = {0}, h1 = {0}, l2 = {0}, h2 = {0}, l3 = {0}, h3 = {0};
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    f32x4 b0 = load4(b + k), b1 = load4(b + k + 4);
+    l0 += load4(a0 + k) * b0, h0 += load4(a0 + k + 4) * b1;
+    l1 += load4(a1 + k) * b0, h1 += load4(a1 + k + 4) * b1;
+    l2 += load4(a2 + k) * b0, h2 += load4(a2 + k + 4) * b1;
+    l3 += load4(a3 + k) * b0, h3 += load4(a3 + k + 4) * b1;
+  }
+  out[0] = lanes_sum(l0, h0, a0, b, k, K);
+  out[ldc] = lanes_sum(l1, h1, a1, b, k, K);
+  out[2 * ldc] = lanes_sum(l2, h2, a2, b, k, K);
+  out[3 * ldc] = lanes_sum(l3, h3, a3, b, k, K);
+}
+
+/* The same for one row (the rows left over). */
+static float dot_fixed_order(const float *a, const float *b, int64_t K) {
+  f32x4 l = {0}, h = {0};
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) l += load4(a + k) * load4(b + k), h += load4(a + k + 4) * load4(b + k + 4);
+  return lanes_sum(l, h, a, b, k, K);
+}
+
+/* Split over the kernel threads by output column (no sum changes). B
+ * [K, N] (not transposed): the portable kernel, which sums each element
+ * over k in order too. */
+static void sgemm_fixed_order(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed,
+                              float *C) {
+  if (!b_transposed) {
+    ppcc_rt_sgemm_portable(M, N, K, A, B, false, C);
+    return;
+  }
+  int nt = kernel_threads;
+#pragma omp parallel for num_threads(nt) if (nt > 1 && M * N * K > PAR_MIN) schedule(static)
+  for (int64_t n = 0; n < N; n++) /* row n of B stays in cache across the rows of A */
+  {
+    int64_t i = 0;
+    for (; i + 4 <= M; i += 4) dots4_fixed_order(A + i * K, B + n * K, K, C + i * N + n, N);
+    for (; i < M; i++) C[i * N + n] = dot_fixed_order(A + i * K, B + n * K, K);
+  }
+}
+
 void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                    bool b_transposed, float *C) {
+  if (row_invariant_matmul) {
+    sgemm_fixed_order(M, N, K, A, B, b_transposed, C);
+    return;
+  }
 #ifdef PPCC_HAVE_OPENBLAS
   if (rt_blas_has_room(kernel_threads) && M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && M > 0 && N > 0 && K > 0) {
     /* one row (a decode step): sgemv reads the weight once as it lies,
      * where sgemm would first repack all of it */
-    if (row_invariant_matmul || M == 1)
+    if (M == 1)
       sgemm_by_rows((int)M, (int)N, (int)K, A, B, b_transposed, C);
     else
       cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, (int)M, (int)N,
