@@ -84,13 +84,6 @@ const char *llama_family_key(const llama_family *f, const char *key) {
   return key;
 }
 
-/* `name` after the renames (pairs, NULL-ended), or name itself. */
-const char *llama_renamed(const char *const *renames, const char *name) {
-  for (int i = 0; renames && renames[i]; i += 2)
-    if (strcmp(renames[i], name) == 0) return renames[i + 1];
-  return name;
-}
-
 const char *llama_family_list(bool gguf) {
   static char list[2][512];
   char *out = list[gguf];

@@ -161,6 +161,13 @@ typedef struct names {
   int n;
 } names;
 
+/* `name` after a family's renames (pairs, NULL-ended), or name itself. */
+const char *llama_renamed(const char *const *renames, const char *name) {
+  for (int i = 0; renames && renames[i]; i += 2)
+    if (strcmp(renames[i], name) == 0) return renames[i + 1];
+  return name;
+}
+
 /* A family's part of a fused tensor, "#q" ... "#up" ending a renamed
  * name, as the rows the weights loader cuts ("#a:b"); out holds the name. */
 static void fused_rows(const llama_spec *s, char *out, size_t size) {
