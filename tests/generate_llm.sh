@@ -7,11 +7,8 @@ set -u
 ppcc=$1
 src=$2
 prompt=1,15,27,3,100,42
-fail=0
-pass=0
-backends="interp"
-"$ppcc" run --help | grep -q 'backend=jit|interp' && "$ppcc" generate "$src/testdata/llm/hf_untied_f32" \
-  --prompt-ids 1 --max-new-tokens 1 --backend=jit >/dev/null 2>&1 && backends="interp jit"
+source "$src/tests/support/generate.sh" # pass, fail, check_error, generate_backends
+backends=$(generate_backends "$src/testdata/llm/hf_untied_f32" --prompt-ids 1)
 for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf_refs hf_rope_llama3:hf_rope_llama3 \
             hf_rope_linear:hf_rope_linear hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 hf_llama_bias:hf_llama_bias \
             hf_mistral_swa:hf_mistral_swa hf_gemma:hf_gemma gemma.gguf:hf_gemma gemma_q8_0.gguf:gemma_q8_0_refs \
@@ -109,19 +106,6 @@ for backend in $backends interp-mb; do
   done
 done
 # bad command lines and sources: one line naming the problem, exit 1 or 2
-check_error() { # expected-exit needle args...
-  local code=$1 needle=$2
-  shift 2
-  local err
-  err=$("$ppcc" "$@" 2>&1 >/dev/null)
-  local rc=$?
-  if [[ $rc -eq $code && $err == *"$needle"* && $(wc -l <<<"$err") -ge 1 ]]; then
-    pass=$((pass + 1))
-  else
-    echo "FAIL ppcc $*: want exit $code and '$needle', got $rc: $err"
-    fail=$((fail + 1))
-  fi
-}
 check_error 2 "--prompt-ids" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1,x
 check_error 1 "outside the vocabulary" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1,500
 check_error 1 "config.json" generate "$src/testdata/llm" --prompt-ids 1

@@ -10,10 +10,8 @@ set -u
 ppcc=$1
 src=$2
 dir=$src/testdata/tokenizers
-fail=0
-pass=0
-backends="interp"
-"$ppcc" generate "$dir/spm" --prompt hi --max-new-tokens 1 --backend=jit >/dev/null 2>&1 && backends="interp jit"
+source "$src/tests/support/generate.sh" # pass, fail, check_error, generate_backends
+backends=$(generate_backends "$dir/spm" --prompt hi)
 ref() { python3 -c "import json,sys; g=json.load(open('$dir/refs.json'))['generate']['$1']; v=g['$2']
 print(' '.join(map(str, v)) if isinstance(v, list) else v, end='')"; }
 check() { # label source want_text want_ids args...
@@ -55,19 +53,6 @@ done
 out=$("$ppcc" generate "$dir/gpt2" --prompt-ids "$(ref gpt2 prompt_ids | tr ' ' ,)" --max-new-tokens 12 --backend=interp)
 if [[ $(sed -n 1p <<<"$out") == "tokens: $(ref gpt2 ids_to_eos)" ]]; then pass=$((pass + 1)); else
   echo "FAIL --prompt-ids EOS stop: $out"; fail=$((fail + 1)); fi
-check_error() { # expected-exit needle args...
-  local code=$1 needle=$2
-  shift 2
-  local err
-  err=$("$ppcc" "$@" 2>&1 >/dev/null)
-  local rc=$?
-  if [[ $rc -eq $code && $(head -1 <<<"$err") == *"$needle"* ]]; then
-    pass=$((pass + 1))
-  else
-    echo "FAIL ppcc $*: want exit $code and '$needle', got $rc: $err"
-    fail=$((fail + 1))
-  fi
-}
 check_error 1 "tokenizer.json" generate "$src/testdata/llm/hf_untied_f32" --prompt "hi"
 check_error 1 "'tokenizer.ggml.model'" generate "$src/testdata/llm/tiny.gguf" --prompt "hi"
 check_error 2 "not both" generate "$dir/spm" --prompt "hi" --prompt-ids 1

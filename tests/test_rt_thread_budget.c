@@ -3,7 +3,10 @@
  * the kernel threads each then gets, and that two device threads calling
  * the multi-threaded BLAS at the same time get the same bits as alone. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +143,61 @@ START_TEST(concurrent_multithreaded_sgemm_same_bits) {
 }
 END_TEST
 
+/* CPU ticks (utime + stime) of every thread of this process but the
+ * caller, from /proc/self/task. */
+static long other_threads_ticks(void) {
+  char path[320], buf[1024];
+  long total = 0;
+  pid_t me = (pid_t)syscall(SYS_gettid);
+  DIR *dir = opendir("/proc/self/task");
+  if (!dir) return -1;
+  struct dirent *e;
+  while ((e = readdir(dir))) {
+    if (e->d_name[0] == '.' || atoi(e->d_name) == me) continue;
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* fields after the name: state is 3rd, utime 14th, stime 15th */
+    long ut = 0, st = 0;
+    if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &ut, &st) == 2) total += ut + st;
+  }
+  closedir(dir);
+  return total;
+}
+
+/* One thread budget: after kernels with 2 kernel threads (a small-row
+ * product, a BLAS product, an attention), no other thread keeps a core
+ * busy. OpenBLAS's own workers spun ~2^28 cycles after each call (a tenth
+ * of a second of a core); the kernels' pool spins 50 us, then sleeps. */
+START_TEST(kernel_threads_park_between_calls) {
+  enum { M = 64, N = 512, K = 512 };
+  float *a = calloc((size_t)M * K, sizeof(float)), *b = calloc((size_t)N * K, sizeof(float));
+  float *c = calloc((size_t)M * N, sizeof(float));
+  ck_assert(a && b && c);
+  ppcc_rt_set_kernel_threads(2);
+  bool quiet = false;
+  for (int attempt = 0; attempt < 5 && !quiet; attempt++) { /* a loaded machine may delay a worker's sleep */
+    for (int r = 0; r < 20; r++) {
+      ppcc_rt_sgemm(4, N, K, a, b, true, c);
+      ppcc_rt_sgemm(M, N, K, a, b, r % 2, c);
+      ck_assert_int_eq(ppcc_rt_attention_f32(1, 4, 16, 32, 2, 64, 32, 0.2, true, 0, 0.0, NULL, false, a, b, b, c), 0);
+    }
+    usleep(20000);
+    long before = other_threads_ticks();
+    usleep(300000);
+    long used = other_threads_ticks() - before;
+    ck_assert_int_ge(before, 0);
+    quiet = used * 1000 / sysconf(_SC_CLK_TCK) < 30; /* ms of CPU in 300 ms of wall */
+  }
+  ck_assert_msg(quiet, "kernel threads kept spinning after their calls");
+  ppcc_rt_set_kernel_threads(1);
+  free(a), free(b), free(c);
+}
+END_TEST
+
 static int my_cpus(void) {
   cpu_set_t set;
   ck_assert_int_eq(sched_getaffinity(0, sizeof set, &set), 0);
@@ -230,6 +288,7 @@ int main(void) {
   tcase_add_test(tc, threads_per_device_never_exceed_cores);
   tc = t_add_tcase(s, "blas", 0);
   tcase_add_test(tc, concurrent_multithreaded_sgemm_same_bits);
+  tcase_add_test(tc, kernel_threads_park_between_calls);
   tcase_add_test(tc, device_threads_placed_then_released);
   tcase_add_test(tc, runs_leave_every_thread_on_every_core);
   return t_run_suite(s);

@@ -48,6 +48,16 @@ ppcc_status ppcc_rank_map(const ppcc_graph *g, int ranks, const char *spec, int 
  * this rank loads and runs only devices d with rank_of[d] == its rank. */
 ppcc_status ppcc_mpi_distribute(const ppcc_graph *g, const int *rank_of, ppcc_diag *d);
 
+/* After ppcc_mpi_distribute, for a loop of runs driven by rank 0's
+ * results (ppcc generate): rank 0's `bytes` bytes at buf to every rank,
+ * and each rank's n doubles gathered on rank 0 into all (size * n, rank
+ * order; all is only read on rank 0). Every rank calls them in the same
+ * order; a rank that does not answer within PPCC_MPI_TIMEOUT ends the
+ * job. Without an active distribution they do nothing but copy mine into
+ * all. */
+void ppcc_mpi_broadcast(void *buf, int64_t bytes);
+void ppcc_mpi_gather(const double *mine, int n, double *all);
+
 /* A communicator (ppcc_rt_comm_new) whose devices on other ranks are
  * reached over MPI after ppcc_mpi_distribute; for tests and benchmarks. */
 ppcc_rt_comm *ppcc_mpi_comm_new(int n_devices);

@@ -247,6 +247,32 @@ typedef struct ppcc_prediction {
 ppcc_status ppcc_predict(const ppcc_graph *g, const ppcc_predict_options *opts, ppcc_prediction *p, ppcc_diag *d);
 void ppcc_prediction_free(ppcc_prediction *p);
 
+/* Memory of a loaded model in one process or MPI rank (`ppcc generate`:
+ * a prefill and a decode graph over the same weights and KV caches).
+ * graphs[0..n) bind the same resident param shards by name and the same
+ * state: is_state[k][v] marks input v of graph k bound as state to an
+ * output of the same shape and layout (ppcc_run_data_bind_state; the
+ * state inputs of graph 0 are counted). Counted once for all the graphs:
+ *   - params: each param shard a local device holds; a whole or
+ *     replicated param once however many local devices hold it (they view
+ *     one copy: the mapped file, or one made at load), a split or
+ *     unreduced one per local shard;
+ *   - state: each local state shard, twice on the JIT (it writes the next
+ *     state into a second buffer, then the two swap);
+ * and the largest over the graphs of its working set: the local devices'
+ * predicted peaks (ppcc_predict with view_ops[k] and jit) less their
+ * params and states. local: per device, whether this process holds it
+ * (NULL: every device). Not counted: the process itself (code, libraries,
+ * the compiler's heap), which the caller measures before the weights. */
+typedef struct ppcc_loaded_memory {
+  int64_t param_bytes, state_bytes, activation_bytes;
+  int64_t total_bytes; /* the three */
+  int peak_graph;      /* the graph whose working set is counted */
+} ppcc_loaded_memory;
+ppcc_status ppcc_predict_loaded_memory(const ppcc_graph *const *graphs, const bool *const *is_state,
+                                       const bool *const *view_ops, int n, const bool *local, bool jit,
+                                       ppcc_loaded_memory *m, ppcc_diag *d);
+
 /* The report sections (text, JSON fields after "device_summary"). */
 void ppcc_prediction_write_text(const ppcc_prediction *p, FILE *out);
 void ppcc_prediction_write_json(const ppcc_prediction *p, FILE *out);

@@ -357,6 +357,9 @@ int64_t ppcc_resident_owned_bytes(const ppcc_run_data *data);
 int ppcc_resident_count(const ppcc_run_data *data);
 /* Bytes of the state shards (KV caches) the process holds. */
 int64_t ppcc_resident_state_bytes(const ppcc_run_data *data);
+/* Bytes of the param shards the process's devices hold resident (views of
+ * the weights and shards made at load alike). */
+int64_t ppcc_resident_param_bytes(const ppcc_run_data *data);
 /* Process-wide count of param bytes copied into device shards since
  * start (resident shards made, and per-call copies of params an in-place
  * op writes): after load it must not grow from one execute to the next. */

@@ -100,7 +100,9 @@ static ppcc_status fix_round(const char *path, cJSON *model, const ppcc_fix_opti
   char why[300] = "";
   if (first && edits_model_only(first) && ppcc_fix_apply(model, first, &(ppcc_fix_options){0}, why, sizeof why)) {
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(first, "text");
-    printf("applied: %s\n", cJSON_IsString(text) ? text->valuestring : "?");
+    fputs("applied: ", stdout);
+    ppcc_escape_fputs(stdout, cJSON_IsString(text) ? text->valuestring : "?", PPCC_ESCAPE_TEXT);
+    putchar('\n');
     cJSON_AddItemToArray(applied, cJSON_Duplicate(first, true));
     cJSON_Delete(diag);
     return PPCC_OK;
@@ -139,9 +141,11 @@ int cli_cmd_fix(int argc, char **argv) {
     st = ppcc_error(&d, "still does not compile after %d fixes; giving up", FIX_MAX_ROUNDS);
   if (st == PPCC_OK) {
     st = write_model(a.out_path, model, &d);
+    char shown[1024];
+    ppcc_escape_text(shown, sizeof shown, a.out_path);
     if (st == PPCC_OK)
       printf("%d fix%s applied; '%s' compiles\n", cJSON_GetArraySize(applied),
-             cJSON_GetArraySize(applied) == 1 ? "" : "es", a.out_path);
+             cJSON_GetArraySize(applied) == 1 ? "" : "es", shown);
   }
   cJSON_Delete(applied);
   cJSON_Delete(model);

@@ -17,11 +17,14 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #include "driver.h"
 #include "import_cli.h"
 #include "../import/import.h" /* and the tokenizers it includes */
 #include "ppcc/frontend.h"
+#include "ppcc/mpi.h"
 #include "ppcc/passes.h"
+#include "ppcc/predict.h"
 #include "ppcc/runtime.h"
 #ifdef PPCC_HAVE_JIT
 #include "ppcc/jit.h"
@@ -38,6 +41,7 @@ typedef struct generate_args {
   long long max_new;
   long long threads, microbatches;
   const char *backend;
+  const char *ranks_map;    /* --ranks-map (MPI) */
 } generate_args;
 
 static const cli_option generate_options[] = {
@@ -64,6 +68,12 @@ static const cli_option generate_options[] = {
   CLI_CALL_ROW("backend", "jit|interp", generate_args, backend, cli_set_backend,
                "as for ppcc run (default jit when built with it)"),
   CLI_INT_ROW("threads", "N", generate_args, threads, 1, 4096, "worker threads (default: the runtime's choice)"),
+  CLI_TEXT_ROW("ranks-map", "R,R,...", generate_args, ranks_map,
+               "under mpiexec -n R: the rank of each device (as ppcc\n"
+               "run's; default: whole pipeline stages per rank). Each\n"
+               "rank loads and keeps only its devices' param shards\n"
+               "and KV caches; rank 0 prints, and sends each step's\n"
+               "ids to the others"),
   CLI_END_ROW,
 };
 
@@ -71,7 +81,7 @@ static const cli_command generate_command = {
   .name = "generate",
   .usage = "Usage: ppcc generate SOURCE (--prompt TEXT | --prompt-ids ID,ID,...) [--max-new-tokens N]\n"
            "                     [--ignore-eos] [--tp T] [--pp P] [--dtype f32|f16|bf16] [--backend=jit|interp]\n"
-           "                     [--threads N] [--batch B] [--microbatches M]\n"
+           "                     [--threads N] [--batch B] [--microbatches M] [--ranks-map R,R,...]\n"
            "\n"
            "Greedy decoding of SOURCE, a Hugging Face checkpoint directory or a .gguf file\n"
            "(see 'ppcc import --help'). Compiles a prefill graph over the prompt and a\n"
@@ -87,7 +97,6 @@ static const cli_command generate_command = {
 };
 
 void cli_help_generate(FILE *out) { cli_print_help(&generate_command, out); }
-
 /* "1,2,3;4,5" : *rows rows, row r of lens[r] ids; *ids holds them back to
  * back, *n is the longest row. */
 static ppcc_status parse_prompt(const char *text, int64_t **ids, long **lens, long *n, long *rows) {
@@ -148,33 +157,44 @@ static void stage_free(stage_graph *s) {
   ppcc_graph_free(s->g);
 }
 
-/* from: a stage already built whose params (and resident shards) this
- * one shares, or NULL. */
-static ppcc_status stage_build(stage_graph *s, const llama_spec *spec, const char *source, const generate_args *a,
-                               const stage_graph *from, ppcc_diag *d) {
-  memset(s, 0, sizeof *s);
+/* The graph of a stage, through the passes. */
+static ppcc_status stage_graph_build(stage_graph *s, const llama_spec *spec, ppcc_diag *d) {
   size_t len;
   char *json = llama_graph_json(spec, &len);
   if (!json) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   s->g = ppcc_load_model_string(json, len, d);
   free(json);
   if (!s->g) return d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
-  ppcc_status st = ppcc_run_passes(s->g, NULL, stderr, d);
-  if (st) return st;
+  return ppcc_run_passes(s->g, NULL, stderr, d);
+}
+
+/* Loads a stage's params (under MPI: its rank's devices' only) and binds
+ * its caches; from: a stage already loaded whose params (and resident
+ * shards) this one shares, or NULL. */
+static ppcc_status stage_load(stage_graph *s, const llama_spec *spec, const char *source, const stage_graph *from,
+                              ppcc_diag *d) {
   ppcc_run_options o = {.weights_path = source, .have_random_seed = true}; /* inputs are set per step */
-  st = ppcc_run_data_load_sharing(s->g, &o, from ? from->g : NULL, from ? &from->data : NULL, &s->data, d);
+  ppcc_status st = ppcc_run_data_load_sharing(s->g, &o, from ? from->g : NULL, from ? &from->data : NULL, &s->data, d);
   for (long b = 0; b < spec->layers && !st; b++) /* the KV caches are state, zero at first */
     for (int kv = 0; kv < 2 && !st; kv++) {
       char name[64];
       snprintf(name, sizeof name, "blk.%ld.%s_cache", b, kv ? "v" : "k");
       int v = ppcc_find_value(s->g, name);
-      if (v >= 0) memset(s->data.values[v].data, 0, (size_t)s->data.values[v].bytes);
+      if (v >= 0 && s->data.values[v].data) memset(s->data.values[v].data, 0, (size_t)s->data.values[v].bytes);
       st = ppcc_run_data_bind_state(s->g, &s->data, name, s->g->values[s->g->outputs[2 + 2 * b + kv]].name, d);
     }
   if (!st) st = ppcc_run_data_make_resident(s->g, &s->data, d); /* every param and cache shard, once */
   if (st) return st;
   s->out = calloc((size_t)s->g->n_outputs, sizeof *s->out);
   if (!s->out) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  return PPCC_OK;
+}
+
+/* The stage's JIT (unless the interpreter runs it), before any weight is
+ * loaded: what compiling holds is then part of the process measured
+ * before the weights. */
+static ppcc_status stage_compile(stage_graph *s, const generate_args *a, ppcc_diag *d) {
+  ppcc_status st = PPCC_OK;
 #ifdef PPCC_HAVE_JIT
   if (a->microbatches > 1 && a->backend && strcmp(a->backend, "jit") == 0)
     return ppcc_error(d, "--backend=jit does not support --microbatches (use --backend=interp)");
@@ -187,7 +207,27 @@ static ppcc_status stage_build(stage_graph *s, const llama_spec *spec, const cha
   if (a->backend && strcmp(a->backend, "jit") == 0)
     return ppcc_error(d, "this ppcc was built without MLIR: --backend=jit is unavailable");
 #endif
-  return PPCC_OK;
+  return st;
+}
+
+/* MPI: each rank holds the devices of --ranks-map or of the default stage
+ * map (as ppcc run's), the same for the prefill and the decode graph. */
+static ppcc_status distribute(const stage_graph *sp, const stage_graph *sd, const char *spec, bool *local,
+                              ppcc_diag *d) {
+  size_t n = (size_t)(sp->g->n_devices > 0 ? sp->g->n_devices : 1);
+  int *rank_of = malloc(sizeof(int) * n), *dec = malloc(sizeof(int) * n);
+  ppcc_status st = rank_of && dec ? PPCC_OK : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  if (!st) st = ppcc_rank_map(sp->g, ppcc_mpi_size(), spec, rank_of, d);
+  if (!st && sd->g->n_devices != sp->g->n_devices)
+    st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "the prefill and decode graphs have different devices");
+  if (!st) st = ppcc_rank_map(sd->g, ppcc_mpi_size(), spec, dec, d);
+  if (!st && memcmp(rank_of, dec, sizeof(int) * n) != 0)
+    st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "the prefill and decode graphs map their devices to ranks differently");
+  if (!st) st = ppcc_mpi_distribute(sp->g, rank_of, d);
+  for (size_t dev = 0; !st && dev < n; dev++) local[dev] = rank_of[dev] == ppcc_mpi_rank();
+  free(rank_of);
+  free(dec);
+  return st;
 }
 
 /* Replaces input `name`'s tensor by t (taken over). */
@@ -234,7 +274,8 @@ static ppcc_status check_logits(stage_graph *s, const char *source, const char *
   int64_t at = -1;
   ppcc_diag quiet;
   ppcc_diag_init(&quiet, source, NULL);
-  if (!ppcc_find_first_nonfinite(s->g, &s->data, (int)a->threads, &v, &at, &quiet) && v >= 0) {
+  /* the search reruns the graph in this process: not over MPI */
+  if (ppcc_mpi_size() == 1 && !ppcc_find_first_nonfinite(s->g, &s->data, (int)a->threads, &v, &at, &quiet) && v >= 0) {
     const ppcc_value *val = &s->g->values[v];
     if (val->def_op < 0)
       snprintf(first, sizeof first, "; the first non-finite value is %s '%s' (element %lld)",
@@ -248,7 +289,75 @@ static ppcc_status check_logits(stage_graph *s, const char *source, const char *
                     isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf", (long long)(bad / vocab), (long long)(bad % vocab), first);
 }
 
-static int64_t next_token(const stage_graph *s, long row) { return ((const int64_t *)s->out[1].data)[row]; }
+/* This process's resident set now (bytes). */
+static double rss_now(void) {
+  long pages = 0, resident = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f && fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+  if (f) fclose(f);
+  return (double)resident * (double)sysconf(_SC_PAGESIZE);
+}
+
+static double peak_rss(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_maxrss * 1024.0;
+}
+
+/* The plan's memory of the loaded model here (src/plan: params and KV
+ * caches once for both graphs, the larger graph's working set). */
+static ppcc_status predict_memory(const stage_graph *sp, const stage_graph *sd, const bool *local, ppcc_loaded_memory *m,
+                                  ppcc_diag *d) {
+  const stage_graph *s[2] = {sp, sd};
+  const ppcc_graph *graphs[2] = {sp->g, sd->g};
+  bool *state[2] = {NULL, NULL}, *views[2] = {NULL, NULL}, jit = false;
+#ifdef PPCC_HAVE_JIT
+  jit = sp->jit != NULL;
+#endif
+  ppcc_status st = PPCC_OK;
+  for (int k = 0; k < 2 && !st; k++) {
+    state[k] = calloc((size_t)s[k]->g->n_values + 1, sizeof *state[k]);
+    views[k] = jit ? ppcc_rt_jit_view_ops(s[k]->g) : ppcc_rt_view_ops(s[k]->g);
+    if (!state[k] || !views[k]) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    for (int v = 0; !st && v < s[k]->g->n_values; v++) state[k][v] = s[k]->data.state_of[v] >= 0;
+  }
+  if (!st)
+    st = ppcc_predict_loaded_memory(graphs, (const bool *const *)state, (const bool *const *)views, 2, local, jit, m, d);
+  for (int k = 0; k < 2; k++) free(state[k]), free(views[k]);
+  return st;
+}
+
+/* MPI: the worst status of every rank's load, on every rank (one that
+ * failed has printed why; the others stop too, before any step). */
+static ppcc_status agree(ppcc_status st, ppcc_diag *d) {
+  int ranks = ppcc_mpi_size();
+  double mine = st, *all = ppcc_mpi_rank() == 0 ? calloc((size_t)ranks, sizeof *all) : NULL;
+  ppcc_mpi_gather(&mine, 1, all);
+  int64_t worst = st;
+  for (int r = 0; all && r < ranks; r++)
+    if (all[r] > (double)worst) worst = (int64_t)all[r];
+  free(all);
+  ppcc_mpi_broadcast(&worst, sizeof worst);
+  if (st || !worst) return st;
+  return ppcc_error_status(d, (ppcc_status)worst, "another rank failed to load");
+}
+
+/* The step's next id of each of the B rows into ids. In one process they
+ * are read from the outputs; over MPI rank 0 collects the outputs, so it
+ * sends them to every rank with its status (mine: its logits check), so
+ * that every rank feeds the next step the same ids and stops at the same
+ * step. msg: room for B + 1 ids. */
+static ppcc_status next_tokens(const stage_graph *s, long B, ppcc_status mine, int64_t *msg, int64_t *ids,
+                               ppcc_diag *d) {
+  bool root = ppcc_mpi_rank() == 0;
+  msg[0] = mine;
+  for (long b = 0; b < B; b++) msg[1 + b] = root && !mine ? ((const int64_t *)s->out[1].data)[b] : 0;
+  if (ppcc_mpi_size() > 1) ppcc_mpi_broadcast(msg, (int64_t)sizeof *msg * (B + 1));
+  if (msg[0] != PPCC_OK)
+    return root ? (ppcc_status)msg[0] : ppcc_error_status(d, (ppcc_status)msg[0], "rank 0 stopped the generation");
+  memcpy(ids, msg + 1, sizeof *ids * (size_t)B);
+  return PPCC_OK;
+}
 
 static bool is_eos(const generate_args *a, int64_t id) {
   for (int i = 0; !a->ignore_eos && i < a->n_eos; i++)
@@ -294,16 +403,32 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     if (prompt[i] >= pre.vocab)
       return ppcc_error(d, "%s: prompt id %lld is outside the vocabulary [0, %ld)", source, (long long)prompt[i], pre.vocab);
   stage_graph sp, sd;
-  double t_load = now_ms();
-  st = stage_build(&sp, &pre, source, a, NULL, d);
-  if (!st) st = stage_build(&sd, &dec, source, a, &sp, d);
-  else memset(&sd, 0, sizeof sd);
+  memset(&sp, 0, sizeof sp);
+  memset(&sd, 0, sizeof sd);
+  bool root = ppcc_mpi_rank() == 0, mpi = ppcc_mpi_size() > 1;
+  bool *local = NULL; /* MPI: the devices this rank holds */
+  double t_load = now_ms(), rss_before = 0, peak_before = 0;
+  st = stage_graph_build(&sp, &pre, d);
+  if (!st) st = stage_graph_build(&sd, &dec, d);
+  if (!st && mpi) {
+    local = calloc((size_t)sp.g->n_devices + 1, sizeof *local);
+    st = local ? distribute(&sp, &sd, a->ranks_map, local, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  }
+  if (!st) st = stage_compile(&sp, a, d);
+  if (!st) st = stage_compile(&sd, a, d);
   malloc_trim(0); /* what compiling took goes back before the weights' pages come in */
+  rss_before = rss_now(), peak_before = peak_rss();
+  if (!st) st = stage_load(&sp, &pre, source, NULL, d);
+  if (!st) st = stage_load(&sd, &dec, source, &sp, d);
+  if (mpi) st = agree(st, d);
   t_load = now_ms() - t_load;
+  ppcc_loaded_memory plan = {0};
+  if (!st) st = predict_memory(&sp, &sd, local, &plan, d);
   int64_t copied_at_load = ppcc_rt_param_bytes_copied(), cache_at_load = ppcc_rt_state_bytes_host();
   /* tokens[i * B + b]: the i-th generated id of row b */
   int64_t *tokens = malloc(sizeof *tokens * (size_t)(a->max_new * B)), *pos = malloc(sizeof *pos * (size_t)(B * n_prompt));
-  if (!st && (!tokens || !pos)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  int64_t *msg = malloc(sizeof *msg * (size_t)(B + 1));
+  if (!st && (!tokens || !pos || !msg)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   double t0 = now_ms(), t_first = 0, t_end = 0;
   /* n_out[b]: ids of row b, up to and including its EOS; the run ends when
    * every row has met one */
@@ -319,16 +444,15 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     if (!st && B > 1) st = set_ids(&sp, "positions", 2, shape, pos, d);
     else if (!st) st = set_ids(&sp, "positions", 1, &shape[1], pos, d);
     t0 = now_ms();
-    if (!st) st = execute(&sp, a, d);
-    if (!st) st = check_logits(&sp, source, "prefill", a, d);
+    if (!st) st = execute(&sp, a, d); /* over MPI every rank fails alike */
+    if (!st) st = next_tokens(&sp, B, root ? check_logits(&sp, source, "prefill", a, d) : PPCC_OK, msg, tokens, d);
     if (!st) {
       for (long b = 0; b < B; b++) {
-        tokens[b] = next_token(&sp, b);
         n_out[b] = 1;
         if (is_eos(a, tokens[b])) live--;
       }
       steps = 1;
-      stream_text(a, &ts, tokens[0]);
+      if (root) stream_text(a, &ts, tokens[0]);
       t_first = now_ms();
     }
   }
@@ -341,22 +465,41 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
     if (!st) {
       char step[48];
       snprintf(step, sizeof step, "decode step %lld", i);
-      st = check_logits(&sd, source, step, a, d);
+      st = next_tokens(&sd, B, root ? check_logits(&sd, source, step, a, d) : PPCC_OK, msg, &tokens[i * B], d);
     }
     if (!st) {
-      for (long b = 0; b < B; b++) {
-        tokens[i * B + b] = next_token(&sd, b);
+      for (long b = 0; b < B; b++)
         if (n_out[b] == i && !is_eos(a, tokens[(i - 1) * B + b])) {
           n_out[b]++;
           if (is_eos(a, tokens[i * B + b])) live--;
         }
-      }
       steps++;
-      if (n_out[0] == i + 1) stream_text(a, &ts, tokens[i * B]);
+      if (root && n_out[0] == i + 1) stream_text(a, &ts, tokens[i * B]);
     }
   }
   t_end = now_ms();
-  if (!st) {
+  /* each rank's figures (one process: its own): load time, resident
+   * shards, param and cache bytes its devices hold, peak RSS, and the
+   * param and cache bytes it copied after load */
+  /* and the plan's prediction of its peak RSS: the process before the
+   * weights (measured: code, libraries, compiled graphs) plus the loaded
+   * model's params, caches and working set, or the compile's own peak
+   * when that was higher */
+  enum { F_LOAD, F_SHARDS, F_MADE, F_PARAMS, F_CACHES, F_RSS, F_COPIED, F_HOST, F_BEFORE, F_PLAN_PARAMS,
+         F_PLAN_STATE, F_PLAN_WORK, F_PREDICTED, N_FIGURES };
+  double rss = peak_rss(), predicted = rss_before + (double)plan.total_bytes;
+  double mine[N_FIGURES] = {t_load, ppcc_resident_count(&sp.data), (double)ppcc_resident_owned_bytes(&sp.data),
+                            (double)ppcc_resident_param_bytes(&sp.data),
+                            (double)ppcc_resident_state_bytes(&sp.data), rss,
+                            (double)(ppcc_rt_param_bytes_copied() - copied_at_load),
+                            (double)(ppcc_rt_state_bytes_host() - cache_at_load), rss_before,
+                            (double)plan.param_bytes, (double)plan.state_bytes, (double)plan.activation_bytes,
+                            predicted > peak_before ? predicted : peak_before};
+  int ranks = ppcc_mpi_size();
+  double *all = root ? calloc((size_t)ranks * N_FIGURES, sizeof *all) : NULL;
+  if (mpi && !st) ppcc_mpi_gather(mine, N_FIGURES, all);
+  else if (all) memcpy(all, mine, sizeof mine);
+  if (!st && root && all) {
     if (a->tok) {
       stream_text(a, &ts, -1);
       fputs("\n", stdout);
@@ -366,23 +509,45 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
       for (long i = 0; i < n_out[b]; i++) printf(" %lld", (long long)tokens[i * B + b]);
       fputs("\n", stdout);
     }
-    printf("load: %.3f ms (2 graphs compiled, %d param and cache shards resident, %.1f MiB of them made at load)\n", t_load,
-           ppcc_resident_count(&sp.data), (double)ppcc_resident_owned_bytes(&sp.data) / (1 << 20));
-    printf("param bytes copied after load: %lld\n", (long long)(ppcc_rt_param_bytes_copied() - copied_at_load));
-    printf("KV cache bytes between host and devices after load: %lld\n",
-           (long long)(ppcc_rt_state_bytes_host() - cache_at_load));
+    double sum[N_FIGURES] = {0}, most[N_FIGURES] = {0};
+    for (int r = 0; r < ranks; r++)
+      for (int f = 0; f < N_FIGURES; f++) {
+        sum[f] += all[r * N_FIGURES + f];
+        if (all[r * N_FIGURES + f] > most[f]) most[f] = all[r * N_FIGURES + f];
+      }
+    printf("load: %.3f ms (2 graphs compiled, %.0f param and cache shards resident, %.1f MiB of them made at load)\n",
+           most[F_LOAD], sum[F_SHARDS], sum[F_MADE] / (1 << 20));
+    printf("param bytes copied after load: %.0f\n", sum[F_COPIED]);
+    printf("KV cache bytes between host and devices after load: %.0f\n", sum[F_HOST]);
     int64_t params = 0;
     for (int v = 0; v < sp.g->n_values; v++)
       if (sp.g->values[v].kind == PPCC_VALUE_PARAM) params += ppcc_value_bytes(&sp.g->values[v]);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    printf("memory: peak RSS %.1f MiB, params %.1f MiB, KV caches %.1f MiB\n", (double)ru.ru_maxrss / 1024,
-           (double)params / (1 << 20), (double)ppcc_resident_state_bytes(&sp.data) / (1 << 20));
+    printf("memory: peak RSS %.1f MiB, params %.1f MiB, KV caches %.1f MiB\n", most[F_RSS] / (1 << 20),
+           (double)params / (1 << 20), sum[F_CACHES] / (1 << 20));
+    for (int r = 0; mpi && r < ranks; r++) /* MPI: what each rank holds */
+      printf("rank %d: %.0f param and cache shards resident (params %.1f MiB, KV caches %.1f MiB), peak RSS %.1f MiB\n",
+             r, all[r * N_FIGURES + F_SHARDS], all[r * N_FIGURES + F_PARAMS] / (1 << 20),
+             all[r * N_FIGURES + F_CACHES] / (1 << 20), all[r * N_FIGURES + F_RSS] / (1 << 20));
+    for (int r = 0; r < ranks; r++) { /* the plan against the measurement, per process */
+      const double *f = &all[r * N_FIGURES];
+      char who[32] = "";
+      if (mpi) snprintf(who, sizeof who, " (rank %d)", r);
+      printf("memory plan%s: predicted peak RSS %.1f MiB = %.1f MiB before the weights + params %.1f MiB (%.0f B, "
+             "once for both graphs) + KV caches %.1f MiB (%.0f B, state) + working set %.1f MiB (%s graph); measured "
+             "%.1f MiB (%+.1f %%)\n",
+             who, f[F_PREDICTED] / (1 << 20), f[F_BEFORE] / (1 << 20), f[F_PLAN_PARAMS] / (1 << 20), f[F_PLAN_PARAMS],
+             f[F_PLAN_STATE] / (1 << 20), f[F_PLAN_STATE], f[F_PLAN_WORK] / (1 << 20),
+             plan.peak_graph == 1 ? "decode" : "prefill",
+             f[F_RSS] / (1 << 20), 100.0 * (f[F_PREDICTED] - f[F_RSS]) / f[F_RSS]);
+    }
     printf("time to first token: %.3f ms\n", t_first - t0);
     if (steps > 1)
       printf("decode: %ld tokens in %.3f ms, %.1f tokens/s\n", (steps - 1) * B, t_end - t_first,
              (double)((steps - 1) * B) * 1e3 / (t_end - t_first));
   }
+  free(all);
+  free(msg);
+  free(local);
   free(n_out);
   free(tokens);
   free(pos);
@@ -399,12 +564,24 @@ int cli_cmd_generate(int argc, char **argv) {
   if (st || p.help) return st;
   if (!a.prompt_text && !a.prompt) return cli_usage_error("generate", "missing --prompt TEXT or --prompt-ids ID,ID,...");
   if (a.prompt_text && a.prompt) return cli_usage_error("generate", "give --prompt or --prompt-ids, not both");
+  if (a.ranks_map && !ppcc_mpi_launched())
+    return cli_usage_error("generate", "--ranks-map needs an MPI run (mpiexec -n R ppcc generate ...)");
   if (a.prompt && a.spec.batch > 1)
     return cli_usage_error("generate", "--prompt is one row (use --prompt-ids for a batch of %ld)", a.spec.batch);
   int64_t *prompt = NULL, *padded = NULL;
   long n_prompt = 0, rows = 1, *lens = NULL;
   ppcc_diag d;
   ppcc_diag_init(&d, p.model_path, stderr);
+  /* mpiexec -n R ppcc generate ...: each rank holds its stages' devices
+   * (every message says which rank printed it) */
+  bool mpi = ppcc_mpi_launched();
+  char label[4096];
+  if (mpi) {
+    st = ppcc_mpi_init(NULL, NULL, &d);
+    if (st) return st;
+    snprintf(label, sizeof label, "%s [rank %d]", p.model_path, ppcc_mpi_rank());
+    d.file = label;
+  }
   if (a.prompt) { /* text: the source's tokenizer */
     st = llama_spec_from_source(p.model_path, &a.spec, &d);
     if (!st) st = tokenizer_load(p.model_path, &a.tok, &d);
@@ -443,6 +620,7 @@ int cli_cmd_generate(int argc, char **argv) {
     lens = all_lens;
   }
   if (!st) st = generate(p.model_path, &a, padded, lens, n_prompt, &d);
+  if (mpi) ppcc_mpi_finalize(st);
   tokenizer_free(a.tok);
   free(prompt);
   free(padded);

@@ -129,9 +129,12 @@ static const cli_option run_options[] = {
                "--microbatches, threads, MPI ranks or memory limits"),
   CLI_INT_ROW("repeat", "N", run_args, repeat, 0, 1 << 20,
               "after the first run, run the forward N more times\n"
-              "and print their min and median wall time (the\n"
-              "device programs only: no compile, no loading);\n"
-              "--trace then records the last of them"),
+              "and print their min and median wall times: the\n"
+              "device programs ('forward') and the whole call\n"
+              "('call': leaves bound, outputs collected); no\n"
+              "compile, no loading. Every run prints its load time\n"
+              "(weights, inputs, resident param shards) and its\n"
+              "first call apart; --trace records the first forward"),
   CLI_TEXT_ROW("trace", "FILE", run_args, trace,
                "write a Chrome trace (JSON: a track per device, an\n"
                "event per op and microbatch, transfers as arrows)"),

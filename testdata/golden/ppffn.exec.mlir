@@ -1,6 +1,6 @@
-#map = affine_map<(d0, d1) -> (d0, d1)>
 module @ppffn {
   func.func private @ppcc_rt_matmul_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {llvm.emit_c_interface} loc(unknown)
+  func.func private @ppcc_rt_unary_f32(memref<*xf32>, memref<*xf32>, i64) attributes {llvm.emit_c_interface} loc(unknown)
   memref.global "private" constant @ppcc_group_0_1 : memref<2xi64> = dense<[0, 1]> loc(unknown)
   func.func private @ppcc_rt_all_reduce_f32(i64, i64, memref<*xi64>, i64, memref<*xf32>) attributes {llvm.emit_c_interface} loc(unknown)
   func.func private @ppcc_rt_send_f32(i64, i64, i64, memref<*xf32>) attributes {llvm.emit_c_interface} loc(unknown)
@@ -285,20 +285,13 @@ module @ppffn {
   } loc("k0_matmul_8x64_64x32")
   func.func private @k1_gelu_8x32(%arg0: memref<8x32xf32> loc("k1_gelu_8x32"), %arg1: memref<8x32xf32> loc("k1_gelu_8x32")) attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]} {
     %0 = bufferization.to_tensor %arg0 restrict : memref<8x32xf32> loc("k1_gelu_8x32")
-    %1 = tensor.empty() : tensor<8x32xf32> loc("k1_gelu_8x32")
-    %2 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%0 : tensor<8x32xf32>) outs(%1 : tensor<8x32xf32>) {
-    ^bb0(%in: f32 loc("k1_gelu_8x32"), %out: f32 loc("k1_gelu_8x32")):
-      %cst = arith.constant 0.707106769 : f32 loc("k1_gelu_8x32")
-      %3 = arith.mulf %in, %cst : f32 loc("k1_gelu_8x32")
-      %4 = math.erf %3 : f32 loc("k1_gelu_8x32")
-      %cst_0 = arith.constant 1.000000e+00 : f32 loc("k1_gelu_8x32")
-      %5 = arith.addf %cst_0, %4 : f32 loc("k1_gelu_8x32")
-      %cst_1 = arith.constant 5.000000e-01 : f32 loc("k1_gelu_8x32")
-      %6 = arith.mulf %in, %cst_1 : f32 loc("k1_gelu_8x32")
-      %7 = arith.mulf %6, %5 : f32 loc("k1_gelu_8x32")
-      linalg.yield %7 : f32 loc("k1_gelu_8x32")
-    } -> tensor<8x32xf32> loc("k1_gelu_8x32")
-    bufferization.materialize_in_destination %2 in restrict writable %arg1 : (tensor<8x32xf32>, memref<8x32xf32>) -> () loc("k1_gelu_8x32")
+    %1 = bufferization.to_memref %0 read_only : memref<8x32xf32> loc("k1_gelu_8x32")
+    %reinterpret_cast = memref.reinterpret_cast %1 to offset: [0], sizes: [8, 32], strides: [32, 1] : memref<8x32xf32> to memref<8x32xf32, strided<[32, 1]>> loc("k1_gelu_8x32")
+    %cast = memref.cast %reinterpret_cast : memref<8x32xf32, strided<[32, 1]>> to memref<*xf32> loc("k1_gelu_8x32")
+    %reinterpret_cast_0 = memref.reinterpret_cast %arg1 to offset: [0], sizes: [8, 32], strides: [32, 1] : memref<8x32xf32> to memref<8x32xf32, strided<[32, 1]>> loc("k1_gelu_8x32")
+    %cast_1 = memref.cast %reinterpret_cast_0 : memref<8x32xf32, strided<[32, 1]>> to memref<*xf32> loc("k1_gelu_8x32")
+    %c2_i64 = arith.constant 2 : i64 loc("k1_gelu_8x32")
+    call @ppcc_rt_unary_f32(%cast, %cast_1, %c2_i64) : (memref<*xf32>, memref<*xf32>, i64) -> () loc("k1_gelu_8x32")
     return loc("k1_gelu_8x32")
   } loc("k1_gelu_8x32")
   func.func private @k2_matmul_8x32_32x64(%arg0: memref<8x32xf32> loc("k2_matmul_8x32_32x64"), %arg1: memref<32x64xf32> loc("k2_matmul_8x32_32x64"), %arg2: memref<8x64xf32> loc("k2_matmul_8x32_32x64")) attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]} {

@@ -87,11 +87,14 @@ grep -q '"name": "rank 1"' "$tmp/t.json" || fail "trace: no process named rank 1
 echo "pipeline --microbatches 8 -n 2: identical; trace has a process per rank"
 
 # --repeat N runs N more forwards on every rank (it was accepted and
-# ignored): rank 0 prints the steady-state line once, the outputs are the
-# first forward's
+# ignored): rank 0 prints the load, first-call and steady-state lines once,
+# the outputs are the first forward's
 rm -rf "$tmp/pipe.mpi"
 mpirun 2 "$tmp/pipe.json" --random-weights 5 --microbatches 8 --repeat 3 --output-dir "$tmp/pipe.mpi" > "$tmp/log" 2>&1 ||
   { cat "$tmp/log"; fail "pipeline --repeat 3 -n 2 failed"; }
 [[ $(grep -c "forward (steady state, 3 runs): min " "$tmp/log") -eq 1 ]] || { cat "$tmp/log"; fail "--repeat 3 over MPI: no steady-state line"; }
+for line in "^load: " "^first call: " "^call (steady state, 3 runs): min "; do
+  [[ $(grep -c "$line" "$tmp/log") -eq 1 ]] || { cat "$tmp/log"; fail "--repeat 3 over MPI: not one '$line' line"; }
+done
 same_files "$tmp/pipe.one" "$tmp/pipe.mpi" || fail "pipeline --repeat 3 -n 2: outputs differ"
 echo "pipeline --repeat 3 -n 2: steady-state line, identical outputs"

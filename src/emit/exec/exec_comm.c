@@ -12,6 +12,7 @@
  *   ppcc_rt_attention_f32(q, k, v, out, scale, causal, window, softcap)   (OpenBLAS)
  *   ppcc_rt_attention_positions_T(q, k, v, out, scale, causal, window, softcap, positions)
  *                                                 (T: i64, i32; OpenBLAS)
+ *   ppcc_rt_unary_f32(x, out, op id)     (exp, silu, sigmoid, gelu: vector)
  *   ppcc_rt_check_index_T(op, dtype, kind, bound, index)         (T: i64, i32)
  *
  * Buffers are memref<*xT>; a group is a memref.global of device ids.
@@ -96,6 +97,17 @@ MlirValue exec_try_conv_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const p
                        exec_unranked(c, exec_static_view(c, exec_to_memref(c, w))), exec_unranked(c, exec_static_view(c, out))};
   for (int i = 0; i < 9; i++) ops[3 + i] = exec_i64(c, geom[i]);
   if (exec_call(c, "ppcc_rt_conv_f32", 12, ops)) return (MlirValue){NULL};
+  return exec_to_tensor(c, out, true);
+}
+
+MlirValue exec_try_unary_call(ppcc_emit_ctx *c, int op_id, MlirValue x, MlirType out_type) {
+  if (c->kind != PPCC_EMIT_MLIR_EXEC || !mlirTypeIsAF32(mlirShapedTypeGetElementType(out_type)) ||
+      !mlirTypeIsAF32(elem_of(x)))
+    return (MlirValue){NULL};
+  MlirValue out = exec_alloc(c, out_type);
+  MlirValue ops[3] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, x))),
+                      exec_unranked(c, exec_static_view(c, out)), exec_i64(c, op_id)};
+  if (exec_call(c, "ppcc_rt_unary_f32", 3, ops)) return (MlirValue){NULL};
   return exec_to_tensor(c, out, true);
 }
 

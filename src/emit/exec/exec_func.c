@@ -28,6 +28,7 @@ static const emit_runtime_calls runtime_calls = {
   .matmul = exec_try_matmul_call,
   .conv = exec_try_conv_call,
   .attention = exec_try_attention_call,
+  .unary = exec_try_unary_call,
   .check_index = exec_check_index,
   .free_state = exec_state_free,
 };

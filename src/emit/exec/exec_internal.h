@@ -92,6 +92,9 @@ ppcc_status exec_lower_collective(ppcc_emit_ctx *c, const ppcc_op *op);
 MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
 /* A conv handed to ppcc_rt_conv_f32 (f32), or a null value. */
 MlirValue exec_try_conv_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const ppcc_conv_geom *g, MlirType out_type);
+/* f32 exp/silu/sigmoid/gelu as a ppcc_rt_unary_f32 call in the executable
+ * form (null value otherwise: the scalar linalg body is used). */
+MlirValue exec_try_unary_call(ppcc_emit_ctx *c, int op_id, MlirValue x, MlirType out_type);
 /* f32 attention as a ppcc_rt_attention call in the executable form (null
  * value otherwise: the linalg lowering is used); positions (null: none)
  * an i64/i32 index tensor [S] or [B, S]. */

@@ -202,6 +202,9 @@ typedef struct emit_runtime_calls {
    * tensor [S] or [B, S]. */
   MlirValue (*attention)(ppcc_emit_ctx *c, MlirValue q, MlirValue k, MlirValue v, MlirValue positions,
                          const emit_attention_mask *m, MlirType out_type);
+  /* f32 exp/silu/sigmoid/gelu of a whole tensor as a ppcc_rt_unary_f32
+   * call (the interpreter's vector kernels, the same bits), or null. */
+  MlirValue (*unary)(ppcc_emit_ctx *c, int op_id, MlirValue x, MlirType out_type);
   /* A run-time error (failing the run, naming the op) unless every element
    * of the index tensor (i64 or i32) is in range (kind below); the message
    * says "token id" or "index" as the interpreter's kernels do. */

@@ -144,7 +144,13 @@ ppcc_status lower_unary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc
     return emit_op_error(c, op, "op '%s' has no MLIR lowering for dtype %s", op->info->name,
                          ppcc_dtype_name(in->dtype));
   MlirType t = emit_shard_type(c, out_value(c, op));
-  set_result(c, op, shard, emit_elementwise(c, 1, &x, t, is_float ? unary_float_body : unary_int_body, &u));
+  bool vector_kernel = u.id == PPCC_OP_exp || u.id == PPCC_OP_silu || u.id == PPCC_OP_sigmoid || u.id == PPCC_OP_gelu;
+  MlirValue call = vector_kernel && c->runtime_calls && c->runtime_calls->unary
+                       ? c->runtime_calls->unary(c, (int)u.id, x, t)
+                       : (MlirValue){NULL};
+  set_result(c, op, shard,
+             !mlirValueIsNull(call) ? call
+                                    : emit_elementwise(c, 1, &x, t, is_float ? unary_float_body : unary_int_body, &u));
   return PPCC_OK;
 }
 

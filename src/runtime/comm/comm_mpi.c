@@ -669,6 +669,31 @@ ppcc_status rt_dist_agree(ppcc_status st, ppcc_diag *d) {
   return ppcc_error(d, "another rank failed");
 }
 
+void ppcc_mpi_broadcast(void *buf, int64_t bytes) {
+  if (!D.active) return;
+  MPI_Request req;
+  pthread_mutex_lock(&D.lock);
+  MPI_Ibcast(buf, (int)bytes, MPI_BYTE, 0, D.sync, &req);
+  pthread_mutex_unlock(&D.lock);
+  if (wait_request(&req, NULL, NULL) < 0) give_up("waiting for rank 0's next step", "rank 0");
+}
+
+void ppcc_mpi_gather(const double *mine, int n, double *all) {
+  if (!D.active) {
+    for (int i = 0; all && i < n; i++) all[i] = mine[i];
+    return;
+  }
+  /* rank 0 without room (out of memory) still takes part */
+  double *spare = D.rank == 0 && !all ? malloc(sizeof *spare * (size_t)n * (size_t)D.size) : NULL;
+  if (D.rank == 0 && !all && !spare) give_up("gathering every rank's figures", "(out of memory)");
+  MPI_Request req;
+  pthread_mutex_lock(&D.lock);
+  MPI_Igather(mine, n, MPI_DOUBLE, all ? all : spare, n, MPI_DOUBLE, 0, D.sync, &req);
+  pthread_mutex_unlock(&D.lock);
+  if (wait_request(&req, NULL, NULL) < 0) give_up("gathering every rank's figures", "the other ranks");
+  free(spare);
+}
+
 /* One device's track: counts, then spans, then flows. */
 ppcc_status rt_dist_merge_timeline(rt_timeline *t, ppcc_diag *d) {
   if (!D.active) return PPCC_OK;

@@ -2,7 +2,7 @@
  *
  * One device computing at a time with several kernel threads (one
  * microbatch through a pipeline, or a single device): its thread goes to
- * the first core of the budget and OpenBLAS's workers to the others. Left
+ * the first core of the budget and the kernels' workers to the others. Left
  * to the scheduler, a device thread woken by its receive often landed on
  * the core where a BLAS worker spun, and each GEMM's two halves then took
  * turns on one core: in about one forward in five a pipeline stage's
@@ -29,9 +29,6 @@
 #include "ppcc/predict.h"
 #include "../comm/comm.h"
 #include "../kernels/kernels.h"
-#ifdef PPCC_HAVE_OPENBLAS
-#include <cblas.h>
-#endif
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static cpu_set_t process_cpus; /* the process's CPUs before any pinning */
@@ -49,17 +46,14 @@ void rt_place_threads(rt_placement how, int cores, int blas_threads) {
   pthread_once(&once, read_process_cpus);
   budget_cores = cores < n_cpus ? cores : n_cpus;
   placement = budget_cores >= 2 ? how : RT_PLACE_ANYWHERE;
-#ifdef PPCC_HAVE_OPENBLAS
+  (void)blas_threads;
   if (n_cpus < 2) return;
   cpu_set_t workers = process_cpus;
   if (placement == RT_PLACE_LONE_DEVICE) {
     CPU_ZERO(&workers);
     for (int k = 1; k < budget_cores; k++) CPU_SET(cpu_list[k], &workers);
   }
-  for (int w = 0; w + 1 < blas_threads; w++) openblas_setaffinity(w, sizeof workers, &workers); /* fails harmlessly without the worker */
-#else
-  (void)blas_threads;
-#endif
+  rt_pool_set_worker_cpus(&workers, sizeof workers); /* the kernels' workers (OpenBLAS's stay idle) */
 }
 
 void rt_device_thread_enter(int dev) {
@@ -85,12 +79,11 @@ void rt_thread_budget(int devices, int per_device, rt_placement how, int cores) 
 
 /* Never more busy threads than cores: at most `busy` devices compute at
  * once (the rest sleep on a receive's condition variable, comm.c), each
- * on its device thread plus its BLAS call's extra threads, busy *
- * per_device <= cores. Where a schedule lets more devices overlap than
- * counted, OpenBLAS (pthread build) still runs one multi-threaded level-3
- * call at a time (its gemm driver holds a process-wide lock), so the
- * excess is a device thread each, and the results are the same bits
- * (tests/test_rt_thread_budget.c checks concurrent calls). */
+ * on its device thread plus its kernel pool's workers (thread_pool.c,
+ * parked between calls; OpenBLAS's own stay idle), busy * per_device <=
+ * cores. Where a schedule lets more devices overlap than counted, each
+ * device still splits its calls its own way, so the results are the same
+ * bits (tests/test_rt_thread_budget.c checks concurrent calls). */
 void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int local) {
   int m = rt_row_invariant_matmul() ? (g->n_devices > microbatches ? g->n_devices : microbatches) : microbatches;
   int busy = ppcc_concurrent_devices(g, m);

@@ -111,9 +111,11 @@ ppcc_status rt_report_comparison(const ppcc_value *p, const ppcc_compare_result 
   char at[PPCC_MAX_RANK * 24 + 8] = "[]", rule[256];
   if (r->worst >= 0) index_str(p, r->worst, at, sizeof at);
   criterion_str(p, r, rule, sizeof rule);
+  char name[4 * PPCC_MAX_NAME];
+  ppcc_escape_text(name, sizeof name, p->name);
   if (log)
     fprintf(log, "%s %s: max abs error %.3g, max rel error %.3g, worst at %s (got %.6g, ref %.6g); %s: %s\n", label,
-            p->name, r->max_abs, r->max_rel, at, r->worst_got, r->worst_ref, rule, r->ok ? "ok" : "FAIL");
+            name, r->max_abs, r->max_rel, at, r->worst_got, r->worst_ref, rule, r->ok ? "ok" : "FAIL");
   if (r->ok) return PPCC_OK;
   if (r->n_nan > 0)
     return ppcc_error(d, "output '%s' differs from %s: NaN where the reference is not NaN (%lld elements; first at %s, "

@@ -120,7 +120,8 @@ ppcc_resident *rt_resident_new(void);
 ppcc_resident *rt_resident_ref(ppcc_resident *r);
 void rt_resident_unref(ppcc_resident *r);
 /* Shard i of param v (value p) under layout l, made on first use (mapped:
- * full lies in a file mapping whose pages a copy may release, MPI runs);
+ * full lies in a file mapping whose pages a copy may release: MPI runs,
+ * and every run's shards made at load, ppcc_run_data_make_resident);
  * NULL when out of memory or the run data has no resident store. */
 const void *rt_resident_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i,
                               bool mapped);

@@ -290,8 +290,11 @@ ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data
       if (dist && !rt_dist_local(p->devices[i])) continue;
       if (!data->values[v].data && !ppcc_run_data_shard(data, v, i))
         return ppcc_error_status(d, PPCC_ERR_INTERNAL, "no data for '%s'", p->name);
+      /* a shard copied at load releases the mapped file's pages it came
+       * from, in any run: the process then holds the weights once (its
+       * shards), not shards plus the tensors they were cut from */
       const void *made = state ? rt_state_shard(data, v, p, p->layout, i, 0, false)
-                               : rt_resident_shard(data, v, p, p->layout, i, rt_param_mapped(data, v, dist));
+                               : rt_resident_shard(data, v, p, p->layout, i, rt_param_mapped(data, v, true));
       if (!made) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory for '%s'", p->name);
     }
   }
@@ -309,6 +312,15 @@ int64_t ppcc_resident_state_bytes(const ppcc_run_data *data) {
   for (int k = 0; data && data->resident && k < data->resident->n; k++) {
     const resident_entry *e = &data->resident->entries[k];
     if (e->is_state) bytes += ppcc_num_elements(e->s.rank, e->s.shape) * ppcc_dtype_size(e->s.dtype) * (e->next ? 2 : 1);
+  }
+  return bytes;
+}
+
+int64_t ppcc_resident_param_bytes(const ppcc_run_data *data) {
+  int64_t bytes = 0;
+  for (int k = 0; data && data->resident && k < data->resident->n; k++) {
+    const resident_entry *e = &data->resident->entries[k];
+    if (!e->is_state) bytes += ppcc_num_elements(e->s.rank, e->s.shape) * ppcc_dtype_size(e->s.dtype);
   }
   return bytes;
 }

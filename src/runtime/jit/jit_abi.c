@@ -220,6 +220,26 @@ static void jit_matmul(jit_unranked *a, jit_unranked *b, jit_unranked *c, int64_
     ppcc_rt_sgemm(M, N, K, A + p * M * K, B + p * K * N, b_transposed != 0, C + p * M * N);
 }
 
+/* out = f(x) for f32 exp, silu, sigmoid, gelu (op id of the table): the
+ * interpreter's vector kernels (vmath.c). */
+static void jit_unary(jit_unranked *x, jit_unranked *o, int64_t op_id) {
+  jit_view vx = view_of(x, 4), vo = view_of(o, 4);
+  if (!usable(-1, &vx, "unary") || !usable(-1, &vo, "unary")) return;
+  if (vx.count != vo.count) {
+    fail_call("unary: operand sizes do not match");
+    return;
+  }
+  const float *X = (const float *)(void *)vx.data;
+  float *Y = (float *)(void *)vo.data;
+  switch (op_id) {
+  case PPCC_OP_exp: rt_vexp(X, Y, vx.count); break;
+  case PPCC_OP_silu: rt_vsilu(X, Y, vx.count); break;
+  case PPCC_OP_sigmoid: rt_vsigmoid(X, Y, vx.count); break;
+  case PPCC_OP_gelu: rt_vgelu(X, Y, vx.count); break;
+  default: fail_call("unary: not a vector kernel");
+  }
+}
+
 /* out[B,Hq,S,Dv] = attention(q[B,Hq,S,D], k[B,Hkv,T,D], v[B,Hkv,T,Dv]
  * [, positions]): the interpreter's kernel (ppcc_rt_attention_f32). The
  * positions (index_size 8 or 4 bytes; [S], or [B, S] per row) go to it as
@@ -323,6 +343,7 @@ const ppcc_jit_symbol *ppcc_jit_symbols(void) {
       {"_mlir_ciface_ppcc_rt_matmul_f32", (void *)jit_matmul},
       {"_mlir_ciface_ppcc_rt_conv_f32", (void *)jit_conv},
       {"_mlir_ciface_ppcc_rt_attention_f32", (void *)jit_attention},
+      {"_mlir_ciface_ppcc_rt_unary_f32", (void *)jit_unary},
       {"_mlir_ciface_ppcc_rt_attention_positions_i64", (void *)jit_attention_positions_i64},
       {"_mlir_ciface_ppcc_rt_attention_positions_i32", (void *)jit_attention_positions_i32},
       {"_mlir_ciface_ppcc_rt_check_index_i64", (void *)jit_check_index},

@@ -111,9 +111,9 @@ static ppcc_status init_arg(jit_exec *x, jit_arg *a, ppcc_diag *d) {
 }
 
 /* The arguments of device dev in ABI order; with args NULL, only counts.
- * outputs_only: just the output shards (MPI: rank 0 receives those of other
- * ranks' devices). */
-static int list_args(const ppcc_graph *g, int dev, bool outputs_only, jit_arg *args) {
+ * outputs_only: just the output shards but states (MPI: rank 0 receives
+ * those of other ranks' devices; a state stays on its device's rank). */
+static int list_args(const ppcc_graph *g, const ppcc_run_data *data, int dev, bool outputs_only, jit_arg *args) {
   int n = 0;
   for (int v = 0; v < g->n_values && !outputs_only; v++)
     for (int i = 0; is_leaf(&g->values[v]) && i < g->values[v].layout.count; i++)
@@ -122,7 +122,7 @@ static int list_args(const ppcc_graph *g, int dev, bool outputs_only, jit_arg *a
         n++;
       }
   for (int k = 0; k < g->n_outputs; k++)
-    for (int i = 0; i < g->values[g->outputs[k]].layout.count; i++)
+    for (int i = 0; (!outputs_only || rt_state_input(g, data, k) < 0) && i < g->values[g->outputs[k]].layout.count; i++)
       if (g->values[g->outputs[k]].devices[i] == dev) {
         if (args) args[n] = (jit_arg){.value = g->outputs[k], .shard = i, .output = true, .output_index = k};
         n++;
@@ -135,12 +135,12 @@ static ppcc_status setup_device(jit_exec *x, int dev, ppcc_diag *d) {
   jd->failed_op = -1;
   bool remote = !rt_dist_local(dev); /* MPI: another rank runs it */
   if (remote && rt_dist_rank() != 0) return PPCC_OK;
-  jd->n_args = list_args(x->g, dev, remote, NULL);
+  jd->n_args = list_args(x->g, x->data, dev, remote, NULL);
   size_t n = (size_t)(jd->n_args > 0 ? jd->n_args : 1);
   jd->args = calloc(n, sizeof *jd->args);
   jd->packed = calloc(n, sizeof *jd->packed);
   if (!jd->args || !jd->packed) return oom(d);
-  list_args(x->g, dev, remote, jd->args);
+  list_args(x->g, x->data, dev, remote, jd->args);
   for (int k = 0; k < jd->n_args; k++) {
     ppcc_status st = init_arg(x, &jd->args[k], d);
     if (st) return st;

@@ -44,8 +44,9 @@ static bool address_space_limited(void) {
 void ppcc_rt_set_kernel_threads(int n) {
   kernel_threads = n > 0 ? n : 1;
 #ifdef PPCC_HAVE_OPENBLAS
-  /* New OpenBLAS workers each take a buffer at start (see below). */
-  openblas_set_num_threads(address_space_limited() ? 1 : kernel_threads);
+  /* OpenBLAS's own workers stay idle (asleep): the kernels' pool
+   * (thread_pool.c) splits its calls, and parks between them. */
+  openblas_set_num_threads(1);
 #endif
 }
 
@@ -119,7 +120,7 @@ void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, con
     B = bt;
   }
   memset(C, 0, (size_t)(M * N) * 4);
-  int nt = kernel_threads;
+  int nt = rt_in_pool_part() ? 1 : kernel_threads; /* a pool part has its one thread */
   int64_t rows = 64;
 #pragma omp parallel for num_threads(nt) if (nt > 1 && M * N * K > PAR_MIN) schedule(static)
   for (int64_t i0 = 0; i0 < M; i0 += rows) sgemm_rows(i0, i0 + rows < M ? i0 + rows : M, N, K, A, B, C);
@@ -154,13 +155,30 @@ static bool rt_blas_has_room(int kernel_thread_count) {
   return fits;
 }
 
-/* C[i, :] = A[i, :] . B, one gemv per row (a decode step's one row). */
-static void sgemm_by_rows(int M, int N, int K, const float *A, const float *B, bool b_transposed, float *C) {
-  for (int i = 0; i < M; i++)
-    if (b_transposed) /* B is [N, K] */
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, B, K, A + (size_t)i * K, 1, 0.0f, C + (size_t)i * N, 1);
+/* Columns of C split among the pool's threads, each one single-threaded
+ * sgemm (each packs only its columns of B). */
+typedef struct blas_job {
+  int M, N, K;
+  const float *A, *B;
+  bool bt;
+  float *C;
+} blas_job;
+
+static void blas_part(void *arg, int part, int parts) {
+  const blas_job *j = arg;
+  int64_t n0, n1;
+  rt_part_range(j->N, 64, part, parts, &n0, &n1);
+  if (n1 <= n0) return;
+  if (j->M == 1) { /* sgemv: the fastest read of B for one row */
+    if (j->bt) /* B is [N, K] */
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), j->K, 1.0f, j->B + n0 * j->K, j->K, j->A, 1, 0.0f,
+                  j->C + n0, 1);
     else
-      cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, B, N, A + (size_t)i * K, 1, 0.0f, C + (size_t)i * N, 1);
+      cblas_sgemv(CblasRowMajor, CblasTrans, j->K, (int)(n1 - n0), 1.0f, j->B + n0, j->N, j->A, 1, 0.0f, j->C + n0, 1);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, j->bt ? CblasTrans : CblasNoTrans, j->M, (int)(n1 - n0), j->K, 1.0f,
+              j->A, j->K, j->bt ? j->B + n0 * j->K : j->B + n0, j->bt ? j->K : j->N, 0.0f, j->C + n0, j->N);
 }
 #endif
 
@@ -219,7 +237,7 @@ static void sgemm_fixed_order(int64_t M, int64_t N, int64_t K, const float *A, c
     ppcc_rt_sgemm_portable(M, N, K, A, B, false, C);
     return;
   }
-  int nt = kernel_threads;
+  int nt = rt_in_pool_part() ? 1 : kernel_threads; /* a pool part has its one thread */
 #pragma omp parallel for num_threads(nt) if (nt > 1 && M * N * K > PAR_MIN) schedule(static)
   for (int64_t n = 0; n < N; n++) /* row n of B stays in cache across the rows of A */
   {
@@ -231,19 +249,28 @@ static void sgemm_fixed_order(int64_t M, int64_t N, int64_t K, const float *A, c
 
 void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                    bool b_transposed, float *C) {
+  if (M <= 0 || N <= 0) return;
   if (row_invariant_matmul) {
     sgemm_fixed_order(M, N, K, A, B, b_transposed, C);
     return;
   }
+  int threads = rt_in_pool_part() ? 1 : kernel_threads;
+  /* a few rows (a decode step, a small batch): read B once as it lies,
+   * where sgemm would first repack all of it (one row: sgemv) */
+  bool one_row_blas = false;
 #ifdef PPCC_HAVE_OPENBLAS
-  if (rt_blas_has_room(kernel_threads) && M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && M > 0 && N > 0 && K > 0) {
-    /* one row (a decode step): sgemv reads the weight once as it lies,
-     * where sgemm would first repack all of it */
-    if (M == 1)
-      sgemm_by_rows((int)M, (int)N, (int)K, A, B, b_transposed, C);
-    else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, (int)M, (int)N,
-                  (int)K, 1.0f, A, (int)K, B, b_transposed ? (int)K : (int)N, 0.0f, C, (int)N);
+  one_row_blas = M == 1 && K > 0 && N <= INT32_MAX && K <= INT32_MAX && rt_blas_has_room(threads);
+#endif
+  if (!one_row_blas && M <= RT_SMALL_M) {
+    for (int64_t i = 0; i < M; i += RT_SMALL_M)
+      rt_sgemm_small(M - i < RT_SMALL_M ? M - i : RT_SMALL_M, N, K, A + i * K, B, b_transposed, C + i * N, threads);
+    return;
+  }
+#ifdef PPCC_HAVE_OPENBLAS
+  if (rt_blas_has_room(threads) && M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && K > 0) {
+    blas_job j = {(int)M, (int)N, (int)K, A, B, b_transposed, C};
+    int64_t parts = M == 1 ? N * K / (64 * 1024) : N / 64; /* enough work a thread */
+    rt_parallel_parts(threads < parts ? threads : (int)(parts > 1 ? parts : 1), blas_part, &j);
     return;
   }
 #endif

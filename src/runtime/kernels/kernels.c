@@ -52,17 +52,13 @@ static ppcc_status kernel_linear(const ppcc_op *op, const ppcc_tensor *in, ppcc_
 }
 
 /* ---------------- elementwise unary ---------------- */
-static float f_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 /* torch's gelu(approximate="tanh") (HF gelu_pytorch_tanh), in f32 as torch */
 static float f_gelu_tanh(float x) {
   float cube = x * x * x;
   return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * cube)));
 }
-static float f_silu(float x) { return x / (1.0f + expf(-x)); }
 static float f_relu(float x) { return x > 0.0f || isnan(x) ? x : 0.0f; } /* NaN stays NaN (torch) */
-static float f_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 static float f_tanh(float x) { return tanhf(x); }
-static float f_exp(float x) { return expf(x); }
 static float f_neg(float x) { return -x; }
 
 static void map_unary(float (*f)(float), const ppcc_tensor *x, ppcc_tensor *y) {
@@ -78,14 +74,22 @@ static void map_unary(float (*f)(float), const ppcc_tensor *x, ppcc_tensor *y) {
     map_unary(f_##name, &in[0], &out[0]);                                                               \
     return PPCC_OK;                                                                                     \
   }
-UNARY_KERNEL(gelu)
 UNARY_KERNEL(gelu_tanh)
-UNARY_KERNEL(silu)
 UNARY_KERNEL(relu)
-UNARY_KERNEL(sigmoid)
 UNARY_KERNEL(tanh)
-UNARY_KERNEL(exp)
 UNARY_KERNEL(neg)
+
+/* exp and its kin eight lanes at a time (vmath.c) */
+#define ARRAY_KERNEL(name)                                                                              \
+  static ppcc_status kernel_##name(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out,         \
+                                   ppcc_diag *d) {                                                      \
+    rt_v##name(in[0].data, out->data, numel(&in[0]));                                                   \
+    return PPCC_OK;                                                                                     \
+  }
+ARRAY_KERNEL(gelu)
+ARRAY_KERNEL(silu)
+ARRAY_KERNEL(sigmoid)
+ARRAY_KERNEL(exp)
 
 static ppcc_status kernel_scale(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out,
                                 ppcc_diag *d) {

@@ -40,4 +40,45 @@ bool rt_kernel_reads_swapped(const ppcc_op *op, int k);
 bool rt_conv2d_f32(const ppcc_conv_geom *geom, const int64_t *xs, int64_t F, const int64_t *ys, const float *X,
                    const float *Wt, float *Y);
 
+/* The kernels' threads (thread_pool.c): fn(arg, part, parts) for part 0..
+ * parts-1, part 0 on the caller, the rest on the caller's parked workers;
+ * inside a part (or with parts <= 1) just fn(arg, 0, 1). */
+typedef void (*rt_part_fn)(void *arg, int part, int parts);
+void rt_parallel_parts(int parts, rt_part_fn fn, void *arg);
+bool rt_in_pool_part(void);
+/* [begin, end) of part `part` of n items split in multiples of align. */
+void rt_part_range(int64_t n, int64_t align, int part, int parts, int64_t *begin, int64_t *end);
+/* Where the pools' workers run (the executors' thread placement): a
+ * cpu_set_t of `size` bytes. */
+void rt_pool_set_worker_cpus(const void *cpus, size_t size);
+
+/* Small-row products without repacking B (gemm_small.c): C[M, N] = A[M, K]
+ * . B ([N, K] when b_transposed, else [K, N]) on up to `threads` threads;
+ * _cols computes only columns [n0, n1) on the caller. A row's bits do not
+ * depend on M, the columns or the threads. */
+#define RT_SMALL_M 16
+void rt_sgemm_small(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
+                    int threads);
+void rt_sgemm_small_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
+                         bool b_transposed, float *C);
+/* AVX2+FMA kernels in use (the CPU has them); rt_set_simd(false) forces the
+ * plain C ones (tests), returns the previous state. */
+bool rt_simd_enabled(void);
+bool rt_set_simd(bool on);
+/* The kernels' instruction set: the best the CPU has unless lowered by
+ * rt_set_simd_level (tests; returns the previous level). The vector math
+ * (vmath.c) uses AVX2 at either level. */
+enum { RT_SIMD_NONE = 0, RT_SIMD_AVX2 = 1, RT_SIMD_AVX512 = 2 };
+int rt_simd_level(void);
+int rt_set_simd_level(int level);
+
+/* y[j] = f(x[j]) (vmath.c; y may be x): AVX2 where rt_simd_enabled, else
+ * the scalar expf/erff forms, within ~1e-6 relative of them. */
+void rt_vexp(const float *x, float *y, int64_t n);
+void rt_vsilu(const float *x, float *y, int64_t n);
+void rt_vsigmoid(const float *x, float *y, int64_t n);
+void rt_vgelu(const float *x, float *y, int64_t n);
+/* row = softmax(row * scale) over its first `valid` entries, 0 after. */
+void rt_softmax_row(float *row, int64_t n, float scale, int64_t valid);
+
 #endif

@@ -10,6 +10,7 @@
  * f16/bf16 around them. The others handle dtypes themselves (see
  * kernel_llm_handles_dtypes). */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 #include "kernels_llm.h"
 #include "kernels.h"
@@ -126,6 +127,11 @@ ppcc_status kernel_layer_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_ten
 
 /* Numerically stable softmax of n elements `stride` apart. */
 static void softmax_strided(const float *x, float *y, int64_t n, int64_t stride) {
+  if (stride == 1) { /* a contiguous row: the vector exp */
+    if (y != x) memcpy(y, x, (size_t)n * 4);
+    rt_softmax_row(y, n, 1.0f, n);
+    return;
+  }
   float mx = -INFINITY;
   for (int64_t j = 0; j < n; j++) mx = fmaxf(mx, x[j * stride]);
   double sum = 0;
@@ -267,34 +273,70 @@ typedef struct attn_dims {
  * softcap c > 0 maps each scaled score x to c * tanh(x / c) before the
  * mask (Gemma 2). A pair's GEMM shapes do not depend on the batch size, so
  * microbatched runs compute every row alike. */
+typedef struct attn_job {
+  int64_t B, Hq, S, D, Hkv, T, Dv, group;
+  float scale, softcap; /* softcap > 0: scores become softcap * tanh(score / softcap) (Gemma 2) */
+  int64_t window;       /* > 0: a query sees only its last `window` positions */
+  bool causal, per_row;
+  const int64_t *positions;
+  const float *q, *k, *v;
+  float *out;
+  atomic_int failed;
+} attn_job;
+
+/* The (batch, kv head) pairs of one part, each GEMMs on this thread with
+ * the scale, mask and softmax fused in one pass over the scores. */
+static void attention_part(void *arg, int part, int parts) {
+  attn_job *j = arg;
+  int64_t first, end, rows = j->group * j->S, T = j->T, S = j->S;
+  rt_part_range(j->B * j->Hkv, 1, part, parts, &first, &end);
+  if (end <= first) return;
+  float *p = rt_reuse_alloc((rows * T > 0 ? rows * T : 1) * 4); /* scores: recycled, call after call */
+  if (!p) {
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  for (int64_t pair = first; pair < end; pair++) {
+    int64_t b = pair / j->Hkv, g = pair % j->Hkv;
+    int64_t qh = b * j->Hq + g * j->group, kvh = b * j->Hkv + g;
+    const int64_t *row_pos = j->positions && j->per_row ? j->positions + b * S : j->positions;
+    ppcc_rt_sgemm(rows, T, j->D, j->q + qh * S * j->D, j->k + kvh * T * j->D, true, p);
+    for (int64_t r = 0; r < rows; r++) {
+      int64_t s = r % S, last = row_pos ? row_pos[s] : j->causal ? T - S + s : T - 1;
+      int64_t valid = last < -1 ? 0 : last + 1;
+      float *row = p + r * T, cap = j->softcap;
+      if (cap > 0 || j->window > 0) { /* scaled and capped here, the window's early keys -inf */
+        for (int64_t t = 0; t < valid && t < T; t++) {
+          row[t] *= j->scale;
+          if (cap > 0) row[t] = tanhf(row[t] / cap) * cap; /* as transformers' eager attention */
+          if (j->window > 0 && last >= j->window && t <= last - j->window) row[t] = -INFINITY;
+        }
+        rt_softmax_row(row, T, 1.0f, valid);
+      } else {
+        rt_softmax_row(row, T, j->scale, valid);
+      }
+    }
+    ppcc_rt_sgemm(rows, j->Dv, T, p, j->v + kvh * T * j->Dv, false, j->out + qh * S * j->Dv);
+  }
+  rt_reuse_free(p);
+}
+
 int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
                           double scale, bool causal, int64_t window, double softcap, const int64_t *positions,
                           bool per_row, const float *q, const float *k, const float *v, float *out) {
   if (Hkv <= 0 || Hq % Hkv != 0) return -1;
-  int64_t group = Hq / Hkv, rows = group * S;
-  float *p = rt_reuse_alloc((rows * T > 0 ? rows * T : 1) * 4); /* scores: recycled, call after call */
-  if (!p) return -2;
-  float sc = (float)scale, cap = (float)softcap;
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t g = 0; g < Hkv; g++) {
-      int64_t qh = b * Hq + g * group, kvh = b * Hkv + g;
-      const int64_t *row_pos = positions && per_row ? positions + b * S : positions;
-      ppcc_rt_sgemm(rows, T, D, q + qh * S * D, k + kvh * T * D, true, p);
-      for (int64_t r = 0; r < rows; r++) {
-        float *row = p + r * T;
-        for (int64_t t = 0; t < T; t++) row[t] *= sc;
-        if (cap > 0) /* Gemma 2: cap * tanh(score / cap), as transformers' eager attention */
-          for (int64_t t = 0; t < T; t++) row[t] = tanhf(row[t] / cap) * cap;
-        int64_t s = r % S, last = row_pos ? row_pos[s] : causal ? T - S + s : T - 1;
-        for (int64_t t = (last < -1 ? -1 : last) + 1; t < T; t++) row[t] = -INFINITY;
-        /* a sliding window: the query sees only its last `window` positions */
-        for (int64_t t = 0; window > 0 && last >= window && t < T && t <= last - window; t++) row[t] = -INFINITY;
-        softmax_strided(row, row, T, 1);
-      }
-      ppcc_rt_sgemm(rows, Dv, T, p, v + kvh * T * Dv, false, out + qh * S * Dv);
-    }
-  rt_reuse_free(p);
-  return 0;
+  attn_job j = {.B = B, .Hq = Hq, .S = S, .D = D, .Hkv = Hkv, .T = T, .Dv = Dv, .group = Hq / Hkv,
+                .scale = (float)scale, .softcap = (float)softcap, .window = window, .causal = causal,
+                .per_row = per_row, .positions = positions, .q = q, .k = k, .v = v, .out = out};
+  atomic_init(&j.failed, 0);
+  /* pairs spread over the kernel threads (their GEMMs then run on one
+   * thread each) when a pair is worth waking a worker for */
+  int64_t pairs = B * Hkv, flops = j.group * S * T * (D + Dv);
+  int threads = rt_kernel_threads();
+  int parts = pairs < threads ? (int)pairs : threads;
+  if (flops * pairs < (1 << 18)) parts = 1;
+  rt_parallel_parts(parts, attention_part, &j);
+  return atomic_load(&j.failed) ? -2 : 0;
 }
 
 /* q[B, Hq, S, D], k[B, Hkv, T, D], v[B, Hkv, T, Dv]; query head h reads kv

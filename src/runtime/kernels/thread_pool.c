@@ -1,0 +1,218 @@
+/* The kernels' own threads: one small pool per calling thread (a device
+ * thread, or the main thread), workers created on first use and parked on
+ * a futex between calls. They replace OpenBLAS's workers (kept at one
+ * thread by blas.c): those spin with sched_yield for ~2^28 cycles after
+ * each call, against the device thread's own non-BLAS kernels on the same
+ * cores (about a third of decode samples). Ours spin for at most
+ * SPIN_NS, only waiting for the next part of the same run of kernels,
+ * then sleep. One pool per caller, so devices that compute at once never
+ * share or queue on one. */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "kernels.h"
+
+#define MAX_WORKERS 63
+#define SPIN_NS 50000 /* the gap between two kernels of one decode step is a few us */
+
+typedef struct pool pool;
+typedef struct worker {
+  pool *owner;
+  int index; /* the part it runs: 1.. */
+  atomic_uint job; /* bumped by the caller for each part handed to it */
+  atomic_int sleeping;
+  pthread_t thread;
+} worker;
+
+struct pool {
+  int n_workers;
+  worker w[MAX_WORKERS];
+  rt_part_fn fn;
+  void *arg;
+  int parts;
+  atomic_int pending; /* parts not finished */
+  atomic_int caller_sleeping;
+};
+
+static _Thread_local pool *my_pool;
+static _Thread_local bool in_part; /* inside a part: nested calls run inline */
+
+/* Where workers may run (rt_pool_set_worker_cpus); all pools' workers. */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static cpu_set_t worker_cpus;
+static bool worker_cpus_set;
+static pthread_t *all_workers;
+static int n_all_workers, cap_all_workers;
+
+static void futex_wait(atomic_uint *addr, unsigned val) {
+  syscall(SYS_futex, (unsigned *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+static void futex_wake(atomic_uint *addr) { syscall(SYS_futex, (unsigned *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0); }
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Waits until *addr != seen: a short spin, then the futex. */
+static unsigned wait_change(atomic_uint *addr, unsigned seen, atomic_int *sleeping) {
+  unsigned v;
+  int64_t until = 0;
+  for (int i = 0;; i++) {
+    if ((v = atomic_load_explicit(addr, memory_order_acquire)) != seen) return v;
+    if ((i & 63) == 63) {
+      int64_t t = now_ns();
+      if (!until) until = t + SPIN_NS;
+      else if (t > until) break;
+    }
+    cpu_relax();
+  }
+  for (;;) {
+    atomic_store(sleeping, 1);
+    if ((v = atomic_load(addr)) != seen) break;
+    futex_wait(addr, seen);
+    if ((v = atomic_load(addr)) != seen) break;
+  }
+  atomic_store(sleeping, 0);
+  return v;
+}
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  pool *p = w->owner;
+  unsigned seen = 0;
+  in_part = true;
+  for (;;) {
+    seen = wait_change(&w->job, seen, &w->sleeping);
+    p->fn(p->arg, w->index, p->parts);
+    if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping))
+      futex_wake((atomic_uint *)&p->pending);
+  }
+  return NULL;
+}
+
+static bool start_worker(pool *p) {
+  worker *w = &p->w[p->n_workers];
+  w->owner = p;
+  w->index = p->n_workers + 1;
+  atomic_init(&w->job, 0);
+  atomic_init(&w->sleeping, 0);
+  pthread_attr_t a;
+  if (pthread_attr_init(&a) != 0) return false;
+  pthread_attr_setstacksize(&a, (size_t)1 << 20);
+  pthread_mutex_lock(&registry_lock);
+  cpu_set_t cpus;
+  if (!worker_cpus_set) sched_getaffinity(0, sizeof cpus, &cpus); /* not the caller's pinned core */
+  pthread_attr_setaffinity_np(&a, sizeof cpus, worker_cpus_set ? &worker_cpus : &cpus);
+  bool ok = n_all_workers < cap_all_workers;
+  if (!ok) {
+    int cap = cap_all_workers ? cap_all_workers * 2 : 16;
+    pthread_t *grown = realloc(all_workers, sizeof *grown * (size_t)cap);
+    if (grown) {
+      all_workers = grown;
+      cap_all_workers = cap;
+      ok = true;
+    }
+  }
+  ok = ok && pthread_create(&w->thread, &a, worker_main, w) == 0;
+  if (ok) all_workers[n_all_workers++] = w->thread;
+  pthread_mutex_unlock(&registry_lock);
+  pthread_attr_destroy(&a);
+  if (ok) p->n_workers++;
+  return ok;
+}
+
+void rt_pool_set_worker_cpus(const void *cpus, size_t size) {
+  if (size != sizeof worker_cpus) return;
+  pthread_mutex_lock(&registry_lock);
+  memcpy(&worker_cpus, cpus, size);
+  worker_cpus_set = true;
+  for (int i = 0; i < n_all_workers; i++) pthread_setaffinity_np(all_workers[i], size, &worker_cpus);
+  pthread_mutex_unlock(&registry_lock);
+}
+
+bool rt_in_pool_part(void) { return in_part; }
+
+/* A forked child has only the forking thread: its pools' workers are
+ * gone, so it starts new ones (the old pools are left as they are). */
+static void forget_pools_in_child(void) {
+  my_pool = NULL;
+  in_part = false;
+  pthread_mutex_init(&registry_lock, NULL);
+  n_all_workers = 0;
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void register_atfork(void) { pthread_atfork(NULL, NULL, forget_pools_in_child); }
+
+static void run_whole(rt_part_fn fn, void *arg) {
+  bool was = in_part;
+  in_part = true;
+  fn(arg, 0, 1);
+  in_part = was;
+}
+
+void rt_parallel_parts(int parts, rt_part_fn fn, void *arg) {
+  if (parts > MAX_WORKERS + 1) parts = MAX_WORKERS + 1;
+  if (parts <= 1 || in_part) {
+    run_whole(fn, arg);
+    return;
+  }
+  pthread_once(&atfork_once, register_atfork);
+  if (!my_pool) my_pool = calloc(1, sizeof *my_pool); /* lives as long as its workers */
+  pool *p = my_pool;
+  while (p && p->n_workers < parts - 1 && start_worker(p)) {
+  }
+  if (!p || p->n_workers < parts - 1) { /* no threads to be had: all of it here */
+    run_whole(fn, arg);
+    return;
+  }
+  p->fn = fn;
+  p->arg = arg;
+  p->parts = parts;
+  atomic_store(&p->pending, parts - 1);
+  for (int i = 0; i < parts - 1; i++) {
+    atomic_fetch_add(&p->w[i].job, 1);
+    if (atomic_load(&p->w[i].sleeping)) futex_wake(&p->w[i].job);
+  }
+  in_part = true;
+  fn(arg, 0, parts);
+  in_part = false;
+  int left;
+  int64_t until = 0; /* spin as the workers do, then sleep: on a crowded machine the spin would hold the core a worker waits for */
+  for (int i = 0; (left = atomic_load(&p->pending)) > 0; i++) {
+    if ((i & 63) == 63) {
+      int64_t t = now_ns();
+      if (!until) until = t + SPIN_NS;
+      else if (t > until) break;
+    }
+    cpu_relax();
+  }
+  while ((left = atomic_load(&p->pending)) > 0) {
+    atomic_store(&p->caller_sleeping, 1);
+    if (atomic_load(&p->pending) > 0) futex_wait((atomic_uint *)&p->pending, (unsigned)left);
+  }
+  atomic_store(&p->caller_sleeping, 0);
+}
+
+void rt_part_range(int64_t n, int64_t align, int part, int parts, int64_t *begin, int64_t *end) {
+  int64_t units = (n + align - 1) / align;
+  int64_t b = units * part / parts, e = units * (part + 1) / parts;
+  *begin = b * align < n ? b * align : n;
+  *end = e * align < n ? e * align : n;
+}

@@ -1,0 +1,187 @@
+/* exp, silu, sigmoid, gelu and softmax rows over arrays, eight lanes at a
+ * time with AVX2+FMA where the CPU has them (gemm_small.c's check), else
+ * the scalar expf/erff forms. silu took scalar expf per element (issue 23).
+ * (--deterministic: always the scalar forms, as the JIT's lowerings.)
+ *   exp: Cephes' range reduction x = n ln2 + r, |r| <= ln2/2, a degree-6
+ *     polynomial, 2^n applied in two halves so results down to the
+ *     denormals round once; within 2 ulp of expf; +-inf, NaN, overflow to
+ *     inf and underflow to 0 as expf.
+ *   gelu: 0.5 x erfc(-x/sqrt 2), erfc from Numerical Recipes' erfcc
+ *     (fractional error < 1.2e-7) with the exponent kept exact in two parts so the
+ *     small tail for negative x keeps its relative accuracy (the erff form
+ *     0.5 x (1 + erf) loses it by cancellation). */
+#include <math.h>
+#include "kernels.h"
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#define AVX2 __attribute__((target("avx2,fma")))
+#endif
+
+/* --deterministic promises the same bits from both backends, and the
+ * JIT's lowerings call libm's expf and erff: the scalar forms then. */
+static bool use_vector(void) { return rt_simd_enabled() && !rt_row_invariant_matmul(); }
+
+static float silu1(float x) { return x / (1.0f + expf(-x)); }
+static float sigmoid1(float x) { return 1.0f / (1.0f + expf(-x)); }
+static float gelu1(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+
+#ifdef HAVE_X86
+AVX2 static inline __m256 exp8(__m256 x) {
+  const __m256 hi = _mm256_set1_ps(88.8f), lo = _mm256_set1_ps(-104.0f);
+  __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi); /* NaN -> lo: put back below */
+  __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500E-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507E-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073E-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894E-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459E-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201E-1f));
+  __m256 y = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  __m256i ni = _mm256_cvtps_epi32(n);
+  __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+  __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+  y = _mm256_mul_ps(_mm256_mul_ps(y, s1), s2);
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+AVX2 static inline __m256 silu8(__m256 x) {
+  __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+AVX2 static inline __m256 sigmoid8(__m256 x) {
+  __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+AVX2 static inline __m256 gelu8(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+  __m256 z = _mm256_mul_ps(x, _mm256_set1_ps(-0.70710678118654752f)); /* erfc's argument */
+  /* |z| = |x|/sqrt 2, at most 16 (erfc(16) is 0 in f32); z^2 = x^2/2 from x
+   * itself, exactly as hi + lo: the rounding of z would cost ulp(z^2) */
+  __m256 ax = _mm256_min_ps(_mm256_andnot_ps(sign, x), _mm256_set1_ps(22.627417f));
+  __m256 a = _mm256_mul_ps(ax, _mm256_set1_ps(0.70710678118654752f));
+  __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), a, one));
+  __m256 p = _mm256_set1_ps(0.17087277f);
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.82215223f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.48851587f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.13520398f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.27886807f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.18628806f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.09678418f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.37409196f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.00002368f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.26551223f));
+  __m256 x2 = _mm256_mul_ps(ax, ax), half = _mm256_set1_ps(0.5f);
+  __m256 a2 = _mm256_mul_ps(half, x2), a2_lo = _mm256_mul_ps(half, _mm256_fmsub_ps(ax, ax, x2));
+  /* p - a2 as s + err exactly (TwoSum): its rounding would cost ulp(x^2/2) */
+  __m256 na2 = _mm256_sub_ps(_mm256_setzero_ps(), a2), sum = _mm256_add_ps(p, na2), bv = _mm256_sub_ps(sum, p);
+  __m256 err = _mm256_add_ps(_mm256_sub_ps(p, _mm256_sub_ps(sum, bv)), _mm256_sub_ps(na2, bv));
+  /* e^(err - a2_lo) ~ 1 + err - a2_lo: both tiny */
+  __m256 e = _mm256_mul_ps(exp8(sum), _mm256_add_ps(one, _mm256_sub_ps(err, a2_lo)));
+  __m256 erfc_a = _mm256_mul_ps(t, e);
+  __m256 neg_z = _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_LT_OQ); /* erfc(-a) = 2 - erfc(a) */
+  __m256 erfc_z = _mm256_blendv_ps(erfc_a, _mm256_sub_ps(_mm256_set1_ps(2.0f), erfc_a), neg_z);
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), erfc_z);
+}
+
+#define ARRAY_FN(name)                                                                                         \
+  AVX2 static void name##_avx2(const float *x, float *y, int64_t n) {                                         \
+    int64_t j = 0;                                                                                             \
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, name##8(_mm256_loadu_ps(x + j)));                       \
+    if (j < n) {                                                                                               \
+      float buf[8] = {0};                                                                                      \
+      for (int64_t k = j; k < n; k++) buf[k - j] = x[k];                                                       \
+      _mm256_storeu_ps(buf, name##8(_mm256_loadu_ps(buf)));                                                    \
+      for (int64_t k = j; k < n; k++) y[k] = buf[k - j];                                                       \
+    }                                                                                                          \
+  }
+ARRAY_FN(exp)
+ARRAY_FN(silu)
+ARRAY_FN(sigmoid)
+ARRAY_FN(gelu)
+#define SIMD_OR(name, x, y, n)                                                                                 \
+  if (use_vector()) {                                                                                     \
+    name##_avx2(x, y, n);                                                                                      \
+    return;                                                                                                    \
+  }
+#else
+#define SIMD_OR(name, x, y, n)
+#endif
+
+void rt_vexp(const float *x, float *y, int64_t n) {
+  SIMD_OR(exp, x, y, n)
+  for (int64_t j = 0; j < n; j++) y[j] = expf(x[j]);
+}
+void rt_vsilu(const float *x, float *y, int64_t n) {
+  SIMD_OR(silu, x, y, n)
+  for (int64_t j = 0; j < n; j++) y[j] = silu1(x[j]);
+}
+void rt_vsigmoid(const float *x, float *y, int64_t n) {
+  SIMD_OR(sigmoid, x, y, n)
+  for (int64_t j = 0; j < n; j++) y[j] = sigmoid1(x[j]);
+}
+void rt_vgelu(const float *x, float *y, int64_t n) {
+  SIMD_OR(gelu, x, y, n)
+  for (int64_t j = 0; j < n; j++) y[j] = gelu1(x[j]);
+}
+
+/* ---------------- softmax rows ---------------- */
+
+#ifdef HAVE_X86
+/* y = exp(x - mx) over n, returns the sum (in double lanes' order: the
+ * f32 lanes summed per 8, then in double). */
+AVX2 static double exp_shift_sum_avx2(float *y, int64_t n, float mx) {
+  __m256 m = _mm256_set1_ps(mx), acc = _mm256_setzero_ps();
+  double sum = 0;
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(y + j), m));
+    _mm256_storeu_ps(y + j, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float lanes[8];
+  _mm256_storeu_ps(lanes, acc);
+  for (int l = 0; l < 8; l++) sum += lanes[l];
+  if (j < n) {
+    float buf[8] = {0};
+    for (int64_t k = j; k < n; k++) buf[k - j] = y[k] - mx;
+    _mm256_storeu_ps(buf, exp8(_mm256_loadu_ps(buf)));
+    for (int64_t k = j; k < n; k++) sum += (y[k] = buf[k - j]);
+  }
+  return sum;
+}
+#endif
+
+/* row[0..n) = softmax(row * scale) where only the first `valid` entries
+ * take part (the rest, masked keys, become 0): the attention's scores in
+ * one pass for scale and max, one for exp and sum, one to normalise. */
+void rt_softmax_row(float *row, int64_t n, float scale, int64_t valid) {
+  if (valid > n) valid = n;
+  if (valid < 0) valid = 0;
+  float mx = -INFINITY;
+  for (int64_t t = 0; t < valid; t++) {
+    row[t] *= scale;
+    mx = fmaxf(mx, row[t]);
+  }
+  for (int64_t t = valid; t < n; t++) row[t] = 0.0f;
+  if (valid == 0) { /* every key masked: as softmax of all -inf (NaN) */
+    for (int64_t t = 0; t < n; t++) row[t] = NAN;
+    return;
+  }
+  if (mx == -INFINITY) mx = 0.0f; /* all -inf scores: exp gives 0, sum 0, NaN as the scalar softmax */
+  double sum = 0;
+#ifdef HAVE_X86
+  if (use_vector()) sum = exp_shift_sum_avx2(row, valid, mx);
+  else
+#endif
+    for (int64_t t = 0; t < valid; t++) sum += (row[t] = expf(row[t] - mx));
+  float inv = (float)(1.0 / sum);
+  for (int64_t t = 0; t < valid; t++) row[t] *= inv;
+}

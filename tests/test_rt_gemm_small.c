@@ -1,0 +1,201 @@
+/* The small-row product kernels (src/runtime/kernels/gemm_small.c) and the
+ * kernels' thread pool (thread_pool.c): against a double-precision
+ * reference on odd sizes and tails, both the AVX2 and the plain C paths,
+ * and the promise that a row's bits depend neither on M, nor on the
+ * column split, nor on the threads. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "../src/runtime/kernels/kernels.h"
+#include "ppcc/runtime.h"
+#include "test_support.h"
+
+static float frand(unsigned *s) {
+  *s = *s * 1103515245u + 12345u;
+  return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static const int64_t Ms[] = {1, 2, 3, 4, 5, 7, 16};
+static const int64_t Ns[] = {1, 3, 4, 5, 15, 16, 17, 33, 70};
+static const int64_t Ks[] = {1, 7, 8, 9, 16, 17, 31, 64, 100};
+
+/* Every size, both layouts, 1 and 3 threads, against the reference; and
+ * row i of the M-row product is the bits of the one-row product of row i. */
+static void check_all_sizes(void) {
+  unsigned seed = 7;
+  for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+    for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+      for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++) {
+        int64_t M = Ms[mi], N = Ns[ni], K = Ks[ki];
+        float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
+        float *Bt = malloc(sizeof(float) * (size_t)(K * N)), *C = malloc(sizeof(float) * (size_t)(M * N));
+        float *row = malloc(sizeof(float) * (size_t)N);
+        for (int64_t j = 0; j < M * K; j++) A[j] = frand(&seed);
+        for (int64_t j = 0; j < K * N; j++) B[j] = frand(&seed);
+        for (int64_t k = 0; k < K; k++)
+          for (int64_t n = 0; n < N; n++) Bt[n * K + k] = B[k * N + n];
+        for (int bt = 0; bt < 2; bt++)
+          for (int threads = 1; threads <= 3; threads += 2) {
+            for (int64_t j = 0; j < M * N; j++) C[j] = NAN; /* every element must be written */
+            rt_sgemm_small(M, N, K, A, bt ? Bt : B, bt, C, threads);
+            for (int64_t i = 0; i < M; i++) {
+              for (int64_t n = 0; n < N; n++) {
+                double want = 0, mag = 0;
+                for (int64_t k = 0; k < K; k++) {
+                  want += (double)A[i * K + k] * B[k * N + n];
+                  mag += fabs((double)A[i * K + k] * B[k * N + n]);
+                }
+                ck_assert_msg(fabs(C[i * N + n] - want) <= 1.2e-7 * (double)(K + 4) * mag, "M %lld N %lld K %lld bt %d: %g vs %g",
+                              (long long)M, (long long)N, (long long)K, bt, C[i * N + n], want);
+              }
+              rt_sgemm_small(1, N, K, A + i * K, bt ? Bt : B, bt, row, 1);
+              ck_assert_msg(memcmp(row, C + i * N, sizeof(float) * (size_t)N) == 0, "row %lld of M %lld differs",
+                            (long long)i, (long long)M);
+            }
+          }
+        free(A), free(B), free(Bt), free(C), free(row);
+      }
+}
+
+/* Every instruction set the CPU has: AVX-512, AVX2, plain C. */
+START_TEST(small_products_match_reference_each_level) {
+  int was = rt_set_simd_level(RT_SIMD_AVX512), best = rt_simd_level();
+  for (int level = best; level >= RT_SIMD_NONE; level--) {
+    rt_set_simd_level(level);
+    ck_assert_int_eq(rt_simd_level(), level);
+    check_all_sizes();
+  }
+  rt_set_simd_level(was);
+}
+END_TEST
+
+/* Columns computed in pieces (as threads do) are the bits of the whole. */
+START_TEST(column_ranges_give_same_bits) {
+  enum { M = 5, N = 37, K = 45 };
+  unsigned seed = 3;
+  float A[M * K], B[N * K], whole[M * N], parts[M * N];
+  for (int j = 0; j < M * K; j++) A[j] = frand(&seed);
+  for (int j = 0; j < N * K; j++) B[j] = frand(&seed);
+  for (int bt = 0; bt < 2; bt++) {
+    rt_sgemm_small_cols(M, 0, N, N, K, A, B, bt, whole);
+    int64_t cut[] = {0, bt ? 4 : 32, bt ? 12 : 32, N};
+    for (int p = 0; p < 3; p++) rt_sgemm_small_cols(M, cut[p], cut[p + 1], N, K, A, B, bt, parts);
+    ck_assert_int_eq(memcmp(whole, parts, sizeof whole), 0);
+  }
+}
+END_TEST
+
+/* ppcc_rt_sgemm: a few rows go through the small kernels, and the
+ * row-invariant mode gives the M-row product the bits of one-row calls. */
+START_TEST(sgemm_row_invariant_mode) {
+  enum { M = 37, N = 65, K = 70 };
+  unsigned seed = 11;
+  float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K), *C = malloc(sizeof(float) * M * N);
+  float row[N];
+  for (int j = 0; j < M * K; j++) A[j] = frand(&seed);
+  for (int j = 0; j < N * K; j++) B[j] = frand(&seed);
+  ppcc_rt_set_kernel_threads(2);
+  ppcc_rt_set_row_invariant_matmul(true);
+  for (int bt = 0; bt < 2; bt++) {
+    ppcc_rt_sgemm(M, N, K, A, B, bt, C);
+    for (int i = 0; i < M; i++) {
+      ppcc_rt_sgemm(1, N, K, A + i * K, B, bt, row);
+      ck_assert_int_eq(memcmp(row, C + i * N, sizeof row), 0);
+    }
+  }
+  ppcc_rt_set_row_invariant_matmul(false);
+  for (int bt = 0; bt < 2; bt++) { /* the BLAS path, split over 2 threads */
+    ppcc_rt_sgemm(M, N, K, A, B, bt, C);
+    for (int i = 0; i < M; i++)
+      for (int n = 0; n < N; n++) {
+        double want = 0;
+        for (int k = 0; k < K; k++) want += (double)A[i * K + k] * (bt ? B[n * K + k] : B[k * N + n]);
+        ck_assert_double_eq_tol(C[i * N + n], want, 1e-4);
+      }
+  }
+  ppcc_rt_set_kernel_threads(1);
+  free(A), free(B), free(C);
+}
+END_TEST
+
+/* ---- the pool ---- */
+
+typedef struct count_job {
+  atomic_int runs[8];
+  atomic_int nested_inline, outside;
+} count_job;
+
+static void inner_part(void *arg, int part, int parts) {
+  count_job *j = arg;
+  if (part == 0 && parts == 1) atomic_fetch_add(&j->nested_inline, 1);
+}
+
+static void count_part(void *arg, int part, int parts) {
+  count_job *j = arg;
+  atomic_fetch_add(&j->runs[part], 1);
+  (void)parts;
+  if (!rt_in_pool_part()) atomic_fetch_add(&j->outside, 1);
+  rt_parallel_parts(4, inner_part, j); /* inside a part: runs inline, whole */
+}
+
+START_TEST(pool_runs_each_part_once) {
+  for (int round = 0; round < 200; round++) { /* workers park and wake again */
+    count_job j = {0};
+    int parts = 1 + round % 4;
+    rt_parallel_parts(parts, count_part, &j);
+    for (int p = 0; p < 8; p++) ck_assert_int_eq(atomic_load(&j.runs[p]), p < parts ? 1 : 0);
+    ck_assert_int_eq(atomic_load(&j.nested_inline), parts);
+    ck_assert_int_eq(atomic_load(&j.outside), 0);
+    ck_assert(!rt_in_pool_part());
+  }
+}
+END_TEST
+
+/* A forked child (workers gone) starts its own and still gets every part. */
+START_TEST(pool_works_after_fork) {
+  count_job j = {0};
+  rt_parallel_parts(3, count_part, &j); /* workers exist in the parent */
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    count_job k = {0};
+    rt_parallel_parts(3, count_part, &k);
+    _exit(atomic_load(&k.runs[0]) == 1 && atomic_load(&k.runs[1]) == 1 && atomic_load(&k.runs[2]) == 1 ? 0 : 1);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
+START_TEST(part_ranges_cover_once) {
+  for (int64_t n = 0; n < 100; n += 7)
+    for (int parts = 1; parts <= 5; parts++) {
+      int64_t next = 0;
+      for (int p = 0; p < parts; p++) {
+        int64_t b, e;
+        rt_part_range(n, 4, p, parts, &b, &e);
+        ck_assert_int_eq(b, next);
+        ck_assert(b % 4 == 0 || b == n);
+        next = e > b ? e : b;
+      }
+      ck_assert_int_eq(next, n);
+    }
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("gemm_small");
+  TCase *tc = t_add_tcase(s, "kernels", 120);
+  tcase_add_test(tc, small_products_match_reference_each_level);
+  tcase_add_test(tc, column_ranges_give_same_bits);
+  tcase_add_test(tc, sgemm_row_invariant_mode);
+  tc = t_add_tcase(s, "pool", 0);
+  tcase_add_test(tc, pool_runs_each_part_once);
+  tcase_add_test(tc, part_ranges_cover_once);
+  tcase_add_test(tc, pool_works_after_fork);
+  return t_run_suite(s);
+}
