@@ -2,7 +2,8 @@
 # `mpiexec -n 2 ppcc generate` gives the same greedy ids as one process and
 # as transformers (the shipped reference ids) on a shipped checkpoint: PP2
 # with the default stage map (a stage per rank), and TP2 with --ranks-map
-# 0,1 (the all_reduce across ranks), on both backends. Each rank holds only
+# 0,1 (the all_reduce across ranks), on both backends; the other shipped
+# checkpoints' reference ids on the interpreter. Each rank holds only
 # its devices' resident param shards and KV caches (rank 0 prints each
 # rank's), and no param byte is copied after load on any rank.
 source "$(dirname "$0")/common.sh"
@@ -42,6 +43,21 @@ for backend in "${backends[@]}"; do
     done
     echo "$backend $split -n 2: ids identical to one process and transformers; shards per rank"
   done
+done
+# the other shipped checkpoints (bf16 converted at load, GGUF, Qwen2's
+# q/k/v biases, Llama's attention/MLP biases): the reference ids at PP2
+# and TP2 over 2 ranks (interpreter: the JIT's MPI path is checked above)
+for pair in hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf_refs hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 \
+            hf_llama_bias:hf_llama_bias; do
+  ref="tokens: $(cat "$src/testdata/llm/${pair##*:}/ref_ids.txt")"
+  for split in "--pp 2" "--tp 2 --ranks-map 0,1"; do
+    # shellcheck disable=SC2086
+    got=$(timeout -k 5 "$run_limit" "$mpiexec" -n 2 "$ppcc" generate "$src/testdata/llm/${pair%%:*}" $split \
+          --backend=interp --prompt-ids $prompt --max-new-tokens 8 --ignore-eos 2>&1) ||
+      { echo "$got"; fail "${pair%%:*} $split: -n 2 failed"; }
+    [[ $(sed -n 1p <<<"$got") == "$ref" ]] || { echo "$got"; fail "${pair%%:*} $split: want '$ref'"; }
+  done
+  echo "${pair%%:*} -n 2 (PP2, TP2): reference ids"
 done
 # a bad map is refused on every rank, before anything runs
 gen 2 --pp 2 --ranks-map 0,2 > "$tmp/log" 2>&1 && fail "--ranks-map 0,2 ran"

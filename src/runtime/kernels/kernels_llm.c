@@ -275,14 +275,34 @@ typedef struct attn_dims {
  * microbatched runs compute every row alike. */
 typedef struct attn_job {
   int64_t B, Hq, S, D, Hkv, T, Dv, group;
-  float scale, softcap; /* softcap > 0: scores become softcap * tanh(score / softcap) (Gemma 2) */
-  int64_t window;       /* > 0: a query sees only its last `window` positions */
+  float scale;
   bool causal, per_row;
   const int64_t *positions;
   const float *q, *k, *v;
   float *out;
   atomic_int failed;
+  int64_t window; /* > 0: keys at or before last - window are hidden */
+  float softcap;  /* > 0: scaled scores x become softcap * tanh(x / softcap) */
 } attn_job;
+
+/* Scale, cap, mask and softmax of one score row whose query sees keys
+ * [first, valid): the rest are 0, or every key NaN when none is visible
+ * (softmax of all -inf, as the linalg lowering). */
+static void attention_row(const attn_job *j, float *row, int64_t last) {
+  int64_t T = j->T, valid = last < -1 ? 0 : last + 1 > T ? T : last + 1;
+  int64_t first = j->window > 0 && last >= j->window ? last - j->window + 1 : 0;
+  if (first >= valid) {
+    for (int64_t t = 0; t < T; t++) row[t] = NAN;
+    return;
+  }
+  float scale = j->scale;
+  if (j->softcap > 0) { /* Gemma 2, as transformers' eager attention */
+    for (int64_t t = first; t < valid; t++) row[t] = tanhf(row[t] * scale / j->softcap) * j->softcap;
+    scale = 1.0f;
+  }
+  for (int64_t t = 0; t < first; t++) row[t] = 0.0f;
+  rt_softmax_row(row + first, T - first, scale, valid - first);
+}
 
 /* The (batch, kv head) pairs of one part, each GEMMs on this thread with
  * the scale, mask and softmax fused in one pass over the scores. */
@@ -303,18 +323,7 @@ static void attention_part(void *arg, int part, int parts) {
     ppcc_rt_sgemm(rows, T, j->D, j->q + qh * S * j->D, j->k + kvh * T * j->D, true, p);
     for (int64_t r = 0; r < rows; r++) {
       int64_t s = r % S, last = row_pos ? row_pos[s] : j->causal ? T - S + s : T - 1;
-      int64_t valid = last < -1 ? 0 : last + 1;
-      float *row = p + r * T, cap = j->softcap;
-      if (cap > 0 || j->window > 0) { /* scaled and capped here, the window's early keys -inf */
-        for (int64_t t = 0; t < valid && t < T; t++) {
-          row[t] *= j->scale;
-          if (cap > 0) row[t] = tanhf(row[t] / cap) * cap; /* as transformers' eager attention */
-          if (j->window > 0 && last >= j->window && t <= last - j->window) row[t] = -INFINITY;
-        }
-        rt_softmax_row(row, T, 1.0f, valid);
-      } else {
-        rt_softmax_row(row, T, j->scale, valid);
-      }
+      attention_row(j, p + r * T, last);
     }
     ppcc_rt_sgemm(rows, j->Dv, T, p, j->v + kvh * T * j->Dv, false, j->out + qh * S * j->Dv);
   }
@@ -325,9 +334,8 @@ int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t H
                           double scale, bool causal, int64_t window, double softcap, const int64_t *positions,
                           bool per_row, const float *q, const float *k, const float *v, float *out) {
   if (Hkv <= 0 || Hq % Hkv != 0) return -1;
-  attn_job j = {.B = B, .Hq = Hq, .S = S, .D = D, .Hkv = Hkv, .T = T, .Dv = Dv, .group = Hq / Hkv,
-                .scale = (float)scale, .softcap = (float)softcap, .window = window, .causal = causal,
-                .per_row = per_row, .positions = positions, .q = q, .k = k, .v = v, .out = out};
+  attn_job j = {B, Hq, S, D, Hkv, T, Dv, Hq / Hkv, (float)scale, causal, per_row, positions, q, k, v, out, 0,
+                window, (float)softcap};
   atomic_init(&j.failed, 0);
   /* pairs spread over the kernel threads (their GEMMs then run on one
    * thread each) when a pair is worth waking a worker for */
