@@ -61,6 +61,19 @@ json=$("$ppcc" report "$src/testdata/models/ppffn.json" --devices-spec "$src/tes
        --format=json) || bad "placed model within its spec memory refused"
 grep -q '{"device": 4, "memory": 536870912, "speed": 2, "stage": -1}' <<<"$json" ||
   bad "placed model: no devices_spec entry for device 4 in the JSON report"
+# links between hosts: ppffn's devices 0,1 on host 0 and 2,3 on host 1,
+# 1 MB/s + 1 ms: each of the two transfers into stage 1 and the gather of
+# 'out' back to device 0 moves 1 KiB per microbatch (M = 2): 2.024 ms
+links=$src/testdata/devices_spec/ppffn_links.json
+text=$("$ppcc" report "$src/testdata/models/ppffn.json" --devices-spec "$links" --microbatches 2) ||
+  bad "report with links refused"
+[[ $(grep -cE '^ +(8|17) +[^ ]+ +[0-9] \([01]\) +[0-9] \([01]\) +1024 +2\.0240$' <<<"$text") -eq 3 ]] &&
+  grep -qE '^  pipeline wall [0-9.]+ ms with links; unoverlapped' <<<"$text" ||
+  bad "report with links: want 3 transfers of 1024 B in 2.0240 ms and the wall line: $text"
+json=$("$ppcc" report "$src/testdata/models/ppffn.json" --devices-spec "$links" --format=json) ||
+  bad "JSON report with links refused"
+grep -q '{"op": 17, "from_device": 2, "to_device": 0, "from_host": 1, "to_host": 0, "bytes": 2048, "ms": 3.048}' \
+  <<<"$json" && grep -q '"unoverlapped_ms": ' <<<"$json" || bad "JSON report with links: $json"
 "$ppcc" report "$tmp/l8.json" --pp 3 --tp 4,1,2,1 >/dev/null 2>&1
 [[ $? -eq 2 ]] || bad "--pp 3 with 4 stage TP sizes is not a usage error"
 "$ppcc" report "$tmp/l8.json" --devices-spec "$tmp/missing.json" --pp 2 2>"$tmp/err" >/dev/null

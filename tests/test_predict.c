@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ppcc/devices_spec.h"
 #include "ppcc/predict.h"
 #include "test_support.h"
 
@@ -444,6 +445,101 @@ START_TEST(pipeline_shares_cores) {
 }
 END_TEST
 
+
+/* Links between hosts (devices spec "links"): four_stages with each device
+ * on a host of its own, 256000 B/s and 0.5 ms between any two hosts, 4
+ * cores (no sharing), 1 ms per matmul and microbatch. Each transfer moves
+ * 256 B per batch (1 ms on the wire), and the output y goes from host 3 to
+ * device 0's host after the run (1 ms + 0.5 ms). */
+START_TEST(links_compose_with_the_pipeline) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *g = four_stages();
+  ppcc_calibration c = matmul_takes_1ms();
+  static const char spec_text[] = "{\"devices\": [{\"host\": 0}, {\"host\": 1}, {\"host\": 2}, {\"host\": 3}],"
+                                  " \"links\": [{\"bandwidth\": \"2048Kbit\", \"latency\": \"500us\"}]}";
+  ppcc_devices_spec spec;
+  ck_assert_int_eq(ppcc_devices_spec_parse("links.json", spec_text, strlen(spec_text), &spec, &d), PPCC_OK);
+  ck_assert_double_eq_tol(spec.links[0].bytes_per_s, 256000, 1e-9);
+  g->partition.devices_spec = &spec;
+  /* M = 1: nothing overlaps: 4 x 1 ms compute + 3 x 1.5 ms hand-overs + 1.5 ms outputs */
+  ppcc_prediction p1 = predict(g, &c, 1, 4, false);
+  ck_assert_int_eq(p1.n_transfers, 3);
+  ck_assert_int_eq(p1.transfers[1].from_host, 1);
+  ck_assert_int_eq(p1.transfers[1].to_host, 2);
+  ck_assert_int_eq(p1.transfers[1].bytes, 256);
+  ck_assert_double_eq_tol(p1.transfers[1].ms, 1.5, 1e-9);
+  ck_assert_double_eq_tol(p1.outputs_ms, 1.5, 1e-9);
+  ck_assert_double_eq_tol(p1.wall_ms, 10, 1e-9);
+  ck_assert_double_eq_tol(p1.unoverlapped_ms, 10, 1e-9);
+  /* M = 4: 64 B per microbatch (0.25 ms + 0.5 ms); a stage computes the
+   * next microbatch while one is on the wire: stage 3 gets microbatch 0 at
+   * 3 x (1 + 0.75) = 5.25 ms and ends at 9.25, then the outputs */
+  ppcc_prediction p4 = predict(g, &c, 4, 4, false);
+  ck_assert_int_eq(p4.transfers[0].bytes, 64);
+  ck_assert_double_eq_tol(p4.transfers[0].ms, 0.75, 1e-9);
+  ck_assert_double_eq_tol(p4.wall_ms, 9.25 + 1.5, 1e-9);
+  ck_assert_double_eq_tol(p4.unoverlapped_ms, 16 + 3 * 4 * 0.75 + 1.5, 1e-9);
+  /* a slow link (2 ms per microbatch, no latency) carries one microbatch
+   * at a time: each stage gets one every 2 ms, stage 3 its last at 15 ms */
+  spec.links[0].bytes_per_s = 32000, spec.links[0].latency_s = 0;
+  ppcc_prediction slow = predict(g, &c, 4, 4, false);
+  ck_assert_double_eq_tol(slow.wall_ms, 16 + 8, 1e-9);
+  /* devices 0-1 and 2-3 on two hosts (a distributed run's ranks): one
+   * transfer crosses, and y is on the other host */
+  spec.links[0].bytes_per_s = 256000, spec.links[0].latency_s = 0.0005;
+  int ranks[4] = {0, 0, 1, 1};
+  ppcc_predict_options o = {.microbatches = 1, .calib = &c, .threads = 4, .device_host = ranks};
+  ppcc_prediction two;
+  ck_assert_int_eq(ppcc_predict(g, &o, &two, &d), PPCC_OK);
+  ck_assert_int_eq(two.n_transfers, 1);
+  ck_assert_int_eq(two.transfers[0].from_device, 1);
+  ck_assert_double_eq_tol(two.wall_ms, 4 + 1.5 + 1.5, 1e-9);
+  /* no link for the pair of hosts: free, as without links */
+  spec.links[0] = (ppcc_link_spec){.a = 5, .b = 6, .bytes_per_s = 1, .latency_s = 1};
+  ppcc_prediction none = predict(g, &c, 1, 4, false);
+  ck_assert_int_eq(none.n_transfers, 0);
+  ck_assert_double_eq_tol(none.wall_ms, 4, 1e-9);
+  /* y gathered back onto device 0 (a later pipeline segment): its 4
+   * microbatches cross host 3 -> 0 once stage 3 ended them all at 9.25 ms */
+  spec.links[0] = (ppcc_link_spec){.a = -1, .b = -1, .bytes_per_s = 256000, .latency_s = 0.0005};
+  ppcc_graph *back = t_model(4,
+                             "{'name': 'w0', 'dtype': 'f32', 'shape': [8, 8], 'devices': [0]}, "
+                             "{'name': 'w1', 'dtype': 'f32', 'shape': [8, 8], 'devices': [1]}, "
+                             "{'name': 'w2', 'dtype': 'f32', 'shape': [8, 8], 'devices': [2]}, "
+                             "{'name': 'w3', 'dtype': 'f32', 'shape': [8, 8], 'devices': [3]}",
+                             "{'name': 'x', 'dtype': 'f32', 'shape': [8, 8], 'devices': [0]}",
+                             "{'op': 'matmul', 'in': ['x', 'w0'], 'out': ['h0']}, "
+                             "{'op': 'transfer', 'in': ['h0'], 'out': ['t1'], 'attrs': {'devices': [1]}}, "
+                             "{'op': 'matmul', 'in': ['t1', 'w1'], 'out': ['h1']}, "
+                             "{'op': 'transfer', 'in': ['h1'], 'out': ['t2'], 'attrs': {'devices': [2]}}, "
+                             "{'op': 'matmul', 'in': ['t2', 'w2'], 'out': ['h2']}, "
+                             "{'op': 'transfer', 'in': ['h2'], 'out': ['t3'], 'attrs': {'devices': [3]}}, "
+                             "{'op': 'matmul', 'in': ['t3', 'w3'], 'out': ['y']}, "
+                             "{'op': 'unshard', 'in': ['y'], 'out': ['out'], 'attrs': {'device': 0}}",
+                             "'out'", &d);
+  ck_assert_ptr_nonnull(back);
+  back->partition.devices_spec = &spec;
+  ppcc_prediction gather = predict(back, &c, 4, 4, false);
+  ck_assert_int_eq(gather.n_transfers, 4);
+  ck_assert_int_eq(gather.transfers[3].from_device, 3);
+  ck_assert_int_eq(gather.transfers[3].to_device, 0);
+  ck_assert_double_eq_tol(gather.outputs_ms, 0, 1e-12);
+  ck_assert_double_eq_tol(gather.wall_ms, 9.25 + 4 * 0.25 + 0.5, 1e-9);
+  back->partition.devices_spec = NULL;
+  ppcc_prediction_free(&gather);
+  ppcc_graph_free(back);
+  ppcc_prediction_free(&p1);
+  ppcc_prediction_free(&p4);
+  ppcc_prediction_free(&slow);
+  ppcc_prediction_free(&two);
+  ppcc_prediction_free(&none);
+  g->partition.devices_spec = NULL;
+  ppcc_devices_spec_free(&spec);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("predict");
   TCase *tc = t_add_tcase(s, "predict", 0);
@@ -454,5 +550,6 @@ int main(void) {
   tcase_add_test(tc, jit_cut_of_replicated_operand);
   tcase_add_test(tc, pipeline_shares_cores);
   tcase_add_test(tc, pinned_stages_wait_for_their_core);
+  tcase_add_test(tc, links_compose_with_the_pipeline);
   return t_run_suite(s);
 }

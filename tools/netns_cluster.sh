@@ -27,6 +27,7 @@ set -euo pipefail
 name=${PPCC_NETNS:-ppcc}
 self=$(readlink -f "$0")
 state=/run/ppcc-netns-$name # the number of hosts
+tmp_root=${TMPDIR:-/tmp}/ppcc-netns-$name # per-host temp dirs (Open MPI's session directories)
 ns() { echo "${name}h$1"; }
 sw="${name}sw"
 addr() { echo "10.29.0.$1"; }
@@ -44,7 +45,7 @@ down() {
     fi
   done
   ip netns list | grep -qw "$sw" && ip netns del "$sw"
-  rm -f "$state"
+  rm -rf "$state" "$tmp_root"
 }
 
 up() {
@@ -109,6 +110,12 @@ case ${1:-} in
     # session (a cut-off host's proxy or daemon would otherwise wait for good).
     # (in the background, a job is not a process group leader, so setsid
     # needs no fork: the session's id is $!)
+    # Each host its own temp dir for Open MPI's session directories: the
+    # "hosts" share /tmp and the host name, and two daemons of one job
+    # creating /tmp/ompi.HOST.UID/jf.N at once made one fail ("mkdir ...
+    # File exists", orte_init failed) in about 1 of 10 4-host runs.
+    export OMPI_MCA_orte_tmpdir_base=$tmp_root/h$i
+    mkdir -p "$OMPI_MCA_orte_tmpdir_base"
     ip netns exec "$(ns "$i")" setsid sh -c "$*" 0<&0 &
     child=$!
     setsid bash -c 'while kill -0 "$1" 2> /dev/null; do sleep 0.5; done

@@ -48,6 +48,13 @@ ppcc_status ppcc_rank_map(const ppcc_graph *g, int ranks, const char *spec, int 
  * this rank loads and runs only devices d with rank_of[d] == its rank. */
 ppcc_status ppcc_mpi_distribute(const ppcc_graph *g, const int *rank_of, ppcc_diag *d);
 
+/* `ppcc calibrate --links`: every rank calls it; each pair of ranks a < b
+ * measures the link between them (latency: half the median round trip of
+ * one byte; bandwidth: the best of 3 one-way sends of `bytes`). On rank 0,
+ * entry [a * size + b] of the two arrays (size x size) holds pair (a, b);
+ * a rank silent for PPCC_MPI_TIMEOUT ends the job, named. */
+ppcc_status ppcc_mpi_measure_links(int bytes, double *bytes_per_s, double *latency_s, ppcc_diag *d);
+
 /* After ppcc_mpi_distribute, for a loop of runs driven by rank 0's
  * results (ppcc generate): rank 0's `bytes` bytes at buf to every rank,
  * and each rank's n doubles gathered on rank 0 into all (size * n, rank

@@ -93,6 +93,15 @@
  * per-op costs). A stage's
  * predicted time is the wall time it computes (what --check-plan
  * measures: compute spans); transfers and collectives are not busy time.
+ * Links (devices spec "links", hosts per device or a distributed run's
+ * ranks): a transfer between devices on two hosts takes latency + bytes /
+ * bandwidth per microbatch; a stage's incoming link carries one microbatch
+ * at a time (microbatch i leaves when stage k - 1 finished it and the link
+ * is free) while both stages go on computing (sends are asynchronous); a
+ * gather back to an earlier stage's device (the output onto device 0) is
+ * a later pipeline segment, so its microbatches cross their link after the
+ * last stage finished them all; outputs held on other hosts than device
+ * 0's reach it after the run.
  * Predicted wall = the simulated run; bubble = 1 - sum_s T_s / (p wall).
  * Not modelled: other processes on the machine (a shared machine's load
  * delays a woken device thread, which lengthens the measured wall, hence
@@ -212,7 +221,19 @@ typedef struct ppcc_predict_options {
                                        transposes: ppcc_rt_view_ops); NULL: none */
   bool jit;                         /* the JIT's buffers (see "JIT memory model" above);
                                        view_ops then from ppcc_rt_jit_view_ops */
+  const int *device_host;           /* per device: its host (a distributed run: its
+                                       rank); NULL: the devices spec's hosts */
 } ppcc_predict_options;
+
+/* A transfer between devices on two hosts joined by a link of the devices
+ * spec ("links"): what one microbatch moves and how long the link takes. */
+typedef struct ppcc_transfer_prediction {
+  int op;                           /* the transfer op */
+  const char *value;                /* its result (points into the graph) */
+  int from_device, to_device, from_host, to_host;
+  int64_t bytes;                    /* per microbatch */
+  double ms;                        /* per microbatch: latency + bytes / bandwidth */
+} ppcc_transfer_prediction;
 
 typedef struct ppcc_device_prediction {
   int device;
@@ -240,6 +261,12 @@ typedef struct ppcc_prediction {
   ppcc_stage_prediction *stages;
   int *op_stage;                    /* per op: its stage */
   double wall_ms, bubble;           /* predicted pipeline wall and bubble */
+  int n_transfers;                  /* transfers over links (devices spec "links") */
+  ppcc_transfer_prediction *transfers;
+  double outputs_ms;                /* outputs of other hosts sent to device 0's host
+                                       after the run (a distributed run's rank 0) */
+  double unoverlapped_ms;           /* with links: every stage's compute and every
+                                       transfer one after the other (no pipelining) */
 } ppcc_prediction;
 
 /* A user error when the graph cannot run on opts->microbatches (the batch

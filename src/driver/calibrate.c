@@ -8,6 +8,7 @@
 #ifdef PPCC_HAVE_RUNTIME
 #include <stdlib.h>
 #include "import_cli.h"
+#include "ppcc/mpi.h"
 #include "ppcc/runtime.h"
 #endif
 #ifdef PPCC_HAVE_JIT
@@ -20,6 +21,7 @@
 typedef struct calibrate_args {
   const char *out;
   long long threads;
+  bool links;
 } calibrate_args;
 
 static const cli_option calibrate_options[] = {
@@ -28,12 +30,20 @@ static const cli_option calibrate_options[] = {
                "atomically"),
   CLI_INT_ROW("threads", "N", calibrate_args, threads, 1, 4096,
               "measure 1..N threads (default: all cores, at most 64)"),
+  CLI_FLAG_ROW("links", calibrate_args, links,
+               "instead, under mpiexec: the links between every two ranks\n"
+               "(latency: half a one-byte round trip; bandwidth: 1 MiB\n"
+               "sent one way), written as a --devices-spec with one\n"
+               "device per rank on host = rank and a \"links\" entry per\n"
+               "pair (copy \"links\" into a larger model's spec: in an MPI\n"
+               "run a device without \"host\" is on its rank's host)"),
   CLI_END_ROW,
 };
 
 static const cli_command calibrate_command = {
   .name = "calibrate",
   .usage = "Usage: ppcc calibrate [-o CALIB.json] [--threads N]\n"
+           "       mpiexec -n R ppcc calibrate --links [-o SPEC.json]\n"
            "\n"
            "Measures this machine once for the time model of the placement report\n"
            "(ppcc report/compile/run --calibration=CALIB.json): GEMM GFLOP/s through\n"
@@ -122,6 +132,48 @@ ppcc_status cli_calibrate_measure(ppcc_calibration *c, int threads, FILE *log, p
 }
 #endif
 
+#ifdef PPCC_HAVE_RUNTIME
+/* Rank 0's devices spec: one device per rank, a link entry per pair. */
+static ppcc_status write_links(const char *out, int n, const double *bw, const double *lat, ppcc_diag *d) {
+  ppcc_outfile file;
+  ppcc_status st = ppcc_outfile_open(&file, out, d);
+  if (st) return st;
+  FILE *f = file.fp;
+  fputs("{\"devices\": [", f);
+  for (int r = 0; r < n; r++) fprintf(f, "%s{\"host\": %d}", r ? ", " : "", r);
+  fputs("],\n \"links\": [", f);
+  for (int a = 0, first = 1; a < n; a++)
+    for (int b = a + 1; b < n; b++, first = 0)
+      fprintf(f, "%s{\"hosts\": [%d, %d], \"bandwidth\": %.6g, \"latency\": %.6g}", first ? "\n   " : ",\n   ", a, b,
+              bw[a * n + b] >= 1 ? bw[a * n + b] : 1, lat[a * n + b]);
+  fputs("]}\n", f);
+  for (int a = 0; a < n; a++)
+    for (int b = a + 1; b < n; b++)
+      fprintf(stderr, "link rank %d - rank %d: %.1f Mbit/s, latency %.1f us\n", a, b, bw[a * n + b] * 8e-6,
+              lat[a * n + b] * 1e6);
+  return ppcc_outfile_commit(&file, d);
+}
+
+/* --links: every rank measures its pairs; rank 0 writes the spec. */
+static ppcc_status calibrate_links(const char *out, ppcc_diag *d) {
+  if (!ppcc_mpi_launched() || !ppcc_mpi_available())
+    return cli_usage_error("calibrate", "--links measures between MPI ranks: start it with mpiexec -n R (R >= 2)%s",
+                           ppcc_mpi_available() ? "" : " (this ppcc was built without MPI)");
+  ppcc_status st = ppcc_mpi_init(NULL, NULL, d);
+  if (st) return st;
+  int n = ppcc_mpi_size();
+  double *bw = calloc((size_t)n * (size_t)n, sizeof *bw), *lat = calloc((size_t)n * (size_t)n, sizeof *lat);
+  if (n < 2) st = ppcc_error(d, "--links needs at least 2 ranks (mpiexec -n R, R >= 2), got %d", n);
+  else if (!bw || !lat) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  if (!st) st = ppcc_mpi_measure_links(1 << 20, bw, lat, d);
+  if (!st && ppcc_mpi_rank() == 0) st = write_links(out, n, bw, lat, d);
+  free(bw);
+  free(lat);
+  ppcc_mpi_finalize(st);
+  return st;
+}
+#endif
+
 int cli_cmd_calibrate(int argc, char **argv) {
   calibrate_args a = {.out = "-"};
   cli_parse p = {.cmd = &calibrate_command, .args = &a};
@@ -132,6 +184,7 @@ int cli_cmd_calibrate(int argc, char **argv) {
 #ifdef PPCC_HAVE_RUNTIME
   ppcc_diag d;
   ppcc_diag_init(&d, "ppcc calibrate", stderr);
+  if (a.links) return calibrate_links(out, &d);
   ppcc_calibration c;
   FILE *log = strcmp(out, "-") == 0 ? stderr : stdout;
   ppcc_outfile file; /* opened first: an uncreatable -o is refused before a minute of measuring */

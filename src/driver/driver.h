@@ -115,6 +115,8 @@ typedef struct cli_partition {
   ppcc_devices_spec devices_spec; /* its arrays point into the two below */
   int64_t spec_memory[PPCC_MAX_DEVICES];
   double spec_speed[PPCC_MAX_DEVICES];
+  int spec_host[PPCC_MAX_DEVICES];
+  ppcc_link_spec spec_links[PPCC_MAX_LINKS];
 } cli_partition;
 
 /* Rows of --pp, --tp, --device-memory, --devices-spec, and of

@@ -78,7 +78,10 @@ const cli_option cli_partition_options[] = {
                "entry i is device i; a faster stage gets more work,\n"
                "each device's memory is its budget (replacing\n"
                "--device-memory for it); without --pp/--tp, a\n"
-               "placed model's devices are checked against it"),
+               "placed model's devices are checked against it;\n"
+               "\"host\" per device and top-level \"links\"\n"
+               "([{\"bandwidth\": \"100Mbit\", \"latency\": \"200us\"}])\n"
+               "add transfer times between hosts to the prediction"),
   CLI_END_ROW,
 };
 
@@ -101,8 +104,12 @@ static ppcc_status load_spec(cli_partition *req) {
   if (st) return st;
   memcpy(req->spec_memory, spec.memory, sizeof(int64_t) * (size_t)spec.n_devices);
   memcpy(req->spec_speed, spec.speed, sizeof(double) * (size_t)spec.n_devices);
+  memcpy(req->spec_host, spec.host, sizeof(int) * (size_t)spec.n_devices);
+  if (spec.n_links) memcpy(req->spec_links, spec.links, sizeof(ppcc_link_spec) * (size_t)spec.n_links);
   req->devices_spec = (ppcc_devices_spec){.path = req->devices_spec_path, .n_devices = spec.n_devices,
-                                          .memory = req->spec_memory, .speed = req->spec_speed};
+                                          .memory = req->spec_memory, .speed = req->spec_speed,
+                                          .host = req->spec_host, .n_links = spec.n_links,
+                                          .links = req->spec_links};
   ppcc_devices_spec_free(&spec);
   return PPCC_OK;
 }

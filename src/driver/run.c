@@ -306,6 +306,33 @@ static void plan_check_free(plan_check *c) {
 }
 
 /* MPI: this rank's devices per --ranks-map or the default stage map. */
+/* With links in the --devices-spec, rank 0 prints the predicted wall time
+ * of this run, each rank a host (devices without a "host" of their own
+ * are on their rank's), next to the measured one ("ran ... in"); each
+ * rank has --threads cores (default: this machine's) of its own. */
+static void print_link_prediction(const ppcc_graph *g, const run_args *a, const int *rank_of, ppcc_diag *d) {
+  const ppcc_devices_spec *spec = g->partition.devices_spec;
+  if (!spec || !spec->n_links) return;
+  int *host = malloc(sizeof(int) * (size_t)(g->n_devices > 0 ? g->n_devices : 1));
+  if (!host) return;
+  for (int dev = 0; dev < g->n_devices; dev++)
+    host[dev] = spec->host && dev < spec->n_devices && spec->host[dev] >= 0 ? spec->host[dev] : rank_of[dev];
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  ppcc_predict_options o = a->predict.opts;
+  o.microbatches = (int)a->microbatches;
+  /* each rank its own cores, as on hosts of their own */
+  o.threads = (a->threads > 0 ? (int)a->threads : cores > 0 ? (int)cores : 1) * ppcc_mpi_size();
+  o.device_host = host;
+  ppcc_prediction p;
+  if (ppcc_predict(g, &o, &p, d) == PPCC_OK) {
+    printf("predicted over the devices spec's links (%d microbatch%s, %s): wall %.3f ms, unoverlapped %.3f ms\n",
+           p.microbatches, p.microbatches == 1 ? "" : "es", p.calibrated ? "calibrated" : "uncalibrated", p.wall_ms,
+           p.unoverlapped_ms);
+    ppcc_prediction_free(&p);
+  }
+  free(host);
+}
+
 static ppcc_status distribute(const ppcc_graph *g, const run_args *a, ppcc_diag *d) {
   static char label[4096]; /* every message says which rank printed it */
   snprintf(label, sizeof label, "%s [rank %d]", d->file ? d->file : "ppcc run", ppcc_mpi_rank());
@@ -313,6 +340,7 @@ static ppcc_status distribute(const ppcc_graph *g, const run_args *a, ppcc_diag 
   int *rank_of = malloc(sizeof(int) * (size_t)(g->n_devices > 0 ? g->n_devices : 1));
   if (!rank_of) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   ppcc_status st = ppcc_rank_map(g, ppcc_mpi_size(), a->ranks_map, rank_of, d);
+  if (!st && ppcc_mpi_rank() == 0) print_link_prediction(g, a, rank_of, d);
   if (!st) st = ppcc_mpi_distribute(g, rank_of, d);
   free(rank_of);
   return st;

@@ -680,26 +680,32 @@ static void close_piece(run_piece *r, double *overlap, double hop_ms) {
  * compute at once, stage k's microbatch (overlap[k] of its work able to
  * overlap the others') takes (1 + (slow[t-1] - 1) * overlap[k]) * work[k]
  * (n_slow entries, the last one beyond).
+ * wire[k] and latency[k] (NULL: none) are the link into stage k, one
+ * microbatch at a time; wire[p], latency[p] the link out of the last stage
+ * (a gather back: ppcc_pipeline_segments runs it after every microbatch).
  * busy[k] is the wall time stage k computes (what
  * --check-plan measures: compute spans); returns the wall time of the
  * run, -1 when out of memory. */
 static double simulate_pipeline(int p, int m, const int *n, const uint64_t *on_cores, const double *work,
                                 const double *overlap, int cores, double hop_ms, const double *slow, int n_slow,
-                                double *busy) {
+                                const double *wire, const double *latency, double *busy) {
   size_t np = (size_t)p + 1;
-  double *fin = malloc(sizeof(double) * (size_t)p * (size_t)m + 1), *rem = malloc(sizeof(double) * np);
+  /* arr[k * m + i]: when microbatch i reaches stage k (stage k - 1 done,
+   * its link free, the bytes and the latency over it, the hand-over) */
+  double *arr = malloc(sizeof(double) * (size_t)p * (size_t)m + 1), *link_free = calloc(np, sizeof(double));
+  double *rem = malloc(sizeof(double) * np);
   double *since = malloc(sizeof(double) * np); /* when stage k's waiting microbatch arrived */
   double *speed = malloc(sizeof(double) * np);
   int *next = calloc(np, sizeof *next);
   bool *running = calloc(np, sizeof *running);
-  double now = 0;
-  if (!fin || !rem || !since || !speed || !next || !running) {
-    free(fin), free(rem), free(since), free(speed), free(next), free(running);
+  double now = 0, tail_end = 0;
+  if (!arr || !link_free || !rem || !since || !speed || !next || !running) {
+    free(arr), free(link_free), free(rem), free(since), free(speed), free(next), free(running);
     return -1;
   }
   for (int k = 0; k < p; k++) busy[k] = 0, since[k] = INFINITY;
 #define ARRIVAL(k) \
-  (next[k] >= m ? INFINITY : (k) == 0 ? 0 : next[(k) - 1] > next[k] ? fin[(size_t)((k) - 1) * m + next[k]] + hop_ms : INFINITY)
+  (next[k] >= m ? INFINITY : (k) == 0 ? 0 : next[(k) - 1] > next[k] ? arr[(size_t)(k) * m + next[k]] : INFINITY)
   int free_cores = cores;
   uint64_t taken = 0; /* with on_cores: the cores computing stages hold */
   for (;;) {
@@ -742,7 +748,14 @@ static double simulate_pipeline(int p, int m, const int *n, const uint64_t *on_c
       busy[k] += step;
       rem[k] -= step * speed[k];
       if (rem[k] > 1e-12 * (work[k] + 1)) continue;
-      fin[(size_t)k * m + next[k]++] = now;
+      if (k + 1 < p) { /* microbatch next[k] leaves for stage k + 1 */
+        double leave = now > link_free[k + 1] ? now : link_free[k + 1], w = wire ? wire[k + 1] : 0;
+        link_free[k + 1] = leave + w;
+        arr[(size_t)(k + 1) * m + next[k]] = leave + w + (latency ? latency[k + 1] : 0) + hop_ms;
+      } else if (next[k] == m - 1 && wire) /* the gather back is a later pipeline segment (drain): every
+                                              microbatch leaves once the last stage finished them all */
+        tail_end = now + m * wire[p] + latency[p];
+      next[k]++;
       if (ARRIVAL(k) <= now) { /* keeps its cores: its next microbatch is here */
         rem[k] = work[k] > 0 ? work[k] : 0;
       } else {
@@ -753,13 +766,93 @@ static double simulate_pipeline(int p, int m, const int *n, const uint64_t *on_c
     }
   }
 #undef ARRIVAL
-  free(fin);
+  free(arr);
+  free(link_free);
   free(rem);
   free(since);
   free(speed);
   free(next);
   free(running);
-  return now;
+  return now > tail_end ? now : tail_end;
+}
+
+static const int *device_hosts(const ppcc_predict_options *o) { return o ? o->device_host : NULL; }
+
+static bool add_link_move(const ppcc_graph *g, const ppcc_predict_options *o, ppcc_prediction *p, int j, int a, int b,
+                          int64_t bytes, double *wire, double *latency) {
+  const ppcc_devices_spec *spec = g->partition.devices_spec;
+  if (a == b || a < 0 || b < 0 || a >= g->n_devices || b >= g->n_devices) return true;
+  int ha = ppcc_devices_spec_host(spec, device_hosts(o), a), hb = ppcc_devices_spec_host(spec, device_hosts(o), b);
+  const ppcc_link_spec *l = ppcc_devices_spec_link(spec, ha, hb);
+  if (!l) return true;
+  ppcc_transfer_prediction *t = realloc(p->transfers, sizeof *t * (size_t)(p->n_transfers + 1));
+  if (!t) return false;
+  p->transfers = t;
+  double on_wire = 1e3 * (double)bytes / l->bytes_per_s, lat = 1e3 * l->latency_s;
+  t[p->n_transfers++] =
+      (ppcc_transfer_prediction){j, g->values[g->ops[j].out[0]].name, a, b, ha, hb, bytes, on_wire + lat};
+  *wire += on_wire;
+  if (lat > *latency) *latency = lat;
+  return true;
+}
+
+/* Op j's moves over links (devices spec "links"), each recorded in
+ * p->transfers: a transfer's shards paired as rep_transfer_bytes pairs
+ * them; a collective's operand shards to every result device on another
+ * host (an unshard gathering to one device, an all-reduce across hosts).
+ * Their time on the wire adds to *wire, the largest latency to *latency
+ * (per microbatch; per_mb: the value's bytes divide among M microbatches).
+ * False when out of memory. */
+static bool link_costs(const ppcc_graph *g, const ppcc_predict_options *o, ppcc_prediction *p, int j, int per_mb,
+                       double *wire, double *latency) {
+  const ppcc_devices_spec *spec = g->partition.devices_spec;
+  const ppcc_op *op = &g->ops[j];
+  if (!spec || !spec->n_links || op->n_in < 1 || op->n_out < 1) return true;
+  const ppcc_value *from = &g->values[op->in[0]], *to = &g->values[op->out[0]];
+  int64_t bytes = rep_shard_bytes(from) / per_mb;
+  if (rep_is_transfer(op)) {
+    bool replicates = shard_count(from) == 1 && shard_count(to) > 1;
+    int n = replicates || shard_count(from) > shard_count(to) ? shard_count(to) : shard_count(from);
+    for (int i = 0; i < n; i++)
+      if (!add_link_move(g, o, p, j, rep_shard_device(from, replicates ? 0 : i), rep_shard_device(to, i), bytes, wire,
+                         latency))
+        return false;
+    return true;
+  }
+  bool one_copy = from->layout.kind == PPCC_LAYOUT_REPLICATED; /* any one shard will do */
+  for (int r = 0; r < shard_count(to); r++) {
+    int dst = rep_shard_device(to, r), near = 0;
+    bool seen = false; /* each result device once */
+    for (int q = 0; q < r; q++) seen = seen || rep_shard_device(to, q) == dst;
+    for (int i = 0; one_copy && i < shard_count(from); i++) /* the copy on the result's host, if any */
+      if (ppcc_devices_spec_host(spec, device_hosts(o), rep_shard_device(from, i)) ==
+          ppcc_devices_spec_host(spec, device_hosts(o), dst))
+        near = i;
+    for (int i = one_copy ? near : 0; !seen && i < (one_copy ? near + 1 : shard_count(from)); i++)
+      if (!add_link_move(g, o, p, j, rep_shard_device(from, i), dst, bytes, wire, latency)) return false;
+  }
+  return true;
+}
+
+/* Outputs whose shards live on another host than device 0's go to it
+ * after the run (each rank forwards them to rank 0, all microbatches). */
+static double outputs_link_ms(const ppcc_graph *g, const ppcc_predict_options *o) {
+  const ppcc_devices_spec *spec = g->partition.devices_spec;
+  double ms = 0;
+  for (int k = 0; spec && spec->n_links && k < g->n_outputs; k++) {
+    bool repeated = false;
+    for (int i = 0; i < k; i++) repeated = repeated || g->outputs[i] == g->outputs[k];
+    const ppcc_value *v = &g->values[g->outputs[k]];
+    for (int i = 0; !repeated && i < shard_count(v); i++) {
+      int dev = rep_shard_device(v, i);
+      if (dev <= 0 || dev >= g->n_devices) continue;
+      const ppcc_link_spec *l = ppcc_devices_spec_link(spec, ppcc_devices_spec_host(spec, device_hosts(o), dev),
+                                                       ppcc_devices_spec_host(spec, device_hosts(o), 0));
+      /* every microbatch's slice: the whole value's bytes */
+      if (l) ms += 1e3 * ((double)rep_shard_bytes(v) / l->bytes_per_s + l->latency_s);
+    }
+  }
+  return ms;
 }
 
 static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, const ppcc_calibration *c,
@@ -773,8 +866,15 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   double *overlap = calloc((size_t)ns + 1, sizeof *overlap);
   double *dev_overlap = calloc(cells, sizeof *dev_overlap);
   int *group = calloc((size_t)ns + 1, sizeof *group);
+  /* per stage k: the link into it from stage k - 1 (wire and latency, one
+   * microbatch); [ns]: out of the last stage (a gather back) */
+  double *wire = calloc((size_t)ns + 1, sizeof *wire), *latency = calloc((size_t)ns + 1, sizeof *latency);
+  int *producer = malloc(sizeof(int) * ((size_t)g->n_values + 1));
   bool ok = carries && dev_ms && dev_fl && dev_by && work && busy && group && overlap &&
-            dev_overlap;
+            dev_overlap && wire && latency && producer;
+  for (int v = 0; ok && v < g->n_values; v++) producer[v] = -1;
+  for (int j = 0; ok && j < g->n_ops; j++)
+    for (int r = 0; r < g->ops[j].n_out; r++) producer[g->ops[j].out[r]] = j;
   /* uncalibrated and no thread count: a core per device (no sharing) */
   int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : nd > 0 ? nd : 1;
   int threads = ppcc_kernel_threads_per_device(cores, rep_concurrent_devices(g, st, m)); /* the runtime's share */
@@ -811,6 +911,13 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
         close_piece(&piece[dev], dev_overlap, hop_ms);
         waited[dev] = true;
       }
+    }
+    if (op->info && op->info->family != PPCC_FAMILY_COMPUTE) {
+      /* over a link: the hand-over into its stage from the one before, or
+       * (a gather back to an earlier stage's device) the tail after the last */
+      int k = st->op_stage[j], from = op->n_in > 0 ? producer[op->in[0]] : -1;
+      int at = k > 0 && from >= 0 && st->op_stage[from] == k - 1 ? k : ns;
+      if (!link_costs(g, o, p, j, cj ? m : 1, &wire[at], &latency[at])) ok = false;
     }
     if (rep_is_transfer(op)) { /* a send does not block; the receivers wait */
       const ppcc_value *r = &g->values[op->out[0]];
@@ -870,7 +977,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     for (int k = 0; k < ns; k++)
       for (int i = 0; i < st->n_dev[k]; i++) on_cores[k] |= (uint64_t)1 << (rep_stage_devices(st, k)[i] % cores);
   double wall = ok ? simulate_pipeline(ns, m, group, on_cores, work, overlap, cores, c->hop_us * 1e-3,
-                                     c->concurrent_slowdown, use_costs ? c->n_slowdown : 0, busy) : -1;
+                                     c->concurrent_slowdown, use_costs ? c->n_slowdown : 0, wire, latency, busy) : -1;
   free(on_cores);
   ok = ok && wall >= 0;
   double sum = 0;
@@ -882,9 +989,17 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     for (int dev = 0; dev < nd; dev++) p->devices[dev].compute_ms += dev_ms[(size_t)k * (size_t)nd + (size_t)dev] * stretch;
   }
   if (ok) {
-    p->wall_ms = wall;
+    p->outputs_ms = outputs_link_ms(g, o);
+    p->wall_ms = wall + p->outputs_ms;
     p->bubble = wall > 0 && ns > 0 ? 1 - sum / (ns * wall) : 0;
+    if (p->n_transfers || p->outputs_ms > 0) {
+      p->unoverlapped_ms = p->outputs_ms;
+      for (int k = 0; k <= ns; k++) p->unoverlapped_ms += (work[k] + wire[k] + latency[k]) * m;
+    }
   }
+  free(wire);
+  free(latency);
+  free(producer);
   free(waited);
   free(seg_begin);
   free(carries);
@@ -943,6 +1058,7 @@ ppcc_status ppcc_predict(const ppcc_graph *g, const ppcc_predict_options *o, ppc
 }
 
 void ppcc_prediction_free(ppcc_prediction *p) {
+  free(p->transfers);
   free(p->devices);
   free(p->stages);
   free(p->op_stage);
@@ -984,6 +1100,19 @@ void ppcc_prediction_write_text(const ppcc_prediction *p, FILE *out) {
   }
   fprintf(out, "  bubble: predicted %.3f over %d stage%s (pipeline wall %.4f ms)\n", p->bubble, p->n_stages,
           p->n_stages == 1 ? "" : "s", p->wall_ms);
+  if (!p->n_transfers && p->outputs_ms <= 0) return;
+  fputs("  transfers over links (devices spec), per microbatch:\n", out);
+  fprintf(out, "  %6s  %-24s  %11s  %11s  %12s  %10s\n", "op", "value", "from (host)", "to (host)", "bytes", "time (ms)");
+  for (int i = 0; i < p->n_transfers; i++) {
+    const ppcc_transfer_prediction *t = &p->transfers[i];
+    char from[32], to[32];
+    snprintf(from, sizeof from, "%d (%d)", t->from_device, t->from_host);
+    snprintf(to, sizeof to, "%d (%d)", t->to_device, t->to_host);
+    fprintf(out, "  %6d  %-24.24s  %11s  %11s  %12" PRId64 "  %10.4f\n", t->op, t->value, from, to, t->bytes, t->ms);
+  }
+  fprintf(out, "  outputs to device 0's host after the run: %.4f ms\n", p->outputs_ms);
+  fprintf(out, "  pipeline wall %.4f ms with links; unoverlapped (every stage and transfer in turn) %.4f ms\n",
+          p->wall_ms, p->unoverlapped_ms);
 }
 
 static void json_num(FILE *out, double x) {
@@ -1022,7 +1151,23 @@ void ppcc_prediction_write_json(const ppcc_prediction *p, FILE *out) {
     json_num(out, s->time_ms);
     putc('}', out);
   }
-  fputs(p->n_stages ? "\n    ]}\n" : "]}\n", out);
+  fputs(p->n_stages ? "\n    ]" : "]", out);
+  if (p->n_transfers || p->outputs_ms > 0) {
+    fputs(",\n    \"transfers\": [", out);
+    for (int i = 0; i < p->n_transfers; i++) {
+      const ppcc_transfer_prediction *t = &p->transfers[i];
+      fprintf(out, "%s{\"op\": %d, \"from_device\": %d, \"to_device\": %d, \"from_host\": %d, \"to_host\": %d, "
+                   "\"bytes\": %" PRId64 ", \"ms\": ",
+              i ? ",\n      " : "\n      ", t->op, t->from_device, t->to_device, t->from_host, t->to_host, t->bytes);
+      json_num(out, t->ms);
+      putc('}', out);
+    }
+    fputs(p->n_transfers ? "\n    ], \"outputs_ms\": " : "], \"outputs_ms\": ", out);
+    json_num(out, p->outputs_ms);
+    fputs(", \"unoverlapped_ms\": ", out);
+    json_num(out, p->unoverlapped_ms);
+  }
+  fputs("}\n", out);
 }
 
 /* ---------------- predicted vs measured ---------------- */

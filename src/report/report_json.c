@@ -161,7 +161,7 @@ static void write_devices_spec(FILE *out, const ppcc_graph *g) {
   const ppcc_partition_summary *s = g->partition_summary;
   ppcc_devices_spec view = {0};
   if (s && s->spec_path)
-    view = (ppcc_devices_spec){s->spec_path, s->n_spec_devices, s->spec_memory, s->spec_speed};
+    view = (ppcc_devices_spec){.path = s->spec_path, .n_devices = s->n_spec_devices, .memory = s->spec_memory, .speed = s->spec_speed};
   else if (g->partition.devices_spec)
     view = *g->partition.devices_spec;
   else

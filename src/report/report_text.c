@@ -388,7 +388,7 @@ static void write_devices_spec(text_ctx *x, const ppcc_partition_summary *s) {
   const ppcc_devices_spec *g_spec = x->g->partition.devices_spec;
   ppcc_devices_spec view = {0};
   if (s && s->spec_path)
-    view = (ppcc_devices_spec){s->spec_path, s->n_spec_devices, s->spec_memory, s->spec_speed};
+    view = (ppcc_devices_spec){.path = s->spec_path, .n_devices = s->n_spec_devices, .memory = s->spec_memory, .speed = s->spec_speed};
   else if (g_spec)
     view = *g_spec;
   else

@@ -104,8 +104,11 @@ start=$SECONDS
 PPCC_INJECT_FINALIZE_HANG=1 timeout -k 5 "$run_limit" "$mpiexec" -n 2 bash -c '"$@"; echo "exit status $?" >&2' _ \
   "$ppcc" run "$model" --random-weights 1 --output-dir "$tmp/out" > "$tmp/log" 2>&1 || true
 took=$((SECONDS - start))
-grep -q "ppcc: rank 1: note: MPI_Finalize did not return within 10 s; exiting with the run's status 0" "$tmp/log" ||
-  { cat "$tmp/log"; fail "finalize hang: no note from rank 1"; }
+# Both ranks hang; the first watchdog to fire ends its rank, and the
+# launcher may then kill the other before its own watchdog speaks (seen
+# under load with MPICH's hydra: rank 1 killed, signal 9): one note suffices.
+grep -q "ppcc: rank [01]: note: MPI_Finalize did not return within 10 s; exiting with the run's status 0" "$tmp/log" ||
+  { cat "$tmp/log"; fail "finalize hang: no rank's watchdog note"; }
 [[ $(grep -c "exit status 0" "$tmp/log") -ge 1 && -s "$tmp/out/out.npy" ]] ||
   { cat "$tmp/log"; fail "finalize hang: rank status or output wrong"; }
 [[ $took -lt 45 ]] || fail "finalize hang: took $took s"

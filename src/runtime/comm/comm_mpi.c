@@ -54,6 +54,7 @@
 #define TAG_TIMELINE 2
 #define TAG_AGREE 3
 #define TAG_SYNC 4
+#define TAG_LINK 5
 /* How long MPI_Finalize and MPI_Abort may take (and the margin on top of
  * PPCC_MPI_TIMEOUT for MPI_Init and the gathers) before the watchdog ends
  * the process: PPCC_MPI_EXIT_MARGIN seconds, default 10. */
@@ -614,6 +615,69 @@ static int exchange_all(MPI_Comm comm, int tag, int mine, const char *what) {
     if (r != D.rank && theirs[r] > largest) largest = theirs[r];
   free(theirs), free(req), free(sts);
   return largest;
+}
+
+/* ---------------- links between ranks (ppcc calibrate --links) ---------------- */
+
+/* Sends (or receives) bytes to (from) peer on the control communicator;
+ * a peer silent for PPCC_MPI_TIMEOUT ends the job, named. */
+static void link_xfer(void *buf, int bytes, int peer, bool send) {
+  MPI_Request req;
+  pthread_mutex_lock(&D.lock);
+  if (send) MPI_Isend(buf, bytes, MPI_BYTE, peer, TAG_LINK, D.control, &req);
+  else MPI_Irecv(buf, bytes, MPI_BYTE, peer, TAG_LINK, D.control, &req);
+  pthread_mutex_unlock(&D.lock);
+  if (wait_request(&req, NULL, NULL) != 1) {
+    char who[32];
+    snprintf(who, sizeof who, "rank %d", peer);
+    give_up("measuring links", who);
+  }
+}
+
+/* Ranks a < b: latency = the median of 15 one-byte round trips / 2;
+ * bandwidth = the best of 3 one-way sends of `bytes` (each answered by one
+ * byte) after the two latencies are taken off. Measured on rank a. */
+static void measure_pair(int a, int b, char *buf, int bytes, double *bw, double *lat) {
+  bool first = D.rank == a;
+  int peer = first ? b : a;
+  double rtt[15];
+  for (int i = -1; i < 15; i++) { /* i = -1: warm-up */
+    double t0 = now_s();
+    link_xfer(buf, 1, peer, first);
+    link_xfer(buf, 1, peer, !first);
+    if (i >= 0) rtt[i] = now_s() - t0;
+  }
+  for (int i = 1; i < 15; i++) /* insertion sort: the median */
+    for (int j = i; j > 0 && rtt[j] < rtt[j - 1]; j--) {
+      double t = rtt[j];
+      rtt[j] = rtt[j - 1], rtt[j - 1] = t;
+    }
+  *lat = rtt[7] / 2;
+  *bw = 0;
+  for (int rep = 0; rep < 3; rep++) {
+    double t0 = now_s();
+    link_xfer(buf, bytes, peer, first);
+    link_xfer(buf, 1, peer, !first);
+    double t = now_s() - t0 - 2 * *lat;
+    if (t > 0 && bytes / t > *bw) *bw = bytes / t;
+  }
+}
+
+ppcc_status ppcc_mpi_measure_links(int bytes, double *bytes_per_s, double *latency_s, ppcc_diag *d) {
+  int n = D.size;
+  char *buf = calloc((size_t)(bytes > 1 ? bytes : 1), 1);
+  if (!buf) give_up("measuring links", "(out of memory)");
+  for (int a = 0; a < n; a++)
+    for (int b = a + 1; b < n; b++) {
+      double result[2] = {0, 0}; /* bandwidth, latency */
+      if (D.rank == a || D.rank == b) measure_pair(a, b, buf, bytes, &result[0], &result[1]);
+      if (a != 0 && D.rank == a) link_xfer(result, (int)sizeof result, 0, true);
+      if (a != 0 && D.rank == 0) link_xfer(result, (int)sizeof result, a, false);
+      if (D.rank == 0) bytes_per_s[a * n + b] = result[0], latency_s[a * n + b] = result[1];
+    }
+  free(buf);
+  (void)d;
+  return PPCC_OK;
 }
 
 /* Every rank calls it exactly once per run, failed or not (the executor

@@ -15,6 +15,10 @@ ppcc_status ppcc_mpi_init(int *argc, char ***argv, ppcc_diag *d) {
 
 void ppcc_mpi_finalize(ppcc_status status) {}
 
+ppcc_status ppcc_mpi_measure_links(int bytes, double *bytes_per_s, double *latency_s, ppcc_diag *d) {
+  return ppcc_error(d, "this ppcc was built without MPI");
+}
+
 ppcc_status ppcc_mpi_distribute(const ppcc_graph *g, const int *rank_of, ppcc_diag *d) {
   return ppcc_error(d, "this ppcc was built without MPI");
 }
