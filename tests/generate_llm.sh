@@ -13,7 +13,10 @@ for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf
             hf_rope_linear:hf_rope_linear hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 hf_llama_bias:hf_llama_bias \
             hf_mistral_swa:hf_mistral_swa hf_gemma:hf_gemma gemma.gguf:hf_gemma gemma_q8_0.gguf:gemma_q8_0_refs \
             hf_gemma2:hf_gemma2 gemma2.gguf:gemma2_gguf_refs gemma2_q8_0.gguf:gemma2_q8_0_refs \
-            hf_qwen3:hf_qwen3 qwen3.gguf:hf_qwen3 qwen3_q8_0.gguf:qwen3_q8_0_refs; do
+            hf_qwen3:hf_qwen3 qwen3.gguf:hf_qwen3 qwen3_q8_0.gguf:qwen3_q8_0_refs \
+            hf_mqa:hf_mqa hf_llama3:hf_llama3 llama3.gguf:hf_llama3 llama3_q8_0.gguf:llama3_q8_0_refs \
+            hf_phi3:hf_phi3 phi3.gguf:hf_phi3 phi3_q8_0.gguf:phi3_q8_0_refs \
+            hf_gpt2:hf_gpt2 gpt2.gguf:hf_gpt2 gpt2_q8_0.gguf:gpt2_q8_0_refs; do
   source=$src/testdata/llm/${pair%%:*}
   want="tokens: $(cat "$src/testdata/llm/${pair##*:}/ref_ids.txt")"
   # transformers' ids: GGUF blocks dequantized to f32 (quant_llama.sh checks them kept quantized vs llama.cpp)
@@ -40,6 +43,20 @@ for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf
         fi
       done
     done
+  done
+done
+# Megatron's kv copies at --tp 4: 2 kv heads (each on 2 devices), 1 kv head
+# (on all 4, with the vocab of 127 padded to 128): TP1's ids
+for source in hf_untied_f32 hf_mqa; do
+  for backend in $backends; do
+    out=$("$ppcc" generate "$src/testdata/llm/$source" --tp 4 --pp 2 --backend=$backend --prompt-ids $prompt \
+          --max-new-tokens 8 --ignore-eos 2>&1)
+    if [[ $(sed -n 1p <<<"$out") == "tokens: $(cat "$src/testdata/llm/$source/ref_ids.txt")" ]]; then
+      pass=$((pass + 1))
+    else
+      echo "FAIL $source tp4 pp2 $backend: $out"
+      fail=$((fail + 1))
+    fi
   done
 done
 # 10 decode steps bind the same resident param shards: no param byte is
@@ -97,7 +114,7 @@ check_error 2 "--prompt-ids" generate "$src/testdata/llm/hf_untied_f32" --prompt
 check_error 1 "outside the vocabulary" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1,500
 check_error 1 "config.json" generate "$src/testdata/llm" --prompt-ids 1
 check_error 1 "no such file" generate "$src/testdata/llm/missing.gguf" --prompt-ids 1
-check_error 1 "divisible by --tp" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 --tp 4
+check_error 1 "divisible by --tp" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 --tp 3
 check_error 2 "hf, gguf or onnx" import safetensors x -o /dev/null
 check_error 2 "unknown option '----max-new-tokens' (too many dashes: did you mean '--max-new-tokens'?)" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1 ----max-new-tokens 3
 # neither --cache nor --seq was given: name what was

@@ -49,6 +49,18 @@ for backend in $backends; do
   check "gpt2.gguf $backend" "$dir/gpt2.gguf" "$(ref gpt2 text)" "$(ref gpt2 ids)" --prompt "$prompt" \
     --max-new-tokens 12 --backend=$backend
 done
+# the families of tools/make_family_refs2.py (ref_text.json beside each HF
+# checkpoint): Gemma and Gemma 2 with the spm tokenizer, Qwen3 (and its GGUF)
+# with the qwen2 byte BPE; EOS ignored as transformers' loop did
+fam_ref() { python3 -c "import json; v=json.load(open('$1/ref_text.json'))['$2']
+print(' '.join(map(str, v)) if isinstance(v, list) else v, end='')"; }
+for backend in $backends; do
+  for pair in hf_gemma:hf_gemma hf_gemma2:hf_gemma2 hf_qwen3:hf_qwen3 qwen3.gguf:hf_qwen3; do
+    r=$src/testdata/llm/${pair##*:}
+    check "${pair%%:*} $backend" "$src/testdata/llm/${pair%%:*}" "$(fam_ref "$r" text)" "$(fam_ref "$r" ids)" \
+      --prompt "$(fam_ref "$r" prompt)" --max-new-tokens 8 --ignore-eos --backend=$backend
+  done
+done
 # --prompt-ids stops at the EOS too
 out=$("$ppcc" generate "$dir/gpt2" --prompt-ids "$(ref gpt2 prompt_ids | tr ' ' ,)" --max-new-tokens 12 --backend=interp)
 if [[ $(sed -n 1p <<<"$out") == "tokens: $(ref gpt2 ids_to_eos)" ]]; then pass=$((pass + 1)); else

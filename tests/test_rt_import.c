@@ -47,8 +47,23 @@ static const checkpoint checkpoints[] = {
   {"testdata/llm/hf_qwen3", "testdata/llm/hf_qwen3"},
   {"testdata/llm/qwen3.gguf", "testdata/llm/hf_qwen3"},
   {"testdata/llm/qwen3_q8_0.gguf", "testdata/llm/qwen3_q8_0_refs"},
+  /* one kv head, vocab 127: at TP2 the kv head is copied, the head padded
+   * (tools/make_more_family_refs.py) */
+  {"testdata/llm/hf_mqa", "testdata/llm/hf_mqa"},
+  /* Llama 3 rope scaling: config.json's rope_scaling, GGUF's rope_freqs.weight */
+  {"testdata/llm/hf_llama3", "testdata/llm/hf_llama3"},
+  {"testdata/llm/llama3.gguf", "testdata/llm/hf_llama3"},
+  {"testdata/llm/llama3_q8_0.gguf", "testdata/llm/llama3_q8_0_refs"},
+  /* Phi-3 (fused qkv and gate_up cut at load, vocab 421: padded at TP2) and
+   * GPT-2 (LayerNorm, learned positions, gelu_new, Conv1D, tied) */
+  {"testdata/llm/hf_phi3", "testdata/llm/hf_phi3"},
+  {"testdata/llm/phi3.gguf", "testdata/llm/hf_phi3"},
+  {"testdata/llm/phi3_q8_0.gguf", "testdata/llm/phi3_q8_0_refs"},
+  {"testdata/llm/hf_gpt2", "testdata/llm/hf_gpt2"},
+  {"testdata/llm/gpt2.gguf", "testdata/llm/hf_gpt2"},
+  {"testdata/llm/gpt2_q8_0.gguf", "testdata/llm/gpt2_q8_0_refs"},
 };
-#define N_CHECKPOINTS 18
+#define N_CHECKPOINTS 28
 
 static ppcc_host_tensor read_npy(const char *rel) {
   ppcc_host_tensor t;
@@ -431,7 +446,10 @@ static void expect_config_error(const char *from, const char *to, const char *ke
 }
 
 START_TEST(bad_configs_name_the_key) {
-  expect_config_error("LlamaForCausalLM", "GPT2LMHeadModel", "'architectures'");
+  expect_config_error("LlamaForCausalLM", "FalconForCausalLM", "'architectures'");
+  expect_config_error("\"rope_scaling\": null",
+                      "\"rope_scaling\": {\"type\": \"longrope\", \"long_factor\": [1], \"short_factor\": [1]}",
+                      "'longrope'");
   expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 2.0}",
                       "'rope_scaling'");
   expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"linear\"}", "'rope_scaling.factor'");

@@ -16,6 +16,8 @@ Writes under testdata/llm/ (FAM: gemma, gemma2, qwen3):
   FAM.gguf         hf_FAM converted by llama.cpp's convert_hf_to_gguf.py
                    (f32); references in FAM_gguf_refs/ when they differ
                    from hf_FAM's (Gemma 2: see below), else hf_FAM's
+  hf_FAM/ref_text.json  text in, text out: a prompt through the checkpoint's
+                   tokenizer, the greedy ids and transformers' decode of them
   FAM_q8_0.gguf    converted with --outtype q8_0; references FAM_q8_0_refs/
                    from the same transformers model loaded with the file's
                    tensors dequantized by the gguf package (Gemma's norms
@@ -27,6 +29,7 @@ references of its GGUF files use query_pre_attn_scalar = head_dim.
 Step logits come from one full forward per step (no KV cache, so no cache
 class's window handling is involved); the greedy ids are also checked
 against model.generate(do_sample=False)."""
+import json
 import os
 import shutil
 import sys
@@ -123,6 +126,16 @@ def dequantized(path, like, arch, norm_shift):
     return model
 
 
+PROMPT_TEXT = "the quick brown fox jumps over"
+
+
+def write_text_refs(d, model, tok):
+    """ref_text.json: PROMPT_TEXT through the checkpoint's tokenizer, the
+    greedy ids (EOS not stopping) and transformers' decode of them."""
+    with open(os.path.join(d, "ref_text.json"), "w") as f:
+        json.dump(tokrefs.greedy_text(model, tok, PROMPT_TEXT, llm.NEW_TOKENS), f, ensure_ascii=False, indent=1)
+
+
 def family(name, cls, cfg, tok, pre, arch, seed, norm_shift=False, gguf_cfg=None, embed=1.0):
     """hf_NAME, NAME.gguf, NAME_q8_0.gguf and their references. gguf_cfg:
     config changes for what the GGUF files compute (Gemma 2's scalar);
@@ -133,6 +146,7 @@ def family(name, cls, cfg, tok, pre, arch, seed, norm_shift=False, gguf_cfg=None
         model.model.embed_tokens.weight.mul_(embed)
     d = save_dir("hf_" + name, model, tok)
     write_refs(d, model, llm.PROMPT)
+    write_text_refs(d, model, tok)
     ref_model = model
     if gguf_cfg:
         ref_model = cls(type(cfg)(**{**cfg.to_dict(), **gguf_cfg, "attn_implementation": "eager"})).eval()

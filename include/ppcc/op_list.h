@@ -47,7 +47,7 @@ PPCC_OP(embedding,       2,  2,   1,  attrs_embedding,  COMPUTE,     shape_embed
 PPCC_OP(rms_norm,        2,  2,   1,  attrs_rms_norm,       COMPUTE,     shape_norm,        shard_norm,            MULTI,       flops_elem4,      batch_norm,        kernel_rms_norm,    lower_rms_norm)
 PPCC_OP(layer_norm,      2,  3,   1,  attrs_eps,        COMPUTE,     shape_norm,        shard_norm,            MULTI,       flops_elem8,      batch_norm,        kernel_layer_norm,  lower_layer_norm)
 PPCC_OP(softmax,         1,  1,   1,  attrs_dim_opt,    COMPUTE,     shape_same,        shard_softmax,         UNARY,       flops_elem4,      batch_dim_last,    kernel_softmax,     lower_softmax)
-PPCC_OP(rotary,          2,  2,   1,  attrs_rotary,     COMPUTE,     shape_rotary,      shard_rotary,          MULTI,       flops_elem4,      batch_rotary,      kernel_rotary,      lower_rotary)
+PPCC_OP(rotary,          2,  3,   1,  attrs_rotary,     COMPUTE,     shape_rotary,      shard_rotary,          MULTI,       flops_elem4,      batch_rotary,      kernel_rotary,      lower_rotary)
 PPCC_OP(attention,       3,  4,   1,  attrs_attention,  COMPUTE,     shape_attention,   shard_attention,       MULTI,       flops_attention,  batch_all,         kernel_attention,   lower_attention)
 PPCC_OP(concat,          1,  16,  1,  attrs_dim,        COMPUTE,     shape_concat,      shard_concat,          MULTI,       flops_zero,       batch_dim_first,   kernel_concat,      lower_concat)
 PPCC_OP(slice,           1,  1,   1,  attrs_slice,      COMPUTE,     shape_slice,       shard_slice,           UNARY,       flops_zero,       batch_dim_first,   kernel_slice,       lower_slice)

@@ -56,9 +56,10 @@ static const cli_command import_command = {
            "                          [--decode] [--cache C] [--dtype f32|f16|bf16] [--row-positions]\n"
            "       ppcc import gguf FILE.gguf -o MODEL.json [same options]\n"
            "\n"
-           "Writes a Llama graph for a Hugging Face checkpoint directory (config.json of a\n"
-           "LlamaForCausalLM or MistralForCausalLM, model.safetensors or shards listed in\n"
-           "model.safetensors.index.json) or a GGUF file (llama.* metadata). The params\n"
+           "Writes a decoder graph for a Hugging Face checkpoint directory (config.json of\n"
+           "a family in src/import/families.c: Llama, Mistral, Qwen2/3, Gemma/Gemma 2,\n"
+           "Phi-3, GPT-2; model.safetensors or shards listed in\n"
+           "model.safetensors.index.json) or a GGUF file (ARCH.* metadata). The params\n"
            "keep the checkpoint's own tensor names, so 'ppcc run MODEL.json --weights DIR'\n"
            "(or --weights FILE.gguf) reads the checkpoint unchanged. Blocks are spread\n"
            "over P pipeline stages of T tensor-parallel devices (sharktank's layout).\n"
@@ -66,7 +67,10 @@ static const cli_command import_command = {
            "Inputs of the graph: tokens (i64 [B, N]), positions (i64 [N], the positions\n"
            "of the N tokens) and per block k/v caches [B, C, kv_heads, head_dim]. Outputs:\n"
            "logits of the last token, next_token (greedy) and the updated caches. Attention\n"
-           "reads cache slots 0..position, so one graph serves every position.\n",
+           "reads cache slots 0..position, so one graph serves every position. With fewer\n"
+           "kv heads than T (MQA), each is copied to T/kv_heads devices and the caches\n"
+           "have T heads (Megatron); a vocab not divisible by T is padded with zero rows\n"
+           "for the split head and the pad cut off the logits.\n",
   .options = import_options,
   .help_column = 19,
 };

@@ -7,7 +7,8 @@ void cli_help_import(FILE *out) {
   fputs("Usage: ppcc import SOURCE INPUT -o MODEL.json [OPTIONS]\n"
         "\n"
         "Sources:\n"
-        "  hf        a Hugging Face Llama/Mistral checkpoint directory\n"
+        "  hf        a Hugging Face decoder checkpoint directory (Llama, Qwen, Gemma,\n"
+        "            Phi-3, GPT-2, ...)\n"
         "  gguf      a GGUF file (llama.cpp / sharktank)\n"
         "  onnx      an ONNX model (.onnx); 'ppcc import onnx --help' for its options\n\n",
         out);

@@ -5,6 +5,33 @@
 #include <string.h>
 #include "import.h"
 
+/* Phi-3: fused q/k/v and gate/up tensors, cut into Llama's parts at load */
+static const char *const phi3_hf[] = {
+  "self_attn.q_proj.weight", "self_attn.qkv_proj.weight#q", "self_attn.k_proj.weight", "self_attn.qkv_proj.weight#k",
+  "self_attn.v_proj.weight", "self_attn.qkv_proj.weight#v", "mlp.gate_proj.weight", "mlp.gate_up_proj.weight#gate",
+  "mlp.up_proj.weight", "mlp.gate_up_proj.weight#up", NULL};
+static const char *const phi3_gguf[] = {
+  "attn_q.weight", "attn_qkv.weight#q", "attn_k.weight", "attn_qkv.weight#k", "attn_v.weight", "attn_qkv.weight#v",
+  "ffn_gate.weight", "ffn_up.weight#gate", "ffn_up.weight", "ffn_up.weight#up", NULL};
+/* GPT-2: its own HF names, Conv1D weights stored [in, out], fused c_attn */
+static const char *const gpt2_hf[] = {
+  "model.embed_tokens.weight", "transformer.wte.weight", "model.embed_positions.weight", "transformer.wpe.weight",
+  "model.norm.weight", "transformer.ln_f.weight", "model.norm.bias", "transformer.ln_f.bias",
+  "input_layernorm.weight", "ln_1.weight", "input_layernorm.bias", "ln_1.bias",
+  "self_attn.q_proj.weight", "attn.c_attn.weight#T#q", "self_attn.k_proj.weight", "attn.c_attn.weight#T#k",
+  "self_attn.v_proj.weight", "attn.c_attn.weight#T#v", "self_attn.q_proj.bias", "attn.c_attn.bias#q",
+  "self_attn.k_proj.bias", "attn.c_attn.bias#k", "self_attn.v_proj.bias", "attn.c_attn.bias#v",
+  "self_attn.o_proj.weight", "attn.c_proj.weight#T", "self_attn.o_proj.bias", "attn.c_proj.bias",
+  "post_attention_layernorm.weight", "ln_2.weight", "post_attention_layernorm.bias", "ln_2.bias",
+  "mlp.up_proj.weight", "mlp.c_fc.weight#T", "mlp.up_proj.bias", "mlp.c_fc.bias",
+  "mlp.down_proj.weight", "mlp.c_proj.weight#T", "mlp.down_proj.bias", "mlp.c_proj.bias", NULL};
+static const char *const gpt2_gguf[] = {
+  "attn_q.weight", "attn_qkv.weight#q", "attn_k.weight", "attn_qkv.weight#k", "attn_v.weight", "attn_qkv.weight#v",
+  "attn_q.bias", "attn_qkv.bias#q", "attn_k.bias", "attn_qkv.bias#k", "attn_v.bias", "attn_qkv.bias#v", NULL};
+static const char *const gpt2_keys[] = {
+  "hidden_size", "n_embd", "num_hidden_layers", "n_layer", "num_attention_heads", "n_head",
+  "intermediate_size", "n_inner", "rms_norm_eps", "layer_norm_epsilon", "max_position_embeddings", "n_positions", NULL};
+
 static const llama_family families[] = {
   {.hf_arch = "LlamaForCausalLM", .model_type = "llama", .gguf_arch = "llama", .act_key = "hidden_act", .act = "silu"},
   {.hf_arch = "MistralForCausalLM", .model_type = "mistral", .gguf_arch = "llama", .window = LLAMA_WINDOW_USED,
@@ -17,6 +44,13 @@ static const llama_family families[] = {
    .act_key = "hidden_activation", .act = "gelu_tanh"},
   {.hf_arch = "Gemma2ForCausalLM", .model_type = "gemma2", .gguf_arch = "gemma2", .hf_norm_offset = 1,
    .embed_scale = true, .post_norms = true, .window = LLAMA_WINDOW_USED, .window_period = 2, .act_key = "hidden_activation", .act = "gelu_tanh"},
+  {.hf_arch = "Phi3ForCausalLM", .model_type = "phi3", .gguf_arch = "phi3", .window = LLAMA_WINDOW_USED,
+   .act_key = "hidden_act", .act = "silu", .hf_renames = phi3_hf, .gguf_renames = phi3_gguf},
+  {.hf_arch = "GPT2LMHeadModel", .model_type = "gpt2", .gguf_arch = "gpt2", .window = LLAMA_WINDOW_IGNORED,
+   .act_key = "activation_function", .act = "gelu_tanh", .layer_norm = true, .learned_positions = true,
+   .plain_mlp = true, .all_biases = true, .hf_keys = gpt2_keys, .ffn_per_hidden = 4,
+   .gguf_eps = "attention.layer_norm_epsilon", .hf_block_prefix = "transformer.h.%ld.", .hf_renames = gpt2_hf,
+   .gguf_renames = gpt2_gguf},
 };
 #define N_FAMILIES (sizeof families / sizeof *families)
 
@@ -41,6 +75,13 @@ const char *llama_activation_op(const char *hf_name) {
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (strcmp(hf_name, names[i][0]) == 0) return names[i][1];
   return NULL;
+}
+
+/* The family's name of config.json key `key` (GPT-2: n_embd for hidden_size). */
+const char *llama_family_key(const llama_family *f, const char *key) {
+  for (int i = 0; f->hf_keys && f->hf_keys[i]; i += 2)
+    if (strcmp(f->hf_keys[i], key) == 0) return f->hf_keys[i + 1];
+  return key;
 }
 
 const char *llama_family_list(bool gguf) {

@@ -70,13 +70,21 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
   s->qk_norm = family->qk_norm;
   s->act = family->act;
   s->window_period = family->window_period;
+  s->layer_norm = family->layer_norm;
+  s->plain_mlp = family->plain_mlp;
+  s->block_prefix = NULL;
+  s->renames = family->gguf_renames;
   s->attn_scale = 0; /* llama.cpp: 1/sqrt(key_length) (query_pre_attn_scalar is not stored) */
   ppcc_status st = need_int(g, akey(a, "embedding_length"), true, 0, &s->hidden, d);
   if (!st) st = need_int(g, akey(a, "feed_forward_length"), true, 0, &s->ffn, d);
   if (!st) st = need_int(g, akey(a, "block_count"), true, 0, &s->layers, d);
   if (!st) st = need_int(g, akey(a, "attention.head_count"), true, 0, &s->heads, d);
   if (!st) st = need_int(g, akey(a, "attention.head_count_kv"), false, s->heads, &s->kv_heads, d);
-  if (!st) st = need_number(g, akey(a, "attention.layer_norm_rms_epsilon"), false, 1e-5, &s->eps, d);
+  if (!st)
+    st = need_number(g, akey(a, family->gguf_eps ? family->gguf_eps : "attention.layer_norm_rms_epsilon"), false, 1e-5,
+                     &s->eps, d);
+  s->learned_positions = 0;
+  if (!st && family->learned_positions) st = need_int(g, akey(a, "context_length"), true, 0, &s->learned_positions, d);
   if (!st) st = need_number(g, akey(a, "rope.freq_base"), false, 10000.0, &s->theta, d);
   if (!st) st = need_number(g, akey(a, "attn_logit_softcapping"), false, 0, &s->attn_softcap, d);
   if (!st) st = need_number(g, akey(a, "final_logit_softcapping"), false, 0, &s->final_softcap, d);
@@ -96,8 +104,6 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
     st = need_number(g, akey(a, "rope.scaling.factor"), true, 1.0, &s->rope_factor, d);
     if (st) return st;
   }
-  if (rt_gguf_find_tensor(g, "rope_freqs.weight"))
-    return ppcc_error(d, "%s: tensor 'rope_freqs.weight': per-frequency rope factors (Llama 3 in GGUF) are not supported", path);
   /* the head dim: key_length where given (it may differ from hidden/heads) */
   long value_len = 0;
   if (!rt_gguf_find_kv(g, akey(a, "attention.key_length")) && s->hidden % s->heads != 0)
@@ -115,6 +121,13 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
   if (rope_dims != s->head_dim)
     return ppcc_error(d, "%s: metadata key '%s': partial rotary (%ld of %ld head dims) is not supported", path,
                       akey(a, "rope.dimension_count"), rope_dims, s->head_dim);
+  if (rt_gguf_find_tensor(g, "rope_factors_long.weight"))
+    return ppcc_error(d, "%s: tensor 'rope_factors_long.weight': longrope scaling (Phi-3 128k) is not supported", path);
+  /* Llama 3 in GGUF: the rope scaling as per-pair divisors of the frequencies */
+  const rt_gguf_tensor *freqs = rt_gguf_find_tensor(g, "rope_freqs.weight");
+  if (freqs && (freqs->n_dims != 1 || (long)freqs->ne[0] != s->head_dim / 2))
+    return ppcc_error(d, "%s: tensor 'rope_freqs.weight' must be [%ld] (half the head dim)", path, s->head_dim / 2);
+  s->rope_freqs = freqs != NULL;
   const rt_gguf_tensor *embd = rt_gguf_find_tensor(g, "token_embd.weight");
   if (!embd) return ppcc_error(d, "%s: tensor 'token_embd.weight' is missing", path);
   if (embd->n_dims != 2 || embd->ne[0] != s->hidden)
@@ -128,8 +141,8 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
   s->tied = rt_gguf_find_tensor(g, "output.weight") == NULL;
   /* biases are present or not (llama.cpp writes what the checkpoint has) */
   s->qkv_bias = s->qkv_bias || rt_gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
-  s->attn_bias = rt_gguf_find_tensor(g, "blk.0.attn_output.bias") != NULL;
-  s->mlp_bias = rt_gguf_find_tensor(g, "blk.0.ffn_down.bias") != NULL;
+  s->attn_bias = family->all_biases || rt_gguf_find_tensor(g, "blk.0.attn_output.bias") != NULL;
+  s->mlp_bias = family->all_biases || rt_gguf_find_tensor(g, "blk.0.ffn_down.bias") != NULL;
   s->naming = LLAMA_NAMES_GGUF;
   return st;
 }

@@ -170,6 +170,14 @@ static ppcc_status read_family_keys(const cJSON *root, const char *path, const l
   s->embed_scale = f->embed_scale ? (double)(float)sqrt((double)s->hidden) : 0; /* transformers: an f32 tensor */
   s->post_norms = f->post_norms;
   s->qk_norm = f->qk_norm;
+  s->layer_norm = f->layer_norm;
+  s->plain_mlp = f->plain_mlp;
+  s->attn_bias = s->attn_bias || f->all_biases;
+  s->mlp_bias = s->mlp_bias || f->all_biases;
+  s->block_prefix = f->hf_block_prefix;
+  s->renames = f->hf_renames;
+  if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "scale_attn_by_inverse_layer_idx")))
+    return key_error(d, path, "scale_attn_by_inverse_layer_idx", "true is not supported");
   double query_scalar = 0;
   ppcc_status st = read_activation(root, path, f, s, d);
   if (!st) st = read_window(root, path, f, s, d);
@@ -189,16 +197,21 @@ ppcc_status llama_spec_from_hf_json(const char *path, const char *json, size_t l
   }
   const llama_family *family = NULL;
   ppcc_status st = check_arch(root, path, &family, d);
-  if (!st) st = int_key(root, path, "hidden_size", 0, &s->hidden, d);
-  if (!st) st = int_key(root, path, "intermediate_size", 0, &s->ffn, d);
-  if (!st) st = int_key(root, path, "num_hidden_layers", 0, &s->layers, d);
-  if (!st) st = int_key(root, path, "num_attention_heads", 0, &s->heads, d);
+#define KEY(name) llama_family_key(family, name) /* GPT-2's config.json says n_embd, n_layer, ... */
+  if (!st) st = int_key(root, path, KEY("hidden_size"), 0, &s->hidden, d);
+  if (!st) st = int_key(root, path, KEY("intermediate_size"), family->ffn_per_hidden * s->hidden, &s->ffn, d);
+  if (!st) st = int_key(root, path, KEY("num_hidden_layers"), 0, &s->layers, d);
+  if (!st) st = int_key(root, path, KEY("num_attention_heads"), 0, &s->heads, d);
   if (!st) st = int_key(root, path, "num_key_value_heads", s->heads, &s->kv_heads, d);
   if (!st) st = int_key(root, path, "vocab_size", 0, &s->vocab, d);
   if (!st && s->hidden % s->heads != 0 && !cJSON_GetObjectItemCaseSensitive(root, "head_dim"))
     st = key_error(d, path, "hidden_size", "is not a multiple of num_attention_heads and head_dim is not given");
   if (!st) st = int_key(root, path, "head_dim", s->hidden / s->heads, &s->head_dim, d);
-  if (!st) st = float_key(root, path, "rms_norm_eps", 1e-6, &s->eps, d);
+  if (!st) st = float_key(root, path, KEY("rms_norm_eps"), 1e-6, &s->eps, d);
+  s->learned_positions = 0;
+  if (!st && family->learned_positions)
+    st = int_key(root, path, KEY("max_position_embeddings"), 0, &s->learned_positions, d);
+#undef KEY
   if (!st) st = float_key(root, path, "rope_theta", 10000.0, &s->theta, d);
   s->tied = true; /* transformers: an absent tie_word_embeddings is true (save_pretrained omits it then) */
   if (!st) st = bool_key(root, path, "tie_word_embeddings", &s->tied, d);

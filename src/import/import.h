@@ -33,6 +33,19 @@ typedef struct llama_family {
   int window_period;      /* with a sliding window, only layers b % period == 0 use it (Gemma 2: 2); 0: all */
   const char *act_key;    /* config.json key of the MLP activation ("hidden_act"; Gemma: "hidden_activation") */
   const char *act;        /* the activation op when that key is absent or null (GGUF: always) */
+  /* GPT-2 / Phi-3 */
+  bool layer_norm;        /* LayerNorm with a bias (GPT-2) instead of RMSNorm */
+  bool learned_positions; /* a position embedding table added to the token embeddings, no rotary (GPT-2) */
+  bool plain_mlp;         /* up -> activation -> down, no gate (GPT-2) */
+  bool all_biases;        /* every projection and norm has a bias (GPT-2) */
+  const char *const *hf_keys; /* {canonical, family's} config.json key pairs, NULL-ended (GPT-2: n_embd...) */
+  long ffn_per_hidden;    /* an absent intermediate size is this times the hidden size (GPT-2: 4); 0: required */
+  const char *gguf_eps;   /* the GGUF eps key after ARCH. (NULL: attention.layer_norm_rms_epsilon) */
+  /* tensor names: Llama's (model.layers.N.self_attn.q_proj.weight, blk.N.attn_q.weight) unless renamed by
+   * {llama name, family's name} pairs, NULL-ended; a family name may end in #q, #k, #v (rows of a fused
+   * qkv tensor), #gate, #up (of a fused gate_up) and carry #T (stored [in, out]: Conv1D) before those */
+  const char *hf_block_prefix; /* block b's HF tensors start with this printf format (NULL: "model.layers.%ld.") */
+  const char *const *hf_renames, *const *gguf_renames;
 } llama_family;
 
 /* The row of a config.json architecture or model_type / a GGUF
@@ -40,6 +53,10 @@ typedef struct llama_family {
 const llama_family *llama_family_of_hf(const char *arch, const char *model_type);
 const llama_family *llama_family_of_gguf(const char *arch);
 const char *llama_family_list(bool gguf);
+/* config.json's name of a canonical (Llama) key for the family. */
+const char *llama_family_key(const llama_family *f, const char *key);
+/* A tensor name after a family's renames (llama_family.hf_renames). */
+const char *llama_renamed(const char *const *renames, const char *name);
 /* The op of an HF activation name (silu, gelu, gelu_pytorch_tanh...), or NULL. */
 const char *llama_activation_op(const char *hf_name);
 
@@ -50,6 +67,7 @@ typedef struct llama_spec {
   /* rope_scaling: factor 1 = none; orig_max_pos 0 = linear, else llama3 */
   double rope_factor, rope_low, rope_high;
   long rope_orig;
+  bool rope_freqs;  /* GGUF tensor rope_freqs.weight [head_dim/2]: per-pair frequency divisors (Llama 3) */
   bool tied;        /* the output head reuses the embedding table */
   bool attn_bias;   /* q/k/v/o projections have biases */
   bool qkv_bias;    /* q/k/v projections have biases (o has none) */
@@ -61,6 +79,10 @@ typedef struct llama_spec {
   double attn_scale;      /* scores times this (0: 1/sqrt(head_dim)) */
   double attn_softcap, final_softcap; /* x -> cap * tanh(x / cap) of scores / logits (0: none) */
   long window;            /* sliding-window attention over this many positions (0: none) */
+  bool layer_norm, plain_mlp; /* as the family row */
+  long learned_positions; /* rows of the position embedding table (0: rotary) */
+  const char *block_prefix;   /* as the family row's hf_block_prefix for HF names (NULL: Llama's) */
+  const char *const *renames; /* the family row's renames of the source's naming (NULL: none) */
   int window_period;      /* only layers b % period == 0 have the window (0: all) */
   llama_naming naming;
   /* the graph (from the command line) */

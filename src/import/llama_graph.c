@@ -24,6 +24,14 @@
 
 static long stage_of(const llama_spec *s, long block) { return block * s->pp / s->layers; }
 
+/* Megatron with fewer kv heads than T (MQA): every kv head is copied to
+ * the T/kv_heads devices whose query heads read it, so each device holds
+ * one kv head in its cache; 1 when the kv heads split evenly. */
+static long kv_copies(const llama_spec *s) { return !s->unplaced && s->kv_heads % s->tp ? s->tp / s->kv_heads : 1; }
+/* The vocab padded to a multiple of T (Megatron): the head's pad rows are
+ * zero and their logits are cut off after the all_gather. */
+static long padded_vocab(const llama_spec *s) { return s->unplaced ? s->vocab : (s->vocab + s->tp - 1) / s->tp * s->tp; }
+
 bool llama_layer_windowed(const llama_spec *s, long b) {
   return s->window > 0 && (s->window_period <= 1 || b % s->window_period == 0);
 }
@@ -38,11 +46,17 @@ const char *llama_spec_error(const llama_spec *s) {
     return "the model is larger than ppcc accepts";
   if (s->head_dim % 2 != 0) return "the head dim must be even (rotary pairs)";
   if (s->heads % s->kv_heads != 0) return "num_attention_heads must be a multiple of num_key_value_heads";
-  if (s->kv_heads % s->tp != 0 || s->heads % s->tp != 0) return "the attention and kv heads must be divisible by --tp";
-  if (s->ffn % s->tp != 0 || s->vocab % s->tp != 0) return "the intermediate size and vocab must be divisible by --tp";
+  if (s->heads % s->tp != 0) return "the attention heads must be divisible by --tp";
+  if (s->kv_heads % s->tp != 0 && s->tp % s->kv_heads != 0)
+    return "the kv heads must be divisible by --tp or divide it (then each is copied to tp/kv_heads devices)";
+  if (kv_copies(s) > 16) return "--tp may copy each kv head to at most 16 devices";
+  if (s->ffn % s->tp != 0) return "the intermediate size must be divisible by --tp";
+  if (padded_vocab(s) - s->vocab > s->vocab) return "the vocab must be at least --tp - 1";
   if (s->seq < 1 || s->batch < 1 || s->seq > 1000000 || s->batch > 1000000) return "--seq and --batch must be positive";
   if (s->cache < s->seq) return "--cache must be at least --seq";
   if (s->cache > LLAMA_MAX_CACHE) return "--cache must be at most 1000000";
+  if (s->learned_positions > 0 && s->cache > s->learned_positions)
+    return "--cache exceeds the model's learned positions (n_positions / context_length)";
   if (!(s->eps > 0) || !(s->theta > 0)) return "rms_norm_eps and rope_theta must be positive";
   return NULL;
 }
@@ -133,7 +147,8 @@ static void op(writer *w, const char *kind, const char *const *in, const char *r
 
 typedef enum {
   W_ATTN_NORM, W_Q, W_K, W_V, W_O, W_FFN_NORM, W_GATE, W_UP, W_DOWN,
-  B_Q, B_K, B_V, B_O, B_GATE, B_UP, B_DOWN, W_POST_ATTN_NORM, W_POST_FFN_NORM, W_Q_NORM, W_K_NORM, W_COUNT
+  B_Q, B_K, B_V, B_O, B_GATE, B_UP, B_DOWN, W_POST_ATTN_NORM, W_POST_FFN_NORM, W_Q_NORM, W_K_NORM,
+  B_ATTN_NORM, B_FFN_NORM, W_COUNT
 } block_weight;
 
 static const char *const hf_block[W_COUNT] = {
@@ -143,40 +158,75 @@ static const char *const hf_block[W_COUNT] = {
   "self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias", "self_attn.o_proj.bias",
   "mlp.gate_proj.bias", "mlp.up_proj.bias", "mlp.down_proj.bias",
   "post_attention_layernorm.weight", "post_feedforward_layernorm.weight", "self_attn.q_norm.weight",
-  "self_attn.k_norm.weight",
+  "self_attn.k_norm.weight", "input_layernorm.bias", "post_attention_layernorm.bias",
 };
 static const char *const gguf_block[W_COUNT] = {
   "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
   "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
   "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias",
   "post_attention_norm.weight", "post_ffw_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight",
+  "attn_norm.bias", "ffn_norm.bias",
 };
 
 /* Rotating buffers for names used within one statement. */
 typedef struct names {
-  char buf[16][96];
+  char buf[16][160];
   int n;
 } names;
 
+/* `name` after a family's renames (pairs, NULL-ended), or name itself. */
+const char *llama_renamed(const char *const *renames, const char *name) {
+  for (int i = 0; renames && renames[i]; i += 2)
+    if (strcmp(renames[i], name) == 0) return renames[i + 1];
+  return name;
+}
+
+/* A family's part of a fused tensor, "#q" ... "#up" ending a renamed
+ * name, as the rows the weights loader cuts ("#a:b"); out holds the name. */
+static void fused_rows(const llama_spec *s, char *out, size_t size) {
+  static const char *const parts[] = {"#q", "#k", "#v", "#gate", "#up"};
+  long qd = s->heads * s->head_dim, kvd = s->kv_heads * s->head_dim;
+  long start[] = {0, qd, qd + kvd, 0, s->ffn}, len[] = {qd, kvd, kvd, s->ffn, s->ffn};
+  size_t n = strlen(out);
+  for (int i = 0; i < 5; i++) {
+    size_t k = strlen(parts[i]);
+    if (n > k && strcmp(out + n - k, parts[i]) == 0) {
+      snprintf(out + n - k, size - (n - k), "#%ld:%ld", start[i], start[i] + len[i]);
+      return;
+    }
+  }
+}
+
 static const char *weight_name(names *n, const llama_spec *s, long b, block_weight k) {
-  char *out = n->buf[n->n++ % 16];
+  char *out = n->buf[n->n++ % 16], prefix[64];
+  const size_t size = sizeof n->buf[0];
+  const char *base = s->naming == LLAMA_NAMES_HF ? hf_block[k] : gguf_block[k];
   /* with post-norms (Gemma 2) HF's post_attention_layernorm follows
    * attention and pre_feedforward_layernorm leads the MLP */
-  if (s->naming == LLAMA_NAMES_HF && s->post_norms && k == W_FFN_NORM)
-    snprintf(out, 96, "model.layers.%ld.pre_feedforward_layernorm.weight", b);
-  else if (s->naming == LLAMA_NAMES_HF) snprintf(out, 96, "model.layers.%ld.%s", b, hf_block[k]);
-  else snprintf(out, 96, "blk.%ld.%s", b, gguf_block[k]);
+  if (s->naming == LLAMA_NAMES_HF && s->post_norms && k == W_FFN_NORM) base = "pre_feedforward_layernorm.weight";
+  const char *format = s->naming == LLAMA_NAMES_GGUF ? "blk.%ld." : s->block_prefix ? s->block_prefix : "model.layers.%ld.";
+  snprintf(prefix, sizeof prefix, format, b);
+  snprintf(out, size, "%s%s", prefix, llama_renamed(s->renames, base));
+  fused_rows(s, out, size);
   return out;
 }
 
-static const char *embd_name(const llama_spec *s) { return s->naming == LLAMA_NAMES_HF ? "model.embed_tokens.weight" : "token_embd.weight"; }
-static const char *norm_name(const llama_spec *s) { return s->naming == LLAMA_NAMES_HF ? "model.norm.weight" : "output_norm.weight"; }
-static const char *head_name(const llama_spec *s) { return s->naming == LLAMA_NAMES_HF ? "lm_head.weight" : "output.weight"; }
+/* A whole-model tensor by its Llama name (HF, GGUF), renamed for the family. */
+static const char *global_name(const llama_spec *s, const char *hf, const char *gguf) {
+  return llama_renamed(s->renames, s->naming == LLAMA_NAMES_HF ? hf : gguf);
+}
+static const char *embd_name(const llama_spec *s) { return global_name(s, "model.embed_tokens.weight", "token_embd.weight"); }
+static const char *pos_embd_name(const llama_spec *s) {
+  return global_name(s, "model.embed_positions.weight", "position_embd.weight");
+}
+static const char *norm_name(const llama_spec *s) { return global_name(s, "model.norm.weight", "output_norm.weight"); }
+static const char *norm_bias_name(const llama_spec *s) { return global_name(s, "model.norm.bias", "output_norm.bias"); }
+static const char *head_name(const llama_spec *s) { return global_name(s, "lm_head.weight", "output.weight"); }
 
 /* Values of block b: "blk.<b>.<what>" (activations and caches). */
 static const char *nm(names *n, long b, const char *what) {
   char *out = n->buf[n->n++ % 16];
-  snprintf(out, 96, "blk.%ld.%s", b, what);
+  snprintf(out, sizeof n->buf[0], "blk.%ld.%s", b, what);
   return out;
 }
 
@@ -187,16 +237,22 @@ static void write_params(writer *w) {
   long qd = s->heads * s->head_dim, kvd = s->kv_heads * s->head_dim;
   open_array(w, "params");
   param2(w, embd_name(s), s->vocab, s->hidden, -1, 0);
+  if (s->learned_positions > 0) param2(w, pos_embd_name(s), s->learned_positions, s->hidden, -1, 0);
   for (long b = 0; b < s->layers; b++) {
     long st = stage_of(s, b);
     names n = {.n = 0};
     param1(w, weight_name(&n, s, b, W_ATTN_NORM), s->hidden, st);
     param2(w, weight_name(&n, s, b, W_Q), qd, s->hidden, 0, st);
-    param2(w, weight_name(&n, s, b, W_K), kvd, s->hidden, 0, st);
-    param2(w, weight_name(&n, s, b, W_V), kvd, s->hidden, 0, st);
+    int kv_split = kv_copies(s) > 1 ? -1 : 0; /* copied kv heads: whole K/V on every device */
+    param2(w, weight_name(&n, s, b, W_K), kvd, s->hidden, kv_split, st);
+    param2(w, weight_name(&n, s, b, W_V), kvd, s->hidden, kv_split, st);
     param2(w, weight_name(&n, s, b, W_O), s->hidden, qd, 1, st);
     param1(w, weight_name(&n, s, b, W_FFN_NORM), s->hidden, st);
-    param2(w, weight_name(&n, s, b, W_GATE), s->ffn, s->hidden, 0, st);
+    if (s->layer_norm) {
+      param1(w, weight_name(&n, s, b, B_ATTN_NORM), s->hidden, st);
+      param1(w, weight_name(&n, s, b, B_FFN_NORM), s->hidden, st);
+    }
+    if (!s->plain_mlp) param2(w, weight_name(&n, s, b, W_GATE), s->ffn, s->hidden, 0, st);
     param2(w, weight_name(&n, s, b, W_UP), s->ffn, s->hidden, 0, st);
     param2(w, weight_name(&n, s, b, W_DOWN), s->hidden, s->ffn, 1, st);
     if (s->post_norms) {
@@ -209,25 +265,27 @@ static void write_params(writer *w) {
     }
     if (s->qkv_bias || s->attn_bias) {
       param1_split(w, weight_name(&n, s, b, B_Q), qd, st);
-      param1_split(w, weight_name(&n, s, b, B_K), kvd, st);
-      param1_split(w, weight_name(&n, s, b, B_V), kvd, st);
+      tensor_decl(w, weight_name(&n, s, b, B_K), s->dtype, 1, &kvd, kv_split, st, false);
+      tensor_decl(w, weight_name(&n, s, b, B_V), s->dtype, 1, &kvd, kv_split, st, false);
     }
     if (s->attn_bias) param1(w, weight_name(&n, s, b, B_O), s->hidden, st); /* added after the all_reduce */
     if (s->mlp_bias) {
-      param1_split(w, weight_name(&n, s, b, B_GATE), s->ffn, st);
+      if (!s->plain_mlp) param1_split(w, weight_name(&n, s, b, B_GATE), s->ffn, st);
       param1_split(w, weight_name(&n, s, b, B_UP), s->ffn, st);
       param1(w, weight_name(&n, s, b, B_DOWN), s->hidden, st);
     }
   }
+  if (s->rope_freqs) param1(w, "rope_freqs.weight", s->head_dim / 2, 0); /* moved along with the positions */
   param1(w, norm_name(s), s->hidden, s->pp - 1);
-  if (!s->tied) param2(w, head_name(s), s->vocab, s->hidden, 0, s->pp - 1);
+  if (s->layer_norm) param1(w, norm_bias_name(s), s->hidden, s->pp - 1);
+  if (!s->tied) param2(w, head_name(s), s->vocab, s->hidden, padded_vocab(s) == s->vocab ? 0 : -1, s->pp - 1);
   close_array(w);
 }
 
 static void write_inputs(writer *w) {
   const llama_spec *s = w->s;
   open_array(w, "inputs");
-  long tokens[2] = {s->batch, s->seq}, cache[4] = {s->batch, s->cache, s->kv_heads, s->head_dim};
+  long tokens[2] = {s->batch, s->seq}, cache[4] = {s->batch, s->cache, s->kv_heads * kv_copies(s), s->head_dim};
   tensor_decl(w, "tokens", "i64", 2, tokens, -1, 0, false);
   long row_pos[2] = {s->batch, s->seq}; /* per row: rotary, cache writes and masks per row */
   if (s->row_positions) tensor_decl(w, "positions", "i64", 2, row_pos, -1, 0, false);
@@ -256,6 +314,17 @@ static const char *norm_attrs(const llama_spec *s, char *buf, size_t n) {
   if (s->norm_offset != 0) snprintf(buf, n, "\"eps\": %.17g, \"weight_offset\": %.17g", s->eps, s->norm_offset);
   else snprintf(buf, n, "\"eps\": %.17g", s->eps);
   return buf;
+}
+
+/* The family's norm of x: RMSNorm, or LayerNorm with its bias (GPT-2). */
+static void norm(writer *w, const char *x, const char *weight, const char *bias, const char *result) {
+  char attrs[128];
+  if (w->s->layer_norm) {
+    snprintf(attrs, sizeof attrs, "\"eps\": %.17g", w->s->eps);
+    OP3(w, "layer_norm", x, weight, bias, result, attrs);
+  } else {
+    OP2(w, "rms_norm", x, weight, result, norm_attrs(w->s, attrs, sizeof attrs));
+  }
 }
 
 /* x -> cap * tanh(x / cap) as ops (Gemma 2's final logits). */
@@ -287,7 +356,37 @@ static void row_projection(writer *w, names *n, long b, const char *x, block_wei
   if (has_bias) OP2(w, "add", reduced, weight_name(n, w->s, b, bias), result, NULL);
 }
 
-static void write_attention(writer *w, long b, const char *h, const char *pos) {
+/* [B, S, kv*D] -> [B, S, kv, D], split over heads; with copied kv heads
+ * (kv_copies > 1) the whole projection is on every device, each head is
+ * repeated next to itself ([B, S, kv, copies, D], a concat) and every
+ * device keeps its own copy (reshard_split: a local slice). */
+static void kv_heads(writer *w, names *n, long b, const char *x, const char *result) {
+  const llama_spec *s = w->s;
+  long copies = kv_copies(s), D = s->head_dim;
+  char attrs[160];
+  if (copies == 1) {
+    reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->kv_heads, D);
+    OP1(w, "reshape", x, result, attrs);
+    return;
+  }
+  char one[96], many[96], flat[96];
+  snprintf(one, sizeof one, "%s_one", result);
+  snprintf(many, sizeof many, "%s_copies", result);
+  snprintf(flat, sizeof flat, "%s_all", result);
+  snprintf(attrs, sizeof attrs, "\"shape\": [-1, %ld, %ld, 1, %ld]", s->seq, s->kv_heads, D);
+  OP1(w, "reshape", x, one, attrs);
+  const char *in[17];
+  for (long k = 0; k < copies; k++) in[k] = one;
+  in[copies] = NULL;
+  op(w, "concat", in, many, "\"dim\": 3");
+  reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->kv_heads * copies, D);
+  OP1(w, "reshape", many, flat, attrs);
+  OP1(w, "reshard_split", flat, result, "\"dim\": 2");
+  (void)n;
+  (void)b;
+}
+
+static void write_attention(writer *w, long b, const char *h, const char *pos, const char *freqs) {
   const llama_spec *s = w->s;
   long D = s->head_dim;
   char attrs[160], theta[320];
@@ -307,9 +406,8 @@ static void write_attention(writer *w, long b, const char *h, const char *pos) {
   projection(w, &n, b, h, W_V, B_V, qkv_bias, nm(&n, b, "v"));
   reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->heads, D);
   OP1(w, "reshape", nm(&n, b, "q"), nm(&n, b, "q_heads"), attrs);
-  reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->kv_heads, D);
-  OP1(w, "reshape", nm(&n, b, "k"), nm(&n, b, "k_heads"), attrs);
-  OP1(w, "reshape", nm(&n, b, "v"), nm(&n, b, "v_heads"), attrs);
+  kv_heads(w, &n, b, nm(&n, b, "k"), nm(&n, b, "k_heads"));
+  kv_heads(w, &n, b, nm(&n, b, "v"), nm(&n, b, "v_heads"));
   const char *q_heads = nm(&n, b, "q_heads"), *k_heads = nm(&n, b, "k_heads");
   if (s->qk_norm) { /* Qwen3: each head normalised over its D dims */
     norm_attrs(s, attrs, sizeof attrs);
@@ -318,11 +416,21 @@ static void write_attention(writer *w, long b, const char *h, const char *pos) {
     q_heads = nm(&n, b, "q_normed");
     k_heads = nm(&n, b, "k_normed");
   }
-  OP2(w, "rotary", q_heads, pos, nm(&n, b, "q_rot"), theta);
-  OP2(w, "rotary", k_heads, pos, nm(&n, b, "k_rot"), theta);
-  OP3(w, "index_copy", nm(&n, b, "k_cache"), pos, nm(&n, b, "k_rot"), nm(&n, b, "k_cache_new"), "\"dim\": 1");
+  char q_rot[160], k_rot[160]; /* the heads as the cache and attention meet them */
+  snprintf(q_rot, sizeof q_rot, "%s", s->learned_positions > 0 ? q_heads : nm(&n, b, "q_rot"));
+  snprintf(k_rot, sizeof k_rot, "%s", s->learned_positions > 0 ? k_heads : nm(&n, b, "k_rot"));
+  if (s->learned_positions > 0) {
+    /* GPT-2: the positions were added to the embeddings, no rotary */
+  } else if (s->rope_freqs) {
+    OP3(w, "rotary", q_heads, pos, freqs, nm(&n, b, "q_rot"), theta);
+    OP3(w, "rotary", k_heads, pos, freqs, nm(&n, b, "k_rot"), theta);
+  } else {
+    OP2(w, "rotary", q_heads, pos, nm(&n, b, "q_rot"), theta);
+    OP2(w, "rotary", k_heads, pos, nm(&n, b, "k_rot"), theta);
+  }
+  OP3(w, "index_copy", nm(&n, b, "k_cache"), pos, k_rot, nm(&n, b, "k_cache_new"), "\"dim\": 1");
   OP3(w, "index_copy", nm(&n, b, "v_cache"), pos, nm(&n, b, "v_heads"), nm(&n, b, "v_cache_new"), "\"dim\": 1");
-  OP1(w, "permute", nm(&n, b, "q_rot"), nm(&n, b, "q_t"), perm_bshd);
+  OP1(w, "permute", q_rot, nm(&n, b, "q_t"), perm_bshd);
   OP1(w, "permute", nm(&n, b, "k_cache_new"), nm(&n, b, "k_t"), perm_bshd);
   OP1(w, "permute", nm(&n, b, "v_cache_new"), nm(&n, b, "v_t"), perm_bshd);
   int len = snprintf(attrs, sizeof attrs, "\"causal\": true");
@@ -340,10 +448,15 @@ static void write_attention(writer *w, long b, const char *h, const char *pos) {
 static void write_ffn(writer *w, long b, const char *h) {
   const llama_spec *s = w->s;
   names n = {.n = 0};
-  projection(w, &n, b, h, W_GATE, B_GATE, s->mlp_bias, nm(&n, b, "gate"));
-  projection(w, &n, b, h, W_UP, B_UP, s->mlp_bias, nm(&n, b, "up"));
-  OP1(w, s->act ? s->act : "silu", nm(&n, b, "gate"), nm(&n, b, "gate_act"), NULL);
-  OP2(w, "mul", nm(&n, b, "gate_act"), nm(&n, b, "up"), nm(&n, b, "swiglu"), NULL);
+  if (s->plain_mlp) { /* GPT-2: down(act(up(x))) */
+    projection(w, &n, b, h, W_UP, B_UP, s->mlp_bias, nm(&n, b, "up"));
+    OP1(w, s->act ? s->act : "silu", nm(&n, b, "up"), nm(&n, b, "swiglu"), NULL);
+  } else {
+    projection(w, &n, b, h, W_GATE, B_GATE, s->mlp_bias, nm(&n, b, "gate"));
+    projection(w, &n, b, h, W_UP, B_UP, s->mlp_bias, nm(&n, b, "up"));
+    OP1(w, s->act ? s->act : "silu", nm(&n, b, "gate"), nm(&n, b, "gate_act"), NULL);
+    OP2(w, "mul", nm(&n, b, "gate_act"), nm(&n, b, "up"), nm(&n, b, "swiglu"), NULL);
+  }
   row_projection(w, &n, b, nm(&n, b, "swiglu"), W_DOWN, B_DOWN, s->mlp_bias, nm(&n, b, "ffn_partial"),
                  nm(&n, b, "ffn_reduced"), nm(&n, b, "ffn_out"));
 }
@@ -359,8 +472,9 @@ static void stage_devices_attr(writer *w, long stage, char *buf, size_t size, bo
  * that starts a new stage gets both by explicit transfers: activations are
  * unpinned (DESIGN P4), so the stage's copy of the positions is what its
  * rotary, cache writes and attention meet (sharktank hands positions to
- * every stage too). `pos` is updated to the stage's copy. */
-static void write_block(writer *w, long b, const char *x, char *pos, size_t pos_len) {
+ * every stage too). `pos` is updated to the stage's copy; so are the
+ * rope frequency divisors `freqs` where the model has them. */
+static void write_block(writer *w, long b, const char *x, char *pos, char *freqs, size_t len) {
   const llama_spec *s = w->s;
   names n = {.n = 0};
   char eps[128], x_in[96];
@@ -372,17 +486,21 @@ static void write_block(writer *w, long b, const char *x, char *pos, size_t pos_
     OP1(w, "transfer", x, nm(&n, b, "in"), devices);
     snprintf(x_in, sizeof x_in, "blk.%ld.in", b);
     OP1(w, "transfer", pos, nm(&n, b, "positions"), devices);
-    snprintf(pos, pos_len, "blk.%ld.positions", b);
+    snprintf(pos, len, "blk.%ld.positions", b);
+    if (s->rope_freqs) {
+      OP1(w, "transfer", freqs, nm(&n, b, "rope_freqs"), devices);
+      snprintf(freqs, len, "blk.%ld.rope_freqs", b);
+    }
   }
-  OP2(w, "rms_norm", x_in, weight_name(&n, s, b, W_ATTN_NORM), nm(&n, b, "attn_in"), eps);
-  write_attention(w, b, nm(&n, b, "attn_in"), pos);
+  norm(w, x_in, weight_name(&n, s, b, W_ATTN_NORM), weight_name(&n, s, b, B_ATTN_NORM), nm(&n, b, "attn_in"));
+  write_attention(w, b, nm(&n, b, "attn_in"), pos, freqs);
   const char *attn_out = nm(&n, b, "attn_out"), *ffn_out = nm(&n, b, "ffn_out");
   if (s->post_norms) { /* Gemma 2: each branch normalised again before its residual add */
     OP2(w, "rms_norm", attn_out, weight_name(&n, s, b, W_POST_ATTN_NORM), nm(&n, b, "attn_post"), eps);
     attn_out = nm(&n, b, "attn_post");
   }
   OP2(w, "add", x_in, attn_out, nm(&n, b, "mid"), NULL);
-  OP2(w, "rms_norm", nm(&n, b, "mid"), weight_name(&n, s, b, W_FFN_NORM), nm(&n, b, "ffn_in"), eps);
+  norm(w, nm(&n, b, "mid"), weight_name(&n, s, b, W_FFN_NORM), weight_name(&n, s, b, B_FFN_NORM), nm(&n, b, "ffn_in"));
   write_ffn(w, b, nm(&n, b, "ffn_in"));
   if (s->post_norms) {
     OP2(w, "rms_norm", ffn_out, weight_name(&n, s, b, W_POST_FFN_NORM), nm(&n, b, "ffn_post"), eps);
@@ -391,22 +509,39 @@ static void write_block(writer *w, long b, const char *x, char *pos, size_t pos_
   OP2(w, "add", nm(&n, b, "mid"), ffn_out, nm(&n, b, "out"), NULL);
 }
 
+/* The head [V, hidden] (whole, on the last stage) padded with zero rows to
+ * a multiple of T, then split over vocab rows: head_weight. The zero rows
+ * are a slice of the table minus itself (the weights are finite). */
+static void head_pad(writer *w, const char *table) {
+  const llama_spec *s = w->s;
+  char attrs[96];
+  snprintf(attrs, sizeof attrs, "\"dim\": 0, \"start\": 0, \"end\": %ld", padded_vocab(s) - s->vocab);
+  OP1(w, "slice", table, "head_pad_rows", attrs);
+  OP2(w, "sub", "head_pad_rows", "head_pad_rows", "head_pad", NULL);
+  OP2(w, "concat", table, "head_pad", "head_padded", "\"dim\": 0");
+  OP1(w, "reshard_split", "head_padded", "head_weight", "\"dim\": 0");
+}
+
 static void write_ops(writer *w) {
   const llama_spec *s = w->s;
   open_array(w, "ops");
-  char x[64] = "embedded", pos[64] = "positions", attrs[256];
+  char x[64] = "embedded", pos[64] = "positions", freqs[64] = "rope_freqs.weight", attrs[256];
   if (s->embed_scale > 0) { /* Gemma: embeddings times sqrt(hidden) */
     OP2(w, "embedding", "tokens", embd_name(s), "embedded_rows", NULL);
     snprintf(attrs, sizeof attrs, "\"value\": %.17g", s->embed_scale);
     OP1(w, "scale", "embedded_rows", "embedded", attrs);
+  } else if (s->learned_positions > 0) { /* GPT-2: plus the rows of the positions */
+    OP2(w, "embedding", "tokens", embd_name(s), "token_rows", NULL);
+    OP2(w, "embedding", "positions", pos_embd_name(s), "position_rows", NULL);
+    OP2(w, "add", "token_rows", "position_rows", "embedded", NULL);
   } else {
     OP2(w, "embedding", "tokens", embd_name(s), "embedded", NULL);
   }
   for (long b = 0; b < s->layers; b++) {
-    write_block(w, b, x, pos, sizeof pos);
+    write_block(w, b, x, pos, freqs, sizeof pos);
     snprintf(x, sizeof x, "blk.%ld.out", b);
   }
-  OP2(w, "rms_norm", x, norm_name(s), "final_norm", norm_attrs(s, attrs, sizeof attrs));
+  norm(w, x, norm_name(s), norm_bias_name(s), "final_norm");
   snprintf(attrs, sizeof attrs, "\"dim\": 1, \"start\": %ld, \"end\": %ld", s->seq - 1, s->seq);
   OP1(w, "slice", "final_norm", "last_hidden", attrs);
   const char *head = head_name(s);
@@ -419,14 +554,26 @@ static void write_ops(writer *w) {
       OP1(w, "transfer", table, "head_table", attrs);
       table = "head_table";
     }
-    OP1(w, "reshard_split", table, "head_weight", "\"dim\": 0");
+    if (padded_vocab(s) == s->vocab) OP1(w, "reshard_split", table, "head_weight", "\"dim\": 0");
+    else head_pad(w, table);
+    head = "head_weight";
+  } else if (padded_vocab(s) != s->vocab) {
+    head_pad(w, head);
     head = "head_weight";
   }
-  /* Gemma 2 soft-caps the logits (elementwise, so on the vocab shards) */
-  const char *logits = s->unplaced ? "logits" : "logits_shards";
-  OP2(w, "linear", "last_hidden", head, s->final_softcap > 0 ? "raw_logits" : logits, NULL);
-  if (s->final_softcap > 0) soft_cap(w, "raw_logits", s->final_softcap, logits);
-  if (!s->unplaced) OP1(w, "all_gather", "logits_shards", "logits", NULL);
+  /* Gemma 2 soft-caps the logits (elementwise, so on the vocab shards);
+   * a padded vocab's pad columns are cut off after the all_gather */
+  bool padded = padded_vocab(s) != s->vocab;
+  const char *shards = s->unplaced ? "logits" : padded ? "logits_padded_shards" : "logits_shards";
+  OP2(w, "linear", "last_hidden", head, s->final_softcap > 0 ? "raw_logits" : shards, NULL);
+  if (s->final_softcap > 0) soft_cap(w, "raw_logits", s->final_softcap, shards);
+  if (!s->unplaced && padded) {
+    OP1(w, "all_gather", shards, "logits_padded", NULL);
+    snprintf(attrs, sizeof attrs, "\"dim\": 2, \"start\": 0, \"end\": %ld", s->vocab);
+    OP1(w, "slice", "logits_padded", "logits", attrs);
+  } else if (!s->unplaced) {
+    OP1(w, "all_gather", shards, "logits", NULL);
+  }
   OP1(w, "argmax", "logits", "next_token", "\"dim\": -1");
   fputs("\n  ],\n", w->out);
 }

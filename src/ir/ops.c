@@ -675,6 +675,17 @@ static ppcc_status shard_reshape(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   int64_t before = 1;
   for (int i = 0; i < l.dim; i++) before *= x->shape[i];
   int64_t prod = 1;
+  /* the same dim index where it starts at the same offset: [1, 1, 8]
+   * split(2, 1) -> [1, 1, 1, 8] (one kv head) splits the heads dim 2 like
+   * any other head count, not the head dim */
+  for (int j = 0; j < o->rank && j <= l.dim; j++) {
+    if (j == l.dim && prod == before && o->shape[j] % l.count == 0 && o->shape[j] >= l.count) {
+      o->layout = split_layout(j, l.count);
+      return PPCC_OK;
+    }
+    prod *= o->shape[j];
+  }
+  prod = 1;
   for (int j = 0; j < o->rank; j++) {
     /* a size-1 dim is skipped when a later one starts at the same offset:
      * [1, 1, 32] split(2, 1) -> [1, 1, 2, 16] splits dim 2, not dim 0 */
@@ -953,6 +964,15 @@ static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   }
   st = check_rope_scaling(g, op, d);
   if (st) return st;
+  /* a third operand: per-pair frequency divisors [head_dim / 2] (llama.cpp's
+   * rope_freqs, Llama 3 in GGUF) */
+  const ppcc_value *ff = op->n_in > 2 ? IN(2) : NULL;
+  if (ff && (ff->rank != 1 || ff->shape[0] != x->shape[3] / 2 || !ppcc_dtype_is_float(ff->dtype))) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "shape mismatch: rotary's frequency factors '%s' must be float [%lld] (half the head dim)",
+             ff->name, (long long)(x->shape[3] / 2));
+    return op_error(g, op, d, msg);
+  }
   set_result(OUT(0), x);
   return PPCC_OK;
 }
@@ -974,7 +994,7 @@ static ppcc_status shard_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
     return layouts_error(g, op, d, "rotary needs whole sequences and head dims; split over batch or heads");
   if (is_kind(x, PPCC_LAYOUT_SPLIT) && x->layout.dim == 0 && IN(1)->rank == 2)
     return layouts_error(g, op, d, "per-row positions [batch, seq] need whole batch rows; split over heads");
-  if (!params_follow(g, op, 1)) return layouts_error(g, op, d, "positions must be replicated like x");
+  if (!params_follow(g, op, 1)) return layouts_error(g, op, d, "positions and frequency factors must be replicated like x");
   OUT(0)->layout = x->layout;
   return PPCC_OK;
 }
@@ -1419,6 +1439,7 @@ static const char *batch_first_only(const ppcc_graph *g, const ppcc_op *op, cons
 /* rotary: per-row positions [B, S] carry the batch with x; [S] are shared. */
 static const char *batch_rotary(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
   if (CARRIES(1) && IN(1)->rank != 2) return "its positions [seq] would depend on the batch";
+  if (op->n_in > 2 && CARRIES(2)) return "its frequency factors would depend on the batch";
   return NULL;
 }
 

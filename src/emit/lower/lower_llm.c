@@ -532,6 +532,7 @@ typedef struct rotary_body {
   double log_theta_over_d; /* -2 ln(theta) / D: freq_j = exp(j * this) */
   double factor, low, high; /* rope scaling (see kernel_rotary's scaled_freq) */
   int64_t orig;
+  bool divisors; /* a third operand: per-pair frequency divisors (block arg 1 of the tables) */
 } rotary_body;
 
 /* The scaled frequency, as scaled_freq in src/runtime/kernels/kernels_llm.c:
@@ -569,6 +570,7 @@ static MlirValue body_rotary_table(ppcc_emit_ctx *c, MlirBlock b, const rotary_b
   MlirValue freq = emit_unary_scalar(c, b, "math.exp",
                                      bin(c, b, "arith.mulf", int_to_float(c, b, j, f64), fconst(c, b, f64, r->log_theta_over_d)));
   if (r->factor != 1.0 || r->orig > 0) freq = scale_freq(c, b, r, freq);
+  if (r->divisors) freq = bin(c, b, "arith.divf", freq, cast(c, b, "arith.extf", to_f32(c, b, barg(b, 1)), f64));
   MlirValue angle = bin(c, b, "arith.mulf", int_to_float(c, b, barg(b, 0), f64), freq);
   return cast(c, b, "arith.truncf", emit_unary_scalar(c, b, sine ? "math.sin" : "math.cos", angle), f32);
 }
@@ -606,8 +608,9 @@ ppcc_status lower_rotary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
   if (!(theta > 0)) return emit_op_error(c, op, "attrs.theta must be positive, got %g", theta);
   rotary_body r = {x, xv->shape[3] / 2, -2.0 * log(theta) / (double)xv->shape[3], ppcc_attr_float(op, "rope_factor", 1.0),
                    ppcc_attr_float(op, "rope_low_freq_factor", 1.0), ppcc_attr_float(op, "rope_high_freq_factor", 4.0),
-                   ppcc_attr_int(op, "rope_original_max_position", 0)};
-  /* positions [S] or per row [B, S]; the tables [S, D] or [B, S, D] */
+                   ppcc_attr_int(op, "rope_original_max_position", 0), op->n_in > 2};
+  /* positions [S] or per row [B, S]; the tables [S, D] or [B, S, D]; the
+   * divisors [D/2] read at lane mod D/2 */
   bool per_row = in_value(g, op, 1)->rank == 2;
   int table_rank = per_row ? 3 : 2;
   MlirType xt = mlirValueGetType(x);
@@ -615,12 +618,15 @@ ppcc_status lower_rotary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
   const int64_t *tshape = per_row ? table_shape : table_shape + 1;
   MlirType table_type = tensor_type(table_rank, tshape, mlirF32TypeGet(c->mctx));
   MlirAffineExpr pos_dims[2] = {dim_expr(c, 0), dim_expr(c, 1)};
-  MlirAffineMap table_maps[2] = {mlirAffineMapGet(c->mctx, table_rank, 0, table_rank - 1, pos_dims),
+  MlirAffineExpr pair = mlirAffineModExprGet(dim_expr(c, table_rank - 1), mlirAffineConstantExprGet(c->mctx, r.half));
+  MlirAffineMap table_maps[3] = {mlirAffineMapGet(c->mctx, table_rank, 0, table_rank - 1, pos_dims),
+                                 mlirAffineMapGet(c->mctx, table_rank, 0, 1, &pair),
                                  mlirAffineMapMultiDimIdentityGet(c->mctx, table_rank)};
-  MlirValue tables[2];
+  MlirValue tables[2], table_ins[2] = {pos, r.divisors ? operand(c, op, 2, shard) : pos};
   for (int k = 0; k < 2; k++) {
     rotary_table_body tb = {&r, table_rank - 1, k == 1};
-    tables[k] = emit_generic(c, 1, &pos, emit_empty(c, table_type), table_rank, 0, table_maps, body_rotary_angle, &tb);
+    tables[k] = emit_generic(c, r.divisors ? 2 : 1, table_ins, emit_empty(c, table_type), table_rank, 0,
+                             r.divisors ? table_maps : (MlirAffineMap[]){table_maps[0], table_maps[2]}, body_rotary_angle, &tb);
   }
   MlirAffineExpr bsd[3] = {dim_expr(c, 0), dim_expr(c, 1), dim_expr(c, 3)};
   MlirAffineMap table_of_x = mlirAffineMapGet(c->mctx, 4, 0, table_rank, per_row ? bsd : bsd + 1);

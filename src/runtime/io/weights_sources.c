@@ -14,7 +14,13 @@
  *   with D = rows / heads and heads from llama.attention.head_count(_kv).
  *
  * Float tensors whose dtype differs from the graph's (bf16 or f16 weights
- * in an f32 graph, f32 in a bf16 graph...) are converted once here. */
+ * in an f32 graph, f32 in a bf16 graph...) are converted once here.
+ *
+ * A param named NAME#T or NAME#a:b (or NAME#T#a:b) is a view of the source
+ * tensor NAME, cut at load: #T transposes a 2-D tensor (GPT-2's Conv1D
+ * weights are stored [in, out]), #a:b keeps rows a..b-1 of dim 0 (one of
+ * the parts of a fused qkv or gate_up tensor), so the graph sees separate
+ * q/k/v or gate/up params that split over devices like any other. */
 #include <cjson/cJSON.h>
 #include "ppcc/json_strict.h"
 #include <stdlib.h>
@@ -331,8 +337,103 @@ static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data
   return st;
 }
 
+/* ---------------- views: NAME#T, NAME#a:b ---------------- */
+
+typedef struct view {
+  char base[PPCC_MAX_NAME + 1];
+  bool transposed;
+  long start, end; /* rows; end 0: all */
+} view;
+
+/* True when name is a view; false for a plain name or a malformed suffix
+ * (then the name is looked up as it is and reported missing). */
+static bool parse_view(const char *name, view *v) {
+  memset(v, 0, sizeof *v);
+  const char *hash = strchr(name, '#');
+  if (!hash || (size_t)(hash - name) > PPCC_MAX_NAME) return false;
+  memcpy(v->base, name, (size_t)(hash - name));
+  const char *rest = hash + 1;
+  if (strncmp(rest, "T", 1) == 0 && (rest[1] == 0 || rest[1] == '#')) {
+    v->transposed = true;
+    rest += rest[1] ? 2 : 1;
+  }
+  if (*rest) {
+    char *end = NULL;
+    v->start = strtol(rest, &end, 10);
+    if (*end != ':') return false;
+    v->end = strtol(end + 1, &end, 10);
+    if (*end || v->start < 0 || v->end <= v->start) return false;
+  }
+  return true;
+}
+
+/* The source's shape of tensor name (rank 0 when it has none). */
+static int source_shape(rt_source *s, const char *name, int64_t *shape) {
+  if (s->is_gguf) {
+    const rt_gguf_tensor *t = rt_gguf_find_tensor(&s->gguf, name);
+    if (!t || t->n_dims > PPCC_MAX_RANK) return 0;
+    for (int k = 0; k < t->n_dims; k++) shape[k] = t->ne[t->n_dims - 1 - k];
+    return t->n_dims;
+  }
+  for (int i = 0; i < s->n_shards; i++)
+    for (int j = 0; j < s->shards[i].index.n; j++) {
+      const rt_weight_entry *e = &s->shards[i].index.entries[j];
+      if (strcmp(e->name, name) == 0 && e->rank <= PPCC_MAX_RANK) {
+        memcpy(shape, e->shape, sizeof(int64_t) * (size_t)e->rank);
+        return e->rank;
+      }
+    }
+  return 0;
+}
+
+static ppcc_status get_whole(rt_source *s, const ppcc_value *p, const void **data, void **owned, ppcc_diag *d) {
+  return s->is_gguf ? get_gguf(s, p, data, owned, d) : get_hf(s, p, data, owned, d);
+}
+
+static ppcc_status get_view(rt_source *s, const ppcc_value *p, const view *v, const void **data, void **owned,
+                            ppcc_diag *d) {
+  ppcc_value base = *p;
+  base.name = v->base;
+  base.rank = source_shape(s, v->base, base.shape);
+  if (base.rank == 0) return ppcc_error(d, "%s: tensor '%s' (viewed by param '%s') is missing", s->path, v->base, p->name);
+  if ((v->transposed && base.rank != 2) || base.rank > 2)
+    return ppcc_error(d, "%s: tensor '%s': param '%s' views only 1-D or 2-D tensors (and transposes 2-D ones)", s->path,
+                      v->base, p->name);
+  int64_t rows = v->transposed ? base.shape[1] : base.shape[0], cols = base.rank == 2 ? base.shape[v->transposed ? 0 : 1] : 1;
+  int64_t start = v->start, end = v->end ? v->end : rows;
+  int64_t want[2] = {end - start, cols};
+  if (end > rows || p->rank != base.rank || memcmp(p->shape, want, sizeof(int64_t) * (size_t)p->rank) != 0) {
+    char got[128], decl[128];
+    rt_shape_str(base.rank, base.shape, got, sizeof got);
+    rt_shape_str(p->rank, p->shape, decl, sizeof decl);
+    return ppcc_error(d, "%s: tensor '%s' has shape %s, which param '%s' cannot view as %s", s->path, v->base, got,
+                      p->name, decl);
+  }
+  const void *whole = NULL;
+  void *whole_owned = NULL;
+  ppcc_status st = get_whole(s, &base, &whole, &whole_owned, d);
+  if (st) return st;
+  size_t es = (size_t)ppcc_dtype_size(p->dtype);
+  char *out = rt_alloc((end - start) * cols * (int64_t)es);
+  if (!out) {
+    rt_free(whole_owned);
+    return oom(d);
+  }
+  const char *in = whole;
+  for (int64_t r = start; r < end; r++)
+    for (int64_t c = 0; c < cols; c++) { /* transposed: element (r, c) is the stored (c, r) */
+      int64_t from = v->transposed ? c * rows + r : r * cols + c;
+      memcpy(out + ((r - start) * cols + c) * es, in + from * (int64_t)es, es);
+    }
+  rt_free(whole_owned);
+  *data = *owned = out;
+  return PPCC_OK;
+}
+
 ppcc_status rt_source_get(rt_source *s, const ppcc_value *p, const void **data, void **owned, ppcc_diag *d) {
   *data = NULL;
   *owned = NULL;
-  return s->is_gguf ? get_gguf(s, p, data, owned, d) : get_hf(s, p, data, owned, d);
+  view v;
+  if (parse_view(p->name, &v)) return get_view(s, p, &v, data, owned, d);
+  return get_whole(s, p, data, owned, d);
 }

@@ -233,7 +233,12 @@ ppcc_status kernel_rotary(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor 
   double *freq = rt_alloc((half > 0 ? half : 1) * 8); /* per pair, whatever the position */
   float *cs = rt_alloc((half > 0 ? half : 1) * 8);    /* cos then sin of one position */
   if (!st && (!freq || !cs)) st = oom(d);
-  for (int64_t j = 0; !st && j < half; j++) freq[j] = scaled_freq(&r, pow(theta, -2.0 * (double)j / (double)D));
+  float *tmp_ff = NULL; /* optional per-pair divisors (llama.cpp's rope_freqs) */
+  const float *ff = op->n_in > 2 && !st ? as_f32(&in[2], &tmp_ff) : NULL;
+  if (op->n_in > 2 && !st && !ff) st = oom(d);
+  for (int64_t j = 0; !st && j < half; j++)
+    freq[j] = scaled_freq(&r, pow(theta, -2.0 * (double)j / (double)D)) / (ff ? (double)ff[j] : 1.0);
+  rt_free(tmp_ff);
   for (int64_t b = 0; b < B && !st; b++)
     for (int64_t s = 0; s < S; s++) {
       rotary_table(freq, half, (double)index_at(pos, pos->rank == 2 ? b * S + s : s), cs, cs + half);
