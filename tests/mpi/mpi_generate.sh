@@ -50,9 +50,12 @@ done
 for pair in hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf_refs hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 \
             hf_llama_bias:hf_llama_bias; do
   ref="tokens: $(cat "$src/testdata/llm/${pair##*:}/ref_ids.txt")"
+  # transformers' ids: GGUF blocks dequantized (--dtype f32), as generate_llm.sh
+  dtype=()
+  [[ ${pair%%:*} == *.gguf ]] && dtype=(--dtype f32)
   for split in "--pp 2" "--tp 2 --ranks-map 0,1"; do
     # shellcheck disable=SC2086
-    got=$(timeout -k 5 "$run_limit" "$mpiexec" -n 2 "$ppcc" generate "$src/testdata/llm/${pair%%:*}" $split \
+    got=$(timeout -k 5 "$run_limit" "$mpiexec" -n 2 "$ppcc" generate "$src/testdata/llm/${pair%%:*}" "${dtype[@]}" $split \
           --backend=interp --prompt-ids $prompt --max-new-tokens 8 --ignore-eos 2>&1) ||
       { echo "$got"; fail "${pair%%:*} $split: -n 2 failed"; }
     [[ $(sed -n 1p <<<"$got") == "$ref" ]] || { echo "$got"; fail "${pair%%:*} $split: want '$ref'"; }
