@@ -1012,19 +1012,23 @@ static ppcc_status tr_conv(importer *I) {
                         attr_ints("dilations", s, dilations), attr_ints("pads", 2 * s, pads)};
   bool biased = bn || be;
   int in[2] = {x, w};
+  /* emit and own_const grow the value and entry tables: pointers into
+   * them taken above (xv, be) are stale from here on. */
+  int rank = xv->rank;
   int y = emit(I, "conv", 2, in, biased ? tmp_name(I) : out_name(I, 0), 4, attrs);
   if (y >= 0 && biased) {
     int b;
-    if (bn) b = channel_const(I, ".bn_bias", shift, F, xv->rank);
+    be = bn ? NULL : in_entry(I, 2);
+    if (bn) b = channel_const(I, ".bn_bias", shift, F, rank);
     else if (be->is_const && be->c.n == F) {
       double *v = malloc(sizeof(double) * (size_t)(F ? F : 1));
       if (!v) return oom(I);
       for (int64_t f = 0; f < F; f++) v[f] = ox_get(&be->c, f);
-      b = channel_const(I, ".bias", v, F, xv->rank);
+      b = channel_const(I, ".bias", v, F, rank);
       free(v);
     } else {
       int64_t shape[3] = {F, 1, 1};
-      b = reshape_to(I, operand(I, 2), xv->rank - 1, shape, tmp_name(I));
+      b = reshape_to(I, operand(I, 2), rank - 1, shape, tmp_name(I));
     }
     int in2[2] = {y, b};
     y = emit(I, "add", 2, in2, out_name(I, 0), 0, NULL);
