@@ -974,7 +974,11 @@ static int channel_const(importer *I, const char *suffix, const double *v, int64
 static ppcc_status tr_conv(importer *I) {
   int x = operand(I, 0), w = operand(I, 1);
   if (x < 0 || w < 0) return x == -1 || w == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
+  /* own_const and emit below grow the value and entry tables: xv, wv, we
+   * and be are not read after the first of them (rank kept by value, the
+   * bias entry fetched again). */
   const ppcc_value *xv = V(I, x), *wv = V(I, w);
+  const int rank = xv->rank;
   int s = xv->rank - 2;
   if (s < 1 || s > 2 || wv->rank != xv->rank)
     return defer_node(I, "Conv is supported over 1 or 2 spatial dims ([N, C, W] or [N, C, H, W])");
@@ -1012,9 +1016,6 @@ static ppcc_status tr_conv(importer *I) {
                         attr_ints("dilations", s, dilations), attr_ints("pads", 2 * s, pads)};
   bool biased = bn || be;
   int in[2] = {x, w};
-  /* emit and own_const grow the value and entry tables: pointers into
-   * them taken above (xv, be) are stale from here on. */
-  int rank = xv->rank;
   int y = emit(I, "conv", 2, in, biased ? tmp_name(I) : out_name(I, 0), 4, attrs);
   if (y >= 0 && biased) {
     int b;
