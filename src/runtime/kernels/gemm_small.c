@@ -151,19 +151,26 @@ typedef void (*nt_tile_fn)(int64_t, const float *, const float *, float *, int64
 static const nt_tile_fn nt4[4] = {NULL, nt_tile_1_4, nt_tile_2_4, nt_tile_3_4};
 static const nt_tile_fn nt1[4] = {NULL, nt_tile_1_1, nt_tile_2_1, nt_tile_3_1};
 
-static void nt_avx2(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, float *C,
-                    int64_t ldc) {
+/* Columns n0..n1 of an [N,K] weight: 4 columns at a time, then one, each
+ * over row blocks of `rows` (the tile tables indexed by the block's rows). */
+static void nt_drive(int rows, const nt_tile_fn *t4, const nt_tile_fn *t1, int64_t M, int64_t n0, int64_t n1,
+                     int64_t K, const float *A, const float *B, float *C, int64_t ldc) {
   int64_t n = n0;
   for (; n + 4 <= n1; n += 4)
-    for (int64_t i = 0; i < M; i += 3) {
-      int r = M - i < 3 ? (int)(M - i) : 3;
-      nt4[r](K, A + i * K, B + n * K, C + i * ldc + n, ldc);
+    for (int64_t i = 0; i < M; i += rows) {
+      int r = M - i < rows ? (int)(M - i) : rows;
+      t4[r](K, A + i * K, B + n * K, C + i * ldc + n, ldc);
     }
   for (; n < n1; n++)
-    for (int64_t i = 0; i < M; i += 3) {
-      int r = M - i < 3 ? (int)(M - i) : 3;
-      nt1[r](K, A + i * K, B + n * K, C + i * ldc + n, ldc);
+    for (int64_t i = 0; i < M; i += rows) {
+      int r = M - i < rows ? (int)(M - i) : rows;
+      t1[r](K, A + i * K, B + n * K, C + i * ldc + n, ldc);
     }
+}
+
+static void nt_avx2(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, float *C,
+                    int64_t ldc) {
+  nt_drive(3, nt4, nt1, M, n0, n1, K, A, B, C, ldc);
 }
 
 /* R A rows x 16 columns (the last `cols` < 16 masked), K rows k0..k1. */
@@ -273,17 +280,7 @@ static const nt_tile_fn nt16_1[5] = {NULL, nt16_tile_1_1, nt16_tile_2_1, nt16_ti
 
 static void nt_avx512(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, float *C,
                       int64_t ldc) {
-  int64_t n = n0;
-  for (; n + 4 <= n1; n += 4)
-    for (int64_t i = 0; i < M; i += 4) {
-      int r = M - i < 4 ? (int)(M - i) : 4;
-      nt16_4[r](K, A + i * K, B + n * K, C + i * ldc + n, ldc);
-    }
-  for (; n < n1; n++)
-    for (int64_t i = 0; i < M; i += 4) {
-      int r = M - i < 4 ? (int)(M - i) : 4;
-      nt16_1[r](K, A + i * K, B + n * K, C + i * ldc + n, ldc);
-    }
+  nt_drive(4, nt16_4, nt16_1, M, n0, n1, K, A, B, C, ldc);
 }
 
 /* R A rows x 32 columns (the last `cols` < 32 masked), K rows k0..k1. */
