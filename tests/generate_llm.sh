@@ -16,20 +16,26 @@ for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf
             hf_qwen3:hf_qwen3 qwen3.gguf:hf_qwen3 qwen3_q8_0.gguf:qwen3_q8_0_refs \
             hf_mqa:hf_mqa hf_llama3:hf_llama3 llama3.gguf:hf_llama3 llama3_q8_0.gguf:llama3_q8_0_refs \
             hf_phi3:hf_phi3 phi3.gguf:hf_phi3 phi3_q8_0.gguf:phi3_q8_0_refs \
-            hf_gpt2:hf_gpt2 gpt2.gguf:hf_gpt2 gpt2_q8_0.gguf:gpt2_q8_0_refs; do
+            hf_gpt2:hf_gpt2 gpt2.gguf:hf_gpt2 gpt2_q8_0.gguf:gpt2_q8_0_refs \
+            hf_rope_yarn:hf_rope_yarn rope_yarn.gguf:hf_rope_yarn hf_rope_dynamic:hf_rope_dynamic \
+            hf_phi3_longrope:hf_phi3_longrope phi3_longrope.gguf:hf_phi3_longrope hf_qwen2_swa:hf_qwen2_swa; do
   source=$src/testdata/llm/${pair%%:*}
-  want="tokens: $(cat "$src/testdata/llm/${pair##*:}/ref_ids.txt")"
+  refs=$src/testdata/llm/${pair##*:}
+  want="tokens: $(cat "$refs/ref_ids.txt")"
+  # the rope-scaling checkpoints' 18-id prompt reaches past their original 8 positions
+  ids=$prompt
+  [[ -f $refs/prompt.txt ]] && ids=$(cat "$refs/prompt.txt")
   # transformers' ids: GGUF blocks dequantized to f32 (quant_llama.sh checks them kept quantized vs llama.cpp)
   dtype=()
   [[ $source == *.gguf ]] && dtype=(--dtype f32)
   for tp in 1 2; do
     for pp in 1 2; do
       # the extra one-layer rope-scaling checkpoints: one stage, TP 2 only
-      [[ ${pair%%:*} == hf_rope_* && ($pp -eq 2 || $tp -eq 1) ]] && continue
+      [[ ${pair%%:*} =~ ^hf_rope_(llama3|linear)$ && ($pp -eq 2 || $tp -eq 1) ]] && continue
       # the families of tools/make_family_refs2.py: TP1xPP1 and TP2xPP2 (test_rt_import runs all four)
-      [[ ${pair%%:*} =~ mistral_swa|gemma|qwen3 && $tp -ne $pp ]] && continue
+      [[ ${pair%%:*} =~ mistral_swa|gemma|qwen3|yarn|dynamic|longrope|qwen2_swa && $tp -ne $pp ]] && continue
       for backend in $backends; do
-        out=$("$ppcc" generate "$source" "${dtype[@]}" --tp $tp --pp $pp --backend=$backend --prompt-ids $prompt \
+        out=$("$ppcc" generate "$source" "${dtype[@]}" --tp $tp --pp $pp --backend=$backend --prompt-ids $ids \
               --max-new-tokens 8 --ignore-eos 2>&1)
         got=$(printf '%s\n' "$out" | sed -n 1p)
         # params are resident: made once at load, never copied by an execute
@@ -109,6 +115,26 @@ for backend in $backends interp-mb; do
     fi
   done
 done
+# generation crossing position 8 mid-way (crossing.txt: a 5-id prompt and
+# transformers' generate() ids). Dynamic NTK and Llama's yarn: the same ids.
+# LongRoPE: transformers' Phi-3 recomputes its whole cache there, refused;
+# 3 new ids stay within position 8 and are transformers' first three.
+for rope in hf_rope_dynamic hf_rope_yarn; do
+  cross=$src/testdata/llm/$rope/crossing.txt
+  for backend in $backends; do
+    out=$("$ppcc" generate "$src/testdata/llm/$rope" --prompt-ids "$(sed -n 1p "$cross")" --max-new-tokens 8 --ignore-eos \
+          --tp 2 --pp 2 --backend=$backend 2>&1)
+    [[ $(sed -n 1p <<<"$out") == "tokens: $(sed -n 2p "$cross")" ]] && pass=$((pass + 1)) ||
+      { echo "FAIL $rope crossing position 8 ($backend): $out"; fail=$((fail + 1)); }
+  done
+done
+cross=$src/testdata/llm/hf_phi3_longrope/crossing.txt
+check_error 1 "rope_scaling long_factor: a 5-id prompt and --max-new-tokens 8 cross original_max_position_embeddings 8" \
+  generate "$src/testdata/llm/hf_phi3_longrope" --prompt-ids "$(sed -n 1p "$cross")" --max-new-tokens 8
+out=$("$ppcc" generate "$src/testdata/llm/phi3_longrope.gguf" --prompt-ids "$(sed -n 1p "$cross")" --max-new-tokens 3 \
+      --ignore-eos 2>&1)
+[[ $(sed -n 1p <<<"$out") == "tokens: $(sed -n 2p "$cross" | cut -d' ' -f1-3)" ]] && pass=$((pass + 1)) ||
+  { echo "FAIL longrope within position 8: $out"; fail=$((fail + 1)); }
 # bad command lines and sources: one line naming the problem, exit 1 or 2
 check_error 2 "--prompt-ids" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1,x
 check_error 1 "outside the vocabulary" generate "$src/testdata/llm/hf_untied_f32" --prompt-ids 1,500

@@ -24,46 +24,58 @@
 typedef struct checkpoint {
   const char *source; /* under testdata/llm */
   const char *refs;   /* directory of the reference files */
+  /* the rope depends on each call's longest sequence (dynamic NTK,
+   * LongRoPE): transformers' steps follow a whole-prompt prefill, which the
+   * token-at-a-time decode tests do not (generate_llm.sh checks the ids) */
+  bool whole_prompt;
 } checkpoint;
 
 static const checkpoint checkpoints[] = {
-  {"testdata/llm/hf_untied_f32", "testdata/llm/hf_untied_f32"},
-  {"testdata/llm/hf_tied_bf16", "testdata/llm/hf_tied_bf16"},
-  {"testdata/llm/tiny.gguf", "testdata/llm/gguf_refs"},
-  {"testdata/llm/hf_rope_llama3", "testdata/llm/hf_rope_llama3"},
-  {"testdata/llm/hf_rope_linear", "testdata/llm/hf_rope_linear"},
+  {"testdata/llm/hf_untied_f32", "testdata/llm/hf_untied_f32", false},
+  {"testdata/llm/hf_tied_bf16", "testdata/llm/hf_tied_bf16", false},
+  {"testdata/llm/tiny.gguf", "testdata/llm/gguf_refs", false},
+  {"testdata/llm/hf_rope_llama3", "testdata/llm/hf_rope_llama3", false},
+  {"testdata/llm/hf_rope_linear", "testdata/llm/hf_rope_linear", false},
   /* families beyond Llama (tools/make_family_refs.py) */
-  {"testdata/llm/hf_qwen2", "testdata/llm/hf_qwen2"},
-  {"testdata/llm/qwen2.gguf", "testdata/llm/hf_qwen2"},
-  {"testdata/llm/hf_llama_bias", "testdata/llm/hf_llama_bias"},
+  {"testdata/llm/hf_qwen2", "testdata/llm/hf_qwen2", false},
+  {"testdata/llm/qwen2.gguf", "testdata/llm/hf_qwen2", false},
+  {"testdata/llm/hf_llama_bias", "testdata/llm/hf_llama_bias", false},
   /* tools/make_family_refs2.py: sliding windows, Gemma, Gemma 2, Qwen3 */
-  {"testdata/llm/hf_mistral_swa", "testdata/llm/hf_mistral_swa"},
-  {"testdata/llm/hf_gemma", "testdata/llm/hf_gemma"},
-  {"testdata/llm/gemma.gguf", "testdata/llm/hf_gemma"},
-  {"testdata/llm/gemma_q8_0.gguf", "testdata/llm/gemma_q8_0_refs"},
-  {"testdata/llm/hf_gemma2", "testdata/llm/hf_gemma2"},
-  {"testdata/llm/gemma2.gguf", "testdata/llm/gemma2_gguf_refs"},
-  {"testdata/llm/gemma2_q8_0.gguf", "testdata/llm/gemma2_q8_0_refs"},
-  {"testdata/llm/hf_qwen3", "testdata/llm/hf_qwen3"},
-  {"testdata/llm/qwen3.gguf", "testdata/llm/hf_qwen3"},
-  {"testdata/llm/qwen3_q8_0.gguf", "testdata/llm/qwen3_q8_0_refs"},
+  {"testdata/llm/hf_mistral_swa", "testdata/llm/hf_mistral_swa", false},
+  {"testdata/llm/hf_gemma", "testdata/llm/hf_gemma", false},
+  {"testdata/llm/gemma.gguf", "testdata/llm/hf_gemma", false},
+  {"testdata/llm/gemma_q8_0.gguf", "testdata/llm/gemma_q8_0_refs", false},
+  {"testdata/llm/hf_gemma2", "testdata/llm/hf_gemma2", false},
+  {"testdata/llm/gemma2.gguf", "testdata/llm/gemma2_gguf_refs", false},
+  {"testdata/llm/gemma2_q8_0.gguf", "testdata/llm/gemma2_q8_0_refs", false},
+  {"testdata/llm/hf_qwen3", "testdata/llm/hf_qwen3", false},
+  {"testdata/llm/qwen3.gguf", "testdata/llm/hf_qwen3", false},
+  {"testdata/llm/qwen3_q8_0.gguf", "testdata/llm/qwen3_q8_0_refs", false},
   /* one kv head, vocab 127: at TP2 the kv head is copied, the head padded
    * (tools/make_more_family_refs.py) */
-  {"testdata/llm/hf_mqa", "testdata/llm/hf_mqa"},
+  {"testdata/llm/hf_mqa", "testdata/llm/hf_mqa", false},
   /* Llama 3 rope scaling: config.json's rope_scaling, GGUF's rope_freqs.weight */
-  {"testdata/llm/hf_llama3", "testdata/llm/hf_llama3"},
-  {"testdata/llm/llama3.gguf", "testdata/llm/hf_llama3"},
-  {"testdata/llm/llama3_q8_0.gguf", "testdata/llm/llama3_q8_0_refs"},
+  {"testdata/llm/hf_llama3", "testdata/llm/hf_llama3", false},
+  {"testdata/llm/llama3.gguf", "testdata/llm/hf_llama3", false},
+  {"testdata/llm/llama3_q8_0.gguf", "testdata/llm/llama3_q8_0_refs", false},
   /* Phi-3 (fused qkv and gate_up cut at load, vocab 421: padded at TP2) and
    * GPT-2 (LayerNorm, learned positions, gelu_new, Conv1D, tied) */
-  {"testdata/llm/hf_phi3", "testdata/llm/hf_phi3"},
-  {"testdata/llm/phi3.gguf", "testdata/llm/hf_phi3"},
-  {"testdata/llm/phi3_q8_0.gguf", "testdata/llm/phi3_q8_0_refs"},
-  {"testdata/llm/hf_gpt2", "testdata/llm/hf_gpt2"},
-  {"testdata/llm/gpt2.gguf", "testdata/llm/hf_gpt2"},
-  {"testdata/llm/gpt2_q8_0.gguf", "testdata/llm/gpt2_q8_0_refs"},
+  {"testdata/llm/hf_phi3", "testdata/llm/hf_phi3", false},
+  {"testdata/llm/phi3.gguf", "testdata/llm/hf_phi3", false},
+  {"testdata/llm/phi3_q8_0.gguf", "testdata/llm/phi3_q8_0_refs", false},
+  {"testdata/llm/hf_gpt2", "testdata/llm/hf_gpt2", false},
+  {"testdata/llm/gpt2.gguf", "testdata/llm/hf_gpt2", false},
+  {"testdata/llm/gpt2_q8_0.gguf", "testdata/llm/gpt2_q8_0_refs", false},
+  /* rope scaling past the original 8 positions with an 18-token prompt, and
+   * Qwen2's windows from max_window_layers on (tools/make_family_refs2.py) */
+  {"testdata/llm/hf_rope_yarn", "testdata/llm/hf_rope_yarn", false},
+  {"testdata/llm/rope_yarn.gguf", "testdata/llm/hf_rope_yarn", false},
+  {"testdata/llm/hf_rope_dynamic", "testdata/llm/hf_rope_dynamic", true},
+  {"testdata/llm/hf_phi3_longrope", "testdata/llm/hf_phi3_longrope", true},
+  {"testdata/llm/phi3_longrope.gguf", "testdata/llm/hf_phi3_longrope", true},
+  {"testdata/llm/hf_qwen2_swa", "testdata/llm/hf_qwen2_swa", false},
 };
-#define N_CHECKPOINTS 28
+#define N_CHECKPOINTS 34
 
 static ppcc_host_tensor read_npy(const char *rel) {
   ppcc_host_tensor t;
@@ -196,6 +208,7 @@ static int64_t argmax(const float *x, int64_t n) {
  * hold zeros (or stale values) and must be masked. */
 START_TEST(decode_graph_is_valid_at_every_position) {
   const checkpoint *c = &checkpoints[_i];
+  if (c->whole_prompt) return;
   ppcc_host_tensor prompt = read_npy(ref_file(c, "prompt.npy")), steps = read_npy(ref_file(c, "ref_step_logits.npy"));
   int64_t n_prompt = prompt.shape[1], n_steps = steps.shape[0], V = steps.shape[1];
   llama_spec s = spec_of(c, 2, spec_of(c, 1, 1, 1, 1).layers > 1 ? 2 : 1, 1, n_prompt + n_steps);
@@ -238,6 +251,7 @@ END_TEST
  * all follow the row's position. */
 START_TEST(decode_rows_at_their_own_positions) {
   const checkpoint *c = &checkpoints[_i];
+  if (c->whole_prompt) return;
   ppcc_host_tensor prompt = read_npy(ref_file(c, "prompt.npy")), steps = read_npy(ref_file(c, "ref_step_logits.npy"));
   int64_t n_prompt = prompt.shape[1], n_steps = steps.shape[0], V = steps.shape[1], lag = 3;
   int64_t n_pos = n_prompt + n_steps - 1; /* positions 0..n_pos-1 have a next-token reference */
@@ -301,8 +315,12 @@ START_TEST(cli_import_and_run_check) {
   snprintf(source, sizeof source, "%s", t_src_path(c->source));
   snprintf(refs, sizeof refs, "%s", t_src_path(c->refs));
   const char *pp = spec_of(c, 1, 1, 1, 1).layers > 1 ? "2" : "1";
+  ppcc_host_tensor prompt = read_npy(ref_file(c, "prompt.npy"));
+  char seq[32];
+  snprintf(seq, sizeof seq, "%lld", (long long)prompt.shape[1]);
+  ppcc_host_tensor_free(&prompt);
   const char *imp[] = {"ppcc", "import", kind, source, "-o", model, "--tp", "2", "--pp", pp,
-                       "--seq", "6", "--dtype", "f32", NULL};
+                       "--seq", seq, "--dtype", "f32", NULL};
   int status = t_run_ppcc(imp, NULL);
   ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "import %s failed", c->source);
   for (int b = 0; b < 2; b++) {
@@ -447,11 +465,15 @@ static void expect_config_error(const char *from, const char *to, const char *ke
 
 START_TEST(bad_configs_name_the_key) {
   expect_config_error("LlamaForCausalLM", "FalconForCausalLM", "'architectures'");
+  /* head_dim 16: LongRoPE needs 8 factors of each kind */
   expect_config_error("\"rope_scaling\": null",
-                      "\"rope_scaling\": {\"type\": \"longrope\", \"long_factor\": [1], \"short_factor\": [1]}",
-                      "'longrope'");
-  expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 2.0}",
-                      "'rope_scaling'");
+                      "\"rope_scaling\": {\"type\": \"longrope\", \"factor\": 2, \"long_factor\": [1], \"short_factor\": [1]}",
+                      "'rope_scaling.short_factor': must be a list of 8 positive numbers");
+  expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\"}", "'rope_scaling.factor'");
+  expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"mrope\", \"factor\": 2.0}",
+                      "'rope_scaling': rope_type 'mrope' is not supported");
+  expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": -2}",
+                      "'factor': must be a positive number");
   expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"linear\"}", "'rope_scaling.factor'");
   expect_config_error("\"hidden_act\": \"silu\"", "\"hidden_act\": \"relu\"", "'hidden_act'");
   expect_config_error("\"num_hidden_layers\": 2", "\"num_hidden_layers\": \"two\"", "'num_hidden_layers'");
@@ -478,7 +500,7 @@ static ppcc_status spec_with(const char *from, const char *to, const char *from2
 
 /* sliding_window as each family's transformers model reads it: Mistral's
  * on every layer, Gemma 2's on even layers, Llama's ignored, Qwen2's only
- * with use_sliding_window (refused: max_window_layers is not implemented). */
+ * with use_sliding_window, on the layers from max_window_layers on. */
 START_TEST(sliding_window_by_family) {
   llama_spec s;
   ppcc_diag d;
@@ -495,7 +517,11 @@ START_TEST(sliding_window_by_family) {
   ck_assert_int_eq(s.window, 0);
   ck_assert(spec_with("LlamaForCausalLM", "Qwen2ForCausalLM", bias,
                       "\"attention_bias\": false, \"sliding_window\": 4, \"use_sliding_window\": true", &s, &d) != PPCC_OK);
-  expect_message(&d, "config.json", "'use_sliding_window': true (with sliding_window 4)");
+  expect_message(&d, "config.json", "'max_window_layers': must be a non-negative integer");
+  ck_assert_int_eq(spec_with("LlamaForCausalLM", "Qwen2ForCausalLM", bias,
+                             "\"attention_bias\": false, \"sliding_window\": 4, \"use_sliding_window\": true, "
+                             "\"max_window_layers\": 1", &s, &d), PPCC_OK);
+  ck_assert(s.window == 4 && !llama_layer_windowed(&s, 0) && llama_layer_windowed(&s, 1));
   ck_assert(spec_with("LlamaForCausalLM", "MistralForCausalLM", bias, "\"attention_bias\": false, \"sliding_window\": 0",
                       &s, &d) != PPCC_OK);
   expect_message(&d, "config.json", "'sliding_window'");

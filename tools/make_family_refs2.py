@@ -26,6 +26,30 @@ Gemma 2's hf_gemma2 has query_pre_attn_scalar 32 (not head_dim 16): GGUF
 has no key for it and llama.cpp scales by 1/sqrt(head_dim), so the
 references of its GGUF files use query_pre_attn_scalar = head_dim.
 
+Rope scaling and Qwen2's per-layer windows (write_rope_refs: the refs of
+tools/make_llm_refs.py, cached greedy steps, each source freshly loaded):
+  hf_rope_yarn/    LlamaForCausalLM, rope_scaling yarn (factor 4 = max 32 /
+                   original 8; theta 100 and beta_slow 0.1: ramp 0, 1/3, 2/3,
+                   1 over the 4 pairs), an 18-token prompt (prompt.txt) past
+                   the original 8 positions; rope_yarn.gguf by the converter
+                   (rope.scaling.type yarn, factor, original_context_length)
+  hf_rope_dynamic/ LlamaForCausalLM, rope_scaling dynamic (factor 2,
+                   max_position_embeddings 8): theta grows with every call's
+                   longest sequence past 8 (the converter drops it: no GGUF)
+  hf_phi3_longrope/ Phi3ForCausalLM, LongRoPE short/long factors, original 8
+                   of max 32; phi3_longrope.gguf by the converter
+                   (rope_factors_short/long.weight, rope.scaling.attn_factor)
+  hf_qwen2_swa/    Qwen2ForCausalLM, use_sliding_window with window 4 on the
+                   layers from max_window_layers 1 on; transformers 4.51's
+                   eager/sdpa mask windows every layer (only its flash path
+                   reads max_window_layers), so the references run eager
+                   attention with the window of the layer's own
+                   `sliding_window` (transformers' per-layer choice)
+crossing.txt (rope checkpoints): a 5-id prompt and generate()'s 8 ids,
+which cross position 8 mid-way. The rope references are transformers' cached generation: dynamic NTK and
+LongRoPE choose their frequencies by each call's longest sequence, which a
+cached decode step and a full forward see differently.
+
 Step logits come from one full forward per step (no KV cache, so no cache
 class's window handling is involved); the greedy ids are also checked
 against model.generate(do_sample=False)."""
@@ -41,7 +65,10 @@ LLAMA_CPP = os.environ["LLAMA_CPP_DIR"]
 sys.path.insert(0, os.path.join(LLAMA_CPP, "gguf-py"))
 import gguf  # noqa: E402
 from transformers import (AutoTokenizer, Gemma2Config, Gemma2ForCausalLM, GemmaConfig, GemmaForCausalLM,  # noqa: E402
-                          MistralConfig, MistralForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+                          LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, Phi3Config,
+                          Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS  # noqa: E402
+from transformers.models.qwen2.modeling_qwen2 import eager_attention_forward  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -69,6 +96,11 @@ def write_refs(d, model, prompt):
                          pad_token_id=0)[0, len(prompt):].tolist()
     model.generation_config.eos_token_id = eos
     assert gen == toks, f"{d}: generate() gave {gen}, uncached greedy {toks}"
+    save_refs(d, model.config, prompt, steps, toks)
+
+
+def save_refs(d, cfg, prompt, steps, toks):
+    """The reference files of greedy steps' logits and ids."""
     steps = np.stack(steps)
     top2 = np.sort(steps, axis=-1)[:, -2:]
     os.makedirs(d, exist_ok=True)
@@ -76,7 +108,6 @@ def write_refs(d, model, prompt):
     np.save(os.path.join(d, "positions.npy"), np.arange(len(prompt), dtype=np.int64))
     np.save(os.path.join(d, "ref_logits.npy"), steps[0][None, None, :].astype(np.float32))
     np.save(os.path.join(d, "ref_step_logits.npy"), steps.astype(np.float32))
-    cfg = model.config
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     np.save(os.path.join(d, "zero_cache.npy"),
             np.zeros((1, len(prompt), cfg.num_key_value_heads, head_dim), dtype=np.float32))
@@ -162,10 +193,104 @@ def family(name, cls, cfg, tok, pre, arch, seed, norm_shift=False, gguf_cfg=None
     write_refs(os.path.join(OUT, name + "_q8_0_refs"), dequantized(q8, ref_model, arch, norm_shift), llm.PROMPT)
 
 
+# 18 ids: past the rope checkpoints' original 8 positions
+PROMPT_LONG = [1, 15, 27, 3, 100, 42, 7, 88, 19, 64, 5, 120, 33, 71, 9, 56, 2, 99]
+
+
+def write_rope_refs(d, load, prompt):
+    """make_llm_refs.write_refs's files from transformers' cached greedy
+    loop on a freshly loaded model (load()), checked against generate() on
+    another fresh one; prompt.txt holds the prompt ids."""
+    model, steps, toks = load(), [], []
+    with torch.no_grad():
+        out = model(torch.tensor([prompt]), use_cache=True)
+        for i in range(llm.NEW_TOKENS + 1):
+            steps.append(out.logits[0, -1].float().numpy())
+            if i < llm.NEW_TOKENS:
+                toks.append(int(np.argmax(steps[-1])))
+                out = model(torch.tensor([[toks[-1]]]), past_key_values=out.past_key_values, use_cache=True)
+    save_refs(d, model.config, prompt, steps, toks)
+    eos_model = load()
+    eos_model.generation_config.eos_token_id = None  # as --ignore-eos
+    gen = eos_model.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=llm.NEW_TOKENS,
+                             min_new_tokens=llm.NEW_TOKENS, pad_token_id=0)[0, len(prompt):].tolist()
+    want = [int(t) for t in open(os.path.join(d, "ref_ids.txt")).read().split()]
+    assert gen == want, f"{d}: generate() gave {gen}, the cached greedy loop {want}"
+    with open(os.path.join(d, "prompt.txt"), "w") as f:
+        f.write(",".join(str(t) for t in prompt) + "\n")
+    if prompt != llm.PROMPT:  # crossing.txt: a 5-id prompt and generate()'s ids, crossing position 8 mid-way
+        short = llm.PROMPT[:5]
+        m = load()
+        m.generation_config.eos_token_id = None
+        ids = m.generate(torch.tensor([short]), do_sample=False, max_new_tokens=llm.NEW_TOKENS,
+                         min_new_tokens=llm.NEW_TOKENS, pad_token_id=0)[0, len(short):].tolist()
+        with open(os.path.join(d, "crossing.txt"), "w") as f:
+            f.write(",".join(str(t) for t in short) + "\n" + " ".join(str(t) for t in ids) + "\n")
+
+
+def per_layer_window(module, query, key, value, attention_mask, sliding_window=None, **kwargs):
+    """Eager attention, causal, windowed when transformers hands this layer
+    a sliding_window (Qwen2: use_sliding_window and layer >= max_window_layers):
+    a query at position p sees keys p - window + 1 .. p."""
+    S, T = query.shape[2], key.shape[2]
+    q_pos = torch.arange(T - S, T)[:, None]
+    k_pos = torch.arange(T)[None, :]
+    hidden = k_pos > q_pos
+    if sliding_window:
+        hidden = hidden | (k_pos <= q_pos - sliding_window)
+    mask = torch.zeros(S, T, dtype=query.dtype).masked_fill(hidden, float("-inf"))[None, None]
+    return eager_attention_forward(module, query, key, value, mask, **kwargs)
+
+
+def rope_checkpoint(name, cls, cfg, seed, prompt, tok=None, pre=None, attn=None):
+    """hf_NAME (and NAME.gguf when tok is given) with write_rope_refs."""
+    model = scaled(cls(cfg), seed)
+    d = save_dir("hf_" + name, model, tok)
+
+    def load():
+        m = cls.from_pretrained(d, torch_dtype=torch.float32).eval()
+        if attn:
+            m.config._attn_implementation = attn
+        return m
+    write_rope_refs(d, load, prompt)
+    if tok is not None:
+        tokrefs.convert(d, os.path.join(OUT, name + ".gguf"), pre)
+
+
+def rope_main(spm_tok):
+    ALL_ATTENTION_FUNCTIONS["per_layer_window"] = per_layer_window
+    small = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=False)
+    ids = dict(bos_token_id=spm_tok.bos_token_id, eos_token_id=spm_tok.eos_token_id, pad_token_id=0)
+    rope_checkpoint("rope_yarn", LlamaForCausalLM,
+                    LlamaConfig(vocab_size=len(spm_tok), **{**small, "rope_theta": 100.0}, max_position_embeddings=32,
+                                **ids, rope_scaling={"rope_type": "yarn", "factor": 4.0, "beta_slow": 0.1,
+                                                     "original_max_position_embeddings": 8}),
+                    31, PROMPT_LONG, spm_tok, "llama-spm")
+    rope_checkpoint("rope_dynamic", LlamaForCausalLM,
+                    LlamaConfig(vocab_size=128, **small, max_position_embeddings=8, bos_token_id=1, eos_token_id=2,
+                                rope_scaling={"rope_type": "dynamic", "factor": 2.0}),
+                    32, PROMPT_LONG)
+    pairs = 4  # head_dim 8
+    rope_checkpoint("phi3_longrope", Phi3ForCausalLM,
+                    Phi3Config(vocab_size=len(spm_tok), **small, max_position_embeddings=32,
+                               original_max_position_embeddings=8, sliding_window=None, **ids,
+                               rope_scaling={"type": "longrope", "short_factor": [1.0, 1.1, 1.3, 1.6][:pairs],
+                                             "long_factor": [1.0, 1.8, 3.5, 6.0][:pairs]}),
+                    33, PROMPT_LONG, spm_tok, "llama-spm")
+    rope_checkpoint("qwen2_swa", Qwen2ForCausalLM,
+                    Qwen2Config(vocab_size=128, **small, max_position_embeddings=64, use_sliding_window=True,
+                                sliding_window=4, max_window_layers=1, bos_token_id=1, eos_token_id=2),
+                    34, llm.PROMPT, attn="per_layer_window")
+
+
 def main():
     torch.set_num_threads(1)
     spm_tok = AutoTokenizer.from_pretrained(os.path.join(TOKENIZERS, "spm"))
     qwen_tok = AutoTokenizer.from_pretrained(os.path.join(TOKENIZERS, "qwen2"))
+    if os.environ.get("ONLY_ROPE"):  # the rope / Qwen2 window checkpoints alone
+        rope_main(spm_tok)
+        return
     common = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, max_position_embeddings=64, rope_theta=10000.0)
     # Mistral with a window shorter than the sequence (HF only: llama.cpp's
@@ -192,6 +317,7 @@ def main():
                        use_sliding_window=False, bos_token_id=qwen_tok.bos_token_id,
                        eos_token_id=qwen_tok.eos_token_id, attn_implementation="eager"),
            qwen_tok, "qwen2", gguf.MODEL_ARCH.QWEN3, 24)
+    rope_main(spm_tok)
     print("versions: torch", torch.__version__, "transformers", __import__("transformers").__version__,
           "numpy", np.__version__)
 

@@ -75,7 +75,7 @@ typedef struct ppcc_value {
 } ppcc_value;
 
 typedef enum {
-  PPCC_ATTR_INT, PPCC_ATTR_INTS, PPCC_ATTR_FLOAT, PPCC_ATTR_BOOL, PPCC_ATTR_STRING
+  PPCC_ATTR_INT, PPCC_ATTR_INTS, PPCC_ATTR_FLOAT, PPCC_ATTR_BOOL, PPCC_ATTR_STRING, PPCC_ATTR_FLOATS
 } ppcc_attr_type;
 
 typedef struct ppcc_attr {
@@ -83,8 +83,9 @@ typedef struct ppcc_attr {
   ppcc_attr_type type;
   int64_t i;      /* INT, BOOL */
   double f;       /* FLOAT */
-  int n;          /* INTS length */
+  int n;          /* INTS / FLOATS length */
   int64_t *ints;  /* INTS */
+  double *floats; /* FLOATS */
   const char *s;  /* STRING */
 } ppcc_attr;
 
@@ -167,6 +168,8 @@ const ppcc_attr *ppcc_op_attr(const ppcc_op *op, const char *name);
 int64_t ppcc_attr_int(const ppcc_op *op, const char *name, int64_t dflt);
 bool ppcc_attr_bool(const ppcc_op *op, const char *name, bool dflt);
 double ppcc_attr_float(const ppcc_op *op, const char *name, double dflt);
+/* A FLOATS attribute's values (its length in *n), or NULL (*n = 0). */
+const double *ppcc_attr_floats(const ppcc_op *op, const char *name, int *n);
 
 /* Element count and byte sizes, overflow-checked (-1 on overflow). */
 int64_t ppcc_num_elements(int rank, const int64_t *shape);

@@ -399,6 +399,11 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   dec.name = "decode";
   ppcc_status st = cli_llama_finish("generate", source, &pre, d);
   if (st) return st;
+  if (pre.rope_long_recompute && pre.rope_long_after > 0 && n_prompt <= pre.rope_long_after && pre.cache > pre.rope_long_after)
+    return ppcc_error(d, "%s: rope_scaling long_factor: a %ld-id prompt and --max-new-tokens %lld cross "
+                      "original_max_position_embeddings %ld, where transformers' Phi-3 recomputes the whole cache with the "
+                      "long factors (not supported): give a prompt of more than %ld ids, or %ld positions in all",
+                      source, n_prompt, a->max_new, pre.rope_long_after, pre.rope_long_after, pre.rope_long_after);
   for (long i = 0; i < B * n_prompt; i++)
     if (prompt[i] >= pre.vocab)
       return ppcc_error(d, "%s: prompt id %lld is outside the vocabulary [0, %ld)", source, (long long)prompt[i], pre.vocab);

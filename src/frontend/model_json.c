@@ -838,6 +838,7 @@ static const char *attr_type_name(ppcc_attr_type t) {
   case PPCC_ATTR_FLOAT: return "a number";
   case PPCC_ATTR_BOOL: return "true or false";
   case PPCC_ATTR_STRING: return "a string";
+  case PPCC_ATTR_FLOATS: return "a list of numbers";
   }
   return "?";
 }
@@ -857,6 +858,21 @@ static ppcc_status load_ints_attr(loader *L, const op_ctx *c, const cJSON *j, co
   return PPCC_OK;
 }
 
+static ppcc_status load_floats_attr(loader *L, const op_ctx *c, const cJSON *j, const jpath *path, ppcc_attr *a) {
+  int n = cJSON_GetArraySize(j);
+  a->n = n;
+  a->floats = ppcc_alloc(L->g, sizeof(double) * (size_t)(n > 0 ? n : 1));
+  if (!a->floats) return out_of_memory(L->d);
+  int k = 0;
+  const cJSON *item;
+  cJSON_ArrayForEach(item, j) {
+    if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble))
+      return err_at(L->d, JIDX(path, k), &c->who, "expected a finite number, got %s", json_type_name(item));
+    a->floats[k++] = item->valuedouble;
+  }
+  return PPCC_OK;
+}
+
 /* Converts one attribute value per its schema type. */
 static ppcc_status load_attr_value(loader *L, const op_ctx *c, const ppcc_attr_spec *spec, const cJSON *j,
                                    ppcc_attr *a) {
@@ -870,6 +886,7 @@ static ppcc_status load_attr_value(loader *L, const op_ctx *c, const ppcc_attr_s
   case PPCC_ATTR_FLOAT: ok = cJSON_IsNumber(j) && isfinite(j->valuedouble); break;
   case PPCC_ATTR_BOOL: ok = cJSON_IsBool(j); break;
   case PPCC_ATTR_STRING: ok = cJSON_IsString(j); break;
+  case PPCC_ATTR_FLOATS: ok = cJSON_IsArray(j); break;
   }
   if (!ok && cJSON_IsNumber(j) && !isfinite(j->valuedouble))
     return err_at(L->d, path, &c->who, "number out of range (beyond 1.8e308)");
@@ -877,6 +894,7 @@ static ppcc_status load_attr_value(loader *L, const op_ctx *c, const ppcc_attr_s
   switch (spec->type) {
   case PPCC_ATTR_INT: return get_int(j, path, &c->who, &a->i, L->d);
   case PPCC_ATTR_INTS: return load_ints_attr(L, c, j, path, a);
+  case PPCC_ATTR_FLOATS: return load_floats_attr(L, c, j, path, a);
   case PPCC_ATTR_FLOAT: a->f = j->valuedouble; return PPCC_OK;
   case PPCC_ATTR_BOOL: a->i = cJSON_IsTrue(j); return PPCC_OK;
   case PPCC_ATTR_STRING:

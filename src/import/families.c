@@ -1,6 +1,7 @@
 /* The decoder families ppcc imports (DESIGN §9: model families are data).
  * The graph builder (llama_graph.c) reads only llama_spec fields; a family
  * is the row that says which of them its checkpoints set. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "import.h"
@@ -44,7 +45,7 @@ static const llama_family families[] = {
    .act_key = "hidden_activation", .act = "gelu_tanh"},
   {.hf_arch = "Gemma2ForCausalLM", .model_type = "gemma2", .gguf_arch = "gemma2", .hf_norm_offset = 1,
    .embed_scale = true, .post_norms = true, .window = LLAMA_WINDOW_USED, .window_period = 2, .act_key = "hidden_activation", .act = "gelu_tanh"},
-  {.hf_arch = "Phi3ForCausalLM", .model_type = "phi3", .gguf_arch = "phi3", .window = LLAMA_WINDOW_USED,
+  {.hf_arch = "Phi3ForCausalLM", .model_type = "phi3", .gguf_arch = "phi3", .window = LLAMA_WINDOW_USED, .longrope_recompute = true,
    .act_key = "hidden_act", .act = "silu", .hf_renames = phi3_hf, .gguf_renames = phi3_gguf},
   {.hf_arch = "GPT2LMHeadModel", .model_type = "gpt2", .gguf_arch = "gpt2", .window = LLAMA_WINDOW_IGNORED,
    .act_key = "activation_function", .act = "gelu_tanh", .layer_norm = true, .learned_positions = true,
@@ -96,4 +97,44 @@ const char *llama_family_list(bool gguf) {
     if (!seen && n < sizeof list[0]) n += (size_t)snprintf(out + n, sizeof list[0] - n, "%s%s", n ? ", " : "", name);
   }
   return out;
+}
+
+void llama_rope_none(llama_spec *s) {
+  s->rope_factor = 1.0;
+  s->rope_low = 1.0;
+  s->rope_high = 4.0;
+  s->rope_orig = 0;
+  s->rope_dynamic = 0;
+  s->rope_pairs = 0;
+  s->rope_long_after = 0;
+  s->rope_attention = 1.0;
+}
+
+/* transformers' get_mscale */
+static double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0; }
+
+/* The pair index at which `rotations` full turns fit in orig positions
+ * (transformers' find_correction_dim). */
+static double yarn_correction_dim(double rotations, double dim, double base, double orig) {
+  return dim * log(orig / (rotations * 2 * 3.14159265358979323846)) / (2 * log(base));
+}
+
+void llama_rope_yarn(llama_spec *s, double factor, long orig_max, double beta_fast, double beta_slow,
+                     double attention_factor, double mscale, double mscale_all_dim) {
+  double dim = (double)s->head_dim;
+  double low = floor(yarn_correction_dim(beta_fast, dim, s->theta, (double)orig_max));
+  double high = ceil(yarn_correction_dim(beta_slow, dim, s->theta, (double)orig_max));
+  low = low < 0 ? 0 : low;
+  high = high > dim - 1 ? dim - 1 : high;
+  if (low == high) high += 0.001; /* as transformers: no division by zero */
+  s->rope_pairs = (int)(s->head_dim / 2);
+  /* inv_freq = freq / factor * ramp + freq * (1 - ramp) */
+  for (int j = 0; j < s->rope_pairs; j++) {
+    double ramp = ((double)j - low) / (high - low);
+    ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+    s->rope_divisors[j] = 1.0 / (ramp / factor + (1.0 - ramp));
+  }
+  if (attention_factor > 0) s->rope_attention = attention_factor;
+  else if (mscale > 0 && mscale_all_dim > 0) s->rope_attention = yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all_dim);
+  else s->rope_attention = yarn_mscale(factor, 1.0);
 }

@@ -54,6 +54,68 @@ static const char *akey(const char *arch, const char *suffix) {
   return out;
 }
 
+/* A [head_dim / 2] tensor of per-pair rope factors (Phi-3's
+ * rope_factors_long/short.weight), read as f32 into out. */
+static ppcc_status rope_factors(const rt_gguf *g, const char *name, const llama_spec *s, double *out, ppcc_diag *d) {
+  const rt_gguf_tensor *t = rt_gguf_find_tensor(g, name);
+  long pairs = s->head_dim / 2;
+  if (!t || t->n_dims != 1 || t->ne[0] != pairs || pairs > LLAMA_MAX_ROPE_PAIRS)
+    return ppcc_error(d, "%s: tensor '%s' must be [%ld] (half the head dim, at most %d)", g->file.path, name, pairs,
+                      (int)LLAMA_MAX_ROPE_PAIRS);
+  float v[LLAMA_MAX_ROPE_PAIRS];
+  ppcc_status st = rt_gguf_dequantize_rows(g->file.path, t, 0, 1, v, d);
+  for (long j = 0; !st && j < pairs; j++) {
+    if (!(v[j] > 0) || v[j] > 1e30f) return ppcc_error(d, "%s: tensor '%s': factor %ld must be positive", g->file.path, name, j);
+    out[j] = v[j];
+  }
+  return st;
+}
+
+/* ARCH.rope.scaling.* as llama.cpp's converter writes it: type linear
+ * (factor) or yarn (factor, original_context_length, yarn_beta_fast,
+ * yarn_beta_slow, yarn_attn_factor: transformers' attention_factor), and
+ * LongRoPE (Phi-3) as the tensors rope_factors_short/long.weight with
+ * original_context_length and attn_factor. Computed as transformers does
+ * (llama_rope_yarn; hf.c's LongRoPE). Dynamic NTK is not written by the
+ * converter. */
+static ppcc_status read_rope_scaling(const rt_gguf *g, const char *a, llama_spec *s, ppcc_diag *d) {
+  const char *path = g->file.path, *scaling_key = akey(a, "rope.scaling.type");
+  llama_rope_none(s);
+  const rt_gguf_kv *scaling = rt_gguf_find_kv(g, scaling_key);
+  const char *type = scaling && scaling->string ? scaling->string : scaling ? "?" : "none";
+  bool longrope = rt_gguf_find_tensor(g, "rope_factors_long.weight") || rt_gguf_find_tensor(g, "rope_factors_short.weight");
+  if (strcmp(type, "none") != 0 && strcmp(type, "linear") != 0 && strcmp(type, "yarn") != 0 &&
+      !(strcmp(type, "longrope") == 0 && longrope))
+    return ppcc_error(d, "%s: metadata key '%s': rope scaling '%.40s' is not supported (linear, yarn, longrope with "
+                      "rope_factors_long/short.weight)", path, scaling_key, type);
+  ppcc_status st = PPCC_OK;
+  if (strcmp(type, "linear") == 0) return need_number(g, akey(a, "rope.scaling.factor"), true, 1.0, &s->rope_factor, d);
+  if (strcmp(type, "yarn") == 0) {
+    double factor = 1, beta_fast = 32, beta_slow = 1, attention = 0, orig = 0, ctx = 0;
+    st = need_number(g, akey(a, "rope.scaling.factor"), true, 1.0, &factor, d);
+    if (!st) st = need_number(g, akey(a, "context_length"), false, 0, &ctx, d);
+    if (!st) st = need_number(g, akey(a, "rope.scaling.original_context_length"), ctx <= 0, ctx, &orig, d);
+    if (!st) st = need_number(g, akey(a, "rope.scaling.yarn_beta_fast"), false, 32, &beta_fast, d);
+    if (!st) st = need_number(g, akey(a, "rope.scaling.yarn_beta_slow"), false, 1, &beta_slow, d);
+    if (!st) st = need_number(g, akey(a, "rope.scaling.yarn_attn_factor"), false, 0, &attention, d);
+    if (!st && s->head_dim / 2 > LLAMA_MAX_ROPE_PAIRS)
+      st = ppcc_error(d, "%s: metadata key '%s': yarn with more than %d rotary pairs is not supported", path, scaling_key,
+                      (int)LLAMA_MAX_ROPE_PAIRS);
+    if (!st) llama_rope_yarn(s, factor, (long)orig, beta_fast, beta_slow, attention, 0, 0);
+    return st;
+  }
+  if (!longrope) return PPCC_OK;
+  double orig = 0, attention = 1;
+  st = need_number(g, akey(a, "rope.scaling.original_context_length"), true, 0, &orig, d);
+  if (!st) st = need_number(g, akey(a, "rope.scaling.attn_factor"), false, 1.0, &attention, d);
+  if (!st) st = rope_factors(g, "rope_factors_short.weight", s, s->rope_divisors, d);
+  if (!st) st = rope_factors(g, "rope_factors_long.weight", s, s->rope_long_divisors, d);
+  s->rope_pairs = (int)(s->head_dim / 2);
+  s->rope_long_after = (long)orig;
+  s->rope_attention = attention;
+  return st;
+}
+
 static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *d) {
   const char *path = g->file.path;
   const rt_gguf_kv *arch_kv = rt_gguf_find_kv(g, "general.architecture");
@@ -68,8 +130,10 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
   s->norm_offset = 0;
   s->post_norms = family->post_norms;
   s->qk_norm = family->qk_norm;
+  s->rope_long_recompute = family->longrope_recompute;
   s->act = family->act;
   s->window_period = family->window_period;
+  s->window_from = 0;
   s->layer_norm = family->layer_norm;
   s->plain_mlp = family->plain_mlp;
   s->block_prefix = NULL;
@@ -91,19 +155,6 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
   if (!st) st = window_of(g, akey(a, "attention.sliding_window"), &s->window, d);
   if (st) return st;
   s->embed_scale = family->embed_scale ? (double)(float)sqrt((double)s->hidden) : 0;
-  s->rope_factor = 1.0;
-  s->rope_low = 1.0;
-  s->rope_high = 4.0;
-  s->rope_orig = 0;
-  const char *scaling_key = akey(a, "rope.scaling.type");
-  const rt_gguf_kv *scaling = rt_gguf_find_kv(g, scaling_key);
-  if (scaling && !(scaling->string && (strcmp(scaling->string, "linear") == 0 || strcmp(scaling->string, "none") == 0)))
-    return ppcc_error(d, "%s: metadata key '%s': rope scaling '%.40s' is not supported (linear, none)", path, scaling_key,
-                      scaling->string ? scaling->string : "?");
-  if (scaling && strcmp(scaling->string, "linear") == 0) {
-    st = need_number(g, akey(a, "rope.scaling.factor"), true, 1.0, &s->rope_factor, d);
-    if (st) return st;
-  }
   /* the head dim: key_length where given (it may differ from hidden/heads) */
   long value_len = 0;
   if (!rt_gguf_find_kv(g, akey(a, "attention.key_length")) && s->hidden % s->heads != 0)
@@ -121,8 +172,8 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
   if (rope_dims != s->head_dim)
     return ppcc_error(d, "%s: metadata key '%s': partial rotary (%ld of %ld head dims) is not supported", path,
                       akey(a, "rope.dimension_count"), rope_dims, s->head_dim);
-  if (rt_gguf_find_tensor(g, "rope_factors_long.weight"))
-    return ppcc_error(d, "%s: tensor 'rope_factors_long.weight': longrope scaling (Phi-3 128k) is not supported", path);
+  st = read_rope_scaling(g, a, s, d);
+  if (st) return st;
   /* Llama 3 in GGUF: the rope scaling as per-pair divisors of the frequencies */
   const rt_gguf_tensor *freqs = rt_gguf_find_tensor(g, "rope_freqs.weight");
   if (freqs && (freqs->n_dims != 1 || (long)freqs->ne[0] != s->head_dim / 2))

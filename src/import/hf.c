@@ -78,31 +78,98 @@ static ppcc_status check_arch(const cJSON *root, const char *path, const llama_f
   return key_error(d, path, "architectures", msg);
 }
 
-/* rope_scaling: null, {"rope_type"|"type": "linear", "factor"} or
- * {"rope_type": "llama3", "factor", "low_freq_factor", "high_freq_factor",
- * "original_max_position_embeddings"}; other kinds are errors. */
+/* rope_scaling.KEY's list of head_dim / 2 positive numbers (LongRoPE's factors). */
+static ppcc_status factor_list(const cJSON *rs, const char *path, const char *key, long pairs, double *out, ppcc_diag *d) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(rs, key);
+  char name[64], msg[96];
+  snprintf(name, sizeof name, "rope_scaling.%s", key);
+  snprintf(msg, sizeof msg, "must be a list of %ld positive numbers (half the head dim)", pairs);
+  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != pairs) return key_error(d, path, name, msg);
+  long k = 0;
+  const cJSON *item;
+  cJSON_ArrayForEach(item, v) {
+    if (!cJSON_IsNumber(item) || !(item->valuedouble > 0) || item->valuedouble > 1e30) return key_error(d, path, name, msg);
+    out[k++] = item->valuedouble;
+  }
+  return PPCC_OK;
+}
+
+/* LongRoPE as transformers' _compute_longrope_parameters and its
+ * per-forward choice: short factors while the call's longest sequence is at
+ * most original_max_position_embeddings (config.json's top level, else
+ * max_position_embeddings), long factors beyond; attention factor given or
+ * sqrt(1 + ln(factor) / ln(orig)) with factor = max / orig when orig is
+ * given. */
+static ppcc_status read_longrope(const cJSON *root, const cJSON *rs, const char *path, long max_pos, llama_spec *s,
+                                 ppcc_diag *d) {
+  long orig = max_pos;
+  double factor = 0, attention = 0;
+  ppcc_status st = int_key(root, path, "original_max_position_embeddings", max_pos, &orig, d);
+  if (!st) st = float_key(rs, path, "factor", 0, &factor, d);
+  if (!st) st = float_key(rs, path, "attention_factor", 0, &attention, d);
+  if (!st && cJSON_GetObjectItemCaseSensitive(root, "original_max_position_embeddings")) factor = (double)max_pos / (double)orig;
+  if (!st && !(factor > 0)) st = key_error(d, path, "rope_scaling.factor", "missing (a positive number)");
+  s->rope_pairs = (int)(s->head_dim / 2);
+  if (!st) st = factor_list(rs, path, "short_factor", s->rope_pairs, s->rope_divisors, d);
+  if (!st) st = factor_list(rs, path, "long_factor", s->rope_pairs, s->rope_long_divisors, d);
+  s->rope_long_after = orig;
+  s->rope_attention = attention > 0 ? attention : factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)orig));
+  return st;
+}
+
+/* rope_scaling: null, or {"rope_type" (or "type"): default, linear
+ * ("factor"), dynamic ("factor"; NTK over max_position_embeddings), yarn
+ * ("factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
+ * "attention_factor", "mscale", "mscale_all_dim"), longrope / su
+ * ("short_factor", "long_factor", "factor", "attention_factor") or llama3
+ * ("factor", "low_freq_factor", "high_freq_factor",
+ * "original_max_position_embeddings")}, each as transformers'
+ * modeling_rope_utils computes it. */
 static ppcc_status read_rope_scaling(const cJSON *root, const char *path, llama_spec *s, ppcc_diag *d) {
   const char *key = "rope_scaling";
-  s->rope_factor = 1.0;
-  s->rope_low = 1.0;
-  s->rope_high = 4.0;
-  s->rope_orig = 0;
+  llama_rope_none(s);
   const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, key);
   if (!rs || cJSON_IsNull(rs)) return PPCC_OK;
   if (!cJSON_IsObject(rs)) return key_error(d, path, key, "must be null or an object");
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
   if (!type) type = cJSON_GetObjectItemCaseSensitive(rs, "type");
   if (!cJSON_IsString(type)) return key_error(d, path, key, "needs a rope_type string");
-  bool llama3 = strcmp(type->valuestring, "llama3") == 0;
-  if (!llama3 && strcmp(type->valuestring, "linear") != 0 && strcmp(type->valuestring, "default") != 0) {
+  static const char *const kinds[] = {"default", "linear", "llama3", "dynamic", "yarn", "longrope", "su"};
+  int kind = 0;
+  while (kind < 7 && strcmp(type->valuestring, kinds[kind]) != 0) kind++;
+  if (kind == 7) {
     char msg[160];
-    snprintf(msg, sizeof msg, "rope_type '%.60s' is not supported (linear, llama3)", type->valuestring);
+    snprintf(msg, sizeof msg, "rope_type '%.60s' is not supported (linear, llama3, dynamic, yarn, longrope)", type->valuestring);
     return key_error(d, path, key, msg);
   }
-  if (strcmp(type->valuestring, "default") == 0) return PPCC_OK;
-  ppcc_status st = float_key(rs, path, "factor", 0, &s->rope_factor, d);
+  if (kind == 0) return PPCC_OK;
+  if (s->head_dim / 2 > LLAMA_MAX_ROPE_PAIRS && kind >= 4)
+    return key_error(d, path, "head_dim", "is too large for per-pair rope factors (at most 1024)");
+  long max_pos = 0;
+  ppcc_status st = PPCC_OK;
+  if (kind >= 3) st = int_key(root, path, "max_position_embeddings", 0, &max_pos, d);
+  if (!st && kind >= 5) return read_longrope(root, rs, path, max_pos, s, d);
+  if (!st) st = float_key(rs, path, "factor", 0, &s->rope_factor, d);
   if (!st && !(s->rope_factor > 0)) st = key_error(d, path, "rope_scaling.factor", "missing (a positive number)");
-  if (st || !llama3) return st;
+  if (st || kind == 1) return st;
+  if (kind == 3) {
+    s->rope_dynamic = max_pos;
+    return PPCC_OK;
+  }
+  if (kind == 4) { /* yarn: factor = max / orig when orig is given */
+    long orig = max_pos;
+    double beta_fast = 0, beta_slow = 0, attention = 0, mscale = 0, mscale_all = 0, factor = s->rope_factor;
+    st = int_key(rs, path, "original_max_position_embeddings", max_pos, &orig, d);
+    if (!st && cJSON_GetObjectItemCaseSensitive(rs, "original_max_position_embeddings")) factor = (double)max_pos / (double)orig;
+    if (!st) st = float_key(rs, path, "beta_fast", 32, &beta_fast, d);
+    if (!st) st = float_key(rs, path, "beta_slow", 1, &beta_slow, d);
+    if (!st) st = float_key(rs, path, "attention_factor", 0, &attention, d);
+    if (!st) st = float_key(rs, path, "mscale", 0, &mscale, d);
+    if (!st) st = float_key(rs, path, "mscale_all_dim", 0, &mscale_all, d);
+    if (!st) llama_rope_yarn(s, factor, orig, beta_fast, beta_slow, attention, mscale, mscale_all);
+    s->rope_factor = 1.0; /* in the divisors */
+    return st;
+  }
   st = float_key(rs, path, "low_freq_factor", 1.0, &s->rope_low, d);
   if (!st) st = float_key(rs, path, "high_freq_factor", 4.0, &s->rope_high, d);
   if (!st) st = int_key(rs, path, "original_max_position_embeddings", 0, &s->rope_orig, d);
@@ -133,20 +200,26 @@ static ppcc_status read_activation(const cJSON *root, const char *path, const ll
 
 /* sliding_window as the family's transformers model reads it: a positive
  * window (Mistral; Gemma 2 on its even layers), ignored (Llama, Gemma), or
- * for Qwen2/Qwen3 only with use_sliding_window, which this refuses (their
- * max_window_layers split is not implemented). */
+ * for Qwen2/Qwen3 only with use_sliding_window, on the layers from
+ * max_window_layers on (transformers' per-layer choice; its eager/sdpa
+ * mask of 4.51 windows every layer, its flash path and later versions
+ * these). */
 static ppcc_status read_window(const cJSON *root, const char *path, const llama_family *f, llama_spec *s,
                                ppcc_diag *d) {
   const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
   s->window = 0;
+  s->window_from = 0;
   s->window_period = f->window_period;
   if (!sw || cJSON_IsNull(sw) || f->window == LLAMA_WINDOW_IGNORED) return PPCC_OK;
-  if (f->window == LLAMA_WINDOW_FLAGGED) {
-    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "use_sliding_window"))) return PPCC_OK;
-    char msg[120];
-    snprintf(msg, sizeof msg, "true (with sliding_window %.0f): per-layer windows by max_window_layers are not supported",
-             cJSON_IsNumber(sw) ? sw->valuedouble : -1.0);
-    return key_error(d, path, "use_sliding_window", msg);
+  if (f->window == LLAMA_WINDOW_FLAGGED) { /* Qwen2/3: layers from max_window_layers on */
+    bool use = false;
+    ppcc_status st = bool_key(root, path, "use_sliding_window", &use, d);
+    if (st || !use) return st;
+    const cJSON *from = cJSON_GetObjectItemCaseSensitive(root, "max_window_layers");
+    if (!cJSON_IsNumber(from) || from->valuedouble < 0 || from->valuedouble > 1e9 ||
+        (double)(long)from->valuedouble != from->valuedouble)
+      return key_error(d, path, "max_window_layers", "must be a non-negative integer with use_sliding_window true");
+    s->window_from = (long)from->valuedouble;
   }
   return int_key(root, path, "sliding_window", 0, &s->window, d);
 }
@@ -170,6 +243,7 @@ static ppcc_status read_family_keys(const cJSON *root, const char *path, const l
   s->embed_scale = f->embed_scale ? (double)(float)sqrt((double)s->hidden) : 0; /* transformers: an f32 tensor */
   s->post_norms = f->post_norms;
   s->qk_norm = f->qk_norm;
+  s->rope_long_recompute = f->longrope_recompute;
   s->layer_norm = f->layer_norm;
   s->plain_mlp = f->plain_mlp;
   s->attn_bias = s->attn_bias || f->all_biases;

@@ -33,6 +33,8 @@ typedef struct llama_family {
   int window_period;      /* with a sliding window, only layers b % period == 0 use it (Gemma 2: 2); 0: all */
   const char *act_key;    /* config.json key of the MLP activation ("hidden_act"; Gemma: "hidden_activation") */
   const char *act;        /* the activation op when that key is absent or null (GGUF: always) */
+  bool longrope_recompute; /* generation crossing LongRoPE's original positions recomputes the cache (Phi-3's
+                              prepare_inputs_for_generation): generate refuses such a prompt and length */
   /* GPT-2 / Phi-3 */
   bool layer_norm;        /* LayerNorm with a bias (GPT-2) instead of RMSNorm */
   bool learned_positions; /* a position embedding table added to the token embeddings, no rotary (GPT-2) */
@@ -60,6 +62,9 @@ const char *llama_renamed(const char *const *renames, const char *name);
 /* The op of an HF activation name (silu, gelu, gelu_pytorch_tanh...), or NULL. */
 const char *llama_activation_op(const char *hf_name);
 
+/* The most rotary pairs (head_dim / 2) a model with per-pair rope factors may have. */
+enum { LLAMA_MAX_ROPE_PAIRS = 512 };
+
 typedef struct llama_spec {
   /* the model (from config.json or GGUF metadata) */
   long layers, hidden, heads, kv_heads, head_dim, ffn, vocab;
@@ -67,6 +72,13 @@ typedef struct llama_spec {
   /* rope_scaling: factor 1 = none; orig_max_pos 0 = linear, else llama3 */
   double rope_factor, rope_low, rope_high;
   long rope_orig;
+  long rope_dynamic;     /* dynamic NTK beyond this many positions (with rope_factor; 0: off) */
+  int rope_pairs;        /* entries of rope_divisors (0: none): head_dim / 2 */
+  double rope_divisors[LLAMA_MAX_ROPE_PAIRS];      /* per-pair frequency divisors (YaRN's ramp, LongRoPE's short factors) */
+  double rope_long_divisors[LLAMA_MAX_ROPE_PAIRS]; /* LongRoPE's long factors, past rope_long_after positions */
+  long rope_long_after;  /* 0: no long factors */
+  double rope_attention; /* cos and sin times this (YaRN, LongRoPE; 0 or 1: none) */
+  bool rope_long_recompute; /* as the family row's longrope_recompute */
   bool rope_freqs;  /* GGUF tensor rope_freqs.weight [head_dim/2]: per-pair frequency divisors (Llama 3) */
   bool tied;        /* the output head reuses the embedding table */
   bool attn_bias;   /* q/k/v/o projections have biases */
@@ -84,6 +96,7 @@ typedef struct llama_spec {
   const char *block_prefix;   /* as the family row's hf_block_prefix for HF names (NULL: Llama's) */
   const char *const *renames; /* the family row's renames of the source's naming (NULL: none) */
   int window_period;      /* only layers b % period == 0 have the window (0: all) */
+  long window_from;       /* and only layers b >= this (Qwen2/3's max_window_layers) */
   llama_naming naming;
   /* the graph (from the command line) */
   long seq, batch, cache, tp, pp;
@@ -113,6 +126,15 @@ ppcc_status llama_spec_from_gguf(const char *path, llama_spec *s, ppcc_diag *d);
 /* Fills the model part of s from whatever SOURCE is: a directory (HF) or a
  * GGUF file. */
 ppcc_status llama_spec_from_source(const char *source, llama_spec *s, ppcc_diag *d);
+
+/* No rope scaling (factor 1, no per-pair divisors, attention factor 1). */
+void llama_rope_none(llama_spec *s);
+/* YaRN as transformers' _compute_yarn_parameters: the per-pair divisors of
+ * the ramp between positions / factor and unscaled positions over the
+ * original max_positions, and the attention factor (0: transformers' own
+ * from factor, mscale, mscale_all_dim). s->head_dim must be set. */
+void llama_rope_yarn(llama_spec *s, double factor, long orig_max, double beta_fast, double beta_slow,
+                     double attention_factor, double mscale, double mscale_all_dim);
 
 /* Whether layer b attends through the sliding window. */
 bool llama_layer_windowed(const llama_spec *s, long b);

@@ -33,7 +33,7 @@ static long kv_copies(const llama_spec *s) { return !s->unplaced && s->kv_heads 
 static long padded_vocab(const llama_spec *s) { return s->unplaced ? s->vocab : (s->vocab + s->tp - 1) / s->tp * s->tp; }
 
 bool llama_layer_windowed(const llama_spec *s, long b) {
-  return s->window > 0 && (s->window_period <= 1 || b % s->window_period == 0);
+  return s->window > 0 && b >= s->window_from && (s->window_period <= 1 || b % s->window_period == 0);
 }
 
 const char *llama_spec_error(const llama_spec *s) {
@@ -58,6 +58,7 @@ const char *llama_spec_error(const llama_spec *s) {
   if (s->learned_positions > 0 && s->cache > s->learned_positions)
     return "--cache exceeds the model's learned positions (n_positions / context_length)";
   if (!(s->eps > 0) || !(s->theta > 0)) return "rms_norm_eps and rope_theta must be positive";
+  if (s->rope_pairs != 0 && s->rope_pairs != s->head_dim / 2) return "the per-pair rope factors must be half the head dim";
   return NULL;
 }
 
@@ -67,6 +68,7 @@ typedef struct writer {
   bool first;
   bool keep_stored;     /* GGUF weights kept in their block formats */
   void *stored_state;   /* the spec's stored_format's open file */
+  char *rotary;         /* every rotary op's attributes (rotary_attrs) */
 } writer;
 
 static void item(writer *w) {
@@ -386,20 +388,44 @@ static void kv_heads(writer *w, names *n, long b, const char *x, const char *res
   (void)b;
 }
 
+static void divisor_list(FILE *f, const char *key, const double *v, int n) {
+  fprintf(f, ", \"%s\": [", key);
+  for (int j = 0; j < n; j++) fprintf(f, "%s%.17g", j ? ", " : "", v[j]);
+  fputs("]", f);
+}
+
+/* The rotary op's attributes: theta and the spec's rope scaling (malloc'd
+ * text, NULL on OOM). */
+static char *rotary_attrs(const llama_spec *s) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  if (!f) return NULL;
+  fprintf(f, "\"theta\": %.17g", s->theta);
+  if (s->rope_factor > 0 && s->rope_factor != 1.0) fprintf(f, ", \"rope_factor\": %.17g", s->rope_factor);
+  if (s->rope_orig > 0)
+    fprintf(f, ", \"rope_low_freq_factor\": %.17g, \"rope_high_freq_factor\": %.17g, \"rope_original_max_position\": %ld",
+            s->rope_low, s->rope_high, s->rope_orig);
+  if (s->rope_dynamic > 0) fprintf(f, ", \"rope_dynamic_max_position\": %ld", s->rope_dynamic);
+  if (s->rope_pairs > 0) divisor_list(f, "rope_divisors", s->rope_divisors, s->rope_pairs);
+  if (s->rope_pairs > 0 && s->rope_long_after > 0) {
+    divisor_list(f, "rope_long_divisors", s->rope_long_divisors, s->rope_pairs);
+    fprintf(f, ", \"rope_long_after\": %ld", s->rope_long_after);
+  }
+  if (s->rope_attention > 0 && s->rope_attention != 1.0) fprintf(f, ", \"rope_attention_factor\": %.17g", s->rope_attention);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
 static void write_attention(writer *w, long b, const char *h, const char *pos, const char *freqs) {
   const llama_spec *s = w->s;
   long D = s->head_dim;
-  char attrs[160], theta[320];
+  char attrs[160];
+  const char *theta = w->rotary;
   names n = {.n = 0};
-  if (s->rope_orig > 0)
-    snprintf(theta, sizeof theta,
-             "\"theta\": %.17g, \"rope_factor\": %.17g, \"rope_low_freq_factor\": %.17g, "
-             "\"rope_high_freq_factor\": %.17g, \"rope_original_max_position\": %ld",
-             s->theta, s->rope_factor, s->rope_low, s->rope_high, s->rope_orig);
-  else if (s->rope_factor > 0 && s->rope_factor != 1.0)
-    snprintf(theta, sizeof theta, "\"theta\": %.17g, \"rope_factor\": %.17g", s->theta, s->rope_factor);
-  else
-    snprintf(theta, sizeof theta, "\"theta\": %.17g", s->theta);
   bool qkv_bias = s->qkv_bias || s->attn_bias;
   projection(w, &n, b, h, W_Q, B_Q, qkv_bias, nm(&n, b, "q"));
   projection(w, &n, b, h, W_K, B_K, qkv_bias, nm(&n, b, "k"));
@@ -590,7 +616,12 @@ char *llama_graph_json(const llama_spec *s, size_t *len) {
   FILE *out = open_memstream(&buf, &n);
   if (!out) return NULL;
   bool keep = s->gguf_path && s->stored_format && !s->dtype_given && s->naming == LLAMA_NAMES_GGUF;
-  writer w = {out, s, true, keep, NULL};
+  writer w = {out, s, true, keep, NULL, rotary_attrs(s)};
+  if (!w.rotary) {
+    fclose(out);
+    free(buf);
+    return NULL;
+  }
   fputs("{\n  \"ppcc\": 1,\n", out);
   fprintf(out, "  \"name\": \"%s\",\n", s->name ? s->name : "llama");
   fprintf(out, "  \"devices\": %ld,\n", s->tp * s->pp);
@@ -600,6 +631,7 @@ char *llama_graph_json(const llama_spec *s, size_t *len) {
   write_outputs(&w);
   fputs("}\n", out);
   if (keep) s->stored_format(s->gguf_path, NULL, &w.stored_state);
+  free(w.rotary);
   if (fclose(out) != 0) {
     free(buf);
     return NULL;

@@ -58,6 +58,7 @@ static cJSON *attr_json(const ppcc_attr *a) {
   case PPCC_ATTR_FLOAT: return cJSON_CreateNumber(a->f);
   case PPCC_ATTR_STRING: return cJSON_CreateString(a->s);
   case PPCC_ATTR_INTS: return shape_json(a->n, a->ints);
+  case PPCC_ATTR_FLOATS: return cJSON_CreateDoubleArray(a->floats, a->n);
   }
   return cJSON_CreateNull();
 }

@@ -212,6 +212,13 @@ double ppcc_attr_float(const ppcc_op *op, const char *name, double dflt) {
   return dflt;
 }
 
+const double *ppcc_attr_floats(const ppcc_op *op, const char *name, int *n) {
+  const ppcc_attr *a = ppcc_op_attr(op, name);
+  bool ok = a && a->type == PPCC_ATTR_FLOATS;
+  *n = ok ? a->n : 0;
+  return ok ? a->floats : NULL;
+}
+
 /* ---- dtypes and layouts ---- */
 static const struct { const char *name; int size; bool is_float; } dtypes[] = {
   [PPCC_F32] = {"f32", 4, true},  [PPCC_F16] = {"f16", 2, true},

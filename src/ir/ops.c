@@ -43,12 +43,25 @@ static const ppcc_attr_spec attrs_rms_norm[] = {{"eps", PPCC_ATTR_FLOAT, false},
 static const ppcc_attr_spec attrs_cast[] = {{"dtype", PPCC_ATTR_STRING, true}, {NULL, 0, false}};
 static const ppcc_attr_spec attrs_dim_opt[] = {{"dim", PPCC_ATTR_INT, false}, {NULL, 0, false}};
 /* rope_factor alone: linear scaling (positions / factor); with
- * rope_original_max_position too: Llama 3's per-frequency scaling. */
+ * rope_original_max_position too: Llama 3's per-frequency scaling; with
+ * rope_dynamic_max_position m instead: dynamic NTK, theta times
+ * (factor L / m - factor + 1)^(D / (D - 2)) when the call's longest
+ * sequence L (its largest position + 1) exceeds m, plain rotary otherwise.
+ * rope_divisors [D/2]: each pair's frequency divided by its entry (YaRN's
+ * ramp, LongRoPE's short factors); rope_long_divisors replace them when L
+ * exceeds rope_long_after (LongRoPE's long factors); cos and sin are
+ * multiplied by rope_attention_factor (YaRN, LongRoPE). All as transformers'
+ * modeling_rope_utils. */
 static const ppcc_attr_spec attrs_rotary[] = {{"theta", PPCC_ATTR_FLOAT, false},
                                               {"rope_factor", PPCC_ATTR_FLOAT, false},
                                               {"rope_low_freq_factor", PPCC_ATTR_FLOAT, false},
                                               {"rope_high_freq_factor", PPCC_ATTR_FLOAT, false},
                                               {"rope_original_max_position", PPCC_ATTR_INT, false},
+                                              {"rope_dynamic_max_position", PPCC_ATTR_INT, false},
+                                              {"rope_divisors", PPCC_ATTR_FLOATS, false},
+                                              {"rope_long_divisors", PPCC_ATTR_FLOATS, false},
+                                              {"rope_long_after", PPCC_ATTR_INT, false},
+                                              {"rope_attention_factor", PPCC_ATTR_FLOAT, false},
                                               {NULL, 0, false}};
 /* window: a query sees only its last `window` key positions (sliding-window
  * attention); softcap: scores x become softcap * tanh(x / softcap). */
@@ -941,7 +954,7 @@ static ppcc_status shard_softmax(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
-static ppcc_status check_rope_scaling(ppcc_graph *g, ppcc_op *op, ppcc_diag *d);
+static ppcc_status check_rope_scaling(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int64_t half);
 
 /* rotary(x[B, S, H, D], positions[S] or per row [B, S]) */
 static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
@@ -962,7 +975,7 @@ static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
              x->name, pos->name);
     return op_error(g, op, d, msg);
   }
-  st = check_rope_scaling(g, op, d);
+  st = check_rope_scaling(g, op, d, x->shape[3] / 2);
   if (st) return st;
   /* a third operand: per-pair frequency divisors [head_dim / 2] (llama.cpp's
    * rope_freqs, Llama 3 in GGUF) */
@@ -977,13 +990,34 @@ static ppcc_status shape_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
-static ppcc_status check_rope_scaling(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+/* Per-pair divisors: none, or `half` positive numbers. */
+static bool divisors_ok(const ppcc_op *op, const char *name, int64_t half) {
+  int n = 0;
+  const double *v = ppcc_attr_floats(op, name, &n);
+  if (!ppcc_op_attr(op, name)) return true;
+  if (n != half) return false;
+  for (int i = 0; i < n; i++)
+    if (!(v[i] > 0) || v[i] > 1e30) return false;
+  return true;
+}
+
+static ppcc_status check_rope_scaling(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int64_t half) {
   double factor = ppcc_attr_float(op, "rope_factor", 1.0), lo = ppcc_attr_float(op, "rope_low_freq_factor", 1.0),
-         hi = ppcc_attr_float(op, "rope_high_freq_factor", 4.0);
-  int64_t orig = ppcc_attr_int(op, "rope_original_max_position", 0);
-  if (!(factor > 0) || !(lo > 0) || !(hi > lo) || orig < 0)
-    return op_error(g, op, d, "rope scaling needs rope_factor > 0, 0 < rope_low_freq_factor < rope_high_freq_factor "
-                              "and rope_original_max_position >= 0");
+         hi = ppcc_attr_float(op, "rope_high_freq_factor", 4.0), af = ppcc_attr_float(op, "rope_attention_factor", 1.0);
+  int64_t orig = ppcc_attr_int(op, "rope_original_max_position", 0),
+          dyn = ppcc_attr_int(op, "rope_dynamic_max_position", 0), after = ppcc_attr_int(op, "rope_long_after", 0);
+  if (!(factor > 0) || !(lo > 0) || !(hi > lo) || orig < 0 || dyn < 0 || after < 0 || !(af > 0) || af > 1e30 ||
+      (dyn > 0 && (orig > 0 || half < 2)))
+    return op_error(g, op, d, "rope scaling needs rope_factor > 0, 0 < rope_low_freq_factor < rope_high_freq_factor, "
+                              "rope_original_max_position, rope_dynamic_max_position (not both, head dim > 2) and "
+                              "rope_long_after >= 0, rope_attention_factor > 0");
+  if (!divisors_ok(op, "rope_divisors", half) || !divisors_ok(op, "rope_long_divisors", half) ||
+      (ppcc_op_attr(op, "rope_long_divisors") != NULL) != (ppcc_op_attr(op, "rope_long_after") != NULL)) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "rope_divisors and rope_long_divisors must hold %lld positive numbers (half the head dim); "
+             "rope_long_divisors goes with rope_long_after", (long long)half);
+    return op_error(g, op, d, msg);
+  }
   return PPCC_OK;
 }
 

@@ -134,6 +134,7 @@ static void input_key(const ppcc_emit_ctx *c, const ppcc_op *op, int shard, int 
     emit_buf_append(k, &a->f, sizeof a->f);
     kb_int(k, a->n);
     if (a->ints) emit_buf_append(k, a->ints, sizeof(int64_t) * (size_t)a->n);
+    if (a->floats) emit_buf_append(k, a->floats, sizeof(double) * (size_t)a->n);
     if (a->s) emit_buf_append(k, a->s, strlen(a->s) + 1);
   }
 }

@@ -533,6 +533,12 @@ typedef struct rotary_body {
   double factor, low, high; /* rope scaling (see kernel_rotary's scaled_freq) */
   int64_t orig;
   bool divisors; /* a third operand: per-pair frequency divisors (block arg 1 of the tables) */
+  /* the block args of the tables after the positions (-1: absent): the
+   * third operand, the call's largest position (0-d), rope_divisors and
+   * rope_long_divisors as f64 constants */
+  int arg_ff, arg_most, arg_div, arg_long;
+  int64_t dynamic, long_after; /* rope_dynamic_max_position, rope_long_after */
+  double attention_factor;
 } rotary_body;
 
 /* The scaled frequency, as scaled_freq in src/runtime/kernels/kernels_llm.c:
@@ -567,12 +573,54 @@ static MlirValue body_rotary_table(ppcc_emit_ctx *c, MlirBlock b, const rotary_b
   MlirValue lane = loop_index(c, b, lane_loop), half = emit_index_const(c, b, r->half);
   MlirValue low = compare(c, b, false, CMPI_ULT, lane, half);
   MlirValue j = select_value(c, b, low, lane, bin(c, b, "arith.subi", lane, half));
-  MlirValue freq = emit_unary_scalar(c, b, "math.exp",
-                                     bin(c, b, "arith.mulf", int_to_float(c, b, j, f64), fconst(c, b, f64, r->log_theta_over_d)));
-  if (r->factor != 1.0 || r->orig > 0) freq = scale_freq(c, b, r, freq);
-  if (r->divisors) freq = bin(c, b, "arith.divf", freq, cast(c, b, "arith.extf", to_f32(c, b, barg(b, 1)), f64));
+  MlirValue exponent = fconst(c, b, f64, r->log_theta_over_d), longest = fconst(c, b, f64, 0);
+  if (r->arg_most >= 0) longest = bin(c, b, "arith.addf", int_to_float(c, b, barg(b, r->arg_most), f64), fconst(c, b, f64, 1));
+  if (r->dynamic > 0) { /* dynamic NTK (kernel_rotary's rotary_freqs): ln theta + D/(D-2) ln ntk */
+    double d = 2.0 * (double)r->half;
+    MlirValue ntk = bin(c, b, "arith.subf", bin(c, b, "arith.mulf", longest, fconst(c, b, f64, r->factor / (double)r->dynamic)),
+                        fconst(c, b, f64, r->factor - 1.0));
+    ntk = select_value(c, b, compare(c, b, true, CMPF_OGT, longest, fconst(c, b, f64, (double)r->dynamic)), ntk,
+                       fconst(c, b, f64, 1.0));
+    exponent = bin(c, b, "arith.addf", exponent,
+                   bin(c, b, "arith.mulf", emit_unary_scalar(c, b, "math.log", ntk), fconst(c, b, f64, -2.0 / (d - 2.0))));
+  }
+  MlirValue freq = emit_unary_scalar(c, b, "math.exp", bin(c, b, "arith.mulf", int_to_float(c, b, j, f64), exponent));
+  if (r->dynamic <= 0 && (r->factor != 1.0 || r->orig > 0)) freq = scale_freq(c, b, r, freq);
+  if (r->arg_div >= 0 || r->arg_long >= 0) {
+    MlirValue div = r->arg_div >= 0 ? barg(b, r->arg_div) : fconst(c, b, f64, 1.0);
+    if (r->arg_long >= 0)
+      div = select_value(c, b, compare(c, b, true, CMPF_OGT, longest, fconst(c, b, f64, (double)r->long_after)),
+                         barg(b, r->arg_long), div);
+    freq = bin(c, b, "arith.divf", freq, div);
+  }
+  if (r->arg_ff >= 0) freq = bin(c, b, "arith.divf", freq, cast(c, b, "arith.extf", to_f32(c, b, barg(b, r->arg_ff)), f64));
   MlirValue angle = bin(c, b, "arith.mulf", int_to_float(c, b, barg(b, 0), f64), freq);
-  return cast(c, b, "arith.truncf", emit_unary_scalar(c, b, sine ? "math.sin" : "math.cos", angle), f32);
+  MlirValue v = emit_unary_scalar(c, b, sine ? "math.sin" : "math.cos", angle);
+  if (r->attention_factor != 1.0) v = bin(c, b, "arith.mulf", v, fconst(c, b, f64, r->attention_factor));
+  return cast(c, b, "arith.truncf", v, f32);
+}
+
+/* max(acc, x) of integers */
+static MlirValue body_max_int(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  (void)user;
+  return bin(c, b, "arith.maxsi", barg(b, 1), barg(b, 0));
+}
+
+/* The largest entry of the positions, a 0-d tensor. */
+static MlirValue largest_position(ppcc_emit_ctx *c, MlirValue pos) {
+  int rank = rank_of(pos);
+  MlirType elem = elem_of(pos);
+  MlirValue init = filled(c, tensor_type(0, NULL, elem), emit_int_const(c, c->block, elem, -1));
+  MlirAffineMap maps[2] = {mlirAffineMapMultiDimIdentityGet(c->mctx, rank), mlirAffineMapGet(c->mctx, rank, 0, 0, NULL)};
+  return emit_generic(c, 1, &pos, init, rank, rank, maps, body_max_int, NULL);
+}
+
+/* A FLOATS attribute as an f64 tensor constant [n]. */
+static MlirValue f64_constant(ppcc_emit_ctx *c, const double *v, int64_t n) {
+  MlirType t = tensor_type(1, &n, f64_type(c));
+  MlirNamedAttribute value = emit_named(c, "value", mlirDenseElementsAttrDoubleGet(t, (intptr_t)n, v));
+  emit_op_spec cst = {"arith.constant", 0, NULL, 1, &t, 1, &value, 0};
+  return mlirOperationGetResult(emit_op(c, &cst), 0);
 }
 
 typedef struct rotary_table_body {
@@ -608,7 +656,12 @@ ppcc_status lower_rotary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
   if (!(theta > 0)) return emit_op_error(c, op, "attrs.theta must be positive, got %g", theta);
   rotary_body r = {x, xv->shape[3] / 2, -2.0 * log(theta) / (double)xv->shape[3], ppcc_attr_float(op, "rope_factor", 1.0),
                    ppcc_attr_float(op, "rope_low_freq_factor", 1.0), ppcc_attr_float(op, "rope_high_freq_factor", 4.0),
-                   ppcc_attr_int(op, "rope_original_max_position", 0), op->n_in > 2};
+                   ppcc_attr_int(op, "rope_original_max_position", 0), op->n_in > 2, -1, -1, -1, -1,
+                   ppcc_attr_int(op, "rope_dynamic_max_position", 0), ppcc_attr_int(op, "rope_long_after", 0),
+                   ppcc_attr_float(op, "rope_attention_factor", 1.0)};
+  bool has_long = ppcc_op_attr(op, "rope_long_divisors") != NULL;
+  int n_div = 0, n_long = 0;
+  const double *div = ppcc_attr_floats(op, "rope_divisors", &n_div), *long_div = ppcc_attr_floats(op, "rope_long_divisors", &n_long);
   /* positions [S] or per row [B, S]; the tables [S, D] or [B, S, D]; the
    * divisors [D/2] read at lane mod D/2 */
   bool per_row = in_value(g, op, 1)->rank == 2;
@@ -622,11 +675,35 @@ ppcc_status lower_rotary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
   MlirAffineMap table_maps[3] = {mlirAffineMapGet(c->mctx, table_rank, 0, table_rank - 1, pos_dims),
                                  mlirAffineMapGet(c->mctx, table_rank, 0, 1, &pair),
                                  mlirAffineMapMultiDimIdentityGet(c->mctx, table_rank)};
-  MlirValue tables[2], table_ins[2] = {pos, r.divisors ? operand(c, op, 2, shard) : pos};
+  /* the tables' inputs: positions, then what the op has of the third
+   * operand, the largest position, the divisors and the long divisors */
+  MlirValue tables[2], table_ins[5] = {pos};
+  MlirAffineMap ins_maps[6] = {table_maps[0]};
+  int n_ins = 1;
+  if (r.divisors) {
+    r.arg_ff = n_ins;
+    ins_maps[n_ins] = table_maps[1];
+    table_ins[n_ins++] = operand(c, op, 2, shard);
+  }
+  if (r.dynamic > 0 || has_long) {
+    r.arg_most = n_ins;
+    ins_maps[n_ins] = mlirAffineMapGet(c->mctx, table_rank, 0, 0, NULL);
+    table_ins[n_ins++] = largest_position(c, pos);
+  }
+  if (div && n_div == r.half) {
+    r.arg_div = n_ins;
+    ins_maps[n_ins] = table_maps[1];
+    table_ins[n_ins++] = f64_constant(c, div, n_div);
+  }
+  if (has_long && long_div && n_long == r.half) {
+    r.arg_long = n_ins;
+    ins_maps[n_ins] = table_maps[1];
+    table_ins[n_ins++] = f64_constant(c, long_div, n_long);
+  }
+  ins_maps[n_ins] = table_maps[2];
   for (int k = 0; k < 2; k++) {
     rotary_table_body tb = {&r, table_rank - 1, k == 1};
-    tables[k] = emit_generic(c, r.divisors ? 2 : 1, table_ins, emit_empty(c, table_type), table_rank, 0,
-                             r.divisors ? table_maps : (MlirAffineMap[]){table_maps[0], table_maps[2]}, body_rotary_angle, &tb);
+    tables[k] = emit_generic(c, n_ins, table_ins, emit_empty(c, table_type), table_rank, 0, ins_maps, body_rotary_angle, &tb);
   }
   MlirAffineExpr bsd[3] = {dim_expr(c, 0), dim_expr(c, 1), dim_expr(c, 3)};
   MlirAffineMap table_of_x = mlirAffineMapGet(c->mctx, 4, 0, table_rank, per_row ? bsd : bsd + 1);

@@ -192,12 +192,40 @@ static double scaled_freq(const rope_scaling *r, double freq) {
 
 /* One position's cos/sin per pair (f64 angle, rounded to f32), shared by
  * every head of the row: the trigonometry is most of the op's time. */
-static void rotary_table(const double *freq, int64_t half, double pos, float *c, float *s) {
+static void rotary_table(const double *freq, int64_t half, double pos, double factor, float *c, float *s) {
   for (int64_t j = 0; j < half; j++) {
     double angle = pos * freq[j];
-    c[j] = (float)cos(angle);
-    s[j] = (float)sin(angle);
+    c[j] = (float)(cos(angle) * factor);
+    s[j] = (float)(sin(angle) * factor);
   }
+}
+
+/* The call's longest sequence, its largest position + 1: transformers'
+ * max(position_ids) + 1, which picks dynamic NTK's theta and LongRoPE's
+ * long or short factors for the whole call. */
+static double longest_sequence(const ppcc_tensor *pos) {
+  int64_t most = -1;
+  for (int64_t i = 0; i < numel(pos); i++)
+    if (index_at(pos, i) > most) most = index_at(pos, i);
+  return (double)most + 1.0;
+}
+
+/* Each pair's frequency before rope_freqs divisors: theta^(-2j/D) scaled
+ * as the op's rope attributes say (see attrs_rotary in src/ir/ops.c). */
+static void rotary_freqs(const ppcc_op *op, const ppcc_tensor *pos, int64_t D, double *freq) {
+  double theta = ppcc_attr_float(op, "theta", 10000.0), L = longest_sequence(pos);
+  rope_scaling r = {ppcc_attr_float(op, "rope_factor", 1.0), ppcc_attr_float(op, "rope_low_freq_factor", 1.0),
+                    ppcc_attr_float(op, "rope_high_freq_factor", 4.0), ppcc_attr_int(op, "rope_original_max_position", 0)};
+  int64_t dyn = ppcc_attr_int(op, "rope_dynamic_max_position", 0);
+  if (dyn > 0) { /* dynamic NTK: the factor goes into theta */
+    if (L > (double)dyn) theta *= pow(r.factor * L / (double)dyn - (r.factor - 1.0), (double)D / (double)(D - 2));
+    r.factor = 1.0;
+  }
+  bool long_factors = ppcc_op_attr(op, "rope_long_after") && L > (double)ppcc_attr_int(op, "rope_long_after", 0);
+  int n = 0;
+  const double *div = ppcc_attr_floats(op, long_factors ? "rope_long_divisors" : "rope_divisors", &n);
+  for (int64_t j = 0; j < D / 2; j++)
+    freq[j] = scaled_freq(&r, pow(theta, -2.0 * (double)j / (double)D)) / (div && j < n ? div[j] : 1.0);
 }
 
 static void rotate_row(const float *x, float *y, int64_t half, const float *c, const float *s) {
@@ -226,9 +254,7 @@ ppcc_status kernel_rotary(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor 
   const float *x = as_f32(xt, &tmp_in);
   if (!x || !y) st = oom(d);
   int64_t B = xt->shape[0], S = xt->shape[1], H = xt->shape[2], D = xt->shape[3];
-  double theta = ppcc_attr_float(op, "theta", 10000.0);
-  rope_scaling r = {ppcc_attr_float(op, "rope_factor", 1.0), ppcc_attr_float(op, "rope_low_freq_factor", 1.0),
-                    ppcc_attr_float(op, "rope_high_freq_factor", 4.0), ppcc_attr_int(op, "rope_original_max_position", 0)};
+  double attention_factor = ppcc_attr_float(op, "rope_attention_factor", 1.0);
   int64_t half = D / 2;
   double *freq = rt_alloc((half > 0 ? half : 1) * 8); /* per pair, whatever the position */
   float *cs = rt_alloc((half > 0 ? half : 1) * 8);    /* cos then sin of one position */
@@ -236,12 +262,12 @@ ppcc_status kernel_rotary(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor 
   float *tmp_ff = NULL; /* optional per-pair divisors (llama.cpp's rope_freqs) */
   const float *ff = op->n_in > 2 && !st ? as_f32(&in[2], &tmp_ff) : NULL;
   if (op->n_in > 2 && !st && !ff) st = oom(d);
-  for (int64_t j = 0; !st && j < half; j++)
-    freq[j] = scaled_freq(&r, pow(theta, -2.0 * (double)j / (double)D)) / (ff ? (double)ff[j] : 1.0);
+  if (!st) rotary_freqs(op, pos, D, freq);
+  for (int64_t j = 0; !st && j < half; j++) freq[j] /= ff ? (double)ff[j] : 1.0;
   rt_free(tmp_ff);
   for (int64_t b = 0; b < B && !st; b++)
     for (int64_t s = 0; s < S; s++) {
-      rotary_table(freq, half, (double)index_at(pos, pos->rank == 2 ? b * S + s : s), cs, cs + half);
+      rotary_table(freq, half, (double)index_at(pos, pos->rank == 2 ? b * S + s : s), attention_factor, cs, cs + half);
       for (int64_t h = 0; h < H; h++) {
         int64_t off = ((b * S + s) * H + h) * D;
         rotate_row(x + off, y + off, half, cs, cs + half);
