@@ -61,6 +61,26 @@ void rt_sgemm_small(int64_t M, int64_t N, int64_t K, const float *A, const float
                     int threads);
 void rt_sgemm_small_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
                          bool b_transposed, float *C);
+/* Products of any M without copying B (gemm_tiles.c): the same bits per
+ * element as rt_sgemm_small's (a row's bits depend neither on M, nor the
+ * columns, nor the threads). Register tiles with cache blocking where
+ * rt_sgemm_tiles_in_use (AVX-512), else the small kernels for every M. */
+bool rt_sgemm_tiles_in_use(void);
+/* Whether ppcc_rt_sgemm takes the tiles for M rows (bench/gemm_gflops,
+ * 2 threads, AVX-512 Xeon: faster than the small kernels from 8 rows
+ * with B [N, K]; faster than OpenBLAS up to 40 rows [N, K], 32 [K, N];
+ * above, OpenBLAS's packed kernel wins: tiles 0.8-0.9x at 64 rows,
+ * 0.6-0.75x at 128-512). */
+bool rt_sgemm_tiles_pay(int64_t M, bool b_transposed);
+void rt_sgemm_tiles(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
+                    int threads);
+void rt_sgemm_tiles_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
+                         bool b_transposed, float *C);
+/* ppcc_rt_sgemm's OpenBLAS path (columns split over `threads`); false
+ * where it cannot run (no OpenBLAS, sizes over int, buffers would not
+ * fit): nothing is computed then. */
+bool rt_sgemm_blas(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
+                   int threads);
 /* AVX2+FMA kernels in use (the CPU has them); rt_set_simd(false) forces the
  * plain C ones (tests), returns the previous state. */
 bool rt_simd_enabled(void);
