@@ -6,7 +6,11 @@
  * weights). Paired rounds (blas, small, tiles, blas, ...), rates from
  * CPU time (see timed): prints the median GFLOP/s of each and the min / median per-round ratio tiles/blas.
  *
- *   gemm_gflops [--threads T] [--rounds R] [--m M,M,...] [--kn K,N]
+ *   gemm_gflops [--threads T] [--rounds R] [--m M,M,...] [--kn K,N] [--offset BYTES]
+ *
+ * The operands are 64-byte aligned, B unless --offset moves it by BYTES
+ * (a multiple of 4: a weight mapped from a file lies where the file put
+ * it).
  *
  * Run it at high priority on a quiet machine (see bench/README or
  * HELPERS: under the bench lock). */
@@ -61,7 +65,7 @@ static double median(double *v, int n) {
 }
 
 int main(int argc, char **argv) {
-  int rounds = 5;
+  int rounds = 5, offset = 0;
   int64_t Ms[16] = {1, 8, 16, 32, 128, 512};
   int n_m = 6;
   int64_t shapes[][2] = {{1024, 1024}, {1024, 2816}, {768, 3072}, {3072, 768}}; /* K, N */
@@ -76,6 +80,9 @@ int main(int argc, char **argv) {
         if (*p == ',') p++;
         else break;
       }
+    } else if (!strcmp(argv[a], "--offset") && a + 1 < argc) {
+      offset = atoi(argv[++a]);
+      if (offset < 0 || offset > 60 || offset % 4) return 2;
     } else if (!strcmp(argv[a], "--kn") && a + 1 < argc) {
       char *p = argv[++a];
       shapes[0][0] = strtoll(p, &p, 10);
@@ -83,7 +90,7 @@ int main(int argc, char **argv) {
       n_shapes = 1;
       if (shapes[0][0] < 1 || shapes[0][0] > 3072 || shapes[0][1] < 1 || shapes[0][1] > 3072) return 2;
     } else {
-      fprintf(stderr, "usage: gemm_gflops [--threads T] [--rounds R] [--m M,M,...] [--kn K,N]\n");
+      fprintf(stderr, "usage: gemm_gflops [--threads T] [--rounds R] [--m M,M,...] [--kn K,N] [--offset BYTES]\n");
       return 2;
     }
   }
@@ -92,12 +99,13 @@ int main(int argc, char **argv) {
   int64_t max_m = 0;
   for (int i = 0; i < n_m; i++) max_m = Ms[i] > max_m ? Ms[i] : max_m;
   size_t max_kn = 3072 * 3072;
-  float *A = malloc(sizeof(float) * (size_t)max_m * 3072), *B = malloc(sizeof(float) * max_kn);
-  float *C = malloc(sizeof(float) * (size_t)max_m * 3072);
-  if (!A || !B || !C) return 1;
+  float *A = aligned_alloc(64, sizeof(float) * (size_t)max_m * 3072);
+  float *B_mem = aligned_alloc(64, sizeof(float) * max_kn + 64), *B = B_mem + offset / 4;
+  float *C = aligned_alloc(64, sizeof(float) * (size_t)max_m * 3072);
+  if (!A || !B_mem || !C) return 1;
   for (size_t j = 0; j < (size_t)max_m * 3072; j++) A[j] = (float)(j % 13) * 0.1f - 0.6f;
   for (size_t j = 0; j < max_kn; j++) B[j] = (float)(j % 7) * 0.2f - 0.6f;
-  printf("threads %d, rounds %d, simd level %d, tiles %s\n", threads, rounds, rt_simd_level(),
+  printf("threads %d, rounds %d, B offset %d, simd level %d, tiles %s\n", threads, rounds, offset, rt_simd_level(),
          rt_sgemm_tiles_in_use() ? "AVX-512" : "= small kernels");
   printf("%-5s %5s %5s %5s  %8s %8s %8s  %s\n", "B", "M", "K", "N", "blas", "small", "tiles",
          "tiles/blas min med");
@@ -122,6 +130,6 @@ int main(int argc, char **argv) {
         fflush(stdout);
       }
   (void)kernel_names;
-  free(A), free(B), free(C);
+  free(A), free(B_mem), free(C);
   return 0;
 }

@@ -183,7 +183,7 @@ END_TEST
 /* Column pieces (as threads take them, at any cut) give the bits of the
  * whole; so does ppcc_rt_sgemm where it takes the tiles. */
 START_TEST(tiles_column_ranges_and_dispatch) {
-  enum { M = 24, N = 45, K = 1100 };
+  enum { M = 24, N = 600, K = 1100 }; /* sizes ppcc_rt_sgemm gives the tiles */
   unsigned seed = 9;
   float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K);
   float *whole = malloc(sizeof(float) * M * N), *parts = malloc(sizeof(float) * M * N);
@@ -191,11 +191,11 @@ START_TEST(tiles_column_ranges_and_dispatch) {
   for (int j = 0; j < N * K; j++) B[j] = frand(&seed);
   for (int bt = 0; bt < 2; bt++) {
     rt_sgemm_tiles_cols(M, 0, N, N, K, A, B, bt, whole);
-    int64_t cut[] = {0, 5, 6, 31, N};
-    for (int p = 0; p < 4; p++) rt_sgemm_tiles_cols(M, cut[p], cut[p + 1], N, K, A, B, bt, parts);
+    int64_t cut[] = {0, 5, 6, 31, 300, N};
+    for (int p = 0; p < 5; p++) rt_sgemm_tiles_cols(M, cut[p], cut[p + 1], N, K, A, B, bt, parts);
     ck_assert_int_eq(memcmp(whole, parts, sizeof(float) * M * N), 0);
-    ck_assert(rt_sgemm_tiles_pay(M, bt) == rt_sgemm_tiles_in_use());
-    ck_assert(!rt_sgemm_tiles_pay(512, bt));
+    ck_assert(rt_sgemm_tiles_pay(M, N, K, A, B, bt) == rt_sgemm_tiles_in_use());
+    ck_assert(!rt_sgemm_tiles_pay(512, N, K, A, B, bt));
     ppcc_rt_set_kernel_threads(2);
     ppcc_rt_sgemm(M, N, K, A, B, bt, parts);
     ppcc_rt_set_kernel_threads(1);

@@ -277,7 +277,7 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
 #ifdef PPCC_HAVE_OPENBLAS
   one_row_blas = M == 1 && K > 0 && N <= INT32_MAX && K <= INT32_MAX && rt_blas_has_room(threads);
 #endif
-  if (!one_row_blas && rt_sgemm_tiles_pay(M, b_transposed)) {
+  if (!one_row_blas && rt_sgemm_tiles_pay(M, N, K, A, B, b_transposed)) {
     rt_sgemm_tiles(M, N, K, A, B, b_transposed, C, threads);
     return;
   }

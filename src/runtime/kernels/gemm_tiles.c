@@ -17,6 +17,7 @@
  * order), so a row's bits depend neither on M nor on the tile, the
  * thread, the column split or the blocking. AVX-512 only: at other levels
  * the small kernels serve every M (same bits as their few-row calls). */
+#include <stdint.h>
 #include <string.h>
 #include "kernels.h"
 #if defined(__x86_64__)
@@ -257,6 +258,12 @@ void rt_sgemm_tiles(int64_t M, int64_t N, int64_t K, const float *A, const float
   rt_parallel_parts(parts, tiles_part, &j);
 }
 
-bool rt_sgemm_tiles_pay(int64_t M, bool b_transposed) {
-  return rt_sgemm_tiles_in_use() && M >= (b_transposed ? 8 : RT_SMALL_M + 1) && M <= (b_transposed ? 40 : 32);
+bool rt_sgemm_tiles_pay(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed) {
+  if (!rt_sgemm_tiles_in_use()) return false;
+  /* every vector load within one cache line: A and B at 64 bytes, rows of
+   * whole lines (a weight mapped from a file lies where the file put it) */
+  bool lines = (uintptr_t)A % 64 == 0 && (uintptr_t)B % 64 == 0 && K % 16 == 0 && (b_transposed || N % 16 == 0);
+  if (b_transposed) /* short dot products are mostly horizontal sums */
+    return M >= 8 && K >= 256 && M <= (lines && K >= 512 ? 128 : 48);
+  return M > RT_SMALL_M && N >= 512 && M <= (lines ? 64 : 32);
 }

@@ -66,12 +66,16 @@ void rt_sgemm_small_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K
  * columns, nor the threads). Register tiles with cache blocking where
  * rt_sgemm_tiles_in_use (AVX-512), else the small kernels for every M. */
 bool rt_sgemm_tiles_in_use(void);
-/* Whether ppcc_rt_sgemm takes the tiles for M rows (bench/gemm_gflops,
- * 2 threads, AVX-512 Xeon: faster than the small kernels from 8 rows
- * with B [N, K]; faster than OpenBLAS up to 40 rows [N, K], 32 [K, N];
- * above, OpenBLAS's packed kernel wins: tiles 0.8-0.9x at 64 rows,
- * 0.6-0.75x at 128-512). */
-bool rt_sgemm_tiles_pay(int64_t M, bool b_transposed);
+/* Whether ppcc_rt_sgemm takes the tiles for this product: where
+ * bench/gemm_gflops (AVX-512 Xeon, 1 and 2 threads) measured them at
+ * least as fast as the small kernels (from 8 rows with B [N, K]) and as
+ * OpenBLAS: up to 48 rows [N, K] (K >= 256: shorter dot products are
+ * mostly horizontal sums) and 32 [K, N] (N >= 512), or 128 (K >= 512)
+ * and 64 where A and B start on 64-byte lines and their rows are whole
+ * lines (a load across two lines costs the tiles ~30 %; OpenBLAS's packed
+ * copy never has one). Above, OpenBLAS's packed kernel is faster (tiles
+ * 0.85-0.95x at 192-512 rows, aligned). */
+bool rt_sgemm_tiles_pay(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed);
 void rt_sgemm_tiles(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
                     int threads);
 void rt_sgemm_tiles_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
