@@ -180,6 +180,27 @@ START_TEST(embedding_out_of_range_fails_on_both_backends) {
 }
 END_TEST
 
+/* gather with an index outside [-D, D): the same one-line failure on both
+ * backends; negative indices count from the end on both. */
+START_TEST(gather_out_of_range_fails_on_both_backends) {
+  ppcc_graph *g = model(1, "", "{'name': 'x', 'dtype': 'f32', 'shape': [2, 3]}, {'name': 'ix', 'dtype': 'i64', 'shape': [2]}",
+                        "{'op': 'gather', 'in': ['x', 'ix'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'");
+  float x[6] = {1, 2, 3, 4, 5, 6};
+  int64_t past[2] = {0, 3}, neg[2] = {-4, 2}, ok[2] = {-1, 0};
+  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", past}}, "index 3 at position 1 is out of range [-3, 3)");
+  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", neg}}, "index -4 at position 0 is out of range [-3, 3)");
+  ppcc_host_tensor ref[1] = {0}, got[1] = {0};
+  ck_assert_msg(run_on(g, INTERP, 2, (given[]){{"x", x}, {"ix", ok}}, ref) == PPCC_OK, "%s", diag.first);
+  ck_assert_msg(run_on(g, JIT, 2, (given[]){{"x", x}, {"ix", ok}}, got) == PPCC_OK, "%s", diag.first);
+  const float want[4] = {3, 1, 6, 4};
+  ck_assert(memcmp(ref[0].data, want, sizeof want) == 0);
+  ck_assert(memcmp(got[0].data, want, sizeof want) == 0);
+  free_outputs(g, ref);
+  free_outputs(g, got);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 /* gather_elements with an index outside [-D, D): the same one-line failure
  * on both backends, and good indices (negative ones too) give the same bits. */
 START_TEST(gather_elements_out_of_range_fails_on_both_backends) {
@@ -761,6 +782,14 @@ static const op_case op_cases[] = {
      " {'name': 'v', 'dtype': 'DT', 'shape': [1, 1, 5, 4]}",
      "{'op': 'attention', 'in': ['q', 'k', 'v'], 'out': ['y'], 'attrs': {'causal': true, 'window': 3, 'softcap': 2.0}}",
      "'y'", "f32 f16 bf16"},
+    /* issue 26: gather (numpy take) by a matrix, a scalar and, on 2 devices,
+     * data split off the gathered dim with a replicated index */
+    {"gather", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 8, 2]}, {'name': 'pos', 'dtype': 'i64', 'shape': [2, 2]}",
+     "{'op': 'gather', 'in': ['x', 'pos'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
+    {"gather", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 8]}, {'name': 'pos', 'dtype': 'i64', 'shape': []}",
+     "{'op': 'gather', 'in': ['x', 'pos'], 'out': ['y'], 'attrs': {'dim': -1}}", "'y'", "f32 f16 bf16 i64"},
+    {"gather", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 8]" S0 "}, {'name': 'pos', 'dtype': 'i64', 'shape': [3]" R2 "}",
+     "{'op': 'gather', 'in': ['x', 'pos'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
 };
 
 /* s with every "DT" replaced by dt, in buf. */
@@ -902,6 +931,7 @@ int main(void) {
   tcase_add_test(tc, shared_index_kernel_names_the_failing_op);
   tcase_add_test(tc, embedding_out_of_range_fails_on_both_backends);
   tcase_add_test(tc, gather_elements_out_of_range_fails_on_both_backends);
+  tcase_add_test(tc, gather_out_of_range_fails_on_both_backends);
   tcase_add_test(tc, tiny_llama_positions_past_the_cache);
   tc = t_add_tcase(s, "agreement", 300);
   tcase_add_test(tc, relu_keeps_nan);

@@ -622,14 +622,40 @@ static ppcc_status tr_softmax(importer *I) {
   return bind(I, 0, emit(I, "softmax", 1, &in, out_name(I, 0), 1, &a));
 }
 
+/* LayerNormalization over the axes from `axis` on: the layer_norm row over
+ * the last dim; over several, x is flattened to [..., prod(normalized)]
+ * (a view) with the scale and bias expanded to the normalized dims and
+ * flattened too, and the result reshaped back. */
 static ppcc_status tr_layer_norm(importer *I) {
   int x = operand(I, 0);
-  if (x < 0) return PPCC_ERR_USER;
+  if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
+  const vshape xs = V(I, x);
   int64_t axis = ox_attr_int(I->node, "axis", -1);
-  if (axis != -1 && axis != V(I, x).rank - 1) return defer_node(I, "LayerNormalization over more than the last axis is not supported");
+  if (axis < 0) axis += xs.rank;
+  if (axis < 0 || axis >= xs.rank)
+    return ppcc_error(I->d, "%s: LayerNormalization axis %lld is out of range for rank %d", I->who,
+                      (long long)ox_attr_int(I->node, "axis", -1), xs.rank);
   int in[3] = {x, operand(I, 1), I->node->n_input > 2 && I->node->input[2][0] ? operand(I, 2) : -3};
+  int n_in = in[2] == -3 ? 2 : 3;
   ppcc_attr a = attr_float("eps", ox_attr_float(I->node, "epsilon", 1e-5f));
-  return bind(I, 0, emit(I, "layer_norm", in[2] == -3 ? 2 : 3, in, out_name(I, 0), 1, &a));
+  if (axis == xs.rank - 1) return bind(I, 0, emit(I, "layer_norm", n_in, in, out_name(I, 0), 1, &a));
+  int64_t flat[PPCC_MAX_RANK], inner = 1;
+  int nd = xs.rank - (int)axis;
+  for (int i = (int)axis; i < xs.rank; i++) inner *= xs.shape[i];
+  memcpy(flat, xs.shape, sizeof(int64_t) * (size_t)axis);
+  flat[axis] = inner;
+  in[0] = reshape_to(I, x, (int)axis + 1, flat, tmp_name(I));
+  for (int k = 1; k < n_in; k++) { /* scale, bias: broadcast to the normalized dims, then one dim */
+    if (in[k] < 0) return PPCC_ERR_USER;
+    vshape ws = V(I, in[k]);
+    if (ws.rank != nd || memcmp(ws.shape, xs.shape + axis, sizeof(int64_t) * (size_t)nd) != 0) {
+      ppcc_attr e = attr_ints("shape", nd, (int64_t *)xs.shape + axis);
+      in[k] = emit(I, "expand", 1, &in[k], tmp_name(I), 1, &e);
+    }
+    in[k] = reshape_to(I, in[k], 1, &inner, tmp_name(I));
+  }
+  int y = emit(I, "layer_norm", n_in, in, tmp_name(I), 1, &a);
+  return bind(I, 0, reshape_to(I, y, xs.rank, (int64_t *)xs.shape, out_name(I, 0)));
 }
 
 static ppcc_status tr_reduce(importer *I) {
@@ -741,6 +767,22 @@ static ppcc_status tr_concat(importer *I) {
   return bind(I, 0, emit(I, "concat", n, in, out_name(I, 0), 1, &a));
 }
 
+/* A constant entry of the importer's own (folded weights), named after the
+ * node's result; its value a param on first use. Takes t. */
+static entry *own_const(importer *I, const char *suffix, ox_tensor *t) {
+  size_t n = strlen(out_name(I, 0)) + strlen(suffix) + 1;
+  char *name = ppcc_alloc(I->g, n);
+  entry *x = name ? (snprintf(name, n, "%s%s", out_name(I, 0), suffix), add_entry(I, name)) : NULL;
+  if (!x) {
+    ox_tensor_free(t);
+    return NULL;
+  }
+  x->is_const = true;
+  x->c = *t;
+  *t = (ox_tensor){0};
+  return x;
+}
+
 static int slice_dim(importer *I, int x, int64_t axis, int64_t start, int64_t end, const char *name) {
   ppcc_attr a[3] = {attr_int("dim", axis), attr_int("start", start), attr_int("end", end)};
   return emit(I, "slice", 1, &x, name, 3, a);
@@ -754,6 +796,21 @@ static void clamp_range(int64_t n, int64_t *s, int64_t *e) {
   *e = *e < *s ? *s : *e > n ? n : *e;
 }
 
+/* The gather row along axis by a constant i64 index list (a param named
+ * after the node's result). */
+static int gather_const(importer *I, int x, int64_t axis, int64_t n, const int64_t *index, const char *suffix,
+                        const char *name) {
+  ox_tensor t;
+  if (!ox_tensor_alloc(&t, PPCC_I64, 1, &n)) return ppcc_error(I->d, "%s: index list too long", I->who), -2;
+  if (n) memcpy(t.data, index, sizeof(int64_t) * (size_t)n);
+  entry *ix = own_const(I, suffix, &t);
+  int in[2] = {x, ix ? value_of(I, ix) : (oom(I), -1)};
+  ppcc_attr a = attr_int("dim", axis);
+  return emit(I, "gather", 2, in, name, 1, &a);
+}
+
+/* Slice: the slice row per axis with step 1; another step (negative ones
+ * count down) gathers the positions s, s + step, ... (ONNX's clamping). */
 static ppcc_status tr_slice(importer *I) {
   int x = operand(I, 0);
   if (x < 0) return PPCC_ERR_USER;
@@ -763,14 +820,41 @@ static ppcc_status tr_slice(importer *I) {
     return defer_node(I, "Slice needs constant starts, ends, axes and steps");
   int rank = V(I, x).rank;
   for (int64_t i = 0; i < st->n; i++) {
-    if (sp && ox_get(sp, i) != 1) return defer_node(I, "Slice with a step other than 1 is not supported");
-    int64_t axis = ax ? ox_get_int(ax, i) : i;
+    int64_t axis = ax ? ox_get_int(ax, i) : i, step = sp ? ox_get_int(sp, i) : 1;
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Slice axis out of range", I->who);
-    int64_t s = ox_get_int(st, i), e = ox_get_int(en, i);
-    clamp_range(V(I, x).shape[axis], &s, &e);
-    x = slice_dim(I, x, axis, s, e, i + 1 < st->n ? tmp_name(I) : out_name(I, 0));
-    if (x < 0) return PPCC_ERR_USER;
+    if (step == 0) return ppcc_error(I->d, "%s: Slice step 0", I->who);
+    const int64_t big = INT64_C(1) << 62; /* past any dim: the same slice, and -step cannot overflow */
+    step = step > big ? big : step < -big ? -big : step;
+    int64_t s = ox_get_int(st, i), e = ox_get_int(en, i), dim = V(I, x).shape[axis];
+    const char *name = i + 1 < st->n ? tmp_name(I) : out_name(I, 0);
+    if (step == 1) {
+      clamp_range(dim, &s, &e);
+      x = slice_dim(I, x, axis, s, e, name);
+    } else {
+      if (s < 0) s += dim; /* no overflow: dim >= 0 */
+      if (e < 0) e += dim;
+      if (step > 0) { /* ONNX: starts into [0, dim] ([0, dim - 1] counting down), ends [0, dim] ([-1, dim - 1]) */
+        s = s > dim ? dim : s < 0 ? 0 : s;
+        e = e > dim ? dim : e < 0 ? 0 : e;
+      } else {
+        s = s > dim - 1 ? dim - 1 : s < 0 ? 0 : s;
+        e = e > dim - 1 ? dim - 1 : e < -1 ? -1 : e;
+      }
+      int64_t n = dim == 0 ? 0 : step > 0 ? (e > s ? (e - s - 1) / step + 1 : 0) : (s > e ? (s - e - 1) / -step + 1 : 0);
+      if (n == 0) {
+        x = slice_dim(I, x, axis, 0, 0, name);
+      } else {
+        int64_t *index = malloc(sizeof(int64_t) * (size_t)n);
+        if (!index) return oom(I);
+        for (int64_t k = 0; k < n; k++) index[k] = s + k * step;
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, ".step%lld", (long long)i);
+        x = gather_const(I, x, axis, n, index, suffix, name);
+        free(index);
+      }
+    }
+    if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
   }
   return bind(I, 0, x);
 }
@@ -808,21 +892,24 @@ static ppcc_status tr_split(importer *I) {
   return start == dim ? PPCC_OK : ppcc_error(I->d, "%s: split sizes add up to %lld, not %lld", I->who, (long long)start, (long long)dim);
 }
 
+/* Gather: an embedding lookup (constant float [vocab, hidden] table, axis
+ * 0), a slice (one constant index), else the gather row (numpy take) on
+ * any data and index, constant or computed. */
 static ppcc_status tr_gather(importer *I) {
   int64_t axis = ox_attr_int(I->node, "axis", 0);
   entry *data = in_entry(I, 0);
   const ox_tensor *idx = in_const(I, 1);
-  if (data && data->is_const && data->c.rank == 2 && (axis == 0 || axis == -2)) {
+  if (data && data->is_const && data->c.rank == 2 && ppcc_dtype_is_float(data->c.dtype) && (axis == 0 || axis == -2)) {
     int in[2] = {operand(I, 1), operand(I, 0)};
     ppcc_attr a = attr_bool("wrap_negative", true); /* ONNX indices may count from the end */
     return bind(I, 0, emit(I, "embedding", 2, in, out_name(I, 0), 1, &a));
   }
+  int x = operand(I, 0);
+  if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
+  int rank = V(I, x).rank;
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Gather axis out of range", I->who);
   if (idx && idx->n == 1 && idx->rank <= 1) {
-    int x = operand(I, 0);
-    if (x < 0) return PPCC_ERR_USER;
-    int rank = V(I, x).rank;
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Gather axis out of range", I->who);
     int64_t k = ox_get_int(idx, 0), n = V(I, x).shape[axis];
     if (k < 0) k += n;
     if (k < 0 || k >= n) return ppcc_error(I->d, "%s: Gather index out of range", I->who);
@@ -836,8 +923,9 @@ static ppcc_status tr_gather(importer *I) {
     }
     return bind(I, 0, y);
   }
-  return defer_node(I, "Gather is supported as an embedding lookup (constant [vocab, hidden] table, axis 0) or with "
-                       "one constant index");
+  int in[2] = {x, operand(I, 1)};
+  ppcc_attr a = attr_int("dim", axis);
+  return bind(I, 0, emit(I, "gather", 2, in, out_name(I, 0), 1, &a));
 }
 
 static ppcc_status tr_expand(importer *I) {
@@ -887,22 +975,6 @@ static ppcc_status tr_gather_elements(importer *I) {
 }
 
 /* ---------------- convolutions and pooling ---------------- */
-
-/* A constant entry of the importer's own (folded weights), named after the
- * node's result; its value a param on first use. Takes t. */
-static entry *own_const(importer *I, const char *suffix, ox_tensor *t) {
-  size_t n = strlen(out_name(I, 0)) + strlen(suffix) + 1;
-  char *name = ppcc_alloc(I->g, n);
-  entry *x = name ? (snprintf(name, n, "%s%s", out_name(I, 0), suffix), add_entry(I, name)) : NULL;
-  if (!x) {
-    ox_tensor_free(t);
-    return NULL;
-  }
-  x->is_const = true;
-  x->c = *t;
-  *t = (ox_tensor){0};
-  return x;
-}
 
 static bool attr_string_is(const Onnx__AttributeProto *a, const char *s) {
   return a && a->s.len == strlen(s) && memcmp(a->s.data, s, a->s.len) == 0;
@@ -1086,8 +1158,13 @@ static ppcc_status tr_batch_norm(importer *I) {
   return bind(I, 0, emit(I, "add", 2, in2, out_name(I, 0), 0, NULL));
 }
 
-/* MaxPool: the max_pool row; AveragePool: a depthwise conv by a constant
- * 1/window kernel when padding counts (count_include_pad) or there is none. */
+/* MaxPool: the max_pool row; AveragePool: a depthwise conv. ceil_mode
+ * rounds the output size up: the end pads grow to reach that size
+ * (max_pool never reads padding). An AveragePool divides by the window's
+ * volume with count_include_pad (as ONNX Runtime, also where ceil_mode's
+ * last window reaches past the pads): a conv by 1/volume; without it, by
+ * the positions inside the input: a conv by ones times a constant
+ * 1/count per output position. */
 static ppcc_status tr_pool(importer *I) {
   const Onnx__NodeProto *n = I->node;
   bool max = strcmp(n->op_type, "MaxPool") == 0;
@@ -1095,34 +1172,75 @@ static ppcc_status tr_pool(importer *I) {
   if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
   const vshape xv = V(I, x);
   int s = xv.rank - 2;
-  const Onnx__AttributeProto *ks = ox_attr(n, "kernel_shape");
-  if (s < 1 || s > 2 || (int)ks->n_ints != s)
+  const Onnx__AttributeProto *ks = ox_attr(n, "kernel_shape"), *ap = ox_attr(n, "auto_pad");
+  if (s < 1 || s > 2 || !ks || (int)ks->n_ints != s)
     return defer_node(I, "pooling is supported over 1 or 2 spatial dims, kernel_shape one entry each");
-  if (ox_attr_int(n, "ceil_mode", 0)) return defer_node(I, "pooling with ceil_mode 1 is not supported");
+  bool ceil_mode = ox_attr_int(n, "ceil_mode", 0) != 0;
+  if (ceil_mode && ap && !attr_string_is(ap, "NOTSET"))
+    return defer_node(I, "pooling with ceil_mode 1 and auto_pad is not supported");
   if (n->n_output > 1 && n->output[1][0]) return defer_node(I, "MaxPool's Indices result is not supported");
-  int64_t strides[2], dilations[2], pads[4], kernel[2];
+  int64_t strides[2], dilations[2], pads[4], kernel[2], out[2];
   for (int i = 0; i < s; i++) kernel[i] = ks->ints[i];
   ppcc_status st = window_attrs(I, &xv, s, kernel, strides, dilations, pads);
   if (st) return st;
+  for (int i = 0; i < s; i++) {
+    const int64_t lim = INT64_C(1) << 24;
+    int64_t in = xv.shape[2 + i], span, padded;
+    if (kernel[i] < 1 || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[s + i] < 0 || kernel[i] > lim ||
+        strides[i] > lim || dilations[i] > lim || pads[i] > lim || pads[s + i] > lim)
+      return ppcc_error(I->d, "%s: kernel_shape, strides and dilations must be positive, pads non-negative", I->who);
+    span = dilations[i] * (kernel[i] - 1) + 1, padded = in + pads[i] + pads[s + i];
+    if (padded < span) return ppcc_error(I->d, "%s: the pooling window is larger than the padded input", I->who);
+    out[i] = (padded - span) / strides[i] + 1;
+    if (ceil_mode) {
+      int64_t up = (padded - span + strides[i] - 1) / strides[i] + 1;
+      if (up > out[i] && (up - 1) * strides[i] >= in + pads[i]) /* ONNX drops it; ONNX Runtime 1.20 does not */
+        return defer_node(I, "pooling with ceil_mode 1 where the last window would start past the input is not "
+                             "supported (ONNX and ONNX Runtime disagree on it)");
+      if (up > out[i]) pads[s + i] += (up - 1) * strides[i] + span - padded;
+      out[i] = up;
+    }
+  }
   if (max) {
     ppcc_attr attrs[4] = {attr_ints("kernel", s, kernel), attr_ints("strides", s, strides),
                           attr_ints("dilations", s, dilations), attr_ints("pads", 2 * s, pads)};
     return bind(I, 0, emit(I, "max_pool", 1, &x, out_name(I, 0), 4, attrs));
   }
-  bool padded = false;
-  for (int i = 0; i < 2 * s; i++) padded |= pads[i] != 0;
-  if (padded && !ox_attr_int(n, "count_include_pad", 0))
-    return defer_node(I, "AveragePool over padding with count_include_pad 0 is not supported");
-  int64_t C = xv.shape[1], shape[4] = {C, 1, kernel[0], s > 1 ? kernel[1] : 1}, vol = kernel[0] * (s > 1 ? kernel[1] : 1);
+  /* positions each output's window counts, per spatial dim (AveragePool has no dilations) */
+  bool include = ox_attr_int(n, "count_include_pad", 0) != 0, uniform = true;
+  int64_t vol = kernel[0] * (s > 1 ? kernel[1] : 1), oshape[2] = {out[0], s > 1 ? out[1] : 1};
+  ox_tensor inv;
+  if (!ox_tensor_alloc(&inv, PPCC_F32, s, oshape)) return ppcc_error(I->d, "%s: invalid pooling window", I->who);
+  for (int64_t o0 = 0; o0 < oshape[0]; o0++)
+    for (int64_t o1 = 0; o1 < oshape[1]; o1++) {
+      int64_t count = 1, o[2] = {o0, o1};
+      for (int i = 0; i < s; i++) {
+        int64_t in = xv.shape[2 + i], lo = o[i] * strides[i] - pads[i], hi = lo + kernel[i];
+        if (!include) lo = lo < 0 ? 0 : lo, hi = hi < in ? hi : in;
+        count *= hi > lo ? hi - lo : 0;
+      }
+      uniform &= count == vol;
+      ox_set(&inv, o0 * oshape[1] + o1, 1.0 / (double)count);
+    }
+  int64_t C = xv.shape[1], wshape[4] = {C, 1, kernel[0], s > 1 ? kernel[1] : 1};
   ox_tensor k;
-  if (vol < 1 || !ox_tensor_alloc(&k, xv.dtype == PPCC_F32 ? PPCC_F32 : PPCC_F32, xv.rank, shape))
+  if (!ox_tensor_alloc(&k, PPCC_F32, xv.rank, wshape)) {
+    ox_tensor_free(&inv);
     return ppcc_error(I->d, "%s: invalid pooling window", I->who);
-  for (int64_t i = 0; i < k.n; i++) ox_set(&k, i, 1.0 / (double)vol);
+  }
+  for (int64_t i = 0; i < k.n; i++) ox_set(&k, i, uniform ? 1.0 / (double)vol : 1.0);
   entry *ke = own_const(I, ".window", &k);
   int in[2] = {x, ke ? value_of(I, ke) : -1};
   ppcc_attr attrs[4] = {attr_int("group", C), attr_ints("strides", s, strides), attr_ints("dilations", s, dilations),
                         attr_ints("pads", 2 * s, pads)};
-  return bind(I, 0, emit(I, "conv", 2, in, out_name(I, 0), 4, attrs));
+  int y = emit(I, "conv", 2, in, uniform ? out_name(I, 0) : tmp_name(I), 4, attrs);
+  if (uniform || y < 0) {
+    ox_tensor_free(&inv);
+    return bind(I, 0, y);
+  }
+  entry *ce = own_const(I, ".per_count", &inv);
+  int in2[2] = {y, ce ? value_of(I, ce) : -1};
+  return bind(I, 0, emit(I, "mul", 2, in2, out_name(I, 0), 0, NULL));
 }
 
 /* GlobalAveragePool: the mean over the spatial dims, kept. */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "onnx_internal.h"
+#include "ppcc/runtime.h"
 
 /* ---------------- tensors ---------------- */
 
@@ -86,7 +87,10 @@ void ox_set(ox_tensor *t, int64_t i, double v) {
   case PPCC_I32: ((int32_t *)t->data)[i] = (int32_t)(to_int(v) > INT32_MAX ? INT32_MAX : to_int(v) < INT32_MIN ? INT32_MIN : to_int(v)); break;
   case PPCC_I8: ((int8_t *)t->data)[i] = (int8_t)to_int(v); break;
   case PPCC_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
-  default: break; /* f16/bf16 constants are never folded into */
+  /* a fold of f16/bf16 constants (Transpose, Gather, Neg...) keeps their dtype */
+  case PPCC_F16: ((uint16_t *)t->data)[i] = ppcc_f32_to_f16((float)v); break;
+  case PPCC_BF16: ((uint16_t *)t->data)[i] = ppcc_f32_to_bf16((float)v); break;
+  default: break;
   }
 }
 
@@ -446,9 +450,9 @@ static ppcc_status fold_slice(const ox_tensor *x, ox_tensor *const *in, int n_in
       e = e < 0 ? 0 : e > dim ? dim : e;
       shape[ax] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
     } else {
-      s = s < 0 ? -1 : s > dim - 1 ? dim - 1 : s;
+      s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s; /* ONNX: [0, dim - 1] counting down */
       e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-      shape[ax] = s > e ? (s - e + (-steps[i]) - 1) / (-steps[i]) : 0;
+      shape[ax] = dim > 0 && s > e ? (s - e + (-steps[i]) - 1) / (-steps[i]) : 0;
     }
     lo[ax] = s;
     step[ax] = steps[i];
