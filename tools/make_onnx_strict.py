@@ -57,7 +57,8 @@ Valid models (run with --expect):
                   window past the end dropped), AveragePool over padding
                   with count_include_pad 0 and 1, LayerNormalization over
                   two and all axes, folds of f16 constants (Transpose, Neg,
-                  Gather) that keep their values; `--matrix26-only` writes
+                  Gather) that keep their values, Constant nodes of each
+                  value attribute; `--matrix26-only` writes
                   only this one and ceil_past_end
 Hostile models (refused, one line, exit 1):
   float_transb    Gemm whose transB is a FLOAT
@@ -397,6 +398,11 @@ def matrix26_model(out):
     case("fold_f16", mk("Transpose", ["h43"], ["h34"], perm=[1, 0]), mk("Neg", ["h34"], ["hn"]),
          mk("Gather", ["hn", "g_vec"], ["hg"], axis=0), mk("Cast", ["hg"], ["hf"], to=F),
          mk("Add", ["m", "hf"], ["fold_f16"]))
+    # Constant nodes of each value attribute feeding runtime ops
+    case("const_forms", mk("Constant", [], ["k_f"], value_float=2.5), mk("Mul", ["t", "k_f"], ["cf1"]),
+         mk("Constant", [], ["k_fs"], value_floats=[1.0, -2.0, 0.5, 4.0]), mk("Add", ["cf1", "k_fs"], ["cf2"]),
+         mk("Constant", [], ["k_i"], value_int=1), mk("Gather", ["cf2", "k_i"], ["cf3"], axis=1),
+         mk("Constant", [], ["k_is"], value_ints=[4, -1]), mk("Reshape", ["cf3", "k_is"], ["const_forms"]))
     inits = [i64("g_vec", [2, -1, 0]), i64("g_mat", [[0, -1], [3, 1]]),
              i64("itab", r.integers(-50, 50, (3, 4))), i64("z0", [0]), i64("e4", [4]), i64("a2", [2]),
              i64("st2", [2]), i64("m1", [-1]), i64("minf", [big.min]), i64("stm1", [-1]), i64("sm_s", [3, 0]),
