@@ -194,6 +194,22 @@ def valid_models(out):
     save_valid(out, "op_edges", m, {"t": t, "m": rng.standard_normal((3, 4)).astype(np.float32)})
 
 
+def save_cases(out, name, cases, inputs, inits, feeds):
+    """One opset-18 graph of the cases ((output names, nodes) each), each
+    node named after its first result, saved with ONNX Runtime's outputs."""
+    nodes, outs = [], []
+    for names, ns in cases:
+        nodes += ns
+        outs += names
+    for n in nodes:
+        n.name = "n_" + n.output[0]
+    g = helper.make_graph(nodes, name, inputs, [helper.make_value_info(o, onnx.TypeProto()) for o in outs],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    fill_outputs(m)
+    save_valid(out, name, m, feeds)
+
+
 def matrix_models(out):
     """op_matrix (opset 18) and op_matrix13 (opset 13): every op ppcc
     imports x its attribute edge cases not already in op_edges/windows,
@@ -320,17 +336,7 @@ def matrix_models(out):
              i64("s2_a", [2, -2]), i64("s2_st", [1, 1]), i64("sp_sizes", [1, 3]), i64("g_s", -1),
              i64("ge_i", [[-1, 0], [3, -4], [1, 1]]), i64("ex_234", [2, 3, 4]), i64("ex_4", [4]), i64("eq_c", [[-1], [2]]),
              i64("r0", 0), i64("r4", 4), i64("r1", 1)]
-    nodes, outs = [], []
-    for names, ns in cases:
-        nodes += ns
-        outs += names
-    for n in nodes:
-        n.name = "n_" + n.output[0]
-    g = helper.make_graph(nodes, "op_matrix", inputs, [helper.make_value_info(o, onnx.TypeProto()) for o in outs],
-                          initializer=inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
-    fill_outputs(m)
-    save_valid(out, "op_matrix", m, feeds)
+    save_cases(out, "op_matrix", cases, inputs, inits, feeds)
     # opset 13: axes as attributes (ReduceMean/ReduceMax) or inputs (ReduceSum, Squeeze, Unsqueeze), Split by sizes
     f13 = {"t": feeds["t"]}
     nodes = [mk("ReduceMean", ["t"], ["mean_attr"], axes=[-1], keepdims=0),
@@ -366,7 +372,7 @@ def matrix26_model(out):
     cases = []
 
     def case(name, *nodes):
-        cases.append((name, list(nodes)))
+        cases.append(([name], list(nodes)))
     big = np.iinfo(np.int64)
     # Gather from a computed tensor
     case("gather_vec", mk("Relu", ["t"], ["t_r"]), mk("Gather", ["t_r", "g_vec"], ["gather_vec"], axis=1))
@@ -411,17 +417,7 @@ def matrix26_model(out):
              numpy_helper.from_array(arr((3, 4)), "ln_w34"), numpy_helper.from_array(arr((3, 4)), "ln_b34"),
              numpy_helper.from_array(arr((2, 3, 4)), "ln_w234"),
              numpy_helper.from_array(arr((4, 3)).astype(np.float16), "h43")]
-    nodes, outs = [], []
-    for name, ns in cases:
-        nodes += ns
-        outs.append(name)
-    for n in nodes:
-        n.name = "n_" + n.output[0]
-    g = helper.make_graph(nodes, "op_matrix26", inputs, [helper.make_value_info(o, onnx.TypeProto()) for o in outs],
-                          initializer=inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
-    fill_outputs(m)
-    save_valid(out, "op_matrix26", m, feeds)
+    save_cases(out, "op_matrix26", cases, inputs, inits, feeds)
     # refused: ceil_mode's last window would start past the input (ONNX drops it, ONNX Runtime 1.20 gives -FLT_MAX/NaN)
     m = model([mk("MaxPool", ["x"], ["y"], name="pool0", kernel_shape=[2], strides=[2], pads=[1, 1], ceil_mode=1)],
               [f32("x", [1, 2, 5])], [f32("y", [1, 2, 3])], opset=18)

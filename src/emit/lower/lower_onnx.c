@@ -212,72 +212,23 @@ ppcc_status lower_onnx_reduce_max(struct ppcc_emit_ctx *c, const ppcc_graph *g, 
   return PPCC_OK;
 }
 
-/* ---- gather_elements ---- */
+/* ---- gather_elements, gather: one linalg.generic over the result ---- */
 typedef struct gather_body {
   MlirValue data;
   int rank, dim;
+  int index_rank; /* result dims the index spans from dim on (gather_elements: 1) */
   int64_t bound;
 } gather_body;
 
 /* data[i.., index (+ D when negative, then clamped to [0, D): a bad one has already failed the
- * run through emit_check_index, and nothing is read out of bounds), ..]. */
+ * run through emit_check_index, and nothing is read out of bounds), ..]: data dim i is result
+ * dim i before dim, i + index_rank - 1 after it. */
 static MlirValue body_gather(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const gather_body *g = user;
   MlirValue raw = mlirBlockGetArgument(b, 0);
   MlirType it = mlirValueGetType(raw), index = mlirIndexTypeGet(c->mctx);
   MlirValue zero = emit_int_const(c, b, it, 0);
   /* a negative index counts from the end (ONNX) */
-  MlirValue wrapped = emit_binary_scalar(c, b, "arith.addi", raw, emit_int_const(c, b, it, g->bound));
-  raw = select3(c, b, cmp_scalar(c, b, "arith.cmpi", CMPI_SLT, raw, zero), wrapped, raw);
-  MlirValue ok = emit_binary_scalar(c, b, "arith.andi", cmp_scalar(c, b, "arith.cmpi", 5 /* sge */, raw, zero),
-                                    cmp_scalar(c, b, "arith.cmpi", CMPI_SLT, raw, emit_int_const(c, b, it, g->bound)));
-  MlirValue at[1 + PPCC_MAX_RANK];
-  at[0] = g->data;
-  for (int i = 0; i < g->rank; i++) {
-    if (i == g->dim) {
-      at[1 + i] = conv(c, b, "arith.index_cast", select3(c, b, ok, raw, zero), index);
-      continue;
-    }
-    MlirNamedAttribute dattr = emit_named(c, "dim", emit_i64_attr(c, i));
-    emit_op_spec li = {"linalg.index", 0, NULL, 1, &index, 1, &dattr, 0};
-    at[1 + i] = mlirOperationGetResult(emit_op_in(c, b, &li), 0);
-  }
-  MlirType elem = mlirShapedTypeGetElementType(mlirValueGetType(g->data));
-  emit_op_spec ex = {"tensor.extract", 1 + g->rank, at, 1, &elem, 0, NULL, 0};
-  return mlirOperationGetResult(emit_op_in(c, b, &ex), 0);
-}
-
-ppcc_status lower_onnx_gather_elements(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
-                                       ppcc_diag *d) {
-  const ppcc_value *x = &g->values[op->in[0]], *ix = &g->values[op->in[1]];
-  MlirValue data = emit_shard(c, op->in[0], x->layout.count == 1 ? 0 : shard);
-  MlirValue index = emit_shard(c, op->in[1], ix->layout.count == 1 ? 0 : shard);
-  int dim = (int)ppcc_attr_int(op, "dim", 0);
-  if (dim < 0) dim += x->rank;
-  ppcc_status st = emit_check_index(c, index, x->shape[dim], EXEC_INDEX_WRAPS);
-  if (st) return st;
-  gather_body gb = {data, x->rank, dim, x->shape[dim]};
-  MlirType t = emit_shard_type(c, &g->values[op->out[0]]);
-  MlirAffineMap id = mlirAffineMapMultiDimIdentityGet(c->mctx, x->rank);
-  MlirAffineMap maps[2] = {id, id};
-  emit_set_shard(c, op->out[0], shard, emit_generic(c, 1, &index, emit_empty(c, t), x->rank, 0, maps, body_gather, &gb));
-  return PPCC_OK;
-}
-
-/* ---- gather (numpy take): one linalg.generic over the result, reading
- * the index at the result's dims [dim, dim + index rank) ---- */
-typedef struct take_body {
-  MlirValue data;
-  int rank, dim, index_rank;
-  int64_t bound;
-} take_body;
-
-static MlirValue body_take(ppcc_emit_ctx *c, MlirBlock b, void *user) {
-  const take_body *g = user;
-  MlirValue raw = mlirBlockGetArgument(b, 0);
-  MlirType it = mlirValueGetType(raw), index = mlirIndexTypeGet(c->mctx);
-  MlirValue zero = emit_int_const(c, b, it, 0);
-  /* a negative index counts from the end; a bad one has failed the run (emit_check_index) and reads 0 */
   MlirValue wrapped = emit_binary_scalar(c, b, "arith.addi", raw, emit_int_const(c, b, it, g->bound));
   raw = select3(c, b, cmp_scalar(c, b, "arith.cmpi", CMPI_SLT, raw, zero), wrapped, raw);
   MlirValue ok = emit_binary_scalar(c, b, "arith.andi", cmp_scalar(c, b, "arith.cmpi", 5 /* sge */, raw, zero),
@@ -298,8 +249,10 @@ static MlirValue body_take(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   return mlirOperationGetResult(emit_op_in(c, b, &ex), 0);
 }
 
-ppcc_status lower_onnx_gather(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
-                              ppcc_diag *d) {
+/* gather_elements reads its index at the result's own position; gather
+ * (numpy take) at the result's dims [dim, dim + index rank). */
+static ppcc_status lower_gather_rows(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                                     bool elements) {
   const ppcc_value *x = &g->values[op->in[0]], *ix = &g->values[op->in[1]], *y = &g->values[op->out[0]];
   MlirValue data = emit_shard(c, op->in[0], x->layout.count == 1 ? 0 : shard);
   MlirValue index = emit_shard(c, op->in[1], ix->layout.count == 1 ? 0 : shard);
@@ -307,14 +260,26 @@ ppcc_status lower_onnx_gather(struct ppcc_emit_ctx *c, const ppcc_graph *g, cons
   if (dim < 0) dim += x->rank;
   ppcc_status st = emit_check_index(c, index, x->shape[dim], EXEC_INDEX_WRAPS);
   if (st) return st;
-  take_body tb = {data, x->rank, dim, ix->rank, x->shape[dim]};
+  gather_body gb = {data, x->rank, dim, elements ? 1 : ix->rank, x->shape[dim]};
   MlirAffineExpr at[PPCC_MAX_RANK];
-  for (int i = 0; i < ix->rank; i++) at[i] = mlirAffineDimExprGet(c->mctx, dim + i);
+  for (int i = 0; i < ix->rank; i++) at[i] = mlirAffineDimExprGet(c->mctx, elements ? i : dim + i);
   MlirAffineMap maps[2] = {mlirAffineMapGet(c->mctx, y->rank, 0, ix->rank, at),
                            mlirAffineMapMultiDimIdentityGet(c->mctx, y->rank)};
   MlirType t = emit_shard_type(c, y);
-  emit_set_shard(c, op->out[0], shard, emit_generic(c, 1, &index, emit_empty(c, t), y->rank, 0, maps, body_take, &tb));
+  emit_set_shard(c, op->out[0], shard, emit_generic(c, 1, &index, emit_empty(c, t), y->rank, 0, maps, body_gather, &gb));
   return PPCC_OK;
+}
+
+ppcc_status lower_onnx_gather_elements(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                                       ppcc_diag *d) {
+  (void)d;
+  return lower_gather_rows(c, g, op, shard, true);
+}
+
+ppcc_status lower_onnx_gather(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                              ppcc_diag *d) {
+  (void)d;
+  return lower_gather_rows(c, g, op, shard, false);
 }
 
 /* ---- conv, max_pool: one linalg.generic over (n, f|c, out..., [c,] k...)
