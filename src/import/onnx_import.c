@@ -210,9 +210,12 @@ static int emit(importer *I, const char *op_name, int n_in, const int *in, const
     memcpy(copy, a->ints, sizeof(int64_t) * (size_t)a->n);
     a->ints = copy;
   }
+  /* the checks loading model.json makes: the shape rule, and the sharding
+   * rule on the unsharded operands (a softmax dim out of range...) */
   ppcc_diag quiet;
   ppcc_diag_init(&quiet, NULL, NULL);
-  if (info->infer_shape(I->g, &I->g->ops[idx], &quiet) != PPCC_OK) {
+  if (info->infer_shape(I->g, &I->g->ops[idx], &quiet) != PPCC_OK ||
+      info->shard_rule(I->g, &I->g->ops[idx], &quiet) != PPCC_OK) {
     ppcc_error(I->d, "%s: %s", I->who, quiet.first);
     return -2;
   }
