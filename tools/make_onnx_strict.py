@@ -59,7 +59,7 @@ Valid models (run with --expect):
                   two and all axes, folds of f16 constants (Transpose, Neg,
                   Gather) that keep their values, Constant nodes of each
                   value attribute; `--matrix26-only` writes
-                  only this one and ceil_past_end
+                  only this one, ceil_past_end and range_huge
 Hostile models (refused, one line, exit 1):
   float_transb    Gemm whose transB is a FLOAT
   concat_no_axis  Concat without its required axis
@@ -72,6 +72,7 @@ Hostile models (refused, one line, exit 1):
   huge_input      a graph input of 2^50 elements
   ceil_past_end   MaxPool whose ceil_mode window would start past the input
                   (ONNX drops it, ONNX Runtime 1.20 gives -FLT_MAX)
+  range_huge      a Range of 2^30 elements from three scalars
 """
 import os
 import shutil
@@ -422,6 +423,11 @@ def matrix26_model(out):
     m = model([mk("MaxPool", ["x"], ["y"], name="pool0", kernel_shape=[2], strides=[2], pads=[1, 1], ceil_mode=1)],
               [f32("x", [1, 2, 5])], [f32("y", [1, 2, 3])], opset=18)
     onnx.save_model(m, os.path.join(out, "ceil_past_end.onnx"))
+    # refused: a Range of 2^30 elements from three scalars (the fold would fill 8 GiB)
+    m = model([mk("Range", ["r0", "rbig", "r1"], ["r"], name="range0"), mk("Cast", ["r"], ["rf"], to=F),
+               mk("Add", ["x", "rf"], ["y"], name="add0")], [f32("x", [1])], [f32("y", [1 << 30])],
+              inits=[i64("r0", 0), i64("rbig", 1 << 30), i64("r1", 1)], opset=18)
+    onnx.save_model(m, os.path.join(out, "range_huge.onnx"))
 
 
 def fill_outputs(m):
