@@ -158,6 +158,10 @@ START_TEST(bad_tokenizers_name_the_key) {
   expect_error("{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\w+\"}, \"behavior\": \"Isolated\"},"
                " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
                "'pre_tokenizer.pattern'");
+  /* Gemma's Split(' ') is a no-op only after the ' ' -> U+2581 normalizer */
+  expect_error("{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"MergedWithPrevious\"},"
+               " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
+               "'pre_tokenizer.behavior'");
   expect_error("{\"post_processor\": {\"type\": \"BertProcessing\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
                "'post_processor.type': post-processor not supported: 'BertProcessing'");
   /* a GGUF without a tokenizer names the key */

@@ -197,6 +197,20 @@ def greedy_text(model, tok, prompt, n):
     return {"prompt": prompt, "prompt_ids": ids[0].tolist(), "ids": gen, "text": tok.decode(gen, skip_special_tokens=True)}
 
 
+# the prompt of the families' text references (ref_text.json)
+PROMPT_TEXT = "the quick brown fox, café 42 😀 jumps over"
+
+
+def write_text_refs(d, model, tok, n):
+    """d/ref_text.json: text in, text out: PROMPT_TEXT through the
+    checkpoint's tokenizer, n greedy ids (EOS not stopping) and
+    transformers' decode of them."""
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "ref_text.json"), "w", encoding="utf-8") as f:
+        json.dump(greedy_text(model, tok, PROMPT_TEXT, n), f, ensure_ascii=False, indent=1)
+        f.write("\n")
+
+
 def main():
     rng = random.Random(25)
     os.makedirs(OUT, exist_ok=True)
