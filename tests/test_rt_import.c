@@ -39,6 +39,7 @@ static const checkpoint checkpoints[] = {
   /* families beyond Llama (tools/make_family_refs.py) */
   {"testdata/llm/hf_qwen2", "testdata/llm/hf_qwen2", false},
   {"testdata/llm/qwen2.gguf", "testdata/llm/hf_qwen2", false},
+  {"testdata/llm/qwen2_q8_0.gguf", "testdata/llm/qwen2_q8_0_refs", false},
   {"testdata/llm/hf_llama_bias", "testdata/llm/hf_llama_bias", false},
   /* tools/make_family_refs2.py: sliding windows, Gemma, Gemma 2, Qwen3 */
   {"testdata/llm/hf_mistral_swa", "testdata/llm/hf_mistral_swa", false},
@@ -75,7 +76,7 @@ static const checkpoint checkpoints[] = {
   {"testdata/llm/phi3_longrope.gguf", "testdata/llm/hf_phi3_longrope", true},
   {"testdata/llm/hf_qwen2_swa", "testdata/llm/hf_qwen2_swa", false},
 };
-#define N_CHECKPOINTS 34
+#define N_CHECKPOINTS 35
 
 static ppcc_host_tensor read_npy(const char *rel) {
   ppcc_host_tensor t;
