@@ -474,12 +474,19 @@ START_TEST(bad_configs_name_the_key) {
   expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"mrope\", \"factor\": 2.0}",
                       "'rope_scaling': rope_type 'mrope' is not supported");
   expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": -2}",
-                      "'factor': must be a positive number");
+                      "'factor': -2: must be a positive number");
   expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"linear\"}", "'rope_scaling.factor'");
+  /* Phi-4-mini's partial rotary, GPT-2's unscaled scores: refused naming key and value */
+  expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": null, \"partial_rotary_factor\": 0.75",
+                      "'partial_rotary_factor': 0.75: partial rotary is not supported");
+  expect_config_error("\"rope_scaling\": null", "\"rope_scaling\": null, \"scale_attn_weights\": false",
+                      "'scale_attn_weights': false");
+  expect_config_error("\"torch_dtype\": \"float32\"", "\"torch_dtype\": \"int8\"", "'torch_dtype': 'int8' is not supported");
   expect_config_error("\"hidden_act\": \"silu\"", "\"hidden_act\": \"relu\"", "'hidden_act'");
   expect_config_error("\"num_hidden_layers\": 2", "\"num_hidden_layers\": \"two\"", "'num_hidden_layers'");
   expect_config_error("\"vocab_size\": 128", "\"vocab\": 128", "'vocab_size'");
-  expect_config_error("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3", "'num_key_value_heads'");
+  expect_config_error("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3",
+                      "'num_key_value_heads': 3 must divide num_attention_heads 4");
   expect_config_error("LlamaForCausalLM", "Llama\\u0000ForCausalLM", "field 'architectures': escaped NUL");
 }
 END_TEST
@@ -631,10 +638,12 @@ static char *patched_gguf(const char *name, int field, uint64_t value, size_t tr
   return dir;
 }
 
-/* tiny.gguf with the first n bytes equal to `from` replaced by `to`. */
-static char *replaced_gguf(const char *from, const char *to, size_t n) {
+/* testdata/llm/FILE with the first n bytes equal to `from` replaced by `to`. */
+static char *replaced_gguf_of(const char *file, const char *from, const char *to, size_t n) {
+  char rel[128];
+  snprintf(rel, sizeof rel, "testdata/llm/%s", file);
   size_t len;
-  char *data = t_read_file(t_src_path("testdata/llm/tiny.gguf"), &len);
+  char *data = t_read_file(t_src_path(rel), &len);
   ck_assert_ptr_nonnull(data);
   char *at = NULL;
   for (size_t i = 0; i + n <= len && !at; i++)
@@ -646,6 +655,8 @@ static char *replaced_gguf(const char *from, const char *to, size_t n) {
   free(data);
   return dir;
 }
+
+static char *replaced_gguf(const char *from, const char *to, size_t n) { return replaced_gguf_of("tiny.gguf", from, to, n); }
 
 static void expect_gguf_error(char *dir, const char *a, const char *b) {
   rt_gguf g;
@@ -688,6 +699,19 @@ START_TEST(bad_gguf_files_name_file_and_tensor) {
 }
 END_TEST
 
+/* A rope scaling type ppcc does not compute: one line naming key and value. */
+START_TEST(gguf_unknown_rope_scaling_is_named) {
+  char *dir = replaced_gguf_of("rope_yarn.gguf", "\x04\0\0\0\0\0\0\0yarn", "\x04\0\0\0\0\0\0\0xarn", 12);
+  llama_spec s = {0};
+  ppcc_diag d;
+  ppcc_diag_init(&d, "gguf", NULL);
+  ck_assert(llama_spec_from_gguf(t_path_in(dir, "bad.gguf"), &s, &d) != PPCC_OK);
+  expect_message(&d, "metadata key 'llama.rope.scaling.type': rope scaling 'xarn' is not supported", NULL);
+  t_remove_tree(dir);
+  free(dir);
+}
+END_TEST
+
 START_TEST(gguf_missing_tensor_and_wrong_arch) {
   /* a GGUF graph asks for a tensor the file lacks */
   llama_spec s = spec_of(&checkpoints[2], 1, 1, 4, 4);
@@ -724,6 +748,7 @@ int main(void) {
   tcase_add_test(tc, k_quants_match_the_gguf_package);
   tcase_add_test(tc, bad_configs_name_the_key);
   tcase_add_test(tc, sliding_window_by_family);
+  tcase_add_test(tc, gguf_unknown_rope_scaling_is_named);
   tcase_add_test(tc, hf_config_duplicate_key_last_wins);
   tcase_add_test(tc, bad_checkpoints_name_file_and_tensor);
   tcase_add_test(tc, bad_gguf_files_name_file_and_tensor);

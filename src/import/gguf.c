@@ -92,6 +92,14 @@ static ppcc_status read_rope_scaling(const rt_gguf *g, const char *a, llama_spec
   if (strcmp(type, "linear") == 0) return need_number(g, akey(a, "rope.scaling.factor"), true, 1.0, &s->rope_factor, d);
   if (strcmp(type, "yarn") == 0) {
     double factor = 1, beta_fast = 32, beta_slow = 1, attention = 0, orig = 0, ctx = 0;
+    /* llama.cpp's own YaRN knobs, not transformers' (DeepSeek's mscale_all_dim, extrapolation_factor) */
+    const char *knobs[] = {"rope.scaling.yarn_log_multiplier", "rope.scaling.yarn_ext_factor"};
+    for (int k = 0; k < 2; k++) {
+      const rt_gguf_kv *kv = rt_gguf_find_kv(g, akey(a, knobs[k]));
+      if (kv && !(k == 1 && kv->type != GGUF_KV_STRING && kv->type != GGUF_KV_ARRAY && kv->number == 1.0))
+        return ppcc_error(d, "%s: metadata key '%s': %g is not supported with yarn", path, akey(a, knobs[k]),
+                          kv->type == GGUF_KV_STRING || kv->type == GGUF_KV_ARRAY ? -1.0 : kv->number);
+    }
     st = need_number(g, akey(a, "rope.scaling.factor"), true, 1.0, &factor, d);
     if (!st) st = need_number(g, akey(a, "context_length"), false, 0, &ctx, d);
     if (!st) st = need_number(g, akey(a, "rope.scaling.original_context_length"), ctx <= 0, ctx, &orig, d);

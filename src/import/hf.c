@@ -34,8 +34,12 @@ static ppcc_status int_key(const cJSON *root, const char *path, const char *key,
     *out = dflt;
     return PPCC_OK;
   }
-  if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1e9 || (double)(long)v->valuedouble != v->valuedouble)
-    return key_error(d, path, key, "must be a positive integer");
+  if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1e9 || (double)(long)v->valuedouble != v->valuedouble) {
+    char msg[96];
+    if (cJSON_IsNumber(v)) snprintf(msg, sizeof msg, "%.17g: must be a positive integer", v->valuedouble);
+    else snprintf(msg, sizeof msg, "must be a positive integer");
+    return key_error(d, path, key, msg);
+  }
   *out = (long)v->valuedouble;
   return PPCC_OK;
 }
@@ -47,8 +51,12 @@ static ppcc_status float_key(const cJSON *root, const char *path, const char *ke
     *out = dflt;
     return PPCC_OK;
   }
-  if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > 1e30)
-    return key_error(d, path, key, "must be a positive number");
+  if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > 1e30) {
+    char msg[96];
+    if (cJSON_IsNumber(v)) snprintf(msg, sizeof msg, "%.17g: must be a positive number", v->valuedouble);
+    else snprintf(msg, sizeof msg, "must be a positive number");
+    return key_error(d, path, key, msg);
+  }
   *out = v->valuedouble;
   return PPCC_OK;
 }
@@ -230,7 +238,22 @@ static ppcc_status check_unsupported(const cJSON *root, const char *path, ppcc_d
   if (dt && !cJSON_IsNull(dt) &&
       !(cJSON_IsString(dt) && (strcmp(dt->valuestring, "float32") == 0 || strcmp(dt->valuestring, "float16") == 0 ||
                                strcmp(dt->valuestring, "bfloat16") == 0)))
-    return key_error(d, path, "torch_dtype", "must be float32, float16 or bfloat16");
+  {
+    char msg[120];
+    snprintf(msg, sizeof msg, "'%.40s' is not supported (float32, float16, bfloat16)", cJSON_IsString(dt) ? dt->valuestring : "?");
+    return key_error(d, path, "torch_dtype", msg);
+  }
+  /* transformers rotates only this share of each head (Phi-3 family:
+   * Phi-4-mini's 0.75); ppcc's rotary turns whole heads */
+  const cJSON *partial = cJSON_GetObjectItemCaseSensitive(root, "partial_rotary_factor");
+  if (partial && !cJSON_IsNull(partial) && !(cJSON_IsNumber(partial) && partial->valuedouble == 1.0)) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "%.17g: partial rotary is not supported (1.0 only)", cJSON_IsNumber(partial) ? partial->valuedouble : -1.0);
+    return key_error(d, path, "partial_rotary_factor", msg);
+  }
+  /* GPT-2 without 1/sqrt(head_dim) on its scores */
+  if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(root, "scale_attn_weights")))
+    return key_error(d, path, "scale_attn_weights", "false (unscaled scores) is not supported");
   return PPCC_OK;
 }
 
@@ -294,9 +317,11 @@ ppcc_status llama_spec_from_hf_json(const char *path, const char *json, size_t l
   if (!st) st = read_rope_scaling(root, path, s, d);
   if (!st) st = check_unsupported(root, path, d);
   if (!st) st = read_family_keys(root, path, family, s, d);
-  if (!st && s->heads % s->kv_heads != 0)
-    st = key_error(d, path, "num_key_value_heads", "must divide num_attention_heads");
-  if (!st && s->head_dim % 2 != 0) st = key_error(d, path, "head_dim", "must be even (rotary pairs)");
+  char msg[120];
+  snprintf(msg, sizeof msg, "%ld must divide num_attention_heads %ld", s->kv_heads, s->heads);
+  if (!st && s->heads % s->kv_heads != 0) st = key_error(d, path, "num_key_value_heads", msg);
+  snprintf(msg, sizeof msg, "%ld must be even (rotary pairs)", s->head_dim);
+  if (!st && s->head_dim % 2 != 0) st = key_error(d, path, "head_dim", msg);
   s->naming = LLAMA_NAMES_HF;
   cJSON_Delete(root);
   return st;
