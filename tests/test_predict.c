@@ -57,6 +57,9 @@ START_TEST(calibration_round_trips_op_costs) {
   c.jit_cut.call_us = 2.5, c.jit_cut.ns_per_byte = 0.375;
   c.hop_us = 12.5;
   c.resume_us = 0.75;
+  c.start_us = 1.25, c.jit_start_us = 1.5;
+  c.have_cut = true;
+  c.cut.call_us = 0.5, c.cut.ns_per_byte = 0.125;
   c.n_slowdown = 2;
   c.concurrent_slowdown[0] = 1;
   c.concurrent_slowdown[1] = 1.25;
@@ -94,6 +97,11 @@ START_TEST(calibration_round_trips_op_costs) {
   ck_assert_double_eq(back.jit_cut.ns_per_byte, 0.375);
   ck_assert_double_eq(back.hop_us, 12.5);
   ck_assert_double_eq(back.resume_us, 0.75);
+  ck_assert_double_eq(back.start_us, 1.25);
+  ck_assert_double_eq(back.jit_start_us, 1.5);
+  ck_assert(back.have_cut);
+  ck_assert_double_eq(back.cut.call_us, 0.5);
+  ck_assert_double_eq(back.cut.ns_per_byte, 0.125);
   ck_assert_int_eq(back.n_slowdown, 2);
   ck_assert_double_eq(back.concurrent_slowdown[1], 1.25);
   ck_assert_int_eq(back.n_threads, 2);
@@ -488,6 +496,29 @@ static ppcc_calibration matmul_takes_1ms(void) {
   return c;
 }
 
+/* A first stage's first op pays start_us (the JIT: jit_start_us) when the
+ * run has more devices than cores, once per forward. */
+START_TEST(start_cost_with_more_devices_than_cores) {
+  ppcc_graph *g = four_stages();
+  ppcc_calibration c = matmul_takes_1ms();
+  ppcc_op_cost jk = {"matmul", 1000, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
+  c.start_us = 250, c.jit_start_us = 500;
+  for (int jit = 0; jit < 2; jit++) {
+    ppcc_prediction shared = predict(g, &c, 1, 2, jit), own = predict(g, &c, 1, 4, jit);
+    ck_assert_double_eq_tol(shared.stages[0].time_ms, jit ? 1.5 : 1.25, 1e-9); /* 4 devices on 2 cores */
+    ck_assert_double_eq_tol(own.stages[0].time_ms, 1, 1e-9);                    /* a core each */
+    for (int s = 1; s < 4; s++) ck_assert_double_eq_tol(shared.stages[s].time_ms, 1, 1e-9); /* they waited first */
+    ppcc_prediction_free(&shared);
+    ppcc_prediction_free(&own);
+  }
+  ppcc_prediction two = predict(g, &c, 2, 2, false); /* once per forward, not per microbatch */
+  ck_assert_double_eq_tol(two.stages[0].time_ms, 2.25, 1e-9);
+  ppcc_prediction_free(&two);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 /* Several devices computing at once, a kernel thread each, are pinned to
  * core d mod cores (src/runtime/exec/affinity.c): stages on devices [0], [2],
  * [1] on 2 cores put the first two on core 0, so the second waits for the
@@ -670,6 +701,7 @@ int main(void) {
   tcase_add_test(tc, multithreaded_costs_change_prediction);
   tcase_add_test(tc, jit_cut_of_replicated_operand);
   tcase_add_test(tc, pipeline_shares_cores);
+  tcase_add_test(tc, start_cost_with_more_devices_than_cores);
   tcase_add_test(tc, pinned_stages_wait_for_their_core);
   tcase_add_test(tc, links_compose_with_the_pipeline);
   return t_run_suite(s);
