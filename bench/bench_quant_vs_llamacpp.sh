@@ -54,7 +54,7 @@ echo "ppcc backend $backend; load average before: $(cut -d' ' -f1-3 /proc/loadav
 ratios() {
   local -n a=$1 b=$2
   local r=()
-  for ((i = 0; i < ${#a[@]}; i++)); do r+=("$(awk -v x="${a[i]}" -v y="${b[i]}" 'BEGIN {printf "%.3f", y > 0 ? x / y : 0}')"); done
+  for ((i = 0; i < ${#a[@]}; i++)); do r+=("$(awk -v x="${a[i]}" -v y="${b[i]}" 'BEGIN {printf "%.3f", (y > 0 ? x / y : 0)}')"); done
   printf '%s\n' "${r[@]}" | sort -g | awk '{a[NR] = $1} END {m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "min %.2f median %.2f", a[1], m}'
 }
 for t in ${TYPES:-F16 Q8_0 Q4_0 Q4_K_M}; do
