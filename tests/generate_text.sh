@@ -57,7 +57,8 @@ done
 # did; q8_0 against the gguf-dequantized model (--dtype f32)
 fam_ref() { python3 -c "import json; v=json.load(open('$1/ref_text.json'))['$2']
 print(' '.join(map(str, v)) if isinstance(v, list) else v, end='')"; }
-families="hf_gemma:hf_gemma gemma.gguf:hf_gemma gemma_q8_0.gguf:gemma_q8_0_refs
+families="hf_mistral_swa:hf_mistral_swa mistral_swa.gguf:mistral_swa_gguf_refs
+  mistral_swa_q8_0.gguf:mistral_swa_q8_0_refs hf_gemma:hf_gemma gemma.gguf:hf_gemma gemma_q8_0.gguf:gemma_q8_0_refs
   hf_gemma2:hf_gemma2 gemma2.gguf:gemma2_gguf_refs gemma2_q8_0.gguf:gemma2_q8_0_refs
   hf_qwen3:hf_qwen3 qwen3.gguf:hf_qwen3 qwen3_q8_0.gguf:qwen3_q8_0_refs
   hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 qwen2_q8_0.gguf:qwen2_q8_0_refs
