@@ -13,7 +13,8 @@ Writes under testdata/llm/:
             zero_cache.npy has the TP2 graph's cache shape [1, 6, 2, 8].
   hf_llama3/        LlamaForCausalLM, rope_scaling llama3 (factor 8, original
                     context 64: all three frequency bands), 2 layers, hidden
-                    32, with testdata/tokenizers/qwen2's tokenizer
+                    32, with testdata/tokenizers/llama3's tokenizer (Llama 3's
+                    regex, ignore_merges; GGUF pre llama-bpe)
   llama3.gguf       hf_llama3 by convert_hf_to_gguf.py, f32: llama.cpp keeps
                     the rope scaling only as the tensor rope_freqs.weight
                     (references: hf_llama3's)
@@ -145,12 +146,12 @@ def hf_llama3():
                       num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=10000.0,
                       rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                     "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
-                      tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+                      tie_word_embeddings=False, bos_token_id=0, eos_token_id=1)
     model = fam.scaled(LlamaForCausalLM(cfg), 14)
-    with_tokenizer(d, model)
+    with_tokenizer(d, model, "llama3")
     llm.write_refs(d, model, llm.PROMPT)
     check_generate(d, model)
-    gguf_pair(d, model, "llama3", gguf.MODEL_ARCH.LLAMA)
+    gguf_pair(d, model, "llama3", gguf.MODEL_ARCH.LLAMA, "llama-bpe")
 
 
 def hf_phi3():
