@@ -39,6 +39,9 @@ static const checkpoint checkpoints[] = {
   {"testdata/llm/hf_llama_bias", "testdata/llm/hf_llama_bias"},
   /* tools/make_family_refs2.py: sliding windows, Gemma, Gemma 2, Qwen3 */
   {"testdata/llm/hf_mistral_swa", "testdata/llm/hf_mistral_swa"},
+  /* its GGUF files (llama arch) carry no window, as llama.cpp's converter writes them */
+  {"testdata/llm/mistral_swa.gguf", "testdata/llm/mistral_swa_gguf_refs"},
+  {"testdata/llm/mistral_swa_q8_0.gguf", "testdata/llm/mistral_swa_q8_0_refs"},
   {"testdata/llm/hf_gemma", "testdata/llm/hf_gemma"},
   {"testdata/llm/gemma.gguf", "testdata/llm/hf_gemma"},
   {"testdata/llm/gemma_q8_0.gguf", "testdata/llm/gemma_q8_0_refs"},
@@ -64,7 +67,7 @@ static const checkpoint checkpoints[] = {
   {"testdata/llm/gpt2.gguf", "testdata/llm/hf_gpt2"},
   {"testdata/llm/gpt2_q8_0.gguf", "testdata/llm/gpt2_q8_0_refs"},
 };
-#define N_CHECKPOINTS 29
+#define N_CHECKPOINTS 31
 
 static ppcc_host_tensor read_npy(const char *rel) {
   ppcc_host_tensor t;

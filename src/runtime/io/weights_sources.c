@@ -325,6 +325,7 @@ static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data
     rt_free(f);
     return dq;
   }
+  rt_release_pages(t->data, (int64_t)t->bytes); /* the copy is what runs: the stored bytes are not resident twice */
   if (heads > 0) {
     if (rows % heads != 0 || (rows / heads) % 2 != 0) {
       rt_free(f);
