@@ -13,7 +13,8 @@ Writes under testdata/llm/:
             zero_cache.npy has the TP2 graph's cache shape [1, 6, 2, 8].
   hf_llama3/        LlamaForCausalLM, rope_scaling llama3 (factor 8, original
                     context 64: all three frequency bands), 2 layers, hidden
-                    32, with testdata/tokenizers/qwen2's tokenizer
+                    32, with testdata/tokenizers/llama3's tokenizer (Llama 3's
+                    regex, ignore_merges; GGUF pre llama-bpe)
   llama3.gguf       hf_llama3 by convert_hf_to_gguf.py, f32: llama.cpp keeps
                     the rope scaling only as the tensor rope_freqs.weight
                     (references: hf_llama3's)
@@ -21,10 +22,17 @@ Writes under testdata/llm/:
                     the gguf package's dequantization of it in the HF model
   hf_phi3/, phi3.gguf, phi3_q8_0.gguf(+_refs)
                     Phi3ForCausalLM: fused qkv_proj and gate_up_proj, 4 heads
-                    / 2 kv heads, vocab 421 (odd: padded at --tp 2), untied
+                    / 2 kv heads, untied, testdata/tokenizers/spm's tokenizer
+                    with 3 added special tokens (643) and a model vocabulary
+                    of 645 (odd: padded at --tp 2; the GGUF's [PAD] tokens)
   hf_gpt2/, gpt2.gguf, gpt2_q8_0.gguf(+_refs)
                     GPT2LMHeadModel: LayerNorm with bias, learned positions,
-                    gelu_new (tanh), Conv1D [in, out] weights, tied head
+                    gelu_new (tanh), Conv1D [in, out] weights, tied head,
+                    with testdata/tokenizers/gpt2's tokenizer (GPT-2's regex)
+  qwen2_q8_0.gguf(+_refs)  hf_qwen2 (tools/make_family_refs.py) as q8_0
+  ref_text.json     in hf_llama3, hf_phi3, hf_gpt2, hf_qwen2 and the q8_0
+                    references: text in, text out (tools/make_tokenizer_refs.py's
+                    write_text_refs) for the HF directory, its f32 GGUF and q8_0
 The greedy ids are also checked against transformers' own
 generate(do_sample=False)."""
 import json
@@ -34,7 +42,8 @@ import sys
 
 import numpy as np
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Phi3Config, Phi3ForCausalLM
+from transformers import (AutoTokenizer, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Phi3Config,
+                          Phi3ForCausalLM, Qwen2ForCausalLM)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -90,7 +99,10 @@ def with_tokenizer(d, model, name="qwen2", tokenizer_class=None):
 
 def gguf_pair(d, model, stem, arch, pre="qwen2"):
     """STEM.gguf (f32, the HF references apply) and STEM_q8_0.gguf with its
-    own references from the dequantized model."""
+    own references from the dequantized model; text references for both
+    (ref_text.json, with d's tokenizer)."""
+    tok = AutoTokenizer.from_pretrained(d)
+    tokrefs.write_text_refs(d, model, tok, llm.NEW_TOKENS)
     tokrefs.convert(d, os.path.join(OUT, stem + ".gguf"), pre)
     q8 = os.path.join(OUT, stem + "_q8_0.gguf")
     tokrefs.convert(d, q8, pre, "q8_0")
@@ -99,6 +111,7 @@ def gguf_pair(d, model, stem, arch, pre="qwen2"):
     deq = dequantized_model(q8, model, arch)
     llm.write_refs(refs, deq, llm.PROMPT)
     check_generate(refs, deq)
+    tokrefs.write_text_refs(refs, deq, tok, llm.NEW_TOKENS)
 
 
 @torch.no_grad()
@@ -135,33 +148,53 @@ def hf_llama3():
                       num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=10000.0,
                       rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                     "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
-                      tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+                      tie_word_embeddings=False, bos_token_id=0, eos_token_id=1)
     model = fam.scaled(LlamaForCausalLM(cfg), 14)
-    with_tokenizer(d, model)
+    with_tokenizer(d, model, "llama3")
     llm.write_refs(d, model, llm.PROMPT)
     check_generate(d, model)
-    gguf_pair(d, model, "llama3", gguf.MODEL_ARCH.LLAMA)
+    gguf_pair(d, model, "llama3", gguf.MODEL_ARCH.LLAMA, "llama-bpe")
 
 
 def hf_phi3():
+    """Phi-3 as Microsoft ships it: a Llama-style SentencePiece tokenizer
+    (testdata/tokenizers/spm) with added special tokens after its vocabulary
+    and a model vocabulary padded past them (the converter fills the rest
+    with [PADi] tokens); EOS a list, as Phi-3's generation config."""
     d = os.path.join(OUT, "hf_phi3")
-    os.makedirs(d, exist_ok=True)
-    cfg = Phi3Config(vocab_size=421, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-                     num_key_value_heads=2, max_position_embeddings=64, original_max_position_embeddings=64,
-                     rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False, sliding_window=None,
-                     bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    tok = AutoTokenizer.from_pretrained(os.path.join(TOKENIZERS, "spm"))
+    tok.add_special_tokens({"additional_special_tokens": ["<|endoftext|>", "<|assistant|>", "<|end|>"]})
+    end_of_text, end = tok.convert_tokens_to_ids(["<|endoftext|>", "<|end|>"])
+    cfg = Phi3Config(vocab_size=len(tok) + 2, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                     original_max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=10000.0,
+                     tie_word_embeddings=False, sliding_window=None, bos_token_id=tok.bos_token_id,
+                     eos_token_id=[end_of_text, end], pad_token_id=0)
     model = fam.scaled(Phi3ForCausalLM(cfg), 16)
-    with_tokenizer(d, model, tokenizer_class="GPT2Tokenizer")
+    model.save_pretrained(d, safe_serialization=True)
+    tok.save_pretrained(d)
+    os.remove(os.path.join(d, "special_tokens_map.json"))
     llm.write_refs(d, model, llm.PROMPT)
     check_generate(d, model)
-    gguf_pair(d, model, "phi3", gguf.MODEL_ARCH.PHI3)
+    gguf_pair(d, model, "phi3", gguf.MODEL_ARCH.PHI3, "llama-spm")
+    # decode of ids past the tokenizer (the GGUF's [PAD] tokens), its added
+    # specials and <unk>: transformers skips them all
+    path = os.path.join(d, "ref_text.json")
+    refs = json.load(open(path, encoding="utf-8"))
+    refs["decode_ids"] = [len(tok), 441, cfg.vocab_size - 1, end, tok.unk_token_id, 448, end_of_text, 426]
+    refs["decode_text"] = tok.decode(refs["decode_ids"], skip_special_tokens=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(refs, f, ensure_ascii=False, indent=1)
+        f.write("\n")
 
 
 def hf_gpt2():
     d = os.path.join(OUT, "hf_gpt2")
     os.makedirs(d, exist_ok=True)
     cfg = GPT2Config(vocab_size=420, n_positions=64, n_embd=32, n_layer=2, n_head=4, activation_function="gelu_new",
-                     layer_norm_epsilon=1e-5, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
+                     layer_norm_epsilon=1e-5, tie_word_embeddings=True, bos_token_id=0, eos_token_id=0)
     model = GPT2LMHeadModel(cfg).eval()
     torch.manual_seed(16)
     with torch.no_grad():  # trained-like scales; Conv1D weights are [in, out]
@@ -174,7 +207,7 @@ def hf_gpt2():
                 p.copy_(torch.randn_like(p) * (0.5 if "wte" in name else 1.0))
             else:
                 p.copy_(torch.randn_like(p) * 1.5 / p.shape[0] ** 0.5)
-    with_tokenizer(d, model)
+    with_tokenizer(d, model, "gpt2")
     path = os.path.join(d, "config.json")  # n_ctx as OpenAI's gpt2 config has it (the converter reads it)
     saved = json.load(open(path))
     saved["n_ctx"] = cfg.n_positions
@@ -182,12 +215,18 @@ def hf_gpt2():
     model.config.num_key_value_heads = cfg.n_head  # (after saving) for write_refs' zero_cache.npy
     llm.write_refs(d, model, llm.PROMPT)
     check_generate(d, model)
-    gguf_pair(d, model, "gpt2", gguf.MODEL_ARCH.GPT2)
+    gguf_pair(d, model, "gpt2", gguf.MODEL_ARCH.GPT2, "gpt-2")
+
+
+def qwen2_gguf():
+    """hf_qwen2 (made by tools/make_family_refs.py) as q8_0 too, and text references."""
+    d = os.path.join(OUT, "hf_qwen2")
+    gguf_pair(d, Qwen2ForCausalLM.from_pretrained(d).eval(), "qwen2", gguf.MODEL_ARCH.QWEN2)
 
 
 def main():
     torch.set_num_threads(1)
-    which = sys.argv[2:] or ["mqa", "llama3", "phi3", "gpt2"]
+    which = sys.argv[2:] or ["mqa", "llama3", "phi3", "gpt2", "qwen2"]
     if "mqa" in which:
         hf_mqa()
     if "llama3" in which:
@@ -196,6 +235,8 @@ def main():
         hf_phi3()
     if "gpt2" in which:
         hf_gpt2()
+    if "qwen2" in which:
+        qwen2_gguf()
 
 
 if __name__ == "__main__":

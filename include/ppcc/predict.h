@@ -335,6 +335,19 @@ typedef struct ppcc_loaded_memory {
 ppcc_status ppcc_predict_loaded_memory(const ppcc_graph *const *graphs, const bool *const *is_state,
                                        const bool *const *view_ops, int n, const bool *local, bool jit,
                                        ppcc_loaded_memory *m, ppcc_diag *d);
+/* Per value of g: an input that an in-place update writes (a KV cache),
+ * which a loaded model holds as state (NULL: out of memory; caller frees). */
+bool *ppcc_loaded_state_inputs(const ppcc_graph *g);
+/* The report's "loaded model" section (text) and "loaded_model" field
+ * (JSON, followed by nothing: the caller writes the separator): g's
+ * params, caches as state and working set in one process holding every
+ * device, and with several pipeline stages in each rank of one stage
+ * (rank -1 in JSON: the one process); opts->jit and view_ops choose the
+ * backend's buffers. */
+ppcc_status ppcc_loaded_memory_write_text(const ppcc_graph *g, const ppcc_predict_options *opts, FILE *out,
+                                          ppcc_diag *d);
+ppcc_status ppcc_loaded_memory_write_json(const ppcc_graph *g, const ppcc_predict_options *opts, FILE *out,
+                                          ppcc_diag *d);
 
 /* The report sections (text, JSON fields after "device_summary"). */
 void ppcc_prediction_write_text(const ppcc_prediction *p, FILE *out);

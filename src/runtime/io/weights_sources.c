@@ -5,8 +5,9 @@
  *   tensor -> file), each mapped and indexed by the safetensors reader;
  *   a tensor is read from the file the index names for it;
  * - a GGUF file (gguf.c): tensors are dequantized to a float dtype at
- *   load, or kept in their block format when the graph declares it (a
- *   view of the mapping: the quantized kernels compute with the blocks).
+ *   load, or kept in their block format (or f16/bf16) when the graph
+ *   declares it (a view of the mapping: the quantized and half kernels
+ *   compute with the stored bytes).
  *   llama.cpp stores attn_q/attn_k rows in interleaved-rotary order (its
  *   converter permutes HF's rows so pairs (2i, 2i+1) rotate together);
  *   ppcc's rotary op uses HF's rotate-half pairing, so this loader permutes
@@ -200,20 +201,29 @@ static ppcc_status convert(const void *src, ppcc_dtype from, const ppcc_value *p
   return PPCC_OK;
 }
 
+/* The shard file that holds tensor name (weight_map's, or the one file),
+ * NULL when weight_map does not name it. */
+static const hf_shard *hf_shard_of(const rt_source *s, const char *name) {
+  if (!s->weight_map) return &s->shards[0];
+  const cJSON *file = cJSON_GetObjectItemCaseSensitive(s->weight_map, name);
+  if (!cJSON_IsString(file)) return NULL;
+  for (int i = 0; i < s->n_shards; i++)
+    if (strcmp(s->shards[i].file, file->valuestring) == 0) return &s->shards[i];
+  return &s->shards[0];
+}
+
+static const rt_weight_entry *hf_entry(const hf_shard *sh, const char *name) {
+  for (int i = 0; i < sh->index.n; i++)
+    if (strcmp(sh->index.entries[i].name, name) == 0) return &sh->index.entries[i];
+  return NULL;
+}
+
 static ppcc_status get_hf(rt_source *s, const ppcc_value *p, const void **data, void **owned, ppcc_diag *d) {
-  const hf_shard *sh = &s->shards[0];
-  const char *where = s->path;
-  if (s->weight_map) {
-    const cJSON *file = cJSON_GetObjectItemCaseSensitive(s->weight_map, p->name);
-    if (!cJSON_IsString(file))
-      return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing from weight_map", s->index_path, p->name);
-    for (int i = 0; i < s->n_shards; i++)
-      if (strcmp(s->shards[i].file, file->valuestring) == 0) sh = &s->shards[i];
-  }
-  where = sh->index.file.path;
-  const rt_weight_entry *e = NULL;
-  for (int i = 0; i < sh->index.n && !e; i++)
-    if (strcmp(sh->index.entries[i].name, p->name) == 0) e = &sh->index.entries[i];
+  const hf_shard *sh = hf_shard_of(s, p->name);
+  if (!sh)
+    return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing from weight_map", s->index_path, p->name);
+  const char *where = sh->index.file.path;
+  const rt_weight_entry *e = hf_entry(sh, p->name);
   if (!e) return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing", where, p->name);
   if (e->rank != p->rank || memcmp(e->shape, p->shape, sizeof(int64_t) * (size_t)p->rank) != 0)
     return shape_error(where, p, e->rank, e->shape, d);
@@ -249,12 +259,12 @@ static void unpermute_rows(const float *in, float *out, int64_t rows, int64_t co
         memcpy(out + (h * D + j * half + i) * cols, in + (h * D + 2 * i + j) * cols, sizeof(float) * (size_t)cols);
 }
 
-/* A quantized param as stored: a view of the mapped file (q/k rows
- * permuted back in a copy, whole rows of blocks). Every block's scales are
- * checked finite here, as the decoder would. */
+/* A quantized (or f16/bf16) param as stored: a view of the mapped file
+ * (q/k rows permuted back in a copy, whole rows of blocks). Every block's
+ * scales are checked finite here, as the decoder would. */
 static ppcc_status get_gguf_blocks(rt_source *s, const rt_gguf_tensor *t, const ppcc_value *p, int64_t rows, long heads,
                                    const void **data, void **owned, ppcc_diag *d) {
-  const ppcc_block_format *f = ppcc_dtype_blocks(p->dtype);
+  const ppcc_block_format *f = ppcc_block_format_named(ppcc_dtype_name(p->dtype));
   if (t->format != f)
     return ppcc_error(d, "%s: tensor '%s' is %s but the graph declares %s", s->path, p->name,
                       ppcc_ggml_type_name((int)t->type) ? ppcc_ggml_type_name((int)t->type) : "?", ppcc_dtype_name(p->dtype));
@@ -297,7 +307,9 @@ static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data
     return shape_error(s->path, p, t->n_dims, shape, d);
   int64_t n = ppcc_num_elements(p->rank, p->shape), cols = t->ne[0], rows = cols ? n / cols : 0;
   long heads = p->rank == 2 ? qk_heads(&s->gguf, p->name) : 0;
-  if (ppcc_dtype_is_quantized(p->dtype)) return get_gguf_blocks(s, t, p, rows, heads, data, owned, d);
+  bool half_as_stored = (p->dtype == PPCC_F16 || p->dtype == PPCC_BF16) && t->format &&
+                        strcmp(t->format->name, ppcc_dtype_name(p->dtype)) == 0;
+  if (ppcc_dtype_is_quantized(p->dtype) || half_as_stored) return get_gguf_blocks(s, t, p, rows, heads, data, owned, d);
   if (!ppcc_dtype_is_float(p->dtype))
     return ppcc_error(d, "%s: tensor '%s': the graph declares %s, GGUF tensors are floats or blocks", s->path, p->name,
                       ppcc_dtype_name(p->dtype));
@@ -313,6 +325,7 @@ static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data
     rt_free(f);
     return dq;
   }
+  rt_release_pages(t->data, (int64_t)t->bytes); /* the copy is what runs: the stored bytes are not resident twice */
   if (heads > 0) {
     if (rows % heads != 0 || (rows / heads) % 2 != 0) {
       rt_free(f);
@@ -436,4 +449,31 @@ ppcc_status rt_source_get(rt_source *s, const ppcc_value *p, const void **data, 
   view v;
   if (parse_view(p->name, &v)) return get_view(s, p, &v, data, owned, d);
   return get_whole(s, p, data, owned, d);
+}
+
+const char *rt_source_tensor_dtype(const char *path, const char *tensor, void **state) {
+  rt_source *s = *state;
+  if (!tensor) {
+    rt_source_close(s);
+    *state = NULL;
+    return NULL;
+  }
+  if (!s) {
+    ppcc_diag quiet;
+    ppcc_diag_init(&quiet, path, NULL);
+    if (!rt_source_handles(path) || !(s = rt_source_open(path, &quiet))) return NULL;
+    *state = s;
+  }
+  char base[PPCC_MAX_NAME + 1];
+  size_t n = strcspn(tensor, "#"); /* a view NAME#...: the dtype of NAME */
+  if (n > PPCC_MAX_NAME) return NULL;
+  memcpy(base, tensor, n);
+  base[n] = 0;
+  if (s->is_gguf) {
+    const rt_gguf_tensor *t = rt_gguf_find_tensor(&s->gguf, base);
+    return t && t->format ? t->format->name : NULL;
+  }
+  const hf_shard *sh = hf_shard_of(s, base);
+  const rt_weight_entry *e = sh ? hf_entry(sh, base) : NULL;
+  return e && e->has_type ? ppcc_dtype_name(e->dtype) : NULL;
 }
