@@ -573,7 +573,7 @@ static MlirValue body_rotary_table(ppcc_emit_ctx *c, MlirBlock b, const rotary_b
   MlirValue lane = loop_index(c, b, lane_loop), half = emit_index_const(c, b, r->half);
   MlirValue low = compare(c, b, false, CMPI_ULT, lane, half);
   MlirValue j = select_value(c, b, low, lane, bin(c, b, "arith.subi", lane, half));
-  MlirValue exponent = fconst(c, b, f64, r->log_theta_over_d), longest = fconst(c, b, f64, 0);
+  MlirValue exponent = fconst(c, b, f64, r->log_theta_over_d), longest = exponent; /* set when used (arg_most) */
   if (r->arg_most >= 0) longest = bin(c, b, "arith.addf", int_to_float(c, b, barg(b, r->arg_most), f64), fconst(c, b, f64, 1));
   if (r->dynamic > 0) { /* dynamic NTK (kernel_rotary's rotary_freqs): ln theta + D/(D-2) ln ntk */
     double d = 2.0 * (double)r->half;
