@@ -184,6 +184,8 @@ def decode_cases(rng, lines, ids, tok):
     for _ in range(80):
         cases.append([rng.choice(partial) if rng.random() < 0.5 else rng.choice(other)
                       for _ in range(rng.randint(1, 10))])
+    if tok.unk_token_id is not None:
+        cases.append([tok.unk_token_id] + cases[-1] + [tok.unk_token_id])
     return cases
 
 

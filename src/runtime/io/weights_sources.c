@@ -201,20 +201,29 @@ static ppcc_status convert(const void *src, ppcc_dtype from, const ppcc_value *p
   return PPCC_OK;
 }
 
+/* The shard file that holds tensor name (weight_map's, or the one file),
+ * NULL when weight_map does not name it. */
+static const hf_shard *hf_shard_of(const rt_source *s, const char *name) {
+  if (!s->weight_map) return &s->shards[0];
+  const cJSON *file = cJSON_GetObjectItemCaseSensitive(s->weight_map, name);
+  if (!cJSON_IsString(file)) return NULL;
+  for (int i = 0; i < s->n_shards; i++)
+    if (strcmp(s->shards[i].file, file->valuestring) == 0) return &s->shards[i];
+  return &s->shards[0];
+}
+
+static const rt_weight_entry *hf_entry(const hf_shard *sh, const char *name) {
+  for (int i = 0; i < sh->index.n; i++)
+    if (strcmp(sh->index.entries[i].name, name) == 0) return &sh->index.entries[i];
+  return NULL;
+}
+
 static ppcc_status get_hf(rt_source *s, const ppcc_value *p, const void **data, void **owned, ppcc_diag *d) {
-  const hf_shard *sh = &s->shards[0];
-  const char *where = s->path;
-  if (s->weight_map) {
-    const cJSON *file = cJSON_GetObjectItemCaseSensitive(s->weight_map, p->name);
-    if (!cJSON_IsString(file))
-      return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing from weight_map", s->index_path, p->name);
-    for (int i = 0; i < s->n_shards; i++)
-      if (strcmp(s->shards[i].file, file->valuestring) == 0) sh = &s->shards[i];
-  }
-  where = sh->index.file.path;
-  const rt_weight_entry *e = NULL;
-  for (int i = 0; i < sh->index.n && !e; i++)
-    if (strcmp(sh->index.entries[i].name, p->name) == 0) e = &sh->index.entries[i];
+  const hf_shard *sh = hf_shard_of(s, p->name);
+  if (!sh)
+    return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing from weight_map", s->index_path, p->name);
+  const char *where = sh->index.file.path;
+  const rt_weight_entry *e = hf_entry(sh, p->name);
   if (!e) return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing", where, p->name);
   if (e->rank != p->rank || memcmp(e->shape, p->shape, sizeof(int64_t) * (size_t)p->rank) != 0)
     return shape_error(where, p, e->rank, e->shape, d);
@@ -316,6 +325,7 @@ static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data
     rt_free(f);
     return dq;
   }
+  rt_release_pages(t->data, (int64_t)t->bytes); /* the copy is what runs: the stored bytes are not resident twice */
   if (heads > 0) {
     if (rows % heads != 0 || (rows / heads) % 2 != 0) {
       rt_free(f);
@@ -439,4 +449,31 @@ ppcc_status rt_source_get(rt_source *s, const ppcc_value *p, const void **data, 
   view v;
   if (parse_view(p->name, &v)) return get_view(s, p, &v, data, owned, d);
   return get_whole(s, p, data, owned, d);
+}
+
+const char *rt_source_tensor_dtype(const char *path, const char *tensor, void **state) {
+  rt_source *s = *state;
+  if (!tensor) {
+    rt_source_close(s);
+    *state = NULL;
+    return NULL;
+  }
+  if (!s) {
+    ppcc_diag quiet;
+    ppcc_diag_init(&quiet, path, NULL);
+    if (!rt_source_handles(path) || !(s = rt_source_open(path, &quiet))) return NULL;
+    *state = s;
+  }
+  char base[PPCC_MAX_NAME + 1];
+  size_t n = strcspn(tensor, "#"); /* a view NAME#...: the dtype of NAME */
+  if (n > PPCC_MAX_NAME) return NULL;
+  memcpy(base, tensor, n);
+  base[n] = 0;
+  if (s->is_gguf) {
+    const rt_gguf_tensor *t = rt_gguf_find_tensor(&s->gguf, base);
+    return t && t->format ? t->format->name : NULL;
+  }
+  const hf_shard *sh = hf_shard_of(s, base);
+  const rt_weight_entry *e = sh ? hf_entry(sh, base) : NULL;
+  return e && e->has_type ? ppcc_dtype_name(e->dtype) : NULL;
 }
