@@ -6,6 +6,8 @@
  * - the same within the activation-rounding error of the f32 product;
  * - each instruction set this CPU has (c, avx2, avx2-vnni) against the
  *   plain C one;
+ * - every format's bits do not depend on the threads or on how many rows
+ *   are computed together (the four-row prefill kernels);
  * - quantized embedding rows equal the block decoder's. */
 #include <math.h>
 #include <stdlib.h>
@@ -96,53 +98,55 @@ static void check_format(ppcc_dtype t, int64_t M, int64_t N, int64_t K) {
 }
 
 START_TEST(every_format_matches_the_dequantized_product) {
-  static const int64_t shapes[][3] = {{1, 5, 1}, {3, 7, 2}, {7, 3, 3}, {1, 1, 4}};
+  static const int64_t shapes[][3] = {{1, 5, 1}, {3, 7, 2}, {7, 3, 3}, {1, 1, 4}, {9, 11, 5}};
   for (int i = 0; i < N_FORMATS; i++) {
     int block = ppcc_dtype_blocks(formats[i])->block;
-    for (int s = 0; s < 4; s++) check_format(formats[i], shapes[s][0], shapes[s][1], shapes[s][2] * block);
+    for (int s = 0; s < 5; s++) check_format(formats[i], shapes[s][0], shapes[s][1], shapes[s][2] * block);
   }
 }
 END_TEST
 
-/* The kernel's worker threads split output rows: the same bits as one
- * thread, for prefill and decode shapes. */
+/* Threads take chunks of output rows (8 at least, the last one short):
+ * the same bits as one thread, for every format, prefill and decode
+ * shapes. */
 START_TEST(threads_give_the_same_bits) {
-  const ppcc_block_format *f = ppcc_dtype_blocks(PPCC_Q4_K);
-  int64_t M = 5, N = 67, K = 512;
-  unsigned char *w = random_weights(f, N, K);
-  float *x = malloc(sizeof(float) * (size_t)(M * K)), *y1 = malloc(sizeof(float) * (size_t)(M * N));
-  float *y3 = malloc(sizeof(float) * (size_t)(M * N));
-  for (int64_t i = 0; i < M * K; i++) x[i] = uniform();
-  for (int64_t m = 1; m <= M; m += M - 1) {
-    ppcc_rt_set_kernel_threads(1);
-    ck_assert(ppcc_rt_qlinear_f32(PPCC_Q4_K, m, N, K, x, w, y1));
-    ppcc_rt_set_kernel_threads(3);
-    for (int rep = 0; rep < 3; rep++) {
-      ck_assert(ppcc_rt_qlinear_f32(PPCC_Q4_K, m, N, K, x, w, y3));
-      ck_assert(memcmp(y1, y3, sizeof(float) * (size_t)(m * N)) == 0);
+  for (int i = 0; i < N_FORMATS; i++) {
+    const ppcc_block_format *f = ppcc_dtype_blocks(formats[i]);
+    int64_t M = 6, N = 131, K = 1024; /* enough work for threads even at one row */
+    unsigned char *w = random_weights(f, N, K);
+    float *x = malloc(sizeof(float) * (size_t)(M * K)), *y1 = malloc(sizeof(float) * (size_t)(M * N));
+    float *y3 = malloc(sizeof(float) * (size_t)(M * N));
+    for (int64_t j = 0; j < M * K; j++) x[j] = uniform();
+    for (int64_t m = 1; m <= M; m += M - 1) {
+      ppcc_rt_set_kernel_threads(1);
+      ck_assert(ppcc_rt_qlinear_f32(formats[i], m, N, K, x, w, y1));
+      ppcc_rt_set_kernel_threads(3);
+      for (int rep = 0; rep < 3; rep++) {
+        ck_assert(ppcc_rt_qlinear_f32(formats[i], m, N, K, x, w, y3));
+        ck_assert_msg(memcmp(y1, y3, sizeof(float) * (size_t)(m * N)) == 0, "%s, %lld rows", f->name, (long long)m);
+      }
     }
+    ppcc_rt_set_kernel_threads(1);
+    free(w), free(x), free(y1), free(y3);
   }
-  ppcc_rt_set_kernel_threads(1);
-  free(w), free(x), free(y1), free(y3);
 }
 END_TEST
 
 /* A row's bits do not depend on how many rows are computed with it (the
  * prefill kernels take four at a time): --deterministic microbatches. */
 START_TEST(rows_do_not_depend_on_the_row_count) {
-  static const ppcc_dtype types[] = {PPCC_Q8_0, PPCC_Q4_0, PPCC_Q4_K, PPCC_Q6_K, PPCC_Q5_0};
   static const char *const isas[] = {"c", "avx2", "avx2-vnni"};
-  for (int t = 0; t < 5; t++)
+  for (int t = 0; t < N_FORMATS; t++)
     for (int s = 0; s < 3; s++) {
       if (!ppcc_rt_quant_set_isa(isas[s])) continue;
-      const ppcc_block_format *f = ppcc_dtype_blocks(types[t]);
+      const ppcc_block_format *f = ppcc_dtype_blocks(formats[t]);
       int64_t M = 7, N = 5, K = 2 * f->block;
       unsigned char *w = random_weights(f, N, K);
       float *x = malloc(sizeof(float) * (size_t)(M * K)), *y = malloc(sizeof(float) * (size_t)(M * N)), y1[5];
       for (int64_t i = 0; i < M * K; i++) x[i] = uniform();
-      ck_assert(ppcc_rt_qlinear_f32(types[t], M, N, K, x, w, y));
+      ck_assert(ppcc_rt_qlinear_f32(formats[t], M, N, K, x, w, y));
       for (int64_t m = 0; m < M; m++) {
-        ck_assert(ppcc_rt_qlinear_f32(types[t], 1, N, K, x + m * K, w, y1));
+        ck_assert(ppcc_rt_qlinear_f32(formats[t], 1, N, K, x + m * K, w, y1));
         ck_assert_msg(memcmp(y1, y + m * N, sizeof y1) == 0, "%s %s row %lld", f->name, isas[s], (long long)m);
       }
       free(w), free(x), free(y);
