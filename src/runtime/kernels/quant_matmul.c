@@ -13,15 +13,17 @@
  * takes its dot product with the same quantized activations in f32.
  * Prefill takes four activation rows per weight block decoded.
  *
- * Threads (thread_pool.c) take chunks of output features from a shared
- * counter, so a thread the OS delays leaves its chunks to the others;
+ * Threads take chunks of output features from a shared counter, so a
+ * thread the OS delays leaves its chunks to the others (run_parallel);
  * each output is one row function's, so the bits never depend on the
  * split. */
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "ppcc/quant.h"
 #include "kernels.h"
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -340,8 +342,7 @@ bool ppcc_rt_quant_set_isa(const char *name) {
   return false;
 }
 
-/* One qlinear's work: output features in chunks of `chunk`, taken from
- * `next` by whichever thread is free. */
+/* One qlinear's work: output features in chunks of `chunk`. */
 typedef struct qjob {
   const ppcc_block_format *f;
   dot_fn dot;
@@ -351,7 +352,6 @@ typedef struct qjob {
   size_t act_size;
   int64_t M, N, nb, row_bytes, chunk;
   float *y;
-  atomic_int_fast64_t next;
 } qjob;
 
 static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
@@ -373,13 +373,92 @@ static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
   }
 }
 
-static void run_chunks(void *arg, int part, int parts) {
-  qjob *j = arg;
+/* The kernel's own workers. The caller and whichever workers are awake
+ * take chunks from one counter; the caller waits only for workers that
+ * joined before the chunks ran out, so a worker the OS has not scheduled
+ * yet (a loaded machine) costs nothing: it finds the job closed. Workers
+ * spin a while after each job (a decode step's linears come every few
+ * tens of us), then sleep on a condition variable. One caller at a time;
+ * a second concurrent caller (another device thread) computes alone. */
+enum { MAX_WORKERS = 63, SPIN_NS = 400000 };
+static struct {
+  pthread_mutex_t lock, busy;
+  pthread_cond_t go;
+  int started, sleeping;
+  atomic_uint gen;    /* bumped for each job */
+  atomic_bool open;   /* the current job still has chunks */
+  atomic_int active;  /* workers inside the current job */
+  atomic_int_fast64_t next; /* its next feature */
+  const qjob *job;
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER};
+
+static void take_chunks(const qjob *j) {
   for (;;) {
-    int64_t n0 = atomic_fetch_add(&j->next, j->chunk);
+    int64_t n0 = atomic_fetch_add(&pool.next, j->chunk);
     if (n0 >= j->N) return;
     run_rows(j, n0, n0 + j->chunk < j->N ? n0 + j->chunk : j->N);
   }
+}
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  unsigned seen = atomic_load(&pool.gen);
+  for (;;) {
+    int64_t until = now_ns() + SPIN_NS;
+    for (int i = 1; atomic_load(&pool.gen) == seen; i++) {
+      if (i % 64 == 0 && now_ns() > until) {
+        pthread_mutex_lock(&pool.lock);
+        pool.sleeping++;
+        while (atomic_load(&pool.gen) == seen) pthread_cond_wait(&pool.go, &pool.lock);
+        pool.sleeping--;
+        pthread_mutex_unlock(&pool.lock);
+        break;
+      }
+#ifdef QM_X86
+      _mm_pause();
+#endif
+    }
+    seen = atomic_load(&pool.gen);
+    atomic_fetch_add(&pool.active, 1);
+    /* joined: the caller now waits for us, unless the job had closed */
+    if (atomic_load(&pool.gen) == seen && atomic_load(&pool.open)) take_chunks(pool.job);
+    atomic_fetch_sub(&pool.active, 1);
+  }
+  return NULL;
+}
+
+/* Runs j on the caller and up to parts - 1 workers. */
+static void run_parallel(const qjob *j, int parts) {
+  if (parts > MAX_WORKERS + 1) parts = MAX_WORKERS + 1;
+  if (parts < 2 || pthread_mutex_trylock(&pool.busy) != 0) {
+    run_rows(j, 0, j->N);
+    return;
+  }
+  while (pool.started < parts - 1) {
+    if (!rt_pool_spawn(worker, NULL)) break;
+    pool.started++;
+  }
+  pool.job = j;
+  atomic_store(&pool.next, 0);
+  atomic_store(&pool.open, true);
+  atomic_fetch_add(&pool.gen, 1);
+  pthread_mutex_lock(&pool.lock);
+  if (pool.sleeping) pthread_cond_broadcast(&pool.go);
+  pthread_mutex_unlock(&pool.lock);
+  take_chunks(j);
+  atomic_store(&pool.open, false);
+  while (atomic_load(&pool.active) > 0) {
+#ifdef QM_X86
+    _mm_pause();
+#endif
+  }
+  pthread_mutex_unlock(&pool.busy);
 }
 
 bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const float *x, const void *w, float *y) {
@@ -400,8 +479,8 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
   /* about 8 chunks a thread, at least 8 features each */
   int64_t chunk = (N + 8 * nt - 1) / (8 * nt);
   if (chunk < 8) chunk = 8;
-  qjob j = {f, isa->dot[fi], isa->dot4[fi], w, act, act_size, M, N, nb, nb * f->bytes, chunk, y, 0};
-  rt_parallel_parts(nt, run_chunks, &j);
+  qjob j = {f, isa->dot[fi], isa->dot4[fi], w, act, act_size, M, N, nb, nb * f->bytes, chunk, y};
+  run_parallel(&j, nt);
   rt_reuse_free(act);
   return true;
 }
