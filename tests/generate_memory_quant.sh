@@ -2,7 +2,9 @@
 # Quantized GGUF weights stay quantized in memory (issue 24): a Q4_0 Llama
 # of the size of generate_memory.sh's (hidden 1024, 8 layers, ffn 2816,
 # vocab 8192: 408 MiB as f32, 57 MiB as Q4_0), written here with constant
-# blocks. `ppcc generate` (both backends) reports ~57 MiB of params and
+# blocks, and the same in F16 (204 MiB: f16 matrices stay as stored, views
+# of the mapped file). `ppcc generate` (both backends) reports the stored
+# size of the params (~57 / ~204 MiB) and
 # its peak RSS stays within params + KV caches + 64 MiB (the JIT: above
 # its measured baseline before the weights, which holds LLVM's own
 # ~120 MiB): dequantized to f32 the weights alone
@@ -12,7 +14,8 @@ set -eu
 ppcc=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 - "$tmp/m.gguf" <<'PY'
+for type in Q4_0 F16; do
+python3 - "$tmp/m.gguf" $type <<'PY'
 import struct, sys
 H, L, NH, KV, F, V = 1024, 8, 16, 4, 2816, 8192
 D = H // NH
@@ -24,7 +27,8 @@ kv = [("general.architecture", 8, s("llama")), ("llama.block_count", 4, struct.p
       ("llama.attention.head_count", 4, struct.pack("<I", NH)), ("llama.attention.head_count_kv", 4, struct.pack("<I", KV)),
       ("llama.context_length", 4, struct.pack("<I", 256)),
       ("llama.attention.layer_norm_rms_epsilon", 6, struct.pack("<f", 1e-5))]
-F32, Q4_0 = 0, 2
+F32, F16, Q4_0 = 0, 1, 2
+Q4_0 = {"Q4_0": Q4_0, "F16": F16}[sys.argv[2]]  # the matrices' type
 tensors = [("token_embd.weight", [V, H], Q4_0)]
 for b in range(L):
     p = f"blk.{b}."
@@ -37,7 +41,7 @@ tensors += [("output_norm.weight", [H], F32), ("output.weight", [V, H], Q4_0)]
 def nbytes(shape, t):
     n = 1
     for x in shape: n *= x
-    return n * 4 if t == F32 else n // 32 * 18
+    return n * 4 if t == F32 else n * 2 if t == F16 else n // 32 * 18
 head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
 for k, t, v in kv: head += s(k) + struct.pack("<I", t) + v
 off = 0
@@ -47,20 +51,24 @@ for name, shape, t in tensors:
     off += (nbytes(shape, t) + 31) // 32 * 32
 head += b"\0" * (-len(head) % 32)
 block = struct.pack("<e", 0.002) + bytes(range(0x70, 0x80)) # d, 16 nibble bytes
+if Q4_0 == F16:
+    block = struct.pack("<e", 0.002)  # one f16 value
 norm = struct.pack("<f", 1.0) * H
 with open(sys.argv[1], "wb") as f:
     f.write(head)
     for name, shape, t in tensors:
         n = nbytes(shape, t)
-        data = norm if t == F32 else block * (n // 18)
+        data = norm if t == F32 else block * (n // len(block))
         f.write(data + b"\0" * (-n % 32))
 PY
+want=57
+[[ $type == F16 ]] && want=204
 for backend in interp jit; do
   out=$("$ppcc" generate "$tmp/m.gguf" --backend=$backend --prompt-ids 1,2,3,4,5,6,7,8 --max-new-tokens 4 2>&1) || {
     [[ $backend == jit ]] && grep -q "built without MLIR" <<<"$out" && continue
     echo "$out"; exit 1
   }
-  echo "$backend: $(grep -v '^tokens' <<<"$out" | tr '\n' ' ')"
+  echo "$type $backend: $(grep -v '^tokens' <<<"$out" | tr '\n' ' ')"
   line=$(grep '^memory: ' <<<"$out") || { echo "generate_memory_quant: no memory line"; exit 1; }
   # The JIT process holds LLVM/MLIR before any weight (~120 MiB, several
   # times that in a sanitizer build): its bound starts from the baseline
@@ -71,8 +79,9 @@ for backend in interp jit; do
     [[ -n $base ]] || { echo "generate_memory_quant: jit: no 'before the weights' baseline"; exit 1; }
     slack=$(awk -v b="$base" 'BEGIN { printf "%.1f", b + 64 }')
   fi
-  awk -v b=$backend -v slack=$slack '{ rss = $4; params = $7; caches = $10
-       if (params < 55 || params > 60) { print "generate_memory_quant: " b ": expected ~57 MiB of Q4_0 params, got " params; exit 1 }
+  awk -v b="$type $backend" -v slack=$slack -v want=$want '{ rss = $4; params = $7; caches = $10
+       if (params < want - 3 || params > want + 3) { print "generate_memory_quant: " b ": expected ~" want " MiB of params, got " params; exit 1 }
        if (rss > params + caches + slack) { print "generate_memory_quant: " b ": peak RSS " rss " MiB > params + KV caches + " slack " MiB"; exit 1 } }' <<<"$line"
+done
 done
 echo "generate_memory_quant: ok"

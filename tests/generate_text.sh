@@ -49,16 +49,28 @@ for backend in $backends; do
   check "gpt2.gguf $backend" "$dir/gpt2.gguf" "$(ref gpt2 text)" "$(ref gpt2 ids)" --prompt "$prompt" \
     --max-new-tokens 12 --backend=$backend
 done
-# the families of tools/make_family_refs2.py (ref_text.json beside each HF
-# checkpoint): Gemma and Gemma 2 with the spm tokenizer, Qwen3 (and its GGUF)
-# with the qwen2 byte BPE; EOS ignored as transformers' loop did
+# every family x {HF dir, GGUF f32, GGUF q8_0}: text in, text out
+# (ref_text.json beside each reference, made by tools/make_family_refs2.py
+# and tools/make_more_family_refs.py): the prompt through the checkpoint's
+# own tokenizer (tokenizer.json or the GGUF's tokenizer.ggml.*), the greedy
+# ids and their decode equal transformers'; EOS ignored as transformers' loop
+# did; q8_0 against the gguf-dequantized model (--dtype f32)
 fam_ref() { python3 -c "import json; v=json.load(open('$1/ref_text.json'))['$2']
 print(' '.join(map(str, v)) if isinstance(v, list) else v, end='')"; }
+families="hf_gemma:hf_gemma gemma.gguf:hf_gemma gemma_q8_0.gguf:gemma_q8_0_refs
+  hf_gemma2:hf_gemma2 gemma2.gguf:gemma2_gguf_refs gemma2_q8_0.gguf:gemma2_q8_0_refs
+  hf_qwen3:hf_qwen3 qwen3.gguf:hf_qwen3 qwen3_q8_0.gguf:qwen3_q8_0_refs
+  hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 qwen2_q8_0.gguf:qwen2_q8_0_refs
+  hf_llama3:hf_llama3 llama3.gguf:hf_llama3 llama3_q8_0.gguf:llama3_q8_0_refs
+  hf_phi3:hf_phi3 phi3.gguf:hf_phi3 phi3_q8_0.gguf:phi3_q8_0_refs
+  hf_gpt2:hf_gpt2 gpt2.gguf:hf_gpt2 gpt2_q8_0.gguf:gpt2_q8_0_refs"
 for backend in $backends; do
-  for pair in hf_gemma:hf_gemma hf_gemma2:hf_gemma2 hf_qwen3:hf_qwen3 qwen3.gguf:hf_qwen3; do
+  for pair in $families; do
     r=$src/testdata/llm/${pair##*:}
+    dtype=()
+    [[ $pair == *.gguf:* ]] && dtype=(--dtype f32)
     check "${pair%%:*} $backend" "$src/testdata/llm/${pair%%:*}" "$(fam_ref "$r" text)" "$(fam_ref "$r" ids)" \
-      --prompt "$(fam_ref "$r" prompt)" --max-new-tokens 8 --ignore-eos --backend=$backend
+      --prompt "$(fam_ref "$r" prompt)" --max-new-tokens 8 --ignore-eos "${dtype[@]}" --backend=$backend
   done
 done
 # --prompt-ids stops at the EOS too

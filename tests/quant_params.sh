@@ -83,8 +83,16 @@ expect_error "$ffn" "param 'w1' is q4_0 (block-quantized): the annotated and IRE
 # ... unless --dtype dequantizes them
 "$ppcc" compile "$ffn" --emit=iree --dtype f32 -o "$tmp/ffn.iree.mlir" > /dev/null || fail "--emit=iree --dtype f32 failed"
 grep -q "\"w1.shard.0\"> : tensor<64x64xf32>" "$tmp/ffn.iree.mlir" || fail "--dtype f32 did not dequantize w1"
-# (the params then meet the graph's activations as any float param does)
-expect_error "$ffn" "dtype mismatch: 'x' is f32 but 'w1' is f16" compile --dtype f16
+# (--dtype f16: f16 weights next to f32 activations, computed by the f16
+# kernel that converts blocks of their rows: src/runtime/kernels/half_matmul.c)
+"$ppcc" compile "$ffn" --dtype f16 --emit=mlir-exec -o "$tmp/exec16.mlir" > /dev/null || fail "--dtype f16 refused"
+grep -q "ppcc_rt_hlinear_f16" "$tmp/exec16.mlir" || fail "--dtype f16: the executable form does not call the f16 kernel"
+for backend in $backends; do
+  "$ppcc" run "$ffn" --dtype f16 --random-weights 3 --backend=$backend --check --output-dir "$tmp/h_$backend" > "$tmp/log" ||
+    { cat "$tmp/log"; fail "--dtype f16 $backend: run failed"; }
+  grep -q "^check y: .*: ok" "$tmp/log" || { cat "$tmp/log"; fail "--dtype f16 $backend: --check did not pass"; }
+done
+[[ $backends == interp ]] || cmp "$tmp/h_interp/y.npy" "$tmp/h_jit/y.npy" || fail "--dtype f16: jit and interp differ"
 "$ppcc" compile "$ffn" --dtype q4_0 > "$tmp/out" 2> "$tmp/err" && fail "--dtype q4_0 accepted"
 grep -q "dtype must be f32, f16 or bf16" "$tmp/err" || { cat "$tmp/err"; fail "--dtype q4_0: wrong message"; }
 "$ppcc" compile "$ffn" --emit=mlir-exec -o "$tmp/exec.mlir" > /dev/null

@@ -35,6 +35,7 @@ static const checkpoint checkpoints[] = {
   /* families beyond Llama (tools/make_family_refs.py) */
   {"testdata/llm/hf_qwen2", "testdata/llm/hf_qwen2"},
   {"testdata/llm/qwen2.gguf", "testdata/llm/hf_qwen2"},
+  {"testdata/llm/qwen2_q8_0.gguf", "testdata/llm/qwen2_q8_0_refs"},
   {"testdata/llm/hf_llama_bias", "testdata/llm/hf_llama_bias"},
   /* tools/make_family_refs2.py: sliding windows, Gemma, Gemma 2, Qwen3 */
   {"testdata/llm/hf_mistral_swa", "testdata/llm/hf_mistral_swa"},
@@ -63,7 +64,7 @@ static const checkpoint checkpoints[] = {
   {"testdata/llm/gpt2.gguf", "testdata/llm/hf_gpt2"},
   {"testdata/llm/gpt2_q8_0.gguf", "testdata/llm/gpt2_q8_0_refs"},
 };
-#define N_CHECKPOINTS 28
+#define N_CHECKPOINTS 29
 
 static ppcc_host_tensor read_npy(const char *rel) {
   ppcc_host_tensor t;

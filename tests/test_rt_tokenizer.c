@@ -5,6 +5,9 @@
  * both forms, HF tokenizer.json and GGUF tokenizer.ggml.* as llama.cpp's
  * convert_hf_to_gguf.py writes them, the ids are AutoTokenizer's and
  * decoding them (special tokens skipped) gives AutoTokenizer's text.
+ * Id sequences that cut characters (prefixes of those ids, random ids with
+ * byte tokens and specials) decode, streamed one token at a time, to
+ * transformers' decode, and every streamed piece is whole UTF-8 characters.
  * Bad tokenizer files are one-line errors naming the key and value. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -17,8 +20,10 @@ static const char *const sources[][2] = {
   {"spm", "testdata/tokenizers/spm"},     {"spm", "testdata/tokenizers/spm.gguf"},
   {"gpt2", "testdata/tokenizers/gpt2"},   {"gpt2", "testdata/tokenizers/gpt2.gguf"},
   {"qwen2", "testdata/tokenizers/qwen2"}, {"qwen2", "testdata/tokenizers/qwen2.gguf"},
+  {"gemma", "testdata/tokenizers/gemma"}, {"gemma", "testdata/tokenizers/gemma.gguf"},
+  {"llama3", "testdata/tokenizers/llama3"}, {"llama3", "testdata/tokenizers/llama3.gguf"},
 };
-#define N_SOURCES 6
+#define N_SOURCES 10
 
 static cJSON *refs(void) {
   static cJSON *root;
@@ -87,6 +92,53 @@ START_TEST(ids_and_text_match_transformers) {
 }
 END_TEST
 
+/* s[0..n) is whole UTF-8 characters (no character cut). */
+static bool whole_utf8(const char *s, size_t n) {
+  const unsigned char *u = (const unsigned char *)s;
+  for (size_t i = 0; i < n;) {
+    size_t k = u[i] < 0x80 ? 1 : (u[i] >> 5) == 6 ? 2 : (u[i] >> 4) == 14 ? 3 : (u[i] >> 3) == 30 ? 4 : 0;
+    if (k == 0 || i + k > n) return false;
+    for (size_t j = 1; j < k; j++)
+      if ((u[i + j] & 0xC0) != 0x80) return false;
+    i += k;
+  }
+  return true;
+}
+
+START_TEST(streamed_decode_matches_transformers) {
+  const char *name = sources[_i][0], *rel = sources[_i][1];
+  tokenizer *t = load(rel);
+  const cJSON *ref = cJSON_GetObjectItem(cJSON_GetObjectItem(refs(), "decode"), name);
+  const cJSON *cases = cJSON_GetObjectItem(ref, "ids"), *texts = cJSON_GetObjectItem(ref, "text");
+  int n_cases = cJSON_GetArraySize(cases), bad = 0;
+  ck_assert_int_ge(n_cases, 100);
+  for (int i = 0; i < n_cases; i++) {
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    bool pieces_whole = true;
+    tok_stream ts;
+    tok_stream_init(&ts, t);
+    const cJSON *id;
+    cJSON_ArrayForEach(id, cJSON_GetArrayItem(cases, i)) {
+      size_t before = len;
+      ck_assert(tok_stream_push(&ts, (int64_t)id->valuedouble, &buf, &len, &cap));
+      pieces_whole = pieces_whole && whole_utf8(buf + before, len - before);
+    }
+    ck_assert(tok_stream_end(&ts, &buf, &len, &cap));
+    const char *text = cJSON_GetArrayItem(texts, i)->valuestring;
+    if ((!pieces_whole || len != strlen(text) || (len && memcmp(buf, text, len) != 0)) && bad++ < 5) {
+      char *w = cJSON_PrintUnformatted(cJSON_GetArrayItem(cases, i));
+      fprintf(stderr, "%s case %d %s: decoded '%.*s'%s, want '%s'\n", rel, i, w, (int)len, buf ? buf : "",
+              pieces_whole ? "" : " (a streamed piece cut a character)", text);
+      free(w);
+    }
+    free(buf);
+  }
+  ck_assert_msg(bad == 0, "%s: %d decodes differ from transformers", rel, bad);
+  tokenizer_free(t);
+}
+END_TEST
+
 static void expect_error(const char *json, const char *needle) {
   tokenizer *t = NULL;
   ppcc_diag d;
@@ -106,6 +158,10 @@ START_TEST(bad_tokenizers_name_the_key) {
   expect_error("{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\w+\"}, \"behavior\": \"Isolated\"},"
                " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
                "'pre_tokenizer.pattern'");
+  /* Gemma's Split(' ') is a no-op only after the ' ' -> U+2581 normalizer */
+  expect_error("{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"MergedWithPrevious\"},"
+               " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
+               "'pre_tokenizer.behavior'");
   expect_error("{\"post_processor\": {\"type\": \"BertProcessing\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}}",
                "'post_processor.type': post-processor not supported: 'BertProcessing'");
   /* a GGUF without a tokenizer names the key */
@@ -121,6 +177,7 @@ int main(void) {
   Suite *s = suite_create("tokenizer");
   TCase *tc = t_add_tcase(s, "tokenizer", 120);
   tcase_add_loop_test(tc, ids_and_text_match_transformers, 0, N_SOURCES);
+  tcase_add_loop_test(tc, streamed_decode_matches_transformers, 0, N_SOURCES);
   tcase_add_test(tc, bad_tokenizers_name_the_key);
   return t_run_suite(s);
 }

@@ -11,13 +11,14 @@ Writes under testdata/llm/ (FAM: gemma, gemma2, qwen3):
                    6-token prompt and its 8 generated tokens), 2 layers
   hf_FAM/          the family at hidden 32, 2 layers, head_dim 16 (not
                    hidden/heads), 4 heads / 2 kv heads, tied, f32, with a
-                   tokenizer of testdata/tokenizers (spm for Gemma, the
+                   tokenizer of testdata/tokenizers (gemma for Gemma, the
                    qwen2 BPE for Qwen3)
   FAM.gguf         hf_FAM converted by llama.cpp's convert_hf_to_gguf.py
                    (f32); references in FAM_gguf_refs/ when they differ
                    from hf_FAM's (Gemma 2: see below), else hf_FAM's
   hf_FAM/ref_text.json  text in, text out: a prompt through the checkpoint's
                    tokenizer, the greedy ids and transformers' decode of them
+                   (also in FAM_gguf_refs/ and FAM_q8_0_refs/, from their models)
   FAM_q8_0.gguf    converted with --outtype q8_0; references FAM_q8_0_refs/
                    from the same transformers model loaded with the file's
                    tensors dequantized by the gguf package (Gemma's norms
@@ -29,7 +30,6 @@ references of its GGUF files use query_pre_attn_scalar = head_dim.
 Step logits come from one full forward per step (no KV cache, so no cache
 class's window handling is involved); the greedy ids are also checked
 against model.generate(do_sample=False)."""
-import json
 import os
 import shutil
 import sys
@@ -126,16 +126,6 @@ def dequantized(path, like, arch, norm_shift):
     return model
 
 
-PROMPT_TEXT = "the quick brown fox jumps over"
-
-
-def write_text_refs(d, model, tok):
-    """ref_text.json: PROMPT_TEXT through the checkpoint's tokenizer, the
-    greedy ids (EOS not stopping) and transformers' decode of them."""
-    with open(os.path.join(d, "ref_text.json"), "w") as f:
-        json.dump(tokrefs.greedy_text(model, tok, PROMPT_TEXT, llm.NEW_TOKENS), f, ensure_ascii=False, indent=1)
-
-
 def family(name, cls, cfg, tok, pre, arch, seed, norm_shift=False, gguf_cfg=None, embed=1.0):
     """hf_NAME, NAME.gguf, NAME_q8_0.gguf and their references. gguf_cfg:
     config changes for what the GGUF files compute (Gemma 2's scalar);
@@ -146,12 +136,13 @@ def family(name, cls, cfg, tok, pre, arch, seed, norm_shift=False, gguf_cfg=None
         model.model.embed_tokens.weight.mul_(embed)
     d = save_dir("hf_" + name, model, tok)
     write_refs(d, model, llm.PROMPT)
-    write_text_refs(d, model, tok)
+    tokrefs.write_text_refs(d, model, tok, llm.NEW_TOKENS)
     ref_model = model
     if gguf_cfg:
         ref_model = cls(type(cfg)(**{**cfg.to_dict(), **gguf_cfg, "attn_implementation": "eager"})).eval()
         ref_model.load_state_dict(model.state_dict())
         write_refs(os.path.join(OUT, name + "_gguf_refs"), ref_model, llm.PROMPT)
+        tokrefs.write_text_refs(os.path.join(OUT, name + "_gguf_refs"), ref_model, tok, llm.NEW_TOKENS)
     f32 = os.path.join(OUT, name + ".gguf")
     tokrefs.convert(d, f32, pre)
     q8 = os.path.join(OUT, name + "_q8_0.gguf")
@@ -159,12 +150,14 @@ def family(name, cls, cfg, tok, pre, arch, seed, norm_shift=False, gguf_cfg=None
     exact = dequantized(f32, ref_model, arch, norm_shift)
     for (k, a), b in zip(ref_model.state_dict().items(), exact.state_dict().values()):
         assert torch.allclose(a, b, rtol=0, atol=1e-6), f"{f32}: {k} differs from the checkpoint"
-    write_refs(os.path.join(OUT, name + "_q8_0_refs"), dequantized(q8, ref_model, arch, norm_shift), llm.PROMPT)
+    q8_model = dequantized(q8, ref_model, arch, norm_shift)
+    write_refs(os.path.join(OUT, name + "_q8_0_refs"), q8_model, llm.PROMPT)
+    tokrefs.write_text_refs(os.path.join(OUT, name + "_q8_0_refs"), q8_model, tok, llm.NEW_TOKENS)
 
 
 def main():
     torch.set_num_threads(1)
-    spm_tok = AutoTokenizer.from_pretrained(os.path.join(TOKENIZERS, "spm"))
+    gemma_tok = AutoTokenizer.from_pretrained(os.path.join(TOKENIZERS, "gemma"))
     qwen_tok = AutoTokenizer.from_pretrained(os.path.join(TOKENIZERS, "qwen2"))
     common = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, max_position_embeddings=64, rope_theta=10000.0)
@@ -174,18 +167,18 @@ def main():
                         tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, attn_implementation="eager")
     model = scaled(MistralForCausalLM(cfg), 21)
     write_refs(save_dir("hf_mistral_swa", model, None), model, llm.PROMPT)
-    ids = dict(bos_token_id=spm_tok.bos_token_id, eos_token_id=spm_tok.eos_token_id, pad_token_id=0)
+    ids = dict(bos_token_id=gemma_tok.bos_token_id, eos_token_id=gemma_tok.eos_token_id, pad_token_id=0)
     family("gemma", GemmaForCausalLM,
-           GemmaConfig(vocab_size=len(spm_tok), **common, head_dim=16, rms_norm_eps=1e-6,
+           GemmaConfig(vocab_size=len(gemma_tok), **common, head_dim=16, rms_norm_eps=1e-6,
                        hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True, **ids,
                        attn_implementation="eager"),
-           spm_tok, "llama-spm", gguf.MODEL_ARCH.GEMMA, 22, norm_shift=True)
+           gemma_tok, "llama-spm", gguf.MODEL_ARCH.GEMMA, 22, norm_shift=True)
     family("gemma2", Gemma2ForCausalLM,
-           Gemma2Config(vocab_size=len(spm_tok), **common, head_dim=16, rms_norm_eps=1e-6,
+           Gemma2Config(vocab_size=len(gemma_tok), **common, head_dim=16, rms_norm_eps=1e-6,
                         hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=32, sliding_window=4,
                         attn_logit_softcapping=10.0, final_logit_softcapping=30.0, tie_word_embeddings=True, **ids,
                         attn_implementation="eager"),
-           spm_tok, "llama-spm", gguf.MODEL_ARCH.GEMMA2, 23, norm_shift=True, gguf_cfg={"query_pre_attn_scalar": 16},
+           gemma_tok, "llama-spm", gguf.MODEL_ARCH.GEMMA2, 23, norm_shift=True, gguf_cfg={"query_pre_attn_scalar": 16},
            embed=0.25)
     family("qwen3", Qwen3ForCausalLM,
            Qwen3Config(vocab_size=len(qwen_tok), **common, head_dim=16, rms_norm_eps=1e-6, tie_word_embeddings=True,

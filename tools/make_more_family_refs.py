@@ -24,7 +24,12 @@ Writes under testdata/llm/:
                     / 2 kv heads, vocab 421 (odd: padded at --tp 2), untied
   hf_gpt2/, gpt2.gguf, gpt2_q8_0.gguf(+_refs)
                     GPT2LMHeadModel: LayerNorm with bias, learned positions,
-                    gelu_new (tanh), Conv1D [in, out] weights, tied head
+                    gelu_new (tanh), Conv1D [in, out] weights, tied head,
+                    with testdata/tokenizers/gpt2's tokenizer (GPT-2's regex)
+  qwen2_q8_0.gguf(+_refs)  hf_qwen2 (tools/make_family_refs.py) as q8_0
+  ref_text.json     in hf_llama3, hf_phi3, hf_gpt2, hf_qwen2 and the q8_0
+                    references: text in, text out (tools/make_tokenizer_refs.py's
+                    write_text_refs) for the HF directory, its f32 GGUF and q8_0
 The greedy ids are also checked against transformers' own
 generate(do_sample=False)."""
 import json
@@ -34,7 +39,8 @@ import sys
 
 import numpy as np
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Phi3Config, Phi3ForCausalLM
+from transformers import (AutoTokenizer, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Phi3Config,
+                          Phi3ForCausalLM, Qwen2ForCausalLM)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -90,7 +96,10 @@ def with_tokenizer(d, model, name="qwen2", tokenizer_class=None):
 
 def gguf_pair(d, model, stem, arch, pre="qwen2"):
     """STEM.gguf (f32, the HF references apply) and STEM_q8_0.gguf with its
-    own references from the dequantized model."""
+    own references from the dequantized model; text references for both
+    (ref_text.json, with d's tokenizer)."""
+    tok = AutoTokenizer.from_pretrained(d)
+    tokrefs.write_text_refs(d, model, tok, llm.NEW_TOKENS)
     tokrefs.convert(d, os.path.join(OUT, stem + ".gguf"), pre)
     q8 = os.path.join(OUT, stem + "_q8_0.gguf")
     tokrefs.convert(d, q8, pre, "q8_0")
@@ -99,6 +108,7 @@ def gguf_pair(d, model, stem, arch, pre="qwen2"):
     deq = dequantized_model(q8, model, arch)
     llm.write_refs(refs, deq, llm.PROMPT)
     check_generate(refs, deq)
+    tokrefs.write_text_refs(refs, deq, tok, llm.NEW_TOKENS)
 
 
 @torch.no_grad()
@@ -161,7 +171,7 @@ def hf_gpt2():
     d = os.path.join(OUT, "hf_gpt2")
     os.makedirs(d, exist_ok=True)
     cfg = GPT2Config(vocab_size=420, n_positions=64, n_embd=32, n_layer=2, n_head=4, activation_function="gelu_new",
-                     layer_norm_epsilon=1e-5, tie_word_embeddings=True, bos_token_id=1, eos_token_id=2)
+                     layer_norm_epsilon=1e-5, tie_word_embeddings=True, bos_token_id=0, eos_token_id=0)
     model = GPT2LMHeadModel(cfg).eval()
     torch.manual_seed(16)
     with torch.no_grad():  # trained-like scales; Conv1D weights are [in, out]
@@ -174,7 +184,7 @@ def hf_gpt2():
                 p.copy_(torch.randn_like(p) * (0.5 if "wte" in name else 1.0))
             else:
                 p.copy_(torch.randn_like(p) * 1.5 / p.shape[0] ** 0.5)
-    with_tokenizer(d, model)
+    with_tokenizer(d, model, "gpt2")
     path = os.path.join(d, "config.json")  # n_ctx as OpenAI's gpt2 config has it (the converter reads it)
     saved = json.load(open(path))
     saved["n_ctx"] = cfg.n_positions
@@ -182,12 +192,18 @@ def hf_gpt2():
     model.config.num_key_value_heads = cfg.n_head  # (after saving) for write_refs' zero_cache.npy
     llm.write_refs(d, model, llm.PROMPT)
     check_generate(d, model)
-    gguf_pair(d, model, "gpt2", gguf.MODEL_ARCH.GPT2)
+    gguf_pair(d, model, "gpt2", gguf.MODEL_ARCH.GPT2, "gpt-2")
+
+
+def qwen2_gguf():
+    """hf_qwen2 (made by tools/make_family_refs.py) as q8_0 too, and text references."""
+    d = os.path.join(OUT, "hf_qwen2")
+    gguf_pair(d, Qwen2ForCausalLM.from_pretrained(d).eval(), "qwen2", gguf.MODEL_ARCH.QWEN2)
 
 
 def main():
     torch.set_num_threads(1)
-    which = sys.argv[2:] or ["mqa", "llama3", "phi3", "gpt2"]
+    which = sys.argv[2:] or ["mqa", "llama3", "phi3", "gpt2", "qwen2"]
     if "mqa" in which:
         hf_mqa()
     if "llama3" in which:
@@ -196,6 +212,8 @@ def main():
         hf_phi3()
     if "gpt2" in which:
         hf_gpt2()
+    if "qwen2" in which:
+        qwen2_gguf()
 
 
 if __name__ == "__main__":

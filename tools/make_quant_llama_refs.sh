@@ -2,8 +2,8 @@
 # Quantized GGUF files with llama.cpp's own logits and greedy ids, for
 # tests/quant_llama.sh (issue 24). Run once by a developer; CI only reads
 # what this writes under testdata/quant/llama/:
-#   <TYPE>.gguf        TYPE in Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K: a 2-layer Llama
-#                      (tools/make_quant_llama_refs.py, transformers)
+#   <TYPE>.gguf        TYPE in F16 Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K: a 2-layer
+#                      Llama (tools/make_quant_llama_refs.py, transformers)
 #                      converted by llama.cpp's convert_hf_to_gguf.py (F16)
 #                      and quantized by llama-quantize
 #   <TYPE>.ids         llama.cpp's 8 greedy ids after the prompt
@@ -35,9 +35,13 @@ np.save(f"{sys.argv[1]}/prompt.npy", np.array([ids], dtype=np.int64))
 np.save(f"{sys.argv[1]}/positions.npy", np.arange(len(ids), dtype=np.int64))
 np.save(f"{sys.argv[1]}/cache_zeros.npy", np.zeros((1, 32, 2, 64), dtype=np.float32))  # k/v caches, --cache 32
 PY
-for t in Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K; do
-  quantize "$work/F16.gguf" "$out/$t.gguf" "$t"
-  mv "$out/$t.gguf.quantize.log" "$work/"
+for t in F16 Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K; do
+  if [[ $t == F16 ]]; then
+    cp "$work/F16.gguf" "$out/F16.gguf" # as converted: f16 matrices (kept as stored by ppcc), f32 norms
+  else
+    quantize "$work/F16.gguf" "$out/$t.gguf" "$t"
+    mv "$out/$t.gguf.quantize.log" "$work/"
+  fi
   LLAMA_NO_REPACK=1 "$work/llama_logits" "$out/$t.gguf" "$work/$t.logits" "$prompt" 8 "$out/$t.gaps" \
     2> "$work/llama_$t.log" > "$out/$t.ids"
   "$venv/bin/python" - "$work/$t.logits" "$out/$t.logits.npy" <<'PY'

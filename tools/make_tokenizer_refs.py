@@ -18,13 +18,24 @@ testdata/tokenizers/:
   qwen2/      a byte-level BPE with Qwen2's Split regex and NFC normalizer,
               beside a tiny Qwen2ForCausalLM
   qwen2.gguf  converted (pre "qwen2")
+  gemma/      a SentencePiece BPE model as Gemma's (no dummy prefix, <pad>
+              <eos> <bos> <unk> at ids 0-3, user-defined <start_of_turn>
+              <end_of_turn>), as GemmaTokenizerFast saves it
+  gemma.gguf  converted beside a tiny GemmaForCausalLM (the converter writes
+              add_space_prefix false for Gemma, as GemmaTokenizerFast does)
+  llama3/     a byte-level BPE as Llama 3's (its Split regex, ignore_merges,
+              BOS added by a TemplateProcessing post-processor)
+  llama3.gguf converted (pre "llama-bpe")
 and testdata/tokenizers/refs.json: for every text line, the ids of
 AutoTokenizer(text) (special tokens added as the tokenizer does by default)
-and decode(ids, skip_special_tokens=True) for each tokenizer; plus, for
+and decode(ids, skip_special_tokens=True) for each tokenizer; "decode": id
+sequences that cut characters (prefixes of the lines' ids, random ids with
+byte tokens) and their decode(skip_special_tokens=True); plus, for
 spm/ and gpt2/, a greedy generation from a text prompt (ids and text). In
 gpt2/ the config's eos_token_id is then set to a later generated id (after
 its GGUF was made), so that generation stops early there.
-qwen2/ keeps only its tokenizer files (its model is only for the GGUF)."""
+qwen2/, gemma/ and llama3/ keep only their tokenizer files (their models are
+only for the GGUF files)."""
 import json
 import os
 import random
@@ -32,9 +43,9 @@ import subprocess
 import sys
 
 import torch
-from transformers import (AutoTokenizer, LlamaConfig, LlamaForCausalLM, LlamaTokenizerFast, PreTrainedTokenizerFast,
-                          Qwen2Config, Qwen2ForCausalLM)
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers, Regex
+from transformers import (AutoTokenizer, GemmaConfig, GemmaForCausalLM, GemmaTokenizerFast, LlamaConfig,
+                          LlamaForCausalLM, LlamaTokenizerFast, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM)
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers, Regex
 import sentencepiece as spm
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "testdata/tokenizers"
@@ -73,24 +84,30 @@ def training_text(rng):
     return make_lines(rng, 3000)
 
 
-def train_spm(path, text):
+def train_spm(path, text, gemma=False):
+    """Llama's settings, or Gemma's: no dummy prefix, its special pieces."""
+    ids = (dict(pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
+                unk_piece="<unk>", user_defined_symbols=["<start_of_turn>", "<end_of_turn>"]) if gemma else
+           dict(unk_id=0, bos_id=1, eos_id=2, pad_id=-1))
     spm.SentencePieceTrainer.train(sentence_iterator=iter(text), model_prefix=path, model_type="bpe", vocab_size=640,
                                    byte_fallback=True, character_coverage=0.98, split_digits=True,
-                                   add_dummy_prefix=True, remove_extra_whitespaces=False, allow_whitespace_only_pieces=True,
-                                   normalization_rule_name="identity", unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+                                   add_dummy_prefix=not gemma, remove_extra_whitespaces=False,
+                                   allow_whitespace_only_pieces=True, normalization_rule_name="identity", **ids,
                                    num_threads=2, minloglevel=2)
 
 
-def train_bpe(text, qwen):
-    tok = Tokenizer(models.BPE())
-    if qwen:
-        pattern = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
-                   r"\s*[\r\n]+|\s+(?!\S)|\s+")
-        tok.normalizer = normalizers.NFC()
+def train_bpe(text, qwen, llama3=False):
+    tok = Tokenizer(models.BPE(ignore_merges=llama3))
+    if qwen or llama3:
+        pattern = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}" + ("{1,3}" if llama3 else "") +
+                   r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+        if qwen:
+            tok.normalizer = normalizers.NFC()
         tok.pre_tokenizer = pre_tokenizers.Sequence([
             pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-        special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+        special = (["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"] if llama3 else
+                   ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
     else:
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         special = ["<|endoftext|>"]
@@ -98,6 +115,13 @@ def train_bpe(text, qwen):
     trainer = trainers.BpeTrainer(vocab_size=420, special_tokens=special,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(text, trainer)
+    if llama3:
+        tok.post_processor = processors.Sequence([
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A <|begin_of_text|> $B",
+                                          special_tokens=[("<|begin_of_text|>", 0)])])
+        return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>",
+                                       unk_token=None)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
                                    unk_token=None)
     return fast
@@ -122,6 +146,8 @@ def tiny_model(kind, vocab, tok):
                   bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
     if kind == "qwen2":
         model = Qwen2ForCausalLM(Qwen2Config(**common, rms_norm_eps=1e-6, use_sliding_window=False))
+    elif kind == "gemma":
+        model = GemmaForCausalLM(GemmaConfig(**{**common, "tie_word_embeddings": True}, head_dim=8, rms_norm_eps=1e-6))
     else:
         model = LlamaForCausalLM(LlamaConfig(**common, rms_norm_eps=1e-5))
     model = model.eval()
@@ -145,6 +171,22 @@ def convert(src, dst, pre, outtype="f32"):
     subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)
 
 
+def decode_cases(rng, lines, ids, tok):
+    """Id sequences for decode: prefixes of the non-ASCII lines' ids (a
+    generation stopping inside a character), then random ids, half of them
+    tokens that are no whole character alone (byte tokens, byte-level
+    pieces of a character), with special tokens among them. No token that
+    decodes to a NUL (the C test reads the texts as C strings)."""
+    cases = [i[:rng.randint(1, len(i) - 1)] for line, i in zip(lines, ids) if len(i) > 1 and max(line) > "\x7f"][:80]
+    pieces = [tok.decode([i]) for i in range(len(tok))]
+    partial = [i for i, p in enumerate(pieces) if "\ufffd" in p]
+    other = [i for i, p in enumerate(pieces) if "\x00" not in p]
+    for _ in range(80):
+        cases.append([rng.choice(partial) if rng.random() < 0.5 else rng.choice(other)
+                      for _ in range(rng.randint(1, 10))])
+    return cases
+
+
 @torch.no_grad()
 def greedy_text(model, tok, prompt, n):
     ids = tok(prompt, return_tensors="pt")["input_ids"]
@@ -153,6 +195,20 @@ def greedy_text(model, tok, prompt, n):
     for _ in range(n):
         gen.append(int(torch.argmax(model(torch.tensor([seq + gen])).logits[0, -1])))
     return {"prompt": prompt, "prompt_ids": ids[0].tolist(), "ids": gen, "text": tok.decode(gen, skip_special_tokens=True)}
+
+
+# the prompt of the families' text references (ref_text.json)
+PROMPT_TEXT = "the quick brown fox, café 42 😀 jumps over"
+
+
+def write_text_refs(d, model, tok, n):
+    """d/ref_text.json: text in, text out: PROMPT_TEXT through the
+    checkpoint's tokenizer, n greedy ids (EOS not stopping) and
+    transformers' decode of them."""
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "ref_text.json"), "w", encoding="utf-8") as f:
+        json.dump(greedy_text(model, tok, PROMPT_TEXT, n), f, ensure_ascii=False, indent=1)
+        f.write("\n")
 
 
 def main():
@@ -173,6 +229,15 @@ def main():
     made["spm"] = (tok, "llama", "llama", 20)
     made["gpt2"] = (train_bpe(train, qwen=False), "llama", "gpt-2", 12)
     made["qwen2"] = (train_bpe(train, qwen=True), "qwen2", "qwen2", 0)
+    d = os.path.join(OUT, "gemma")
+    os.makedirs(d, exist_ok=True)
+    train_spm(os.path.join(OUT, "gemma_train"), train, gemma=True)
+    tok = GemmaTokenizerFast(vocab_file=os.path.join(OUT, "gemma_train.model"))
+    os.remove(os.path.join(OUT, "gemma_train.vocab"))
+    os.replace(os.path.join(OUT, "gemma_train.model"), os.path.join(d, "tokenizer.model"))
+    made["gemma"] = (tok, "gemma", "default", 0)
+    made["llama3"] = (train_bpe(train, qwen=False, llama3=True), "llama", "llama-bpe", 0)
+    refs["decode"] = {}
     for name, (tok, kind, pre, gen_len) in made.items():
         d = os.path.join(OUT, name)
         os.makedirs(d, exist_ok=True)
@@ -187,6 +252,8 @@ def main():
         auto = AutoTokenizer.from_pretrained(d)
         ids = [auto(line)["input_ids"] for line in lines]
         refs["tokenizers"][name] = {"ids": ids, "decoded": [auto.decode(i, skip_special_tokens=True) for i in ids]}
+        cases = decode_cases(random.Random(len(refs["decode"])), lines, ids, auto)
+        refs["decode"][name] = {"ids": cases, "text": [auto.decode(c, skip_special_tokens=True) for c in cases]}
         if gen_len:
             g = greedy_text(model, auto, "Hello world, the model", gen_len)
             if name == "gpt2":  # a model whose EOS comes up: generation stops there
@@ -202,8 +269,10 @@ def main():
                 g["ids_to_eos"] = g["ids"][:g["ids"].index(eos) + 1]
                 g["text_to_eos"] = auto.decode(g["ids"][:g["ids"].index(eos)], skip_special_tokens=True)
             refs["generate"][name] = g
-    for f in ("model.safetensors", "generation_config.json"):
-        os.remove(os.path.join(OUT, "qwen2", f))
+    for name in ("qwen2", "gemma", "llama3"):
+        for f in ("model.safetensors", "generation_config.json", "config.json"):
+            if name != "qwen2" or f != "config.json":
+                os.remove(os.path.join(OUT, name, f))
     with open(os.path.join(OUT, "refs.json"), "w", encoding="utf-8") as f:
         json.dump(refs, f, ensure_ascii=False, separators=(",", ":"))
         f.write("\n")

@@ -33,6 +33,9 @@ int ppcc_dtype_size(ppcc_dtype t);
 /* The block format of a quantized dtype, NULL for the element dtypes. */
 const struct ppcc_block_format *ppcc_dtype_blocks(ppcc_dtype t);
 bool ppcc_dtype_is_quantized(ppcc_dtype t);
+/* A weight of dtype w used with activations of dtype x that stays as
+ * stored: w is f16 or bf16 and x is f32 (the kernels convert its rows). */
+bool ppcc_dtype_is_stored_half(ppcc_dtype w, ppcc_dtype x);
 /* Bytes that a [rows][cols] tensor of dtype t takes as stored (a partial
  * block of a row counts whole); -1 on overflow. */
 int64_t ppcc_dtype_stored_bytes(ppcc_dtype t, int64_t rows, int64_t cols);

@@ -125,6 +125,12 @@ bool ppcc_rt_have_blas(void);
  * is one call, so a row's bits do not depend on M. The linear kernel of
  * both backends. False when K is not whole blocks or out of memory. */
 bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const float *x, const void *w, float *y);
+/* y[M, N] = x[M, K] . w[N, K]^T with w f16 or bf16 (dtype wt) as stored:
+ * blocks of weight rows converted to f32 per thread, then the f32 tile
+ * kernel (src/runtime/kernels/half_matmul.c); equal to the f32 product of
+ * the converted weight, a row's bits independent of M. The linear kernel
+ * of both backends for weights kept as stored. False when out of memory. */
+bool ppcc_rt_hlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const float *x, const void *w, float *y);
 /* Row `row` of a block-quantized table [rows, cols] decoded to f32;
  * false when a scale is NaN/Inf or cols is not whole blocks. */
 bool ppcc_rt_qrows_f32(ppcc_dtype wt, const void *table, int64_t row, int64_t cols, float *out);

@@ -147,7 +147,7 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
   return st;
 }
 
-/* llama_spec.stored_format: a quantized tensor's block format name. */
+/* llama_spec.stored_format: a quantized (or f16/bf16) tensor's format name. */
 static const char *gguf_stored_format(const char *path, const char *tensor, void **state) {
   rt_gguf *g = *state;
   if (!tensor) {
@@ -167,7 +167,7 @@ static const char *gguf_stored_format(const char *path, const char *tensor, void
     *state = g;
   }
   const rt_gguf_tensor *t = rt_gguf_find_tensor(g, tensor);
-  return t && t->format && t->format->block > 1 ? t->format->name : NULL;
+  return t && t->format && t->format->ggml_type != 0 /* F32 */ ? t->format->name : NULL;
 }
 
 ppcc_status llama_spec_from_gguf(const char *path, llama_spec *s, ppcc_diag *d) {

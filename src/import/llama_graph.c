@@ -106,11 +106,13 @@ static void tensor_decl(writer *w, const char *name, const char *dtype, int rank
 }
 
 /* A matrix keeps its stored block format (a linear's weight or the
- * embedding table) unless a split along its columns would cut blocks. */
+ * embedding table) unless a split along its columns would cut blocks;
+ * f16/bf16 ones stay as stored in an f32 graph (the kernels convert rows). */
 static const char *matrix_dtype(writer *w, const char *name, long cols, int split_dim) {
   const char *stored = w->keep_stored ? w->s->stored_format(w->s->gguf_path, name, &w->stored_state) : NULL;
   const ppcc_block_format *f = stored ? ppcc_block_format_named(stored) : NULL;
-  if (!f || f->block == 1) return w->s->dtype;
+  if (f && f->block == 1) return strcmp(w->s->dtype, "f32") == 0 ? f->name : w->s->dtype;
+  if (!f) return w->s->dtype;
   if (split_dim == 1 && (cols % w->s->tp != 0 || (cols / w->s->tp) % f->block != 0)) return w->s->dtype;
   return f->name;
 }
@@ -522,20 +524,36 @@ static void head_pad(writer *w, const char *table) {
   OP1(w, "reshard_split", "head_padded", "head_weight", "\"dim\": 0");
 }
 
+/* result = rows `ids` of table; an f16/bf16 table kept as stored gives its
+ * rows in that dtype, cast to the graph's. */
+static void embed(writer *w, const char *ids, const char *table, const char *result) {
+  const char *dt = matrix_dtype(w, table, w->s->hidden, -1);
+  const ppcc_block_format *f = ppcc_block_format_named(dt);
+  if (strcmp(dt, w->s->dtype) == 0 || !f || f->block > 1) { /* quantized rows come out decoded */
+    OP2(w, "embedding", ids, table, result, NULL);
+    return;
+  }
+  char rows[96], attrs[64];
+  snprintf(rows, sizeof rows, "%s_%s", result, dt);
+  snprintf(attrs, sizeof attrs, "\"dtype\": \"%s\"", w->s->dtype);
+  OP2(w, "embedding", ids, table, rows, NULL);
+  OP1(w, "cast", rows, result, attrs);
+}
+
 static void write_ops(writer *w) {
   const llama_spec *s = w->s;
   open_array(w, "ops");
   char x[64] = "embedded", pos[64] = "positions", freqs[64] = "rope_freqs.weight", attrs[256];
   if (s->embed_scale > 0) { /* Gemma: embeddings times sqrt(hidden) */
-    OP2(w, "embedding", "tokens", embd_name(s), "embedded_rows", NULL);
+    embed(w, "tokens", embd_name(s), "embedded_rows");
     snprintf(attrs, sizeof attrs, "\"value\": %.17g", s->embed_scale);
     OP1(w, "scale", "embedded_rows", "embedded", attrs);
   } else if (s->learned_positions > 0) { /* GPT-2: plus the rows of the positions */
-    OP2(w, "embedding", "tokens", embd_name(s), "token_rows", NULL);
-    OP2(w, "embedding", "positions", pos_embd_name(s), "position_rows", NULL);
+    embed(w, "tokens", embd_name(s), "token_rows");
+    embed(w, "positions", pos_embd_name(s), "position_rows");
     OP2(w, "add", "token_rows", "position_rows", "embedded", NULL);
   } else {
-    OP2(w, "embedding", "tokens", embd_name(s), "embedded", NULL);
+    embed(w, "tokens", embd_name(s), "embedded");
   }
   for (long b = 0; b < s->layers; b++) {
     write_block(w, b, x, pos, freqs, sizeof pos);

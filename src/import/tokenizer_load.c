@@ -226,6 +226,9 @@ static ppcc_status read_pre_tokenizer(const cJSON *p, const char *path, tokenize
   if (strcmp(ty, "Split") == 0) {
     const char *re = json_string(cJSON_GetObjectItemCaseSensitive(p, "pattern"), "Regex");
     const char *behavior = json_string(p, "behavior");
+    const char *str = json_string(cJSON_GetObjectItemCaseSensitive(p, "pattern"), "String");
+    /* Gemma's: a split at ' ' after a normalizer that replaced every ' ' by U+2581 cuts nothing */
+    if (str && strcmp(str, " ") == 0 && t->space_to_meta) return PPCC_OK;
     if (json_flag(p, "invert") || !behavior || strcmp(behavior, "Isolated") != 0)
       return json_error(d, path, "pre_tokenizer.behavior", "only Isolated, not inverted, is supported, not", behavior ? behavior : "?");
     if (re && strcmp(re, gpt2_pattern) == 0) t->pre = TOK_PRE_GPT2;

@@ -237,6 +237,9 @@ bool ppcc_dtype_is_float(ppcc_dtype t) {
 bool ppcc_dtype_is_quantized(ppcc_dtype t) {
   return (unsigned)t < PPCC_DTYPE_COUNT && dtypes[t].size == 0;
 }
+bool ppcc_dtype_is_stored_half(ppcc_dtype w, ppcc_dtype x) {
+  return (w == PPCC_F16 || w == PPCC_BF16) && x == PPCC_F32;
+}
 const ppcc_block_format *ppcc_dtype_blocks(ppcc_dtype t) {
   return ppcc_dtype_is_quantized(t) ? ppcc_block_format_named(dtypes[t].name) : NULL;
 }

@@ -194,11 +194,14 @@ static ppcc_status shape_matmul(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
 }
 
 /* linear: x[..., K] . w[N, K]^T (+ bias[N]), weights stored [out, in]. */
-/* A block-quantized weight (operand k) computes in the other operands'
+/* A block-quantized weight (operand k), or an f16/bf16 one next to f32
+ * operands (a weight kept as stored), computes in the other operands'
  * float dtype; everything else must agree in dtype. */
 static ppcc_status check_dtypes_with_weight(ppcc_graph *g, ppcc_op *op, ppcc_diag *d, int k) {
-  if (!ppcc_dtype_is_quantized(IN(k)->dtype)) return check_same_dtype(g, op, d);
-  op->quantized_ok |= 1u << k;
+  bool quantized = ppcc_dtype_is_quantized(IN(k)->dtype);
+  if (!quantized && !ppcc_dtype_is_stored_half(IN(k)->dtype, IN(k == 0 ? 1 : 0)->dtype))
+    return check_same_dtype(g, op, d);
+  if (quantized) op->quantized_ok |= 1u << k;
   for (int i = 0; i < op->n_in; i++)
     if (i != k && IN(i)->dtype != IN(k == 0 ? 1 : 0)->dtype) return check_same_dtype(g, op, d);
   return PPCC_OK;

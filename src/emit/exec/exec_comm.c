@@ -15,6 +15,7 @@
  *   ppcc_rt_unary_f32(x, out, op id)     (exp, silu, sigmoid, gelu: vector)
  *   ppcc_rt_check_index_T(op, dtype, kind, bound, index)         (T: i64, i32)
  *   ppcc_rt_qlinear_f32(x, w, y, wdtype)          (w: quantized blocks as i8)
+ *   ppcc_rt_hlinear_T(x, w, y, wdtype)            (T: f16, bf16; w as stored)
  *   ppcc_rt_qembedding_T(ids, table, out, wdtype, first, wrap)   (T: i64, i32)
  *
  * Buffers are memref<*xT>; a group is a memref.global of device ids.
@@ -144,7 +145,9 @@ MlirValue exec_qlinear_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, ppcc_dty
   MlirValue ops[4] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, x))),
                       exec_unranked(c, exec_static_view(c, exec_to_memref(c, w))), exec_unranked(c, exec_static_view(c, out)),
                       exec_i64(c, wt)};
-  if (exec_call(c, "ppcc_rt_qlinear_f32", 4, ops)) return (MlirValue){NULL};
+  char name[64] = "ppcc_rt_qlinear_f32";
+  if (!ppcc_dtype_is_quantized(wt)) symbol(name, sizeof name, "hlinear", elem_of(w));
+  if (exec_call(c, name, 4, ops)) return (MlirValue){NULL};
   return exec_to_tensor(c, out, true);
 }
 

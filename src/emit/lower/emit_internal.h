@@ -210,7 +210,8 @@ typedef struct emit_runtime_calls {
    * says "token id" or "index" as the interpreter's kernels do. */
   ppcc_status (*check_index)(ppcc_emit_ctx *c, MlirValue index, int64_t bound, int kind);
   /* x[..., K] (f32) . w^T with w a block-quantized param shard (dtype wt,
-   * i8 bytes [N, K / block * bytes]) as a ppcc_rt_qlinear_f32 call. */
+   * i8 bytes [N, K / block * bytes]) as a ppcc_rt_qlinear_f32 call, or an
+   * f16/bf16 one ([N, K]) as a ppcc_rt_hlinear_T call. */
   MlirValue (*qlinear)(ppcc_emit_ctx *c, MlirValue x, MlirValue w, ppcc_dtype wt, MlirType out_type);
   /* Rows of a quantized table (dtype wt, i8 bytes) for ids (i64/i32):
    * table row r holds id first + r, other ids give zero rows; wrap > 0

@@ -5,8 +5,9 @@
  *   tensor -> file), each mapped and indexed by the safetensors reader;
  *   a tensor is read from the file the index names for it;
  * - a GGUF file (gguf.c): tensors are dequantized to a float dtype at
- *   load, or kept in their block format when the graph declares it (a
- *   view of the mapping: the quantized kernels compute with the blocks).
+ *   load, or kept in their block format (or f16/bf16) when the graph
+ *   declares it (a view of the mapping: the quantized and half kernels
+ *   compute with the stored bytes).
  *   llama.cpp stores attn_q/attn_k rows in interleaved-rotary order (its
  *   converter permutes HF's rows so pairs (2i, 2i+1) rotate together);
  *   ppcc's rotary op uses HF's rotate-half pairing, so this loader permutes
@@ -249,12 +250,12 @@ static void unpermute_rows(const float *in, float *out, int64_t rows, int64_t co
         memcpy(out + (h * D + j * half + i) * cols, in + (h * D + 2 * i + j) * cols, sizeof(float) * (size_t)cols);
 }
 
-/* A quantized param as stored: a view of the mapped file (q/k rows
- * permuted back in a copy, whole rows of blocks). Every block's scales are
- * checked finite here, as the decoder would. */
+/* A quantized (or f16/bf16) param as stored: a view of the mapped file
+ * (q/k rows permuted back in a copy, whole rows of blocks). Every block's
+ * scales are checked finite here, as the decoder would. */
 static ppcc_status get_gguf_blocks(rt_source *s, const rt_gguf_tensor *t, const ppcc_value *p, int64_t rows, long heads,
                                    const void **data, void **owned, ppcc_diag *d) {
-  const ppcc_block_format *f = ppcc_dtype_blocks(p->dtype);
+  const ppcc_block_format *f = ppcc_block_format_named(ppcc_dtype_name(p->dtype));
   if (t->format != f)
     return ppcc_error(d, "%s: tensor '%s' is %s but the graph declares %s", s->path, p->name,
                       ppcc_ggml_type_name((int)t->type) ? ppcc_ggml_type_name((int)t->type) : "?", ppcc_dtype_name(p->dtype));
@@ -297,7 +298,9 @@ static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data
     return shape_error(s->path, p, t->n_dims, shape, d);
   int64_t n = ppcc_num_elements(p->rank, p->shape), cols = t->ne[0], rows = cols ? n / cols : 0;
   long heads = p->rank == 2 ? qk_heads(&s->gguf, p->name) : 0;
-  if (ppcc_dtype_is_quantized(p->dtype)) return get_gguf_blocks(s, t, p, rows, heads, data, owned, d);
+  bool half_as_stored = (p->dtype == PPCC_F16 || p->dtype == PPCC_BF16) && t->format &&
+                        strcmp(t->format->name, ppcc_dtype_name(p->dtype)) == 0;
+  if (ppcc_dtype_is_quantized(p->dtype) || half_as_stored) return get_gguf_blocks(s, t, p, rows, heads, data, owned, d);
   if (!ppcc_dtype_is_float(p->dtype))
     return ppcc_error(d, "%s: tensor '%s': the graph declares %s, GGUF tensors are floats or blocks", s->path, p->name,
                       ppcc_dtype_name(p->dtype));

@@ -310,6 +310,21 @@ static void jit_qlinear(jit_unranked *x, jit_unranked *w, jit_unranked *y, int64
     fail_call("linear: out of memory");
 }
 
+/* y[..., N] = x[..., K] . w^T with w [N, K] f16 or bf16 (dtype) as
+ * stored: the interpreter's kernel. */
+static void jit_hlinear(jit_unranked *x, jit_unranked *w, jit_unranked *y, int64_t dtype) {
+  jit_view vx = view_of(x, 4), vw = view_of(w, 2), vy = view_of(y, 4);
+  if (!usable(-1, &vx, "linear") || !usable(-1, &vw, "linear") || !usable(-1, &vy, "linear")) return;
+  int64_t K = x->rank > 0 ? x->desc[3 + x->rank - 1] : 0, N = y->rank > 0 ? y->desc[3 + y->rank - 1] : 0;
+  int64_t M = K > 0 ? vx.count / K : 0;
+  if ((dtype != PPCC_F16 && dtype != PPCC_BF16) || K <= 0 || vy.count != M * N || vw.count != N * K) {
+    fail_call("linear: f16/bf16 operand sizes do not match");
+    return;
+  }
+  if (!ppcc_rt_hlinear_f32((ppcc_dtype)dtype, M, N, K, (const float *)(void *)vx.data, vw.data, (float *)(void *)vy.data))
+    fail_call("linear: out of memory");
+}
+
 /* out[p, :] = row ids[p] - first of a quantized table decoded (zeros for
  * ids outside it, as the interpreter's vocab-parallel embedding). */
 static void qembedding_with(jit_unranked *ids, jit_unranked *table, jit_unranked *out, int64_t dtype, int64_t first,
@@ -399,6 +414,8 @@ const ppcc_jit_symbol *ppcc_jit_symbols(void) {
       {"_mlir_ciface_ppcc_rt_attention_positions_i64", (void *)jit_attention_positions_i64},
       {"_mlir_ciface_ppcc_rt_attention_positions_i32", (void *)jit_attention_positions_i32},
       {"_mlir_ciface_ppcc_rt_qlinear_f32", (void *)jit_qlinear},
+      {"_mlir_ciface_ppcc_rt_hlinear_f16", (void *)jit_hlinear},
+      {"_mlir_ciface_ppcc_rt_hlinear_bf16", (void *)jit_hlinear},
       {"_mlir_ciface_ppcc_rt_qembedding_i64", (void *)jit_qembedding_i64},
       {"_mlir_ciface_ppcc_rt_qembedding_i32", (void *)jit_qembedding_i32},
       {"_mlir_ciface_ppcc_rt_check_index_i64", (void *)jit_check_index},

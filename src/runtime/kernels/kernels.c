@@ -36,7 +36,8 @@ static ppcc_status kernel_matmul(const ppcc_op *op, const ppcc_tensor *in, ppcc_
 }
 
 /* x[..., K] . w[N, K]^T (+ bias[N]); a block-quantized w through the
- * quantized kernels (quant_matmul.c). */
+ * quantized kernels (quant_matmul.c), an f16/bf16 one next to an f32 x
+ * through half_matmul.c. */
 static ppcc_status kernel_linear(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out,
                                  ppcc_diag *d) {
   const ppcc_tensor *x = &in[0], *w = &in[1];
@@ -47,6 +48,9 @@ static ppcc_status kernel_linear(const ppcc_op *op, const ppcc_tensor *in, ppcc_
     if (!ppcc_rt_qlinear_f32(w->dtype, M, N, K, x->data, w->data, y))
       return ppcc_error(d, "linear: weight is %s with %lld columns per row (whole blocks needed), or out of memory",
                         ppcc_dtype_name(w->dtype), (long long)K);
+  } else if (ppcc_dtype_is_stored_half(w->dtype, x->dtype)) {
+    if (!ppcc_rt_hlinear_f32(w->dtype, M, N, K, x->data, w->data, y))
+      return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   } else {
     ppcc_rt_sgemm(M, N, K, x->data, w->data, true, y);
   }
@@ -514,7 +518,9 @@ ppcc_status ppcc_rt_run_kernel(const ppcc_op *op, const ppcc_tensor *in, ppcc_te
   if (all_int && int_form(k) != INT_NONE) return run_int(int_form(k), op, in, out, d);
   bool all_f32 = out[0].dtype == PPCC_F32;
   for (int i = 0; i < op->n_in; i++) {
-    if (k == kernel_linear && i == 1 && ppcc_dtype_is_quantized(in[i].dtype)) continue; /* a quantized weight */
+    if (k == kernel_linear && i == 1 &&
+        (ppcc_dtype_is_quantized(in[i].dtype) || ppcc_dtype_is_stored_half(in[i].dtype, in[0].dtype)))
+      continue; /* a quantized weight, or f16/bf16 as stored */
     if (!ppcc_dtype_is_float(in[i].dtype))
       return ppcc_error(d, "kernel '%s' computes on float tensors only, got %s", op->info->name,
                         ppcc_dtype_name(in[i].dtype));

@@ -1,0 +1,117 @@
+/* Linear with f16 or bf16 weights kept as stored and f32 activations
+ * (issue 24): y[M, N] = x[M, K] . w[N, K]^T. The weight is read once, as
+ * it lies in the mapped file: each thread takes a range of output rows
+ * and converts a block of them to f32 in a small buffer of its own (a few
+ * rows, sized to stay in L2), then the f32 [N, K] tile kernel of
+ * gemm_small.c multiplies every activation row by that block. One row
+ * (decode) streams the weight once; many rows (prefill) share each
+ * conversion, so its cost is paid once per weight row whatever M is.
+ *
+ * The conversion is exact (f16 and bf16 are subsets of f32): F16C's
+ * vcvtph2ps and a 16-bit shift for bf16, 16 lanes with AVX-512 and 8 with
+ * AVX2 (chosen by CPUID, as the tile kernel), else ppcc_f16_to_f32 /
+ * ppcc_bf16_to_f32. So y equals the f32 product of the converted weight
+ * bit for bit, and a row's bits depend neither on M nor on the threads
+ * (the tile kernel's promise). */
+#include <stdatomic.h>
+#include <string.h>
+#include "ppcc/quant.h"
+#include "kernels.h"
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define HM_X86 1
+#endif
+
+/* f32 bytes of one thread's block of converted rows (L2-sized). */
+#define BLOCK_BYTES (96 * 1024)
+
+#ifdef HM_X86
+/* F16C (CPUID leaf 1, ECX bit 29): every AVX2 CPU ppcc meets has it, but
+ * it is a separate feature bit. */
+static bool cpu_has_f16c(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+}
+
+__attribute__((target("avx512f"))) static void to_f32_avx512(bool bf16, const uint16_t *src, float *dst, int64_t n) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)(src + j));
+    __m512 f = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)) : _mm512_cvtph_ps(h);
+    _mm512_storeu_ps(dst + j, f);
+  }
+  for (; j < n; j++) dst[j] = bf16 ? ppcc_bf16_to_f32(src[j]) : ppcc_f16_to_f32(src[j]);
+}
+
+__attribute__((target("avx2,f16c"))) static void to_f32_avx2(bool bf16, const uint16_t *src, float *dst, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(src + j));
+    __m256 f = bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
+    _mm256_storeu_ps(dst + j, f);
+  }
+  for (; j < n; j++) dst[j] = bf16 ? ppcc_bf16_to_f32(src[j]) : ppcc_f16_to_f32(src[j]);
+}
+#endif
+
+static void to_f32_c(bool bf16, const uint16_t *src, float *dst, int64_t n) {
+  for (int64_t j = 0; j < n; j++) dst[j] = bf16 ? ppcc_bf16_to_f32(src[j]) : ppcc_f16_to_f32(src[j]);
+}
+
+typedef void (*convert_fn)(bool bf16, const uint16_t *src, float *dst, int64_t n);
+
+/* The converter for the kernels' instruction set (rt_simd_level). */
+static convert_fn converter(void) {
+#ifdef HM_X86
+  static int f16c = -1;
+  if (f16c < 0) f16c = cpu_has_f16c();
+  if (rt_simd_level() >= RT_SIMD_AVX512) return to_f32_avx512;
+  if (rt_simd_level() >= RT_SIMD_AVX2 && f16c) return to_f32_avx2;
+#endif
+  return to_f32_c;
+}
+
+typedef struct half_job {
+  bool bf16;
+  convert_fn convert;
+  int64_t M, N, K, rows; /* rows: weight rows per converted block */
+  const float *x;
+  const uint16_t *w;
+  float *y;
+  atomic_bool failed; /* a part had no buffer */
+} half_job;
+
+static void half_part(void *arg, int part, int parts) {
+  half_job *j = arg;
+  int64_t n0, n1;
+  rt_part_range(j->N, 4, part, parts, &n0, &n1);
+  if (n1 <= n0) return;
+  float *block = rt_reuse_alloc(j->rows * j->K * 4);
+  if (!block) {
+    atomic_store(&j->failed, true);
+    return;
+  }
+  for (int64_t n = n0; n < n1; n += j->rows) {
+    int64_t r = n1 - n < j->rows ? n1 - n : j->rows;
+    j->convert(j->bf16, j->w + n * j->K, block, r * j->K);
+    rt_sgemm_small_cols(j->M, 0, r, j->N, j->K, j->x, block, true, j->y + n);
+  }
+  rt_reuse_free(block);
+}
+
+bool ppcc_rt_hlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const float *x, const void *w, float *y) {
+  if ((wt != PPCC_F16 && wt != PPCC_BF16) || M < 0 || N < 0 || K < 0) return false;
+  if (M == 0 || N == 0) return true;
+  if (K == 0) {
+    memset(y, 0, (size_t)(M * N) * sizeof *y);
+    return true;
+  }
+  int64_t rows = BLOCK_BYTES / (K * 4) / 4 * 4;
+  half_job j = {wt == PPCC_BF16, converter(), M, N, K, rows < 4 ? 4 : rows, x, w, y, false};
+  int threads = rt_in_pool_part() ? 1 : rt_kernel_threads();
+  int64_t max_parts = N * K / (64 * 1024); /* a part must stream enough weight to pay for waking a worker */
+  int parts = threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1);
+  rt_parallel_parts(parts, half_part, &j);
+  return !atomic_load(&j.failed);
+}
