@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # ppcc against llama.cpp on the same quantized GGUF files (issue 24): decode
-# and prefill tokens/s and peak RSS for F16, Q8_0, Q4_0, Q4_K_M, both at
-# THREADS threads, in paired rounds (ppcc, llama.cpp, ppcc, llama.cpp ...),
-# printing min and median of each.
+# and prefill tokens/s and peak RSS for F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M (or
+# TYPES), both at THREADS threads, in paired rounds (ppcc, llama.cpp, ppcc,
+# llama.cpp ...), printing min and median of each.
 #
 #   bench/bench_quant_vs_llamacpp.sh [ROUNDS]     (default 3)
+#   TYPES="Q8_0 Q4_K_M" bench/bench_quant_vs_llamacpp.sh 5
 #
 # The model: a Llama made with transformers (LAYERS, HIDDEN, FFN, HEADS,
 # KV_HEADS; default 8, 1024, 2816, 16, 8), converted by llama.cpp's
@@ -36,8 +37,9 @@ if [[ ! -f $work/$tag/F16.gguf ]]; then
   "$llama_venv/bin/python" tools/make_quant_llama_refs.py "$work/$tag" $sizes > /dev/null
   convert_f16 "$work/$tag/hf" "$work/$tag/F16.gguf"
 fi
-for t in Q8_0 Q4_0 Q4_K_M; do
-  [[ -f $work/$tag/$t.gguf ]] || quantize "$work/$tag/F16.gguf" "$work/$tag/$t.gguf" "$t"
+types=${TYPES:-F16 Q8_0 Q4_0 Q4_K_M Q5_K_M}
+for t in $types; do
+  [[ $t == F16 || -f $work/$tag/$t.gguf ]] || quantize "$work/$tag/F16.gguf" "$work/$tag/$t.gguf" "$t"
 done
 ids=$(seq -s, 3 $((prompt_len + 2)))
 
@@ -47,7 +49,7 @@ rss_mb() { awk '/Maximum resident set size/ {printf "%.0f", $NF / 1024}' "$1"; }
 
 echo "model: layers/hidden/ffn/heads/kv_heads $sizes; prompt $prompt_len, $gen new tokens, $threads threads, $rounds paired rounds"
 echo "ppcc backend $backend; load average before: $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine: noisy)"
-for t in F16 Q8_0 Q4_0 Q4_K_M; do
+for t in $types; do
   f=$work/$tag/$t.gguf
   pd=() pp=() pr=() ld=() lp=() lr=()
   for ((r = 0; r < rounds; r++)); do

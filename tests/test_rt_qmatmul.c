@@ -4,8 +4,8 @@
  *   the weights with the block table and the activations with the same
  *   8-bit rounding (q8_0 / q8_K): only float summation order differs;
  * - the same within the activation-rounding error of the f32 product;
- * - each instruction set this CPU has (c, avx2, avx2-vnni) against the
- *   plain C one;
+ * - each instruction set this CPU has (c, avx2, avx2-vnni, avx512-vnni)
+ *   against the plain C one, and avx512-vnni giving avx2-vnni's bits;
  * - every format's bits do not depend on the threads or on how many rows
  *   are computed together (the four-row prefill kernels);
  * - quantized embedding rows equal the block decoder's. */
@@ -19,6 +19,8 @@
 static const ppcc_dtype formats[] = {PPCC_Q8_0, PPCC_Q4_0, PPCC_Q4_1, PPCC_Q5_0, PPCC_Q5_1,
                                      PPCC_Q2_K, PPCC_Q3_K, PPCC_Q4_K, PPCC_Q5_K, PPCC_Q6_K};
 #define N_FORMATS (int)(sizeof formats / sizeof *formats)
+static const char *const isas[] = {"c", "avx2", "avx2-vnni", "avx512-vnni"};
+#define N_ISAS (int)(sizeof isas / sizeof *isas)
 
 static uint32_t rng = 12345;
 static uint32_t next_u32(void) {
@@ -72,8 +74,7 @@ static void check_format(ppcc_dtype t, int64_t M, int64_t N, int64_t K) {
   ck_assert(ppcc_block_decode(f, w, N * K / f->block, wf) < 0);
   ck_assert(ppcc_rt_quant_set_isa("c"));
   ck_assert(ppcc_rt_qlinear_f32(t, M, N, K, x, w, yc));
-  static const char *const isas[] = {"c", "avx2", "avx2-vnni"};
-  for (int s = 0; s < 3; s++) {
+  for (int s = 0; s < N_ISAS; s++) {
     if (!ppcc_rt_quant_set_isa(isas[s])) continue;
     ck_assert_str_eq(ppcc_rt_quant_isa(), isas[s]);
     ck_assert(ppcc_rt_qlinear_f32(t, M, N, K, x, w, y));
@@ -112,7 +113,7 @@ END_TEST
 START_TEST(threads_give_the_same_bits) {
   for (int i = 0; i < N_FORMATS; i++) {
     const ppcc_block_format *f = ppcc_dtype_blocks(formats[i]);
-    int64_t M = 6, N = 131, K = 1024; /* enough work for threads even at one row */
+    int64_t M = 10, N = 131, K = 1024; /* enough work for threads even at one row */
     unsigned char *w = random_weights(f, N, K);
     float *x = malloc(sizeof(float) * (size_t)(M * K)), *y1 = malloc(sizeof(float) * (size_t)(M * N));
     float *y3 = malloc(sizeof(float) * (size_t)(M * N));
@@ -135,12 +136,11 @@ END_TEST
 /* A row's bits do not depend on how many rows are computed with it (the
  * prefill kernels take four at a time): --deterministic microbatches. */
 START_TEST(rows_do_not_depend_on_the_row_count) {
-  static const char *const isas[] = {"c", "avx2", "avx2-vnni"};
   for (int t = 0; t < N_FORMATS; t++)
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < N_ISAS; s++) {
       if (!ppcc_rt_quant_set_isa(isas[s])) continue;
       const ppcc_block_format *f = ppcc_dtype_blocks(formats[t]);
-      int64_t M = 7, N = 5, K = 2 * f->block;
+      int64_t M = 11, N = 5, K = 2 * f->block; /* a tile of 8 or two of 4, then single rows */
       unsigned char *w = random_weights(f, N, K);
       float *x = malloc(sizeof(float) * (size_t)(M * K)), *y = malloc(sizeof(float) * (size_t)(M * N)), y1[5];
       for (int64_t i = 0; i < M * K; i++) x[i] = uniform();
@@ -151,6 +151,27 @@ START_TEST(rows_do_not_depend_on_the_row_count) {
       }
       free(w), free(x), free(y);
     }
+}
+END_TEST
+
+/* The 512-bit prefill kernels fold to the 256-bit sums lane for lane:
+ * the same bits as avx2-vnni (where the CPU has both). */
+START_TEST(avx512_gives_the_avx2_vnni_bits) {
+  if (!ppcc_rt_quant_set_isa("avx512-vnni") || !ppcc_rt_quant_set_isa("avx2-vnni")) return;
+  for (int t = 0; t < N_FORMATS; t++) {
+    const ppcc_block_format *f = ppcc_dtype_blocks(formats[t]);
+    int64_t M = 9, N = 13, K = 3 * f->block;
+    unsigned char *w = random_weights(f, N, K);
+    float *x = malloc(sizeof(float) * (size_t)(M * K)), *y2 = malloc(sizeof(float) * (size_t)(M * N));
+    float *y5 = malloc(sizeof(float) * (size_t)(M * N));
+    for (int64_t i = 0; i < M * K; i++) x[i] = uniform() * (i % 5 == 0 ? 3.0f : 1.0f);
+    ck_assert(ppcc_rt_quant_set_isa("avx2-vnni"));
+    ck_assert(ppcc_rt_qlinear_f32(formats[t], M, N, K, x, w, y2));
+    ck_assert(ppcc_rt_quant_set_isa("avx512-vnni"));
+    ck_assert(ppcc_rt_qlinear_f32(formats[t], M, N, K, x, w, y5));
+    ck_assert_msg(memcmp(y2, y5, sizeof(float) * (size_t)(M * N)) == 0, "%s", f->name);
+    free(w), free(x), free(y2), free(y5);
+  }
 }
 END_TEST
 
@@ -187,6 +208,7 @@ int main(void) {
   tcase_add_test(tc, every_format_matches_the_dequantized_product);
   tcase_add_test(tc, threads_give_the_same_bits);
   tcase_add_test(tc, rows_do_not_depend_on_the_row_count);
+  tcase_add_test(tc, avx512_gives_the_avx2_vnni_bits);
   tcase_add_test(tc, zero_rows_and_bad_shapes);
   tcase_add_test(tc, embedding_rows_decode_like_the_table);
   return t_run_suite(s);

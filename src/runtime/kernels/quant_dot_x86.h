@@ -4,12 +4,15 @@
  *   QD(name)       the name with the set's suffix
  *   QD_DOTU(u, y)  32 unsigned bytes u times 32 signed bytes y: 8 int32 sums
  *   QD_KACC(acc, s, p)  acc + 16 int16 p times 16 int16 s, pairwise (int32)
- * The four-row (prefill) kernels decode a weight block once and take it
- * through each row; every row gets the same integer sums and the same
+ * The four-row (prefill) kernels (and quant_matmul.c's 512-bit eight-row
+ * ones) decode a weight block once and take it through each row; every row gets the same integer sums and the same
  * float operations as in the one-row (decode) kernel: the same bits
  * whatever the row count.
  * Needs act_q8_0, act_q8_k, blk32, k_scale_shuffle, h2f and hsum8 above
  * its #include in quant_matmul.c. */
+
+/* the AVX-512 set keeps its own 512-bit k-quant kernels (quant_matmul.c) */
+#define QD_UNUSED __attribute__((unused))
 
 /* ---- 32-value blocks: w = d * (u - off) (+ m), u unsigned, or q8_0's signed bytes ---- */
 
@@ -67,7 +70,7 @@ QD_ATTR static inline blk32 QD(unpack_q5_1)(const unsigned char *w) {
 
 /* One row and four rows of a 32-value format. */
 #define QD_DEF32(T, BYTES, ROW)                                                                      \
-  QD_ATTR static float QD(dot_##T)(const unsigned char *w, const void *act, int64_t nb) {            \
+  QD_ATTR QD_UNUSED static float QD(dot_##T)(const unsigned char *w, const void *act, int64_t nb) { \
     const act_q8_0 *a = act;                                                                         \
     __m256 acc = _mm256_setzero_ps();                                                                \
     __m128 acc_m = _mm_setzero_ps();                                                                 \
@@ -77,7 +80,7 @@ QD_ATTR static inline blk32 QD(unpack_q5_1)(const unsigned char *w) {
     }                                                                                                \
     return hsum8(acc) + _mm_cvtss_f32(acc_m);                                                        \
   }                                                                                                  \
-  QD_ATTR static void QD(dot4_##T)(const unsigned char *w, const void *const *acts, int64_t nb, float *out) { \
+  QD_ATTR QD_UNUSED static void QD(dot4_##T)(const unsigned char *w, const void *const *acts, int64_t nb, float *out) { \
     const act_q8_0 *a[4] = {acts[0], acts[1], acts[2], acts[3]};                                     \
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()}; \
     __m128 acc_m[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};      \
@@ -219,7 +222,7 @@ QD_ATTR static inline __attribute__((always_inline)) void QD(finish256)(const QD
  * the same bits as one row). Two integer accumulators halve the chain of
  * dpwssd latencies. */
 #define QD_DEF256(T, HEAD, BYTES, SAME_D)                                                            \
-  QD_ATTR static float QD(dot_##T)(const unsigned char *w, const void *act, int64_t nb) {            \
+  QD_ATTR QD_UNUSED static float QD(dot_##T)(const unsigned char *w, const void *act, int64_t nb) { \
     const act_q8_k *a = act;                                                                         \
     __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();                                   \
     for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
@@ -233,7 +236,7 @@ QD_ATTR static inline __attribute__((always_inline)) void QD(finish256)(const QD
     }                                                                                                \
     return hsum8(acc) - hsum8(acc_m);                                                                \
   }                                                                                                  \
-  QD_ATTR static void QD(dot4_##T)(const unsigned char *w, const void *const *acts, int64_t nb, float *out) { \
+  QD_ATTR QD_UNUSED static void QD(dot4_##T)(const unsigned char *w, const void *const *acts, int64_t nb, float *out) { \
     const act_q8_k *a[4] = {acts[0], acts[1], acts[2], acts[3]};                                     \
     __m256 acc[4], acc_m[4];                                                                         \
     for (int r = 0; r < 4; r++) acc[r] = acc_m[r] = _mm256_setzero_ps();                             \
@@ -259,6 +262,7 @@ QD_DEF256(q4_k, QD_HEAD_Q4_K, 144, false)
 QD_DEF256(q5_k, QD_HEAD_Q5_K, 176, false)
 QD_DEF256(q6_k, QD_HEAD_Q6_K, 210, true)
 
+#undef QD_UNUSED
 #undef QD_DEF32
 #undef QD_DEF256
 #undef QD_ROW_Q8_0

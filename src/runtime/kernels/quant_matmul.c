@@ -209,6 +209,81 @@ static const uint8_t k_scale_shuffle[4][32] = {
 #undef QD_DOTU
 #undef QD_KACC
 
+/* The activation quantizers in AVX2, with the plain C ones' results: the
+ * same max, scale and products, rounded to nearest even by cvtps (as
+ * lrintf in the default rounding mode); the sums of bytes through psadbw
+ * on the bytes + 128. */
+AVX2 static inline float hmax8(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+/* 32 floats times scale, rounded, at most 127, as 32 bytes in order. */
+AVX2 static inline __m256i round32_avx2(const float *x, __m256 scale) {
+  __m256i v[4];
+  for (int k = 0; k < 4; k++)
+    v[k] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), scale)),
+                            _mm256_set1_epi32(127));
+  __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+  return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* Sums of the signed bytes 0..7, 8..15, 16..23, 24..31 of q (int64 lanes). */
+AVX2 static inline __m256i byte_sums8(__m256i q) {
+  return _mm256_sub_epi64(_mm256_sad_epu8(_mm256_xor_si256(q, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256()),
+                          _mm256_set1_epi64x(8 * 128));
+}
+
+AVX2 static void quantize_q8_0_avx2(const float *x, int64_t nb, act_q8_0 *y) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  for (int64_t i = 0; i < nb; i++, x += 32) {
+    __m256 m = _mm256_setzero_ps();
+    for (int k = 0; k < 4; k++) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + 8 * k), abs_mask));
+    float amax = hmax8(m);
+    y[i].d = ppcc_f16_to_f32(ppcc_f32_to_f16(amax / 127.0f));
+    float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    __m256i q = round32_avx2(x, _mm256_set1_ps(id));
+    _mm256_storeu_si256((__m256i *)y[i].qs, q);
+    __m256i s = byte_sums8(q);
+    s = _mm256_add_epi64(s, _mm256_srli_si256(s, 8));
+    y[i].sum = (int)(_mm256_extract_epi64(s, 0) + _mm256_extract_epi64(s, 2));
+  }
+}
+
+AVX2 static void quantize_q8_k_avx2(const float *x, int64_t nb, act_q8_k *y) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  for (int64_t i = 0; i < nb; i++, x += 256) {
+    __m256 m = _mm256_setzero_ps();
+    for (int k = 0; k < 32; k++) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + 8 * k), abs_mask));
+    float amax = hmax8(m);
+    if (amax == 0.0f) {
+      memset(&y[i], 0, sizeof y[i]);
+      continue;
+    }
+    int first = 0; /* the first value of that magnitude gives the sign, as in the C loop */
+    for (int k = 0; k < 32; k++) {
+      __m256 eq = _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + 8 * k), abs_mask), _mm256_set1_ps(amax), _CMP_EQ_OQ);
+      int bits = _mm256_movemask_ps(eq);
+      if (bits) {
+        first = 8 * k + __builtin_ctz((unsigned)bits);
+        break;
+      }
+    }
+    float iscale = -127.0f / x[first];
+    for (int c = 0; c < 8; c++) {
+      __m256i q = round32_avx2(x + 32 * c, _mm256_set1_ps(iscale));
+      _mm256_storeu_si256((__m256i *)(y[i].qs + 32 * c), q);
+      __m256i s = byte_sums8(q);
+      s = _mm256_add_epi64(s, _mm256_srli_si256(s, 8)); /* lanes 0 and 2: the two sums of 16 */
+      y[i].bsums[2 * c] = (int16_t)_mm256_extract_epi64(s, 0);
+      y[i].bsums[2 * c + 1] = (int16_t)_mm256_extract_epi64(s, 2);
+    }
+    y[i].d = 1.0f / iscale;
+  }
+}
+
 #define QD_ATTR VNNI
 #define QD(name) name##_vnni
 #define QD_DOTU(u, y) _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, y)
@@ -218,6 +293,60 @@ static const uint8_t k_scale_shuffle[4][32] = {
 #undef QD
 #undef QD_DOTU
 #undef QD_KACC
+
+/* AVX-512 (F, BW, VL, VNNI): the same kernels with the EVEX forms and 32
+ * registers, and for prefill the k-quants two 32-value chunks per 512-bit
+ * register (decode measured no faster so): their integer sums fold back
+ * to the 256-bit ones lane for lane, so they give the one-row kernels'
+ * bits. */
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define QD_ATTR AVX512
+#define QD(name) name##_avx512
+#define QD_DOTU(u, y) _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, y)
+#define QD_KACC(acc, s, p) _mm256_dpwssd_epi32(acc, s, p)
+#include "quant_dot_x86.h"
+#undef QD_ATTR
+#undef QD
+#undef QD_DOTU
+#undef QD_KACC
+
+AVX512 static inline __m512i pair512(__m256i lo, __m256i hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+AVX512 static inline __m256i fold512(__m512i v) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+#define DEF_K512(T, HEAD, BYTES, SAME_D)                                                             \
+  AVX512 static void dot8_##T##_z(const unsigned char *w, const void *const *acts, int64_t nb, float *out) { \
+    __m256 acc[8], acc_m[8];                                                                         \
+    for (int r = 0; r < 8; r++) acc[r] = acc_m[r] = _mm256_setzero_ps();                             \
+    for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
+      khead_avx512 h = HEAD(w);                                                                      \
+      __m512i u[4], s[4];                                                                            \
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {                                          \
+        u[j] = pair512(u_##T##_avx512(w, 2 * j), u_##T##_avx512(w, 2 * j + 1));                      \
+        s[j] = pair512(kscale_avx512(&h, 2 * j), kscale_avx512(&h, 2 * j + 1));                      \
+      }                                                                                              \
+      for (int r = 0; r < 8; r++) {                                                                  \
+        const act_q8_k *a = (const act_q8_k *)acts[r] + i;                                           \
+        __m512i sumi[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};                          \
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {                                        \
+          __m512i y = _mm512_loadu_si512(a->qs + 64 * j);                                            \
+          sumi[j % 2] = _mm512_dpwssd_epi32(sumi[j % 2], s[j], _mm512_maddubs_epi16(u[j], y));       \
+        }                                                                                            \
+        finish256_avx512(&h, a, fold512(_mm512_add_epi32(sumi[0], sumi[1])), SAME_D, &acc[r], &acc_m[r]); \
+      }                                                                                              \
+    }                                                                                                \
+    for (int r = 0; r < 8; r++) out[r] = hsum8(acc[r]) - hsum8(acc_m[r]);                            \
+  }
+
+DEF_K512(q2_k, head_q2_k_avx512, 84, false)
+DEF_K512(q3_k, head_q3_k_avx512, 110, true)
+DEF_K512(q4_k, head_k4_avx512, 144, false)
+DEF_K512(q5_k, head_k4_avx512, 176, false)
+DEF_K512(q6_k, head_q6_k_avx512, 210, true)
+#undef DEF_K512
 #endif
 
 /* ---------------- every other format: decoded weight block . activations ---------------- */
@@ -248,8 +377,9 @@ static float dot_decoded(const ppcc_block_format *f, const unsigned char *w, con
 
 typedef float (*dot_fn)(const unsigned char *w, const void *act, int64_t nb);
 
-/* Four activation rows at once (NULL: four one-row calls). */
-typedef void (*dot4_fn)(const unsigned char *w, const void *const *acts, int64_t nb, float *out);
+/* Several activation rows at once (isa_row.rows of them; NULL: one-row
+ * calls). */
+typedef void (*dotn_fn)(const unsigned char *w, const void *const *acts, int64_t nb, float *out);
 
 /* The formats' kernels: index of each in an isa_row. */
 enum { F_Q8_0, F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q2_K, F_Q3_K, F_Q4_K, F_Q5_K, F_Q6_K, N_FMT };
@@ -275,7 +405,8 @@ static int fmt_index(ppcc_dtype t) {
 typedef struct isa_row {
   const char *name;
   dot_fn dot[N_FMT];
-  dot4_fn dot4[N_FMT];
+  dotn_fn dotn[N_FMT];
+  unsigned char rows[N_FMT]; /* dotn's activation rows */
 } isa_row;
 
 #define X86_ROW(NAME, S)                                                                                              \
@@ -283,22 +414,31 @@ typedef struct isa_row {
    {dot_q8_0_##S, dot_q4_0_##S, dot_q4_1_##S, dot_q5_0_##S, dot_q5_1_##S, dot_q2_k_##S, dot_q3_k_##S, dot_q4_k_##S,   \
     dot_q5_k_##S, dot_q6_k_##S},                                                                                     \
    {dot4_q8_0_##S, dot4_q4_0_##S, dot4_q4_1_##S, dot4_q5_0_##S, dot4_q5_1_##S, dot4_q2_k_##S, dot4_q3_k_##S,         \
-    dot4_q4_k_##S, dot4_q5_k_##S, dot4_q6_k_##S}}
+    dot4_q4_k_##S, dot4_q5_k_##S, dot4_q6_k_##S},                                                    \
+   {4, 4, 4, 4, 4, 4, 4, 4, 4, 4}}
 
 static const isa_row isas[] = {
-  {"c", {[F_Q8_0] = dot_q8_0_c, [F_Q4_0] = dot_q4_0_c, [F_Q4_K] = dot_q4_k_c, [F_Q6_K] = dot_q6_k_c}, {NULL}},
+  {"c", {[F_Q8_0] = dot_q8_0_c, [F_Q4_0] = dot_q4_0_c, [F_Q4_K] = dot_q4_k_c, [F_Q6_K] = dot_q6_k_c}, {NULL}, {0}},
 #ifdef QM_X86
   X86_ROW("avx2", avx2),
   X86_ROW("avx2-vnni", vnni),
+  {"avx512-vnni",
+   {dot_q8_0_avx512, dot_q4_0_avx512, dot_q4_1_avx512, dot_q5_0_avx512, dot_q5_1_avx512, dot_q2_k_avx512,
+    dot_q3_k_avx512, dot_q4_k_avx512, dot_q5_k_avx512, dot_q6_k_avx512},
+   {dot4_q8_0_avx512, dot4_q4_0_avx512, dot4_q4_1_avx512, dot4_q5_0_avx512, dot4_q5_1_avx512, dot8_q2_k_z,
+    dot8_q3_k_z, dot8_q4_k_z, dot8_q5_k_z, dot8_q6_k_z},
+   {4, 4, 4, 4, 4, 8, 8, 8, 8, 8}},
 #endif
 };
 enum { N_ISAS = sizeof isas / sizeof isas[0] };
 
 #ifdef QM_X86
 /* CPUID and XGETBV directly (clang 14's __builtin_cpu_supports knows
- * neither f16c nor avxvnni): AVX2, FMA and F16C with the OS saving the
- * YMM registers; AVX-VNNI is leaf 7, sub-leaf 1, EAX bit 4. */
-static bool cpu_has(bool vnni) {
+ * neither f16c nor avxvnni). Level 1: AVX2, FMA and F16C with the OS
+ * saving the YMM registers; 2: and AVX-VNNI (leaf 7, sub-leaf 1, EAX bit
+ * 4); 3: AVX-512 F, BW, VL and VNNI (leaf 7 EBX bits 16, 30, 31, ECX bit
+ * 11) with the OS saving the opmask and ZMM registers. */
+static bool cpu_has(int level) {
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
   bool fma = c >> 12 & 1, osxsave = c >> 27 & 1, f16c = c >> 29 & 1;
@@ -307,13 +447,15 @@ static bool cpu_has(bool vnni) {
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   if ((lo & 6) != 6) return false; /* XMM and YMM state */
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b >> 5 & 1)) return false; /* AVX2 */
-  return !vnni || (__get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1));
+  if (level == 3)
+    return (lo & 0xE0) == 0xE0 && (b >> 16 & 1) && (b >> 30 & 1) && (b >> 31 & 1) && (c >> 11 & 1);
+  return level < 2 || (__get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1));
 }
 #endif
 
 static bool isa_available(int k) {
 #ifdef QM_X86
-  if (k >= 1 && !cpu_has(k == 2)) return false;
+  if (k >= 1 && !cpu_has(k)) return false;
 #endif
   return k >= 0 && k < N_ISAS;
 }
@@ -346,7 +488,8 @@ bool ppcc_rt_quant_set_isa(const char *name) {
 typedef struct qjob {
   const ppcc_block_format *f;
   dot_fn dot;
-  dot4_fn dot4;
+  dotn_fn dotn;
+  int rows;
   const unsigned char *w;
   const char *act;
   size_t act_size;
@@ -359,12 +502,12 @@ static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
   for (int64_t n = n0; n < n1; n++) {
     const unsigned char *row = j->w + n * j->row_bytes;
     int64_t m = 0;
-    for (; j->dot4 && m + 4 <= j->M; m += 4) {
-      const void *a[4];
-      float out[4];
-      for (int r = 0; r < 4; r++) a[r] = j->act + (m + r) * j->nb * j->act_size;
-      j->dot4(row, a, j->nb, out);
-      for (int r = 0; r < 4; r++) j->y[(m + r) * j->N + n] = out[r];
+    for (; j->dotn && m + j->rows <= j->M; m += j->rows) {
+      const void *a[8];
+      float out[8];
+      for (int r = 0; r < j->rows; r++) a[r] = j->act + (m + r) * j->nb * j->act_size;
+      j->dotn(row, a, j->nb, out);
+      for (int r = 0; r < j->rows; r++) j->y[(m + r) * j->N + n] = out[r];
     }
     for (; m < j->M; m++) {
       const void *a = j->act + m * j->nb * j->act_size;
@@ -470,16 +613,24 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
   size_t act_size = f->block == 32 ? sizeof(act_q8_0) : sizeof(act_q8_k);
   char *act = rt_reuse_alloc(M * nb * (int64_t)act_size);
   if (!act) return false;
-  for (int64_t m = 0; m < M; m++) {
-    if (f->block == 32) quantize_q8_0(x + m * K, nb, (act_q8_0 *)(act + m * nb * act_size));
-    else quantize_q8_k(x + m * K, nb, (act_q8_k *)(act + m * nb * act_size));
-  }
   const isa_row *isa = current_isa();
+  for (int64_t m = 0; m < M; m++) {
+    void *am = act + m * nb * act_size;
+#ifdef QM_X86
+    if (isa != &isas[0]) {
+      if (f->block == 32) quantize_q8_0_avx2(x + m * K, nb, am);
+      else quantize_q8_k_avx2(x + m * K, nb, am);
+      continue;
+    }
+#endif
+    if (f->block == 32) quantize_q8_0(x + m * K, nb, am);
+    else quantize_q8_k(x + m * K, nb, am);
+  }
   int nt = M * N * K > 65536 && N >= 2 * rt_kernel_threads() ? rt_kernel_threads() : 1;
   /* about 8 chunks a thread, at least 8 features each */
   int64_t chunk = (N + 8 * nt - 1) / (8 * nt);
   if (chunk < 8) chunk = 8;
-  qjob j = {f, isa->dot[fi], isa->dot4[fi], w, act, act_size, M, N, nb, nb * f->bytes, chunk, y};
+  qjob j = {f, isa->dot[fi], isa->dotn[fi], isa->rows[fi], w, act, act_size, M, N, nb, nb * f->bytes, chunk, y};
   run_parallel(&j, nt);
   rt_reuse_free(act);
   return true;
