@@ -99,21 +99,21 @@ static void check_format(ppcc_dtype t, int64_t M, int64_t N, int64_t K) {
 }
 
 START_TEST(every_format_matches_the_dequantized_product) {
-  static const int64_t shapes[][3] = {{1, 5, 1}, {3, 7, 2}, {7, 3, 3}, {1, 1, 4}, {9, 11, 5}};
+  static const int64_t shapes[][3] = {{1, 5, 1}, {3, 7, 2}, {7, 3, 3}, {1, 1, 4}, {9, 11, 5}, {19, 9, 2}};
   for (int i = 0; i < N_FORMATS; i++) {
     int block = ppcc_dtype_blocks(formats[i])->block;
-    for (int s = 0; s < 5; s++) check_format(formats[i], shapes[s][0], shapes[s][1], shapes[s][2] * block);
+    for (int s = 0; s < 6; s++) check_format(formats[i], shapes[s][0], shapes[s][1], shapes[s][2] * block);
   }
 }
 END_TEST
 
-/* Threads take chunks of output rows (8 at least, the last one short):
+/* Threads take chunks of output rows (big ones first, 4 or 16 at last):
  * the same bits as one thread, for every format, prefill and decode
  * shapes. */
 START_TEST(threads_give_the_same_bits) {
   for (int i = 0; i < N_FORMATS; i++) {
     const ppcc_block_format *f = ppcc_dtype_blocks(formats[i]);
-    int64_t M = 10, N = 131, K = 1024; /* enough work for threads even at one row */
+    int64_t M = 21, N = 131, K = 1024; /* enough work for threads even at one row */
     unsigned char *w = random_weights(f, N, K);
     float *x = malloc(sizeof(float) * (size_t)(M * K)), *y1 = malloc(sizeof(float) * (size_t)(M * N));
     float *y3 = malloc(sizeof(float) * (size_t)(M * N));
@@ -140,7 +140,7 @@ START_TEST(rows_do_not_depend_on_the_row_count) {
     for (int s = 0; s < N_ISAS; s++) {
       if (!ppcc_rt_quant_set_isa(isas[s])) continue;
       const ppcc_block_format *f = ppcc_dtype_blocks(formats[t]);
-      int64_t M = 11, N = 5, K = 2 * f->block; /* a tile of 8 or two of 4, then single rows */
+      int64_t M = 27, N = 11, K = 2 * f->block; /* tiles of 16 (GEMM), 8 or 4, then single rows */
       unsigned char *w = random_weights(f, N, K);
       float *x = malloc(sizeof(float) * (size_t)(M * K)), *y = malloc(sizeof(float) * (size_t)(M * N)), y1[5];
       for (int64_t i = 0; i < M * K; i++) x[i] = uniform();
@@ -154,13 +154,14 @@ START_TEST(rows_do_not_depend_on_the_row_count) {
 }
 END_TEST
 
-/* The 512-bit prefill kernels fold to the 256-bit sums lane for lane:
- * the same bits as avx2-vnni (where the CPU has both). */
+/* The 512-bit prefill kernels (eight rows, the GEMM of 16) give the
+ * 256-bit ones' integer sums and float products: the same bits as
+ * avx2-vnni (where the CPU has both). */
 START_TEST(avx512_gives_the_avx2_vnni_bits) {
   if (!ppcc_rt_quant_set_isa("avx512-vnni") || !ppcc_rt_quant_set_isa("avx2-vnni")) return;
   for (int t = 0; t < N_FORMATS; t++) {
     const ppcc_block_format *f = ppcc_dtype_blocks(formats[t]);
-    int64_t M = 9, N = 13, K = 3 * f->block;
+    int64_t M = 37, N = 13, K = 3 * f->block; /* two GEMM tiles of 16 and 5 rows; 8 and 5 weight rows */
     unsigned char *w = random_weights(f, N, K);
     float *x = malloc(sizeof(float) * (size_t)(M * K)), *y2 = malloc(sizeof(float) * (size_t)(M * N));
     float *y5 = malloc(sizeof(float) * (size_t)(M * N));

@@ -11,7 +11,10 @@
  * plain C set has integer kernels for q8_0, q4_0, q4_k and q6_k; for the
  * others it decodes each weight block with the block table's decoder and
  * takes its dot product with the same quantized activations in f32.
- * Prefill takes four activation rows per weight block decoded.
+ * Prefill takes four activation rows per weight block decoded (eight on
+ * AVX-512), and on AVX-512 VNNI the k-quants go through a GEMM of 8
+ * weight rows by 16 activation rows (kgemm); every kernel of a set gives
+ * a row the same bits, whatever the row count (--deterministic).
  *
  * Threads take chunks of output features from a shared counter, so a
  * thread the OS delays leaves its chunks to the others (run_parallel);
@@ -319,8 +322,8 @@ AVX512 static inline __m256i fold512(__m512i v) {
 
 #define DEF_K512(T, HEAD, BYTES, SAME_D)                                                             \
   AVX512 static void dot8_##T##_z(const unsigned char *w, const void *const *acts, int64_t nb, float *out) { \
-    __m256 acc[8], acc_m[8];                                                                         \
-    for (int r = 0; r < 8; r++) acc[r] = acc_m[r] = _mm256_setzero_ps();                             \
+    __m128 acc[8], acc_m[8];                                                                         \
+    for (int r = 0; r < 8; r++) acc[r] = acc_m[r] = _mm_setzero_ps();                                \
     for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
       khead_avx512 h = HEAD(w);                                                                      \
       __m512i u[4], s[4];                                                                            \
@@ -338,7 +341,7 @@ AVX512 static inline __m256i fold512(__m512i v) {
         finish256_avx512(&h, a, fold512(_mm512_add_epi32(sumi[0], sumi[1])), SAME_D, &acc[r], &acc_m[r]); \
       }                                                                                              \
     }                                                                                                \
-    for (int r = 0; r < 8; r++) out[r] = hsum8(acc[r]) - hsum8(acc_m[r]);                            \
+    for (int r = 0; r < 8; r++) out[r] = _mm_cvtss_f32(acc[r]) - _mm_cvtss_f32(acc_m[r]);            \
   }
 
 DEF_K512(q2_k, head_q2_k_avx512, 84, false)
@@ -347,6 +350,115 @@ DEF_K512(q4_k, head_k4_avx512, 144, false)
 DEF_K512(q5_k, head_k4_avx512, 176, false)
 DEF_K512(q6_k, head_q6_k_avx512, 210, true)
 #undef DEF_K512
+
+/* Prefill GEMM for the k-quants (AVX-512 VNNI): 16 activation rows side
+ * by side, each 512-bit register holding 4 consecutive values of all 16
+ * (kpack, made once per call), meet 8 weight rows whose values are
+ * broadcast 4 at a time: one dpbusd makes 64 products. Per weight row and
+ * 16-value sub-block the integer sums are scaled in integer (mullo), the
+ * mins come from the activations' sums of 16 (dpwssd on pairs), and each
+ * block ends with the one-row kernels' float products in the same order:
+ * the same bits as the one-row kernels. */
+typedef struct kpack {
+  int8_t q[64][16][4];     /* [values 4g..4g+3][activation row] */
+  int16_t bs[8][16][2];    /* [sub-blocks 2p, 2p+1][activation row] */
+  float d[16];
+} kpack;
+
+/* A block of 8 weight rows decoded: values, int32 scales and int16 mins
+ * per 16 values, d and dmin. */
+typedef struct kwtile {
+  uint8_t u[8][256];
+  int32_t sc[8][16];
+  int16_t mn[8][16];
+  float d[8], dmin[8];
+} kwtile;
+
+static void kpack_rows(const act_q8_k *act, int64_t M, int64_t nb, kpack *kp) {
+  for (int64_t jt = 0; jt * 16 < M; jt++)
+    for (int64_t i = 0; i < nb; i++) {
+      kpack *p = &kp[jt * nb + i];
+      memset(p, 0, sizeof *p);
+      for (int j = 0; j < 16 && jt * 16 + j < M; j++) {
+        const act_q8_k *a = &act[(jt * 16 + j) * nb + i];
+        for (int g = 0; g < 64; g++) memcpy(p->q[g][j], a->qs + 4 * g, 4);
+        for (int s = 0; s < 16; s++) p->bs[s / 2][j][s % 2] = a->bsums[s];
+        p->d[j] = a->d;
+      }
+    }
+}
+
+#define DEF_KUNPACK(T, HEAD)                                                                         \
+  AVX512 static void kunpack_##T(const unsigned char *w, kwtile *t, int r) {                         \
+    khead_avx512 h = HEAD(w);                                                                        \
+    for (int k = 0; k < 8; k++) _mm256_storeu_si256((__m256i *)(t->u[r] + 32 * k), u_##T##_avx512(w, k)); \
+    _mm512_storeu_si512(t->sc[r], _mm512_cvtepi16_epi32(_mm256_set_m128i(_mm256_castsi256_si128(h.hi2),  \
+                                                                          _mm256_castsi256_si128(h.lo2)))); \
+    _mm256_storeu_si256((__m256i *)t->mn[r], h.mn);                                                  \
+    t->d[r] = h.d, t->dmin[r] = h.dmin;                                                              \
+  }
+DEF_KUNPACK(q2_k, head_q2_k_avx512)
+DEF_KUNPACK(q3_k, head_q3_k_avx512)
+DEF_KUNPACK(q4_k, head_k4_avx512)
+DEF_KUNPACK(q5_k, head_k4_avx512)
+DEF_KUNPACK(q6_k, head_q6_k_avx512)
+#undef DEF_KUNPACK
+
+typedef void (*kunpack_fn)(const unsigned char *w, kwtile *t, int r);
+
+/* Weight rows n..n+rows (rows <= 8) against jts tiles of 16 activation
+ * rows (kp: jts * nb packs): acc/acc_m get [jts][8][16] floats. */
+AVX512 static void kgemm(kunpack_fn unpack, bool same_d, const unsigned char *w, int64_t row_bytes, int64_t bytes,
+                         int rows, const kpack *kp, int64_t jts, int64_t nb, float *acc, float *acc_m) {
+  kwtile t;
+  for (int r = rows; r < 8; r++) {
+    memset(t.u[r], 0, sizeof t.u[r]), memset(t.sc[r], 0, sizeof t.sc[r]), memset(t.mn[r], 0, sizeof t.mn[r]);
+    t.d[r] = t.dmin[r] = 0.0f;
+  }
+  memset(acc, 0, sizeof(float) * (size_t)(jts * 128));
+  memset(acc_m, 0, sizeof(float) * (size_t)(jts * 128));
+  for (int64_t i = 0; i < nb; i++) {
+    for (int r = 0; r < rows; r++) unpack(w + r * row_bytes + i * bytes, &t, r);
+    for (int64_t jt = 0; jt < jts; jt++) {
+      const kpack *p = &kp[jt * nb + i];
+      float *ac = acc + jt * 128, *am = acc_m + jt * 128;
+      __m512i s1[8];
+      for (int r = 0; r < 8; r++) s1[r] = _mm512_setzero_si512();
+      for (int s = 0; s < 16; s++) {
+        __m512i raw[8];
+        for (int r = 0; r < 8; r++) raw[r] = _mm512_setzero_si512();
+        for (int g = 4 * s; g < 4 * s + 4; g++) {
+          __m512i codes = _mm512_loadu_si512(p->q[g]);
+          for (int r = 0; r < 8; r++) {
+            int32_t u4;
+            memcpy(&u4, t.u[r] + 4 * g, 4);
+            raw[r] = _mm512_dpbusd_epi32(raw[r], _mm512_set1_epi32(u4), codes);
+          }
+        }
+        for (int r = 0; r < 8; r++)
+          s1[r] = _mm512_add_epi32(s1[r], _mm512_mullo_epi32(raw[r], _mm512_set1_epi32(t.sc[r][s])));
+      }
+      __m512 da = _mm512_loadu_ps(p->d);
+      for (int r = 0; r < 8; r++) {
+        __m512i m = _mm512_setzero_si512();
+        for (int q = 0; q < 8; q++) {
+          int32_t pair;
+          memcpy(&pair, &t.mn[r][2 * q], 4);
+          m = _mm512_dpwssd_epi32(m, _mm512_set1_epi32(pair), _mm512_loadu_si512(p->bs[q]));
+        }
+        __m512 dd = _mm512_mul_ps(_mm512_set1_ps(t.d[r]), da), a = _mm512_loadu_ps(ac + 16 * r);
+        if (same_d) {
+          a = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_sub_epi32(s1[r], m)), a);
+        } else {
+          a = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(s1[r]), a);
+          __m512 dm = _mm512_mul_ps(_mm512_set1_ps(t.dmin[r]), da);
+          _mm512_storeu_ps(am + 16 * r, _mm512_fmadd_ps(dm, _mm512_cvtepi32_ps(m), _mm512_loadu_ps(am + 16 * r)));
+        }
+        _mm512_storeu_ps(ac + 16 * r, a);
+      }
+    }
+  }
+}
 #endif
 
 /* ---------------- every other format: decoded weight block . activations ---------------- */
@@ -383,6 +495,22 @@ typedef void (*dotn_fn)(const unsigned char *w, const void *const *acts, int64_t
 
 /* The formats' kernels: index of each in an isa_row. */
 enum { F_Q8_0, F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q2_K, F_Q3_K, F_Q4_K, F_Q5_K, F_Q6_K, N_FMT };
+
+#ifdef QM_X86
+/* The avx512-vnni set's GEMM block decoder of a k-quant, and whether its
+ * mins share d. */
+static kunpack_fn kunpack_of(int fi, bool *same_d) {
+  *same_d = fi == F_Q3_K || fi == F_Q6_K;
+  switch (fi) {
+    case F_Q2_K: return kunpack_q2_k;
+    case F_Q3_K: return kunpack_q3_k;
+    case F_Q4_K: return kunpack_q4_k;
+    case F_Q5_K: return kunpack_q5_k;
+    case F_Q6_K: return kunpack_q6_k;
+    default: return NULL;
+  }
+}
+#endif
 
 static int fmt_index(ppcc_dtype t) {
   switch (t) {
@@ -484,7 +612,8 @@ bool ppcc_rt_quant_set_isa(const char *name) {
   return false;
 }
 
-/* One qlinear's work: output features in chunks of `chunk`. */
+/* One qlinear's work: output features in chunks of a share of what is
+ * left (a 2 * parts-th), at least `chunk`. */
 typedef struct qjob {
   const ppcc_block_format *f;
   dot_fn dot;
@@ -494,14 +623,48 @@ typedef struct qjob {
   const char *act;
   size_t act_size;
   int64_t M, N, nb, row_bytes, chunk;
+  int parts;
   float *y;
+#ifdef QM_X86
+  kunpack_fn unpack; /* the 512-bit GEMM for the first jts * 16 rows, or NULL */
+  bool same_d;
+  const kpack *kp;
+  int64_t jts;
+#endif
 } qjob;
+
+#ifdef QM_X86
+/* The GEMM's share of rows n0..n1: 8 weight rows at a time against up to
+ * 8 tiles of 16 activation rows. */
+static void run_gemm(const qjob *j, int64_t n0, int64_t n1) {
+  float acc[8 * 128], acc_m[8 * 128];
+  for (int64_t n = n0; n < n1; n += 8) {
+    int rows = n1 - n < 8 ? (int)(n1 - n) : 8;
+    for (int64_t jg = 0; jg < j->jts; jg += 8) {
+      int64_t g = j->jts - jg < 8 ? j->jts - jg : 8;
+      kgemm(j->unpack, j->same_d, j->w + n * j->row_bytes, j->row_bytes, j->f->bytes, rows, j->kp + jg * j->nb, g,
+            j->nb, acc, acc_m);
+      for (int64_t jt = 0; jt < g; jt++)
+        for (int r = 0; r < rows; r++)
+          for (int c = 0; c < 16; c++)
+            j->y[((jg + jt) * 16 + c) * j->N + n + r] = acc[jt * 128 + 16 * r + c] - acc_m[jt * 128 + 16 * r + c];
+    }
+  }
+}
+#endif
 
 static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
   float tmp[256];
+  int64_t m0 = 0;
+#ifdef QM_X86
+  if (j->unpack) {
+    run_gemm(j, n0, n1);
+    m0 = j->jts * 16;
+  }
+#endif
   for (int64_t n = n0; n < n1; n++) {
     const unsigned char *row = j->w + n * j->row_bytes;
-    int64_t m = 0;
+    int64_t m = m0;
     for (; j->dotn && m + j->rows <= j->M; m += j->rows) {
       const void *a[8];
       float out[8];
@@ -535,11 +698,18 @@ static struct {
   const qjob *job;
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER};
 
+/* Big chunks first, small ones last, so the threads finish together. */
 static void take_chunks(const qjob *j) {
+  int_fast64_t n0 = atomic_load(&pool.next), size;
   for (;;) {
-    int64_t n0 = atomic_fetch_add(&pool.next, j->chunk);
-    if (n0 >= j->N) return;
-    run_rows(j, n0, n0 + j->chunk < j->N ? n0 + j->chunk : j->N);
+    do {
+      if (n0 >= j->N) return;
+      size = (j->N - n0) / (2 * j->parts);
+      if (size < j->chunk) size = j->chunk;
+      size = (size + 7) / 8 * 8; /* whole GEMM tiles */
+    } while (!atomic_compare_exchange_weak(&pool.next, &n0, n0 + size));
+    run_rows(j, n0, n0 + size < j->N ? n0 + size : j->N);
+    n0 = atomic_load(&pool.next);
   }
 }
 
@@ -627,11 +797,28 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
     else quantize_q8_k(x + m * K, nb, am);
   }
   int nt = M * N * K > 65536 && N >= 2 * rt_kernel_threads() ? rt_kernel_threads() : 1;
-  /* about 8 chunks a thread, at least 8 features each */
-  int64_t chunk = (N + 8 * nt - 1) / (8 * nt);
-  if (chunk < 8) chunk = 8;
-  qjob j = {f, isa->dot[fi], isa->dotn[fi], isa->rows[fi], w, act, act_size, M, N, nb, nb * f->bytes, chunk, y};
+  /* the last chunks: 4 features for prefill, 16 for decode */
+  int64_t chunk = M >= 4 ? 4 : 16;
+  qjob j = {.f = f, .dot = isa->dot[fi], .dotn = isa->dotn[fi], .rows = isa->rows[fi], .w = w, .act = act,
+            .act_size = act_size, .M = M, .N = N, .nb = nb, .row_bytes = nb * f->bytes, .chunk = chunk, .parts = nt,
+            .y = y};
+#ifdef QM_X86
+  kpack *kp = NULL;
+  if (isa == &isas[N_ISAS - 1] && M >= 16 && (j.unpack = kunpack_of(fi, &j.same_d))) {
+    j.jts = M / 16;
+    kp = rt_reuse_alloc(j.jts * nb * (int64_t)sizeof(kpack));
+    if (!kp) {
+      rt_reuse_free(act);
+      return false;
+    }
+    kpack_rows((const act_q8_k *)act, j.jts * 16, nb, kp);
+    j.kp = kp;
+  }
+#endif
   run_parallel(&j, nt);
+#ifdef QM_X86
+  if (kp) rt_reuse_free(kp);
+#endif
   rt_reuse_free(act);
   return true;
 }
