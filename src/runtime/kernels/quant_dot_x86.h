@@ -203,29 +203,17 @@ QD_ATTR static inline __m256i QD(u_q2_k)(const unsigned char *w, int k) {
   return _mm256_and_si256(_mm256_srli_epi16(q, 2 * (k % 4)), _mm256_set1_epi8(3));
 }
 
-/* Sum of 8 int32 lanes. */
-QD_ATTR static inline int QD(hsum_i32)(__m256i v) {
-  __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, _MM_SHUFFLE(1, 0, 3, 2)));
-  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm_cvtsi128_si32(x);
-}
-
 /* A row's block total: sumi (the sum of s * u * y) less the mins through
- * the activation's sums of 16, in integer when they share d; summed to
- * one integer each before the float products, as the 512-bit prefill
- * GEMM (quant_matmul.c) has them, so every kernel of a set gives the
- * same bits. */
+ * the activation's sums of 16, in integer when they share d. */
 QD_ATTR static inline __attribute__((always_inline)) void QD(finish256)(const QD(khead) *h, const act_q8_k *a,
-                                                                        __m256i sumi, bool same_d, __m128 *acc,
-                                                                        __m128 *acc_m) {
-  int mins = QD(hsum_i32)(_mm256_madd_epi16(h->mn, _mm256_loadu_si256((const __m256i *)a->bsums)));
-  int si = QD(hsum_i32)(sumi);
+                                                                        __m256i sumi, bool same_d, __m256 *acc,
+                                                                        __m256 *acc_m) {
+  __m256i mins = _mm256_madd_epi16(h->mn, _mm256_loadu_si256((const __m256i *)a->bsums));
   if (same_d) {
-    *acc = _mm_fmadd_ss(_mm_set_ss(h->d * a->d), _mm_set_ss((float)(si - mins)), *acc);
+    *acc = _mm256_fmadd_ps(_mm256_set1_ps(h->d * a->d), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi, mins)), *acc);
   } else {
-    *acc = _mm_fmadd_ss(_mm_set_ss(h->d * a->d), _mm_set_ss((float)si), *acc);
-    *acc_m = _mm_fmadd_ss(_mm_set_ss(h->dmin * a->d), _mm_set_ss((float)mins), *acc_m);
+    *acc = _mm256_fmadd_ps(_mm256_set1_ps(h->d * a->d), _mm256_cvtepi32_ps(sumi), *acc);
+    *acc_m = _mm256_fmadd_ps(_mm256_set1_ps(h->dmin * a->d), _mm256_cvtepi32_ps(mins), *acc_m);
   }
 }
 
@@ -236,7 +224,7 @@ QD_ATTR static inline __attribute__((always_inline)) void QD(finish256)(const QD
 #define QD_DEF256(T, HEAD, BYTES, SAME_D)                                                            \
   QD_ATTR QD_UNUSED static float QD(dot_##T)(const unsigned char *w, const void *act, int64_t nb) { \
     const act_q8_k *a = act;                                                                         \
-    __m128 acc = _mm_setzero_ps(), acc_m = _mm_setzero_ps();                                         \
+    __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();                                   \
     for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
       QD(khead) h = HEAD(w);                                                                         \
       __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};                            \
@@ -246,12 +234,12 @@ QD_ATTR static inline __attribute__((always_inline)) void QD(finish256)(const QD
       }                                                                                              \
       QD(finish256)(&h, &a[i], _mm256_add_epi32(sumi[0], sumi[1]), SAME_D, &acc, &acc_m);            \
     }                                                                                                \
-    return _mm_cvtss_f32(acc) - _mm_cvtss_f32(acc_m);                                                \
+    return hsum8(acc) - hsum8(acc_m);                                                                \
   }                                                                                                  \
   QD_ATTR QD_UNUSED static void QD(dot4_##T)(const unsigned char *w, const void *const *acts, int64_t nb, float *out) { \
     const act_q8_k *a[4] = {acts[0], acts[1], acts[2], acts[3]};                                     \
-    __m128 acc[4], acc_m[4];                                                                         \
-    for (int r = 0; r < 4; r++) acc[r] = acc_m[r] = _mm_setzero_ps();                                \
+    __m256 acc[4], acc_m[4];                                                                         \
+    for (int r = 0; r < 4; r++) acc[r] = acc_m[r] = _mm256_setzero_ps();                             \
     for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
       QD(khead) h = HEAD(w);                                                                         \
       __m256i u[8], s[8];                                                                            \
@@ -265,7 +253,7 @@ QD_ATTR static inline __attribute__((always_inline)) void QD(finish256)(const QD
         QD(finish256)(&h, &a[r][i], _mm256_add_epi32(sumi[0], sumi[1]), SAME_D, &acc[r], &acc_m[r]); \
       }                                                                                              \
     }                                                                                                \
-    for (int r = 0; r < 4; r++) out[r] = _mm_cvtss_f32(acc[r]) - _mm_cvtss_f32(acc_m[r]);            \
+    for (int r = 0; r < 4; r++) out[r] = hsum8(acc[r]) - hsum8(acc_m[r]);                            \
   }
 
 QD_DEF256(q2_k, QD_HEAD_Q2_K, 84, false)

@@ -12,9 +12,11 @@
  * others it decodes each weight block with the block table's decoder and
  * takes its dot product with the same quantized activations in f32.
  * Prefill takes four activation rows per weight block decoded (eight on
- * AVX-512), and on AVX-512 VNNI the k-quants go through a GEMM of 8
- * weight rows by 16 activation rows (kgemm); every kernel of a set gives
- * a row the same bits, whatever the row count (--deterministic).
+ * AVX-512); these give a row the same bits whatever the row count. On
+ * AVX-512 VNNI every format also has a GEMM of 8 weight rows by 16
+ * activation rows (kgemm, qgemm32): the same integer sums, the float
+ * sums in another order, so like the BLAS it is off when matmuls must be
+ * row-invariant (--deterministic).
  *
  * Threads take chunks of output features from a shared counter, so a
  * thread the OS delays leaves its chunks to the others (run_parallel);
@@ -322,8 +324,8 @@ AVX512 static inline __m256i fold512(__m512i v) {
 
 #define DEF_K512(T, HEAD, BYTES, SAME_D)                                                             \
   AVX512 static void dot8_##T##_z(const unsigned char *w, const void *const *acts, int64_t nb, float *out) { \
-    __m128 acc[8], acc_m[8];                                                                         \
-    for (int r = 0; r < 8; r++) acc[r] = acc_m[r] = _mm_setzero_ps();                                \
+    __m256 acc[8], acc_m[8];                                                                         \
+    for (int r = 0; r < 8; r++) acc[r] = acc_m[r] = _mm256_setzero_ps();                             \
     for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
       khead_avx512 h = HEAD(w);                                                                      \
       __m512i u[4], s[4];                                                                            \
@@ -341,7 +343,7 @@ AVX512 static inline __m256i fold512(__m512i v) {
         finish256_avx512(&h, a, fold512(_mm512_add_epi32(sumi[0], sumi[1])), SAME_D, &acc[r], &acc_m[r]); \
       }                                                                                              \
     }                                                                                                \
-    for (int r = 0; r < 8; r++) out[r] = _mm_cvtss_f32(acc[r]) - _mm_cvtss_f32(acc_m[r]);            \
+    for (int r = 0; r < 8; r++) out[r] = hsum8(acc[r]) - hsum8(acc_m[r]);                            \
   }
 
 DEF_K512(q2_k, head_q2_k_avx512, 84, false)
@@ -356,9 +358,9 @@ DEF_K512(q6_k, head_q6_k_avx512, 210, true)
  * (kpack, made once per call), meet 8 weight rows whose values are
  * broadcast 4 at a time: one dpbusd makes 64 products. Per weight row and
  * 16-value sub-block the integer sums are scaled in integer (mullo), the
- * mins come from the activations' sums of 16 (dpwssd on pairs), and each
- * block ends with the one-row kernels' float products in the same order:
- * the same bits as the one-row kernels. */
+ * mins come from the activations' sums of 16 (dpwssd on pairs): the
+ * one-row kernels' integers, each block's one float product per output
+ * (the one-row kernels keep 8 lanes). */
 typedef struct kpack {
   int8_t q[64][16][4];     /* [values 4g..4g+3][activation row] */
   int16_t bs[8][16][2];    /* [sub-blocks 2p, 2p+1][activation row] */
@@ -459,6 +461,91 @@ AVX512 static void kgemm(kunpack_fn unpack, bool same_d, const unsigned char *w,
     }
   }
 }
+
+/* The same GEMM for the 32-value formats: qpack32 holds 16 activation
+ * rows' values 4 at a time, their sums and scales; weight values are
+ * unsigned (q8_0's signed bytes + 128, an offset of 128 through the
+ * activation sums), the offset (q4_0 8, q5_0 16) taken off in integer and
+ * the min (q4_1, q5_1) as m * da * sum(y). */
+typedef struct qpack32 {
+  int8_t q[8][16][4]; /* [values 4g..4g+3][activation row] */
+  int32_t sum[16];
+  float d[16];
+} qpack32;
+
+typedef struct wtile32 {
+  uint8_t u[8][32];
+  float d[8], m[8];
+} wtile32;
+
+static void qpack32_rows(const act_q8_0 *act, int64_t M, int64_t nb, qpack32 *kp) {
+  for (int64_t jt = 0; jt * 16 < M; jt++)
+    for (int64_t i = 0; i < nb; i++) {
+      qpack32 *p = &kp[jt * nb + i];
+      memset(p, 0, sizeof *p);
+      for (int j = 0; j < 16 && jt * 16 + j < M; j++) {
+        const act_q8_0 *a = &act[(jt * 16 + j) * nb + i];
+        for (int g = 0; g < 8; g++) memcpy(p->q[g][j], a->qs + 4 * g, 4);
+        p->sum[j] = a->sum;
+        p->d[j] = a->d;
+      }
+    }
+}
+
+#define DEF_WUNPACK32(T)                                                                             \
+  AVX512 static void wunpack32_##T(const unsigned char *w, wtile32 *t, int r) {                      \
+    blk32 b = unpack_##T##_avx512(w);                                                                \
+    _mm256_storeu_si256((__m256i *)t->u[r], b.u);                                                    \
+    t->d[r] = b.d, t->m[r] = b.m;                                                                    \
+  }
+DEF_WUNPACK32(q4_0)
+DEF_WUNPACK32(q4_1)
+DEF_WUNPACK32(q5_0)
+DEF_WUNPACK32(q5_1)
+#undef DEF_WUNPACK32
+AVX512 static void wunpack32_q8_0(const unsigned char *w, wtile32 *t, int r) {
+  _mm256_storeu_si256((__m256i *)t->u[r],
+                      _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + 2)), _mm256_set1_epi8((char)0x80)));
+  t->d[r] = h2f(w), t->m[r] = 0.0f;
+}
+
+typedef void (*wunpack32_fn)(const unsigned char *w, wtile32 *t, int r);
+
+AVX512 static void qgemm32(wunpack32_fn unpack, int off, bool min, const unsigned char *w, int64_t row_bytes,
+                           int64_t bytes, int rows, const qpack32 *kp, int64_t jts, int64_t nb, float *acc,
+                           float *acc_m) {
+  wtile32 t;
+  for (int r = rows; r < 8; r++) memset(t.u[r], 0, sizeof t.u[r]), t.d[r] = t.m[r] = 0.0f;
+  memset(acc, 0, sizeof(float) * (size_t)(jts * 128));
+  memset(acc_m, 0, sizeof(float) * (size_t)(jts * 128));
+  for (int64_t i = 0; i < nb; i++) {
+    for (int r = 0; r < rows; r++) unpack(w + r * row_bytes + i * bytes, &t, r);
+    for (int64_t jt = 0; jt < jts; jt++) {
+      const qpack32 *p = &kp[jt * nb + i];
+      float *ac = acc + jt * 128, *am = acc_m + jt * 128;
+      __m512i raw[8];
+      for (int r = 0; r < 8; r++) raw[r] = _mm512_setzero_si512();
+      for (int g = 0; g < 8; g++) {
+        __m512i codes = _mm512_loadu_si512(p->q[g]);
+        for (int r = 0; r < 8; r++) {
+          int32_t u4;
+          memcpy(&u4, t.u[r] + 4 * g, 4);
+          raw[r] = _mm512_dpbusd_epi32(raw[r], _mm512_set1_epi32(u4), codes);
+        }
+      }
+      __m512i sum = _mm512_loadu_si512(p->sum), osum = _mm512_mullo_epi32(sum, _mm512_set1_epi32(off));
+      __m512 da = _mm512_loadu_ps(p->d), sumf = _mm512_cvtepi32_ps(sum);
+      for (int r = 0; r < 8; r++) {
+        __m512 dd = _mm512_mul_ps(_mm512_set1_ps(t.d[r]), da);
+        _mm512_storeu_ps(ac + 16 * r, _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_sub_epi32(raw[r], osum)),
+                                                      _mm512_loadu_ps(ac + 16 * r)));
+        if (min)
+          _mm512_storeu_ps(am + 16 * r, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(t.m[r]), da), sumf,
+                                                        _mm512_loadu_ps(am + 16 * r)));
+      }
+    }
+  }
+}
 #endif
 
 /* ---------------- every other format: decoded weight block . activations ---------------- */
@@ -507,6 +594,23 @@ static kunpack_fn kunpack_of(int fi, bool *same_d) {
     case F_Q4_K: return kunpack_q4_k;
     case F_Q5_K: return kunpack_q5_k;
     case F_Q6_K: return kunpack_q6_k;
+    default: return NULL;
+  }
+}
+#endif
+
+#ifdef QM_X86
+/* The avx512-vnni set's GEMM block decoder of a 32-value format, its
+ * offset and whether it has a min. */
+static wunpack32_fn wunpack32_of(int fi, int *off, bool *min) {
+  *off = fi == F_Q8_0 ? 128 : fi == F_Q4_0 ? 8 : fi == F_Q5_0 ? 16 : 0;
+  *min = fi == F_Q4_1 || fi == F_Q5_1;
+  switch (fi) {
+    case F_Q8_0: return wunpack32_q8_0;
+    case F_Q4_0: return wunpack32_q4_0;
+    case F_Q4_1: return wunpack32_q4_1;
+    case F_Q5_0: return wunpack32_q5_0;
+    case F_Q5_1: return wunpack32_q5_1;
     default: return NULL;
   }
 }
@@ -626,9 +730,13 @@ typedef struct qjob {
   int parts;
   float *y;
 #ifdef QM_X86
-  kunpack_fn unpack; /* the 512-bit GEMM for the first jts * 16 rows, or NULL */
-  bool same_d;
-  const kpack *kp;
+  /* the 512-bit GEMM for the first jts * 16 rows: a k-quant's unpack or a
+   * 32-value format's unpack32 (the other NULL) */
+  kunpack_fn unpack;
+  wunpack32_fn unpack32;
+  bool same_d, min;
+  int off;
+  const void *kp;
   int64_t jts;
 #endif
 } qjob;
@@ -640,14 +748,21 @@ static void run_gemm(const qjob *j, int64_t n0, int64_t n1) {
   float acc[8 * 128], acc_m[8 * 128];
   for (int64_t n = n0; n < n1; n += 8) {
     int rows = n1 - n < 8 ? (int)(n1 - n) : 8;
+    const unsigned char *w = j->w + n * j->row_bytes;
     for (int64_t jg = 0; jg < j->jts; jg += 8) {
       int64_t g = j->jts - jg < 8 ? j->jts - jg : 8;
-      kgemm(j->unpack, j->same_d, j->w + n * j->row_bytes, j->row_bytes, j->f->bytes, rows, j->kp + jg * j->nb, g,
-            j->nb, acc, acc_m);
+      if (j->unpack)
+        kgemm(j->unpack, j->same_d, w, j->row_bytes, j->f->bytes, rows, (const kpack *)j->kp + jg * j->nb, g, j->nb,
+              acc, acc_m);
+      else
+        qgemm32(j->unpack32, j->off, j->min, w, j->row_bytes, j->f->bytes, rows, (const qpack32 *)j->kp + jg * j->nb,
+                g, j->nb, acc, acc_m);
       for (int64_t jt = 0; jt < g; jt++)
         for (int r = 0; r < rows; r++)
-          for (int c = 0; c < 16; c++)
-            j->y[((jg + jt) * 16 + c) * j->N + n + r] = acc[jt * 128 + 16 * r + c] - acc_m[jt * 128 + 16 * r + c];
+          for (int c = 0; c < 16; c++) {
+            float a = acc[jt * 128 + 16 * r + c], m = acc_m[jt * 128 + 16 * r + c];
+            j->y[((jg + jt) * 16 + c) * j->N + n + r] = j->unpack ? a - m : a + m;
+          }
     }
   }
 }
@@ -657,7 +772,7 @@ static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
   float tmp[256];
   int64_t m0 = 0;
 #ifdef QM_X86
-  if (j->unpack) {
+  if (j->unpack || j->unpack32) {
     run_gemm(j, n0, n1);
     m0 = j->jts * 16;
   }
@@ -803,15 +918,18 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
             .act_size = act_size, .M = M, .N = N, .nb = nb, .row_bytes = nb * f->bytes, .chunk = chunk, .parts = nt,
             .y = y};
 #ifdef QM_X86
-  kpack *kp = NULL;
-  if (isa == &isas[N_ISAS - 1] && M >= 16 && (j.unpack = kunpack_of(fi, &j.same_d))) {
+  void *kp = NULL;
+  if (isa == &isas[N_ISAS - 1] && M >= 16 && !rt_row_invariant_matmul()) {
+    j.unpack = kunpack_of(fi, &j.same_d);
+    j.unpack32 = wunpack32_of(fi, &j.off, &j.min);
     j.jts = M / 16;
-    kp = rt_reuse_alloc(j.jts * nb * (int64_t)sizeof(kpack));
-    if (!kp) {
+    size_t pack = j.unpack ? sizeof(kpack) : sizeof(qpack32);
+    if ((j.unpack || j.unpack32) && !(kp = rt_reuse_alloc(j.jts * nb * (int64_t)pack))) {
       rt_reuse_free(act);
       return false;
     }
-    kpack_rows((const act_q8_k *)act, j.jts * 16, nb, kp);
+    if (j.unpack) kpack_rows((const act_q8_k *)act, j.jts * 16, nb, kp);
+    if (j.unpack32) qpack32_rows((const act_q8_0 *)act, j.jts * 16, nb, kp);
     j.kp = kp;
   }
 #endif
