@@ -413,6 +413,7 @@ typedef void (*kunpack_fn)(const unsigned char *w, kwtile *t, int r);
 AVX512 static void kgemm(kunpack_fn unpack, bool same_d, const unsigned char *w, int64_t row_bytes, int64_t bytes,
                          int rows, const kpack *kp, int64_t jts, int64_t nb, float *acc, float *acc_m) {
   kwtile t;
+  int step = same_d || unpack == kunpack_q2_k ? 1 : 2; /* q4_k, q5_k: one scale per 32 values */
   for (int r = rows; r < 8; r++) {
     memset(t.u[r], 0, sizeof t.u[r]), memset(t.sc[r], 0, sizeof t.sc[r]), memset(t.mn[r], 0, sizeof t.mn[r]);
     t.d[r] = t.dmin[r] = 0.0f;
@@ -426,10 +427,10 @@ AVX512 static void kgemm(kunpack_fn unpack, bool same_d, const unsigned char *w,
       float *ac = acc + jt * 128, *am = acc_m + jt * 128;
       __m512i s1[8];
       for (int r = 0; r < 8; r++) s1[r] = _mm512_setzero_si512();
-      for (int s = 0; s < 16; s++) {
+      for (int s = 0; s < 16; s += step) {
         __m512i raw[8];
         for (int r = 0; r < 8; r++) raw[r] = _mm512_setzero_si512();
-        for (int g = 4 * s; g < 4 * s + 4; g++) {
+        for (int g = 4 * s; g < 4 * s + 4 * step; g++) {
           __m512i codes = _mm512_loadu_si512(p->q[g]);
           for (int r = 0; r < 8; r++) {
             int32_t u4;
@@ -757,12 +758,13 @@ static void run_gemm(const qjob *j, int64_t n0, int64_t n1) {
       else
         qgemm32(j->unpack32, j->off, j->min, w, j->row_bytes, j->f->bytes, rows, (const qpack32 *)j->kp + jg * j->nb,
                 g, j->nb, acc, acc_m);
+      float sign = j->unpack ? -1.0f : 1.0f; /* k-quants take the mins off, q4_1/q5_1 add theirs */
       for (int64_t jt = 0; jt < g; jt++)
-        for (int r = 0; r < rows; r++)
-          for (int c = 0; c < 16; c++) {
-            float a = acc[jt * 128 + 16 * r + c], m = acc_m[jt * 128 + 16 * r + c];
-            j->y[((jg + jt) * 16 + c) * j->N + n + r] = j->unpack ? a - m : a + m;
-          }
+        for (int c = 0; c < 16; c++) {
+          float *yr = j->y + ((jg + jt) * 16 + c) * j->N + n;
+          const float *a = acc + jt * 128 + c, *m = acc_m + jt * 128 + c;
+          for (int r = 0; r < rows; r++) yr[r] = a[16 * r] + sign * m[16 * r];
+        }
     }
   }
 }
