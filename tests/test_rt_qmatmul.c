@@ -142,9 +142,9 @@ START_TEST(rows_do_not_depend_on_the_row_count) {
     for (int s = 0; s < N_ISAS; s++) {
       if (!ppcc_rt_quant_set_isa(isas[s])) continue;
       const ppcc_block_format *f = ppcc_dtype_blocks(formats[t]);
-      int64_t M = 27, N = 11, K = 2 * f->block; /* tiles of 16 (GEMM), 8 or 4, then single rows */
+      int64_t M = 27, N = 11, K = 2 * f->block; /* tiles of 8 or 4, then single rows */
       unsigned char *w = random_weights(f, N, K);
-      float *x = malloc(sizeof(float) * (size_t)(M * K)), *y = malloc(sizeof(float) * (size_t)(M * N)), y1[5];
+      float *x = malloc(sizeof(float) * (size_t)(M * K)), *y = malloc(sizeof(float) * (size_t)(M * N)), y1[11];
       for (int64_t i = 0; i < M * K; i++) x[i] = uniform();
       ck_assert(ppcc_rt_qlinear_f32(formats[t], M, N, K, x, w, y));
       for (int64_t m = 0; m < M; m++) {
