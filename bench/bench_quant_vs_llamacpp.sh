@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # ppcc against llama.cpp on the same quantized GGUF files (issue 24): decode
-# and prefill tokens/s and peak RSS for F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M (or
-# TYPES), both at THREADS threads, in paired rounds (ppcc, llama.cpp, ppcc,
-# llama.cpp ...), printing min and median of each.
+# and prefill tokens/s and peak RSS for F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, both at
+# THREADS threads, in paired rounds (ppcc, llama.cpp, ppcc, llama.cpp ...),
+# printing min and median of each.
 #
 #   bench/bench_quant_vs_llamacpp.sh [ROUNDS]     (default 3)
-#   TYPES="Q8_0 Q4_K_M" bench/bench_quant_vs_llamacpp.sh 5
 #
 # The model: a Llama made with transformers (LAYERS, HIDDEN, FFN, HEADS,
 # KV_HEADS; default 8, 1024, 2816, 16, 8), converted by llama.cpp's
@@ -13,10 +12,13 @@
 # setup.sh: REF_VENV, LLAMA_CPP_DIR, LLAMA_BUILD), all under build/.
 # ppcc: `ppcc generate FILE.gguf --backend=BACKEND --ignore-eos` (default
 # interp; the weights stay in their GGUF block formats and compute through
-# src/runtime/kernels/quant_matmul.c; F16 is converted to f32), prefill =
+# src/runtime/kernels/quant_matmul.c; F16 matrices stay f16 and compute
+# through src/runtime/kernels/half_matmul.c), prefill =
 # PROMPT / time to first token, decode from its decode line; llama.cpp:
 # llama-bench -p PROMPT -n GEN with LLAMA_NO_REPACK=1 and --repack 0.
-# Peak RSS of each process by /usr/bin/time. On a shared machine the
+# TYPES (default "F16 Q8_0 Q4_0 Q4_K_M Q5_K_M") picks the files. Besides min and
+# median of each program, the ratios ppcc / llama.cpp of each paired round
+# (min and median). Peak RSS of each process by /usr/bin/time. On a shared machine the
 # numbers are noisy (the load average is printed first): compare medians
 # of paired rounds, and both programs' spinning worker threads suffer when
 # the cores are oversubscribed.
@@ -49,6 +51,13 @@ rss_mb() { awk '/Maximum resident set size/ {printf "%.0f", $NF / 1024}' "$1"; }
 
 echo "model: layers/hidden/ffn/heads/kv_heads $sizes; prompt $prompt_len, $gen new tokens, $threads threads, $rounds paired rounds"
 echo "ppcc backend $backend; load average before: $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine: noisy)"
+# ratios A[i] / B[i] of paired rounds: "min X median Y"
+ratios() {
+  local -n a=$1 b=$2
+  local r=()
+  for ((i = 0; i < ${#a[@]}; i++)); do r+=("$(awk -v x="${a[i]}" -v y="${b[i]}" 'BEGIN {printf "%.3f", (y > 0 ? x / y : 0)}')"); done
+  printf '%s\n' "${r[@]}" | sort -g | awk '{a[NR] = $1} END {m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "min %.2f median %.2f", a[1], m}'
+}
 for t in $types; do
   f=$work/$tag/$t.gguf
   pd=() pp=() pr=() ld=() lp=() lr=()
@@ -70,4 +79,5 @@ for t in $types; do
   echo "  decode tok/s   ppcc $(stats "${pd[@]}")   llama.cpp $(stats "${ld[@]}")"
   echo "  prefill tok/s  ppcc $(stats "${pp[@]}")   llama.cpp $(stats "${lp[@]}")"
   echo "  peak RSS MiB   ppcc $(stats "${pr[@]}")   llama.cpp $(stats "${lr[@]}")"
+  echo "  ppcc / llama.cpp per round: decode $(ratios pd ld), prefill $(ratios pp lp), RSS $(ratios pr lr)"
 done

@@ -12,7 +12,8 @@ backends=$(generate_backends "$src/testdata/llm/hf_untied_f32" --prompt-ids 1)
 for pair in hf_untied_f32:hf_untied_f32 hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf_refs hf_rope_llama3:hf_rope_llama3 \
             hf_rope_linear:hf_rope_linear hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 qwen2_q8_0.gguf:qwen2_q8_0_refs \
             hf_llama_bias:hf_llama_bias \
-            hf_mistral_swa:hf_mistral_swa hf_gemma:hf_gemma gemma.gguf:hf_gemma gemma_q8_0.gguf:gemma_q8_0_refs \
+            hf_mistral_swa:hf_mistral_swa mistral_swa.gguf:mistral_swa_gguf_refs \
+            mistral_swa_q8_0.gguf:mistral_swa_q8_0_refs hf_gemma:hf_gemma gemma.gguf:hf_gemma gemma_q8_0.gguf:gemma_q8_0_refs \
             hf_gemma2:hf_gemma2 gemma2.gguf:gemma2_gguf_refs gemma2_q8_0.gguf:gemma2_q8_0_refs \
             hf_qwen3:hf_qwen3 qwen3.gguf:hf_qwen3 qwen3_q8_0.gguf:qwen3_q8_0_refs \
             hf_mqa:hf_mqa hf_llama3:hf_llama3 llama3.gguf:hf_llama3 llama3_q8_0.gguf:llama3_q8_0_refs \

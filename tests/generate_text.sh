@@ -49,6 +49,37 @@ for backend in $backends; do
   check "gpt2.gguf $backend" "$dir/gpt2.gguf" "$(ref gpt2 text)" "$(ref gpt2 ids)" --prompt "$prompt" \
     --max-new-tokens 12 --backend=$backend
 done
+# a GGUF's EOS is its tokenizer.ggml.eos_token_id: spm.gguf with that key set
+# to a later greedy id stops there (text a prefix of the full continuation),
+# and runs on with --ignore-eos
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+eos=$(python3 - "$dir/spm.gguf" "$tmp/spm_eos.gguf" "$dir/refs.json" <<'PY'
+import json, struct, sys
+ids = json.load(open(sys.argv[3]))["generate"]["spm"]["ids"]
+eos = [t for i, t in enumerate(ids) if i >= 3 and t not in ids[:i]][0]
+b = bytearray(open(sys.argv[1], "rb").read())
+key = b"tokenizer.ggml.eos_token_id"
+at = b.index(struct.pack("<Q", len(key)) + key) + 8 + len(key)
+assert struct.unpack_from("<I", b, at)[0] == 4  # a u32 value
+struct.pack_into("<I", b, at + 4, eos)
+open(sys.argv[2], "wb").write(b)
+print(" ".join(map(str, ids[:ids.index(eos) + 1])))
+PY
+)
+for backend in $backends; do
+  out=$("$ppcc" generate "$tmp/spm_eos.gguf" --prompt "$prompt" --max-new-tokens 20 --backend=$backend 2>&1)
+  full=$(ref spm text)
+  text=$(sed -n '/^tokens:/q;p' <<<"$out")
+  if [[ -n $eos && $(grep '^tokens:' <<<"$out") == "tokens: $eos" && $full == "$text"* && ${#text} -lt ${#full} ]]; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL spm_eos.gguf $backend: want 'tokens: $eos' and a prefix of '$full', got: $out"
+    fail=$((fail + 1))
+  fi
+  check "spm_eos.gguf ignore-eos $backend" "$tmp/spm_eos.gguf" "$full" "$(ref spm ids)" --prompt "$prompt" \
+    --max-new-tokens 20 --ignore-eos --backend=$backend
+done
 # every family x {HF dir, GGUF f32, GGUF q8_0}: text in, text out
 # (ref_text.json beside each reference, made by tools/make_family_refs2.py
 # and tools/make_more_family_refs.py): the prompt through the checkpoint's
@@ -57,7 +88,8 @@ done
 # did; q8_0 against the gguf-dequantized model (--dtype f32)
 fam_ref() { python3 -c "import json; v=json.load(open('$1/ref_text.json'))['$2']
 print(' '.join(map(str, v)) if isinstance(v, list) else v, end='')"; }
-families="hf_gemma:hf_gemma gemma.gguf:hf_gemma gemma_q8_0.gguf:gemma_q8_0_refs
+families="hf_mistral_swa:hf_mistral_swa mistral_swa.gguf:mistral_swa_gguf_refs
+  mistral_swa_q8_0.gguf:mistral_swa_q8_0_refs hf_gemma:hf_gemma gemma.gguf:hf_gemma gemma_q8_0.gguf:gemma_q8_0_refs
   hf_gemma2:hf_gemma2 gemma2.gguf:gemma2_gguf_refs gemma2_q8_0.gguf:gemma2_q8_0_refs
   hf_qwen3:hf_qwen3 qwen3.gguf:hf_qwen3 qwen3_q8_0.gguf:qwen3_q8_0_refs
   hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 qwen2_q8_0.gguf:qwen2_q8_0_refs

@@ -50,6 +50,10 @@ expect_error "$tmp/old_junk.onnx" ""
 # a Mul with one input feeding the GELU pattern matcher (found by fuzz_onnx:
 # the matcher read a second input that was not there)
 expect_error "$bad/fuzz_match_gelu_short_mul.onnx" "Mul takes 2 inputs, got 1"
+# a Softmax axis far out of range (found by fuzz_onnx: imported to a
+# model.json that did not load); emit() checks what loading checks
+expect_error "$bad/fuzz_softmax_axis_huge.onnx" "(Softmax): .*attrs.dim = -2305843009213693953 is out of range for rank 4" \
+  --shape input_ids=1,8 --shape token_type_ids=1,8 --shape attention_mask=1,8
 # a model file that is not there (crashed freeing an uninitialised result)
 expect_error "$tmp/old_missing.onnx" "cannot read"
 

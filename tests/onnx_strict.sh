@@ -3,7 +3,9 @@
 # made once by tools/make_onnx_strict.py with ONNX Runtime's outputs):
 # valid models that are easy to misread, and attribute edge cases of the
 # ops (windows: Conv/pooling, op_edges: the rest; op_matrix, op_matrix13:
-# every imported op x the edge cases those leave out), run with --expect on
+# every imported op x the edge cases those leave out; op_matrix26: Gather
+# from computed tensors, Slice steps, ceil_mode and count_include_pad 0
+# pools, multi-axis LayerNormalization, f16 folds), run with --expect on
 # both backends; hostile ones are refused with one line "FILE: error: ...",
 # exit 1 and no output; names are escaped in messages; an output that is
 # the same file as the model or the other output is refused.
@@ -21,7 +23,7 @@ backends=(interp)
 "$ppcc" compile "$src/testdata/models/tp_ffn.json" --emit=mlir 2>&1 | grep -q "built without MLIR" || backends+=(jit)
 
 runs=0
-for m in reduce_noop reduce_noop18 input_override negative_index windows op_edges op_matrix op_matrix13; do
+for m in reduce_noop reduce_noop18 input_override negative_index windows op_edges op_matrix op_matrix13 op_matrix26; do
   out=$("$ppcc" import onnx "$data/$m.onnx" -o "$m.json" --weights-out "$m.safetensors" 2>&1) ||
     { echo "$out"; fail "$m: import failed"; }
   args=()
@@ -64,6 +66,8 @@ expect_error "$data/reshape_rank10.onnx" "Reshape to rank 10 exceeds ppcc's maxi
 expect_error "$data/negative_dim.onnx" "graph input 'x': dim 0 is -3; a dim is a non-negative size"
 expect_error "$data/huge_input.onnx" "graph input 'x' has more than 2^48 elements"
 expect_error "$data/reduce_noop.onnx" "--shape y: the model has no graph input of that name" --shape y=3,4
+expect_error "$data/range_huge.onnx" "node 'range0' (Range): the folded constant would have more than 67108864 elements"
+expect_error "$data/ceil_past_end.onnx" "node 'pool0' (MaxPool): pooling with ceil_mode 1 where the last window would start past the input is not supported"
 # files up to 2 GB are read (a sparse 300 MB file of zeros parses, and
 # fails as a protobuf); larger ones are refused before reading
 truncate -s 300M "$tmp/big.onnx"

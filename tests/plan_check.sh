@@ -173,16 +173,19 @@ rc=0
 python3 -c "
 import json, sys
 c = json.load(open(sys.argv[1]))
-assert c['ppcc_calibration'] == 1 and len(c['gemm_gflops']) == 1 and c['gemm_gflops'][0] > 0
-# per-op costs measured through the interpreter for the LLM and FFN op set
+assert c['ppcc_calibration'] == 2 and len(c['gemm_gflops']) == 1 and c['gemm_gflops'][0] > 0
+# per-op costs measured through the interpreter for the LLM and FFN op set,
+# and the GEMV and small-GEMM kernels' own (format 2)
 ops = c['op_costs']
-for op in ('linear', 'matmul', 'rotary', 'attention', 'silu', 'gelu', 'rms_norm', 'layer_norm', 'softmax', 'embedding'):
+for op in ('linear', 'matmul', 'rotary', 'attention', 'silu', 'gelu', 'rms_norm', 'layer_norm', 'softmax', 'embedding',
+           'linear.rows1', 'linear.rows16', 'matmul.rows1', 'matmul.rows16'):
     k = ops[op]
     assert set(k) == {'call_us', 'ns_per_flop', 'ns_per_byte', 'ns_per_weight_byte'} and min(k.values()) >= 0 and max(k.values()) > 0, (op, k)
 # with the JIT: its own per-op costs (jit_op_costs) for the same op set
 if sys.argv[2] == 'true':
     jit = c['jit_op_costs']
-    for op in ('linear', 'matmul', 'rotary', 'attention', 'silu', 'gelu', 'rms_norm', 'layer_norm', 'softmax'):
+    for op in ('linear', 'matmul', 'rotary', 'attention', 'silu', 'gelu', 'rms_norm', 'layer_norm', 'softmax',
+               'linear.rows1', 'linear.rows16', 'matmul.rows1', 'matmul.rows16'):
         k = jit[op]
         assert set(k) == {'call_us', 'ns_per_flop', 'ns_per_byte', 'ns_per_weight_byte'} and min(k.values()) >= 0 and max(k.values()) > 0, ('jit', op, k)
 else:
@@ -203,7 +206,7 @@ cached_run() {
     "$ppcc" run "$src/testdata/models/ppffn.json" --random-weights 1 --input x="$src/testdata/inputs/x.npy" \
     --check-plan --plan-time-tolerance=1e6 "$@" >"$tmp/cache.out" 2>"$tmp/cache.err"
 }
-cache_state() { stat -c '%i %Y %s' "$cache"/ppcc/calibration-v1-*.json; }
+cache_state() { stat -c '%i %Y %s' "$cache"/ppcc/calibration-v2-*.json; }
 cached_run || fail "first cached --check-plan: $(cat "$tmp/cache.err")"
 grep -q "note: no calibration for this CPU yet: measuring this machine once" "$tmp/cache.err" ||
   fail "first use does not say it calibrates: $(cat "$tmp/cache.err")"
@@ -213,25 +216,38 @@ python3 -c "
 import json, sys
 c, ref = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert c['cpu'] and c['ppcc_version'] and c['gemm_gflops'] == ref['gemm_gflops'], c
-" "$cache"/ppcc/calibration-v1-*.json "$tmp/calib.json" || fail "the cache does not hold the measured calibration"
+" "$cache"/ppcc/calibration-v2-*.json "$tmp/calib.json" || fail "the cache does not hold the measured calibration"
 before=$(cache_state)
 cached_run || fail "second cached --check-plan: $(cat "$tmp/cache.err")"
 ! grep -q "calibration" "$tmp/cache.err" || fail "second use measured again: $(cat "$tmp/cache.err")"
 grep -q "plan check (1 microbatch, calibrated" "$tmp/cache.out" || fail "second use: not calibrated"
 [[ $(cache_state) == "$before" ]] || fail "second use rewrote the cache"
-# a corrupt cache, an old one: one warning line each, measured again, rewritten
-for spoil in corrupt old; do
-  f=$(echo "$cache"/ppcc/calibration-v1-*.json)
+# a corrupt cache, an old one, one of an older file format: one warning
+# line each, measured again, rewritten
+for spoil in corrupt old format; do
+  f=$(echo "$cache"/ppcc/calibration-v2-*.json)
   if [[ $spoil == corrupt ]]; then printf '{"ppcc_calibration": 1, "cores": ' >"$f"
-  else sed -i 's/"ppcc_version": "[^"]*"/"ppcc_version": "0.0.0-old"/' "$f"; fi
+  elif [[ $spoil == old ]]; then sed -i 's/"ppcc_version": "[^"]*"/"ppcc_version": "0.0.0-old"/' "$f"
+  else # format 1: no GEMM kernel costs (their keys would not read in it)
+    python3 -c "
+import json, sys
+c = json.load(open(sys.argv[1]))
+c['ppcc_calibration'] = 1
+c['ppcc_version'] = '0.0.0-old'
+for t in ('op_costs', 'jit_op_costs', 'op_costs_multithreaded'):
+    if t in c: c[t] = {k: v for k, v in c[t].items() if '.' not in k}
+json.dump(c, open(sys.argv[1], 'w'))
+" "$f"
+  fi
   cached_run || fail "$spoil cache: $(cat "$tmp/cache.err")"
   [[ $(grep -c "warning: calibration cache .* refused" "$tmp/cache.err") == 1 ]] ||
     fail "$spoil cache: no one-line warning: $(cat "$tmp/cache.err")"
   grep -q "plan check (1 microbatch, calibrated" "$tmp/cache.out" || fail "$spoil cache: not calibrated"
   python3 -c "import json, sys; assert json.load(open(sys.argv[1]))['ppcc_version'] != '0.0.0-old'" "$f" ||
     fail "$spoil cache was not rewritten"
+  reason=; [[ $spoil == old ]] && reason="another ppcc version wrote it"; [[ $spoil == format ]] && reason="an older calibration format"
+  [[ -z $reason ]] || grep -q "$reason" "$tmp/cache.err" || fail "$spoil cache: reason not given: $(cat "$tmp/cache.err")"
 done
-grep -q "another ppcc version wrote it" "$tmp/cache.err" || fail "old cache: reason not given: $(cat "$tmp/cache.err")"
 # switched off: no measuring, no file, times unchecked
 rm -rf "$cache"
 for off in PPCC_CALIBRATION_CACHE=0 --calibration=none; do
@@ -268,7 +284,7 @@ bad() {
 }
 good='"cores": 2, "gemm_gflops": [50], "elementwise_gbps": [10], "elementwise_gflops": [1], "copy_gbps": [10], "op_overhead_us": 1, "gemm_call_us": 1'
 bad "ppcc_calibration" "{$good}"
-bad "ppcc_calibration" "{\"ppcc_calibration\": 2, $good}"
+bad "ppcc_calibration" "{\"ppcc_calibration\": 3, $good}"
 bad "gemm_gflops" '{"ppcc_calibration": 1, "cores": 2, "elementwise_gbps": [10], "elementwise_gflops": [1], "copy_gbps": [10], "op_overhead_us": 1, "gemm_call_us": 1}'
 bad "gemm_call_us" "{\"ppcc_calibration\": 1, ${good/\"gemm_call_us\": 1/\"gemm_call_us\": -3}}"
 bad "gemm_gflops" "{\"ppcc_calibration\": 1, ${good/\[50\]/[-1]}}"
@@ -277,6 +293,8 @@ bad "op_overhead_us" "{\"ppcc_calibration\": 1, ${good/\"op_overhead_us\": 1/\"o
 bad "cores" "{\"ppcc_calibration\": 1, ${good/\"cores\": 2/\"cores\": 0.5}}"
 bad "not valid JSON" '{"ppcc_calibration": 1,'
 printf '{"ppcc_calibration": 1, %s}' "$good" >"$tmp/good.json"
+printf '{"ppcc_calibration": 2, %s}' "$good" >"$tmp/good2.json"
+"$ppcc" report "$tmp/pipe.json" --calibration "$tmp/good2.json" >/dev/null || fail "a valid hand-written calibration of format 2 was refused"
 "$ppcc" report "$tmp/pipe.json" --calibration "$tmp/good.json" >/dev/null || fail "a valid hand-written calibration was refused"
 set +e
 out=$("$ppcc" report "$tmp/pipe.json" --calibration "$tmp/missing.json" 2>&1); rc=$?

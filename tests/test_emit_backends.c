@@ -180,25 +180,44 @@ START_TEST(embedding_out_of_range_fails_on_both_backends) {
 }
 END_TEST
 
-/* gather_elements with an index outside [-D, D): the same one-line failure
- * on both backends, and good indices (negative ones too) give the same bits. */
-START_TEST(gather_elements_out_of_range_fails_on_both_backends) {
-  ppcc_graph *g = model(1, "", "{'name': 'x', 'dtype': 'f32', 'shape': [2, 3]}, {'name': 'ix', 'dtype': 'i64', 'shape': [2, 2]}",
-                        "{'op': 'gather_elements', 'in': ['x', 'ix'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'");
+/* An index gather op on x = [[1, 2, 3], [4, 5, 6]] along dim 1 with an
+ * index outside [-3, 3): the same one-line failure on both backends; good
+ * indices (negative ones too) give the same bits, `want`. */
+static void check_index_bounds(const char *op, const char *index_shape, const int64_t *past, const int64_t *neg,
+                               const char *past_msg, const char *neg_msg, const int64_t *ok, const float *want,
+                               size_t want_bytes) {
+  char inputs[256], ops[256];
+  snprintf(inputs, sizeof inputs, "{'name': 'x', 'dtype': 'f32', 'shape': [2, 3]}, {'name': 'ix', 'dtype': 'i64', 'shape': %s}",
+           index_shape);
+  snprintf(ops, sizeof ops, "{'op': '%s', 'in': ['x', 'ix'], 'out': ['y'], 'attrs': {'dim': 1}}", op);
+  ppcc_graph *g = model(1, "", inputs, ops, "'y'");
   float x[6] = {1, 2, 3, 4, 5, 6};
-  /* ONNX: a negative index counts from the end, [-D, D) is valid */
-  int64_t past[4] = {0, 1, 3, 2}, neg[4] = {0, -4, 2, 2}, ok[4] = {2, 0, -2, -3};
-  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", past}}, "index 3 at position 2 is out of range [-3, 3)");
-  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", neg}}, "index -4 at position 1 is out of range [-3, 3)");
+  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", past}}, past_msg);
+  expect_both_fail(g, 2, (given[]){{"x", x}, {"ix", neg}}, neg_msg);
   ppcc_host_tensor ref[1] = {0}, got[1] = {0};
   ck_assert_msg(run_on(g, INTERP, 2, (given[]){{"x", x}, {"ix", ok}}, ref) == PPCC_OK, "%s", diag.first);
   ck_assert_msg(run_on(g, JIT, 2, (given[]){{"x", x}, {"ix", ok}}, got) == PPCC_OK, "%s", diag.first);
-  const float want[4] = {3, 1, 5, 4};
-  ck_assert(memcmp(ref[0].data, want, sizeof want) == 0);
-  ck_assert(memcmp(got[0].data, want, sizeof want) == 0);
+  ck_assert(memcmp(ref[0].data, want, want_bytes) == 0);
+  ck_assert(memcmp(got[0].data, want, want_bytes) == 0);
   free_outputs(g, ref);
   free_outputs(g, got);
   ppcc_graph_free(g);
+}
+
+/* ONNX: a negative index counts from the end, [-D, D) is valid */
+START_TEST(gather_elements_out_of_range_fails_on_both_backends) {
+  const int64_t past[4] = {0, 1, 3, 2}, neg[4] = {0, -4, 2, 2}, ok[4] = {2, 0, -2, -3};
+  const float want[4] = {3, 1, 5, 4};
+  check_index_bounds("gather_elements", "[2, 2]", past, neg, "index 3 at position 2 is out of range [-3, 3)",
+                     "index -4 at position 1 is out of range [-3, 3)", ok, want, sizeof want);
+}
+END_TEST
+
+START_TEST(gather_out_of_range_fails_on_both_backends) {
+  const int64_t past[2] = {0, 3}, neg[2] = {-4, 2}, ok[2] = {-1, 0};
+  const float want[4] = {3, 1, 6, 4};
+  check_index_bounds("gather", "[2]", past, neg, "index 3 at position 1 is out of range [-3, 3)",
+                     "index -4 at position 0 is out of range [-3, 3)", ok, want, sizeof want);
 }
 END_TEST
 
@@ -761,6 +780,14 @@ static const op_case op_cases[] = {
      " {'name': 'v', 'dtype': 'DT', 'shape': [1, 1, 5, 4]}",
      "{'op': 'attention', 'in': ['q', 'k', 'v'], 'out': ['y'], 'attrs': {'causal': true, 'window': 3, 'softcap': 2.0}}",
      "'y'", "f32 f16 bf16"},
+    /* issue 26: gather (numpy take) by a matrix, a scalar and, on 2 devices,
+     * data split off the gathered dim with a replicated index */
+    {"gather", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 8, 2]}, {'name': 'pos', 'dtype': 'i64', 'shape': [2, 2]}",
+     "{'op': 'gather', 'in': ['x', 'pos'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
+    {"gather", 1, "{'name': 'x', 'dtype': 'DT', 'shape': [3, 8]}, {'name': 'pos', 'dtype': 'i64', 'shape': []}",
+     "{'op': 'gather', 'in': ['x', 'pos'], 'out': ['y'], 'attrs': {'dim': -1}}", "'y'", "f32 f16 bf16 i64"},
+    {"gather", 2, "{'name': 'x', 'dtype': 'DT', 'shape': [4, 8]" S0 "}, {'name': 'pos', 'dtype': 'i64', 'shape': [3]" R2 "}",
+     "{'op': 'gather', 'in': ['x', 'pos'], 'out': ['y'], 'attrs': {'dim': 1}}", "'y'", "f32 f16 bf16 i64 i32 i8 bool"},
 };
 
 /* s with every "DT" replaced by dt, in buf. */
@@ -902,6 +929,7 @@ int main(void) {
   tcase_add_test(tc, shared_index_kernel_names_the_failing_op);
   tcase_add_test(tc, embedding_out_of_range_fails_on_both_backends);
   tcase_add_test(tc, gather_elements_out_of_range_fails_on_both_backends);
+  tcase_add_test(tc, gather_out_of_range_fails_on_both_backends);
   tcase_add_test(tc, tiny_llama_positions_past_the_cache);
   tc = t_add_tcase(s, "agreement", 300);
   tcase_add_test(tc, relu_keeps_nan);

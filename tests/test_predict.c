@@ -57,6 +57,9 @@ START_TEST(calibration_round_trips_op_costs) {
   c.jit_cut.call_us = 2.5, c.jit_cut.ns_per_byte = 0.375;
   c.hop_us = 12.5;
   c.resume_us = 0.75;
+  c.start_us = 1.25, c.jit_start_us = 1.5;
+  c.have_cut = true;
+  c.cut.call_us = 0.5, c.cut.ns_per_byte = 0.125;
   c.n_slowdown = 2;
   c.concurrent_slowdown[0] = 1;
   c.concurrent_slowdown[1] = 1.25;
@@ -94,6 +97,11 @@ START_TEST(calibration_round_trips_op_costs) {
   ck_assert_double_eq(back.jit_cut.ns_per_byte, 0.375);
   ck_assert_double_eq(back.hop_us, 12.5);
   ck_assert_double_eq(back.resume_us, 0.75);
+  ck_assert_double_eq(back.start_us, 1.25);
+  ck_assert_double_eq(back.jit_start_us, 1.5);
+  ck_assert(back.have_cut);
+  ck_assert_double_eq(back.cut.call_us, 0.5);
+  ck_assert_double_eq(back.cut.ns_per_byte, 0.125);
   ck_assert_int_eq(back.n_slowdown, 2);
   ck_assert_double_eq(back.concurrent_slowdown[1], 1.25);
   ck_assert_int_eq(back.n_threads, 2);
@@ -122,6 +130,10 @@ static ppcc_status read_text(const char *text, ppcc_calibration *c, ppcc_diag *d
 
 #define BASE                                                                                                          \
   "{\"ppcc_calibration\": 1, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "                      \
+  "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1"
+
+#define BASE2                                                                                                         \
+  "{\"ppcc_calibration\": 2, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "                      \
   "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1"
 
 START_TEST(calibration_old_file_and_bad_fields) {
@@ -259,6 +271,121 @@ START_TEST(op_cost_changes_prediction) {
 }
 END_TEST
 
+/* One contraction of op kind `op` on device 0: x times w. */
+static ppcc_graph *one_gemm(const char *op, const char *x_shape, const char *w_shape) {
+  char params[160], inputs[160], ops[160];
+  snprintf(params, sizeof params, "{'name': 'w', 'dtype': 'f32', 'shape': %s, 'devices': [0]}", w_shape);
+  snprintf(inputs, sizeof inputs, "{'name': 'x', 'dtype': 'f32', 'shape': %s, 'devices': [0]}", x_shape);
+  snprintf(ops, sizeof ops, "{'op': '%s', 'in': ['x', 'w'], 'out': ['y']}", op);
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *g = t_model(1, params, inputs, ops, "'y'", &d);
+  ck_assert_msg(g != NULL, "%s", d.first);
+  return g;
+}
+
+/* A GEMM of one row or of a few (the runtime's GEMV and small-GEMM
+ * kernels) takes its kernel's cost (OP.rows1, OP.rows16) when the file
+ * has it, else the op's; each backend's table alike. */
+START_TEST(gemm_kernels_have_their_own_costs) {
+  static const struct {
+    const char *op, *x, *w, *key;
+  } cases[] = {
+    {"matmul", "[1, 32]", "[32, 8]", "matmul.rows1"},
+    {"matmul", "[4, 32]", "[32, 8]", "matmul.rows16"},
+    {"matmul", "[16, 32]", "[32, 8]", "matmul.rows16"},
+    {"matmul", "[17, 32]", "[32, 8]", "matmul"},
+    {"linear", "[2, 8, 32]", "[8, 32]", "linear.rows16"},  /* x's leading dims are rows */
+    {"linear", "[4, 8, 32]", "[8, 32]", "linear"},
+    {"matmul", "[64, 4, 32]", "[64, 32, 8]", "matmul.rows16"}, /* batched: 4 rows per GEMM */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    ppcc_graph *g = one_gemm(cases[i].op, cases[i].x, cases[i].w);
+    char key[48];
+    ppcc_op_cost_key(g, &g->ops[0], key, sizeof key);
+    ck_assert_str_eq(key, cases[i].key);
+    double f, b, w;
+    ppcc_predict_op_work(g, &g->ops[0], &f, &b, &w);
+    ppcc_calibration c = hand_calibration(1);
+    ppcc_op_cost op = {"", 1000, 2, 0.5, 0.25}, kernel = {"", 3000, 4, 1, 0.5};
+    snprintf(op.name, sizeof op.name, "%s", cases[i].op);
+    snprintf(kernel.name, sizeof kernel.name, "%s", cases[i].key);
+    ck_assert(ppcc_calibration_set_op_cost(&c, &op));
+    ck_assert(ppcc_calibration_set_jit_op_cost(&c, &op));
+    double op_ms = (1000 + f * 2e-3 + b * 0.5e-3 + w * 0.25e-3) * 1e-3;
+    double kernel_ms = (3000 + f * 4e-3 + b * 1e-3 + w * 0.5e-3) * 1e-3;
+    for (int jit = 0; jit < 2; jit++) {
+      ppcc_prediction only_op = predict(g, &c, 1, 1, jit);
+      ck_assert_double_eq_tol(only_op.stages[0].time_ms, op_ms, 1e-12);
+      ppcc_prediction_free(&only_op);
+    }
+    ck_assert(ppcc_calibration_set_op_cost(&c, &kernel));
+    ppcc_prediction interp = predict(g, &c, 1, 1, false), jit = predict(g, &c, 1, 1, true);
+    /* the kernel's own entry (or, a plain key, the op's entry replaced) */
+    ck_assert_double_eq_tol(interp.stages[0].time_ms, kernel_ms, 1e-12);
+    ck_assert_double_eq_tol(jit.stages[0].time_ms, op_ms, 1e-12); /* the JIT's table has no kernel entry */
+    ck_assert(ppcc_calibration_set_jit_op_cost(&c, &kernel));
+    ppcc_prediction jit_kernel = predict(g, &c, 1, 1, true);
+    ck_assert_double_eq_tol(jit_kernel.stages[0].time_ms, kernel_ms, 1e-12);
+    ppcc_prediction_free(&interp);
+    ppcc_prediction_free(&jit);
+    ppcc_prediction_free(&jit_kernel);
+    ppcc_graph_free(g);
+  }
+}
+END_TEST
+
+/* Format 2 writes and reads the kernels' keys; a format 1 file reads (its
+ * costs cover every row count) but has no kernel keys; other formats are
+ * refused. */
+START_TEST(calibration_format_versions) {
+  ppcc_calibration c = hand_calibration(2), back;
+  ppcc_op_cost small = {"linear.rows16", 0.5, 0.25, 0.125, 0.0625}, gemv = {"matmul.rows1", 1.5, 0.5, 0.25, 0};
+  ck_assert(ppcc_calibration_set_op_cost(&c, &small));
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &gemv));
+  ck_assert(ppcc_calibration_set_op_cost_many(&c, &small));
+  c.many_threads = 2;
+  char *dir, *path = write_calibration(&c, &dir);
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ck_assert_int_eq(ppcc_calibration_read(path, &back, &d), PPCC_OK);
+  ck_assert_int_eq(back.version, PPCC_CALIBRATION_VERSION);
+  ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 2);
+  ck_assert_double_eq(ppcc_calibration_op_cost(&back, "linear.rows16")->ns_per_weight_byte, 0.0625);
+  ck_assert_double_eq(ppcc_calibration_op_cost_many(&back, "linear.rows16")->call_us, 0.5);
+  ck_assert_double_eq(ppcc_calibration_jit_op_cost(&back, "matmul.rows1")->call_us, 1.5);
+  ck_assert_ptr_null(ppcc_calibration_op_cost(&back, "linear"));
+  t_remove_tree(dir);
+  free(path);
+  free(dir);
+  char *msg;
+  ck_assert_int_eq(read_text(BASE ", \"op_costs\": {\"silu\": {\"call_us\": 1, \"ns_per_flop\": 2, \"ns_per_byte\": 3}}}", &c, &d, &msg),
+                   PPCC_OK);
+  ck_assert_int_eq(c.version, 1);
+  free(msg);
+  static const struct {
+    const char *text, *field;
+  } bad[] = {
+    {BASE ", \"op_costs\": {\"linear.rows16\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
+     "op_costs.linear.rows16"}, /* format 1 has no kernel keys */
+    {BASE2 ", \"op_costs\": {\"linear.rows8\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
+     "op_costs.linear.rows8"},
+    {BASE2 ", \"jit_op_costs\": {\"nosuchop.rows1\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
+     "jit_op_costs.nosuchop.rows1"},
+    {"{\"ppcc_calibration\": 3}", "ppcc_calibration"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    ck_assert_int_eq(read_text(bad[i].text, &c, &d, &msg), PPCC_ERR_USER);
+    ck_assert_msg(strstr(msg, bad[i].field), "%s: message '%s' does not name '%s'", bad[i].text, msg, bad[i].field);
+    free(msg);
+  }
+  ck_assert_int_eq(read_text(BASE2 ", \"op_costs\": {\"linear.rows1\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
+                             &c, &d, &msg), PPCC_OK);
+  ck_assert_double_eq(ppcc_calibration_op_cost(&c, "linear.rows1")->call_us, 1);
+  free(msg);
+}
+END_TEST
+
 /* A row-parallel matmul on 2 devices: x replicated, w split on its rows,
  * so each device's kernel (JIT) first cuts x to its columns. */
 /* Costs measured with the calibration's most kernel threads replace the
@@ -368,6 +495,29 @@ static ppcc_calibration matmul_takes_1ms(void) {
   ck_assert(ppcc_calibration_set_op_cost(&c, &k));
   return c;
 }
+
+/* A first stage's first op pays start_us (the JIT: jit_start_us) when the
+ * run has more devices than cores, once per forward. */
+START_TEST(start_cost_with_more_devices_than_cores) {
+  ppcc_graph *g = four_stages();
+  ppcc_calibration c = matmul_takes_1ms();
+  ppcc_op_cost jk = {"matmul", 1000, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
+  c.start_us = 250, c.jit_start_us = 500;
+  for (int jit = 0; jit < 2; jit++) {
+    ppcc_prediction shared = predict(g, &c, 1, 2, jit), own = predict(g, &c, 1, 4, jit);
+    ck_assert_double_eq_tol(shared.stages[0].time_ms, jit ? 1.5 : 1.25, 1e-9); /* 4 devices on 2 cores */
+    ck_assert_double_eq_tol(own.stages[0].time_ms, 1, 1e-9);                    /* a core each */
+    for (int s = 1; s < 4; s++) ck_assert_double_eq_tol(shared.stages[s].time_ms, 1, 1e-9); /* they waited first */
+    ppcc_prediction_free(&shared);
+    ppcc_prediction_free(&own);
+  }
+  ppcc_prediction two = predict(g, &c, 2, 2, false); /* once per forward, not per microbatch */
+  ck_assert_double_eq_tol(two.stages[0].time_ms, 2.25, 1e-9);
+  ppcc_prediction_free(&two);
+  ppcc_graph_free(g);
+}
+END_TEST
 
 /* Several devices computing at once, a kernel thread each, are pinned to
  * core d mod cores (src/runtime/exec/affinity.c): stages on devices [0], [2],
@@ -546,9 +696,12 @@ int main(void) {
   tcase_add_test(tc, calibration_round_trips_op_costs);
   tcase_add_test(tc, calibration_old_file_and_bad_fields);
   tcase_add_test(tc, op_cost_changes_prediction);
+  tcase_add_test(tc, gemm_kernels_have_their_own_costs);
+  tcase_add_test(tc, calibration_format_versions);
   tcase_add_test(tc, multithreaded_costs_change_prediction);
   tcase_add_test(tc, jit_cut_of_replicated_operand);
   tcase_add_test(tc, pipeline_shares_cores);
+  tcase_add_test(tc, start_cost_with_more_devices_than_cores);
   tcase_add_test(tc, pinned_stages_wait_for_their_core);
   tcase_add_test(tc, links_compose_with_the_pipeline);
   return t_run_suite(s);

@@ -229,9 +229,18 @@ START_TEST(json_has_exact_keys) {
   ppcc_graph *g = ffn_graph();
   cJSON *j = parse_report(g);
   assert_keys(j, (const char *[]){"ppcc", "model", "devices", "values", "ops", "transfers", "device_summary",
-                                  "prediction", NULL});
+                                  "prediction", "loaded_model", NULL});
   /* issue 17: the prediction is a new field after the existing ones */
   const cJSON *pred = cJSON_GetObjectItem(j, "prediction"), *pd;
+  /* issue 23: the loaded model per process (one, then a rank per stage) */
+  const cJSON *loaded = cJSON_GetObjectItem(j, "loaded_model"), *proc;
+  assert_keys(loaded, (const char *[]){"backend", "processes", NULL});
+  cJSON_ArrayForEach(proc, cJSON_GetObjectItem(loaded, "processes")) {
+    assert_keys(proc, (const char *[]){"rank", "devices", "param_bytes", "state_bytes", "working_set_bytes",
+                                       "total_bytes", NULL});
+    ck_assert(num(proc, "total_bytes") == num(proc, "param_bytes") + num(proc, "state_bytes") +
+                                              num(proc, "working_set_bytes"));
+  }
   assert_keys(pred, (const char *[]){"microbatches", "calibrated", "bubble", "wall_ms", "devices", "stages", NULL});
   ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(pred, "devices")), 4);
   cJSON_ArrayForEach(pd, cJSON_GetObjectItem(pred, "devices")) {

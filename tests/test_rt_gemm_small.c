@@ -1,4 +1,5 @@
-/* The small-row product kernels (src/runtime/kernels/gemm_small.c) and the
+/* The small-row product kernels (src/runtime/kernels/gemm_small.c), the
+ * tiles for any M (gemm_tiles.c), and the
  * kernels' thread pool (thread_pool.c): against a double-precision
  * reference on odd sizes and tails, both the AVX2 and the plain C paths,
  * and the promise that a row's bits depend neither on M, nor on the
@@ -121,6 +122,89 @@ START_TEST(sgemm_row_invariant_mode) {
 }
 END_TEST
 
+/* ---- the tiles (gemm_tiles.c): any M, the small kernels' bits ---- */
+
+static const int64_t tile_Ms[] = {1, 9, 17, 33, 130}; /* 130: two blocks of MC rows */
+static const int64_t tile_Ns[] = {1, 7, 70};
+static const int64_t tile_Ks[] = {1, 17, 100, 1041}; /* 1041: two K blocks of the [N, K] tiles, a tail */
+
+static void check_tiles_sizes(void) {
+  unsigned seed = 5;
+  for (size_t mi = 0; mi < sizeof tile_Ms / sizeof *tile_Ms; mi++)
+    for (size_t ni = 0; ni < sizeof tile_Ns / sizeof *tile_Ns; ni++)
+      for (size_t ki = 0; ki < sizeof tile_Ks / sizeof *tile_Ks; ki++) {
+        int64_t M = tile_Ms[mi], N = tile_Ns[ni], K = tile_Ks[ki];
+        float *A = malloc(sizeof(float) * (size_t)(M * K)), *B = malloc(sizeof(float) * (size_t)(K * N));
+        float *Bt = malloc(sizeof(float) * (size_t)(K * N)), *C = malloc(sizeof(float) * (size_t)(M * N));
+        float *C3 = malloc(sizeof(float) * (size_t)(M * N)), *row = malloc(sizeof(float) * (size_t)N);
+        for (int64_t j = 0; j < M * K; j++) A[j] = frand(&seed);
+        for (int64_t j = 0; j < K * N; j++) B[j] = frand(&seed);
+        for (int64_t k = 0; k < K; k++)
+          for (int64_t n = 0; n < N; n++) Bt[n * K + k] = B[k * N + n];
+        for (int bt = 0; bt < 2; bt++) {
+          for (int64_t j = 0; j < M * N; j++) C[j] = C3[j] = NAN; /* every element must be written */
+          rt_sgemm_tiles(M, N, K, A, bt ? Bt : B, bt, C, 1);
+          rt_sgemm_tiles(M, N, K, A, bt ? Bt : B, bt, C3, 3);
+          ck_assert_msg(memcmp(C, C3, sizeof(float) * (size_t)(M * N)) == 0, "threads change bits: M %lld N %lld K %lld bt %d",
+                        (long long)M, (long long)N, (long long)K, bt);
+          for (int64_t i = 0; i < M; i++) {
+            for (int64_t n = 0; n < N; n++) {
+              double want = 0, mag = 0;
+              for (int64_t k = 0; k < K; k++) {
+                want += (double)A[i * K + k] * B[k * N + n];
+                mag += fabs((double)A[i * K + k] * B[k * N + n]);
+              }
+              ck_assert_msg(fabs(C[i * N + n] - want) <= 1.2e-7 * (double)(K + 4) * mag,
+                            "M %lld N %lld K %lld bt %d: %g vs %g", (long long)M, (long long)N, (long long)K, bt,
+                            C[i * N + n], want);
+            }
+            rt_sgemm_small(1, N, K, A + i * K, bt ? Bt : B, bt, row, 1); /* a decode step's row */
+            ck_assert_msg(memcmp(row, C + i * N, sizeof(float) * (size_t)N) == 0,
+                          "row %lld of M %lld (N %lld K %lld bt %d) differs from the one-row product", (long long)i,
+                          (long long)M, (long long)N, (long long)K, bt);
+          }
+        }
+        free(A), free(B), free(Bt), free(C), free(C3), free(row);
+      }
+}
+
+/* Every level: AVX-512 tiles, and below it the small kernels for all M. */
+START_TEST(tiles_match_reference_and_one_row_bits) {
+  int was = rt_set_simd_level(RT_SIMD_AVX512), best = rt_simd_level();
+  for (int level = best; level >= RT_SIMD_NONE; level--) {
+    rt_set_simd_level(level);
+    ck_assert_int_eq(rt_sgemm_tiles_in_use(), level >= RT_SIMD_AVX512);
+    check_tiles_sizes();
+  }
+  rt_set_simd_level(was);
+}
+END_TEST
+
+/* Column pieces (as threads take them, at any cut) give the bits of the
+ * whole; so does ppcc_rt_sgemm where it takes the tiles. */
+START_TEST(tiles_column_ranges_and_dispatch) {
+  enum { M = 24, N = 600, K = 1100 }; /* sizes ppcc_rt_sgemm gives the tiles */
+  unsigned seed = 9;
+  float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K);
+  float *whole = malloc(sizeof(float) * M * N), *parts = malloc(sizeof(float) * M * N);
+  for (int j = 0; j < M * K; j++) A[j] = frand(&seed);
+  for (int j = 0; j < N * K; j++) B[j] = frand(&seed);
+  for (int bt = 0; bt < 2; bt++) {
+    rt_sgemm_tiles_cols(M, 0, N, N, K, A, B, bt, whole);
+    int64_t cut[] = {0, 5, 6, 31, 300, N};
+    for (int p = 0; p < 5; p++) rt_sgemm_tiles_cols(M, cut[p], cut[p + 1], N, K, A, B, bt, parts);
+    ck_assert_int_eq(memcmp(whole, parts, sizeof(float) * M * N), 0);
+    ck_assert(rt_sgemm_tiles_pay(M, N, K, A, B, bt) == rt_sgemm_tiles_in_use());
+    ck_assert(!rt_sgemm_tiles_pay(512, N, K, A, B, bt));
+    ppcc_rt_set_kernel_threads(2);
+    ppcc_rt_sgemm(M, N, K, A, B, bt, parts);
+    ppcc_rt_set_kernel_threads(1);
+    if (rt_sgemm_tiles_in_use()) ck_assert_int_eq(memcmp(whole, parts, sizeof(float) * M * N), 0);
+  }
+  free(A), free(B), free(whole), free(parts);
+}
+END_TEST
+
 /* ---- the pool ---- */
 
 typedef struct count_job {
@@ -193,6 +277,8 @@ int main(void) {
   tcase_add_test(tc, small_products_match_reference_each_level);
   tcase_add_test(tc, column_ranges_give_same_bits);
   tcase_add_test(tc, sgemm_row_invariant_mode);
+  tcase_add_test(tc, tiles_match_reference_and_one_row_bits);
+  tcase_add_test(tc, tiles_column_ranges_and_dispatch);
   tc = t_add_tcase(s, "pool", 0);
   tcase_add_test(tc, pool_runs_each_part_once);
   tcase_add_test(tc, part_ranges_cover_once);

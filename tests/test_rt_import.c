@@ -39,6 +39,9 @@ static const checkpoint checkpoints[] = {
   {"testdata/llm/hf_llama_bias", "testdata/llm/hf_llama_bias"},
   /* tools/make_family_refs2.py: sliding windows, Gemma, Gemma 2, Qwen3 */
   {"testdata/llm/hf_mistral_swa", "testdata/llm/hf_mistral_swa"},
+  /* its GGUF files (llama arch) carry no window, as llama.cpp's converter writes them */
+  {"testdata/llm/mistral_swa.gguf", "testdata/llm/mistral_swa_gguf_refs"},
+  {"testdata/llm/mistral_swa_q8_0.gguf", "testdata/llm/mistral_swa_q8_0_refs"},
   {"testdata/llm/hf_gemma", "testdata/llm/hf_gemma"},
   {"testdata/llm/gemma.gguf", "testdata/llm/hf_gemma"},
   {"testdata/llm/gemma_q8_0.gguf", "testdata/llm/gemma_q8_0_refs"},
@@ -64,7 +67,7 @@ static const checkpoint checkpoints[] = {
   {"testdata/llm/gpt2.gguf", "testdata/llm/hf_gpt2"},
   {"testdata/llm/gpt2_q8_0.gguf", "testdata/llm/gpt2_q8_0_refs"},
 };
-#define N_CHECKPOINTS 29
+#define N_CHECKPOINTS 31
 
 static ppcc_host_tensor read_npy(const char *rel) {
   ppcc_host_tensor t;
@@ -85,8 +88,11 @@ static const char *ref_file(const checkpoint *c, const char *name) {
 static llama_spec spec_of(const checkpoint *c, long tp, long pp, long seq, long cache) {
   /* dtype_given: GGUF blocks dequantized to f32 (as --dtype f32), to match
    * transformers on the same weights; quant_llama.sh checks them kept
-   * quantized against llama.cpp */
-  llama_spec s = {.tp = tp, .pp = pp, .batch = 1, .dtype = "f32", .dtype_given = true, .seq = seq, .cache = cache};
+   * quantized against llama.cpp. HF checkpoints keep bf16/f16 matrices as
+   * stored (their references: transformers in f32 on those weights). */
+  size_t n = strlen(c->source);
+  bool gguf = n > 5 && strcmp(c->source + n - 5, ".gguf") == 0;
+  llama_spec s = {.tp = tp, .pp = pp, .batch = 1, .dtype = "f32", .dtype_given = gguf, .seq = seq, .cache = cache};
   ppcc_diag d;
   ppcc_diag_init(&d, c->source, NULL);
   ck_assert_msg(llama_spec_from_source(t_src_path(c->source), &s, &d) == PPCC_OK, "%s", d.first);
@@ -355,6 +361,21 @@ START_TEST(hf_config_is_read) {
   ck_assert_int_eq(s.vocab, 128);
   ck_assert(s.tied);
   ck_assert(fabs(s.eps - 1e-5) < 1e-12 && s.theta == 10000.0);
+  /* the bf16 matrices stay bf16 in the f32 graph (views of the file), the
+   * norms are converted; the embedding's bf16 rows are cast to f32 */
+  s.tp = s.pp = s.batch = s.seq = s.cache = 1;
+  s.dtype = "f32";
+  char *json = llama_graph_json(&s, NULL);
+  ck_assert(json);
+  ck_assert(strstr(json, "{\"name\": \"model.layers.0.mlp.up_proj.weight\", \"dtype\": \"bf16\""));
+  ck_assert(strstr(json, "{\"name\": \"model.embed_tokens.weight\", \"dtype\": \"bf16\""));
+  ck_assert(strstr(json, "{\"name\": \"model.norm.weight\", \"dtype\": \"f32\""));
+  ck_assert(strstr(json, "\"op\": \"cast\", \"in\": [\"embedded_bf16\"], \"out\": [\"embedded\"]"));
+  free(json);
+  s.dtype_given = true; /* --dtype f32: converted at load */
+  json = llama_graph_json(&s, NULL);
+  ck_assert(json && !strstr(json, "bf16"));
+  free(json);
   memset(&s, 0, sizeof s);
   ck_assert(llama_spec_from_gguf(t_src_path("testdata/llm/tiny.gguf"), &s, &d) == PPCC_OK);
   ck_assert_int_eq(s.layers, 2);

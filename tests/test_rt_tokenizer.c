@@ -139,6 +139,35 @@ START_TEST(streamed_decode_matches_transformers) {
 }
 END_TEST
 
+/* Phi-3's tokenizer has added specials after its vocabulary and a model
+ * vocabulary padded past them ([PAD] tokens in the GGUF): transformers'
+ * decode skips those ids, the specials and <unk> (hf_phi3/ref_text.json). */
+START_TEST(padded_vocab_ids_decode_as_transformers) {
+  const char *rel = _i ? "testdata/llm/phi3.gguf" : "testdata/llm/hf_phi3";
+  tokenizer *t = load(rel);
+  size_t len;
+  ppcc_diag d;
+  ppcc_diag_init(&d, "ref_text.json", NULL);
+  char *json = ppcc_read_file(t_src_path("testdata/llm/hf_phi3/ref_text.json"), &len, &d);
+  ck_assert_msg(json, "%s", d.first);
+  cJSON *ref = cJSON_ParseWithLength(json, len);
+  free(json);
+  const cJSON *ids = cJSON_GetObjectItem(ref, "decode_ids"), *id;
+  const char *want = cJSON_GetStringValue(cJSON_GetObjectItem(ref, "decode_text"));
+  ck_assert(ids && want);
+  char *buf = NULL;
+  size_t n = 0, cap = 0;
+  tok_stream ts;
+  tok_stream_init(&ts, t);
+  cJSON_ArrayForEach(id, ids) ck_assert(tok_stream_push(&ts, (int64_t)id->valuedouble, &buf, &n, &cap));
+  ck_assert(tok_stream_end(&ts, &buf, &n, &cap));
+  ck_assert_msg(n == strlen(want) && memcmp(buf, want, n) == 0, "%s: decoded '%.*s', want '%s'", rel, (int)n, buf, want);
+  free(buf);
+  cJSON_Delete(ref);
+  tokenizer_free(t);
+}
+END_TEST
+
 static void expect_error(const char *json, const char *needle) {
   tokenizer *t = NULL;
   ppcc_diag d;
@@ -178,6 +207,7 @@ int main(void) {
   TCase *tc = t_add_tcase(s, "tokenizer", 120);
   tcase_add_loop_test(tc, ids_and_text_match_transformers, 0, N_SOURCES);
   tcase_add_loop_test(tc, streamed_decode_matches_transformers, 0, N_SOURCES);
+  tcase_add_loop_test(tc, padded_vocab_ids_decode_as_transformers, 0, 2);
   tcase_add_test(tc, bad_tokenizers_name_the_key);
   return t_run_suite(s);
 }

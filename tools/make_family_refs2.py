@@ -6,9 +6,13 @@ ref_ids.txt). It needs transformers >= 4.51 (Qwen3), hence its own venv:
 
     REF_VENV3=... LLAMA_CPP_DIR=... tools/make_family_refs2.sh
 
-Writes under testdata/llm/ (FAM: gemma, gemma2, qwen3):
+Writes under testdata/llm/ (FAM: mistral_swa, gemma, gemma2, qwen3):
   hf_mistral_swa/  MistralForCausalLM, sliding_window 4 (shorter than the
-                   6-token prompt and its 8 generated tokens), 2 layers
+                   6-token prompt and its 8 generated tokens), 2 layers, with
+                   testdata/tokenizers/spm (Llama style, as Mistral's); its
+                   GGUF files (arch llama) carry no window, as llama.cpp's
+                   converter writes them: mistral_swa_gguf_refs/ and
+                   mistral_swa_q8_0_refs/ are the model without the window
   hf_FAM/          the family at hidden 32, 2 layers, head_dim 16 (not
                    hidden/heads), 4 heads / 2 kv heads, tied, f32, with a
                    tokenizer of testdata/tokenizers (gemma for Gemma, the
@@ -117,7 +121,7 @@ def dequantized(path, like, arch, norm_shift):
         if norm_shift and hf.endswith("norm.weight"):
             data = data - np.float32(1.0)
         state[hf] = torch.from_numpy(np.ascontiguousarray(data))
-    if "lm_head.weight" in like.state_dict():
+    if cfg.tie_word_embeddings:
         state["lm_head.weight"] = state["model.embed_tokens.weight"]
     model = type(like)(cfg).eval()
     model.load_state_dict(state)
@@ -157,16 +161,20 @@ def family(name, cls, cfg, tok, pre, arch, seed, norm_shift=False, gguf_cfg=None
 
 def main():
     torch.set_num_threads(1)
-    gemma_tok = AutoTokenizer.from_pretrained(os.path.join(TOKENIZERS, "gemma"))
+    spm_tok = AutoTokenizer.from_pretrained(os.path.join(TOKENIZERS, "spm"))
     qwen_tok = AutoTokenizer.from_pretrained(os.path.join(TOKENIZERS, "qwen2"))
     common = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, max_position_embeddings=64, rope_theta=10000.0)
-    # Mistral with a window shorter than the sequence (HF only: llama.cpp's
-    # llama arch has no window)
-    cfg = MistralConfig(vocab_size=128, **common, head_dim=8, rms_norm_eps=1e-5, sliding_window=4,
-                        tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, attn_implementation="eager")
-    model = scaled(MistralForCausalLM(cfg), 21)
-    write_refs(save_dir("hf_mistral_swa", model, None), model, llm.PROMPT)
+    # Mistral with a window shorter than the sequence and Mistral's (Llama-style)
+    # tokenizer. Its GGUF files are llama arch without a window (llama.cpp's
+    # converter writes none, llama.cpp attends to everything): their references
+    # are the same weights without the window
+    family("mistral_swa", MistralForCausalLM,
+           MistralConfig(vocab_size=len(spm_tok), **common, head_dim=8, rms_norm_eps=1e-5, sliding_window=4,
+                         tie_word_embeddings=False, bos_token_id=spm_tok.bos_token_id,
+                         eos_token_id=spm_tok.eos_token_id, attn_implementation="eager"),
+           spm_tok, "llama-spm", gguf.MODEL_ARCH.LLAMA, 21, gguf_cfg={"sliding_window": None})
+    gemma_tok = AutoTokenizer.from_pretrained(os.path.join(TOKENIZERS, "gemma"))
     ids = dict(bos_token_id=gemma_tok.bos_token_id, eos_token_id=gemma_tok.eos_token_id, pad_token_id=0)
     family("gemma", GemmaForCausalLM,
            GemmaConfig(vocab_size=len(gemma_tok), **common, head_dim=16, rms_norm_eps=1e-6,

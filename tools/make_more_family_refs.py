@@ -13,7 +13,8 @@ Writes under testdata/llm/:
             zero_cache.npy has the TP2 graph's cache shape [1, 6, 2, 8].
   hf_llama3/        LlamaForCausalLM, rope_scaling llama3 (factor 8, original
                     context 64: all three frequency bands), 2 layers, hidden
-                    32, with testdata/tokenizers/qwen2's tokenizer
+                    32, with testdata/tokenizers/llama3's tokenizer (Llama 3's
+                    regex, ignore_merges; GGUF pre llama-bpe)
   llama3.gguf       hf_llama3 by convert_hf_to_gguf.py, f32: llama.cpp keeps
                     the rope scaling only as the tensor rope_freqs.weight
                     (references: hf_llama3's)
@@ -21,7 +22,9 @@ Writes under testdata/llm/:
                     the gguf package's dequantization of it in the HF model
   hf_phi3/, phi3.gguf, phi3_q8_0.gguf(+_refs)
                     Phi3ForCausalLM: fused qkv_proj and gate_up_proj, 4 heads
-                    / 2 kv heads, vocab 421 (odd: padded at --tp 2), untied
+                    / 2 kv heads, untied, testdata/tokenizers/spm's tokenizer
+                    with 3 added special tokens (643) and a model vocabulary
+                    of 645 (odd: padded at --tp 2; the GGUF's [PAD] tokens)
   hf_gpt2/, gpt2.gguf, gpt2_q8_0.gguf(+_refs)
                     GPT2LMHeadModel: LayerNorm with bias, learned positions,
                     gelu_new (tanh), Conv1D [in, out] weights, tied head,
@@ -145,26 +148,46 @@ def hf_llama3():
                       num_key_value_heads=2, max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=10000.0,
                       rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                     "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
-                      tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+                      tie_word_embeddings=False, bos_token_id=0, eos_token_id=1)
     model = fam.scaled(LlamaForCausalLM(cfg), 14)
-    with_tokenizer(d, model)
+    with_tokenizer(d, model, "llama3")
     llm.write_refs(d, model, llm.PROMPT)
     check_generate(d, model)
-    gguf_pair(d, model, "llama3", gguf.MODEL_ARCH.LLAMA)
+    gguf_pair(d, model, "llama3", gguf.MODEL_ARCH.LLAMA, "llama-bpe")
 
 
 def hf_phi3():
+    """Phi-3 as Microsoft ships it: a Llama-style SentencePiece tokenizer
+    (testdata/tokenizers/spm) with added special tokens after its vocabulary
+    and a model vocabulary padded past them (the converter fills the rest
+    with [PADi] tokens); EOS a list, as Phi-3's generation config."""
     d = os.path.join(OUT, "hf_phi3")
-    os.makedirs(d, exist_ok=True)
-    cfg = Phi3Config(vocab_size=421, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-                     num_key_value_heads=2, max_position_embeddings=64, original_max_position_embeddings=64,
-                     rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False, sliding_window=None,
-                     bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    tok = AutoTokenizer.from_pretrained(os.path.join(TOKENIZERS, "spm"))
+    tok.add_special_tokens({"additional_special_tokens": ["<|endoftext|>", "<|assistant|>", "<|end|>"]})
+    end_of_text, end = tok.convert_tokens_to_ids(["<|endoftext|>", "<|end|>"])
+    cfg = Phi3Config(vocab_size=len(tok) + 2, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                     original_max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=10000.0,
+                     tie_word_embeddings=False, sliding_window=None, bos_token_id=tok.bos_token_id,
+                     eos_token_id=[end_of_text, end], pad_token_id=0)
     model = fam.scaled(Phi3ForCausalLM(cfg), 16)
-    with_tokenizer(d, model, tokenizer_class="GPT2Tokenizer")
+    model.save_pretrained(d, safe_serialization=True)
+    tok.save_pretrained(d)
+    os.remove(os.path.join(d, "special_tokens_map.json"))
     llm.write_refs(d, model, llm.PROMPT)
     check_generate(d, model)
-    gguf_pair(d, model, "phi3", gguf.MODEL_ARCH.PHI3)
+    gguf_pair(d, model, "phi3", gguf.MODEL_ARCH.PHI3, "llama-spm")
+    # decode of ids past the tokenizer (the GGUF's [PAD] tokens), its added
+    # specials and <unk>: transformers skips them all
+    path = os.path.join(d, "ref_text.json")
+    refs = json.load(open(path, encoding="utf-8"))
+    refs["decode_ids"] = [len(tok), 441, cfg.vocab_size - 1, end, tok.unk_token_id, 448, end_of_text, 426]
+    refs["decode_text"] = tok.decode(refs["decode_ids"], skip_special_tokens=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(refs, f, ensure_ascii=False, indent=1)
+        f.write("\n")
 
 
 def hf_gpt2():

@@ -49,6 +49,17 @@ Valid models (run with --expect):
                   writes only these two
   op_matrix13     opset 13 forms: axes attributes of ReduceMean/ReduceMax,
                   axes inputs of ReduceSum/Squeeze/Unsqueeze, Split by sizes
+  op_matrix26     the forms that issue 26's second round added (opset 18):
+                  Gather from a computed tensor (constant vector and matrix
+                  indices, indices from an input, a constant integer table),
+                  Slice with steps (2, -1 reversing, -2 next to a step-1 axis,
+                  clamped starts), MaxPool/AveragePool with ceil_mode (a
+                  window past the end dropped), AveragePool over padding
+                  with count_include_pad 0 and 1, LayerNormalization over
+                  two and all axes, folds of f16 constants (Transpose, Neg,
+                  Gather) that keep their values, Constant nodes of each
+                  value attribute; `--matrix26-only` writes
+                  only this one, ceil_past_end and range_huge
 Hostile models (refused, one line, exit 1):
   float_transb    Gemm whose transB is a FLOAT
   concat_no_axis  Concat without its required axis
@@ -59,6 +70,9 @@ Hostile models (refused, one line, exit 1):
   reshape_rank10  Reshape to rank 10
   negative_dim    a graph input with dim -3
   huge_input      a graph input of 2^50 elements
+  ceil_past_end   MaxPool whose ceil_mode window would start past the input
+                  (ONNX drops it, ONNX Runtime 1.20 gives -FLT_MAX)
+  range_huge      a Range of 2^30 elements from three scalars
 """
 import os
 import shutil
@@ -179,6 +193,22 @@ def valid_models(out):
     outputs = [f32(name, shape) for name, _, shape in cases] + [f32("split_a", [2, 2, 4]), f32("split_b", [2, 1, 4])]
     m = model(nodes, [f32("t", [2, 3, 4]), f32("m", [3, 4])], outputs, inits=inits, opset=18)
     save_valid(out, "op_edges", m, {"t": t, "m": rng.standard_normal((3, 4)).astype(np.float32)})
+
+
+def save_cases(out, name, cases, inputs, inits, feeds):
+    """One opset-18 graph of the cases ((output names, nodes) each), each
+    node named after its first result, saved with ONNX Runtime's outputs."""
+    nodes, outs = [], []
+    for names, ns in cases:
+        nodes += ns
+        outs += names
+    for n in nodes:
+        n.name = "n_" + n.output[0]
+    g = helper.make_graph(nodes, name, inputs, [helper.make_value_info(o, onnx.TypeProto()) for o in outs],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    fill_outputs(m)
+    save_valid(out, name, m, feeds)
 
 
 def matrix_models(out):
@@ -307,17 +337,7 @@ def matrix_models(out):
              i64("s2_a", [2, -2]), i64("s2_st", [1, 1]), i64("sp_sizes", [1, 3]), i64("g_s", -1),
              i64("ge_i", [[-1, 0], [3, -4], [1, 1]]), i64("ex_234", [2, 3, 4]), i64("ex_4", [4]), i64("eq_c", [[-1], [2]]),
              i64("r0", 0), i64("r4", 4), i64("r1", 1)]
-    nodes, outs = [], []
-    for names, ns in cases:
-        nodes += ns
-        outs += names
-    for n in nodes:
-        n.name = "n_" + n.output[0]
-    g = helper.make_graph(nodes, "op_matrix", inputs, [helper.make_value_info(o, onnx.TypeProto()) for o in outs],
-                          initializer=inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
-    fill_outputs(m)
-    save_valid(out, "op_matrix", m, feeds)
+    save_cases(out, "op_matrix", cases, inputs, inits, feeds)
     # opset 13: axes as attributes (ReduceMean/ReduceMax) or inputs (ReduceSum, Squeeze, Unsqueeze), Split by sizes
     f13 = {"t": feeds["t"]}
     nodes = [mk("ReduceMean", ["t"], ["mean_attr"], axes=[-1], keepdims=0),
@@ -338,6 +358,76 @@ def matrix_models(out):
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     fill_outputs(m)
     save_valid(out, "op_matrix13", m, f13)
+
+
+def matrix26_model(out):
+    """op_matrix26: see the module's docstring."""
+    r = np.random.default_rng(20261226)
+    F, I64, F16 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.FLOAT16
+    mk = helper.make_node
+    arr = lambda shape: r.standard_normal(shape).astype(np.float32)
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    feeds = {"t": arr((2, 3, 4)), "m": arr((3, 4)), "img": arr((1, 2, 7, 6)), "s5": arr((1, 2, 5)),
+             "gi": np.array([-1, 0, 2, -4], np.int64)}
+    inputs = [helper.make_tensor_value_info(n, I64 if n == "gi" else F, list(a.shape)) for n, a in feeds.items()]
+    cases = []
+
+    def case(name, *nodes):
+        cases.append(([name], list(nodes)))
+    big = np.iinfo(np.int64)
+    # Gather from a computed tensor
+    case("gather_vec", mk("Relu", ["t"], ["t_r"]), mk("Gather", ["t_r", "g_vec"], ["gather_vec"], axis=1))
+    case("gather_mat", mk("Gather", ["t", "g_mat"], ["gather_mat"], axis=-1))
+    case("gather_in", mk("Gather", ["t", "gi"], ["gather_in"], axis=2))
+    case("gather_first", mk("Gather", ["m", "g_vec"], ["gather_first"], axis=0))
+    case("gather_itab", mk("Gather", ["itab", "gi"], ["gi_t"], axis=1), mk("Cast", ["gi_t"], ["gather_itab"], to=F))
+    # Slice with steps
+    case("slice_step2", mk("Slice", ["t", "z0", "e4", "a2", "st2"], ["slice_step2"]))
+    case("slice_rev", mk("Slice", ["t", "m1", "minf", "a2", "stm1"], ["slice_rev"]))
+    case("slice_mixed", mk("Slice", ["t", "sm_s", "sm_e", "sm_a", "sm_st"], ["slice_mixed"]))
+    case("slice_clamp3", mk("Slice", ["t", "m100", "pinf", "a2", "st3"], ["slice_clamp3"]))
+    # pools: ceil_mode, padding counted or not
+    case("maxpool_ceil", mk("MaxPool", ["img"], ["maxpool_ceil"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1))
+    case("maxpool_ceil_1d", mk("MaxPool", ["s5"], ["maxpool_ceil_1d"], kernel_shape=[2], strides=[2], ceil_mode=1))
+    case("avgpool_ceil_excl", mk("AveragePool", ["s5"], ["avgpool_ceil_excl"], kernel_shape=[3], strides=[2],
+                                 pads=[1, 0], ceil_mode=1))
+    case("avgpool_ceil_incl", mk("AveragePool", ["s5"], ["avgpool_ceil_incl"], kernel_shape=[3], strides=[2], pads=[1, 0],
+                                 ceil_mode=1, count_include_pad=1))
+    case("avgpool_excl", mk("AveragePool", ["img"], ["avgpool_excl"], kernel_shape=[3, 3], strides=[2, 2],
+                            pads=[1, 1, 1, 1]))
+    case("avgpool_ceil2d", mk("AveragePool", ["img"], ["avgpool_ceil2d"], kernel_shape=[3, 2], strides=[2, 2],
+                              pads=[0, 1, 1, 0], ceil_mode=1, count_include_pad=1))
+    # LayerNormalization over several axes
+    case("layernorm_2ax", mk("LayerNormalization", ["t", "ln_w34", "ln_b34"], ["layernorm_2ax"], axis=1))
+    case("layernorm_all", mk("LayerNormalization", ["t", "ln_w234"], ["layernorm_all"], axis=0, epsilon=0.1))
+    case("layernorm_m2", mk("LayerNormalization", ["t", "ln_w34"], ["layernorm_m2"], axis=-2))
+    # folds of f16 constants
+    case("fold_f16", mk("Transpose", ["h43"], ["h34"], perm=[1, 0]), mk("Neg", ["h34"], ["hn"]),
+         mk("Gather", ["hn", "g_vec"], ["hg"], axis=0), mk("Cast", ["hg"], ["hf"], to=F),
+         mk("Add", ["m", "hf"], ["fold_f16"]))
+    # Constant nodes of each value attribute feeding runtime ops
+    case("const_forms", mk("Constant", [], ["k_f"], value_float=2.5), mk("Mul", ["t", "k_f"], ["cf1"]),
+         mk("Constant", [], ["k_fs"], value_floats=[1.0, -2.0, 0.5, 4.0]), mk("Add", ["cf1", "k_fs"], ["cf2"]),
+         mk("Constant", [], ["k_i"], value_int=1), mk("Gather", ["cf2", "k_i"], ["cf3"], axis=1),
+         mk("Constant", [], ["k_is"], value_ints=[4, -1]), mk("Reshape", ["cf3", "k_is"], ["const_forms"]))
+    inits = [i64("g_vec", [2, -1, 0]), i64("g_mat", [[0, -1], [3, 1]]),
+             i64("itab", r.integers(-50, 50, (3, 4))), i64("z0", [0]), i64("e4", [4]), i64("a2", [2]),
+             i64("st2", [2]), i64("m1", [-1]), i64("minf", [big.min]), i64("stm1", [-1]), i64("sm_s", [3, 0]),
+             i64("sm_e", [0, 2]), i64("sm_a", [2, 1]), i64("sm_st", [-2, 1]), i64("m100", [-100]),
+             i64("pinf", [big.max]), i64("st3", [3]),
+             numpy_helper.from_array(arr((3, 4)), "ln_w34"), numpy_helper.from_array(arr((3, 4)), "ln_b34"),
+             numpy_helper.from_array(arr((2, 3, 4)), "ln_w234"),
+             numpy_helper.from_array(arr((4, 3)).astype(np.float16), "h43")]
+    save_cases(out, "op_matrix26", cases, inputs, inits, feeds)
+    # refused: ceil_mode's last window would start past the input (ONNX drops it, ONNX Runtime 1.20 gives -FLT_MAX/NaN)
+    m = model([mk("MaxPool", ["x"], ["y"], name="pool0", kernel_shape=[2], strides=[2], pads=[1, 1], ceil_mode=1)],
+              [f32("x", [1, 2, 5])], [f32("y", [1, 2, 3])], opset=18)
+    onnx.save_model(m, os.path.join(out, "ceil_past_end.onnx"))
+    # refused: a Range of 2^30 elements from three scalars (the fold would fill 8 GiB)
+    m = model([mk("Range", ["r0", "rbig", "r1"], ["r"], name="range0"), mk("Cast", ["r"], ["rf"], to=F),
+               mk("Add", ["x", "rf"], ["y"], name="add0")], [f32("x", [1])], [f32("y", [1 << 30])],
+              inits=[i64("r0", 0), i64("rbig", 1 << 30), i64("r1", 1)], opset=18)
+    onnx.save_model(m, os.path.join(out, "range_huge.onnx"))
 
 
 def fill_outputs(m):
@@ -383,8 +473,12 @@ def main():
     if "--matrix-only" in sys.argv:
         matrix_models(out)
         return
+    if "--matrix26-only" in sys.argv:
+        matrix26_model(out)
+        return
     valid_models(out)
     matrix_models(out)
+    matrix26_model(out)
     for name, data in hostile_models(out).items():
         for path in (os.path.join(out, name + ".onnx"), os.path.join(seeds, "strict_" + name + ".onnx")):
             with open(path, "wb") as f:

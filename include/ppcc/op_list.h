@@ -68,5 +68,6 @@ PPCC_OP(cast,            1,  1,   1,  attrs_cast,       COMPUTE,     shape_cast,
 PPCC_OP(expand,          1,  1,   1,  attrs_shape,      COMPUTE,     shape_expand,      shard_expand,          UNARY,       flops_zero,       batch_rowwise,     kernel_expand,      lower_onnx_expand)
 PPCC_OP(reduce_max,      1,  1,   1,  attrs_reduce,     COMPUTE,     shape_reduce_max,  shard_reduce_max,      UNARY,       flops_reduce_in,  batch_reduce,      kernel_reduce_max,  lower_onnx_reduce_max)
 PPCC_OP(gather_elements, 2,  2,   1,  attrs_dim,        COMPUTE,     shape_gather_elements, shard_gather_elements, MULTI, flops_zero,    batch_gather_elements, kernel_gather_elements, lower_onnx_gather_elements)
+PPCC_OP(gather,          2,  2,   1,  attrs_dim,        COMPUTE,     shape_gather,      shard_gather,          MULTI,       flops_zero,       batch_gather,      kernel_gather,      lower_onnx_gather)
 PPCC_OP(conv,            2,  2,   1,  attrs_conv,       COMPUTE,     shape_conv,        shard_conv,            MULTI,       flops_conv,       batch_window,      kernel_conv,        lower_onnx_conv)
 PPCC_OP(max_pool,        1,  1,   1,  attrs_pool,       COMPUTE,     shape_max_pool,    shard_max_pool,        UNARY,       flops_pool,       batch_window,      kernel_max_pool,    lower_onnx_max_pool)

@@ -57,7 +57,8 @@
  *
  * Time model (per device, per op shard it computes, per microbatch):
  *   interpreter, when the calibration file has the op kind's cost
- *   (op_costs, measured by `ppcc calibrate` through the interpreter):
+ *   (op_costs, measured by `ppcc calibrate` through the interpreter;
+ *   a GEMM of one or a few rows: its kernel's, ppcc_op_cost_key):
  *     t = call_us + flops * ns_per_flop + bytes * ns_per_byte + weight bytes * ns_per_weight_byte
  *   with those of ppcc_predict_op_work (batch-carrying
  *   operands and results divided by M), the FLOPs part of a contraction
@@ -65,13 +66,18 @@
  *   device's kernel threads over the 1-thread rate; plus resume_us for
  *   an op that runs right after its device waited (its first op of a
  *   pipeline segment and microbatch, the first after a collective it
- *   takes part in or a transfer it receives);
+ *   takes part in or a transfer it receives); plus start_us for the
+ *   first compute op of a device that starts computing without waiting
+ *   (a first stage's) when the run has more devices than cores (the
+ *   other device threads start on its core before they block);
  *   the JIT, when the file has the op kind's jit_op_costs (measured by
  *   `ppcc calibrate` on JIT-compiled workloads): the same formula with
  *   those, no resume_us (the compiled device function does not stop
- *   between ops the way the interpreter's loop does); a row-parallel
+ *   between ops the way the interpreter's loop does; jit_start_us as
+ *   start_us); a row-parallel
  *   contraction whose kernel first cuts a replicated operand to its part
- *   (see the JIT memory model) also pays that cut: jit_operand_cut, else
+ *   (see the JIT memory model) also pays that cut (the interpreter's
+ *   kernels cut it too: operand_cut when the file has it): jit_operand_cut, else
  *   the JIT's slice cost (call_us + ns_per_byte * (the operand's bytes +
  *   the part's));
  *   otherwise (an older calibration file, an op kind not measured) the
@@ -115,6 +121,14 @@
 
 #define PPCC_CALIB_MAX_THREADS 64
 #define PPCC_CALIB_MAX_OPS 64
+/* The calibration file's format ("ppcc_calibration"): 2 adds the GEMM
+ * kernels' own costs (keys OP.rows1 and OP.rows16, ppcc_op_cost_key);
+ * files of format 1 still read (their costs cover every row count), the
+ * calibration cache is measured again. */
+#define PPCC_CALIBRATION_VERSION 2
+/* Rows at most this many take the runtime's small-GEMM kernel
+ * (RT_SMALL_M, src/runtime/kernels/kernels.h); one row its GEMV. */
+#define PPCC_COST_SMALL_ROWS 16
 
 /* The interpreter's measured cost of one op kind (the op table's name),
  * per op shard it computes: call_us + (flops * ns_per_flop + bytes *
@@ -123,7 +137,7 @@
  * operands and result, weight_bytes those of its param operands
  * (ppcc_predict_op_work), on one device with one kernel thread. */
 typedef struct ppcc_op_cost {
-  char name[32];
+  char name[32];              /* op name, or a kernel of it (ppcc_op_cost_key) */
   double call_us, ns_per_flop, ns_per_byte;
   double ns_per_weight_byte; /* per byte of param operands (optional in the file: 0) */
 } ppcc_op_cost;
@@ -131,6 +145,7 @@ typedef struct ppcc_op_cost {
 /* This machine's speeds, by thread count (index t-1 for t threads). */
 typedef struct ppcc_calibration {
   bool calibrated;            /* false: the documented defaults */
+  int version;                /* the file's format (PPCC_CALIBRATION_VERSION when measured) */
   int n_threads;              /* entries measured (1..PPCC_CALIB_MAX_THREADS) */
   double gemm_gflops[PPCC_CALIB_MAX_THREADS];
   double elementwise_gbps[PPCC_CALIB_MAX_THREADS];
@@ -172,10 +187,19 @@ typedef struct ppcc_calibration {
   char cpu[128];              /* the CPU model measured ("cpu"; optional, "" unknown) */
   char ppcc_version[32];      /* the ppcc that measured ("ppcc_version"; optional):
                                  the calibration cache is redone when it differs */
+  double start_us, jit_start_us; /* extra cost of a device's first compute op of a
+                                 forward when it starts without waiting while the
+                                 run has more device threads than cores (the
+                                 others start on its core and block): the
+                                 interpreter's, the JIT's ("start_us",
+                                 "jit_start_us"; optional, 0: not measured) */
   bool have_jit_cut;          /* jit_cut measured ("jit_operand_cut"; optional) */
   ppcc_op_cost jit_cut;       /* the JIT's cut of a replicated operand inside a
                                  row-parallel contraction's kernel: call_us +
                                  ns_per_byte * (operand + part bytes) */
+  bool have_cut;              /* cut measured ("operand_cut"; optional) */
+  ppcc_op_cost cut;           /* the same cut as the interpreter makes it (a
+                                 scratch slice of the operand, executor.c) */
 } ppcc_calibration;
 
 /* Defaults when uncalibrated: 20 GFLOP/s GEMM, 5 GB/s and 1 GFLOP/s
@@ -204,6 +228,18 @@ bool ppcc_calibration_set_jit_op_cost(ppcc_calibration *c, const ppcc_op_cost *c
  * (op_costs_many). */
 const ppcc_op_cost *ppcc_calibration_op_cost_many(const ppcc_calibration *c, const char *name);
 bool ppcc_calibration_set_op_cost_many(ppcc_calibration *c, const ppcc_op_cost *cost);
+/* The key of op's cost in the cost tables: the op name, or for a
+ * contraction (more than 16 FLOPs per result element) whose GEMMs have
+ * one row "NAME.rows1", 2 to PPCC_COST_SMALL_ROWS rows "NAME.rows16"
+ * (the runtime's GEMV and small-GEMM kernels run far from the sgemm's
+ * rate, and from each other). The prediction takes the key's cost, else
+ * the op name's. Rows: the result's elements over its last dim, or its
+ * second-to-last dim when the second operand is batched (rank > 2). */
+void ppcc_op_cost_key(const ppcc_graph *g, const ppcc_op *op, char *key, size_t n);
+/* More than 16 FLOPs per result element of the unsharded op: a GEMM-like
+ * kernel (the roofline's contraction; the runtime's sgemm or attention,
+ * which the JIT calls too). */
+bool ppcc_predict_is_contraction(const ppcc_graph *g, const ppcc_op *op);
 /* What the time model charges a compute op for one result shard: its
  * op-table FLOPs (rep_op_flops_per_shard), the bytes of its non-param
  * operand shards and first result shard, and of its param operand shards
@@ -299,6 +335,19 @@ typedef struct ppcc_loaded_memory {
 ppcc_status ppcc_predict_loaded_memory(const ppcc_graph *const *graphs, const bool *const *is_state,
                                        const bool *const *view_ops, int n, const bool *local, bool jit,
                                        ppcc_loaded_memory *m, ppcc_diag *d);
+/* Per value of g: an input that an in-place update writes (a KV cache),
+ * which a loaded model holds as state (NULL: out of memory; caller frees). */
+bool *ppcc_loaded_state_inputs(const ppcc_graph *g);
+/* The report's "loaded model" section (text) and "loaded_model" field
+ * (JSON, followed by nothing: the caller writes the separator): g's
+ * params, caches as state and working set in one process holding every
+ * device, and with several pipeline stages in each rank of one stage
+ * (rank -1 in JSON: the one process); opts->jit and view_ops choose the
+ * backend's buffers. */
+ppcc_status ppcc_loaded_memory_write_text(const ppcc_graph *g, const ppcc_predict_options *opts, FILE *out,
+                                          ppcc_diag *d);
+ppcc_status ppcc_loaded_memory_write_json(const ppcc_graph *g, const ppcc_predict_options *opts, FILE *out,
+                                          ppcc_diag *d);
 
 /* The report sections (text, JSON fields after "device_summary"). */
 void ppcc_prediction_write_text(const ppcc_prediction *p, FILE *out);

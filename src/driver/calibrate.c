@@ -94,10 +94,12 @@ static ppcc_status workload_llama(long layers, long hidden, long heads, long seq
 }
 
 /* The Llama workloads of the per-op costs: 2 layers of hidden 256
- * (prefills of 4 to 64 tokens, head dim 64 and 32) and of hidden 64
- * (8 tokens, head dim 16: ops whose fixed cost dominates). */
+ * (prefills of 1 to 64 tokens, head dim 64 and 32: each GEMM kernel,
+ * ppcc_op_cost_key) and of hidden 64 (1 and 8 tokens, head dim 16: ops
+ * whose fixed cost dominates). */
 static ppcc_status calibrate_ops(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
-  static const long seq[] = {4, 16, 64, 32, 8}, heads[] = {4, 4, 4, 8, 4}, hidden[] = {256, 256, 256, 256, 64};
+  static const long seq[] = {4, 16, 64, 32, 8, 1, 2, 1}, heads[] = {4, 4, 4, 8, 4, 4, 4, 4},
+                    hidden[] = {256, 256, 256, 256, 64, 256, 256, 64};
   enum { N = sizeof seq / sizeof *seq };
   char *texts[N] = {0};
   ppcc_status st = PPCC_OK;
@@ -108,7 +110,7 @@ static ppcc_status calibrate_ops(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
    * tokens (each op kind of each costs a compile: calibrate stays within
    * seconds); attention with or without the importer's positions operand
    * runs the same runtime kernel */
-  static const long jseq[] = {8, 4, 16, 64}, jhidden[] = {64, 256, 256, 256};
+  static const long jseq[] = {8, 4, 16, 64, 1, 32, 1, 48, 32}, jhidden[] = {64, 256, 256, 256, 256, 256, 64, 256, 64};
   enum { NJ = sizeof jseq / sizeof *jseq };
   char *jit_texts[NJ] = {0};
   for (int i = 0; i < NJ && !st; i++)

@@ -3,9 +3,10 @@
  * constants. Measured once per CPU model on first use (what `ppcc
  * calibrate` measures, about 30 s) and cached in
  * $XDG_CACHE_HOME/ppcc (else ~/.cache/ppcc) as
- * calibration-v1-HASH.json, HASH of the CPU model and core count, written
- * through the atomic-output module. A cache that does not read, or that
- * another CPU or another ppcc version wrote, is refused with a one-line
+ * calibration-vN-HASH.json (N the file format, PPCC_CALIBRATION_VERSION),
+ * HASH of the CPU model and core count, written through the atomic-output
+ * module. A cache that does not read, or that another CPU, another ppcc
+ * version or an older file format wrote, is refused with a one-line
  * warning and measured again. PPCC_CALIBRATION_CACHE=0 (or
  * --calibration=none) skips it: times are then shown unchecked. */
 #include <errno.h>
@@ -70,6 +71,7 @@ static uint64_t fnv1a(const char *s, uint64_t h) {
 /* Why the cached calibration c does not fit this machine and ppcc, NULL
  * when it does. */
 static const char *mismatch(const ppcc_calibration *c, const char *cpu) {
+  if (c->version != PPCC_CALIBRATION_VERSION) return "an older calibration format";
   if (strcmp(c->ppcc_version, PPCC_VERSION) != 0) return "another ppcc version wrote it";
   if (strcmp(c->cpu, cpu) != 0) return "it was measured on another CPU";
   return NULL;
@@ -97,7 +99,7 @@ ppcc_status cli_calibration_cached(ppcc_calibration *c, ppcc_diag *d) {
   if (cores < 1) cores = 1;
   snprintf(key, sizeof key, "%ld", cores);
   bool have_dir = cache_dir(dir, sizeof dir);
-  snprintf(path, sizeof path, "%s/calibration-v1-%016llx.json", have_dir ? dir : ".",
+  snprintf(path, sizeof path, "%s/calibration-v%d-%016llx.json", have_dir ? dir : ".", PPCC_CALIBRATION_VERSION,
            (unsigned long long)fnv1a(key, fnv1a(cpu, 1469598103934665603ull)));
   struct stat sb;
   if (have_dir && stat(path, &sb) == 0) {

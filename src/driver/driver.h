@@ -215,6 +215,10 @@ void cli_cpu_model(char *out, size_t n);
  * (calibration_cache.c): read from the user's cache, or measured once and
  * cached there; left uncalibrated when PPCC_CALIBRATION_CACHE=0. */
 ppcc_status cli_calibration_cached(ppcc_calibration *c, ppcc_diag *d);
+/* This process's resident set now and its peak so far (bytes; run.c):
+ * what run --check-plan and generate measure against the plan. */
+double cli_rss_now(void);
+double cli_peak_rss(void);
 void cli_help_calibrate(FILE *out);
 int cli_cmd_import(int argc, char **argv);
 /* One importer per source (argv[0] names it); *handled false if not ours. */

@@ -289,21 +289,6 @@ static ppcc_status check_logits(stage_graph *s, const char *source, const char *
                     isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf", (long long)(bad / vocab), (long long)(bad % vocab), first);
 }
 
-/* This process's resident set now (bytes). */
-static double rss_now(void) {
-  long pages = 0, resident = 0;
-  FILE *f = fopen("/proc/self/statm", "r");
-  if (f && fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-  if (f) fclose(f);
-  return (double)resident * (double)sysconf(_SC_PAGESIZE);
-}
-
-static double peak_rss(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_maxrss * 1024.0;
-}
-
 /* The plan's memory of the loaded model here (src/plan: params and KV
  * caches once for both graphs, the larger graph's working set). */
 static ppcc_status predict_memory(const stage_graph *sp, const stage_graph *sd, const bool *local, ppcc_loaded_memory *m,
@@ -417,7 +402,7 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   if (!st) st = stage_compile(&sp, a, d);
   if (!st) st = stage_compile(&sd, a, d);
   malloc_trim(0); /* what compiling took goes back before the weights' pages come in */
-  rss_before = rss_now(), peak_before = peak_rss();
+  rss_before = cli_rss_now(), peak_before = cli_peak_rss();
   if (!st) st = stage_load(&sp, &pre, source, NULL, d);
   if (!st) st = stage_load(&sd, &dec, source, &sp, d);
   if (mpi) st = agree(st, d);
@@ -487,7 +472,7 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
    * when that was higher */
   enum { F_LOAD, F_SHARDS, F_MADE, F_PARAMS, F_CACHES, F_RSS, F_COPIED, F_HOST, F_BEFORE, F_PLAN_PARAMS,
          F_PLAN_STATE, F_PLAN_WORK, F_PREDICTED, N_FIGURES };
-  double rss = peak_rss(), predicted = rss_before + (double)plan.total_bytes;
+  double rss = cli_peak_rss(), predicted = rss_before + (double)plan.total_bytes;
   double mine[N_FIGURES] = {t_load, ppcc_resident_count(&sp.data), (double)ppcc_resident_owned_bytes(&sp.data),
                             (double)ppcc_resident_param_bytes(&sp.data),
                             (double)ppcc_resident_state_bytes(&sp.data), rss,

@@ -1,9 +1,13 @@
 /* `ppcc run`: compile a model and execute it on its logical devices. */
+#include <malloc.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include "driver.h"
+#include "ppcc/predict.h"
 #ifdef PPCC_HAVE_RUNTIME
 #include "ppcc/mpi.h"
 #include "ppcc/runtime.h"
@@ -39,6 +43,7 @@ typedef struct run_args {
   const char *ranks_map;
   bool check_plan;      /* --check-plan: measured memory/time vs the prediction */
   double plan_memory_tolerance, plan_time_tolerance;
+  double plan_rss_tolerance; /* the process's peak RSS against the loaded model's prediction */
   bool plan_time_tolerance_given; /* uncalibrated times are checked only when asked */
   cli_predict predict;  /* --calibration */
 } run_args;
@@ -173,6 +178,11 @@ static const cli_option run_options[] = {
                "time outside communication calls"),
   CLI_CALL_ROW("plan-memory-tolerance", "F", run_args, plan_memory_tolerance, set_fraction,
                "allowed memory error, default 0.10"),
+  CLI_CALL_ROW("plan-rss-tolerance", "F", run_args, plan_rss_tolerance, set_fraction,
+               "allowed error of the process's peak RSS against the\n"
+               "loaded model's prediction (the process before the\n"
+               "weights, measured, + params once + KV caches as state\n"
+               "+ working set), default 0.10"),
   CLI_CALL_ROW("plan-time-tolerance", "F", run_args, plan_time_tolerance, set_fraction,
                "allowed stage time error, default 0.25; when\n"
                "uncalibrated stage times are shown but unchecked\n"
@@ -197,7 +207,7 @@ static const cli_command run_command = {
            "                 [--threads N] [--microbatches M] [--deterministic] [--trace=TRACE.json]\n"
            "                 [--backend=jit|interp] [--pp=P] [--tp=T] [--device-memory=BYTES]\n"
            "                 [--devices-spec=FILE.json] [--repeat N] [--check-plan [--plan-memory-tolerance=F]\n"
-           "                 [--plan-time-tolerance=F]] [--calibration=CALIB.json]\n"
+           "                 [--plan-rss-tolerance=F] [--plan-time-tolerance=F]] [--calibration=CALIB.json]\n"
            "\n"
            "Compiles MODEL.json and runs it: one in-order stream per logical device,\n"
            "transfers and collectives between them.\n",
@@ -243,12 +253,27 @@ static ppcc_status compile_jit(const ppcc_graph *g, const run_args *a, ppcc_jit 
 }
 #endif
 
+double cli_rss_now(void) {
+  long pages = 0, resident = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f && fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+  if (f) fclose(f);
+  return (double)resident * (double)sysconf(_SC_PAGESIZE);
+}
+
+double cli_peak_rss(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_maxrss * 1024.0;
+}
+
 #ifdef PPCC_HAVE_RUNTIME
 /* --check-plan: the prediction for this run and room for the measurement. */
 typedef struct plan_check {
   ppcc_prediction pred;
   ppcc_plan_measure measure;
   bool jit; /* measured on the JIT (its buffer model, src/runtime/jit/jit_exec.c) */
+  double rss_before, peak_before; /* the process before the weights (after compiling) */
 } plan_check;
 
 static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, bool jit, plan_check *c, ppcc_diag *d) {
@@ -296,6 +321,42 @@ static ppcc_status plan_check_end(const run_args *a, plan_check *c, ppcc_diag *d
    * box they are shown, not checked (memory is), unless a tolerance is given. */
   double time_tol = c->pred.calibrated || a->plan_time_tolerance_given ? a->plan_time_tolerance : -1;
   return ppcc_plan_check(&c->pred, &c->measure, a->plan_memory_tolerance, time_tol, stdout, d);
+}
+
+/* --check-plan, the process: its peak RSS against the loaded model's
+ * prediction (src/plan/loaded_memory.c: params once, KV caches as state,
+ * the graph's working set) plus the process before the weights (code,
+ * libraries, the compiler's heap: measured), or the compile's own peak
+ * when that was higher. */
+enum { PROCESS_SLACK_MIB = 4 };
+static ppcc_status plan_check_process(const ppcc_graph *g, const run_args *a, const plan_check *c, ppcc_diag *d) {
+  bool *state = ppcc_loaded_state_inputs(g), *views = c->jit ? ppcc_rt_jit_view_ops(g) : ppcc_rt_view_ops(g);
+  const bool *s = state, *v = views;
+  ppcc_loaded_memory m;
+  ppcc_status st = state && views ? ppcc_predict_loaded_memory(&g, &s, &v, 1, NULL, c->jit, &m, d)
+                                  : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  free(state);
+  free(views);
+  if (st) return st;
+  double measured = cli_peak_rss(), loaded = c->rss_before + (double)m.total_bytes;
+  /* Testing hook: PPCC_INJECT_PLAN_RSS=BYTES adds BYTES the prediction
+   * does not know of to the measured peak. */
+  const char *inject = getenv("PPCC_INJECT_PLAN_RSS");
+  if (inject) measured += strtod(inject, NULL);
+  double predicted = loaded > c->peak_before ? loaded : c->peak_before, err = (predicted - measured) / measured;
+  printf("plan check process memory: peak RSS %.1f MiB planned = %.1f MiB before the weights + params %lld B "
+         "+ KV caches %lld B (state) + working set %lld B%s; measured %.1f MiB (%+.1f %%)\n",
+         predicted / (1 << 20), c->rss_before / (1 << 20), (long long)m.param_bytes, (long long)m.state_bytes,
+         (long long)m.activation_bytes, loaded > c->peak_before ? "" : " (below the compile's own peak, which counts)",
+         measured / (1 << 20), 100.0 * err);
+  /* a process's threads (stacks, malloc arenas) and its libraries' first
+   * calls take a few hundred KiB each, unmodelled: on a small model that
+   * is more than the tolerance */
+  if (fabs(err) > a->plan_rss_tolerance && fabs(predicted - measured) > PROCESS_SLACK_MIB * (double)(1 << 20))
+    return ppcc_error(d, "--check-plan: the process's peak RSS is off by %+.1f %% of the measured %.1f MiB "
+                         "(tolerance %.1f %%, or %d MiB)", 100.0 * err, measured / (1 << 20),
+                      100.0 * a->plan_rss_tolerance, PROCESS_SLACK_MIB);
+  return PPCC_OK;
 }
 
 static void plan_check_free(plan_check *c) {
@@ -392,8 +453,16 @@ static ppcc_status run_graph(const ppcc_graph *g, run_args *a, ppcc_diag *d) {
   if (!st && a->check_plan) st = plan_check_begin(g, a, on_jit, &check, d);
   if (a->check_plan && a->repeat == 0) opts.repeat = PPCC_CHECK_PLAN_FORWARDS; /* warm forwards: their busy times count */
   if (a->check_plan) opts.measure = &check.measure;
+  if (a->check_plan) {
+    malloc_trim(0); /* what compiling took goes back before the weights' pages come in */
+    check.rss_before = cli_rss_now(), check.peak_before = cli_peak_rss();
+  }
   if (!st) st = ppcc_run(g, &opts, d);
-  if (!st && a->check_plan) st = plan_check_end(a, &check, d);
+  if (!st && a->check_plan) {
+    st = plan_check_end(a, &check, d);
+    ppcc_status proc = plan_check_process(g, a, &check, d);
+    if (!st) st = proc;
+  }
   plan_check_free(&check);
 #ifdef PPCC_HAVE_JIT
   cli_jit_free(jit);
@@ -425,7 +494,7 @@ static ppcc_status check_run_args(run_args *a) {
 }
 
 int cli_cmd_run(int argc, char **argv) {
-  run_args a = {.plan_memory_tolerance = 0.10, .plan_time_tolerance = 0.25};
+  run_args a = {.plan_memory_tolerance = 0.10, .plan_rss_tolerance = 0.10, .plan_time_tolerance = 0.25};
   a.inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.inputs);
   a.expects = calloc((size_t)(argc > 0 ? argc : 1), sizeof *a.expects);
   if (!a.inputs || !a.expects) {

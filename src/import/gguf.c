@@ -147,36 +147,13 @@ static ppcc_status spec_from_parsed(const rt_gguf *g, llama_spec *s, ppcc_diag *
   return st;
 }
 
-/* llama_spec.stored_format: a quantized (or f16/bf16) tensor's format name. */
-static const char *gguf_stored_format(const char *path, const char *tensor, void **state) {
-  rt_gguf *g = *state;
-  if (!tensor) {
-    if (g) rt_gguf_close(g);
-    free(g);
-    *state = NULL;
-    return NULL;
-  }
-  if (!g) {
-    ppcc_diag quiet;
-    ppcc_diag_init(&quiet, path, NULL);
-    g = calloc(1, sizeof *g);
-    if (!g || rt_gguf_open(path, g, &quiet) != PPCC_OK) {
-      free(g);
-      return NULL;
-    }
-    *state = g;
-  }
-  const rt_gguf_tensor *t = rt_gguf_find_tensor(g, tensor);
-  return t && t->format && t->format->ggml_type != 0 /* F32 */ ? t->format->name : NULL;
-}
-
 ppcc_status llama_spec_from_gguf(const char *path, llama_spec *s, ppcc_diag *d) {
   rt_gguf g;
   ppcc_status st = rt_gguf_open(path, &g, d);
   if (st) return st;
   st = spec_from_parsed(&g, s, d);
-  s->gguf_path = path;
-  s->stored_format = gguf_stored_format;
+  s->stored_path = path;
+  s->stored_format = rt_source_tensor_dtype;
   rt_gguf_close(&g);
   return st;
 }

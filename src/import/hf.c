@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../runtime/io/io.h"
 #include "import.h"
 #include "ppcc/io.h"
 
@@ -238,5 +239,7 @@ ppcc_status llama_spec_from_hf(const char *dir, llama_spec *s, ppcc_diag *d) {
   ppcc_status st = text ? llama_spec_from_hf_json(path, text, len, s, d) : PPCC_ERR_USER;
   free(text);
   free(path);
+  s->stored_path = dir; /* f16/bf16 matrices stay as stored */
+  s->stored_format = rt_source_tensor_dtype;
   return st;
 }

@@ -91,14 +91,15 @@ typedef struct llama_spec {
   const char *dtype; /* "f32", "f16", "bf16" */
   bool dtype_given;  /* --dtype: every weight converted to dtype */
   const char *name;
-  /* A GGUF source (llama_spec_from_gguf): without --dtype its quantized
-   * weights keep their stored block format (q4_k ...), except where a
-   * tensor-parallel split would cut their blocks (then dtype). */
-  const char *gguf_path;
-  /* The block format ("q4_k") tensor is stored in at gguf_path, or NULL
-   * for a float one (gguf.c: the graph builder needs no GGUF reader); the
-   * file stays open in *state between calls, tensor NULL closes it. */
-  const char *(*stored_format)(const char *gguf_path, const char *tensor, void **state);
+  /* The source (a GGUF file or an HF directory): without --dtype its
+   * quantized weights keep their stored block format (q4_k ...), except
+   * where a tensor-parallel split would cut their blocks (then dtype), and
+   * f16/bf16 matrices stay f16/bf16 in an f32 graph. */
+  const char *stored_path;
+  /* The format ("q4_k", "bf16", "f32") tensor is stored in at stored_path,
+   * or NULL (rt_source_tensor_dtype: the graph builder reads no file); the
+   * source stays open in *state between calls, tensor NULL closes it. */
+  const char *(*stored_format)(const char *stored_path, const char *tensor, void **state);
   bool unplaced;     /* no placement at all (no shards, devices, transfers or
                         collectives) for auto-partition to place: gen_llama
                         --placement none */

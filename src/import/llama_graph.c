@@ -65,7 +65,7 @@ typedef struct writer {
   FILE *out;
   const llama_spec *s;
   bool first;
-  bool keep_stored;     /* GGUF weights kept in their block formats */
+  bool keep_stored;     /* weights kept in their stored formats */
   void *stored_state;   /* the spec's stored_format's open file */
 } writer;
 
@@ -109,7 +109,7 @@ static void tensor_decl(writer *w, const char *name, const char *dtype, int rank
  * embedding table) unless a split along its columns would cut blocks;
  * f16/bf16 ones stay as stored in an f32 graph (the kernels convert rows). */
 static const char *matrix_dtype(writer *w, const char *name, long cols, int split_dim) {
-  const char *stored = w->keep_stored ? w->s->stored_format(w->s->gguf_path, name, &w->stored_state) : NULL;
+  const char *stored = w->keep_stored ? w->s->stored_format(w->s->stored_path, name, &w->stored_state) : NULL;
   const ppcc_block_format *f = stored ? ppcc_block_format_named(stored) : NULL;
   if (f && f->block == 1) return strcmp(w->s->dtype, "f32") == 0 ? f->name : w->s->dtype;
   if (!f) return w->s->dtype;
@@ -607,7 +607,7 @@ char *llama_graph_json(const llama_spec *s, size_t *len) {
   size_t n = 0;
   FILE *out = open_memstream(&buf, &n);
   if (!out) return NULL;
-  bool keep = s->gguf_path && s->stored_format && !s->dtype_given && s->naming == LLAMA_NAMES_GGUF;
+  bool keep = s->stored_path && s->stored_format && !s->dtype_given;
   writer w = {out, s, true, keep, NULL};
   fputs("{\n  \"ppcc\": 1,\n", out);
   fprintf(out, "  \"name\": \"%s\",\n", s->name ? s->name : "llama");
@@ -617,7 +617,7 @@ char *llama_graph_json(const llama_spec *s, size_t *len) {
   write_ops(&w);
   write_outputs(&w);
   fputs("}\n", out);
-  if (keep) s->stored_format(s->gguf_path, NULL, &w.stored_state);
+  if (keep) s->stored_format(s->stored_path, NULL, &w.stored_state);
   if (fclose(out) != 0) {
     free(buf);
     return NULL;

@@ -17,8 +17,14 @@
 #include "ppcc/ops.h"
 #include "ppcc/runtime.h"
 
+/* Translators keep entry pointers across emit(), own_const() and bind(),
+ * which add entries: the table is a list of fixed blocks, so an entry never
+ * moves (a realloc'd array made such pointers dangle: heap use-after-free
+ * found by fuzz_onnx). Values are read by copy (V). */
+#define ENTRY_BLOCK 256
 typedef struct entry {
   const char *name;
+  int index;          /* in the entry table (param_entry holds it) */
   bool is_const;
   ox_tensor c;
   int value;          /* ppcc value; -1: none yet (const) or deferred */
@@ -33,8 +39,8 @@ typedef struct importer {
   const Onnx__GraphProto *graph;
   const char *dir;
   const ppcc_onnx_options *opts;
-  entry *e;
-  int n_e, cap_e;
+  entry **blocks; /* ENTRY_BLOCK entries each: an entry never moves */
+  int n_e, n_blocks;
   int *slots; /* open-addressing hash of entry indices, -1 empty */
   int n_slots;
   int *param_entry; /* per ppcc value: the entry holding a param's data, or -1
@@ -57,12 +63,14 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
+static entry *entry_at(const importer *I, int k) { return &I->blocks[k / ENTRY_BLOCK][k % ENTRY_BLOCK]; }
+
 static entry *find(importer *I, const char *name) {
   if (!name || !I->n_slots) return NULL;
   for (uint64_t h = hash_str(name) & (uint64_t)(I->n_slots - 1);; h = (h + 1) & (uint64_t)(I->n_slots - 1)) {
     int k = I->slots[h];
     if (k < 0) return NULL;
-    if (strcmp(I->e[k].name, name) == 0) return &I->e[k];
+    if (strcmp(entry_at(I, k)->name, name) == 0) return entry_at(I, k);
   }
 }
 
@@ -71,8 +79,8 @@ static bool rehash(importer *I, int n_slots) {
   if (!slots) return false;
   for (int i = 0; i < n_slots; i++) slots[i] = -1;
   for (int k = 0; k < I->n_e; k++) {
-    if (I->e[k].hidden) continue;
-    uint64_t h = hash_str(I->e[k].name) & (uint64_t)(n_slots - 1);
+    if (entry_at(I, k)->hidden) continue;
+    uint64_t h = hash_str(entry_at(I, k)->name) & (uint64_t)(n_slots - 1);
     while (slots[h] >= 0) h = (h + 1) & (uint64_t)(n_slots - 1);
     slots[h] = k;
   }
@@ -84,17 +92,18 @@ static bool rehash(importer *I, int n_slots) {
 
 /* A new entry for name (ONNX names are SSA: defined once). */
 static entry *add_entry(importer *I, const char *name) {
-  if (I->n_e == I->cap_e) {
-    int cap = I->cap_e ? I->cap_e * 2 : 256;
-    entry *e = realloc(I->e, sizeof(entry) * (size_t)cap);
-    if (!e) return NULL;
-    I->e = e;
-    I->cap_e = cap;
+  if (I->n_e == I->n_blocks * ENTRY_BLOCK) { /* a new block; the others stay where they are */
+    entry **b = realloc(I->blocks, sizeof(entry *) * (size_t)(I->n_blocks + 1));
+    if (!b) return NULL;
+    I->blocks = b;
+    if (!(b[I->n_blocks] = malloc(sizeof(entry) * ENTRY_BLOCK))) return NULL;
+    I->n_blocks++;
   }
   if ((I->n_e + 1) * 2 > I->n_slots && !rehash(I, I->n_slots ? I->n_slots * 2 : 512)) return NULL;
-  entry *x = &I->e[I->n_e];
+  entry *x = entry_at(I, I->n_e);
   memset(x, 0, sizeof *x);
   x->name = name;
+  x->index = I->n_e;
   x->value = -1;
   x->producer = I->node ? I->node_index : -1;
   uint64_t h = hash_str(name) & (uint64_t)(I->n_slots - 1);
@@ -152,7 +161,7 @@ static int value_of(importer *I, entry *x) {
   int v = add_named_value(I, x->name, PPCC_VALUE_PARAM, x->c.dtype, x->c.rank, x->c.shape);
   if (v < 0) return v;
   I->g->values[v].pinned = true;
-  I->param_entry[v] = (int)(x - I->e);
+  I->param_entry[v] = x->index;
   x->value = v;
   return v;
 }
@@ -201,9 +210,12 @@ static int emit(importer *I, const char *op_name, int n_in, const int *in, const
     memcpy(copy, a->ints, sizeof(int64_t) * (size_t)a->n);
     a->ints = copy;
   }
+  /* the checks loading model.json makes: the shape rule, and the sharding
+   * rule on the unsharded operands (a softmax dim out of range...) */
   ppcc_diag quiet;
   ppcc_diag_init(&quiet, NULL, NULL);
-  if (info->infer_shape(I->g, &I->g->ops[idx], &quiet) != PPCC_OK) {
+  if (info->infer_shape(I->g, &I->g->ops[idx], &quiet) != PPCC_OK ||
+      info->shard_rule(I->g, &I->g->ops[idx], &quiet) != PPCC_OK) {
     ppcc_error(I->d, "%s: %s", I->who, quiet.first);
     return -2;
   }
@@ -239,13 +251,26 @@ static ppcc_attr attr_ints(const char *name, int n, int64_t *v) {
   return (ppcc_attr){.name = name, .type = PPCC_ATTR_INTS, .n = n, .ints = v};
 }
 
-static const ppcc_value *V(importer *I, int v) { return &I->g->values[v]; }
+/* A value's dtype and shape, by copy: emit() and value_of() grow the value
+ * table (realloc), so no translator keeps a pointer into it. */
+typedef struct vshape {
+  ppcc_dtype dtype;
+  int rank;
+  int64_t shape[PPCC_MAX_RANK];
+} vshape;
+
+static vshape V(const importer *I, int v) {
+  const ppcc_value *x = &I->g->values[v];
+  vshape r = {.dtype = x->dtype, .rank = x->rank};
+  memcpy(r.shape, x->shape, sizeof r.shape);
+  return r;
+}
 
 /* A reshape of v to shape (a view); v itself when the shape is the same. */
 static int reshape_to(importer *I, int v, int rank, int64_t *shape, const char *name) {
   if (v < 0) return v;
-  const ppcc_value *x = V(I, v);
-  if (x->rank == rank && memcmp(x->shape, shape, sizeof(int64_t) * (size_t)rank) == 0) return v;
+  const vshape x = V(I, v);
+  if (x.rank == rank && memcmp(x.shape, shape, sizeof(int64_t) * (size_t)rank) == 0) return v;
   ppcc_attr a = attr_ints("shape", rank, shape);
   return emit(I, "reshape", 1, &v, name, 1, &a);
 }
@@ -320,7 +345,7 @@ static bool is_rms_scale(importer *I, const char *name, bool reciprocal, const c
     if (scalar_const(I, add->input[1 - k], eps)) m = add->input[k];
   if (!m || !(mean = producer(I, m, "ReduceMean")) || !is_square_of(I, mean->input[0], x)) return false;
   entry *xe = find(I, *x);
-  return xe && !xe->is_const && xe->value >= 0 && reduces_last_axis(I, mean, V(I, xe->value)->rank);
+  return xe && !xe->is_const && xe->value >= 0 && reduces_last_axis(I, mean, V(I, xe->value).rank);
 }
 
 /* Mul(Mul(x, Reciprocal(Sqrt(...))), w) or Mul(Div(x, Sqrt(...)), w) -> rms_norm(x, w, eps). */
@@ -438,10 +463,10 @@ static int match_attention(importer *I) {
   int64_t axis = ox_attr_int(sm, "axis", -1);
   entry *qe = find(I, mm->input[0]), *ke = find(I, kt->input[0]), *ve = in_entry(I, 1);
   if (!qe || !ke || !ve || qe->value < 0 || ke->value < 0 || ve->value < 0) return -3;
-  const ppcc_value *q = V(I, qe->value), *k = V(I, ke->value), *v = V(I, ve->value);
-  if (q->rank != 4 || k->rank != 4 || v->rank != 4 || (axis != -1 && axis != 3) || q->shape[1] != k->shape[1])
+  const vshape q = V(I, qe->value), k = V(I, ke->value), v = V(I, ve->value);
+  if (q.rank != 4 || k.rank != 4 || v.rank != 4 || (axis != -1 && axis != 3) || q.shape[1] != k.shape[1])
     return -3;
-  if (causal && !is_causal_mask(&find(I, add->input[1])->c, q->shape[2], k->shape[2])) return -3;
+  if (causal && !is_causal_mask(&find(I, add->input[1])->c, q.shape[2], k.shape[2])) return -3;
   int in[3] = {qe->value, ke->value, ve->value};
   ppcc_attr attrs[2] = {attr_bool("causal", causal), attr_float("scale", scale)};
   return emit(I, "attention", 3, in, out_name(I, 0), 2, attrs);
@@ -489,7 +514,7 @@ static ppcc_status tr_cast(importer *I) {
   ppcc_dtype to;
   int v = x ? value_of(I, x) : -2;
   if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
-  if (ox_dtype_from_onnx((int32_t)ox_attr_int(I->node, "to", 0), &to) && to == V(I, v)->dtype) return bind(I, 0, v);
+  if (ox_dtype_from_onnx((int32_t)ox_attr_int(I->node, "to", 0), &to) && to == V(I, v).dtype) return bind(I, 0, v);
   if (!ox_dtype_from_onnx((int32_t)ox_attr_int(I->node, "to", 0), &to))
     return defer_node(I, "Cast to a dtype ppcc does not have");
   ppcc_attr a = {.name = "dtype", .type = PPCC_ATTR_STRING, .s = ppcc_dtype_name(to)};
@@ -510,7 +535,7 @@ static ppcc_status tr_binary(importer *I) {
   /* x * c or x / c by a finite scalar is one scale (a model.json number
    * cannot hold NaN or Inf: those stay a Mul/Div by the constant) */
   if ((strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0) && scalar_const(I, I->node->input[1], &c) &&
-      in_const(I, 1)->rank <= V(I, x0)->rank && ppcc_dtype_is_float(in_const(I, 1)->dtype) &&
+      in_const(I, 1)->rank <= V(I, x0).rank && ppcc_dtype_is_float(in_const(I, 1)->dtype) &&
       isfinite(strcmp(op, "Div") == 0 ? 1.0 / c : c)) {
     if (strcmp(op, "Div") == 0) c = 1.0 / c;
     int in = x0;
@@ -528,8 +553,8 @@ static ppcc_status tr_binary(importer *I) {
       return bind(I, 0, emit(I, c == 0.5 ? "sqrt" : "reciprocal", 1, &in, out_name(I, 0), 0, NULL));
     }
     int in[2] = {x0, operand(I, 1)}; /* a general exponent: the pow row */
-    if (in[1] >= 0 && V(I, in[1])->dtype != V(I, x0)->dtype) { /* ONNX lets the exponent's dtype differ */
-      ppcc_attr a = {.name = "dtype", .type = PPCC_ATTR_STRING, .s = ppcc_dtype_name(V(I, x0)->dtype)};
+    if (in[1] >= 0 && V(I, in[1]).dtype != V(I, x0).dtype) { /* ONNX lets the exponent's dtype differ */
+      ppcc_attr a = {.name = "dtype", .type = PPCC_ATTR_STRING, .s = ppcc_dtype_name(V(I, x0).dtype)};
       in[1] = emit(I, "cast", 1, &in[1], tmp_name(I), 1, &a);
     }
     return bind(I, 0, emit(I, "pow", 2, in, out_name(I, 0), 0, NULL));
@@ -546,17 +571,17 @@ static ppcc_status tr_matmul(importer *I) {
   if (r != -3) return bind(I, 0, r);
   int in[2] = {operand(I, 0), operand(I, 1)};
   if (in[0] < 0 || in[1] < 0) return PPCC_ERR_USER;
-  bool vec_l = V(I, in[0])->rank == 1, vec_r = V(I, in[1])->rank == 1;
-  if (vec_l) in[0] = reshape_to(I, in[0], 2, (int64_t[]){1, V(I, in[0])->shape[0]}, tmp_name(I));
-  if (vec_r) in[1] = reshape_to(I, in[1], 2, (int64_t[]){V(I, in[1])->shape[0], 1}, tmp_name(I));
-  if (in[0] >= 0 && in[1] >= 0 && V(I, in[1])->rank > 2 && V(I, in[1])->rank != V(I, in[0])->rank)
+  bool vec_l = V(I, in[0]).rank == 1, vec_r = V(I, in[1]).rank == 1;
+  if (vec_l) in[0] = reshape_to(I, in[0], 2, (int64_t[]){1, V(I, in[0]).shape[0]}, tmp_name(I));
+  if (vec_r) in[1] = reshape_to(I, in[1], 2, (int64_t[]){V(I, in[1]).shape[0], 1}, tmp_name(I));
+  if (in[0] >= 0 && in[1] >= 0 && V(I, in[1]).rank > 2 && V(I, in[1]).rank != V(I, in[0]).rank)
     return defer_node(I, "MatMul broadcasting a right operand of rank > 2 against a different rank is not supported");
   int y = emit(I, "matmul", 2, in, vec_l || vec_r ? tmp_name(I) : out_name(I, 0), 0, NULL);
   if (y < 0 || !(vec_l || vec_r)) return bind(I, 0, y);
   int64_t shape[PPCC_MAX_RANK];
   int rank = 0;
-  for (int i = 0; i < V(I, y)->rank; i++)
-    if (!((vec_l && i == V(I, y)->rank - 2) || (vec_r && i == V(I, y)->rank - 1))) shape[rank++] = V(I, y)->shape[i];
+  for (int i = 0; i < V(I, y).rank; i++)
+    if (!((vec_l && i == V(I, y).rank - 2) || (vec_r && i == V(I, y).rank - 1))) shape[rank++] = V(I, y).shape[i];
   ppcc_attr a = attr_ints("shape", rank, shape);
   return bind(I, 0, emit(I, "reshape", 1, &y, out_name(I, 0), 1, &a));
 }
@@ -570,7 +595,7 @@ static ppcc_status tr_gemm(importer *I) {
   int b = I->node->n_input > 2 && I->node->input[2][0] ? operand(I, 2) : -3;
   if (x < 0 || w < 0 || b == -2 || b == -1) return PPCC_ERR_USER;
   if (ox_attr_int(I->node, "transA", 0)) x = emit(I, "transpose", 1, &x, tmp_name(I), 0, NULL);
-  bool bias1 = b >= 0 && V(I, b)->rank == 1, trans_b = ox_attr_int(I->node, "transB", 0) != 0;
+  bool bias1 = b >= 0 && V(I, b).rank == 1, trans_b = ox_attr_int(I->node, "transB", 0) != 0;
   if (trans_b && alpha == 1 && (b < 0 || (bias1 && beta == 1))) {
     int in[3] = {x, w, b};
     return bind(I, 0, emit(I, "linear", b >= 0 ? 3 : 2, in, out_name(I, 0), 0, NULL));
@@ -600,14 +625,40 @@ static ppcc_status tr_softmax(importer *I) {
   return bind(I, 0, emit(I, "softmax", 1, &in, out_name(I, 0), 1, &a));
 }
 
+/* LayerNormalization over the axes from `axis` on: the layer_norm row over
+ * the last dim; over several, x is flattened to [..., prod(normalized)]
+ * (a view) with the scale and bias expanded to the normalized dims and
+ * flattened too, and the result reshaped back. */
 static ppcc_status tr_layer_norm(importer *I) {
   int x = operand(I, 0);
-  if (x < 0) return PPCC_ERR_USER;
+  if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
+  const vshape xs = V(I, x);
   int64_t axis = ox_attr_int(I->node, "axis", -1);
-  if (axis != -1 && axis != V(I, x)->rank - 1) return defer_node(I, "LayerNormalization over more than the last axis is not supported");
+  if (axis < 0) axis += xs.rank;
+  if (axis < 0 || axis >= xs.rank)
+    return ppcc_error(I->d, "%s: LayerNormalization axis %lld is out of range for rank %d", I->who,
+                      (long long)ox_attr_int(I->node, "axis", -1), xs.rank);
   int in[3] = {x, operand(I, 1), I->node->n_input > 2 && I->node->input[2][0] ? operand(I, 2) : -3};
+  int n_in = in[2] == -3 ? 2 : 3;
   ppcc_attr a = attr_float("eps", ox_attr_float(I->node, "epsilon", 1e-5f));
-  return bind(I, 0, emit(I, "layer_norm", in[2] == -3 ? 2 : 3, in, out_name(I, 0), 1, &a));
+  if (axis == xs.rank - 1) return bind(I, 0, emit(I, "layer_norm", n_in, in, out_name(I, 0), 1, &a));
+  int64_t flat[PPCC_MAX_RANK], inner = 1;
+  int nd = xs.rank - (int)axis;
+  for (int i = (int)axis; i < xs.rank; i++) inner *= xs.shape[i];
+  memcpy(flat, xs.shape, sizeof(int64_t) * (size_t)axis);
+  flat[axis] = inner;
+  in[0] = reshape_to(I, x, (int)axis + 1, flat, tmp_name(I));
+  for (int k = 1; k < n_in; k++) { /* scale, bias: broadcast to the normalized dims, then one dim */
+    if (in[k] < 0) return PPCC_ERR_USER;
+    vshape ws = V(I, in[k]);
+    if (ws.rank != nd || memcmp(ws.shape, xs.shape + axis, sizeof(int64_t) * (size_t)nd) != 0) {
+      ppcc_attr e = attr_ints("shape", nd, (int64_t *)xs.shape + axis);
+      in[k] = emit(I, "expand", 1, &in[k], tmp_name(I), 1, &e);
+    }
+    in[k] = reshape_to(I, in[k], 1, &inner, tmp_name(I));
+  }
+  int y = emit(I, "layer_norm", n_in, in, tmp_name(I), 1, &a);
+  return bind(I, 0, reshape_to(I, y, xs.rank, (int64_t *)xs.shape, out_name(I, 0)));
 }
 
 static ppcc_status tr_reduce(importer *I) {
@@ -640,7 +691,7 @@ static ppcc_status tr_reduce(importer *I) {
 static ppcc_status tr_reshape_like(importer *I) {
   int x = operand(I, 0);
   if (x < 0) return PPCC_ERR_USER;
-  const ppcc_value *v = V(I, x);
+  const vshape v = V(I, x);
   int64_t shape[PPCC_MAX_RANK * 2];
   int rank = 0;
   const char *op = I->node->op_type;
@@ -650,12 +701,12 @@ static ppcc_status tr_reshape_like(importer *I) {
       return ppcc_error(I->d, "%s: Reshape to rank %lld exceeds ppcc's maximum rank %d", I->who, (long long)s->n,
                         PPCC_MAX_RANK);
     if (!s) return defer_node(I, "Reshape needs a constant shape (give --shape for symbolic inputs)");
-    int64_t known = 1, total = ppcc_num_elements(v->rank, v->shape);
+    int64_t known = 1, total = ppcc_num_elements(v.rank, v.shape);
     int infer = -1;
     bool allowzero = ox_attr_int(I->node, "allowzero", 0) != 0;
     for (int64_t i = 0; i < s->n; i++) {
       int64_t dim = ox_get_int(s, i);
-      if (dim == 0 && !allowzero) dim = i < v->rank ? v->shape[i] : 0;
+      if (dim == 0 && !allowzero) dim = i < v.rank ? v.shape[i] : 0;
       if (dim == -1 && infer < 0) infer = (int)i;
       else if (dim < 0 || (dim > 0 && known > PPCC_MAX_ELEMENTS / dim))
         return ppcc_error(I->d, "%s: Reshape shape has an invalid dim %lld", I->who, (long long)dim);
@@ -665,21 +716,21 @@ static ppcc_status tr_reshape_like(importer *I) {
     if (infer >= 0) shape[infer] = known ? total / known : 0;
   } else if (strcmp(op, "Flatten") == 0) {
     int64_t axis = ox_attr_int(I->node, "axis", 1), a = 1;
-    if (axis < 0) axis += v->rank;
-    if (axis < 0 || axis > v->rank) return ppcc_error(I->d, "%s: Flatten axis out of range", I->who);
-    for (int i = 0; i < axis; i++) a *= v->shape[i];
+    if (axis < 0) axis += v.rank;
+    if (axis < 0 || axis > v.rank) return ppcc_error(I->d, "%s: Flatten axis out of range", I->who);
+    for (int i = 0; i < axis; i++) a *= v.shape[i];
     shape[rank++] = a;
-    shape[rank++] = a ? ppcc_num_elements(v->rank, v->shape) / a : 0;
+    shape[rank++] = a ? ppcc_num_elements(v.rank, v.shape) / a : 0;
   } else {
     /* Unsqueeze / Squeeze: fold on an empty stand-in of the same shape */
-    ox_tensor stand = {.dtype = PPCC_I8, .rank = v->rank};
-    memcpy(stand.shape, v->shape, sizeof stand.shape);
+    ox_tensor stand = {.dtype = PPCC_I8, .rank = v.rank};
+    memcpy(stand.shape, v.shape, sizeof stand.shape);
     ox_tensor *ins[2] = {&stand, (ox_tensor *)in_const(I, 1)};
     if (in_entry(I, 1) && !ins[1]) return defer_node(I, "axes must be constant");
     /* the fold would copy data: give it a zero-size tensor of that shape */
     ox_tensor zero = stand;
     int64_t n = 1;
-    for (int i = 0; i < v->rank; i++) n *= v->shape[i];
+    for (int i = 0; i < v.rank; i++) n *= v.shape[i];
     zero.n = n;
     zero.data = calloc((size_t)(n > 0 && n < OX_MAX_CONST_ELEMENTS ? n : 1), 1);
     if (!zero.data) return oom(I);
@@ -701,7 +752,7 @@ static ppcc_status tr_reshape_like(importer *I) {
 static ppcc_status tr_transpose(importer *I) {
   int x = operand(I, 0);
   if (x < 0) return PPCC_ERR_USER;
-  int rank = V(I, x)->rank;
+  int rank = V(I, x).rank;
   int64_t perm[PPCC_MAX_RANK];
   const Onnx__AttributeProto *a = ox_attr(I->node, "perm");
   if (a && (int)a->n_ints != rank) return ppcc_error(I->d, "%s: perm has %zu entries for rank %d", I->who, a->n_ints, rank);
@@ -719,6 +770,22 @@ static ppcc_status tr_concat(importer *I) {
   return bind(I, 0, emit(I, "concat", n, in, out_name(I, 0), 1, &a));
 }
 
+/* A constant entry of the importer's own (folded weights), named after the
+ * node's result; its value a param on first use. Takes t. */
+static entry *own_const(importer *I, const char *suffix, ox_tensor *t) {
+  size_t n = strlen(out_name(I, 0)) + strlen(suffix) + 1;
+  char *name = ppcc_alloc(I->g, n);
+  entry *x = name ? (snprintf(name, n, "%s%s", out_name(I, 0), suffix), add_entry(I, name)) : NULL;
+  if (!x) {
+    ox_tensor_free(t);
+    return NULL;
+  }
+  x->is_const = true;
+  x->c = *t;
+  *t = (ox_tensor){0};
+  return x;
+}
+
 static int slice_dim(importer *I, int x, int64_t axis, int64_t start, int64_t end, const char *name) {
   ppcc_attr a[3] = {attr_int("dim", axis), attr_int("start", start), attr_int("end", end)};
   return emit(I, "slice", 1, &x, name, 3, a);
@@ -732,6 +799,21 @@ static void clamp_range(int64_t n, int64_t *s, int64_t *e) {
   *e = *e < *s ? *s : *e > n ? n : *e;
 }
 
+/* The gather row along axis by a constant i64 index list (a param named
+ * after the node's result). */
+static int gather_const(importer *I, int x, int64_t axis, int64_t n, const int64_t *index, const char *suffix,
+                        const char *name) {
+  ox_tensor t;
+  if (!ox_tensor_alloc(&t, PPCC_I64, 1, &n)) return ppcc_error(I->d, "%s: index list too long", I->who), -2;
+  if (n) memcpy(t.data, index, sizeof(int64_t) * (size_t)n);
+  entry *ix = own_const(I, suffix, &t);
+  int in[2] = {x, ix ? value_of(I, ix) : (oom(I), -1)};
+  ppcc_attr a = attr_int("dim", axis);
+  return emit(I, "gather", 2, in, name, 1, &a);
+}
+
+/* Slice: the slice row per axis with step 1; another step (negative ones
+ * count down) gathers the positions s, s + step, ... (ONNX's clamping). */
 static ppcc_status tr_slice(importer *I) {
   int x = operand(I, 0);
   if (x < 0) return PPCC_ERR_USER;
@@ -739,16 +821,43 @@ static ppcc_status tr_slice(importer *I) {
   if (!st || !en || st->n != en->n || st->n > PPCC_MAX_RANK || (in_entry(I, 3) && (!ax || ax->n != st->n)) ||
       (in_entry(I, 4) && (!sp || sp->n != st->n)))
     return defer_node(I, "Slice needs constant starts, ends, axes and steps");
-  int rank = V(I, x)->rank;
+  int rank = V(I, x).rank;
   for (int64_t i = 0; i < st->n; i++) {
-    if (sp && ox_get(sp, i) != 1) return defer_node(I, "Slice with a step other than 1 is not supported");
-    int64_t axis = ax ? ox_get_int(ax, i) : i;
+    int64_t axis = ax ? ox_get_int(ax, i) : i, step = sp ? ox_get_int(sp, i) : 1;
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Slice axis out of range", I->who);
-    int64_t s = ox_get_int(st, i), e = ox_get_int(en, i);
-    clamp_range(V(I, x)->shape[axis], &s, &e);
-    x = slice_dim(I, x, axis, s, e, i + 1 < st->n ? tmp_name(I) : out_name(I, 0));
-    if (x < 0) return PPCC_ERR_USER;
+    if (step == 0) return ppcc_error(I->d, "%s: Slice step 0", I->who);
+    const int64_t big = INT64_C(1) << 62; /* past any dim: the same slice, and -step cannot overflow */
+    step = step > big ? big : step < -big ? -big : step;
+    int64_t s = ox_get_int(st, i), e = ox_get_int(en, i), dim = V(I, x).shape[axis];
+    const char *name = i + 1 < st->n ? tmp_name(I) : out_name(I, 0);
+    if (step == 1) {
+      clamp_range(dim, &s, &e);
+      x = slice_dim(I, x, axis, s, e, name);
+    } else {
+      if (s < 0) s += dim; /* no overflow: dim >= 0 */
+      if (e < 0) e += dim;
+      if (step > 0) { /* ONNX: starts into [0, dim] ([0, dim - 1] counting down), ends [0, dim] ([-1, dim - 1]) */
+        s = s > dim ? dim : s < 0 ? 0 : s;
+        e = e > dim ? dim : e < 0 ? 0 : e;
+      } else {
+        s = s > dim - 1 ? dim - 1 : s < 0 ? 0 : s;
+        e = e > dim - 1 ? dim - 1 : e < -1 ? -1 : e;
+      }
+      int64_t n = dim == 0 ? 0 : step > 0 ? (e > s ? (e - s - 1) / step + 1 : 0) : (s > e ? (s - e - 1) / -step + 1 : 0);
+      if (n == 0) {
+        x = slice_dim(I, x, axis, 0, 0, name);
+      } else {
+        int64_t *index = malloc(sizeof(int64_t) * (size_t)n);
+        if (!index) return oom(I);
+        for (int64_t k = 0; k < n; k++) index[k] = s + k * step;
+        char suffix[32];
+        snprintf(suffix, sizeof suffix, ".step%lld", (long long)i);
+        x = gather_const(I, x, axis, n, index, suffix, name);
+        free(index);
+      }
+    }
+    if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
   }
   return bind(I, 0, x);
 }
@@ -756,11 +865,11 @@ static ppcc_status tr_slice(importer *I) {
 static ppcc_status tr_split(importer *I) {
   int x = operand(I, 0);
   if (x < 0) return PPCC_ERR_USER;
-  int rank = V(I, x)->rank, n_out = (int)I->node->n_output;
+  int rank = V(I, x).rank, n_out = (int)I->node->n_output;
   int64_t axis = ox_attr_int(I->node, "axis", 0);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Split axis out of range", I->who);
-  int64_t dim = V(I, x)->shape[axis], sizes[64];
+  int64_t dim = V(I, x).shape[axis], sizes[64];
   if (n_out < 1 || n_out > 64) return ppcc_error(I->d, "%s: Split into %d results is not supported", I->who, n_out);
   const ox_tensor *s = in_const(I, 1);
   const Onnx__AttributeProto *num = ox_attr(I->node, "num_outputs");
@@ -786,22 +895,25 @@ static ppcc_status tr_split(importer *I) {
   return start == dim ? PPCC_OK : ppcc_error(I->d, "%s: split sizes add up to %lld, not %lld", I->who, (long long)start, (long long)dim);
 }
 
+/* Gather: an embedding lookup (constant float [vocab, hidden] table, axis
+ * 0), a slice (one constant index), else the gather row (numpy take) on
+ * any data and index, constant or computed. */
 static ppcc_status tr_gather(importer *I) {
   int64_t axis = ox_attr_int(I->node, "axis", 0);
   entry *data = in_entry(I, 0);
   const ox_tensor *idx = in_const(I, 1);
-  if (data && data->is_const && data->c.rank == 2 && (axis == 0 || axis == -2)) {
+  if (data && data->is_const && data->c.rank == 2 && ppcc_dtype_is_float(data->c.dtype) && (axis == 0 || axis == -2)) {
     int in[2] = {operand(I, 1), operand(I, 0)};
     ppcc_attr a = attr_bool("wrap_negative", true); /* ONNX indices may count from the end */
     return bind(I, 0, emit(I, "embedding", 2, in, out_name(I, 0), 1, &a));
   }
+  int x = operand(I, 0);
+  if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
+  int rank = V(I, x).rank;
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Gather axis out of range", I->who);
   if (idx && idx->n == 1 && idx->rank <= 1) {
-    int x = operand(I, 0);
-    if (x < 0) return PPCC_ERR_USER;
-    int rank = V(I, x)->rank;
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank) return ppcc_error(I->d, "%s: Gather axis out of range", I->who);
-    int64_t k = ox_get_int(idx, 0), n = V(I, x)->shape[axis];
+    int64_t k = ox_get_int(idx, 0), n = V(I, x).shape[axis];
     if (k < 0) k += n;
     if (k < 0 || k >= n) return ppcc_error(I->d, "%s: Gather index out of range", I->who);
     int y = slice_dim(I, x, axis, k, k + 1, idx->rank == 0 ? tmp_name(I) : out_name(I, 0));
@@ -809,24 +921,25 @@ static ppcc_status tr_gather(importer *I) {
       int64_t shape[PPCC_MAX_RANK];
       int r = 0;
       for (int i = 0; i < rank; i++)
-        if (i != axis) shape[r++] = V(I, y)->shape[i];
+        if (i != axis) shape[r++] = V(I, y).shape[i];
       y = reshape_to(I, y, r, shape, out_name(I, 0));
     }
     return bind(I, 0, y);
   }
-  return defer_node(I, "Gather is supported as an embedding lookup (constant [vocab, hidden] table, axis 0) or with "
-                       "one constant index");
+  int in[2] = {x, operand(I, 1)};
+  ppcc_attr a = attr_int("dim", axis);
+  return bind(I, 0, emit(I, "gather", 2, in, out_name(I, 0), 1, &a));
 }
 
 static ppcc_status tr_expand(importer *I) {
   int x = operand(I, 0);
   const ox_tensor *s = in_const(I, 1);
   if (x < 0) return PPCC_ERR_USER;
-  const ppcc_value *v = V(I, x);
-  if (s && s->n <= v->rank) {
+  const vshape v = V(I, x);
+  if (s && s->n <= v.rank) {
     bool same = true;
     for (int64_t i = 0; i < s->n; i++) {
-      int64_t want = ox_get_int(s, i), have = v->shape[v->rank - s->n + i];
+      int64_t want = ox_get_int(s, i), have = v.shape[v.rank - s->n + i];
       same = same && (want == have || want == 1);
     }
     if (same) return bind(I, 0, x);
@@ -834,11 +947,11 @@ static ppcc_status tr_expand(importer *I) {
   if (!s || s->rank != 1 || s->n > PPCC_MAX_RANK)
     return defer_node(I, "Expand of a computed tensor needs a constant rank-1 shape");
   /* the result is the broadcast of both shapes (a 1 in either gives way) */
-  int rank = (int)s->n > v->rank ? (int)s->n : v->rank;
+  int rank = (int)s->n > v.rank ? (int)s->n : v.rank;
   int64_t shape[PPCC_MAX_RANK];
   for (int i = 0; i < rank; i++) {
-    int si = i - (rank - (int)s->n), vi = i - (rank - v->rank);
-    int64_t want = si >= 0 ? ox_get_int(s, si) : 1, have = vi >= 0 ? v->shape[vi] : 1;
+    int si = i - (rank - (int)s->n), vi = i - (rank - v.rank);
+    int64_t want = si >= 0 ? ox_get_int(s, si) : 1, have = vi >= 0 ? v.shape[vi] : 1;
     shape[i] = want == 1 ? have : want;
   }
   ppcc_attr a = attr_ints("shape", rank, shape);
@@ -866,29 +979,13 @@ static ppcc_status tr_gather_elements(importer *I) {
 
 /* ---------------- convolutions and pooling ---------------- */
 
-/* A constant entry of the importer's own (folded weights), named after the
- * node's result; its value a param on first use. Takes t. */
-static entry *own_const(importer *I, const char *suffix, ox_tensor *t) {
-  size_t n = strlen(out_name(I, 0)) + strlen(suffix) + 1;
-  char *name = ppcc_alloc(I->g, n);
-  entry *x = name ? (snprintf(name, n, "%s%s", out_name(I, 0), suffix), add_entry(I, name)) : NULL;
-  if (!x) {
-    ox_tensor_free(t);
-    return NULL;
-  }
-  x->is_const = true;
-  x->c = *t;
-  *t = (ox_tensor){0};
-  return x;
-}
-
 static bool attr_string_is(const Onnx__AttributeProto *a, const char *s) {
   return a && a->s.len == strlen(s) && memcmp(a->s.data, s, a->s.len) == 0;
 }
 
 /* strides, dilations and pads (begins then ends) of a Conv/MaxPool/
  * AveragePool over s spatial dims of x with kernel k, auto_pad included. */
-static ppcc_status window_attrs(importer *I, const ppcc_value *x, int s, const int64_t *k, int64_t *strides,
+static ppcc_status window_attrs(importer *I, const vshape *x, int s, const int64_t *k, int64_t *strides,
                                 int64_t *dilations, int64_t *pads) {
   const Onnx__AttributeProto *st = ox_attr(I->node, "strides"), *dl = ox_attr(I->node, "dilations"),
                              *pd = ox_attr(I->node, "pads"), *ap = ox_attr(I->node, "auto_pad");
@@ -974,20 +1071,17 @@ static int channel_const(importer *I, const char *suffix, const double *v, int64
 static ppcc_status tr_conv(importer *I) {
   int x = operand(I, 0), w = operand(I, 1);
   if (x < 0 || w < 0) return x == -1 || w == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
-  /* own_const and emit below grow the value and entry tables: xv, wv, we
-   * and be are not read after the first of them (rank kept by value, the
-   * bias entry fetched again). */
-  const ppcc_value *xv = V(I, x), *wv = V(I, w);
-  const int rank = xv->rank;
-  int s = xv->rank - 2;
-  if (s < 1 || s > 2 || wv->rank != xv->rank)
+  const vshape xv = V(I, x), wv = V(I, w);
+  const int rank = xv.rank;
+  int s = xv.rank - 2;
+  if (s < 1 || s > 2 || wv.rank != xv.rank)
     return defer_node(I, "Conv is supported over 1 or 2 spatial dims ([N, C, W] or [N, C, H, W])");
   const Onnx__AttributeProto *ks = ox_attr(I->node, "kernel_shape");
   for (int i = 0; ks && i < s; i++)
-    if ((int)ks->n_ints != s || ks->ints[i] != wv->shape[2 + i])
+    if ((int)ks->n_ints != s || ks->ints[i] != wv.shape[2 + i])
       return ppcc_error(I->d, "%s: kernel_shape differs from the weight's spatial dims", I->who);
-  int64_t strides[2], dilations[2], pads[4], F = wv->shape[0];
-  ppcc_status st = window_attrs(I, xv, s, wv->shape + 2, strides, dilations, pads);
+  int64_t strides[2], dilations[2], pads[4], F = wv.shape[0];
+  ppcc_status st = window_attrs(I, &xv, s, wv.shape + 2, strides, dilations, pads);
   if (st) return st;
   entry *we = in_entry(I, 1), *be = in_entry(I, 2);
   int bn_index = -1;
@@ -1048,7 +1142,7 @@ static ppcc_status tr_batch_norm(importer *I) {
     return defer_node(I, "BatchNormalization in training mode is not supported");
   int x = operand(I, 0);
   if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
-  int64_t C = V(I, x)->rank >= 2 ? V(I, x)->shape[1] : 0;
+  int64_t C = V(I, x).rank >= 2 ? V(I, x).shape[1] : 0;
   for (int k = 1; k < 5; k++) {
     const ox_tensor *p = in_const(I, k);
     if (!p || p->rank != 1 || p->n != C || !ppcc_dtype_is_float(p->dtype))
@@ -1059,58 +1153,104 @@ static ppcc_status tr_batch_norm(importer *I) {
     free(s), free(t);
     return oom(I);
   }
-  int in[2] = {x, channel_const(I, ".bn_scale", s, C, V(I, x)->rank)};
+  int in[2] = {x, channel_const(I, ".bn_scale", s, C, V(I, x).rank)};
   int y = emit(I, "mul", 2, in, tmp_name(I), 0, NULL);
-  int in2[2] = {y, channel_const(I, ".bn_shift", t, C, V(I, x)->rank)};
+  int in2[2] = {y, channel_const(I, ".bn_shift", t, C, V(I, x).rank)};
   free(s);
   free(t);
   return bind(I, 0, emit(I, "add", 2, in2, out_name(I, 0), 0, NULL));
 }
 
-/* MaxPool: the max_pool row; AveragePool: a depthwise conv by a constant
- * 1/window kernel when padding counts (count_include_pad) or there is none. */
+/* MaxPool: the max_pool row; AveragePool: a depthwise conv. ceil_mode
+ * rounds the output size up: the end pads grow to reach that size
+ * (max_pool never reads padding). An AveragePool divides by the window's
+ * volume with count_include_pad (as ONNX Runtime, also where ceil_mode's
+ * last window reaches past the pads): a conv by 1/volume; without it, by
+ * the positions inside the input: a conv by ones times a constant
+ * 1/count per output position. */
 static ppcc_status tr_pool(importer *I) {
   const Onnx__NodeProto *n = I->node;
   bool max = strcmp(n->op_type, "MaxPool") == 0;
   int x = operand(I, 0);
   if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
-  const ppcc_value *xv = V(I, x);
-  int s = xv->rank - 2;
-  const Onnx__AttributeProto *ks = ox_attr(n, "kernel_shape");
-  if (s < 1 || s > 2 || (int)ks->n_ints != s)
+  const vshape xv = V(I, x);
+  int s = xv.rank - 2;
+  const Onnx__AttributeProto *ks = ox_attr(n, "kernel_shape"), *ap = ox_attr(n, "auto_pad");
+  if (s < 1 || s > 2 || !ks || (int)ks->n_ints != s)
     return defer_node(I, "pooling is supported over 1 or 2 spatial dims, kernel_shape one entry each");
-  if (ox_attr_int(n, "ceil_mode", 0)) return defer_node(I, "pooling with ceil_mode 1 is not supported");
+  bool ceil_mode = ox_attr_int(n, "ceil_mode", 0) != 0;
+  if (ceil_mode && ap && !attr_string_is(ap, "NOTSET"))
+    return defer_node(I, "pooling with ceil_mode 1 and auto_pad is not supported");
   if (n->n_output > 1 && n->output[1][0]) return defer_node(I, "MaxPool's Indices result is not supported");
-  int64_t strides[2], dilations[2], pads[4], kernel[2];
+  int64_t strides[2], dilations[2], pads[4], kernel[2], out[2];
   for (int i = 0; i < s; i++) kernel[i] = ks->ints[i];
-  ppcc_status st = window_attrs(I, xv, s, kernel, strides, dilations, pads);
+  ppcc_status st = window_attrs(I, &xv, s, kernel, strides, dilations, pads);
   if (st) return st;
+  for (int i = 0; i < s; i++) {
+    const int64_t lim = INT64_C(1) << 24;
+    int64_t in = xv.shape[2 + i], span, padded;
+    if (kernel[i] < 1 || strides[i] < 1 || dilations[i] < 1 || pads[i] < 0 || pads[s + i] < 0 || kernel[i] > lim ||
+        strides[i] > lim || dilations[i] > lim || pads[i] > lim || pads[s + i] > lim)
+      return ppcc_error(I->d, "%s: kernel_shape, strides and dilations must be positive, pads non-negative", I->who);
+    span = dilations[i] * (kernel[i] - 1) + 1, padded = in + pads[i] + pads[s + i];
+    if (padded < span) return ppcc_error(I->d, "%s: the pooling window is larger than the padded input", I->who);
+    out[i] = (padded - span) / strides[i] + 1;
+    if (ceil_mode) {
+      int64_t up = (padded - span + strides[i] - 1) / strides[i] + 1;
+      if (up > out[i] && (up - 1) * strides[i] >= in + pads[i]) /* ONNX drops it; ONNX Runtime 1.20 does not */
+        return defer_node(I, "pooling with ceil_mode 1 where the last window would start past the input is not "
+                             "supported (ONNX and ONNX Runtime disagree on it)");
+      if (up > out[i]) pads[s + i] += (up - 1) * strides[i] + span - padded;
+      out[i] = up;
+    }
+  }
   if (max) {
     ppcc_attr attrs[4] = {attr_ints("kernel", s, kernel), attr_ints("strides", s, strides),
                           attr_ints("dilations", s, dilations), attr_ints("pads", 2 * s, pads)};
     return bind(I, 0, emit(I, "max_pool", 1, &x, out_name(I, 0), 4, attrs));
   }
-  bool padded = false;
-  for (int i = 0; i < 2 * s; i++) padded |= pads[i] != 0;
-  if (padded && !ox_attr_int(n, "count_include_pad", 0))
-    return defer_node(I, "AveragePool over padding with count_include_pad 0 is not supported");
-  int64_t C = xv->shape[1], shape[4] = {C, 1, kernel[0], s > 1 ? kernel[1] : 1}, vol = kernel[0] * (s > 1 ? kernel[1] : 1);
+  /* positions each output's window counts, per spatial dim (AveragePool has no dilations) */
+  bool include = ox_attr_int(n, "count_include_pad", 0) != 0, uniform = true;
+  int64_t vol = kernel[0] * (s > 1 ? kernel[1] : 1), oshape[2] = {out[0], s > 1 ? out[1] : 1};
+  ox_tensor inv;
+  if (!ox_tensor_alloc(&inv, PPCC_F32, s, oshape)) return ppcc_error(I->d, "%s: invalid pooling window", I->who);
+  for (int64_t o0 = 0; o0 < oshape[0]; o0++)
+    for (int64_t o1 = 0; o1 < oshape[1]; o1++) {
+      int64_t count = 1, o[2] = {o0, o1};
+      for (int i = 0; i < s; i++) {
+        int64_t in = xv.shape[2 + i], lo = o[i] * strides[i] - pads[i], hi = lo + kernel[i];
+        if (!include) lo = lo < 0 ? 0 : lo, hi = hi < in ? hi : in;
+        count *= hi > lo ? hi - lo : 0;
+      }
+      uniform &= count == vol;
+      ox_set(&inv, o0 * oshape[1] + o1, 1.0 / (double)count);
+    }
+  int64_t C = xv.shape[1], wshape[4] = {C, 1, kernel[0], s > 1 ? kernel[1] : 1};
   ox_tensor k;
-  if (vol < 1 || !ox_tensor_alloc(&k, xv->dtype == PPCC_F32 ? PPCC_F32 : PPCC_F32, xv->rank, shape))
+  if (!ox_tensor_alloc(&k, PPCC_F32, xv.rank, wshape)) {
+    ox_tensor_free(&inv);
     return ppcc_error(I->d, "%s: invalid pooling window", I->who);
-  for (int64_t i = 0; i < k.n; i++) ox_set(&k, i, 1.0 / (double)vol);
+  }
+  for (int64_t i = 0; i < k.n; i++) ox_set(&k, i, uniform ? 1.0 / (double)vol : 1.0);
   entry *ke = own_const(I, ".window", &k);
   int in[2] = {x, ke ? value_of(I, ke) : -1};
   ppcc_attr attrs[4] = {attr_int("group", C), attr_ints("strides", s, strides), attr_ints("dilations", s, dilations),
                         attr_ints("pads", 2 * s, pads)};
-  return bind(I, 0, emit(I, "conv", 2, in, out_name(I, 0), 4, attrs));
+  int y = emit(I, "conv", 2, in, uniform ? out_name(I, 0) : tmp_name(I), 4, attrs);
+  if (uniform || y < 0) {
+    ox_tensor_free(&inv);
+    return bind(I, 0, y);
+  }
+  entry *ce = own_const(I, ".per_count", &inv);
+  int in2[2] = {y, ce ? value_of(I, ce) : -1};
+  return bind(I, 0, emit(I, "mul", 2, in2, out_name(I, 0), 0, NULL));
 }
 
 /* GlobalAveragePool: the mean over the spatial dims, kept. */
 static ppcc_status tr_global_pool(importer *I) {
   int x = operand(I, 0);
   if (x < 0) return x == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
-  int r = V(I, x)->rank;
+  int r = V(I, x).rank;
   if (r < 3) return defer_node(I, "GlobalAveragePool needs [N, C, spatial...]");
   int64_t dims[PPCC_MAX_RANK];
   for (int i = 2; i < r; i++) dims[i - 2] = i;
@@ -1412,8 +1552,10 @@ static ppcc_status try_fold(importer *I, bool *done) {
   if (strcmp(n->op_type, "Shape") == 0) {
     entry *x = in_entry(I, 0);
     if (!x || (!x->is_const && x->value < 0)) return PPCC_OK;
-    int rank = x->is_const ? x->c.rank : V(I, x->value)->rank;
-    const int64_t *shape = x->is_const ? x->c.shape : V(I, x->value)->shape;
+    vshape xs = x->is_const ? (vshape){.rank = x->c.rank} : V(I, x->value);
+    if (x->is_const) memcpy(xs.shape, x->c.shape, sizeof(int64_t) * (size_t)x->c.rank);
+    int rank = xs.rank;
+    const int64_t *shape = xs.shape;
     int64_t r = rank, start = ox_attr_int(n, "start", 0), end = ox_attr_int(n, "end", rank);
     clamp_range(rank, &start, &end);
     r = end - start;
@@ -1489,7 +1631,7 @@ static ppcc_status fold_emitted(importer *I, int first) {
     ppcc_tensor in[8], out;
     for (int k = 0; k < op->n_in; k++) {
       int v = op->in[k], def = g->values[v].def_op;
-      in[k] = tensor_view(def >= first ? &res[def - first] : &I->e[I->param_entry[v]].c);
+      in[k] = tensor_view(def >= first ? &res[def - first] : &entry_at(I, I->param_entry[v])->c);
     }
     const ppcc_value *y = &g->values[op->out[0]];
     ok = ox_tensor_alloc(&res[i], y->dtype, y->rank, y->shape);
@@ -1563,10 +1705,10 @@ static ppcc_status add_outputs(importer *I) {
     if (!x) return ppcc_error(I->d, "graph output '%s' is not computed by any node", name);
     int v = value_of(I, x);
     if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
-    if (strcmp(V(I, v)->name, name) != 0 || V(I, v)->kind != PPCC_VALUE_RESULT || V(I, v)->is_output) {
-      int64_t shape[PPCC_MAX_RANK];
-      memcpy(shape, V(I, v)->shape, sizeof shape);
-      ppcc_attr a = attr_ints("shape", V(I, v)->rank, shape);
+    const ppcc_value *y = &I->g->values[v];
+    if (strcmp(y->name, name) != 0 || y->kind != PPCC_VALUE_RESULT || y->is_output) {
+      vshape ys = V(I, v);
+      ppcc_attr a = attr_ints("shape", ys.rank, ys.shape);
       v = emit(I, "reshape", 1, &v, name, 1, &a);
       if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
     }
@@ -1646,7 +1788,7 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
   ox_tensor **param_data = st ? NULL : calloc(nv, sizeof(ox_tensor *));
   if (!st && !param_data) st = oom(I);
   for (int v = 0; !st && v < I->g->n_values; v++)
-    if (I->param_entry[v] >= 0) param_data[v] = &I->e[I->param_entry[v]].c;
+    if (I->param_entry[v] >= 0) param_data[v] = &entry_at(I, I->param_entry[v])->c;
   if (!st) st = ox_write_weights(I->g, live_value, param_data, out, I->d);
   free(param_data);
   out->n_nodes = (int)gr->n_node;
@@ -1657,8 +1799,9 @@ static ppcc_status import_graph(importer *I, const Onnx__ModelProto *m, ppcc_onn
 
 static void importer_free(importer *I) {
   for (int k = 0; k < I->n_e; k++)
-    if (I->e[k].is_const) ox_tensor_free(&I->e[k].c);
-  free(I->e);
+    if (entry_at(I, k)->is_const) ox_tensor_free(&entry_at(I, k)->c);
+  for (int b = 0; b < I->n_blocks; b++) free(I->blocks[b]);
+  free(I->blocks);
   free(I->slots);
   free(I->param_entry);
   free(I->bn_folded);

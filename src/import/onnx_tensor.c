@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "onnx_internal.h"
+#include "ppcc/runtime.h"
 
 /* ---------------- tensors ---------------- */
 
@@ -86,7 +87,10 @@ void ox_set(ox_tensor *t, int64_t i, double v) {
   case PPCC_I32: ((int32_t *)t->data)[i] = (int32_t)(to_int(v) > INT32_MAX ? INT32_MAX : to_int(v) < INT32_MIN ? INT32_MIN : to_int(v)); break;
   case PPCC_I8: ((int8_t *)t->data)[i] = (int8_t)to_int(v); break;
   case PPCC_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
-  default: break; /* f16/bf16 constants are never folded into */
+  /* a fold of f16/bf16 constants (Transpose, Gather, Neg...) keeps their dtype */
+  case PPCC_F16: ((uint16_t *)t->data)[i] = ppcc_f32_to_f16((float)v); break;
+  case PPCC_BF16: ((uint16_t *)t->data)[i] = ppcc_f32_to_bf16((float)v); break;
+  default: break;
   }
 }
 
@@ -278,6 +282,25 @@ static ppcc_status alloc_or_fail(ox_tensor *t, ppcc_dtype dt, int rank, const in
   return PPCC_OK;
 }
 
+/* alloc_or_fail for a fold whose result size comes from values or
+ * broadcasting rather than from one operand (ConstantOfShape, Range,
+ * Expand, broadcasts, Gather): at most OX_MAX_GROWN_ELEMENTS elements or
+ * as many as its operands hold, so a few bytes of a hostile model cannot
+ * make the importer fill gigabytes. */
+static ppcc_status alloc_grown(ox_tensor *t, ppcc_dtype dt, int rank, const int64_t *shape, int64_t operands,
+                               const char *who, ppcc_diag *d) {
+  int64_t cap = operands > OX_MAX_GROWN_ELEMENTS ? operands : OX_MAX_GROWN_ELEMENTS, n = 1;
+  for (int i = 0; i < rank && rank <= PPCC_MAX_RANK; i++) {
+    if (shape[i] > 0 && n > cap / shape[i]) {
+      memset(t, 0, sizeof *t);
+      return ppcc_error(d, "%s: the folded constant would have more than %lld elements (2^26, or as many as its "
+                           "operands)", who, (long long)cap);
+    }
+    n *= shape[i] > 0 ? shape[i] : 1;
+  }
+  return alloc_or_fail(t, dt, rank, shape, who, d);
+}
+
 /* Broadcast shape of a and b (numpy rules). */
 static bool broadcast_shape(const ox_tensor *a, const ox_tensor *b, int *rank, int64_t *shape) {
   *rank = a->rank > b->rank ? a->rank : b->rank;
@@ -358,7 +381,7 @@ static ppcc_status fold_binary(binary_fn fn, bool to_bool, bool int_div, const o
   int64_t shape[PPCC_MAX_RANK], idx[PPCC_MAX_RANK] = {0};
   if (a->rank > PPCC_MAX_RANK || b->rank > PPCC_MAX_RANK || !broadcast_shape(a, b, &rank, shape))
     return fold_error(d, who, "operand shapes do not broadcast");
-  ppcc_status st = alloc_or_fail(out, to_bool ? PPCC_BOOL : a->dtype, rank, shape, who, d);
+  ppcc_status st = alloc_grown(out, to_bool ? PPCC_BOOL : a->dtype, rank, shape, a->n + b->n, who, d);
   if (st) return st;
   bool ints = !ppcc_dtype_is_float(a->dtype);
   for (int64_t i = 0; i < out->n; i++) {
@@ -446,9 +469,9 @@ static ppcc_status fold_slice(const ox_tensor *x, ox_tensor *const *in, int n_in
       e = e < 0 ? 0 : e > dim ? dim : e;
       shape[ax] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
     } else {
-      s = s < 0 ? -1 : s > dim - 1 ? dim - 1 : s;
+      s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s; /* ONNX: [0, dim - 1] counting down */
       e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-      shape[ax] = s > e ? (s - e + (-steps[i]) - 1) / (-steps[i]) : 0;
+      shape[ax] = dim > 0 && s > e ? (s - e + (-steps[i]) - 1) / (-steps[i]) : 0;
     }
     lo[ax] = s;
     step[ax] = steps[i];
@@ -474,7 +497,7 @@ static ppcc_status fold_gather(const Onnx__NodeProto *n, const ox_tensor *x, con
   for (int i = 0; i < axis; i++) shape[rank++] = x->shape[i];
   for (int i = 0; i < ind->rank; i++) shape[rank++] = ind->shape[i];
   for (int i = (int)axis + 1; i < x->rank; i++) shape[rank++] = x->shape[i];
-  ppcc_status st = alloc_or_fail(out, x->dtype, rank, shape, who, d);
+  ppcc_status st = alloc_grown(out, x->dtype, rank, shape, x->n + ind->n, who, d);
   if (st) return st;
   int64_t outer = 1, inner = 1, dim = x->shape[axis];
   for (int i = 0; i < axis; i++) outer *= x->shape[i];
@@ -538,7 +561,7 @@ static ppcc_status fold_where(ox_tensor *const *in, const char *who, ox_tensor *
   tmp.rank = r1;
   memcpy(tmp.shape, s1, sizeof s1);
   if (!broadcast_shape(in[0], &tmp, &r2, s2)) return fold_error(d, who, "Where operands do not broadcast");
-  ppcc_status st = alloc_or_fail(out, in[1]->dtype, r2, s2, who, d);
+  ppcc_status st = alloc_grown(out, in[1]->dtype, r2, s2, in[0]->n + in[1]->n + in[2]->n, who, d);
   for (int64_t i = 0; !st && i < out->n; i++) {
     bool c = ox_get(in[0], broadcast_index(in[0], r2, idx)) != 0;
     const ox_tensor *src = c ? in[1] : in[2];
@@ -556,7 +579,7 @@ static ppcc_status fold_expand(const ox_tensor *x, const ox_tensor *shape_t, con
   ox_tensor tmp = {.rank = ns};
   memcpy(tmp.shape, s, sizeof s);
   if (!broadcast_shape(x, &tmp, &rank, shape)) return fold_error(d, who, "Expand shape does not broadcast");
-  ppcc_status st = alloc_or_fail(out, x->dtype, rank, shape, who, d);
+  ppcc_status st = alloc_grown(out, x->dtype, rank, shape, x->n, who, d);
   for (int64_t i = 0; !st && i < out->n; i++) {
     ox_set(out, i, ox_get(x, broadcast_index(x, rank, idx)));
     next_index(rank, shape, idx);
@@ -696,7 +719,7 @@ ppcc_status ox_fold(const Onnx__NodeProto *node, const char *who, ox_tensor *con
     ppcc_status st = PPCC_OK;
     if (a && a->t) st = ox_tensor_from_proto(a->t, NULL, who, &value, d);
     if (st) return st;
-    st = alloc_or_fail(out, a && a->t ? value.dtype : PPCC_F32, ns, shape, who, d);
+    st = alloc_grown(out, a && a->t ? value.dtype : PPCC_F32, ns, shape, x->n, who, d);
     double v = a && a->t && value.n > 0 ? ox_get(&value, 0) : 0.0;
     for (int64_t k = 0; !st && k < out->n; k++) ox_set(out, k, v);
     ox_tensor_free(&value);
@@ -709,7 +732,7 @@ ppcc_status ox_fold(const Onnx__NodeProto *node, const char *who, ox_tensor *con
     if (dl == 0) return fold_error(d, who, "Range delta is 0");
     double cnt = ceil((l - s) / dl);
     int64_t len = cnt > 0 ? (int64_t)(cnt < 1e12 ? cnt : 1e12) : 0;
-    ppcc_status st = alloc_or_fail(out, x->dtype, 1, &len, who, d);
+    ppcc_status st = alloc_grown(out, x->dtype, 1, &len, 3, who, d);
     for (int64_t k = 0; !st && k < len; k++) ox_set(out, k, s + (double)k * dl);
     return st;
   }

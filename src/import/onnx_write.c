@@ -151,7 +151,9 @@ ppcc_status ox_write_weights(const ppcc_graph *g, const bool *live_value, ox_ten
   char *text = cJSON_PrintUnformatted(header);
   cJSON_Delete(header);
   if (!text) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory writing weights");
-  size_t hlen = strlen(text), padded = (hlen + 7) & ~(size_t)7;
+  /* the data starts on a 64-byte line: weights are read in place, and
+   * the product kernels read whole lines faster (gemm_tiles.c) */
+  size_t hlen = strlen(text), padded = ((8 + hlen + 63) & ~(size_t)63) - 8;
   size_t total = 8 + padded + (size_t)offset;
   uint8_t *buf = malloc(total ? total : 1);
   if (!buf) {

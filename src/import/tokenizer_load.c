@@ -102,7 +102,7 @@ static ppcc_status tokenizer_from_gguf(const rt_gguf *g, tokenizer **out, ppcc_d
     ok = tok_add_token(t, i, s, (size_t)len);
     if (scores) t->score[i] = (float)rt_gguf_array_number(scores, (uint64_t)i);
     int type = types ? (int)rt_gguf_array_number(types, (uint64_t)i) : 1;
-    t->special[i] = type == 3;                /* CONTROL */
+    t->special[i] = type == 3 || type == 5;   /* CONTROL; UNUSED ([PADi] fillers) decode to nothing too */
     t->literal[i] = type == 3 || type == 4; /* and USER_DEFINED: matched in raw text */
   }
   if (spm) {

@@ -1307,6 +1307,56 @@ static ppcc_status shard_gather_elements(ppcc_graph *g, ppcc_op *op, ppcc_diag *
   return layouts_error(g, op, d, "gather_elements needs both operands unsharded or replicated; all_gather first");
 }
 
+/* gather(data, index): numpy's take along dim (ONNX Gather): the result is
+ * data's dims before dim, index's dims, data's dims after dim; an i64/i32
+ * index of any rank (a negative one counts from the end). */
+static ppcc_status shape_gather(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  const ppcc_value *x = IN(0), *ix = IN(1);
+  int64_t raw = ppcc_attr_int(op, "dim", 0);
+  int dim = norm_dim(raw, x->rank);
+  if (dim < 0) return dim_error(g, op, d, "dim", raw, x->rank);
+  char msg[256];
+  if (ix->dtype != PPCC_I64 && ix->dtype != PPCC_I32) {
+    snprintf(msg, sizeof msg, "index '%.64s' must be i64 or i32, not %s", ix->name, ppcc_dtype_name(ix->dtype));
+    return op_error(g, op, d, msg);
+  }
+  if (x->rank + ix->rank - 1 > PPCC_MAX_RANK) {
+    snprintf(msg, sizeof msg, "the result would have rank %d, more than %d", x->rank + ix->rank - 1, PPCC_MAX_RANK);
+    return op_error(g, op, d, msg);
+  }
+  ppcc_value *o = OUT(0);
+  int r = 0;
+  for (int i = 0; i < dim; i++) o->shape[r++] = x->shape[i];
+  for (int i = 0; i < ix->rank; i++) o->shape[r++] = ix->shape[i];
+  for (int i = dim + 1; i < x->rank; i++) o->shape[r++] = x->shape[i];
+  o->rank = r;
+  o->dtype = x->dtype;
+  return PPCC_OK;
+}
+
+/* Whole operands (both unsharded, or both replicated), or data split off
+ * the gathered dim with the index replicated: each shard gathers its own
+ * part, the result split on the same dim (shifted past the index's dims). */
+static ppcc_status shard_gather(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
+  ppcc_layout a = IN(0)->layout, b = IN(1)->layout;
+  int dim = norm_dim(ppcc_attr_int(op, "dim", 0), IN(0)->rank);
+  if (a.kind == PPCC_LAYOUT_UNSHARDED && b.kind == PPCC_LAYOUT_UNSHARDED) {
+    OUT(0)->layout = a;
+    return PPCC_OK;
+  }
+  if (b.kind == PPCC_LAYOUT_REPLICATED && a.count == b.count) {
+    if (a.kind == PPCC_LAYOUT_REPLICATED) {
+      OUT(0)->layout = a;
+      return PPCC_OK;
+    }
+    if (a.kind == PPCC_LAYOUT_SPLIT && a.dim != dim) {
+      OUT(0)->layout = split_layout(a.dim < dim ? a.dim : a.dim + IN(1)->rank - 1, a.count);
+      return PPCC_OK;
+    }
+  }
+  return layouts_error(g, op, d, "gather needs the index whole (replicated) and the data whole or split off the gathered dim");
+}
+
 /* reduce_max: float only on every backend (the JIT lowers floats). */
 static ppcc_status shape_reduce_max(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   ppcc_status st = check_float(g, op, d, 0);
@@ -1474,6 +1524,13 @@ static const char *batch_reduce(const ppcc_graph *g, const ppcc_op *op, const bo
 static const char *batch_gather_elements(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
   if (CARRIES(0) != CARRIES(1)) return "only one of data and index depends on the batch";
   return norm_dim(ppcc_attr_int(op, "dim", 0), IN(0)->rank) == 0 ? "it gathers along the batch dim" : NULL;
+}
+
+/* gather: the data's batch rows stay apart when it gathers along another
+ * dim with an index that does not depend on the batch. */
+static const char *batch_gather(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {
+  if (CARRIES(1)) return "its index would depend on the batch";
+  return CARRIES(0) && norm_dim(ppcc_attr_int(op, "dim", 0), IN(0)->rank) == 0 ? "it gathers along the batch dim" : NULL;
 }
 
 static const char *batch_transpose(const ppcc_graph *g, const ppcc_op *op, const bool *carries) {

@@ -120,3 +120,117 @@ ppcc_status ppcc_predict_loaded_memory(const ppcc_graph *const *graphs, const bo
   m->total_bytes = m->param_bytes + m->state_bytes + m->activation_bytes;
   return PPCC_OK;
 }
+
+bool *ppcc_loaded_state_inputs(const ppcc_graph *g) {
+  bool *s = calloc((size_t)g->n_values + 1, sizeof *s);
+  for (int j = 0; s && j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    if (!op->info || op->info->pin_rule != PPCC_PIN_INPLACE || op->n_in < 1) continue;
+    if (g->values[op->in[0]].kind == PPCC_VALUE_INPUT) s[op->in[0]] = true;
+  }
+  return s;
+}
+
+/* The loaded model of g in each process: one process holding every
+ * device, then (with several pipeline stages) one rank per stage, as
+ * mpiexec -n STAGES maps them by default. Rows into rows[0..n). */
+static int loaded_rows(const ppcc_graph *g, const ppcc_predict_options *opts, ppcc_loaded_memory *rows,
+                       int (*devices)[PPCC_MAX_DEVICES], int *n_devices, int max_rows, ppcc_diag *d) {
+  bool *state = ppcc_loaded_state_inputs(g), *local = calloc((size_t)g->n_devices + 1, sizeof *local);
+  ppcc_prediction pred;
+  memset(&pred, 0, sizeof pred);
+  ppcc_predict_options o = opts ? *opts : (ppcc_predict_options){0};
+  o.microbatches = 1; /* a loaded model runs its graph whole */
+  int n = -1;
+  if (state && local && ppcc_predict(g, &o, &pred, d) == PPCC_OK) {
+    const bool *s = state, *views = o.view_ops;
+    n = 0;
+    for (int k = -1; k < pred.n_stages && n < max_rows; k++) {
+      if (k >= 0 && pred.n_stages < 2) break;
+      for (int dev = 0; dev < g->n_devices; dev++) local[dev] = k < 0;
+      n_devices[n] = 0;
+      if (k < 0)
+        for (int dev = 0; dev < g->n_devices && dev < PPCC_MAX_DEVICES; dev++) devices[n][n_devices[n]++] = dev;
+      for (int i = 0; k >= 0 && i < pred.stages[k].n_devices; i++) {
+        local[pred.stages[k].devices[i]] = true;
+        devices[n][n_devices[n]++] = pred.stages[k].devices[i];
+      }
+      if (ppcc_predict_loaded_memory(&g, &s, &views, 1, local, o.jit, &rows[n], d)) {
+        n = -1;
+        break;
+      }
+      n++;
+    }
+  }
+  ppcc_prediction_free(&pred);
+  free(state);
+  free(local);
+  return n;
+}
+
+static void devices_text(const int *dev, int n, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && used + 12 < size; i++) used += (size_t)snprintf(buf + used, size - used, "%s%d", i ? "," : "[", dev[i]);
+  if (used + 2 < size) snprintf(buf + used, size - used, n ? "]" : "[]");
+}
+
+enum { LOADED_MAX_ROWS = 65 };
+
+typedef struct loaded_table {
+  ppcc_loaded_memory *rows;
+  int (*devices)[PPCC_MAX_DEVICES];
+  int *n_devices;
+  int n; /* rows; -1: failed */
+} loaded_table;
+
+static loaded_table loaded_table_make(const ppcc_graph *g, const ppcc_predict_options *opts, ppcc_diag *d) {
+  loaded_table t = {calloc(LOADED_MAX_ROWS, sizeof *t.rows), calloc(LOADED_MAX_ROWS, sizeof *t.devices),
+                    calloc(LOADED_MAX_ROWS, sizeof *t.n_devices), -1};
+  if (t.rows && t.devices && t.n_devices) t.n = loaded_rows(g, opts, t.rows, t.devices, t.n_devices, LOADED_MAX_ROWS, d);
+  return t;
+}
+
+static ppcc_status loaded_table_free(loaded_table *t, ppcc_diag *d) {
+  free(t->rows);
+  free(t->devices);
+  free(t->n_devices);
+  return t->n >= 0 ? PPCC_OK : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory predicting the loaded model");
+}
+
+ppcc_status ppcc_loaded_memory_write_text(const ppcc_graph *g, const ppcc_predict_options *opts, FILE *out,
+                                          ppcc_diag *d) {
+  loaded_table t = loaded_table_make(g, opts, d);
+  if (t.n >= 0) {
+    fprintf(out, "\nloaded model (%s; per process: params once, KV caches as state, the graph's working set; "
+                 "peak RSS adds the process itself, measured by run --check-plan and generate):\n",
+            opts && opts->jit ? "JIT" : "interpreter");
+    fprintf(out, "  process  devices            params (B)  KV caches (B)  working set (B)       total (B)\n");
+    for (int i = 0; i < t.n; i++) {
+      char who[16], devs[96];
+      if (i == 0) snprintf(who, sizeof who, "one");
+      else snprintf(who, sizeof who, "rank %d", i - 1);
+      devices_text(t.devices[i], t.n_devices[i], devs, sizeof devs);
+      fprintf(out, "  %-7s  %-15s  %13lld  %13lld  %15lld  %14lld\n", who, devs, (long long)t.rows[i].param_bytes,
+              (long long)t.rows[i].state_bytes, (long long)t.rows[i].activation_bytes, (long long)t.rows[i].total_bytes);
+    }
+  }
+  return loaded_table_free(&t, d);
+}
+
+ppcc_status ppcc_loaded_memory_write_json(const ppcc_graph *g, const ppcc_predict_options *opts, FILE *out,
+                                          ppcc_diag *d) {
+  loaded_table t = loaded_table_make(g, opts, d);
+  if (t.n >= 0) {
+    fprintf(out, "  \"loaded_model\": {\"backend\": \"%s\", \"processes\": [", opts && opts->jit ? "jit" : "interp");
+    for (int i = 0; i < t.n; i++) {
+      fprintf(out, "%s\n    {\"rank\": %d, \"devices\": [", i ? "," : "", i - 1);
+      for (int k = 0; k < t.n_devices[i]; k++) fprintf(out, "%s%d", k ? ", " : "", t.devices[i][k]);
+      fprintf(out, "], \"param_bytes\": %lld, \"state_bytes\": %lld, \"working_set_bytes\": %lld, \"total_bytes\": %lld}",
+              (long long)t.rows[i].param_bytes, (long long)t.rows[i].state_bytes, (long long)t.rows[i].activation_bytes,
+              (long long)t.rows[i].total_bytes);
+    }
+    fputs("\n  ]}", out);
+  }
+  return loaded_table_free(&t, d);
+}

@@ -20,6 +20,7 @@
 
 void ppcc_calibration_defaults(ppcc_calibration *c) {
   memset(c, 0, sizeof *c);
+  c->version = PPCC_CALIBRATION_VERSION;
   c->n_threads = 1;
   c->gemm_gflops[0] = 20;
   c->elementwise_gbps[0] = 5;
@@ -57,8 +58,26 @@ static ppcc_status read_rates(const cJSON *root, const char *path, const char *f
   return PPCC_OK;
 }
 
-/* The optional per-op costs object `field` (op name: {call_us, ns_per_flop,
- * ns_per_byte[, ns_per_weight_byte]}), each entry stored by set. */
+/* The kernel suffixes of a cost key (ppcc_op_cost_key), "" the op's own. */
+static const char *const kernel_suffixes[] = {".rows1", ".rows16"};
+
+/* Whether `key` is an op of the op table, or (format 2 on) one of its
+ * kernels (ppcc_op_cost_key). */
+static bool cost_key_valid(const char *key, int version) {
+  if (ppcc_op_lookup(key)) return true;
+  const char *dot = strrchr(key, '.');
+  char op[32];
+  if (version < 2 || !dot || (size_t)(dot - key) >= sizeof op) return false;
+  memcpy(op, key, (size_t)(dot - key));
+  op[dot - key] = 0;
+  for (size_t i = 0; i < sizeof kernel_suffixes / sizeof *kernel_suffixes; i++)
+    if (strcmp(dot, kernel_suffixes[i]) == 0) return ppcc_op_lookup(op) != NULL;
+  return false;
+}
+
+/* The optional per-op costs object `field` (op name or kernel key:
+ * {call_us, ns_per_flop, ns_per_byte[, ns_per_weight_byte]}), each entry
+ * stored by set. */
 static ppcc_status read_op_costs(const cJSON *root, const char *path, const char *field, ppcc_calibration *c,
                                  bool (*set)(ppcc_calibration *, const ppcc_op_cost *), ppcc_diag *d) {
   const cJSON *costs = cJSON_GetObjectItemCaseSensitive(root, field);
@@ -67,8 +86,8 @@ static ppcc_status read_op_costs(const cJSON *root, const char *path, const char
     ppcc_op_cost k = {0};
     char name[96];
     snprintf(name, sizeof name, "%s.%.40s", field, e->string);
-    if (!ppcc_op_lookup(e->string) || strlen(e->string) >= sizeof k.name)
-      return bad_field(path, name, "names no op of the op table", d);
+    if (!cost_key_valid(e->string, c->version) || strlen(e->string) >= sizeof k.name)
+      return bad_field(path, name, "names no op of the op table (or OP.rows1, OP.rows16 from format 2 on)", d);
     snprintf(k.name, sizeof k.name, "%s", e->string);
     static const char *const parts[4] = {"call_us", "ns_per_flop", "ns_per_byte", "ns_per_weight_byte"};
     double *dst[4] = {&k.call_us, &k.ns_per_flop, &k.ns_per_byte, &k.ns_per_weight_byte};
@@ -87,8 +106,9 @@ static ppcc_status read_op_costs(const cJSON *root, const char *path, const char
 static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_calibration *c, ppcc_diag *d) {
   if (!cJSON_IsObject(root)) return ppcc_error(d, "%s: a calibration file is a JSON object", path);
   const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "ppcc_calibration");
-  if (!cJSON_IsNumber(ver) || ver->valuedouble != 1)
-    return bad_field(path, "ppcc_calibration", "is missing or not 1 (write the file with 'ppcc calibrate')", d);
+  if (!cJSON_IsNumber(ver) || (ver->valuedouble != 1 && ver->valuedouble != PPCC_CALIBRATION_VERSION))
+    return bad_field(path, "ppcc_calibration", "is missing or not a format this ppcc reads (1 or 2; write the file with 'ppcc calibrate')", d);
+  c->version = (int)ver->valuedouble;
   int n = 0;
   ppcc_status st = read_rates(root, path, "gemm_gflops", c->gemm_gflops, &n, d);
   if (!st) st = read_rates(root, path, "elementwise_gbps", c->elementwise_gbps, &n, d);
@@ -110,9 +130,9 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
     return bad_field(path, "cores", "is missing or not a positive integer", d);
   c->cores = (int)cores->valuedouble;
   /* optional (files of ppcc calibrate before per-op costs lack them) */
-  static const char *const optional[2] = {"hop_us", "resume_us"};
-  double *dst[2] = {&c->hop_us, &c->resume_us};
-  for (int i = 0; i < 2; i++) {
+  static const char *const optional[4] = {"hop_us", "resume_us", "start_us", "jit_start_us"};
+  double *dst[4] = {&c->hop_us, &c->resume_us, &c->start_us, &c->jit_start_us};
+  for (int i = 0; i < 4; i++) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, optional[i]);
     if (x && !cost_number(x))
       return bad_field(path, optional[i], "is not a number in [0, 1e6]", d);
@@ -146,18 +166,22 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
       return bad_field(path, labels[i], "is not a string of the expected length", d);
     memcpy(label_dst[i], x->valuestring, strlen(x->valuestring) + 1);
   }
-  const cJSON *cut = cJSON_GetObjectItemCaseSensitive(root, "jit_operand_cut");
-  if (cut) {
+  static const char *const cut_fields[2] = {"jit_operand_cut", "operand_cut"};
+  ppcc_op_cost *cut_dst[2] = {&c->jit_cut, &c->cut};
+  bool *have_cut[2] = {&c->have_jit_cut, &c->have_cut};
+  for (int f = 0; f < 2; f++) {
+    const cJSON *cut = cJSON_GetObjectItemCaseSensitive(root, cut_fields[f]);
+    if (!cut) continue;
     static const char *const parts[2] = {"call_us", "ns_per_byte"};
-    double *dst[2] = {&c->jit_cut.call_us, &c->jit_cut.ns_per_byte};
+    double *dst[2] = {&cut_dst[f]->call_us, &cut_dst[f]->ns_per_byte};
     for (int i = 0; i < 2; i++) {
       const cJSON *x = cJSON_IsObject(cut) ? cJSON_GetObjectItemCaseSensitive(cut, parts[i]) : NULL;
       if (!cost_number(x))
-        return bad_field(path, "jit_operand_cut", "needs call_us and ns_per_byte, numbers in [0, 1e6]", d);
+        return bad_field(path, cut_fields[f], "needs call_us and ns_per_byte, numbers in [0, 1e6]", d);
       *dst[i] = x->valuedouble;
     }
-    snprintf(c->jit_cut.name, sizeof c->jit_cut.name, "cut");
-    c->have_jit_cut = true;
+    snprintf(cut_dst[f]->name, sizeof cut_dst[f]->name, "cut");
+    *have_cut[f] = true;
   }
   c->calibrated = true;
   return PPCC_OK;
@@ -242,7 +266,7 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
 
 ppcc_status ppcc_calibration_write_to(ppcc_outfile *f, const ppcc_calibration *c, ppcc_diag *d) {
   ppcc_status st;
-  fputs("{\n  \"ppcc_calibration\": 1,\n", f->fp);
+  fprintf(f->fp, "{\n  \"ppcc_calibration\": %d,\n", PPCC_CALIBRATION_VERSION);
   const char *labels[2] = {"cpu", "ppcc_version"}, *label_text[2] = {c->cpu, c->ppcc_version};
   for (int i = 0; i < 2; i++) {
     if (!label_text[i][0]) continue;
@@ -258,6 +282,8 @@ ppcc_status ppcc_calibration_write_to(ppcc_outfile *f, const ppcc_calibration *c
   fprintf(f->fp, "  \"op_overhead_us\": %.6g,\n  \"gemm_call_us\": %.6g", c->op_overhead_us, c->gemm_call_us);
   if (c->hop_us > 0) fprintf(f->fp, ",\n  \"hop_us\": %.6g", c->hop_us);
   if (c->resume_us > 0) fprintf(f->fp, ",\n  \"resume_us\": %.6g", c->resume_us);
+  if (c->start_us > 0) fprintf(f->fp, ",\n  \"start_us\": %.6g", c->start_us);
+  if (c->jit_start_us > 0) fprintf(f->fp, ",\n  \"jit_start_us\": %.6g", c->jit_start_us);
   if (c->n_slowdown > 0) {
     fputs(",\n  \"concurrent_slowdown\": [", f->fp);
     for (int i = 0; i < c->n_slowdown; i++) fprintf(f->fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
@@ -272,6 +298,8 @@ ppcc_status ppcc_calibration_write_to(ppcc_outfile *f, const ppcc_calibration *c
   if (c->have_jit_cut)
     fprintf(f->fp, ",\n  \"jit_operand_cut\": {\"call_us\": %.6g, \"ns_per_byte\": %.6g}", c->jit_cut.call_us,
             c->jit_cut.ns_per_byte);
+  if (c->have_cut)
+    fprintf(f->fp, ",\n  \"operand_cut\": {\"call_us\": %.6g, \"ns_per_byte\": %.6g}", c->cut.call_us, c->cut.ns_per_byte);
   fputs("\n}\n", f->fp);
   st = ppcc_outfile_close(f, d);
   if (st) {
@@ -559,6 +587,36 @@ void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops,
   *weight_bytes = w;
 }
 
+bool ppcc_predict_is_contraction(const ppcc_graph *g, const ppcc_op *op) {
+  if (!op->info || op->n_out < 1) return false;
+  const ppcc_value *r = &g->values[op->out[0]];
+  int64_t elems = ppcc_num_elements(r->rank, r->shape);
+  double total = op->info->flops ? op->info->flops(g, op) : 0;
+  return elems > 0 && total > 16.0 * (double)elems;
+}
+
+void ppcc_op_cost_key(const ppcc_graph *g, const ppcc_op *op, char *key, size_t n) {
+  snprintf(key, n, "%s", op->info ? op->info->name : "");
+  if (!ppcc_predict_is_contraction(g, op) || op->n_in < 2) return;
+  const ppcc_value *r = &g->values[op->out[0]];
+  int64_t shape[PPCC_MAX_RANK];
+  ppcc_value_shard_shape(r, shape);
+  int64_t rows = 1;
+  if (g->values[op->in[1]].rank > 2) rows = r->rank >= 2 ? shape[r->rank - 2] : 1;
+  else
+    for (int i = 0; i + 1 < r->rank; i++) rows *= shape[i];
+  if (rows <= PPCC_COST_SMALL_ROWS) snprintf(key, n, "%s%s", op->info->name, kernel_suffixes[rows > 1]);
+}
+
+/* The cost of op's key (ppcc_op_cost_key) in a table, else of its op name. */
+static const ppcc_op_cost *cost_of(const ppcc_calibration *c, const ppcc_graph *g, const ppcc_op *op,
+                                   const ppcc_op_cost *(*lookup)(const ppcc_calibration *, const char *)) {
+  char key[48];
+  ppcc_op_cost_key(g, op, key, sizeof key);
+  const ppcc_op_cost *k = lookup(c, key);
+  return k ? k : lookup(c, op->info->name);
+}
+
 /* JIT: the bytes a row-parallel contraction's kernel reads to cut a
  * replicated operand to its shard's part (jit_slice_scratch), and writes:
  * what a slice op of that operand moves (0: none). */
@@ -582,9 +640,10 @@ static double cost_us(const ppcc_op_cost *k, double flops, double bytes, double 
  * thread's, from the interpreter's two fits (op_costs, op_costs_many):
  * linear in the threads between 1 and many_threads, no faster beyond
  * (the file says nothing of more threads); 0 when the file cannot say. */
-static double threads_ratio(const ppcc_calibration *c, const char *name, double flops, double bytes, double weights,
-                            int threads) {
-  const ppcc_op_cost *one = ppcc_calibration_op_cost(c, name), *many = ppcc_calibration_op_cost_many(c, name);
+static double threads_ratio(const ppcc_calibration *c, const ppcc_graph *g, const ppcc_op *op, double flops,
+                            double bytes, double weights, int threads) {
+  const ppcc_op_cost *one = cost_of(c, g, op, ppcc_calibration_op_cost),
+                     *many = cost_of(c, g, op, ppcc_calibration_op_cost_many);
   if (!one || !many || c->many_threads < 2) return 0;
   if (threads <= 1) return 1;
   double t1 = cost_us(one, flops, bytes, weights), tn = cost_us(many, flops, bytes, weights);
@@ -618,21 +677,20 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
   }
   *flops_out = flops;
   *bytes_out = bytes + weights;
-  int64_t elems = ppcc_num_elements(g->values[op->out[0]].rank, g->values[op->out[0]].shape);
-  double total = op->info && op->info->flops ? op->info->flops(g, op) : 0; /* the unsharded op's */
-  bool contraction = elems > 0 && total > 16.0 * (double)elems;
+  bool contraction = ppcc_predict_is_contraction(g, op);
   double gemm_speedup = rate_for(c->gemm_gflops, c->n_threads, threads) / c->gemm_gflops[0];
   const ppcc_op_cost *k = !use_costs || !op->info ? NULL
-                          : jit ? ppcc_calibration_jit_op_cost(c, op->info->name)
-                                : ppcc_calibration_op_cost(c, op->info->name);
+                          : cost_of(c, g, op, jit ? ppcc_calibration_jit_op_cost : ppcc_calibration_op_cost);
   if (k) {
     /* with threads: as measured (the JIT calls the same sgemm), else (an
      * older file) a contraction's FLOPs at the sgemm rate */
-    double ratio = threads_ratio(c, op->info->name, flops, bytes, weights, threads);
+    double ratio = threads_ratio(c, g, op, flops, bytes, weights, threads);
     double us = ratio > 0 ? cost_us(k, flops, bytes, weights) * ratio
                           : cost_us(k, contraction ? flops / gemm_speedup : flops, bytes, weights);
-    /* the JIT's kernel first cuts a replicated operand to its part: as the JIT's slice op */
-    const ppcc_op_cost *cut = !jit ? NULL : c->have_jit_cut ? &c->jit_cut : ppcc_calibration_jit_op_cost(c, "slice");
+    /* the kernel first cuts a replicated operand to its part (both
+     * backends): the measured cut, else (the JIT) as its slice op */
+    const ppcc_op_cost *cut = !jit ? (c->have_cut ? &c->cut : NULL)
+                              : c->have_jit_cut ? &c->jit_cut : ppcc_calibration_jit_op_cost(c, "slice");
     double cut_bytes = cut ? jit_slice_bytes(g, op) : 0;
     if (cut_bytes > 0) us += cut->call_us + cut_bytes * cut->ns_per_byte * 1e-3;
     return us * 1e-3;
@@ -886,6 +944,9 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * resume_us (interpreter: with M > 1 once per segment and microbatch,
    * ppcc_pipeline_segments; counted per segment start, as below) */
   bool *waited = calloc((size_t)(nd > 0 ? nd : 1), sizeof *waited);
+  /* per device: no compute op yet and no wait before it (start_us) */
+  bool *fresh = calloc((size_t)(nd > 0 ? nd : 1), sizeof *fresh);
+  double start_ms = nd > cores && use_costs ? (jit ? c->jit_start_us : c->start_us) * 1e-3 : 0;
   int *seg_begin = malloc(sizeof(int) * ((size_t)g->n_ops + 2));
   /* per device: the compute since it last waited (one microbatch), its
    * cell, and whether a collective or transfer released it: then the
@@ -893,12 +954,12 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * beyond one hand-over can run at the same time as theirs (tiny TP
    * steps mostly take turns) */
   run_piece *piece = calloc((size_t)(nd > 0 ? nd : 1), sizeof *piece);
-  ok = ok && waited && seg_begin && piece;
+  ok = ok && waited && fresh && seg_begin && piece;
   double hop_ms = c->hop_us * 1e-3;
   int n_seg = 1, seg = 0;
   if (ok) seg_begin[0] = 0, seg_begin[1] = g->n_ops;
   if (ok && m > 1) n_seg = ppcc_pipeline_segments(g, seg_begin);
-  for (int dev = 0; ok && dev < nd; dev++) waited[dev] = true;
+  for (int dev = 0; ok && dev < nd; dev++) waited[dev] = fresh[dev] = true;
   for (int v = 0; ok && v < g->n_values; v++) carries[v] = g->values[v].kind == PPCC_VALUE_INPUT;
   for (int j = 0; ok && j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
@@ -926,6 +987,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
           close_piece(&piece[rep_shard_device(r, i)], dev_overlap, hop_ms);
           piece[rep_shard_device(r, i)].staggered = true;
           waited[rep_shard_device(r, i)] = true;
+          fresh[rep_shard_device(r, i)] = false;
         }
     } else if (op->info && op->info->family != PPCC_FAMILY_COMPUTE) {
       for (int dev = 0; dev < nd; dev++)
@@ -933,6 +995,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
           close_piece(&piece[dev], dev_overlap, hop_ms);
           piece[dev].staggered = true;
           waited[dev] = true;
+          fresh[dev] = false;
         }
     }
     if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
@@ -946,7 +1009,9 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
       double resume = waited[dev] && use_costs && !jit ? c->resume_us * 1e-3 : 0;
       waited[dev] = false;
-      dev_ms[at] += (t + resume) * m / device_speed(g, o, dev);
+      double start = fresh[dev] ? start_ms : 0; /* once per forward */
+      fresh[dev] = false;
+      dev_ms[at] += ((t + resume) * m + start) / device_speed(g, o, dev);
       if (piece[dev].ms > 0 && piece[dev].cell != at) close_piece(&piece[dev], dev_overlap, hop_ms);
       piece[dev].cell = at;
       piece[dev].ms += (t + resume) / device_speed(g, o, dev);
@@ -1001,6 +1066,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   free(latency);
   free(producer);
   free(waited);
+  free(fresh);
   free(seg_begin);
   free(carries);
   free(dev_ms);

@@ -208,8 +208,10 @@ ppcc_status ppcc_report_json_with(const ppcc_graph *g, const ppcc_predict_option
     write_devices_spec(out, g);
     fputs(",\n", out);
     ppcc_prediction_write_json(&pred, out);
-    fputs("}\n", out);
-    if (ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the JSON report");
+    fputs(",\n", out);
+    st = ppcc_loaded_memory_write_json(g, opts, out, d);
+    fputs("\n}\n", out);
+    if (!st && ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the JSON report");
   }
   free(rows);
   free(first_use);

@@ -493,9 +493,10 @@ ppcc_status ppcc_report_text_with(const ppcc_graph *g, const ppcc_predict_option
     bool balanced = write_balance(&x) && write_kv_cache(&x);
     if (balanced) write_partition(&x);
     if (balanced) ppcc_prediction_write_text(&pred, out);
+    if (balanced) st = ppcc_loaded_memory_write_text(g, opts, out, d);
     if (balanced && !g->partition_summary) write_devices_spec(&x, NULL); /* a placed model */
     if (!balanced) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory writing the text report");
-    else if (ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the text report");
+    else if (!st && ferror(out)) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "write error in the text report");
   }
   rep_stages_free(&x.stages);
   free(x.rows);

@@ -44,7 +44,7 @@ for backend in "${backends[@]}"; do
     echo "$backend $split -n 2: ids identical to one process and transformers; shards per rank"
   done
 done
-# the other shipped checkpoints (bf16 converted at load, GGUF, Qwen2's
+# the other shipped checkpoints (bf16 kept as stored, GGUF, Qwen2's
 # q/k/v biases, Llama's attention/MLP biases): the reference ids at PP2
 # and TP2 over 2 ranks (interpreter: the JIT's MPI path is checked above)
 for pair in hf_tied_bf16:hf_tied_bf16 tiny.gguf:gguf_refs hf_qwen2:hf_qwen2 qwen2.gguf:hf_qwen2 \

@@ -5,9 +5,13 @@
  * instruction selection (exec_glue_jit.c), and look up one packed entry
  * point per device. The runtime half
  * (src/runtime/jit_*.c) supplies the ABI symbols and runs the devices. */
+#define _GNU_SOURCE /* dl_iterate_phdr */
+#include <link.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <mlir-c/ExecutionEngine.h>
 #include <mlir-c/Pass.h>
@@ -333,6 +337,68 @@ static ppcc_status codegen(ppcc_emit_ctx *c, const ppcc_jit_options *o, ppcc_jit
   return st;
 }
 
+/* ---- the compiler's pages, dropped after a compile ----
+ * Compiling touches ~100 MiB of LLVM's and MLIR's code (their libraries'
+ * text), which stays resident for the whole run while the compiled code
+ * never calls it: a fifth of generate's peak RSS on a 400 MB model. The
+ * read-only mappings of those libraries (the loaded objects named
+ * libLLVM* and libMLIR*) are dropped with MADV_DONTNEED where they hold no
+ * private copies (smaps Anonymous 0: every resident page is the file's
+ * own): the kernel maps the pages again from the page cache if they run
+ * again (the next compile, destruction). Writable mappings and ones with
+ * relocated (private) pages are left alone. */
+typedef struct compiler_files {
+  int n;
+  char path[16][PATH_MAX];
+} compiler_files;
+
+static int note_compiler_file(struct dl_phdr_info *info, size_t size, void *user) {
+  (void)size;
+  compiler_files *f = user;
+  const char *slash = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL, *base = slash ? slash + 1 : "";
+  if (f->n < 16 && (strncmp(base, "libLLVM", 7) == 0 || strncmp(base, "libMLIR", 7) == 0) &&
+      realpath(info->dlpi_name, f->path[f->n]))
+    f->n++;
+  return 0;
+}
+
+static bool is_compiler_file(const compiler_files *f, const char *path) {
+  for (int i = 0; i < f->n; i++)
+    if (strcmp(f->path[i], path) == 0) return true;
+  return false;
+}
+
+static void drop_mapping(uintptr_t start, uintptr_t end, bool eligible, long anonymous_kb) {
+  if (eligible && anonymous_kb == 0 && end > start) madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
+static void drop_compiler_pages(void) {
+  compiler_files *files = calloc(1, sizeof *files);
+  if (files) dl_iterate_phdr(note_compiler_file, files);
+  FILE *f = files && files->n > 0 ? fopen("/proc/self/smaps", "r") : NULL;
+  char line[PATH_MAX + 256];
+  uintptr_t start = 0, end = 0;
+  bool eligible = false;
+  long anonymous_kb = -1;
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned long a, b;
+    char perms[8];
+    int path_at = 0;
+    if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perms, &path_at) == 3 && path_at > 0) {
+      drop_mapping(start, end, eligible, anonymous_kb);
+      char *path = line + path_at;
+      path[strcspn(path, "\n")] = 0;
+      start = a, end = b, anonymous_kb = -1;
+      eligible = perms[1] != 'w' && perms[3] == 'p' && is_compiler_file(files, path);
+    } else if (strncmp(line, "Anonymous:", 10) == 0) {
+      anonymous_kb = strtol(line + 10, NULL, 10);
+    }
+  }
+  drop_mapping(start, end, eligible, anonymous_kb);
+  if (f) fclose(f);
+  free(files);
+}
+
 ppcc_status ppcc_jit_compile(const ppcc_graph *g, const ppcc_jit_options *opts, ppcc_jit **out, ppcc_jit_stats *stats,
                              ppcc_diag *d) {
   *out = NULL;
@@ -357,6 +423,7 @@ ppcc_status ppcc_jit_compile(const ppcc_graph *g, const ppcc_jit_options *opts, 
   if (!st) st = codegen(&c, opts, jit);
   double t3 = now_ms(); /* lookups compiled the code: LLJIT materializes on first lookup */
   emit_ctx_free(&c);
+  drop_compiler_pages();
   t = (ppcc_jit_stats){t1 - t0, t2 - t1, t3 - t2, jit->kernels_ms, cpu_ms() - cpu0};
   if (stats) *stats = t;
   if (st) {

@@ -212,15 +212,17 @@ ppcc_status lower_onnx_reduce_max(struct ppcc_emit_ctx *c, const ppcc_graph *g, 
   return PPCC_OK;
 }
 
-/* ---- gather_elements ---- */
+/* ---- gather_elements, gather: one linalg.generic over the result ---- */
 typedef struct gather_body {
   MlirValue data;
   int rank, dim;
+  int index_rank; /* result dims the index spans from dim on (gather_elements: 1) */
   int64_t bound;
 } gather_body;
 
 /* data[i.., index (+ D when negative, then clamped to [0, D): a bad one has already failed the
- * run through emit_check_index, and nothing is read out of bounds), ..]. */
+ * run through emit_check_index, and nothing is read out of bounds), ..]: data dim i is result
+ * dim i before dim, i + index_rank - 1 after it. */
 static MlirValue body_gather(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   const gather_body *g = user;
   MlirValue raw = mlirBlockGetArgument(b, 0);
@@ -238,7 +240,7 @@ static MlirValue body_gather(ppcc_emit_ctx *c, MlirBlock b, void *user) {
       at[1 + i] = conv(c, b, "arith.index_cast", select3(c, b, ok, raw, zero), index);
       continue;
     }
-    MlirNamedAttribute dattr = emit_named(c, "dim", emit_i64_attr(c, i));
+    MlirNamedAttribute dattr = emit_named(c, "dim", emit_i64_attr(c, i < g->dim ? i : i + g->index_rank - 1));
     emit_op_spec li = {"linalg.index", 0, NULL, 1, &index, 1, &dattr, 0};
     at[1 + i] = mlirOperationGetResult(emit_op_in(c, b, &li), 0);
   }
@@ -247,21 +249,37 @@ static MlirValue body_gather(ppcc_emit_ctx *c, MlirBlock b, void *user) {
   return mlirOperationGetResult(emit_op_in(c, b, &ex), 0);
 }
 
-ppcc_status lower_onnx_gather_elements(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
-                                       ppcc_diag *d) {
-  const ppcc_value *x = &g->values[op->in[0]], *ix = &g->values[op->in[1]];
+/* gather_elements reads its index at the result's own position; gather
+ * (numpy take) at the result's dims [dim, dim + index rank). */
+static ppcc_status lower_gather_rows(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                                     bool elements) {
+  const ppcc_value *x = &g->values[op->in[0]], *ix = &g->values[op->in[1]], *y = &g->values[op->out[0]];
   MlirValue data = emit_shard(c, op->in[0], x->layout.count == 1 ? 0 : shard);
   MlirValue index = emit_shard(c, op->in[1], ix->layout.count == 1 ? 0 : shard);
   int dim = (int)ppcc_attr_int(op, "dim", 0);
   if (dim < 0) dim += x->rank;
   ppcc_status st = emit_check_index(c, index, x->shape[dim], EXEC_INDEX_WRAPS);
   if (st) return st;
-  gather_body gb = {data, x->rank, dim, x->shape[dim]};
-  MlirType t = emit_shard_type(c, &g->values[op->out[0]]);
-  MlirAffineMap id = mlirAffineMapMultiDimIdentityGet(c->mctx, x->rank);
-  MlirAffineMap maps[2] = {id, id};
-  emit_set_shard(c, op->out[0], shard, emit_generic(c, 1, &index, emit_empty(c, t), x->rank, 0, maps, body_gather, &gb));
+  gather_body gb = {data, x->rank, dim, elements ? 1 : ix->rank, x->shape[dim]};
+  MlirAffineExpr at[PPCC_MAX_RANK];
+  for (int i = 0; i < ix->rank; i++) at[i] = mlirAffineDimExprGet(c->mctx, elements ? i : dim + i);
+  MlirAffineMap maps[2] = {mlirAffineMapGet(c->mctx, y->rank, 0, ix->rank, at),
+                           mlirAffineMapMultiDimIdentityGet(c->mctx, y->rank)};
+  MlirType t = emit_shard_type(c, y);
+  emit_set_shard(c, op->out[0], shard, emit_generic(c, 1, &index, emit_empty(c, t), y->rank, 0, maps, body_gather, &gb));
   return PPCC_OK;
+}
+
+ppcc_status lower_onnx_gather_elements(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                                       ppcc_diag *d) {
+  (void)d;
+  return lower_gather_rows(c, g, op, shard, true);
+}
+
+ppcc_status lower_onnx_gather(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                              ppcc_diag *d) {
+  (void)d;
+  return lower_gather_rows(c, g, op, shard, false);
 }
 
 /* ---- conv, max_pool: one linalg.generic over (n, f|c, out..., [c,] k...)

@@ -19,6 +19,8 @@ ppcc_status lower_onnx_reduce_max(struct ppcc_emit_ctx *c, const ppcc_graph *g, 
                                   ppcc_diag *d);
 ppcc_status lower_onnx_gather_elements(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
                                        ppcc_diag *d);
+ppcc_status lower_onnx_gather(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
+                              ppcc_diag *d);
 ppcc_status lower_onnx_conv(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard, ppcc_diag *d);
 ppcc_status lower_onnx_max_pool(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppcc_op *op, int shard,
                                 ppcc_diag *d);

@@ -22,7 +22,13 @@
  *                         through the executor (see "per-op costs" below);
  *   resume_us, hop_us     a [8,64]x[64,64] matmul ping-ponged between two
  *                         devices against the same chain on one device;
- *   concurrent_slowdown   FFN copies on t devices at once against one.
+ *   concurrent_slowdown   FFN copies on t devices at once against one;
+ *   start_us              a pipeline of twice the cores' stages: the first
+ *                         stage's matmul against the later stages' (the
+ *                         JIT's: jit_start_us, by device busy times);
+ *   operand_cut           a row-parallel matmul's span less its own cost.
+ * GEMM ops are keyed by their kernel (ppcc_op_cost_key: one row, 2 to 16
+ * rows, more), each fitted on its own samples.
  * The roofline's rates are the best of several runs (the machine may be
  * shared); the interpreter's and the JIT's costs are medians over
  * forwards, the statistic --check-plan measures (the fastest forward, or
@@ -40,6 +46,7 @@
 #include "../../runtime/kernels/kernels.h"
 
 #define REPEATS 10
+_Static_assert(PPCC_COST_SMALL_ROWS == RT_SMALL_M, "the time model's small-GEMM rows are the runtime's");
 
 /* GFLOP/s of an M x n x n sgemm, B transposed as a linear layer's weight,
  * with `threads` kernel threads. */
@@ -185,7 +192,50 @@ static char *chain_model(bool ping_pong, bool gemm) {
   return m;
 }
 
+/* A pipeline of `devices` stages, one device each: a [8,64]x[64,64]
+ * matmul, then a transfer to the next stage (start_us). */
+static char *start_model(int devices) {
+  FILE *f;
+  char *buf = NULL;
+  size_t len = 0;
+  if (!(f = open_memstream(&buf, &len))) return NULL;
+  fprintf(f, "{\"ppcc\": 1, \"name\": \"calibrate_start\", \"devices\": %d, \"params\": [", devices);
+  for (int dev = 0; dev < devices; dev++)
+    fprintf(f, "%s{\"name\": \"w%d\", \"dtype\": \"f32\", \"shape\": [64, 64], \"devices\": [%d]}", dev ? ", " : "", dev,
+            dev);
+  fputs("], \"inputs\": [{\"name\": \"t0\", \"dtype\": \"f32\", \"shape\": [8, 64], \"devices\": [0]}], \"ops\": [", f);
+  for (int dev = 0; dev < devices; dev++) {
+    fprintf(f, "%s{\"op\": \"matmul\", \"in\": [\"t%d\", \"w%d\"], \"out\": [\"u%d\"]}", dev ? ", " : "", dev, dev, dev);
+    if (dev + 1 < devices)
+      fprintf(f, ", {\"op\": \"transfer\", \"in\": [\"u%d\"], \"out\": [\"t%d\"], \"attrs\": {\"devices\": [%d]}}", dev,
+              dev + 1, dev + 1);
+  }
+  fprintf(f, "], \"outputs\": [\"u%d\"]}", devices - 1);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* Devices of the start_us workload: twice the cores, so that threads
+ * that will wait share the first stage's core, as on the shipped models. */
+static int start_devices(int cores) { return cores < 1 ? 2 : 2 * cores > 16 ? 16 : 2 * cores; }
+
+/* The median of the values but the first, and how much the first exceeds
+ * it (at least 0): the first stage's extra cost over the others'. */
+static double first_extra(double *v, int n) {
+  if (n < 2) return 0;
+  double first = v[0];
+  rt_sort_doubles(v + 1, n - 1);
+  double rest = v[1 + (n - 1) / 2];
+  return first > rest ? first - rest : 0;
+}
+
 static bool chain_us(bool ping_pong, bool gemm, double *step_us, double *wall_us);
+static char *cut_model(int tokens, int h);
+static double cut_bytes(const ppcc_graph *g, const ppcc_op *op);
+static const int cut_sizes[][2] = {{8, 64}, {16, 64}, {8, 256}, {64, 256}};
 static double overhead_us(void) {
   double add, wall;
   chain_us(false, false, &add, &wall);
@@ -465,7 +515,9 @@ static ppcc_status add_samples(const workload *w, sample_set *s, ppcc_diag *d) {
     if (op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
     double f, b, wb;
     ppcc_predict_op_work(g, op, &f, &b, &wb);
-    op_samples *o = samples_for(s, op->info->name);
+    char key[48];
+    ppcc_op_cost_key(g, op, key, sizeof key); /* a GEMM of few rows: its kernel's own samples */
+    op_samples *o = samples_for(s, key);
     int shards = op->n_devices > 0 ? op->n_devices : 1; /* the span sum covers every shard */
     if (!o || !add_sample(o, f, b, wb, w->op_ms[j] * 1e3 / shards))
       return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
@@ -611,6 +663,43 @@ static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
   return st;
 }
 
+/* operand_cut: the interpreter's row-parallel matmul of cut_model on its
+ * two devices, each shard's span less the matmul's own cost (op_costs,
+ * its kernel's), fitted over the sizes as an op's. */
+static void calibrate_interp_cut(ppcc_calibration *c, FILE *log) {
+  ppcc_diag q; /* optional: without it no operand_cut */
+  ppcc_diag_init(&q, NULL, NULL);
+  op_samples o = {.name = "cut"};
+  for (int i = 0; i < (int)(sizeof cut_sizes / sizeof *cut_sizes); i++) {
+    char *text = cut_model(cut_sizes[i][0], cut_sizes[i][1]);
+    workload w = {0};
+    bool ok = text && !workload_open(&w, text, true, &q);
+    for (int r = 0; ok && r <= REPEATS * 2; r++) ok = !workload_forward(&w, &q) && w.m.filled;
+    if (ok) {
+      ppcc_plan_measure_summarize(&w.m);
+      const ppcc_op *op = &w.g->ops[0];
+      char key[48];
+      ppcc_op_cost_key(w.g, op, key, sizeof key);
+      const ppcc_op_cost *mm = ppcc_calibration_op_cost(c, key);
+      if (!mm) mm = ppcc_calibration_op_cost(c, "matmul");
+      double f, b, wb, shards = op->n_devices > 0 ? op->n_devices : 1;
+      ppcc_predict_op_work(w.g, op, &f, &b, &wb);
+      double own = mm ? mm->call_us + (f * mm->ns_per_flop + b * mm->ns_per_byte + wb * mm->ns_per_weight_byte) * 1e-3 : 0;
+      double t = w.op_ms[0] * 1e3 / shards - own, bytes = cut_bytes(w.g, op);
+      if (mm && t > 0 && bytes > 0) add_sample_of(&o, 1, 0, bytes, 0, t);
+    }
+    workload_close(&w);
+    free(text);
+  }
+  ppcc_op_cost k = {0};
+  if (o.n > 0 && fit_op(&o, &k)) {
+    c->cut = k;
+    c->have_cut = true;
+    if (log) fprintf(log, "cut of a replicated operand %d samples: %.3f us + %.4f ns/byte\n", o.n, k.call_us, k.ns_per_byte);
+  }
+  free(o.at);
+}
+
 ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads, FILE *log,
                                ppcc_diag *d) {
   sample_set s = {0};
@@ -622,8 +711,28 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
     if (log) fprintf(log, "an op after its device waited: %.3f us more; a hand-over between devices: %.3f us\n",
                      c->resume_us, c->hop_us);
   }
-  static const int ffn[][3] = {{2, 256, 1024}, {8, 256, 1024}, {32, 256, 1024}, {64, 256, 1024},
-                               {4, 128, 512},  {32, 128, 512},  {16, 512, 1024}, {8, 64, 128}, {2, 64, 128}};
+  /* start_us: the first stage's matmul against the later stages' (each
+   * after its wait), every op's median span over forwards on the cores */
+  char *start_text = start_model(start_devices(c->cores));
+  workload sw = {0};
+  ppcc_diag quiet; /* optional: without it start_us stays 0 */
+  ppcc_diag_init(&quiet, NULL, NULL);
+  if (start_text && !workload_open(&sw, start_text, true, &quiet)) {
+    bool ok = true;
+    for (int r = 0; ok && r <= REPEATS * 2; r++) ok = !workload_forward_on(&sw, c->cores, &quiet) && sw.m.filled;
+    double v[16];
+    int n = 0;
+    if (ok) ppcc_plan_measure_summarize(&sw.m);
+    for (int j = 0; ok && j < sw.g->n_ops && n < 16; j++)
+      if (sw.g->ops[j].info->family == PPCC_FAMILY_COMPUTE) v[n++] = sw.op_ms[j] * 1e3;
+    c->start_us = ok ? first_extra(v, n) : 0;
+    if (log && ok) fprintf(log, "a first stage's first op with more devices than cores: %.3f us more\n", c->start_us);
+  }
+  workload_close(&sw);
+  free(start_text);
+  static const int ffn[][3] = {{2, 256, 1024}, {8, 256, 1024}, {32, 256, 1024}, {64, 256, 1024}, {4, 128, 512},
+                               {32, 128, 512}, {16, 512, 1024}, {8, 64, 128},   {2, 64, 128},    {1, 256, 1024},
+                               {1, 64, 128},   {16, 64, 128}};
   enum { N_FFN = sizeof ffn / sizeof *ffn };
   int n_texts = N_FFN + n_workloads;
   const char **texts = calloc((size_t)n_texts, sizeof *texts);
@@ -655,6 +764,7 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
       fprintf(log, "op %-12s with %d threads: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
               c->n_threads, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
   }
+  if (!st) calibrate_interp_cut(c, log);
   for (int i = 0; i < N_FFN; i++) free(ffn_texts[i]);
   free(texts);
   samples_free(&s);
@@ -684,19 +794,28 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
 #define JIT_ROUNDS 7
 #define JIT_FORWARDS 3 /* per round: the median of the warm ones counts, as --check-plan measures */
 
-/* The workload text with every op of kind `kind` followed by JIT_COPIES
- * copies of it (see above); NULL when it has none or out of memory. */
-static char *with_copies(const char *text, const char *kind) {
-  cJSON *root = cJSON_Parse(text);
+/* The workload text with every op whose cost key (ppcc_op_cost_key) is
+ * `key` followed by JIT_COPIES copies of it (see above); NULL when it has
+ * none or out of memory. */
+static char *with_copies(const char *text, const char *key) {
+  ppcc_diag q;
+  ppcc_diag_init(&q, NULL, NULL);
+  ppcc_graph *g = ppcc_load_model_string(text, strlen(text), &q); /* the ops' keys, in the text's order */
+  if (g && ppcc_pass_verify(g, &q)) { /* shapes inferred: the keys need them */
+    ppcc_graph_free(g);
+    g = NULL;
+  }
+  cJSON *root = g ? cJSON_Parse(text) : NULL;
   cJSON *params = root ? cJSON_GetObjectItemCaseSensitive(root, "params") : NULL;
   cJSON *ops = root ? cJSON_GetObjectItemCaseSensitive(root, "ops") : NULL;
   cJSON *new_ops = cJSON_CreateArray();
-  bool ok = cJSON_IsArray(ops) && cJSON_IsArray(params) && new_ops, found = false;
-  char name[512];
-  for (cJSON *op = ok ? ops->child : NULL; op && ok; op = op->next) {
+  bool ok = cJSON_IsArray(ops) && cJSON_IsArray(params) && new_ops && cJSON_GetArraySize(ops) == g->n_ops, found = false;
+  char name[512], op_key[48];
+  int j = 0;
+  for (cJSON *op = ok ? ops->child : NULL; op && ok; op = op->next, j++) {
     ok = cJSON_AddItemToArray(new_ops, cJSON_Duplicate(op, true));
-    const cJSON *what = cJSON_GetObjectItemCaseSensitive(op, "op");
-    if (!cJSON_IsString(what) || strcmp(what->valuestring, kind) != 0) continue;
+    ppcc_op_cost_key(g, &g->ops[j], op_key, sizeof op_key);
+    if (strcmp(op_key, key) != 0) continue;
     found = true;
     for (int k = 1; ok && k <= JIT_COPIES; k++) {
       cJSON *copy = cJSON_Duplicate(op, true);
@@ -734,6 +853,7 @@ static char *with_copies(const char *text, const char *kind) {
   }
   cJSON_Delete(new_ops);
   cJSON_Delete(root);
+  ppcc_graph_free(g);
   return out;
 }
 
@@ -793,15 +913,18 @@ static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int for
   return ok;
 }
 
-/* The compute op kinds of g, each once (op-table names, static). */
-static int op_kinds(const ppcc_graph *g, const char **kinds, int cap) {
+/* The cost keys of g's compute ops (ppcc_op_cost_key), each once. */
+typedef char cost_key[48];
+static int op_kinds(const ppcc_graph *g, cost_key *kinds, int cap) {
   int n = 0;
   for (int j = 0; j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
     if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
+    cost_key key;
+    ppcc_op_cost_key(g, op, key, sizeof key);
     bool seen = false;
-    for (int i = 0; i < n && !seen; i++) seen = strcmp(kinds[i], op->info->name) == 0;
-    if (!seen && n < cap) kinds[n++] = op->info->name;
+    for (int i = 0; i < n && !seen; i++) seen = strcmp(kinds[i], key) == 0;
+    if (!seen && n < cap) memcpy(kinds[n++], key, sizeof key);
   }
   return n;
 }
@@ -820,16 +943,54 @@ typedef struct kind_sample {
   bool ok;
 } kind_sample;
 
-static ppcc_status sample_jit_workload(const char *text, const ppcc_calib_jit *jit, sample_set *s, ppcc_diag *d) {
+/* The interpreter's cost of op (op_costs: its kernel's, else its kind's),
+ * in us; -1 when the file has none. */
+static double interp_cost_us(const ppcc_calibration *c, const ppcc_graph *g, const ppcc_op *op) {
+  cost_key key;
+  ppcc_op_cost_key(g, op, key, sizeof key);
+  const ppcc_op_cost *k = ppcc_calibration_op_cost(c, key);
+  if (!k) k = ppcc_calibration_op_cost(c, op->info->name);
+  if (!k) return -1;
+  double f, b, w;
+  ppcc_predict_op_work(g, op, &f, &b, &w);
+  return k->call_us + (f * k->ns_per_flop + b * k->ns_per_byte + w * k->ns_per_weight_byte) * 1e-3;
+}
+
+/* GEMMs (ppcc_predict_is_contraction) are calls from the compiled code
+ * into the runtime's own kernels (ppcc_rt_sgemm, src/runtime/jit/jit_abi.c),
+ * which the interpreter calls too and measures op by op: their keys take
+ * the interpreter's costs (gemm_keys collects them) plus the JIT's own
+ * cost of a call (argument descriptors, the arena's allocation and free):
+ * per GEMM kind, its copies' scaled difference less their interpreter
+ * costs, over the calls (one sample each in *extra; their median counts). */
+static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration *c, const ppcc_calib_jit *jit,
+                                       sample_set *s, cost_key *gemm_keys, int *n_gemm, double *extra,
+                                       int *n_extra, ppcc_diag *d) {
   jit_workload base;
   if (!jit_workload_open(&base, text, jit)) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT calibration workload does not compile");
-  const char *kinds[PPCC_CALIB_MAX_OPS];
+  cost_key kinds[PPCC_CALIB_MAX_OPS];
   kind_sample ks[PPCC_CALIB_MAX_OPS];
   int n = op_kinds(base.g, kinds, PPCC_CALIB_MAX_OPS), nb = 0;
-  double *base_us = malloc(sizeof(double) * (size_t)(n * JIT_ROUNDS + 1)), diff[JIT_ROUNDS], b_us, v_us;
+  double *base_us = malloc(sizeof(double) * (size_t)((n + 1) * JIT_ROUNDS + 1)), diff[JIT_ROUNDS], b_us, v_us;
   ppcc_status st = !base_us ? ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory")
                    : jit_workload_run(&base, jit, 2, &b_us, d) ? PPCC_OK
                                                                : ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT calibration workload failed");
+  double *gemm = calloc((size_t)n + 1, sizeof *gemm); /* per kind: its ops at the interpreter's costs, us */
+  if (!gemm && !st) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int j = 0; !st && j < base.g->n_ops; j++) {
+    const ppcc_op *op = &base.g->ops[j];
+    if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1 || !ppcc_predict_is_contraction(base.g, op))
+      continue;
+    double us = interp_cost_us(c, base.g, op);
+    if (us < 0) continue; /* no interpreter cost: fitted as the others */
+    cost_key key;
+    ppcc_op_cost_key(base.g, op, key, sizeof key);
+    for (int i = 0; i < n; i++)
+      if (strcmp(kinds[i], key) == 0) gemm[i] += us;
+    bool seen = false;
+    for (int i = 0; i < *n_gemm && !seen; i++) seen = strcmp(gemm_keys[i], key) == 0;
+    if (!seen && *n_gemm < PPCC_CALIB_MAX_OPS) memcpy(gemm_keys[(*n_gemm)++], key, sizeof key);
+  }
   for (int i = 0; i < n && !st; i++) {
     memset(&ks[i], 0, sizeof ks[i]);
     char *variant = with_copies(text, kinds[i]);
@@ -845,8 +1006,10 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calib_jit *j
     }
     for (int j = 0; ok && j < base.g->n_ops; j++) {
       const ppcc_op *op = &base.g->ops[j];
-      if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1 || strcmp(op->info->name, kinds[i]) != 0)
-        continue;
+      cost_key key;
+      if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
+      ppcc_op_cost_key(base.g, op, key, sizeof key);
+      if (strcmp(key, kinds[i]) != 0) continue;
       double of, ob, ow;
       ppcc_predict_op_work(base.g, op, &of, &ob, &ow);
       ks[i].f += of * JIT_COPIES, ks[i].b += ob * JIT_COPIES, ks[i].w += ow * JIT_COPIES, ks[i].calls += JIT_COPIES;
@@ -855,18 +1018,23 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calib_jit *j
     ks[i].ok = ok && ks[i].calls > 0 && ks[i].delta > 0;
     jit_workload_close(&v, jit);
   }
-  double sum = 0, total = st ? 0 : rt_median(base_us, nb); /* the kinds' differences, one run of each op */
+  double sum = 0, total = st || !nb ? 0 : rt_median(base_us, nb); /* the kinds' differences, one run of each op */
   for (int i = 0; i < n && !st; i++)
     if (ks[i].ok) sum += ks[i].delta / JIT_COPIES;
   double scale = sum > 0 && total > 0 ? total / sum : 1;
   scale = scale < 0.5 ? 0.5 : scale > 2 ? 2 : scale;
   for (int i = 0; i < n && !st; i++) {
     if (!ks[i].ok) continue;
+    if (gemm[i] > 0) { /* the copies' extra over the interpreter's cost, per call */
+      if (*n_extra < 256) extra[(*n_extra)++] = (ks[i].delta * scale - gemm[i] * JIT_COPIES) / ks[i].calls;
+      continue;
+    }
     op_samples *o = samples_for(s, kinds[i]);
     if (!o || !add_sample_of(o, ks[i].calls, ks[i].f, ks[i].b, ks[i].w, ks[i].delta * scale))
       st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
   free(base_us);
+  free(gemm);
   jit_workload_close(&base, jit);
   return st;
 }
@@ -889,13 +1057,40 @@ static char *cut_model(int tokens, int h) {
   return m;
 }
 
+/* The cost key of the first op of a workload text ("" when it does not load). */
+static void first_op_key(const char *text, cost_key key) {
+  ppcc_diag q;
+  ppcc_diag_init(&q, NULL, NULL);
+  ppcc_graph *g = text ? ppcc_load_model_string(text, strlen(text), &q) : NULL;
+  key[0] = 0;
+  if (g && !ppcc_pass_verify(g, &q) && g->n_ops > 0) ppcc_op_cost_key(g, &g->ops[0], key, sizeof(cost_key));
+  ppcc_graph_free(g);
+}
+
+/* The bytes the cut of cut_model's matmul moves: the replicated operand
+ * and its part. */
+static double cut_bytes(const ppcc_graph *g, const ppcc_op *op) {
+  double bytes = 0;
+  for (int k = 0; k < op->n_in; k++)
+    if (g->values[op->in[k]].layout.kind == PPCC_LAYOUT_REPLICATED) {
+      int64_t shape[PPCC_MAX_RANK];
+      ppcc_value_shard_shape(&g->values[op->in[k]], shape);
+      bytes += 1.5 * (double)ppcc_num_elements(g->values[op->in[k]].rank, shape) * 4;
+    }
+  return bytes;
+}
+
 static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
-  static const int sizes[][2] = {{8, 64}, {16, 64}, {8, 256}, {64, 256}};
+  const int (*sizes)[2] = cut_sizes;
   enum { ROUNDS = 3 * JIT_ROUNDS }; /* small models: more rounds, a steadier median */
-  const ppcc_op_cost *mm = ppcc_calibration_jit_op_cost(c, "matmul");
   op_samples o = {.name = "cut"};
-  for (int i = 0; mm && i < (int)(sizeof sizes / sizeof *sizes); i++) {
-    char *text = cut_model(sizes[i][0], sizes[i][1]), *variant = text ? with_copies(text, "matmul") : NULL;
+  for (int i = 0; i < (int)(sizeof cut_sizes / sizeof *cut_sizes); i++) {
+    cost_key key;
+    char *text = cut_model(sizes[i][0], sizes[i][1]);
+    first_op_key(text, key);
+    const ppcc_op_cost *mm = ppcc_calibration_jit_op_cost(c, key); /* the matmul's own kernel */
+    if (!mm) mm = ppcc_calibration_jit_op_cost(c, "matmul");
+    char *variant = text && mm ? with_copies(text, key) : NULL;
     jit_workload base, v;
     bool ok = variant && jit_workload_open(&base, text, jit);
     if (ok && !jit_workload_open(&v, variant, jit)) {
@@ -913,14 +1108,8 @@ static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *
       if (ok) diff[nd++] = (v_us - b_us) / JIT_COPIES;
     }
     const ppcc_op *op = &base.g->ops[0];
-    double f, b, w, cut_b = 0;
+    double f, b, w, cut_b = cut_bytes(base.g, op);
     ppcc_predict_op_work(base.g, op, &f, &b, &w);
-    for (int k = 0; k < op->n_in; k++) /* the replicated operand and its part */
-      if (base.g->values[op->in[k]].layout.kind == PPCC_LAYOUT_REPLICATED) {
-        int64_t shape[PPCC_MAX_RANK];
-        ppcc_value_shard_shape(&base.g->values[op->in[k]], shape);
-        cut_b += 1.5 * (double)ppcc_num_elements(base.g->values[op->in[k]].rank, shape) * 4;
-      }
     double own = mm->call_us + (f * mm->ns_per_flop + b * mm->ns_per_byte + w * mm->ns_per_weight_byte) * 1e-3;
     double t = ok && nd ? rt_median(diff, nd) - own : 0;
     if (t > 0 && cut_b > 0 && !add_sample_of(&o, 1, 0, cut_b, 0, t)) ok = false;
@@ -936,6 +1125,48 @@ static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *
   free(o.at);
 }
 
+/* jit_start_us: start_us's workload compiled by the JIT on the cores, the
+ * first device's busy time (median over forwards) against the others'. */
+static void calibrate_jit_start(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log) {
+  ppcc_diag q; /* optional: without it jit_start_us stays 0 */
+  ppcc_diag_init(&q, NULL, NULL);
+  char *text = start_model(start_devices(c->cores));
+  ppcc_graph *g = text ? ppcc_load_model_string(text, strlen(text), &q) : NULL;
+  free(text);
+  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
+  ppcc_run_data data;
+  void *ctx = NULL;
+  bool loaded = g && !ppcc_run_passes(g, NULL, NULL, &q) && !ppcc_run_data_load(g, &ro, &data, &q);
+  int nd = g ? g->n_devices : 0;
+  int *op_stage = g ? calloc((size_t)g->n_ops + 1, sizeof *op_stage) : NULL;
+  ppcc_host_tensor *out = g ? calloc((size_t)g->n_outputs + 1, sizeof *out) : NULL;
+  int64_t *peak = calloc((size_t)nd + 1, sizeof *peak);
+  double *busy = calloc((size_t)nd + 1, sizeof *busy);
+  ppcc_plan_measure m = {.op_stage = op_stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
+  bool ok = loaded && op_stage && out && peak && busy && nd <= 16 && !jit->compile(g, &ctx, &q) && ctx;
+  for (int r = 0; ok && r <= REPEATS * 2; r++) {
+    ppcc_exec_options eo = {.threads = c->cores, .measure = &m};
+    double elapsed = 0;
+    ok = !jit->execute(ctx, g, &data, &eo, out, &elapsed, &q) && m.filled;
+    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+  }
+  if (ok) {
+    ppcc_plan_measure_summarize(&m);
+    double v[16];
+    for (int dev = 0; dev < nd; dev++) v[dev] = busy[dev] * 1e3;
+    c->jit_start_us = first_extra(v, nd);
+    if (log) fprintf(log, "jit: a first stage with more devices than cores: %.3f us more\n", c->jit_start_us);
+  }
+  ppcc_plan_measure_release(&m);
+  if (ctx) jit->release(ctx);
+  if (loaded) ppcc_run_data_free(&data);
+  ppcc_graph_free(g);
+  free(op_stage);
+  free(out);
+  free(peak);
+  free(busy);
+}
+
 ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads,
                                    const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
   sample_set s = {0};
@@ -944,13 +1175,19 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
    * does not map and fault in its large buffers again */
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  static const int ffn[][3] = {{2, 64, 128}, {8, 256, 1024}, {32, 128, 512}}; /* one block each */
+  static const int ffn[][3] = {{2, 64, 128}, {8, 256, 1024}, {32, 128, 512}, {1, 256, 1024}, {64, 256, 1024},
+                               {1, 64, 128},  {24, 64, 128}}; /* one block each */
+  cost_key gemm_keys[PPCC_CALIB_MAX_OPS];
+  int n_gemm = 0, n_extra = 0;
+  double extra[256];
   for (int i = 0; !st && i < (int)(sizeof ffn / sizeof *ffn); i++) {
     char *text = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2], 1, 1);
-    st = text ? sample_jit_workload(text, jit, &s, d) : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+    st = text ? sample_jit_workload(text, c, jit, &s, gemm_keys, &n_gemm, extra, &n_extra, d)
+              : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
     free(text);
   }
-  for (int i = 0; !st && i < n_workloads; i++) st = sample_jit_workload(workloads[i], jit, &s, d);
+  for (int i = 0; !st && i < n_workloads; i++)
+    st = sample_jit_workload(workloads[i], c, jit, &s, gemm_keys, &n_gemm, extra, &n_extra, d);
   for (int i = 0; !st && i < s.n; i++) {
     ppcc_op_cost k = {0};
     if (!fit_op(&s.ops[i], &k)) continue;
@@ -959,7 +1196,19 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
       fprintf(log, "jit op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
               s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
   }
+  rt_sort_doubles(extra, n_extra);
+  double call_us = n_extra && extra[n_extra / 2] > 0 ? extra[n_extra / 2] : 0;
+  for (int i = 0; !st && i < n_gemm; i++) { /* the runtime's GEMM kernels: the interpreter's costs + the call
+                                                 (replacing a fit of the same kernel at shapes that are no GEMM) */
+    const ppcc_op_cost *k = ppcc_calibration_op_cost(c, gemm_keys[i]);
+    if (!k) continue;
+    ppcc_op_cost jk = *k;
+    jk.call_us += call_us;
+    if (!ppcc_calibration_set_jit_op_cost(c, &jk)) break;
+    if (log) fprintf(log, "jit op %-12s the runtime's kernel: the interpreter's cost + %.3f us a call\n", k->name, call_us);
+  }
   samples_free(&s);
   if (!st) calibrate_cut(c, jit, log, d);
+  if (!st) calibrate_jit_start(c, jit, log);
   return st;
 }

@@ -15,6 +15,13 @@ void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i);
  * file mapping from this process (a later touch reads them again). */
 void rt_release_pages(const void *p, int64_t bytes);
 
+/* The format tensor `tensor` (NAME, or a view NAME#... of it) is stored in
+ * at path, a GGUF file or a Hugging Face checkpoint directory: "q4_k",
+ * "f16", "bf16", "f32" ..., NULL when unknown. The source stays open in
+ * *state between calls; tensor NULL closes it. (The importers' question:
+ * which weights can stay as stored.) */
+const char *rt_source_tensor_dtype(const char *path, const char *tensor, void **state);
+
 /* GGUF (v2, v3) reader: llama.cpp's and sharktank's single-file format.
  * The file is mmapped; header, metadata and tensor infos are parsed with
  * every length and offset checked against the file size, tensors must lie

@@ -162,8 +162,10 @@ static void put_json_string(bytes_buf *b, const char *s) {
   put_str(b, "\"");
 }
 
-/* The safetensors header: u64 length, then JSON padded with spaces to 8
- * bytes; shards in order, contiguous. */
+/* The safetensors header: u64 length, then JSON padded with spaces so
+ * that the data starts on a 64-byte line (weights are read in place, and
+ * the product kernels read whole lines faster: gemm_tiles.c); shards in
+ * order, contiguous. */
 static void safetensors_header(const ppcc_graph *g, const shard_plan *p, bytes_buf *b) {
   bytes_buf json = {0};
   put_str(&json, "{");
@@ -187,7 +189,7 @@ static void safetensors_header(const ppcc_graph *g, const shard_plan *p, bytes_b
     put_str(&json, num);
   }
   put_str(&json, "}");
-  while (json.len % 8) put_str(&json, " ");
+  while ((8 + json.len) % 64) put_str(&json, " ");
   put_le(b, json.len, 8);
   put(b, json.data, json.len);
   b->oom |= json.oom;

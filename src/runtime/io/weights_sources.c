@@ -201,20 +201,29 @@ static ppcc_status convert(const void *src, ppcc_dtype from, const ppcc_value *p
   return PPCC_OK;
 }
 
+/* The shard file that holds tensor name (weight_map's, or the one file),
+ * NULL when weight_map does not name it. */
+static const hf_shard *hf_shard_of(const rt_source *s, const char *name) {
+  if (!s->weight_map) return &s->shards[0];
+  const cJSON *file = cJSON_GetObjectItemCaseSensitive(s->weight_map, name);
+  if (!cJSON_IsString(file)) return NULL;
+  for (int i = 0; i < s->n_shards; i++)
+    if (strcmp(s->shards[i].file, file->valuestring) == 0) return &s->shards[i];
+  return &s->shards[0];
+}
+
+static const rt_weight_entry *hf_entry(const hf_shard *sh, const char *name) {
+  for (int i = 0; i < sh->index.n; i++)
+    if (strcmp(sh->index.entries[i].name, name) == 0) return &sh->index.entries[i];
+  return NULL;
+}
+
 static ppcc_status get_hf(rt_source *s, const ppcc_value *p, const void **data, void **owned, ppcc_diag *d) {
-  const hf_shard *sh = &s->shards[0];
-  const char *where = s->path;
-  if (s->weight_map) {
-    const cJSON *file = cJSON_GetObjectItemCaseSensitive(s->weight_map, p->name);
-    if (!cJSON_IsString(file))
-      return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing from weight_map", s->index_path, p->name);
-    for (int i = 0; i < s->n_shards; i++)
-      if (strcmp(s->shards[i].file, file->valuestring) == 0) sh = &s->shards[i];
-  }
-  where = sh->index.file.path;
-  const rt_weight_entry *e = NULL;
-  for (int i = 0; i < sh->index.n && !e; i++)
-    if (strcmp(sh->index.entries[i].name, p->name) == 0) e = &sh->index.entries[i];
+  const hf_shard *sh = hf_shard_of(s, p->name);
+  if (!sh)
+    return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing from weight_map", s->index_path, p->name);
+  const char *where = sh->index.file.path;
+  const rt_weight_entry *e = hf_entry(sh, p->name);
   if (!e) return ppcc_error(d, "%s: tensor '%s' (a parameter of the graph) is missing", where, p->name);
   if (e->rank != p->rank || memcmp(e->shape, p->shape, sizeof(int64_t) * (size_t)p->rank) != 0)
     return shape_error(where, p, e->rank, e->shape, d);
@@ -240,14 +249,6 @@ static long qk_heads(const rt_gguf *g, const char *name) {
   const rt_gguf_kv *kv = rt_gguf_find_kv(g, key);
   if (!kv && strcmp(key, "llama.attention.head_count_kv") == 0) kv = rt_gguf_find_kv(g, "llama.attention.head_count");
   return kv && kv->number >= 1 && kv->number < 1e6 ? (long)kv->number : 0;
-}
-
-static void unpermute_rows(const float *in, float *out, int64_t rows, int64_t cols, long heads) {
-  int64_t D = rows / heads, half = D / 2;
-  for (int64_t h = 0; h < heads; h++)
-    for (int64_t i = 0; i < half; i++)
-      for (int64_t j = 0; j < 2; j++)
-        memcpy(out + (h * D + j * half + i) * cols, in + (h * D + 2 * i + j) * cols, sizeof(float) * (size_t)cols);
 }
 
 /* A quantized (or f16/bf16) param as stored: a view of the mapped file
@@ -309,28 +310,25 @@ static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data
     *data = t->data; /* f32 as the graph computes: used in place from the mapping */
     return PPCC_OK;
   }
+  if (heads > 0 && (rows % heads != 0 || (rows / heads) % 2 != 0))
+    return ppcc_error(d, "%s: tensor '%s': %lld rows do not split into %ld heads of even size", s->path, p->name,
+                      (long long)rows, heads);
   float *f = rt_alloc(n * 4);
   if (!f) return oom(d);
-  ppcc_status dq = rt_gguf_dequantize_rows(s->path, t, 0, rows, f, d);
+  /* q/k: each stored row decoded straight into its HF place (no copy in
+   * stored order: a freed one stayed in the heap, tens of MiB) */
+  int64_t D = heads > 0 ? rows / heads : 1, half = D / 2;
+  ppcc_status dq = PPCC_OK;
+  if (heads == 0) dq = rt_gguf_dequantize_rows(s->path, t, 0, rows, f, d);
+  for (int64_t r = 0; heads > 0 && r < rows && !dq; r++) {
+    int64_t h = r / D, i = r % D / 2, j = r % 2;
+    dq = rt_gguf_dequantize_rows(s->path, t, r, 1, f + (h * D + j * half + i) * cols, d);
+  }
   if (dq) {
     rt_free(f);
     return dq;
   }
-  if (heads > 0) {
-    if (rows % heads != 0 || (rows / heads) % 2 != 0) {
-      rt_free(f);
-      return ppcc_error(d, "%s: tensor '%s': %lld rows do not split into %ld heads of even size", s->path, p->name,
-                        (long long)rows, heads);
-    }
-    float *u = rt_alloc(n * 4);
-    if (!u) {
-      rt_free(f);
-      return oom(d);
-    }
-    unpermute_rows(f, u, rows, cols, heads);
-    rt_free(f);
-    f = u;
-  }
+  rt_release_pages(t->data, (int64_t)t->bytes); /* the copy is what runs: the stored bytes are not resident twice */
   if (p->dtype == PPCC_F32) {
     *data = *owned = f;
     return PPCC_OK;
@@ -439,4 +437,31 @@ ppcc_status rt_source_get(rt_source *s, const ppcc_value *p, const void **data, 
   view v;
   if (parse_view(p->name, &v)) return get_view(s, p, &v, data, owned, d);
   return get_whole(s, p, data, owned, d);
+}
+
+const char *rt_source_tensor_dtype(const char *path, const char *tensor, void **state) {
+  rt_source *s = *state;
+  if (!tensor) {
+    rt_source_close(s);
+    *state = NULL;
+    return NULL;
+  }
+  if (!s) {
+    ppcc_diag quiet;
+    ppcc_diag_init(&quiet, path, NULL);
+    if (!rt_source_handles(path) || !(s = rt_source_open(path, &quiet))) return NULL;
+    *state = s;
+  }
+  char base[PPCC_MAX_NAME + 1];
+  size_t n = strcspn(tensor, "#"); /* a view NAME#...: the dtype of NAME */
+  if (n > PPCC_MAX_NAME) return NULL;
+  memcpy(base, tensor, n);
+  base[n] = 0;
+  if (s->is_gguf) {
+    const rt_gguf_tensor *t = rt_gguf_find_tensor(&s->gguf, base);
+    return t && t->format ? t->format->name : NULL;
+  }
+  const hf_shard *sh = hf_shard_of(s, base);
+  const rt_weight_entry *e = sh ? hf_entry(sh, base) : NULL;
+  return e && e->has_type ? ppcc_dtype_name(e->dtype) : NULL;
 }

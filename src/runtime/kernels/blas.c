@@ -1,5 +1,7 @@
 /* Matrix products and the kernel thread count (below every kernel file):
- * ppcc_rt_sgemm with OpenBLAS when built with it, else (or where
+ * ppcc_rt_sgemm reads B in place with our own kernels where they are as
+ * fast (a few rows: gemm_small.c; up to a few dozen: gemm_tiles.c, see
+ * rt_sgemm_tiles_pay), else OpenBLAS when built with it, else (or where
  * OpenBLAS's buffers would not fit) the portable register-blocked one. */
 #include <omp.h>
 #include <stdlib.h>
@@ -247,6 +249,20 @@ static void sgemm_fixed_order(int64_t M, int64_t N, int64_t K, const float *A, c
   }
 }
 
+bool rt_sgemm_blas(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
+                   int threads) {
+#ifdef PPCC_HAVE_OPENBLAS
+  if (!rt_blas_has_room(threads) || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || K <= 0) return false;
+  blas_job j = {(int)M, (int)N, (int)K, A, B, b_transposed, C};
+  int64_t parts = M == 1 ? N * K / (64 * 1024) : N / 64; /* enough work a thread */
+  rt_parallel_parts(threads < parts ? threads : (int)(parts > 1 ? parts : 1), blas_part, &j);
+  return true;
+#else
+  (void)M, (void)N, (void)K, (void)A, (void)B, (void)b_transposed, (void)C, (void)threads;
+  return false;
+#endif
+}
+
 void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                    bool b_transposed, float *C) {
   if (M <= 0 || N <= 0) return;
@@ -261,18 +277,15 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
 #ifdef PPCC_HAVE_OPENBLAS
   one_row_blas = M == 1 && K > 0 && N <= INT32_MAX && K <= INT32_MAX && rt_blas_has_room(threads);
 #endif
+  if (!one_row_blas && rt_sgemm_tiles_pay(M, N, K, A, B, b_transposed)) {
+    rt_sgemm_tiles(M, N, K, A, B, b_transposed, C, threads);
+    return;
+  }
   if (!one_row_blas && M <= RT_SMALL_M) {
     for (int64_t i = 0; i < M; i += RT_SMALL_M)
       rt_sgemm_small(M - i < RT_SMALL_M ? M - i : RT_SMALL_M, N, K, A + i * K, B, b_transposed, C + i * N, threads);
     return;
   }
-#ifdef PPCC_HAVE_OPENBLAS
-  if (rt_blas_has_room(threads) && M <= INT32_MAX && N <= INT32_MAX && K <= INT32_MAX && K > 0) {
-    blas_job j = {(int)M, (int)N, (int)K, A, B, b_transposed, C};
-    int64_t parts = M == 1 ? N * K / (64 * 1024) : N / 64; /* enough work a thread */
-    rt_parallel_parts(threads < parts ? threads : (int)(parts > 1 ? parts : 1), blas_part, &j);
-    return;
-  }
-#endif
+  if (rt_sgemm_blas(M, N, K, A, B, b_transposed, C, threads)) return;
   ppcc_rt_sgemm_portable(M, N, K, A, B, b_transposed, C); /* computes every row alike */
 }

@@ -64,6 +64,30 @@ void rt_sgemm_small(int64_t M, int64_t N, int64_t K, const float *A, const float
                     int threads);
 void rt_sgemm_small_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
                          bool b_transposed, float *C);
+/* Products of any M without copying B (gemm_tiles.c): the same bits per
+ * element as rt_sgemm_small's (a row's bits depend neither on M, nor the
+ * columns, nor the threads). Register tiles with cache blocking where
+ * rt_sgemm_tiles_in_use (AVX-512), else the small kernels for every M. */
+bool rt_sgemm_tiles_in_use(void);
+/* Whether ppcc_rt_sgemm takes the tiles for this product: where
+ * bench/gemm_gflops (AVX-512 Xeon, 1 and 2 threads) measured them at
+ * least as fast as the small kernels (from 8 rows with B [N, K]) and as
+ * OpenBLAS: up to 48 rows [N, K] (K >= 256: shorter dot products are
+ * mostly horizontal sums) and 32 [K, N] (N >= 512), or 128 (K >= 512)
+ * and 64 where A and B start on 64-byte lines and their rows are whole
+ * lines (a load across two lines costs the tiles ~30 %; OpenBLAS's packed
+ * copy never has one). Above, OpenBLAS's packed kernel is faster (tiles
+ * 0.85-0.95x at 192-512 rows, aligned). */
+bool rt_sgemm_tiles_pay(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed);
+void rt_sgemm_tiles(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
+                    int threads);
+void rt_sgemm_tiles_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
+                         bool b_transposed, float *C);
+/* ppcc_rt_sgemm's OpenBLAS path (columns split over `threads`); false
+ * where it cannot run (no OpenBLAS, sizes over int, buffers would not
+ * fit): nothing is computed then. */
+bool rt_sgemm_blas(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
+                   int threads);
 /* AVX2+FMA kernels in use (the CPU has them); rt_set_simd(false) forces the
  * plain C ones (tests), returns the previous state. */
 bool rt_simd_enabled(void);

@@ -241,6 +241,31 @@ ppcc_status kernel_gather_elements(const ppcc_op *op, const ppcc_tensor *in, ppc
   return PPCC_OK;
 }
 
+/* gather (numpy take along dim): any data dtype, moved raw; an index
+ * outside [-D, D) fails the run with the message the JIT's check gives. */
+ppcc_status kernel_gather(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  const ppcc_tensor *x = &in[0], *ix = &in[1];
+  int r = x->rank, dim = (int)ppcc_attr_int(op, "dim", 0), es = ppcc_dtype_size(x->dtype);
+  if (dim < 0) dim += r;
+  int64_t outer = 1, inner = 1, D = x->shape[dim], n = ppcc_num_elements(ix->rank, ix->shape);
+  for (int i = 0; i < dim; i++) outer *= x->shape[i];
+  for (int i = dim + 1; i < r; i++) inner *= x->shape[i];
+  size_t row = (size_t)(inner * es);
+  for (int64_t j = 0; j < n; j++) {
+    int64_t t = load_int(ix, j);
+    if (t < -D || t >= D)
+      return ppcc_error(d, "index %lld at position %lld is out of range [%lld, %lld)", (long long)t, (long long)j,
+                        (long long)-D, (long long)D);
+  }
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t j = 0; j < n; j++) {
+      int64_t t = load_int(ix, j);
+      if (t < 0) t += D; /* ONNX: a negative index counts from the end */
+      memcpy((char *)out->data + (size_t)((o * n + j) * inner * es), (const char *)x->data + (size_t)((o * D + t) * inner * es), row);
+    }
+  return PPCC_OK;
+}
+
 /* ---- conv, max_pool (f32; 1-D runs as 2-D with one row) ---- */
 
 typedef struct window {
@@ -343,7 +368,7 @@ ppcc_status kernel_max_pool(const ppcc_op *op, const ppcc_tensor *in, ppcc_tenso
 
 bool kernel_onnx_handles_dtypes(ppcc_kernel_fn k) {
   return k == kernel_equal || k == kernel_less || k == kernel_greater || k == kernel_where || k == kernel_cast ||
-         k == kernel_expand || k == kernel_gather_elements;
+         k == kernel_expand || k == kernel_gather_elements || k == kernel_gather;
 }
 
 /* reduce_max over attrs.dim (all dims without it), f32 (f16/bf16 are

@@ -20,6 +20,7 @@ ONNX_KERNEL(cast);
 ONNX_KERNEL(expand);
 ONNX_KERNEL(reduce_max);
 ONNX_KERNEL(gather_elements);
+ONNX_KERNEL(gather);
 ONNX_KERNEL(conv);
 ONNX_KERNEL(max_pool);
 #undef ONNX_KERNEL

@@ -1,0 +1,269 @@
+/* Products of many rows (prefill, a BERT or MLP batch) that read the
+ * weight where it lies, as gemm_small.c does for a few rows: OpenBLAS's
+ * sgemm copies ("packs") its part of B on every call (about a third of a
+ * BERT layer's time), onnxruntime packs once at load; these tiles never
+ * copy B, so a mapped weight stays zero-copy. Two layouts of B:
+ *   [N, K] (linear weights): tiles of 4 A rows x 6 B rows of dot
+ *     products, 16 lanes per accumulator; a block of 6 B rows (KC of K at
+ *     a time, in L1) meets every 4-row tile of a block of MC A rows (in
+ *     L2). Where K > KC the 16-lane accumulators are kept in a scratch
+ *     between K blocks, so the sums go on exactly as without blocking.
+ *   [K, N]: tiles of 6 A rows x 64 columns of outer products; a panel of
+ *     KCN B rows x 64 columns meets every row tile; C's tile is reloaded
+ *     per K block.
+ * Every C element gets the very operations of gemm_small.c's AVX-512
+ * tiles (lane l of the [N, K] dot product sums k = l mod 16 in order and
+ * ends in the same horizontal sum; the [K, N] one is one FMA per k in
+ * order), so a row's bits depend neither on M nor on the tile, the
+ * thread, the column split or the blocking. AVX-512 only: at other levels
+ * the small kernels serve every M (same bits as their few-row calls). */
+#include <stdint.h>
+#include <string.h>
+#include "kernels.h"
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#endif
+
+#define TM 4     /* A rows of a dot-product tile */
+#define TN 6     /* B rows of a dot-product tile */
+#define KC 1024  /* K of a dot-product block: 6 B rows of it fill half of L1 */
+#define MC 128   /* A rows a B block meets before the next block */
+#define NN_R 6   /* A rows of an outer-product tile */
+#define NN_W 64  /* its columns (4 vectors) */
+#define KCN 128  /* B rows of an outer-product panel (32 KiB) */
+
+#ifdef HAVE_X86
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+AVX512 static inline __mmask16 tail16(int64_t left) {
+  return left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
+}
+
+/* The horizontal sums of 16 accumulators at once, each exactly
+ * _mm512_reduce_add_ps's: lanes l + l+8, then + l+4, then + l+2, then
+ * + l+1 (float addition commutes, so the shuffled operands give the same
+ * bits). Lane 4q + t of the result is the sum of v[4t + q]. */
+AVX512 static inline __m512 pair_halves(__m512 a, __m512 b) { /* [a lanes l + l+8 | b's] */
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+}
+AVX512 static inline __m512 pair_quarters(__m512 a, __m512 b) { /* [a lanes l + l+4 | b's | c's | d's] */
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xdd));
+}
+AVX512 static inline __m512 pair_twos(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x44), _mm512_shuffle_ps(a, b, 0xee));
+}
+AVX512 static inline __m512 pair_ones(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xdd));
+}
+AVX512 static inline __m512 sum16(const __m512 *v) {
+  __m512 w[8], x[4];
+  for (int p = 0; p < 8; p++) w[p] = pair_halves(v[2 * p], v[2 * p + 1]);
+  for (int p = 0; p < 4; p++) x[p] = pair_quarters(w[2 * p], w[2 * p + 1]);
+  return pair_ones(pair_twos(x[0], x[1]), pair_twos(x[2], x[3]));
+}
+/* The same for 8: lane 4q + t (t < 2) is the sum of v[4t + q]. */
+AVX512 static inline __m512 sum8(const __m512 *v) {
+  __m512 w[4], x[2];
+  for (int p = 0; p < 4; p++) w[p] = pair_halves(v[2 * p], v[2 * p + 1]);
+  for (int p = 0; p < 2; p++) x[p] = pair_quarters(w[2 * p], w[2 * p + 1]);
+  __m512 y = pair_twos(x[0], x[1]);
+  return pair_ones(y, y);
+}
+
+/* The 4 x 6 tile's sums into C: columns 0-3 of the 4 rows as one sum16,
+ * columns 4-5 as one sum8. */
+AVX512 static inline void store_sums_4_6(__m512 acc[4][6], float *C, int64_t ldc) {
+  __m512 v[16];
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) v[4 * j + i] = acc[i][j];
+  __m512 s = sum16(v);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 2; j++) v[4 * j + i] = acc[i][4 + j];
+  __m512 t = sum8(v);
+#define STORE_ROW(i)                                                                                           \
+  _mm_storeu_ps(C + i * ldc, _mm512_extractf32x4_ps(s, i));                                                    \
+  _mm_storel_pi((__m64 *)(C + i * ldc + 4), _mm512_extractf32x4_ps(t, i))
+  STORE_ROW(0);
+  STORE_ROW(1);
+  STORE_ROW(2);
+  STORE_ROW(3);
+#undef STORE_ROW
+}
+
+/* R A rows x NB B rows, K from k0 to k1 (k0 a multiple of 16). The
+ * accumulators start at zero (k0 == 0) or from `save`, and end summed
+ * into C (k1 == K) or in `save`. */
+#define DOT_TILE(R, NB)                                                                                        \
+  AVX512 static void dot_tile_##R##_##NB(int64_t k0, int64_t k1, int64_t K, const float *A, const float *B,   \
+                                         float *C, int64_t ldc, float *save) {                                \
+    __m512 acc[R][NB];                                                                                         \
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                                       \
+      _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++)                                                     \
+        acc[i][j] = k0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(save + (i * NB + j) * 16);                \
+    int64_t k = k0;                                                                                            \
+    for (; k + 16 <= k1; k += 16) {                                                                            \
+      __m512 b[NB];                                                                                            \
+      _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++) b[j] = _mm512_loadu_ps(B + j * K + k);              \
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {                                                    \
+        __m512 a = _mm512_loadu_ps(A + i * K + k);                                                             \
+        _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++) acc[i][j] = _mm512_fmadd_ps(a, b[j], acc[i][j]);  \
+      }                                                                                                        \
+    }                                                                                                          \
+    if (k < k1) {                                                                                              \
+      __mmask16 m = tail16(k1 - k);                                                                            \
+      __m512 b[NB];                                                                                            \
+      _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++) b[j] = _mm512_maskz_loadu_ps(m, B + j * K + k);    \
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {                                                    \
+        __m512 a = _mm512_maskz_loadu_ps(m, A + i * K + k);                                                    \
+        _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++) acc[i][j] = _mm512_fmadd_ps(a, b[j], acc[i][j]);  \
+      }                                                                                                        \
+    }                                                                                                          \
+    if (k1 != K) {                                                                                             \
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                                     \
+        _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++) _mm512_storeu_ps(save + (i * NB + j) * 16, acc[i][j]); \
+    } else if (R == 4 && NB == 6) {                                                                            \
+      store_sums_4_6((__m512(*)[6])acc, C, ldc);                                                               \
+    } else {                                                                                                   \
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                                     \
+        _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++) C[i * ldc + j] = _mm512_reduce_add_ps(acc[i][j]); \
+    }                                                                                                          \
+  }
+#define DOT_ROW(R) DOT_TILE(R, 1) DOT_TILE(R, 2) DOT_TILE(R, 3) DOT_TILE(R, 4) DOT_TILE(R, 5) DOT_TILE(R, 6)
+DOT_ROW(1)
+DOT_ROW(2)
+DOT_ROW(3)
+DOT_ROW(4)
+
+typedef void (*dot_tile_fn)(int64_t, int64_t, int64_t, const float *, const float *, float *, int64_t, float *);
+#define DOT_FNS(R) {NULL, dot_tile_##R##_1, dot_tile_##R##_2, dot_tile_##R##_3, dot_tile_##R##_4, dot_tile_##R##_5, dot_tile_##R##_6}
+static const dot_tile_fn dot_tiles[TM + 1][TN + 1] = {{NULL}, DOT_FNS(1), DOT_FNS(2), DOT_FNS(3), DOT_FNS(4)};
+
+/* Columns n0..n1 of C = A . B^T, B [N, K]. */
+static void dot_cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, float *C,
+                     int64_t ldc) {
+  float save[MC / TM][TM * TN * 16] __attribute__((aligned(64))); /* 48 KiB: the accumulators between K blocks */
+  for (int64_t m0 = 0; m0 < M; m0 += MC) {
+    int64_t m1 = m0 + MC < M ? m0 + MC : M;
+    for (int64_t n = n0; n < n1; n += TN) {
+      int nb = n1 - n < TN ? (int)(n1 - n) : TN;
+      int64_t k0 = 0;
+      do { /* once even for K == 0: the tiles then write zeros */
+        int64_t k1 = k0 + KC < K ? k0 + KC : K;
+        for (int64_t i = m0; i < m1; i += TM) {
+          int r = m1 - i < TM ? (int)(m1 - i) : TM;
+          dot_tiles[r][nb](k0, k1, K, A + i * K, B + n * K, C + i * ldc + n, ldc, save[(i - m0) / TM]);
+        }
+        k0 = k1;
+      } while (k0 < K);
+    }
+  }
+}
+
+/* R A rows x 64 columns (the last `cols` < 64 masked), B rows k0..k1: C's
+ * tile starts at zero (k0 == 0) or from C. */
+#define OUTER_TILE(R)                                                                                          \
+  AVX512 static void outer_tile_##R(int64_t k0, int64_t k1, int64_t K, const float *A, const float *B,        \
+                                    int64_t ldb, float *C, int64_t ldc, int64_t cols) {                       \
+    __mmask16 m[4];                                                                                            \
+    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) m[v] = tail16(cols - 16 * v);                          \
+    __m512 c[R][4];                                                                                            \
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                                        \
+      _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)                                                      \
+        c[i][v] = k0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m[v], C + i * ldc + 16 * v);          \
+    for (int64_t k = k0; k < k1; k++) {                                                                        \
+      const float *b = B + k * ldb;                                                                            \
+      __m512 bv[4];                                                                                            \
+      _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);     \
+      _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {                                                    \
+        __m512 a = _mm512_set1_ps(A[i * K + k]);                                                               \
+        _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) c[i][v] = _mm512_fmadd_ps(a, bv[v], c[i][v]);      \
+      }                                                                                                        \
+    }                                                                                                          \
+    _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                                        \
+      _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) _mm512_mask_storeu_ps(C + i * ldc + 16 * v, m[v], c[i][v]); \
+  }
+OUTER_TILE(1)
+OUTER_TILE(2)
+OUTER_TILE(3)
+OUTER_TILE(4)
+OUTER_TILE(5)
+OUTER_TILE(6)
+
+typedef void (*outer_tile_fn)(int64_t, int64_t, int64_t, const float *, const float *, int64_t, float *, int64_t,
+                              int64_t);
+static const outer_tile_fn outer_tiles[NN_R + 1] = {NULL,         outer_tile_1, outer_tile_2, outer_tile_3,
+                                                    outer_tile_4, outer_tile_5, outer_tile_6};
+
+/* Columns n0..n1 of C = A . B, B [K, N]. */
+static void outer_cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, int64_t ldb,
+                       float *C, int64_t ldc) {
+  if (K == 0) {
+    for (int64_t i = 0; i < M; i++) memset(C + i * ldc + n0, 0, (size_t)(n1 - n0) * 4);
+    return;
+  }
+  for (int64_t n = n0; n < n1; n += NN_W)
+    for (int64_t k0 = 0; k0 < K; k0 += KCN) {
+      int64_t k1 = k0 + KCN < K ? k0 + KCN : K;
+      for (int64_t i = 0; i < M; i += NN_R) {
+        int r = M - i < NN_R ? (int)(M - i) : NN_R;
+        outer_tiles[r](k0, k1, K, A + i * K, B + n, ldb, C + i * ldc + n, ldc, n1 - n);
+      }
+    }
+}
+#endif
+
+bool rt_sgemm_tiles_in_use(void) {
+#ifdef HAVE_X86
+  return rt_simd_level() >= RT_SIMD_AVX512;
+#else
+  return false;
+#endif
+}
+
+void rt_sgemm_tiles_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
+                         bool b_transposed, float *C) {
+  if (n1 <= n0 || M <= 0) return;
+#ifdef HAVE_X86
+  if (rt_sgemm_tiles_in_use()) {
+    if (b_transposed) dot_cols(M, n0, n1, K, A, B, C, N);
+    else outer_cols(M, n0, n1, K, A, B, N, C, N);
+    return;
+  }
+#endif
+  rt_sgemm_small_cols(M, n0, n1, N, K, A, B, b_transposed, C);
+}
+
+typedef struct tiles_job {
+  int64_t M, N, K;
+  const float *A, *B;
+  bool bt;
+  float *C;
+} tiles_job;
+
+static void tiles_part(void *arg, int part, int parts) {
+  const tiles_job *j = arg;
+  int64_t n0, n1;
+  rt_part_range(j->N, j->bt ? TN : NN_W, part, parts, &n0, &n1);
+  rt_sgemm_tiles_cols(j->M, n0, n1, j->N, j->K, j->A, j->B, j->bt, j->C);
+}
+
+void rt_sgemm_tiles(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
+                    int threads) {
+  if (M <= 0 || N <= 0) return;
+  tiles_job j = {M, N, K, A, B, b_transposed, C};
+  /* a part must have enough work to pay for waking a worker */
+  int64_t max_parts = M * N * K / (256 * 1024);
+  int parts = threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1);
+  rt_parallel_parts(parts, tiles_part, &j);
+}
+
+bool rt_sgemm_tiles_pay(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed) {
+  if (!rt_sgemm_tiles_in_use()) return false;
+  /* every vector load within one cache line: A and B at 64 bytes, rows of
+   * whole lines (a weight mapped from a file lies where the file put it) */
+  bool lines = (uintptr_t)A % 64 == 0 && (uintptr_t)B % 64 == 0 && K % 16 == 0 && (b_transposed || N % 16 == 0);
+  if (b_transposed) /* short dot products are mostly horizontal sums */
+    return M >= 8 && K >= 256 && M <= (lines && K >= 512 ? 128 : 48);
+  return M > RT_SMALL_M && N >= 512 && M <= (lines ? 64 : 32);
+}
