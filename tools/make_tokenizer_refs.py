@@ -58,6 +58,9 @@ UNICODE = ["café", "naïve", "Straße", "Ελληνικά", "русский я�
 EMOJI = ["😀", "👍🏽", "👨‍👩‍👧", "🚀🚀", "❤️", "🇩🇪", "✅", "🦙"]
 PUNCT = ["!", "?", "...", ",", ";", ":", "--", "()", "[x]", "{y}", "'", '"', "#", "$5", "100%", "a+b=c", "<tag>", "@me"]
 CONTRACTIONS = ["don't", "I'm", "you're", "we've", "she'll", "he'd", "it's", "'s", "I'LL", "WE'VE", "O'Neil"]
+# every tokenizer's special tokens written in text (matched first, as transformers does)
+SPECIAL_LINES = ["<|endoftext|>hello<|im_start|>", " <|endoftext|> x", "<start_of_turn>user\nhi<end_of_turn>\n",
+                 "<|begin_of_text|>x<|eot_id|>", "<bos>a<eos> <pad>", "</s>b<unk> <s>c"]
 SPACES = ["  ", "   ", "\t", "\n", "\n\n", "\r\n", " \n ", "\t\t", "    \n"]
 
 
@@ -217,7 +220,7 @@ def main():
     rng = random.Random(25)
     os.makedirs(OUT, exist_ok=True)
     train = training_text(random.Random(1))
-    lines = make_lines(rng, 300)
+    lines = make_lines(rng, 300) + SPECIAL_LINES
     refs = {"lines": lines, "tokenizers": {}, "generate": {}}
     made = {}
     # SentencePiece (Llama style)

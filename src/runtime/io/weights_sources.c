@@ -251,14 +251,6 @@ static long qk_heads(const rt_gguf *g, const char *name) {
   return kv && kv->number >= 1 && kv->number < 1e6 ? (long)kv->number : 0;
 }
 
-static void unpermute_rows(const float *in, float *out, int64_t rows, int64_t cols, long heads) {
-  int64_t D = rows / heads, half = D / 2;
-  for (int64_t h = 0; h < heads; h++)
-    for (int64_t i = 0; i < half; i++)
-      for (int64_t j = 0; j < 2; j++)
-        memcpy(out + (h * D + j * half + i) * cols, in + (h * D + 2 * i + j) * cols, sizeof(float) * (size_t)cols);
-}
-
 /* A quantized (or f16/bf16) param as stored: a view of the mapped file
  * (q/k rows permuted back in a copy, whole rows of blocks). Every block's
  * scales are checked finite here, as the decoder would. */
@@ -318,29 +310,25 @@ static ppcc_status get_gguf(rt_source *s, const ppcc_value *p, const void **data
     *data = t->data; /* f32 as the graph computes: used in place from the mapping */
     return PPCC_OK;
   }
+  if (heads > 0 && (rows % heads != 0 || (rows / heads) % 2 != 0))
+    return ppcc_error(d, "%s: tensor '%s': %lld rows do not split into %ld heads of even size", s->path, p->name,
+                      (long long)rows, heads);
   float *f = rt_alloc(n * 4);
   if (!f) return oom(d);
-  ppcc_status dq = rt_gguf_dequantize_rows(s->path, t, 0, rows, f, d);
+  /* q/k: each stored row decoded straight into its HF place (no copy in
+   * stored order: a freed one stayed in the heap, tens of MiB) */
+  int64_t D = heads > 0 ? rows / heads : 1, half = D / 2;
+  ppcc_status dq = PPCC_OK;
+  if (heads == 0) dq = rt_gguf_dequantize_rows(s->path, t, 0, rows, f, d);
+  for (int64_t r = 0; heads > 0 && r < rows && !dq; r++) {
+    int64_t h = r / D, i = r % D / 2, j = r % 2;
+    dq = rt_gguf_dequantize_rows(s->path, t, r, 1, f + (h * D + j * half + i) * cols, d);
+  }
   if (dq) {
     rt_free(f);
     return dq;
   }
   rt_release_pages(t->data, (int64_t)t->bytes); /* the copy is what runs: the stored bytes are not resident twice */
-  if (heads > 0) {
-    if (rows % heads != 0 || (rows / heads) % 2 != 0) {
-      rt_free(f);
-      return ppcc_error(d, "%s: tensor '%s': %lld rows do not split into %ld heads of even size", s->path, p->name,
-                        (long long)rows, heads);
-    }
-    float *u = rt_alloc(n * 4);
-    if (!u) {
-      rt_free(f);
-      return oom(d);
-    }
-    unpermute_rows(f, u, rows, cols, heads);
-    rt_free(f);
-    f = u;
-  }
   if (p->dtype == PPCC_F32) {
     *data = *owned = f;
     return PPCC_OK;
