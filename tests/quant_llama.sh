@@ -19,7 +19,8 @@
 #    src/runtime/kernels/half_matmul.c): max 0.03, rms 0.01 (measured
 #    0.0099 / 0.0027: llama.cpp's f16 KV cache and attention), and within
 #    1e-4 of the same graph run with --dtype f32 (weights converted at load;
-#    only the summation order differs).
+#    only the summation order differs); the same for a BF16 file made from
+#    it here (f16 values rounded to bf16), on both backends.
 #  - greedy ids (ppcc generate) equal to llama.cpp's at TP {1,2} x PP {1,2},
 #    both backends, up to llama.cpp's first near tie (margin < 0.05, where
 #    either token is a faithful greedy choice): Q8_0 the first 5 (step 6's
@@ -60,6 +61,65 @@ else:
 PY
 }
 
+# bf16_of F16.gguf OUT.gguf: the file with every F16 tensor rounded to
+# BF16 (same sizes, so every offset stays; type ids patched in place)
+bf16_of() {
+  python3 - "$@" <<'PY'
+import array, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+at = 24
+n_tensors, n_kv = struct.unpack_from("<QQ", b, 8)
+def string():
+    global at
+    n = struct.unpack_from("<Q", b, at)[0]
+    at += 8 + n
+    return bytes(b[at - n:at])
+SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+def value(t):
+    global at
+    if t == 8:
+        string()
+    elif t == 9:
+        et, count = struct.unpack_from("<IQ", b, at)
+        at += 12
+        for _ in range(count):
+            value(et)
+    else:
+        at += SIZES[t]
+align = 32
+for _ in range(n_kv):
+    key = string()
+    t = struct.unpack_from("<I", b, at)[0]
+    at += 4
+    if key == b"general.alignment":
+        align = struct.unpack_from("<I", b, at)[0]
+    value(t)
+infos = []
+for _ in range(n_tensors):
+    string()
+    nd = struct.unpack_from("<I", b, at)[0]
+    dims = struct.unpack_from(f"<{nd}Q", b, at + 4)
+    at += 4 + 8 * nd
+    t, off = struct.unpack_from("<IQ", b, at)
+    n = 1
+    for x in dims:
+        n *= x
+    if t == 1:
+        struct.pack_into("<I", b, at, 30)
+        infos.append((off, n))
+    at += 12
+data = (at + align - 1) // align * align
+for off, n in infos:
+    lo = data + off
+    h = array.array("H", bytes(b[lo:lo + 2 * n]))
+    f = array.array("f", [struct.unpack("<e", struct.pack("<H", x))[0] for x in h])
+    u = array.array("I", f.tobytes())
+    r = array.array("H", [((x + 0x7FFF + ((x >> 16) & 1)) >> 16) & 0xFFFF for x in u])  # nearest even
+    b[lo:lo + 2 * n] = r.tobytes()
+open(sys.argv[2], "wb").write(b)
+PY
+}
+
 prompt=$(npy ids "$dir/prompt.npy")
 k=0
 backends="interp"
@@ -88,6 +148,23 @@ for t in F16 Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K; do
     line=$(npy logits "$tmp/$t.interp/logits.npy" "$tmp/$t.f32/logits.npy" 1 1e-4 1e-5) ||
       fail "F16 as stored vs --dtype f32: $line"
     echo "F16 as stored vs --dtype f32: $line"
+    # the same file with its f16 matrices rounded to bf16 (GGUF type 30):
+    # kept as stored on both backends = converted at load (--dtype f32)
+    bf16_of "$dir/F16.gguf" "$tmp/BF16.gguf"
+    "$ppcc" import gguf "$tmp/BF16.gguf" -o "$tmp/BF16.json" --seq 32 --cache 32 > /dev/null
+    grep -q '"dtype": "bf16"' "$tmp/BF16.json" || fail "BF16: import did not keep bf16 params"
+    "$ppcc" import gguf "$tmp/BF16.gguf" -o "$tmp/BF16.f32.json" --seq 32 --cache 32 --dtype f32 > /dev/null
+    for m in BF16 BF16.f32; do
+      for backend in $backends; do
+        "$ppcc" run "$tmp/$m.json" --weights "$tmp/BF16.gguf" --backend=$backend --input "tokens=$dir/prompt.npy" \
+          --input "positions=$dir/positions.npy" "${caches[@]}" --output-dir "$tmp/$m.$backend" > /dev/null
+      done
+    done
+    for backend in $backends; do
+      line=$(npy logits "$tmp/BF16.$backend/logits.npy" "$tmp/BF16.f32.interp/logits.npy" 1 1e-4 1e-5) ||
+        fail "BF16 $backend as stored vs --dtype f32: $line"
+      echo "BF16 $backend as stored vs --dtype f32: $line"
+    done
   fi
   # --dtype f32 dequantizes at load: the same bytes as a graph imported with --dtype f32
   if [[ $t == Q4_K_M ]]; then
