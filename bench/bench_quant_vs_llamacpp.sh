@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ppcc against llama.cpp on the same quantized GGUF files (issue 24): decode
-# and prefill tokens/s and peak RSS for F16, Q8_0, Q4_0, Q4_K_M, both at
+# and prefill tokens/s and peak RSS for F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, both at
 # THREADS threads, in paired rounds (ppcc, llama.cpp, ppcc, llama.cpp ...),
 # printing min and median of each.
 #
@@ -16,7 +16,7 @@
 # through src/runtime/kernels/half_matmul.c), prefill =
 # PROMPT / time to first token, decode from its decode line; llama.cpp:
 # llama-bench -p PROMPT -n GEN with LLAMA_NO_REPACK=1 and --repack 0.
-# TYPES (default "F16 Q8_0 Q4_0 Q4_K_M") picks the files. Besides min and
+# TYPES (default "F16 Q8_0 Q4_0 Q4_K_M Q5_K_M") picks the files. Besides min and
 # median of each program, the ratios ppcc / llama.cpp of each paired round
 # (min and median). Peak RSS of each process by /usr/bin/time. On a shared machine the
 # numbers are noisy (the load average is printed first): compare medians
@@ -39,8 +39,9 @@ if [[ ! -f $work/$tag/F16.gguf ]]; then
   "$llama_venv/bin/python" tools/make_quant_llama_refs.py "$work/$tag" $sizes > /dev/null
   convert_f16 "$work/$tag/hf" "$work/$tag/F16.gguf"
 fi
-for t in Q8_0 Q4_0 Q4_K_M; do
-  [[ -f $work/$tag/$t.gguf ]] || quantize "$work/$tag/F16.gguf" "$work/$tag/$t.gguf" "$t"
+types=${TYPES:-F16 Q8_0 Q4_0 Q4_K_M Q5_K_M}
+for t in $types; do
+  [[ $t == F16 || -f $work/$tag/$t.gguf ]] || quantize "$work/$tag/F16.gguf" "$work/$tag/$t.gguf" "$t"
 done
 ids=$(seq -s, 3 $((prompt_len + 2)))
 
@@ -57,7 +58,7 @@ ratios() {
   for ((i = 0; i < ${#a[@]}; i++)); do r+=("$(awk -v x="${a[i]}" -v y="${b[i]}" 'BEGIN {printf "%.3f", (y > 0 ? x / y : 0)}')"); done
   printf '%s\n' "${r[@]}" | sort -g | awk '{a[NR] = $1} END {m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "min %.2f median %.2f", a[1], m}'
 }
-for t in ${TYPES:-F16 Q8_0 Q4_0 Q4_K_M}; do
+for t in $types; do
   f=$work/$tag/$t.gguf
   pd=() pp=() pr=() ld=() lp=() lr=()
   for ((r = 0; r < rounds; r++)); do

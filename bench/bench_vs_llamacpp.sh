@@ -71,11 +71,13 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 PY
 prompt=$("$py" -c "import random; random.seed(1); print(','.join(str(random.randrange(3, 1000)) for _ in range(128)))")
 
-# ppcc SOURCE: "decode_tok_s prefill_tok_s ttft_ms rss_mib"
+# ppcc SOURCE: "decode_tok_s prefill_tok_s ttft_ms rss_mib" (peak RSS from
+# GNU time, as llama.cpp's: the whole process, teardown included)
 ppcc_round() {
-  OMP_NUM_THREADS=2 "$ppcc" generate "$1" --prompt-ids "$prompt" --max-new-tokens 33 --threads 2 2>&1 |
-    awk '/^memory:/ {rss=$4} /^time to first token:/ {ttft=$5} /tokens\/s$/ {dec=$(NF-1)}
-         END {printf "%s %.1f %s %s\n", dec, 128000 / ttft, ttft, rss}'
+  OMP_NUM_THREADS=2 /usr/bin/time -f "rss %M" "$ppcc" generate "$1" --prompt-ids "$prompt" --max-new-tokens 33 \
+    --threads 2 2>&1 |
+    awk '/^rss / {rss=$2 / 1024} /^time to first token:/ {ttft=$5} /tokens\/s$/ {dec=$(NF-1)}
+         END {printf "%s %.1f %s %.1f\n", dec, 128000 / ttft, ttft, rss}'
 }
 # llama.cpp: the same four from llama-bench (pp128 and tg32) and GNU time
 llama_round() {

@@ -1,5 +1,6 @@
 /* Runs an accepted tokenizer over a fixed varied text (spaces, digits,
- * Unicode, emoji, newlines, a special-looking token, a malformed byte) and
+ * Unicode, emoji, newlines, a special-looking token, a malformed byte, text
+ * an NFC normalizer changes) and
  * decodes every id of its vocabulary through the lossy stream: any out-of-
  * bounds access is a sanitizer report. */
 #ifndef PPCC_FUZZ_TOKENIZER_EXERCISE_H
@@ -9,7 +10,8 @@
 #include "../src/import/tokenizer.h"
 
 static void fuzz_exercise_tokenizer(const tokenizer *t) {
-  static const char text[] = " Hello  world's 1234 caf\xc3\xa9 \xf0\x9f\x98\x80\n\r\n\t<s><|endoftext|>x\xff\xe2\x96 ";
+  static const char text[] = " Hello  world's 1234 caf\xc3\xa9 \xf0\x9f\x98\x80\n\r\n\t<s><|endoftext|>x\xff\xe2\x96 "
+                             "e\xcc\x81\xcc\xa3 \xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8 \xff\xcc\x81";
   int64_t *ids = NULL;
   long n = 0;
   ppcc_diag d;

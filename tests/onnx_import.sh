@@ -10,7 +10,11 @@
 # runtime's kernels. vit (transformers ViT: a strided Conv patch embedding)
 # and resnet (a ResNet-18-style CNN: Conv + BatchNormalization folded at
 # import, MaxPool, GlobalAveragePool, Flatten) come from
-# tools/make_onnx_cnn.py. The mlp whose weights live in an external-data file
+# tools/make_onnx_cnn.py. distilbert (a padded batch), encoder
+# (nn.TransformerEncoderLayer) and torchops (what torch writes for strided
+# and reversed slices, indexing by a list, ceil_mode pools without padding
+# counted, a LayerNorm over two dims) come from tools/make_onnx_more.py.
+# The mlp whose weights live in an external-data file
 # imports to the same weights.
 # Usage: onnx_import.sh PPCC_BINARY SOURCE_DIR [--update]
 #   --update rewrites the report goldens (tools/update_onnx_goldens.sh).
@@ -32,7 +36,7 @@ if "$ppcc" compile "$src/testdata/models/tp_ffn.json" --emit=mlir 2>&1 | grep -q
 fi
 
 runs=0
-models=(mlp llama gpt2 bert ops select hf_llama hf_qwen2 vit resnet)
+models=(mlp llama gpt2 bert ops select hf_llama hf_qwen2 vit resnet distilbert encoder torchops)
 for m in "${models[@]}"; do
   shape=$(awk -v m="$m" '$1 == m {print $2}' "$data/shapes.txt")
   shape_opt=()

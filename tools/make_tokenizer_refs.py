@@ -26,7 +26,8 @@ testdata/tokenizers/:
   llama3/     a byte-level BPE as Llama 3's (its Split regex, ignore_merges,
               BOS added by a TemplateProcessing post-processor)
   llama3.gguf converted (pre "llama-bpe")
-and testdata/tokenizers/refs.json: for every text line, the ids of
+and testdata/tokenizers/refs.json: for every text line (the last ones not
+in NFC, listed in "not_nfc"), the ids of
 AutoTokenizer(text) (special tokens added as the tokenizer does by default)
 and decode(ids, skip_special_tokens=True) for each tokenizer; "decode": id
 sequences that cut characters (prefixes of the lines' ids, random ids with
@@ -41,6 +42,7 @@ import os
 import random
 import subprocess
 import sys
+import unicodedata
 
 import torch
 from transformers import (AutoTokenizer, GemmaConfig, GemmaForCausalLM, GemmaTokenizerFast, LlamaConfig,
@@ -61,6 +63,13 @@ CONTRACTIONS = ["don't", "I'm", "you're", "we've", "she'll", "he'd", "it's", "'s
 # every tokenizer's special tokens written in text (matched first, as transformers does)
 SPECIAL_LINES = ["<|endoftext|>hello<|im_start|>", " <|endoftext|> x", "<start_of_turn>user\nhi<end_of_turn>\n",
                  "<|begin_of_text|>x<|eot_id|>", "<bos>a<eos> <pad>", "</s>b<unk> <s>c"]
+# text that is not NFC (decomposed, marks out of canonical order, Hangul jamo,
+# singletons, composition exclusions): Qwen2's NFC normalizer changes it
+NFC_LINES = ["cafe\u0301 au lait", "A\u030angstro\u0308m \u212b \u212a \u2126", "\u1100\u1161\u11a8 \u1112\u1161\u11ab\u1100\u116e\u11a8\u110b\u1165",
+             "\uac00\u11a8 \u1100\u1161\u0301", "a\u0323\u0307 vs a\u0307\u0323 q\u0307\u0323", "\u0958 \u0915\u093c \u0f73 \U0001d15e",
+             "e\u0301\u0301 \u00e9\u0327 o\u0308\u0304", "\u0301leading mark \u0344\u0340",
+             "Z\u0351\u036b\u0343a\u0310\u0313l\u0352g\u0346o\u0315", "\U0001f44d\u0301 n\u0303andu\u0301 1\u20e3",
+             "\u0391\u0313\u0301\u0345 \u03c9\u0342\u0345", "I\u0307stanbul S\u0327ehir \u0130"]
 SPACES = ["  ", "   ", "\t", "\n", "\n\n", "\r\n", " \n ", "\t\t", "    \n"]
 
 
@@ -220,8 +229,11 @@ def main():
     rng = random.Random(25)
     os.makedirs(OUT, exist_ok=True)
     train = training_text(random.Random(1))
-    lines = make_lines(rng, 300) + SPECIAL_LINES
-    refs = {"lines": lines, "tokenizers": {}, "generate": {}}
+    decode_lines = make_lines(rng, 300) + SPECIAL_LINES  # the NFC lines came later: decode cases as before
+    lines = decode_lines + NFC_LINES
+    # the lines NFC changes (a GGUF tokenizer does not normalize, as llama.cpp)
+    refs = {"lines": lines, "not_nfc": [i for i, line in enumerate(lines) if unicodedata.normalize("NFC", line) != line],
+            "tokenizers": {}, "generate": {}}
     made = {}
     # SentencePiece (Llama style)
     d = os.path.join(OUT, "spm")
@@ -257,7 +269,7 @@ def main():
         auto = AutoTokenizer.from_pretrained(d)
         ids = [auto(line)["input_ids"] for line in lines]
         refs["tokenizers"][name] = {"ids": ids, "decoded": [auto.decode(i, skip_special_tokens=True) for i in ids]}
-        cases = decode_cases(random.Random(len(refs["decode"])), lines, ids, auto)
+        cases = decode_cases(random.Random(len(refs["decode"])), decode_lines, ids, auto)
         refs["decode"][name] = {"ids": cases, "text": [auto.decode(c, skip_special_tokens=True) for c in cases]}
         if gen_len:
             g = greedy_text(model, auto, "Hello world, the model", gen_len)

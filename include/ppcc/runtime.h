@@ -134,7 +134,8 @@ bool ppcc_rt_hlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
 /* Row `row` of a block-quantized table [rows, cols] decoded to f32;
  * false when a scale is NaN/Inf or cols is not whole blocks. */
 bool ppcc_rt_qrows_f32(ppcc_dtype wt, const void *table, int64_t row, int64_t cols, float *out);
-/* The quantized kernels' instruction set: "c", "avx2" or "avx2-vnni"
+/* The quantized kernels' instruction set: "c", "avx2", "avx2-vnni" or
+ * "avx512-vnni"
  * (the best this CPU has, chosen at first use); set_isa forces one and
  * returns false when the name is unknown or the CPU lacks it. */
 const char *ppcc_rt_quant_isa(void);

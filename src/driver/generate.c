@@ -147,10 +147,14 @@ typedef struct stage_graph {
 #endif
 } stage_graph;
 
-static void stage_free(stage_graph *s) {
+/* The stage's outputs and loaded data (params, caches); then, with
+ * compiled_too, its compiled code and graph. */
+static void stage_free(stage_graph *s, bool compiled_too) {
   for (int k = 0; s->out && s->g && k < s->g->n_outputs; k++) ppcc_host_tensor_free(&s->out[k]);
   free(s->out);
+  s->out = NULL;
   ppcc_run_data_free(&s->data);
+  if (!compiled_too) return;
 #ifdef PPCC_HAVE_JIT
   cli_jit_free(s->jit);
 #endif
@@ -541,8 +545,12 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
   free(n_out);
   free(tokens);
   free(pos);
-  stage_free(&sd); /* it views sp's params */
-  stage_free(&sp);
+  /* the weights first (sd views sp's params): destroying the JIT runs
+   * LLVM's code again, whose pages come back (~15 MiB), after them */
+  stage_free(&sd, false);
+  stage_free(&sp, false);
+  stage_free(&sd, true);
+  stage_free(&sp, true);
   return st;
 }
 

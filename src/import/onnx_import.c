@@ -197,6 +197,14 @@ static int emit(importer *I, const char *op_name, int n_in, const int *in, const
       return ppcc_error(I->d, "%s: %s's %s would be %g: ppcc needs a finite number", I->who, op_name, attrs[k].name,
                         attrs[k].f),
              -2;
+  for (int k = 0; k < n_attrs; k++) /* model.json integers are exact up to 2^53 */
+    for (int j = 0; j < (attrs[k].type == PPCC_ATTR_INTS ? attrs[k].n : attrs[k].type == PPCC_ATTR_INT); j++) {
+      int64_t v = attrs[k].type == PPCC_ATTR_INTS ? attrs[k].ints[j] : attrs[k].i;
+      if (v > (INT64_C(1) << 53) || v < -(INT64_C(1) << 53))
+        return ppcc_error(I->d, "%s: %s's %s would hold %lld, beyond the integers model.json holds (2^53)", I->who,
+                          op_name, attrs[k].name, (long long)v),
+               -2;
+    }
   int out = add_named_value(I, out_name, PPCC_VALUE_RESULT, I->g->values[in[0]].dtype, 0, NULL);
   if (out < 0) return out == -1 ? (oom(I), -1) : -2;
   I->g->values[out].def_op = I->g->n_ops;
@@ -218,6 +226,13 @@ static int emit(importer *I, const char *op_name, int n_in, const int *in, const
       info->shard_rule(I->g, &I->g->ops[idx], &quiet) != PPCC_OK) {
     ppcc_error(I->d, "%s: %s", I->who, quiet.first);
     return -2;
+  }
+  const ppcc_value *y = &I->g->values[out];
+  int64_t n = 1;
+  for (int i = 0; i < y->rank; i++) { /* as loading model.json checks */
+    if (y->shape[i] > 0 && n > PPCC_MAX_ELEMENTS / y->shape[i])
+      return ppcc_error(I->d, "%s: the result would have more than 2^48 elements", I->who), -2;
+    n *= y->shape[i] > 0 ? y->shape[i] : 1;
   }
   return out;
 }

@@ -14,8 +14,9 @@
 #define OX_MAX_FOLD_FLOPS 1e8 /* so a hostile model's fold takes no minutes nor GBs */
 /* A constant folded from values or by broadcasting (ConstantOfShape,
  * Range, Expand, Where...): at most this many elements, or as many as its
- * operands hold (an 8192 x 8192 causal mask fits; a Range to 2^40 does not). */
-#define OX_MAX_GROWN_ELEMENTS (INT64_C(1) << 26)
+ * operands hold (a 4096 x 4096 causal mask fits; a Range to 2^40 does not,
+ * nor one of 2^26 whose fill and Cast took over 10 s under ASan). */
+#define OX_MAX_GROWN_ELEMENTS (INT64_C(1) << 24)
 
 /* A protobuf message is at most 2 GB (larger models keep their weights in
  * external-data files, read tensor by tensor). */

@@ -293,7 +293,7 @@ static ppcc_status alloc_grown(ox_tensor *t, ppcc_dtype dt, int rank, const int6
   for (int i = 0; i < rank && rank <= PPCC_MAX_RANK; i++) {
     if (shape[i] > 0 && n > cap / shape[i]) {
       memset(t, 0, sizeof *t);
-      return ppcc_error(d, "%s: the folded constant would have more than %lld elements (2^26, or as many as its "
+      return ppcc_error(d, "%s: the folded constant would have more than %lld elements (2^24, or as many as its "
                            "operands)", who, (long long)cap);
     }
     n *= shape[i] > 0 ? shape[i] : 1;

@@ -114,6 +114,107 @@ static int utf8_next(const char *s, size_t n, uint32_t *cp) {
   return len;
 }
 
+/* ---- Unicode NFC (UAX #15): decompose, order marks by class, compose ---- */
+
+enum { HANGUL_S = 0xAC00, HANGUL_L = 0x1100, HANGUL_V = 0x1161, HANGUL_T = 0x11A7, HANGUL_L_COUNT = 19,
+       HANGUL_V_COUNT = 21, HANGUL_T_COUNT = 28, HANGUL_S_COUNT = 11172 };
+/* a byte that is not well-formed UTF-8: kept as is, a starter that composes with nothing */
+#define NFC_RAW_BYTE 0x80000000u
+
+/* Length of the well-formed UTF-8 character at s (its code point in *cp),
+ * 0 where s starts with a byte that begins none (malformed, cut, overlong,
+ * a surrogate or above U+10FFFF). */
+static int utf8_well_formed(const char *s, size_t n, uint32_t *cp) {
+  int k = utf8_next(s, n, cp);
+  if (k == 1) return (unsigned char)s[0] < 0x80 ? 1 : 0;
+  if ((k == 2 && *cp < 0x80) || (k == 3 && (*cp < 0x800 || (*cp >= 0xD800 && *cp <= 0xDFFF))) ||
+      (k == 4 && (*cp < 0x10000 || *cp > 0x10FFFF)))
+    return 0;
+  return k;
+}
+
+static int nfc_decompose(uint32_t c, uint32_t *out) {
+  if (c >= HANGUL_S && c < HANGUL_S + HANGUL_S_COUNT) {
+    uint32_t s = c - HANGUL_S;
+    out[0] = HANGUL_L + s / (HANGUL_V_COUNT * HANGUL_T_COUNT);
+    out[1] = HANGUL_V + s % (HANGUL_V_COUNT * HANGUL_T_COUNT) / HANGUL_T_COUNT;
+    if (s % HANGUL_T_COUNT == 0) return 2;
+    out[2] = HANGUL_T + s % HANGUL_T_COUNT;
+    return 3;
+  }
+  int k = c & NFC_RAW_BYTE ? 0 : tok_canonical_decomposition(c, out);
+  if (k == 0) out[k++] = c;
+  return k;
+}
+
+static uint32_t nfc_compose(uint32_t a, uint32_t b) {
+  if (a >= HANGUL_L && a < HANGUL_L + HANGUL_L_COUNT && b >= HANGUL_V && b < HANGUL_V + HANGUL_V_COUNT)
+    return HANGUL_S + ((a - HANGUL_L) * HANGUL_V_COUNT + (b - HANGUL_V)) * HANGUL_T_COUNT;
+  if (a >= HANGUL_S && a < HANGUL_S + HANGUL_S_COUNT && (a - HANGUL_S) % HANGUL_T_COUNT == 0 && b > HANGUL_T &&
+      b < HANGUL_T + HANGUL_T_COUNT)
+    return a + (b - HANGUL_T);
+  return (a | b) & NFC_RAW_BYTE ? 0 : tok_primary_composite(a, b);
+}
+
+bool tok_nfc(const char *s, size_t n, char **out, size_t *out_len) {
+  /* every code point takes at least one byte and decomposes into at most TOK_MAX_DECOMPOSITION */
+  uint32_t *c = malloc(sizeof *c * (n * TOK_MAX_DECOMPOSITION + 1));
+  unsigned char *cls = malloc(n * TOK_MAX_DECOMPOSITION + 1);
+  char *o = NULL;
+  if (!c || !cls) goto fail;
+  size_t m = 0;
+  for (size_t i = 0; i < n;) {
+    uint32_t cp;
+    int k = utf8_well_formed(s + i, n - i, &cp);
+    size_t first = m;
+    m += (size_t)nfc_decompose(k ? cp : NFC_RAW_BYTE | (unsigned char)s[i], c + m);
+    i += k ? (size_t)k : 1;
+    /* canonical order: each mark moves back past the marks of a higher class (stable) */
+    for (size_t j = first; j < m; j++) {
+      cls[j] = (unsigned char)(c[j] & NFC_RAW_BYTE ? 0 : tok_combining_class(c[j]));
+      for (size_t q = j; q > 0 && cls[q] != 0 && cls[q - 1] > cls[q]; q--) {
+        uint32_t tc = c[q];
+        unsigned char tk = cls[q];
+        c[q] = c[q - 1], cls[q] = cls[q - 1];
+        c[q - 1] = tc, cls[q - 1] = tk;
+      }
+    }
+  }
+  /* compose each character with the last starter unless a mark of the same
+   * or a higher class (or a starter) stands between them */
+  size_t w = 0, starter = SIZE_MAX;
+  int last = 0;
+  for (size_t i = 0; i < m; i++) {
+    uint32_t comp = 0;
+    if (starter != SIZE_MAX && (starter + 1 == w || last < cls[i])) comp = nfc_compose(c[starter], c[i]);
+    if (comp) {
+      c[starter] = comp;
+      continue;
+    }
+    if (cls[i] == 0) starter = w;
+    last = cls[i];
+    c[w] = c[i], cls[w] = cls[i];
+    w++;
+  }
+  o = malloc(w * 4 + 1);
+  if (!o) goto fail;
+  size_t len = 0;
+  for (size_t i = 0; i < w; i++) {
+    if (c[i] & NFC_RAW_BYTE) o[len++] = (char)(c[i] & 0xFF);
+    else len += (size_t)utf8_put(c[i], o + len);
+  }
+  o[len] = 0;
+  free(c);
+  free(cls);
+  *out = o;
+  *out_len = len;
+  return true;
+fail:
+  free(c);
+  free(cls);
+  return false;
+}
+
 bool tok_finish(tokenizer *t) {
   for (int b = 0; b < 256; b++) {
     char name[8];
@@ -348,9 +449,13 @@ static bool encode_word(const tokenizer *t, const char *w, size_t n, ids_buf *ou
 /* One stretch of text between special tokens: normalize, cut into words,
  * map bytes (byte-level), merge. */
 static bool encode_segment(const tokenizer *t, const char *text, size_t n, bool at_start, ids_buf *out) {
-  char *norm = NULL;
+  char *norm = NULL, *nfc = NULL;
   size_t len = 0, cap = 0;
   bool ok = true;
+  if (t->nfc && n > 0) {
+    if (!tok_nfc(text, n, &nfc, &n)) return false;
+    text = nfc;
+  }
   static const char meta[] = "\xe2\x96\x81";
   if (n > 0 && t->prefix_meta && (at_start || !t->prefix_first_only)) {
     if (t->space_to_meta && !(t->prefix_if_absent && text[0] == ' ')) ok = append(&norm, &len, &cap, meta, 3);
@@ -360,6 +465,7 @@ static bool encode_segment(const tokenizer *t, const char *text, size_t n, bool 
     ok = t->space_to_meta && text[i] == ' ' ? append(&norm, &len, &cap, meta, 3) : append(&norm, &len, &cap, &text[i], 1);
   if (!ok || len == 0) {
     free(norm);
+    free(nfc);
     return ok;
   }
   /* code points and their byte offsets */
@@ -395,6 +501,7 @@ static bool encode_segment(const tokenizer *t, const char *text, size_t n, bool 
   free(at);
   free(word);
   free(norm);
+  free(nfc);
   return ok;
 }
 

@@ -11,8 +11,9 @@
  * Both read from GGUF metadata (tokenizer.ggml.*) or from a Hugging Face
  * DIR/tokenizer.json; the same struct holds either. Added/special tokens
  * (<s>, <|endoftext|>, ...) written in the text are matched first, as
- * transformers does. Unicode normalization (NFC) is taken as the identity:
- * text that is not already NFC may tokenize differently. */
+ * transformers does. A tokenizer.json NFC normalizer is applied to the text
+ * between them (Unicode's NFC, tables from tools/gen_unicode_tables.py); GGUF
+ * text is not normalized, as llama.cpp does not. */
 #ifndef PPCC_TOKENIZER_H
 #define PPCC_TOKENIZER_H
 #include <stdbool.h>
@@ -44,6 +45,7 @@ typedef struct tokenizer {
   bool byte_level;      /* GPT-2 byte <-> printable character map */
   bool byte_fallback;   /* <0xXX> tokens for pieces outside the vocabulary */
   bool ignore_merges;   /* a whole word in the vocabulary is one token (Llama 3) */
+  bool nfc;             /* Unicode NFC first (tokenizer.json normalizer "NFC") */
   bool space_to_meta;   /* ' ' -> U+2581 */
   bool prefix_meta;     /* U+2581 (or ' ' for byte-level) in front of the text */
   bool prefix_first_only; /* ... only in front of the text's first stretch (not after a special token) */
@@ -102,6 +104,16 @@ bool tok_stream_end(tok_stream *s, char **buf, size_t *len, size_t *cap);
 /* internals shared by the tokenizer files */
 bool tok_is_letter(uint32_t cp);
 bool tok_is_number(uint32_t cp);
+#define TOK_MAX_DECOMPOSITION 4
+int tok_combining_class(uint32_t cp); /* 0 for starters */
+/* The full canonical decomposition of cp into out (Hangul syllables
+ * excluded); returns its length, 0 where cp has none. */
+int tok_canonical_decomposition(uint32_t cp, uint32_t out[TOK_MAX_DECOMPOSITION]);
+uint32_t tok_primary_composite(uint32_t first, uint32_t second); /* 0: none (Hangul excluded) */
+/* s[0..n) in Unicode NFC, malloc'd into *out (*out_len bytes, NUL after);
+ * bytes that are not well-formed UTF-8 pass through unchanged and nothing
+ * composes across them. Returns false when out of memory. */
+bool tok_nfc(const char *s, size_t n, char **out, size_t *out_len);
 uint64_t tok_hash(const char *s, size_t n);
 bool tok_map_put(tok_map *m, uint64_t key, int64_t val);
 int64_t *tok_map_get(const tok_map *m, uint64_t key);

@@ -181,7 +181,10 @@ static ppcc_status read_normalizer(const cJSON *n, const char *path, tokenizer *
     }
     return PPCC_OK;
   }
-  if (strcmp(ty, "NFC") == 0) return PPCC_OK; /* taken as the identity (see tokenizer.h) */
+  if (strcmp(ty, "NFC") == 0) {
+    t->nfc = true;
+    return PPCC_OK;
+  }
   if (strcmp(ty, "Prepend") == 0 && json_string(n, "prepend") && strcmp(json_string(n, "prepend"), "\xe2\x96\x81") == 0) {
     t->prefix_meta = true;
     return PPCC_OK;

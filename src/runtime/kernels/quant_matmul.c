@@ -1,24 +1,34 @@
 /* Linear with block-quantized weights and f32 activations (issue 24), as
  * llama.cpp computes it: each activation row is quantized per block to 8
- * bits (q8_0: 32 values and an f16-rounded scale for the 32-value weight
- * formats; q8_K: 256 values, an f32 scale and the sums of each 16 for the
- * k-quants), then every weight block meets its activation block in an
- * integer dot product scaled once per block.
+ * bits (q8_0: 32 values, an f16-rounded scale and the values' sum for the
+ * 32-value weight formats; q8_K: 256 values, an f32 scale and the sums of
+ * each 16 for the k-quants), once per call, then every weight block meets
+ * its activation block in an integer dot product scaled once per block.
  *
- * Kernels per weight format: q8_0, q4_0, q4_k, q6_k have integer kernels
- * in plain C and in AVX2 (with AVX-VNNI's dpbusd where the CPU has it),
- * chosen once at run time by CPU features (ppcc_rt_quant_set_isa forces
- * one for tests); the other formats decode each weight block with the
- * block table's decoder and take its dot product with the quantized
- * activations in f32 (same activation rounding, no integer kernel yet).
+ * Kernels: every format has integer kernels in AVX2 (quant_dot_x86.h;
+ * with AVX-VNNI's dpbusd/dpwssd where the CPU has it), chosen once at run
+ * time by CPU features (ppcc_rt_quant_set_isa forces one for tests). The
+ * plain C set has integer kernels for q8_0, q4_0, q4_k and q6_k; for the
+ * others it decodes each weight block with the block table's decoder and
+ * takes its dot product with the same quantized activations in f32.
+ * Prefill takes four activation rows per weight block decoded (eight on
+ * AVX-512); these give a row the same bits whatever the row count. On
+ * AVX-512 VNNI every format also has a GEMM of 8 weight rows by 16
+ * activation rows (kgemm, qgemm32): the same integer sums, the float
+ * sums in another order, so like the BLAS it is off when matmuls must be
+ * row-invariant (--deterministic).
  *
- * Threads split the output features; each weight row is read once for all
- * activation rows (decode: 1 row, prefill: many). */
+ * Threads take chunks of output features from a shared counter, so a
+ * thread the OS delays leaves its chunks to the others (run_parallel);
+ * each output is one row function's, so the bits never depend on the
+ * split. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "ppcc/quant.h"
 #include "kernels.h"
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -30,6 +40,7 @@
 /* Activation blocks. */
 typedef struct act_q8_0 {
   float d; /* f16-rounded, like ggml's block_q8_0 */
+  int sum; /* of qs: offsets and mins of q4_0, q5_0, q4_1, q5_1 */
   int8_t qs[32];
 } act_q8_0;
 
@@ -48,7 +59,9 @@ static void quantize_q8_0(const float *x, int64_t nb, act_q8_0 *y) {
     for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
     y[i].d = ppcc_f16_to_f32(ppcc_f32_to_f16(amax / 127.0f));
     float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    for (int j = 0; j < 32; j++) y[i].qs[j] = (int8_t)lrintf(x[j] * id);
+    int sum = 0;
+    for (int j = 0; j < 32; j++) sum += y[i].qs[j] = (int8_t)lrintf(x[j] * id);
+    y[i].sum = sum;
   }
 }
 
@@ -157,7 +170,7 @@ static float dot_q6_k_c(const unsigned char *w, const void *act, int64_t nb) {
   return sum;
 }
 
-/* ---------------- AVX2 (+ AVX-VNNI) ---------------- */
+/* ---------------- x86: AVX2, AVX2 + AVX-VNNI (quant_dot_x86.h) ---------------- */
 #ifdef QM_X86
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #define VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
@@ -175,232 +188,365 @@ AVX2 static inline float hsum8(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-/* Sum of 32 signed-byte products as 8 int32 (x signed, y signed). */
-AVX2 static inline __m256i dot_i8_avx2(__m256i x, __m256i y) {
-  __m256i ax = _mm256_sign_epi8(x, x), sy = _mm256_sign_epi8(y, x);
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
-}
-VNNI static inline __m256i dot_i8_vnni(__m256i x, __m256i y) {
-  __m256i ax = _mm256_sign_epi8(x, x), sy = _mm256_sign_epi8(y, x);
-  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), ax, sy);
+/* A 32-value weight block in registers: u its unsigned values (q8_0: their
+ * magnitudes, s the signed values), d its scale, m its min. */
+typedef struct blk32 {
+  __m256i u, s;
+  float d, m;
+} blk32;
+
+/* Byte shuffles that spread the scales of 16-value sub-blocks 2k and
+ * 2k + 1 (int16 lanes, both 128-bit halves holding the same 8) over the
+ * low and the high half: row k % 4. */
+static const uint8_t k_scale_shuffle[4][32] = {
+#define KS(a) a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1
+  {KS(0), KS(2)}, {KS(4), KS(6)}, {KS(8), KS(10)}, {KS(12), KS(14)},
+#undef KS
+};
+
+#define QD_ATTR AVX2
+#define QD(name) name##_avx2
+#define QD_DOTU(u, y) _mm256_madd_epi16(_mm256_maddubs_epi16(u, y), _mm256_set1_epi16(1))
+#define QD_KACC(acc, s, p) _mm256_add_epi32(acc, _mm256_madd_epi16(s, p))
+#include "quant_dot_x86.h"
+#undef QD_ATTR
+#undef QD
+#undef QD_DOTU
+#undef QD_KACC
+
+/* The activation quantizers in AVX2, with the plain C ones' results: the
+ * same max, scale and products, rounded to nearest even by cvtps (as
+ * lrintf in the default rounding mode); the sums of bytes through psadbw
+ * on the bytes + 128. */
+AVX2 static inline float hmax8(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
 }
 
-#define DEF_Q8_0(NAME, ATTR, DOT)                                                                  \
-  ATTR static float NAME(const unsigned char *w, const void *act, int64_t nb) {                   \
-    const act_q8_0 *a = act;                                                                       \
-    __m256 acc = _mm256_setzero_ps();                                                              \
-    for (int64_t i = 0; i < nb; i++, w += 34) {                                                    \
-      __m256i x = _mm256_loadu_si256((const __m256i *)(w + 2));                                    \
-      __m256i y = _mm256_loadu_si256((const __m256i *)a[i].qs);                                    \
-      __m256 q = _mm256_cvtepi32_ps(DOT(x, y));                                                    \
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * a[i].d), q, acc);                           \
-    }                                                                                              \
-    return hsum8(acc);                                                                             \
+/* 32 floats times scale, rounded, at most 127, as 32 bytes in order. */
+AVX2 static inline __m256i round32_avx2(const float *x, __m256 scale) {
+  __m256i v[4];
+  for (int k = 0; k < 4; k++)
+    v[k] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), scale)),
+                            _mm256_set1_epi32(127));
+  __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+  return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* Sums of the signed bytes 0..7, 8..15, 16..23, 24..31 of q (int64 lanes). */
+AVX2 static inline __m256i byte_sums8(__m256i q) {
+  return _mm256_sub_epi64(_mm256_sad_epu8(_mm256_xor_si256(q, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256()),
+                          _mm256_set1_epi64x(8 * 128));
+}
+
+AVX2 static void quantize_q8_0_avx2(const float *x, int64_t nb, act_q8_0 *y) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  for (int64_t i = 0; i < nb; i++, x += 32) {
+    __m256 m = _mm256_setzero_ps();
+    for (int k = 0; k < 4; k++) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + 8 * k), abs_mask));
+    float amax = hmax8(m);
+    y[i].d = ppcc_f16_to_f32(ppcc_f32_to_f16(amax / 127.0f));
+    float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    __m256i q = round32_avx2(x, _mm256_set1_ps(id));
+    _mm256_storeu_si256((__m256i *)y[i].qs, q);
+    __m256i s = byte_sums8(q);
+    s = _mm256_add_epi64(s, _mm256_srli_si256(s, 8));
+    y[i].sum = (int)(_mm256_extract_epi64(s, 0) + _mm256_extract_epi64(s, 2));
   }
-
-#define DEF_Q4_0(NAME, ATTR, DOT)                                                                  \
-  ATTR static float NAME(const unsigned char *w, const void *act, int64_t nb) {                   \
-    const act_q8_0 *a = act;                                                                       \
-    __m256 acc = _mm256_setzero_ps();                                                              \
-    const __m256i m4 = _mm256_set1_epi8(0xF), off = _mm256_set1_epi8(8);                          \
-    for (int64_t i = 0; i < nb; i++, w += 18) {                                                    \
-      __m128i t = _mm_loadu_si128((const __m128i *)(w + 2));                                       \
-      __m256i x = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), m4);                 \
-      x = _mm256_sub_epi8(x, off);                                                                 \
-      __m256i y = _mm256_loadu_si256((const __m256i *)a[i].qs);                                    \
-      __m256 q = _mm256_cvtepi32_ps(DOT(x, y));                                                    \
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(w) * a[i].d), q, acc);                           \
-    }                                                                                              \
-    return hsum8(acc);                                                                             \
-  }
-
-/* q4_k: unsigned nibbles times signed bytes (maddubs), 16-bit sums times
- * the sub-block scale (madd), mins through the activation's bsums. */
-#define DEF_Q4_K(NAME, ATTR)                                                                       \
-  ATTR static float NAME(const unsigned char *w, const void *act, int64_t nb) {                   \
-    const act_q8_k *a = act;                                                                       \
-    const __m256i m4 = _mm256_set1_epi8(0xF);                                                      \
-    __m256 acc = _mm256_setzero_ps();                                                              \
-    float acc_m = 0.0f;                                                                            \
-    for (int64_t i = 0; i < nb; i++, w += 144) {                                                   \
-      uint8_t sc[8], mn[8];                                                                        \
-      q4_k_scales(w + 4, sc, mn);                                                                  \
-      int summ = 0;                                                                                \
-      for (int j = 0; j < 8; j++) summ += mn[j] * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);     \
-      const unsigned char *q = w + 16;                                                             \
-      const int8_t *y = a[i].qs;                                                                   \
-      __m256i sumi = _mm256_setzero_si256();                                                       \
-      for (int c = 0; c < 4; c++, q += 32, y += 64) {                                              \
-        __m256i bits = _mm256_loadu_si256((const __m256i *)q);                                     \
-        __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4); \
-        __m256i pl = _mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)y));             \
-        __m256i ph = _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(y + 32)));      \
-        pl = _mm256_madd_epi16(_mm256_set1_epi16(sc[2 * c]), pl);                                  \
-        ph = _mm256_madd_epi16(_mm256_set1_epi16(sc[2 * c + 1]), ph);                              \
-        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));                                   \
-      }                                                                                            \
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(a[i].d * h2f(w)), _mm256_cvtepi32_ps(sumi), acc);    \
-      acc_m += a[i].d * h2f(w + 2) * (float)summ;                                               \
-    }                                                                                              \
-    return hsum8(acc) - acc_m;                                                                     \
-  }
-
-/* q6_k: 6-bit values 0..63 (maddubs with the activation), minus 32 times
- * the activation (maddubs of 32s), times the 16-value scales. */
-#define DEF_Q6_K(NAME, ATTR)                                                                       \
-  ATTR static float NAME(const unsigned char *w, const void *act, int64_t nb) {                   \
-    const act_q8_k *a = act;                                                                       \
-    const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32); \
-    __m256 acc = _mm256_setzero_ps();                                                              \
-    for (int64_t i = 0; i < nb; i++, w += 210) {                                                   \
-      const unsigned char *ql = w, *qh = w + 128;                                                  \
-      const int8_t *sc = (const int8_t *)(w + 192), *y = a[i].qs;                                  \
-      __m256i sumi = _mm256_setzero_si256();                                                       \
-      for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8, y += 128) {                \
-        __m256i hb = _mm256_loadu_si256((const __m256i *)qh);                                      \
-        __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4);                               \
-        __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4);         \
-        __m256i h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4);         \
-        __m256i h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4);         \
-        __m256i b1 = _mm256_loadu_si256((const __m256i *)ql);                                      \
-        __m256i b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));                               \
-        __m256i q[4] = {_mm256_or_si256(_mm256_and_si256(b1, m4), h0),                             \
-                        _mm256_or_si256(_mm256_and_si256(b2, m4), h1),                             \
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4), h2),       \
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4), h3)};      \
-        for (int k = 0; k < 4; k++) {                                                              \
-          __m256i yk = _mm256_loadu_si256((const __m256i *)(y + 32 * k));                          \
-          __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], yk), _mm256_maddubs_epi16(m32, yk)); \
-          __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));  \
-          sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(s, p));                                  \
-        }                                                                                          \
-      }                                                                                            \
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(a[i].d * h2f(w + 208)), _mm256_cvtepi32_ps(sumi), acc); \
-    }                                                                                              \
-    return hsum8(acc);                                                                             \
-  }
-
-/* Four activation rows against one weight row (prefill): the weight block
- * is loaded, unpacked and sign-split once; each row's accumulation is the
- * one-row kernel's, operation for operation (the same bits). */
-AVX2 static inline __m256i dot_abs_avx2(__m256i ax, __m256i sy) {
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
-}
-VNNI static inline __m256i dot_abs_vnni(__m256i ax, __m256i sy) {
-  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), ax, sy);
 }
 
-#define X4_BODY(ABS, UNPACK, STRIDE)                                                               \
-  const act_q8_0 *a[4] = {acts[0], acts[1], acts[2], acts[3]};                                      \
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()}; \
-  for (int64_t i = 0; i < nb; i++, w += STRIDE) {                                                  \
-    __m256i x = UNPACK;                                                                            \
-    __m256i ax = _mm256_sign_epi8(x, x);                                                           \
-    float dw = h2f(w);                                                                             \
-    for (int r = 0; r < 4; r++) {                                                                  \
-      __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)a[r][i].qs), x);          \
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * a[r][i].d), _mm256_cvtepi32_ps(ABS(ax, sy)), acc[r]); \
-    }                                                                                              \
-  }                                                                                                \
-  for (int r = 0; r < 4; r++) out[r] = hsum8(acc[r]);
-
-#define Q4_0_UNPACK                                                                                \
-  _mm256_sub_epi8(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)(w + 2)), 4), \
-                                                    _mm_loadu_si128((const __m128i *)(w + 2))),  \
-                                   _mm256_set1_epi8(0xF)),                                         \
-                  _mm256_set1_epi8(8))
-
-AVX2 static void dot4_q8_0_avx2(const unsigned char *w, const void *const *acts, int64_t nb, float *out) {
-  X4_BODY(dot_abs_avx2, _mm256_loadu_si256((const __m256i *)(w + 2)), 34)
-}
-VNNI static void dot4_q8_0_vnni(const unsigned char *w, const void *const *acts, int64_t nb, float *out) {
-  X4_BODY(dot_abs_vnni, _mm256_loadu_si256((const __m256i *)(w + 2)), 34)
-}
-AVX2 static void dot4_q4_0_avx2(const unsigned char *w, const void *const *acts, int64_t nb, float *out) {
-  X4_BODY(dot_abs_avx2, Q4_0_UNPACK, 18)
-}
-VNNI static void dot4_q4_0_vnni(const unsigned char *w, const void *const *acts, int64_t nb, float *out) {
-  X4_BODY(dot_abs_vnni, Q4_0_UNPACK, 18)
-}
-
-/* q4_k, four activation rows: scales and nibbles unpacked once per block. */
-AVX2 static void dot4_q4_k_avx2(const unsigned char *w, const void *const *acts, int64_t nb, float *out) {
-  const act_q8_k *a[4] = {acts[0], acts[1], acts[2], acts[3]};
-  const __m256i m4 = _mm256_set1_epi8(0xF);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  float acc_m[4] = {0, 0, 0, 0};
-  for (int64_t i = 0; i < nb; i++, w += 144) {
-    uint8_t sc[8], mn[8];
-    q4_k_scales(w + 4, sc, mn);
-    float dw = h2f(w), dmin = h2f(w + 2);
-    __m256i lo[4], hi[4], slo[4], shi[4];
-    for (int c = 0; c < 4; c++) {
-      __m256i bits = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * c));
-      lo[c] = _mm256_and_si256(bits, m4), hi[c] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-      slo[c] = _mm256_set1_epi16(sc[2 * c]), shi[c] = _mm256_set1_epi16(sc[2 * c + 1]);
+AVX2 static void quantize_q8_k_avx2(const float *x, int64_t nb, act_q8_k *y) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  for (int64_t i = 0; i < nb; i++, x += 256) {
+    __m256 m = _mm256_setzero_ps();
+    for (int k = 0; k < 32; k++) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + 8 * k), abs_mask));
+    float amax = hmax8(m);
+    if (amax == 0.0f) {
+      memset(&y[i], 0, sizeof y[i]);
+      continue;
     }
-    for (int r = 0; r < 4; r++) {
-      const act_q8_k *ar = &a[r][i];
-      int summ = 0;
-      for (int j = 0; j < 8; j++) summ += mn[j] * (ar->bsums[2 * j] + ar->bsums[2 * j + 1]);
-      __m256i sumi = _mm256_setzero_si256();
-      for (int c = 0; c < 4; c++) {
-        __m256i pl = _mm256_maddubs_epi16(lo[c], _mm256_loadu_si256((const __m256i *)(ar->qs + 64 * c)));
-        __m256i ph = _mm256_maddubs_epi16(hi[c], _mm256_loadu_si256((const __m256i *)(ar->qs + 64 * c + 32)));
-        pl = _mm256_madd_epi16(slo[c], pl);
-        ph = _mm256_madd_epi16(shi[c], ph);
-        sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
+    int first = 0; /* the first value of that magnitude gives the sign, as in the C loop */
+    for (int k = 0; k < 32; k++) {
+      __m256 eq = _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + 8 * k), abs_mask), _mm256_set1_ps(amax), _CMP_EQ_OQ);
+      int bits = _mm256_movemask_ps(eq);
+      if (bits) {
+        first = 8 * k + __builtin_ctz((unsigned)bits);
+        break;
       }
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(ar->d * dw), _mm256_cvtepi32_ps(sumi), acc[r]);
-      acc_m[r] += ar->d * dmin * (float)summ;
     }
+    float iscale = -127.0f / x[first];
+    for (int c = 0; c < 8; c++) {
+      __m256i q = round32_avx2(x + 32 * c, _mm256_set1_ps(iscale));
+      _mm256_storeu_si256((__m256i *)(y[i].qs + 32 * c), q);
+      __m256i s = byte_sums8(q);
+      s = _mm256_add_epi64(s, _mm256_srli_si256(s, 8)); /* lanes 0 and 2: the two sums of 16 */
+      y[i].bsums[2 * c] = (int16_t)_mm256_extract_epi64(s, 0);
+      y[i].bsums[2 * c + 1] = (int16_t)_mm256_extract_epi64(s, 2);
+    }
+    y[i].d = 1.0f / iscale;
   }
-  for (int r = 0; r < 4; r++) out[r] = hsum8(acc[r]) - acc_m[r];
 }
 
-/* q6_k, four activation rows: 6-bit values and scales unpacked once. */
-AVX2 static void dot4_q6_k_avx2(const unsigned char *w, const void *const *acts, int64_t nb, float *out) {
-  const act_q8_k *a[4] = {acts[0], acts[1], acts[2], acts[3]};
-  const __m256i m4 = _mm256_set1_epi8(0xF), m2 = _mm256_set1_epi8(3), m32 = _mm256_set1_epi8(32);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int64_t i = 0; i < nb; i++, w += 210) {
-    __m256i q[8], s[8];
-    for (int half = 0; half < 2; half++) {
-      const unsigned char *ql = w + 64 * half, *qh = w + 128 + 32 * half;
-      const int8_t *sc = (const int8_t *)(w + 192) + 8 * half;
-      __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
-      __m256i b1 = _mm256_loadu_si256((const __m256i *)ql), b2 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-      __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4);
-      __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4);
-      __m256i h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4);
-      __m256i h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4);
-      q[4 * half + 0] = _mm256_or_si256(_mm256_and_si256(b1, m4), h0);
-      q[4 * half + 1] = _mm256_or_si256(_mm256_and_si256(b2, m4), h1);
-      q[4 * half + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4), h2);
-      q[4 * half + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4), h3);
-      for (int k = 0; k < 4; k++) s[4 * half + k] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
-    }
-    float dw = h2f(w + 208);
-    for (int r = 0; r < 4; r++) {
-      const act_q8_k *ar = &a[r][i];
-      __m256i sumi = _mm256_setzero_si256();
-      for (int k = 0; k < 8; k++) {
-        __m256i yk = _mm256_loadu_si256((const __m256i *)(ar->qs + 32 * k));
-        __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q[k], yk), _mm256_maddubs_epi16(m32, yk));
-        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(s[k], p));
+#define QD_ATTR VNNI
+#define QD(name) name##_vnni
+#define QD_DOTU(u, y) _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, y)
+#define QD_KACC(acc, s, p) _mm256_dpwssd_avx_epi32(acc, s, p)
+#include "quant_dot_x86.h"
+#undef QD_ATTR
+#undef QD
+#undef QD_DOTU
+#undef QD_KACC
+
+/* AVX-512 (F, BW, VL, VNNI): the same kernels with the EVEX forms and 32
+ * registers, and for prefill the k-quants two 32-value chunks per 512-bit
+ * register (decode measured no faster so): their integer sums fold back
+ * to the 256-bit ones lane for lane, so they give the one-row kernels'
+ * bits. */
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define QD_ATTR AVX512
+#define QD(name) name##_avx512
+#define QD_DOTU(u, y) _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, y)
+#define QD_KACC(acc, s, p) _mm256_dpwssd_epi32(acc, s, p)
+#include "quant_dot_x86.h"
+#undef QD_ATTR
+#undef QD
+#undef QD_DOTU
+#undef QD_KACC
+
+AVX512 static inline __m512i pair512(__m256i lo, __m256i hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+AVX512 static inline __m256i fold512(__m512i v) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+#define DEF_K512(T, HEAD, BYTES, SAME_D)                                                             \
+  AVX512 static void dot8_##T##_z(const unsigned char *w, const void *const *acts, int64_t nb, float *out) { \
+    __m256 acc[8], acc_m[8];                                                                         \
+    for (int r = 0; r < 8; r++) acc[r] = acc_m[r] = _mm256_setzero_ps();                             \
+    for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
+      khead_avx512 h = HEAD(w);                                                                      \
+      __m512i u[4], s[4];                                                                            \
+      _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {                                          \
+        u[j] = pair512(u_##T##_avx512(w, 2 * j), u_##T##_avx512(w, 2 * j + 1));                      \
+        s[j] = pair512(kscale_avx512(&h, 2 * j), kscale_avx512(&h, 2 * j + 1));                      \
+      }                                                                                              \
+      for (int r = 0; r < 8; r++) {                                                                  \
+        const act_q8_k *a = (const act_q8_k *)acts[r] + i;                                           \
+        __m512i sumi[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};                          \
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {                                        \
+          __m512i y = _mm512_loadu_si512(a->qs + 64 * j);                                            \
+          sumi[j % 2] = _mm512_dpwssd_epi32(sumi[j % 2], s[j], _mm512_maddubs_epi16(u[j], y));       \
+        }                                                                                            \
+        finish256_avx512(&h, a, fold512(_mm512_add_epi32(sumi[0], sumi[1])), SAME_D, &acc[r], &acc_m[r]); \
+      }                                                                                              \
+    }                                                                                                \
+    for (int r = 0; r < 8; r++) out[r] = hsum8(acc[r]) - hsum8(acc_m[r]);                            \
+  }
+
+DEF_K512(q2_k, head_q2_k_avx512, 84, false)
+DEF_K512(q3_k, head_q3_k_avx512, 110, true)
+DEF_K512(q4_k, head_k4_avx512, 144, false)
+DEF_K512(q5_k, head_k4_avx512, 176, false)
+DEF_K512(q6_k, head_q6_k_avx512, 210, true)
+#undef DEF_K512
+
+/* Prefill GEMM for the k-quants (AVX-512 VNNI): 16 activation rows side
+ * by side, each 512-bit register holding 4 consecutive values of all 16
+ * (kpack, made once per call), meet 8 weight rows whose values are
+ * broadcast 4 at a time: one dpbusd makes 64 products. Per weight row and
+ * 16-value sub-block the integer sums are scaled in integer (mullo), the
+ * mins come from the activations' sums of 16 (dpwssd on pairs): the
+ * one-row kernels' integers, each block's one float product per output
+ * (the one-row kernels keep 8 lanes). */
+typedef struct kpack {
+  int8_t q[64][16][4];     /* [values 4g..4g+3][activation row] */
+  int16_t bs[8][16][2];    /* [sub-blocks 2p, 2p+1][activation row] */
+  float d[16];
+} kpack;
+
+/* A block of 8 weight rows decoded: values, int32 scales and int16 mins
+ * per 16 values, d and dmin. */
+typedef struct kwtile {
+  uint8_t u[8][256];
+  int32_t sc[8][16];
+  int16_t mn[8][16];
+  float d[8], dmin[8];
+} kwtile;
+
+static void kpack_rows(const act_q8_k *act, int64_t M, int64_t nb, kpack *kp) {
+  for (int64_t jt = 0; jt * 16 < M; jt++)
+    for (int64_t i = 0; i < nb; i++) {
+      kpack *p = &kp[jt * nb + i];
+      memset(p, 0, sizeof *p);
+      for (int j = 0; j < 16 && jt * 16 + j < M; j++) {
+        const act_q8_k *a = &act[(jt * 16 + j) * nb + i];
+        for (int g = 0; g < 64; g++) memcpy(p->q[g][j], a->qs + 4 * g, 4);
+        for (int s = 0; s < 16; s++) p->bs[s / 2][j][s % 2] = a->bsums[s];
+        p->d[j] = a->d;
       }
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(ar->d * dw), _mm256_cvtepi32_ps(sumi), acc[r]);
     }
-  }
-  for (int r = 0; r < 4; r++) out[r] = hsum8(acc[r]);
 }
 
-DEF_Q8_0(dot_q8_0_avx2, AVX2, dot_i8_avx2)
-DEF_Q8_0(dot_q8_0_vnni, VNNI, dot_i8_vnni)
-DEF_Q4_0(dot_q4_0_avx2, AVX2, dot_i8_avx2)
-DEF_Q4_0(dot_q4_0_vnni, VNNI, dot_i8_vnni)
-DEF_Q4_K(dot_q4_k_avx2, AVX2)
-DEF_Q6_K(dot_q6_k_avx2, AVX2)
+#define DEF_KUNPACK(T, HEAD)                                                                         \
+  AVX512 static void kunpack_##T(const unsigned char *w, kwtile *t, int r) {                         \
+    khead_avx512 h = HEAD(w);                                                                        \
+    for (int k = 0; k < 8; k++) _mm256_storeu_si256((__m256i *)(t->u[r] + 32 * k), u_##T##_avx512(w, k)); \
+    _mm512_storeu_si512(t->sc[r], _mm512_cvtepi16_epi32(_mm256_set_m128i(_mm256_castsi256_si128(h.hi2),  \
+                                                                          _mm256_castsi256_si128(h.lo2)))); \
+    _mm256_storeu_si256((__m256i *)t->mn[r], h.mn);                                                  \
+    t->d[r] = h.d, t->dmin[r] = h.dmin;                                                              \
+  }
+DEF_KUNPACK(q2_k, head_q2_k_avx512)
+DEF_KUNPACK(q3_k, head_q3_k_avx512)
+DEF_KUNPACK(q4_k, head_k4_avx512)
+DEF_KUNPACK(q5_k, head_k4_avx512)
+DEF_KUNPACK(q6_k, head_q6_k_avx512)
+#undef DEF_KUNPACK
+
+typedef void (*kunpack_fn)(const unsigned char *w, kwtile *t, int r);
+
+/* Weight rows n..n+rows (rows <= 8) against jts tiles of 16 activation
+ * rows (kp: jts * nb packs): acc/acc_m get [jts][8][16] floats. */
+AVX512 static void kgemm(kunpack_fn unpack, bool same_d, const unsigned char *w, int64_t row_bytes, int64_t bytes,
+                         int rows, const kpack *kp, int64_t jts, int64_t nb, float *acc, float *acc_m) {
+  kwtile t;
+  int step = same_d || unpack == kunpack_q2_k ? 1 : 2; /* q4_k, q5_k: one scale per 32 values */
+  for (int r = rows; r < 8; r++) {
+    memset(t.u[r], 0, sizeof t.u[r]), memset(t.sc[r], 0, sizeof t.sc[r]), memset(t.mn[r], 0, sizeof t.mn[r]);
+    t.d[r] = t.dmin[r] = 0.0f;
+  }
+  memset(acc, 0, sizeof(float) * (size_t)(jts * 128));
+  memset(acc_m, 0, sizeof(float) * (size_t)(jts * 128));
+  for (int64_t i = 0; i < nb; i++) {
+    for (int r = 0; r < rows; r++) unpack(w + r * row_bytes + i * bytes, &t, r);
+    for (int64_t jt = 0; jt < jts; jt++) {
+      const kpack *p = &kp[jt * nb + i];
+      float *ac = acc + jt * 128, *am = acc_m + jt * 128;
+      __m512i s1[8];
+      for (int r = 0; r < 8; r++) s1[r] = _mm512_setzero_si512();
+      for (int s = 0; s < 16; s += step) {
+        __m512i raw[8];
+        for (int r = 0; r < 8; r++) raw[r] = _mm512_setzero_si512();
+        for (int g = 4 * s; g < 4 * s + 4 * step; g++) {
+          __m512i codes = _mm512_loadu_si512(p->q[g]);
+          for (int r = 0; r < 8; r++) {
+            int32_t u4;
+            memcpy(&u4, t.u[r] + 4 * g, 4);
+            raw[r] = _mm512_dpbusd_epi32(raw[r], _mm512_set1_epi32(u4), codes);
+          }
+        }
+        for (int r = 0; r < 8; r++)
+          s1[r] = _mm512_add_epi32(s1[r], _mm512_mullo_epi32(raw[r], _mm512_set1_epi32(t.sc[r][s])));
+      }
+      __m512 da = _mm512_loadu_ps(p->d);
+      for (int r = 0; r < 8; r++) {
+        __m512i m = _mm512_setzero_si512();
+        for (int q = 0; q < 8; q++) {
+          int32_t pair;
+          memcpy(&pair, &t.mn[r][2 * q], 4);
+          m = _mm512_dpwssd_epi32(m, _mm512_set1_epi32(pair), _mm512_loadu_si512(p->bs[q]));
+        }
+        __m512 dd = _mm512_mul_ps(_mm512_set1_ps(t.d[r]), da), a = _mm512_loadu_ps(ac + 16 * r);
+        if (same_d) {
+          a = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_sub_epi32(s1[r], m)), a);
+        } else {
+          a = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(s1[r]), a);
+          __m512 dm = _mm512_mul_ps(_mm512_set1_ps(t.dmin[r]), da);
+          _mm512_storeu_ps(am + 16 * r, _mm512_fmadd_ps(dm, _mm512_cvtepi32_ps(m), _mm512_loadu_ps(am + 16 * r)));
+        }
+        _mm512_storeu_ps(ac + 16 * r, a);
+      }
+    }
+  }
+}
+
+/* The same GEMM for the 32-value formats: qpack32 holds 16 activation
+ * rows' values 4 at a time, their sums and scales; weight values are
+ * unsigned (q8_0's signed bytes + 128, an offset of 128 through the
+ * activation sums), the offset (q4_0 8, q5_0 16) taken off in integer and
+ * the min (q4_1, q5_1) as m * da * sum(y). */
+typedef struct qpack32 {
+  int8_t q[8][16][4]; /* [values 4g..4g+3][activation row] */
+  int32_t sum[16];
+  float d[16];
+} qpack32;
+
+typedef struct wtile32 {
+  uint8_t u[8][32];
+  float d[8], m[8];
+} wtile32;
+
+static void qpack32_rows(const act_q8_0 *act, int64_t M, int64_t nb, qpack32 *kp) {
+  for (int64_t jt = 0; jt * 16 < M; jt++)
+    for (int64_t i = 0; i < nb; i++) {
+      qpack32 *p = &kp[jt * nb + i];
+      memset(p, 0, sizeof *p);
+      for (int j = 0; j < 16 && jt * 16 + j < M; j++) {
+        const act_q8_0 *a = &act[(jt * 16 + j) * nb + i];
+        for (int g = 0; g < 8; g++) memcpy(p->q[g][j], a->qs + 4 * g, 4);
+        p->sum[j] = a->sum;
+        p->d[j] = a->d;
+      }
+    }
+}
+
+#define DEF_WUNPACK32(T)                                                                             \
+  AVX512 static void wunpack32_##T(const unsigned char *w, wtile32 *t, int r) {                      \
+    blk32 b = unpack_##T##_avx512(w);                                                                \
+    _mm256_storeu_si256((__m256i *)t->u[r], b.u);                                                    \
+    t->d[r] = b.d, t->m[r] = b.m;                                                                    \
+  }
+DEF_WUNPACK32(q4_0)
+DEF_WUNPACK32(q4_1)
+DEF_WUNPACK32(q5_0)
+DEF_WUNPACK32(q5_1)
+#undef DEF_WUNPACK32
+AVX512 static void wunpack32_q8_0(const unsigned char *w, wtile32 *t, int r) {
+  _mm256_storeu_si256((__m256i *)t->u[r],
+                      _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + 2)), _mm256_set1_epi8((char)0x80)));
+  t->d[r] = h2f(w), t->m[r] = 0.0f;
+}
+
+typedef void (*wunpack32_fn)(const unsigned char *w, wtile32 *t, int r);
+
+AVX512 static void qgemm32(wunpack32_fn unpack, int off, bool min, const unsigned char *w, int64_t row_bytes,
+                           int64_t bytes, int rows, const qpack32 *kp, int64_t jts, int64_t nb, float *acc,
+                           float *acc_m) {
+  wtile32 t;
+  for (int r = rows; r < 8; r++) memset(t.u[r], 0, sizeof t.u[r]), t.d[r] = t.m[r] = 0.0f;
+  memset(acc, 0, sizeof(float) * (size_t)(jts * 128));
+  memset(acc_m, 0, sizeof(float) * (size_t)(jts * 128));
+  for (int64_t i = 0; i < nb; i++) {
+    for (int r = 0; r < rows; r++) unpack(w + r * row_bytes + i * bytes, &t, r);
+    for (int64_t jt = 0; jt < jts; jt++) {
+      const qpack32 *p = &kp[jt * nb + i];
+      float *ac = acc + jt * 128, *am = acc_m + jt * 128;
+      __m512i raw[8];
+      for (int r = 0; r < 8; r++) raw[r] = _mm512_setzero_si512();
+      for (int g = 0; g < 8; g++) {
+        __m512i codes = _mm512_loadu_si512(p->q[g]);
+        for (int r = 0; r < 8; r++) {
+          int32_t u4;
+          memcpy(&u4, t.u[r] + 4 * g, 4);
+          raw[r] = _mm512_dpbusd_epi32(raw[r], _mm512_set1_epi32(u4), codes);
+        }
+      }
+      __m512i sum = _mm512_loadu_si512(p->sum), osum = _mm512_mullo_epi32(sum, _mm512_set1_epi32(off));
+      __m512 da = _mm512_loadu_ps(p->d), sumf = _mm512_cvtepi32_ps(sum);
+      for (int r = 0; r < 8; r++) {
+        __m512 dd = _mm512_mul_ps(_mm512_set1_ps(t.d[r]), da);
+        _mm512_storeu_ps(ac + 16 * r, _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_sub_epi32(raw[r], osum)),
+                                                      _mm512_loadu_ps(ac + 16 * r)));
+        if (min)
+          _mm512_storeu_ps(am + 16 * r, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(t.m[r]), da), sumf,
+                                                        _mm512_loadu_ps(am + 16 * r)));
+      }
+    }
+  }
+}
 #endif
 
 /* ---------------- every other format: decoded weight block . activations ---------------- */
@@ -431,31 +577,101 @@ static float dot_decoded(const ppcc_block_format *f, const unsigned char *w, con
 
 typedef float (*dot_fn)(const unsigned char *w, const void *act, int64_t nb);
 
-/* Four activation rows at once (NULL: four one-row calls). */
-typedef void (*dot4_fn)(const unsigned char *w, const void *const *acts, int64_t nb, float *out);
+/* Several activation rows at once (isa_row.rows of them; NULL: one-row
+ * calls). */
+typedef void (*dotn_fn)(const unsigned char *w, const void *const *acts, int64_t nb, float *out);
 
+/* The formats' kernels: index of each in an isa_row. */
+enum { F_Q8_0, F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q2_K, F_Q3_K, F_Q4_K, F_Q5_K, F_Q6_K, N_FMT };
+
+#ifdef QM_X86
+/* The avx512-vnni set's GEMM block decoder of a k-quant, and whether its
+ * mins share d. */
+static kunpack_fn kunpack_of(int fi, bool *same_d) {
+  *same_d = fi == F_Q3_K || fi == F_Q6_K;
+  switch (fi) {
+    case F_Q2_K: return kunpack_q2_k;
+    case F_Q3_K: return kunpack_q3_k;
+    case F_Q4_K: return kunpack_q4_k;
+    case F_Q5_K: return kunpack_q5_k;
+    case F_Q6_K: return kunpack_q6_k;
+    default: return NULL;
+  }
+}
+#endif
+
+#ifdef QM_X86
+/* The avx512-vnni set's GEMM block decoder of a 32-value format, its
+ * offset and whether it has a min. */
+static wunpack32_fn wunpack32_of(int fi, int *off, bool *min) {
+  *off = fi == F_Q8_0 ? 128 : fi == F_Q4_0 ? 8 : fi == F_Q5_0 ? 16 : 0;
+  *min = fi == F_Q4_1 || fi == F_Q5_1;
+  switch (fi) {
+    case F_Q8_0: return wunpack32_q8_0;
+    case F_Q4_0: return wunpack32_q4_0;
+    case F_Q4_1: return wunpack32_q4_1;
+    case F_Q5_0: return wunpack32_q5_0;
+    case F_Q5_1: return wunpack32_q5_1;
+    default: return NULL;
+  }
+}
+#endif
+
+static int fmt_index(ppcc_dtype t) {
+  switch (t) {
+    case PPCC_Q8_0: return F_Q8_0;
+    case PPCC_Q4_0: return F_Q4_0;
+    case PPCC_Q4_1: return F_Q4_1;
+    case PPCC_Q5_0: return F_Q5_0;
+    case PPCC_Q5_1: return F_Q5_1;
+    case PPCC_Q2_K: return F_Q2_K;
+    case PPCC_Q3_K: return F_Q3_K;
+    case PPCC_Q4_K: return F_Q4_K;
+    case PPCC_Q5_K: return F_Q5_K;
+    case PPCC_Q6_K: return F_Q6_K;
+    default: return -1;
+  }
+}
+
+/* One instruction set: a one-row and a four-row kernel per format (NULL:
+ * the block decoder's f32 dot product; four one-row calls). */
 typedef struct isa_row {
   const char *name;
-  dot_fn q8_0, q4_0, q4_k, q6_k;
-  dot4_fn q8_0_x4, q4_0_x4, q4_k_x4, q6_k_x4;
+  dot_fn dot[N_FMT];
+  dotn_fn dotn[N_FMT];
+  unsigned char rows[N_FMT]; /* dotn's activation rows */
 } isa_row;
 
+#define X86_ROW(NAME, S)                                                                                              \
+  {NAME,                                                                                                             \
+   {dot_q8_0_##S, dot_q4_0_##S, dot_q4_1_##S, dot_q5_0_##S, dot_q5_1_##S, dot_q2_k_##S, dot_q3_k_##S, dot_q4_k_##S,   \
+    dot_q5_k_##S, dot_q6_k_##S},                                                                                     \
+   {dot4_q8_0_##S, dot4_q4_0_##S, dot4_q4_1_##S, dot4_q5_0_##S, dot4_q5_1_##S, dot4_q2_k_##S, dot4_q3_k_##S,         \
+    dot4_q4_k_##S, dot4_q5_k_##S, dot4_q6_k_##S},                                                    \
+   {4, 4, 4, 4, 4, 4, 4, 4, 4, 4}}
+
 static const isa_row isas[] = {
-  {"c", dot_q8_0_c, dot_q4_0_c, dot_q4_k_c, dot_q6_k_c, NULL, NULL, NULL, NULL},
+  {"c", {[F_Q8_0] = dot_q8_0_c, [F_Q4_0] = dot_q4_0_c, [F_Q4_K] = dot_q4_k_c, [F_Q6_K] = dot_q6_k_c}, {NULL}, {0}},
 #ifdef QM_X86
-  {"avx2", dot_q8_0_avx2, dot_q4_0_avx2, dot_q4_k_avx2, dot_q6_k_avx2, dot4_q8_0_avx2, dot4_q4_0_avx2, dot4_q4_k_avx2,
-   dot4_q6_k_avx2},
-  {"avx2-vnni", dot_q8_0_vnni, dot_q4_0_vnni, dot_q4_k_avx2, dot_q6_k_avx2, dot4_q8_0_vnni, dot4_q4_0_vnni,
-   dot4_q4_k_avx2, dot4_q6_k_avx2},
+  X86_ROW("avx2", avx2),
+  X86_ROW("avx2-vnni", vnni),
+  {"avx512-vnni",
+   {dot_q8_0_avx512, dot_q4_0_avx512, dot_q4_1_avx512, dot_q5_0_avx512, dot_q5_1_avx512, dot_q2_k_avx512,
+    dot_q3_k_avx512, dot_q4_k_avx512, dot_q5_k_avx512, dot_q6_k_avx512},
+   {dot4_q8_0_avx512, dot4_q4_0_avx512, dot4_q4_1_avx512, dot4_q5_0_avx512, dot4_q5_1_avx512, dot8_q2_k_z,
+    dot8_q3_k_z, dot8_q4_k_z, dot8_q5_k_z, dot8_q6_k_z},
+   {4, 4, 4, 4, 4, 8, 8, 8, 8, 8}},
 #endif
 };
 enum { N_ISAS = sizeof isas / sizeof isas[0] };
 
 #ifdef QM_X86
 /* CPUID and XGETBV directly (clang 14's __builtin_cpu_supports knows
- * neither f16c nor avxvnni): AVX2, FMA and F16C with the OS saving the
- * YMM registers; AVX-VNNI is leaf 7, sub-leaf 1, EAX bit 4. */
-static bool cpu_has(bool vnni) {
+ * neither f16c nor avxvnni). Level 1: AVX2, FMA and F16C with the OS
+ * saving the YMM registers; 2: and AVX-VNNI (leaf 7, sub-leaf 1, EAX bit
+ * 4); 3: AVX-512 F, BW, VL and VNNI (leaf 7 EBX bits 16, 30, 31, ECX bit
+ * 11) with the OS saving the opmask and ZMM registers. */
+static bool cpu_has(int level) {
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
   bool fma = c >> 12 & 1, osxsave = c >> 27 & 1, f16c = c >> 29 & 1;
@@ -464,13 +680,15 @@ static bool cpu_has(bool vnni) {
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   if ((lo & 6) != 6) return false; /* XMM and YMM state */
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b >> 5 & 1)) return false; /* AVX2 */
-  return !vnni || (__get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1));
+  if (level == 3)
+    return (lo & 0xE0) == 0xE0 && (b >> 16 & 1) && (b >> 30 & 1) && (b >> 31 & 1) && (c >> 11 & 1);
+  return level < 2 || (__get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1));
 }
 #endif
 
 static bool isa_available(int k) {
 #ifdef QM_X86
-  if (k >= 1 && !cpu_has(k == 2)) return false;
+  if (k >= 1 && !cpu_has(k)) return false;
 #endif
   return k >= 0 && k < N_ISAS;
 }
@@ -499,39 +717,77 @@ bool ppcc_rt_quant_set_isa(const char *name) {
   return false;
 }
 
-static dot_fn kernel_of(const isa_row *isa, ppcc_dtype t) {
-  switch (t) {
-    case PPCC_Q8_0: return isa->q8_0;
-    case PPCC_Q4_0: return isa->q4_0;
-    case PPCC_Q4_K: return isa->q4_k;
-    case PPCC_Q6_K: return isa->q6_k;
-    default: return NULL;
-  }
-}
-
-/* One qlinear's work, split by output rows. */
+/* One qlinear's work: output features in chunks of a share of what is
+ * left (a 2 * parts-th), at least `chunk`. */
 typedef struct qjob {
   const ppcc_block_format *f;
   dot_fn dot;
-  dot4_fn dot4;
+  dotn_fn dotn;
+  int rows;
   const unsigned char *w;
   const char *act;
   size_t act_size;
-  int64_t M, N, nb, row_bytes;
+  int64_t M, N, nb, row_bytes, chunk;
+  int parts;
   float *y;
+#ifdef QM_X86
+  /* the 512-bit GEMM for the first jts * 16 rows: a k-quant's unpack or a
+   * 32-value format's unpack32 (the other NULL) */
+  kunpack_fn unpack;
+  wunpack32_fn unpack32;
+  bool same_d, min;
+  int off;
+  const void *kp;
+  int64_t jts;
+#endif
 } qjob;
+
+#ifdef QM_X86
+/* The GEMM's share of rows n0..n1: 8 weight rows at a time against up to
+ * 8 tiles of 16 activation rows. */
+static void run_gemm(const qjob *j, int64_t n0, int64_t n1) {
+  float acc[8 * 128], acc_m[8 * 128];
+  for (int64_t n = n0; n < n1; n += 8) {
+    int rows = n1 - n < 8 ? (int)(n1 - n) : 8;
+    const unsigned char *w = j->w + n * j->row_bytes;
+    for (int64_t jg = 0; jg < j->jts; jg += 8) {
+      int64_t g = j->jts - jg < 8 ? j->jts - jg : 8;
+      if (j->unpack)
+        kgemm(j->unpack, j->same_d, w, j->row_bytes, j->f->bytes, rows, (const kpack *)j->kp + jg * j->nb, g, j->nb,
+              acc, acc_m);
+      else
+        qgemm32(j->unpack32, j->off, j->min, w, j->row_bytes, j->f->bytes, rows, (const qpack32 *)j->kp + jg * j->nb,
+                g, j->nb, acc, acc_m);
+      float sign = j->unpack ? -1.0f : 1.0f; /* k-quants take the mins off, q4_1/q5_1 add theirs */
+      for (int64_t jt = 0; jt < g; jt++)
+        for (int c = 0; c < 16; c++) {
+          float *yr = j->y + ((jg + jt) * 16 + c) * j->N + n;
+          const float *a = acc + jt * 128 + c, *m = acc_m + jt * 128 + c;
+          for (int r = 0; r < rows; r++) yr[r] = a[16 * r] + sign * m[16 * r];
+        }
+    }
+  }
+}
+#endif
 
 static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
   float tmp[256];
+  int64_t m0 = 0;
+#ifdef QM_X86
+  if (j->unpack || j->unpack32) {
+    run_gemm(j, n0, n1);
+    m0 = j->jts * 16;
+  }
+#endif
   for (int64_t n = n0; n < n1; n++) {
     const unsigned char *row = j->w + n * j->row_bytes;
-    int64_t m = 0;
-    for (; j->dot4 && m + 4 <= j->M; m += 4) {
-      const void *a[4];
-      float out[4];
-      for (int r = 0; r < 4; r++) a[r] = j->act + (m + r) * j->nb * j->act_size;
-      j->dot4(row, a, j->nb, out);
-      for (int r = 0; r < 4; r++) j->y[(m + r) * j->N + n] = out[r];
+    int64_t m = m0;
+    for (; j->dotn && m + j->rows <= j->M; m += j->rows) {
+      const void *a[8];
+      float out[8];
+      for (int r = 0; r < j->rows; r++) a[r] = j->act + (m + r) * j->nb * j->act_size;
+      j->dotn(row, a, j->nb, out);
+      for (int r = 0; r < j->rows; r++) j->y[(m + r) * j->N + n] = out[r];
     }
     for (; m < j->M; m++) {
       const void *a = j->act + m * j->nb * j->act_size;
@@ -540,45 +796,74 @@ static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
   }
 }
 
-/* The kernel's own workers: they wait on a condition variable after a
- * short spin (OpenMP's spinning teams starve the calling thread on a
- * loaded machine, and device threads may not open nested teams). One
- * caller at a time; a second concurrent caller computes alone. */
-enum { MAX_WORKERS = 63 };
+/* The kernel's own workers. The caller and whichever workers are awake
+ * take chunks from one counter; the caller waits only for workers that
+ * joined before the chunks ran out, so a worker the OS has not scheduled
+ * yet (a loaded machine) costs nothing: it finds the job closed. Workers
+ * spin a while after each job (a decode step's linears come every few
+ * tens of us), then sleep on a condition variable. One caller at a time;
+ * a second concurrent caller (another device thread) computes alone. */
+enum { MAX_WORKERS = 63, SPIN_NS = 400000 };
 static struct {
   pthread_mutex_t lock, busy;
-  pthread_cond_t go, done;
-  int started;
-  _Atomic uint64_t gen;
-  int parts, pending;
+  pthread_cond_t go;
+  int started, sleeping;
+  atomic_uint gen;    /* bumped for each job */
+  atomic_bool open;   /* the current job still has chunks */
+  atomic_int active;  /* workers inside the current job */
+  atomic_int_fast64_t next; /* its next feature */
   const qjob *job;
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER,
-            .done = PTHREAD_COND_INITIALIZER};
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER};
+
+/* Big chunks first, small ones last, so the threads finish together. */
+static void take_chunks(const qjob *j) {
+  int_fast64_t n0 = atomic_load(&pool.next), size;
+  for (;;) {
+    do {
+      if (n0 >= j->N) return;
+      size = (j->N - n0) / (2 * j->parts);
+      if (size < j->chunk) size = j->chunk;
+      size = (size + 7) / 8 * 8; /* whole GEMM tiles */
+    } while (!atomic_compare_exchange_weak(&pool.next, &n0, n0 + size));
+    run_rows(j, n0, n0 + size < j->N ? n0 + size : j->N);
+    n0 = atomic_load(&pool.next);
+  }
+}
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
 
 static void *worker(void *arg) {
-  int id = (int)(intptr_t)arg; /* part id + 1 (the caller is part 0) */
-  uint64_t seen = 0;
+  (void)arg;
+  unsigned seen = atomic_load(&pool.gen);
   for (;;) {
-    for (int spin = 0; spin < 20000 && pool.gen == seen; spin++) {
+    int64_t until = now_ns() + SPIN_NS;
+    for (int i = 1; atomic_load(&pool.gen) == seen; i++) {
+      if (i % 64 == 0 && now_ns() > until) {
+        pthread_mutex_lock(&pool.lock);
+        pool.sleeping++;
+        while (atomic_load(&pool.gen) == seen) pthread_cond_wait(&pool.go, &pool.lock);
+        pool.sleeping--;
+        pthread_mutex_unlock(&pool.lock);
+        break;
+      }
 #ifdef QM_X86
       _mm_pause();
 #endif
     }
-    pthread_mutex_lock(&pool.lock);
-    while (pool.gen == seen) pthread_cond_wait(&pool.go, &pool.lock);
-    seen = pool.gen;
-    const qjob *j = pool.job;
-    int parts = pool.parts;
-    pthread_mutex_unlock(&pool.lock);
-    if (id < parts) run_rows(j, j->N * id / parts, j->N * (id + 1) / parts);
-    pthread_mutex_lock(&pool.lock);
-    if (--pool.pending == 0) pthread_cond_signal(&pool.done);
-    pthread_mutex_unlock(&pool.lock);
+    seen = atomic_load(&pool.gen);
+    atomic_fetch_add(&pool.active, 1);
+    /* joined: the caller now waits for us, unless the job had closed */
+    if (atomic_load(&pool.gen) == seen && atomic_load(&pool.open)) take_chunks(pool.job);
+    atomic_fetch_sub(&pool.active, 1);
   }
   return NULL;
 }
 
-/* Runs j over `parts` threads (the caller and parts - 1 workers). */
+/* Runs j on the caller and up to parts - 1 workers. */
 static void run_parallel(const qjob *j, int parts) {
   if (parts > MAX_WORKERS + 1) parts = MAX_WORKERS + 1;
   if (parts < 2 || pthread_mutex_trylock(&pool.busy) != 0) {
@@ -586,48 +871,77 @@ static void run_parallel(const qjob *j, int parts) {
     return;
   }
   while (pool.started < parts - 1) {
-    pthread_t t;
-    if (pthread_create(&t, NULL, worker, (void *)(intptr_t)(pool.started + 1)) != 0) break;
-    pthread_detach(t);
+    if (!rt_pool_spawn(worker, NULL)) break;
     pool.started++;
   }
-  if (parts > pool.started + 1) parts = pool.started + 1;
-  pthread_mutex_lock(&pool.lock);
   pool.job = j;
-  pool.parts = parts;
-  pool.pending = pool.started;
-  pool.gen++;
-  pthread_cond_broadcast(&pool.go);
-  pthread_mutex_unlock(&pool.lock);
-  run_rows(j, 0, j->N / parts);
+  atomic_store(&pool.next, 0);
+  atomic_store(&pool.open, true);
+  atomic_fetch_add(&pool.gen, 1);
   pthread_mutex_lock(&pool.lock);
-  while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.lock);
+  if (pool.sleeping) pthread_cond_broadcast(&pool.go);
   pthread_mutex_unlock(&pool.lock);
+  take_chunks(j);
+  atomic_store(&pool.open, false);
+  while (atomic_load(&pool.active) > 0) {
+#ifdef QM_X86
+    _mm_pause();
+#endif
+  }
   pthread_mutex_unlock(&pool.busy);
 }
 
 bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const float *x, const void *w, float *y) {
   const ppcc_block_format *f = ppcc_dtype_blocks(wt);
-  if (!f || K <= 0 || K % f->block != 0 || M < 0 || N < 0) return false;
+  int fi = fmt_index(wt);
+  if (!f || fi < 0 || K <= 0 || K % f->block != 0 || M < 0 || N < 0) return false;
   if (M == 0 || N == 0) return true;
   int64_t nb = K / f->block;
   size_t act_size = f->block == 32 ? sizeof(act_q8_0) : sizeof(act_q8_k);
   char *act = rt_reuse_alloc(M * nb * (int64_t)act_size);
   if (!act) return false;
-  for (int64_t m = 0; m < M; m++) {
-    if (f->block == 32) quantize_q8_0(x + m * K, nb, (act_q8_0 *)(act + m * nb * act_size));
-    else quantize_q8_k(x + m * K, nb, (act_q8_k *)(act + m * nb * act_size));
-  }
   const isa_row *isa = current_isa();
-  dot4_fn dot4 = wt == PPCC_Q8_0 ? isa->q8_0_x4 : wt == PPCC_Q4_0 ? isa->q4_0_x4 : wt == PPCC_Q4_K ? isa->q4_k_x4
-                 : wt == PPCC_Q6_K ? isa->q6_k_x4 : NULL;
-  qjob j = {f, kernel_of(isa, wt), dot4, w, act, act_size, M, N, nb, nb * f->bytes, y};
-  int nt = rt_kernel_threads();
-  run_parallel(&j, M * N * K > 65536 && N >= 2 * nt ? nt : 1);
+  for (int64_t m = 0; m < M; m++) {
+    void *am = act + m * nb * act_size;
+#ifdef QM_X86
+    if (isa != &isas[0]) {
+      if (f->block == 32) quantize_q8_0_avx2(x + m * K, nb, am);
+      else quantize_q8_k_avx2(x + m * K, nb, am);
+      continue;
+    }
+#endif
+    if (f->block == 32) quantize_q8_0(x + m * K, nb, am);
+    else quantize_q8_k(x + m * K, nb, am);
+  }
+  int nt = M * N * K > 65536 && N >= 2 * rt_kernel_threads() ? rt_kernel_threads() : 1;
+  /* the last chunks: 4 features for prefill, 16 for decode */
+  int64_t chunk = M >= 4 ? 4 : 16;
+  qjob j = {.f = f, .dot = isa->dot[fi], .dotn = isa->dotn[fi], .rows = isa->rows[fi], .w = w, .act = act,
+            .act_size = act_size, .M = M, .N = N, .nb = nb, .row_bytes = nb * f->bytes, .chunk = chunk, .parts = nt,
+            .y = y};
+#ifdef QM_X86
+  void *kp = NULL;
+  if (isa == &isas[N_ISAS - 1] && M >= 16 && !rt_row_invariant_matmul()) {
+    j.unpack = kunpack_of(fi, &j.same_d);
+    j.unpack32 = wunpack32_of(fi, &j.off, &j.min);
+    j.jts = M / 16;
+    size_t pack = j.unpack ? sizeof(kpack) : sizeof(qpack32);
+    if ((j.unpack || j.unpack32) && !(kp = rt_reuse_alloc(j.jts * nb * (int64_t)pack))) {
+      rt_reuse_free(act);
+      return false;
+    }
+    if (j.unpack) kpack_rows((const act_q8_k *)act, j.jts * 16, nb, kp);
+    if (j.unpack32) qpack32_rows((const act_q8_0 *)act, j.jts * 16, nb, kp);
+    j.kp = kp;
+  }
+#endif
+  run_parallel(&j, nt);
+#ifdef QM_X86
+  if (kp) rt_reuse_free(kp);
+#endif
   rt_reuse_free(act);
   return true;
 }
-
 bool ppcc_rt_qrows_f32(ppcc_dtype wt, const void *table, int64_t row, int64_t cols, float *out) {
   const ppcc_block_format *f = ppcc_dtype_blocks(wt);
   if (!f || cols % f->block != 0) return false;

@@ -29,7 +29,6 @@ typedef struct worker {
   int index; /* the part it runs: 1.. */
   atomic_uint job; /* bumped by the caller for each part handed to it */
   atomic_int sleeping;
-  pthread_t thread;
 } worker;
 
 struct pool {
@@ -106,15 +105,11 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static bool start_worker(pool *p) {
-  worker *w = &p->w[p->n_workers];
-  w->owner = p;
-  w->index = p->n_workers + 1;
-  atomic_init(&w->job, 0);
-  atomic_init(&w->sleeping, 0);
+bool rt_pool_spawn(void *(*fn)(void *), void *arg) {
   pthread_attr_t a;
   if (pthread_attr_init(&a) != 0) return false;
   pthread_attr_setstacksize(&a, (size_t)1 << 20);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
   pthread_mutex_lock(&registry_lock);
   cpu_set_t cpus;
   if (!worker_cpus_set) sched_getaffinity(0, sizeof cpus, &cpus); /* not the caller's pinned core */
@@ -129,12 +124,23 @@ static bool start_worker(pool *p) {
       ok = true;
     }
   }
-  ok = ok && pthread_create(&w->thread, &a, worker_main, w) == 0;
-  if (ok) all_workers[n_all_workers++] = w->thread;
+  pthread_t t;
+  ok = ok && pthread_create(&t, &a, fn, arg) == 0;
+  if (ok) all_workers[n_all_workers++] = t;
   pthread_mutex_unlock(&registry_lock);
   pthread_attr_destroy(&a);
-  if (ok) p->n_workers++;
   return ok;
+}
+
+static bool start_worker(pool *p) {
+  worker *w = &p->w[p->n_workers];
+  w->owner = p;
+  w->index = p->n_workers + 1;
+  atomic_init(&w->job, 0);
+  atomic_init(&w->sleeping, 0);
+  if (!rt_pool_spawn(worker_main, w)) return false;
+  p->n_workers++;
+  return true;
 }
 
 void rt_pool_set_worker_cpus(const void *cpus, size_t size) {
