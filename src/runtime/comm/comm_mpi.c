@@ -567,6 +567,9 @@ static void give_up(const char *what, const char *who) {
   fflush(stderr);
   watchdog_arm(EXIT_MARGIN_S, 1, "ppcc: rank %d: error: MPI_Abort did not return within %.0f s (mpiexec cannot "
                "be reached from here); exiting", D.rank, EXIT_MARGIN_S);
+  /* stderr is a pipe to the launcher, which kills every rank as soon as
+   * MPI_Abort reaches it: give it time to forward the line above first */
+  nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
