@@ -14,6 +14,16 @@
 /* the AVX-512 set keeps its own 512-bit k-quant kernels (quant_matmul.c) */
 #define QD_UNUSED __attribute__((unused))
 
+/* The one-row (decode) kernels read each weight byte once, from memory
+ * or L3: the hardware prefetcher alone kept a core at 7-9 GB/s there
+ * (2816 x 1024 matrices, 40 of them in turn), prefetching the bytes 4 KiB
+ * ahead of each block 12-18 GB/s (1024 and 2048 ahead measured less). */
+#define QD_PF_DIST 4096
+#define QD_PREFETCH(w, BYTES)                                                                       \
+  do {                                                                                              \
+    for (int pf_ = 0; pf_ < (BYTES); pf_ += 64) _mm_prefetch((const char *)(w) + QD_PF_DIST + pf_, _MM_HINT_T0); \
+  } while (0)
+
 /* ---- 32-value blocks: w = d * (u - off) (+ m), u unsigned, or q8_0's signed bytes ---- */
 
 /* One row: p = sum u*y, less off * sum(y) in integer, times d * da; the
@@ -75,6 +85,7 @@ QD_ATTR static inline blk32 QD(unpack_q5_1)(const unsigned char *w) {
     __m256 acc = _mm256_setzero_ps();                                                                \
     __m128 acc_m = _mm_setzero_ps();                                                                 \
     for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
+      QD_PREFETCH(w, BYTES);                                                                         \
       blk32 b = QD(unpack_##T)(w);                                                                   \
       ROW(&b, &a[i], &acc, &acc_m);                                                                  \
     }                                                                                                \
@@ -226,6 +237,7 @@ QD_ATTR static inline __attribute__((always_inline)) void QD(finish256)(const QD
     const act_q8_k *a = act;                                                                         \
     __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();                                   \
     for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
+      QD_PREFETCH(w, BYTES);                                                                         \
       QD(khead) h = HEAD(w);                                                                         \
       __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};                            \
       _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {                                          \
@@ -265,6 +277,8 @@ QD_DEF256(q6_k, QD_HEAD_Q6_K, 210, true)
 #undef QD_UNUSED
 #undef QD_DEF32
 #undef QD_DEF256
+#undef QD_PREFETCH
+#undef QD_PF_DIST
 #undef QD_ROW_Q8_0
 #undef QD_ROW_Q4_0
 #undef QD_ROW_Q5_0
