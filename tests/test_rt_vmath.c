@@ -109,15 +109,19 @@ START_TEST(plain_path_is_scalar) {
 END_TEST
 
 /* softmax rows: scale, mask after `valid`, against the double form; all
- * masked is NaN as the scalar softmax of all -inf. */
+ * masked is NaN as the scalar softmax of all -inf. Scalar, AVX2 and (where
+ * the CPU has it) AVX-512 rows, scores spread over small and wide ranges. */
 START_TEST(softmax_rows) {
-  for (int simd = 0; simd < 2; simd++) {
-    bool was = rt_set_simd(simd);
+  int best = rt_simd_level();
+  for (int mode = 0; mode < 3 + 3; mode++) {
+    bool was = rt_set_simd(mode % 3 != 0);
+    int level_was = rt_set_simd_level(mode % 3 == 1 && best >= RT_SIMD_AVX2 ? RT_SIMD_AVX2 : best);
+    float spread = mode < 3 ? 1.0f : 40.0f;
     for (int n = 1; n < 40; n += 3)
       for (int valid = 0; valid <= n; valid += 1 + n / 4) {
         float row[40];
         double ref[40], mx = -INFINITY, sum = 0;
-        for (int t = 0; t < n; t++) row[t] = (float)((t * 37) % 11) - 4.0f;
+        for (int t = 0; t < n; t++) row[t] = ((float)((t * 37) % 11) - 4.0f) * spread;
         for (int t = 0; t < valid; t++) mx = fmax(mx, 0.25 * row[t]);
         for (int t = 0; t < valid; t++) sum += ref[t] = exp(0.25 * row[t] - mx);
         rt_softmax_row(row, n, 0.25f, valid);
@@ -127,6 +131,7 @@ START_TEST(softmax_rows) {
           else ck_assert_double_eq_tol(row[t], ref[t] / sum, 1e-6 * (ref[t] / sum) + 1e-9);
         }
       }
+    rt_set_simd_level(level_was);
     rt_set_simd(was);
   }
 }

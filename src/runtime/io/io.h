@@ -14,6 +14,11 @@ void *rt_copy_mapped_shard(const void *full, const ppcc_value *p, int i);
 /* mapped_shard.c: drops the whole pages of [p, p + bytes) of a read-only
  * file mapping from this process (a later touch reads them again). */
 void rt_release_pages(const void *p, int64_t bytes);
+/* Maps the pages of [p, p + bytes) into this process now (a resident
+ * shard used in place from a mapped file: its first execute then takes no
+ * page faults, as llama.cpp's MAP_POPULATE); a no-op where the kernel
+ * lacks MADV_POPULATE_READ (Linux < 5.14). */
+void rt_populate_pages(const void *p, int64_t bytes);
 
 /* The format tensor `tensor` (NAME, or a view NAME#... of it) is stored in
  * at path, a GGUF file or a Hugging Face checkpoint directory: "q4_k",

@@ -16,6 +16,15 @@ void rt_release_pages(const void *p, int64_t bytes) {
   if (end > start) madvise((void *)start, end - start, MADV_DONTNEED);
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+void rt_populate_pages(const void *p, int64_t bytes) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), start = (uintptr_t)p, end = start + (uintptr_t)bytes;
+  start = start / page * page;
+  if (bytes > 0) madvise((void *)start, end - start, MADV_POPULATE_READ);
+}
+
 /* A copy of a contiguous range, 1 MiB at a time, each piece released once
  * copied: the file's pages never add up. */
 static void *copy_releasing(const void *src, int64_t bytes) {

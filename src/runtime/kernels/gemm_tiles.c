@@ -218,6 +218,29 @@ static void outer_cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float
     }
   }
 }
+
+/* dst[c, r] = src[r, c] * scale: 16 rows of a column gathered at a time
+ * (src's columns are short rows apart: a kv head's K sits in L1). */
+AVX512 static void transpose_scaled_avx512(int64_t rows, int64_t cols, const float *src, float scale, float *dst) {
+  __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                   _mm512_set1_epi32((int)cols));
+  __m512 s = _mm512_set1_ps(scale);
+  for (int64_t r = 0; r < rows; r += 16) {
+    __mmask16 m = tail16(rows - r);
+    for (int64_t c = 0; c < cols; c++) {
+      __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, src + r * cols + c, 4);
+      _mm512_mask_storeu_ps(dst + c * rows + r, m, _mm512_mul_ps(v, s));
+    }
+  }
+}
+
+AVX512 static void scale_avx512(float *x, int64_t n, float scale) {
+  __m512 s = _mm512_set1_ps(scale);
+  for (int64_t j = 0; j < n; j += 16) {
+    __mmask16 m = tail16(n - j);
+    _mm512_mask_storeu_ps(x + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), s));
+  }
+}
 #endif
 
 bool rt_sgemm_tiles_in_use(void) {
@@ -275,6 +298,27 @@ bool rt_sgemm_tiles_strided(int64_t M, int64_t N, int64_t K, const float *A, int
 #endif
   (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
   return false;
+}
+
+void rt_tiles_transpose_scaled(int64_t rows, int64_t cols, const float *src, float scale, float *dst) {
+#ifdef HAVE_X86
+  if (rt_sgemm_tiles_in_use() && rows * cols <= INT32_MAX) {
+    transpose_scaled_avx512(rows, cols, src, scale, dst);
+    return;
+  }
+#endif
+  for (int64_t c = 0; c < cols; c++)
+    for (int64_t r = 0; r < rows; r++) dst[c * rows + r] = src[r * cols + c] * scale;
+}
+
+void rt_tiles_scale(float *x, int64_t n, float scale) {
+#ifdef HAVE_X86
+  if (rt_sgemm_tiles_in_use()) {
+    scale_avx512(x, n, scale);
+    return;
+  }
+#endif
+  for (int64_t j = 0; j < n; j++) x[j] *= scale;
 }
 
 bool rt_sgemm_tiles_pay(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed) {

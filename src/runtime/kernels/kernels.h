@@ -89,6 +89,10 @@ void rt_sgemm_tiles_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K
  * not in use. */
 bool rt_sgemm_tiles_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                             int64_t ldb, float *C, int64_t ldc);
+/* dst[cols, rows] = src[rows, cols]^T * scale, and x[0..n) *= scale:
+ * AVX-512 where the tiles are in use (attention's operands around them). */
+void rt_tiles_transpose_scaled(int64_t rows, int64_t cols, const float *src, float scale, float *dst);
+void rt_tiles_scale(float *x, int64_t n, float scale);
 /* ppcc_rt_sgemm's OpenBLAS path (columns split over `threads`); false
  * where it cannot run (no OpenBLAS, sizes over int, buffers would not
  * fit): nothing is computed then. */

@@ -326,9 +326,9 @@ static void visible_keys(const attn_job *j, int64_t last, int64_t *first, int64_
 
 /* Gemma 2's cap on scaled scores (as transformers' eager attention);
  * returns the scale still to apply. */
-static float cap_scores(const attn_job *j, float *row, int64_t n) {
-  if (j->softcap <= 0) return j->scale;
-  for (int64_t t = 0; t < n; t++) row[t] = tanhf(row[t] * j->scale / j->softcap) * j->softcap;
+static float cap_scores(const attn_job *j, float *row, int64_t n, float scale) {
+  if (j->softcap <= 0) return scale;
+  for (int64_t t = 0; t < n; t++) row[t] = tanhf(row[t] * scale / j->softcap) * j->softcap;
   return 1.0f;
 }
 
@@ -342,7 +342,7 @@ static void attention_row(const attn_job *j, float *row, int64_t last) {
     for (int64_t t = 0; t < T; t++) row[t] = NAN;
     return;
   }
-  float scale = cap_scores(j, row + first, valid - first);
+  float scale = cap_scores(j, row + first, valid - first, j->scale);
   for (int64_t t = 0; t < first; t++) row[t] = 0.0f;
   rt_softmax_row(row + first, T - first, scale, valid - first);
 }
@@ -375,7 +375,7 @@ static void attention_part(void *arg, int part, int parts) {
 
 /* Prefill on the AVX-512 tiles (gemm_tiles.c): per query head, blocks of
  * ATT_ROWS query rows (one [K, N] register tile) go through
- *   P[rows, keys] = Q[rows, D] . K^T[D, keys]   (K transposed once per kv head),
+ *   P[rows, keys] = Q[rows, D] . (scale K^T)[D, keys]   (once per kv head),
  *   exp of the scaled scores (rt_softmax_exp, in L1),
  *   O[rows, Dv] = P . V[keys, Dv], each row then divided by its sum,
  * over only the keys some row of the block sees: a causal prefill computes
@@ -406,13 +406,13 @@ static void attention_block(const attn_job *j, const int64_t *row_pos, int64_t s
       int64_t a = first[r] - c0, b = valid[r] - c0;
       memset(row, 0, (size_t)a * 4);
       memset(row + b, 0, (size_t)(w - b) * 4);
-      sum[r] = rt_softmax_exp(row + a, b - a, cap_scores(j, row + a, b - a));
+      sum[r] = rt_softmax_exp(row + a, b - a, cap_scores(j, row + a, b - a, 1.0f));
     }
     rt_sgemm_tiles_strided(rows, Dv, w, p, w, v + c0 * Dv, Dv, o + s0 * Dv, Dv);
   }
   for (int64_t r = 0; r < rows; r++) { /* none visible: NaN, as softmax of all -inf */
     float *orow = o + (s0 + r) * Dv, inv = first[r] < valid[r] ? (float)(1.0 / sum[r]) : NAN;
-    for (int64_t e = 0; e < Dv; e++) orow[e] = first[r] < valid[r] ? orow[e] * inv : NAN;
+    rt_tiles_scale(orow, Dv, inv);
   }
 }
 
@@ -432,9 +432,7 @@ static void attention_part_tiles(void *arg, int part, int parts) {
   for (int64_t unit = first; unit < end; unit++) {
     int64_t b = unit / j->Hq, h = unit % j->Hq, kvh = b * j->Hkv + h / j->group;
     if (kvh != have) {
-      const float *k = j->k + kvh * T * D;
-      for (int64_t t = 0; t < T; t++)
-        for (int64_t e = 0; e < D; e++) kt[e * T + t] = k[t * D + e];
+      rt_tiles_transpose_scaled(T, D, j->k + kvh * T * D, j->scale, kt); /* scaled: the scores are too */
       have = kvh;
     }
     const int64_t *row_pos = j->positions && j->per_row ? j->positions + b * S : j->positions;

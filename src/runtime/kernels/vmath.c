@@ -2,6 +2,7 @@
  * time with AVX2+FMA where the CPU has them (gemm_small.c's check), else
  * the scalar expf/erff forms. silu took scalar expf per element (issue 23).
  * (--deterministic: always the scalar forms, as the JIT's lowerings.)
+ * Softmax rows take 16 lanes where the kernels run at AVX-512.
  *   exp: Cephes' range reduction x = n ln2 + r, |r| <= ln2/2, a degree-6
  *     polynomial, 2^n applied in two halves so results down to the
  *     denormals round once; within 2 ulp of expf; +-inf, NaN, overflow to
@@ -178,12 +179,65 @@ AVX2 static float scale_max_avx2(float *row, int64_t n, float scale) {
 }
 #endif
 
+#ifdef HAVE_X86
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))
+/* exp8's steps on 16 lanes (the same constants, the same rounding). */
+AVX512 static inline __m512 exp16(__m512 x) {
+  __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(88.8f));
+  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500E-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
+  __m512 y = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  __m512i ni = _mm512_cvtps_epi32(n);
+  __m512i n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
+  const __m512i bias = _mm512_set1_epi32(127);
+  __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+  __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+  y = _mm512_mul_ps(_mm512_mul_ps(y, s1), s2);
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+}
+
+/* rt_softmax_exp on 16 lanes, tails masked (max ignores NaN as fmaxf:
+ * max_ps returns its second operand when either is NaN). */
+AVX512 static double softmax_exp_avx512(float *row, int64_t n, float scale) {
+  __m512 s = _mm512_set1_ps(scale), m = _mm512_set1_ps(-INFINITY);
+  for (int64_t t = 0; t < n; t += 16) {
+    __mmask16 k = n - t >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - t)) - 1);
+    __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + t), s);
+    _mm512_mask_storeu_ps(row + t, k, x);
+    m = _mm512_mask_max_ps(m, k, x, m);
+  }
+  float mx = _mm512_reduce_max_ps(m);
+  if (mx == -INFINITY) mx = 0.0f; /* all -inf scores: exp gives 0, sum 0, NaN as the scalar softmax */
+  __m512 acc = _mm512_setzero_ps(), mv = _mm512_set1_ps(mx);
+  for (int64_t t = 0; t < n; t += 16) {
+    __mmask16 k = n - t >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - t)) - 1);
+    __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + t), mv));
+    _mm512_mask_storeu_ps(row + t, k, e);
+    acc = _mm512_mask_add_ps(acc, k, acc, e);
+  }
+  float lanes[16];
+  _mm512_storeu_ps(lanes, acc);
+  double sum = 0;
+  for (int l = 0; l < 16; l++) sum += lanes[l];
+  return sum;
+}
+#endif
+
 /* row[0..valid) = exp(row * scale - max), returns their sum: softmax but
  * for the division (attention divides its output row instead). */
 double rt_softmax_exp(float *row, int64_t valid, float scale) {
   float mx = -INFINITY;
   bool vector = use_vector();
 #ifdef HAVE_X86
+  if (vector && rt_simd_level() >= RT_SIMD_AVX512) return softmax_exp_avx512(row, valid, scale);
   if (vector) mx = scale_max_avx2(row, valid, scale);
 #endif
   if (!vector)
