@@ -53,6 +53,25 @@ for m in "${models[@]}"; do
     "$ppcc" report "$m.tp.json" > "$gold/$m.tp2pp2.report.txt"
     continue
   fi
+  # A MatMul by a constant weight imports as linear (the weight transposed
+  # once at import to [N, K], read in place by the GEMMs) with the Add of a
+  # constant bias fused: no matmul reads a param, no add a bias.
+  n_linear=$(python3 - "$m.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+params = {p["name"]: p for p in m["params"]}
+made_by = {o: op for op in m["ops"] for o in op["out"]}
+for op in m["ops"]:
+    if op["op"] == "matmul" and any(i in params for i in op["in"]):
+        sys.exit("matmul %s reads a constant weight" % op["out"][0])
+    if op["op"] == "add" and any(made_by.get(i, {}).get("op") == "linear" and len(made_by[i]["in"]) == 2
+                                 for i in op["in"]) and any(len(params.get(i, {}).get("shape", [0, 0])) == 1
+                                                            for i in op["in"]):
+        sys.exit("add %s adds a bias to a linear outside it" % op["out"][0])
+print(sum(op["op"] == "linear" for op in m["ops"]))
+PY
+) || fail "$m: constant-weight MatMul not imported as linear"
+  case $m in ops | select) ;; *) [[ $n_linear -gt 0 ]] || fail "$m: no linear op" ;; esac
   "$ppcc" report "$m.json" > "$m.report.txt"
   diff -u "$gold/$m.report.txt" "$m.report.txt" || fail "$m: report differs from its golden"
   "$ppcc" report "$m.tp.json" > "$m.tp2pp2.report.txt"

@@ -1,7 +1,8 @@
 /* LLM ops and Llama-style models: the reference kernels on known values,
  * the LLM ops sharded against the unsharded reference, generated Llama
  * graphs for TP x PP in {1,2,4}^2, and a prefill + decode pair where the
- * decode step reads the KV cache the prefill wrote. */
+ * decode step reads the KV cache the prefill wrote; attention's prefill
+ * path on the AVX-512 tiles against a double-precision reference. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 #include "ppcc/ops.h"
 #include "ppcc/report.h"
+#include "../src/runtime/kernels/kernels.h"
 #include "ppcc/runtime.h"
 #include "test_support.h"
 
@@ -91,6 +93,96 @@ START_TEST(attention_causal_and_grouped) {
   ppcc_tensor out1 = tensor(PPCC_F32, o1, 4, s1);
   run_kernel(&op, in1, &out1);
   NEAR(o1[0], (e * 10 + 30) / (e + 1)); /* sees both keys */
+}
+END_TEST
+
+/* ---------------- attention against a double-precision reference ---------------- */
+
+typedef struct attn_case {
+  int64_t B, Hq, Hkv, S, T, D, Dv, window;
+  bool causal, positions;
+  double softcap;
+} attn_case;
+
+/* out[b, h, s, :] as the kernel's contract says, in double (NaN where the
+ * query sees no key). */
+static void attention_reference(const attn_case *c, const float *q, const float *k, const float *v,
+                                const int64_t *pos, double scale, double *out) {
+  int64_t group = c->Hq / c->Hkv;
+  double *w = malloc(sizeof(double) * (size_t)c->T);
+  for (int64_t b = 0; b < c->B; b++)
+    for (int64_t h = 0; h < c->Hq; h++)
+      for (int64_t s = 0; s < c->S; s++) {
+        const float *qr = q + ((b * c->Hq + h) * c->S + s) * c->D;
+        const float *kh = k + (b * c->Hkv + h / group) * c->T * c->D, *vh = v + (b * c->Hkv + h / group) * c->T * c->Dv;
+        int64_t last = c->positions ? pos[b * c->S + s] : c->causal ? c->T - c->S + s : c->T - 1;
+        int64_t valid = last < -1 ? 0 : last + 1 > c->T ? c->T : last + 1;
+        int64_t first = c->window > 0 && last >= c->window ? last - c->window + 1 : 0;
+        double mx = -INFINITY, sum = 0;
+        for (int64_t t = first; t < valid; t++) {
+          double x = 0;
+          for (int64_t e = 0; e < c->D; e++) x += (double)qr[e] * kh[t * c->D + e];
+          x *= scale;
+          if (c->softcap > 0) x = tanh(x / c->softcap) * c->softcap;
+          w[t] = x;
+          mx = x > mx ? x : mx;
+        }
+        for (int64_t t = first; t < valid; t++) sum += (w[t] = exp(w[t] - mx));
+        double *o = out + ((b * c->Hq + h) * c->S + s) * c->Dv;
+        for (int64_t e = 0; e < c->Dv; e++) {
+          double acc = 0;
+          for (int64_t t = first; t < valid; t++) acc += w[t] * vh[t * c->Dv + e];
+          o[e] = first < valid ? acc / sum : NAN;
+        }
+      }
+  free(w);
+}
+
+/* Odd sizes (row blocks of 6 with tails, key ranges ending mid-vector,
+ * D and Dv not multiples of 16), GQA, a prefill below a longer cache,
+ * windows, softcap, per-row positions with a row that sees nothing; every
+ * instruction set the CPU has (AVX-512: the tiles' prefill path), 1 and 2
+ * threads. */
+START_TEST(attention_prefill_matches_reference) {
+  static const attn_case cases[] = {
+      {2, 4, 2, 13, 13, 20, 24, 0, true, false, 0},  {1, 6, 2, 7, 15, 64, 64, 0, true, false, 0},
+      {1, 4, 1, 19, 19, 33, 17, 5, true, false, 3},  {2, 2, 2, 8, 9, 16, 80, 0, false, false, 0},
+      {2, 4, 2, 7, 16, 64, 64, 0, false, true, 0},   {1, 16, 4, 128, 128, 64, 64, 0, true, false, 0},
+  };
+  unsigned seed = 11;
+  int was = rt_set_simd_level(RT_SIMD_AVX512), best = rt_simd_level();
+  for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+    const attn_case *c = &cases[ci];
+    int64_t nq = c->B * c->Hq * c->S * c->D, nk = c->B * c->Hkv * c->T * c->D, nv = c->B * c->Hkv * c->T * c->Dv;
+    int64_t no = c->B * c->Hq * c->S * c->Dv;
+    float *q = malloc(sizeof(float) * (size_t)nq), *k = malloc(sizeof(float) * (size_t)nk);
+    float *v = malloc(sizeof(float) * (size_t)nv), *o = malloc(sizeof(float) * (size_t)no);
+    double *want = malloc(sizeof(double) * (size_t)no);
+    int64_t pos[2 * 7];
+    for (int64_t j = 0; j < nq; j++) q[j] = 2.0f * ((float)((seed = seed * 1103515245u + 12345u) >> 9) / 8388608.0f - 1.0f);
+    for (int64_t j = 0; j < nk; j++) k[j] = 2.0f * ((float)((seed = seed * 1103515245u + 12345u) >> 9) / 8388608.0f - 1.0f);
+    for (int64_t j = 0; j < nv; j++) v[j] = (float)((seed = seed * 1103515245u + 12345u) >> 9) / 8388608.0f - 1.0f;
+    for (int64_t j = 0; j < 2 * 7; j++) pos[j] = j == 3 ? -2 : (j * 5) % 16; /* row 3 of batch 0 sees no key */
+    double scale = 1.0 / sqrt((double)c->D);
+    attention_reference(c, q, k, v, pos, scale, want);
+    for (int level = best; level >= RT_SIMD_AVX2; level--)
+      for (int threads = 1; threads <= 2; threads++) {
+        rt_set_simd_level(level);
+        ppcc_rt_set_kernel_threads(threads);
+        for (int64_t j = 0; j < no; j++) o[j] = -12345.0f; /* every element must be written */
+        ck_assert_int_eq(ppcc_rt_attention_f32(c->B, c->Hq, c->S, c->D, c->Hkv, c->T, c->Dv, scale, c->causal,
+                                               c->window, c->softcap, c->positions ? pos : NULL, c->positions, q, k,
+                                               v, o),
+                         0);
+        for (int64_t j = 0; j < no; j++)
+          ck_assert_msg(isnan(want[j]) ? isnan(o[j]) : fabs(o[j] - want[j]) <= 2e-6 + 2e-6 * fabs(want[j]),
+                        "case %zu level %d threads %d: out[%lld] %.9g, reference %.9g", ci, level, threads,
+                        (long long)j, o[j], want[j]);
+      }
+    free(q), free(k), free(v), free(o), free(want);
+  }
+  ppcc_rt_set_kernel_threads(1);
+  rt_set_simd_level(was);
 }
 END_TEST
 
@@ -410,6 +502,7 @@ int main(void) {
   tcase_add_test(k, rms_norm_known_values);
   tcase_add_test(k, softmax_over_first_dim);
   tcase_add_test(k, attention_causal_and_grouped);
+  tcase_add_test(k, attention_prefill_matches_reference);
   tcase_add_test(k, rotary_identity_at_zero_and_norm_preserving);
   tcase_add_test(k, argmax_first_max_and_nan);
   tcase_add_test(k, concat_slice_sum_mean);

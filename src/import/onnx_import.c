@@ -30,7 +30,9 @@ typedef struct entry {
   int value;          /* ppcc value; -1: none yet (const) or deferred */
   int producer;       /* ONNX node index, -1 for inputs/initializers */
   const char *defer;  /* why this computed tensor has no ppcc value */
-  bool hidden;        /* an initializer a graph input overrides: not found by name */
+  bool hidden;        /* not found by name: an initializer a graph input
+                         overrides, or a constant of the importer's own */
+  int transposed;     /* a [K, N] weight: its [N, K] entry's index + 1, 0 none yet */
 } entry;
 
 typedef struct importer {
@@ -90,8 +92,8 @@ static bool rehash(importer *I, int n_slots) {
   return true;
 }
 
-/* A new entry for name (ONNX names are SSA: defined once). */
-static entry *add_entry(importer *I, const char *name) {
+/* A new entry that no name finds (hidden), or NULL when out of memory. */
+static entry *add_hidden_entry(importer *I, const char *name) {
   if (I->n_e == I->n_blocks * ENTRY_BLOCK) { /* a new block; the others stay where they are */
     entry **b = realloc(I->blocks, sizeof(entry *) * (size_t)(I->n_blocks + 1));
     if (!b) return NULL;
@@ -99,16 +101,25 @@ static entry *add_entry(importer *I, const char *name) {
     if (!(b[I->n_blocks] = malloc(sizeof(entry) * ENTRY_BLOCK))) return NULL;
     I->n_blocks++;
   }
-  if ((I->n_e + 1) * 2 > I->n_slots && !rehash(I, I->n_slots ? I->n_slots * 2 : 512)) return NULL;
-  entry *x = entry_at(I, I->n_e);
+  entry *x = entry_at(I, I->n_e++);
   memset(x, 0, sizeof *x);
   x->name = name;
-  x->index = I->n_e;
+  x->index = I->n_e - 1;
   x->value = -1;
   x->producer = I->node ? I->node_index : -1;
+  x->hidden = true;
+  return x;
+}
+
+/* A new entry for name (ONNX names are SSA: defined once). */
+static entry *add_entry(importer *I, const char *name) {
+  if ((I->n_e + 1) * 2 > I->n_slots && !rehash(I, I->n_slots ? I->n_slots * 2 : 512)) return NULL;
+  entry *x = add_hidden_entry(I, name);
+  if (!x) return NULL;
+  x->hidden = false;
   uint64_t h = hash_str(name) & (uint64_t)(I->n_slots - 1);
   while (I->slots[h] >= 0) h = (h + 1) & (uint64_t)(I->n_slots - 1);
-  I->slots[h] = I->n_e++;
+  I->slots[h] = x->index;
   return x;
 }
 
@@ -487,6 +498,69 @@ static int match_attention(importer *I) {
   return emit(I, "attention", 3, in, out_name(I, 0), 2, attrs);
 }
 
+/* A constant f32 weight [K, N] as the linear row's [N, K]: the GEMMs then
+ * read it in place every call (gemm_tiles.c), where a [K, N] matmul
+ * operand had OpenBLAS repack it on every call. Transposed once at import,
+ * shared by every node reading the weight, and named after it. NULL: not
+ * such a weight, or no memory for the copy (the node stays a matmul). */
+static entry *linear_weight(importer *I, const char *name, int64_t K) {
+  static const char suffix[] = ".T";
+  entry *w = find(I, name);
+  if (!w || !w->is_const || w->c.dtype != PPCC_F32 || w->c.rank != 2 || w->c.shape[0] != K || K == 0 ||
+      w->c.shape[1] == 0)
+    return NULL;
+  if (w->transposed) return entry_at(I, w->transposed - 1);
+  size_t len = strlen(w->name) + sizeof suffix;
+  if (len > PPCC_MAX_NAME - 12) return NULL; /* too long a param name */
+  int64_t N = w->c.shape[1];
+  char *tname = ppcc_alloc(I->g, len);
+  ox_tensor t;
+  if (!tname || !ox_tensor_alloc(&t, PPCC_F32, 2, (int64_t[]){N, K})) return NULL;
+  snprintf(tname, len, "%s%s", w->name, suffix);
+  const float *src = w->c.data;
+  float *dst = t.data;
+  for (int64_t k0 = 0; k0 < K; k0 += 64) /* 64 rows of the source at a time stay in cache */
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t k = k0; k < K && k < k0 + 64; k++) dst[n * K + k] = src[k * N + n];
+  entry *x = add_hidden_entry(I, tname); /* no ONNX name can alias it */
+  if (!x) {
+    ox_tensor_free(&t);
+    return NULL;
+  }
+  x->is_const = true;
+  x->c = t;
+  w->transposed = x->index + 1;
+  return x;
+}
+
+/* linear(x, W^T [, bias]) for x [..., K] (computed, f32) times the
+ * constant weight named w; -3 where that is not the case. */
+static int linear_of(importer *I, int x, const char *w, int bias) {
+  if (x < 0 || V(I, x).dtype != PPCC_F32 || V(I, x).rank < 2) return -3;
+  entry *wt = linear_weight(I, w, V(I, x).shape[V(I, x).rank - 1]);
+  if (!wt) return -3;
+  int in[3] = {x, value_of(I, wt), bias};
+  return emit(I, "linear", bias >= 0 ? 3 : 2, in, out_name(I, 0), 0, NULL);
+}
+
+/* Add(MatMul(x, W), b) (either order) with constant W [K, N] and b [N]
+ * -> linear(x, W^T, b): the bias added in the GEMM's pass over the result. */
+static int match_linear_bias(importer *I) {
+  const Onnx__NodeProto *mm;
+  for (int k = 0; k < 2; k++) {
+    const ox_tensor *b = in_const(I, 1 - k);
+    if (!b || b->rank != 1 || b->dtype != PPCC_F32 || !(mm = producer(I, I->node->input[k], "MatMul"))) continue;
+    entry *xe = find(I, mm->input[0]), *we = find(I, mm->input[1]);
+    if (!xe || xe->is_const || xe->value < 0 || !we || !we->is_const || we->c.rank != 2 ||
+        we->c.shape[1] != b->shape[0])
+      continue;
+    int bias = operand(I, 1 - k);
+    if (bias < 0) return bias;
+    return linear_of(I, xe->value, mm->input[1], bias);
+  }
+  return -3;
+}
+
 /* ---------------- node translations ---------------- */
 
 typedef ppcc_status (*node_fn)(importer *I);
@@ -544,6 +618,7 @@ static ppcc_status tr_binary(importer *I) {
   if (strcmp(op, "Mul") == 0) {
     if ((r = match_rms_norm(I)) != -3 || (r = match_gelu(I)) != -3 || (r = match_silu(I)) != -3) return bind(I, 0, r);
   }
+  if (strcmp(op, "Add") == 0 && (r = match_linear_bias(I)) != -3) return bind(I, 0, r);
   double c;
   int x0 = operand(I, 0);
   if (x0 < 0) return x0 == -1 ? PPCC_ERR_INTERNAL : PPCC_ERR_USER;
@@ -580,10 +655,12 @@ static ppcc_status tr_binary(importer *I) {
 }
 
 /* MatMul; a 1-D operand (numpy's rule) is a [1, K] or [K, 1] matrix whose
- * extra dim the result drops. */
+ * extra dim the result drops. A constant weight: linear (linear_weight). */
 static ppcc_status tr_matmul(importer *I) {
   int r = match_attention(I);
   if (r != -3) return bind(I, 0, r);
+  entry *xe = in_entry(I, 0);
+  if (xe && !xe->is_const && (r = linear_of(I, xe->value, I->node->input[1], -3)) != -3) return bind(I, 0, r);
   int in[2] = {operand(I, 0), operand(I, 1)};
   if (in[0] < 0 || in[1] < 0) return PPCC_ERR_USER;
   bool vec_l = V(I, in[0]).rank == 1, vec_r = V(I, in[1]).rank == 1;
@@ -615,6 +692,10 @@ static ppcc_status tr_gemm(importer *I) {
     int in[3] = {x, w, b};
     return bind(I, 0, emit(I, "linear", b >= 0 ? 3 : 2, in, out_name(I, 0), 0, NULL));
   }
+  int r; /* a constant [K, N] B: transposed once at import (linear_weight) */
+  if (!trans_b && alpha == 1 && (b < 0 || (bias1 && beta == 1)) && !in_entry(I, 0)->is_const &&
+      (b < 0 || V(I, b).shape[0] == V(I, w).shape[1]) && (r = linear_of(I, x, I->node->input[1], b)) != -3)
+    return bind(I, 0, r);
   if (trans_b) w = emit(I, "transpose", 1, &w, tmp_name(I), 0, NULL);
   int in[2] = {x, w};
   bool more = alpha != 1 || b >= 0;

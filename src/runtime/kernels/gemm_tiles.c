@@ -160,56 +160,63 @@ static void dot_cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *
   }
 }
 
-/* R A rows x 64 columns (the last `cols` < 64 masked), B rows k0..k1: C's
- * tile starts at zero (k0 == 0) or from C. */
-#define OUTER_TILE(R)                                                                                          \
-  AVX512 static void outer_tile_##R(int64_t k0, int64_t k1, int64_t K, const float *A, const float *B,        \
-                                    int64_t ldb, float *C, int64_t ldc, int64_t cols) {                       \
-    __mmask16 m[4];                                                                                            \
-    _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) m[v] = tail16(cols - 16 * v);                          \
-    __m512 c[R][4];                                                                                            \
+/* R A rows (row stride lda) x NV vectors of 16 columns (the last `cols` <
+ * 16 NV masked), B rows k0..k1: C's tile starts at zero (k0 == 0) or from
+ * C. A tile narrower than 64 columns ends a row's last panel (attention's
+ * causal scores end anywhere) without FMAs on wholly masked vectors. */
+#define OUTER_TILE(R, NV)                                                                                      \
+  AVX512 static void outer_tile_##R##_##NV(int64_t k0, int64_t k1, int64_t lda, const float *A, const float *B, \
+                                           int64_t ldb, float *C, int64_t ldc, int64_t cols) {                \
+    __mmask16 m[NV];                                                                                           \
+    _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) m[v] = tail16(cols - 16 * v);                         \
+    __m512 c[R][NV];                                                                                           \
     _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                                        \
-      _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++)                                                      \
+      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                     \
         c[i][v] = k0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m[v], C + i * ldc + 16 * v);          \
     for (int64_t k = k0; k < k1; k++) {                                                                        \
       const float *b = B + k * ldb;                                                                            \
-      __m512 bv[4];                                                                                            \
-      _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);     \
+      __m512 bv[NV];                                                                                           \
+      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);    \
       _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {                                                    \
-        __m512 a = _mm512_set1_ps(A[i * K + k]);                                                               \
-        _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) c[i][v] = _mm512_fmadd_ps(a, bv[v], c[i][v]);      \
+        __m512 a = _mm512_set1_ps(A[i * lda + k]);                                                             \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) c[i][v] = _mm512_fmadd_ps(a, bv[v], c[i][v]);     \
       }                                                                                                        \
     }                                                                                                          \
     _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                                        \
-      _Pragma("GCC unroll 4") for (int v = 0; v < 4; v++) _mm512_mask_storeu_ps(C + i * ldc + 16 * v, m[v], c[i][v]); \
+      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(C + i * ldc + 16 * v, m[v], c[i][v]); \
   }
-OUTER_TILE(1)
-OUTER_TILE(2)
-OUTER_TILE(3)
-OUTER_TILE(4)
-OUTER_TILE(5)
-OUTER_TILE(6)
+#define OUTER_ROW(R) OUTER_TILE(R, 1) OUTER_TILE(R, 2) OUTER_TILE(R, 3) OUTER_TILE(R, 4)
+OUTER_ROW(1)
+OUTER_ROW(2)
+OUTER_ROW(3)
+OUTER_ROW(4)
+OUTER_ROW(5)
+OUTER_ROW(6)
 
 typedef void (*outer_tile_fn)(int64_t, int64_t, int64_t, const float *, const float *, int64_t, float *, int64_t,
                               int64_t);
-static const outer_tile_fn outer_tiles[NN_R + 1] = {NULL,         outer_tile_1, outer_tile_2, outer_tile_3,
-                                                    outer_tile_4, outer_tile_5, outer_tile_6};
+#define OUTER_FNS(R) {NULL, outer_tile_##R##_1, outer_tile_##R##_2, outer_tile_##R##_3, outer_tile_##R##_4}
+static const outer_tile_fn outer_tiles[NN_R + 1][NN_W / 16 + 1] = {{NULL},        OUTER_FNS(1), OUTER_FNS(2),
+                                                                   OUTER_FNS(3),  OUTER_FNS(4), OUTER_FNS(5),
+                                                                   OUTER_FNS(6)};
 
-/* Columns n0..n1 of C = A . B, B [K, N]. */
-static void outer_cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, int64_t ldb,
-                       float *C, int64_t ldc) {
+/* Columns n0..n1 of C = A . B, A [M, K] with row stride lda, B [K, N]. */
+static void outer_cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, int64_t lda, const float *B,
+                       int64_t ldb, float *C, int64_t ldc) {
   if (K == 0) {
     for (int64_t i = 0; i < M; i++) memset(C + i * ldc + n0, 0, (size_t)(n1 - n0) * 4);
     return;
   }
-  for (int64_t n = n0; n < n1; n += NN_W)
+  for (int64_t n = n0; n < n1; n += NN_W) {
+    int nv = n1 - n >= NN_W ? NN_W / 16 : (int)((n1 - n + 15) / 16);
     for (int64_t k0 = 0; k0 < K; k0 += KCN) {
       int64_t k1 = k0 + KCN < K ? k0 + KCN : K;
       for (int64_t i = 0; i < M; i += NN_R) {
         int r = M - i < NN_R ? (int)(M - i) : NN_R;
-        outer_tiles[r](k0, k1, K, A + i * K, B + n, ldb, C + i * ldc + n, ldc, n1 - n);
+        outer_tiles[r][nv](k0, k1, lda, A + i * lda, B + n, ldb, C + i * ldc + n, ldc, n1 - n);
       }
     }
+  }
 }
 #endif
 
@@ -227,7 +234,7 @@ void rt_sgemm_tiles_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K
 #ifdef HAVE_X86
   if (rt_sgemm_tiles_in_use()) {
     if (b_transposed) dot_cols(M, n0, n1, K, A, B, C, N);
-    else outer_cols(M, n0, n1, K, A, B, N, C, N);
+    else outer_cols(M, n0, n1, K, A, K, B, N, C, N);
     return;
   }
 #endif
@@ -256,6 +263,18 @@ void rt_sgemm_tiles(int64_t M, int64_t N, int64_t K, const float *A, const float
   int64_t max_parts = M * N * K / (256 * 1024);
   int parts = threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1);
   rt_parallel_parts(parts, tiles_part, &j);
+}
+
+bool rt_sgemm_tiles_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                            int64_t ldb, float *C, int64_t ldc) {
+#ifdef HAVE_X86
+  if (rt_sgemm_tiles_in_use()) {
+    if (M > 0 && N > 0) outer_cols(M, 0, N, K, A, lda, B, ldb, C, ldc);
+    return true;
+  }
+#endif
+  (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
+  return false;
 }
 
 bool rt_sgemm_tiles_pay(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed) {

@@ -83,6 +83,12 @@ void rt_sgemm_tiles(int64_t M, int64_t N, int64_t K, const float *A, const float
                     int threads);
 void rt_sgemm_tiles_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
                          bool b_transposed, float *C);
+/* C[M, N] = A[M, K] . B[K, N] with row strides lda, ldb, ldc on the
+ * calling thread, through the [K, N] tiles (attention's products on a
+ * block of its score rows); false, computing nothing, where the tiles are
+ * not in use. */
+bool rt_sgemm_tiles_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                            int64_t ldb, float *C, int64_t ldc);
 /* ppcc_rt_sgemm's OpenBLAS path (columns split over `threads`); false
  * where it cannot run (no OpenBLAS, sizes over int, buffers would not
  * fit): nothing is computed then. */
@@ -107,5 +113,8 @@ void rt_vsigmoid(const float *x, float *y, int64_t n);
 void rt_vgelu(const float *x, float *y, int64_t n);
 /* row = softmax(row * scale) over its first `valid` entries, 0 after. */
 void rt_softmax_row(float *row, int64_t n, float scale, int64_t valid);
+/* row[0..valid) = exp(row * scale - its max); returns their sum (the
+ * softmax without its division). */
+double rt_softmax_exp(float *row, int64_t valid, float scale);
 
 #endif

@@ -316,21 +316,33 @@ typedef struct attn_job {
   float softcap;  /* > 0: scaled scores x become softcap * tanh(x / softcap) */
 } attn_job;
 
+/* The keys [*first, *valid) a query at position `last` sees: a prefix,
+ * less a window's hidden start; none when *first >= *valid. */
+static void visible_keys(const attn_job *j, int64_t last, int64_t *first, int64_t *valid) {
+  int64_t T = j->T;
+  *valid = last < -1 ? 0 : last + 1 > T ? T : last + 1;
+  *first = j->window > 0 && last >= j->window ? last - j->window + 1 : 0;
+}
+
+/* Gemma 2's cap on scaled scores (as transformers' eager attention);
+ * returns the scale still to apply. */
+static float cap_scores(const attn_job *j, float *row, int64_t n) {
+  if (j->softcap <= 0) return j->scale;
+  for (int64_t t = 0; t < n; t++) row[t] = tanhf(row[t] * j->scale / j->softcap) * j->softcap;
+  return 1.0f;
+}
+
 /* Scale, cap, mask and softmax of one score row whose query sees keys
  * [first, valid): the rest are 0, or every key NaN when none is visible
  * (softmax of all -inf, as the linalg lowering). */
 static void attention_row(const attn_job *j, float *row, int64_t last) {
-  int64_t T = j->T, valid = last < -1 ? 0 : last + 1 > T ? T : last + 1;
-  int64_t first = j->window > 0 && last >= j->window ? last - j->window + 1 : 0;
+  int64_t T = j->T, first, valid;
+  visible_keys(j, last, &first, &valid);
   if (first >= valid) {
     for (int64_t t = 0; t < T; t++) row[t] = NAN;
     return;
   }
-  float scale = j->scale;
-  if (j->softcap > 0) { /* Gemma 2, as transformers' eager attention */
-    for (int64_t t = first; t < valid; t++) row[t] = tanhf(row[t] * scale / j->softcap) * j->softcap;
-    scale = 1.0f;
-  }
+  float scale = cap_scores(j, row + first, valid - first);
   for (int64_t t = 0; t < first; t++) row[t] = 0.0f;
   rt_softmax_row(row + first, T - first, scale, valid - first);
 }
@@ -361,6 +373,78 @@ static void attention_part(void *arg, int part, int parts) {
   rt_reuse_free(p);
 }
 
+/* Prefill on the AVX-512 tiles (gemm_tiles.c): per query head, blocks of
+ * ATT_ROWS query rows (one [K, N] register tile) go through
+ *   P[rows, keys] = Q[rows, D] . K^T[D, keys]   (K transposed once per kv head),
+ *   exp of the scaled scores (rt_softmax_exp, in L1),
+ *   O[rows, Dv] = P . V[keys, Dv], each row then divided by its sum,
+ * over only the keys some row of the block sees: a causal prefill computes
+ * about half the square (the masked upper triangle is skipped, not
+ * multiplied by zero). OpenBLAS's sgemm repacked K and V on each call. */
+enum { ATT_ROWS = 6 };
+
+static void attention_block(const attn_job *j, const int64_t *row_pos, int64_t s0, int64_t rows, const float *q,
+                            const float *kt, const float *v, float *o, float *p) {
+  int64_t first[ATT_ROWS], valid[ATT_ROWS], c0 = j->T, c1 = 0, S = j->S;
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t s = s0 + r, last = row_pos ? row_pos[s] : j->causal ? j->T - S + s : j->T - 1;
+    visible_keys(j, last, &first[r], &valid[r]);
+    if (first[r] >= valid[r]) continue;
+    c0 = first[r] < c0 ? first[r] : c0;
+    c1 = valid[r] > c1 ? valid[r] : c1;
+  }
+  int64_t w = c1 > c0 ? c1 - c0 : 0, Dv = j->Dv;
+  double sum[ATT_ROWS];
+  if (w > 0) {
+    rt_sgemm_tiles_strided(rows, w, j->D, q + s0 * j->D, j->D, kt + c0, j->T, p, w);
+    for (int64_t r = 0; r < rows; r++) {
+      float *row = p + r * w;
+      if (first[r] >= valid[r]) {
+        memset(row, 0, (size_t)w * 4);
+        continue;
+      }
+      int64_t a = first[r] - c0, b = valid[r] - c0;
+      memset(row, 0, (size_t)a * 4);
+      memset(row + b, 0, (size_t)(w - b) * 4);
+      sum[r] = rt_softmax_exp(row + a, b - a, cap_scores(j, row + a, b - a));
+    }
+    rt_sgemm_tiles_strided(rows, Dv, w, p, w, v + c0 * Dv, Dv, o + s0 * Dv, Dv);
+  }
+  for (int64_t r = 0; r < rows; r++) { /* none visible: NaN, as softmax of all -inf */
+    float *orow = o + (s0 + r) * Dv, inv = first[r] < valid[r] ? (float)(1.0 / sum[r]) : NAN;
+    for (int64_t e = 0; e < Dv; e++) orow[e] = first[r] < valid[r] ? orow[e] * inv : NAN;
+  }
+}
+
+/* The (batch, query head) units of one part, K transposed whenever the
+ * unit's kv head changes (a part's heads run in order, so once per group). */
+static void attention_part_tiles(void *arg, int part, int parts) {
+  attn_job *j = arg;
+  int64_t first, end, T = j->T, S = j->S, D = j->D;
+  rt_part_range(j->B * j->Hq, 1, part, parts, &first, &end);
+  if (end <= first) return;
+  float *kt = rt_reuse_alloc(((D + ATT_ROWS) * T > 0 ? (D + ATT_ROWS) * T : 1) * 4), *p = kt + D * T;
+  if (!kt) {
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  int64_t have = -1; /* the kv head now in kt */
+  for (int64_t unit = first; unit < end; unit++) {
+    int64_t b = unit / j->Hq, h = unit % j->Hq, kvh = b * j->Hkv + h / j->group;
+    if (kvh != have) {
+      const float *k = j->k + kvh * T * D;
+      for (int64_t t = 0; t < T; t++)
+        for (int64_t e = 0; e < D; e++) kt[e * T + t] = k[t * D + e];
+      have = kvh;
+    }
+    const int64_t *row_pos = j->positions && j->per_row ? j->positions + b * S : j->positions;
+    for (int64_t s0 = 0; s0 < S; s0 += ATT_ROWS)
+      attention_block(j, row_pos, s0, S - s0 < ATT_ROWS ? S - s0 : ATT_ROWS, j->q + (b * j->Hq + h) * S * D, kt,
+                      j->v + kvh * T * j->Dv, j->out + (b * j->Hq + h) * S * j->Dv, p);
+  }
+  rt_reuse_free(kt);
+}
+
 int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
                           double scale, bool causal, int64_t window, double softcap, const int64_t *positions,
                           bool per_row, const float *q, const float *k, const float *v, float *out) {
@@ -372,9 +456,14 @@ int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t H
    * thread each) when a pair is worth waking a worker for */
   int64_t pairs = B * Hkv, flops = j.group * S * T * (D + Dv);
   int threads = rt_kernel_threads();
-  int parts = pairs < threads ? (int)pairs : threads;
+  /* a prefill's rows through the tiles; a decode step's few rows (K's
+   * transpose would cost what they compute) and --deterministic (one
+   * summation order whatever the rows) through ppcc_rt_sgemm */
+  bool tiles = S >= ATT_ROWS && rt_sgemm_tiles_in_use() && !rt_row_invariant_matmul();
+  int64_t units = tiles ? B * Hq : pairs;
+  int parts = units < threads ? (int)units : threads;
   if (flops * pairs < (1 << 18)) parts = 1;
-  rt_parallel_parts(parts, attention_part, &j);
+  rt_parallel_parts(parts, tiles ? attention_part_tiles : attention_part, &j);
   return atomic_load(&j.failed) ? -2 : 0;
 }
 

@@ -159,29 +159,58 @@ AVX2 static double exp_shift_sum_avx2(float *y, int64_t n, float mx) {
 }
 #endif
 
+#ifdef HAVE_X86
+/* row *= scale over n, returns the maximum (NaN entries ignored, as fmaxf:
+ * max_ps returns its second operand when either is NaN). */
+AVX2 static float scale_max_avx2(float *row, int64_t n, float scale) {
+  __m256 s = _mm256_set1_ps(scale), m = _mm256_set1_ps(-INFINITY);
+  int64_t t = 0;
+  for (; t + 8 <= n; t += 8) {
+    __m256 x = _mm256_mul_ps(_mm256_loadu_ps(row + t), s);
+    _mm256_storeu_ps(row + t, x);
+    m = _mm256_max_ps(x, m);
+  }
+  float lanes[8], mx = -INFINITY;
+  _mm256_storeu_ps(lanes, m);
+  for (int l = 0; l < 8; l++) mx = fmaxf(mx, lanes[l]);
+  for (; t < n; t++) mx = fmaxf(mx, row[t] *= scale);
+  return mx;
+}
+#endif
+
+/* row[0..valid) = exp(row * scale - max), returns their sum: softmax but
+ * for the division (attention divides its output row instead). */
+double rt_softmax_exp(float *row, int64_t valid, float scale) {
+  float mx = -INFINITY;
+  bool vector = use_vector();
+#ifdef HAVE_X86
+  if (vector) mx = scale_max_avx2(row, valid, scale);
+#endif
+  if (!vector)
+    for (int64_t t = 0; t < valid; t++) {
+      row[t] *= scale;
+      mx = fmaxf(mx, row[t]);
+    }
+  if (mx == -INFINITY) mx = 0.0f; /* all -inf scores: exp gives 0, sum 0, NaN as the scalar softmax */
+#ifdef HAVE_X86
+  if (vector) return exp_shift_sum_avx2(row, valid, mx);
+#endif
+  double sum = 0;
+  for (int64_t t = 0; t < valid; t++) sum += (row[t] = expf(row[t] - mx));
+  return sum;
+}
+
 /* row[0..n) = softmax(row * scale) where only the first `valid` entries
  * take part (the rest, masked keys, become 0): the attention's scores in
  * one pass for scale and max, one for exp and sum, one to normalise. */
 void rt_softmax_row(float *row, int64_t n, float scale, int64_t valid) {
   if (valid > n) valid = n;
   if (valid < 0) valid = 0;
-  float mx = -INFINITY;
-  for (int64_t t = 0; t < valid; t++) {
-    row[t] *= scale;
-    mx = fmaxf(mx, row[t]);
-  }
   for (int64_t t = valid; t < n; t++) row[t] = 0.0f;
   if (valid == 0) { /* every key masked: as softmax of all -inf (NaN) */
     for (int64_t t = 0; t < n; t++) row[t] = NAN;
     return;
   }
-  if (mx == -INFINITY) mx = 0.0f; /* all -inf scores: exp gives 0, sum 0, NaN as the scalar softmax */
-  double sum = 0;
-#ifdef HAVE_X86
-  if (use_vector()) sum = exp_shift_sum_avx2(row, valid, mx);
-  else
-#endif
-    for (int64_t t = 0; t < valid; t++) sum += (row[t] = expf(row[t] - mx));
-  float inv = (float)(1.0 / sum);
+  float inv = (float)(1.0 / rt_softmax_exp(row, valid, scale));
   for (int64_t t = 0; t < valid; t++) row[t] *= inv;
 }
