@@ -17,11 +17,14 @@
 /* The one-row (decode) kernels read each weight byte once, from memory
  * or L3: the hardware prefetcher alone kept a core at 7-9 GB/s there
  * (2816 x 1024 matrices, 40 of them in turn), prefetching the bytes 4 KiB
- * ahead of each block 12-18 GB/s (1024 and 2048 ahead measured less). */
-#define QD_PF_DIST 4096
+ * ahead of each block 12-18 GB/s. The distance: 4 KiB for the 32-value
+ * formats (q8_0: 1 and 2 KiB measured less), 2 KiB for the k-quants
+ * (q4_k 86-87 us per call against 92 at 4 KiB, bench_qmatvec, 1 thread;
+ * q6_k the same either way). */
+#define QD_PF_DIST(BYTES) ((BYTES) > 64 ? 2048 : 4096)
 #define QD_PREFETCH(w, BYTES)                                                                       \
   do {                                                                                              \
-    for (int pf_ = 0; pf_ < (BYTES); pf_ += 64) _mm_prefetch((const char *)(w) + QD_PF_DIST + pf_, _MM_HINT_T0); \
+    for (int pf_ = 0; pf_ < (BYTES); pf_ += 64) _mm_prefetch((const char *)(w) + QD_PF_DIST(BYTES) + pf_, _MM_HINT_T0); \
   } while (0)
 
 /* ---- 32-value blocks: w = d * (u - off) (+ m), u unsigned, or q8_0's signed bytes ---- */
