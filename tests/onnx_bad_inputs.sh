@@ -50,6 +50,9 @@ expect_error "$tmp/old_junk.onnx" ""
 # a Mul with one input feeding the GELU pattern matcher (found by fuzz_onnx:
 # the matcher read a second input that was not there)
 expect_error "$bad/fuzz_match_gelu_short_mul.onnx" "Mul takes 2 inputs, got 1"
+# a MatMul with one input (found by fuzz_onnx: the constant-weight linear
+# matcher read the second input that was not there)
+expect_error "$bad/fuzz_matmul_one_input.onnx" "MatMul takes 2 inputs, got 1"
 # a Softmax axis far out of range (found by fuzz_onnx: imported to a
 # model.json that did not load); emit() checks what loading checks
 expect_error "$bad/fuzz_softmax_axis_huge.onnx" "(Softmax): softmax's dim would hold -2305843009213693953, beyond the integers model.json holds" \

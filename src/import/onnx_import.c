@@ -657,6 +657,8 @@ static ppcc_status tr_binary(importer *I) {
 /* MatMul; a 1-D operand (numpy's rule) is a [1, K] or [K, 1] matrix whose
  * extra dim the result drops. A constant weight: linear (linear_weight). */
 static ppcc_status tr_matmul(importer *I) {
+  if (I->node->n_input != 2) /* the matchers below read input[1] */
+    return ppcc_error(I->d, "%s: MatMul takes 2 inputs, got %zu", I->who, I->node->n_input);
   int r = match_attention(I);
   if (r != -3) return bind(I, 0, r);
   entry *xe = in_entry(I, 0);
