@@ -145,23 +145,24 @@ static const dot_tile_fn dot_tiles[TM + 1][TN + 1] = {{NULL}, DOT_FNS(1), DOT_FN
  * starts, instead of stalling that block's first tile (about a tenth of a
  * BERT linear's time when the weights are not cached). */
 typedef struct prefetcher {
-  const float *B;
-  int64_t K, n, nb, k0, lines_per_row, line, lines, per_tile;
+  const float *row; /* the next line's row of B, at the block's k0 */
+  int64_t K, lines_per_row, col, left, per_tile;
 } prefetcher;
 
 static void pf_start(prefetcher *p, const float *B, int64_t K, int64_t n, int64_t nb, int64_t k0, int64_t k1,
                      int64_t tiles) {
-  p->B = B, p->K = K, p->n = n, p->nb = nb, p->k0 = k0;
+  p->row = B + n * K + k0;
+  p->K = K;
   p->lines_per_row = (k1 - k0 + 15) / 16;
-  p->line = 0;
-  p->lines = nb > 0 ? nb * p->lines_per_row : 0;
-  p->per_tile = tiles > 0 ? (p->lines + tiles - 1) / tiles : p->lines;
+  p->col = 0;
+  p->left = nb > 0 ? nb * p->lines_per_row : 0;
+  p->per_tile = tiles > 0 ? (p->left + tiles - 1) / tiles : p->left;
 }
 
 static inline void pf_next(prefetcher *p) {
-  for (int64_t e = p->line + p->per_tile < p->lines ? p->line + p->per_tile : p->lines; p->line < e; p->line++) {
-    int64_t row = p->line / p->lines_per_row, col = p->line % p->lines_per_row;
-    __builtin_prefetch(p->B + (p->n + row) * p->K + p->k0 + 16 * col, 0, 2);
+  for (int64_t e = p->per_tile < p->left ? p->per_tile : p->left; e > 0; e--, p->left--) {
+    __builtin_prefetch(p->row + 16 * p->col, 0, 2);
+    if (++p->col == p->lines_per_row) p->col = 0, p->row += p->K;
   }
 }
 
