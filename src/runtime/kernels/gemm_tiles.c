@@ -32,6 +32,7 @@
 #define NN_R 6   /* A rows of an outer-product tile */
 #define NN_W 64  /* its columns (4 vectors) */
 #define KCN 128  /* B rows of an outer-product panel (32 KiB) */
+#define PF_MIN_TILES 8 /* row tiles of a block for the next block's prefetch to pay */
 
 #ifdef HAVE_X86
 #define AVX512 __attribute__((target("avx512f,avx2,fma")))
@@ -155,7 +156,9 @@ static void pf_start(prefetcher *p, const float *B, int64_t K, int64_t n, int64_
   p->K = K;
   p->lines_per_row = (k1 - k0 + 15) / 16;
   p->col = 0;
-  p->left = nb > 0 ? nb * p->lines_per_row : 0;
+  /* a few row tiles (M of a small batch) stream B faster than software
+   * prefetches could hand it out: the hardware's prefetch serves them */
+  p->left = nb > 0 && tiles >= PF_MIN_TILES ? nb * p->lines_per_row : 0;
   p->per_tile = tiles > 0 ? (p->left + tiles - 1) / tiles : p->left;
 }
 
