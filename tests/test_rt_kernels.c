@@ -256,9 +256,10 @@ END_TEST
 
 
 /* The kernels split among the kernel threads (layer_norm and rms_norm by
- * rows, linear's bias by rows, same-shape add and gelu by elements): the
- * same bits with 1 and 2 threads, on sizes big enough to be split and not
- * multiples of the split's alignment, and the right values. */
+ * rows, linear's bias by rows, same-shape add and gelu by elements,
+ * permute by blocks): the same bits with 1 and 2 threads, on sizes big
+ * enough to be split and not multiples of the split's alignment, and the
+ * right values. */
 static void run_threads(int threads, const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out) {
   ppcc_rt_set_kernel_threads(threads);
   run(op, in, out);
@@ -328,6 +329,20 @@ START_TEST(split_kernels_same_bits_on_two_threads) {
     double want = 0.5 * x[j] * erfc(-x[j] / sqrt(2.0));
     ck_assert_double_eq_tol(y2[j], want, 1e-6 * (1 + fabs(want)));
   }
+
+  /* permute [0, 2, 1, 3] of [2, 100, 7, 50] (blocks of 50 elements) */
+  int64_t sp[] = {2, 100, 7, 50}, spo[] = {2, 7, 100, 50}, perm[] = {0, 2, 1, 3};
+  ppcc_attr pa = {.name = "perm", .type = PPCC_ATTR_INTS, .n = 4, .ints = perm};
+  ppcc_op permute = op_of("permute", 1, &pa, 1);
+  ppcc_tensor px = tensor(PPCC_F32, 4, sp, x), p1 = tensor(PPCC_F32, 4, spo, y1), p2 = tensor(PPCC_F32, 4, spo, y2);
+  run_threads(1, &permute, &px, &p1);
+  run_threads(2, &permute, &px, &p2);
+  ck_assert_mem_eq(y1, y2, sizeof(float) * 2 * 100 * 7 * 50);
+  for (int a = 0; a < 2; a++)
+    for (int h = 0; h < 7; h++)
+      for (int t = 0; t < 100; t++)
+        for (int e = 0; e < 50; e += 7)
+          ck_assert_float_eq(y2[((a * 7 + h) * 100 + t) * 50 + e], x[((a * 100 + t) * 7 + h) * 50 + e]);
   free(x), free(z), free(w), free(b), free(y1), free(y2), free(wt);
 }
 END_TEST

@@ -247,36 +247,57 @@ static void get_perm(const ppcc_op *op, int rank, int *perm) {
 
 /* out[i0..] = in[i_perm...]: walk the output, step the input offset. The
  * trailing dims a permutation leaves in place are one contiguous block in
- * both tensors, copied whole ([0, 2, 1, 3] moves rows of D elements). */
+ * both tensors, copied whole ([0, 2, 1, 3] moves rows of D elements). The
+ * blocks are split among the kernel threads, each part starting its walk
+ * at its first block. */
+typedef struct transpose_job {
+  const char *src;
+  char *dst;
+  const int64_t *out_shape;
+  int64_t os[PPCC_MAX_RANK]; /* input stride (elements) of output dim i */
+  int kept;                  /* dims kept..rank-1 stay in place: one block */
+  size_t bytes, es;          /* a block's bytes, an element's */
+} transpose_job;
+
+static void transpose_blocks(void *arg, int64_t j0, int64_t j1) {
+  const transpose_job *t = arg;
+  int64_t idx[PPCC_MAX_RANK] = {0}, off = 0, rest = j0;
+  for (int i = t->kept - 1; i >= 0; i--) { /* block j0's output index */
+    idx[i] = rest % t->out_shape[i];
+    rest /= t->out_shape[i];
+    off += idx[i] * t->os[i];
+  }
+  for (int64_t j = j0; j < j1; j++) {
+    memcpy(t->dst + (size_t)j * t->bytes, t->src + (size_t)off * t->es, t->bytes);
+    for (int i = t->kept - 1; i >= 0; i--) {
+      off += t->os[i];
+      if (++idx[i] < t->out_shape[i]) break;
+      off -= t->os[i] * t->out_shape[i];
+      idx[i] = 0;
+    }
+  }
+}
+
 static ppcc_status kernel_transpose(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out,
                                     ppcc_diag *d) {
   const ppcc_tensor *x = &in[0];
   int r = x->rank, perm[PPCC_MAX_RANK];
   get_perm(op, r, perm);
-  int64_t xs[PPCC_MAX_RANK], os[PPCC_MAX_RANK], idx[PPCC_MAX_RANK] = {0};
+  int64_t xs[PPCC_MAX_RANK];
   int64_t s = 1;
   for (int i = r - 1; i >= 0; i--) {
     xs[i] = s;
     s *= x->shape[i];
   }
-  for (int i = 0; i < r; i++) os[i] = xs[perm[i]]; /* input stride of output dim i */
-  int kept = r; /* dims kept..r-1 stay in place */
-  while (kept > 0 && perm[kept - 1] == kept - 1) kept--;
+  transpose_job t = {.src = x->data, .dst = out->data, .out_shape = out->shape, .es = (size_t)ppcc_dtype_size(x->dtype)};
+  for (int i = 0; i < r; i++) t.os[i] = xs[perm[i]];
+  t.kept = r;
+  while (t.kept > 0 && perm[t.kept - 1] == t.kept - 1) t.kept--;
   int64_t block = 1;
-  for (int i = kept; i < r; i++) block *= x->shape[i];
-  size_t bytes = (size_t)(block * ppcc_dtype_size(x->dtype));
-  const char *src = x->data;
-  char *dst = out->data;
-  int64_t n = block > 0 ? numel(x) / block : 0, off = 0;
-  for (int64_t j = 0; j < n; j++) {
-    memcpy(dst + j * bytes, src + off * ppcc_dtype_size(x->dtype), bytes);
-    for (int i = kept - 1; i >= 0; i--) {
-      off += os[i];
-      if (++idx[i] < out->shape[i]) break;
-      off -= os[i] * out->shape[i];
-      idx[i] = 0;
-    }
-  }
+  for (int i = t.kept; i < r; i++) block *= x->shape[i];
+  t.bytes = (size_t)block * t.es;
+  int64_t n = block > 0 ? numel(x) / block : 0;
+  rt_parallel_range(n, 1, 65536 / (int64_t)(t.bytes > 0 ? t.bytes : 1) + 1, transpose_blocks, &t);
   return PPCC_OK;
 }
 
