@@ -74,6 +74,25 @@ START_TEST(gelu_matches_double_reference) {
 }
 END_TEST
 
+/* gelu's 16 lanes (where the CPU has AVX-512) give the 8 lanes' bits on
+ * every input and every tail length. */
+START_TEST(gelu_avx512_same_bits_as_avx2) {
+  if (rt_simd_level() < RT_SIMD_AVX512) return;
+  rt_set_simd(true);
+  static float x[CAP], y8[CAP], y16[CAP];
+  int n = inputs(x, CAP);
+  for (int len = n - 17; len <= n; len++) {
+    int level_was = rt_set_simd_level(RT_SIMD_AVX2);
+    rt_vgelu(x, y8, len);
+    rt_set_simd_level(level_was);
+    rt_vgelu(x, y16, len);
+    for (int i = 0; i < len; i++)
+      ck_assert_msg(memcmp(&y8[i], &y16[i], 4) == 0 || (isnan(y8[i]) && isnan(y16[i])),
+                    "gelu(%.9g): %.9g on 8 lanes, %.9g on 16", x[i], y8[i], y16[i]);
+  }
+}
+END_TEST
+
 /* Every length hits the masked tail; in place works. */
 START_TEST(tails_and_in_place) {
   rt_set_simd(true);
@@ -142,6 +161,7 @@ int main(void) {
   TCase *tc = t_add_tcase(s, "vmath", 0);
   tcase_add_test(tc, exp_silu_sigmoid_match_scalar);
   tcase_add_test(tc, gelu_matches_double_reference);
+  tcase_add_test(tc, gelu_avx512_same_bits_as_avx2);
   tcase_add_test(tc, tails_and_in_place);
   tcase_add_test(tc, plain_path_is_scalar);
   tcase_add_test(tc, softmax_rows);
