@@ -161,6 +161,22 @@ START_TEST(contractions_of_any_rank_call_the_runtime) {
 }
 END_TEST
 
+/* linear with a bias is one runtime call (GEMM and bias, the bias's rows
+ * split among the kernel threads), no linalg loop for the bias, on [B, S,
+ * H] and [M, K] inputs; the JIT matches the reference and the linalg form. */
+START_TEST(linear_with_bias_is_one_runtime_call) {
+  ppcc_graph *g = model(1,
+                        "{'name': 'w', 'dtype': 'f32', 'shape': [40, 16]},"
+                        "{'name': 'b', 'dtype': 'f32', 'shape': [40]}",
+                        "{'name': 'x', 'dtype': 'f32', 'shape': [2, 6, 16]},"
+                        "{'name': 'x2', 'dtype': 'f32', 'shape': [3, 16]}",
+                        "{'op': 'linear', 'in': ['x', 'w', 'b'], 'out': ['y']},"
+                        "{'op': 'linear', 'in': ['x2', 'w', 'b'], 'out': ['y2']}",
+                        "'y', 'y2'");
+  expect_runtime_calls(g, "call @ppcc_rt_linear_f32", "call @ppcc_rt_linear_f32");
+}
+END_TEST
+
 /* Attention with the importers' positions operand (i64 [S] and i32
  * [B, S], per row) calls the runtime's kernel too, not linalg loops (3x
  * slower at 256 tokens), and matches the reference and the linalg form. */
@@ -491,6 +507,7 @@ int main(void) {
   tcase_add_test(tc, linalg_matmul_instead_of_openblas);
   tcase_add_test(tc, conv_calls_the_runtime_and_its_linalg_form_agrees);
   tcase_add_test(tc, contractions_of_any_rank_call_the_runtime);
+  tcase_add_test(tc, linear_with_bias_is_one_runtime_call);
   tcase_add_test(tc, attention_with_positions_calls_the_runtime);
   tcase_add_test(tc, llama_matches_pytorch_logits);
   tcase_add_test(tc, jit_reuses_buffers_after_their_last_use);

@@ -8,6 +8,7 @@
  *   ppcc_rt_all_gather_T(op, dtype, group, rank, outer, inner, shard, full)
  *   ppcc_rt_reduce_scatter_T(op, dtype, group, rank, outer, inner, full, shard)
  *   ppcc_rt_matmul_f32(a, b, c, b_transposed)                    (OpenBLAS)
+ *   ppcc_rt_linear_f32(a, w, bias, c)          (a . w^T + bias, the bias threaded)
  *   ppcc_rt_conv_f32(x, w, y, group, strides, dilations, pads)   (im2col + GEMM)
  *   ppcc_rt_attention_f32(q, k, v, out, scale, causal, window, softcap)   (OpenBLAS)
  *   ppcc_rt_attention_positions_T(q, k, v, out, scale, causal, window, softcap, positions)
@@ -87,6 +88,29 @@ MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool 
                       exec_unranked(c, exec_static_view(c, exec_to_memref(c, b))),
                       exec_unranked(c, exec_static_view(c, out)), exec_i64(c, b_transposed)};
   if (exec_call(c, "ppcc_rt_matmul_f32", 4, ops)) return (MlirValue){NULL};
+  return exec_to_tensor(c, out, true);
+}
+
+/* linear's GEMM and bias in one runtime call: the bias as linalg was a
+ * single-threaded pass over the result (a BERT layer's six linears). */
+MlirValue exec_try_linear_bias_call(ppcc_emit_ctx *c, MlirValue a, MlirValue w, MlirValue bias, MlirType out_type) {
+  intptr_t ra = mlirShapedTypeGetRank(mlirValueGetType(a));
+  if (c->exec_linalg_matmul || !mlirTypeIsAF32(mlirShapedTypeGetElementType(out_type)) || !mlirTypeIsAF32(elem_of(a)) ||
+      !mlirTypeIsAF32(elem_of(w)) || !mlirTypeIsAF32(elem_of(bias)) || ra < 2 ||
+      mlirShapedTypeGetRank(mlirValueGetType(w)) != 2 || mlirShapedTypeGetRank(mlirValueGetType(bias)) != 1 ||
+      mlirShapedTypeGetRank(out_type) != ra)
+    return (MlirValue){NULL};
+  /* a bias that is not this shard's [N] (replicated next to a split
+   * result) is left to linalg, which slices it */
+  int64_t N = mlirShapedTypeGetDimSize(out_type, ra - 1);
+  if (mlirShapedTypeGetDimSize(mlirValueGetType(bias), 0) != N || mlirShapedTypeGetDimSize(mlirValueGetType(w), 0) != N)
+    return (MlirValue){NULL};
+  MlirValue out = exec_alloc(c, out_type);
+  MlirValue ops[4] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, a))),
+                      exec_unranked(c, exec_static_view(c, exec_to_memref(c, w))),
+                      exec_unranked(c, exec_static_view(c, exec_to_memref(c, bias))),
+                      exec_unranked(c, exec_static_view(c, out))};
+  if (exec_call(c, "ppcc_rt_linear_f32", 4, ops)) return (MlirValue){NULL};
   return exec_to_tensor(c, out, true);
 }
 

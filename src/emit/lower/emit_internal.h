@@ -194,6 +194,10 @@ typedef struct emit_runtime_calls {
   /* A contraction handed to ppcc_rt_matmul (f32, a of rank >= 2, b a
    * matrix or of a's rank), or a null value when it is left to linalg. */
   MlirValue (*matmul)(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
+  /* linear with a bias, a[..., K] . w[N, K]^T + bias[N], handed to
+   * ppcc_rt_linear_f32 (the interpreter's GEMM and its bias split among
+   * the kernel threads; all f32), or a null value. */
+  MlirValue (*linear_bias)(ppcc_emit_ctx *c, MlirValue a, MlirValue w, MlirValue bias, MlirType out_type);
   /* A conv handed to ppcc_rt_conv_f32 (the interpreter's kernel; f32 x and
    * w, out_type f32), or a null value. */
   MlirValue (*conv)(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const ppcc_conv_geom *g, MlirType out_type);

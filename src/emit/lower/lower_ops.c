@@ -313,6 +313,8 @@ ppcc_status lower_linear(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
   MlirType t = emit_shard_type(c, out_value(c, op)), ct = compute_type(c, t);
   MlirValue a = widened(c, contract_operand(c, op, 0, shard, true), ct), y;
   ppcc_dtype wt = in_value(c, op, 1)->dtype;
+  /* on partial sums the bias is added by shard 0 only */
+  bool bias = op->n_in == 3 && !(out_value(c, op)->layout.kind == PPCC_LAYOUT_UNREDUCED && shard > 0);
   if (ppcc_dtype_is_quantized(wt)) { /* the runtime's quantized kernel (executable form only) */
     ppcc_status st = PPCC_OK;
     MlirValue w = quantized_weight(c, op, shard, &st);
@@ -329,9 +331,14 @@ ppcc_status lower_linear(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
     if (mlirValueIsNull(y)) return emit_op_error(c, op, "the f16/bf16 linear call could not be built");
   } else {
     MlirValue b = widened(c, contract_operand(c, op, 1, shard, true), ct);
-    y = contract(c, a, b, true, ct);
+    y = (MlirValue){NULL};
+    if (bias && c->runtime_calls && c->runtime_calls->linear_bias) { /* GEMM and bias in one runtime call */
+      y = c->runtime_calls->linear_bias(c, a, b, operand(c, op, 2, shard), ct);
+      bias = mlirValueIsNull(y);
+    }
+    if (mlirValueIsNull(y)) y = contract(c, a, b, true, ct);
   }
-  if (op->n_in == 3 && !(out_value(c, op)->layout.kind == PPCC_LAYOUT_UNREDUCED && shard > 0)) {
+  if (bias) {
     const char *add = ppcc_dtype_is_float(out_value(c, op)->dtype) ? "arith.addf" : "arith.addi";
     y = emit_binary_tensor(c, add, y, widened(c, operand(c, op, 2, shard), ct), ct, shard);
   }

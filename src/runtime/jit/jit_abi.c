@@ -194,6 +194,28 @@ static void jit_conv(jit_unranked *x, jit_unranked *w, jit_unranked *y, int64_t 
     fail_call("conv: out of memory");
 }
 
+/* Y[..., N] = A[..., K] . W[N, K]^T + bias[N]: the interpreter's linear
+ * (ppcc_rt_sgemm, then the bias with the rows split among the kernel
+ * threads), the same bits. */
+static void jit_linear(jit_unranked *a, jit_unranked *w, jit_unranked *bias, jit_unranked *y) {
+  jit_view va = view_of(a, 4), vw = view_of(w, 4), vb = view_of(bias, 4), vy = view_of(y, 4);
+  if (!usable(-1, &va, "linear") || !usable(-1, &vw, "linear") || !usable(-1, &vb, "linear") ||
+      !usable(-1, &vy, "linear"))
+    return;
+  if (a->rank < 1 || w->rank != 2 || bias->rank != 1 || y->rank != a->rank) {
+    fail_call("linear: unsupported operand ranks");
+    return;
+  }
+  int64_t N = w->desc[3], K = w->desc[4], M = K > 0 ? va.count / K : N > 0 ? vy.count / N : 0;
+  if (va.count != M * K || vb.count != N || vy.count != M * N) {
+    fail_call("linear: operand sizes do not match");
+    return;
+  }
+  float *Y = (float *)(void *)vy.data;
+  ppcc_rt_sgemm(M, N, K, (const float *)(void *)va.data, (const float *)(void *)vw.data, true, Y);
+  rt_add_bias(Y, (const float *)(void *)vb.data, M, N);
+}
+
 /* C[..., M, N] = A[..., M, K] * B, through ppcc_rt_sgemm (OpenBLAS when
  * built with it). B is [K, N] (or [N, K] when b_transposed): A's leading
  * dims collapse into M, one GEMM. B of A's rank: one GEMM per batch
@@ -408,6 +430,7 @@ const ppcc_jit_symbol *ppcc_jit_symbols(void) {
       DTYPE_SYMBOLS(all_gather, jit_all_gather),
       DTYPE_SYMBOLS(reduce_scatter, jit_reduce_scatter),
       {"_mlir_ciface_ppcc_rt_matmul_f32", (void *)jit_matmul},
+      {"_mlir_ciface_ppcc_rt_linear_f32", (void *)jit_linear},
       {"_mlir_ciface_ppcc_rt_conv_f32", (void *)jit_conv},
       {"_mlir_ciface_ppcc_rt_attention_f32", (void *)jit_attention},
       {"_mlir_ciface_ppcc_rt_unary_f32", (void *)jit_unary},

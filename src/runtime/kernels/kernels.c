@@ -35,7 +35,7 @@ static ppcc_status kernel_matmul(const ppcc_op *op, const ppcc_tensor *in, ppcc_
   return PPCC_OK;
 }
 
-/* y[r, :] += bias for rows r0..r1 (split among the kernel threads). */
+/* y[r, :] += bias for rows r0..r1. */
 typedef struct bias_job {
   float *y;
   const float *bias;
@@ -50,6 +50,11 @@ static void add_bias_rows(void *arg, int64_t r0, int64_t r1) {
     float *restrict y = j->y + i * N;
     for (int64_t c = 0; c < N; c++) y[c] += bias[c];
   }
+}
+
+void rt_add_bias(float *y, const float *bias, int64_t M, int64_t N) {
+  bias_job j = {y, bias, N};
+  rt_parallel_range(M, 1, 16384 / (N > 0 ? N : 1) + 1, add_bias_rows, &j);
 }
 
 /* x[..., K] . w[N, K]^T (+ bias[N]); a block-quantized w through the
@@ -71,10 +76,7 @@ static ppcc_status kernel_linear(const ppcc_op *op, const ppcc_tensor *in, ppcc_
   } else {
     ppcc_rt_sgemm(M, N, K, x->data, w->data, true, y);
   }
-  if (op->n_in == 3) {
-    bias_job j = {y, in[2].data, N};
-    rt_parallel_range(M, 1, 16384 / (N > 0 ? N : 1) + 1, add_bias_rows, &j);
-  }
+  if (op->n_in == 3) rt_add_bias(y, in[2].data, M, N);
   return PPCC_OK;
 }
 
