@@ -521,9 +521,12 @@ static ppcc_status fold_transpose(const Onnx__NodeProto *n, const ox_tensor *x, 
   int64_t perm[PPCC_MAX_RANK], shape[PPCC_MAX_RANK], idx[PPCC_MAX_RANK] = {0}, stride[PPCC_MAX_RANK];
   const Onnx__AttributeProto *a = ox_attr(n, "perm");
   if (a && (int)a->n_ints != x->rank) return fold_error(d, who, "Transpose perm does not match the rank");
+  unsigned seen = 0; /* a repeated axis would read past the input */
   for (int i = 0; i < x->rank; i++) {
     perm[i] = a ? a->ints[i] : x->rank - 1 - i;
     if (perm[i] < 0 || perm[i] >= x->rank) return fold_error(d, who, "Transpose perm out of range");
+    if (seen & (1u << perm[i])) return fold_error(d, who, "Transpose perm repeats an axis");
+    seen |= 1u << perm[i];
     shape[i] = x->shape[perm[i]];
   }
   int64_t s = 1;

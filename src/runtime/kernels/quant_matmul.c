@@ -393,7 +393,8 @@ static void kpack_rows(const act_q8_k *act, int64_t M, int64_t nb, kpack *kp) {
 #define DEF_KUNPACK(T, HEAD)                                                                         \
   AVX512 static void kunpack_##T(const unsigned char *w, kwtile *t, int r) {                         \
     khead_avx512 h = HEAD(w);                                                                        \
-    for (int k = 0; k < 8; k++) _mm256_storeu_si256((__m256i *)(t->u[r] + 32 * k), u_##T##_avx512(w, k)); \
+    _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)                                              \
+      _mm256_storeu_si256((__m256i *)(t->u[r] + 32 * k), u_##T##_avx512(w, k));                      \
     _mm512_storeu_si512(t->sc[r], _mm512_cvtepi16_epi32(_mm256_set_m128i(_mm256_castsi256_si128(h.hi2),  \
                                                                           _mm256_castsi256_si128(h.lo2)))); \
     _mm256_storeu_si256((__m256i *)t->mn[r], h.mn);                                                  \
@@ -408,12 +409,69 @@ DEF_KUNPACK(q6_k, head_q6_k_avx512)
 
 typedef void (*kunpack_fn)(const unsigned char *w, kwtile *t, int r);
 
+/* The GEMMs read 8 weight rows (contiguous: 8 * row_bytes from w) block
+ * by block; while at block i of nb they prefetch the i-th nb-th of the
+ * next 8 rows, which otherwise come from L3 or memory as the unpack
+ * first touches them (a third of the GEMM's time at 64 rows). Past the
+ * end of the weight a prefetch does nothing. */
+AVX512 static inline void prefetch_next_rows(const unsigned char *w, int64_t row_bytes, int64_t i, int64_t nb) {
+  const char *next = (const char *)w + 8 * row_bytes;
+  for (int64_t off = (8 * row_bytes * i / nb) & ~63, end = 8 * row_bytes * (i + 1) / nb; off < end; off += 64)
+    _mm_prefetch(next + off, _MM_HINT_T0);
+}
+
+/* One weight block of 8 rows (t) against one tile of 16 activation rows
+ * (p), added to ac / am ([8][16] floats). STEP: 16-value sub-blocks per
+ * scale (q4_k, q5_k: 2). Inlined with constant arguments and unrolled so
+ * that the 8 rows' sums stay in registers (at -O2 GCC otherwise keeps
+ * them in memory, half the speed). */
+AVX512 static inline __attribute__((always_inline)) void ktile(const kwtile *t, const kpack *p, int step, bool same_d,
+                                                               float *ac, float *am) {
+  __m512i s1[8];
+  _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) s1[r] = _mm512_setzero_si512();
+  for (int s = 0; s < 16; s += step) {
+    __m512i raw[8];
+    _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) raw[r] = _mm512_setzero_si512();
+    _Pragma("GCC unroll 8") for (int k = 0; k < 4 * step; k++) {
+      int g = 4 * s + k;
+      __m512i codes = _mm512_loadu_si512(p->q[g]);
+      _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) {
+        int32_t u4;
+        memcpy(&u4, t->u[r] + 4 * g, 4);
+        raw[r] = _mm512_dpbusd_epi32(raw[r], _mm512_set1_epi32(u4), codes);
+      }
+    }
+    _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
+      s1[r] = _mm512_add_epi32(s1[r], _mm512_mullo_epi32(raw[r], _mm512_set1_epi32(t->sc[r][s])));
+  }
+  __m512 da = _mm512_loadu_ps(p->d);
+  __m512i bs[8];
+  _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) bs[q] = _mm512_loadu_si512(p->bs[q]);
+  _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) {
+    __m512i m = _mm512_setzero_si512();
+    _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) {
+      int32_t pair;
+      memcpy(&pair, &t->mn[r][2 * q], 4);
+      m = _mm512_dpwssd_epi32(m, _mm512_set1_epi32(pair), bs[q]);
+    }
+    __m512 dd = _mm512_mul_ps(_mm512_set1_ps(t->d[r]), da), a = _mm512_loadu_ps(ac + 16 * r);
+    if (same_d) {
+      a = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_sub_epi32(s1[r], m)), a);
+    } else {
+      a = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(s1[r]), a);
+      __m512 dm = _mm512_mul_ps(_mm512_set1_ps(t->dmin[r]), da);
+      _mm512_storeu_ps(am + 16 * r, _mm512_fmadd_ps(dm, _mm512_cvtepi32_ps(m), _mm512_loadu_ps(am + 16 * r)));
+    }
+    _mm512_storeu_ps(ac + 16 * r, a);
+  }
+}
+
 /* Weight rows n..n+rows (rows <= 8) against jts tiles of 16 activation
  * rows (kp: jts * nb packs): acc/acc_m get [jts][8][16] floats. */
 AVX512 static void kgemm(kunpack_fn unpack, bool same_d, const unsigned char *w, int64_t row_bytes, int64_t bytes,
                          int rows, const kpack *kp, int64_t jts, int64_t nb, float *acc, float *acc_m) {
   kwtile t;
-  int step = same_d || unpack == kunpack_q2_k ? 1 : 2; /* q4_k, q5_k: one scale per 32 values */
+  bool pairs = !same_d && unpack != kunpack_q2_k; /* q4_k, q5_k: one scale per 32 values */
   for (int r = rows; r < 8; r++) {
     memset(t.u[r], 0, sizeof t.u[r]), memset(t.sc[r], 0, sizeof t.sc[r]), memset(t.mn[r], 0, sizeof t.mn[r]);
     t.d[r] = t.dmin[r] = 0.0f;
@@ -421,44 +479,14 @@ AVX512 static void kgemm(kunpack_fn unpack, bool same_d, const unsigned char *w,
   memset(acc, 0, sizeof(float) * (size_t)(jts * 128));
   memset(acc_m, 0, sizeof(float) * (size_t)(jts * 128));
   for (int64_t i = 0; i < nb; i++) {
+    prefetch_next_rows(w, row_bytes, i, nb);
     for (int r = 0; r < rows; r++) unpack(w + r * row_bytes + i * bytes, &t, r);
     for (int64_t jt = 0; jt < jts; jt++) {
       const kpack *p = &kp[jt * nb + i];
       float *ac = acc + jt * 128, *am = acc_m + jt * 128;
-      __m512i s1[8];
-      for (int r = 0; r < 8; r++) s1[r] = _mm512_setzero_si512();
-      for (int s = 0; s < 16; s += step) {
-        __m512i raw[8];
-        for (int r = 0; r < 8; r++) raw[r] = _mm512_setzero_si512();
-        for (int g = 4 * s; g < 4 * s + 4 * step; g++) {
-          __m512i codes = _mm512_loadu_si512(p->q[g]);
-          for (int r = 0; r < 8; r++) {
-            int32_t u4;
-            memcpy(&u4, t.u[r] + 4 * g, 4);
-            raw[r] = _mm512_dpbusd_epi32(raw[r], _mm512_set1_epi32(u4), codes);
-          }
-        }
-        for (int r = 0; r < 8; r++)
-          s1[r] = _mm512_add_epi32(s1[r], _mm512_mullo_epi32(raw[r], _mm512_set1_epi32(t.sc[r][s])));
-      }
-      __m512 da = _mm512_loadu_ps(p->d);
-      for (int r = 0; r < 8; r++) {
-        __m512i m = _mm512_setzero_si512();
-        for (int q = 0; q < 8; q++) {
-          int32_t pair;
-          memcpy(&pair, &t.mn[r][2 * q], 4);
-          m = _mm512_dpwssd_epi32(m, _mm512_set1_epi32(pair), _mm512_loadu_si512(p->bs[q]));
-        }
-        __m512 dd = _mm512_mul_ps(_mm512_set1_ps(t.d[r]), da), a = _mm512_loadu_ps(ac + 16 * r);
-        if (same_d) {
-          a = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_sub_epi32(s1[r], m)), a);
-        } else {
-          a = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(s1[r]), a);
-          __m512 dm = _mm512_mul_ps(_mm512_set1_ps(t.dmin[r]), da);
-          _mm512_storeu_ps(am + 16 * r, _mm512_fmadd_ps(dm, _mm512_cvtepi32_ps(m), _mm512_loadu_ps(am + 16 * r)));
-        }
-        _mm512_storeu_ps(ac + 16 * r, a);
-      }
+      if (pairs) ktile(&t, p, 2, false, ac, am);
+      else if (same_d) ktile(&t, p, 1, true, ac, am);
+      else ktile(&t, p, 1, false, ac, am);
     }
   }
 }
@@ -520,15 +548,16 @@ AVX512 static void qgemm32(wunpack32_fn unpack, int off, bool min, const unsigne
   memset(acc, 0, sizeof(float) * (size_t)(jts * 128));
   memset(acc_m, 0, sizeof(float) * (size_t)(jts * 128));
   for (int64_t i = 0; i < nb; i++) {
+    prefetch_next_rows(w, row_bytes, i, nb);
     for (int r = 0; r < rows; r++) unpack(w + r * row_bytes + i * bytes, &t, r);
     for (int64_t jt = 0; jt < jts; jt++) {
       const qpack32 *p = &kp[jt * nb + i];
       float *ac = acc + jt * 128, *am = acc_m + jt * 128;
-      __m512i raw[8];
-      for (int r = 0; r < 8; r++) raw[r] = _mm512_setzero_si512();
-      for (int g = 0; g < 8; g++) {
+      __m512i raw[8]; /* unrolled: in registers (as ktile) */
+      _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) raw[r] = _mm512_setzero_si512();
+      _Pragma("GCC unroll 8") for (int g = 0; g < 8; g++) {
         __m512i codes = _mm512_loadu_si512(p->q[g]);
-        for (int r = 0; r < 8; r++) {
+        _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) {
           int32_t u4;
           memcpy(&u4, t.u[r] + 4 * g, 4);
           raw[r] = _mm512_dpbusd_epi32(raw[r], _mm512_set1_epi32(u4), codes);
@@ -536,7 +565,7 @@ AVX512 static void qgemm32(wunpack32_fn unpack, int off, bool min, const unsigne
       }
       __m512i sum = _mm512_loadu_si512(p->sum), osum = _mm512_mullo_epi32(sum, _mm512_set1_epi32(off));
       __m512 da = _mm512_loadu_ps(p->d), sumf = _mm512_cvtepi32_ps(sum);
-      for (int r = 0; r < 8; r++) {
+      _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) {
         __m512 dd = _mm512_mul_ps(_mm512_set1_ps(t.d[r]), da);
         _mm512_storeu_ps(ac + 16 * r, _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_sub_epi32(raw[r], osum)),
                                                       _mm512_loadu_ps(ac + 16 * r)));
@@ -743,6 +772,28 @@ typedef struct qjob {
 } qjob;
 
 #ifdef QM_X86
+/* The GEMM's sums of g tiles ([g][8 weight rows][16 activation rows] in
+ * acc and acc_m) to y (row stride N): acc + sign * acc_m, transposed 8
+ * outputs of an activation row at a time. */
+AVX512 static void store_tiles(const float *acc, const float *acc_m, float sign, int64_t g, int rows, float *y,
+                               int64_t N) {
+  const __m256i across = _mm256_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112);
+  for (int64_t jt = 0; jt < g; jt++, acc += 128, acc_m += 128) {
+    float t[128];
+    for (int r = 0; r < 8; r++)
+      _mm512_storeu_ps(t + 16 * r, _mm512_fmadd_ps(_mm512_set1_ps(sign), _mm512_loadu_ps(acc_m + 16 * r),
+                                                    _mm512_loadu_ps(acc + 16 * r)));
+    for (int c = 0; c < 16; c++) {
+      float *yr = y + (jt * 16 + c) * N;
+      if (rows == 8) {
+        _mm256_storeu_ps(yr, _mm256_i32gather_ps(t + c, across, 4));
+      } else {
+        for (int r = 0; r < rows; r++) yr[r] = t[16 * r + c];
+      }
+    }
+  }
+}
+
 /* The GEMM's share of rows n0..n1: 8 weight rows at a time against up to
  * 8 tiles of 16 activation rows. */
 static void run_gemm(const qjob *j, int64_t n0, int64_t n1) {
@@ -759,12 +810,7 @@ static void run_gemm(const qjob *j, int64_t n0, int64_t n1) {
         qgemm32(j->unpack32, j->off, j->min, w, j->row_bytes, j->f->bytes, rows, (const qpack32 *)j->kp + jg * j->nb,
                 g, j->nb, acc, acc_m);
       float sign = j->unpack ? -1.0f : 1.0f; /* k-quants take the mins off, q4_1/q5_1 add theirs */
-      for (int64_t jt = 0; jt < g; jt++)
-        for (int c = 0; c < 16; c++) {
-          float *yr = j->y + ((jg + jt) * 16 + c) * j->N + n;
-          const float *a = acc + jt * 128 + c, *m = acc_m + jt * 128 + c;
-          for (int r = 0; r < rows; r++) yr[r] = a[16 * r] + sign * m[16 * r];
-        }
+      store_tiles(acc, acc_m, sign, g, rows, j->y + jg * 16 * j->N + n, j->N);
     }
   }
 }
