@@ -759,6 +759,13 @@ typedef struct qjob {
   int64_t M, N, nb, row_bytes, chunk;
   int parts;
   float *y;
+  /* the first phase (prep): N counts units of 16 activation rows, each
+   * quantized from x (row stride K) and, for whole tiles with the GEMM
+   * on, packed into kp */
+  bool prep;
+  const isa_row *isa;
+  const float *x;
+  int64_t K;
 #ifdef QM_X86
   /* the 512-bit GEMM for the first jts * 16 rows: a k-quant's unpack or a
    * 32-value format's unpack32 (the other NULL) */
@@ -816,9 +823,44 @@ static void run_gemm(const qjob *j, int64_t n0, int64_t n1) {
 }
 #endif
 
+/* Activation rows m0..m1 quantized per block (q8_0 or q8_K). */
+static void quantize_rows(const qjob *j, int64_t m0, int64_t m1) {
+  for (int64_t m = m0; m < m1; m++) {
+    const float *xm = j->x + m * j->K;
+    void *am = (char *)j->act + m * j->nb * (int64_t)j->act_size;
+#ifdef QM_X86
+    if (j->isa != &isas[0]) {
+      if (j->f->block == 32) quantize_q8_0_avx2(xm, j->nb, am);
+      else quantize_q8_k_avx2(xm, j->nb, am);
+      continue;
+    }
+#endif
+    if (j->f->block == 32) quantize_q8_0(xm, j->nb, am);
+    else quantize_q8_k(xm, j->nb, am);
+  }
+}
+
+/* The prep phase's units u0..u1 (16 activation rows each). */
+static void prep_units(const qjob *j, int64_t u0, int64_t u1) {
+  for (int64_t u = u0; u < u1; u++) {
+    int64_t m0 = 16 * u, m1 = m0 + 16 < j->M ? m0 + 16 : j->M;
+    quantize_rows(j, m0, m1);
+#ifdef QM_X86
+    if (u < j->jts && j->unpack)
+      kpack_rows((const act_q8_k *)j->act + m0 * j->nb, 16, j->nb, (kpack *)j->kp + u * j->nb);
+    if (u < j->jts && j->unpack32)
+      qpack32_rows((const act_q8_0 *)j->act + m0 * j->nb, 16, j->nb, (qpack32 *)j->kp + u * j->nb);
+#endif
+  }
+}
+
 static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
   float tmp[256];
   int64_t m0 = 0;
+  if (j->prep) {
+    prep_units(j, n0, n1);
+    return;
+  }
 #ifdef QM_X86
   if (j->unpack || j->unpack32) {
     run_gemm(j, n0, n1);
@@ -869,7 +911,7 @@ static void take_chunks(const qjob *j) {
       if (n0 >= j->N) return;
       size = (j->N - n0) / (2 * j->parts);
       if (size < j->chunk) size = j->chunk;
-      size = (size + 7) / 8 * 8; /* whole GEMM tiles */
+      if (!j->prep) size = (size + 7) / 8 * 8; /* whole GEMM tiles */
     } while (!atomic_compare_exchange_weak(&pool.next, &n0, n0 + size));
     run_rows(j, n0, n0 + size < j->N ? n0 + size : j->N);
     n0 = atomic_load(&pool.next);
@@ -947,24 +989,12 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
   char *act = rt_reuse_alloc(M * nb * (int64_t)act_size);
   if (!act) return false;
   const isa_row *isa = current_isa();
-  for (int64_t m = 0; m < M; m++) {
-    void *am = act + m * nb * act_size;
-#ifdef QM_X86
-    if (isa != &isas[0]) {
-      if (f->block == 32) quantize_q8_0_avx2(x + m * K, nb, am);
-      else quantize_q8_k_avx2(x + m * K, nb, am);
-      continue;
-    }
-#endif
-    if (f->block == 32) quantize_q8_0(x + m * K, nb, am);
-    else quantize_q8_k(x + m * K, nb, am);
-  }
   int nt = M * N * K > 65536 && N >= 2 * rt_kernel_threads() ? rt_kernel_threads() : 1;
   /* the last chunks: 4 features for prefill, 16 for decode */
   int64_t chunk = M >= 4 ? 4 : 16;
   qjob j = {.f = f, .dot = isa->dot[fi], .dotn = isa->dotn[fi], .rows = isa->rows[fi], .w = w, .act = act,
             .act_size = act_size, .M = M, .N = N, .nb = nb, .row_bytes = nb * f->bytes, .chunk = chunk, .parts = nt,
-            .y = y};
+            .y = y, .isa = isa, .x = x, .K = K};
 #ifdef QM_X86
   void *kp = NULL;
   if (isa == &isas[N_ISAS - 1] && M >= 16 && !rt_row_invariant_matmul()) {
@@ -976,11 +1006,15 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
       rt_reuse_free(act);
       return false;
     }
-    if (j.unpack) kpack_rows((const act_q8_k *)act, j.jts * 16, nb, kp);
-    if (j.unpack32) qpack32_rows((const act_q8_0 *)act, j.jts * 16, nb, kp);
     j.kp = kp;
   }
 #endif
+  /* first the activations, quantized (and packed for the GEMM) by the
+   * same threads 16 rows at a time, then the product */
+  qjob prep = j;
+  prep.prep = true, prep.N = (M + 15) / 16, prep.chunk = 1;
+  if (M >= 32 && nt > 1) run_parallel(&prep, nt);
+  else prep_units(&prep, 0, prep.N);
   run_parallel(&j, nt);
 #ifdef QM_X86
   if (kp) rt_reuse_free(kp);
