@@ -357,10 +357,11 @@ DEF_K512(q6_k, head_q6_k_avx512, 210, true)
  * by side, each 512-bit register holding 4 consecutive values of all 16
  * (kpack, made once per call), meet 8 weight rows whose values are
  * broadcast 4 at a time: one dpbusd makes 64 products. Per weight row and
- * 16-value sub-block the integer sums are scaled in integer (mullo), the
- * mins come from the activations' sums of 16 (dpwssd on pairs): the
- * one-row kernels' integers, each block's one float product per output
- * (the one-row kernels keep 8 lanes). */
+ * sub-block the integer sums (exact as floats) are scaled in float
+ * (cvt + fma: one uop on dpbusd's port where an integer pmulld takes two;
+ * 10% faster, the block's sum rounded), the mins come from the
+ * activations' sums of 16 (dpwssd on pairs) in integer; each block's one
+ * float product per output (the one-row kernels keep 8 lanes). */
 typedef struct kpack {
   int8_t q[64][16][4];     /* [values 4g..4g+3][activation row] */
   int16_t bs[8][16][2];    /* [sub-blocks 2p, 2p+1][activation row] */
@@ -371,7 +372,7 @@ typedef struct kpack {
  * per 16 values, d and dmin. */
 typedef struct kwtile {
   uint8_t u[8][256];
-  int32_t sc[8][16];
+  float sc[8][16]; /* the integer scales, exact as floats */
   int16_t mn[8][16];
   float d[8], dmin[8];
 } kwtile;
@@ -395,8 +396,8 @@ static void kpack_rows(const act_q8_k *act, int64_t M, int64_t nb, kpack *kp) {
     khead_avx512 h = HEAD(w);                                                                        \
     _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)                                              \
       _mm256_storeu_si256((__m256i *)(t->u[r] + 32 * k), u_##T##_avx512(w, k));                      \
-    _mm512_storeu_si512(t->sc[r], _mm512_cvtepi16_epi32(_mm256_set_m128i(_mm256_castsi256_si128(h.hi2),  \
-                                                                          _mm256_castsi256_si128(h.lo2)))); \
+    _mm512_storeu_ps(t->sc[r], _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(                               \
+                                   _mm256_set_m128i(_mm256_castsi256_si128(h.hi2), _mm256_castsi256_si128(h.lo2))))); \
     _mm256_storeu_si256((__m256i *)t->mn[r], h.mn);                                                  \
     t->d[r] = h.d, t->dmin[r] = h.dmin;                                                              \
   }
@@ -427,8 +428,8 @@ AVX512 static inline void prefetch_next_rows(const unsigned char *w, int64_t row
  * them in memory, half the speed). */
 AVX512 static inline __attribute__((always_inline)) void ktile(const kwtile *t, const kpack *p, int step, bool same_d,
                                                                float *ac, float *am) {
-  __m512i s1[8];
-  _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) s1[r] = _mm512_setzero_si512();
+  __m512 s1[8];
+  _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) s1[r] = _mm512_setzero_ps();
   for (int s = 0; s < 16; s += step) {
     __m512i raw[8];
     _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) raw[r] = _mm512_setzero_si512();
@@ -442,7 +443,7 @@ AVX512 static inline __attribute__((always_inline)) void ktile(const kwtile *t, 
       }
     }
     _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
-      s1[r] = _mm512_add_epi32(s1[r], _mm512_mullo_epi32(raw[r], _mm512_set1_epi32(t->sc[r][s])));
+      s1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(raw[r]), _mm512_set1_ps(t->sc[r][s]), s1[r]);
   }
   __m512 da = _mm512_loadu_ps(p->d);
   __m512i bs[8];
@@ -456,9 +457,9 @@ AVX512 static inline __attribute__((always_inline)) void ktile(const kwtile *t, 
     }
     __m512 dd = _mm512_mul_ps(_mm512_set1_ps(t->d[r]), da), a = _mm512_loadu_ps(ac + 16 * r);
     if (same_d) {
-      a = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_sub_epi32(s1[r], m)), a);
+      a = _mm512_fmadd_ps(dd, _mm512_sub_ps(s1[r], _mm512_cvtepi32_ps(m)), a);
     } else {
-      a = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(s1[r]), a);
+      a = _mm512_fmadd_ps(dd, s1[r], a);
       __m512 dm = _mm512_mul_ps(_mm512_set1_ps(t->dmin[r]), da);
       _mm512_storeu_ps(am + 16 * r, _mm512_fmadd_ps(dm, _mm512_cvtepi32_ps(m), _mm512_loadu_ps(am + 16 * r)));
     }
