@@ -365,6 +365,7 @@ DEF_K512(q6_k, head_q6_k_avx512, 210, true)
 typedef struct kpack {
   int8_t q[64][16][4];     /* [values 4g..4g+3][activation row] */
   int16_t bs[8][16][2];    /* [sub-blocks 2p, 2p+1][activation row] */
+  int16_t bs32[4][16][2];  /* the same for sums of 32 (q4_k, q5_k: a min per 32) */
   float d[16];
 } kpack;
 
@@ -385,7 +386,7 @@ static void kpack_rows(const act_q8_k *act, int64_t M, int64_t nb, kpack *kp) {
       for (int j = 0; j < 16 && jt * 16 + j < M; j++) {
         const act_q8_k *a = &act[(jt * 16 + j) * nb + i];
         for (int g = 0; g < 64; g++) memcpy(p->q[g][j], a->qs + 4 * g, 4);
-        for (int s = 0; s < 16; s++) p->bs[s / 2][j][s % 2] = a->bsums[s];
+        for (int s = 0; s < 16; s++) p->bs[s / 2][j][s % 2] = a->bsums[s], p->bs32[s / 4][j][s / 2 % 2] += a->bsums[s];
         p->d[j] = a->d;
       }
     }
@@ -446,14 +447,16 @@ AVX512 static inline __attribute__((always_inline)) void ktile(const kwtile *t, 
       s1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(raw[r]), _mm512_set1_ps(t->sc[r][s]), s1[r]);
   }
   __m512 da = _mm512_loadu_ps(p->d);
+  /* the mins: with one per 32 values (step 2, each twice in mn) a pair
+   * of them meets the sums of 32, half the dpwssd */
   __m512i bs[8];
-  _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) bs[q] = _mm512_loadu_si512(p->bs[q]);
+  _Pragma("GCC unroll 8") for (int q = 0; q < 8 / step; q++)
+    bs[q] = _mm512_loadu_si512(step == 2 ? (const void *)p->bs32[q] : (const void *)p->bs[q]);
   _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) {
     __m512i m = _mm512_setzero_si512();
-    _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) {
-      int32_t pair;
-      memcpy(&pair, &t->mn[r][2 * q], 4);
-      m = _mm512_dpwssd_epi32(m, _mm512_set1_epi32(pair), bs[q]);
+    _Pragma("GCC unroll 8") for (int q = 0; q < 8 / step; q++) {
+      uint32_t pair = (uint16_t)t->mn[r][2 * step * q] | (uint32_t)(uint16_t)t->mn[r][2 * step * q + step] << 16;
+      m = _mm512_dpwssd_epi32(m, _mm512_set1_epi32((int32_t)pair), bs[q]);
     }
     __m512 dd = _mm512_mul_ps(_mm512_set1_ps(t->d[r]), da), a = _mm512_loadu_ps(ac + 16 * r);
     if (same_d) {
