@@ -56,6 +56,9 @@ expect_error "$bad/fuzz_matmul_one_input.onnx" "MatMul takes 2 inputs, got 1"
 # a constant Transpose whose perm repeats an axis (found by fuzz_onnx: the
 # folder read past its input)
 expect_error "$bad/fuzz_transpose_perm_repeats.onnx" "(Transpose): Transpose perm repeats an axis"
+# a Cast whose input name is empty (found by fuzz_onnx: refused without
+# a diagnostic)
+expect_error "$bad/fuzz_cast_empty_input.onnx" "node 'cast_no_input' (Cast): operand 0 is missing"
 # a Softmax axis far out of range (found by fuzz_onnx: imported to a
 # model.json that did not load); emit() checks what loading checks
 expect_error "$bad/fuzz_softmax_axis_huge.onnx" "(Softmax): softmax's dim would hold -2305843009213693953, beyond the integers model.json holds" \

@@ -254,6 +254,84 @@ START_TEST(kernel_table) {
 }
 END_TEST
 
+
+/* The kernels split among the kernel threads (layer_norm and rms_norm by
+ * rows, linear's bias by rows, same-shape add and gelu by elements): the
+ * same bits with 1 and 2 threads, on sizes big enough to be split and not
+ * multiples of the split's alignment, and the right values. */
+static void run_threads(int threads, const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out) {
+  ppcc_rt_set_kernel_threads(threads);
+  run(op, in, out);
+  ppcc_rt_set_kernel_threads(1);
+}
+
+START_TEST(split_kernels_same_bits_on_two_threads) {
+  enum { ROWS = 601, H = 64, M = 131, K = 16, N = 300, E = 70001 };
+  unsigned seed = 3;
+  float *x = malloc(sizeof(float) * E), *z = malloc(sizeof(float) * E), *w = malloc(sizeof(float) * N);
+  float *b = malloc(sizeof(float) * N), *y1 = malloc(sizeof(float) * E), *y2 = malloc(sizeof(float) * E);
+  float *wt = malloc(sizeof(float) * N * K);
+  ck_assert_msg(x && z && w && b && y1 && y2 && wt, "out of memory");
+  for (int j = 0; j < E; j++) x[j] = 4 * frand(&seed), z[j] = frand(&seed);
+  for (int j = 0; j < N; j++) w[j] = 1 + frand(&seed), b[j] = frand(&seed);
+  for (int j = 0; j < N * K; j++) wt[j] = frand(&seed);
+
+  /* layer_norm and rms_norm over [ROWS, H] */
+  ppcc_attr eps = {.name = "eps", .type = PPCC_ATTR_FLOAT, .f = 1e-5};
+  int64_t sx[] = {ROWS, H}, sh[] = {H};
+  const char *norms[] = {"layer_norm", "rms_norm"};
+  for (int k = 0; k < 2; k++) {
+    ppcc_tensor in[3] = {tensor(PPCC_F32, 2, sx, x), tensor(PPCC_F32, 1, sh, w), tensor(PPCC_F32, 1, sh, b)};
+    ppcc_tensor o1 = tensor(PPCC_F32, 2, sx, y1), o2 = tensor(PPCC_F32, 2, sx, y2);
+    ppcc_op op = op_of(norms[k], k == 0 ? 3 : 2, &eps, 1);
+    run_threads(1, &op, in, &o1);
+    run_threads(2, &op, in, &o2);
+    ck_assert_mem_eq(y1, y2, sizeof(float) * ROWS * H);
+    for (int r = 0; r < ROWS; r += 97) { /* a few rows against double */
+      double mean = 0, sq = 0;
+      for (int j = 0; j < H; j++) mean += x[r * H + j];
+      mean = k == 0 ? mean / H : 0;
+      for (int j = 0; j < H; j++) sq += (x[r * H + j] - mean) * (x[r * H + j] - mean);
+      for (int j = 0; j < H; j++) {
+        double want = (x[r * H + j] - mean) / sqrt(sq / H + 1e-5) * w[j] + (k == 0 ? b[j] : 0);
+        ck_assert_double_eq_tol(y2[r * H + j], want, 1e-5 * (1 + fabs(want)));
+      }
+    }
+  }
+
+  /* linear with bias: x [M, K] . wt [N, K]^T + b */
+  int64_t sa[] = {M, K}, sw[] = {N, K}, sb[] = {N}, sy[] = {M, N};
+  ppcc_tensor lin[3] = {tensor(PPCC_F32, 2, sa, x), tensor(PPCC_F32, 2, sw, wt), tensor(PPCC_F32, 1, sb, b)};
+  ppcc_tensor l1 = tensor(PPCC_F32, 2, sy, y1), l2 = tensor(PPCC_F32, 2, sy, y2);
+  ppcc_op linear = op_of("linear", 3, NULL, 0);
+  run_threads(1, &linear, lin, &l1);
+  run_threads(2, &linear, lin, &l2);
+  ck_assert_mem_eq(y1, y2, sizeof(float) * M * N);
+  for (int i = 0; i < M; i += 13)
+    for (int n = 0; n < N; n += 7) {
+      double want = b[n];
+      for (int k = 0; k < K; k++) want += (double)x[i * K + k] * wt[n * K + k];
+      ck_assert_double_eq_tol(y2[i * N + n], want, 1e-4);
+    }
+
+  /* add of two [E] arrays and gelu of one */
+  int64_t se[] = {E};
+  ppcc_tensor two[2] = {tensor(PPCC_F32, 1, se, x), tensor(PPCC_F32, 1, se, z)};
+  ppcc_tensor e1 = tensor(PPCC_F32, 1, se, y1), e2 = tensor(PPCC_F32, 1, se, y2);
+  ppcc_op add = op_of("add", 2, NULL, 0), gelu = op_of("gelu", 1, NULL, 0);
+  run_threads(2, &add, two, &e2);
+  for (int j = 0; j < E; j++) ck_assert_float_eq(y2[j], x[j] + z[j]);
+  run_threads(1, &gelu, two, &e1);
+  run_threads(2, &gelu, two, &e2);
+  ck_assert_mem_eq(y1, y2, sizeof(float) * E);
+  for (int j = 0; j < E; j += 101) {
+    double want = 0.5 * x[j] * erfc(-x[j] / sqrt(2.0));
+    ck_assert_double_eq_tol(y2[j], want, 1e-6 * (1 + fabs(want)));
+  }
+  free(x), free(z), free(w), free(b), free(y1), free(y2), free(wt);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("rt_kernels");
   TCase *tc = t_add_tcase(s, "kernels", 0);
@@ -267,5 +345,6 @@ int main(void) {
   tcase_add_test(tc, index_copy_in_place_and_out_of_range);
   tcase_add_test(tc, f16_and_bf16_compute_in_f32);
   tcase_add_test(tc, kernel_table);
+  tcase_add_test(tc, split_kernels_same_bits_on_two_threads);
   return t_run_suite(s);
 }

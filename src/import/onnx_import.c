@@ -601,7 +601,8 @@ static ppcc_status tr_alias(importer *I) {
 static ppcc_status tr_cast(importer *I) {
   entry *x = in_entry(I, 0);
   ppcc_dtype to;
-  int v = x ? value_of(I, x) : -2;
+  if (!x) return ppcc_error(I->d, "%s: operand 0 is missing", I->who);
+  int v = value_of(I, x);
   if (v < 0) return v == -1 ? oom(I) : PPCC_ERR_USER;
   if (ox_dtype_from_onnx((int32_t)ox_attr_int(I->node, "to", 0), &to) && to == V(I, v).dtype) return bind(I, 0, v);
   if (!ox_dtype_from_onnx((int32_t)ox_attr_int(I->node, "to", 0), &to))

@@ -35,6 +35,23 @@ static ppcc_status kernel_matmul(const ppcc_op *op, const ppcc_tensor *in, ppcc_
   return PPCC_OK;
 }
 
+/* y[r, :] += bias for rows r0..r1 (split among the kernel threads). */
+typedef struct bias_job {
+  float *y;
+  const float *bias;
+  int64_t N;
+} bias_job;
+
+static void add_bias_rows(void *arg, int64_t r0, int64_t r1) {
+  const bias_job *j = arg;
+  const float *restrict bias = j->bias;
+  int64_t N = j->N;
+  for (int64_t i = r0; i < r1; i++) {
+    float *restrict y = j->y + i * N;
+    for (int64_t c = 0; c < N; c++) y[c] += bias[c];
+  }
+}
+
 /* x[..., K] . w[N, K]^T (+ bias[N]); a block-quantized w through the
  * quantized kernels (quant_matmul.c), an f16/bf16 one next to an f32 x
  * through half_matmul.c. */
@@ -55,9 +72,8 @@ static ppcc_status kernel_linear(const ppcc_op *op, const ppcc_tensor *in, ppcc_
     ppcc_rt_sgemm(M, N, K, x->data, w->data, true, y);
   }
   if (op->n_in == 3) {
-    const float *bias = in[2].data;
-    for (int64_t i = 0; i < M; i++)
-      for (int64_t j = 0; j < N; j++) y[i * N + j] += bias[j];
+    bias_job j = {y, in[2].data, N};
+    rt_parallel_range(M, 1, 16384 / (N > 0 ? N : 1) + 1, add_bias_rows, &j);
   }
   return PPCC_OK;
 }
@@ -168,12 +184,33 @@ static void binary_broadcast(binary_kind k, const ppcc_tensor *a, const ppcc_ten
   }
 }
 
+/* Same-shape operands: elements split among the kernel threads. */
+typedef struct binary_job {
+  binary_kind k;
+  const float *a, *b;
+  float *y;
+} binary_job;
+
+static void binary_range(void *arg, int64_t j0, int64_t j1) {
+  const binary_job *j = arg;
+  const float *a = j->a, *b = j->b;
+  float *y = j->y;
+  switch (j->k) { /* one loop per kind: each vectorizes */
+  case BIN_ADD:
+    for (int64_t e = j0; e < j1; e++) y[e] = a[e] + b[e];
+    break;
+  case BIN_MUL:
+    for (int64_t e = j0; e < j1; e++) y[e] = a[e] * b[e];
+    break;
+  default:
+    for (int64_t e = j0; e < j1; e++) y[e] = apply_binary(j->k, a[e], b[e]);
+  }
+}
+
 static ppcc_status run_binary(binary_kind k, const ppcc_tensor *in, ppcc_tensor *out) {
   if (same_shape(&in[0], out) && same_shape(&in[1], out)) {
-    const float *a = in[0].data, *b = in[1].data;
-    float *y = out->data;
-    int64_t n = numel(out);
-    for (int64_t j = 0; j < n; j++) y[j] = apply_binary(k, a[j], b[j]);
+    binary_job j = {k, in[0].data, in[1].data, out->data};
+    rt_parallel_range(numel(out), 16, 32768, binary_range, &j);
     return PPCC_OK;
   }
   binary_broadcast(k, &in[0], &in[1], out);

@@ -48,6 +48,12 @@ void rt_parallel_parts(int parts, rt_part_fn fn, void *arg);
 bool rt_in_pool_part(void);
 /* [begin, end) of part `part` of n items split in multiples of align. */
 void rt_part_range(int64_t n, int64_t align, int part, int parts, int64_t *begin, int64_t *end);
+/* fn(arg, begin, end) over [0, n) split in multiples of align among the
+ * kernel threads (rt_kernel_threads; one inside a pool part), each part
+ * at least min_items (a smaller n runs whole on the caller): for kernels
+ * whose items are independent, so the split changes no result. */
+typedef void (*rt_range_fn)(void *arg, int64_t begin, int64_t end);
+void rt_parallel_range(int64_t n, int64_t align, int64_t min_items, rt_range_fn fn, void *arg);
 /* Where the pools' workers run (the executors' thread placement): a
  * cpu_set_t of `size` bytes. */
 void rt_pool_set_worker_cpus(const void *cpus, size_t size);

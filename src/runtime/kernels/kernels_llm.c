@@ -89,29 +89,51 @@ ppcc_status kernel_embedding(const ppcc_op *op, const ppcc_tensor *in, ppcc_tens
 
 static float attr_eps(const ppcc_op *op) { return (float)ppcc_attr_float(op, "eps", 1e-5); }
 
+/* A norm's rows, split among the kernel threads (rows are independent). */
+typedef struct norm_job {
+  const float *x, *w, *b;
+  float *y, eps, offset;
+  int64_t H;
+} norm_job;
+
+static norm_job norm_of(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, int64_t *rows) {
+  norm_job j = {in[0].data, in[1].data, op->n_in == 3 ? in[2].data : NULL, out->data, attr_eps(op),
+                (float)ppcc_attr_float(op, "weight_offset", 0.0), in[0].rank ? in[0].shape[in[0].rank - 1] : 1};
+  *rows = j.H ? numel(&in[0]) / j.H : 0;
+  return j;
+}
+
 /* y = x / sqrt(mean(x^2) + eps) * (w + weight_offset) over the last dim. */
-ppcc_status kernel_rms_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
-  const float *x = in[0].data, *w = in[1].data;
-  float *y = out->data, eps = attr_eps(op), offset = (float)ppcc_attr_float(op, "weight_offset", 0.0);
-  int64_t H = in[0].rank ? in[0].shape[in[0].rank - 1] : 1, rows = H ? numel(&in[0]) / H : 0;
-  for (int64_t r = 0; r < rows; r++) {
+static void rms_norm_rows(void *arg, int64_t r0, int64_t r1) {
+  const norm_job *n = arg;
+  const float *x = n->x, *w = n->w;
+  float *y = n->y, offset = n->offset;
+  int64_t H = n->H;
+  for (int64_t r = r0; r < r1; r++) {
     const float *xr = x + r * H;
     double ss = 0;
     for (int64_t j = 0; j < H; j++) ss += (double)xr[j] * xr[j];
     /* x * inv in f64: in f32, inv underflows to a subnormal for |x| ~ 1e19+ */
-    double inv = 1.0 / sqrt(ss / (double)H + eps);
+    double inv = 1.0 / sqrt(ss / (double)H + n->eps);
     for (int64_t j = 0; j < H; j++) y[r * H + j] = (float)(xr[j] * inv) * (offset + w[j]);
   }
+}
+
+ppcc_status kernel_rms_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  int64_t rows;
+  norm_job j = norm_of(op, in, out, &rows);
+  rt_parallel_range(rows, 1, 16384 / (j.H > 0 ? j.H : 1) + 1, rms_norm_rows, &j);
   return PPCC_OK;
 }
 
 /* y = (x - mean) / sqrt(var + eps) * w (+ b) over the last dim (biased
  * variance, as torch.nn.LayerNorm). */
-ppcc_status kernel_layer_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
-  const float *x = in[0].data, *w = in[1].data, *b = op->n_in == 3 ? in[2].data : NULL;
-  float *y = out->data, eps = attr_eps(op);
-  int64_t H = in[0].rank ? in[0].shape[in[0].rank - 1] : 1, rows = H ? numel(&in[0]) / H : 0;
-  for (int64_t r = 0; r < rows; r++) {
+static void layer_norm_rows(void *arg, int64_t r0, int64_t r1) {
+  const norm_job *n = arg;
+  const float *x = n->x, *w = n->w, *b = n->b;
+  float *y = n->y;
+  int64_t H = n->H;
+  for (int64_t r = r0; r < r1; r++) {
     const float *xr = x + r * H;
     double sum = 0, sq = 0;
     for (int64_t j = 0; j < H; j++) sum += xr[j];
@@ -119,12 +141,18 @@ ppcc_status kernel_layer_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_ten
     for (int64_t j = 0; j < H; j++) sq += (xr[j] - mean) * (xr[j] - mean);
     /* (x - mean) * inv in f64: in f32, x - mean overflows near the f32
      * maximum and inv underflows for |x| ~ 1e19+ */
-    double inv = 1.0 / sqrt(sq / (double)H + eps);
+    double inv = 1.0 / sqrt(sq / (double)H + n->eps);
     for (int64_t j = 0; j < H; j++) {
       float v = (float)((xr[j] - mean) * inv) * w[j];
       y[r * H + j] = b ? v + b[j] : v;
     }
   }
+}
+
+ppcc_status kernel_layer_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
+  int64_t rows;
+  norm_job j = norm_of(op, in, out, &rows);
+  rt_parallel_range(rows, 1, 16384 / (j.H > 0 ? j.H : 1) + 1, layer_norm_rows, &j);
   return PPCC_OK;
 }
 

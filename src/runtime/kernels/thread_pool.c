@@ -222,3 +222,29 @@ void rt_part_range(int64_t n, int64_t align, int part, int parts, int64_t *begin
   *begin = b * align < n ? b * align : n;
   *end = e * align < n ? e * align : n;
 }
+
+typedef struct range_job {
+  int64_t n, align;
+  rt_range_fn fn;
+  void *arg;
+} range_job;
+
+static void range_part(void *arg, int part, int parts) {
+  const range_job *j = arg;
+  int64_t b, e;
+  rt_part_range(j->n, j->align, part, parts, &b, &e);
+  if (e > b) j->fn(j->arg, b, e);
+}
+
+void rt_parallel_range(int64_t n, int64_t align, int64_t min_items, rt_range_fn fn, void *arg) {
+  if (n <= 0) return;
+  int threads = in_part ? 1 : rt_kernel_threads();
+  int64_t most = min_items > 0 ? n / min_items : n;
+  int parts = most < threads ? (int)(most > 1 ? most : 1) : threads;
+  if (parts <= 1) {
+    fn(arg, 0, n);
+    return;
+  }
+  range_job j = {n, align > 0 ? align : 1, fn, arg};
+  rt_parallel_parts(parts, range_part, &j);
+}
