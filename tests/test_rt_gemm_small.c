@@ -122,6 +122,43 @@ START_TEST(sgemm_row_invariant_mode) {
 }
 END_TEST
 
+/* A decode step's product (one row, a linear weight [N, K]) through
+ * ppcc_rt_sgemm, at each level: near the reference, split over 2 threads,
+ * and (AVX-512: the 8-row matvec) the bits of that row in a 4-row product. */
+START_TEST(one_row_linear_product_each_level) {
+  enum { N = 1003, K = 1041 }; /* a tail of 3 columns, of 1 lane */
+  unsigned seed = 13;
+  float *A = malloc(sizeof(float) * 4 * K), *B = malloc(sizeof(float) * N * K);
+  float *C4 = malloc(sizeof(float) * 4 * N), *row = malloc(sizeof(float) * N);
+  for (int j = 0; j < 4 * K; j++) A[j] = frand(&seed);
+  for (int j = 0; j < N * K; j++) B[j] = frand(&seed);
+  int was = rt_set_simd_level(RT_SIMD_AVX512), best = rt_simd_level();
+  ppcc_rt_set_kernel_threads(2);
+  for (int level = best; level >= RT_SIMD_NONE; level--) {
+    rt_set_simd_level(level);
+    for (int i = 0; i < 4; i++) {
+      for (int n = 0; n < N; n++) row[n] = NAN;
+      ppcc_rt_sgemm(1, N, K, A + i * K, B, true, row);
+      for (int n = 0; n < N; n++) {
+        double want = 0, mag = 0;
+        for (int k = 0; k < K; k++) {
+          want += (double)A[i * K + k] * B[n * K + k];
+          mag += fabs((double)A[i * K + k] * B[n * K + k]);
+        }
+        ck_assert_msg(fabs(row[n] - want) <= 1.2e-7 * (double)(K + 4) * mag, "level %d row %d col %d: %g vs %g", level,
+                      i, n, row[n], want);
+      }
+      if (level < RT_SIMD_AVX512) continue;
+      rt_sgemm_small(4, N, K, A, B, true, C4, 1);
+      ck_assert_msg(memcmp(row, C4 + i * N, sizeof(float) * N) == 0, "row %d: one-row bits differ from the 4-row product", i);
+    }
+  }
+  ppcc_rt_set_kernel_threads(1);
+  rt_set_simd_level(was);
+  free(A), free(B), free(C4), free(row);
+}
+END_TEST
+
 /* ---- the tiles (gemm_tiles.c): any M, the small kernels' bits ---- */
 
 static const int64_t tile_Ms[] = {1, 9, 17, 33, 130}; /* 130: two blocks of MC rows */
@@ -277,6 +314,7 @@ int main(void) {
   tcase_add_test(tc, small_products_match_reference_each_level);
   tcase_add_test(tc, column_ranges_give_same_bits);
   tcase_add_test(tc, sgemm_row_invariant_mode);
+  tcase_add_test(tc, one_row_linear_product_each_level);
   tcase_add_test(tc, tiles_match_reference_and_one_row_bits);
   tcase_add_test(tc, tiles_column_ranges_and_dispatch);
   tc = t_add_tcase(s, "pool", 0);

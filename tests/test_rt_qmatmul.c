@@ -107,13 +107,14 @@ START_TEST(every_format_matches_the_dequantized_product) {
 }
 END_TEST
 
-/* Threads take chunks of output rows (big ones first, 4 or 16 at last):
- * the same bits as one thread, for every format, prefill and decode
- * shapes. */
+/* Threads take chunks of output rows (big ones first, 4 or 16 at last),
+ * after quantizing (and packing) the activations 16 rows at a time: the
+ * same bits as one thread, for every format, prefill (two whole tiles of
+ * 16 rows and 5 more) and decode shapes. */
 START_TEST(threads_give_the_same_bits) {
   for (int i = 0; i < N_FORMATS; i++) {
     const ppcc_block_format *f = ppcc_dtype_blocks(formats[i]);
-    int64_t M = 21, N = 131, K = 1024; /* enough work for threads even at one row */
+    int64_t M = 37, N = 131, K = 1024; /* enough work for threads even at one row */
     unsigned char *w = random_weights(f, N, K);
     float *x = malloc(sizeof(float) * (size_t)(M * K)), *y1 = malloc(sizeof(float) * (size_t)(M * N));
     float *y3 = malloc(sizeof(float) * (size_t)(M * N));

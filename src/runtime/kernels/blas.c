@@ -272,10 +272,13 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
   }
   int threads = rt_in_pool_part() ? 1 : kernel_threads;
   /* a few rows (a decode step, a small batch): read B once as it lies,
-   * where sgemm would first repack all of it (one row: sgemv) */
+   * where sgemm would first repack all of it (one row: sgemv, but for a
+   * linear weight with AVX-512 our own 8-row matvec, which streams it
+   * faster: gemm_small.c) */
   bool one_row_blas = false;
 #ifdef PPCC_HAVE_OPENBLAS
-  one_row_blas = M == 1 && K > 0 && N <= INT32_MAX && K <= INT32_MAX && rt_blas_has_room(threads);
+  one_row_blas = M == 1 && K > 0 && N <= INT32_MAX && K <= INT32_MAX && !(b_transposed && rt_simd_level() >= RT_SIMD_AVX512) &&
+                 rt_blas_has_room(threads);
 #endif
   if (!one_row_blas && rt_sgemm_tiles_pay(M, N, K, A, B, b_transposed)) {
     rt_sgemm_tiles(M, N, K, A, B, b_transposed, C, threads);

@@ -278,8 +278,31 @@ NT16_TILE(4, 1)
 static const nt_tile_fn nt16_4[5] = {NULL, nt16_tile_1_4, nt16_tile_2_4, nt16_tile_3_4, nt16_tile_4_4};
 static const nt_tile_fn nt16_1[5] = {NULL, nt16_tile_1_1, nt16_tile_2_1, nt16_tile_3_1, nt16_tile_4_1};
 
+/* One A row x 8 B rows (a decode step's matvec): eight weight rows stream
+ * at once, the full 16-lane steps unmasked, the tail masked. The sums are
+ * nt16_tile_1_4's (lane-wise over k in order, the masked tail last, then
+ * _mm512_reduce_add_ps), so a row's bits do not depend on M. */
+AVX512 static void nt16_row_8(int64_t K, const float *a, const float *B, float *C) {
+  __m512 acc[8];
+  _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    __m512 x = _mm512_loadu_ps(a + k);
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) acc[j] = _mm512_fmadd_ps(x, _mm512_loadu_ps(B + j * K + k), acc[j]);
+  }
+  if (k < K) {
+    __mmask16 m = tail16(K - k);
+    __m512 x = _mm512_maskz_loadu_ps(m, a + k);
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+      acc[j] = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, B + j * K + k), acc[j]);
+  }
+  _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) C[j] = _mm512_reduce_add_ps(acc[j]);
+}
+
 static void nt_avx512(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, float *C,
                       int64_t ldc) {
+  if (M == 1)
+    for (; n0 + 8 <= n1; n0 += 8) nt16_row_8(K, A, B + n0 * K, C + n0);
   nt_drive(4, nt16_4, nt16_1, M, n0, n1, K, A, B, C, ldc);
 }
 
@@ -370,7 +393,7 @@ typedef struct small_job {
 static void small_part(void *arg, int part, int parts) {
   const small_job *j = arg;
   int64_t n0, n1;
-  rt_part_range(j->N, j->bt ? 4 : 32, part, parts, &n0, &n1);
+  rt_part_range(j->N, j->bt ? 8 : 32, part, parts, &n0, &n1);
   rt_sgemm_small_cols(j->M, n0, n1, j->N, j->K, j->A, j->B, j->bt, j->C);
 }
 

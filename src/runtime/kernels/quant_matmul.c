@@ -357,13 +357,15 @@ DEF_K512(q6_k, head_q6_k_avx512, 210, true)
  * by side, each 512-bit register holding 4 consecutive values of all 16
  * (kpack, made once per call), meet 8 weight rows whose values are
  * broadcast 4 at a time: one dpbusd makes 64 products. Per weight row and
- * 16-value sub-block the integer sums are scaled in integer (mullo), the
- * mins come from the activations' sums of 16 (dpwssd on pairs): the
- * one-row kernels' integers, each block's one float product per output
- * (the one-row kernels keep 8 lanes). */
+ * sub-block the integer sums (exact as floats) are scaled in float
+ * (cvt + fma: one uop on dpbusd's port where an integer pmulld takes two;
+ * 10% faster, the block's sum rounded), the mins come from the
+ * activations' sums of 16 (dpwssd on pairs) in integer; each block's one
+ * float product per output (the one-row kernels keep 8 lanes). */
 typedef struct kpack {
   int8_t q[64][16][4];     /* [values 4g..4g+3][activation row] */
   int16_t bs[8][16][2];    /* [sub-blocks 2p, 2p+1][activation row] */
+  int16_t bs32[4][16][2];  /* the same for sums of 32 (q4_k, q5_k: a min per 32) */
   float d[16];
 } kpack;
 
@@ -371,7 +373,7 @@ typedef struct kpack {
  * per 16 values, d and dmin. */
 typedef struct kwtile {
   uint8_t u[8][256];
-  int32_t sc[8][16];
+  float sc[8][16]; /* the integer scales, exact as floats */
   int16_t mn[8][16];
   float d[8], dmin[8];
 } kwtile;
@@ -384,7 +386,7 @@ static void kpack_rows(const act_q8_k *act, int64_t M, int64_t nb, kpack *kp) {
       for (int j = 0; j < 16 && jt * 16 + j < M; j++) {
         const act_q8_k *a = &act[(jt * 16 + j) * nb + i];
         for (int g = 0; g < 64; g++) memcpy(p->q[g][j], a->qs + 4 * g, 4);
-        for (int s = 0; s < 16; s++) p->bs[s / 2][j][s % 2] = a->bsums[s];
+        for (int s = 0; s < 16; s++) p->bs[s / 2][j][s % 2] = a->bsums[s], p->bs32[s / 4][j][s / 2 % 2] += a->bsums[s];
         p->d[j] = a->d;
       }
     }
@@ -395,8 +397,8 @@ static void kpack_rows(const act_q8_k *act, int64_t M, int64_t nb, kpack *kp) {
     khead_avx512 h = HEAD(w);                                                                        \
     _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)                                              \
       _mm256_storeu_si256((__m256i *)(t->u[r] + 32 * k), u_##T##_avx512(w, k));                      \
-    _mm512_storeu_si512(t->sc[r], _mm512_cvtepi16_epi32(_mm256_set_m128i(_mm256_castsi256_si128(h.hi2),  \
-                                                                          _mm256_castsi256_si128(h.lo2)))); \
+    _mm512_storeu_ps(t->sc[r], _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(                               \
+                                   _mm256_set_m128i(_mm256_castsi256_si128(h.hi2), _mm256_castsi256_si128(h.lo2))))); \
     _mm256_storeu_si256((__m256i *)t->mn[r], h.mn);                                                  \
     t->d[r] = h.d, t->dmin[r] = h.dmin;                                                              \
   }
@@ -427,8 +429,8 @@ AVX512 static inline void prefetch_next_rows(const unsigned char *w, int64_t row
  * them in memory, half the speed). */
 AVX512 static inline __attribute__((always_inline)) void ktile(const kwtile *t, const kpack *p, int step, bool same_d,
                                                                float *ac, float *am) {
-  __m512i s1[8];
-  _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) s1[r] = _mm512_setzero_si512();
+  __m512 s1[8];
+  _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) s1[r] = _mm512_setzero_ps();
   for (int s = 0; s < 16; s += step) {
     __m512i raw[8];
     _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) raw[r] = _mm512_setzero_si512();
@@ -442,23 +444,25 @@ AVX512 static inline __attribute__((always_inline)) void ktile(const kwtile *t, 
       }
     }
     _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
-      s1[r] = _mm512_add_epi32(s1[r], _mm512_mullo_epi32(raw[r], _mm512_set1_epi32(t->sc[r][s])));
+      s1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(raw[r]), _mm512_set1_ps(t->sc[r][s]), s1[r]);
   }
   __m512 da = _mm512_loadu_ps(p->d);
+  /* the mins: with one per 32 values (step 2, each twice in mn) a pair
+   * of them meets the sums of 32, half the dpwssd */
   __m512i bs[8];
-  _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) bs[q] = _mm512_loadu_si512(p->bs[q]);
+  _Pragma("GCC unroll 8") for (int q = 0; q < 8 / step; q++)
+    bs[q] = _mm512_loadu_si512(step == 2 ? (const void *)p->bs32[q] : (const void *)p->bs[q]);
   _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) {
     __m512i m = _mm512_setzero_si512();
-    _Pragma("GCC unroll 8") for (int q = 0; q < 8; q++) {
-      int32_t pair;
-      memcpy(&pair, &t->mn[r][2 * q], 4);
-      m = _mm512_dpwssd_epi32(m, _mm512_set1_epi32(pair), bs[q]);
+    _Pragma("GCC unroll 8") for (int q = 0; q < 8 / step; q++) {
+      uint32_t pair = (uint16_t)t->mn[r][2 * step * q] | (uint32_t)(uint16_t)t->mn[r][2 * step * q + step] << 16;
+      m = _mm512_dpwssd_epi32(m, _mm512_set1_epi32((int32_t)pair), bs[q]);
     }
     __m512 dd = _mm512_mul_ps(_mm512_set1_ps(t->d[r]), da), a = _mm512_loadu_ps(ac + 16 * r);
     if (same_d) {
-      a = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_sub_epi32(s1[r], m)), a);
+      a = _mm512_fmadd_ps(dd, _mm512_sub_ps(s1[r], _mm512_cvtepi32_ps(m)), a);
     } else {
-      a = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(s1[r]), a);
+      a = _mm512_fmadd_ps(dd, s1[r], a);
       __m512 dm = _mm512_mul_ps(_mm512_set1_ps(t->dmin[r]), da);
       _mm512_storeu_ps(am + 16 * r, _mm512_fmadd_ps(dm, _mm512_cvtepi32_ps(m), _mm512_loadu_ps(am + 16 * r)));
     }
@@ -759,6 +763,13 @@ typedef struct qjob {
   int64_t M, N, nb, row_bytes, chunk;
   int parts;
   float *y;
+  /* the first phase (prep): N counts units of 16 activation rows, each
+   * quantized from x (row stride K) and, for whole tiles with the GEMM
+   * on, packed into kp */
+  bool prep;
+  const isa_row *isa;
+  const float *x;
+  int64_t K;
 #ifdef QM_X86
   /* the 512-bit GEMM for the first jts * 16 rows: a k-quant's unpack or a
    * 32-value format's unpack32 (the other NULL) */
@@ -816,9 +827,44 @@ static void run_gemm(const qjob *j, int64_t n0, int64_t n1) {
 }
 #endif
 
+/* Activation rows m0..m1 quantized per block (q8_0 or q8_K). */
+static void quantize_rows(const qjob *j, int64_t m0, int64_t m1) {
+  for (int64_t m = m0; m < m1; m++) {
+    const float *xm = j->x + m * j->K;
+    void *am = (char *)j->act + m * j->nb * (int64_t)j->act_size;
+#ifdef QM_X86
+    if (j->isa != &isas[0]) {
+      if (j->f->block == 32) quantize_q8_0_avx2(xm, j->nb, am);
+      else quantize_q8_k_avx2(xm, j->nb, am);
+      continue;
+    }
+#endif
+    if (j->f->block == 32) quantize_q8_0(xm, j->nb, am);
+    else quantize_q8_k(xm, j->nb, am);
+  }
+}
+
+/* The prep phase's units u0..u1 (16 activation rows each). */
+static void prep_units(const qjob *j, int64_t u0, int64_t u1) {
+  for (int64_t u = u0; u < u1; u++) {
+    int64_t m0 = 16 * u, m1 = m0 + 16 < j->M ? m0 + 16 : j->M;
+    quantize_rows(j, m0, m1);
+#ifdef QM_X86
+    if (u < j->jts && j->unpack)
+      kpack_rows((const act_q8_k *)j->act + m0 * j->nb, 16, j->nb, (kpack *)j->kp + u * j->nb);
+    if (u < j->jts && j->unpack32)
+      qpack32_rows((const act_q8_0 *)j->act + m0 * j->nb, 16, j->nb, (qpack32 *)j->kp + u * j->nb);
+#endif
+  }
+}
+
 static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
   float tmp[256];
   int64_t m0 = 0;
+  if (j->prep) {
+    prep_units(j, n0, n1);
+    return;
+  }
 #ifdef QM_X86
   if (j->unpack || j->unpack32) {
     run_gemm(j, n0, n1);
@@ -869,7 +915,7 @@ static void take_chunks(const qjob *j) {
       if (n0 >= j->N) return;
       size = (j->N - n0) / (2 * j->parts);
       if (size < j->chunk) size = j->chunk;
-      size = (size + 7) / 8 * 8; /* whole GEMM tiles */
+      if (!j->prep) size = (size + 7) / 8 * 8; /* whole GEMM tiles */
     } while (!atomic_compare_exchange_weak(&pool.next, &n0, n0 + size));
     run_rows(j, n0, n0 + size < j->N ? n0 + size : j->N);
     n0 = atomic_load(&pool.next);
@@ -947,24 +993,12 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
   char *act = rt_reuse_alloc(M * nb * (int64_t)act_size);
   if (!act) return false;
   const isa_row *isa = current_isa();
-  for (int64_t m = 0; m < M; m++) {
-    void *am = act + m * nb * act_size;
-#ifdef QM_X86
-    if (isa != &isas[0]) {
-      if (f->block == 32) quantize_q8_0_avx2(x + m * K, nb, am);
-      else quantize_q8_k_avx2(x + m * K, nb, am);
-      continue;
-    }
-#endif
-    if (f->block == 32) quantize_q8_0(x + m * K, nb, am);
-    else quantize_q8_k(x + m * K, nb, am);
-  }
   int nt = M * N * K > 65536 && N >= 2 * rt_kernel_threads() ? rt_kernel_threads() : 1;
   /* the last chunks: 4 features for prefill, 16 for decode */
   int64_t chunk = M >= 4 ? 4 : 16;
   qjob j = {.f = f, .dot = isa->dot[fi], .dotn = isa->dotn[fi], .rows = isa->rows[fi], .w = w, .act = act,
             .act_size = act_size, .M = M, .N = N, .nb = nb, .row_bytes = nb * f->bytes, .chunk = chunk, .parts = nt,
-            .y = y};
+            .y = y, .isa = isa, .x = x, .K = K};
 #ifdef QM_X86
   void *kp = NULL;
   if (isa == &isas[N_ISAS - 1] && M >= 16 && !rt_row_invariant_matmul()) {
@@ -976,11 +1010,15 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
       rt_reuse_free(act);
       return false;
     }
-    if (j.unpack) kpack_rows((const act_q8_k *)act, j.jts * 16, nb, kp);
-    if (j.unpack32) qpack32_rows((const act_q8_0 *)act, j.jts * 16, nb, kp);
     j.kp = kp;
   }
 #endif
+  /* first the activations, quantized (and packed for the GEMM) by the
+   * same threads 16 rows at a time, then the product */
+  qjob prep = j;
+  prep.prep = true, prep.N = (M + 15) / 16, prep.chunk = 1;
+  if (M >= 32 && nt > 1) run_parallel(&prep, nt);
+  else prep_units(&prep, 0, prep.N);
   run_parallel(&j, nt);
 #ifdef QM_X86
   if (kp) rt_reuse_free(kp);

@@ -21,7 +21,11 @@
 #include "kernels.h"
 
 #define MAX_WORKERS 63
-#define SPIN_NS 50000 /* the gap between two kernels of one decode step is a few us */
+/* A decode step's gaps between two products (norms, rotary, attention)
+ * reach a few hundred us: with a 50 us spin a worker often slept and woke
+ * late for the next product, the caller waiting (500 us: decode +6 %
+ * median over 50 us, 20 paired rounds; 2 ms was slower under load). */
+#define SPIN_NS 500000
 
 typedef struct pool pool;
 typedef struct worker {
