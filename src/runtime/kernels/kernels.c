@@ -35,26 +35,29 @@ static ppcc_status kernel_matmul(const ppcc_op *op, const ppcc_tensor *in, ppcc_
   return PPCC_OK;
 }
 
-/* y[r, :] += bias for rows r0..r1. */
+/* y[:, c0..c1] += bias[c0..c1]. The columns split as gemm_tiles.c splits
+ * a product's (multiples of its 6-column tiles): each thread adds to the
+ * part of the result it just wrote, still in its own L2 (split by rows,
+ * half of each thread's rows sat in the other core's cache). */
 typedef struct bias_job {
   float *y;
   const float *bias;
-  int64_t N;
+  int64_t M, N;
 } bias_job;
 
-static void add_bias_rows(void *arg, int64_t r0, int64_t r1) {
+static void add_bias_cols(void *arg, int64_t c0, int64_t c1) {
   const bias_job *j = arg;
   const float *restrict bias = j->bias;
-  int64_t N = j->N;
-  for (int64_t i = r0; i < r1; i++) {
-    float *restrict y = j->y + i * N;
-    for (int64_t c = 0; c < N; c++) y[c] += bias[c];
+  for (int64_t i = 0; i < j->M; i++) {
+    float *restrict y = j->y + i * j->N;
+#pragma omp simd /* -O2 leaves it scalar otherwise */
+    for (int64_t c = c0; c < c1; c++) y[c] += bias[c];
   }
 }
 
 void rt_add_bias(float *y, const float *bias, int64_t M, int64_t N) {
-  bias_job j = {y, bias, N};
-  rt_parallel_range(M, 1, 16384 / (N > 0 ? N : 1) + 1, add_bias_rows, &j);
+  bias_job j = {y, bias, M, N};
+  rt_parallel_range(N, 6, 16384 / (M > 0 ? M : 1) + 1, add_bias_cols, &j);
 }
 
 /* x[..., K] . w[N, K]^T (+ bias[N]); a block-quantized w through the
@@ -197,11 +200,13 @@ static void binary_range(void *arg, int64_t j0, int64_t j1) {
   const binary_job *j = arg;
   const float *a = j->a, *b = j->b;
   float *y = j->y;
-  switch (j->k) { /* one loop per kind: each vectorizes */
+  switch (j->k) { /* one loop per kind, vectorized (-O2 alone leaves them scalar) */
   case BIN_ADD:
+#pragma omp simd
     for (int64_t e = j0; e < j1; e++) y[e] = a[e] + b[e];
     break;
   case BIN_MUL:
+#pragma omp simd
     for (int64_t e = j0; e < j1; e++) y[e] = a[e] * b[e];
     break;
   default:

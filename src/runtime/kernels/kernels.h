@@ -54,8 +54,8 @@ void rt_part_range(int64_t n, int64_t align, int part, int parts, int64_t *begin
  * whose items are independent, so the split changes no result. */
 typedef void (*rt_range_fn)(void *arg, int64_t begin, int64_t end);
 void rt_parallel_range(int64_t n, int64_t align, int64_t min_items, rt_range_fn fn, void *arg);
-/* y[M, N] += bias[N] on every row, rows split among the kernel threads
- * (linear's bias in both backends). */
+/* y[M, N] += bias[N] on every row, columns split among the kernel threads
+ * as gemm_tiles.c splits them (linear's bias in both backends). */
 void rt_add_bias(float *y, const float *bias, int64_t M, int64_t N);
 /* y = layer_norm(x) * w (+ b when not NULL) over rows of H, the rows split
  * among the kernel threads (the layer_norm kernel's core, also the JIT's

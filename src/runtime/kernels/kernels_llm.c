@@ -142,9 +142,13 @@ static void layer_norm_rows(void *arg, int64_t r0, int64_t r1) {
     /* (x - mean) * inv in f64: in f32, x - mean overflows near the f32
      * maximum and inv underflows for |x| ~ 1e19+ */
     double inv = 1.0 / sqrt(sq / (double)H + n->eps);
-    for (int64_t j = 0; j < H; j++) {
-      float v = (float)((xr[j] - mean) * inv) * w[j];
-      y[r * H + j] = b ? v + b[j] : v;
+    float *yr = y + r * H;
+    if (b) { /* lanes do each element's very operations: the same bits */
+#pragma omp simd
+      for (int64_t j = 0; j < H; j++) yr[j] = (float)((xr[j] - mean) * inv) * w[j] + b[j];
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < H; j++) yr[j] = (float)((xr[j] - mean) * inv) * w[j];
     }
   }
 }
