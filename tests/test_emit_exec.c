@@ -177,6 +177,21 @@ START_TEST(linear_with_bias_is_one_runtime_call) {
 }
 END_TEST
 
+/* layer_norm (with and without a bias, on [B, S, H] and [M, H]) is the
+ * runtime's kernel, no linalg loops; the JIT matches the reference. */
+START_TEST(layer_norm_is_a_runtime_call) {
+  ppcc_graph *g = model(1,
+                        "{'name': 'w', 'dtype': 'f32', 'shape': [24]},"
+                        "{'name': 'b', 'dtype': 'f32', 'shape': [24]}",
+                        "{'name': 'x', 'dtype': 'f32', 'shape': [2, 5, 24]},"
+                        "{'name': 'x2', 'dtype': 'f32', 'shape': [3, 24]}",
+                        "{'op': 'layer_norm', 'in': ['x', 'w', 'b'], 'out': ['y'], 'attrs': {'eps': 0.001}},"
+                        "{'op': 'layer_norm', 'in': ['x2', 'w'], 'out': ['y2']}",
+                        "'y', 'y2'");
+  expect_runtime_calls(g, "call @ppcc_rt_layer_norm_f32", "call @ppcc_rt_layer_norm_f32");
+}
+END_TEST
+
 /* Attention with the importers' positions operand (i64 [S] and i32
  * [B, S], per row) calls the runtime's kernel too, not linalg loops (3x
  * slower at 256 tokens), and matches the reference and the linalg form. */
@@ -508,6 +523,7 @@ int main(void) {
   tcase_add_test(tc, conv_calls_the_runtime_and_its_linalg_form_agrees);
   tcase_add_test(tc, contractions_of_any_rank_call_the_runtime);
   tcase_add_test(tc, linear_with_bias_is_one_runtime_call);
+  tcase_add_test(tc, layer_norm_is_a_runtime_call);
   tcase_add_test(tc, attention_with_positions_calls_the_runtime);
   tcase_add_test(tc, llama_matches_pytorch_logits);
   tcase_add_test(tc, jit_reuses_buffers_after_their_last_use);

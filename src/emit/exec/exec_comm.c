@@ -9,6 +9,7 @@
  *   ppcc_rt_reduce_scatter_T(op, dtype, group, rank, outer, inner, full, shard)
  *   ppcc_rt_matmul_f32(a, b, c, b_transposed)                    (OpenBLAS)
  *   ppcc_rt_linear_f32(a, w, bias, c)          (a . w^T + bias, the bias threaded)
+ *   ppcc_rt_layer_norm_f32(x, w, b, y, eps, has_bias)     (rows threaded; b = w when none)
  *   ppcc_rt_conv_f32(x, w, y, group, strides, dilations, pads)   (im2col + GEMM)
  *   ppcc_rt_attention_f32(q, k, v, out, scale, causal, window, softcap)   (OpenBLAS)
  *   ppcc_rt_attention_positions_T(q, k, v, out, scale, causal, window, softcap, positions)
@@ -111,6 +112,31 @@ MlirValue exec_try_linear_bias_call(ppcc_emit_ctx *c, MlirValue a, MlirValue w, 
                       exec_unranked(c, exec_static_view(c, exec_to_memref(c, bias))),
                       exec_unranked(c, exec_static_view(c, out))};
   if (exec_call(c, "ppcc_rt_linear_f32", 4, ops)) return (MlirValue){NULL};
+  return exec_to_tensor(c, out, true);
+}
+
+/* layer_norm as the interpreter's kernel: as linalg its three passes ran
+ * on one thread. */
+MlirValue exec_try_layer_norm_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, MlirValue bias, double eps,
+                                   MlirType out_type) {
+  bool has_bias = !mlirValueIsNull(bias);
+  intptr_t r = mlirShapedTypeGetRank(mlirValueGetType(x));
+  if (c->kind != PPCC_EMIT_MLIR_EXEC || !mlirTypeIsAF32(mlirShapedTypeGetElementType(out_type)) ||
+      !mlirTypeIsAF32(elem_of(x)) || !mlirTypeIsAF32(elem_of(w)) || (has_bias && !mlirTypeIsAF32(elem_of(bias))) ||
+      r < 1 || mlirShapedTypeGetRank(out_type) != r || mlirShapedTypeGetRank(mlirValueGetType(w)) != 1 ||
+      (has_bias && mlirShapedTypeGetRank(mlirValueGetType(bias)) != 1))
+    return (MlirValue){NULL};
+  int64_t H = mlirShapedTypeGetDimSize(mlirValueGetType(x), r - 1);
+  if (mlirShapedTypeGetDimSize(mlirValueGetType(w), 0) != H ||
+      (has_bias && mlirShapedTypeGetDimSize(mlirValueGetType(bias), 0) != H))
+    return (MlirValue){NULL};
+  MlirValue out = exec_alloc(c, out_type);
+  MlirValue ops[6] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, x))),
+                      exec_unranked(c, exec_static_view(c, exec_to_memref(c, w))),
+                      exec_unranked(c, exec_static_view(c, exec_to_memref(c, has_bias ? bias : w))),
+                      exec_unranked(c, exec_static_view(c, out)),
+                      emit_float_const(c, c->block, mlirF64TypeGet(c->mctx), eps), exec_i64(c, has_bias)};
+  if (exec_call(c, "ppcc_rt_layer_norm_f32", 6, ops)) return (MlirValue){NULL};
   return exec_to_tensor(c, out, true);
 }
 

@@ -27,6 +27,7 @@ static const emit_runtime_calls runtime_calls = {
   .transfer = exec_transfer,
   .matmul = exec_try_matmul_call,
   .linear_bias = exec_try_linear_bias_call,
+  .layer_norm = exec_try_layer_norm_call,
   .conv = exec_try_conv_call,
   .attention = exec_try_attention_call,
   .unary = exec_try_unary_call,

@@ -91,6 +91,8 @@ ppcc_status exec_lower_collective(ppcc_emit_ctx *c, const ppcc_op *op);
  * to linalg. */
 MlirValue exec_try_matmul_call(ppcc_emit_ctx *c, MlirValue a, MlirValue b, bool b_transposed, MlirType out_type);
 MlirValue exec_try_linear_bias_call(ppcc_emit_ctx *c, MlirValue a, MlirValue w, MlirValue bias, MlirType out_type);
+MlirValue exec_try_layer_norm_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, MlirValue bias, double eps,
+                                   MlirType out_type);
 /* A conv handed to ppcc_rt_conv_f32 (f32), or a null value. */
 MlirValue exec_try_conv_call(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const ppcc_conv_geom *g, MlirType out_type);
 /* f32 exp/silu/sigmoid/gelu as a ppcc_rt_unary_f32 call in the executable

@@ -198,6 +198,10 @@ typedef struct emit_runtime_calls {
    * ppcc_rt_linear_f32 (the interpreter's GEMM and its bias split among
    * the kernel threads; all f32), or a null value. */
   MlirValue (*linear_bias)(ppcc_emit_ctx *c, MlirValue a, MlirValue w, MlirValue bias, MlirType out_type);
+  /* f32 layer_norm over x's last dim (bias a null value when none) as a
+   * ppcc_rt_layer_norm_f32 call (the interpreter's kernel, its rows split
+   * among the kernel threads: the same bits), or a null value. */
+  MlirValue (*layer_norm)(ppcc_emit_ctx *c, MlirValue x, MlirValue w, MlirValue bias, double eps, MlirType out_type);
   /* A conv handed to ppcc_rt_conv_f32 (the interpreter's kernel; f32 x and
    * w, out_type f32), or a null value. */
   MlirValue (*conv)(ppcc_emit_ctx *c, MlirValue x, MlirValue w, const ppcc_conv_geom *g, MlirType out_type);

@@ -343,6 +343,15 @@ ppcc_status lower_layer_norm(struct ppcc_emit_ctx *c, const ppcc_graph *g, const
   red_space r = red_space_one_dim(x, rank_of(x) - 1);
   MlirType f64 = f64_type(c);
   norm_body n = norm_of(op, &r);
+  if (c->runtime_calls && c->runtime_calls->layer_norm && mlirTypeIsAF32(elem_of(x0))) { /* the runtime's kernel */
+    MlirValue y = c->runtime_calls->layer_norm(c, x, operand(c, op, 1, shard),
+                                               n.has_bias ? operand(c, op, 2, shard) : (MlirValue){NULL}, n.eps,
+                                               mlirValueGetType(x));
+    if (!mlirValueIsNull(y)) {
+      set_result(c, op, shard, y);
+      return PPCC_OK;
+    }
+  }
   operand_kind full[1] = {K_FULL}, full_kept[2] = {K_FULL, K_KEPT};
   MlirValue sum = reduce(c, &r, 1, &x, full, f64, zero_of(c, f64), body_add_f64, NULL);
   MlirValue ins2[2] = {x, sum};

@@ -216,6 +216,27 @@ static void jit_linear(jit_unranked *a, jit_unranked *w, jit_unranked *bias, jit
   rt_add_bias(Y, (const float *)(void *)vb.data, M, N);
 }
 
+/* y = layer_norm(x) over x's last dim, * w (+ b when has_bias): the
+ * interpreter's kernel (rt_layer_norm), the same bits. */
+static void jit_layer_norm(jit_unranked *x, jit_unranked *w, jit_unranked *b, jit_unranked *y, double eps,
+                           int64_t has_bias) {
+  jit_view vx = view_of(x, 4), vw = view_of(w, 4), vb = view_of(b, 4), vy = view_of(y, 4);
+  if (!usable(-1, &vx, "layer_norm") || !usable(-1, &vw, "layer_norm") || !usable(-1, &vb, "layer_norm") ||
+      !usable(-1, &vy, "layer_norm"))
+    return;
+  if (x->rank < 1 || w->rank != 1 || b->rank != 1 || y->rank != x->rank) {
+    fail_call("layer_norm: unsupported operand ranks");
+    return;
+  }
+  int64_t H = x->desc[3 + x->rank - 1], rows = H > 0 ? vx.count / H : 0;
+  if (vw.count != H || vb.count != H || vy.count != vx.count) {
+    fail_call("layer_norm: operand sizes do not match");
+    return;
+  }
+  rt_layer_norm((const float *)(void *)vx.data, (const float *)(void *)vw.data,
+                has_bias ? (const float *)(void *)vb.data : NULL, (float *)(void *)vy.data, rows, H, (float)eps);
+}
+
 /* C[..., M, N] = A[..., M, K] * B, through ppcc_rt_sgemm (OpenBLAS when
  * built with it). B is [K, N] (or [N, K] when b_transposed): A's leading
  * dims collapse into M, one GEMM. B of A's rank: one GEMM per batch
@@ -431,6 +452,7 @@ const ppcc_jit_symbol *ppcc_jit_symbols(void) {
       DTYPE_SYMBOLS(reduce_scatter, jit_reduce_scatter),
       {"_mlir_ciface_ppcc_rt_matmul_f32", (void *)jit_matmul},
       {"_mlir_ciface_ppcc_rt_linear_f32", (void *)jit_linear},
+      {"_mlir_ciface_ppcc_rt_layer_norm_f32", (void *)jit_layer_norm},
       {"_mlir_ciface_ppcc_rt_conv_f32", (void *)jit_conv},
       {"_mlir_ciface_ppcc_rt_attention_f32", (void *)jit_attention},
       {"_mlir_ciface_ppcc_rt_unary_f32", (void *)jit_unary},

@@ -57,6 +57,10 @@ void rt_parallel_range(int64_t n, int64_t align, int64_t min_items, rt_range_fn 
 /* y[M, N] += bias[N] on every row, rows split among the kernel threads
  * (linear's bias in both backends). */
 void rt_add_bias(float *y, const float *bias, int64_t M, int64_t N);
+/* y = layer_norm(x) * w (+ b when not NULL) over rows of H, the rows split
+ * among the kernel threads (the layer_norm kernel's core, also the JIT's
+ * ppcc_rt_layer_norm_f32). */
+void rt_layer_norm(const float *x, const float *w, const float *b, float *y, int64_t rows, int64_t H, float eps);
 /* Where the pools' workers run (the executors' thread placement): a
  * cpu_set_t of `size` bytes. */
 void rt_pool_set_worker_cpus(const void *cpus, size_t size);

@@ -149,10 +149,15 @@ static void layer_norm_rows(void *arg, int64_t r0, int64_t r1) {
   }
 }
 
+void rt_layer_norm(const float *x, const float *w, const float *b, float *y, int64_t rows, int64_t H, float eps) {
+  norm_job j = {x, w, b, y, eps, 0.0f, H};
+  rt_parallel_range(rows, 1, 16384 / (H > 0 ? H : 1) + 1, layer_norm_rows, &j);
+}
+
 ppcc_status kernel_layer_norm(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
   int64_t rows;
   norm_job j = norm_of(op, in, out, &rows);
-  rt_parallel_range(rows, 1, 16384 / (j.H > 0 ? j.H : 1) + 1, layer_norm_rows, &j);
+  rt_layer_norm(j.x, j.w, j.b, j.y, rows, j.H, j.eps);
   return PPCC_OK;
 }
 
