@@ -23,12 +23,10 @@
  * each output is one row function's, so the bits never depend on the
  * split. */
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "ppcc/quant.h"
 #include "kernels.h"
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -888,99 +886,43 @@ static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
   }
 }
 
-/* The kernel's own workers. The caller and whichever workers are awake
- * take chunks from one counter; the caller waits only for workers that
- * joined before the chunks ran out, so a worker the OS has not scheduled
- * yet (a loaded machine) costs nothing: it finds the job closed. Workers
- * spin a while after each job (a decode step's linears come every few
- * tens of us), then sleep on a condition variable. One caller at a time;
- * a second concurrent caller (another device thread) computes alone. */
-enum { MAX_WORKERS = 63, SPIN_NS = 400000 };
-static struct {
-  pthread_mutex_t lock, busy;
-  pthread_cond_t go;
-  int started, sleeping;
-  atomic_uint gen;    /* bumped for each job */
-  atomic_bool open;   /* the current job still has chunks */
-  atomic_int active;  /* workers inside the current job */
-  atomic_int_fast64_t next; /* its next feature */
-  const qjob *job;
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .busy = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER};
+/* The threads: the kernels' pool (thread_pool.c), each part taking
+ * chunks from one counter, so a part the OS delays leaves its chunks to
+ * the others. (A pool of its own spun beside that pool's workers: with
+ * both spinning between a decode step's products, more threads than
+ * cores.) */
+typedef struct qrun {
+  const qjob *j;
+  atomic_int_fast64_t next; /* the next feature */
+} qrun;
 
 /* Big chunks first, small ones last, so the threads finish together. */
-static void take_chunks(const qjob *j) {
-  int_fast64_t n0 = atomic_load(&pool.next), size;
+static void take_chunks(void *arg, int part, int parts) {
+  (void)part, (void)parts;
+  qrun *q = arg;
+  const qjob *j = q->j;
+  int_fast64_t n0 = atomic_load(&q->next), size;
   for (;;) {
     do {
       if (n0 >= j->N) return;
       size = (j->N - n0) / (2 * j->parts);
       if (size < j->chunk) size = j->chunk;
       if (!j->prep) size = (size + 7) / 8 * 8; /* whole GEMM tiles */
-    } while (!atomic_compare_exchange_weak(&pool.next, &n0, n0 + size));
+    } while (!atomic_compare_exchange_weak(&q->next, &n0, n0 + size));
     run_rows(j, n0, n0 + size < j->N ? n0 + size : j->N);
-    n0 = atomic_load(&pool.next);
+    n0 = atomic_load(&q->next);
   }
 }
 
-static int64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-static void *worker(void *arg) {
-  (void)arg;
-  unsigned seen = atomic_load(&pool.gen);
-  for (;;) {
-    int64_t until = now_ns() + SPIN_NS;
-    for (int i = 1; atomic_load(&pool.gen) == seen; i++) {
-      if (i % 64 == 0 && now_ns() > until) {
-        pthread_mutex_lock(&pool.lock);
-        pool.sleeping++;
-        while (atomic_load(&pool.gen) == seen) pthread_cond_wait(&pool.go, &pool.lock);
-        pool.sleeping--;
-        pthread_mutex_unlock(&pool.lock);
-        break;
-      }
-#ifdef QM_X86
-      _mm_pause();
-#endif
-    }
-    seen = atomic_load(&pool.gen);
-    atomic_fetch_add(&pool.active, 1);
-    /* joined: the caller now waits for us, unless the job had closed */
-    if (atomic_load(&pool.gen) == seen && atomic_load(&pool.open)) take_chunks(pool.job);
-    atomic_fetch_sub(&pool.active, 1);
-  }
-  return NULL;
-}
-
-/* Runs j on the caller and up to parts - 1 workers. */
+/* Runs j on the caller and up to parts - 1 of the pool's workers. */
 static void run_parallel(const qjob *j, int parts) {
-  if (parts > MAX_WORKERS + 1) parts = MAX_WORKERS + 1;
-  if (parts < 2 || pthread_mutex_trylock(&pool.busy) != 0) {
+  if (parts < 2) {
     run_rows(j, 0, j->N);
     return;
   }
-  while (pool.started < parts - 1) {
-    if (!rt_pool_spawn(worker, NULL)) break;
-    pool.started++;
-  }
-  pool.job = j;
-  atomic_store(&pool.next, 0);
-  atomic_store(&pool.open, true);
-  atomic_fetch_add(&pool.gen, 1);
-  pthread_mutex_lock(&pool.lock);
-  if (pool.sleeping) pthread_cond_broadcast(&pool.go);
-  pthread_mutex_unlock(&pool.lock);
-  take_chunks(j);
-  atomic_store(&pool.open, false);
-  while (atomic_load(&pool.active) > 0) {
-#ifdef QM_X86
-    _mm_pause();
-#endif
-  }
-  pthread_mutex_unlock(&pool.busy);
+  qrun q = {.j = j};
+  atomic_init(&q.next, 0);
+  rt_parallel_parts(parts, take_chunks, &q);
 }
 
 bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const float *x, const void *w, float *y) {
