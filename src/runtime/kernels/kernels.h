@@ -64,9 +64,6 @@ void rt_layer_norm(const float *x, const float *w, const float *b, float *y, int
 /* Where the pools' workers run (the executors' thread placement): a
  * cpu_set_t of `size` bytes. */
 void rt_pool_set_worker_cpus(const void *cpus, size_t size);
-/* A detached thread running fn(arg) where the pools' workers run (and
- * moved with them): quant_matmul.c's workers. */
-bool rt_pool_spawn(void *(*fn)(void *), void *arg);
 
 /* Small-row products without repacking B (gemm_small.c): C[M, N] = A[M, K]
  * . B ([N, K] when b_transposed, else [K, N]) on up to `threads` threads;

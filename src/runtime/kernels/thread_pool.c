@@ -109,7 +109,8 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-bool rt_pool_spawn(void *(*fn)(void *), void *arg) {
+/* A detached worker thread where the pools' workers run (and moved with them). */
+static bool rt_pool_spawn(void *(*fn)(void *), void *arg) {
   pthread_attr_t a;
   if (pthread_attr_init(&a) != 0) return false;
   pthread_attr_setstacksize(&a, (size_t)1 << 20);
