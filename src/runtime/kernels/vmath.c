@@ -61,6 +61,12 @@ AVX2 static inline __m256 sigmoid8(__m256 x) {
   return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
+/* erfc(a) ~ t e^(-a^2 + P(t)), t = 1 / (1 + a/2) (Numerical Recipes'
+ * erfcc): P's coefficients, highest power first, for gelu8 and gelu16. */
+enum { ERFC_TERMS = 10 };
+static const float erfc_poly[ERFC_TERMS] = {0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f,
+                                            -0.18628806f, 0.09678418f, 0.37409196f, 1.00002368f, -1.26551223f};
+
 AVX2 static inline __m256 gelu8(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
   __m256 z = _mm256_mul_ps(x, _mm256_set1_ps(-0.70710678118654752f)); /* erfc's argument */
@@ -69,16 +75,9 @@ AVX2 static inline __m256 gelu8(__m256 x) {
   __m256 ax = _mm256_min_ps(_mm256_andnot_ps(sign, x), _mm256_set1_ps(22.627417f));
   __m256 a = _mm256_mul_ps(ax, _mm256_set1_ps(0.70710678118654752f));
   __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), a, one));
-  __m256 p = _mm256_set1_ps(0.17087277f);
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.82215223f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.48851587f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.13520398f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.27886807f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.18628806f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.09678418f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.37409196f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.00002368f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.26551223f));
+  __m256 p = _mm256_set1_ps(erfc_poly[0]);
+#pragma GCC unroll 9
+  for (int i = 1; i < ERFC_TERMS; i++) p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(erfc_poly[i]));
   __m256 x2 = _mm256_mul_ps(ax, ax), half = _mm256_set1_ps(0.5f);
   __m256 a2 = _mm256_mul_ps(half, x2), a2_lo = _mm256_mul_ps(half, _mm256_fmsub_ps(ax, ax, x2));
   /* p - a2 as s + err exactly (TwoSum): its rounding would cost ulp(x^2/2) */
@@ -232,11 +231,9 @@ AVX512 static inline __m512 gelu16(__m512 x) {
   __m512 ax = _mm512_min_ps(_mm512_abs_ps(x), _mm512_set1_ps(22.627417f));
   __m512 a = _mm512_mul_ps(ax, _mm512_set1_ps(0.70710678118654752f));
   __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(half, a, one));
-  static const float erfcc[] = {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f,
-                                0.09678418f,  0.37409196f, 1.00002368f,  -1.26551223f};
-  __m512 p = _mm512_set1_ps(0.17087277f);
+  __m512 p = _mm512_set1_ps(erfc_poly[0]);
 #pragma GCC unroll 9
-  for (int i = 0; i < 9; i++) p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(erfcc[i]));
+  for (int i = 1; i < ERFC_TERMS; i++) p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(erfc_poly[i]));
   __m512 x2 = _mm512_mul_ps(ax, ax);
   __m512 a2 = _mm512_mul_ps(half, x2), a2_lo = _mm512_mul_ps(half, _mm512_fmsub_ps(ax, ax, x2));
   __m512 na2 = _mm512_sub_ps(_mm512_setzero_ps(), a2), sum = _mm512_add_ps(p, na2), bv = _mm512_sub_ps(sum, p);
