@@ -63,7 +63,9 @@ for tp in 1 2; do
   # within 10 % of the measurement
   plan=$(grep '^memory plan: ' <<<"$out") || { echo "generate_memory: no memory plan line"; exit 1; }
   err=$(sed -n 's/.*measured [0-9.]* MiB (\([-+][0-9.]*\) %)$/\1/p' <<<"$plan")
-  awk -v e="$err" 'BEGIN { exit !(e != "" && e >= -10 && e <= 10) }' ||
+  # (not in an AddressSanitizer build, whose shadow memory no plan models)
+  grep -q "^memory plan vs measured: not checked in an AddressSanitizer build" <<<"$out" ||
+    awk -v e="$err" 'BEGIN { exit !(e != "" && e >= -10 && e <= 10) }' ||
     { echo "generate_memory: tp $tp: the plan is off by ${err:-?} %: $plan"; exit 1; }
 done
 # the loaded model in report and run --check-plan (16 tokens, caches of 16)

@@ -93,7 +93,10 @@ for backend in interp jit; do
   err=$(sed -n 's/.*measured [0-9.]* MiB (\([-+][0-9.]*\) %)$/\1/p' <<<"$plan")
   bound=10
   [[ $type == F32 ]] && bound=5
-  awk -v e="$err" -v b=$bound 'BEGIN { exit !(e != "" && e >= -b && e <= b) }' ||
+  # (an AddressSanitizer build's shadow memory is RSS no plan models:
+  # generate says so, and the bound is not applied there)
+  grep -q "^memory plan vs measured: not checked in an AddressSanitizer build" <<<"$out" ||
+    awk -v e="$err" -v b=$bound 'BEGIN { exit !(e != "" && e >= -b && e <= b) }' ||
     { echo "generate_memory_quant: $type $backend: the plan is off by ${err:-?} % (more than $bound %): $plan"; exit 1; }
 done
 done
