@@ -280,6 +280,8 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
   one_row_blas = M == 1 && K > 0 && N <= INT32_MAX && K <= INT32_MAX && !(b_transposed && rt_simd_level() >= RT_SIMD_AVX512) &&
                  rt_blas_has_room(threads);
 #endif
+  /* many rows with a linear weight: outer products (gemm_panels.c) */
+  if (b_transposed && rt_sgemm_panels_pay(M, N, K) && rt_sgemm_panels(M, N, K, A, B, C, threads)) return;
   if (!one_row_blas && rt_sgemm_tiles_pay(M, N, K, A, B, b_transposed)) {
     rt_sgemm_tiles(M, N, K, A, B, b_transposed, C, threads);
     return;
