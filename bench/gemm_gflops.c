@@ -1,10 +1,12 @@
 /* f32 products with a weight operand, GFLOP/s (not a test): OpenBLAS
  * sgemm as ppcc_rt_sgemm calls it (columns split over the kernel pool)
  * against our in-place kernels (gemm_small.c, gemm_tiles.c, which never
- * copy the weight, and gemm_panels.c for [N, K], which copies A), for M rows x the weight shapes of the benchmark
- * models, both layouts of B ([N, K] linear weights, [K, N] ONNX MatMul
- * weights). Paired rounds (blas, small, tiles, blas, ...), rates from
- * CPU time (see timed): prints the median GFLOP/s of each and the min / median per-round ratio tiles/blas.
+ * copy the weight; gemm_panels.c, [N, K] only, which copies A), for M
+ * rows x the weight shapes of the benchmark models, both layouts of B
+ * ([N, K] linear weights, [K, N] ONNX MatMul weights; panels there: the
+ * tiles again). Paired rounds (blas, small, tiles, panels, blas, ...),
+ * rates from CPU time (see timed): prints the median GFLOP/s of each and
+ * the min / median per-round ratios tiles/blas and panels/tiles.
  *
  *   gemm_gflops [--threads T] [--rounds R] [--m M,M,...] [--kn K,N] [--offset BYTES]
  *

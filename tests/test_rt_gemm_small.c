@@ -246,7 +246,7 @@ END_TEST
 
 static const int64_t panel_Ms[] = {1, 17, 64, 65, 130}; /* 65, 130: a panel's tail of 1 and 2 rows */
 static const int64_t panel_Ns[] = {1, 7, 70};            /* tiles of 6 B rows and a tail */
-static const int64_t panel_Ks[] = {1, 17, 100, 1041};
+static const int64_t panel_Ks[] = {1, 17, 100, 2100}; /* 2100: two K blocks of 130 rows' panels, a tail */
 
 /* C from the panels on 1 and 3 threads, and from column pieces. */
 static void panels_product(int64_t M, int64_t N, int64_t K, const float *A, const float *Bt, float *C, float *C3,
@@ -324,6 +324,7 @@ START_TEST(panels_dispatch) {
   bool avx512 = rt_simd_level() >= RT_SIMD_AVX512;
   ck_assert(rt_sgemm_panels_pay(M, N, K) == avx512);
   ck_assert(!rt_sgemm_panels_pay(RT_SMALL_M, N, K));
+  ck_assert(!rt_sgemm_panels_pay(512, N, K)); /* OpenBLAS's from 512 rows */
   ck_assert(rt_sgemm_panels(M, N, K, A, B, want, 1));
   ppcc_rt_set_kernel_threads(2);
   ppcc_rt_sgemm(M, N, K, A, B, true, got);

@@ -1,7 +1,8 @@
 /* Matrix products and the kernel thread count (below every kernel file):
  * ppcc_rt_sgemm reads B in place with our own kernels where they are as
  * fast (a few rows: gemm_small.c; up to a few dozen: gemm_tiles.c, see
- * rt_sgemm_tiles_pay), else OpenBLAS when built with it, else (or where
+ * rt_sgemm_tiles_pay; 64 to 256 rows with a linear weight: gemm_panels.c),
+ * else OpenBLAS when built with it, else (or where
  * OpenBLAS's buffers would not fit) the portable register-blocked one. */
 #include <omp.h>
 #include <stdlib.h>

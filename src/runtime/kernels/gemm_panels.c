@@ -2,10 +2,10 @@
  * a prefill's GEMMs), as outer products that still read B where it lies:
  * C^T = B . A^T. A (the activation, small next to B) is copied once per
  * call into K-major panels of 64 rows, P[k][64] (the copy ONNX Runtime
- * makes of B once at load, made here of A on every call: M x K floats,
- * ~0.3 % of a 128-row call's time, and nothing kept between calls, so a
- * weight mapped from a file stays zero-copy and no second copy of it is
- * ever resident). A tile of 6 B rows x 64 A rows holds 384 outputs in 24
+ * makes of B once at load, made here of A on every call, split over the
+ * threads: M x K floats, ~3 % of a 128 x 768 x 768 call's time, freed
+ * before the return, so a weight mapped from a file stays zero-copy and
+ * no second copy of it is ever resident). A tile of 6 B rows x 64 A rows holds 384 outputs in 24
  * registers: per k, 4 vector loads of the panel and 6 broadcasts of B
  * feed 24 FMAs; the dot-product tiles (gemm_tiles.c) hold 24 outputs and
  * end every one in a horizontal sum, and peak about a quarter lower.
@@ -14,7 +14,8 @@
  * k], B[n, k], c)), whatever M, the tile, the panel, the thread or the
  * column range: a row's bits depend on none of them, though they differ
  * from the few-row kernels' 16-lane sums (gemm_small.c), which serve a
- * decode step's rows. AVX-512 only (rt_sgemm_panels_pay says no below). */
+ * decode step's rows. AVX-512 (rt_sgemm_panels_pay says no below it,
+ * where the pieces compute the same chains in plain C for the tests). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -26,9 +27,11 @@
 
 #define PW 64 /* A rows of a panel (4 vectors) */
 #define TR 6  /* B rows of a tile */
-/* Panels a tile row walks before the next tile row: their bytes (M x K x
- * 4 at most this) stay in L2 while every B row of the columns meets them. */
+#define NT 8  /* tiles of B rows that meet the panels per K block */
+/* The panels' part a block of tiles walks (mc rows x kc of K) stays in L2. */
 #define PANEL_BYTES_L2 (1 << 20)
+#define KC_MIN 256
+#define MC_MAX 512
 
 #ifdef HAVE_X86
 #define AVX512 __attribute__((target("avx512f,avx2,fma")))
@@ -63,9 +66,10 @@ AVX512 static inline void transpose16(__m512 r[16]) {
   }
 }
 
-/* P[p][k][0..64) = A[64 p + l, k] for the panel's rows, 0 past M. */
-AVX512 static void pack_panels(int64_t M, int64_t K, const float *A, float *P) {
-  for (int64_t i0 = 0; i0 < M; i0 += 16) {
+/* P[p][k][0..64) = A[64 p + l, k] for the panels' rows i0..i1 (i0 a
+ * multiple of 16), 0 past M. */
+AVX512 static void pack_panels(int64_t M, int64_t i_begin, int64_t i_end, int64_t K, const float *A, float *P) {
+  for (int64_t i0 = i_begin; i0 < i_end; i0 += 16) {
     float *panel = P + (i0 / PW) * K * PW + i0 % PW;
     int64_t rows = M - i0 < 16 ? M - i0 : 16;
     for (int64_t k = 0; k < K; k += 16) {
@@ -79,21 +83,29 @@ AVX512 static void pack_panels(int64_t M, int64_t K, const float *A, float *P) {
   }
 }
 
-/* R B rows (from B, row stride K) x NV vectors of a panel, all of K: the
- * sums into C's columns n..n+R of the panel's first `rows` rows. */
+/* R B rows (from B, row stride K) x NV vectors of a panel, k from k0 to
+ * k1: the accumulators start at zero (k0 == 0) or from `save`, and end in
+ * C's columns n..n+R of the panel's first `rows` rows (k1 == K) or in
+ * `save` (the chains go on exactly as without blocking). */
 #define PANEL_TILE(R, NV)                                                                                      \
-  AVX512 static void panel_tile_##R##_##NV(int64_t K, const float *B, const float *P, float *C, int64_t ldc,    \
-                                           int64_t rows) {                                                     \
+  AVX512 static void panel_tile_##R##_##NV(int64_t k0, int64_t k1, int64_t K, const float *B, const float *P,  \
+                                           float *C, int64_t ldc, int64_t rows, float *save) {                \
     __m512 c[R][NV];                                                                                           \
     _Pragma("GCC unroll 8") for (int j = 0; j < R; j++)                                                        \
-      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) c[j][v] = _mm512_setzero_ps();                      \
-    for (int64_t k = 0; k < K; k++) {                                                                          \
+      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                     \
+        c[j][v] = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(save + (j * NV + v) * 16);                    \
+    for (int64_t k = k0; k < k1; k++) {                                                                        \
       __m512 a[NV];                                                                                            \
       _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) a[v] = _mm512_load_ps(P + k * PW + 16 * v);         \
       _Pragma("GCC unroll 8") for (int j = 0; j < R; j++) {                                                    \
         __m512 b = _mm512_set1_ps(B[j * K + k]);                                                               \
         _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) c[j][v] = _mm512_fmadd_ps(a[v], b, c[j][v]);      \
       }                                                                                                        \
+    }                                                                                                          \
+    if (k1 != K) {                                                                                             \
+      _Pragma("GCC unroll 8") for (int j = 0; j < R; j++)                                                      \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) _mm512_store_ps(save + (j * NV + v) * 16, c[j][v]); \
+      return;                                                                                                  \
     }                                                                                                          \
     float t[R][NV * 16] __attribute__((aligned(64)));                                                          \
     _Pragma("GCC unroll 8") for (int j = 0; j < R; j++)                                                        \
@@ -109,31 +121,51 @@ PANEL_ROW(4)
 PANEL_ROW(5)
 PANEL_ROW(6)
 
-typedef void (*panel_tile_fn)(int64_t, const float *, const float *, float *, int64_t, int64_t);
+typedef void (*panel_tile_fn)(int64_t, int64_t, int64_t, const float *, const float *, float *, int64_t, int64_t,
+                              float *);
 #define PANEL_FNS(R) {NULL, panel_tile_##R##_1, panel_tile_##R##_2, panel_tile_##R##_3, panel_tile_##R##_4}
 static const panel_tile_fn panel_tiles[TR + 1][PW / 16 + 1] = {{NULL},        PANEL_FNS(1), PANEL_FNS(2),
                                                                PANEL_FNS(3), PANEL_FNS(4), PANEL_FNS(5),
                                                                PANEL_FNS(6)};
 
-/* Columns n0..n1 of C [M, N] from the packed panels of A. */
+/* Columns n0..n1 of C [M, N] from the packed panels of A. Blocks of K
+ * (kc) and of A rows (mc) whose panels fit in L2 together; within them a
+ * block of NT tiles of B rows (in L1, KC of K at a time) meets every panel
+ * before the next K block, the accumulators kept in `save` between. */
 static void panel_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *P, const float *B,
                        float *C) {
   if (K == 0) {
     for (int64_t i = 0; i < M; i++) memset(C + i * N + n0, 0, (size_t)(n1 - n0) * 4);
     return;
   }
-  int64_t block = PANEL_BYTES_L2 / (K * PW * 4) * PW; /* A rows whose panels stay in L2 */
-  if (block < PW) block = PW;
-  for (int64_t m0 = 0; m0 < M; m0 += block) {
-    int64_t m1 = m0 + block < M ? m0 + block : M;
-    for (int64_t n = n0; n < n1; n += TR) {
-      int r = n1 - n < TR ? (int)(n1 - n) : TR;
-      for (int64_t i = m0; i < m1; i += PW) {
-        int64_t rows = m1 - i < PW ? m1 - i : PW;
-        panel_tiles[r][(rows + 15) / 16](K, B + n * K, P + (i / PW) * K * PW, C + i * N + n, N, rows);
+  int64_t padded = (M + PW - 1) / PW * PW;
+  int64_t kc = PANEL_BYTES_L2 / (padded * 4) / 16 * 16;
+  kc = kc < KC_MIN ? KC_MIN : kc > K ? K : kc;
+  int64_t mc = PANEL_BYTES_L2 / (kc * 4) / PW * PW;
+  mc = mc < PW ? PW : mc > MC_MAX ? MC_MAX : mc;
+  /* the accumulators between K blocks: 1.5 KiB a tile and panel */
+  int64_t save_one = TR * PW, save_tile = mc / PW * save_one;
+  float *save = kc < K ? rt_alloc(NT * save_tile * 4 + 64) : NULL, *saved = save;
+  if (kc < K && !save) kc = K; /* no memory: one K block (the same chains) */
+  if (save) saved = (float *)(((uintptr_t)save + 63) & ~(uintptr_t)63);
+  for (int64_t m0 = 0; m0 < M; m0 += mc) {
+    int64_t m1 = m0 + mc < M ? m0 + mc : M;
+    for (int64_t nb = n0; nb < n1; nb += NT * TR) {
+      int64_t nb1 = nb + NT * TR < n1 ? nb + NT * TR : n1;
+      for (int64_t k0 = 0; k0 < K; k0 += kc) {
+        int64_t k1 = k0 + kc < K ? k0 + kc : K;
+        for (int64_t n = nb; n < nb1; n += TR) {
+          int r = nb1 - n < TR ? (int)(nb1 - n) : TR;
+          for (int64_t i = m0; i < m1; i += PW) {
+            int64_t rows = m1 - i < PW ? m1 - i : PW;
+            panel_tiles[r][(rows + 15) / 16](k0, k1, K, B + n * K, P + (i / PW) * K * PW, C + i * N + n, N, rows,
+                                             saved + (n - nb) / TR * save_tile + (i - m0) / PW * save_one);
+          }
+        }
       }
     }
   }
+  rt_free(save);
 }
 #endif
 
@@ -141,20 +173,33 @@ int64_t rt_sgemm_panels_bytes(int64_t M, int64_t K) { return (M + PW - 1) / PW *
 
 bool rt_sgemm_panels_pay(int64_t M, int64_t N, int64_t K) {
 #ifdef HAVE_X86
-  /* from 64 rows the packed copy of A is a few per mille of the call, and
-   * the panels are faster than the dot-product tiles and OpenBLAS
-   * (bench/gemm_gflops) */
-  return rt_simd_level() >= RT_SIMD_AVX512 && M >= 64 && N >= 64 && K >= 64;
+  /* bench/gemm_gflops, one core, BERT's shapes: 1.15-1.3x the dot-product
+   * tiles from 64 rows (fewer: the copy of A weighs more), and ahead of
+   * OpenBLAS's packed sgemm up to 256 rows (at 512 it is ~10 % ahead);
+   * the copy of A stays at most 256 x K floats */
+  return rt_simd_level() >= RT_SIMD_AVX512 && M >= 64 && M <= 256 && N >= 64 && K >= 64;
 #else
   (void)M, (void)N, (void)K;
   return false;
 #endif
 }
 
+/* The panels' rows i0..i1 (a multiple of 16 apart). */
+static void pack_rows(int64_t M, int64_t i0, int64_t i1, int64_t K, const float *A, float *P) {
+#ifdef HAVE_X86
+  if (rt_simd_level() >= RT_SIMD_AVX512) {
+    pack_panels(M, i0, i1, K, A, P);
+    return;
+  }
+#endif
+  for (int64_t i = i0; i < i1; i++)
+    for (int64_t k = 0; k < K; k++) P[(i / PW) * K * PW + k * PW + i % PW] = i < M ? A[i * K + k] : 0.0f;
+}
+
 void rt_sgemm_panels_pack(int64_t M, int64_t K, const float *A, float *P) {
 #ifdef HAVE_X86
   if (rt_simd_level() >= RT_SIMD_AVX512) {
-    pack_panels(M, K, A, P);
+    pack_panels(M, 0, M, K, A, P);
     return;
   }
 #endif
@@ -182,9 +227,16 @@ void rt_sgemm_panels_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t 
 
 typedef struct panels_job {
   int64_t M, N, K;
-  const float *P, *B;
+  const float *A, *P, *B;
   float *C;
 } panels_job;
+
+static void pack_part(void *arg, int part, int parts) {
+  const panels_job *j = arg;
+  int64_t i0, i1;
+  rt_part_range(j->M, 16, part, parts, &i0, &i1);
+  pack_rows(j->M, i0, i1, j->K, j->A, (float *)j->P);
+}
 
 static void panels_part(void *arg, int part, int parts) {
   const panels_job *j = arg;
@@ -198,11 +250,12 @@ bool rt_sgemm_panels(int64_t M, int64_t N, int64_t K, const float *A, const floa
   float *P = rt_alloc(rt_sgemm_panels_bytes(M, K) + 64);
   if (!P) return false;
   float *panels = (float *)(((uintptr_t)P + 63) & ~(uintptr_t)63); /* aligned vector loads */
-  rt_sgemm_panels_pack(M, K, A, panels);
-  panels_job j = {M, N, K, panels, B, C};
-  int64_t max_parts = M * N * K / (256 * 1024); /* enough work a part */
-  int parts = threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1);
-  rt_parallel_parts(parts, panels_part, &j);
+  panels_job j = {M, N, K, A, panels, B, C};
+  /* enough work a part (a part packs whole groups of 16 rows) */
+  int64_t max_pack = M * K / (64 * 1024) < (M + 15) / 16 ? M * K / (64 * 1024) : (M + 15) / 16;
+  int64_t max_parts = M * N * K / (256 * 1024);
+  rt_parallel_parts(threads < max_pack ? threads : (int)(max_pack > 1 ? max_pack : 1), pack_part, &j);
+  rt_parallel_parts(threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1), panels_part, &j);
   rt_free(P);
   return true;
 }

@@ -99,7 +99,7 @@ void rt_sgemm_tiles_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K
  * place. Every C[i, n] is one FMA chain over k in order from zero, so a
  * row's bits depend neither on M, nor the columns, nor the threads (but
  * differ from rt_sgemm_small's). rt_sgemm_panels_pay: where ppcc_rt_sgemm
- * takes them (AVX-512, 64 rows or more); rt_sgemm_panels is false,
+ * takes them (AVX-512, 64 to 256 rows); rt_sgemm_panels is false,
  * computing nothing, when out of memory. _pack and _cols are its pieces
  * (tests): the panels of A, and columns [n0, n1) of C from them. */
 bool rt_sgemm_panels_pay(int64_t M, int64_t N, int64_t K);
