@@ -252,12 +252,12 @@ static const int64_t panel_Ks[] = {1, 17, 100, 2100}; /* 2100: two K blocks of 1
 static void panels_product(int64_t M, int64_t N, int64_t K, const float *A, const float *Bt, float *C, float *C3,
                            float *parts) {
   for (int64_t j = 0; j < M * N; j++) C[j] = C3[j] = parts[j] = NAN; /* every element must be written */
-  ck_assert(rt_sgemm_panels(M, N, K, A, Bt, C, 1));
-  ck_assert(rt_sgemm_panels(M, N, K, A, Bt, C3, 3));
+  ck_assert(rt_sgemm_panels(M, N, K, A, Bt, NULL, C, 1));
+  ck_assert(rt_sgemm_panels(M, N, K, A, Bt, NULL, C3, 3));
   float *P = aligned_alloc(64, (size_t)rt_sgemm_panels_bytes(M, K) + 64);
   rt_sgemm_panels_pack(M, K, A, P);
   int64_t cut[] = {0, N / 3, N / 3 + 1, N};
-  for (int p = 0; p < 3; p++) rt_sgemm_panels_cols(M, cut[p], cut[p + 1], N, K, P, Bt, parts);
+  for (int p = 0; p < 3; p++) rt_sgemm_panels_cols(M, cut[p], cut[p + 1], N, K, P, Bt, NULL, parts);
   free(P);
 }
 
@@ -300,7 +300,7 @@ START_TEST(panels_match_reference_and_levels) {
                             C[i * N + n], want);
             }
             if (level != best && i % 16 != 1) continue; /* the plain C chains are slow: a few rows */
-            ck_assert(rt_sgemm_panels(1, N, K, A + i * K, Bt, row, 1));
+            ck_assert(rt_sgemm_panels(1, N, K, A + i * K, Bt, NULL, row, 1));
             ck_assert_msg(memcmp(row, C + i * N, sizeof(float) * (size_t)N) == 0,
                           "row %lld of M %lld (N %lld K %lld) differs from the one-row product", (long long)i,
                           (long long)M, (long long)N, (long long)K);
@@ -313,23 +313,39 @@ START_TEST(panels_match_reference_and_levels) {
 END_TEST
 
 /* ppcc_rt_sgemm takes the panels for many rows with a linear weight (the
- * bits of rt_sgemm_panels), and never for [K, N] or a few rows. */
-START_TEST(panels_dispatch) {
+ * bits of rt_sgemm_panels), and never for a few rows or very many; the
+ * bias the panels add as they store (rt_linear_f32's) gives the bits of
+ * the product and rt_add_bias after it. */
+START_TEST(panels_dispatch_and_bias) {
   enum { M = 100, N = 70, K = 300 };
   unsigned seed = 23;
-  float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K);
+  float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K), bias[N];
   float *want = malloc(sizeof(float) * M * N), *got = malloc(sizeof(float) * M * N);
   for (int j = 0; j < M * K; j++) A[j] = frand(&seed);
   for (int j = 0; j < N * K; j++) B[j] = frand(&seed);
-  bool avx512 = rt_simd_level() >= RT_SIMD_AVX512;
-  ck_assert(rt_sgemm_panels_pay(M, N, K) == avx512);
-  ck_assert(!rt_sgemm_panels_pay(RT_SMALL_M, N, K));
-  ck_assert(!rt_sgemm_panels_pay(512, N, K)); /* OpenBLAS's from 512 rows */
-  ck_assert(rt_sgemm_panels(M, N, K, A, B, want, 1));
-  ppcc_rt_set_kernel_threads(2);
-  ppcc_rt_sgemm(M, N, K, A, B, true, got);
-  ppcc_rt_set_kernel_threads(1);
-  if (avx512) ck_assert_int_eq(memcmp(want, got, sizeof(float) * M * N), 0);
+  for (int n = 0; n < N; n++) bias[n] = frand(&seed);
+  bias[3] = 0.0f, bias[4] = -0.0f;
+  int was = rt_set_simd_level(RT_SIMD_AVX512), best = rt_simd_level();
+  for (int level = best; level >= RT_SIMD_NONE; level--) {
+    rt_set_simd_level(level);
+    bool avx512 = level >= RT_SIMD_AVX512;
+    ck_assert(rt_sgemm_panels_pay(M, N, K) == avx512);
+    ck_assert(!rt_sgemm_panels_pay(RT_SMALL_M, N, K));
+    ck_assert(!rt_sgemm_panels_pay(512, N, K)); /* OpenBLAS's from 512 rows */
+    ck_assert(rt_sgemm_panels(M, N, K, A, B, NULL, want, 1));
+    ppcc_rt_set_kernel_threads(2);
+    ppcc_rt_sgemm(M, N, K, A, B, true, got);
+    if (avx512) ck_assert_int_eq(memcmp(want, got, sizeof(float) * M * N), 0);
+    rt_add_bias(want, bias, M, N);
+    ck_assert(rt_sgemm_panels(M, N, K, A, B, bias, got, 1));
+    ck_assert_int_eq(memcmp(want, got, sizeof(float) * M * N), 0);
+    ppcc_rt_sgemm(M, N, K, A, B, true, want); /* the kernel ppcc_rt_sgemm picks at this level */
+    rt_add_bias(want, bias, M, N);
+    rt_linear_f32(M, N, K, A, B, bias, got);
+    ck_assert_int_eq(memcmp(want, got, sizeof(float) * M * N), 0);
+    ppcc_rt_set_kernel_threads(1);
+  }
+  rt_set_simd_level(was);
   free(A), free(B), free(want), free(got);
 }
 END_TEST
@@ -410,7 +426,7 @@ int main(void) {
   tcase_add_test(tc, tiles_match_reference_and_one_row_bits);
   tcase_add_test(tc, tiles_column_ranges_and_dispatch);
   tcase_add_test(tc, panels_match_reference_and_levels);
-  tcase_add_test(tc, panels_dispatch);
+  tcase_add_test(tc, panels_dispatch_and_bias);
   tc = t_add_tcase(s, "pool", 0);
   tcase_add_test(tc, pool_runs_each_part_once);
   tcase_add_test(tc, part_ranges_cover_once);

@@ -85,11 +85,13 @@ AVX512 static void pack_panels(int64_t M, int64_t i_begin, int64_t i_end, int64_
 
 /* R B rows (from B, row stride K) x NV vectors of a panel, k from k0 to
  * k1: the accumulators start at zero (k0 == 0) or from `save`, and end in
- * C's columns n..n+R of the panel's first `rows` rows (k1 == K) or in
- * `save` (the chains go on exactly as without blocking). */
+ * C's columns n..n+R of the panel's first `rows` rows, plus bias[0..R)
+ * unless NULL (k1 == K), or in `save` (the chains go on exactly as
+ * without blocking). */
 #define PANEL_TILE(R, NV)                                                                                      \
   AVX512 static void panel_tile_##R##_##NV(int64_t k0, int64_t k1, int64_t K, const float *B, const float *P,  \
-                                           float *C, int64_t ldc, int64_t rows, float *save) {                \
+                                           float *C, int64_t ldc, int64_t rows, float *save,   \
+                                           const float *bias) {                                                \
     __m512 c[R][NV];                                                                                           \
     _Pragma("GCC unroll 8") for (int j = 0; j < R; j++)                                                        \
       _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                     \
@@ -110,8 +112,12 @@ AVX512 static void pack_panels(int64_t M, int64_t i_begin, int64_t i_end, int64_
     float t[R][NV * 16] __attribute__((aligned(64)));                                                          \
     _Pragma("GCC unroll 8") for (int j = 0; j < R; j++)                                                        \
       _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) _mm512_store_ps(t[j] + 16 * v, c[j][v]);            \
-    for (int64_t i = 0; i < rows; i++)                                                                         \
-      _Pragma("GCC unroll 8") for (int j = 0; j < R; j++) C[i * ldc + j] = t[j][i];                            \
+    if (!bias)                                                                                                 \
+      for (int64_t i = 0; i < rows; i++)                                                                       \
+        _Pragma("GCC unroll 8") for (int j = 0; j < R; j++) C[i * ldc + j] = t[j][i];                          \
+    else                                                                                                       \
+      for (int64_t i = 0; i < rows; i++)                                                                       \
+        _Pragma("GCC unroll 8") for (int j = 0; j < R; j++) C[i * ldc + j] = t[j][i] + bias[j];                \
   }
 #define PANEL_ROW(R) PANEL_TILE(R, 1) PANEL_TILE(R, 2) PANEL_TILE(R, 3) PANEL_TILE(R, 4)
 PANEL_ROW(1)
@@ -122,7 +128,7 @@ PANEL_ROW(5)
 PANEL_ROW(6)
 
 typedef void (*panel_tile_fn)(int64_t, int64_t, int64_t, const float *, const float *, float *, int64_t, int64_t,
-                              float *);
+                              float *, const float *);
 #define PANEL_FNS(R) {NULL, panel_tile_##R##_1, panel_tile_##R##_2, panel_tile_##R##_3, panel_tile_##R##_4}
 static const panel_tile_fn panel_tiles[TR + 1][PW / 16 + 1] = {{NULL},        PANEL_FNS(1), PANEL_FNS(2),
                                                                PANEL_FNS(3), PANEL_FNS(4), PANEL_FNS(5),
@@ -133,11 +139,7 @@ static const panel_tile_fn panel_tiles[TR + 1][PW / 16 + 1] = {{NULL},        PA
  * block of NT tiles of B rows (in L1, KC of K at a time) meets every panel
  * before the next K block, the accumulators kept in `save` between. */
 static void panel_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *P, const float *B,
-                       float *C) {
-  if (K == 0) {
-    for (int64_t i = 0; i < M; i++) memset(C + i * N + n0, 0, (size_t)(n1 - n0) * 4);
-    return;
-  }
+                       const float *bias, float *C) {
   int64_t padded = (M + PW - 1) / PW * PW;
   int64_t kc = PANEL_BYTES_L2 / (padded * 4) / 16 * 16;
   kc = kc < KC_MIN ? KC_MIN : kc > K ? K : kc;
@@ -159,7 +161,8 @@ static void panel_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, 
           for (int64_t i = m0; i < m1; i += PW) {
             int64_t rows = m1 - i < PW ? m1 - i : PW;
             panel_tiles[r][(rows + 15) / 16](k0, k1, K, B + n * K, P + (i / PW) * K * PW, C + i * N + n, N, rows,
-                                             saved + (n - nb) / TR * save_tile + (i - m0) / PW * save_one);
+                                             saved + (n - nb) / TR * save_tile + (i - m0) / PW * save_one,
+                                             bias ? bias + n : NULL);
           }
         }
       }
@@ -209,11 +212,11 @@ void rt_sgemm_panels_pack(int64_t M, int64_t K, const float *A, float *P) {
 }
 
 void rt_sgemm_panels_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *P, const float *B,
-                          float *C) {
+                          const float *bias, float *C) {
   if (n1 <= n0 || M <= 0) return;
 #ifdef HAVE_X86
-  if (rt_simd_level() >= RT_SIMD_AVX512) {
-    panel_cols(M, n0, n1, N, K, P, B, C);
+  if (rt_simd_level() >= RT_SIMD_AVX512 && K > 0) {
+    panel_cols(M, n0, n1, N, K, P, B, bias, C);
     return;
   }
 #endif
@@ -221,13 +224,13 @@ void rt_sgemm_panels_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t 
     for (int64_t n = n0; n < n1; n++) {
       float c = 0.0f;
       for (int64_t k = 0; k < K; k++) c = fmaf(P[(i / PW) * K * PW + k * PW + i % PW], B[n * K + k], c);
-      C[i * N + n] = c;
+      C[i * N + n] = bias ? c + bias[n] : c;
     }
 }
 
 typedef struct panels_job {
   int64_t M, N, K;
-  const float *A, *P, *B;
+  const float *A, *P, *B, *bias;
   float *C;
 } panels_job;
 
@@ -242,15 +245,16 @@ static void panels_part(void *arg, int part, int parts) {
   const panels_job *j = arg;
   int64_t n0, n1;
   rt_part_range(j->N, TR, part, parts, &n0, &n1);
-  rt_sgemm_panels_cols(j->M, n0, n1, j->N, j->K, j->P, j->B, j->C);
+  rt_sgemm_panels_cols(j->M, n0, n1, j->N, j->K, j->P, j->B, j->bias, j->C);
 }
 
-bool rt_sgemm_panels(int64_t M, int64_t N, int64_t K, const float *A, const float *B, float *C, int threads) {
+bool rt_sgemm_panels(int64_t M, int64_t N, int64_t K, const float *A, const float *B, const float *bias, float *C,
+                     int threads) {
   if (M <= 0 || N <= 0) return true;
   float *P = rt_alloc(rt_sgemm_panels_bytes(M, K) + 64);
   if (!P) return false;
   float *panels = (float *)(((uintptr_t)P + 63) & ~(uintptr_t)63); /* aligned vector loads */
-  panels_job j = {M, N, K, A, panels, B, C};
+  panels_job j = {M, N, K, A, panels, B, bias, C};
   /* enough work a part (a part packs whole groups of 16 rows) */
   int64_t max_pack = M * K / (64 * 1024) < (M + 15) / 16 ? M * K / (64 * 1024) : (M + 15) / 16;
   int64_t max_parts = M * N * K / (256 * 1024);
