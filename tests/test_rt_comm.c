@@ -4,6 +4,8 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include "../src/runtime/comm/comm.h"
 #include "ppcc/runtime.h"
 #include "test_support.h"
 
@@ -45,6 +47,26 @@ START_TEST(send_recv_keeps_order) {
   on_devices(2, p2p_device, &x);
   ck_assert_int_eq(x.rc, 0);
   for (int k = 0; k < 3; k++) ck_assert_int_eq(x.got[k], k);
+  ppcc_rt_comm_free(x.c);
+}
+END_TEST
+
+/* Every send calls the wait hook (the executors park the sender's kernel
+ * workers there, so that they do not spin on the cores the receiver is
+ * about to compute on); a receive calls it only when it has to wait. */
+static atomic_int hook_calls;
+static void count_hook(void) { atomic_fetch_add(&hook_calls, 1); }
+
+START_TEST(send_calls_the_wait_hook) {
+  atomic_store(&hook_calls, 0);
+  rt_comm_set_wait_hook(count_hook);
+  p2p_ctx x = {.c = ppcc_rt_comm_new(2)};
+  on_devices(2, p2p_device, &x);
+  rt_comm_set_wait_hook(NULL);
+  ck_assert_int_eq(x.rc, 0);
+  for (int k = 0; k < 3; k++) ck_assert_int_eq(x.got[k], k);
+  ck_assert_int_ge(atomic_load(&hook_calls), 3);
+  ck_assert_int_le(atomic_load(&hook_calls), 6);
   ppcc_rt_comm_free(x.c);
 }
 END_TEST
@@ -296,6 +318,7 @@ int main(void) {
   Suite *s = suite_create("rt_comm");
   TCase *tc = t_add_tcase(s, "comm", 60);
   tcase_add_test(tc, send_recv_keeps_order);
+  tcase_add_test(tc, send_calls_the_wait_hook);
   tcase_add_test(tc, all_reduce_1_to_4_devices);
   tcase_add_test(tc, all_reduce_more_devices_than_cores);
   tcase_add_test(tc, all_gather_1_to_4_devices);

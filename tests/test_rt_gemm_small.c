@@ -383,6 +383,27 @@ START_TEST(pool_runs_each_part_once) {
 }
 END_TEST
 
+/* rt_pool_park (a device about to wait) sends the workers to sleep at
+ * once; the next call wakes them and still runs every part once. Parking
+ * inside a part, or with no pool yet on this thread, does nothing. */
+static void park_part(void *arg, int part, int parts) {
+  rt_pool_park();
+  count_part(arg, part, parts);
+}
+
+START_TEST(pool_parked_workers_wake_for_the_next_call) {
+  rt_pool_park();
+  for (int round = 0; round < 200; round++) {
+    count_job j = {0};
+    int parts = 2 + round % 3;
+    rt_parallel_parts(parts, round % 2 ? park_part : count_part, &j);
+    rt_pool_park();
+    for (int p = 0; p < 8; p++) ck_assert_int_eq(atomic_load(&j.runs[p]), p < parts ? 1 : 0);
+    ck_assert_int_eq(atomic_load(&j.nested_inline), parts);
+  }
+}
+END_TEST
+
 /* A forked child (workers gone) starts its own and still gets every part. */
 START_TEST(pool_works_after_fork) {
   count_job j = {0};
@@ -429,6 +450,7 @@ int main(void) {
   tcase_add_test(tc, panels_dispatch_and_bias);
   tc = t_add_tcase(s, "pool", 0);
   tcase_add_test(tc, pool_runs_each_part_once);
+  tcase_add_test(tc, pool_parked_workers_wake_for_the_next_call);
   tcase_add_test(tc, part_ranges_cover_once);
   tcase_add_test(tc, pool_works_after_fork);
   return t_run_suite(s);

@@ -171,12 +171,24 @@ static int enqueue_copy(rt_mailbox *box, int self, const void *buf, int64_t byte
   return 0;
 }
 
+static void (*_Atomic wait_hook)(void);
+
+void rt_comm_set_wait_hook(void (*before_wait)(void)) { wait_hook = before_wait; }
+
+/* Before a device hands a value over (the receiver starts computing and
+ * needs the cores) or blocks on a receive. */
+static void before_wait(void) {
+  void (*hook)(void) = wait_hook;
+  if (hook) hook();
+}
+
 int ppcc_rt_send(ppcc_rt_comm *c, int self, int dst, const void *buf, int64_t bytes) {
   if (!valid_device(c, self) || !valid_device(c, dst) || bytes < 0) {
     ppcc_rt_abort(c, self, "send: bad device or size");
     return -1;
   }
   if (ppcc_rt_aborted(c)) return -1;
+  before_wait();
   if (c->dist && !rt_dist_local(dst)) return rt_dist_send(c, self, dst, buf, bytes);
   rt_mailbox *box = &c->boxes[dst];
   pthread_mutex_lock(&box->lock);
@@ -210,7 +222,10 @@ int ppcc_rt_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes) {
     ppcc_rt_abort(c, self, "recv: bad device or size");
     return -1;
   }
-  if (c->dist && !rt_dist_local(src)) return rt_dist_recv(c, self, src, buf, bytes);
+  if (c->dist && !rt_dist_local(src)) {
+    before_wait();
+    return rt_dist_recv(c, self, src, buf, bytes);
+  }
   rt_mailbox *box = &c->boxes[self];
   pthread_mutex_lock(&box->lock);
   rt_msg *m = take_message(box, src);
@@ -222,6 +237,11 @@ int ppcc_rt_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes) {
     return got == bytes ? 0 : size_mismatch(c, src, self, got, bytes);
   }
   box->posted = (rt_posted_recv){true, false, src, buf, bytes};
+  if (!box->posted.done) {
+    pthread_mutex_unlock(&box->lock); /* the hook must not run under the box's lock */
+    before_wait();
+    pthread_mutex_lock(&box->lock);
+  }
   while (!box->posted.done && !ppcc_rt_aborted(c)) {
     if (!c->dist) {
       pthread_cond_wait(&box->cond, &box->lock);

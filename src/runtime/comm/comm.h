@@ -32,6 +32,10 @@ void rt_dist_bind_comm(ppcc_rt_comm *c);
 void rt_comm_attach_dist(ppcc_rt_comm *c);
 /* comm.c: an abort another rank reported (not reported back). */
 void rt_comm_remote_abort(ppcc_rt_comm *c, int device, const char *message);
+/* Called by a device thread before ppcc_rt_send hands a value over and
+ * before ppcc_rt_recv blocks (the executors set the kernels'
+ * rt_pool_park; NULL: nothing). */
+void rt_comm_set_wait_hook(void (*before_wait)(void));
 /* The cross-rank halves of ppcc_rt_send / ppcc_rt_recv. */
 int rt_dist_send(ppcc_rt_comm *c, int self, int dst, const void *buf, int64_t bytes);
 int rt_dist_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes);

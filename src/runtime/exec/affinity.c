@@ -94,9 +94,14 @@ void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int 
                      : ppcc_devices_spread(cores, per_device, local) ? RT_PLACE_SPREAD
                                                                      : RT_PLACE_ANYWHERE;
   rt_thread_budget(busy, per_device, how, cores);
+  rt_comm_set_wait_hook(rt_pool_park);
 }
 
 void rt_finish_gate_wait(rt_finish_gate *gate) {
+  /* this device is done: its workers need not spin for a next part, on
+   * cores the next forward's first stage needs (one device alone keeps
+   * them spinning for its next forward, a decode step's) */
+  if (omp_get_num_threads() > 1) rt_pool_park();
   pthread_mutex_lock(&gate->lock);
   if (--gate->left <= 0) pthread_cond_broadcast(&gate->cond);
   while (gate->left > 0) pthread_cond_wait(&gate->cond, &gate->lock);

@@ -46,6 +46,12 @@ bool rt_conv2d_f32(const ppcc_conv_geom *geom, const int64_t *xs, int64_t F, con
 typedef void (*rt_part_fn)(void *arg, int part, int parts);
 void rt_parallel_parts(int parts, rt_part_fn fn, void *arg);
 bool rt_in_pool_part(void);
+/* The calling thread is about to block (a receive, the end of its
+ * program): its pool's workers stop spinning and sleep at once, so they
+ * do not hold cores another device's kernels need (4 pipeline stages on
+ * 2 cores: each stage waited for the previous one's spinning worker,
+ * a decode stage 10x its compute). The next call wakes them. */
+void rt_pool_park(void);
 /* [begin, end) of part `part` of n items split in multiples of align. */
 void rt_part_range(int64_t n, int64_t align, int part, int parts, int64_t *begin, int64_t *end);
 /* fn(arg, begin, end) over [0, n) split in multiples of align among the

@@ -43,6 +43,7 @@ struct pool {
   int parts;
   atomic_int pending; /* parts not finished */
   atomic_int caller_sleeping;
+  atomic_int parked; /* rt_pool_park: no next part soon, the workers sleep at once */
 };
 
 static _Thread_local pool *my_pool;
@@ -72,12 +73,13 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Waits until *addr != seen: a short spin, then the futex. */
-static unsigned wait_change(atomic_uint *addr, unsigned seen, atomic_int *sleeping) {
+/* Waits until *addr != seen: a short spin (none once *parked), then the futex. */
+static unsigned wait_change(atomic_uint *addr, unsigned seen, atomic_int *sleeping, atomic_int *parked) {
   unsigned v;
   int64_t until = 0;
   for (int i = 0;; i++) {
     if ((v = atomic_load_explicit(addr, memory_order_acquire)) != seen) return v;
+    if (atomic_load_explicit(parked, memory_order_relaxed)) break;
     if ((i & 63) == 63) {
       int64_t t = now_ns();
       if (!until) until = t + SPIN_NS;
@@ -101,7 +103,7 @@ static void *worker_main(void *arg) {
   unsigned seen = 0;
   in_part = true;
   for (;;) {
-    seen = wait_change(&w->job, seen, &w->sleeping);
+    seen = wait_change(&w->job, seen, &w->sleeping, &p->parked);
     p->fn(p->arg, w->index, p->parts);
     if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping))
       futex_wake((atomic_uint *)&p->pending);
@@ -159,6 +161,10 @@ void rt_pool_set_worker_cpus(const void *cpus, size_t size) {
 
 bool rt_in_pool_part(void) { return in_part; }
 
+void rt_pool_park(void) {
+  if (my_pool && !in_part) atomic_store(&my_pool->parked, 1);
+}
+
 /* A forked child has only the forking thread: its pools' workers are
  * gone, so it starts new ones (the old pools are left as they are). */
 static void forget_pools_in_child(void) {
@@ -196,6 +202,7 @@ void rt_parallel_parts(int parts, rt_part_fn fn, void *arg) {
   p->fn = fn;
   p->arg = arg;
   p->parts = parts;
+  atomic_store(&p->parked, 0);
   atomic_store(&p->pending, parts - 1);
   for (int i = 0; i < parts - 1; i++) {
     atomic_fetch_add(&p->w[i].job, 1);
