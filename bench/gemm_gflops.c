@@ -34,7 +34,7 @@ static void run(kernel_id k, int64_t M, int64_t N, int64_t K, const float *A, co
     if (!rt_sgemm_blas(M, N, K, A, B, bt, C, threads)) ppcc_rt_sgemm_portable(M, N, K, A, B, bt, C);
   } else if (k == K_SMALL) {
     rt_sgemm_small(M, N, K, A, B, bt, C, threads);
-  } else if (k == K_TILES || !bt || !rt_sgemm_panels(M, N, K, A, B, C, threads)) {
+  } else if (k == K_TILES || !bt || !rt_sgemm_panels(M, N, K, A, B, NULL, C, threads)) {
     rt_sgemm_tiles(M, N, K, A, B, bt, C, threads); /* panels: [N, K] only */
   }
 }
