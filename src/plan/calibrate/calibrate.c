@@ -38,6 +38,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "ppcc/frontend.h"
 #include "ppcc/ops.h"
 #include "ppcc/passes.h"
@@ -242,8 +243,22 @@ static double overhead_us(void) {
   return add;
 }
 
+/* The cache of one core that keeps weights between forwards: its L2 (the
+ * C library's figure, else the kernel's), 1 MiB when neither says. */
+static double core_cache_bytes(void) {
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l2 > 0) return (double)l2;
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index2/size", "r");
+  long kib = 0;
+  char unit = 0;
+  if (f && fscanf(f, "%ld%c", &kib, &unit) >= 1 && kib > 0) l2 = unit == 'M' ? kib << 20 : kib << 10;
+  if (f) fclose(f);
+  return l2 > 0 ? (double)l2 : 1 << 20;
+}
+
 ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc_diag *d) {
   ppcc_calibration_defaults(c);
+  c->cache_bytes = core_cache_bytes();
   int cores = omp_get_num_procs();
   int n = max_threads > 0 && max_threads < cores ? max_threads : cores;
   if (n > PPCC_CALIB_MAX_THREADS) n = PPCC_CALIB_MAX_THREADS;
@@ -268,8 +283,8 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
   c->gemm_call_us = small > 0 ? (flops / (small * 1e9) - flops / (c->gemm_gflops[0] * 1e9)) * 1e6 : 2.0;
   if (c->gemm_call_us < 0) c->gemm_call_us = 0;
   if (log)
-    fprintf(log, "compute step overhead %.3f us, GEMM call %.3f us more (%d cores)\n", c->op_overhead_us,
-            c->gemm_call_us, cores);
+    fprintf(log, "compute step overhead %.3f us, GEMM call %.3f us more (%d cores, %.0f KiB of cache each)\n",
+            c->op_overhead_us, c->gemm_call_us, cores, c->cache_bytes / 1024);
   c->calibrated = true;
   return PPCC_OK;
 }
@@ -285,14 +300,18 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
  * (ppcc_plan_measure.op_busy_ms, the median of several forwards). Per op
  * kind, the samples (FLOPs, bytes, microseconds) are fitted by
  * call_us + ns_per_flop * FLOPs + ns_per_byte * bytes + ns_per_weight_byte
- * * weight bytes (params: each read once per forward, from farther away
- * than the activations just written), least relative squared error over
- * the non-negative fits of every subset of the four terms (FLOPs and bytes
- * of an elementwise op are proportional: one of them carries it). */
+ * * weight bytes + ns_per_cold_weight_byte * cold weight bytes (params:
+ * each read once per forward, from farther away than the activations just
+ * written; cold: the share ppcc_predict_cold_share puts beyond the caches
+ * of the cores that ran them, the params of both models run in turn),
+ * least relative squared error over the non-negative fits of every subset
+ * of the five terms (FLOPs and bytes of an elementwise op are
+ * proportional: one of them carries it). */
 
 typedef struct op_sample {
   double calls;   /* op calls the sample sums (1 for one op's span) */
-  double f, b, w; /* FLOPs, bytes, weight bytes */
+  double f, b, w; /* FLOPs, bytes, weight bytes the caches hold */
+  double cw;      /* weight bytes from beyond the caches (ppcc_predict_cold_share) */
   double t;       /* us */
 } op_sample;
 
@@ -322,18 +341,20 @@ static op_samples *samples_for(sample_set *s, const char *name) {
   return o;
 }
 
-static bool add_sample_of(op_samples *o, double calls, double f, double b, double w, double t) {
+static bool add_sample_of(op_samples *o, double calls, double f, double b, double w, double cold, double t) {
   if (o->n == o->cap) {
     int cap = o->cap ? 2 * o->cap : 16;
     op_sample *at = realloc(o->at, sizeof *at * (size_t)cap);
     if (!at) return false;
     o->at = at, o->cap = cap;
   }
-  o->at[o->n++] = (op_sample){.calls = calls, .f = f, .b = b, .w = w, .t = t};
+  o->at[o->n++] = (op_sample){.calls = calls, .f = f, .b = b, .w = w * (1 - cold), .cw = w * cold, .t = t};
   return true;
 }
 
-static bool add_sample(op_samples *o, double f, double b, double w, double t) { return add_sample_of(o, 1, f, b, w, t); }
+static bool add_sample(op_samples *o, double f, double b, double w, double cold, double t) {
+  return add_sample_of(o, 1, f, b, w, cold, t);
+}
 
 static void samples_free(sample_set *s) {
   for (int i = 0; i < s->n; i++) free(s->ops[i].at);
@@ -342,7 +363,7 @@ static void samples_free(sample_set *s) {
 
 /* Solves the k x k system a x = y (k <= TERMS) by Gaussian elimination
  * with partial pivoting; false when (nearly) singular. */
-#define TERMS 4
+#define TERMS 5
 static bool solve(int k, double a[TERMS][TERMS], double y[TERMS], double x[TERMS]) {
   for (int c = 0; c < k; c++) {
     int piv = c;
@@ -370,10 +391,10 @@ static bool solve(int k, double a[TERMS][TERMS], double y[TERMS], double x[TERMS
   return true;
 }
 
-/* Term c of sample i: calls, FLOPs, bytes, weight bytes. */
+/* Term c of sample i: calls, FLOPs, bytes, weight bytes in cache, and beyond. */
 static double term(const op_samples *o, int c, int i) {
   const op_sample *x = &o->at[i];
-  return c == 0 ? x->calls : c == 1 ? x->f : c == 2 ? x->b : x->w;
+  return c == 0 ? x->calls : c == 1 ? x->f : c == 2 ? x->b : c == 3 ? x->w : x->cw;
 }
 
 /* The fit of one op kind (see above); false without samples. */
@@ -384,7 +405,7 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
     for (int c = 0; c < TERMS; c++)
       if (mask >> c & 1) cols[k++] = c;
     /* relative residuals: each row scaled by 1 / t; columns scaled to ~1 */
-    double scale[TERMS] = {1, 1, 1, 1};
+    double scale[TERMS] = {1, 1, 1, 1, 1};
     for (int c = 0; c < k; c++) {
       double mx = 0;
       for (int i = 0; i < o->n; i++)
@@ -401,7 +422,7 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
       }
     }
     if (!solve(k, a, y, x)) continue;
-    double coef[TERMS] = {0, 0, 0, 0};
+    double coef[TERMS] = {0, 0, 0, 0, 0};
     bool nonneg = true;
     for (int c = 0; c < k; c++) {
       coef[cols[c]] = x[c] * scale[c];
@@ -419,8 +440,12 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
       best_err = err;
       out->call_us = coef[0], out->ns_per_flop = coef[1] * 1e3, out->ns_per_byte = coef[2] * 1e3;
       out->ns_per_weight_byte = coef[3] * 1e3;
+      out->ns_per_cold_weight_byte = coef[4] * 1e3;
     }
   }
+  /* no sample read weights from beyond the caches, or the fit found them
+   * cheaper than cached ones (they never are): the cached bytes' cost */
+  if (out->ns_per_cold_weight_byte < out->ns_per_weight_byte) out->ns_per_cold_weight_byte = out->ns_per_weight_byte;
   snprintf(out->name, sizeof out->name, "%s", o->name);
   return isfinite(best_err);
 }
@@ -508,7 +533,7 @@ static bool chain_us(bool ping_pong, bool gemm, double *step_us, double *wall_us
 
 /* Adds every compute op's (FLOPs, bytes, us) of an opened and measured
  * workload to the samples s. */
-static ppcc_status add_samples(const workload *w, sample_set *s, ppcc_diag *d) {
+static ppcc_status add_samples(const workload *w, sample_set *s, double cold, ppcc_diag *d) {
   const ppcc_graph *g = w->g;
   for (int j = 0; j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
@@ -519,7 +544,7 @@ static ppcc_status add_samples(const workload *w, sample_set *s, ppcc_diag *d) {
     ppcc_op_cost_key(g, op, key, sizeof key); /* a GEMM of few rows: its kernel's own samples */
     op_samples *o = samples_for(s, key);
     int shards = op->n_devices > 0 ? op->n_devices : 1; /* the span sum covers every shard */
-    if (!o || !add_sample(o, f, b, wb, w->op_ms[j] * 1e3 / shards))
+    if (!o || !add_sample(o, f, b, wb, cold, w->op_ms[j] * 1e3 / shards))
       return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
   return PPCC_OK;
@@ -528,8 +553,10 @@ static ppcc_status add_samples(const workload *w, sample_set *s, ppcc_diag *d) {
 /* Runs one workload model on its device with one kernel thread, and (when
  * many > 1 and s_many) with `many` threads, a forward of each in turn (the
  * machine's load changes), and adds every op's median time to s_one and
- * s_many. */
-static ppcc_status sample_workload(const char *text, sample_set *s_one, int many, sample_set *s_many, ppcc_diag *d) {
+ * s_many. Both read their weights in turn: the caches of one core (`many`
+ * cores) of cache_bytes hold a part of both models' params. */
+static ppcc_status sample_workload(const char *text, sample_set *s_one, int many, sample_set *s_many,
+                                   double cache_bytes, ppcc_diag *d) {
   bool both = many > 1 && s_many;
   workload one, more;
   memset(&more, 0, sizeof more);
@@ -543,8 +570,9 @@ static ppcc_status sample_workload(const char *text, sample_set *s_one, int many
     st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload recorded no spans");
   if (!st) ppcc_plan_measure_summarize(&one.m);
   if (!st && both) ppcc_plan_measure_summarize(&more.m);
-  if (!st) st = add_samples(&one, s_one, d);
-  if (!st && both) st = add_samples(&more, s_many, d);
+  double params = st ? 0 : ppcc_predict_param_bytes(one.g) * (both ? 2 : 1);
+  if (!st) st = add_samples(&one, s_one, ppcc_predict_cold_share(params, cache_bytes), d);
+  if (!st && both) st = add_samples(&more, s_many, ppcc_predict_cold_share(params, cache_bytes * many), d);
   workload_close(&one);
   workload_close(&more);
   return st;
@@ -684,9 +712,9 @@ static void calibrate_interp_cut(ppcc_calibration *c, FILE *log) {
       if (!mm) mm = ppcc_calibration_op_cost(c, "matmul");
       double f, b, wb, shards = op->n_devices > 0 ? op->n_devices : 1;
       ppcc_predict_op_work(w.g, op, &f, &b, &wb);
-      double own = mm ? mm->call_us + (f * mm->ns_per_flop + b * mm->ns_per_byte + wb * mm->ns_per_weight_byte) * 1e-3 : 0;
+      double own = mm ? ppcc_op_cost_us(mm, f, b, wb, 0) : 0;
       double t = w.op_ms[0] * 1e3 / shards - own, bytes = cut_bytes(w.g, op);
-      if (mm && t > 0 && bytes > 0) add_sample_of(&o, 1, 0, bytes, 0, t);
+      if (mm && t > 0 && bytes > 0) add_sample_of(&o, 1, 0, bytes, 0, 0, t);
     }
     workload_close(&w);
     free(text);
@@ -745,15 +773,16 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
   /* with the most threads too: a linear of 32 rows gains far less from
    * a second thread than the hot sgemm loop of gemm_gflops suggests */
   sample_set many = {0};
-  for (int i = 0; !st && i < n_texts; i++) st = sample_workload(texts[i], &s, c->n_threads, &many, d);
+  for (int i = 0; !st && i < n_texts; i++) st = sample_workload(texts[i], &s, c->n_threads, &many, c->cache_bytes, d);
   if (!st) st = concurrency(c, log, d);
   for (int i = 0; !st && i < s.n; i++) {
     ppcc_op_cost k = {0};
     if (!fit_op(&s.ops[i], &k)) continue;
     if (!ppcc_calibration_set_op_cost(c, &k)) break; /* the table is full: the rest use the roofline */
     if (log)
-      fprintf(log, "op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
-              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
+      fprintf(log, "op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte (%.4f beyond the cache)\n", k.name,
+              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte,
+              k.ns_per_cold_weight_byte);
   }
   for (int i = 0; !st && i < many.n; i++) {
     ppcc_op_cost k = {0};
@@ -761,8 +790,9 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
     if (!ppcc_calibration_set_op_cost_many(c, &k)) break;
     c->many_threads = c->n_threads;
     if (log)
-      fprintf(log, "op %-12s with %d threads: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
-              c->n_threads, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
+      fprintf(log, "op %-12s with %d threads: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte (%.4f beyond the cache)\n", k.name,
+              c->n_threads, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte,
+              k.ns_per_cold_weight_byte);
   }
   if (!st) calibrate_interp_cut(c, log);
   for (int i = 0; i < N_FFN; i++) free(ffn_texts[i]);
@@ -940,12 +970,13 @@ static int op_kinds(const ppcc_graph *g, cost_key *kinds, int cap) {
  * 2 either way): they say how the time divides between the kinds. */
 typedef struct kind_sample {
   double delta, f, b, w, calls; /* the copies' extra time; their work */
+  double cold;                  /* the weights' share beyond a core's cache (base and variant in turn) */
   bool ok;
 } kind_sample;
 
 /* The interpreter's cost of op (op_costs: its kernel's, else its kind's),
  * in us; -1 when the file has none. */
-static double interp_cost_us(const ppcc_calibration *c, const ppcc_graph *g, const ppcc_op *op) {
+static double interp_cost_us(const ppcc_calibration *c, const ppcc_graph *g, const ppcc_op *op, double cold) {
   cost_key key;
   ppcc_op_cost_key(g, op, key, sizeof key);
   const ppcc_op_cost *k = ppcc_calibration_op_cost(c, key);
@@ -953,7 +984,7 @@ static double interp_cost_us(const ppcc_calibration *c, const ppcc_graph *g, con
   if (!k) return -1;
   double f, b, w;
   ppcc_predict_op_work(g, op, &f, &b, &w);
-  return k->call_us + (f * k->ns_per_flop + b * k->ns_per_byte + w * k->ns_per_weight_byte) * 1e-3;
+  return ppcc_op_cost_us(k, f, b, w, cold);
 }
 
 /* GEMMs (ppcc_predict_is_contraction) are calls from the compiled code
@@ -981,7 +1012,7 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration 
     const ppcc_op *op = &base.g->ops[j];
     if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1 || !ppcc_predict_is_contraction(base.g, op))
       continue;
-    double us = interp_cost_us(c, base.g, op);
+    double us = interp_cost_us(c, base.g, op, ppcc_predict_cold_share(2 * ppcc_predict_param_bytes(base.g), c->cache_bytes));
     if (us < 0) continue; /* no interpreter cost: fitted as the others */
     cost_key key;
     ppcc_op_cost_key(base.g, op, key, sizeof key);
@@ -998,6 +1029,7 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration 
     bool ok = variant && jit_workload_open(&v, variant, jit);
     free(variant);
     if (!ok) continue; /* e.g. an in-place op whose copies the passes refuse: no sample */
+    ks[i].cold = ppcc_predict_cold_share(ppcc_predict_param_bytes(base.g) + ppcc_predict_param_bytes(v.g), c->cache_bytes);
     ok = jit_workload_run(&v, jit, 1, &v_us, d); /* warm up */
     int nd = 0;
     for (int r = 0; ok && r < JIT_ROUNDS; r++) {
@@ -1030,7 +1062,7 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration 
       continue;
     }
     op_samples *o = samples_for(s, kinds[i]);
-    if (!o || !add_sample_of(o, ks[i].calls, ks[i].f, ks[i].b, ks[i].w, ks[i].delta * scale))
+    if (!o || !add_sample_of(o, ks[i].calls, ks[i].f, ks[i].b, ks[i].w, ks[i].cold, ks[i].delta * scale))
       st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
   free(base_us);
@@ -1110,9 +1142,9 @@ static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *
     const ppcc_op *op = &base.g->ops[0];
     double f, b, w, cut_b = cut_bytes(base.g, op);
     ppcc_predict_op_work(base.g, op, &f, &b, &w);
-    double own = mm->call_us + (f * mm->ns_per_flop + b * mm->ns_per_byte + w * mm->ns_per_weight_byte) * 1e-3;
+    double own = ppcc_op_cost_us(mm, f, b, w, 0);
     double t = ok && nd ? rt_median(diff, nd) - own : 0;
-    if (t > 0 && cut_b > 0 && !add_sample_of(&o, 1, 0, cut_b, 0, t)) ok = false;
+    if (t > 0 && cut_b > 0 && !add_sample_of(&o, 1, 0, cut_b, 0, 0, t)) ok = false;
     jit_workload_close(&v, jit);
     jit_workload_close(&base, jit);
   }
@@ -1193,8 +1225,9 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
     if (!fit_op(&s.ops[i], &k)) continue;
     if (!ppcc_calibration_set_jit_op_cost(c, &k)) break;
     if (log)
-      fprintf(log, "jit op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
-              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
+      fprintf(log, "jit op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte (%.4f beyond the cache)\n", k.name,
+              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte,
+              k.ns_per_cold_weight_byte);
   }
   rt_sort_doubles(extra, n_extra);
   double call_us = n_extra && extra[n_extra / 2] > 0 ? extra[n_extra / 2] : 0;
