@@ -84,6 +84,11 @@
  *   kernels cut it too: operand_cut when the file has it): jit_operand_cut, else
  *   the JIT's slice cost (call_us + ns_per_byte * (the operand's bytes +
  *   the part's));
+ *   the JIT's collectives and transfers, when the file has their op's
+ *   jit_op_costs: call_us + ns_per_byte * ppcc_predict_move_bytes on
+ *   each result device (the compiled code's allocations and copies
+ *   around the communication call, which its busy time counts; the call
+ *   itself not);
  *   otherwise (an older calibration file, an op kind not measured) the
  *   roofline:
  *     t = overhead [+ gemm call cost] + max(flops / rate, bytes / elementwise_bandwidth)
@@ -257,6 +262,10 @@ bool ppcc_predict_is_contraction(const ppcc_graph *g, const ppcc_op *op);
  * operand shards and first result shard, and of its param operand shards
  * (weights), one microbatch being the whole batch. */
 void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops, double *bytes, double *weight_bytes);
+/* What the JIT's own cost of a collective or transfer (its jit_op_costs
+ * row under the op's name) is charged on each result device: the bytes of
+ * one operand shard and one result shard. */
+double ppcc_predict_move_bytes(const ppcc_graph *g, const ppcc_op *op);
 /* The share of weight bytes a run reads from beyond the caches: every
  * forward reads all its params (param_bytes, every device's shards, and
  * of every model run in turn), and the caches of the cores it runs on

@@ -651,6 +651,11 @@ double ppcc_op_cost_us(const ppcc_op_cost *k, double flops, double bytes, double
                           1e-3;
 }
 
+double ppcc_predict_move_bytes(const ppcc_graph *g, const ppcc_op *op) {
+  if (op->n_in < 1 || op->n_out < 1) return 0;
+  return (double)rep_shard_bytes(&g->values[op->in[0]]) + (double)rep_shard_bytes(&g->values[op->out[0]]);
+}
+
 double ppcc_predict_cold_share(double param_bytes, double cache_bytes) {
   return cache_bytes > 0 && param_bytes > cache_bytes ? 1 - cache_bytes / param_bytes : 0;
 }
@@ -1026,6 +1031,21 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
           waited[dev] = true;
           fresh[dev] = false;
         }
+    }
+    const ppcc_op_cost *move = jit && use_costs && op->info && op->info->family != PPCC_FAMILY_COMPUTE && op->n_out > 0
+                                   ? ppcc_calibration_jit_op_cost(c, op->info->name) : NULL;
+    if (move) { /* the JIT's own work around the communication: busy time on each result device */
+      double bytes = ppcc_predict_move_bytes(g, op), t = ppcc_op_cost_us(move, 0, bytes, 0, 0) * 1e-3;
+      const ppcc_value *r = &g->values[op->out[0]];
+      for (int i = 0; i < shard_count(r); i++) {
+        int dev = rep_shard_device(r, i);
+        bool seen = false;
+        for (int q = 0; q < i; q++) seen = seen || rep_shard_device(r, q) == dev;
+        if (seen || dev < 0 || dev >= nd) continue;
+        size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
+        dev_ms[at] += t * m / device_speed(g, o, dev);
+        dev_by[at] += bytes * m;
+      }
     }
     if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
     int n_group = st->n_dev[st->op_stage[j]] > 0 ? st->n_dev[st->op_stage[j]] : 1;

@@ -1157,6 +1157,72 @@ static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *
   free(o.at);
 }
 
+/* The JIT's own cost of a collective or transfer (jit_op_costs under the
+ * op's name): the compiled device function allocates its result and
+ * copies shards in and out around the communication call, and that counts
+ * as busy time (the call itself does not: rt_jit_comm_ms). Two devices:
+ * x [tokens, h] times a weight, then an all_reduce of the row-parallel
+ * products, an all_gather of the column-parallel ones, or a transfer of
+ * one device's product to the other; each op's copies' difference (as
+ * sample_jit_workload's), over the bytes its shard reads and writes,
+ * fitted as an op's. */
+static char *comm_model(const char *op, int tokens, int h) {
+  char *m = malloc(2048);
+  if (!m) return NULL;
+  bool moves = strcmp(op, "transfer") == 0;
+  const char *w_shard = moves ? ""
+                        : strcmp(op, "all_gather") == 0 ? "\"shard\": {\"kind\": \"split\", \"dim\": 1, \"count\": 2}, "
+                                                        : "\"shard\": {\"kind\": \"split\", \"dim\": 0, \"count\": 2}, ";
+  snprintf(m, 2048,
+           "{\"ppcc\": 1, \"name\": \"calibrate_comm\", \"devices\": 2, \"params\": [{\"name\": \"w\", \"dtype\": \"f32\", "
+           "\"shape\": [%d, %d], %s\"devices\": %s}], \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [%d, %d], "
+           "%s\"devices\": %s}], \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"p\"]}, "
+           "{\"op\": \"%s\", \"in\": [\"p\"], \"out\": [\"y\"]%s}], \"outputs\": [\"y\"]}",
+           h, h, w_shard, moves ? "[0]" : "[0, 1]", tokens, h,
+           moves ? "" : "\"shard\": {\"kind\": \"replicated\", \"count\": 2}, ", moves ? "[0]" : "[0, 1]", op,
+           moves ? ", \"attrs\": {\"devices\": [1]}" : "");
+  return m;
+}
+
+static void calibrate_jit_comm(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
+  static const char *const ops[] = {"all_reduce", "all_gather", "transfer"};
+  for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+    op_samples o = {0};
+    snprintf(o.name, sizeof o.name, "%s", ops[k]);
+    for (int i = 0; i < (int)(sizeof cut_sizes / sizeof *cut_sizes); i++) {
+      char *text = comm_model(ops[k], cut_sizes[i][0], cut_sizes[i][1]);
+      char *variant = text ? with_copies(text, ops[k]) : NULL;
+      jit_workload base, v;
+      bool ok = variant && jit_workload_open(&base, text, jit);
+      if (ok && !jit_workload_open(&v, variant, jit)) {
+        jit_workload_close(&base, jit);
+        ok = false;
+      }
+      free(text);
+      free(variant);
+      if (!ok) continue;
+      double diff[JIT_ROUNDS], b_us, v_us;
+      int nd = 0;
+      ok = jit_workload_run(&base, jit, 1, &b_us, d) && jit_workload_run(&v, jit, 1, &v_us, d);
+      for (int r = 0; ok && r < JIT_ROUNDS; r++) {
+        ok = jit_workload_run(&base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
+        if (ok) diff[nd++] = (v_us - b_us) / JIT_COPIES;
+      }
+      const ppcc_op *op = &base.g->ops[base.g->n_ops - 1]; /* the move (the passes add none after it) */
+      double bytes = (double)ppcc_predict_move_bytes(base.g, op);
+      double t = ok && nd ? rt_median(diff, nd) : 0;
+      if (t > 0 && strcmp(op->info->name, ops[k]) == 0) add_sample_of(&o, 1, 0, bytes, 0, 0, t);
+      jit_workload_close(&v, jit);
+      jit_workload_close(&base, jit);
+    }
+    ppcc_op_cost cost = {0};
+    if (o.n > 0 && fit_op(&o, &cost) && ppcc_calibration_set_jit_op_cost(c, &cost) && log)
+      fprintf(log, "jit %-12s %d samples: %.3f us + %.4f ns/byte of its own (besides the communication)\n", cost.name, o.n,
+              cost.call_us, cost.ns_per_byte);
+    free(o.at);
+  }
+}
+
 /* jit_start_us: start_us's workload compiled by the JIT on the cores, the
  * first device's busy time (median over forwards) against the others'. */
 static void calibrate_jit_start(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log) {
@@ -1242,6 +1308,7 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
   }
   samples_free(&s);
   if (!st) calibrate_cut(c, jit, log, d);
+  if (!st) calibrate_jit_comm(c, jit, log, d);
   if (!st) calibrate_jit_start(c, jit, log);
   return st;
 }
