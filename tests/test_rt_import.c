@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include "../src/import/import.h"
+#include "../src/runtime/exec/exec.h"
 #include "../src/runtime/io/io.h"
 #include "ppcc/frontend.h"
 #include "ppcc/passes.h"
@@ -118,21 +119,23 @@ typedef struct loaded {
   ppcc_host_tensor out[16];
 } loaded;
 
-static void load(loaded *l, const checkpoint *c, const llama_spec *s) {
+static void load_path(loaded *l, const char *path, const llama_spec *s) {
   memset(l, 0, sizeof *l);
   size_t len;
   char *json = llama_graph_json(s, &len);
   ck_assert_ptr_nonnull(json);
   ppcc_diag d;
-  ppcc_diag_init(&d, c->source, NULL);
+  ppcc_diag_init(&d, path, NULL);
   l->g = ppcc_load_model_string(json, len, &d);
   free(json);
   ck_assert_msg(l->g != NULL, "%s", d.first);
   ck_assert_msg(ppcc_run_passes(l->g, NULL, NULL, &d) == PPCC_OK, "%s", d.first);
   ck_assert_int_le(l->g->n_outputs, 16);
-  ppcc_run_options o = {.weights_path = t_src_path(c->source), .have_random_seed = true};
+  ppcc_run_options o = {.weights_path = path, .have_random_seed = true};
   ck_assert_msg(ppcc_run_data_load(l->g, &o, &l->data, &d) == PPCC_OK, "%s", d.first);
 }
+
+static void load(loaded *l, const checkpoint *c, const llama_spec *s) { load_path(l, t_src_path(c->source), s); }
 
 static void unload(loaded *l) {
   for (int k = 0; k < 16; k++) ppcc_host_tensor_free(&l->out[k]);
@@ -758,6 +761,106 @@ START_TEST(gguf_missing_tensor_and_wrong_arch) {
 }
 END_TEST
 
+/* testdata/llm/FILE with general.name 32 bytes longer, as DIR/m.gguf: the
+ * data section, and with it every tensor, moves by 32 bytes (llama.cpp
+ * writes at 32-byte alignment: each tensor goes from off a 64-byte line
+ * onto one, or back). */
+static char *shifted_gguf(const char *file) {
+  char rel[128];
+  snprintf(rel, sizeof rel, "testdata/llm/%s", file);
+  size_t len;
+  char *data = t_read_file(t_src_path(rel), &len);
+  ck_assert_ptr_nonnull(data);
+  static const char key[] = "general.name\x08\0\0\0"; /* then the u64 length and the string */
+  char *at = NULL;
+  for (size_t i = 0; i + sizeof key + 8 <= len && !at; i++)
+    if (memcmp(data + i, key, sizeof key - 1) == 0) at = data + i + sizeof key - 1;
+  ck_assert_ptr_nonnull(at);
+  uint64_t n;
+  memcpy(&n, at, 8);
+  size_t head = (size_t)(at - data) + 8 + n;
+  ck_assert_uint_le(head, len);
+  char *out = malloc(len + 32);
+  ck_assert_ptr_nonnull(out);
+  memcpy(out, data, head);
+  memset(out + head, 'x', 32);
+  memcpy(out + head + 32, data + head, len - head);
+  n += 32;
+  memcpy(out + (at - data), &n, 8);
+  char *dir = t_make_temp_dir("shiftgguf");
+  t_write_file(t_path_in(dir, "m.gguf"), out, len + 32);
+  free(out);
+  free(data);
+  return dir;
+}
+
+/* An f32 GGUF's weights read in full lie on 64-byte lines once resident
+ * (the GEMM tiles' condition: llama.cpp's files put every tensor at 32
+ * mod 64, and a 128-row prefill then went to OpenBLAS, which packs the
+ * weight per call): one that lies on a line in the file is used in place,
+ * one that does not is copied once at load; the token table (only looked
+ * up) stays in the file. Both placements of the same file give the same
+ * logits bits, at TP 1 and 2. */
+START_TEST(gguf_f32_weights_resident_on_lines) {
+  const checkpoint c = {"testdata/llm/llama3.gguf", "testdata/llm/hf_llama3", false};
+  ppcc_host_tensor prompt = read_npy(ref_file(&c, "prompt.npy")), pos = read_npy(ref_file(&c, "positions.npy"));
+  long seq = (long)prompt.shape[1];
+  char *dir = shifted_gguf("llama3.gguf");
+  char paths[2][4096];
+  snprintf(paths[0], sizeof paths[0], "%s", t_src_path(c.source));
+  snprintf(paths[1], sizeof paths[1], "%s", t_path_in(dir, "m.gguf"));
+  for (long tp = 1; tp <= 2; tp++) {
+    ppcc_host_tensor logits[2];
+    int copied[2] = {0, 0}, in_place[2] = {0, 0};
+    for (int f = 0; f < 2; f++) {
+      llama_spec s = spec_of(&c, tp, 1, seq, seq);
+      loaded l;
+      load_path(&l, paths[f], &s);
+      set_input(&l, "tokens", prompt.data, prompt.bytes);
+      set_input(&l, "positions", pos.data, pos.bytes);
+      zero_caches(&l);
+      ppcc_diag d;
+      ppcc_diag_init(&d, paths[f], NULL);
+      ck_assert_msg(ppcc_run_data_make_resident(l.g, &l.data, &d) == PPCC_OK, "%s", d.first);
+      for (int v = 0; v < l.g->n_values; v++) {
+        const ppcc_value *p = &l.g->values[v];
+        if (p->kind != PPCC_VALUE_PARAM || p->dtype != PPCC_F32 || !p->devices) continue;
+        const char *full = l.data.values[v].data;
+        bool table = strstr(p->name, "embed_tokens") || strstr(p->name, "token_embd");
+        for (int i = 0; i < p->layout.count; i++) {
+          const char *got = rt_resident_shard(&l.data, v, p, p->layout, i, rt_param_mapped(&l.data, v, true));
+          ck_assert_ptr_nonnull(got);
+          bool view = got >= full && got < full + ppcc_value_bytes(p);
+          if (table) {
+            ck_assert_msg(view, "%s: the token table was copied", p->name);
+            continue;
+          }
+          ck_assert_msg((uintptr_t)got % 64 == 0, "%s shard %d: not on a 64-byte line", p->name, i);
+          if (p->layout.count == 1 && (uintptr_t)full % 64 == 0)
+            ck_assert_msg(got == full, "%s: on a line in the file, yet copied", p->name);
+          if (p->layout.count == 1 && l.data.owned && !l.data.owned[v]) view ? in_place[f]++ : copied[f]++;
+        }
+      }
+      run(&l, false);
+      logits[f] = l.out[0];
+      memset(&l.out[0], 0, sizeof l.out[0]);
+      unload(&l);
+    }
+    if (tp == 1) /* each placement has weights of both kinds: the other file's */
+      for (int f = 0; f < 2; f++) ck_assert(copied[f] > 0 && in_place[f] > 0 && copied[f] == in_place[1 - f]);
+    ck_assert_int_eq(logits[0].bytes, logits[1].bytes);
+    ck_assert_msg(memcmp(logits[0].data, logits[1].data, (size_t)logits[0].bytes) == 0,
+                  "tp%ld: the shifted file's logits differ in bits", tp);
+    ppcc_host_tensor_free(&logits[0]);
+    ppcc_host_tensor_free(&logits[1]);
+  }
+  t_remove_tree(dir);
+  free(dir);
+  ppcc_host_tensor_free(&prompt);
+  ppcc_host_tensor_free(&pos);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("import");
   TCase *tc = t_add_tcase(s, "import", 300);
@@ -774,5 +877,6 @@ int main(void) {
   tcase_add_test(tc, bad_checkpoints_name_file_and_tensor);
   tcase_add_test(tc, bad_gguf_files_name_file_and_tensor);
   tcase_add_test(tc, gguf_missing_tensor_and_wrong_arch);
+  tcase_add_test(tc, gguf_f32_weights_resident_on_lines);
   return t_run_suite(s);
 }

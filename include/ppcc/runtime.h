@@ -341,7 +341,9 @@ void ppcc_run_data_free(ppcc_run_data *data);
  * bytes. A shard is a pointer, a dtype and a shape, either a view (the
  * shard lies contiguous in the full tensor: a mapped file's bytes or the
  * tensor converted at load) or owned (a strided split, a zero shard of an
- * unreduced param). Executors only read it. */
+ * unreduced param, or an f32 weight read in full whose mapped bytes are
+ * off a 64-byte line: copied once at load, the file's pages released).
+ * Executors only read it. */
 typedef struct ppcc_resident_shard {
   const void *data;
   ppcc_dtype dtype;
@@ -357,7 +359,8 @@ typedef struct ppcc_resident_shard {
 ppcc_status ppcc_run_data_load_sharing(const ppcc_graph *g, const ppcc_run_options *opts, const ppcc_graph *from_g,
                                        const ppcc_run_data *from, ppcc_run_data *data, ppcc_diag *d);
 /* Makes now (at load, before any execute) every param shard that g's
- * devices on this process hold, for the sharded run. */
+ * devices on this process hold, for the sharded run; f32 weights that g
+ * reads in full then lie on 64-byte lines (the GEMM tiles' condition). */
 ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data *data, ppcc_diag *d);
 /* State (a KV cache): input `input` of g takes, at every execute, the
  * value output `output` had at the previous one (same dtype, shape,

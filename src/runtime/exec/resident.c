@@ -131,8 +131,14 @@ static bool grow(ppcc_resident *r) {
 }
 
 /* Shard i of param p under layout l, made from full: a view when its bytes
- * are contiguous in full and aligned for the dtype, else a copy. */
-static bool make_shard(const ppcc_value *p, ppcc_layout l, int i, const void *full, bool mapped, ppcc_resident_shard *s) {
+ * are contiguous in full and aligned for the dtype, else a copy. `lines`:
+ * an f32 view of a mapped file must also start on a 64-byte line, else it
+ * is copied once (the file's pages released as copied). llama.cpp's f32
+ * GGUF puts every tensor at 32 mod 64: a 128-row product on such a weight
+ * failed the GEMM tiles' line check and went to OpenBLAS, which packs the
+ * weight per call (prefill 13 % behind llama.cpp). */
+static bool make_shard(const ppcc_value *p, ppcc_layout l, int i, const void *full, bool mapped, bool lines,
+                       ppcc_resident_shard *s) {
   int64_t units[PPCC_MAX_RANK]; /* elements, or blocks of a quantized param */
   int es = rt_storage_units(p->dtype, p->rank, p->shape, units);
   s->dtype = p->dtype;
@@ -152,7 +158,8 @@ static bool make_shard(const ppcc_value *p, ppcc_layout l, int i, const void *fu
     start = geom.outer == 1 ? start + (int64_t)i * bytes : NULL;
   }
   int align = ppcc_dtype_is_quantized(p->dtype) ? 1 : es; /* kernels read blocks bytewise */
-  if (start && (uintptr_t)start % (uintptr_t)(align > 0 ? align : 1) == 0) {
+  bool off_line = lines && mapped && p->dtype == PPCC_F32 && (uintptr_t)start % 64 != 0;
+  if (start && (uintptr_t)start % (uintptr_t)(align > 0 ? align : 1) == 0 && !off_line) {
     s->data = start;
     return true;
   }
@@ -202,14 +209,14 @@ static bool make_state(const ppcc_value *p, ppcc_layout l, int i, const void *ho
  * state, made from `host`); NULL when out of memory. Call in the
  * critical section. */
 static resident_entry *entry_of(ppcc_resident *r, const ppcc_value *p, const void *full, const void *host,
-                                ppcc_layout l, int i, bool mapped) {
+                                ppcc_layout l, int i, bool mapped, bool lines) {
   int64_t elements = ppcc_num_elements(p->rank, p->shape);
   resident_entry *e = find(r, p->name, full, l, i, elements);
   if (e || !grow(r)) return e;
   e = &r->entries[r->n];
   memset(e, 0, sizeof *e);
   e->name = malloc(strlen(p->name) + 1);
-  bool made = e->name && (full ? make_shard(p, l, i, full, mapped, &e->s) : make_state(p, l, i, host, &e->s));
+  bool made = e->name && (full ? make_shard(p, l, i, full, mapped, lines, &e->s) : make_state(p, l, i, host, &e->s));
   if (!made) {
     free(e->name);
     return NULL;
@@ -221,8 +228,10 @@ static resident_entry *entry_of(ppcc_resident *r, const ppcc_value *p, const voi
   return e;
 }
 
-const void *rt_resident_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i,
-                              bool mapped) {
+/* rt_resident_shard's work; `lines` as make_shard's (the first make of a
+ * shard decides: later lookups find it). */
+static const void *resident_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i,
+                                  bool mapped, bool lines) {
   ppcc_resident *r = data->resident;
   const void *full = data->values[v].data, *out = NULL;
   bool own_layout = l.kind == p->layout.kind && l.count == p->layout.count && l.dim == p->layout.dim;
@@ -231,10 +240,15 @@ const void *rt_resident_shard(const ppcc_run_data *data, int v, const ppcc_value
   if (!r || !full) return NULL;
 #pragma omp critical(ppcc_resident)
   {
-    resident_entry *e = entry_of(r, p, full, NULL, l, i, mapped);
+    resident_entry *e = entry_of(r, p, full, NULL, l, i, mapped, lines);
     out = e ? e->s.data : NULL;
   }
   return out;
+}
+
+const void *rt_resident_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i,
+                              bool mapped) {
+  return resident_shard(data, v, p, l, i, mapped, false);
 }
 
 void *rt_state_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i, int mb, bool next) {
@@ -244,7 +258,7 @@ void *rt_state_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc
   if (!r || !host) return NULL;
 #pragma omp critical(ppcc_resident)
   {
-    resident_entry *e = entry_of(r, p, NULL, host + (size_t)mb * (size_t)ppcc_value_bytes(p), l, mb * l.count + i, false);
+    resident_entry *e = entry_of(r, p, NULL, host + (size_t)mb * (size_t)ppcc_value_bytes(p), l, mb * l.count + i, false, false);
     if (e && next && !e->next) e->next = rt_alloc(ppcc_num_elements(e->s.rank, e->s.shape) * ppcc_dtype_size(e->s.dtype));
     if (e) out = next ? e->next : (void *)e->s.data;
   }
@@ -325,8 +339,12 @@ ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data
       /* a shard copied at load releases the mapped file's pages it came
        * from, in any run: the process then holds the weights once (its
        * shards), not shards plus the tensors they were cut from */
+      /* a weight read in full from the mapped file lies on 64-byte lines
+       * (the GEMM tiles' condition), copied once when the file did not
+       * put it there; a lookup table stays in the file */
       const void *made = state ? rt_state_shard(data, v, p, p->layout, i, 0, false)
-                               : rt_resident_shard(data, v, p, p->layout, i, rt_param_mapped(data, v, true));
+                               : resident_shard(data, v, p, p->layout, i, rt_param_mapped(data, v, true),
+                                                read_in_full(g, v));
       if (!made) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory for '%s'", p->name);
       if (!state) populate_view(g, data, v, made);
     }
