@@ -343,6 +343,9 @@ END_TEST
 START_TEST(calibration_format_versions) {
   ppcc_calibration c = hand_calibration(2), back;
   c.cache_bytes = 2097152;
+  c.jit_threads_factor = 1.25;
+  c.n_jit_slowdown = 2;
+  c.jit_concurrent_slowdown[0] = 1, c.jit_concurrent_slowdown[1] = 1.5;
   ppcc_op_cost small = {"linear.rows16", 0.5, 0.25, 0.125, 0.0625, 0.375}, gemv = {"matmul.rows1", 1.5, 0.5, 0.25, 0, 0.75};
   ck_assert(ppcc_calibration_set_op_cost(&c, &small));
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &gemv));
@@ -355,6 +358,9 @@ START_TEST(calibration_format_versions) {
   ck_assert_int_eq(back.version, PPCC_CALIBRATION_VERSION);
   ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 3);
   ck_assert_double_eq(back.cache_bytes, 2097152);
+  ck_assert_double_eq(back.jit_threads_factor, 1.25);
+  ck_assert_int_eq(back.n_jit_slowdown, 2);
+  ck_assert_double_eq(back.jit_concurrent_slowdown[1], 1.5);
   ck_assert_double_eq(ppcc_calibration_op_cost(&back, "linear.rows16")->ns_per_weight_byte, 0.0625);
   ck_assert_double_eq(ppcc_calibration_op_cost(&back, "linear.rows16")->ns_per_cold_weight_byte, 0.375);
   ck_assert_double_eq(ppcc_calibration_op_cost_many(&back, "linear.rows16")->ns_per_cold_weight_byte, 0.375);
@@ -383,6 +389,8 @@ START_TEST(calibration_format_versions) {
     {BASE2 ", \"op_costs\": {\"linear\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, \"ns_per_cold_weight_byte\": 1}}}",
      "op_costs.linear"}, /* format 2 has no cold costs */
     {BASE2 ", \"cache_bytes\": 1048576}", "cache_bytes"}, /* nor a cache */
+    {BASE2 ", \"jit_threads_factor\": 1.5}", "jit_threads_factor"}, /* nor the JIT's scaling */
+    {BASE2 ", \"jit_concurrent_slowdown\": [1]}", "jit_concurrent_slowdown"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     ck_assert_int_eq(read_text(bad[i].text, &c, &d, &msg), PPCC_ERR_USER);
@@ -427,6 +435,46 @@ START_TEST(cold_weights_cost_their_own) {
   ppcc_prediction *all[] = {&all_hot, &quarter, &two};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) ppcc_prediction_free(all[i]);
   ppcc_graph_free(g);
+}
+END_TEST
+
+/* The JIT's own figures: its collectives cost busy time on each result
+ * device (call_us + ns_per_byte * (operand + result shard bytes)), and
+ * with more kernel threads it takes jit_threads_factor times what the
+ * interpreter's scaling gives it (linear in the threads from 1). */
+START_TEST(jit_moves_and_threads_factor) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *tp = t_model(2, "{'name': 'w', 'dtype': 'f32', 'shape': [32, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}, 'devices': [0, 1]}",
+                           "{'name': 'x', 'dtype': 'f32', 'shape': [4, 32], 'shard': {'kind': 'replicated', 'count': 2}, 'devices': [0, 1]}",
+                           "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, {'op': 'all_reduce', 'in': ['p'], 'out': ['y']}", "'y'", &d);
+  ck_assert_ptr_nonnull(tp);
+  ppcc_calibration c = hand_calibration(4);
+  ppcc_op_cost jk = {"matmul", 3000, 0, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
+  ppcc_prediction plain = predict(tp, &c, 1, 2, true);
+  ppcc_op_cost move = {"all_reduce", 2000, 0, 500, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &move));
+  ck_assert_double_eq(ppcc_predict_move_bytes(tp, &tp->ops[tp->n_ops - 1]), 4 * 8 * 4 * 2);
+  ppcc_prediction moved = predict(tp, &c, 1, 2, true), interp = predict(tp, &c, 1, 2, false);
+  ck_assert_double_eq_tol(moved.stages[0].time_ms, plain.stages[0].time_ms + (2000 + 500 * 256e-3) * 1e-3, 1e-12);
+  ppcc_prediction interp_plain = predict(tp, &c, 1, 2, false);
+  ck_assert_double_eq_tol(interp.stages[0].time_ms, interp_plain.stages[0].time_ms, 1e-15); /* the interpreter: not busy */
+  ppcc_graph *g = one_matmul();
+  ppcc_calibration one = hand_calibration(2);
+  ck_assert(ppcc_calibration_set_jit_op_cost(&one, &jk));
+  ppcc_prediction t1 = predict(g, &one, 1, 1, true), t2 = predict(g, &one, 1, 2, true);
+  one.jit_threads_factor = 1.5;
+  ppcc_prediction f1 = predict(g, &one, 1, 1, true), f2 = predict(g, &one, 1, 2, true), i2 = predict(g, &one, 1, 2, false);
+  ck_assert_double_eq_tol(f1.stages[0].time_ms, t1.stages[0].time_ms, 1e-15);
+  ck_assert_double_eq_tol(f2.stages[0].time_ms, t2.stages[0].time_ms * 1.5, 1e-12);
+  one.jit_threads_factor = 0;
+  ppcc_prediction i2_plain = predict(g, &one, 1, 2, false);
+  ck_assert_double_eq_tol(i2.stages[0].time_ms, i2_plain.stages[0].time_ms, 1e-15);
+  ppcc_prediction *all[] = {&plain, &moved, &interp, &interp_plain, &t1, &t2, &f1, &f2, &i2, &i2_plain};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) ppcc_prediction_free(all[i]);
+  ppcc_graph_free(g);
+  ppcc_graph_free(tp);
 }
 END_TEST
 
@@ -743,6 +791,7 @@ int main(void) {
   tcase_add_test(tc, gemm_kernels_have_their_own_costs);
   tcase_add_test(tc, calibration_format_versions);
   tcase_add_test(tc, cold_weights_cost_their_own);
+  tcase_add_test(tc, jit_moves_and_threads_factor);
   tcase_add_test(tc, multithreaded_costs_change_prediction);
   tcase_add_test(tc, jit_cut_of_replicated_operand);
   tcase_add_test(tc, pipeline_shares_cores);

@@ -84,6 +84,10 @@
  *   kernels cut it too: operand_cut when the file has it): jit_operand_cut, else
  *   the JIT's slice cost (call_us + ns_per_byte * (the operand's bytes +
  *   the part's));
+ *   the JIT with t > 1 kernel threads: times 1 + (jit_threads_factor - 1)
+ *   * (min(t, many_threads) - 1) / (many_threads - 1) (measured: its
+ *   compiled code gains less from a second thread than the interpreter's
+ *   kernels), and jit_concurrent_slowdown for concurrent_slowdown;
  *   the JIT's collectives and transfers, when the file has their op's
  *   jit_op_costs: call_us + ns_per_byte * ppcc_predict_move_bytes on
  *   each result device (the compiled code's allocations and copies
@@ -211,6 +215,13 @@ typedef struct ppcc_calibration {
   ppcc_op_cost jit_cut;       /* the JIT's cut of a replicated operand inside a
                                  row-parallel contraction's kernel: call_us +
                                  ns_per_byte * (operand + part bytes) */
+  double jit_threads_factor;  /* the JIT with many_threads kernel threads: this times
+                                 the time the interpreter's scaling gives it (linear
+                                 in the threads from 1; "jit_threads_factor", optional:
+                                 0, none) */
+  int n_jit_slowdown;         /* entries of jit_concurrent_slowdown; 0: the interpreter's */
+  double jit_concurrent_slowdown[PPCC_CALIB_MAX_THREADS]; /* concurrent_slowdown of JIT
+                                 runs ("jit_concurrent_slowdown", optional) */
   double cache_bytes;         /* the cache of one core that holds weights from one
                                  forward to the next (its L2; "cache_bytes",
                                  optional: 0, no weight byte is cold) */

@@ -155,6 +155,18 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
     if (sst) return sst;
     c->n_slowdown = ns;
   }
+  const cJSON *jslow = cJSON_GetObjectItemCaseSensitive(root, "jit_concurrent_slowdown");
+  if (jslow) {
+    int ns = n;
+    ppcc_status sst = c->version < 3 ? bad_field(path, "jit_concurrent_slowdown", "is not in formats before 3", d)
+                                     : read_rates(root, path, "jit_concurrent_slowdown", c->jit_concurrent_slowdown, &ns, d);
+    if (sst) return sst;
+    c->n_jit_slowdown = ns;
+  }
+  const cJSON *jf = cJSON_GetObjectItemCaseSensitive(root, "jit_threads_factor");
+  if (jf && (c->version < 3 || !cost_number(jf) || jf->valuedouble > 100))
+    return bad_field(path, "jit_threads_factor", "is not a number in [0, 100] (from format 3 on)", d);
+  c->jit_threads_factor = jf ? jf->valuedouble : 0;
   ppcc_status cst = read_op_costs(root, path, "op_costs", c, ppcc_calibration_set_op_cost, d);
   if (!cst) cst = read_op_costs(root, path, "jit_op_costs", c, ppcc_calibration_set_jit_op_cost, d);
   if (!cst) cst = read_op_costs(root, path, "op_costs_multithreaded", c, ppcc_calibration_set_op_cost_many, d);
@@ -302,6 +314,12 @@ ppcc_status ppcc_calibration_write_to(ppcc_outfile *f, const ppcc_calibration *c
     for (int i = 0; i < c->n_slowdown; i++) fprintf(f->fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
     fputc(']', f->fp);
   }
+  if (c->n_jit_slowdown > 0) {
+    fputs(",\n  \"jit_concurrent_slowdown\": [", f->fp);
+    for (int i = 0; i < c->n_jit_slowdown; i++) fprintf(f->fp, i ? ", %.6g" : "%.6g", c->jit_concurrent_slowdown[i]);
+    fputc(']', f->fp);
+  }
+  if (c->jit_threads_factor > 0) fprintf(f->fp, ",\n  \"jit_threads_factor\": %.6g", c->jit_threads_factor);
   write_op_costs(f->fp, "op_costs", c->op_costs, c->n_op_costs);
   write_op_costs(f->fp, "jit_op_costs", c->jit_op_costs, c->n_jit_op_costs);
   if (c->many_threads > 1 && c->n_op_costs_many > 0) {
@@ -724,6 +742,9 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
                               : c->have_jit_cut ? &c->jit_cut : ppcc_calibration_jit_op_cost(c, "slice");
     double cut_bytes = cut ? jit_slice_bytes(g, op) : 0;
     if (cut_bytes > 0) us += cut->call_us + cut_bytes * cut->ns_per_byte * 1e-3;
+    int many = c->many_threads > 1 ? c->many_threads : c->n_threads;
+    if (jit && threads > 1 && many > 1 && c->jit_threads_factor > 0)
+      us *= 1 + (c->jit_threads_factor - 1) * (double)((threads < many ? threads : many) - 1) / (many - 1);
     return us * 1e-3;
   }
   int at = (streams < c->n_threads ? streams : c->n_threads) - 1;
@@ -1091,7 +1112,9 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     for (int k = 0; k < ns; k++)
       for (int i = 0; i < st->n_dev[k]; i++) on_cores[k] |= (uint64_t)1 << (rep_stage_devices(st, k)[i] % cores);
   double wall = ok ? simulate_pipeline(ns, m, group, on_cores, work, overlap, cores, c->hop_us * 1e-3,
-                                     c->concurrent_slowdown, use_costs ? c->n_slowdown : 0, wire, latency, busy) : -1;
+                                     jit && c->n_jit_slowdown > 0 ? c->jit_concurrent_slowdown : c->concurrent_slowdown,
+                                     !use_costs ? 0 : jit && c->n_jit_slowdown > 0 ? c->n_jit_slowdown : c->n_slowdown, wire,
+                                     latency, busy) : -1;
   free(on_cores);
   ok = ok && wall >= 0;
   double sum = 0;

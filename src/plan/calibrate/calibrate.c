@@ -910,7 +910,7 @@ static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_cali
   ppcc_diag_init(&q, NULL, NULL);
   ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
   w->g = ppcc_load_model_string(text, strlen(text), &q);
-  bool ok = w->g && w->g->n_devices <= 2 && !ppcc_run_passes(w->g, NULL, NULL, &q);
+  bool ok = w->g && w->g->n_devices <= PPCC_CALIB_MAX_THREADS && !ppcc_run_passes(w->g, NULL, NULL, &q);
   ok = ok && !ppcc_run_data_load(w->g, &ro, &w->data, &q);
   w->loaded = ok;
   ok = ok && !jit->compile(w->g, &w->ctx, &q) && w->ctx;
@@ -918,29 +918,39 @@ static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_cali
   return ok;
 }
 
-/* Runs `forwards` forwards (one kernel thread per device); *us the
- * slowest device's median busy time (of the warm ones, when there are
- * several: see ppcc_plan_measure); false when a run fails. */
-static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int forwards, double *us, ppcc_diag *d) {
+/* Runs `forwards` forwards with `threads` threads (0: one kernel thread
+ * per device); *us the slowest device's median busy time (of the warm
+ * ones, when there are several: see ppcc_plan_measure); false when a run
+ * fails. */
+static bool jit_workload_run_on(jit_workload *w, const ppcc_calib_jit *jit, int threads, int forwards, double *us,
+                                ppcc_diag *d) {
   const ppcc_graph *g = w->g;
   int *op_stage = calloc((size_t)g->n_ops + 1, sizeof *op_stage);
   ppcc_host_tensor *out = calloc((size_t)g->n_outputs + 1, sizeof *out);
-  int64_t peak[2] = {0, 0};
-  double busy[2] = {0, 0};
+  int64_t *peak = calloc((size_t)g->n_devices + 1, sizeof *peak);
+  double *busy = calloc((size_t)g->n_devices + 1, sizeof *busy);
   ppcc_plan_measure m = {.op_stage = op_stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
-  bool ok = op_stage && out;
+  bool ok = op_stage && out && peak && busy;
   for (int r = 0; ok && r < forwards; r++) {
-    ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
+    ppcc_exec_options eo = {.threads = threads > 0 ? threads : g->n_devices, .measure = &m};
     double elapsed = 0;
     ok = !jit->execute(w->ctx, g, &w->data, &eo, out, &elapsed, d) && m.filled;
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
   }
-  ppcc_plan_measure_summarize(&m);
-  *us = (busy[0] > busy[1] ? busy[0] : busy[1]) * 1e3;
+  if (ok) ppcc_plan_measure_summarize(&m);
+  *us = 0;
+  for (int dev = 0; ok && dev < g->n_devices; dev++)
+    if (busy[dev] * 1e3 > *us) *us = busy[dev] * 1e3;
   ppcc_plan_measure_release(&m);
   free(op_stage);
   free(out);
+  free(peak);
+  free(busy);
   return ok;
+}
+
+static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int forwards, double *us, ppcc_diag *d) {
+  return jit_workload_run_on(w, jit, 0, forwards, us, d);
 }
 
 /* The cost keys of g's compute ops (ppcc_op_cost_key), each once. */
@@ -1223,6 +1233,93 @@ static void calibrate_jit_comm(ppcc_calibration *c, const ppcc_calib_jit *jit, F
   }
 }
 
+/* How the JIT's busy time changes with more kernel threads or more devices
+ * computing at once, where the interpreter's figures do not say it (the
+ * compiled code around the runtime's kernels is one thread, and its
+ * calls and allocations contend differently):
+ *   jit_threads_factor       the Llama workloads with the most kernel
+ *                            threads against one, each forward in turn:
+ *                            the measured ratio over the one the JIT's
+ *                            costs predict (scaled as the interpreter's),
+ *                            the median over workloads;
+ *   jit_concurrent_slowdown  FFN copies on t devices at once against one,
+ *                            compiled by the JIT (as concurrency()). */
+#define JIT_SCALE_ROUNDS 5
+static double predicted_stage_ms(const ppcc_graph *g, const ppcc_calibration *c, int threads) {
+  ppcc_predict_options o = {.calib = c, .threads = threads, .jit = true};
+  ppcc_prediction p;
+  ppcc_diag q;
+  ppcc_diag_init(&q, NULL, NULL);
+  if (ppcc_predict(g, &o, &p, &q)) return 0;
+  double ms = p.n_stages > 0 ? p.stages[0].time_ms : 0;
+  ppcc_prediction_free(&p);
+  return ms;
+}
+
+static void calibrate_jit_scaling(ppcc_calibration *c, const ppcc_calib_jit *jit, const char *const *texts, int n_texts,
+                                  FILE *log, ppcc_diag *d) {
+  int many = c->many_threads > 1 ? c->many_threads : c->n_threads;
+  double factor[64];
+  int nf = 0;
+  c->jit_threads_factor = 0; /* the predictions below: the interpreter's ratio */
+  for (int i = 0; many > 1 && i < n_texts && nf < 64; i++) {
+    jit_workload w;
+    if (!jit_workload_open(&w, texts[i], jit)) continue;
+    double one[JIT_SCALE_ROUNDS], more[JIT_SCALE_ROUNDS], us;
+    int n = 0;
+    bool ok = jit_workload_run_on(&w, jit, 1, 1, &us, d) && jit_workload_run_on(&w, jit, many, 1, &us, d);
+    for (int r = 0; ok && r < JIT_SCALE_ROUNDS; r++) {
+      ok = jit_workload_run_on(&w, jit, 1, JIT_FORWARDS, &one[n], d) && jit_workload_run_on(&w, jit, many, JIT_FORWARDS, &more[n], d);
+      n += ok;
+    }
+    double p1 = predicted_stage_ms(w.g, c, 1), pm = predicted_stage_ms(w.g, c, many);
+    double m1 = n ? rt_median(one, n) : 0, mm = n ? rt_median(more, n) : 0;
+    if (ok && p1 > 0 && pm > 0 && m1 > 0 && mm > 0) factor[nf++] = (mm / m1) / (pm / p1);
+    jit_workload_close(&w, jit);
+  }
+  if (nf) {
+    rt_sort_doubles(factor, nf);
+    double f = factor[nf / 2];
+    c->jit_threads_factor = f < 0.25 ? 0.25 : f > 4 ? 4 : f;
+    if (log) fprintf(log, "jit with %d kernel threads: %.3fx the time the interpreter's scaling says\n", many, c->jit_threads_factor);
+  }
+  static const int sizes[][4] = {{8, 256, 1024, 1}, {32, 128, 512, 1}, {8, 64, 128, 3}};
+  enum { N = sizeof sizes / sizeof *sizes };
+  int most = c->cores < c->n_threads ? c->cores : c->n_threads;
+  c->n_jit_slowdown = 0;
+  for (int t = 2; t <= most && t <= PPCC_CALIB_MAX_THREADS; t++) {
+    double ratio[N * JIT_SCALE_ROUNDS];
+    int n = 0;
+    for (int i = 0; i < N; i++) {
+      char *a = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], 1, sizes[i][3]);
+      char *b = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], t, sizes[i][3]);
+      jit_workload alone, together;
+      bool ok = a && b && jit_workload_open(&alone, a, jit);
+      if (ok && !jit_workload_open(&together, b, jit)) {
+        jit_workload_close(&alone, jit);
+        ok = false;
+      }
+      free(a);
+      free(b);
+      if (!ok) continue;
+      double x, y;
+      ok = jit_workload_run(&alone, jit, 1, &x, d) && jit_workload_run(&together, jit, 1, &y, d);
+      for (int r = 0; ok && r < JIT_SCALE_ROUNDS; r++) {
+        ok = jit_workload_run(&alone, jit, JIT_FORWARDS, &x, d) && jit_workload_run(&together, jit, JIT_FORWARDS, &y, d);
+        if (ok && x > 0 && y > 0) ratio[n++] = y / x;
+      }
+      jit_workload_close(&alone, jit);
+      jit_workload_close(&together, jit);
+    }
+    if (!n) break;
+    rt_sort_doubles(ratio, n);
+    if (c->n_jit_slowdown == 0) c->jit_concurrent_slowdown[0] = 1, c->n_jit_slowdown = 1;
+    c->jit_concurrent_slowdown[t - 1] = ratio[n / 2] > 1 ? ratio[n / 2] : 1;
+    c->n_jit_slowdown = t;
+    if (log) fprintf(log, "jit: %d devices computing at once: each %.3fx as slow\n", t, c->jit_concurrent_slowdown[t - 1]);
+  }
+}
+
 /* jit_start_us: start_us's workload compiled by the JIT on the cores, the
  * first device's busy time (median over forwards) against the others'. */
 static void calibrate_jit_start(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log) {
@@ -1309,6 +1406,7 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
   samples_free(&s);
   if (!st) calibrate_cut(c, jit, log, d);
   if (!st) calibrate_jit_comm(c, jit, log, d);
+  if (!st) calibrate_jit_scaling(c, jit, workloads, n_workloads, log, d);
   if (!st) calibrate_jit_start(c, jit, log);
   return st;
 }
