@@ -41,13 +41,13 @@ static char *write_calibration(const ppcc_calibration *c, char **dir) {
 
 START_TEST(calibration_round_trips_op_costs) {
   ppcc_calibration c = hand_calibration(2), back;
-  ppcc_op_cost rotary = {"rotary", 0.25, 4.5, 0, 0}, linear = {"linear", 0.125, 0.0125, 0.0625, 0.5};
+  ppcc_op_cost rotary = {"rotary", 0.25, 4.5, 0, 0, 0}, linear = {"linear", 0.125, 0.0125, 0.0625, 0.5, 0.5};
   ck_assert(ppcc_calibration_set_op_cost(&c, &rotary));
   ck_assert(ppcc_calibration_set_op_cost(&c, &linear));
   linear.call_us = 0.5; /* setting an op again replaces it */
   ck_assert(ppcc_calibration_set_op_cost(&c, &linear));
   ck_assert_int_eq(c.n_op_costs, 2);
-  ppcc_op_cost jit_linear = {"linear", 1.5, 0.25, 0.125, 0.75}, linear2 = {"linear", 0.25, 0.00625, 0.0625, 0.5};
+  ppcc_op_cost jit_linear = {"linear", 1.5, 0.25, 0.125, 0.75, 0.75}, linear2 = {"linear", 0.25, 0.00625, 0.0625, 0.5, 0.5};
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jit_linear));
   ck_assert(ppcc_calibration_set_op_cost_many(&c, &linear2));
   c.many_threads = 2;
@@ -230,7 +230,7 @@ START_TEST(op_cost_changes_prediction) {
   /* the roofline: overhead + GEMM call + max(FLOPs / rate, bytes / bandwidth) */
   double expect_roof = (1 + 0.5) * 1e-3 + fmax(flops / 50e9, (bytes + weights) / 10e9) * 1e3;
   ck_assert_double_eq_tol(roof.stages[0].time_ms, expect_roof, 1e-12);
-  ppcc_op_cost k = {"matmul", 1000, 2, 0.5, 0.25};
+  ppcc_op_cost k = {"matmul", 1000, 2, 0.5, 0.25, 0.25};
   ck_assert(ppcc_calibration_set_op_cost(&c, &k));
   ppcc_prediction costed = predict(g, &c, 1, 1, false);
   double expect = (1000 + flops * 2e-3 + bytes * 0.5e-3 + weights * 0.25e-3) * 1e-3;
@@ -246,7 +246,7 @@ START_TEST(op_cost_changes_prediction) {
   ck_assert_double_eq_tol(jit.stages[0].time_ms, expect_roof, 1e-12);
   /* ... until the file has the JIT's own costs: then those, without
    * resume_us; the interpreter's prediction ignores them */
-  ppcc_op_cost jk = {"matmul", 3000, 0.5, 0.25, 2};
+  ppcc_op_cost jk = {"matmul", 3000, 0.5, 0.25, 2, 2};
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
   ppcc_prediction jit_costed = predict(g, &c, 1, 1, true);
   double expect_jit = (3000 + flops * 0.5e-3 + bytes * 0.25e-3 + weights * 2e-3) * 1e-3;
@@ -256,7 +256,7 @@ START_TEST(op_cost_changes_prediction) {
   ck_assert_double_eq_tol(interp.stages[0].time_ms, expect + 0.25, 1e-12);
   /* an op kind the JIT table lacks (here: all of them) keeps the roofline */
   c.n_jit_op_costs = 0;
-  ppcc_op_cost other = {"gelu", 3000, 0, 0, 0};
+  ppcc_op_cost other = {"gelu", 3000, 0, 0, 0, 0};
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &other));
   ppcc_prediction jit_other = predict(g, &c, 1, 1, true);
   ck_assert_double_eq_tol(jit_other.stages[0].time_ms, expect_roof, 1e-12);
@@ -307,7 +307,7 @@ START_TEST(gemm_kernels_have_their_own_costs) {
     double f, b, w;
     ppcc_predict_op_work(g, &g->ops[0], &f, &b, &w);
     ppcc_calibration c = hand_calibration(1);
-    ppcc_op_cost op = {"", 1000, 2, 0.5, 0.25}, kernel = {"", 3000, 4, 1, 0.5};
+    ppcc_op_cost op = {"", 1000, 2, 0.5, 0.25, 0.25}, kernel = {"", 3000, 4, 1, 0.5, 0.5};
     snprintf(op.name, sizeof op.name, "%s", cases[i].op);
     snprintf(kernel.name, sizeof kernel.name, "%s", cases[i].key);
     ck_assert(ppcc_calibration_set_op_cost(&c, &op));
@@ -335,12 +335,18 @@ START_TEST(gemm_kernels_have_their_own_costs) {
 }
 END_TEST
 
-/* Format 2 writes and reads the kernels' keys; a format 1 file reads (its
- * costs cover every row count) but has no kernel keys; other formats are
- * refused. */
+/* Format 3 writes and reads the kernels' keys, the cache and the cost of
+ * weight bytes beyond it; a format 2 file reads (its weight bytes all
+ * cost ns_per_weight_byte) but has no cold costs or cache; a format 1
+ * file reads (its costs cover every row count) but has no kernel keys;
+ * other formats are refused. */
 START_TEST(calibration_format_versions) {
   ppcc_calibration c = hand_calibration(2), back;
-  ppcc_op_cost small = {"linear.rows16", 0.5, 0.25, 0.125, 0.0625}, gemv = {"matmul.rows1", 1.5, 0.5, 0.25, 0};
+  c.cache_bytes = 2097152;
+  c.jit_threads_factor = 1.25;
+  c.n_jit_slowdown = 2;
+  c.jit_concurrent_slowdown[0] = 1, c.jit_concurrent_slowdown[1] = 1.5;
+  ppcc_op_cost small = {"linear.rows16", 0.5, 0.25, 0.125, 0.0625, 0.375}, gemv = {"matmul.rows1", 1.5, 0.5, 0.25, 0, 0.75};
   ck_assert(ppcc_calibration_set_op_cost(&c, &small));
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &gemv));
   ck_assert(ppcc_calibration_set_op_cost_many(&c, &small));
@@ -350,8 +356,15 @@ START_TEST(calibration_format_versions) {
   ppcc_diag_init(&d, NULL, NULL);
   ck_assert_int_eq(ppcc_calibration_read(path, &back, &d), PPCC_OK);
   ck_assert_int_eq(back.version, PPCC_CALIBRATION_VERSION);
-  ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 2);
+  ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 3);
+  ck_assert_double_eq(back.cache_bytes, 2097152);
+  ck_assert_double_eq(back.jit_threads_factor, 1.25);
+  ck_assert_int_eq(back.n_jit_slowdown, 2);
+  ck_assert_double_eq(back.jit_concurrent_slowdown[1], 1.5);
   ck_assert_double_eq(ppcc_calibration_op_cost(&back, "linear.rows16")->ns_per_weight_byte, 0.0625);
+  ck_assert_double_eq(ppcc_calibration_op_cost(&back, "linear.rows16")->ns_per_cold_weight_byte, 0.375);
+  ck_assert_double_eq(ppcc_calibration_op_cost_many(&back, "linear.rows16")->ns_per_cold_weight_byte, 0.375);
+  ck_assert_double_eq(ppcc_calibration_jit_op_cost(&back, "matmul.rows1")->ns_per_cold_weight_byte, 0.75);
   ck_assert_double_eq(ppcc_calibration_op_cost_many(&back, "linear.rows16")->call_us, 0.5);
   ck_assert_double_eq(ppcc_calibration_jit_op_cost(&back, "matmul.rows1")->call_us, 1.5);
   ck_assert_ptr_null(ppcc_calibration_op_cost(&back, "linear"));
@@ -372,17 +385,96 @@ START_TEST(calibration_format_versions) {
      "op_costs.linear.rows8"},
     {BASE2 ", \"jit_op_costs\": {\"nosuchop.rows1\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
      "jit_op_costs.nosuchop.rows1"},
-    {"{\"ppcc_calibration\": 3}", "ppcc_calibration"},
+    {"{\"ppcc_calibration\": 4}", "ppcc_calibration"},
+    {BASE2 ", \"op_costs\": {\"linear\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, \"ns_per_cold_weight_byte\": 1}}}",
+     "op_costs.linear"}, /* format 2 has no cold costs */
+    {BASE2 ", \"cache_bytes\": 1048576}", "cache_bytes"}, /* nor a cache */
+    {BASE2 ", \"jit_threads_factor\": 1.5}", "jit_threads_factor"}, /* nor the JIT's scaling */
+    {BASE2 ", \"jit_concurrent_slowdown\": [1]}", "jit_concurrent_slowdown"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     ck_assert_int_eq(read_text(bad[i].text, &c, &d, &msg), PPCC_ERR_USER);
     ck_assert_msg(strstr(msg, bad[i].field), "%s: message '%s' does not name '%s'", bad[i].text, msg, bad[i].field);
     free(msg);
   }
-  ck_assert_int_eq(read_text(BASE2 ", \"op_costs\": {\"linear.rows1\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
+  ck_assert_int_eq(read_text(BASE2 ", \"op_costs\": {\"linear.rows1\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, "
+                                   "\"ns_per_weight_byte\": 0.5}}}",
                              &c, &d, &msg), PPCC_OK);
   ck_assert_double_eq(ppcc_calibration_op_cost(&c, "linear.rows1")->call_us, 1);
+  ck_assert_double_eq(ppcc_calibration_op_cost(&c, "linear.rows1")->ns_per_cold_weight_byte, 0.5);
+  ck_assert_double_eq(c.cache_bytes, 0);
   free(msg);
+}
+END_TEST
+
+/* Weight bytes beyond the caches: the graph's params (1 KiB) against the
+ * cache of the cores the run uses (cache_bytes x min(cores, devices x
+ * kernel threads)); the share beyond costs ns_per_cold_weight_byte. */
+START_TEST(cold_weights_cost_their_own) {
+  ck_assert_double_eq(ppcc_predict_cold_share(1000, 0), 0);
+  ck_assert_double_eq(ppcc_predict_cold_share(1000, 1000), 0);
+  ck_assert_double_eq(ppcc_predict_cold_share(1000, 250), 0.75);
+  ppcc_graph *g = one_matmul();
+  ck_assert_double_eq(ppcc_predict_param_bytes(g), 32 * 8 * 4);
+  double flops, bytes, weights;
+  ppcc_predict_op_work(g, &g->ops[0], &flops, &bytes, &weights);
+  ppcc_calibration c = hand_calibration(2);
+  ppcc_op_cost k = {"matmul", 1000, 2, 0.5, 0.25, 4};
+  ck_assert(ppcc_calibration_set_op_cost(&c, &k));
+  double hot = (1000 + flops * 2e-3 + bytes * 0.5e-3 + weights * 0.25e-3) * 1e-3;
+  ppcc_prediction all_hot = predict(g, &c, 1, 1, false);
+  ck_assert_double_eq_tol(all_hot.stages[0].time_ms, hot, 1e-12); /* no cache known: none cold */
+  c.cache_bytes = 256; /* one core: a quarter of the 1 KiB cached */
+  ppcc_prediction quarter = predict(g, &c, 1, 1, false);
+  double cold = (1000 + flops * 2e-3 + bytes * 0.5e-3 + weights * (0.25 * 0.25e-3 + 0.75 * 4e-3)) * 1e-3;
+  ck_assert_double_eq_tol(quarter.stages[0].time_ms, cold, 1e-12);
+  ck_assert_double_eq_tol(ppcc_op_cost_us(&k, flops, bytes, weights, 0.75) * 1e-3, cold, 1e-12);
+  c.cache_bytes = 512; /* two cores' caches with 2 kernel threads: all of it (the FLOPs at the 2-thread sgemm rate) */
+  ppcc_prediction two = predict(g, &c, 1, 2, false);
+  ck_assert_double_eq_tol(two.stages[0].time_ms, hot - flops * 1e-3 * 1e-3, 1e-12);
+  ppcc_prediction *all[] = {&all_hot, &quarter, &two};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) ppcc_prediction_free(all[i]);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+/* The JIT's own figures: its collectives cost busy time on each result
+ * device (call_us + ns_per_byte * (operand + result shard bytes)), and
+ * with more kernel threads it takes jit_threads_factor times what the
+ * interpreter's scaling gives it (linear in the threads from 1). */
+START_TEST(jit_moves_and_threads_factor) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *tp = t_model(2, "{'name': 'w', 'dtype': 'f32', 'shape': [32, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}, 'devices': [0, 1]}",
+                           "{'name': 'x', 'dtype': 'f32', 'shape': [4, 32], 'shard': {'kind': 'replicated', 'count': 2}, 'devices': [0, 1]}",
+                           "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, {'op': 'all_reduce', 'in': ['p'], 'out': ['y']}", "'y'", &d);
+  ck_assert_ptr_nonnull(tp);
+  ppcc_calibration c = hand_calibration(4);
+  ppcc_op_cost jk = {"matmul", 3000, 0, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
+  ppcc_prediction plain = predict(tp, &c, 1, 2, true);
+  ppcc_op_cost move = {"all_reduce", 2000, 0, 500, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &move));
+  ck_assert_double_eq(ppcc_predict_move_bytes(tp, &tp->ops[tp->n_ops - 1]), 4 * 8 * 4 * 2);
+  ppcc_prediction moved = predict(tp, &c, 1, 2, true), interp = predict(tp, &c, 1, 2, false);
+  ck_assert_double_eq_tol(moved.stages[0].time_ms, plain.stages[0].time_ms + (2000 + 500 * 256e-3) * 1e-3, 1e-12);
+  ppcc_prediction interp_plain = predict(tp, &c, 1, 2, false);
+  ck_assert_double_eq_tol(interp.stages[0].time_ms, interp_plain.stages[0].time_ms, 1e-15); /* the interpreter: not busy */
+  ppcc_graph *g = one_matmul();
+  ppcc_calibration one = hand_calibration(2);
+  ck_assert(ppcc_calibration_set_jit_op_cost(&one, &jk));
+  ppcc_prediction t1 = predict(g, &one, 1, 1, true), t2 = predict(g, &one, 1, 2, true);
+  one.jit_threads_factor = 1.5;
+  ppcc_prediction f1 = predict(g, &one, 1, 1, true), f2 = predict(g, &one, 1, 2, true), i2 = predict(g, &one, 1, 2, false);
+  ck_assert_double_eq_tol(f1.stages[0].time_ms, t1.stages[0].time_ms, 1e-15);
+  ck_assert_double_eq_tol(f2.stages[0].time_ms, t2.stages[0].time_ms * 1.5, 1e-12);
+  one.jit_threads_factor = 0;
+  ppcc_prediction i2_plain = predict(g, &one, 1, 2, false);
+  ck_assert_double_eq_tol(i2.stages[0].time_ms, i2_plain.stages[0].time_ms, 1e-15);
+  ppcc_prediction *all[] = {&plain, &moved, &interp, &interp_plain, &t1, &t2, &f1, &f2, &i2, &i2_plain};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) ppcc_prediction_free(all[i]);
+  ppcc_graph_free(g);
+  ppcc_graph_free(tp);
 }
 END_TEST
 
@@ -399,13 +491,13 @@ START_TEST(multithreaded_costs_change_prediction) {
   ppcc_calibration c = hand_calibration(4);
   c.n_threads = 3;
   c.gemm_gflops[2] = 150;
-  ppcc_op_cost k = {"matmul", 1000, 2, 0.5, 0.25};
+  ppcc_op_cost k = {"matmul", 1000, 2, 0.5, 0.25, 0.25};
   ck_assert(ppcc_calibration_set_op_cost(&c, &k));
   double one = (1000 + flops * 2e-3 + bytes * 0.5e-3 + weights * 0.25e-3) * 1e-3;
   /* none: the FLOPs speed up as the sgemm rate (50 -> 100 GFLOP/s) */
   ppcc_prediction rule = predict(g, &c, 1, 2, false);
   ck_assert_double_eq_tol(rule.stages[0].time_ms, one - flops * 2e-3 * 1e-3 / 2, 1e-12);
-  ppcc_op_cost k3 = {"matmul", 400, 1, 0.5, 0.25}; /* with 3 threads */
+  ppcc_op_cost k3 = {"matmul", 400, 1, 0.5, 0.25, 0.25}; /* with 3 threads */
   ck_assert(ppcc_calibration_set_op_cost_many(&c, &k3));
   c.many_threads = 3;
   double three = (400 + flops * 1e-3 + bytes * 0.5e-3 + weights * 0.25e-3) * 1e-3;
@@ -416,7 +508,7 @@ START_TEST(multithreaded_costs_change_prediction) {
   ck_assert_double_eq_tol(at3.stages[0].time_ms, three, 1e-12);
   ck_assert_double_eq_tol(at4.stages[0].time_ms, three, 1e-12);
   /* the JIT's cost, scaled as the interpreter's */
-  ppcc_op_cost jk = {"matmul", 3000, 0, 0, 0};
+  ppcc_op_cost jk = {"matmul", 3000, 0, 0, 0, 0};
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
   ppcc_prediction jit1 = predict(g, &c, 1, 1, true), jit3 = predict(g, &c, 1, 3, true);
   ck_assert_double_eq_tol(jit1.stages[0].time_ms, 3.0, 1e-12);
@@ -436,7 +528,7 @@ START_TEST(jit_cut_of_replicated_operand) {
                           "'y'", &d);
   ck_assert_ptr_nonnull(g);
   ppcc_calibration c = hand_calibration(2);
-  ppcc_op_cost k = {"matmul", 3, 0, 0, 0};
+  ppcc_op_cost k = {"matmul", 3, 0, 0, 0, 0};
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &k));
   ppcc_prediction plain = predict(g, &c, 1, 2, true);
   /* the cut: x's 512 bytes read, its 256-byte half written */
@@ -446,7 +538,7 @@ START_TEST(jit_cut_of_replicated_operand) {
   ck_assert_double_eq_tol(cut.stages[0].time_ms - plain.stages[0].time_ms, (5 + 768 * 1e-3) * 1e-3, 1e-12);
   /* without jit_operand_cut: the JIT's slice cost */
   c.have_jit_cut = false;
-  ppcc_op_cost slice = {"slice", 7, 0, 2, 0};
+  ppcc_op_cost slice = {"slice", 7, 0, 2, 0, 0};
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &slice));
   ppcc_prediction sliced = predict(g, &c, 1, 2, true);
   ck_assert_double_eq_tol(sliced.stages[0].time_ms - plain.stages[0].time_ms, (7 + 768 * 2e-3) * 1e-3, 1e-12);
@@ -491,7 +583,7 @@ static ppcc_graph *four_stages(void) {
 /* 2 cores; every matmul takes 1 ms. */
 static ppcc_calibration matmul_takes_1ms(void) {
   ppcc_calibration c = hand_calibration(2);
-  ppcc_op_cost k = {"matmul", 1000, 0, 0, 0};
+  ppcc_op_cost k = {"matmul", 1000, 0, 0, 0, 0};
   ck_assert(ppcc_calibration_set_op_cost(&c, &k));
   return c;
 }
@@ -501,7 +593,7 @@ static ppcc_calibration matmul_takes_1ms(void) {
 START_TEST(start_cost_with_more_devices_than_cores) {
   ppcc_graph *g = four_stages();
   ppcc_calibration c = matmul_takes_1ms();
-  ppcc_op_cost jk = {"matmul", 1000, 0, 0, 0};
+  ppcc_op_cost jk = {"matmul", 1000, 0, 0, 0, 0};
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
   c.start_us = 250, c.jit_start_us = 500;
   for (int jit = 0; jit < 2; jit++) {
@@ -698,6 +790,8 @@ int main(void) {
   tcase_add_test(tc, op_cost_changes_prediction);
   tcase_add_test(tc, gemm_kernels_have_their_own_costs);
   tcase_add_test(tc, calibration_format_versions);
+  tcase_add_test(tc, cold_weights_cost_their_own);
+  tcase_add_test(tc, jit_moves_and_threads_factor);
   tcase_add_test(tc, multithreaded_costs_change_prediction);
   tcase_add_test(tc, jit_cut_of_replicated_operand);
   tcase_add_test(tc, pipeline_shares_cores);

@@ -59,8 +59,12 @@
  *   interpreter, when the calibration file has the op kind's cost
  *   (op_costs, measured by `ppcc calibrate` through the interpreter;
  *   a GEMM of one or a few rows: its kernel's, ppcc_op_cost_key):
- *     t = call_us + flops * ns_per_flop + bytes * ns_per_byte + weight bytes * ns_per_weight_byte
- *   with those of ppcc_predict_op_work (batch-carrying
+ *     t = call_us + flops * ns_per_flop + bytes * ns_per_byte
+ *         + weight bytes * ((1 - cold) * ns_per_weight_byte + cold * ns_per_cold_weight_byte)
+ *   (cold: ppcc_predict_cold_share of the graph's params and the caches
+ *   of the cores the run uses, cache_bytes * min(cores, devices x kernel
+ *   threads): a decode step streams its weights from memory, a small
+ *   model finds them in cache) with those of ppcc_predict_op_work (batch-carrying
  *   operands and results divided by M), the FLOPs part of a contraction
  *   (> 16 FLOPs per result element) sped up by the sgemm rate with the
  *   device's kernel threads over the 1-thread rate; plus resume_us for
@@ -80,6 +84,15 @@
  *   kernels cut it too: operand_cut when the file has it): jit_operand_cut, else
  *   the JIT's slice cost (call_us + ns_per_byte * (the operand's bytes +
  *   the part's));
+ *   the JIT with t > 1 kernel threads: times 1 + (jit_threads_factor - 1)
+ *   * (min(t, many_threads) - 1) / (many_threads - 1) (measured: its
+ *   compiled code gains less from a second thread than the interpreter's
+ *   kernels), and jit_concurrent_slowdown for concurrent_slowdown;
+ *   the JIT's collectives and transfers, when the file has their op's
+ *   jit_op_costs: call_us + ns_per_byte * ppcc_predict_move_bytes on
+ *   each result device (the compiled code's allocations and copies
+ *   around the communication call, which its busy time counts; the call
+ *   itself not);
  *   otherwise (an older calibration file, an op kind not measured) the
  *   roofline:
  *     t = overhead [+ gemm call cost] + max(flops / rate, bytes / elementwise_bandwidth)
@@ -123,9 +136,11 @@
 #define PPCC_CALIB_MAX_OPS 64
 /* The calibration file's format ("ppcc_calibration"): 2 adds the GEMM
  * kernels' own costs (keys OP.rows1 and OP.rows16, ppcc_op_cost_key);
- * files of format 1 still read (their costs cover every row count), the
+ * 3 the cost of weight bytes the caches cannot hold (cache_bytes,
+ * ns_per_cold_weight_byte: ppcc_predict_cold_share). Files of formats 1
+ * and 2 still read (their weight bytes all cost ns_per_weight_byte), the
  * calibration cache is measured again. */
-#define PPCC_CALIBRATION_VERSION 2
+#define PPCC_CALIBRATION_VERSION 3
 /* Rows at most this many take the runtime's small-GEMM kernel
  * (RT_SMALL_M, src/runtime/kernels/kernels.h); one row its GEMV. */
 #define PPCC_COST_SMALL_ROWS 16
@@ -140,6 +155,9 @@ typedef struct ppcc_op_cost {
   char name[32];              /* op name, or a kernel of it (ppcc_op_cost_key) */
   double call_us, ns_per_flop, ns_per_byte;
   double ns_per_weight_byte; /* per byte of param operands (optional in the file: 0) */
+  double ns_per_cold_weight_byte; /* per byte of param operands the caches cannot hold
+                                 (ppcc_predict_cold_share; optional in the file, from
+                                 format 3 on: else ns_per_weight_byte) */
 } ppcc_op_cost;
 
 /* This machine's speeds, by thread count (index t-1 for t threads). */
@@ -197,6 +215,16 @@ typedef struct ppcc_calibration {
   ppcc_op_cost jit_cut;       /* the JIT's cut of a replicated operand inside a
                                  row-parallel contraction's kernel: call_us +
                                  ns_per_byte * (operand + part bytes) */
+  double jit_threads_factor;  /* the JIT with many_threads kernel threads: this times
+                                 the time the interpreter's scaling gives it (linear
+                                 in the threads from 1; "jit_threads_factor", optional:
+                                 0, none) */
+  int n_jit_slowdown;         /* entries of jit_concurrent_slowdown; 0: the interpreter's */
+  double jit_concurrent_slowdown[PPCC_CALIB_MAX_THREADS]; /* concurrent_slowdown of JIT
+                                 runs ("jit_concurrent_slowdown", optional) */
+  double cache_bytes;         /* the cache of one core that holds weights from one
+                                 forward to the next (its L2; "cache_bytes",
+                                 optional: 0, no weight byte is cold) */
   bool have_cut;              /* cut measured ("operand_cut"; optional) */
   ppcc_op_cost cut;           /* the same cut as the interpreter makes it (a
                                  scratch slice of the operand, executor.c) */
@@ -245,6 +273,22 @@ bool ppcc_predict_is_contraction(const ppcc_graph *g, const ppcc_op *op);
  * operand shards and first result shard, and of its param operand shards
  * (weights), one microbatch being the whole batch. */
 void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops, double *bytes, double *weight_bytes);
+/* What the JIT's own cost of a collective or transfer (its jit_op_costs
+ * row under the op's name) is charged on each result device: the bytes of
+ * one operand shard and one result shard. */
+double ppcc_predict_move_bytes(const ppcc_graph *g, const ppcc_op *op);
+/* The share of weight bytes a run reads from beyond the caches: every
+ * forward reads all its params (param_bytes, every device's shards, and
+ * of every model run in turn), and the caches of the cores it runs on
+ * (cache_bytes) hold a part of them until the next forward:
+ * 1 - cache_bytes / param_bytes, 0 when they all fit. */
+double ppcc_predict_cold_share(double param_bytes, double cache_bytes);
+/* The bytes of every param shard of g (all devices). */
+double ppcc_predict_param_bytes(const ppcc_graph *g);
+/* An op's cost in us by a cost row: call_us + (flops * ns_per_flop +
+ * bytes * ns_per_byte + weight bytes * (1 - cold) * ns_per_weight_byte +
+ * weight bytes * cold * ns_per_cold_weight_byte) / 1e3. */
+double ppcc_op_cost_us(const ppcc_op_cost *k, double flops, double bytes, double weight_bytes, double cold);
 
 typedef struct ppcc_predict_options {
   int microbatches;                 /* M; 0 or 1: none */

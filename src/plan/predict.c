@@ -89,15 +89,19 @@ static ppcc_status read_op_costs(const cJSON *root, const char *path, const char
     if (!cost_key_valid(e->string, c->version) || strlen(e->string) >= sizeof k.name)
       return bad_field(path, name, "names no op of the op table (or OP.rows1, OP.rows16 from format 2 on)", d);
     snprintf(k.name, sizeof k.name, "%s", e->string);
-    static const char *const parts[4] = {"call_us", "ns_per_flop", "ns_per_byte", "ns_per_weight_byte"};
-    double *dst[4] = {&k.call_us, &k.ns_per_flop, &k.ns_per_byte, &k.ns_per_weight_byte};
-    for (int i = 0; i < 4; i++) {
+    static const char *const parts[5] = {"call_us", "ns_per_flop", "ns_per_byte", "ns_per_weight_byte",
+                                         "ns_per_cold_weight_byte"};
+    double *dst[5] = {&k.call_us, &k.ns_per_flop, &k.ns_per_byte, &k.ns_per_weight_byte, &k.ns_per_cold_weight_byte};
+    bool cold = false;
+    for (int i = 0; i < 5; i++) {
       const cJSON *x = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, parts[i]) : NULL;
-      if (i == 3 && cJSON_IsObject(e) && !x) continue; /* optional: 0 */
-      if (!cost_number(x))
-        return bad_field(path, name, "needs call_us, ns_per_flop and ns_per_byte (and optional ns_per_weight_byte), numbers in [0, 1e6]", d);
+      if (i >= 3 && cJSON_IsObject(e) && !x) continue; /* optional: 0, and the cold cost the weight byte's */
+      if (!cost_number(x) || (i == 4 && c->version < 3))
+        return bad_field(path, name, "needs call_us, ns_per_flop and ns_per_byte (and optional ns_per_weight_byte, from format 3 on ns_per_cold_weight_byte), numbers in [0, 1e6]", d);
       *dst[i] = x->valuedouble;
+      cold = cold || i == 4;
     }
+    if (!cold) k.ns_per_cold_weight_byte = k.ns_per_weight_byte;
     if (!set(c, &k)) return bad_field(path, field, "has more than 64 ops", d);
   }
   return PPCC_OK;
@@ -106,8 +110,9 @@ static ppcc_status read_op_costs(const cJSON *root, const char *path, const char
 static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_calibration *c, ppcc_diag *d) {
   if (!cJSON_IsObject(root)) return ppcc_error(d, "%s: a calibration file is a JSON object", path);
   const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "ppcc_calibration");
-  if (!cJSON_IsNumber(ver) || (ver->valuedouble != 1 && ver->valuedouble != PPCC_CALIBRATION_VERSION))
-    return bad_field(path, "ppcc_calibration", "is missing or not a format this ppcc reads (1 or 2; write the file with 'ppcc calibrate')", d);
+  if (!cJSON_IsNumber(ver) || ver->valuedouble < 1 || ver->valuedouble > PPCC_CALIBRATION_VERSION ||
+      ver->valuedouble != floor(ver->valuedouble))
+    return bad_field(path, "ppcc_calibration", "is missing or not a format this ppcc reads (1 to 3; write the file with 'ppcc calibrate')", d);
   c->version = (int)ver->valuedouble;
   int n = 0;
   ppcc_status st = read_rates(root, path, "gemm_gflops", c->gemm_gflops, &n, d);
@@ -138,6 +143,11 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
       return bad_field(path, optional[i], "is not a number in [0, 1e6]", d);
     *dst[i] = x ? x->valuedouble : 0;
   }
+  const cJSON *cache = cJSON_GetObjectItemCaseSensitive(root, "cache_bytes");
+  if (cache && (c->version < 3 || !cJSON_IsNumber(cache) || !isfinite(cache->valuedouble) || cache->valuedouble < 0 ||
+                cache->valuedouble > 1e12))
+    return bad_field(path, "cache_bytes", "is not a number of bytes in [0, 1e12] (from format 3 on)", d);
+  c->cache_bytes = cache ? cache->valuedouble : 0;
   const cJSON *slow = cJSON_GetObjectItemCaseSensitive(root, "concurrent_slowdown");
   if (slow) {
     int ns = n; /* one entry per thread count, as the rates */
@@ -145,6 +155,18 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
     if (sst) return sst;
     c->n_slowdown = ns;
   }
+  const cJSON *jslow = cJSON_GetObjectItemCaseSensitive(root, "jit_concurrent_slowdown");
+  if (jslow) {
+    int ns = n;
+    ppcc_status sst = c->version < 3 ? bad_field(path, "jit_concurrent_slowdown", "is not in formats before 3", d)
+                                     : read_rates(root, path, "jit_concurrent_slowdown", c->jit_concurrent_slowdown, &ns, d);
+    if (sst) return sst;
+    c->n_jit_slowdown = ns;
+  }
+  const cJSON *jf = cJSON_GetObjectItemCaseSensitive(root, "jit_threads_factor");
+  if (jf && (c->version < 3 || !cost_number(jf) || jf->valuedouble > 100))
+    return bad_field(path, "jit_threads_factor", "is not a number in [0, 100] (from format 3 on)", d);
+  c->jit_threads_factor = jf ? jf->valuedouble : 0;
   ppcc_status cst = read_op_costs(root, path, "op_costs", c, ppcc_calibration_set_op_cost, d);
   if (!cst) cst = read_op_costs(root, path, "jit_op_costs", c, ppcc_calibration_set_jit_op_cost, d);
   if (!cst) cst = read_op_costs(root, path, "op_costs_multithreaded", c, ppcc_calibration_set_op_cost_many, d);
@@ -251,9 +273,11 @@ static void write_op_costs(FILE *f, const char *field, const ppcc_op_cost *costs
   if (n <= 0) return;
   fprintf(f, ",\n  \"%s\": {", field);
   for (int i = 0; i < n; i++)
-    fprintf(f, "%s\n    \"%s\": {\"call_us\": %.6g, \"ns_per_flop\": %.6g, \"ns_per_byte\": %.6g, \"ns_per_weight_byte\": %.6g}",
+    fprintf(f,
+            "%s\n    \"%s\": {\"call_us\": %.6g, \"ns_per_flop\": %.6g, \"ns_per_byte\": %.6g, \"ns_per_weight_byte\": %.6g, "
+            "\"ns_per_cold_weight_byte\": %.6g}",
             i ? "," : "", costs[i].name, costs[i].call_us, costs[i].ns_per_flop, costs[i].ns_per_byte,
-            costs[i].ns_per_weight_byte);
+            costs[i].ns_per_weight_byte, costs[i].ns_per_cold_weight_byte);
   fputs("\n  }", f);
 }
 
@@ -284,11 +308,18 @@ ppcc_status ppcc_calibration_write_to(ppcc_outfile *f, const ppcc_calibration *c
   if (c->resume_us > 0) fprintf(f->fp, ",\n  \"resume_us\": %.6g", c->resume_us);
   if (c->start_us > 0) fprintf(f->fp, ",\n  \"start_us\": %.6g", c->start_us);
   if (c->jit_start_us > 0) fprintf(f->fp, ",\n  \"jit_start_us\": %.6g", c->jit_start_us);
+  if (c->cache_bytes > 0) fprintf(f->fp, ",\n  \"cache_bytes\": %.17g", c->cache_bytes);
   if (c->n_slowdown > 0) {
     fputs(",\n  \"concurrent_slowdown\": [", f->fp);
     for (int i = 0; i < c->n_slowdown; i++) fprintf(f->fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
     fputc(']', f->fp);
   }
+  if (c->n_jit_slowdown > 0) {
+    fputs(",\n  \"jit_concurrent_slowdown\": [", f->fp);
+    for (int i = 0; i < c->n_jit_slowdown; i++) fprintf(f->fp, i ? ", %.6g" : "%.6g", c->jit_concurrent_slowdown[i]);
+    fputc(']', f->fp);
+  }
+  if (c->jit_threads_factor > 0) fprintf(f->fp, ",\n  \"jit_threads_factor\": %.6g", c->jit_threads_factor);
   write_op_costs(f->fp, "op_costs", c->op_costs, c->n_op_costs);
   write_op_costs(f->fp, "jit_op_costs", c->jit_op_costs, c->n_jit_op_costs);
   if (c->many_threads > 1 && c->n_op_costs_many > 0) {
@@ -632,8 +663,26 @@ static double jit_slice_bytes(const ppcc_graph *g, const ppcc_op *op) {
   return bytes;
 }
 
-static double cost_us(const ppcc_op_cost *k, double flops, double bytes, double weights) {
-  return k->call_us + (flops * k->ns_per_flop + bytes * k->ns_per_byte + weights * k->ns_per_weight_byte) * 1e-3;
+double ppcc_op_cost_us(const ppcc_op_cost *k, double flops, double bytes, double weights, double cold) {
+  return k->call_us + (flops * k->ns_per_flop + bytes * k->ns_per_byte +
+                       weights * ((1 - cold) * k->ns_per_weight_byte + cold * k->ns_per_cold_weight_byte)) *
+                          1e-3;
+}
+
+double ppcc_predict_move_bytes(const ppcc_graph *g, const ppcc_op *op) {
+  if (op->n_in < 1 || op->n_out < 1) return 0;
+  return (double)rep_shard_bytes(&g->values[op->in[0]]) + (double)rep_shard_bytes(&g->values[op->out[0]]);
+}
+
+double ppcc_predict_cold_share(double param_bytes, double cache_bytes) {
+  return cache_bytes > 0 && param_bytes > cache_bytes ? 1 - cache_bytes / param_bytes : 0;
+}
+
+double ppcc_predict_param_bytes(const ppcc_graph *g) {
+  double b = 0;
+  for (int v = 0; v < g->n_values; v++)
+    if (g->values[v].kind == PPCC_VALUE_PARAM) b += (double)rep_shard_bytes(&g->values[v]) * shard_count(&g->values[v]);
+  return b;
 }
 
 /* How an op's time with `threads` kernel threads compares with one
@@ -641,12 +690,12 @@ static double cost_us(const ppcc_op_cost *k, double flops, double bytes, double 
  * linear in the threads between 1 and many_threads, no faster beyond
  * (the file says nothing of more threads); 0 when the file cannot say. */
 static double threads_ratio(const ppcc_calibration *c, const ppcc_graph *g, const ppcc_op *op, double flops,
-                            double bytes, double weights, int threads) {
+                            double bytes, double weights, double cold, int threads) {
   const ppcc_op_cost *one = cost_of(c, g, op, ppcc_calibration_op_cost),
                      *many = cost_of(c, g, op, ppcc_calibration_op_cost_many);
   if (!one || !many || c->many_threads < 2) return 0;
   if (threads <= 1) return 1;
-  double t1 = cost_us(one, flops, bytes, weights), tn = cost_us(many, flops, bytes, weights);
+  double t1 = ppcc_op_cost_us(one, flops, bytes, weights, cold), tn = ppcc_op_cost_us(many, flops, bytes, weights, cold);
   if (t1 <= 0) return 0;
   int t = threads < c->many_threads ? threads : c->many_threads;
   return (t1 + (tn - t1) * (double)(t - 1) / (double)(c->many_threads - 1)) / t1;
@@ -661,7 +710,7 @@ static double threads_ratio(const ppcc_calibration *c, const ppcc_graph *g, cons
  * element) sped up as the sgemm rate with `threads` threads; else the
  * roofline. */
 static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries, int m, const ppcc_calibration *c,
-                    int threads, int streams, bool use_costs, bool jit, double *flops_out, double *bytes_out) {
+                    int threads, int streams, double cold, bool use_costs, bool jit, double *flops_out, double *bytes_out) {
   bool c_op = false;
   for (int k = 0; k < op->n_in; k++) c_op = c_op || carries[op->in[k]];
   double flops, bytes, weights;
@@ -684,15 +733,18 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
   if (k) {
     /* with threads: as measured (the JIT calls the same sgemm), else (an
      * older file) a contraction's FLOPs at the sgemm rate */
-    double ratio = threads_ratio(c, g, op, flops, bytes, weights, threads);
-    double us = ratio > 0 ? cost_us(k, flops, bytes, weights) * ratio
-                          : cost_us(k, contraction ? flops / gemm_speedup : flops, bytes, weights);
+    double ratio = threads_ratio(c, g, op, flops, bytes, weights, cold, threads);
+    double us = ratio > 0 ? ppcc_op_cost_us(k, flops, bytes, weights, cold) * ratio
+                          : ppcc_op_cost_us(k, contraction ? flops / gemm_speedup : flops, bytes, weights, cold);
     /* the kernel first cuts a replicated operand to its part (both
      * backends): the measured cut, else (the JIT) as its slice op */
     const ppcc_op_cost *cut = !jit ? (c->have_cut ? &c->cut : NULL)
                               : c->have_jit_cut ? &c->jit_cut : ppcc_calibration_jit_op_cost(c, "slice");
     double cut_bytes = cut ? jit_slice_bytes(g, op) : 0;
     if (cut_bytes > 0) us += cut->call_us + cut_bytes * cut->ns_per_byte * 1e-3;
+    int many = c->many_threads > 1 ? c->many_threads : c->n_threads;
+    if (jit && threads > 1 && many > 1 && c->jit_threads_factor > 0)
+      us *= 1 + (c->jit_threads_factor - 1) * (double)((threads < many ? threads : many) - 1) / (many - 1);
     return us * 1e-3;
   }
   int at = (streams < c->n_threads ? streams : c->n_threads) - 1;
@@ -937,6 +989,9 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : nd > 0 ? nd : 1;
   int threads = ppcc_kernel_threads_per_device(cores, rep_concurrent_devices(g, st, m)); /* the runtime's share */
   bool jit = o && o->jit;
+  /* the weights' share beyond the caches of the cores the run uses */
+  int busy_cores = nd * threads < cores ? nd * threads : cores;
+  double cold = ppcc_predict_cold_share(ppcc_predict_param_bytes(g), c->cache_bytes * busy_cores);
   /* per-op costs: the interpreter's (op_costs) or the JIT's (jit_op_costs) */
   bool use_costs = jit ? c->n_jit_op_costs > 0 : true;
   /* per device: it waited since its last compute op (program start, a
@@ -998,10 +1053,25 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
           fresh[dev] = false;
         }
     }
+    const ppcc_op_cost *move = jit && use_costs && op->info && op->info->family != PPCC_FAMILY_COMPUTE && op->n_out > 0
+                                   ? ppcc_calibration_jit_op_cost(c, op->info->name) : NULL;
+    if (move) { /* the JIT's own work around the communication: busy time on each result device */
+      double bytes = ppcc_predict_move_bytes(g, op), t = ppcc_op_cost_us(move, 0, bytes, 0, 0) * 1e-3;
+      const ppcc_value *r = &g->values[op->out[0]];
+      for (int i = 0; i < shard_count(r); i++) {
+        int dev = rep_shard_device(r, i);
+        bool seen = false;
+        for (int q = 0; q < i; q++) seen = seen || rep_shard_device(r, q) == dev;
+        if (seen || dev < 0 || dev >= nd) continue;
+        size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
+        dev_ms[at] += t * m / device_speed(g, o, dev);
+        dev_by[at] += bytes * m;
+      }
+    }
     if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
     int n_group = st->n_dev[st->op_stage[j]] > 0 ? st->n_dev[st->op_stage[j]] : 1;
     int streams = n_group < cores ? n_group : cores;
-    double fl, by, t = op_ms(g, op, carries, m, c, threads, streams, use_costs, jit, &fl, &by);
+    double fl, by, t = op_ms(g, op, carries, m, c, threads, streams, cold, use_costs, jit, &fl, &by);
     const ppcc_value *r = &g->values[op->out[0]];
     for (int i = 0; i < shard_count(r); i++) {
       int dev = rep_shard_device(r, i);
@@ -1042,7 +1112,9 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     for (int k = 0; k < ns; k++)
       for (int i = 0; i < st->n_dev[k]; i++) on_cores[k] |= (uint64_t)1 << (rep_stage_devices(st, k)[i] % cores);
   double wall = ok ? simulate_pipeline(ns, m, group, on_cores, work, overlap, cores, c->hop_us * 1e-3,
-                                     c->concurrent_slowdown, use_costs ? c->n_slowdown : 0, wire, latency, busy) : -1;
+                                     jit && c->n_jit_slowdown > 0 ? c->jit_concurrent_slowdown : c->concurrent_slowdown,
+                                     !use_costs ? 0 : jit && c->n_jit_slowdown > 0 ? c->n_jit_slowdown : c->n_slowdown, wire,
+                                     latency, busy) : -1;
   free(on_cores);
   ok = ok && wall >= 0;
   double sum = 0;

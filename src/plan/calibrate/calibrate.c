@@ -38,6 +38,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "ppcc/frontend.h"
 #include "ppcc/ops.h"
 #include "ppcc/passes.h"
@@ -242,8 +243,22 @@ static double overhead_us(void) {
   return add;
 }
 
+/* The cache of one core that keeps weights between forwards: its L2 (the
+ * C library's figure, else the kernel's), 1 MiB when neither says. */
+static double core_cache_bytes(void) {
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l2 > 0) return (double)l2;
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index2/size", "r");
+  long kib = 0;
+  char unit = 0;
+  if (f && fscanf(f, "%ld%c", &kib, &unit) >= 1 && kib > 0) l2 = unit == 'M' ? kib << 20 : kib << 10;
+  if (f) fclose(f);
+  return l2 > 0 ? (double)l2 : 1 << 20;
+}
+
 ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc_diag *d) {
   ppcc_calibration_defaults(c);
+  c->cache_bytes = core_cache_bytes();
   int cores = omp_get_num_procs();
   int n = max_threads > 0 && max_threads < cores ? max_threads : cores;
   if (n > PPCC_CALIB_MAX_THREADS) n = PPCC_CALIB_MAX_THREADS;
@@ -268,8 +283,8 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
   c->gemm_call_us = small > 0 ? (flops / (small * 1e9) - flops / (c->gemm_gflops[0] * 1e9)) * 1e6 : 2.0;
   if (c->gemm_call_us < 0) c->gemm_call_us = 0;
   if (log)
-    fprintf(log, "compute step overhead %.3f us, GEMM call %.3f us more (%d cores)\n", c->op_overhead_us,
-            c->gemm_call_us, cores);
+    fprintf(log, "compute step overhead %.3f us, GEMM call %.3f us more (%d cores, %.0f KiB of cache each)\n",
+            c->op_overhead_us, c->gemm_call_us, cores, c->cache_bytes / 1024);
   c->calibrated = true;
   return PPCC_OK;
 }
@@ -285,14 +300,18 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
  * (ppcc_plan_measure.op_busy_ms, the median of several forwards). Per op
  * kind, the samples (FLOPs, bytes, microseconds) are fitted by
  * call_us + ns_per_flop * FLOPs + ns_per_byte * bytes + ns_per_weight_byte
- * * weight bytes (params: each read once per forward, from farther away
- * than the activations just written), least relative squared error over
- * the non-negative fits of every subset of the four terms (FLOPs and bytes
- * of an elementwise op are proportional: one of them carries it). */
+ * * weight bytes + ns_per_cold_weight_byte * cold weight bytes (params:
+ * each read once per forward, from farther away than the activations just
+ * written; cold: the share ppcc_predict_cold_share puts beyond the caches
+ * of the cores that ran them, the params of both models run in turn),
+ * least relative squared error over the non-negative fits of every subset
+ * of the five terms (FLOPs and bytes of an elementwise op are
+ * proportional: one of them carries it). */
 
 typedef struct op_sample {
   double calls;   /* op calls the sample sums (1 for one op's span) */
-  double f, b, w; /* FLOPs, bytes, weight bytes */
+  double f, b, w; /* FLOPs, bytes, weight bytes the caches hold */
+  double cw;      /* weight bytes from beyond the caches (ppcc_predict_cold_share) */
   double t;       /* us */
 } op_sample;
 
@@ -322,18 +341,20 @@ static op_samples *samples_for(sample_set *s, const char *name) {
   return o;
 }
 
-static bool add_sample_of(op_samples *o, double calls, double f, double b, double w, double t) {
+static bool add_sample_of(op_samples *o, double calls, double f, double b, double w, double cold, double t) {
   if (o->n == o->cap) {
     int cap = o->cap ? 2 * o->cap : 16;
     op_sample *at = realloc(o->at, sizeof *at * (size_t)cap);
     if (!at) return false;
     o->at = at, o->cap = cap;
   }
-  o->at[o->n++] = (op_sample){.calls = calls, .f = f, .b = b, .w = w, .t = t};
+  o->at[o->n++] = (op_sample){.calls = calls, .f = f, .b = b, .w = w * (1 - cold), .cw = w * cold, .t = t};
   return true;
 }
 
-static bool add_sample(op_samples *o, double f, double b, double w, double t) { return add_sample_of(o, 1, f, b, w, t); }
+static bool add_sample(op_samples *o, double f, double b, double w, double cold, double t) {
+  return add_sample_of(o, 1, f, b, w, cold, t);
+}
 
 static void samples_free(sample_set *s) {
   for (int i = 0; i < s->n; i++) free(s->ops[i].at);
@@ -342,7 +363,7 @@ static void samples_free(sample_set *s) {
 
 /* Solves the k x k system a x = y (k <= TERMS) by Gaussian elimination
  * with partial pivoting; false when (nearly) singular. */
-#define TERMS 4
+#define TERMS 5
 static bool solve(int k, double a[TERMS][TERMS], double y[TERMS], double x[TERMS]) {
   for (int c = 0; c < k; c++) {
     int piv = c;
@@ -370,10 +391,10 @@ static bool solve(int k, double a[TERMS][TERMS], double y[TERMS], double x[TERMS
   return true;
 }
 
-/* Term c of sample i: calls, FLOPs, bytes, weight bytes. */
+/* Term c of sample i: calls, FLOPs, bytes, weight bytes in cache, and beyond. */
 static double term(const op_samples *o, int c, int i) {
   const op_sample *x = &o->at[i];
-  return c == 0 ? x->calls : c == 1 ? x->f : c == 2 ? x->b : x->w;
+  return c == 0 ? x->calls : c == 1 ? x->f : c == 2 ? x->b : c == 3 ? x->w : x->cw;
 }
 
 /* The fit of one op kind (see above); false without samples. */
@@ -384,7 +405,7 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
     for (int c = 0; c < TERMS; c++)
       if (mask >> c & 1) cols[k++] = c;
     /* relative residuals: each row scaled by 1 / t; columns scaled to ~1 */
-    double scale[TERMS] = {1, 1, 1, 1};
+    double scale[TERMS] = {1, 1, 1, 1, 1};
     for (int c = 0; c < k; c++) {
       double mx = 0;
       for (int i = 0; i < o->n; i++)
@@ -401,7 +422,7 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
       }
     }
     if (!solve(k, a, y, x)) continue;
-    double coef[TERMS] = {0, 0, 0, 0};
+    double coef[TERMS] = {0, 0, 0, 0, 0};
     bool nonneg = true;
     for (int c = 0; c < k; c++) {
       coef[cols[c]] = x[c] * scale[c];
@@ -419,8 +440,12 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
       best_err = err;
       out->call_us = coef[0], out->ns_per_flop = coef[1] * 1e3, out->ns_per_byte = coef[2] * 1e3;
       out->ns_per_weight_byte = coef[3] * 1e3;
+      out->ns_per_cold_weight_byte = coef[4] * 1e3;
     }
   }
+  /* no sample read weights from beyond the caches, or the fit found them
+   * cheaper than cached ones (they never are): the cached bytes' cost */
+  if (out->ns_per_cold_weight_byte < out->ns_per_weight_byte) out->ns_per_cold_weight_byte = out->ns_per_weight_byte;
   snprintf(out->name, sizeof out->name, "%s", o->name);
   return isfinite(best_err);
 }
@@ -508,7 +533,7 @@ static bool chain_us(bool ping_pong, bool gemm, double *step_us, double *wall_us
 
 /* Adds every compute op's (FLOPs, bytes, us) of an opened and measured
  * workload to the samples s. */
-static ppcc_status add_samples(const workload *w, sample_set *s, ppcc_diag *d) {
+static ppcc_status add_samples(const workload *w, sample_set *s, double cold, ppcc_diag *d) {
   const ppcc_graph *g = w->g;
   for (int j = 0; j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
@@ -519,7 +544,7 @@ static ppcc_status add_samples(const workload *w, sample_set *s, ppcc_diag *d) {
     ppcc_op_cost_key(g, op, key, sizeof key); /* a GEMM of few rows: its kernel's own samples */
     op_samples *o = samples_for(s, key);
     int shards = op->n_devices > 0 ? op->n_devices : 1; /* the span sum covers every shard */
-    if (!o || !add_sample(o, f, b, wb, w->op_ms[j] * 1e3 / shards))
+    if (!o || !add_sample(o, f, b, wb, cold, w->op_ms[j] * 1e3 / shards))
       return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
   return PPCC_OK;
@@ -528,8 +553,10 @@ static ppcc_status add_samples(const workload *w, sample_set *s, ppcc_diag *d) {
 /* Runs one workload model on its device with one kernel thread, and (when
  * many > 1 and s_many) with `many` threads, a forward of each in turn (the
  * machine's load changes), and adds every op's median time to s_one and
- * s_many. */
-static ppcc_status sample_workload(const char *text, sample_set *s_one, int many, sample_set *s_many, ppcc_diag *d) {
+ * s_many. Both read their weights in turn: the caches of one core (`many`
+ * cores) of cache_bytes hold a part of both models' params. */
+static ppcc_status sample_workload(const char *text, sample_set *s_one, int many, sample_set *s_many,
+                                   double cache_bytes, ppcc_diag *d) {
   bool both = many > 1 && s_many;
   workload one, more;
   memset(&more, 0, sizeof more);
@@ -543,8 +570,9 @@ static ppcc_status sample_workload(const char *text, sample_set *s_one, int many
     st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload recorded no spans");
   if (!st) ppcc_plan_measure_summarize(&one.m);
   if (!st && both) ppcc_plan_measure_summarize(&more.m);
-  if (!st) st = add_samples(&one, s_one, d);
-  if (!st && both) st = add_samples(&more, s_many, d);
+  double params = st ? 0 : ppcc_predict_param_bytes(one.g) * (both ? 2 : 1);
+  if (!st) st = add_samples(&one, s_one, ppcc_predict_cold_share(params, cache_bytes), d);
+  if (!st && both) st = add_samples(&more, s_many, ppcc_predict_cold_share(params, cache_bytes * many), d);
   workload_close(&one);
   workload_close(&more);
   return st;
@@ -684,9 +712,9 @@ static void calibrate_interp_cut(ppcc_calibration *c, FILE *log) {
       if (!mm) mm = ppcc_calibration_op_cost(c, "matmul");
       double f, b, wb, shards = op->n_devices > 0 ? op->n_devices : 1;
       ppcc_predict_op_work(w.g, op, &f, &b, &wb);
-      double own = mm ? mm->call_us + (f * mm->ns_per_flop + b * mm->ns_per_byte + wb * mm->ns_per_weight_byte) * 1e-3 : 0;
+      double own = mm ? ppcc_op_cost_us(mm, f, b, wb, 0) : 0;
       double t = w.op_ms[0] * 1e3 / shards - own, bytes = cut_bytes(w.g, op);
-      if (mm && t > 0 && bytes > 0) add_sample_of(&o, 1, 0, bytes, 0, t);
+      if (mm && t > 0 && bytes > 0) add_sample_of(&o, 1, 0, bytes, 0, 0, t);
     }
     workload_close(&w);
     free(text);
@@ -745,15 +773,16 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
   /* with the most threads too: a linear of 32 rows gains far less from
    * a second thread than the hot sgemm loop of gemm_gflops suggests */
   sample_set many = {0};
-  for (int i = 0; !st && i < n_texts; i++) st = sample_workload(texts[i], &s, c->n_threads, &many, d);
+  for (int i = 0; !st && i < n_texts; i++) st = sample_workload(texts[i], &s, c->n_threads, &many, c->cache_bytes, d);
   if (!st) st = concurrency(c, log, d);
   for (int i = 0; !st && i < s.n; i++) {
     ppcc_op_cost k = {0};
     if (!fit_op(&s.ops[i], &k)) continue;
     if (!ppcc_calibration_set_op_cost(c, &k)) break; /* the table is full: the rest use the roofline */
     if (log)
-      fprintf(log, "op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
-              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
+      fprintf(log, "op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte (%.4f beyond the cache)\n", k.name,
+              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte,
+              k.ns_per_cold_weight_byte);
   }
   for (int i = 0; !st && i < many.n; i++) {
     ppcc_op_cost k = {0};
@@ -761,8 +790,9 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
     if (!ppcc_calibration_set_op_cost_many(c, &k)) break;
     c->many_threads = c->n_threads;
     if (log)
-      fprintf(log, "op %-12s with %d threads: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
-              c->n_threads, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
+      fprintf(log, "op %-12s with %d threads: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte (%.4f beyond the cache)\n", k.name,
+              c->n_threads, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte,
+              k.ns_per_cold_weight_byte);
   }
   if (!st) calibrate_interp_cut(c, log);
   for (int i = 0; i < N_FFN; i++) free(ffn_texts[i]);
@@ -880,7 +910,7 @@ static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_cali
   ppcc_diag_init(&q, NULL, NULL);
   ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
   w->g = ppcc_load_model_string(text, strlen(text), &q);
-  bool ok = w->g && w->g->n_devices <= 2 && !ppcc_run_passes(w->g, NULL, NULL, &q);
+  bool ok = w->g && w->g->n_devices <= PPCC_CALIB_MAX_THREADS && !ppcc_run_passes(w->g, NULL, NULL, &q);
   ok = ok && !ppcc_run_data_load(w->g, &ro, &w->data, &q);
   w->loaded = ok;
   ok = ok && !jit->compile(w->g, &w->ctx, &q) && w->ctx;
@@ -888,29 +918,39 @@ static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_cali
   return ok;
 }
 
-/* Runs `forwards` forwards (one kernel thread per device); *us the
- * slowest device's median busy time (of the warm ones, when there are
- * several: see ppcc_plan_measure); false when a run fails. */
-static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int forwards, double *us, ppcc_diag *d) {
+/* Runs `forwards` forwards with `threads` threads (0: one kernel thread
+ * per device); *us the slowest device's median busy time (of the warm
+ * ones, when there are several: see ppcc_plan_measure); false when a run
+ * fails. */
+static bool jit_workload_run_on(jit_workload *w, const ppcc_calib_jit *jit, int threads, int forwards, double *us,
+                                ppcc_diag *d) {
   const ppcc_graph *g = w->g;
   int *op_stage = calloc((size_t)g->n_ops + 1, sizeof *op_stage);
   ppcc_host_tensor *out = calloc((size_t)g->n_outputs + 1, sizeof *out);
-  int64_t peak[2] = {0, 0};
-  double busy[2] = {0, 0};
+  int64_t *peak = calloc((size_t)g->n_devices + 1, sizeof *peak);
+  double *busy = calloc((size_t)g->n_devices + 1, sizeof *busy);
   ppcc_plan_measure m = {.op_stage = op_stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
-  bool ok = op_stage && out;
+  bool ok = op_stage && out && peak && busy;
   for (int r = 0; ok && r < forwards; r++) {
-    ppcc_exec_options eo = {.threads = g->n_devices, .measure = &m};
+    ppcc_exec_options eo = {.threads = threads > 0 ? threads : g->n_devices, .measure = &m};
     double elapsed = 0;
     ok = !jit->execute(w->ctx, g, &w->data, &eo, out, &elapsed, d) && m.filled;
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
   }
-  ppcc_plan_measure_summarize(&m);
-  *us = (busy[0] > busy[1] ? busy[0] : busy[1]) * 1e3;
+  if (ok) ppcc_plan_measure_summarize(&m);
+  *us = 0;
+  for (int dev = 0; ok && dev < g->n_devices; dev++)
+    if (busy[dev] * 1e3 > *us) *us = busy[dev] * 1e3;
   ppcc_plan_measure_release(&m);
   free(op_stage);
   free(out);
+  free(peak);
+  free(busy);
   return ok;
+}
+
+static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int forwards, double *us, ppcc_diag *d) {
+  return jit_workload_run_on(w, jit, 0, forwards, us, d);
 }
 
 /* The cost keys of g's compute ops (ppcc_op_cost_key), each once. */
@@ -940,12 +980,13 @@ static int op_kinds(const ppcc_graph *g, cost_key *kinds, int cap) {
  * 2 either way): they say how the time divides between the kinds. */
 typedef struct kind_sample {
   double delta, f, b, w, calls; /* the copies' extra time; their work */
+  double cold;                  /* the weights' share beyond a core's cache (base and variant in turn) */
   bool ok;
 } kind_sample;
 
 /* The interpreter's cost of op (op_costs: its kernel's, else its kind's),
  * in us; -1 when the file has none. */
-static double interp_cost_us(const ppcc_calibration *c, const ppcc_graph *g, const ppcc_op *op) {
+static double interp_cost_us(const ppcc_calibration *c, const ppcc_graph *g, const ppcc_op *op, double cold) {
   cost_key key;
   ppcc_op_cost_key(g, op, key, sizeof key);
   const ppcc_op_cost *k = ppcc_calibration_op_cost(c, key);
@@ -953,7 +994,7 @@ static double interp_cost_us(const ppcc_calibration *c, const ppcc_graph *g, con
   if (!k) return -1;
   double f, b, w;
   ppcc_predict_op_work(g, op, &f, &b, &w);
-  return k->call_us + (f * k->ns_per_flop + b * k->ns_per_byte + w * k->ns_per_weight_byte) * 1e-3;
+  return ppcc_op_cost_us(k, f, b, w, cold);
 }
 
 /* GEMMs (ppcc_predict_is_contraction) are calls from the compiled code
@@ -981,7 +1022,7 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration 
     const ppcc_op *op = &base.g->ops[j];
     if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1 || !ppcc_predict_is_contraction(base.g, op))
       continue;
-    double us = interp_cost_us(c, base.g, op);
+    double us = interp_cost_us(c, base.g, op, ppcc_predict_cold_share(2 * ppcc_predict_param_bytes(base.g), c->cache_bytes));
     if (us < 0) continue; /* no interpreter cost: fitted as the others */
     cost_key key;
     ppcc_op_cost_key(base.g, op, key, sizeof key);
@@ -998,6 +1039,7 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration 
     bool ok = variant && jit_workload_open(&v, variant, jit);
     free(variant);
     if (!ok) continue; /* e.g. an in-place op whose copies the passes refuse: no sample */
+    ks[i].cold = ppcc_predict_cold_share(ppcc_predict_param_bytes(base.g) + ppcc_predict_param_bytes(v.g), c->cache_bytes);
     ok = jit_workload_run(&v, jit, 1, &v_us, d); /* warm up */
     int nd = 0;
     for (int r = 0; ok && r < JIT_ROUNDS; r++) {
@@ -1030,7 +1072,7 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration 
       continue;
     }
     op_samples *o = samples_for(s, kinds[i]);
-    if (!o || !add_sample_of(o, ks[i].calls, ks[i].f, ks[i].b, ks[i].w, ks[i].delta * scale))
+    if (!o || !add_sample_of(o, ks[i].calls, ks[i].f, ks[i].b, ks[i].w, ks[i].cold, ks[i].delta * scale))
       st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
   free(base_us);
@@ -1110,9 +1152,9 @@ static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *
     const ppcc_op *op = &base.g->ops[0];
     double f, b, w, cut_b = cut_bytes(base.g, op);
     ppcc_predict_op_work(base.g, op, &f, &b, &w);
-    double own = mm->call_us + (f * mm->ns_per_flop + b * mm->ns_per_byte + w * mm->ns_per_weight_byte) * 1e-3;
+    double own = ppcc_op_cost_us(mm, f, b, w, 0);
     double t = ok && nd ? rt_median(diff, nd) - own : 0;
-    if (t > 0 && cut_b > 0 && !add_sample_of(&o, 1, 0, cut_b, 0, t)) ok = false;
+    if (t > 0 && cut_b > 0 && !add_sample_of(&o, 1, 0, cut_b, 0, 0, t)) ok = false;
     jit_workload_close(&v, jit);
     jit_workload_close(&base, jit);
   }
@@ -1123,6 +1165,159 @@ static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *
     if (log) fprintf(log, "jit cut of a replicated operand %d samples: %.3f us + %.4f ns/byte\n", o.n, k.call_us, k.ns_per_byte);
   }
   free(o.at);
+}
+
+/* The JIT's own cost of a collective or transfer (jit_op_costs under the
+ * op's name): the compiled device function allocates its result and
+ * copies shards in and out around the communication call, and that counts
+ * as busy time (the call itself does not: rt_jit_comm_ms). Two devices:
+ * x [tokens, h] times a weight, then an all_reduce of the row-parallel
+ * products, an all_gather of the column-parallel ones, or a transfer of
+ * one device's product to the other; each op's copies' difference (as
+ * sample_jit_workload's), over the bytes its shard reads and writes,
+ * fitted as an op's. */
+static char *comm_model(const char *op, int tokens, int h) {
+  char *m = malloc(2048);
+  if (!m) return NULL;
+  bool moves = strcmp(op, "transfer") == 0;
+  const char *w_shard = moves ? ""
+                        : strcmp(op, "all_gather") == 0 ? "\"shard\": {\"kind\": \"split\", \"dim\": 1, \"count\": 2}, "
+                                                        : "\"shard\": {\"kind\": \"split\", \"dim\": 0, \"count\": 2}, ";
+  snprintf(m, 2048,
+           "{\"ppcc\": 1, \"name\": \"calibrate_comm\", \"devices\": 2, \"params\": [{\"name\": \"w\", \"dtype\": \"f32\", "
+           "\"shape\": [%d, %d], %s\"devices\": %s}], \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [%d, %d], "
+           "%s\"devices\": %s}], \"ops\": [{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": [\"p\"]}, "
+           "{\"op\": \"%s\", \"in\": [\"p\"], \"out\": [\"y\"]%s}], \"outputs\": [\"y\"]}",
+           h, h, w_shard, moves ? "[0]" : "[0, 1]", tokens, h,
+           moves ? "" : "\"shard\": {\"kind\": \"replicated\", \"count\": 2}, ", moves ? "[0]" : "[0, 1]", op,
+           moves ? ", \"attrs\": {\"devices\": [1]}" : "");
+  return m;
+}
+
+static void calibrate_jit_comm(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
+  static const char *const ops[] = {"all_reduce", "all_gather", "transfer"};
+  for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+    op_samples o = {0};
+    snprintf(o.name, sizeof o.name, "%s", ops[k]);
+    for (int i = 0; i < (int)(sizeof cut_sizes / sizeof *cut_sizes); i++) {
+      char *text = comm_model(ops[k], cut_sizes[i][0], cut_sizes[i][1]);
+      char *variant = text ? with_copies(text, ops[k]) : NULL;
+      jit_workload base, v;
+      bool ok = variant && jit_workload_open(&base, text, jit);
+      if (ok && !jit_workload_open(&v, variant, jit)) {
+        jit_workload_close(&base, jit);
+        ok = false;
+      }
+      free(text);
+      free(variant);
+      if (!ok) continue;
+      double diff[JIT_ROUNDS], b_us, v_us;
+      int nd = 0;
+      ok = jit_workload_run(&base, jit, 1, &b_us, d) && jit_workload_run(&v, jit, 1, &v_us, d);
+      for (int r = 0; ok && r < JIT_ROUNDS; r++) {
+        ok = jit_workload_run(&base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
+        if (ok) diff[nd++] = (v_us - b_us) / JIT_COPIES;
+      }
+      const ppcc_op *op = &base.g->ops[base.g->n_ops - 1]; /* the move (the passes add none after it) */
+      double bytes = (double)ppcc_predict_move_bytes(base.g, op);
+      double t = ok && nd ? rt_median(diff, nd) : 0;
+      if (t > 0 && strcmp(op->info->name, ops[k]) == 0) add_sample_of(&o, 1, 0, bytes, 0, 0, t);
+      jit_workload_close(&v, jit);
+      jit_workload_close(&base, jit);
+    }
+    ppcc_op_cost cost = {0};
+    if (o.n > 0 && fit_op(&o, &cost) && ppcc_calibration_set_jit_op_cost(c, &cost) && log)
+      fprintf(log, "jit %-12s %d samples: %.3f us + %.4f ns/byte of its own (besides the communication)\n", cost.name, o.n,
+              cost.call_us, cost.ns_per_byte);
+    free(o.at);
+  }
+}
+
+/* How the JIT's busy time changes with more kernel threads or more devices
+ * computing at once, where the interpreter's figures do not say it (the
+ * compiled code around the runtime's kernels is one thread, and its
+ * calls and allocations contend differently):
+ *   jit_threads_factor       the Llama workloads with the most kernel
+ *                            threads against one, each forward in turn:
+ *                            the measured ratio over the one the JIT's
+ *                            costs predict (scaled as the interpreter's),
+ *                            the median over workloads;
+ *   jit_concurrent_slowdown  FFN copies on t devices at once against one,
+ *                            compiled by the JIT (as concurrency()). */
+#define JIT_SCALE_ROUNDS 5
+static double predicted_stage_ms(const ppcc_graph *g, const ppcc_calibration *c, int threads) {
+  ppcc_predict_options o = {.calib = c, .threads = threads, .jit = true};
+  ppcc_prediction p;
+  ppcc_diag q;
+  ppcc_diag_init(&q, NULL, NULL);
+  if (ppcc_predict(g, &o, &p, &q)) return 0;
+  double ms = p.n_stages > 0 ? p.stages[0].time_ms : 0;
+  ppcc_prediction_free(&p);
+  return ms;
+}
+
+static void calibrate_jit_scaling(ppcc_calibration *c, const ppcc_calib_jit *jit, const char *const *texts, int n_texts,
+                                  FILE *log, ppcc_diag *d) {
+  int many = c->many_threads > 1 ? c->many_threads : c->n_threads;
+  double factor[64];
+  int nf = 0;
+  c->jit_threads_factor = 0; /* the predictions below: the interpreter's ratio */
+  for (int i = 0; many > 1 && i < n_texts && nf < 64; i++) {
+    jit_workload w;
+    if (!jit_workload_open(&w, texts[i], jit)) continue;
+    double one[JIT_SCALE_ROUNDS], more[JIT_SCALE_ROUNDS], us;
+    int n = 0;
+    bool ok = jit_workload_run_on(&w, jit, 1, 1, &us, d) && jit_workload_run_on(&w, jit, many, 1, &us, d);
+    for (int r = 0; ok && r < JIT_SCALE_ROUNDS; r++) {
+      ok = jit_workload_run_on(&w, jit, 1, JIT_FORWARDS, &one[n], d) && jit_workload_run_on(&w, jit, many, JIT_FORWARDS, &more[n], d);
+      n += ok;
+    }
+    double p1 = predicted_stage_ms(w.g, c, 1), pm = predicted_stage_ms(w.g, c, many);
+    double m1 = n ? rt_median(one, n) : 0, mm = n ? rt_median(more, n) : 0;
+    if (ok && p1 > 0 && pm > 0 && m1 > 0 && mm > 0) factor[nf++] = (mm / m1) / (pm / p1);
+    jit_workload_close(&w, jit);
+  }
+  if (nf) {
+    rt_sort_doubles(factor, nf);
+    double f = factor[nf / 2];
+    c->jit_threads_factor = f < 0.25 ? 0.25 : f > 4 ? 4 : f;
+    if (log) fprintf(log, "jit with %d kernel threads: %.3fx the time the interpreter's scaling says\n", many, c->jit_threads_factor);
+  }
+  static const int sizes[][4] = {{8, 256, 1024, 1}, {32, 128, 512, 1}, {8, 64, 128, 3}};
+  enum { N = sizeof sizes / sizeof *sizes };
+  int most = c->cores < c->n_threads ? c->cores : c->n_threads;
+  c->n_jit_slowdown = 0;
+  for (int t = 2; t <= most && t <= PPCC_CALIB_MAX_THREADS; t++) {
+    double ratio[N * JIT_SCALE_ROUNDS];
+    int n = 0;
+    for (int i = 0; i < N; i++) {
+      char *a = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], 1, sizes[i][3]);
+      char *b = ffn_model(sizes[i][0], sizes[i][1], sizes[i][2], t, sizes[i][3]);
+      jit_workload alone, together;
+      bool ok = a && b && jit_workload_open(&alone, a, jit);
+      if (ok && !jit_workload_open(&together, b, jit)) {
+        jit_workload_close(&alone, jit);
+        ok = false;
+      }
+      free(a);
+      free(b);
+      if (!ok) continue;
+      double x, y;
+      ok = jit_workload_run(&alone, jit, 1, &x, d) && jit_workload_run(&together, jit, 1, &y, d);
+      for (int r = 0; ok && r < JIT_SCALE_ROUNDS; r++) {
+        ok = jit_workload_run(&alone, jit, JIT_FORWARDS, &x, d) && jit_workload_run(&together, jit, JIT_FORWARDS, &y, d);
+        if (ok && x > 0 && y > 0) ratio[n++] = y / x;
+      }
+      jit_workload_close(&alone, jit);
+      jit_workload_close(&together, jit);
+    }
+    if (!n) break;
+    rt_sort_doubles(ratio, n);
+    if (c->n_jit_slowdown == 0) c->jit_concurrent_slowdown[0] = 1, c->n_jit_slowdown = 1;
+    c->jit_concurrent_slowdown[t - 1] = ratio[n / 2] > 1 ? ratio[n / 2] : 1;
+    c->n_jit_slowdown = t;
+    if (log) fprintf(log, "jit: %d devices computing at once: each %.3fx as slow\n", t, c->jit_concurrent_slowdown[t - 1]);
+  }
 }
 
 /* jit_start_us: start_us's workload compiled by the JIT on the cores, the
@@ -1193,8 +1388,9 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
     if (!fit_op(&s.ops[i], &k)) continue;
     if (!ppcc_calibration_set_jit_op_cost(c, &k)) break;
     if (log)
-      fprintf(log, "jit op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte\n", k.name,
-              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte);
+      fprintf(log, "jit op %-12s %3d samples: %.3f us + %.4f ns/FLOP + %.4f ns/byte + %.4f ns/weight byte (%.4f beyond the cache)\n", k.name,
+              s.ops[i].n, k.call_us, k.ns_per_flop, k.ns_per_byte, k.ns_per_weight_byte,
+              k.ns_per_cold_weight_byte);
   }
   rt_sort_doubles(extra, n_extra);
   double call_us = n_extra && extra[n_extra / 2] > 0 ? extra[n_extra / 2] : 0;
@@ -1209,6 +1405,8 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
   }
   samples_free(&s);
   if (!st) calibrate_cut(c, jit, log, d);
+  if (!st) calibrate_jit_comm(c, jit, log, d);
+  if (!st) calibrate_jit_scaling(c, jit, workloads, n_workloads, log, d);
   if (!st) calibrate_jit_start(c, jit, log);
   return st;
 }

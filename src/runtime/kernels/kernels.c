@@ -78,7 +78,8 @@ static ppcc_status kernel_linear(const ppcc_op *op, const ppcc_tensor *in, ppcc_
     if (!ppcc_rt_hlinear_f32(w->dtype, M, N, K, x->data, w->data, y))
       return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   } else {
-    ppcc_rt_sgemm(M, N, K, x->data, w->data, true, y);
+    rt_linear_f32(M, N, K, x->data, w->data, op->n_in == 3 ? in[2].data : NULL, y);
+    return PPCC_OK;
   }
   if (op->n_in == 3) rt_add_bias(y, in[2].data, M, N);
   return PPCC_OK;

@@ -106,6 +106,28 @@ void rt_sgemm_tiles(int64_t M, int64_t N, int64_t K, const float *A, const float
                     int threads);
 void rt_sgemm_tiles_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
                          bool b_transposed, float *C);
+/* Many-row products with a linear weight B [N, K] as outer products
+ * (gemm_panels.c): A copied per call into K-major panels of 64 rows
+ * (rt_sgemm_panels_bytes of scratch, freed before the return), B read in
+ * place. Every C[i, n] is one FMA chain over k in order from zero, so a
+ * row's bits depend neither on M, nor the columns, nor the threads (but
+ * differ from rt_sgemm_small's); with a bias (else NULL) each C[i, n] is
+ * its chain + bias[n], as rt_add_bias would make it, in the same pass.
+ * rt_sgemm_panels_pay: where ppcc_rt_sgemm and rt_linear_f32 take them
+ * (AVX-512, 64 to 256 rows); rt_sgemm_panels is false, computing nothing,
+ * when out of memory. _pack and _cols are its pieces (tests): the panels
+ * of A, and columns [n0, n1) of C from them. */
+bool rt_sgemm_panels_pay(int64_t M, int64_t N, int64_t K);
+bool rt_sgemm_panels(int64_t M, int64_t N, int64_t K, const float *A, const float *B, const float *bias, float *C,
+                     int threads);
+int64_t rt_sgemm_panels_bytes(int64_t M, int64_t K);
+void rt_sgemm_panels_pack(int64_t M, int64_t K, const float *A, float *P);
+void rt_sgemm_panels_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *P, const float *B,
+                          const float *bias, float *C);
+/* y[M, N] = x[M, K] . w[N, K]^T (+ bias[N] unless NULL): linear's f32
+ * product in both backends (ppcc_rt_sgemm's choice of kernel, then
+ * rt_add_bias; the panels add the bias as they store). */
+void rt_linear_f32(int64_t M, int64_t N, int64_t K, const float *x, const float *w, const float *bias, float *y);
 /* C[M, N] = A[M, K] . B[K, N] with row strides lda, ldb, ldc on the
  * calling thread, through the [K, N] tiles (attention's products on a
  * block of its score rows); false, computing nothing, where the tiles are
