@@ -1,10 +1,12 @@
 /* f32 products with a weight operand, GFLOP/s (not a test): OpenBLAS
  * sgemm as ppcc_rt_sgemm calls it (columns split over the kernel pool)
  * against our in-place kernels (gemm_small.c, gemm_tiles.c, which never
- * copy the weight), for M rows x the weight shapes of the benchmark
- * models, both layouts of B ([N, K] linear weights, [K, N] ONNX MatMul
- * weights). Paired rounds (blas, small, tiles, blas, ...), rates from
- * CPU time (see timed): prints the median GFLOP/s of each and the min / median per-round ratio tiles/blas.
+ * copy the weight; gemm_panels.c, [N, K] only, which copies A), for M
+ * rows x the weight shapes of the benchmark models, both layouts of B
+ * ([N, K] linear weights, [K, N] ONNX MatMul weights; panels there: the
+ * tiles again). Paired rounds (blas, small, tiles, panels, blas, ...),
+ * rates from CPU time (see timed): prints the median GFLOP/s of each and
+ * the min / median per-round ratios tiles/blas and panels/tiles.
  *
  *   gemm_gflops [--threads T] [--rounds R] [--m M,M,...] [--kn K,N] [--offset BYTES]
  *
@@ -22,8 +24,8 @@
 #include "../src/runtime/kernels/kernels.h"
 #include "ppcc/runtime.h"
 
-typedef enum { K_BLAS, K_SMALL, K_TILES, N_KERNELS } kernel_id;
-static const char *const kernel_names[N_KERNELS] = {"blas", "small", "tiles"};
+typedef enum { K_BLAS, K_SMALL, K_TILES, K_PANELS, N_KERNELS } kernel_id;
+static const char *const kernel_names[N_KERNELS] = {"blas", "small", "tiles", "panels"};
 
 static int threads = 2;
 
@@ -32,8 +34,8 @@ static void run(kernel_id k, int64_t M, int64_t N, int64_t K, const float *A, co
     if (!rt_sgemm_blas(M, N, K, A, B, bt, C, threads)) ppcc_rt_sgemm_portable(M, N, K, A, B, bt, C);
   } else if (k == K_SMALL) {
     rt_sgemm_small(M, N, K, A, B, bt, C, threads);
-  } else {
-    rt_sgemm_tiles(M, N, K, A, B, bt, C, threads);
+  } else if (k == K_TILES || !bt || !rt_sgemm_panels(M, N, K, A, B, NULL, C, threads)) {
+    rt_sgemm_tiles(M, N, K, A, B, bt, C, threads); /* panels: [N, K] only */
   }
 }
 
@@ -107,8 +109,8 @@ int main(int argc, char **argv) {
   for (size_t j = 0; j < max_kn; j++) B[j] = (float)(j % 7) * 0.2f - 0.6f;
   printf("threads %d, rounds %d, B offset %d, simd level %d, tiles %s\n", threads, rounds, offset, rt_simd_level(),
          rt_sgemm_tiles_in_use() ? "AVX-512" : "= small kernels");
-  printf("%-5s %5s %5s %5s  %8s %8s %8s  %s\n", "B", "M", "K", "N", "blas", "small", "tiles",
-         "tiles/blas min med");
+  printf("%-5s %5s %5s %5s  %8s %8s %8s %8s  %s  %s\n", "B", "M", "K", "N", "blas", "small", "tiles", "panels",
+         "tiles/blas min med", "panels/tiles min med");
   for (size_t s = 0; s < n_shapes; s++)
     for (int bt = 1; bt >= 0; bt--)
       for (int mi = 0; mi < n_m; mi++) {
@@ -116,17 +118,20 @@ int main(int argc, char **argv) {
         double flops = 2.0 * (double)M * (double)N * (double)K;
         int reps = (int)(2e8 / flops) + 3;
         reps = reps > 300 ? 300 : reps;
-        double g[N_KERNELS][100], ratio[100];
+        double g[N_KERNELS][100], ratio[100], pratio[100];
         for (int k = 0; k < N_KERNELS; k++) run((kernel_id)k, M, N, K, A, B, bt, C); /* warm: threads, pages */
         for (int r = 0; r < rounds; r++) {
           for (int k = 0; k < N_KERNELS; k++) g[k][r] = timed((kernel_id)k, reps, M, N, K, A, B, bt, C);
           ratio[r] = g[K_TILES][r] / g[K_BLAS][r];
+          pratio[r] = g[K_PANELS][r] / g[K_TILES][r];
         }
         double lo = ratio[0];
-        for (int r = 1; r < rounds; r++) lo = ratio[r] < lo ? ratio[r] : lo;
-        printf("%-5s %5lld %5lld %5lld  %8.1f %8.1f %8.1f  %.2f %.2f\n", bt ? "[N,K]" : "[K,N]", (long long)M,
-               (long long)K, (long long)N, median(g[K_BLAS], rounds), median(g[K_SMALL], rounds),
-               median(g[K_TILES], rounds), lo, median(ratio, rounds));
+        double plo = pratio[0];
+        for (int r = 1; r < rounds; r++) lo = ratio[r] < lo ? ratio[r] : lo, plo = pratio[r] < plo ? pratio[r] : plo;
+        printf("%-5s %5lld %5lld %5lld  %8.1f %8.1f %8.1f %8.1f  %.2f %.2f  %.2f %.2f\n", bt ? "[N,K]" : "[K,N]",
+               (long long)M, (long long)K, (long long)N, median(g[K_BLAS], rounds), median(g[K_SMALL], rounds),
+               median(g[K_TILES], rounds), median(g[K_PANELS], rounds), lo, median(ratio, rounds), plo,
+               median(pratio, rounds));
         fflush(stdout);
       }
   (void)kernel_names;

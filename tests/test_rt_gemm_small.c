@@ -1,5 +1,5 @@
 /* The small-row product kernels (src/runtime/kernels/gemm_small.c), the
- * tiles for any M (gemm_tiles.c), and the
+ * tiles for any M (gemm_tiles.c), the many-row panels (gemm_panels.c), and the
  * kernels' thread pool (thread_pool.c): against a double-precision
  * reference on odd sizes and tails, both the AVX2 and the plain C paths,
  * and the promise that a row's bits depend neither on M, nor on the
@@ -242,6 +242,114 @@ START_TEST(tiles_column_ranges_and_dispatch) {
 }
 END_TEST
 
+/* ---- the panels (gemm_panels.c): many rows, one FMA chain per element ---- */
+
+static const int64_t panel_Ms[] = {1, 17, 64, 65, 130}; /* 65, 130: a panel's tail of 1 and 2 rows */
+static const int64_t panel_Ns[] = {1, 7, 70};            /* tiles of 6 B rows and a tail */
+static const int64_t panel_Ks[] = {1, 17, 100, 2100}; /* 2100: two K blocks of 130 rows' panels, a tail */
+
+/* C from the panels on 1 and 3 threads, and from column pieces. */
+static void panels_product(int64_t M, int64_t N, int64_t K, const float *A, const float *Bt, float *C, float *C3,
+                           float *parts) {
+  for (int64_t j = 0; j < M * N; j++) C[j] = C3[j] = parts[j] = NAN; /* every element must be written */
+  ck_assert(rt_sgemm_panels(M, N, K, A, Bt, NULL, C, 1));
+  ck_assert(rt_sgemm_panels(M, N, K, A, Bt, NULL, C3, 3));
+  float *P = aligned_alloc(64, (size_t)rt_sgemm_panels_bytes(M, K) + 64);
+  rt_sgemm_panels_pack(M, K, A, P);
+  int64_t cut[] = {0, N / 3, N / 3 + 1, N};
+  for (int p = 0; p < 3; p++) rt_sgemm_panels_cols(M, cut[p], cut[p + 1], N, K, P, Bt, NULL, parts);
+  free(P);
+}
+
+/* Every level (AVX-512 tiles; below it the same chains in plain C): near
+ * the double reference; the bits of the AVX-512 level at every level;
+ * threads and column pieces change no bits; row i of the M-row product is
+ * the bits of the one-row product of row i. */
+START_TEST(panels_match_reference_and_levels) {
+  int was = rt_set_simd_level(RT_SIMD_AVX512), best = rt_simd_level();
+  unsigned seed = 21;
+  for (size_t mi = 0; mi < sizeof panel_Ms / sizeof *panel_Ms; mi++)
+    for (size_t ni = 0; ni < sizeof panel_Ns / sizeof *panel_Ns; ni++)
+      for (size_t ki = 0; ki < sizeof panel_Ks / sizeof *panel_Ks; ki++) {
+        int64_t M = panel_Ms[mi], N = panel_Ns[ni], K = panel_Ks[ki];
+        size_t mn = (size_t)(M * N);
+        float *A = malloc(sizeof(float) * (size_t)(M * K)), *Bt = malloc(sizeof(float) * (size_t)(K * N));
+        float *C = malloc(sizeof(float) * mn), *C3 = malloc(sizeof(float) * mn);
+        float *parts = malloc(sizeof(float) * mn), *first = malloc(sizeof(float) * mn);
+        float *row = malloc(sizeof(float) * (size_t)N);
+        for (int64_t j = 0; j < M * K; j++) A[j] = frand(&seed);
+        for (int64_t j = 0; j < K * N; j++) Bt[j] = frand(&seed);
+        for (int level = best; level >= RT_SIMD_NONE; level--) {
+          rt_set_simd_level(level);
+          panels_product(M, N, K, A, Bt, C, C3, parts);
+          ck_assert_msg(memcmp(C, C3, sizeof(float) * mn) == 0 && memcmp(C, parts, sizeof(float) * mn) == 0,
+                        "threads or columns change bits: M %lld N %lld K %lld level %d", (long long)M, (long long)N,
+                        (long long)K, level);
+          if (level == best) memcpy(first, C, sizeof(float) * mn);
+          ck_assert_msg(memcmp(C, first, sizeof(float) * mn) == 0, "level %d differs from level %d: M %lld N %lld K %lld",
+                        level, best, (long long)M, (long long)N, (long long)K);
+          for (int64_t i = 0; i < M; i++) {
+            for (int64_t n = 0; n < N; n++) {
+              double want = 0, mag = 0;
+              for (int64_t k = 0; k < K; k++) {
+                want += (double)A[i * K + k] * Bt[n * K + k];
+                mag += fabs((double)A[i * K + k] * Bt[n * K + k]);
+              }
+              ck_assert_msg(fabs(C[i * N + n] - want) <= 1.2e-7 * (double)(K + 4) * mag,
+                            "M %lld N %lld K %lld level %d: %g vs %g", (long long)M, (long long)N, (long long)K, level,
+                            C[i * N + n], want);
+            }
+            if (level != best && i % 16 != 1) continue; /* the plain C chains are slow: a few rows */
+            ck_assert(rt_sgemm_panels(1, N, K, A + i * K, Bt, NULL, row, 1));
+            ck_assert_msg(memcmp(row, C + i * N, sizeof(float) * (size_t)N) == 0,
+                          "row %lld of M %lld (N %lld K %lld) differs from the one-row product", (long long)i,
+                          (long long)M, (long long)N, (long long)K);
+          }
+        }
+        free(A), free(Bt), free(C), free(C3), free(parts), free(first), free(row);
+      }
+  rt_set_simd_level(was);
+}
+END_TEST
+
+/* ppcc_rt_sgemm takes the panels for many rows with a linear weight (the
+ * bits of rt_sgemm_panels), and never for a few rows or very many; the
+ * bias the panels add as they store (rt_linear_f32's) gives the bits of
+ * the product and rt_add_bias after it. */
+START_TEST(panels_dispatch_and_bias) {
+  enum { M = 100, N = 70, K = 300 };
+  unsigned seed = 23;
+  float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * N * K), bias[N];
+  float *want = malloc(sizeof(float) * M * N), *got = malloc(sizeof(float) * M * N);
+  for (int j = 0; j < M * K; j++) A[j] = frand(&seed);
+  for (int j = 0; j < N * K; j++) B[j] = frand(&seed);
+  for (int n = 0; n < N; n++) bias[n] = frand(&seed);
+  bias[3] = 0.0f, bias[4] = -0.0f;
+  int was = rt_set_simd_level(RT_SIMD_AVX512), best = rt_simd_level();
+  for (int level = best; level >= RT_SIMD_NONE; level--) {
+    rt_set_simd_level(level);
+    bool avx512 = level >= RT_SIMD_AVX512;
+    ck_assert(rt_sgemm_panels_pay(M, N, K) == avx512);
+    ck_assert(!rt_sgemm_panels_pay(RT_SMALL_M, N, K));
+    ck_assert(!rt_sgemm_panels_pay(512, N, K)); /* OpenBLAS's from 512 rows */
+    ck_assert(rt_sgemm_panels(M, N, K, A, B, NULL, want, 1));
+    ppcc_rt_set_kernel_threads(2);
+    ppcc_rt_sgemm(M, N, K, A, B, true, got);
+    if (avx512) ck_assert_int_eq(memcmp(want, got, sizeof(float) * M * N), 0);
+    rt_add_bias(want, bias, M, N);
+    ck_assert(rt_sgemm_panels(M, N, K, A, B, bias, got, 1));
+    ck_assert_int_eq(memcmp(want, got, sizeof(float) * M * N), 0);
+    ppcc_rt_sgemm(M, N, K, A, B, true, want); /* the kernel ppcc_rt_sgemm picks at this level */
+    rt_add_bias(want, bias, M, N);
+    rt_linear_f32(M, N, K, A, B, bias, got);
+    ck_assert_int_eq(memcmp(want, got, sizeof(float) * M * N), 0);
+    ppcc_rt_set_kernel_threads(1);
+  }
+  rt_set_simd_level(was);
+  free(A), free(B), free(want), free(got);
+}
+END_TEST
+
 /* ---- the pool ---- */
 
 typedef struct count_job {
@@ -338,6 +446,8 @@ int main(void) {
   tcase_add_test(tc, one_row_linear_product_each_level);
   tcase_add_test(tc, tiles_match_reference_and_one_row_bits);
   tcase_add_test(tc, tiles_column_ranges_and_dispatch);
+  tcase_add_test(tc, panels_match_reference_and_levels);
+  tcase_add_test(tc, panels_dispatch_and_bias);
   tc = t_add_tcase(s, "pool", 0);
   tcase_add_test(tc, pool_runs_each_part_once);
   tcase_add_test(tc, pool_parked_workers_wake_for_the_next_call);

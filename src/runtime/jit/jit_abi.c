@@ -195,8 +195,7 @@ static void jit_conv(jit_unranked *x, jit_unranked *w, jit_unranked *y, int64_t 
 }
 
 /* Y[..., N] = A[..., K] . W[N, K]^T + bias[N]: the interpreter's linear
- * (ppcc_rt_sgemm, then the bias with the rows split among the kernel
- * threads), the same bits. */
+ * (rt_linear_f32), the same bits. */
 static void jit_linear(jit_unranked *a, jit_unranked *w, jit_unranked *bias, jit_unranked *y) {
   jit_view va = view_of(a, 4), vw = view_of(w, 4), vb = view_of(bias, 4), vy = view_of(y, 4);
   if (!usable(-1, &va, "linear") || !usable(-1, &vw, "linear") || !usable(-1, &vb, "linear") ||
@@ -212,8 +211,8 @@ static void jit_linear(jit_unranked *a, jit_unranked *w, jit_unranked *bias, jit
     return;
   }
   float *Y = (float *)(void *)vy.data;
-  ppcc_rt_sgemm(M, N, K, (const float *)(void *)va.data, (const float *)(void *)vw.data, true, Y);
-  rt_add_bias(Y, (const float *)(void *)vb.data, M, N);
+  rt_linear_f32(M, N, K, (const float *)(void *)va.data, (const float *)(void *)vw.data,
+                (const float *)(void *)vb.data, Y);
 }
 
 /* y = layer_norm(x) over x's last dim, * w (+ b when has_bias): the

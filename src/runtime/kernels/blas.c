@@ -1,7 +1,8 @@
 /* Matrix products and the kernel thread count (below every kernel file):
  * ppcc_rt_sgemm reads B in place with our own kernels where they are as
  * fast (a few rows: gemm_small.c; up to a few dozen: gemm_tiles.c, see
- * rt_sgemm_tiles_pay), else OpenBLAS when built with it, else (or where
+ * rt_sgemm_tiles_pay; 64 to 256 rows with a linear weight: gemm_panels.c),
+ * else OpenBLAS when built with it, else (or where
  * OpenBLAS's buffers would not fit) the portable register-blocked one. */
 #include <omp.h>
 #include <stdlib.h>
@@ -280,6 +281,8 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
   one_row_blas = M == 1 && K > 0 && N <= INT32_MAX && K <= INT32_MAX && !(b_transposed && rt_simd_level() >= RT_SIMD_AVX512) &&
                  rt_blas_has_room(threads);
 #endif
+  /* many rows with a linear weight: outer products (gemm_panels.c) */
+  if (b_transposed && rt_sgemm_panels_pay(M, N, K) && rt_sgemm_panels(M, N, K, A, B, NULL, C, threads)) return;
   if (!one_row_blas && rt_sgemm_tiles_pay(M, N, K, A, B, b_transposed)) {
     rt_sgemm_tiles(M, N, K, A, B, b_transposed, C, threads);
     return;
@@ -291,4 +294,13 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
   }
   if (rt_sgemm_blas(M, N, K, A, B, b_transposed, C, threads)) return;
   ppcc_rt_sgemm_portable(M, N, K, A, B, b_transposed, C); /* computes every row alike */
+}
+
+void rt_linear_f32(int64_t M, int64_t N, int64_t K, const float *x, const float *w, const float *bias, float *y) {
+  if (M <= 0 || N <= 0) return;
+  int threads = rt_in_pool_part() ? 1 : kernel_threads;
+  if (!row_invariant_matmul && rt_sgemm_panels_pay(M, N, K) && rt_sgemm_panels(M, N, K, x, w, bias, y, threads))
+    return;
+  ppcc_rt_sgemm(M, N, K, x, w, true, y);
+  if (bias) rt_add_bias(y, bias, M, N);
 }

@@ -60,8 +60,15 @@ void rt_part_range(int64_t n, int64_t align, int part, int parts, int64_t *begin
  * whose items are independent, so the split changes no result. */
 typedef void (*rt_range_fn)(void *arg, int64_t begin, int64_t end);
 void rt_parallel_range(int64_t n, int64_t align, int64_t min_items, rt_range_fn fn, void *arg);
+/* fn(arg, begin, end) over [0, n) on `parts` parts (as rt_parallel_parts)
+ * that take chunks (multiples of align, at least min_chunk, big ones
+ * first) from one counter: a part the OS delays (another process on its
+ * core) leaves the rest of its share to the others instead of holding
+ * the whole call back. For independent items, so the split changes no
+ * result. */
+void rt_parallel_guided(int parts, int64_t n, int64_t align, int64_t min_chunk, rt_range_fn fn, void *arg);
 /* y[M, N] += bias[N] on every row, columns split among the kernel threads
- * as gemm_tiles.c splits them (linear's bias in both backends). */
+ * (linear's bias in both backends). */
 void rt_add_bias(float *y, const float *bias, int64_t M, int64_t N);
 /* y = layer_norm(x) * w (+ b when not NULL) over rows of H, the rows split
  * among the kernel threads (the layer_norm kernel's core, also the JIT's
@@ -99,6 +106,28 @@ void rt_sgemm_tiles(int64_t M, int64_t N, int64_t K, const float *A, const float
                     int threads);
 void rt_sgemm_tiles_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
                          bool b_transposed, float *C);
+/* Many-row products with a linear weight B [N, K] as outer products
+ * (gemm_panels.c): A copied per call into K-major panels of 64 rows
+ * (rt_sgemm_panels_bytes of scratch, freed before the return), B read in
+ * place. Every C[i, n] is one FMA chain over k in order from zero, so a
+ * row's bits depend neither on M, nor the columns, nor the threads (but
+ * differ from rt_sgemm_small's); with a bias (else NULL) each C[i, n] is
+ * its chain + bias[n], as rt_add_bias would make it, in the same pass.
+ * rt_sgemm_panels_pay: where ppcc_rt_sgemm and rt_linear_f32 take them
+ * (AVX-512, 64 to 256 rows); rt_sgemm_panels is false, computing nothing,
+ * when out of memory. _pack and _cols are its pieces (tests): the panels
+ * of A, and columns [n0, n1) of C from them. */
+bool rt_sgemm_panels_pay(int64_t M, int64_t N, int64_t K);
+bool rt_sgemm_panels(int64_t M, int64_t N, int64_t K, const float *A, const float *B, const float *bias, float *C,
+                     int threads);
+int64_t rt_sgemm_panels_bytes(int64_t M, int64_t K);
+void rt_sgemm_panels_pack(int64_t M, int64_t K, const float *A, float *P);
+void rt_sgemm_panels_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *P, const float *B,
+                          const float *bias, float *C);
+/* y[M, N] = x[M, K] . w[N, K]^T (+ bias[N] unless NULL): linear's f32
+ * product in both backends (ppcc_rt_sgemm's choice of kernel, then
+ * rt_add_bias; the panels add the bias as they store). */
+void rt_linear_f32(int64_t M, int64_t N, int64_t K, const float *x, const float *w, const float *bias, float *y);
 /* C[M, N] = A[M, K] . B[K, N] with row strides lda, ldb, ldc on the
  * calling thread, through the [K, N] tiles (attention's products on a
  * block of its score rows); false, computing nothing, where the tiles are
