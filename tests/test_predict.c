@@ -136,6 +136,10 @@ static ppcc_status read_text(const char *text, ppcc_calibration *c, ppcc_diag *d
   "{\"ppcc_calibration\": 2, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "                      \
   "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1"
 
+#define BASE3                                                                                                         \
+  "{\"ppcc_calibration\": 3, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "                      \
+  "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1"
+
 START_TEST(calibration_old_file_and_bad_fields) {
   ppcc_calibration c;
   ppcc_diag d;
@@ -344,6 +348,8 @@ START_TEST(calibration_format_versions) {
   ppcc_calibration c = hand_calibration(2), back;
   c.cache_bytes = 2097152;
   c.jit_threads_factor = 1.25;
+  c.n_jit_threads_factors = 1;
+  c.jit_threads_factors[0] = (ppcc_key_factor){"linear.rows1", 1.75};
   c.n_jit_slowdown = 2;
   c.jit_concurrent_slowdown[0] = 1, c.jit_concurrent_slowdown[1] = 1.5;
   ppcc_op_cost small = {"linear.rows16", 0.5, 0.25, 0.125, 0.0625, 0.375}, gemv = {"matmul.rows1", 1.5, 0.5, 0.25, 0, 0.75};
@@ -359,6 +365,9 @@ START_TEST(calibration_format_versions) {
   ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 3);
   ck_assert_double_eq(back.cache_bytes, 2097152);
   ck_assert_double_eq(back.jit_threads_factor, 1.25);
+  ck_assert_int_eq(back.n_jit_threads_factors, 1);
+  ck_assert_str_eq(back.jit_threads_factors[0].name, "linear.rows1");
+  ck_assert_double_eq(back.jit_threads_factors[0].factor, 1.75);
   ck_assert_int_eq(back.n_jit_slowdown, 2);
   ck_assert_double_eq(back.jit_concurrent_slowdown[1], 1.5);
   ck_assert_double_eq(ppcc_calibration_op_cost(&back, "linear.rows16")->ns_per_weight_byte, 0.0625);
@@ -391,6 +400,8 @@ START_TEST(calibration_format_versions) {
     {BASE2 ", \"cache_bytes\": 1048576}", "cache_bytes"}, /* nor a cache */
     {BASE2 ", \"jit_threads_factor\": 1.5}", "jit_threads_factor"}, /* nor the JIT's scaling */
     {BASE2 ", \"jit_concurrent_slowdown\": [1]}", "jit_concurrent_slowdown"},
+    {BASE2 ", \"jit_threads_factors\": {\"linear\": 1}}", "jit_threads_factors"},
+    {BASE3 ", \"jit_threads_factors\": {\"linear.rows8\": 1}}", "jit_threads_factors.linear.rows8"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     ck_assert_int_eq(read_text(bad[i].text, &c, &d, &msg), PPCC_ERR_USER);
@@ -468,6 +479,18 @@ START_TEST(jit_moves_and_threads_factor) {
   ppcc_prediction f1 = predict(g, &one, 1, 1, true), f2 = predict(g, &one, 1, 2, true), i2 = predict(g, &one, 1, 2, false);
   ck_assert_double_eq_tol(f1.stages[0].time_ms, t1.stages[0].time_ms, 1e-15);
   ck_assert_double_eq_tol(f2.stages[0].time_ms, t2.stages[0].time_ms * 1.5, 1e-12);
+  /* its cost key's own factor first (matmul.rows16: 4 rows), then its name's */
+  one.n_jit_threads_factors = 2;
+  one.jit_threads_factors[0] = (ppcc_key_factor){"matmul", 3};
+  one.jit_threads_factors[1] = (ppcc_key_factor){"matmul.rows16", 2};
+  ppcc_prediction k2 = predict(g, &one, 1, 2, true);
+  ck_assert_double_eq_tol(k2.stages[0].time_ms, t2.stages[0].time_ms * 2, 1e-12);
+  one.n_jit_threads_factors = 1;
+  ppcc_prediction n2 = predict(g, &one, 1, 2, true);
+  ck_assert_double_eq_tol(n2.stages[0].time_ms, t2.stages[0].time_ms * 3, 1e-12);
+  one.n_jit_threads_factors = 0;
+  ppcc_prediction_free(&k2);
+  ppcc_prediction_free(&n2);
   one.jit_threads_factor = 0;
   ppcc_prediction i2_plain = predict(g, &one, 1, 2, false);
   ck_assert_double_eq_tol(i2.stages[0].time_ms, i2_plain.stages[0].time_ms, 1e-15);

@@ -85,6 +85,7 @@
  *   the JIT's slice cost (call_us + ns_per_byte * (the operand's bytes +
  *   the part's));
  *   the JIT with t > 1 kernel threads: times 1 + (jit_threads_factor - 1)
+ *   (its cost key's own factor, jit_threads_factors, when the file has one)
  *   * (min(t, many_threads) - 1) / (many_threads - 1) (measured: its
  *   compiled code gains less from a second thread than the interpreter's
  *   kernels), and jit_concurrent_slowdown for concurrent_slowdown;
@@ -160,6 +161,12 @@ typedef struct ppcc_op_cost {
                                  format 3 on: else ns_per_weight_byte) */
 } ppcc_op_cost;
 
+/* A factor of one op's cost key (ppcc_op_cost_key). */
+typedef struct ppcc_key_factor {
+  char name[32];
+  double factor;
+} ppcc_key_factor;
+
 /* This machine's speeds, by thread count (index t-1 for t threads). */
 typedef struct ppcc_calibration {
   bool calibrated;            /* false: the documented defaults */
@@ -219,6 +226,12 @@ typedef struct ppcc_calibration {
                                  the time the interpreter's scaling gives it (linear
                                  in the threads from 1; "jit_threads_factor", optional:
                                  0, none) */
+  int n_jit_threads_factors;  /* jit_threads_factor of the workloads whose time one cost
+                                 key dominates (a decode's GEMVs gain nothing from a
+                                 second thread in the JIT, a prefill's GEMMs do):
+                                 "jit_threads_factors", optional; an op whose key (or
+                                 name) has none takes jit_threads_factor */
+  ppcc_key_factor jit_threads_factors[PPCC_CALIB_MAX_OPS];
   int n_jit_slowdown;         /* entries of jit_concurrent_slowdown; 0: the interpreter's */
   double jit_concurrent_slowdown[PPCC_CALIB_MAX_THREADS]; /* concurrent_slowdown of JIT
                                  runs ("jit_concurrent_slowdown", optional) */
@@ -273,6 +286,9 @@ bool ppcc_predict_is_contraction(const ppcc_graph *g, const ppcc_op *op);
  * operand shards and first result shard, and of its param operand shards
  * (weights), one microbatch being the whole batch. */
 void ppcc_predict_op_work(const ppcc_graph *g, const ppcc_op *op, double *flops, double *bytes, double *weight_bytes);
+/* The JIT's factor with the most kernel threads for op: its cost key's,
+ * else its name's (jit_threads_factors), else jit_threads_factor (0: none). */
+double ppcc_calibration_jit_threads_factor(const ppcc_calibration *c, const ppcc_graph *g, const ppcc_op *op);
 /* What the JIT's own cost of a collective or transfer (its jit_op_costs
  * row under the op's name) is charged on each result device: the bytes of
  * one operand shard and one result shard. */

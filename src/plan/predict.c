@@ -167,6 +167,20 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   if (jf && (c->version < 3 || !cost_number(jf) || jf->valuedouble > 100))
     return bad_field(path, "jit_threads_factor", "is not a number in [0, 100] (from format 3 on)", d);
   c->jit_threads_factor = jf ? jf->valuedouble : 0;
+  const cJSON *jfs = cJSON_GetObjectItemCaseSensitive(root, "jit_threads_factors");
+  if (jfs && (c->version < 3 || !cJSON_IsObject(jfs)))
+    return bad_field(path, "jit_threads_factors", "is not an object (cost key: factor; from format 3 on)", d);
+  for (const cJSON *e = jfs ? jfs->child : NULL; e; e = e->next) {
+    char name[96];
+    snprintf(name, sizeof name, "jit_threads_factors.%.40s", e->string);
+    if (!cost_key_valid(e->string, c->version) || strlen(e->string) >= sizeof c->jit_threads_factors[0].name ||
+        !cost_number(e) || e->valuedouble > 100)
+      return bad_field(path, name, "is not a cost key of the op table with a number in [0, 100]", d);
+    if (c->n_jit_threads_factors >= PPCC_CALIB_MAX_OPS) return bad_field(path, "jit_threads_factors", "has more than 64 keys", d);
+    ppcc_key_factor *k = &c->jit_threads_factors[c->n_jit_threads_factors++];
+    snprintf(k->name, sizeof k->name, "%s", e->string);
+    k->factor = e->valuedouble;
+  }
   ppcc_status cst = read_op_costs(root, path, "op_costs", c, ppcc_calibration_set_op_cost, d);
   if (!cst) cst = read_op_costs(root, path, "jit_op_costs", c, ppcc_calibration_set_jit_op_cost, d);
   if (!cst) cst = read_op_costs(root, path, "op_costs_multithreaded", c, ppcc_calibration_set_op_cost_many, d);
@@ -249,6 +263,15 @@ bool ppcc_calibration_set_op_cost_many(ppcc_calibration *c, const ppcc_op_cost *
   return cost_store(c->op_costs_many, &c->n_op_costs_many, cost);
 }
 
+double ppcc_calibration_jit_threads_factor(const ppcc_calibration *c, const ppcc_graph *g, const ppcc_op *op) {
+  char key[48];
+  ppcc_op_cost_key(g, op, key, sizeof key);
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < c->n_jit_threads_factors; i++)
+      if (strcmp(c->jit_threads_factors[i].name, pass ? op->info->name : key) == 0) return c->jit_threads_factors[i].factor;
+  return c->jit_threads_factor;
+}
+
 ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d) {
   ppcc_calibration_defaults(c);
   size_t len = 0;
@@ -320,6 +343,12 @@ ppcc_status ppcc_calibration_write_to(ppcc_outfile *f, const ppcc_calibration *c
     fputc(']', f->fp);
   }
   if (c->jit_threads_factor > 0) fprintf(f->fp, ",\n  \"jit_threads_factor\": %.6g", c->jit_threads_factor);
+  if (c->n_jit_threads_factors > 0) {
+    fputs(",\n  \"jit_threads_factors\": {", f->fp);
+    for (int i = 0; i < c->n_jit_threads_factors; i++)
+      fprintf(f->fp, "%s\"%s\": %.6g", i ? ", " : "", c->jit_threads_factors[i].name, c->jit_threads_factors[i].factor);
+    fputc('}', f->fp);
+  }
   write_op_costs(f->fp, "op_costs", c->op_costs, c->n_op_costs);
   write_op_costs(f->fp, "jit_op_costs", c->jit_op_costs, c->n_jit_op_costs);
   if (c->many_threads > 1 && c->n_op_costs_many > 0) {
@@ -743,8 +772,8 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
     double cut_bytes = cut ? jit_slice_bytes(g, op) : 0;
     if (cut_bytes > 0) us += cut->call_us + cut_bytes * cut->ns_per_byte * 1e-3;
     int many = c->many_threads > 1 ? c->many_threads : c->n_threads;
-    if (jit && threads > 1 && many > 1 && c->jit_threads_factor > 0)
-      us *= 1 + (c->jit_threads_factor - 1) * (double)((threads < many ? threads : many) - 1) / (many - 1);
+    double f = jit ? ppcc_calibration_jit_threads_factor(c, g, op) : 0;
+    if (threads > 1 && many > 1 && f > 0) us *= 1 + (f - 1) * (double)((threads < many ? threads : many) - 1) / (many - 1);
     return us * 1e-3;
   }
   int at = (streams < c->n_threads ? streams : c->n_threads) - 1;

@@ -1241,7 +1241,9 @@ static void calibrate_jit_comm(ppcc_calibration *c, const ppcc_calib_jit *jit, F
  *                            threads against one, each forward in turn:
  *                            the measured ratio over the one the JIT's
  *                            costs predict (scaled as the interpreter's),
- *                            the median over workloads;
+ *                            the median over workloads, and per cost key
+ *                            the median over the workloads whose JIT costs
+ *                            that key dominates (jit_threads_factors);
  *   jit_concurrent_slowdown  FFN copies on t devices at once against one,
  *                            compiled by the JIT (as concurrency()). */
 #define JIT_SCALE_ROUNDS 5
@@ -1256,12 +1258,40 @@ static double predicted_stage_ms(const ppcc_graph *g, const ppcc_calibration *c,
   return ms;
 }
 
+/* The cost key whose ops take most of g's time by the JIT's costs. */
+static void dominant_key(const ppcc_graph *g, const ppcc_calibration *c, cost_key out) {
+  cost_key keys[PPCC_CALIB_MAX_OPS];
+  double us[PPCC_CALIB_MAX_OPS] = {0};
+  int n = 0, best = -1;
+  out[0] = 0;
+  for (int j = 0; j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
+    cost_key key;
+    ppcc_op_cost_key(g, op, key, sizeof key);
+    const ppcc_op_cost *k = ppcc_calibration_jit_op_cost(c, key);
+    if (!k) k = ppcc_calibration_jit_op_cost(c, op->info->name);
+    if (!k) continue;
+    double f, b, w;
+    ppcc_predict_op_work(g, op, &f, &b, &w);
+    int i = 0;
+    while (i < n && strcmp(keys[i], key) != 0) i++;
+    if (i == n && n == PPCC_CALIB_MAX_OPS) continue;
+    if (i == n) memcpy(keys[n++], key, sizeof key);
+    us[i] += ppcc_op_cost_us(k, f, b, w, 0);
+    if (best < 0 || us[i] > us[best]) best = i;
+  }
+  if (best >= 0) memcpy(out, keys[best], sizeof(cost_key));
+}
+
 static void calibrate_jit_scaling(ppcc_calibration *c, const ppcc_calib_jit *jit, const char *const *texts, int n_texts,
                                   FILE *log, ppcc_diag *d) {
   int many = c->many_threads > 1 ? c->many_threads : c->n_threads;
   double factor[64];
+  cost_key dominant[64];
   int nf = 0;
   c->jit_threads_factor = 0; /* the predictions below: the interpreter's ratio */
+  c->n_jit_threads_factors = 0;
   for (int i = 0; many > 1 && i < n_texts && nf < 64; i++) {
     jit_workload w;
     if (!jit_workload_open(&w, texts[i], jit)) continue;
@@ -1274,8 +1304,25 @@ static void calibrate_jit_scaling(ppcc_calibration *c, const ppcc_calib_jit *jit
     }
     double p1 = predicted_stage_ms(w.g, c, 1), pm = predicted_stage_ms(w.g, c, many);
     double m1 = n ? rt_median(one, n) : 0, mm = n ? rt_median(more, n) : 0;
-    if (ok && p1 > 0 && pm > 0 && m1 > 0 && mm > 0) factor[nf++] = (mm / m1) / (pm / p1);
+    if (ok && p1 > 0 && pm > 0 && m1 > 0 && mm > 0) {
+      dominant_key(w.g, c, dominant[nf]);
+      factor[nf++] = (mm / m1) / (pm / p1);
+    }
     jit_workload_close(&w, jit);
+  }
+  for (int i = 0; i < nf; i++) { /* per dominant key (each once) */
+    double same[64];
+    int n = 0;
+    bool seen = false;
+    for (int k = 0; k < i; k++) seen = seen || strcmp(dominant[k], dominant[i]) == 0;
+    for (int k = i; !seen && dominant[i][0] && k < nf; k++)
+      if (strcmp(dominant[k], dominant[i]) == 0) same[n++] = factor[k];
+    if (!n || c->n_jit_threads_factors >= PPCC_CALIB_MAX_OPS) continue;
+    rt_sort_doubles(same, n);
+    ppcc_key_factor *kf = &c->jit_threads_factors[c->n_jit_threads_factors++];
+    snprintf(kf->name, sizeof kf->name, "%.31s", dominant[i]);
+    kf->factor = same[n / 2] < 0.25 ? 0.25 : same[n / 2] > 4 ? 4 : same[n / 2];
+    if (log) fprintf(log, "jit with %d kernel threads, workloads mostly %s: %.3fx\n", many, kf->name, kf->factor);
   }
   if (nf) {
     rt_sort_doubles(factor, nf);

@@ -390,10 +390,8 @@ typedef struct small_job {
   float *C;
 } small_job;
 
-static void small_part(void *arg, int part, int parts) {
+static void small_range(void *arg, int64_t n0, int64_t n1) {
   const small_job *j = arg;
-  int64_t n0, n1;
-  rt_part_range(j->N, j->bt ? 8 : 32, part, parts, &n0, &n1);
   rt_sgemm_small_cols(j->M, n0, n1, j->N, j->K, j->A, j->B, j->bt, j->C);
 }
 
@@ -403,5 +401,6 @@ void rt_sgemm_small(int64_t M, int64_t N, int64_t K, const float *A, const float
   /* a part must stream enough of B to pay for waking a worker */
   int64_t max_parts = N * K / (64 * 1024);
   int parts = threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1);
-  rt_parallel_parts(parts, small_part, &j);
+  int64_t align = b_transposed ? 8 : 32;
+  rt_parallel_guided(parts, N, align, 4 * align, small_range, &j);
 }

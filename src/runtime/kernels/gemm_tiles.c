@@ -307,10 +307,8 @@ typedef struct tiles_job {
   float *C;
 } tiles_job;
 
-static void tiles_part(void *arg, int part, int parts) {
+static void tiles_range(void *arg, int64_t n0, int64_t n1) {
   const tiles_job *j = arg;
-  int64_t n0, n1;
-  rt_part_range(j->N, j->bt ? TN : NN_W, part, parts, &n0, &n1);
   rt_sgemm_tiles_cols(j->M, n0, n1, j->N, j->K, j->A, j->B, j->bt, j->C);
 }
 
@@ -321,7 +319,8 @@ void rt_sgemm_tiles(int64_t M, int64_t N, int64_t K, const float *A, const float
   /* a part must have enough work to pay for waking a worker */
   int64_t max_parts = M * N * K / (256 * 1024);
   int parts = threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1);
-  rt_parallel_parts(parts, tiles_part, &j);
+  int64_t align = b_transposed ? TN : NN_W;
+  rt_parallel_guided(parts, N, align, 4 * align, tiles_range, &j);
 }
 
 bool rt_sgemm_tiles_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,

@@ -35,10 +35,11 @@ static ppcc_status kernel_matmul(const ppcc_op *op, const ppcc_tensor *in, ppcc_
   return PPCC_OK;
 }
 
-/* y[:, c0..c1] += bias[c0..c1]. The columns split as gemm_tiles.c splits
- * a product's (multiples of its 6-column tiles): each thread adds to the
- * part of the result it just wrote, still in its own L2 (split by rows,
- * half of each thread's rows sat in the other core's cache). */
+/* y[:, c0..c1] += bias[c0..c1]. The columns split in halves of whole
+ * 6-column tiles, as gemm_tiles.c's threads mostly took them (its first,
+ * biggest chunks): a thread adds mostly to the part of the result it just
+ * wrote, still in its own L2 (split by rows, half of each thread's rows
+ * sat in the other core's cache). */
 typedef struct bias_job {
   float *y;
   const float *bias;

@@ -60,8 +60,15 @@ void rt_part_range(int64_t n, int64_t align, int part, int parts, int64_t *begin
  * whose items are independent, so the split changes no result. */
 typedef void (*rt_range_fn)(void *arg, int64_t begin, int64_t end);
 void rt_parallel_range(int64_t n, int64_t align, int64_t min_items, rt_range_fn fn, void *arg);
+/* fn(arg, begin, end) over [0, n) on `parts` parts (as rt_parallel_parts)
+ * that take chunks (multiples of align, at least min_chunk, big ones
+ * first) from one counter: a part the OS delays (another process on its
+ * core) leaves the rest of its share to the others instead of holding
+ * the whole call back. For independent items, so the split changes no
+ * result. */
+void rt_parallel_guided(int parts, int64_t n, int64_t align, int64_t min_chunk, rt_range_fn fn, void *arg);
 /* y[M, N] += bias[N] on every row, columns split among the kernel threads
- * as gemm_tiles.c splits them (linear's bias in both backends). */
+ * (linear's bias in both backends). */
 void rt_add_bias(float *y, const float *bias, int64_t M, int64_t N);
 /* y = layer_norm(x) * w (+ b when not NULL) over rows of H, the rows split
  * among the kernel threads (the layer_norm kernel's core, also the JIT's

@@ -248,6 +248,37 @@ static void range_part(void *arg, int part, int parts) {
   if (e > b) j->fn(j->arg, b, e);
 }
 
+typedef struct guided_job {
+  int64_t n, align, min_chunk;
+  rt_range_fn fn;
+  void *arg;
+  atomic_int_fast64_t next; /* the first item no part has taken */
+} guided_job;
+
+/* Big chunks first, small ones last, so the parts finish together. */
+static void guided_part(void *arg, int part, int parts) {
+  (void)part;
+  guided_job *j = arg;
+  int_fast64_t b = atomic_load(&j->next), size;
+  for (;;) {
+    do {
+      if (b >= j->n) return;
+      size = (j->n - b) / (2 * parts);
+      if (size < j->min_chunk) size = j->min_chunk;
+      size = (size + j->align - 1) / j->align * j->align;
+    } while (!atomic_compare_exchange_weak(&j->next, &b, b + size));
+    j->fn(j->arg, b, b + size < j->n ? b + size : j->n);
+    b = atomic_load(&j->next);
+  }
+}
+
+void rt_parallel_guided(int parts, int64_t n, int64_t align, int64_t min_chunk, rt_range_fn fn, void *arg) {
+  if (n <= 0) return;
+  guided_job j = {.n = n, .align = align > 0 ? align : 1, .min_chunk = min_chunk > 0 ? min_chunk : 1, .fn = fn, .arg = arg};
+  atomic_init(&j.next, 0);
+  rt_parallel_parts(parts, guided_part, &j);
+}
+
 void rt_parallel_range(int64_t n, int64_t align, int64_t min_items, rt_range_fn fn, void *arg) {
   if (n <= 0) return;
   int threads = in_part ? 1 : rt_kernel_threads();
