@@ -266,7 +266,7 @@ bool rt_sgemm_panels(int64_t M, int64_t N, int64_t K, const float *A, const floa
   float *panels = (float *)(((uintptr_t)P + 63) & ~(uintptr_t)63); /* aligned vector loads */
   panels_job j = {M, N, K, A, panels, B, bias, C};
   /* enough work a part (a part packs whole groups of 16 rows) */
-  int64_t max_pack = M * K / (64 * 1024) < (M + 15) / 16 ? M * K / (64 * 1024) : (M + 15) / 16;
+  int64_t max_pack = M * K / (16 * 1024) < (M + 15) / 16 ? M * K / (16 * 1024) : (M + 15) / 16;
   int64_t max_parts = M * N * K / (256 * 1024);
   rt_parallel_parts(threads < max_pack ? threads : (int)(max_pack > 1 ? max_pack : 1), pack_part, &j);
   rt_parallel_parts(threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1), panels_part, &j);
