@@ -421,6 +421,47 @@ START_TEST(pool_works_after_fork) {
 }
 END_TEST
 
+/* rt_parallel_guided: every item exactly once, in chunks that start on
+ * `align` and hold at least min_chunk (but the last), inside pool parts,
+ * whatever n and parts, also when the taker of the first chunk stalls
+ * (the others take the rest; no timing is asserted). */
+typedef struct guided_count {
+  atomic_int seen[1000];
+  atomic_int bad_chunks, chunks;
+  int64_t n, align, min_chunk;
+} guided_count;
+
+static void guided_mark(void *arg, int64_t b, int64_t e) {
+  guided_count *g = arg;
+  atomic_fetch_add(&g->chunks, 1);
+  if (b % g->align != 0 || e <= b || (e - b < g->min_chunk && e != g->n)) atomic_fetch_add(&g->bad_chunks, 1);
+  if (!rt_in_pool_part()) atomic_fetch_add(&g->bad_chunks, 1);
+  for (int64_t i = b; i < e; i++) atomic_fetch_add(&g->seen[i], 1);
+}
+
+static void guided_mark_slowly(void *arg, int64_t b, int64_t e) {
+  if (b == 0) /* the first chunk's taker stalls: the other parts go on */
+    for (volatile int spin = 0; spin < 2000000; spin++) {
+    }
+  guided_mark(arg, b, e);
+}
+
+START_TEST(guided_chunks_cover_once) {
+  for (int64_t n = 0; n <= 1000; n += 37)
+    for (int parts = 1; parts <= 4; parts++)
+      for (int slow = 0; slow < 2; slow++) {
+        guided_count *g = calloc(1, sizeof *g);
+        ck_assert_ptr_nonnull(g);
+        g->n = n, g->align = 6, g->min_chunk = 24;
+        rt_parallel_guided(parts, n, g->align, g->min_chunk, slow ? guided_mark_slowly : guided_mark, g);
+        for (int64_t i = 0; i < 1000; i++) ck_assert_int_eq(atomic_load(&g->seen[i]), i < n ? 1 : 0);
+        ck_assert_int_eq(atomic_load(&g->bad_chunks), 0);
+        if (n > 0) ck_assert_int_ge(atomic_load(&g->chunks), n >= 24 * 2 * parts ? parts : 1);
+        free(g);
+      }
+}
+END_TEST
+
 START_TEST(part_ranges_cover_once) {
   for (int64_t n = 0; n < 100; n += 7)
     for (int parts = 1; parts <= 5; parts++) {
@@ -452,6 +493,7 @@ int main(void) {
   tcase_add_test(tc, pool_runs_each_part_once);
   tcase_add_test(tc, pool_parked_workers_wake_for_the_next_call);
   tcase_add_test(tc, part_ranges_cover_once);
+  tcase_add_test(tc, guided_chunks_cover_once);
   tcase_add_test(tc, pool_works_after_fork);
   return t_run_suite(s);
 }

@@ -87,21 +87,30 @@ AVX512 static void pack_panels(int64_t M, int64_t i_begin, int64_t i_end, int64_
  * k1: the accumulators start at zero (k0 == 0) or from `save`, and end in
  * C's columns n..n+R of the panel's first `rows` rows, plus bias[0..R)
  * unless NULL (k1 == K), or in `save` (the chains go on exactly as
- * without blocking). */
+ * without blocking). Unless NULL, pf is the next tile's 6 B rows: one
+ * line of each is prefetched per 16 k, so a weight streamed from memory
+ * is in cache when its tile starts (a tile's rows are a few KiB each,
+ * too short for the hardware's prefetch to ramp up: BERT 4 layers ~8 %
+ * faster by the median of 5 paired runs). */
 #define PANEL_TILE(R, NV)                                                                                      \
   AVX512 static void panel_tile_##R##_##NV(int64_t k0, int64_t k1, int64_t K, const float *B, const float *P,  \
-                                           float *C, int64_t ldc, int64_t rows, float *save,   \
-                                           const float *bias) {                                                \
+                                           float *C, int64_t ldc, int64_t rows, float *save,                  \
+                                           const float *bias, const float *pf) {                              \
     __m512 c[R][NV];                                                                                           \
     _Pragma("GCC unroll 8") for (int j = 0; j < R; j++)                                                        \
       _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                     \
         c[j][v] = k0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(save + (j * NV + v) * 16);                    \
-    for (int64_t k = k0; k < k1; k++) {                                                                        \
-      __m512 a[NV];                                                                                            \
-      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) a[v] = _mm512_load_ps(P + k * PW + 16 * v);         \
-      _Pragma("GCC unroll 8") for (int j = 0; j < R; j++) {                                                    \
-        __m512 b = _mm512_set1_ps(B[j * K + k]);                                                               \
-        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) c[j][v] = _mm512_fmadd_ps(a[v], b, c[j][v]);      \
+    for (int64_t kb = k0; kb < k1; kb += 16) {                                                                 \
+      if (pf)                                                                                                  \
+        _Pragma("GCC unroll 8") for (int j = 0; j < TR; j++) _mm_prefetch((const char *)(pf + j * K + kb), _MM_HINT_T0); \
+      int64_t ke = kb + 16 < k1 ? kb + 16 : k1;                                                                \
+      for (int64_t k = kb; k < ke; k++) {                                                                      \
+        __m512 a[NV];                                                                                          \
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) a[v] = _mm512_load_ps(P + k * PW + 16 * v);       \
+        _Pragma("GCC unroll 8") for (int j = 0; j < R; j++) {                                                  \
+          __m512 b = _mm512_set1_ps(B[j * K + k]);                                                             \
+          _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) c[j][v] = _mm512_fmadd_ps(a[v], b, c[j][v]);    \
+        }                                                                                                      \
       }                                                                                                        \
     }                                                                                                          \
     if (k1 != K) {                                                                                             \
@@ -128,7 +137,7 @@ PANEL_ROW(5)
 PANEL_ROW(6)
 
 typedef void (*panel_tile_fn)(int64_t, int64_t, int64_t, const float *, const float *, float *, int64_t, int64_t,
-                              float *, const float *);
+                              float *, const float *, const float *);
 #define PANEL_FNS(R) {NULL, panel_tile_##R##_1, panel_tile_##R##_2, panel_tile_##R##_3, panel_tile_##R##_4}
 static const panel_tile_fn panel_tiles[TR + 1][PW / 16 + 1] = {{NULL},        PANEL_FNS(1), PANEL_FNS(2),
                                                                PANEL_FNS(3), PANEL_FNS(4), PANEL_FNS(5),
@@ -162,7 +171,8 @@ static void panel_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, 
             int64_t rows = m1 - i < PW ? m1 - i : PW;
             panel_tiles[r][(rows + 15) / 16](k0, k1, K, B + n * K, P + (i / PW) * K * PW, C + i * N + n, N, rows,
                                              saved + (n - nb) / TR * save_tile + (i - m0) / PW * save_one,
-                                             bias ? bias + n : NULL);
+                                             bias ? bias + n : NULL,
+                                             i == m0 && n + 2 * TR <= n1 ? B + (n + TR) * K : NULL);
           }
         }
       }
