@@ -1238,9 +1238,13 @@ static void calibrate_jit_comm(ppcc_calibration *c, const ppcc_calib_jit *jit, F
  * compiled code around the runtime's kernels is one thread, and its
  * calls and allocations contend differently):
  *   jit_threads_factor       the Llama workloads with the most kernel
- *                            threads against one, each forward in turn:
- *                            the measured ratio over the one the JIT's
- *                            costs predict (scaled as the interpreter's),
+ *                            threads (and one, each forward in turn):
+ *                            the measured busy time over the one the JIT's
+ *                            costs predict with them (scaled as the
+ *                            interpreter's: the level with many threads,
+ *                            not only the ratio to one thread, since the
+ *                            one-thread fits of the GEMMs the JIT shares
+ *                            may be off where many threads' are not),
  *                            the median over workloads, and per cost key
  *                            the median over the workloads whose JIT costs
  *                            that key dominates (jit_threads_factors);
@@ -1306,7 +1310,7 @@ static void calibrate_jit_scaling(ppcc_calibration *c, const ppcc_calib_jit *jit
     double m1 = n ? rt_median(one, n) : 0, mm = n ? rt_median(more, n) : 0;
     if (ok && p1 > 0 && pm > 0 && m1 > 0 && mm > 0) {
       dominant_key(w.g, c, dominant[nf]);
-      factor[nf++] = (mm / m1) / (pm / p1);
+      factor[nf++] = mm * 1e-3 / pm; /* us over ms */
     }
     jit_workload_close(&w, jit);
   }
