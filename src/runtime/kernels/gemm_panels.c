@@ -260,6 +260,20 @@ static void panels_part(void *arg, int part, int parts) {
   rt_sgemm_panels_cols(j->M, n0, n1, j->N, j->K, j->P, j->B, j->bias, j->C);
 }
 
+/* Whole panels a part: it packs its own rows and multiplies them by all
+ * of B, so one fork-join instead of two and the panels stay in the cache
+ * of the core that packed them (split by columns, half of each part's
+ * panels come from the other core's); B is read once a part, from L3. */
+static void rows_part(void *arg, int part, int parts) {
+  const panels_job *j = arg;
+  int64_t i0, i1;
+  rt_part_range(j->M, PW, part, parts, &i0, &i1);
+  if (i1 <= i0) return;
+  float *P = (float *)j->P + i0 / PW * j->K * PW;
+  pack_rows(i1 - i0, 0, i1 - i0, j->K, j->A + i0 * j->K, P);
+  rt_sgemm_panels_cols(i1 - i0, 0, j->N, j->N, j->K, P, j->B, j->bias, j->C + i0 * j->N);
+}
+
 bool rt_sgemm_panels(int64_t M, int64_t N, int64_t K, const float *A, const float *B, const float *bias, float *C,
                      int threads) {
   if (M <= 0 || N <= 0) return true;
@@ -270,6 +284,14 @@ bool rt_sgemm_panels(int64_t M, int64_t N, int64_t K, const float *A, const floa
   /* enough work a part (a part packs whole groups of 16 rows) */
   int64_t max_pack = M * K / (16 * 1024) < (M + 15) / 16 ? M * K / (16 * 1024) : (M + 15) / 16;
   int64_t max_parts = M * N * K / (256 * 1024);
+  /* only where the panels split evenly (BERT's 128 tokens on 2 threads:
+   * BERT 4 layers 0.95x (interp) and 0.93x (jit) the time by the median
+   * of 9 paired runs, 8 of 9 faster each) */
+  if (threads > 1 && threads <= max_parts && M % (PW * threads) == 0) {
+    rt_parallel_parts(threads, rows_part, &j);
+    rt_free(P);
+    return true;
+  }
   rt_parallel_parts(threads < max_pack ? threads : (int)(max_pack > 1 ? max_pack : 1), pack_part, &j);
   rt_parallel_parts(threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1), panels_part, &j);
   rt_free(P);
