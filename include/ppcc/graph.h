@@ -159,6 +159,13 @@ int *ppcc_dup_ints(ppcc_graph *g, const int *v, int n);
 int ppcc_add_value(ppcc_graph *g, const char *name, ppcc_value_kind kind,
                    ppcc_dtype dtype, int rank, const int64_t *shape);
 int ppcc_find_value(const ppcc_graph *g, const char *name);
+/* The output index k whose value is computed from input v by v's one
+ * reader (v read by exactly one op, which writes graph output k, listed
+ * once; v itself no output), else -1. Bound as v's state
+ * (ppcc_run_data_bind_state), that output may share v's buffer: nothing
+ * reads v after the op has read it, so the JIT updates a KV cache in
+ * place (index_copy's kernel writes into the output argument). */
+int ppcc_state_update_output(const ppcc_graph *g, int v);
 /* Appends an op (arrays copied into the arena); returns its index. */
 int ppcc_add_op(ppcc_graph *g, const struct ppcc_op_info *info, int n_in,
                 const int *in, int n_out, const int *out, int n_attrs,

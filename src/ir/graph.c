@@ -93,6 +93,25 @@ int ppcc_find_value(const ppcc_graph *g, const char *name) {
   return g->names->slots[map_probe(g, name, hash_str(name))].value;
 }
 
+int ppcc_state_update_output(const ppcc_graph *g, int v) {
+  int reader = -1;
+  for (int j = 0; j < g->n_ops; j++)
+    for (int i = 0; i < g->ops[j].n_in; i++) {
+      if (g->ops[j].in[i] != v) continue;
+      if (reader >= 0) return -1;
+      reader = j;
+    }
+  if (reader < 0 || g->ops[reader].n_out != 1) return -1;
+  int w = g->ops[reader].out[0], k = -1;
+  for (int o = 0; o < g->n_outputs; o++) {
+    if (g->outputs[o] == v) return -1;
+    if (g->outputs[o] != w) continue;
+    if (k >= 0) return -1;
+    k = o;
+  }
+  return k;
+}
+
 ppcc_graph *ppcc_graph_new(const char *name, int n_devices) {
   ppcc_graph *g = calloc(1, sizeof *g);
   if (!g) return NULL;

@@ -97,7 +97,7 @@ ppcc_status ppcc_predict_loaded_memory(const ppcc_graph *const *graphs, const bo
     for (int v = 0; v < g->n_values; v++) {
       const ppcc_value *p = &g->values[v];
       if (k == 0 && p->kind == PPCC_VALUE_INPUT && is_state[k][v])
-        m->state_bytes += held_bytes(p, local, false) * (jit ? 2 : 1); /* the JIT writes the next state beside it */
+        m->state_bytes += held_bytes(p, local, false) * (jit && ppcc_state_update_output(g, v) < 0 ? 2 : 1); /* the JIT writes the next state beside it, unless in place */
     }
     ppcc_predict_options o = {.view_ops = view_ops ? view_ops[k] : NULL, .jit = jit};
     ppcc_prediction pred;

@@ -106,6 +106,24 @@ static int output_shards_on(const ppcc_graph *g, int d) {
   return n;
 }
 
+MlirValue exec_output_arg(ppcc_emit_ctx *c, int d, int value, int shard) {
+  const ppcc_graph *g = c->g;
+  int found = -1;
+  intptr_t arg = mlirBlockGetNumArguments(c->exec->blocks[d]) - output_shards_on(g, d);
+  for (int k = 0; k < g->n_outputs; k++) {
+    const ppcc_value *p = &g->values[g->outputs[k]];
+    for (int i = 0; i < p->layout.count; i++) {
+      if (p->devices[i] != d) continue;
+      if (g->outputs[k] == value && i == shard) {
+        if (found >= 0) return (MlirValue){NULL}; /* listed twice: each argument gets its copy */
+        found = (int)arg;
+      }
+      arg++;
+    }
+  }
+  return found >= 0 ? mlirBlockGetArgument(c->exec->blocks[d], found) : (MlirValue){NULL};
+}
+
 /* Writes the output shards of device d into its trailing output arguments
  * and returns. */
 static void finish_device(ppcc_emit_ctx *c, int d) {

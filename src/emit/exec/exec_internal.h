@@ -43,6 +43,9 @@ MlirValue exec_alloc(ppcc_emit_ctx *c, MlirType tensor_type);
 /* bufferization.to_memref (read_only): the buffer of a tensor, to read. */
 MlirValue exec_to_memref(ppcc_emit_ctx *c, MlirValue tensor);
 /* bufferization.to_tensor restrict [writable]. */
+/* The output argument of device d for shard `shard` of output value
+ * `value`, or null (not an output there, or listed more than once). */
+MlirValue exec_output_arg(ppcc_emit_ctx *c, int d, int value, int shard);
 MlirValue exec_to_tensor(ppcc_emit_ctx *c, MlirValue memref, bool writable);
 /* bufferization.materialize_in_destination tensor in restrict writable memref. */
 void exec_materialize(ppcc_emit_ctx *c, MlirValue tensor, MlirValue memref);

@@ -290,7 +290,12 @@ static void call_kernel(ppcc_emit_ctx *c, const ppcc_op *op, int shard, int devi
     operands[i] = mlirOperationGetResult(emit_op(c, &s), 0);
   }
   if (k->takes_op) operands[n++] = exec_i64(c, c->exec->op_index);
-  MlirValue out = exec_alloc(c, result);
+  /* An op writing into its operand 0 (index_copy: a KV cache) whose
+   * result is an output writes it straight into the output argument: no
+   * buffer to copy from at the end, and the runtime may pass the cache's
+   * own buffer there (ppcc_state_update_output). */
+  MlirValue out = op->info->pin_rule == PPCC_PIN_INPLACE ? exec_output_arg(c, device, op->out[0], shard) : (MlirValue){NULL};
+  if (mlirValueIsNull(out) || !mlirTypeEqual(mlirValueGetType(out), exec_memref_type(c, result))) out = exec_alloc(c, result);
   operands[n] = out;
   MlirNamedAttribute callee = emit_named(c, "callee", mlirFlatSymbolRefAttrGet(c->mctx, emit_str(name)));
   emit_op_spec s = {"func.call", n + 1, operands, 0, NULL, 1, &callee, 0};

@@ -121,6 +121,19 @@ ppcc_status lower_index_copy(struct ppcc_emit_ctx *c, const ppcc_graph *g, const
   int64_t trips = rows > 0 ? idx_v->shape[0] * (idx_v->rank == 2 ? idx_v->shape[1] : 1) : 0;
   if (idx_v->rank == 2 && mlirShapedTypeGetDimSize(mlirValueGetType(dest), 0) != idx_v->shape[0])
     return emit_op_error(c, op, "a per-row index needs the destination's batch rows whole");
+  /* Executable form: the loop starts from a copy of the destination into
+   * an empty tensor, which the kernel's result buffer replaces
+   * (eliminate-empty-tensors): one memcpy, then the rows written in place,
+   * instead of a copy into a new buffer and that buffer into the result.
+   * The result buffer may be the destination itself (a KV cache updated
+   * in place: ppcc_state_update_output), where the memcpy copies nothing. */
+  if (c->runtime_calls) {
+    MlirType tt = mlirValueGetType(dest);
+    emit_op_spec e = {"tensor.empty", 0, NULL, 1, &tt, 0, NULL, 0};
+    MlirValue ops[2] = {dest, mlirOperationGetResult(emit_op(c, &e), 0)};
+    emit_op_spec m = {"bufferization.materialize_in_destination", 2, ops, 1, &tt, 0, NULL, 0};
+    dest = mlirOperationGetResult(emit_op(c, &m), 0);
+  }
   MlirValue bounds[4] = {emit_index_const(c, c->block, 0), emit_index_const(c, c->block, trips),
                          emit_index_const(c, c->block, 1), dest};
   MlirType t = mlirValueGetType(dest);

@@ -83,6 +83,8 @@ static void *leaf_shard(const jit_exec *x, int v, int i) {
   return s;
 }
 
+static bool state_in_place(const ppcc_graph *g, int v, int k) { return ppcc_state_update_output(g, v) == k; }
+
 static ppcc_status init_arg(jit_exec *x, jit_arg *a, ppcc_diag *d) {
   const ppcc_value *p = &x->g->values[a->value];
   if (!a->output && !x->data->values[a->value].data && !ppcc_run_data_shard(x->data, a->value, a->shard))
@@ -95,8 +97,12 @@ static ppcc_status init_arg(jit_exec *x, jit_arg *a, ppcc_diag *d) {
                              : NULL;
   int state = a->output ? rt_state_input(x->g, x->data, a->output_index)
                         : p->kind == PPCC_VALUE_INPUT && x->data->state_of[a->value] >= 0 ? a->value : -1;
-  if (state >= 0) /* a state: its input shard is read, the output written into the next buffer */
-    resident = rt_state_shard(x->data, state, &x->g->values[state], p->layout, a->shard, 0, a->output);
+  /* a state: its input shard is read, the output written into the next
+   * buffer, or into the same one when only the op writing the output
+   * reads the input (a KV cache's index_copy: updated in place, no copy) */
+  if (state >= 0)
+    resident = rt_state_shard(x->data, state, &x->g->values[state], p->layout, a->shard, 0,
+                              a->output && !state_in_place(x->g, state, a->output_index));
   a->borrowed = resident != NULL;
   a->data = resident ? (void *)resident : a->output ? rt_calloc(shard_bytes(p)) : leaf_shard(x, a->value, a->shard);
   a->desc = calloc((size_t)(3 + 2 * p->rank), sizeof *a->desc);
@@ -349,14 +355,15 @@ static void fill_measure(const jit_exec *x, double wall_ms, ppcc_plan_measure *m
   free(busy);
 }
 
-/* The state outputs this process wrote become the current state shards. */
+/* The state outputs this process wrote become the current state shards
+ * (those updated in place already are). */
 static void flip_states(const jit_exec *x) {
   for (int dev = 0; dev < x->g->n_devices; dev++) {
     if (!rt_dist_local(dev)) continue;
     for (int a = 0; a < x->devs[dev].n_args; a++) {
       const jit_arg *arg = &x->devs[dev].args[a];
       int v = arg->output ? rt_state_input(x->g, x->data, arg->output_index) : -1;
-      if (v >= 0) rt_state_flip(x->data, &x->g->values[v], x->g->values[v].layout, arg->shard, 0);
+      if (v >= 0 && !state_in_place(x->g, v, arg->output_index)) rt_state_flip(x->data, &x->g->values[v], x->g->values[v].layout, arg->shard, 0);
     }
   }
 }
