@@ -165,5 +165,8 @@ void rt_softmax_row(float *row, int64_t n, float scale, int64_t valid);
 /* row[0..valid) = exp(row * scale - its max); returns their sum (the
  * softmax without its division). */
 double rt_softmax_exp(float *row, int64_t valid, float scale);
+/* rt_softmax_exp (scale 1) of rows r < rows over p[r * ld + lo[r] ..
+ * r * ld + hi[r]), sums[r] their sums: the same bits as row by row. */
+void rt_softmax_exp_rows(float *p, int64_t ld, int64_t rows, const int64_t *lo, const int64_t *hi, double *sums);
 
 #endif

@@ -413,7 +413,7 @@ static void attention_part(void *arg, int part, int parts) {
 /* Prefill on the AVX-512 tiles (gemm_tiles.c): per query head, blocks of
  * ATT_ROWS query rows (one [K, N] register tile) go through
  *   P[rows, keys] = Q[rows, D] . (scale K^T)[D, keys]   (once per kv head),
- *   exp of the scaled scores (rt_softmax_exp, in L1),
+ *   exp of the scaled scores (rt_softmax_exp_rows, in L1),
  *   O[rows, Dv] = P . V[keys, Dv], each row then divided by its sum,
  * over only the keys some row of the block sees: a causal prefill computes
  * about half the square (the masked upper triangle is skipped, not
@@ -433,18 +433,18 @@ static void attention_block(const attn_job *j, const int64_t *row_pos, int64_t s
   int64_t w = c1 > c0 ? c1 - c0 : 0, Dv = j->Dv;
   double sum[ATT_ROWS];
   if (w > 0) {
+    int64_t lo[ATT_ROWS], hi[ATT_ROWS]; /* a row's visible keys in p */
     rt_sgemm_tiles_strided(rows, w, j->D, q + s0 * j->D, j->D, kt + c0, j->T, p, w);
     for (int64_t r = 0; r < rows; r++) {
       float *row = p + r * w;
-      if (first[r] >= valid[r]) {
-        memset(row, 0, (size_t)w * 4);
-        continue;
-      }
-      int64_t a = first[r] - c0, b = valid[r] - c0;
-      memset(row, 0, (size_t)a * 4);
-      memset(row + b, 0, (size_t)(w - b) * 4);
-      sum[r] = rt_softmax_exp(row + a, b - a, cap_scores(j, row + a, b - a, 1.0f));
+      lo[r] = first[r] < valid[r] ? first[r] - c0 : 0;
+      hi[r] = first[r] < valid[r] ? valid[r] - c0 : 0;
+      memset(row, 0, (size_t)lo[r] * 4);
+      memset(row + hi[r], 0, (size_t)(w - hi[r]) * 4);
+      cap_scores(j, row + lo[r], hi[r] - lo[r], 1.0f);
     }
+    /* rows in pairs: one row's exp ran on latency */
+    rt_softmax_exp_rows(p, w, rows, lo, hi, sum);
     rt_sgemm_tiles_strided(rows, Dv, w, p, w, v + c0 * Dv, Dv, o + s0 * Dv, Dv);
   }
   for (int64_t r = 0; r < rows; r++) { /* none visible: NaN, as softmax of all -inf */
