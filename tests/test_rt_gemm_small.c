@@ -244,15 +244,21 @@ END_TEST
 
 /* ---- the panels (gemm_panels.c): many rows, one FMA chain per element ---- */
 
-static const int64_t panel_Ms[] = {1, 17, 64, 65, 130}; /* 65, 130: a panel's tail of 1 and 2 rows */
+static const int64_t panel_Ms[] = {1, 17, 64, 65, 128, 130}; /* 65, 130: a panel's tail of 1 and 2 rows; 128: a
+                                                                 panel a part on 2 threads */
 static const int64_t panel_Ns[] = {1, 7, 70};            /* tiles of 6 B rows and a tail */
 static const int64_t panel_Ks[] = {1, 17, 100, 2100}; /* 2100: two K blocks of 130 rows' panels, a tail */
 
-/* C from the panels on 1 and 3 threads, and from column pieces. */
+/* C from the panels on 1, 2 and 3 threads (C3 the 3-thread product
+ * once it matched the 2-thread one), and from column pieces. */
 static void panels_product(int64_t M, int64_t N, int64_t K, const float *A, const float *Bt, float *C, float *C3,
                            float *parts) {
   for (int64_t j = 0; j < M * N; j++) C[j] = C3[j] = parts[j] = NAN; /* every element must be written */
   ck_assert(rt_sgemm_panels(M, N, K, A, Bt, NULL, C, 1));
+  ck_assert(rt_sgemm_panels(M, N, K, A, Bt, NULL, C3, 2));
+  ck_assert_msg(memcmp(C, C3, sizeof(float) * (size_t)(M * N)) == 0, "2 threads change bits: M %lld N %lld K %lld",
+                (long long)M, (long long)N, (long long)K);
+  for (int64_t j = 0; j < M * N; j++) C3[j] = NAN;
   ck_assert(rt_sgemm_panels(M, N, K, A, Bt, NULL, C3, 3));
   float *P = aligned_alloc(64, (size_t)rt_sgemm_panels_bytes(M, K) + 64);
   rt_sgemm_panels_pack(M, K, A, P);
