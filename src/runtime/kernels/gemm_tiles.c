@@ -267,7 +267,7 @@ static void outer_cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float
 /* dst[c, r] = src[r, c] * scale: 16 rows of a column gathered at a time
  * (src's columns are short rows apart: a kv head's K sits in L1). */
 AVX512 static void transpose_scaled_avx512(int64_t rows, int64_t cols, const float *src, int64_t ld, float scale,
-                                           float *dst) {
+                                           float *dst, int64_t ldd) {
   __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                    _mm512_set1_epi32((int)ld));
   __m512 s = _mm512_set1_ps(scale);
@@ -275,7 +275,7 @@ AVX512 static void transpose_scaled_avx512(int64_t rows, int64_t cols, const flo
     __mmask16 m = tail16(rows - r);
     for (int64_t c = 0; c < cols; c++) {
       __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, src + r * ld + c, 4);
-      _mm512_mask_storeu_ps(dst + c * rows + r, m, _mm512_mul_ps(v, s));
+      _mm512_mask_storeu_ps(dst + c * ldd + r, m, _mm512_mul_ps(v, s));
     }
   }
 }
@@ -345,15 +345,16 @@ bool rt_sgemm_tiles_strided(int64_t M, int64_t N, int64_t K, const float *A, int
   return false;
 }
 
-void rt_tiles_transpose_scaled(int64_t rows, int64_t cols, const float *src, int64_t ld, float scale, float *dst) {
+void rt_tiles_transpose_scaled(int64_t rows, int64_t cols, const float *src, int64_t ld, float scale, float *dst,
+                               int64_t ldd) {
 #ifdef HAVE_X86
   if (rt_sgemm_tiles_in_use() && 16 * ld <= INT32_MAX) { /* the gather's offsets: 16 rows at a time */
-    transpose_scaled_avx512(rows, cols, src, ld, scale, dst);
+    transpose_scaled_avx512(rows, cols, src, ld, scale, dst, ldd);
     return;
   }
 #endif
   for (int64_t c = 0; c < cols; c++)
-    for (int64_t r = 0; r < rows; r++) dst[c * rows + r] = src[r * ld + c] * scale;
+    for (int64_t r = 0; r < rows; r++) dst[c * ldd + r] = src[r * ld + c] * scale;
 }
 
 void rt_tiles_scale(float *x, int64_t n, float scale) {
