@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
     for (int c = 0; c < 3; c++) {
       double t0 = now_s();
       for (int i = 0; i < CALLS; i++) {
-        if (c == 0 && ppcc_rt_attention_f32(1, Hq, S, D, Hkv, S, D, 1.0 / sqrt((double)D), true, 0, 0, NULL, false, q, k, v, o))
+        if (c == 0 && ppcc_rt_attention_f32(1, Hq, S, D, Hkv, S, D, 1.0 / sqrt((double)D), true, 0, 0, NULL, false, false, q, k, v, o))
           return 1;
         if (c == 1) ppcc_rt_sgemm(S, H, H, x, wq, true, y);
         if (c == 2) ppcc_rt_sgemm(S, F, H, x, wf, true, y);

@@ -63,7 +63,7 @@ for b in $backends; do
   run rule "partial-as-replicated:blk.0.ffn_partial" "$llama" "$b"
   expect "wrong rule, llama, $b" "error: output 'logits' differs" \
     "note: first divergent value (program order, $l): 'blk.0.ffn_partial' shard 0 on device 0 (2 of its 2 shards differ)" \
-    "op #26 of the compiled program: ops[26] 'linear' (-> 'blk.0.ffn_partial'), a compute op; operands 'blk.0.swiglu' split(dim=2, 2) on [0,1], 'blk.0.ffn_down.weight' split(dim=1, 2) on [0,1]; result 'blk.0.ffn_partial' replicated(2) on [0,1]" \
+    "op #22 of the compiled program: ops[22] 'linear' (-> 'blk.0.ffn_partial'), a compute op; operands 'blk.0.swiglu' split(dim=2, 2) on [0,1], 'blk.0.ffn_down.weight' split(dim=1, 2) on [0,1]; result 'blk.0.ffn_partial' replicated(2) on [0,1]" \
     "shard vs whole reference (replicated(2))" \
     "why:   rule: " "TEST-ONLY PPCC_TEST_INJECT: wrong sharding rule"
   run rule "partial-as-replicated:partial" "$tp_ffn" "$b"
@@ -80,12 +80,12 @@ for b in $backends; do
   run kernel "wrong-kernel:blk.1.up:1" "$llama" "$b"
   expect "wrong kernel, split shard, $b" \
     "note: first divergent value (program order, $l): 'blk.1.up' shard 1 on device 3 (1 of its 2 shards differ)" \
-    "ops[53] 'linear' (-> 'blk.1.up')" "shard vs its slice of the reference (split(dim=2, 2))" "got 1.90648, ref 0.953241"
+    "ops[45] 'linear' (-> 'blk.1.up')" "shard vs its slice of the reference (split(dim=2, 2))" "got 1.90648, ref 0.953241"
   # ... on one replica of a replicated value: compared per shard
   run kernel "wrong-kernel:blk.0.mid:1" "$llama" "$b"
   expect "wrong kernel, replica, $b" \
     "note: first divergent value (program order, $l): 'blk.0.mid' shard 1 on device 1 (1 of its 2 shards differ)" \
-    "ops[20] 'add' (-> 'blk.0.mid')"
+    "ops[16] 'add' (-> 'blk.0.mid')"
   # ... on one partial sum: the sum of the shards is what is wrong
   run kernel "wrong-kernel:blk.0.attn_partial:1" "$llama" "$b"
   expect "wrong kernel, partial sum, $b" \

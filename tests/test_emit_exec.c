@@ -161,6 +161,26 @@ START_TEST(contractions_of_any_rank_call_the_runtime) {
 }
 END_TEST
 
+/* seq_major attention (q [B, S, Hq, D], k and v [B, T, Hkv, D], out [B, S,
+ * Hq, Dv]: the KV caches read where they lie) calls the runtime, and its
+ * linalg form (the affine maps read the operands in place) agrees with
+ * the kernel, causal and with positions and a window, grouped-query. */
+START_TEST(seq_major_attention_calls_the_runtime_and_its_linalg_form_agrees) {
+  ppcc_graph *g = model(1, "",
+                        "{'name': 'q', 'dtype': 'f32', 'shape': [2, 6, 4, 8]},"
+                        "{'name': 'k', 'dtype': 'f32', 'shape': [2, 9, 2, 8]},"
+                        "{'name': 'v', 'dtype': 'f32', 'shape': [2, 9, 2, 4]},"
+                        "{'name': 'p', 'dtype': 'i64', 'shape': [2, 6]}",
+                        "{'op': 'attention', 'in': ['q', 'k', 'v'], 'out': ['a'], 'attrs': {'causal': true, 'seq_major': true}},"
+                        "{'op': 'attention', 'in': ['q', 'k', 'v', 'p'], 'out': ['a2'],"
+                        " 'attrs': {'causal': true, 'seq_major': true, 'window': 3}}",
+                        "'a', 'a2'");
+  ck_assert_int_eq(g->values[ppcc_find_value(g, "a")].shape[1], 6);
+  ck_assert_int_eq(g->values[ppcc_find_value(g, "a")].shape[3], 4);
+  expect_runtime_calls(g, "call @ppcc_rt_attention_f32", "call @ppcc_rt_attention_positions_i64");
+}
+END_TEST
+
 /* linear with a bias is one runtime call (GEMM and bias, the bias's rows
  * split among the kernel threads), no linalg loop for the bias, on [B, S,
  * H] and [M, K] inputs; the JIT matches the reference and the linalg form. */
@@ -520,6 +540,7 @@ int main(void) {
   tcase_add_test(tc, every_shipped_model_verifies_and_matches_reference);
   tcase_add_test(tc, kernel_reuse_keeps_different_inputs_apart);
   tcase_add_test(tc, linalg_matmul_instead_of_openblas);
+  tcase_add_test(tc, seq_major_attention_calls_the_runtime_and_its_linalg_form_agrees);
   tcase_add_test(tc, conv_calls_the_runtime_and_its_linalg_form_agrees);
   tcase_add_test(tc, contractions_of_any_rank_call_the_runtime);
   tcase_add_test(tc, linear_with_bias_is_one_runtime_call);

@@ -138,6 +138,17 @@ static void attention_reference(const attn_case *c, const float *q, const float 
   free(w);
 }
 
+/* y[b, j, i, :] = x[b, i, j, :] for x [n0, n1, n2, n3]: between [B, H, S, D]
+ * and [B, S, H, D]. */
+static float *swap12(const float *x, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
+  float *y = malloc(sizeof(float) * (size_t)(n0 * n1 * n2 * n3));
+  for (int64_t b = 0; b < n0; b++)
+    for (int64_t i = 0; i < n1; i++)
+      for (int64_t j = 0; j < n2; j++)
+        memcpy(y + ((b * n2 + j) * n1 + i) * n3, x + ((b * n1 + i) * n2 + j) * n3, sizeof(float) * (size_t)n3);
+  return y;
+}
+
 /* Odd sizes (row blocks of 6 with tails, key ranges ending mid-vector,
  * D and Dv not multiples of 16), GQA, a prefill below a longer cache,
  * windows, softcap, per-row positions with a row that sees nothing; every
@@ -148,6 +159,7 @@ START_TEST(attention_prefill_matches_reference) {
       {2, 4, 2, 13, 13, 20, 24, 0, true, false, 0},  {1, 6, 2, 7, 15, 64, 64, 0, true, false, 0},
       {1, 4, 1, 19, 19, 33, 17, 5, true, false, 3},  {2, 2, 2, 8, 9, 16, 80, 0, false, false, 0},
       {2, 4, 2, 7, 16, 64, 64, 0, false, true, 0},   {1, 16, 4, 128, 128, 64, 64, 0, true, false, 0},
+      {2, 8, 2, 1, 37, 64, 64, 0, true, true, 0},    {2, 4, 4, 3, 11, 20, 24, 3, true, false, 0},
   };
   unsigned seed = 11;
   int was = rt_set_simd_level(RT_SIMD_AVX512), best = rt_simd_level();
@@ -165,21 +177,35 @@ START_TEST(attention_prefill_matches_reference) {
     for (int64_t j = 0; j < 2 * 7; j++) pos[j] = j == 3 ? -2 : (j * 5) % 16; /* row 3 of batch 0 sees no key */
     double scale = 1.0 / sqrt((double)c->D);
     attention_reference(c, q, k, v, pos, scale, want);
+    /* seq_major: the same operands as [B, S, H, D] (K and V read in place,
+     * their rows H * D apart), plain and --deterministic */
+    float *qt = swap12(q, c->B, c->Hq, c->S, c->D), *kt = swap12(k, c->B, c->Hkv, c->T, c->D);
+    float *vt = swap12(v, c->B, c->Hkv, c->T, c->Dv), *ot = malloc(sizeof(float) * (size_t)no);
     for (int level = best; level >= RT_SIMD_AVX2; level--)
-      for (int threads = 1; threads <= 2; threads++) {
-        rt_set_simd_level(level);
-        ppcc_rt_set_kernel_threads(threads);
-        for (int64_t j = 0; j < no; j++) o[j] = -12345.0f; /* every element must be written */
-        ck_assert_int_eq(ppcc_rt_attention_f32(c->B, c->Hq, c->S, c->D, c->Hkv, c->T, c->Dv, scale, c->causal,
-                                               c->window, c->softcap, c->positions ? pos : NULL, c->positions, q, k,
-                                               v, o),
-                         0);
-        for (int64_t j = 0; j < no; j++)
-          ck_assert_msg(isnan(want[j]) ? isnan(o[j]) : fabs(o[j] - want[j]) <= 2e-6 + 2e-6 * fabs(want[j]),
-                        "case %zu level %d threads %d: out[%lld] %.9g, reference %.9g", ci, level, threads,
-                        (long long)j, o[j], want[j]);
-      }
-    free(q), free(k), free(v), free(o), free(want);
+      for (int threads = 1; threads <= 2; threads++)
+        for (int mode = 0; mode < 3; mode++) {
+          bool seq_major = mode > 0;
+          rt_set_simd_level(level);
+          ppcc_rt_set_kernel_threads(threads);
+          ppcc_rt_set_row_invariant_matmul(mode == 2);
+          for (int64_t j = 0; j < no; j++) o[j] = ot[j] = -12345.0f; /* every element must be written */
+          ck_assert_int_eq(ppcc_rt_attention_f32(c->B, c->Hq, c->S, c->D, c->Hkv, c->T, c->Dv, scale, c->causal,
+                                                 c->window, c->softcap, c->positions ? pos : NULL, c->positions,
+                                                 seq_major, seq_major ? qt : q, seq_major ? kt : k, seq_major ? vt : v,
+                                                 seq_major ? ot : o),
+                           0);
+          if (seq_major) {
+            float *back = swap12(ot, c->B, c->S, c->Hq, c->Dv);
+            memcpy(o, back, sizeof(float) * (size_t)no);
+            free(back);
+          }
+          for (int64_t j = 0; j < no; j++)
+            ck_assert_msg(isnan(want[j]) ? isnan(o[j]) : fabs(o[j] - want[j]) <= 2e-6 + 2e-6 * fabs(want[j]),
+                          "case %zu level %d threads %d mode %d: out[%lld] %.9g, reference %.9g", ci, level, threads,
+                          mode, (long long)j, o[j], want[j]);
+        }
+    ppcc_rt_set_row_invariant_matmul(false);
+    free(q), free(k), free(v), free(o), free(want), free(qt), free(kt), free(vt), free(ot);
   }
   ppcc_rt_set_kernel_threads(1);
   rt_set_simd_level(was);

@@ -183,7 +183,7 @@ START_TEST(kernel_threads_park_between_calls) {
     for (int r = 0; r < 20; r++) {
       ppcc_rt_sgemm(4, N, K, a, b, true, c);
       ppcc_rt_sgemm(M, N, K, a, b, r % 2, c);
-      ck_assert_int_eq(ppcc_rt_attention_f32(1, 4, 16, 32, 2, 64, 32, 0.2, true, 0, 0.0, NULL, false, a, b, b, c), 0);
+      ck_assert_int_eq(ppcc_rt_attention_f32(1, 4, 16, 32, 2, 64, 32, 0.2, true, 0, 0.0, NULL, false, false, a, b, b, c), 0);
     }
     usleep(20000);
     long before = other_threads_ticks();

@@ -146,12 +146,14 @@ bool ppcc_rt_quant_set_isa(const char *name);
  * per_row, or NULL) limit query s of row b to cache slots
  * 0..positions[(b*S +) s]; window > 0 also hides the keys at or before
  * that last slot - window (sliding-window attention); softcap > 0 maps
- * each scaled score x to softcap * tanh(x / softcap) (Gemma 2). The attention kernel of both
- * backends. 0 on success, -1 when Hq is not a multiple of Hkv, -2 out of
- * memory. */
+ * each scaled score x to softcap * tanh(x / softcap) (Gemma 2);
+ * seq_major: q[B,S,Hq,D], k[B,T,Hkv,D], v[B,T,Hkv,Dv] -> out[B,S,Hq,Dv]
+ * instead (KV caches read where they lie, no permuted copies). The
+ * attention kernel of both backends. 0 on success, -1 when Hq is not a
+ * multiple of Hkv, -2 out of memory. */
 int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
                           double scale, bool causal, int64_t window, double softcap, const int64_t *positions,
-                          bool per_row, const float *q, const float *k, const float *v, float *out);
+                          bool per_row, bool seq_major, const float *q, const float *k, const float *v, float *out);
 /* Under an address-space limit (ulimit -v) OpenBLAS's worker threads spin
  * forever on a failing malloc, and exit waits for them: call first thing
  * in main. With RLIMIT_AS under 32 GiB and OPENBLAS_NUM_THREADS unset, it

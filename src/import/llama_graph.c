@@ -11,7 +11,9 @@
  *   `positions`) and attention reads the whole cache with `positions` as
  *   its fourth operand: a query at position p sees cache slots 0..p, so
  *   slots not yet written are masked and one compiled decode graph
- *   (S = 1) serves every step.
+ *   (S = 1) serves every step. Attention is seq_major: it reads q, the
+ *   caches and writes its output as [B, S, H, D], where they lie (a
+ *   permuted copy of each cache cost O(cache) bytes per layer per step).
  * Params keep the source's tensor names (HF or GGUF). A tied head reuses
  * the embedding table: moved to the last stage (pinned) and split over
  * vocab rows there. An unplaced spec writes the same graph without any
@@ -311,7 +313,6 @@ static void reshape_attr(char *buf, size_t n, long a, long b, long c3, long d4) 
   else snprintf(buf, n, "\"shape\": [-1, %ld, %ld]", b, c3);
 }
 
-static const char *const perm_bshd = "\"perm\": [0, 2, 1, 3]";
 
 /* rms_norm's attributes: eps, and the weight offset of (1 + w) norms. */
 static const char *norm_attrs(const llama_spec *s, char *buf, size_t n) {
@@ -458,17 +459,13 @@ static void write_attention(writer *w, long b, const char *h, const char *pos, c
   }
   OP3(w, "index_copy", nm(&n, b, "k_cache"), pos, k_rot, nm(&n, b, "k_cache_new"), "\"dim\": 1");
   OP3(w, "index_copy", nm(&n, b, "v_cache"), pos, nm(&n, b, "v_heads"), nm(&n, b, "v_cache_new"), "\"dim\": 1");
-  OP1(w, "permute", q_rot, nm(&n, b, "q_t"), perm_bshd);
-  OP1(w, "permute", nm(&n, b, "k_cache_new"), nm(&n, b, "k_t"), perm_bshd);
-  OP1(w, "permute", nm(&n, b, "v_cache_new"), nm(&n, b, "v_t"), perm_bshd);
-  int len = snprintf(attrs, sizeof attrs, "\"causal\": true");
+  int len = snprintf(attrs, sizeof attrs, "\"causal\": true, \"seq_major\": true");
   if (s->attn_scale > 0) len += snprintf(attrs + len, sizeof attrs - (size_t)len, ", \"scale\": %.17g", s->attn_scale);
   if (llama_layer_windowed(s, b)) len += snprintf(attrs + len, sizeof attrs - (size_t)len, ", \"window\": %ld", s->window);
   if (s->attn_softcap > 0) snprintf(attrs + len, sizeof attrs - (size_t)len, ", \"softcap\": %.17g", s->attn_softcap);
-  OP4(w, "attention", nm(&n, b, "q_t"), nm(&n, b, "k_t"), nm(&n, b, "v_t"), pos, nm(&n, b, "attn"), attrs);
-  OP1(w, "permute", nm(&n, b, "attn"), nm(&n, b, "attn_bshd"), perm_bshd);
+  OP4(w, "attention", q_rot, nm(&n, b, "k_cache_new"), nm(&n, b, "v_cache_new"), pos, nm(&n, b, "attn"), attrs);
   reshape_attr(attrs, sizeof attrs, s->batch, s->seq, s->heads * D, 0);
-  OP1(w, "reshape", nm(&n, b, "attn_bshd"), nm(&n, b, "attn_flat"), attrs);
+  OP1(w, "reshape", nm(&n, b, "attn"), nm(&n, b, "attn_flat"), attrs);
   row_projection(w, &n, b, nm(&n, b, "attn_flat"), W_O, B_O, s->attn_bias, nm(&n, b, "attn_partial"),
                  nm(&n, b, "attn_reduced"), nm(&n, b, "attn_out"));
 }

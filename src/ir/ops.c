@@ -64,11 +64,15 @@ static const ppcc_attr_spec attrs_rotary[] = {{"theta", PPCC_ATTR_FLOAT, false},
                                               {"rope_attention_factor", PPCC_ATTR_FLOAT, false},
                                               {NULL, 0, false}};
 /* window: a query sees only its last `window` key positions (sliding-window
- * attention); softcap: scores x become softcap * tanh(x / softcap). */
+ * attention); softcap: scores x become softcap * tanh(x / softcap);
+ * seq_major: q, k, v and out are [B, S, H, D], as projections and KV
+ * caches lie, so attention reads a cache in place (no permuted copy of it
+ * each decode step). */
 static const ppcc_attr_spec attrs_attention[] = {{"causal", PPCC_ATTR_BOOL, false},
                                                  {"scale", PPCC_ATTR_FLOAT, false},
                                                  {"window", PPCC_ATTR_INT, false},
                                                  {"softcap", PPCC_ATTR_FLOAT, false},
+                                                 {"seq_major", PPCC_ATTR_BOOL, false},
                                                  {NULL, 0, false}};
 static const ppcc_attr_spec attrs_slice[] = {{"dim", PPCC_ATTR_INT, true},
                                              {"start", PPCC_ATTR_INT, true},
@@ -1036,9 +1040,13 @@ static ppcc_status shard_rotary(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   return PPCC_OK;
 }
 
-/* attention(q[B, Hq, S, D], k[B, Hkv, T, D], v[B, Hkv, T, Dv]) -> [B, Hq, S, Dv] */
+/* attention(q[B, Hq, S, D], k[B, Hkv, T, D], v[B, Hkv, T, Dv]) -> [B, Hq, S, Dv];
+ * seq_major: q[B, S, Hq, D], k and v [B, T, Hkv, D] -> [B, S, Hq, Dv]. */
+static int attention_heads_dim(const ppcc_op *op) { return ppcc_attr_bool(op, "seq_major", false) ? 2 : 1; }
+
 static ppcc_status shape_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   const ppcc_value *q = IN(0), *k = IN(1), *v = IN(2);
+  int hd = attention_heads_dim(op), sd = 3 - hd; /* the heads' dim and the positions' */
   int n_in = op->n_in;
   op->n_in = 3; /* q, k, v share a dtype; positions are indices */
   ppcc_status st = check_same_dtype(g, op, d);
@@ -1046,22 +1054,22 @@ static ppcc_status shape_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   if (!st) st = check_float(g, op, d, 0);
   if (st) return st;
   bool ok = q->rank == 4 && k->rank == 4 && v->rank == 4 && q->shape[0] == k->shape[0] && k->shape[0] == v->shape[0] &&
-            k->shape[1] == v->shape[1] && k->shape[1] > 0 && q->shape[1] % k->shape[1] == 0 &&
-            k->shape[2] == v->shape[2] && q->shape[3] == k->shape[3] && q->shape[2] <= k->shape[2];
+            k->shape[hd] == v->shape[hd] && k->shape[hd] > 0 && q->shape[hd] % k->shape[hd] == 0 &&
+            k->shape[sd] == v->shape[sd] && q->shape[3] == k->shape[3] && q->shape[sd] <= k->shape[sd];
   if (ok && op->n_in == 4) { /* positions[S] or [B, S]: query s of row b sees keys 0..positions[b, s] */
     const ppcc_value *pos = IN(3);
     bool rank_ok = pos->rank == 1 || (pos->rank == 2 && pos->shape[0] == q->shape[0]);
-    if (!rank_ok || pos->shape[pos->rank - 1] != q->shape[2] || (pos->dtype != PPCC_I64 && pos->dtype != PPCC_I32)) {
+    if (!rank_ok || pos->shape[pos->rank - 1] != q->shape[sd] || (pos->dtype != PPCC_I64 && pos->dtype != PPCC_I32)) {
       char msg[256];
-      snprintf(msg, sizeof msg, "shape mismatch: attention positions '%s' must be i64 [S] or [B, S] (S = %lld, q's dim 2)",
-               pos->name, (long long)q->shape[2]);
+      snprintf(msg, sizeof msg, "shape mismatch: attention positions '%s' must be i64 [S] or [B, S] (S = %lld, q's dim %d)",
+               pos->name, (long long)q->shape[sd], sd);
       return op_error(g, op, d, msg);
     }
   }
   if (!ok) {
     char msg[256];
-    snprintf(msg, sizeof msg,
-             "shape mismatch: attention needs q [B, Hq, S, D], k and v [B, Hkv, T, D] with Hq a multiple of Hkv and S <= T");
+    snprintf(msg, sizeof msg, "shape mismatch: attention needs q %s, k and v %s with Hq a multiple of Hkv and S <= T",
+             hd == 1 ? "[B, Hq, S, D]" : "[B, S, Hq, D]", hd == 1 ? "[B, Hkv, T, D]" : "[B, T, Hkv, D]");
     return op_error(g, op, d, msg);
   }
   int64_t window = ppcc_attr_int(op, "window", 0);
@@ -1086,7 +1094,7 @@ static ppcc_status shard_attention(ppcc_graph *g, ppcc_op *op, ppcc_diag *d) {
   if (op->n_in == 4 && !params_follow(g, op, 3)) return layouts_error(g, op, d, "positions must be replicated like q");
   ppcc_layout l = q->layout;
   if (l.kind == PPCC_LAYOUT_UNREDUCED) return layouts_error(g, op, d, "attention over partial sums is wrong; all_reduce first");
-  if (l.kind == PPCC_LAYOUT_SPLIT && l.dim > 1)
+  if (l.kind == PPCC_LAYOUT_SPLIT && l.dim != 0 && l.dim != attention_heads_dim(op))
     return layouts_error(g, op, d, "attention splits over batch or heads only");
   if (l.kind == PPCC_LAYOUT_SPLIT && l.dim == 0 && op->n_in == 4 && IN(3)->rank == 2)
     return layouts_error(g, op, d, "per-row positions [B, S] need whole batch rows; split over heads");
@@ -1476,7 +1484,8 @@ static double flops_reduce_in(const ppcc_graph *g, const ppcc_op *op) {
 }
 static double flops_attention(const ppcc_graph *g, const ppcc_op *op) {
   const ppcc_value *q = &g->values[op->in[0]], *k = &g->values[op->in[1]], *v = &g->values[op->in[2]];
-  double scores = (double)q->shape[0] * (double)q->shape[1] * (double)q->shape[2] * (double)k->shape[2];
+  int sd = 3 - attention_heads_dim(op); /* Hq * S either way; T at k's positions dim */
+  double scores = (double)q->shape[0] * (double)q->shape[1] * (double)q->shape[2] * (double)k->shape[sd];
   return scores * (2.0 * (double)q->shape[3] + 2.0 * (double)v->shape[3] + 4.0);
 }
 

@@ -11,8 +11,8 @@
  *   ppcc_rt_linear_f32(a, w, bias, c)          (a . w^T + bias, the bias threaded)
  *   ppcc_rt_layer_norm_f32(x, w, b, y, eps, has_bias)     (rows threaded; b = w when none)
  *   ppcc_rt_conv_f32(x, w, y, group, strides, dilations, pads)   (im2col + GEMM)
- *   ppcc_rt_attention_f32(q, k, v, out, scale, causal, window, softcap)   (OpenBLAS)
- *   ppcc_rt_attention_positions_T(q, k, v, out, scale, causal, window, softcap, positions)
+ *   ppcc_rt_attention_f32(q, k, v, out, scale, causal, window, softcap, seq_major)   (OpenBLAS)
+ *   ppcc_rt_attention_positions_T(q, k, v, out, scale, causal, window, softcap, seq_major, positions)
  *                                                 (T: i64, i32; OpenBLAS)
  *   ppcc_rt_unary_f32(x, out, op id)     (exp, silu, sigmoid, gelu: vector)
  *   ppcc_rt_check_index_T(op, dtype, kind, bound, index)         (T: i64, i32)
@@ -172,19 +172,19 @@ MlirValue exec_try_attention_call(ppcc_emit_ctx *c, MlirValue q, MlirValue k, Ml
     return (MlirValue){NULL};
   MlirValue out = exec_alloc(c, out_type);
   MlirType f64 = mlirF64TypeGet(c->mctx);
-  MlirValue ops[9] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, q))),
+  MlirValue ops[10] = {exec_unranked(c, exec_static_view(c, exec_to_memref(c, q))),
                       exec_unranked(c, exec_static_view(c, exec_to_memref(c, k))),
                       exec_unranked(c, exec_static_view(c, exec_to_memref(c, v))),
                       exec_unranked(c, exec_static_view(c, out)),
                       emit_float_const(c, c->block, f64, m->scale), exec_i64(c, m->causal),
-                      exec_i64(c, m->window), emit_float_const(c, c->block, f64, m->softcap)};
+                      exec_i64(c, m->window), emit_float_const(c, c->block, f64, m->softcap), exec_i64(c, m->seq_major)};
   /* positions (i64 or i32, [S] or [B, S]): one symbol per index dtype */
   char name[64] = "ppcc_rt_attention_f32";
   if (pos) {
-    ops[8] = exec_unranked(c, exec_static_view(c, exec_to_memref(c, positions)));
+    ops[9] = exec_unranked(c, exec_static_view(c, exec_to_memref(c, positions)));
     symbol(name, sizeof name, "attention_positions", elem_of(positions));
   }
-  if (exec_call(c, name, pos ? 9 : 8, ops)) return (MlirValue){NULL};
+  if (exec_call(c, name, pos ? 10 : 9, ops)) return (MlirValue){NULL};
   return exec_to_tensor(c, out, true);
 }
 

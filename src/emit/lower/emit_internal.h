@@ -185,6 +185,7 @@ typedef struct emit_attention_mask {
   int64_t offset; /* T - S: query i sits at position offset + i (no positions) */
   int64_t window;
   double softcap;
+  bool seq_major; /* q, k, v and out [B, S, H, D] (else [B, H, S, D]) */
 } emit_attention_mask;
 
 typedef struct emit_runtime_calls {

@@ -737,16 +737,21 @@ static MlirAffineExpr kv_head(ppcc_emit_ctx *c, int loop, int64_t group) {
 }
 
 /* out[b, h, i, j] = sum_r a[b, h, i, r] * kv[b, h / group, ., .], with kv
- * indexed [r, j] (p . v) or [j, r] (q . k^T). Loops b, h, i, j, r. */
+ * indexed [r, j] (p . v) or [j, r] (q . k^T). Loops b, h, i, j, r.
+ * seq_major: the operands q (a) or out, and kv, as [B, S, H, D] (a is
+ * then q, out the scores; else a is the scores, out [B, S, Hq, Dv]): the
+ * maps read them as they lie. */
 static MlirValue head_contraction(ppcc_emit_ctx *c, MlirValue a, MlirValue kv, bool kv_transposed, int64_t group,
-                                  int64_t n_j) {
-  MlirAffineExpr ea[4] = {dim_expr(c, 0), dim_expr(c, 1), dim_expr(c, 2), dim_expr(c, 4)};
-  MlirAffineExpr ek[4] = {dim_expr(c, 0), kv_head(c, 1, group), dim_expr(c, kv_transposed ? 3 : 4),
-                          dim_expr(c, kv_transposed ? 4 : 3)};
-  MlirAffineExpr eo[4] = {dim_expr(c, 0), dim_expr(c, 1), dim_expr(c, 2), dim_expr(c, 3)};
+                                  int64_t n_j, bool seq_major) {
+  bool a_sm = seq_major && kv_transposed, o_sm = seq_major && !kv_transposed;
+  MlirAffineExpr ea[4] = {dim_expr(c, 0), dim_expr(c, a_sm ? 2 : 1), dim_expr(c, a_sm ? 1 : 2), dim_expr(c, 4)};
+  MlirAffineExpr kh = kv_head(c, 1, group), kp = dim_expr(c, kv_transposed ? 3 : 4), ke = dim_expr(c, kv_transposed ? 4 : 3);
+  MlirAffineExpr ek[4] = {dim_expr(c, 0), seq_major ? kp : kh, seq_major ? kh : kp, ke};
+  MlirAffineExpr eo[4] = {dim_expr(c, 0), dim_expr(c, o_sm ? 2 : 1), dim_expr(c, o_sm ? 1 : 2), dim_expr(c, 3)};
   MlirAffineMap maps[3] = {mlirAffineMapGet(c->mctx, 5, 0, 4, ea), mlirAffineMapGet(c->mctx, 5, 0, 4, ek),
                            mlirAffineMapGet(c->mctx, 5, 0, 4, eo)};
-  int64_t shape[4] = {dim_size(a, 0), dim_size(a, 1), dim_size(a, 2), n_j};
+  int64_t heads = dim_size(a, a_sm ? 2 : 1), rows = dim_size(a, a_sm ? 1 : 2);
+  int64_t shape[4] = {dim_size(a, 0), o_sm ? rows : heads, o_sm ? heads : rows, n_j};
   MlirType elem = elem_of(a);
   MlirValue init = filled(c, tensor_type(4, shape, elem), zero_of(c, elem));
   MlirValue ins[2] = {a, kv};
@@ -805,13 +810,15 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
   if (st) return st;
   MlirValue q0 = operand(c, op, 0, shard); /* f16/bf16: computed in f32, rounded once */
   MlirValue q = emit_to_f32(c, q0), k = emit_to_f32(c, operand(c, op, 1, shard)), v = emit_to_f32(c, operand(c, op, 2, shard));
-  int64_t Hq = dim_size(q, 1), Hkv = dim_size(k, 1), S = dim_size(q, 2), T = dim_size(k, 2), D = dim_size(q, 3);
+  bool seq_major = ppcc_attr_bool(op, "seq_major", false);
+  int hd = seq_major ? 2 : 1, sd = 3 - hd; /* the heads' dim and the positions' */
+  int64_t Hq = dim_size(q, hd), Hkv = dim_size(k, hd), S = dim_size(q, sd), T = dim_size(k, sd), D = dim_size(q, 3);
   if (Hkv <= 0 || Hq % Hkv != 0)
     return emit_op_error(c, op, "shard %d: %lld query heads do not group over %lld kv heads", shard, (long long)Hq,
                          (long long)Hkv);
   int64_t group = Hq / Hkv;
   mask_body m = {ppcc_attr_float(op, "scale", D > 0 ? 1.0 / sqrt((double)D) : 1.0), ppcc_attr_bool(op, "causal", false),
-                 T - S, ppcc_attr_int(op, "window", 0), ppcc_attr_float(op, "softcap", 0.0)};
+                 T - S, ppcc_attr_int(op, "window", 0), ppcc_attr_float(op, "softcap", 0.0), seq_major};
   /* Executable form: the runtime's GEMM-based kernel (both backends). */
   MlirValue positions = op->n_in == 4 ? operand(c, op, 3, shard) : (MlirValue){NULL};
   MlirValue call = c->runtime_calls ? c->runtime_calls->attention(c, q, k, v, positions, &m,
@@ -821,7 +828,7 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
     set_result(c, op, shard, call);
     return PPCC_OK;
   }
-  MlirValue scores = head_contraction(c, q, k, true, group, T);
+  MlirValue scores = head_contraction(c, q, k, true, group, T, seq_major); /* [B, Hq, S, T] */
   red_space all = red_space_make(scores, (bool[PPCC_MAX_RANK]){false});
   operand_kind full[1] = {K_FULL};
   MlirValue masked;
@@ -837,7 +844,7 @@ ppcc_status lower_attention(struct ppcc_emit_ctx *c, const ppcc_graph *g, const 
     masked = elementwise(c, &all, 1, &scores, full, elem_of(scores), body_scale_mask, &m);
   }
   MlirValue p = softmax_of(c, masked, 3);
-  set_result(c, op, shard, emit_convert_floats(c, head_contraction(c, p, v, false, group, dim_size(v, 3)), elem_of(q0)));
+  set_result(c, op, shard, emit_convert_floats(c, head_contraction(c, p, v, false, group, dim_size(v, 3), seq_major), elem_of(q0)));
   return PPCC_OK;
 }
 

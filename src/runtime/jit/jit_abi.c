@@ -284,11 +284,13 @@ static void jit_unary(jit_unranked *x, jit_unranked *o, int64_t op_id) {
 }
 
 /* out[B,Hq,S,Dv] = attention(q[B,Hq,S,D], k[B,Hkv,T,D], v[B,Hkv,T,Dv]
- * [, positions]): the interpreter's kernel (ppcc_rt_attention_f32). The
+ * [, positions]), or all four [B,S,H,D] when seq_major != 0: the
+ * interpreter's kernel (ppcc_rt_attention_f32). The
  * positions (index_size 8 or 4 bytes; [S], or [B, S] per row) go to it as
  * int64: any value is safe there (it only bounds the visible slots). */
 static void attention_with(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o, double scale,
-                           int64_t causal, int64_t window, double softcap, jit_unranked *pos, int index_size) {
+                           int64_t causal, int64_t window, double softcap, int64_t seq_major, jit_unranked *pos,
+                           int index_size) {
   jit_view vq = view_of(q, 4), vk = view_of(k, 4), vv = view_of(v, 4), vo = view_of(o, 4);
   jit_view vp = pos ? view_of(pos, index_size) : vq;
   if (!usable(-1, &vq, "attention") || !usable(-1, &vk, "attention") || !usable(-1, &vv, "attention") ||
@@ -299,9 +301,10 @@ static void attention_with(jit_unranked *q, jit_unranked *k, jit_unranked *v, ji
     return;
   }
   const int64_t *qs = q->desc + 3, *ks = k->desc + 3, *vs = v->desc + 3;
+  int hd = seq_major ? 2 : 1, sd = 3 - hd; /* the heads' dim and the positions' */
   bool per_row = pos && pos->rank == 2;
   int64_t n_pos = pos ? vp.count : 0;
-  if (pos && ((pos->rank != 1 && pos->rank != 2) || n_pos != (per_row ? qs[0] : 1) * qs[2])) {
+  if (pos && ((pos->rank != 1 && pos->rank != 2) || n_pos != (per_row ? qs[0] : 1) * qs[sd])) {
     fail_call("attention: positions must be [S] or [B, S]");
     return;
   }
@@ -312,28 +315,28 @@ static void attention_with(jit_unranked *q, jit_unranked *k, jit_unranked *v, ji
   }
   for (int64_t i = 0; i < n_pos; i++)
     p64[i] = index_size == 8 ? ((const int64_t *)(const void *)vp.data)[i] : ((const int32_t *)(const void *)vp.data)[i];
-  int rc = ppcc_rt_attention_f32(qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3], scale, causal != 0, window, softcap, p64, per_row,
-                                 (const float *)(void *)vq.data, (const float *)(void *)vk.data,
+  int rc = ppcc_rt_attention_f32(qs[0], qs[hd], qs[sd], qs[3], ks[hd], ks[sd], vs[3], scale, causal != 0, window, softcap,
+                                 p64, per_row, seq_major != 0, (const float *)(void *)vq.data, (const float *)(void *)vk.data,
                                  (const float *)(void *)vv.data, (float *)(void *)vo.data);
   free(p64);
   if (rc) fail_call(rc == -1 ? "attention: query heads do not group over kv heads" : "attention: out of memory");
 }
 
 static void jit_attention(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o, double scale,
-                          int64_t causal, int64_t window, double softcap) {
-  attention_with(q, k, v, o, scale, causal, window, softcap, NULL, 0);
+                          int64_t causal, int64_t window, double softcap, int64_t seq_major) {
+  attention_with(q, k, v, o, scale, causal, window, softcap, seq_major, NULL, 0);
 }
 
 static void jit_attention_positions_i64(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o,
                                         double scale, int64_t causal, int64_t window, double softcap,
-                                        jit_unranked *pos) {
-  attention_with(q, k, v, o, scale, causal, window, softcap, pos, 8);
+                                        int64_t seq_major, jit_unranked *pos) {
+  attention_with(q, k, v, o, scale, causal, window, softcap, seq_major, pos, 8);
 }
 
 static void jit_attention_positions_i32(jit_unranked *q, jit_unranked *k, jit_unranked *v, jit_unranked *o,
                                         double scale, int64_t causal, int64_t window, double softcap,
-                                        jit_unranked *pos) {
-  attention_with(q, k, v, o, scale, causal, window, softcap, pos, 4);
+                                        int64_t seq_major, jit_unranked *pos) {
+  attention_with(q, k, v, o, scale, causal, window, softcap, seq_major, pos, 4);
 }
 
 /* y[..., N] = x[..., K] . w^T with w block-quantized (dtype; i8 bytes

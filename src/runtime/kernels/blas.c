@@ -80,7 +80,7 @@ bool ppcc_rt_have_blas(void) {
 
 /* Register-blocked: 4 rows of C share each loaded row segment of B. */
 static void sgemm_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, const float *A,
-                       const float *B, float *C) {
+                       const float *B, int64_t ldb, float *C) {
   enum { KB = 256, NB = 512 };
   for (int64_t k0 = 0; k0 < K; k0 += KB) {
     int64_t k1 = k0 + KB < K ? k0 + KB : K;
@@ -90,7 +90,7 @@ static void sgemm_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, const float
       for (; i + 4 <= i1; i += 4) {
         float *restrict c0 = C + i * N + j0, *restrict c1 = c0 + N, *restrict c2 = c1 + N, *restrict c3 = c2 + N;
         for (int64_t k = k0; k < k1; k++) {
-          const float *restrict b = B + k * N + j0;
+          const float *restrict b = B + k * ldb + j0;
           float a0 = A[i * K + k], a1 = A[(i + 1) * K + k], a2 = A[(i + 2) * K + k], a3 = A[(i + 3) * K + k];
           for (int64_t j = 0; j < jn; j++) {
             c0[j] += a0 * b[j];
@@ -103,7 +103,7 @@ static void sgemm_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, const float
       for (; i < i1; i++) {
         float *restrict c = C + i * N + j0;
         for (int64_t k = k0; k < k1; k++) {
-          const float *restrict b = B + k * N + j0;
+          const float *restrict b = B + k * ldb + j0;
           float a = A[i * K + k];
           for (int64_t j = 0; j < jn; j++) c[j] += a * b[j];
         }
@@ -112,22 +112,29 @@ static void sgemm_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, const float
   }
 }
 
-void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
-                            bool b_transposed, float *C) {
+/* B's rows ldb floats apart. */
+static void sgemm_portable_ldb(int64_t M, int64_t N, int64_t K, const float *A, const float *B, int64_t ldb,
+                               bool b_transposed, float *C) {
   float *bt = NULL;
   if (b_transposed) { /* B is [N, K]: make it [K, N] once */
     bt = rt_alloc(N * K * 4);
     if (!bt) return;
     for (int64_t n = 0; n < N; n++)
-      for (int64_t k = 0; k < K; k++) bt[k * N + n] = B[n * K + k];
+      for (int64_t k = 0; k < K; k++) bt[k * N + n] = B[n * ldb + k];
     B = bt;
+    ldb = N;
   }
   memset(C, 0, (size_t)(M * N) * 4);
   int nt = rt_in_pool_part() ? 1 : kernel_threads; /* a pool part has its one thread */
   int64_t rows = 64;
 #pragma omp parallel for num_threads(nt) if (nt > 1 && M * N * K > PAR_MIN) schedule(static)
-  for (int64_t i0 = 0; i0 < M; i0 += rows) sgemm_rows(i0, i0 + rows < M ? i0 + rows : M, N, K, A, B, C);
+  for (int64_t i0 = 0; i0 < M; i0 += rows) sgemm_rows(i0, i0 + rows < M ? i0 + rows : M, N, K, A, B, ldb, C);
   rt_free(bt);
+}
+
+void ppcc_rt_sgemm_portable(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
+                            bool b_transposed, float *C) {
+  sgemm_portable_ldb(M, N, K, A, B, b_transposed ? K : N, b_transposed, C);
 }
 
 #ifdef PPCC_HAVE_OPENBLAS
@@ -161,7 +168,7 @@ static bool rt_blas_has_room(int kernel_thread_count) {
 /* Columns of C split among the pool's threads, each one single-threaded
  * sgemm (each packs only its columns of B). */
 typedef struct blas_job {
-  int M, N, K;
+  int M, N, K, ldb;
   const float *A, *B;
   bool bt;
   float *C;
@@ -174,14 +181,14 @@ static void blas_part(void *arg, int part, int parts) {
   if (n1 <= n0) return;
   if (j->M == 1) { /* sgemv: the fastest read of B for one row */
     if (j->bt) /* B is [N, K] */
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), j->K, 1.0f, j->B + n0 * j->K, j->K, j->A, 1, 0.0f,
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), j->K, 1.0f, j->B + n0 * j->ldb, j->ldb, j->A, 1, 0.0f,
                   j->C + n0, 1);
     else
-      cblas_sgemv(CblasRowMajor, CblasTrans, j->K, (int)(n1 - n0), 1.0f, j->B + n0, j->N, j->A, 1, 0.0f, j->C + n0, 1);
+      cblas_sgemv(CblasRowMajor, CblasTrans, j->K, (int)(n1 - n0), 1.0f, j->B + n0, j->ldb, j->A, 1, 0.0f, j->C + n0, 1);
     return;
   }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, j->bt ? CblasTrans : CblasNoTrans, j->M, (int)(n1 - n0), j->K, 1.0f,
-              j->A, j->K, j->bt ? j->B + n0 * j->K : j->B + n0, j->bt ? j->K : j->N, 0.0f, j->C + n0, j->N);
+              j->A, j->K, j->bt ? j->B + n0 * j->ldb : j->B + n0, j->ldb, 0.0f, j->C + n0, j->N);
 }
 #endif
 
@@ -234,10 +241,10 @@ static float dot_fixed_order(const float *a, const float *b, int64_t K) {
 /* Split over the kernel threads by output column (no sum changes). B
  * [K, N] (not transposed): the portable kernel, which sums each element
  * over k in order too. */
-static void sgemm_fixed_order(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed,
-                              float *C) {
+static void sgemm_fixed_order(int64_t M, int64_t N, int64_t K, const float *A, const float *B, int64_t ldb,
+                              bool b_transposed, float *C) {
   if (!b_transposed) {
-    ppcc_rt_sgemm_portable(M, N, K, A, B, false, C);
+    sgemm_portable_ldb(M, N, K, A, B, ldb, false, C);
     return;
   }
   int nt = rt_in_pool_part() ? 1 : kernel_threads; /* a pool part has its one thread */
@@ -245,30 +252,37 @@ static void sgemm_fixed_order(int64_t M, int64_t N, int64_t K, const float *A, c
   for (int64_t n = 0; n < N; n++) /* row n of B stays in cache across the rows of A */
   {
     int64_t i = 0;
-    for (; i + 4 <= M; i += 4) dots4_fixed_order(A + i * K, B + n * K, K, C + i * N + n, N);
-    for (; i < M; i++) C[i * N + n] = dot_fixed_order(A + i * K, B + n * K, K);
+    for (; i + 4 <= M; i += 4) dots4_fixed_order(A + i * K, B + n * ldb, K, C + i * N + n, N);
+    for (; i < M; i++) C[i * N + n] = dot_fixed_order(A + i * K, B + n * ldb, K);
   }
 }
 
-bool rt_sgemm_blas(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
-                   int threads) {
+/* B's rows ldb floats apart. */
+static bool sgemm_blas_ldb(int64_t M, int64_t N, int64_t K, const float *A, const float *B, int64_t ldb,
+                           bool b_transposed, float *C, int threads) {
 #ifdef PPCC_HAVE_OPENBLAS
-  if (!rt_blas_has_room(threads) || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || K <= 0) return false;
-  blas_job j = {(int)M, (int)N, (int)K, A, B, b_transposed, C};
+  if (!rt_blas_has_room(threads) || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || ldb > INT32_MAX || K <= 0)
+    return false;
+  blas_job j = {(int)M, (int)N, (int)K, (int)ldb, A, B, b_transposed, C};
   int64_t parts = M == 1 ? N * K / (64 * 1024) : N / 64; /* enough work a thread */
   rt_parallel_parts(threads < parts ? threads : (int)(parts > 1 ? parts : 1), blas_part, &j);
   return true;
 #else
-  (void)M, (void)N, (void)K, (void)A, (void)B, (void)b_transposed, (void)C, (void)threads;
+  (void)M, (void)N, (void)K, (void)A, (void)B, (void)ldb, (void)b_transposed, (void)C, (void)threads;
   return false;
 #endif
+}
+
+bool rt_sgemm_blas(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
+                   int threads) {
+  return sgemm_blas_ldb(M, N, K, A, B, b_transposed ? K : N, b_transposed, C, threads);
 }
 
 void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                    bool b_transposed, float *C) {
   if (M <= 0 || N <= 0) return;
   if (row_invariant_matmul) {
-    sgemm_fixed_order(M, N, K, A, B, b_transposed, C);
+    sgemm_fixed_order(M, N, K, A, B, b_transposed ? K : N, b_transposed, C);
     return;
   }
   int threads = rt_in_pool_part() ? 1 : kernel_threads;
@@ -294,6 +308,27 @@ void ppcc_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, const float 
   }
   if (rt_sgemm_blas(M, N, K, A, B, b_transposed, C, threads)) return;
   ppcc_rt_sgemm_portable(M, N, K, A, B, b_transposed, C); /* computes every row alike */
+}
+
+void rt_sgemm_ldb(int64_t M, int64_t N, int64_t K, const float *A, const float *B, int64_t ldb, bool b_transposed,
+                  float *C) {
+  if (ldb == (b_transposed ? K : N)) {
+    ppcc_rt_sgemm(M, N, K, A, B, b_transposed, C);
+    return;
+  }
+  if (M <= 0 || N <= 0) return;
+  if (row_invariant_matmul) {
+    sgemm_fixed_order(M, N, K, A, B, ldb, b_transposed, C);
+    return;
+  }
+  int threads = rt_in_pool_part() ? 1 : kernel_threads;
+  bool one_row_blas = false; /* as ppcc_rt_sgemm: a decode step's bits whichever way K and V lie */
+#ifdef PPCC_HAVE_OPENBLAS
+  one_row_blas = M == 1 && K > 0 && N <= INT32_MAX && K <= INT32_MAX && !(b_transposed && rt_simd_level() >= RT_SIMD_AVX512) &&
+                 rt_blas_has_room(threads);
+#endif
+  if (one_row_blas && sgemm_blas_ldb(M, N, K, A, B, ldb, b_transposed, C, threads)) return;
+  rt_sgemm_small_ldb(M, N, K, A, B, ldb, b_transposed, C, threads); /* any M: no packed copy of B */
 }
 
 void rt_linear_f32(int64_t M, int64_t N, int64_t K, const float *x, const float *w, const float *bias, float *y) {

@@ -57,10 +57,10 @@ bool rt_set_simd(bool on) {
 /* ---------------- plain C ---------------- */
 
 /* C[i, n] for i in [0, M), n in [n0, n1): B is [N, K]. */
-static void nt_plain(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, float *C,
-                     int64_t ldc) {
+static void nt_plain(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, int64_t ldb,
+                     float *C, int64_t ldc) {
   for (int64_t n = n0; n < n1; n++) {
-    const float *b = B + n * K;
+    const float *b = B + n * ldb;
     for (int64_t i = 0; i < M; i++) {
       const float *a = A + i * K;
       float s[8] = {0};
@@ -105,7 +105,8 @@ AVX2 static inline __m256i tail_mask(int64_t left) {
 
 /* R A rows x NB B rows of C (R <= 3, NB <= 4), full K. */
 #define NT_TILE(R, NB)                                                                                         \
-  AVX2 static void nt_tile_##R##_##NB(int64_t K, const float *A, const float *B, float *C, int64_t ldc) {     \
+  AVX2 static void nt_tile_##R##_##NB(int64_t K, const float *A, const float *B, int64_t ldb, float *C,      \
+                                       int64_t ldc) {                                                          \
     __m256 acc[R][NB];                                                                                         \
     _Pragma("GCC unroll 8")                                                                                    \
     for (int i = 0; i < R; i++)                                                                                \
@@ -115,7 +116,7 @@ AVX2 static inline __m256i tail_mask(int64_t left) {
     for (; k + 8 <= K; k += 8) {                                                                               \
       __m256 b[NB];                                                                                            \
       _Pragma("GCC unroll 8")                                                                                  \
-      for (int j = 0; j < NB; j++) b[j] = _mm256_loadu_ps(B + j * K + k);                                      \
+      for (int j = 0; j < NB; j++) b[j] = _mm256_loadu_ps(B + j * ldb + k);                                      \
       _Pragma("GCC unroll 8")                                                                                  \
       for (int i = 0; i < R; i++) {                                                                            \
         __m256 a = _mm256_loadu_ps(A + i * K + k);                                                             \
@@ -127,7 +128,7 @@ AVX2 static inline __m256i tail_mask(int64_t left) {
       __m256i m = tail_mask(K - k);                                                                            \
       __m256 b[NB];                                                                                            \
       _Pragma("GCC unroll 8")                                                                                  \
-      for (int j = 0; j < NB; j++) b[j] = _mm256_maskload_ps(B + j * K + k, m);                                \
+      for (int j = 0; j < NB; j++) b[j] = _mm256_maskload_ps(B + j * ldb + k, m);                                \
       _Pragma("GCC unroll 8")                                                                                  \
       for (int i = 0; i < R; i++) {                                                                            \
         __m256 a = _mm256_maskload_ps(A + i * K + k, m);                                                       \
@@ -147,30 +148,30 @@ NT_TILE(1, 1)
 NT_TILE(2, 1)
 NT_TILE(3, 1)
 
-typedef void (*nt_tile_fn)(int64_t, const float *, const float *, float *, int64_t);
+typedef void (*nt_tile_fn)(int64_t, const float *, const float *, int64_t, float *, int64_t);
 static const nt_tile_fn nt4[4] = {NULL, nt_tile_1_4, nt_tile_2_4, nt_tile_3_4};
 static const nt_tile_fn nt1[4] = {NULL, nt_tile_1_1, nt_tile_2_1, nt_tile_3_1};
 
 /* Columns n0..n1 of an [N,K] weight: 4 columns at a time, then one, each
  * over row blocks of `rows` (the tile tables indexed by the block's rows). */
 static void nt_drive(int rows, const nt_tile_fn *t4, const nt_tile_fn *t1, int64_t M, int64_t n0, int64_t n1,
-                     int64_t K, const float *A, const float *B, float *C, int64_t ldc) {
+                     int64_t K, const float *A, const float *B, int64_t ldb, float *C, int64_t ldc) {
   int64_t n = n0;
   for (; n + 4 <= n1; n += 4)
     for (int64_t i = 0; i < M; i += rows) {
       int r = M - i < rows ? (int)(M - i) : rows;
-      t4[r](K, A + i * K, B + n * K, C + i * ldc + n, ldc);
+      t4[r](K, A + i * K, B + n * ldb, ldb, C + i * ldc + n, ldc);
     }
   for (; n < n1; n++)
     for (int64_t i = 0; i < M; i += rows) {
       int r = M - i < rows ? (int)(M - i) : rows;
-      t1[r](K, A + i * K, B + n * K, C + i * ldc + n, ldc);
+      t1[r](K, A + i * K, B + n * ldb, ldb, C + i * ldc + n, ldc);
     }
 }
 
-static void nt_avx2(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, float *C,
-                    int64_t ldc) {
-  nt_drive(3, nt4, nt1, M, n0, n1, K, A, B, C, ldc);
+static void nt_avx2(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, int64_t ldb,
+                    float *C, int64_t ldc) {
+  nt_drive(3, nt4, nt1, M, n0, n1, K, A, B, ldb, C, ldc);
 }
 
 /* R A rows x 16 columns (the last `cols` < 16 masked), K rows k0..k1. */
@@ -250,14 +251,15 @@ AVX512 static inline __mmask16 tail16(int64_t left) {
 }
 
 #define NT16_TILE(R, NB)                                                                                       \
-  AVX512 static void nt16_tile_##R##_##NB(int64_t K, const float *A, const float *B, float *C, int64_t ldc) { \
+  AVX512 static void nt16_tile_##R##_##NB(int64_t K, const float *A, const float *B, int64_t ldb, float *C,  \
+                                           int64_t ldc) {                                                      \
     __m512 acc[R][NB];                                                                                         \
     _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                                       \
       _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++) acc[i][j] = _mm512_setzero_ps();                   \
     for (int64_t k = 0; k < K; k += 16) {                                                                      \
       __mmask16 m = tail16(K - k);                                                                             \
       __m512 b[NB];                                                                                            \
-      _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++) b[j] = _mm512_maskz_loadu_ps(m, B + j * K + k);    \
+      _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++) b[j] = _mm512_maskz_loadu_ps(m, B + j * ldb + k);    \
       _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {                                                    \
         __m512 a = _mm512_maskz_loadu_ps(m, A + i * K + k);                                                    \
         _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++) acc[i][j] = _mm512_fmadd_ps(a, b[j], acc[i][j]);  \
@@ -282,28 +284,28 @@ static const nt_tile_fn nt16_1[5] = {NULL, nt16_tile_1_1, nt16_tile_2_1, nt16_ti
  * at once, the full 16-lane steps unmasked, the tail masked. The sums are
  * nt16_tile_1_4's (lane-wise over k in order, the masked tail last, then
  * _mm512_reduce_add_ps), so a row's bits do not depend on M. */
-AVX512 static void nt16_row_8(int64_t K, const float *a, const float *B, float *C) {
+AVX512 static void nt16_row_8(int64_t K, const float *a, const float *B, int64_t ldb, float *C) {
   __m512 acc[8];
   _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_ps();
   int64_t k = 0;
   for (; k + 16 <= K; k += 16) {
     __m512 x = _mm512_loadu_ps(a + k);
-    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) acc[j] = _mm512_fmadd_ps(x, _mm512_loadu_ps(B + j * K + k), acc[j]);
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) acc[j] = _mm512_fmadd_ps(x, _mm512_loadu_ps(B + j * ldb + k), acc[j]);
   }
   if (k < K) {
     __mmask16 m = tail16(K - k);
     __m512 x = _mm512_maskz_loadu_ps(m, a + k);
     _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
-      acc[j] = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, B + j * K + k), acc[j]);
+      acc[j] = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, B + j * ldb + k), acc[j]);
   }
   _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) C[j] = _mm512_reduce_add_ps(acc[j]);
 }
 
-static void nt_avx512(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, float *C,
-                      int64_t ldc) {
+static void nt_avx512(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, int64_t ldb,
+                      float *C, int64_t ldc) {
   if (M == 1)
-    for (; n0 + 8 <= n1; n0 += 8) nt16_row_8(K, A, B + n0 * K, C + n0);
-  nt_drive(4, nt16_4, nt16_1, M, n0, n1, K, A, B, C, ldc);
+    for (; n0 + 8 <= n1; n0 += 8) nt16_row_8(K, A, B + n0 * ldb, ldb, C + n0);
+  nt_drive(4, nt16_4, nt16_1, M, n0, n1, K, A, B, ldb, C, ldc);
 }
 
 /* R A rows x 32 columns (the last `cols` < 32 masked), K rows k0..k1. */
@@ -364,27 +366,33 @@ static void nn_avx512(int64_t M, int64_t n0, int64_t n1, int64_t K, const float 
 
 /* ---------------- entry ---------------- */
 
-void rt_sgemm_small_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
-                         bool b_transposed, float *C) {
+/* Columns [n0, n1) of C (rows ldc apart), B's rows ldb apart. */
+static void small_cols(int64_t M, int64_t n0, int64_t n1, int64_t ldc, int64_t K, const float *A, const float *B,
+                       int64_t ldb, bool b_transposed, float *C) {
   if (n1 <= n0 || M <= 0) return;
 #ifdef HAVE_X86
   if (rt_simd_level() >= RT_SIMD_AVX512) {
-    if (b_transposed) nt_avx512(M, n0, n1, K, A, B, C, N);
-    else nn_avx512(M, n0, n1, K, A, B, N, C, N);
+    if (b_transposed) nt_avx512(M, n0, n1, K, A, B, ldb, C, ldc);
+    else nn_avx512(M, n0, n1, K, A, B, ldb, C, ldc);
     return;
   }
   if (rt_simd_enabled()) {
-    if (b_transposed) nt_avx2(M, n0, n1, K, A, B, C, N);
-    else nn_avx2(M, n0, n1, K, A, B, N, C, N);
+    if (b_transposed) nt_avx2(M, n0, n1, K, A, B, ldb, C, ldc);
+    else nn_avx2(M, n0, n1, K, A, B, ldb, C, ldc);
     return;
   }
 #endif
-  if (b_transposed) nt_plain(M, n0, n1, K, A, B, C, N);
-  else nn_plain(M, n0, n1, K, A, B, N, C, N);
+  if (b_transposed) nt_plain(M, n0, n1, K, A, B, ldb, C, ldc);
+  else nn_plain(M, n0, n1, K, A, B, ldb, C, ldc);
+}
+
+void rt_sgemm_small_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
+                         bool b_transposed, float *C) {
+  small_cols(M, n0, n1, N, K, A, B, b_transposed ? K : N, b_transposed, C);
 }
 
 typedef struct small_job {
-  int64_t M, N, K;
+  int64_t M, N, K, ldb;
   const float *A, *B;
   bool bt;
   float *C;
@@ -392,15 +400,20 @@ typedef struct small_job {
 
 static void small_range(void *arg, int64_t n0, int64_t n1) {
   const small_job *j = arg;
-  rt_sgemm_small_cols(j->M, n0, n1, j->N, j->K, j->A, j->B, j->bt, j->C);
+  small_cols(j->M, n0, n1, j->N, j->K, j->A, j->B, j->ldb, j->bt, j->C);
 }
 
-void rt_sgemm_small(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
-                    int threads) {
-  small_job j = {M, N, K, A, B, b_transposed, C};
+void rt_sgemm_small_ldb(int64_t M, int64_t N, int64_t K, const float *A, const float *B, int64_t ldb,
+                        bool b_transposed, float *C, int threads) {
+  small_job j = {M, N, K, ldb, A, B, b_transposed, C};
   /* a part must stream enough of B to pay for waking a worker */
   int64_t max_parts = N * K / (64 * 1024);
   int parts = threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1);
   int64_t align = b_transposed ? 8 : 32;
   rt_parallel_guided(parts, N, align, 4 * align, small_range, &j);
+}
+
+void rt_sgemm_small(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
+                    int threads) {
+  rt_sgemm_small_ldb(M, N, K, A, B, b_transposed ? K : N, b_transposed, C, threads);
 }

@@ -224,27 +224,36 @@ static void dot_cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *
 /* R A rows (row stride lda) x NV vectors of 16 columns (the last `cols` <
  * 16 NV masked), B rows k0..k1: C's tile starts at zero (k0 == 0) or from
  * C. A tile narrower than 64 columns ends a row's last panel (attention's
- * causal scores end anywhere) without FMAs on wholly masked vectors. */
+ * causal scores end anywhere) without FMAs on wholly masked vectors. Only
+ * the last vector can be partial (NV = ceil(cols / 16) up to 4), so the
+ * others load whole: with a mask each, GCC spilled the masks and reloaded
+ * them every k. The k loop unrolled by 4 as gemm_panels.c's (the same
+ * FMAs in the same order: the same bits). */
 #define OUTER_TILE(R, NV)                                                                                      \
   AVX512 static void outer_tile_##R##_##NV(int64_t k0, int64_t k1, int64_t lda, const float *A, const float *B, \
                                            int64_t ldb, float *C, int64_t ldc, int64_t cols) {                \
-    __mmask16 m[NV];                                                                                           \
-    _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) m[v] = tail16(cols - 16 * v);                         \
+    __mmask16 m = tail16(cols - 16 * (NV - 1));                                                                \
     __m512 c[R][NV];                                                                                           \
     _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                                        \
       _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                     \
-        c[i][v] = k0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m[v], C + i * ldc + 16 * v);          \
-    for (int64_t k = k0; k < k1; k++) {                                                                        \
+        c[i][v] = k0 == 0 ? _mm512_setzero_ps()                                                                \
+                  : v < NV - 1 ? _mm512_loadu_ps(C + i * ldc + 16 * v)                                         \
+                               : _mm512_maskz_loadu_ps(m, C + i * ldc + 16 * v);                               \
+    _Pragma("GCC unroll 4") for (int64_t k = k0; k < k1; k++) {                                                \
       const float *b = B + k * ldb;                                                                            \
       __m512 bv[NV];                                                                                           \
-      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);    \
+      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                     \
+        bv[v] = v < NV - 1 ? _mm512_loadu_ps(b + 16 * v) : _mm512_maskz_loadu_ps(m, b + 16 * v);               \
       _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {                                                    \
         __m512 a = _mm512_set1_ps(A[i * lda + k]);                                                             \
         _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) c[i][v] = _mm512_fmadd_ps(a, bv[v], c[i][v]);     \
       }                                                                                                        \
     }                                                                                                          \
     _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                                        \
-      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(C + i * ldc + 16 * v, m[v], c[i][v]); \
+      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                                   \
+        if (v < NV - 1) _mm512_storeu_ps(C + i * ldc + 16 * v, c[i][v]);                                       \
+        else _mm512_mask_storeu_ps(C + i * ldc + 16 * v, m, c[i][v]);                                          \
+      }                                                                                                        \
   }
 #define OUTER_ROW(R) OUTER_TILE(R, 1) OUTER_TILE(R, 2) OUTER_TILE(R, 3) OUTER_TILE(R, 4)
 OUTER_ROW(1)
@@ -282,14 +291,15 @@ static void outer_cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float
 
 /* dst[c, r] = src[r, c] * scale: 16 rows of a column gathered at a time
  * (src's columns are short rows apart: a kv head's K sits in L1). */
-AVX512 static void transpose_scaled_avx512(int64_t rows, int64_t cols, const float *src, float scale, float *dst) {
+AVX512 static void transpose_scaled_avx512(int64_t rows, int64_t cols, const float *src, int64_t ld, float scale,
+                                           float *dst) {
   __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                   _mm512_set1_epi32((int)cols));
+                                   _mm512_set1_epi32((int)ld));
   __m512 s = _mm512_set1_ps(scale);
   for (int64_t r = 0; r < rows; r += 16) {
     __mmask16 m = tail16(rows - r);
     for (int64_t c = 0; c < cols; c++) {
-      __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, src + r * cols + c, 4);
+      __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, src + r * ld + c, 4);
       _mm512_mask_storeu_ps(dst + c * rows + r, m, _mm512_mul_ps(v, s));
     }
   }
@@ -362,15 +372,15 @@ bool rt_sgemm_tiles_strided(int64_t M, int64_t N, int64_t K, const float *A, int
   return false;
 }
 
-void rt_tiles_transpose_scaled(int64_t rows, int64_t cols, const float *src, float scale, float *dst) {
+void rt_tiles_transpose_scaled(int64_t rows, int64_t cols, const float *src, int64_t ld, float scale, float *dst) {
 #ifdef HAVE_X86
-  if (rt_sgemm_tiles_in_use() && rows * cols <= INT32_MAX) {
-    transpose_scaled_avx512(rows, cols, src, scale, dst);
+  if (rt_sgemm_tiles_in_use() && 16 * ld <= INT32_MAX) { /* the gather's offsets: 16 rows at a time */
+    transpose_scaled_avx512(rows, cols, src, ld, scale, dst);
     return;
   }
 #endif
   for (int64_t c = 0; c < cols; c++)
-    for (int64_t r = 0; r < rows; r++) dst[c * rows + r] = src[r * cols + c] * scale;
+    for (int64_t r = 0; r < rows; r++) dst[c * rows + r] = src[r * ld + c] * scale;
 }
 
 void rt_tiles_scale(float *x, int64_t n, float scale) {

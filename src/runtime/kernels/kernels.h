@@ -87,6 +87,17 @@ void rt_sgemm_small(int64_t M, int64_t N, int64_t K, const float *A, const float
                     int threads);
 void rt_sgemm_small_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,
                          bool b_transposed, float *C);
+/* rt_sgemm_small with B's rows ldb floats apart (any M). */
+void rt_sgemm_small_ldb(int64_t M, int64_t N, int64_t K, const float *A, const float *B, int64_t ldb,
+                        bool b_transposed, float *C, int threads);
+/* ppcc_rt_sgemm with B's rows ldb floats apart: attention reading a KV
+ * cache [B, T, H, D] where it lies (a head's rows H * D apart). With
+ * ldb = K ([N, K]) or N ([K, N]) it is ppcc_rt_sgemm; else one row takes
+ * the same kernel as ppcc_rt_sgemm (a decode step's bits do not depend on
+ * where the cache's rows lie), --deterministic its fixed order, and more
+ * rows the small kernels (OpenBLAS's sgemm would pack a copy of B). */
+void rt_sgemm_ldb(int64_t M, int64_t N, int64_t K, const float *A, const float *B, int64_t ldb, bool b_transposed,
+                  float *C);
 /* Products of any M without copying B (gemm_tiles.c): the same bits per
  * element as rt_sgemm_small's (a row's bits depend neither on M, nor the
  * columns, nor the threads). Register tiles with cache blocking where
@@ -134,9 +145,10 @@ void rt_linear_f32(int64_t M, int64_t N, int64_t K, const float *x, const float 
  * not in use. */
 bool rt_sgemm_tiles_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                             int64_t ldb, float *C, int64_t ldc);
-/* dst[cols, rows] = src[rows, cols]^T * scale, and x[0..n) *= scale:
+/* dst[cols, rows] = src[rows, cols]^T * scale (src's rows ld floats
+ * apart), and x[0..n) *= scale:
  * AVX-512 where the tiles are in use (attention's operands around them). */
-void rt_tiles_transpose_scaled(int64_t rows, int64_t cols, const float *src, float scale, float *dst);
+void rt_tiles_transpose_scaled(int64_t rows, int64_t cols, const float *src, int64_t ld, float scale, float *dst);
 void rt_tiles_scale(float *x, int64_t n, float scale);
 /* ppcc_rt_sgemm's OpenBLAS path (columns split over `threads`); false
  * where it cannot run (no OpenBLAS, sizes over int, buffers would not
@@ -165,5 +177,8 @@ void rt_softmax_row(float *row, int64_t n, float scale, int64_t valid);
 /* row[0..valid) = exp(row * scale - its max); returns their sum (the
  * softmax without its division). */
 double rt_softmax_exp(float *row, int64_t valid, float scale);
+/* rt_softmax_exp (scale 1) of rows r < rows over p[r * ld + lo[r] ..
+ * r * ld + hi[r]), sums[r] their sums: the same bits as row by row. */
+void rt_softmax_exp_rows(float *p, int64_t ld, int64_t rows, const int64_t *lo, const int64_t *hi, double *sums);
 
 #endif

@@ -351,6 +351,9 @@ typedef struct attn_job {
   atomic_int failed;
   int64_t window; /* > 0: keys at or before last - window are hidden */
   float softcap;  /* > 0: scaled scores x become softcap * tanh(x / softcap) */
+  bool seq_major; /* q, k, v, out as [B, S, H, D] (the rows of a head H * D apart) */
+  /* floats between batches, heads and rows (query/key positions) of q, k, v, out */
+  int64_t qb, qh, qs, kb, kh, kr, vb, vh, vr, ob, oh, os;
 } attn_job;
 
 /* The keys [*first, *valid) a query at position `last` sees: a prefix,
@@ -385,10 +388,13 @@ static void attention_row(const attn_job *j, float *row, int64_t last) {
 }
 
 /* The (batch, kv head) pairs of one part, each GEMMs on this thread with
- * the scale, mask and softmax fused in one pass over the scores. */
+ * the scale, mask and softmax fused in one pass over the scores. A pair's
+ * query rows are one block [group * S, D] in q (and out) [B, H, S, D]; in
+ * [B, S, H, D] one block [group, D] per query position, K and V read
+ * where they lie (the cache's rows Hkv * D apart: rt_sgemm_ldb). */
 static void attention_part(void *arg, int part, int parts) {
   attn_job *j = arg;
-  int64_t first, end, rows = j->group * j->S, T = j->T, S = j->S;
+  int64_t first, end, T = j->T, S = j->S, blocks = j->seq_major ? S : 1, rows = j->group * S / blocks;
   rt_part_range(j->B * j->Hkv, 1, part, parts, &first, &end);
   if (end <= first) return;
   float *p = rt_reuse_alloc((rows * T > 0 ? rows * T : 1) * 4); /* scores: recycled, call after call */
@@ -397,15 +403,18 @@ static void attention_part(void *arg, int part, int parts) {
     return;
   }
   for (int64_t pair = first; pair < end; pair++) {
-    int64_t b = pair / j->Hkv, g = pair % j->Hkv;
-    int64_t qh = b * j->Hq + g * j->group, kvh = b * j->Hkv + g;
+    int64_t b = pair / j->Hkv, g = pair % j->Hkv, h0 = g * j->group;
     const int64_t *row_pos = j->positions && j->per_row ? j->positions + b * S : j->positions;
-    ppcc_rt_sgemm(rows, T, j->D, j->q + qh * S * j->D, j->k + kvh * T * j->D, true, p);
-    for (int64_t r = 0; r < rows; r++) {
-      int64_t s = r % S, last = row_pos ? row_pos[s] : j->causal ? T - S + s : T - 1;
-      attention_row(j, p + r * T, last);
+    for (int64_t s0 = 0; s0 < blocks; s0++) {
+      rt_sgemm_ldb(rows, T, j->D, j->q + b * j->qb + h0 * j->qh + s0 * j->qs, j->k + b * j->kb + g * j->kh, j->kr,
+                   true, p);
+      for (int64_t r = 0; r < rows; r++) {
+        int64_t s = j->seq_major ? s0 : r % S, last = row_pos ? row_pos[s] : j->causal ? T - S + s : T - 1;
+        attention_row(j, p + r * T, last);
+      }
+      rt_sgemm_ldb(rows, j->Dv, T, p, j->v + b * j->vb + g * j->vh, j->vr, false,
+                   j->out + b * j->ob + h0 * j->oh + s0 * j->os);
     }
-    ppcc_rt_sgemm(rows, j->Dv, T, p, j->v + kvh * T * j->Dv, false, j->out + qh * S * j->Dv);
   }
   rt_reuse_free(p);
 }
@@ -413,7 +422,7 @@ static void attention_part(void *arg, int part, int parts) {
 /* Prefill on the AVX-512 tiles (gemm_tiles.c): per query head, blocks of
  * ATT_ROWS query rows (one [K, N] register tile) go through
  *   P[rows, keys] = Q[rows, D] . (scale K^T)[D, keys]   (once per kv head),
- *   exp of the scaled scores (rt_softmax_exp, in L1),
+ *   exp of the scaled scores (rt_softmax_exp_rows, in L1),
  *   O[rows, Dv] = P . V[keys, Dv], each row then divided by its sum,
  * over only the keys some row of the block sees: a causal prefill computes
  * about half the square (the masked upper triangle is skipped, not
@@ -433,22 +442,22 @@ static void attention_block(const attn_job *j, const int64_t *row_pos, int64_t s
   int64_t w = c1 > c0 ? c1 - c0 : 0, Dv = j->Dv;
   double sum[ATT_ROWS];
   if (w > 0) {
-    rt_sgemm_tiles_strided(rows, w, j->D, q + s0 * j->D, j->D, kt + c0, j->T, p, w);
+    int64_t lo[ATT_ROWS], hi[ATT_ROWS]; /* a row's visible keys in p */
+    rt_sgemm_tiles_strided(rows, w, j->D, q + s0 * j->qs, j->qs, kt + c0, j->T, p, w);
     for (int64_t r = 0; r < rows; r++) {
       float *row = p + r * w;
-      if (first[r] >= valid[r]) {
-        memset(row, 0, (size_t)w * 4);
-        continue;
-      }
-      int64_t a = first[r] - c0, b = valid[r] - c0;
-      memset(row, 0, (size_t)a * 4);
-      memset(row + b, 0, (size_t)(w - b) * 4);
-      sum[r] = rt_softmax_exp(row + a, b - a, cap_scores(j, row + a, b - a, 1.0f));
+      lo[r] = first[r] < valid[r] ? first[r] - c0 : 0;
+      hi[r] = first[r] < valid[r] ? valid[r] - c0 : 0;
+      memset(row, 0, (size_t)lo[r] * 4);
+      memset(row + hi[r], 0, (size_t)(w - hi[r]) * 4);
+      cap_scores(j, row + lo[r], hi[r] - lo[r], 1.0f);
     }
-    rt_sgemm_tiles_strided(rows, Dv, w, p, w, v + c0 * Dv, Dv, o + s0 * Dv, Dv);
+    /* rows a few at a time: one row's exp ran on latency */
+    rt_softmax_exp_rows(p, w, rows, lo, hi, sum);
+    rt_sgemm_tiles_strided(rows, Dv, w, p, w, v + c0 * j->vr, j->vr, o + s0 * j->os, j->os);
   }
   for (int64_t r = 0; r < rows; r++) { /* none visible: NaN, as softmax of all -inf */
-    float *orow = o + (s0 + r) * Dv, inv = first[r] < valid[r] ? (float)(1.0 / sum[r]) : NAN;
+    float *orow = o + (s0 + r) * j->os, inv = first[r] < valid[r] ? (float)(1.0 / sum[r]) : NAN;
     rt_tiles_scale(orow, Dv, inv);
   }
 }
@@ -467,25 +476,32 @@ static void attention_part_tiles(void *arg, int part, int parts) {
   }
   int64_t have = -1; /* the kv head now in kt */
   for (int64_t unit = first; unit < end; unit++) {
-    int64_t b = unit / j->Hq, h = unit % j->Hq, kvh = b * j->Hkv + h / j->group;
-    if (kvh != have) {
-      rt_tiles_transpose_scaled(T, D, j->k + kvh * T * D, j->scale, kt); /* scaled: the scores are too */
+    int64_t b = unit / j->Hq, h = unit % j->Hq, g = h / j->group, kvh = b * j->Hkv + g;
+    if (kvh != have) { /* scaled: the scores are too */
+      rt_tiles_transpose_scaled(T, D, j->k + b * j->kb + g * j->kh, j->kr, j->scale, kt);
       have = kvh;
     }
     const int64_t *row_pos = j->positions && j->per_row ? j->positions + b * S : j->positions;
     for (int64_t s0 = 0; s0 < S; s0 += ATT_ROWS)
-      attention_block(j, row_pos, s0, S - s0 < ATT_ROWS ? S - s0 : ATT_ROWS, j->q + (b * j->Hq + h) * S * D, kt,
-                      j->v + kvh * T * j->Dv, j->out + (b * j->Hq + h) * S * j->Dv, p);
+      attention_block(j, row_pos, s0, S - s0 < ATT_ROWS ? S - s0 : ATT_ROWS, j->q + b * j->qb + h * j->qh, kt,
+                      j->v + b * j->vb + g * j->vh, j->out + b * j->ob + h * j->oh, p);
   }
   rt_reuse_free(kt);
 }
 
 int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
                           double scale, bool causal, int64_t window, double softcap, const int64_t *positions,
-                          bool per_row, const float *q, const float *k, const float *v, float *out) {
+                          bool per_row, bool seq_major, const float *q, const float *k, const float *v, float *out) {
   if (Hkv <= 0 || Hq % Hkv != 0) return -1;
+  /* [B, H, S, D]: a head's rows follow one another; [B, S, H, D]: a
+   * position's heads do, its rows H heads apart */
+  bool sm = seq_major;
   attn_job j = {B, Hq, S, D, Hkv, T, Dv, Hq / Hkv, (float)scale, causal, per_row, positions, q, k, v, out, 0,
-                window, (float)softcap};
+                window, (float)softcap, sm,
+                Hq * S * D, sm ? D : S * D, sm ? Hq * D : D,
+                Hkv * T * D, sm ? D : T * D, sm ? Hkv * D : D,
+                Hkv * T * Dv, sm ? Dv : T * Dv, sm ? Hkv * Dv : Dv,
+                Hq * S * Dv, sm ? Dv : S * Dv, sm ? Hq * Dv : Dv};
   atomic_init(&j.failed, 0);
   /* pairs spread over the kernel threads (their GEMMs then run on one
    * thread each) when a pair is worth waking a worker for */
@@ -502,12 +518,16 @@ int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t H
   return atomic_load(&j.failed) ? -2 : 0;
 }
 
-/* q[B, Hq, S, D], k[B, Hkv, T, D], v[B, Hkv, T, Dv]; query head h reads kv
- * head h / (Hq / Hkv) (grouped-query attention). A head-split shard holds
- * Hq/n query and Hkv/n kv heads, so the grouping is the same locally. */
+/* q[B, Hq, S, D], k[B, Hkv, T, D], v[B, Hkv, T, Dv] (seq_major: q[B, S,
+ * Hq, D], k and v [B, T, Hkv, D], the KV caches as they lie, and out
+ * likewise); query head h reads kv head h / (Hq / Hkv) (grouped-query
+ * attention). A head-split shard holds Hq/n query and Hkv/n kv heads, so
+ * the grouping is the same locally. */
 ppcc_status kernel_attention(const ppcc_op *op, const ppcc_tensor *in, ppcc_tensor *out, ppcc_diag *d) {
   const ppcc_tensor *q = &in[0], *k = &in[1], *v = &in[2];
-  int64_t Hq = q->shape[1], Hkv = k->shape[1], D = q->shape[3], S = q->shape[2];
+  bool seq_major = ppcc_attr_bool(op, "seq_major", false);
+  int hd = seq_major ? 2 : 1, sd = 3 - hd; /* the heads' dim and the positions' */
+  int64_t Hq = q->shape[hd], Hkv = k->shape[hd], D = q->shape[3], S = q->shape[sd];
   if (Hkv <= 0 || Hq % Hkv != 0)
     return ppcc_error(d, "attention: %lld query heads do not group over %lld kv heads in this shard", (long long)Hq,
                       (long long)Hkv);
@@ -526,10 +546,10 @@ ppcc_status kernel_attention(const ppcc_op *op, const ppcc_tensor *in, ppcc_tens
   int rc = -2;
   if (o && qd && kd && vd && (!positions || pos)) {
     for (int64_t s = 0; s < n_pos; s++) pos[s] = index_at(positions, s);
-    rc = ppcc_rt_attention_f32(q->shape[0], Hq, S, D, Hkv, k->shape[2], v->shape[3], scale,
+    rc = ppcc_rt_attention_f32(q->shape[0], Hq, S, D, Hkv, k->shape[sd], v->shape[3], scale,
                                ppcc_attr_bool(op, "causal", false), ppcc_attr_int(op, "window", 0),
-                               ppcc_attr_float(op, "softcap", 0.0), pos, positions && positions->rank == 2, qd, kd, vd,
-                               o);
+                               ppcc_attr_float(op, "softcap", 0.0), pos, positions && positions->rank == 2, seq_major,
+                               qd, kd, vd, o);
   }
   if (!rc && o != out->data) rt_from_f32(out->dtype, o, out->data, numel(out));
   if (o != out->data) rt_free(o);
