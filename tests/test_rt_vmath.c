@@ -156,6 +156,37 @@ START_TEST(softmax_rows) {
 }
 END_TEST
 
+/* rt_softmax_exp_rows (attention's rows, a few at a time) gives every row
+ * the bits rt_softmax_exp gives it alone: rows of different lengths (the
+ * shorter's lanes masked past its end), empty rows, edge values, counts
+ * that leave a partial group, at each SIMD level. */
+START_TEST(softmax_exp_rows_same_bits_as_one_row) {
+  int best = rt_simd_level();
+  for (int mode = 0; mode < 3; mode++) {
+    bool was = rt_set_simd(mode != 0);
+    int level_was = rt_set_simd_level(mode == 1 && best >= RT_SIMD_AVX2 ? RT_SIMD_AVX2 : best);
+    enum { LD = 48, ROWS = 7 };
+    for (int rows = 1; rows <= ROWS; rows++) {
+      float p[ROWS * LD], one[ROWS * LD];
+      int64_t lo[ROWS], hi[ROWS];
+      double sums[ROWS];
+      for (int i = 0; i < ROWS * LD; i++)
+        p[i] = i % 29 == 3 ? edges[i % N_EDGES] : ((float)((i * 37) % 23) - 11.0f) * (i % 2 ? 3.0f : 0.3f);
+      memcpy(one, p, sizeof p);
+      for (int r = 0; r < rows; r++) lo[r] = (r * 5) % 7, hi[r] = r == 2 ? lo[r] : LD - (r * 11) % 19;
+      rt_softmax_exp_rows(p, LD, rows, lo, hi, sums);
+      for (int r = 0; r < rows; r++) {
+        double s = rt_softmax_exp(one + r * LD + lo[r], hi[r] - lo[r], 1.0f);
+        ck_assert_msg(s == sums[r] || (isnan(s) && isnan(sums[r])), "mode %d rows %d: sum %d", mode, rows, r);
+      }
+      ck_assert(memcmp(p, one, sizeof p) == 0);
+    }
+    rt_set_simd_level(level_was);
+    rt_set_simd(was);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("vmath");
   TCase *tc = t_add_tcase(s, "vmath", 0);
@@ -165,5 +196,6 @@ int main(void) {
   tcase_add_test(tc, tails_and_in_place);
   tcase_add_test(tc, plain_path_is_scalar);
   tcase_add_test(tc, softmax_rows);
+  tcase_add_test(tc, softmax_exp_rows_same_bits_as_one_row);
   return t_run_suite(s);
 }

@@ -8,6 +8,8 @@
  *     a time, in L1) meets every 4-row tile of a block of MC A rows (in
  *     L2). Where K > KC the 16-lane accumulators are kept in a scratch
  *     between K blocks, so the sums go on exactly as without blocking.
+ *     A batch of exactly 8 rows takes tiles of 8 A rows x 3 B rows
+ *     instead (each B row read once, from memory, while it is used).
  *   [K, N]: tiles of 6 A rows x 64 columns of outer products; a panel of
  *     KCN B rows x 64 columns meets every row tile; C's tile is reloaded
  *     per K block.
@@ -108,6 +110,7 @@ AVX512 static inline void store_sums_4_6(__m512 acc[4][6], float *C, int64_t ldc
       _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++) b[j] = _mm512_loadu_ps(B + j * K + k);              \
       _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {                                                    \
         __m512 a = _mm512_loadu_ps(A + i * K + k);                                                             \
+        if (R == 8) __asm__("" : "+v"(a)); /* one load of a, not one per FMA: the loads would bound the loop */ \
         _Pragma("GCC unroll 8") for (int j = 0; j < NB; j++) acc[i][j] = _mm512_fmadd_ps(a, b[j], acc[i][j]);  \
       }                                                                                                        \
     }                                                                                                          \
@@ -136,9 +139,19 @@ DOT_ROW(2)
 DOT_ROW(3)
 DOT_ROW(4)
 
+/* Eight A rows x 3 B rows (24 accumulators): a batch of 8 reads each B
+ * row once, 11 loads for 24 FMAs, A (8 rows of K) staying in L1; two 4 x 6
+ * tiles read each B block twice, the second time past L1 (8 x 1024 A and
+ * a 6 x 1024 block overflow its 48 KiB). The MLP bench (8 x 1024 x 1024
+ * four times) on one core: 0.77 -> 0.585 ms. */
+DOT_TILE(8, 1)
+DOT_TILE(8, 2)
+DOT_TILE(8, 3)
+
 typedef void (*dot_tile_fn)(int64_t, int64_t, int64_t, const float *, const float *, float *, int64_t, float *);
 #define DOT_FNS(R) {NULL, dot_tile_##R##_1, dot_tile_##R##_2, dot_tile_##R##_3, dot_tile_##R##_4, dot_tile_##R##_5, dot_tile_##R##_6}
 static const dot_tile_fn dot_tiles[TM + 1][TN + 1] = {{NULL}, DOT_FNS(1), DOT_FNS(2), DOT_FNS(3), DOT_FNS(4)};
+static const dot_tile_fn dot_tiles_8[4] = {NULL, dot_tile_8_1, dot_tile_8_2, dot_tile_8_3};
 
 /* The cache lines of B's next block (rows n..n+nb, K from k0 to k1),
  * handed out a few at a time (pf_next) while the current block meets its
@@ -173,6 +186,18 @@ static inline void pf_next(prefetcher *p) {
 static void dot_cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *A, const float *B, float *C,
                      int64_t ldc) {
   float save[MC / TM][TM * TN * 16] __attribute__((aligned(64))); /* 48 KiB: the accumulators between K blocks */
+  if (M == 8) {
+    for (int64_t n = n0; n < n1; n += 3) {
+      int nb = n1 - n < 3 ? (int)(n1 - n) : 3;
+      int64_t k0 = 0;
+      do {
+        int64_t k1 = k0 + KC < K ? k0 + KC : K;
+        dot_tiles_8[nb](k0, k1, K, A, B + n * K, C + n, ldc, save[0]);
+        k0 = k1;
+      } while (k0 < K);
+    }
+    return;
+  }
   for (int64_t m0 = 0; m0 < M; m0 += MC) {
     int64_t m1 = m0 + MC < M ? m0 + MC : M, tiles = (m1 - m0 + TM - 1) / TM;
     for (int64_t n = n0; n < n1; n += TN) {
@@ -199,27 +224,36 @@ static void dot_cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *
 /* R A rows (row stride lda) x NV vectors of 16 columns (the last `cols` <
  * 16 NV masked), B rows k0..k1: C's tile starts at zero (k0 == 0) or from
  * C. A tile narrower than 64 columns ends a row's last panel (attention's
- * causal scores end anywhere) without FMAs on wholly masked vectors. */
+ * causal scores end anywhere) without FMAs on wholly masked vectors. Only
+ * the last vector can be partial (NV = ceil(cols / 16) up to 4), so the
+ * others load whole: with a mask each, GCC spilled the masks and reloaded
+ * them every k. The k loop unrolled by 4 as gemm_panels.c's (the same
+ * FMAs in the same order: the same bits). */
 #define OUTER_TILE(R, NV)                                                                                      \
   AVX512 static void outer_tile_##R##_##NV(int64_t k0, int64_t k1, int64_t lda, const float *A, const float *B, \
                                            int64_t ldb, float *C, int64_t ldc, int64_t cols) {                \
-    __mmask16 m[NV];                                                                                           \
-    _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) m[v] = tail16(cols - 16 * v);                         \
+    __mmask16 m = tail16(cols - 16 * (NV - 1));                                                                \
     __m512 c[R][NV];                                                                                           \
     _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                                        \
       _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                     \
-        c[i][v] = k0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m[v], C + i * ldc + 16 * v);          \
-    for (int64_t k = k0; k < k1; k++) {                                                                        \
+        c[i][v] = k0 == 0 ? _mm512_setzero_ps()                                                                \
+                  : v < NV - 1 ? _mm512_loadu_ps(C + i * ldc + 16 * v)                                         \
+                               : _mm512_maskz_loadu_ps(m, C + i * ldc + 16 * v);                               \
+    _Pragma("GCC unroll 4") for (int64_t k = k0; k < k1; k++) {                                                \
       const float *b = B + k * ldb;                                                                            \
       __m512 bv[NV];                                                                                           \
-      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);    \
+      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                                     \
+        bv[v] = v < NV - 1 ? _mm512_loadu_ps(b + 16 * v) : _mm512_maskz_loadu_ps(m, b + 16 * v);               \
       _Pragma("GCC unroll 8") for (int i = 0; i < R; i++) {                                                    \
         __m512 a = _mm512_set1_ps(A[i * lda + k]);                                                             \
         _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) c[i][v] = _mm512_fmadd_ps(a, bv[v], c[i][v]);     \
       }                                                                                                        \
     }                                                                                                          \
     _Pragma("GCC unroll 8") for (int i = 0; i < R; i++)                                                        \
-      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(C + i * ldc + 16 * v, m[v], c[i][v]); \
+      _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                                                   \
+        if (v < NV - 1) _mm512_storeu_ps(C + i * ldc + 16 * v, c[i][v]);                                       \
+        else _mm512_mask_storeu_ps(C + i * ldc + 16 * v, m, c[i][v]);                                          \
+      }                                                                                                        \
   }
 #define OUTER_ROW(R) OUTER_TILE(R, 1) OUTER_TILE(R, 2) OUTER_TILE(R, 3) OUTER_TILE(R, 4)
 OUTER_ROW(1)
@@ -258,7 +292,7 @@ static void outer_cols(int64_t M, int64_t n0, int64_t n1, int64_t K, const float
 /* dst[c, r] = src[r, c] * scale: 16 rows of a column gathered at a time
  * (src's columns are short rows apart: a kv head's K sits in L1). */
 AVX512 static void transpose_scaled_avx512(int64_t rows, int64_t cols, const float *src, int64_t ld, float scale,
-                                           float *dst) {
+                                           float *dst, int64_t ldd) {
   __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                    _mm512_set1_epi32((int)ld));
   __m512 s = _mm512_set1_ps(scale);
@@ -266,7 +300,7 @@ AVX512 static void transpose_scaled_avx512(int64_t rows, int64_t cols, const flo
     __mmask16 m = tail16(rows - r);
     for (int64_t c = 0; c < cols; c++) {
       __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, src + r * ld + c, 4);
-      _mm512_mask_storeu_ps(dst + c * rows + r, m, _mm512_mul_ps(v, s));
+      _mm512_mask_storeu_ps(dst + c * ldd + r, m, _mm512_mul_ps(v, s));
     }
   }
 }
@@ -321,7 +355,9 @@ void rt_sgemm_tiles(int64_t M, int64_t N, int64_t K, const float *A, const float
   int64_t max_parts = M * N * K / (256 * 1024);
   int parts = threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1);
   int64_t align = b_transposed ? TN : NN_W;
-  rt_parallel_guided(parts, N, align, 4 * align, tiles_range, &j);
+  /* a few rows: a chunk of 4 x 6 columns takes ~5 us a core to stream, the
+   * others' wait at the end of each product; chunks of 6 end it sooner */
+  rt_parallel_guided(parts, N, align, (M <= 16 ? 1 : 4) * align, tiles_range, &j);
 }
 
 bool rt_sgemm_tiles_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
@@ -336,15 +372,16 @@ bool rt_sgemm_tiles_strided(int64_t M, int64_t N, int64_t K, const float *A, int
   return false;
 }
 
-void rt_tiles_transpose_scaled(int64_t rows, int64_t cols, const float *src, int64_t ld, float scale, float *dst) {
+void rt_tiles_transpose_scaled(int64_t rows, int64_t cols, const float *src, int64_t ld, float scale, float *dst,
+                               int64_t ldd) {
 #ifdef HAVE_X86
   if (rt_sgemm_tiles_in_use() && 16 * ld <= INT32_MAX) { /* the gather's offsets: 16 rows at a time */
-    transpose_scaled_avx512(rows, cols, src, ld, scale, dst);
+    transpose_scaled_avx512(rows, cols, src, ld, scale, dst, ldd);
     return;
   }
 #endif
   for (int64_t c = 0; c < cols; c++)
-    for (int64_t r = 0; r < rows; r++) dst[c * rows + r] = src[r * ld + c] * scale;
+    for (int64_t r = 0; r < rows; r++) dst[c * ldd + r] = src[r * ld + c] * scale;
 }
 
 void rt_tiles_scale(float *x, int64_t n, float scale) {

@@ -146,9 +146,10 @@ void rt_linear_f32(int64_t M, int64_t N, int64_t K, const float *x, const float 
 bool rt_sgemm_tiles_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                             int64_t ldb, float *C, int64_t ldc);
 /* dst[cols, rows] = src[rows, cols]^T * scale (src's rows ld floats
- * apart), and x[0..n) *= scale:
+ * apart, dst's ldd), and x[0..n) *= scale:
  * AVX-512 where the tiles are in use (attention's operands around them). */
-void rt_tiles_transpose_scaled(int64_t rows, int64_t cols, const float *src, int64_t ld, float scale, float *dst);
+void rt_tiles_transpose_scaled(int64_t rows, int64_t cols, const float *src, int64_t ld, float scale, float *dst,
+                               int64_t ldd);
 void rt_tiles_scale(float *x, int64_t n, float scale);
 /* ppcc_rt_sgemm's OpenBLAS path (columns split over `threads`); false
  * where it cannot run (no OpenBLAS, sizes over int, buffers would not
@@ -177,5 +178,8 @@ void rt_softmax_row(float *row, int64_t n, float scale, int64_t valid);
 /* row[0..valid) = exp(row * scale - its max); returns their sum (the
  * softmax without its division). */
 double rt_softmax_exp(float *row, int64_t valid, float scale);
+/* rt_softmax_exp (scale 1) of rows r < rows over p[r * ld + lo[r] ..
+ * r * ld + hi[r]), sums[r] their sums: the same bits as row by row. */
+void rt_softmax_exp_rows(float *p, int64_t ld, int64_t rows, const int64_t *lo, const int64_t *hi, double *sums);
 
 #endif

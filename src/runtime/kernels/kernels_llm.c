@@ -422,12 +422,16 @@ static void attention_part(void *arg, int part, int parts) {
 /* Prefill on the AVX-512 tiles (gemm_tiles.c): per query head, blocks of
  * ATT_ROWS query rows (one [K, N] register tile) go through
  *   P[rows, keys] = Q[rows, D] . (scale K^T)[D, keys]   (once per kv head),
- *   exp of the scaled scores (rt_softmax_exp, in L1),
+ *   exp of the scaled scores (rt_softmax_exp_rows, in L1),
  *   O[rows, Dv] = P . V[keys, Dv], each row then divided by its sum,
  * over only the keys some row of the block sees: a causal prefill computes
  * about half the square (the masked upper triangle is skipped, not
  * multiplied by zero). OpenBLAS's sgemm repacked K and V on each call. */
 enum { ATT_ROWS = 6 };
+/* K^T's rows T + ATT_KT_PAD floats apart: rows a power of two of bytes
+ * apart (T = 128: 512 B) fell on few L1 sets (bench_attention 128 2 9:
+ * attention best ~182 -> ~188 GFLOP/s, median of 4 paired runs) */
+enum { ATT_KT_PAD = 16 };
 
 static void attention_block(const attn_job *j, const int64_t *row_pos, int64_t s0, int64_t rows, const float *q,
                             const float *kt, const float *v, float *o, float *p) {
@@ -442,18 +446,18 @@ static void attention_block(const attn_job *j, const int64_t *row_pos, int64_t s
   int64_t w = c1 > c0 ? c1 - c0 : 0, Dv = j->Dv;
   double sum[ATT_ROWS];
   if (w > 0) {
-    rt_sgemm_tiles_strided(rows, w, j->D, q + s0 * j->qs, j->qs, kt + c0, j->T, p, w);
+    int64_t lo[ATT_ROWS], hi[ATT_ROWS]; /* a row's visible keys in p */
+    rt_sgemm_tiles_strided(rows, w, j->D, q + s0 * j->qs, j->qs, kt + c0, j->T + ATT_KT_PAD, p, w);
     for (int64_t r = 0; r < rows; r++) {
       float *row = p + r * w;
-      if (first[r] >= valid[r]) {
-        memset(row, 0, (size_t)w * 4);
-        continue;
-      }
-      int64_t a = first[r] - c0, b = valid[r] - c0;
-      memset(row, 0, (size_t)a * 4);
-      memset(row + b, 0, (size_t)(w - b) * 4);
-      sum[r] = rt_softmax_exp(row + a, b - a, cap_scores(j, row + a, b - a, 1.0f));
+      lo[r] = first[r] < valid[r] ? first[r] - c0 : 0;
+      hi[r] = first[r] < valid[r] ? valid[r] - c0 : 0;
+      memset(row, 0, (size_t)lo[r] * 4);
+      memset(row + hi[r], 0, (size_t)(w - hi[r]) * 4);
+      cap_scores(j, row + lo[r], hi[r] - lo[r], 1.0f);
     }
+    /* rows a few at a time: one row's exp ran on latency */
+    rt_softmax_exp_rows(p, w, rows, lo, hi, sum);
     rt_sgemm_tiles_strided(rows, Dv, w, p, w, v + c0 * j->vr, j->vr, o + s0 * j->os, j->os);
   }
   for (int64_t r = 0; r < rows; r++) { /* none visible: NaN, as softmax of all -inf */
@@ -469,7 +473,8 @@ static void attention_part_tiles(void *arg, int part, int parts) {
   int64_t first, end, T = j->T, S = j->S, D = j->D;
   rt_part_range(j->B * j->Hq, 1, part, parts, &first, &end);
   if (end <= first) return;
-  float *kt = rt_reuse_alloc(((D + ATT_ROWS) * T > 0 ? (D + ATT_ROWS) * T : 1) * 4), *p = kt + D * T;
+  int64_t ldk = T + ATT_KT_PAD;
+  float *kt = rt_reuse_alloc((D * ldk + ATT_ROWS * T > 0 ? D * ldk + ATT_ROWS * T : 1) * 4), *p = kt + D * ldk;
   if (!kt) {
     atomic_store(&j->failed, 1);
     return;
@@ -478,7 +483,7 @@ static void attention_part_tiles(void *arg, int part, int parts) {
   for (int64_t unit = first; unit < end; unit++) {
     int64_t b = unit / j->Hq, h = unit % j->Hq, g = h / j->group, kvh = b * j->Hkv + g;
     if (kvh != have) { /* scaled: the scores are too */
-      rt_tiles_transpose_scaled(T, D, j->k + b * j->kb + g * j->kh, j->kr, j->scale, kt);
+      rt_tiles_transpose_scaled(T, D, j->k + b * j->kb + g * j->kh, j->kr, j->scale, kt, ldk);
       have = kvh;
     }
     const int64_t *row_pos = j->positions && j->per_row ? j->positions + b * S : j->positions;
