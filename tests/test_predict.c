@@ -58,6 +58,8 @@ START_TEST(calibration_round_trips_op_costs) {
   c.hop_us = 12.5;
   c.resume_us = 0.75;
   c.start_us = 1.25, c.jit_start_us = 1.5;
+  c.resume_spread_us = 1.75, c.start_spread_us = 0.5, c.jit_resume_us = -0.25, c.jit_resume_spread_us = 2.25;
+  c.jit_start_spread_us = 0.375;
   c.have_cut = true;
   c.cut.call_us = 0.5, c.cut.ns_per_byte = 0.125;
   c.n_slowdown = 2;
@@ -99,6 +101,11 @@ START_TEST(calibration_round_trips_op_costs) {
   ck_assert_double_eq(back.resume_us, 0.75);
   ck_assert_double_eq(back.start_us, 1.25);
   ck_assert_double_eq(back.jit_start_us, 1.5);
+  ck_assert_double_eq(back.resume_spread_us, 1.75);
+  ck_assert_double_eq(back.start_spread_us, 0.5);
+  ck_assert_double_eq(back.jit_resume_us, -0.25); /* a residual: may be negative */
+  ck_assert_double_eq(back.jit_resume_spread_us, 2.25);
+  ck_assert_double_eq(back.jit_start_spread_us, 0.375);
   ck_assert(back.have_cut);
   ck_assert_double_eq(back.cut.call_us, 0.5);
   ck_assert_double_eq(back.cut.ns_per_byte, 0.125);
@@ -138,6 +145,10 @@ static ppcc_status read_text(const char *text, ppcc_calibration *c, ppcc_diag *d
 
 #define BASE3                                                                                                         \
   "{\"ppcc_calibration\": 3, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "                      \
+  "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1"
+
+#define BASE4                                                                                                         \
+  "{\"ppcc_calibration\": 4, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "                      \
   "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1"
 
 START_TEST(calibration_old_file_and_bad_fields) {
@@ -362,7 +373,7 @@ START_TEST(calibration_format_versions) {
   ppcc_diag_init(&d, NULL, NULL);
   ck_assert_int_eq(ppcc_calibration_read(path, &back, &d), PPCC_OK);
   ck_assert_int_eq(back.version, PPCC_CALIBRATION_VERSION);
-  ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 3);
+  ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 4);
   ck_assert_double_eq(back.cache_bytes, 2097152);
   ck_assert_double_eq(back.jit_threads_factor, 1.25);
   ck_assert_int_eq(back.n_jit_threads_factors, 1);
@@ -394,7 +405,7 @@ START_TEST(calibration_format_versions) {
      "op_costs.linear.rows8"},
     {BASE2 ", \"jit_op_costs\": {\"nosuchop.rows1\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
      "jit_op_costs.nosuchop.rows1"},
-    {"{\"ppcc_calibration\": 4}", "ppcc_calibration"},
+    {"{\"ppcc_calibration\": 5}", "ppcc_calibration"},
     {BASE2 ", \"op_costs\": {\"linear\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, \"ns_per_cold_weight_byte\": 1}}}",
      "op_costs.linear"}, /* format 2 has no cold costs */
     {BASE2 ", \"cache_bytes\": 1048576}", "cache_bytes"}, /* nor a cache */
@@ -402,6 +413,11 @@ START_TEST(calibration_format_versions) {
     {BASE2 ", \"jit_concurrent_slowdown\": [1]}", "jit_concurrent_slowdown"},
     {BASE2 ", \"jit_threads_factors\": {\"linear\": 1}}", "jit_threads_factors"},
     {BASE3 ", \"jit_threads_factors\": {\"linear.rows8\": 1}}", "jit_threads_factors.linear.rows8"},
+    {BASE3 ", \"resume_spread_us\": 1}", "resume_spread_us"}, /* format 3 has no costs per placement */
+    {BASE3 ", \"jit_resume_us\": 1}", "jit_resume_us"},
+    {BASE3 ", \"resume_us\": -1}", "resume_us"}, /* nor negative residuals */
+    {BASE4 ", \"start_spread_us\": -1}", "start_spread_us"}, /* a start is a cost */
+    {BASE4 ", \"jit_resume_spread_us\": 1e7}", "jit_resume_spread_us"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     ck_assert_int_eq(read_text(bad[i].text, &c, &d, &msg), PPCC_ERR_USER);
@@ -414,6 +430,10 @@ START_TEST(calibration_format_versions) {
   ck_assert_double_eq(ppcc_calibration_op_cost(&c, "linear.rows1")->call_us, 1);
   ck_assert_double_eq(ppcc_calibration_op_cost(&c, "linear.rows1")->ns_per_cold_weight_byte, 0.5);
   ck_assert_double_eq(c.cache_bytes, 0);
+  free(msg);
+  ck_assert_int_eq(read_text(BASE4 ", \"resume_us\": -0.5, \"jit_resume_spread_us\": 3}", &c, &d, &msg), PPCC_OK);
+  ck_assert_double_eq(c.resume_us, -0.5);
+  ck_assert_double_eq(c.jit_resume_spread_us, 3);
   free(msg);
 }
 END_TEST
@@ -611,26 +631,78 @@ static ppcc_calibration matmul_takes_1ms(void) {
   return c;
 }
 
-/* A first stage's first op pays start_us (the JIT: jit_start_us) when the
- * run has more devices than cores, once per forward. */
+/* A first stage's first op pays start_us (the JIT: jit_start_us), once
+ * per forward; a file of format 3 only when the run has more devices than
+ * cores. */
 START_TEST(start_cost_with_more_devices_than_cores) {
   ppcc_graph *g = four_stages();
   ppcc_calibration c = matmul_takes_1ms();
   ppcc_op_cost jk = {"matmul", 1000, 0, 0, 0, 0};
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
   c.start_us = 250, c.jit_start_us = 500;
-  for (int jit = 0; jit < 2; jit++) {
-    ppcc_prediction shared = predict(g, &c, 1, 2, jit), own = predict(g, &c, 1, 4, jit);
-    ck_assert_double_eq_tol(shared.stages[0].time_ms, jit ? 1.5 : 1.25, 1e-9); /* 4 devices on 2 cores */
-    ck_assert_double_eq_tol(own.stages[0].time_ms, 1, 1e-9);                    /* a core each */
-    for (int s = 1; s < 4; s++) ck_assert_double_eq_tol(shared.stages[s].time_ms, 1, 1e-9); /* they waited first */
-    ppcc_prediction_free(&shared);
-    ppcc_prediction_free(&own);
-  }
+  for (int version = 3; version <= 4; version++)
+    for (int jit = 0; jit < 2; jit++) {
+      c.version = version;
+      ppcc_prediction shared = predict(g, &c, 1, 2, jit), own = predict(g, &c, 1, 4, jit);
+      ck_assert_double_eq_tol(shared.stages[0].time_ms, jit ? 1.5 : 1.25, 1e-9); /* 4 devices on 2 cores */
+      ck_assert_double_eq_tol(own.stages[0].time_ms, version < 4 ? 1 : jit ? 1.5 : 1.25, 1e-9); /* a core each */
+      for (int s = 1; s < 4; s++) ck_assert_double_eq_tol(shared.stages[s].time_ms, 1, 1e-9); /* they waited first */
+      ppcc_prediction_free(&shared);
+      ppcc_prediction_free(&own);
+    }
+  c.start_spread_us = 250; /* M = 2: two stages compute at once, a core each (spread) */
   ppcc_prediction two = predict(g, &c, 2, 2, false); /* once per forward, not per microbatch */
   ck_assert_double_eq_tol(two.stages[0].time_ms, 2.25, 1e-9);
   ppcc_prediction_free(&two);
   ppcc_graph_free(g);
+}
+END_TEST
+
+/* Format 4: the costs around waits follow the runtime's placement of the
+ * device threads. One device a stage, 2 cores: one computes at a time, its
+ * threads share a core (resume_us, start_us; the JIT's jit_resume_us, which
+ * format 3 lacks); two TP devices on 2 cores, a kernel thread each, are
+ * spread over the cores (resume_spread_us, start_spread_us). A negative
+ * resume (a residual) takes back at most the op's own time. */
+START_TEST(wait_costs_follow_placement) {
+  ppcc_graph *pipe = four_stages();
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *tp = t_model(2,
+                           "{'name': 'w', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', 'dim': 0, "
+                           "'count': 2}, 'devices': [0, 1]}",
+                           "{'name': 'x', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', 'dim': 1, "
+                           "'count': 2}, 'devices': [0, 1]}",
+                           "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, {'op': 'all_reduce', 'in': ['p'], 'out': ['s']}, "
+                           "{'op': 'matmul', 'in': ['s', 'w'], 'out': ['y']}",
+                           "'y'", &d);
+  ck_assert_ptr_nonnull(tp);
+  ppcc_calibration c = matmul_takes_1ms();
+  ppcc_op_cost jk = {"matmul", 1000, 0, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
+  c.resume_us = 100, c.start_us = 10, c.resume_spread_us = 200, c.start_spread_us = 20;
+  c.jit_resume_us = 300, c.jit_start_us = 30, c.jit_resume_spread_us = 400, c.jit_start_spread_us = 40;
+  for (int jit = 0; jit < 2; jit++) {
+    ppcc_prediction p = predict(pipe, &c, 1, 2, jit), t = predict(tp, &c, 1, 2, jit);
+    /* stage 0 starts (start + resume), the later ones resume after a receive */
+    ck_assert_double_eq_tol(p.stages[0].time_ms, jit ? 1.33 : 1.11, 1e-9);
+    ck_assert_double_eq_tol(p.stages[1].time_ms, jit ? 1.3 : 1.1, 1e-9);
+    /* two matmuls, each after a wait (the start, the all_reduce) */
+    ck_assert_double_eq_tol(t.stages[0].time_ms, jit ? 2.84 : 2.42, 1e-9);
+    ppcc_prediction_free(&p);
+    ppcc_prediction_free(&t);
+  }
+  c.version = 3; /* the JIT then pays no resume, nor start with a core a device */
+  ppcc_prediction old = predict(pipe, &c, 1, 2, true);
+  ck_assert_double_eq_tol(old.stages[1].time_ms, 1, 1e-9);
+  ppcc_prediction_free(&old);
+  c.version = 4;
+  c.resume_us = -1500; /* more than the op's 1 ms: all of it, not more */
+  ppcc_prediction neg = predict(pipe, &c, 1, 2, false);
+  ck_assert_double_eq_tol(neg.stages[1].time_ms, 0, 1e-9);
+  ppcc_prediction_free(&neg);
+  ppcc_graph_free(pipe);
+  ppcc_graph_free(tp);
 }
 END_TEST
 
@@ -813,6 +885,7 @@ int main(void) {
   tcase_add_test(tc, op_cost_changes_prediction);
   tcase_add_test(tc, gemm_kernels_have_their_own_costs);
   tcase_add_test(tc, calibration_format_versions);
+  tcase_add_test(tc, wait_costs_follow_placement);
   tcase_add_test(tc, cold_weights_cost_their_own);
   tcase_add_test(tc, jit_moves_and_threads_factor);
   tcase_add_test(tc, multithreaded_costs_change_prediction);

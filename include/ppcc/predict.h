@@ -70,15 +70,20 @@
  *   device's kernel threads over the 1-thread rate; plus resume_us for
  *   an op that runs right after its device waited (its first op of a
  *   pipeline segment and microbatch, the first after a collective it
- *   takes part in or a transfer it receives); plus start_us for the
- *   first compute op of a device that starts computing without waiting
- *   (a first stage's) when the run has more devices than cores (the
- *   other device threads start on its core before they block);
+ *   takes part in or a transfer it receives; a residual of the model,
+ *   which may be negative, taking back at most the op's own time); plus
+ *   start_us for the first compute op of a device that starts computing
+ *   without waiting (a first stage's; a file before format 4: only when
+ *   the run has more devices than cores); both as the runtime places the
+ *   device threads: spread over the cores, a kernel thread each
+ *   (ppcc_devices_spread: resume_spread_us, start_spread_us), else
+ *   sharing a core;
  *   the JIT, when the file has the op kind's jit_op_costs (measured by
  *   `ppcc calibrate` on JIT-compiled workloads): the same formula with
- *   those, no resume_us (the compiled device function does not stop
- *   between ops the way the interpreter's loop does; jit_start_us as
- *   start_us); a row-parallel
+ *   those, jit_resume_us / jit_resume_spread_us and jit_start_us /
+ *   jit_start_spread_us for the costs around waits (its busy time counts
+ *   the device function around the waits; before format 4 no resume);
+ *   a row-parallel
  *   contraction whose kernel first cuts a replicated operand to its part
  *   (see the JIT memory model) also pays that cut (the interpreter's
  *   kernels cut it too: operand_cut when the file has it): jit_operand_cut, else
@@ -140,8 +145,10 @@
  * 3 the cost of weight bytes the caches cannot hold (cache_bytes,
  * ns_per_cold_weight_byte: ppcc_predict_cold_share). Files of formats 1
  * and 2 still read (their weight bytes all cost ns_per_weight_byte), the
- * calibration cache is measured again. */
-#define PPCC_CALIBRATION_VERSION 3
+ * calibration cache is measured again. 4: the fixed costs around waits
+ * per placement of the device threads (resume_spread_us ...; start_us
+ * then counts whatever the number of devices). */
+#define PPCC_CALIBRATION_VERSION 4
 /* Rows at most this many take the runtime's small-GEMM kernel
  * (RT_SMALL_M, src/runtime/kernels/kernels.h); one row its GEMV. */
 #define PPCC_COST_SMALL_ROWS 16
@@ -213,11 +220,22 @@ typedef struct ppcc_calibration {
   char ppcc_version[32];      /* the ppcc that measured ("ppcc_version"; optional):
                                  the calibration cache is redone when it differs */
   double start_us, jit_start_us; /* extra cost of a device's first compute op of a
-                                 forward when it starts without waiting while the
-                                 run has more device threads than cores (the
-                                 others start on its core and block): the
+                                 forward when it starts without waiting (the
+                                 woken device threads start on its core, its
+                                 caches went cold since the last forward): the
                                  interpreter's, the JIT's ("start_us",
-                                 "jit_start_us"; optional, 0: not measured) */
+                                 "jit_start_us"; optional, 0: not measured;
+                                 before format 4 only with more device threads
+                                 than cores) */
+  /* The same fixed costs where the runtime spreads the device threads over
+   * the cores, one kernel thread each (ppcc_devices_spread: a woken device
+   * runs on a core that idled, TP stages), and the JIT's resume (its busy
+   * time counts the device function around the waits); resume_us and
+   * start_us are those of device threads sharing a core (RT_PLACE_LONE_DEVICE:
+   * a pipeline's stages hand over on one core). From format 4 on, all
+   * optional ("resume_spread_us", "start_spread_us", "jit_resume_us",
+   * "jit_resume_spread_us", "jit_start_spread_us"; 0: not measured). */
+  double resume_spread_us, start_spread_us, jit_resume_us, jit_resume_spread_us, jit_start_spread_us;
   bool have_jit_cut;          /* jit_cut measured ("jit_operand_cut"; optional) */
   ppcc_op_cost jit_cut;       /* the JIT's cut of a replicated operand inside a
                                  row-parallel contraction's kernel: call_us +

@@ -40,6 +40,12 @@ static bool cost_number(const cJSON *x) {
   return cJSON_IsNumber(x) && isfinite(x->valuedouble) && x->valuedouble >= 0 && x->valuedouble <= 1e6;
 }
 
+/* A resume cost from format 4 on: a residual of the time model (the
+ * measured stage less its ops' costs), so in [-1e6, 1e6]. */
+static bool residual_number(const cJSON *x) {
+  return cJSON_IsNumber(x) && isfinite(x->valuedouble) && fabs(x->valuedouble) <= 1e6;
+}
+
 static ppcc_status read_rates(const cJSON *root, const char *path, const char *field, double *out, int *n,
                               ppcc_diag *d) {
   const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, field);
@@ -112,7 +118,7 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "ppcc_calibration");
   if (!cJSON_IsNumber(ver) || ver->valuedouble < 1 || ver->valuedouble > PPCC_CALIBRATION_VERSION ||
       ver->valuedouble != floor(ver->valuedouble))
-    return bad_field(path, "ppcc_calibration", "is missing or not a format this ppcc reads (1 to 3; write the file with 'ppcc calibrate')", d);
+    return bad_field(path, "ppcc_calibration", "is missing or not a format this ppcc reads (1 to 4; write the file with 'ppcc calibrate')", d);
   c->version = (int)ver->valuedouble;
   int n = 0;
   ppcc_status st = read_rates(root, path, "gemm_gflops", c->gemm_gflops, &n, d);
@@ -139,9 +145,20 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   double *dst[4] = {&c->hop_us, &c->resume_us, &c->start_us, &c->jit_start_us};
   for (int i = 0; i < 4; i++) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, optional[i]);
-    if (x && !cost_number(x))
-      return bad_field(path, optional[i], "is not a number in [0, 1e6]", d);
+    if (x && !(i == 1 && c->version >= 4 ? residual_number(x) : cost_number(x)))
+      return bad_field(path, optional[i], i == 1 && c->version >= 4 ? "is not a number in [-1e6, 1e6]" : "is not a number in [0, 1e6]", d);
     *dst[i] = x ? x->valuedouble : 0;
+  }
+  static const char *const waits[5] = {"resume_spread_us", "start_spread_us", "jit_resume_us", "jit_resume_spread_us",
+                                       "jit_start_spread_us"};
+  double *wait_dst[5] = {&c->resume_spread_us, &c->start_spread_us, &c->jit_resume_us, &c->jit_resume_spread_us,
+                         &c->jit_start_spread_us};
+  for (int i = 0; i < 5; i++) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, waits[i]);
+    bool resume = i != 1 && i != 4; /* a residual: may be negative */
+    if (x && (c->version < 4 || !(resume ? residual_number(x) : cost_number(x))))
+      return bad_field(path, waits[i], resume ? "is not a number in [-1e6, 1e6] (from format 4 on)" : "is not a number in [0, 1e6] (from format 4 on)", d);
+    *wait_dst[i] = x ? x->valuedouble : 0;
   }
   const cJSON *cache = cJSON_GetObjectItemCaseSensitive(root, "cache_bytes");
   if (cache && (c->version < 3 || !cJSON_IsNumber(cache) || !isfinite(cache->valuedouble) || cache->valuedouble < 0 ||
@@ -328,9 +345,15 @@ ppcc_status ppcc_calibration_write_to(ppcc_outfile *f, const ppcc_calibration *c
   write_rates(f->fp, "copy_gbps", c->copy_gbps, c->n_threads);
   fprintf(f->fp, "  \"op_overhead_us\": %.6g,\n  \"gemm_call_us\": %.6g", c->op_overhead_us, c->gemm_call_us);
   if (c->hop_us > 0) fprintf(f->fp, ",\n  \"hop_us\": %.6g", c->hop_us);
-  if (c->resume_us > 0) fprintf(f->fp, ",\n  \"resume_us\": %.6g", c->resume_us);
+  if (c->resume_us != 0) fprintf(f->fp, ",\n  \"resume_us\": %.6g", c->resume_us);
   if (c->start_us > 0) fprintf(f->fp, ",\n  \"start_us\": %.6g", c->start_us);
   if (c->jit_start_us > 0) fprintf(f->fp, ",\n  \"jit_start_us\": %.6g", c->jit_start_us);
+  static const char *const waits[5] = {"resume_spread_us", "start_spread_us", "jit_resume_us", "jit_resume_spread_us",
+                                       "jit_start_spread_us"};
+  const double wait_us[5] = {c->resume_spread_us, c->start_spread_us, c->jit_resume_us, c->jit_resume_spread_us,
+                             c->jit_start_spread_us};
+  for (int i = 0; i < 5; i++)
+    if (wait_us[i] != 0) fprintf(f->fp, ",\n  \"%s\": %.6g", waits[i], wait_us[i]);
   if (c->cache_bytes > 0) fprintf(f->fp, ",\n  \"cache_bytes\": %.17g", c->cache_bytes);
   if (c->n_slowdown > 0) {
     fputs(",\n  \"concurrent_slowdown\": [", f->fp);
@@ -1030,7 +1053,18 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   bool *waited = calloc((size_t)(nd > 0 ? nd : 1), sizeof *waited);
   /* per device: no compute op yet and no wait before it (start_us) */
   bool *fresh = calloc((size_t)(nd > 0 ? nd : 1), sizeof *fresh);
-  double start_ms = nd > cores && use_costs ? (jit ? c->jit_start_us : c->start_us) * 1e-3 : 0;
+  /* the fixed costs around waits as the runtime places the device threads
+   * (rt_run_thread_budget): spread over the cores, a woken device runs on
+   * a core that idled; else they share one. Format 4 on: start_us whatever
+   * the devices, the JIT's resume too; before: start_us only with more
+   * devices than cores, the JIT no resume */
+  bool spread = ppcc_devices_spread(cores, threads, nd), v4 = c->version >= 4;
+  double start_ms = !use_costs || (!v4 && nd <= cores) ? 0
+                    : (jit ? (v4 && spread ? c->jit_start_spread_us : c->jit_start_us)
+                           : (v4 && spread ? c->start_spread_us : c->start_us)) * 1e-3;
+  double resume_ms = !use_costs ? 0
+                     : (jit ? (!v4 ? 0 : spread ? c->jit_resume_spread_us : c->jit_resume_us)
+                            : (v4 && spread ? c->resume_spread_us : c->resume_us)) * 1e-3;
   int *seg_begin = malloc(sizeof(int) * ((size_t)g->n_ops + 2));
   /* per device: the compute since it last waited (one microbatch), its
    * cell, and whether a collective or transfer released it: then the
@@ -1106,7 +1140,8 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       int dev = rep_shard_device(r, i);
       if (dev < 0 || dev >= nd) continue;
       size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
-      double resume = waited[dev] && use_costs && !jit ? c->resume_us * 1e-3 : 0;
+      /* a residual: may take back what the op's cost overstates, never more than all of it */
+      double resume = !waited[dev] ? 0 : resume_ms > -t ? resume_ms : -t;
       waited[dev] = false;
       double start = fresh[dev] ? start_ms : 0; /* once per forward */
       fresh[dev] = false;

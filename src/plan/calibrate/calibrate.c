@@ -20,12 +20,12 @@
  * prediction of an interpreter run uses; the above is the roofline's):
  *   op_costs              per op kind, fitted on workload models run
  *                         through the executor (see "per-op costs" below);
- *   resume_us, hop_us     a [8,64]x[64,64] matmul ping-ponged between two
- *                         devices against the same chain on one device;
+ *   hop_us                a [8,64]x[64,64] matmul ping-ponged between two
+ *                         devices: the wall per step less its busy time;
  *   concurrent_slowdown   FFN copies on t devices at once against one;
- *   start_us              a pipeline of twice the cores' stages: the first
- *                         stage's matmul against the later stages' (the
- *                         JIT's: jit_start_us, by device busy times);
+ *   resume_us, start_us   (and their *_spread_us, the JIT's jit_*) the
+ *                         model's residual on small pipelines, per
+ *                         placement of the device threads (calibrate_waits);
  *   operand_cut           a row-parallel matmul's span less its own cost.
  * GEMM ops are keyed by their kernel (ppcc_op_cost_key: one row, 2 to 16
  * rows, more), each fitted on its own samples.
@@ -194,7 +194,8 @@ static char *chain_model(bool ping_pong, bool gemm) {
 }
 
 /* A pipeline of `devices` stages, one device each: a [8,64]x[64,64]
- * matmul, then a transfer to the next stage (start_us). */
+ * matmul and a gelu, then a transfer to the next stage (the fixed costs
+ * around waits of device threads sharing a core, calibrate_waits). */
 static char *start_model(int devices) {
   FILE *f;
   char *buf = NULL;
@@ -206,7 +207,8 @@ static char *start_model(int devices) {
             dev);
   fputs("], \"inputs\": [{\"name\": \"t0\", \"dtype\": \"f32\", \"shape\": [8, 64], \"devices\": [0]}], \"ops\": [", f);
   for (int dev = 0; dev < devices; dev++) {
-    fprintf(f, "%s{\"op\": \"matmul\", \"in\": [\"t%d\", \"w%d\"], \"out\": [\"u%d\"]}", dev ? ", " : "", dev, dev, dev);
+    fprintf(f, "%s{\"op\": \"matmul\", \"in\": [\"t%d\", \"w%d\"], \"out\": [\"h%d\"]}", dev ? ", " : "", dev, dev, dev);
+    fprintf(f, ", {\"op\": \"gelu\", \"in\": [\"h%d\"], \"out\": [\"u%d\"]}", dev, dev);
     if (dev + 1 < devices)
       fprintf(f, ", {\"op\": \"transfer\", \"in\": [\"u%d\"], \"out\": [\"t%d\"], \"attrs\": {\"devices\": [%d]}}", dev,
               dev + 1, dev + 1);
@@ -223,17 +225,42 @@ static char *start_model(int devices) {
  * that will wait share the first stage's core, as on the shipped models. */
 static int start_devices(int cores) { return cores < 1 ? 2 : 2 * cores > 16 ? 16 : 2 * cores; }
 
-/* The median of the values but the first, and how much the first exceeds
- * it (at least 0): the first stage's extra cost over the others'. */
-static double first_extra(double *v, int n) {
-  if (n < 2) return 0;
-  double first = v[0];
-  rt_sort_doubles(v + 1, n - 1);
-  double rest = v[1 + (n - 1) / 2];
-  return first > rest ? first - rest : 0;
+/* Two pipeline stages of `blocks` tensor-parallel FFN blocks, each stage
+ * on two devices (0-1, 2-3: a shipped TP pipeline's, ppffn's): x [8,64]
+ * replicated, a [64,64] up projection split on its columns, gelu, the
+ * down projection split on its rows, all_reduce; the second stage's input
+ * moves there (calibrate_waits). */
+static char *tp_chain_model(int blocks) {
+  FILE *f;
+  char *buf = NULL;
+  size_t len = 0;
+  if (!(f = open_memstream(&buf, &len))) return NULL;
+  fputs("{\"ppcc\": 1, \"name\": \"calibrate_tp_chain\", \"devices\": 4, \"params\": [", f);
+  for (int b = 0; b < 2 * blocks; b++) {
+    int dev = b < blocks ? 0 : 2;
+    fprintf(f, "%s{\"name\": \"up%d\", \"dtype\": \"f32\", \"shape\": [64, 64], \"shard\": {\"kind\": \"split\", \"dim\": 1, "
+               "\"count\": 2}, \"devices\": [%d, %d]}, {\"name\": \"down%d\", \"dtype\": \"f32\", \"shape\": [64, 64], "
+               "\"shard\": {\"kind\": \"split\", \"dim\": 0, \"count\": 2}, \"devices\": [%d, %d]}",
+            b ? ", " : "", b, dev, dev + 1, b, dev, dev + 1);
+  }
+  fputs("], \"inputs\": [{\"name\": \"x0\", \"dtype\": \"f32\", \"shape\": [8, 64], \"shard\": {\"kind\": \"replicated\", "
+        "\"count\": 2}, \"devices\": [0, 1]}], \"ops\": [", f);
+  for (int b = 0; b < 2 * blocks; b++)
+    fprintf(f, "%s{\"op\": \"matmul\", \"in\": [\"x%d\", \"up%d\"], \"out\": [\"h%d\"]}, "
+               "{\"op\": \"gelu\", \"in\": [\"h%d\"], \"out\": [\"a%d\"]}, "
+               "{\"op\": \"matmul\", \"in\": [\"a%d\", \"down%d\"], \"out\": [\"p%d\"]}, "
+               "{\"op\": \"all_reduce\", \"in\": [\"p%d\"], \"out\": [\"x%d\"]}",
+            b ? ", " : "", b, b, b, b, b, b, b, b, b, b + 1);
+  fprintf(f, "], \"outputs\": [\"x%d\"]}", 2 * blocks);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
 }
 
 static bool chain_us(bool ping_pong, bool gemm, double *step_us, double *wall_us);
+static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log);
 static char *cut_model(int tokens, int h);
 static double cut_bytes(const ppcc_graph *g, const ppcc_op *op);
 static const int cut_sizes[][2] = {{8, 64}, {16, 64}, {8, 256}, {64, 256}};
@@ -732,32 +759,11 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
                                ppcc_diag *d) {
   sample_set s = {0};
   ppcc_status st = PPCC_OK;
-  double step, wall, hot_step, hot_wall;
-  if (chain_us(true, true, &step, &wall) && chain_us(false, true, &hot_step, &hot_wall)) {
-    c->resume_us = step > hot_step ? step - hot_step : 0;
+  double step, wall;
+  if (chain_us(true, true, &step, &wall)) {
     c->hop_us = wall > step ? wall - step : 0;
-    if (log) fprintf(log, "an op after its device waited: %.3f us more; a hand-over between devices: %.3f us\n",
-                     c->resume_us, c->hop_us);
+    if (log) fprintf(log, "a hand-over between devices: %.3f us\n", c->hop_us);
   }
-  /* start_us: the first stage's matmul against the later stages' (each
-   * after its wait), every op's median span over forwards on the cores */
-  char *start_text = start_model(start_devices(c->cores));
-  workload sw = {0};
-  ppcc_diag quiet; /* optional: without it start_us stays 0 */
-  ppcc_diag_init(&quiet, NULL, NULL);
-  if (start_text && !workload_open(&sw, start_text, true, &quiet)) {
-    bool ok = true;
-    for (int r = 0; ok && r <= REPEATS * 2; r++) ok = !workload_forward_on(&sw, c->cores, &quiet) && sw.m.filled;
-    double v[16];
-    int n = 0;
-    if (ok) ppcc_plan_measure_summarize(&sw.m);
-    for (int j = 0; ok && j < sw.g->n_ops && n < 16; j++)
-      if (sw.g->ops[j].info->family == PPCC_FAMILY_COMPUTE) v[n++] = sw.op_ms[j] * 1e3;
-    c->start_us = ok ? first_extra(v, n) : 0;
-    if (log && ok) fprintf(log, "a first stage's first op with more devices than cores: %.3f us more\n", c->start_us);
-  }
-  workload_close(&sw);
-  free(start_text);
   static const int ffn[][3] = {{2, 256, 1024}, {8, 256, 1024}, {32, 256, 1024}, {64, 256, 1024}, {4, 128, 512},
                                {32, 128, 512}, {16, 512, 1024}, {8, 64, 128},   {2, 64, 128},    {1, 256, 1024},
                                {1, 64, 128},   {16, 64, 128}};
@@ -795,6 +801,7 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
               k.ns_per_cold_weight_byte);
   }
   if (!st) calibrate_interp_cut(c, log);
+  if (!st) calibrate_waits(c, NULL, log);
   for (int i = 0; i < N_FFN; i++) free(ffn_texts[i]);
   free(texts);
   samples_free(&s);
@@ -825,9 +832,9 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
 #define JIT_FORWARDS 3 /* per round: the median of the warm ones counts, as --check-plan measures */
 
 /* The workload text with every op whose cost key (ppcc_op_cost_key) is
- * `key` followed by JIT_COPIES copies of it (see above); NULL when it has
+ * `key` followed by `copies` copies of it (see above); NULL when it has
  * none or out of memory. */
-static char *with_copies(const char *text, const char *key) {
+static char *with_copies(const char *text, const char *key, int copies) {
   ppcc_diag q;
   ppcc_diag_init(&q, NULL, NULL);
   ppcc_graph *g = ppcc_load_model_string(text, strlen(text), &q); /* the ops' keys, in the text's order */
@@ -847,7 +854,7 @@ static char *with_copies(const char *text, const char *key) {
     ppcc_op_cost_key(g, &g->ops[j], op_key, sizeof op_key);
     if (strcmp(op_key, key) != 0) continue;
     found = true;
-    for (int k = 1; ok && k <= JIT_COPIES; k++) {
+    for (int k = 1; ok && k <= copies; k++) {
       cJSON *copy = cJSON_Duplicate(op, true);
       cJSON *ins = copy ? cJSON_GetObjectItemCaseSensitive(copy, "in") : NULL;
       cJSON *outs = copy ? cJSON_GetObjectItemCaseSensitive(copy, "out") : NULL;
@@ -1034,7 +1041,7 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration 
   }
   for (int i = 0; i < n && !st; i++) {
     memset(&ks[i], 0, sizeof ks[i]);
-    char *variant = with_copies(text, kinds[i]);
+    char *variant = with_copies(text, kinds[i], JIT_COPIES);
     jit_workload v;
     bool ok = variant && jit_workload_open(&v, variant, jit);
     free(variant);
@@ -1122,40 +1129,60 @@ static double cut_bytes(const ppcc_graph *g, const ppcc_op *op) {
   return bytes;
 }
 
+/* The base workload `text` and its variant with `copies` more of every op
+ * of cost key `key` (with_copies), compiled; a warm-up forward of each,
+ * then `rounds` rounds of JIT_FORWARDS forwards of each in turn (the
+ * machine's load changes): *diff_us the median over the rounds of the
+ * variant's busy time less the base's, per copy. The base stays open for
+ * the caller (its graph: the op's work), which closes it; false (nothing
+ * open) when either does not compile or run. */
+static bool jit_copies_diff(const char *text, const char *key, int copies, int rounds, const ppcc_calib_jit *jit,
+                            jit_workload *base, double *diff_us, ppcc_diag *d) {
+  char *variant = text ? with_copies(text, key, copies) : NULL;
+  jit_workload v;
+  double *diff = malloc(sizeof(double) * (size_t)(rounds + 1)), b_us, v_us;
+  bool ok = diff && variant && jit_workload_open(base, text, jit);
+  if (ok && !jit_workload_open(&v, variant, jit)) {
+    jit_workload_close(base, jit);
+    ok = false;
+  }
+  free(variant);
+  if (!ok) {
+    free(diff);
+    return false;
+  }
+  int nd = 0;
+  ok = jit_workload_run(base, jit, 1, &b_us, d) && jit_workload_run(&v, jit, 1, &v_us, d);
+  for (int r = 0; ok && r < rounds; r++) {
+    ok = jit_workload_run(base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
+    if (ok) diff[nd++] = (v_us - b_us) / copies;
+  }
+  *diff_us = ok && nd ? rt_median(diff, nd) : 0;
+  free(diff);
+  jit_workload_close(&v, jit);
+  if (!ok || !nd) jit_workload_close(base, jit);
+  return ok && nd;
+}
+
 static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
-  const int (*sizes)[2] = cut_sizes;
   enum { ROUNDS = 3 * JIT_ROUNDS }; /* small models: more rounds, a steadier median */
   op_samples o = {.name = "cut"};
   for (int i = 0; i < (int)(sizeof cut_sizes / sizeof *cut_sizes); i++) {
     cost_key key;
-    char *text = cut_model(sizes[i][0], sizes[i][1]);
+    char *text = cut_model(cut_sizes[i][0], cut_sizes[i][1]);
     first_op_key(text, key);
     const ppcc_op_cost *mm = ppcc_calibration_jit_op_cost(c, key); /* the matmul's own kernel */
     if (!mm) mm = ppcc_calibration_jit_op_cost(c, "matmul");
-    char *variant = text && mm ? with_copies(text, key) : NULL;
-    jit_workload base, v;
-    bool ok = variant && jit_workload_open(&base, text, jit);
-    if (ok && !jit_workload_open(&v, variant, jit)) {
-      jit_workload_close(&base, jit);
-      ok = false;
-    }
+    jit_workload base;
+    double diff;
+    bool ok = mm && jit_copies_diff(text, key, JIT_COPIES, ROUNDS, jit, &base, &diff, d);
     free(text);
-    free(variant);
     if (!ok) continue;
-    double diff[ROUNDS], b_us, v_us;
-    int nd = 0;
-    ok = jit_workload_run(&base, jit, 1, &b_us, d) && jit_workload_run(&v, jit, 1, &v_us, d);
-    for (int r = 0; ok && r < ROUNDS; r++) {
-      ok = jit_workload_run(&base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
-      if (ok) diff[nd++] = (v_us - b_us) / JIT_COPIES;
-    }
     const ppcc_op *op = &base.g->ops[0];
     double f, b, w, cut_b = cut_bytes(base.g, op);
     ppcc_predict_op_work(base.g, op, &f, &b, &w);
-    double own = ppcc_op_cost_us(mm, f, b, w, 0);
-    double t = ok && nd ? rt_median(diff, nd) - own : 0;
-    if (t > 0 && cut_b > 0 && !add_sample_of(&o, 1, 0, cut_b, 0, 0, t)) ok = false;
-    jit_workload_close(&v, jit);
+    double t = diff - ppcc_op_cost_us(mm, f, b, w, 0);
+    if (t > 0 && cut_b > 0) add_sample_of(&o, 1, 0, cut_b, 0, 0, t);
     jit_workload_close(&base, jit);
   }
   ppcc_op_cost k = {0};
@@ -1194,35 +1221,24 @@ static char *comm_model(const char *op, int tokens, int h) {
   return m;
 }
 
+#define JIT_COMM_COPIES 8 /* a move's own cost is a fraction of a microsecond: more copies lift it above the noise */
 static void calibrate_jit_comm(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
   static const char *const ops[] = {"all_reduce", "all_gather", "transfer"};
+  enum { ROUNDS = 3 * JIT_ROUNDS };
   for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
     op_samples o = {0};
     snprintf(o.name, sizeof o.name, "%s", ops[k]);
     for (int i = 0; i < (int)(sizeof cut_sizes / sizeof *cut_sizes); i++) {
       char *text = comm_model(ops[k], cut_sizes[i][0], cut_sizes[i][1]);
-      char *variant = text ? with_copies(text, ops[k]) : NULL;
-      jit_workload base, v;
-      bool ok = variant && jit_workload_open(&base, text, jit);
-      if (ok && !jit_workload_open(&v, variant, jit)) {
-        jit_workload_close(&base, jit);
-        ok = false;
-      }
+      jit_workload base;
+      double t;
+      bool ok = jit_copies_diff(text, ops[k], JIT_COMM_COPIES, ROUNDS, jit, &base, &t, d);
       free(text);
-      free(variant);
       if (!ok) continue;
-      double diff[JIT_ROUNDS], b_us, v_us;
-      int nd = 0;
-      ok = jit_workload_run(&base, jit, 1, &b_us, d) && jit_workload_run(&v, jit, 1, &v_us, d);
-      for (int r = 0; ok && r < JIT_ROUNDS; r++) {
-        ok = jit_workload_run(&base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
-        if (ok) diff[nd++] = (v_us - b_us) / JIT_COPIES;
-      }
       const ppcc_op *op = &base.g->ops[base.g->n_ops - 1]; /* the move (the passes add none after it) */
-      double bytes = (double)ppcc_predict_move_bytes(base.g, op);
-      double t = ok && nd ? rt_median(diff, nd) : 0;
-      if (t > 0 && strcmp(op->info->name, ops[k]) == 0) add_sample_of(&o, 1, 0, bytes, 0, 0, t);
-      jit_workload_close(&v, jit);
+      /* a difference at or below 0: the move costs next to nothing (a
+       * floor, not a dropped sample: dropping them would bias the fit up) */
+      if (strcmp(op->info->name, ops[k]) == 0) add_sample_of(&o, 1, 0, ppcc_predict_move_bytes(base.g, op), 0, 0, t > 0.01 ? t : 0.01);
       jit_workload_close(&base, jit);
     }
     ppcc_op_cost cost = {0};
@@ -1371,46 +1387,157 @@ static void calibrate_jit_scaling(ppcc_calibration *c, const ppcc_calib_jit *jit
   }
 }
 
-/* jit_start_us: start_us's workload compiled by the JIT on the cores, the
- * first device's busy time (median over forwards) against the others'. */
-static void calibrate_jit_start(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log) {
-  ppcc_diag q; /* optional: without it jit_start_us stays 0 */
+/* ---------------- fixed costs around waits ----------------
+ * What a device pays beyond its ops' own costs when it resumes after a
+ * wait (resume: cold caches, a woken thread whose core idled; on the JIT
+ * also the device function's own work around the waits, which its busy
+ * time counts) and, once per forward, when it starts computing without
+ * waiting (start). Both depend on how the runtime places the device
+ * threads, so each is measured where it applies, as the time model's
+ * residual: a workload's measured stage busy time (the median over its
+ * forwards) less its prediction without these costs:
+ *   threads sharing a core (resume_us, start_us; the JIT's jit_*):
+ *     start_model, a pipeline of start_devices(cores) one-device stages
+ *     on the cores (one computes at a time: the runtime puts every device
+ *     thread on one core, RT_PLACE_LONE_DEVICE, as a shipped pipeline's);
+ *     resume is the median over the later stages (each starts after a
+ *     receive), start what the first stage pays beyond it;
+ *   threads spread over the cores (the *_spread_us): tp_chain_model of 1
+ *     and 2 blocks a stage on two cores (RT_PLACE_SPREAD, two devices a
+ *     core, as the shipped TP pipelines run); a stage of B blocks pays B
+ *     resumes (its first op and each op after an all_reduce), the first
+ *     stage also start: resume is the least-squares fit of the second
+ *     stages' residuals (B * resume), start the first stages' mean
+ *     residual beyond their resumes.
+ * A resume may come out negative (the per-op costs, fitted on workloads
+ * of many ops, overstate a lone small stage's: the JIT's); a start below
+ * 0 counts as 0. */
+#define WAIT_FORWARDS 41
+
+/* A workload of either backend, measured as --check-plan measures it. */
+typedef struct any_workload {
+  const ppcc_calib_jit *jit; /* NULL: the interpreter */
+  workload iw;
+  jit_workload jw;
+  int *stage;
+  int64_t *peak;
+  double *busy;
+  ppcc_host_tensor *out;
+  ppcc_plan_measure m; /* the JIT's (the interpreter's: iw.m) */
+  bool open;
+} any_workload;
+
+static void any_close(any_workload *w) {
+  if (!w->jit) workload_close(&w->iw);
+  else if (w->open) jit_workload_close(&w->jw, w->jit);
+  ppcc_plan_measure_release(&w->m);
+  free(w->stage);
+  free(w->peak);
+  free(w->busy);
+  free(w->out);
+  memset(w, 0, sizeof *w);
+}
+
+static bool any_open(any_workload *w, const char *text, const ppcc_calib_jit *jit) {
+  memset(w, 0, sizeof *w);
+  w->jit = jit;
+  ppcc_diag q;
   ppcc_diag_init(&q, NULL, NULL);
-  char *text = start_model(start_devices(c->cores));
-  ppcc_graph *g = text ? ppcc_load_model_string(text, strlen(text), &q) : NULL;
-  free(text);
-  ppcc_run_options ro = {.have_random_seed = true, .random_seed = 1};
-  ppcc_run_data data;
-  void *ctx = NULL;
-  bool loaded = g && !ppcc_run_passes(g, NULL, NULL, &q) && !ppcc_run_data_load(g, &ro, &data, &q);
-  int nd = g ? g->n_devices : 0;
-  int *op_stage = g ? calloc((size_t)g->n_ops + 1, sizeof *op_stage) : NULL;
-  ppcc_host_tensor *out = g ? calloc((size_t)g->n_outputs + 1, sizeof *out) : NULL;
-  int64_t *peak = calloc((size_t)nd + 1, sizeof *peak);
-  double *busy = calloc((size_t)nd + 1, sizeof *busy);
-  ppcc_plan_measure m = {.op_stage = op_stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
-  bool ok = loaded && op_stage && out && peak && busy && nd <= 16 && !jit->compile(g, &ctx, &q) && ctx;
-  for (int r = 0; ok && r <= REPEATS * 2; r++) {
-    ppcc_exec_options eo = {.threads = c->cores, .measure = &m};
-    double elapsed = 0;
-    ok = !jit->execute(ctx, g, &data, &eo, out, &elapsed, &q) && m.filled;
-    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
-  }
+  if (!text) return false;
+  if (!jit) return w->open = !workload_open(&w->iw, text, false, &q);
+  if (!(w->open = jit_workload_open(&w->jw, text, jit))) return false;
+  const ppcc_graph *g = w->jw.g;
+  w->stage = calloc((size_t)g->n_ops + 1, sizeof *w->stage);
+  w->peak = calloc((size_t)g->n_devices + 1, sizeof *w->peak);
+  w->busy = calloc((size_t)g->n_devices + 1, sizeof *w->busy);
+  w->out = calloc((size_t)g->n_outputs + 1, sizeof *w->out);
+  w->m = (ppcc_plan_measure){.op_stage = w->stage, .n_stages = 1, .peak_bytes = w->peak, .stage_busy_ms = w->busy};
+  return w->stage && w->peak && w->busy && w->out;
+}
+
+static const ppcc_graph *any_graph(const any_workload *w) { return w->jit ? w->jw.g : w->iw.g; }
+
+static bool any_forward(any_workload *w, int threads, ppcc_diag *d) {
+  if (!w->jit) return !workload_forward_on(&w->iw, threads, d) && w->iw.m.filled;
+  const ppcc_graph *g = w->jw.g;
+  ppcc_exec_options eo = {.threads = threads, .measure = &w->m};
+  double elapsed = 0;
+  bool ok = !w->jit->execute(w->jw.ctx, g, &w->jw.data, &eo, w->out, &elapsed, d) && w->m.filled;
+  for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&w->out[k]);
+  return ok;
+}
+
+/* Per stage of the prediction: the measured busy time (its slowest
+ * device's median) less the predicted one without the wait costs, us;
+ * false when a forward fails. */
+static bool wait_residuals(const ppcc_calibration *c, const ppcc_calib_jit *jit, const char *const *texts, int n,
+                           int threads, double res[][16], ppcc_diag *d) {
+  any_workload w[2];
+  ppcc_calibration *z = malloc(sizeof *z);
+  bool ok = z && n <= 2;
+  for (int i = 0; i < n; i++) ok = any_open(&w[i], ok ? texts[i] : NULL, jit) && ok;
+  for (int i = 0; i < n; i++) /* each on its own, as --check-plan runs a model (in turn, each other's code and data would cool the caches) */
+    for (int r = 0; ok && r < WAIT_FORWARDS; r++) ok = any_forward(&w[i], threads, d);
   if (ok) {
-    ppcc_plan_measure_summarize(&m);
-    double v[16];
-    for (int dev = 0; dev < nd; dev++) v[dev] = busy[dev] * 1e3;
-    c->jit_start_us = first_extra(v, nd);
-    if (log) fprintf(log, "jit: a first stage with more devices than cores: %.3f us more\n", c->jit_start_us);
+    *z = *c;
+    z->version = PPCC_CALIBRATION_VERSION;
+    z->resume_us = z->start_us = z->resume_spread_us = z->start_spread_us = 0;
+    z->jit_resume_us = z->jit_start_us = z->jit_resume_spread_us = z->jit_start_spread_us = 0;
   }
-  ppcc_plan_measure_release(&m);
-  if (ctx) jit->release(ctx);
-  if (loaded) ppcc_run_data_free(&data);
-  ppcc_graph_free(g);
-  free(op_stage);
-  free(out);
-  free(peak);
-  free(busy);
+  for (int i = 0; ok && i < n; i++) {
+    ppcc_plan_measure_summarize(jit ? &w[i].m : &w[i].iw.m);
+    const double *busy = jit ? w[i].busy : w[i].iw.busy;
+    ppcc_predict_options o = {.calib = z, .threads = threads, .jit = jit != NULL};
+    ppcc_prediction p;
+    ppcc_diag q;
+    ppcc_diag_init(&q, NULL, NULL);
+    bool predicted = !ppcc_predict(any_graph(&w[i]), &o, &p, &q);
+    ok = predicted && p.n_stages <= 16;
+    for (int k = 0; ok && k < p.n_stages; k++) {
+      double meas = 0;
+      for (int j = 0; j < p.stages[k].n_devices; j++)
+        if (busy[p.stages[k].devices[j]] > meas) meas = busy[p.stages[k].devices[j]];
+      res[i][k] = (meas - p.stages[k].time_ms) * 1e3;
+    }
+    if (predicted) ppcc_prediction_free(&p);
+  }
+  for (int i = 0; i < n; i++) any_close(&w[i]);
+  free(z);
+  return ok;
+}
+
+/* Sets the backend's wait costs (above); each stays 0 when its workload
+ * fails (optional). */
+static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log) {
+  ppcc_diag q;
+  ppcc_diag_init(&q, NULL, NULL);
+  int np = start_devices(c->n_threads); /* the threads `ppcc calibrate --threads` allows */
+  double res[2][16], resume = 0, start = 0;
+  char *text[2] = {start_model(np), NULL};
+  if (wait_residuals(c, jit, (const char *const *)text, 1, c->n_threads, res, &q)) {
+    rt_sort_doubles(res[0] + 1, np - 1);
+    resume = res[0][1 + (np - 1) / 2];
+    start = res[0][0] - resume;
+    *(jit ? &c->jit_resume_us : &c->resume_us) = resume;
+    *(jit ? &c->jit_start_us : &c->start_us) = start > 0 ? start : 0;
+    if (log)
+      fprintf(log, "%sdevice threads sharing a core: an op after its device waited %.3f us more, a first stage's first op %.3f us more\n",
+              jit ? "jit: " : "", resume, start);
+  }
+  free(text[0]);
+  text[0] = tp_chain_model(1);
+  text[1] = tp_chain_model(2);
+  if (c->n_threads >= 2 && wait_residuals(c, jit, (const char *const *)text, 2, 2, res, &q)) {
+    resume = (res[0][1] + 2 * res[1][1]) / 5; /* res[B-1][1] = B * resume */
+    start = (res[0][0] - resume + res[1][0] - 2 * resume) / 2;
+    *(jit ? &c->jit_resume_spread_us : &c->resume_spread_us) = resume;
+    *(jit ? &c->jit_start_spread_us : &c->start_spread_us) = start > 0 ? start : 0;
+    if (log)
+      fprintf(log, "%sdevice threads spread over the cores: an op after its device waited %.3f us more, a first op %.3f us more\n",
+              jit ? "jit: " : "", resume, start);
+  }
+  free(text[0]);
+  free(text[1]);
 }
 
 ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads,
@@ -1458,6 +1585,6 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
   if (!st) calibrate_cut(c, jit, log, d);
   if (!st) calibrate_jit_comm(c, jit, log, d);
   if (!st) calibrate_jit_scaling(c, jit, workloads, n_workloads, log, d);
-  if (!st) calibrate_jit_start(c, jit, log);
+  if (!st) calibrate_waits(c, jit, log);
   return st;
 }
