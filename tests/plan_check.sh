@@ -176,7 +176,7 @@ c = json.load(open(sys.argv[1]))
 assert c['ppcc_calibration'] == 4 and len(c['gemm_gflops']) == 1 and c['gemm_gflops'][0] > 0
 assert c['cache_bytes'] >= 1024, c.get('cache_bytes')  # a core's cache (format 3)
 # the costs around waits: residuals of the model (never exactly 0), one thread: none spread (format 4)
-assert isinstance(c['resume_us'], float) and 'resume_spread_us' not in c and 'start_spread_us' not in c, c
+assert isinstance(c['resume_us'], (int, float)) and 'resume_spread_us' not in c and 'start_spread_us' not in c, c
 # per-op costs measured through the interpreter for the LLM and FFN op set,
 # and the GEMV and small-GEMM kernels' own (format 2)
 ops = c['op_costs']
@@ -188,7 +188,7 @@ for op in ('linear', 'matmul', 'rotary', 'attention', 'silu', 'gelu', 'rms_norm'
 # with the JIT: its own per-op costs (jit_op_costs) for the same op set
 if sys.argv[2] == 'true':
     jit = c['jit_op_costs']
-    assert isinstance(c['jit_resume_us'], float) and 'jit_resume_spread_us' not in c, c
+    assert isinstance(c['jit_resume_us'], (int, float)) and 'jit_resume_spread_us' not in c, c
     for op in ('linear', 'matmul', 'rotary', 'attention', 'silu', 'gelu', 'rms_norm', 'layer_norm', 'softmax',
                'linear.rows1', 'linear.rows16', 'matmul.rows1', 'matmul.rows16'):
         k = jit[op]
