@@ -21,12 +21,19 @@
 #    1e-4 of the same graph run with --dtype f32 (weights converted at load;
 #    only the summation order differs); the same for a BF16 file made from
 #    it here (f16 values rounded to bf16), on both backends.
-#  - greedy ids (ppcc generate) equal to llama.cpp's at TP {1,2} x PP {1,2},
-#    both backends, up to llama.cpp's first near tie (margin < 0.05, where
-#    either token is a faithful greedy choice): Q8_0 the first 5 (step 6's
-#    margin is 0.0016), Q4_0 none (step 1: 0.017; its logits are checked),
-#    Q4_K_M 6 (step 7: 0.011; ppcc matches all 8), Q5_K_M 8, Q6_K 7 (step 8:
-#    0.018; ppcc matches all 8), F16 all 8.
+#  - greedy ids (ppcc generate --ignore-eos) equal to llama.cpp's at
+#    TP {1,2} x PP {1,2}, both backends, up to llama.cpp's first near tie
+#    (margin < 0.05, where either token is a faithful greedy choice), after
+#    two prompts. Prompt 1 (the logits' prompt, 8 ids) meets near ties early:
+#    Q8_0 the first 5 (step 6's margin is 0.0016), Q4_0 none (step 1:
+#    0.017), Q4_K_M 6 (step 7: 0.011), Q5_K_M 8, Q6_K 7 (step 8: 0.018),
+#    F16 all 8. Prompt 2 (prompt2.ids, 12 ids) is chosen by the tool's fixed
+#    rule (the first seeded prompt whose first 7 steps have margins >= 0.1
+#    for every type: seed 379): F16 all 12 (smallest margin compared 0.086),
+#    Q8_0 12 (0.105), Q4_0 11 (0.078; step 12: 0.042), Q4_K_M 7 (0.143; step
+#    8: 0.032), Q5_K_M 10 (0.102; step 11: 0.0495, where ppcc takes the
+#    other id), Q6_K 12 (0.154). Per type 11 (Q4_0) to 20 (F16) ids; the
+#    test fails below 7 (min_ids).
 #   quant_llama.sh PPCC SOURCE_DIR
 set -euo pipefail
 ppcc=$1
@@ -121,6 +128,8 @@ PY
 }
 
 prompt=$(npy ids "$dir/prompt.npy")
+prompt2=$(cat "$dir/prompt2.ids")
+min_ids=7 # greedy ids compared per type, both prompts together
 k=0
 backends="interp"
 "$ppcc" generate "$dir/Q8_0.gguf" --prompt-ids 1 --max-new-tokens 1 --backend=jit > /dev/null 2>&1 && backends="interp jit"
@@ -176,23 +185,31 @@ for t in F16 Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K; do
     done
     cmp "$tmp/deq.1/logits.npy" "$tmp/deq.2/logits.npy" || fail "run --dtype f32 differs from import --dtype f32"
   fi
-  # the ids before llama.cpp's first near tie
-  n=0
-  for gap in $(cat "$dir/$t.gaps"); do
-    awk -v g="$gap" 'BEGIN { exit !(g < 0.05) }' && break
-    n=$((n + 1))
-  done
-  [[ $n -gt 0 ]] || { echo "$t: llama.cpp's first step is a near tie: ids not compared"; continue; }
-  want=$(cut -d' ' -f1-$n "$dir/$t.ids")
-  for tp in 1 2; do
-    for pp in 1 2; do
-      for backend in $backends; do
-        got=$("$ppcc" generate "$dir/$t.gguf" --tp $tp --pp $pp --backend=$backend --prompt-ids "$prompt" \
-              --max-new-tokens 8 2>&1 | sed -n 1p)
-        [[ $(cut -d' ' -f2-$((n + 1)) <<< "$got") == "$want" ]] ||
-          fail "$t tp$tp pp$pp $backend: llama.cpp's ids '$want', ppcc '$got'"
+  # the ids before llama.cpp's first near tie, after each prompt
+  counts=()
+  for p in 1 2; do
+    if [[ $p == 1 ]]; then ids=$prompt suffix=""; else ids=$prompt2 suffix=2; fi
+    n=0
+    for gap in $(cat "$dir/$t.gaps$suffix"); do
+      awk -v g="$gap" 'BEGIN { exit !(g < 0.05) }' && break
+      n=$((n + 1))
+    done
+    counts+=("$n")
+    [[ $n -gt 0 ]] || continue
+    want=$(cut -d' ' -f1-$n "$dir/$t.ids$suffix")
+    for tp in 1 2; do
+      for pp in 1 2; do
+        for backend in $backends; do
+          got=$("$ppcc" generate "$dir/$t.gguf" --tp $tp --pp $pp --backend=$backend --prompt-ids "$ids" \
+                --max-new-tokens $n --ignore-eos 2>&1 | sed -n 1p)
+          [[ $(cut -d' ' -f2-$((n + 1)) <<< "$got") == "$want" ]] ||
+            fail "$t prompt $p tp$tp pp$pp $backend: llama.cpp's ids '$want', ppcc '$got'"
+        done
       done
     done
   done
+  echo "$t greedy ids equal to llama.cpp's at tp{1,2} x pp{1,2} ($backends): ${counts[0]} (prompt 1) + ${counts[1]} (prompt 2)"
+  [[ $((counts[0] + counts[1])) -ge $min_ids ]] ||
+    fail "$t: only $((counts[0] + counts[1])) greedy ids compared before llama.cpp's near ties (minimum $min_ids)"
 done
 echo "quant_llama: ok ($backends)"

@@ -28,11 +28,18 @@ if [[ -z $llama_bld ]]; then
   cmake --build "$llama_bld" -j2 --target llama-quantize llama-bench llama > /dev/null
 fi
 
-# llama_logits OUT_BINARY: tools/llamacpp/llama_logits.c against llama.cpp
+# llama_logits OUT_BINARY: tools/llamacpp/llama_logits.c against llama.cpp,
+# its static libraries (the default build above) or, for a LLAMA_BUILD made
+# with BUILD_SHARED_LIBS=ON, its shared ones in bin/ (found through rpath)
 build_llama_logits() {
-  gcc -O1 -I"$llama_src/include" -I"$llama_src/ggml/include" tools/llamacpp/llama_logits.c -o "$1" \
-    "$llama_bld/src/libllama.a" "$llama_bld/ggml/src/libggml.a" "$llama_bld/ggml/src/libggml-cpu.a" \
-    "$llama_bld/ggml/src/libggml-base.a" -lstdc++ -lgomp -lpthread -lm
+  if [[ -f $llama_bld/src/libllama.a ]]; then
+    gcc -O1 -I"$llama_src/include" -I"$llama_src/ggml/include" tools/llamacpp/llama_logits.c -o "$1" \
+      "$llama_bld/src/libllama.a" "$llama_bld/ggml/src/libggml.a" "$llama_bld/ggml/src/libggml-cpu.a" \
+      "$llama_bld/ggml/src/libggml-base.a" -lstdc++ -lgomp -lpthread -lm
+  else
+    gcc -O1 -I"$llama_src/include" -I"$llama_src/ggml/include" tools/llamacpp/llama_logits.c -o "$1" \
+      -L"$llama_bld/bin" -lllama -lggml -lggml-base -Wl,-rpath,"$llama_bld/bin"
+  fi
 }
 
 # convert_f16 HF_DIR OUT.gguf: convert_hf_to_gguf.py --outtype f16. It names
