@@ -21,10 +21,9 @@
  * formats (q8_0: 1 and 2 KiB measured less), 2 KiB for the k-quants
  * (q4_k 86-87 us per call against 92 at 4 KiB, bench_qmatvec, 1 thread;
  * q6_k the same either way). */
-#define QD_PF_DIST(BYTES) ((BYTES) > 64 ? 2048 : 4096)
-#define QD_PREFETCH(w, BYTES)                                                                       \
+#define QD_PREFETCH(w, BYTES, DIST)                                                                 \
   do {                                                                                              \
-    for (int pf_ = 0; pf_ < (BYTES); pf_ += 64) _mm_prefetch((const char *)(w) + QD_PF_DIST(BYTES) + pf_, _MM_HINT_T0); \
+    for (int pf_ = 0; pf_ < (BYTES); pf_ += 64) _mm_prefetch((const char *)(w) + (DIST) + pf_, _MM_HINT_T0); \
   } while (0)
 
 /* ---- 32-value blocks: w = d * (u - off) (+ m), u unsigned, or q8_0's signed bytes ---- */
@@ -81,28 +80,40 @@ QD_ATTR static inline blk32 QD(unpack_q5_1)(const unsigned char *w) {
   return (blk32){_mm256_or_si256(QD(nibbles32)(w + 8), QD(bits32)(w + 4)), _mm256_setzero_si256(), h2f(w), h2f(w + 2)};
 }
 
-/* One row and four rows of a 32-value format. */
+/* One row and four rows of a 32-value format. Even and odd blocks go to
+ * two accumulators: with one, each block's fma waited for the last one's
+ * (4 cycles a block, the bound of the one-row kernel in L2). The four-row
+ * kernel keeps the same two per row: the same bits. */
 #define QD_DEF32(T, BYTES, ROW)                                                                      \
   QD_ATTR QD_UNUSED static float QD(dot_##T)(const unsigned char *w, const void *act, int64_t nb) { \
     const act_q8_0 *a = act;                                                                         \
-    __m256 acc = _mm256_setzero_ps();                                                                \
-    __m128 acc_m = _mm_setzero_ps();                                                                 \
-    for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
-      QD_PREFETCH(w, BYTES);                                                                         \
-      blk32 b = QD(unpack_##T)(w);                                                                   \
-      ROW(&b, &a[i], &acc, &acc_m);                                                                  \
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                                      \
+    __m128 acc_m[2] = {_mm_setzero_ps(), _mm_setzero_ps()};                                          \
+    int64_t i = 0;                                                                                   \
+    for (; i + 2 <= nb; i += 2, w += 2 * (BYTES)) {                                                  \
+      QD_PREFETCH(w, 2 * (BYTES), 4096);                                                                   \
+      blk32 b0 = QD(unpack_##T)(w), b1 = QD(unpack_##T)(w + (BYTES));                                \
+      ROW(&b0, &a[i], &acc[0], &acc_m[0]);                                                           \
+      ROW(&b1, &a[i + 1], &acc[1], &acc_m[1]);                                                       \
     }                                                                                                \
-    return hsum8(acc) + _mm_cvtss_f32(acc_m);                                                        \
+    if (i < nb) {                                                                                    \
+      blk32 b0 = QD(unpack_##T)(w);                                                                  \
+      ROW(&b0, &a[i], &acc[0], &acc_m[0]);                                                           \
+    }                                                                                                \
+    return hsum8(_mm256_add_ps(acc[0], acc[1])) + _mm_cvtss_f32(_mm_add_ss(acc_m[0], acc_m[1]));     \
   }                                                                                                  \
   QD_ATTR QD_UNUSED static void QD(dot4_##T)(const unsigned char *w, const void *const *acts, int64_t nb, float *out) { \
     const act_q8_0 *a[4] = {acts[0], acts[1], acts[2], acts[3]};                                     \
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()}; \
-    __m128 acc_m[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};      \
+    __m256 acc[4][2];                                                                                \
+    __m128 acc_m[4][2];                                                                              \
+    for (int r = 0; r < 4; r++)                                                                      \
+      for (int e = 0; e < 2; e++) acc[r][e] = _mm256_setzero_ps(), acc_m[r][e] = _mm_setzero_ps();   \
     for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
       blk32 b = QD(unpack_##T)(w);                                                                   \
-      for (int r = 0; r < 4; r++) ROW(&b, &a[r][i], &acc[r], &acc_m[r]);                             \
+      for (int r = 0; r < 4; r++) ROW(&b, &a[r][i], &acc[r][i % 2], &acc_m[r][i % 2]);               \
     }                                                                                                \
-    for (int r = 0; r < 4; r++) out[r] = hsum8(acc[r]) + _mm_cvtss_f32(acc_m[r]);                    \
+    for (int r = 0; r < 4; r++)                                                                      \
+      out[r] = hsum8(_mm256_add_ps(acc[r][0], acc[r][1])) + _mm_cvtss_f32(_mm_add_ss(acc_m[r][0], acc_m[r][1])); \
   }
 
 #define QD_ROW_Q8_0(b, a, acc, acc_m) QD(row_q8_0)(b, a, acc)
@@ -247,7 +258,7 @@ QD_ATTR static inline __attribute__((always_inline)) void QD(finish256)(const QD
     const act_q8_k *a = act;                                                                         \
     __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();                                   \
     for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
-      QD_PREFETCH(w, BYTES);                                                                         \
+      QD_PREFETCH(w, BYTES, 2048);                                                                         \
       QD(khead) h = HEAD(w);                                                                         \
       __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};                            \
       _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {                                          \
@@ -288,7 +299,6 @@ QD_DEF256(q6_k, QD_HEAD_Q6_K, 210, true)
 #undef QD_DEF32
 #undef QD_DEF256
 #undef QD_PREFETCH
-#undef QD_PF_DIST
 #undef QD_ROW_Q8_0
 #undef QD_ROW_Q4_0
 #undef QD_ROW_Q5_0

@@ -239,20 +239,32 @@ AVX2 static inline __m256i byte_sums8(__m256i q) {
                           _mm256_set1_epi64x(8 * 128));
 }
 
-AVX2 static void quantize_q8_0_avx2(const float *x, int64_t nb, act_q8_0 *y) {
+/* One block: its scale, values and their sum. */
+AVX2 static inline __attribute__((always_inline)) void q8_0_block_avx2(const float *x, float *d, int *sum,
+                                                                      int8_t *qs) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  for (int64_t i = 0; i < nb; i++, x += 32) {
-    __m256 m = _mm256_setzero_ps();
-    for (int k = 0; k < 4; k++) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + 8 * k), abs_mask));
-    float amax = hmax8(m);
-    y[i].d = ppcc_f16_to_f32(ppcc_f32_to_f16(amax / 127.0f));
-    float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    __m256i q = round32_avx2(x, _mm256_set1_ps(id));
-    _mm256_storeu_si256((__m256i *)y[i].qs, q);
-    __m256i s = byte_sums8(q);
-    s = _mm256_add_epi64(s, _mm256_srli_si256(s, 8));
-    y[i].sum = (int)(_mm256_extract_epi64(s, 0) + _mm256_extract_epi64(s, 2));
-  }
+  __m256 m = _mm256_setzero_ps();
+  for (int k = 0; k < 4; k++) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + 8 * k), abs_mask));
+  float amax = hmax8(m);
+  *d = ppcc_f16_to_f32(ppcc_f32_to_f16(amax / 127.0f));
+  float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  __m256i q = round32_avx2(x, _mm256_set1_ps(id));
+  _mm256_storeu_si256((__m256i *)qs, q);
+  __m256i s = byte_sums8(q);
+  s = _mm256_add_epi64(s, _mm256_srli_si256(s, 8));
+  *sum = (int)(_mm256_extract_epi64(s, 0) + _mm256_extract_epi64(s, 2));
+}
+
+AVX2 static void quantize_q8_0_avx2(const float *x, int64_t nb, act_q8_0 *y) {
+  for (int64_t i = 0; i < nb; i++, x += 32) q8_0_block_avx2(x, &y[i].d, &y[i].sum, y[i].qs);
+}
+
+/* The same into soa32's layout (the bytes of nb act_q8_0). */
+AVX2 static void quantize_q8_0_soa_avx2(const float *x, int64_t nb, void *row) {
+  int8_t *qs = row;
+  float *d = (float *)(qs + 32 * nb);
+  int *sum = (int *)(d + nb);
+  for (int64_t i = 0; i < nb; i++, x += 32) q8_0_block_avx2(x, &d[i], &sum[i], qs + 32 * i);
 }
 
 AVX2 static void quantize_q8_k_avx2(const float *x, int64_t nb, act_q8_k *y) {
@@ -578,6 +590,132 @@ AVX512 static void qgemm32(wunpack32_fn unpack, int off, bool min, const unsigne
     }
   }
 }
+
+/* ---- AVX-512 one-row kernels of q4_0 and q8_0 ----
+ * The 256-bit ones spend 5 port-5 uops a block (nibble insert, scale's
+ * f16 insert and broadcast, offset's movd): 4.7 cycles a q4_0 block in L1,
+ * the one-row kernel's bound. These take two blocks per 512-bit register
+ * and the scales of 16 blocks as one vector (each pair's picked out by a
+ * permute), on activations laid out by row (soa32: the values of all
+ * blocks, then their scales, then their sums; the bytes of nb act_q8_0,
+ * in another order). The weights' offset (q4_0: 8; q8_0: 128, its bytes
+ * made unsigned) comes off in float, once per 16 blocks: OFF * the sum
+ * of d * da * (sum of the activation block). The four-row kernel does the
+ * same float operations per row: the same bits. */
+typedef struct soa32 {
+  const int8_t *qs;
+  const float *d;
+  const int32_t *sum;
+} soa32;
+
+static inline soa32 soa32_of(const void *act, int64_t nb) {
+  const int8_t *qs = act;
+  const float *d = (const float *)(qs + 32 * nb);
+  return (soa32){qs, d, (const int32_t *)(d + nb)};
+}
+
+/* Lane indices of blocks 2p (low 8 lanes) and 2p + 1 (high 8) in the
+ * scales dd (0..15) and dd / 16 (16..31): HI picks dd / 16 for lanes 4..7
+ * of each block, whose values q4_0 keeps 16 times as large (its high
+ * nibbles in place). */
+#define PL(p, HI) {2 * p, 2 * p, 2 * p, 2 * p, 2 * p + HI, 2 * p + HI, 2 * p + HI, 2 * p + HI, \
+                   2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1 + HI, 2 * p + 1 + HI, 2 * p + 1 + HI, 2 * p + 1 + HI}
+static const int32_t pair_lanes_q8_0[8][16] = {PL(0, 0), PL(1, 0), PL(2, 0), PL(3, 0), PL(4, 0), PL(5, 0), PL(6, 0), PL(7, 0)};
+static const int32_t pair_lanes_q4_0[8][16] = {PL(0, 16), PL(1, 16), PL(2, 16), PL(3, 16),
+                                               PL(4, 16), PL(5, 16), PL(6, 16), PL(7, 16)};
+#undef PL
+
+/* The unsigned values of blocks w (low 256 bits, in the activations'
+ * order) and w + BYTES (high; with !two w's again, against zero
+ * activations). q4_0's high nibbles stay where they are, 16 times their
+ * value (no shift on the port that multiplies; the scale of those lanes
+ * is d / 16, exact). */
+AVX512 static inline __m512i u2_q4_0(const unsigned char *w, bool two) {
+  __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(w + 2)));
+  if (two) z = _mm512_mask_broadcast_i32x4(z, 0xFF00, _mm_loadu_si128((const __m128i *)(w + 20)));
+  const int64_t lo = 0x0F0F0F0F0F0F0F0F, hi = (int64_t)0xF0F0F0F0F0F0F0F0;
+  return _mm512_and_si512(z, _mm512_set_epi64(hi, hi, lo, lo, hi, hi, lo, lo));
+}
+AVX512 static inline __m512i u2_q8_0(const unsigned char *w, bool two) {
+  __m512i z = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w + 2)));
+  if (two) z = _mm512_mask_broadcast_i64x4(z, 0xF0, _mm256_loadu_si256((const __m256i *)(w + 36)));
+  return _mm512_xor_si512(z, _mm512_set1_epi8((char)0x80));
+}
+
+/* The weight scales of blocks 0..g-1 at w (zero past g). */
+AVX512 static inline __m512 group_scales(const unsigned char *w, int bytes, int g) {
+  /* one gather (16 scalar stores then a vector load stalled on store
+   * forwarding: 5.5 cycles a block; GCC's inserts: 15 port-5 uops) */
+  __m512i at = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                  _mm512_set1_epi32(bytes));
+  __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), (__mmask16)((1u << g) - 1), at, w, 1);
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+}
+
+/* One group of g <= 16 blocks of ROWS activation rows (d * da in dd[r]):
+ * pair by pair, into acc[r][pair % 2]. */
+#define SOA32_PAIRS(T, BYTES, ROWS, g)                                                               \
+  for (int p = 0; 2 * p < (g); p++) {                                                                \
+    const unsigned char *wp = w + 2 * p * (BYTES);                                                   \
+    for (int pf = 0; pf < 2 * (BYTES); pf += 64) _mm_prefetch((const char *)wp + 4096 + pf, _MM_HINT_T0); \
+    bool two = 2 * p + 1 < (g);                                                                      \
+    __m512i u = u2_##T(wp, two), lanes = _mm512_loadu_si512(pair_lanes_##T[p]);                      \
+    for (int r = 0; r < (ROWS); r++) {                                                               \
+      const int8_t *q = a[r].qs + 32 * (i0 + 2 * p);                                                 \
+      __m512i y = two ? _mm512_loadu_si512(q) : _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)q)); \
+      __m512i P = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, y);                                 \
+      __m512 sc = _mm512_permutex2var_ps(dd[r], lanes, _mm512_mul_ps(dd[r], _mm512_set1_ps(1.0f / 16))); \
+      acc[r][p % 2] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(P), sc, acc[r][p % 2]);                    \
+    }                                                                                                \
+  }
+
+#define DEF_SOA32(T, BYTES, OFF, ROWS, NAME)                                                         \
+  AVX512 static inline __attribute__((always_inline)) void NAME##_rows(const unsigned char *w, const soa32 *a, \
+                                                                       int64_t nb, float *out) {     \
+    __m512 acc[ROWS][2], corr[ROWS], dd[ROWS];                                                       \
+    for (int r = 0; r < (ROWS); r++) acc[r][0] = acc[r][1] = corr[r] = _mm512_setzero_ps();          \
+    for (int64_t i0 = 0; i0 < nb; i0 += 16, w += 16 * (BYTES)) {                                     \
+      int g = nb - i0 < 16 ? (int)(nb - i0) : 16;                                                    \
+      __mmask16 m = (__mmask16)((1u << g) - 1);                                                      \
+      __m512 dw = g == 16 ? group_scales(w, BYTES, 16) : group_scales(w, BYTES, g);                  \
+      for (int r = 0; r < (ROWS); r++) {                                                             \
+        dd[r] = _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(m, a[r].d + i0));                            \
+        corr[r] = _mm512_fmadd_ps(dd[r], _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, a[r].sum + i0)), corr[r]); \
+      }                                                                                              \
+      if (g == 16) {                                                                                 \
+        _Pragma("GCC unroll 8") SOA32_PAIRS(T, BYTES, ROWS, 16)                                      \
+      } else {                                                                                       \
+        SOA32_PAIRS(T, BYTES, ROWS, g)                                                               \
+      }                                                                                              \
+    }                                                                                                \
+    for (int r = 0; r < (ROWS); r++)                                                                 \
+      out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1])) - (OFF) * _mm512_reduce_add_ps(corr[r]); \
+  }
+
+DEF_SOA32(q4_0, 18, 8.0f, 1, q4_0_z)
+DEF_SOA32(q8_0, 34, 128.0f, 1, q8_0_z)
+DEF_SOA32(q4_0, 18, 8.0f, 4, q4_0_z4)
+DEF_SOA32(q8_0, 34, 128.0f, 4, q8_0_z4)
+#undef DEF_SOA32
+#undef SOA32_PAIRS
+
+/* One row; four rows, the weights unpacked once, each row's float
+ * operations as in the one-row kernel. */
+#define DEF_SOA32_DOTS(NAME)                                                                         \
+  AVX512 static float dot_##NAME(const unsigned char *w, const void *act, int64_t nb) {             \
+    soa32 a = soa32_of(act, nb);                                                                     \
+    float out;                                                                                       \
+    NAME##_rows(w, &a, nb, &out);                                                                    \
+    return out;                                                                                      \
+  }                                                                                                  \
+  AVX512 static void dot4_##NAME(const unsigned char *w, const void *const *acts, int64_t nb, float *out) { \
+    soa32 a[4];                                                                                      \
+    for (int r = 0; r < 4; r++) a[r] = soa32_of(acts[r], nb);                                        \
+    NAME##4_rows(w, a, nb, out);                                                                     \
+  }
+DEF_SOA32_DOTS(q4_0_z)
+DEF_SOA32_DOTS(q8_0_z)
+#undef DEF_SOA32_DOTS
 #endif
 
 /* ---------------- every other format: decoded weight block . activations ---------------- */
@@ -671,6 +809,7 @@ typedef struct isa_row {
   dot_fn dot[N_FMT];
   dotn_fn dotn[N_FMT];
   unsigned char rows[N_FMT]; /* dotn's activation rows */
+  bool soa[N_FMT];           /* dot and dotn take soa32 rows */
 } isa_row;
 
 #define X86_ROW(NAME, S)                                                                                              \
@@ -679,19 +818,21 @@ typedef struct isa_row {
     dot_q5_k_##S, dot_q6_k_##S},                                                                                     \
    {dot4_q8_0_##S, dot4_q4_0_##S, dot4_q4_1_##S, dot4_q5_0_##S, dot4_q5_1_##S, dot4_q2_k_##S, dot4_q3_k_##S,         \
     dot4_q4_k_##S, dot4_q5_k_##S, dot4_q6_k_##S},                                                    \
-   {4, 4, 4, 4, 4, 4, 4, 4, 4, 4}}
+   {4, 4, 4, 4, 4, 4, 4, 4, 4, 4},                                                                                   \
+   {0}}
 
 static const isa_row isas[] = {
-  {"c", {[F_Q8_0] = dot_q8_0_c, [F_Q4_0] = dot_q4_0_c, [F_Q4_K] = dot_q4_k_c, [F_Q6_K] = dot_q6_k_c}, {NULL}, {0}},
+  {"c", {[F_Q8_0] = dot_q8_0_c, [F_Q4_0] = dot_q4_0_c, [F_Q4_K] = dot_q4_k_c, [F_Q6_K] = dot_q6_k_c}, {NULL}, {0}, {0}},
 #ifdef QM_X86
   X86_ROW("avx2", avx2),
   X86_ROW("avx2-vnni", vnni),
   {"avx512-vnni",
-   {dot_q8_0_avx512, dot_q4_0_avx512, dot_q4_1_avx512, dot_q5_0_avx512, dot_q5_1_avx512, dot_q2_k_avx512,
+   {dot_q8_0_z, dot_q4_0_z, dot_q4_1_avx512, dot_q5_0_avx512, dot_q5_1_avx512, dot_q2_k_avx512,
     dot_q3_k_avx512, dot_q4_k_avx512, dot_q5_k_avx512, dot_q6_k_avx512},
-   {dot4_q8_0_avx512, dot4_q4_0_avx512, dot4_q4_1_avx512, dot4_q5_0_avx512, dot4_q5_1_avx512, dot8_q2_k_z,
+   {dot4_q8_0_z, dot4_q4_0_z, dot4_q4_1_avx512, dot4_q5_0_avx512, dot4_q5_1_avx512, dot8_q2_k_z,
     dot8_q3_k_z, dot8_q4_k_z, dot8_q5_k_z, dot8_q6_k_z},
-   {4, 4, 4, 4, 4, 8, 8, 8, 8, 8}},
+   {4, 4, 4, 4, 4, 8, 8, 8, 8, 8},
+   {[F_Q8_0] = true, [F_Q4_0] = true}},
 #endif
 };
 enum { N_ISAS = sizeof isas / sizeof isas[0] };
@@ -766,6 +907,7 @@ typedef struct qjob {
    * on, packed into kp */
   bool prep;
   const isa_row *isa;
+  bool soa; /* the one- and four-row kernels take soa32 rows */
   const float *x;
   int64_t K;
 #ifdef QM_X86
@@ -832,7 +974,8 @@ static void quantize_rows(const qjob *j, int64_t m0, int64_t m1) {
     void *am = (char *)j->act + m * j->nb * (int64_t)j->act_size;
 #ifdef QM_X86
     if (j->isa != &isas[0]) {
-      if (j->f->block == 32) quantize_q8_0_avx2(xm, j->nb, am);
+      if (j->soa && !(j->unpack32 && m < j->jts * 16)) quantize_q8_0_soa_avx2(xm, j->nb, am); /* not the GEMM's */
+      else if (j->f->block == 32) quantize_q8_0_avx2(xm, j->nb, am);
       else quantize_q8_k_avx2(xm, j->nb, am);
       continue;
     }
@@ -940,7 +1083,7 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
   int64_t chunk = M >= 4 ? 4 : 16;
   qjob j = {.f = f, .dot = isa->dot[fi], .dotn = isa->dotn[fi], .rows = isa->rows[fi], .w = w, .act = act,
             .act_size = act_size, .M = M, .N = N, .nb = nb, .row_bytes = nb * f->bytes, .chunk = chunk, .parts = nt,
-            .y = y, .isa = isa, .x = x, .K = K};
+            .y = y, .isa = isa, .soa = isa->soa[fi], .x = x, .K = K};
 #ifdef QM_X86
   void *kp = NULL;
   if (isa == &isas[N_ISAS - 1] && M >= 16 && !rt_row_invariant_matmul()) {
