@@ -242,6 +242,7 @@ c['ppcc_version'] = '0.0.0-old'
 del c['cache_bytes']
 for k in ('resume_us', 'resume_spread_us', 'start_spread_us', 'jit_resume_us', 'jit_resume_spread_us', 'jit_start_spread_us'):
     c.pop(k, None)
+c.pop('pool_wake_us', None)
 for t in ('op_costs', 'jit_op_costs', 'op_costs_multithreaded'):
     for k in c.get(t, {}).values(): del k['ns_per_cold_weight_byte']
 json.dump(c, open(sys.argv[1], 'w'))
@@ -293,6 +294,7 @@ bad() {
 good='"cores": 2, "gemm_gflops": [50], "elementwise_gbps": [10], "elementwise_gflops": [1], "copy_gbps": [10], "op_overhead_us": 1, "gemm_call_us": 1'
 bad "ppcc_calibration" "{$good}"
 bad "ppcc_calibration" "{\"ppcc_calibration\": 5, $good}"
+bad "pool_wake_us" "{\"ppcc_calibration\": 3, $good, \"pool_wake_us\": 20}"
 bad "cache_bytes" "{\"ppcc_calibration\": 2, $good, \"cache_bytes\": 1048576}"
 bad "gemm_gflops" '{"ppcc_calibration": 1, "cores": 2, "elementwise_gbps": [10], "elementwise_gflops": [1], "copy_gbps": [10], "op_overhead_us": 1, "gemm_call_us": 1}'
 bad "gemm_call_us" "{\"ppcc_calibration\": 1, ${good/\"gemm_call_us\": 1/\"gemm_call_us\": -3}}"

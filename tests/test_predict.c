@@ -350,7 +350,8 @@ START_TEST(gemm_kernels_have_their_own_costs) {
 }
 END_TEST
 
-/* Format 3 writes and reads the kernels' keys, the cache and the cost of
+/* Format 4 writes and reads the wake of parked kernel threads; format 3
+ * the kernels' keys, the cache and the cost of
  * weight bytes beyond it; a format 2 file reads (its weight bytes all
  * cost ns_per_weight_byte) but has no cold costs or cache; a format 1
  * file reads (its costs cover every row count) but has no kernel keys;
@@ -358,6 +359,7 @@ END_TEST
 START_TEST(calibration_format_versions) {
   ppcc_calibration c = hand_calibration(2), back;
   c.cache_bytes = 2097152;
+  c.pool_wake_us = 12.5;
   c.jit_threads_factor = 1.25;
   c.n_jit_threads_factors = 1;
   c.jit_threads_factors[0] = (ppcc_key_factor){"linear.rows1", 1.75};
@@ -374,6 +376,7 @@ START_TEST(calibration_format_versions) {
   ck_assert_int_eq(ppcc_calibration_read(path, &back, &d), PPCC_OK);
   ck_assert_int_eq(back.version, PPCC_CALIBRATION_VERSION);
   ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 4);
+  ck_assert_double_eq(back.pool_wake_us, 12.5);
   ck_assert_double_eq(back.cache_bytes, 2097152);
   ck_assert_double_eq(back.jit_threads_factor, 1.25);
   ck_assert_int_eq(back.n_jit_threads_factors, 1);
@@ -406,6 +409,7 @@ START_TEST(calibration_format_versions) {
     {BASE2 ", \"jit_op_costs\": {\"nosuchop.rows1\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
      "jit_op_costs.nosuchop.rows1"},
     {"{\"ppcc_calibration\": 5}", "ppcc_calibration"},
+    {BASE3 ", \"pool_wake_us\": 20}", "pool_wake_us"}, /* format 3 has no wake of parked threads */
     {BASE2 ", \"op_costs\": {\"linear\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, \"ns_per_cold_weight_byte\": 1}}}",
      "op_costs.linear"}, /* format 2 has no cold costs */
     {BASE2 ", \"cache_bytes\": 1048576}", "cache_bytes"}, /* nor a cache */
@@ -706,6 +710,48 @@ START_TEST(wait_costs_follow_placement) {
 }
 END_TEST
 
+/* A device's kernel threads park while it waits (the start of a forward
+ * of several devices, a transfer): its first kernel split across them
+ * (ppcc_predict_op_splits: a [32, 256] x [256, 256] product, not an
+ * [8, 8] one) pays pool_wake_us, once per wait, on both backends, with
+ * more than one kernel thread only. */
+START_TEST(pool_wake_on_first_split_kernel) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *g = t_model(2,
+                          "{'name': 'w0', 'dtype': 'f32', 'shape': [256, 256], 'devices': [0]}, "
+                          "{'name': 'w1', 'dtype': 'f32', 'shape': [256, 256], 'devices': [0]}, "
+                          "{'name': 's1', 'dtype': 'f32', 'shape': [256, 256], 'devices': [1]}, "
+                          "{'name': 'w2', 'dtype': 'f32', 'shape': [256, 256], 'devices': [1]}",
+                          "{'name': 'x', 'dtype': 'f32', 'shape': [32, 256], 'devices': [0]}",
+                          "{'op': 'matmul', 'in': ['x', 'w0'], 'out': ['h0']}, "
+                          "{'op': 'matmul', 'in': ['h0', 'w1'], 'out': ['h1']}, "
+                          "{'op': 'transfer', 'in': ['h1'], 'out': ['t1'], 'attrs': {'devices': [1]}}, "
+                          "{'op': 'slice', 'in': ['t1'], 'out': ['u'], 'attrs': {'dim': 0, 'start': 0, 'end': 1}}, "
+                          "{'op': 'matmul', 'in': ['u', 's1'], 'out': ['v']}, "
+                          "{'op': 'matmul', 'in': ['t1', 'w2'], 'out': ['y']}",
+                          "'y', 'v'", &d);
+  ck_assert_ptr_nonnull(g);
+  ck_assert(ppcc_predict_op_splits(g, &g->ops[0], 2));
+  ck_assert(!ppcc_predict_op_splits(g, &g->ops[0], 1));
+  ck_assert(!ppcc_predict_op_splits(g, &g->ops[3], 2)); /* one row of 64 Ki weights: gemm_small.c's one part */
+  ppcc_calibration c = hand_calibration(4);
+  ppcc_op_cost k = {"matmul", 1000, 0, 0, 0, 0}, ks = {"slice", 0, 0, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_op_cost(&c, &k) && ppcc_calibration_set_jit_op_cost(&c, &k));
+  ck_assert(ppcc_calibration_set_op_cost(&c, &ks) && ppcc_calibration_set_jit_op_cost(&c, &ks));
+  c.pool_wake_us = 100;
+  for (int jit = 0; jit < 2; jit++) {
+    ppcc_prediction many = predict(g, &c, 1, 4, jit), one = predict(g, &c, 1, 1, jit);
+    ck_assert_double_eq_tol(many.stages[0].time_ms, 2.1, 1e-9); /* the first of two */
+    ck_assert_double_eq_tol(many.stages[1].time_ms, 2.1, 1e-9); /* after the transfer, the one that splits */
+    for (int s = 0; s < 2; s++) ck_assert_double_eq_tol(one.stages[s].time_ms, 2, 1e-9);
+    ppcc_prediction_free(&many);
+    ppcc_prediction_free(&one);
+  }
+  ppcc_graph_free(g);
+}
+END_TEST
+
 /* Several devices computing at once, a kernel thread each, are pinned to
  * core d mod cores (src/runtime/exec/affinity.c): stages on devices [0], [2],
  * [1] on 2 cores put the first two on core 0, so the second waits for the
@@ -894,5 +940,6 @@ int main(void) {
   tcase_add_test(tc, start_cost_with_more_devices_than_cores);
   tcase_add_test(tc, pinned_stages_wait_for_their_core);
   tcase_add_test(tc, links_compose_with_the_pipeline);
+  tcase_add_test(tc, pool_wake_on_first_split_kernel);
   return t_run_suite(s);
 }

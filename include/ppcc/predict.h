@@ -89,6 +89,10 @@
  *   kernels cut it too: operand_cut when the file has it): jit_operand_cut, else
  *   the JIT's slice cost (call_us + ns_per_byte * (the operand's bytes +
  *   the part's));
+ *   both backends, with more than one kernel thread per device: plus
+ *   pool_wake_us for the first op after the device waited (a transfer, a
+ *   collective, the start of a forward of several devices) whose kernel
+ *   splits across the threads (ppcc_predict_op_splits): they parked;
  *   the JIT with t > 1 kernel threads: times 1 + (jit_threads_factor - 1)
  *   (its cost key's own factor, jit_threads_factors, when the file has one)
  *   * (min(t, many_threads) - 1) / (many_threads - 1) (measured: its
@@ -143,11 +147,13 @@
 /* The calibration file's format ("ppcc_calibration"): 2 adds the GEMM
  * kernels' own costs (keys OP.rows1 and OP.rows16, ppcc_op_cost_key);
  * 3 the cost of weight bytes the caches cannot hold (cache_bytes,
- * ns_per_cold_weight_byte: ppcc_predict_cold_share). Files of formats 1
- * and 2 still read (their weight bytes all cost ns_per_weight_byte), the
- * calibration cache is measured again. 4: the fixed costs around waits
- * per placement of the device threads (resume_spread_us ...; start_us
- * then counts whatever the number of devices). */
+ * ns_per_cold_weight_byte: ppcc_predict_cold_share); 4 the wake of parked
+ * kernel threads (pool_wake_us; the multithreaded fits no longer include
+ * it) and the fixed costs around waits per placement of the device
+ * threads (resume_spread_us ...; start_us then counts whatever the number
+ * of devices). Files of formats 1 to 3 still read (their weight bytes all
+ * cost ns_per_weight_byte before 3), the calibration cache is measured
+ * again. */
 #define PPCC_CALIBRATION_VERSION 4
 /* Rows at most this many take the runtime's small-GEMM kernel
  * (RT_SMALL_M, src/runtime/kernels/kernels.h); one row its GEMV. */
@@ -256,6 +262,13 @@ typedef struct ppcc_calibration {
   double cache_bytes;         /* the cache of one core that holds weights from one
                                  forward to the next (its L2; "cache_bytes",
                                  optional: 0, no weight byte is cold) */
+  double pool_wake_us;        /* a device's kernel threads sleep while it waits (a
+                                 transfer, a collective, the end of a forward of
+                                 several devices: rt_pool_park); its next kernel
+                                 split across them (ppcc_predict_op_splits) first
+                                 wakes them: this much longer, with more than one
+                                 kernel thread ("pool_wake_us", optional from
+                                 format 4 on: 0, not measured) */
   bool have_cut;              /* cut measured ("operand_cut"; optional) */
   ppcc_op_cost cut;           /* the same cut as the interpreter makes it (a
                                  scratch slice of the operand, executor.c) */
@@ -299,6 +312,12 @@ void ppcc_op_cost_key(const ppcc_graph *g, const ppcc_op *op, char *key, size_t 
  * kernel (the roofline's contraction; the runtime's sgemm or attention,
  * which the JIT calls too). */
 bool ppcc_predict_is_contraction(const ppcc_graph *g, const ppcc_op *op);
+/* Whether the runtime's kernel for op splits its work across `threads`
+ * kernel threads (the pool, thread_pool.c), as the kernels decide it:
+ * GEMMs of at most PPCC_COST_SMALL_ROWS rows from 128 Ki weights
+ * (gemm_small.c), larger ones from 512 Ki multiply-adds (gemm_tiles.c),
+ * batched ones (attention) from 256 Ki (kernels_llm.c). */
+bool ppcc_predict_op_splits(const ppcc_graph *g, const ppcc_op *op, int threads);
 /* What the time model charges a compute op for one result shard: its
  * op-table FLOPs (rep_op_flops_per_shard), the bytes of its non-param
  * operand shards and first result shard, and of its param operand shards

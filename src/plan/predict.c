@@ -141,10 +141,12 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
     return bad_field(path, "cores", "is missing or not a positive integer", d);
   c->cores = (int)cores->valuedouble;
   /* optional (files of ppcc calibrate before per-op costs lack them) */
-  static const char *const optional[4] = {"hop_us", "resume_us", "start_us", "jit_start_us"};
-  double *dst[4] = {&c->hop_us, &c->resume_us, &c->start_us, &c->jit_start_us};
-  for (int i = 0; i < 4; i++) {
+  static const char *const optional[5] = {"hop_us", "resume_us", "start_us", "jit_start_us", "pool_wake_us"};
+  double *dst[5] = {&c->hop_us, &c->resume_us, &c->start_us, &c->jit_start_us, &c->pool_wake_us};
+  for (int i = 0; i < 5; i++) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, optional[i]);
+    if (x && i == 4 && c->version < 4)
+      return bad_field(path, optional[i], "is not in formats before 4", d);
     if (x && !(i == 1 && c->version >= 4 ? residual_number(x) : cost_number(x)))
       return bad_field(path, optional[i], i == 1 && c->version >= 4 ? "is not a number in [-1e6, 1e6]" : "is not a number in [0, 1e6]", d);
     *dst[i] = x ? x->valuedouble : 0;
@@ -354,6 +356,7 @@ ppcc_status ppcc_calibration_write_to(ppcc_outfile *f, const ppcc_calibration *c
                              c->jit_start_spread_us};
   for (int i = 0; i < 5; i++)
     if (wait_us[i] != 0) fprintf(f->fp, ",\n  \"%s\": %.6g", waits[i], wait_us[i]);
+  if (c->pool_wake_us > 0) fprintf(f->fp, ",\n  \"pool_wake_us\": %.6g", c->pool_wake_us);
   if (c->cache_bytes > 0) fprintf(f->fp, ",\n  \"cache_bytes\": %.17g", c->cache_bytes);
   if (c->n_slowdown > 0) {
     fputs(",\n  \"concurrent_slowdown\": [", f->fp);
@@ -678,9 +681,8 @@ bool ppcc_predict_is_contraction(const ppcc_graph *g, const ppcc_op *op) {
   return elems > 0 && total > 16.0 * (double)elems;
 }
 
-void ppcc_op_cost_key(const ppcc_graph *g, const ppcc_op *op, char *key, size_t n) {
-  snprintf(key, n, "%s", op->info ? op->info->name : "");
-  if (!ppcc_predict_is_contraction(g, op) || op->n_in < 2) return;
+/* The rows of a contraction's GEMMs (ppcc_op_cost_key). */
+static int64_t gemm_rows(const ppcc_graph *g, const ppcc_op *op) {
   const ppcc_value *r = &g->values[op->out[0]];
   int64_t shape[PPCC_MAX_RANK];
   ppcc_value_shard_shape(r, shape);
@@ -688,7 +690,25 @@ void ppcc_op_cost_key(const ppcc_graph *g, const ppcc_op *op, char *key, size_t 
   if (g->values[op->in[1]].rank > 2) rows = r->rank >= 2 ? shape[r->rank - 2] : 1;
   else
     for (int i = 0; i + 1 < r->rank; i++) rows *= shape[i];
+  return rows;
+}
+
+void ppcc_op_cost_key(const ppcc_graph *g, const ppcc_op *op, char *key, size_t n) {
+  snprintf(key, n, "%s", op->info ? op->info->name : "");
+  if (!ppcc_predict_is_contraction(g, op) || op->n_in < 2) return;
+  int64_t rows = gemm_rows(g, op);
   if (rows <= PPCC_COST_SMALL_ROWS) snprintf(key, n, "%s%s", op->info->name, kernel_suffixes[rows > 1]);
+}
+
+bool ppcc_predict_op_splits(const ppcc_graph *g, const ppcc_op *op, int threads) {
+  if (threads < 2 || !op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_in < 2 ||
+      !ppcc_predict_is_contraction(g, op))
+    return false;
+  double flops = rep_op_flops_per_shard(g, op); /* 2 per multiply-add */
+  if (g->values[op->in[1]].rank > 2) return flops / 2 >= 256.0 * 1024; /* batched: attention's pairs */
+  int64_t rows = gemm_rows(g, op);
+  if (rows >= 1 && rows <= PPCC_COST_SMALL_ROWS) return flops / 2 / (double)rows >= 2.0 * 64 * 1024;
+  return flops / 2 >= 2.0 * 256 * 1024;
 }
 
 /* The cost of op's key (ppcc_op_cost_key) in a table, else of its op name. */
@@ -1051,6 +1071,12 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * resume_us (interpreter: with M > 1 once per segment and microbatch,
    * ppcc_pipeline_segments; counted per segment start, as below) */
   bool *waited = calloc((size_t)(nd > 0 ? nd : 1), sizeof *waited);
+  /* per device: its kernel threads parked since its last split kernel
+   * (ppcc_predict_op_splits): at every wait, and at the start of a forward
+   * of several devices (rt_finish_gate_wait parks them); its next split
+   * kernel pays pool_wake_us (both backends: the JIT calls the same kernels) */
+  bool *parked = calloc((size_t)(nd > 0 ? nd : 1), sizeof *parked);
+  double wake_ms = threads > 1 && use_costs ? c->pool_wake_us * 1e-3 : 0;
   /* per device: no compute op yet and no wait before it (start_us) */
   bool *fresh = calloc((size_t)(nd > 0 ? nd : 1), sizeof *fresh);
   /* the fixed costs around waits as the runtime places the device threads
@@ -1072,12 +1098,12 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * beyond one hand-over can run at the same time as theirs (tiny TP
    * steps mostly take turns) */
   run_piece *piece = calloc((size_t)(nd > 0 ? nd : 1), sizeof *piece);
-  ok = ok && waited && fresh && seg_begin && piece;
+  ok = ok && waited && parked && fresh && seg_begin && piece;
   double hop_ms = c->hop_us * 1e-3;
   int n_seg = 1, seg = 0;
   if (ok) seg_begin[0] = 0, seg_begin[1] = g->n_ops;
   if (ok && m > 1) n_seg = ppcc_pipeline_segments(g, seg_begin);
-  for (int dev = 0; ok && dev < nd; dev++) waited[dev] = fresh[dev] = true;
+  for (int dev = 0; ok && dev < nd; dev++) waited[dev] = fresh[dev] = true, parked[dev] = nd > 1;
   for (int v = 0; ok && v < g->n_values; v++) carries[v] = g->values[v].kind == PPCC_VALUE_INPUT;
   for (int j = 0; ok && j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
@@ -1088,7 +1114,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       seg++;
       for (int dev = 0; dev < nd; dev++) {
         close_piece(&piece[dev], dev_overlap, hop_ms);
-        waited[dev] = true;
+        waited[dev] = parked[dev] = true;
       }
     }
     if (op->info && op->info->family != PPCC_FAMILY_COMPUTE) {
@@ -1104,7 +1130,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
         if (rep_shard_device(r, i) >= 0 && rep_shard_device(r, i) < nd) {
           close_piece(&piece[rep_shard_device(r, i)], dev_overlap, hop_ms);
           piece[rep_shard_device(r, i)].staggered = true;
-          waited[rep_shard_device(r, i)] = true;
+          waited[rep_shard_device(r, i)] = parked[rep_shard_device(r, i)] = true;
           fresh[rep_shard_device(r, i)] = false;
         }
     } else if (op->info && op->info->family != PPCC_FAMILY_COMPUTE) {
@@ -1112,7 +1138,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
         if (ppcc_op_involves(g, op, dev)) {
           close_piece(&piece[dev], dev_overlap, hop_ms);
           piece[dev].staggered = true;
-          waited[dev] = true;
+          waited[dev] = parked[dev] = true;
           fresh[dev] = false;
         }
     }
@@ -1135,6 +1161,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     int n_group = st->n_dev[st->op_stage[j]] > 0 ? st->n_dev[st->op_stage[j]] : 1;
     int streams = n_group < cores ? n_group : cores;
     double fl, by, t = op_ms(g, op, carries, m, c, threads, streams, cold, use_costs, jit, &fl, &by);
+    bool splits = wake_ms > 0 && ppcc_predict_op_splits(g, op, threads);
     const ppcc_value *r = &g->values[op->out[0]];
     for (int i = 0; i < shard_count(r); i++) {
       int dev = rep_shard_device(r, i);
@@ -1143,6 +1170,8 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       /* a residual: may take back what the op's cost overstates, never more than all of it */
       double resume = !waited[dev] ? 0 : resume_ms > -t ? resume_ms : -t;
       waited[dev] = false;
+      if (splits && parked[dev]) resume += wake_ms;
+      if (splits) parked[dev] = false;
       double start = fresh[dev] ? start_ms : 0; /* once per forward */
       fresh[dev] = false;
       dev_ms[at] += ((t + resume) * m + start) / device_speed(g, o, dev);
@@ -1202,6 +1231,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   free(latency);
   free(producer);
   free(waited);
+  free(parked);
   free(fresh);
   free(seg_begin);
   free(carries);

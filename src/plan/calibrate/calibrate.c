@@ -22,6 +22,8 @@
  *                         through the executor (see "per-op costs" below);
  *   hop_us                a [8,64]x[64,64] matmul ping-ponged between two
  *                         devices: the wall per step less its busy time;
+ *   pool_wake_us          a device's first split linear after a wait
+ *                         against its next (calibrate_pool_wake);
  *   concurrent_slowdown   FFN copies on t devices at once against one;
  *   resume_us, start_us   (and their *_spread_us, the JIT's jit_*) the
  *                         model's residual on small pipelines, per
@@ -34,10 +36,12 @@
  * forwards, the statistic --check-plan measures (the fastest forward, or
  * the sum of each op's fastest, is systematically below a typical one),
  * the slowdown the median of paired runs. */
+#include <malloc.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "ppcc/frontend.h"
 #include "ppcc/ops.h"
@@ -559,9 +563,14 @@ static bool chain_us(bool ping_pong, bool gemm, double *step_us, double *wall_us
 }
 
 /* Adds every compute op's (FLOPs, bytes, us) of an opened and measured
- * workload to the samples s. */
-static ppcc_status add_samples(const workload *w, sample_set *s, double cold, ppcc_diag *d) {
+ * workload to the samples s; with more than one kernel thread, but the
+ * first op split across them (its time has their wake, pool_wake_us). */
+static ppcc_status add_samples(const workload *w, sample_set *s, double cold, int threads, ppcc_diag *d) {
   const ppcc_graph *g = w->g;
+  /* the forward's first split kernel woke the parked threads: no sample
+   * (the wake varies, from a few us on a busy machine to tens on an idle
+   * one: taking pool_wake_us off left it at up to twice the op's cost) */
+  bool parked = threads > 1;
   for (int j = 0; j < g->n_ops; j++) {
     const ppcc_op *op = &g->ops[j];
     if (op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
@@ -571,6 +580,10 @@ static ppcc_status add_samples(const workload *w, sample_set *s, double cold, pp
     ppcc_op_cost_key(g, op, key, sizeof key); /* a GEMM of few rows: its kernel's own samples */
     op_samples *o = samples_for(s, key);
     int shards = op->n_devices > 0 ? op->n_devices : 1; /* the span sum covers every shard */
+    if (parked && ppcc_predict_op_splits(g, op, threads)) {
+      parked = false;
+      continue;
+    }
     if (!o || !add_sample(o, f, b, wb, cold, w->op_ms[j] * 1e3 / shards))
       return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
@@ -591,6 +604,7 @@ static ppcc_status sample_workload(const char *text, sample_set *s_one, int many
   if (!st && both) st = workload_open(&more, text, true, d);
   for (int r = 0; !st && r <= OP_FORWARDS; r++) {
     st = workload_forward_on(&one, 1, d);
+    rt_pool_park(); /* its kernel threads wake in every forward, alike (add_samples leaves it out) */
     if (!st && both) st = workload_forward_on(&more, many, d);
   }
   if (!st && (!one.m.filled || (both && !more.m.filled)))
@@ -598,8 +612,8 @@ static ppcc_status sample_workload(const char *text, sample_set *s_one, int many
   if (!st) ppcc_plan_measure_summarize(&one.m);
   if (!st && both) ppcc_plan_measure_summarize(&more.m);
   double params = st ? 0 : ppcc_predict_param_bytes(one.g) * (both ? 2 : 1);
-  if (!st) st = add_samples(&one, s_one, ppcc_predict_cold_share(params, cache_bytes), d);
-  if (!st && both) st = add_samples(&more, s_many, ppcc_predict_cold_share(params, cache_bytes * many), d);
+  if (!st) st = add_samples(&one, s_one, ppcc_predict_cold_share(params, cache_bytes), 1, d);
+  if (!st && both) st = add_samples(&more, s_many, ppcc_predict_cold_share(params, cache_bytes * many), many, d);
   workload_close(&one);
   workload_close(&more);
   return st;
@@ -755,10 +769,81 @@ static void calibrate_interp_cut(ppcc_calibration *c, FILE *log) {
   free(o.at);
 }
 
+/* pool_wake_us: two devices hand a [32, 256] activation to each other
+ * WAKE_HOPS times, each running linears of [256, 256] weights on it (each
+ * split across its kernel threads, gemm_tiles.c) before the next
+ * transfer: two, then WAKE_FILL more, so that the other device's threads
+ * sleep about as long as a pipeline stage's do while the others compute
+ * (a short sleep is a faster wake: 25 us against 35 in a 4-stage Llama).
+ * While a device waits its kernel threads park, so its first linear after
+ * the wait wakes them and the second finds them awake: the median over
+ * the hops of the first's span less the second's, with the run's kernel
+ * threads (calibrate_waits, later, fits resume_us to what the model
+ * still misses after a wait, this included). */
+#define WAKE_HOPS 8
+#define WAKE_FILL 24
+static char *wake_model(void) {
+  FILE *f;
+  char *buf = NULL;
+  size_t len = 0;
+  if (!(f = open_memstream(&buf, &len))) return NULL;
+  fputs("{\"ppcc\": 1, \"name\": \"calibrate_wake\", \"devices\": 2, \"params\": [", f);
+  for (int i = 0; i < 4; i++)
+    fprintf(f, "%s{\"name\": \"w%d\", \"dtype\": \"f32\", \"shape\": [256, 256], \"devices\": [%d]}", i ? ", " : "", i,
+            i / 2);
+  fputs("], \"inputs\": [{\"name\": \"x0\", \"dtype\": \"f32\", \"shape\": [32, 256], \"devices\": [0]}], \"ops\": [", f);
+  for (int i = 0; i < WAKE_HOPS; i++) {
+    int dev = i % 2;
+    fprintf(f, "%s{\"op\": \"linear\", \"in\": [\"x%d\", \"w%d\"], \"out\": [\"h%d_0\"]}", i ? ", " : "", i, 2 * dev, i);
+    for (int k = 1; k < 2 + WAKE_FILL; k++)
+      fprintf(f, ", {\"op\": \"linear\", \"in\": [\"h%d_%d\", \"w%d\"], \"out\": [\"h%d_%d\"]}", i, k - 1, 2 * dev + 1, i, k);
+    fprintf(f, ", {\"op\": \"transfer\", \"in\": [\"h%d_%d\"], \"out\": [\"x%d\"], \"attrs\": {\"devices\": [%d]}}", i,
+            1 + WAKE_FILL, i + 1, 1 - dev);
+  }
+  fprintf(f, "], \"outputs\": [\"x%d\"]}", WAKE_HOPS);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+static void calibrate_pool_wake(ppcc_calibration *c, FILE *log) {
+  ppcc_diag q; /* optional: without it pool_wake_us stays 0 */
+  ppcc_diag_init(&q, NULL, NULL);
+  char *text = wake_model();
+  workload w = {0};
+  bool ok = text && !workload_open(&w, text, true, &q);
+  free(text);
+  for (int r = 0; ok && r <= REPEATS * 4; r++) ok = !workload_forward_on(&w, c->n_threads, &q) && w.m.filled;
+  double diff[WAKE_HOPS];
+  int n = 0;
+  if (ok) {
+    ppcc_plan_measure_summarize(&w.m);
+    for (int j = 0; j + 1 < w.g->n_ops; j++) { /* a linear right after a transfer, and the next */
+      const ppcc_op *op = &w.g->ops[j], *next = &w.g->ops[j + 1];
+      bool first = j == 0 || w.g->ops[j - 1].info->family != PPCC_FAMILY_COMPUTE;
+      if (first && op->info->family == PPCC_FAMILY_COMPUTE && next->info->family == PPCC_FAMILY_COMPUTE && n < WAKE_HOPS)
+        diff[n++] = (w.op_ms[j] - w.op_ms[j + 1]) * 1e3;
+    }
+  }
+  workload_close(&w);
+  if (!n) return;
+  double wake = rt_median(diff, n);
+  c->pool_wake_us = wake > 0 ? wake : 0;
+  if (log) fprintf(log, "a split kernel after its device waited (its kernel threads woken): %.3f us more\n", c->pool_wake_us);
+}
+
 ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads, FILE *log,
                                ppcc_diag *d) {
   sample_set s = {0};
   ppcc_status st = PPCC_OK;
+  /* as ppcc_run (run.c): freed buffers stay in the process, so a forward
+   * does not map and fault in its large buffers again (a linear of 64
+   * tokens' result is 128 KiB: mapped afresh, it cost more here than in
+   * a run) */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   double step, wall;
   if (chain_us(true, true, &step, &wall)) {
     c->hop_us = wall > step ? wall - step : 0;
@@ -779,7 +864,9 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
   /* with the most threads too: a linear of 32 rows gains far less from
    * a second thread than the hot sgemm loop of gemm_gflops suggests */
   sample_set many = {0};
-  for (int i = 0; !st && i < n_texts; i++) st = sample_workload(texts[i], &s, c->n_threads, &many, c->cache_bytes, d);
+  if (!st && c->n_threads > 1) calibrate_pool_wake(c, log);
+  for (int i = 0; !st && i < n_texts; i++)
+    st = sample_workload(texts[i], &s, c->n_threads, &many, c->cache_bytes, d);
   if (!st) st = concurrency(c, log, d);
   for (int i = 0; !st && i < s.n; i++) {
     ppcc_op_cost k = {0};
@@ -825,7 +912,6 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
  * copies' FLOPs, bytes and weight bytes summed, is one sample of the op
  * kind, fitted as the interpreter's (fit_op, call_us per op call). */
 #include <cjson/cJSON.h>
-#include <malloc.h>
 
 #define JIT_COPIES 2
 #define JIT_ROUNDS 7
