@@ -712,6 +712,11 @@ DEF_SOA32(q8_0, 34, 128.0f, 4, q8_0_z4)
     soa32 a[4];                                                                                      \
     for (int r = 0; r < 4; r++) a[r] = soa32_of(acts[r], nb);                                        \
     NAME##4_rows(w, a, nb, out);                                                                     \
+  }                                                                                                  \
+  AVX512 static void dotw4_##NAME(const unsigned char *w, int64_t row_bytes, const void *act, int64_t nb, \
+                                  float *out) {                                                      \
+    soa32 a = soa32_of(act, nb);                                                                     \
+    for (int r = 0; r < 4; r++) NAME##_rows(w + r * row_bytes, &a, nb, &out[r]);                     \
   }
 DEF_SOA32_DOTS(q4_0_z)
 DEF_SOA32_DOTS(q8_0_z)
@@ -749,6 +754,10 @@ typedef float (*dot_fn)(const unsigned char *w, const void *act, int64_t nb);
 /* Several activation rows at once (isa_row.rows of them; NULL: one-row
  * calls). */
 typedef void (*dotn_fn)(const unsigned char *w, const void *const *acts, int64_t nb, float *out);
+
+/* Four weight rows (row_bytes apart) against one activation row, each
+ * output dot's bits (NULL: four dot calls). */
+typedef void (*dotw_fn)(const unsigned char *w, int64_t row_bytes, const void *act, int64_t nb, float *out);
 
 /* The formats' kernels: index of each in an isa_row. */
 enum { F_Q8_0, F_Q4_0, F_Q4_1, F_Q5_0, F_Q5_1, F_Q2_K, F_Q3_K, F_Q4_K, F_Q5_K, F_Q6_K, N_FMT };
@@ -810,6 +819,7 @@ typedef struct isa_row {
   dotn_fn dotn[N_FMT];
   unsigned char rows[N_FMT]; /* dotn's activation rows */
   bool soa[N_FMT];           /* dot and dotn take soa32 rows */
+  dotw_fn dotw[N_FMT];
 } isa_row;
 
 #define X86_ROW(NAME, S)                                                                                              \
@@ -819,10 +829,12 @@ typedef struct isa_row {
    {dot4_q8_0_##S, dot4_q4_0_##S, dot4_q4_1_##S, dot4_q5_0_##S, dot4_q5_1_##S, dot4_q2_k_##S, dot4_q3_k_##S,         \
     dot4_q4_k_##S, dot4_q5_k_##S, dot4_q6_k_##S},                                                    \
    {4, 4, 4, 4, 4, 4, 4, 4, 4, 4},                                                                                   \
-   {0}}
+   {0},                                                                                                              \
+   {NULL}}
 
 static const isa_row isas[] = {
-  {"c", {[F_Q8_0] = dot_q8_0_c, [F_Q4_0] = dot_q4_0_c, [F_Q4_K] = dot_q4_k_c, [F_Q6_K] = dot_q6_k_c}, {NULL}, {0}, {0}},
+  {"c", {[F_Q8_0] = dot_q8_0_c, [F_Q4_0] = dot_q4_0_c, [F_Q4_K] = dot_q4_k_c, [F_Q6_K] = dot_q6_k_c}, {NULL}, {0}, {0},
+   {NULL}},
 #ifdef QM_X86
   X86_ROW("avx2", avx2),
   X86_ROW("avx2-vnni", vnni),
@@ -832,7 +844,9 @@ static const isa_row isas[] = {
    {dot4_q8_0_z, dot4_q4_0_z, dot4_q4_1_avx512, dot4_q5_0_avx512, dot4_q5_1_avx512, dot8_q2_k_z,
     dot8_q3_k_z, dot8_q4_k_z, dot8_q5_k_z, dot8_q6_k_z},
    {4, 4, 4, 4, 4, 8, 8, 8, 8, 8},
-   {[F_Q8_0] = true, [F_Q4_0] = true}},
+   {[F_Q8_0] = true, [F_Q4_0] = true},
+   {[F_Q8_0] = dotw4_q8_0_z, [F_Q4_0] = dotw4_q4_0_z, [F_Q2_K] = dotw4_q2_k_avx512, [F_Q3_K] = dotw4_q3_k_avx512,
+    [F_Q4_K] = dotw4_q4_k_avx512, [F_Q5_K] = dotw4_q5_k_avx512, [F_Q6_K] = dotw4_q6_k_avx512}},
 #endif
 };
 enum { N_ISAS = sizeof isas / sizeof isas[0] };
@@ -895,6 +909,7 @@ typedef struct qjob {
   const ppcc_block_format *f;
   dot_fn dot;
   dotn_fn dotn;
+  dotw_fn dotw;
   int rows;
   const unsigned char *w;
   const char *act;
@@ -1012,7 +1027,14 @@ static void run_rows(const qjob *j, int64_t n0, int64_t n1) {
     m0 = j->jts * 16;
   }
 #endif
-  for (int64_t n = n0; n < n1; n++) {
+  int64_t n = n0;
+  if (j->dotw && j->M - m0 == 1) /* one activation row left: four weight rows a call */
+    for (; n + 4 <= n1; n += 4) {
+      float out[4];
+      j->dotw(j->w + n * j->row_bytes, j->row_bytes, j->act + m0 * j->nb * j->act_size, j->nb, out);
+      memcpy(j->y + m0 * j->N + n, out, sizeof out);
+    }
+  for (; n < n1; n++) {
     const unsigned char *row = j->w + n * j->row_bytes;
     int64_t m = m0;
     for (; j->dotn && m + j->rows <= j->M; m += j->rows) {
@@ -1081,8 +1103,8 @@ bool ppcc_rt_qlinear_f32(ppcc_dtype wt, int64_t M, int64_t N, int64_t K, const f
   int nt = M * N * K > 65536 && N >= 2 * rt_kernel_threads() ? rt_kernel_threads() : 1;
   /* the last chunks: 4 features for prefill, 16 for decode */
   int64_t chunk = M >= 4 ? 4 : 16;
-  qjob j = {.f = f, .dot = isa->dot[fi], .dotn = isa->dotn[fi], .rows = isa->rows[fi], .w = w, .act = act,
-            .act_size = act_size, .M = M, .N = N, .nb = nb, .row_bytes = nb * f->bytes, .chunk = chunk, .parts = nt,
+  qjob j = {.f = f, .dot = isa->dot[fi], .dotn = isa->dotn[fi], .dotw = isa->dotw[fi], .rows = isa->rows[fi], .w = w,
+            .act = act, .act_size = act_size, .M = M, .N = N, .nb = nb, .row_bytes = nb * f->bytes, .chunk = chunk, .parts = nt,
             .y = y, .isa = isa, .soa = isa->soa[fi], .x = x, .K = K};
 #ifdef QM_X86
   void *kp = NULL;
