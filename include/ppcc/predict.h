@@ -158,6 +158,13 @@
 /* Rows at most this many take the runtime's small-GEMM kernel
  * (RT_SMALL_M, src/runtime/kernels/kernels.h); one row its GEMV. */
 #define PPCC_COST_SMALL_ROWS 16
+/* The work from which the runtime's kernels split across their threads
+ * (RT_SPLIT_*, src/runtime/kernels/kernels.h; ppcc_predict_op_splits):
+ * small-row GEMMs, weights a part; larger ones, multiply-adds a part;
+ * batched ones (attention), multiply-adds in all. */
+#define PPCC_COST_SPLIT_SMALL_WORK (64 * 1024)
+#define PPCC_COST_SPLIT_TILES_WORK (256 * 1024)
+#define PPCC_COST_SPLIT_BATCHED_WORK (1 << 16)
 
 /* The interpreter's measured cost of one op kind (the op table's name),
  * per op shard it computes: call_us + (flops * ns_per_flop + bytes *
@@ -314,9 +321,9 @@ void ppcc_op_cost_key(const ppcc_graph *g, const ppcc_op *op, char *key, size_t 
 bool ppcc_predict_is_contraction(const ppcc_graph *g, const ppcc_op *op);
 /* Whether the runtime's kernel for op splits its work across `threads`
  * kernel threads (the pool, thread_pool.c), as the kernels decide it:
- * GEMMs of at most PPCC_COST_SMALL_ROWS rows from 128 Ki weights
- * (gemm_small.c), larger ones from 512 Ki multiply-adds (gemm_tiles.c),
- * batched ones (attention) from 256 Ki (kernels_llm.c). */
+ * two parts' work (PPCC_COST_SPLIT_*) for GEMMs, small-row (gemm_small.c)
+ * or larger (gemm_tiles.c); one part's for batched ones (attention,
+ * kernels_llm.c). */
 bool ppcc_predict_op_splits(const ppcc_graph *g, const ppcc_op *op, int threads);
 /* What the time model charges a compute op for one result shard: its
  * op-table FLOPs (rep_op_flops_per_shard), the bytes of its non-param

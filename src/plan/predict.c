@@ -705,10 +705,10 @@ bool ppcc_predict_op_splits(const ppcc_graph *g, const ppcc_op *op, int threads)
       !ppcc_predict_is_contraction(g, op))
     return false;
   double flops = rep_op_flops_per_shard(g, op); /* 2 per multiply-add */
-  if (g->values[op->in[1]].rank > 2) return flops / 2 >= 256.0 * 1024; /* batched: attention's pairs */
+  if (g->values[op->in[1]].rank > 2) return flops / 2 >= PPCC_COST_SPLIT_BATCHED_WORK; /* batched: attention's pairs */
   int64_t rows = gemm_rows(g, op);
-  if (rows >= 1 && rows <= PPCC_COST_SMALL_ROWS) return flops / 2 / (double)rows >= 2.0 * 64 * 1024;
-  return flops / 2 >= 2.0 * 256 * 1024;
+  if (rows >= 1 && rows <= PPCC_COST_SMALL_ROWS) return flops / 2 / (double)rows >= 2.0 * PPCC_COST_SPLIT_SMALL_WORK;
+  return flops / 2 >= 2.0 * PPCC_COST_SPLIT_TILES_WORK;
 }
 
 /* The cost of op's key (ppcc_op_cost_key) in a table, else of its op name. */

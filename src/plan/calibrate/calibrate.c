@@ -52,6 +52,9 @@
 
 #define REPEATS 10
 _Static_assert(PPCC_COST_SMALL_ROWS == RT_SMALL_M, "the time model's small-GEMM rows are the runtime's");
+_Static_assert(PPCC_COST_SPLIT_SMALL_WORK == RT_SPLIT_SMALL_WORK && PPCC_COST_SPLIT_TILES_WORK == RT_SPLIT_TILES_WORK &&
+                   PPCC_COST_SPLIT_BATCHED_WORK == RT_SPLIT_ATTENTION_WORK,
+               "the time model's kernel splits are the runtime's");
 
 /* GFLOP/s of an M x n x n sgemm, B transposed as a linear layer's weight,
  * with `threads` kernel threads. */

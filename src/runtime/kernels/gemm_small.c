@@ -407,7 +407,7 @@ void rt_sgemm_small_ldb(int64_t M, int64_t N, int64_t K, const float *A, const f
                         bool b_transposed, float *C, int threads) {
   small_job j = {M, N, K, ldb, A, B, b_transposed, C};
   /* a part must stream enough of B to pay for waking a worker */
-  int64_t max_parts = N * K / (64 * 1024);
+  int64_t max_parts = N * K / RT_SPLIT_SMALL_WORK;
   int parts = threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1);
   int64_t align = b_transposed ? 8 : 32;
   rt_parallel_guided(parts, N, align, 4 * align, small_range, &j);

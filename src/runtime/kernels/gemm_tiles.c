@@ -352,7 +352,7 @@ void rt_sgemm_tiles(int64_t M, int64_t N, int64_t K, const float *A, const float
   if (M <= 0 || N <= 0) return;
   tiles_job j = {M, N, K, A, B, b_transposed, C};
   /* a part must have enough work to pay for waking a worker */
-  int64_t max_parts = M * N * K / (256 * 1024);
+  int64_t max_parts = M * N * K / RT_SPLIT_TILES_WORK;
   int parts = threads < max_parts ? threads : (int)(max_parts > 1 ? max_parts : 1);
   int64_t align = b_transposed ? TN : NN_W;
   /* a few rows: a chunk of 4 x 6 columns takes ~5 us a core to stream, the

@@ -83,6 +83,13 @@ void rt_pool_set_worker_cpus(const void *cpus, size_t size);
  * _cols computes only columns [n0, n1) on the caller. A row's bits do not
  * depend on M, the columns or the threads. */
 #define RT_SMALL_M 16
+/* The work a kernel thread must get to be worth waking (the time model
+ * charges that wake from the same figures: PPCC_COST_SPLIT_*, predict.h):
+ * rt_sgemm_small, N * K weights a part; rt_sgemm_tiles, M * N * K
+ * multiply-adds a part; attention, multiply-adds in all. */
+#define RT_SPLIT_SMALL_WORK (64 * 1024)
+#define RT_SPLIT_TILES_WORK (256 * 1024)
+#define RT_SPLIT_ATTENTION_WORK (1 << 16)
 void rt_sgemm_small(int64_t M, int64_t N, int64_t K, const float *A, const float *B, bool b_transposed, float *C,
                     int threads);
 void rt_sgemm_small_cols(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const float *A, const float *B,

@@ -520,7 +520,7 @@ int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t H
   int parts = units < threads ? (int)units : threads;
   /* a decode step of 8 kv heads at 64..128 keys (~0.2 MFLOP, under the
    * former 2^18) ran on one thread while the other spun: 2^16 */
-  if (flops * pairs < (1 << 16)) parts = 1;
+  if (flops * pairs < RT_SPLIT_ATTENTION_WORK) parts = 1;
   rt_parallel_parts(parts, tiles ? attention_part_tiles : attention_part, &j);
   return atomic_load(&j.failed) ? -2 : 0;
 }
