@@ -989,12 +989,23 @@ typedef struct jit_workload {
   ppcc_run_data data;
   bool loaded;
   void *ctx;
+  /* its forwards' measure, as --check-plan takes it (one stage) */
+  int *stage;
+  int64_t *peak;
+  double *busy;
+  ppcc_host_tensor *out;
+  ppcc_plan_measure m;
 } jit_workload;
 
 static void jit_workload_close(jit_workload *w, const ppcc_calib_jit *jit) {
   if (w->ctx) jit->release(w->ctx);
   if (w->loaded) ppcc_run_data_free(&w->data);
   ppcc_graph_free(w->g);
+  ppcc_plan_measure_release(&w->m);
+  free(w->stage);
+  free(w->peak);
+  free(w->busy);
+  free(w->out);
   memset(w, 0, sizeof *w);
 }
 
@@ -1010,7 +1021,25 @@ static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_cali
   ok = ok && !ppcc_run_data_load(w->g, &ro, &w->data, &q);
   w->loaded = ok;
   ok = ok && !jit->compile(w->g, &w->ctx, &q) && w->ctx;
+  if (ok) {
+    w->stage = calloc((size_t)w->g->n_ops + 1, sizeof *w->stage);
+    w->peak = calloc((size_t)w->g->n_devices + 1, sizeof *w->peak);
+    w->busy = calloc((size_t)w->g->n_devices + 1, sizeof *w->busy);
+    w->out = calloc((size_t)w->g->n_outputs + 1, sizeof *w->out);
+    w->m = (ppcc_plan_measure){.op_stage = w->stage, .n_stages = 1, .peak_bytes = w->peak, .stage_busy_ms = w->busy};
+    ok = w->stage && w->peak && w->busy && w->out;
+  }
   if (!ok) jit_workload_close(w, jit);
+  return ok;
+}
+
+/* One forward with `threads` threads (0: one kernel thread per device),
+ * measured into w->m. */
+static bool jit_workload_forward(jit_workload *w, const ppcc_calib_jit *jit, int threads, ppcc_diag *d) {
+  ppcc_exec_options eo = {.threads = threads > 0 ? threads : w->g->n_devices, .measure = &w->m};
+  double elapsed = 0;
+  bool ok = !jit->execute(w->ctx, w->g, &w->data, &eo, w->out, &elapsed, d) && w->m.filled;
+  for (int k = 0; k < w->g->n_outputs; k++) ppcc_host_tensor_free(&w->out[k]);
   return ok;
 }
 
@@ -1020,28 +1049,14 @@ static bool jit_workload_open(jit_workload *w, const char *text, const ppcc_cali
  * fails. */
 static bool jit_workload_run_on(jit_workload *w, const ppcc_calib_jit *jit, int threads, int forwards, double *us,
                                 ppcc_diag *d) {
-  const ppcc_graph *g = w->g;
-  int *op_stage = calloc((size_t)g->n_ops + 1, sizeof *op_stage);
-  ppcc_host_tensor *out = calloc((size_t)g->n_outputs + 1, sizeof *out);
-  int64_t *peak = calloc((size_t)g->n_devices + 1, sizeof *peak);
-  double *busy = calloc((size_t)g->n_devices + 1, sizeof *busy);
-  ppcc_plan_measure m = {.op_stage = op_stage, .n_stages = 1, .peak_bytes = peak, .stage_busy_ms = busy};
-  bool ok = op_stage && out && peak && busy;
-  for (int r = 0; ok && r < forwards; r++) {
-    ppcc_exec_options eo = {.threads = threads > 0 ? threads : g->n_devices, .measure = &m};
-    double elapsed = 0;
-    ok = !jit->execute(w->ctx, g, &w->data, &eo, out, &elapsed, d) && m.filled;
-    for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
-  }
-  if (ok) ppcc_plan_measure_summarize(&m);
+  w->m.forwards = 0; /* this call's forwards only */
+  w->m.filled = false;
+  bool ok = true;
+  for (int r = 0; ok && r < forwards; r++) ok = jit_workload_forward(w, jit, threads, d);
+  if (ok) ppcc_plan_measure_summarize(&w->m);
   *us = 0;
-  for (int dev = 0; ok && dev < g->n_devices; dev++)
-    if (busy[dev] * 1e3 > *us) *us = busy[dev] * 1e3;
-  ppcc_plan_measure_release(&m);
-  free(op_stage);
-  free(out);
-  free(peak);
-  free(busy);
+  for (int dev = 0; ok && dev < w->g->n_devices; dev++)
+    if (w->busy[dev] * 1e3 > *us) *us = w->busy[dev] * 1e3;
   return ok;
 }
 
@@ -1511,22 +1526,12 @@ typedef struct any_workload {
   const ppcc_calib_jit *jit; /* NULL: the interpreter */
   workload iw;
   jit_workload jw;
-  int *stage;
-  int64_t *peak;
-  double *busy;
-  ppcc_host_tensor *out;
-  ppcc_plan_measure m; /* the JIT's (the interpreter's: iw.m) */
   bool open;
 } any_workload;
 
 static void any_close(any_workload *w) {
   if (!w->jit) workload_close(&w->iw);
   else if (w->open) jit_workload_close(&w->jw, w->jit);
-  ppcc_plan_measure_release(&w->m);
-  free(w->stage);
-  free(w->peak);
-  free(w->busy);
-  free(w->out);
   memset(w, 0, sizeof *w);
 }
 
@@ -1537,26 +1542,14 @@ static bool any_open(any_workload *w, const char *text, const ppcc_calib_jit *ji
   ppcc_diag_init(&q, NULL, NULL);
   if (!text) return false;
   if (!jit) return w->open = !workload_open(&w->iw, text, false, &q);
-  if (!(w->open = jit_workload_open(&w->jw, text, jit))) return false;
-  const ppcc_graph *g = w->jw.g;
-  w->stage = calloc((size_t)g->n_ops + 1, sizeof *w->stage);
-  w->peak = calloc((size_t)g->n_devices + 1, sizeof *w->peak);
-  w->busy = calloc((size_t)g->n_devices + 1, sizeof *w->busy);
-  w->out = calloc((size_t)g->n_outputs + 1, sizeof *w->out);
-  w->m = (ppcc_plan_measure){.op_stage = w->stage, .n_stages = 1, .peak_bytes = w->peak, .stage_busy_ms = w->busy};
-  return w->stage && w->peak && w->busy && w->out;
+  return w->open = jit_workload_open(&w->jw, text, jit);
 }
 
 static const ppcc_graph *any_graph(const any_workload *w) { return w->jit ? w->jw.g : w->iw.g; }
 
 static bool any_forward(any_workload *w, int threads, ppcc_diag *d) {
   if (!w->jit) return !workload_forward_on(&w->iw, threads, d) && w->iw.m.filled;
-  const ppcc_graph *g = w->jw.g;
-  ppcc_exec_options eo = {.threads = threads, .measure = &w->m};
-  double elapsed = 0;
-  bool ok = !w->jit->execute(w->jw.ctx, g, &w->jw.data, &eo, w->out, &elapsed, d) && w->m.filled;
-  for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&w->out[k]);
-  return ok;
+  return jit_workload_forward(&w->jw, w->jit, threads, d);
 }
 
 /* Per stage of the prediction: the measured busy time (its slowest
@@ -1577,8 +1570,8 @@ static bool wait_residuals(const ppcc_calibration *c, const ppcc_calib_jit *jit,
     z->jit_resume_us = z->jit_start_us = z->jit_resume_spread_us = z->jit_start_spread_us = 0;
   }
   for (int i = 0; ok && i < n; i++) {
-    ppcc_plan_measure_summarize(jit ? &w[i].m : &w[i].iw.m);
-    const double *busy = jit ? w[i].busy : w[i].iw.busy;
+    ppcc_plan_measure_summarize(jit ? &w[i].jw.m : &w[i].iw.m);
+    const double *busy = jit ? w[i].jw.busy : w[i].iw.busy;
     ppcc_predict_options o = {.calib = z, .threads = threads, .jit = jit != NULL};
     ppcc_prediction p;
     ppcc_diag q;
