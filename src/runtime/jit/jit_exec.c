@@ -19,6 +19,8 @@ typedef struct jit_arg {
   int value, shard;
   bool output;
   int output_index;   /* k of g->outputs[k] for outputs */
+  bool state_in_place; /* a state output written into the state's own buffer
+                          (ppcc_state_update_output): nothing to flip */
   void *data;         /* rt_alloc'ed and owned, or a resident param shard */
   bool borrowed;      /* data is a resident param shard (resident.c) */
   int64_t *desc;      /* {allocated, aligned, offset, sizes[rank], strides[rank]} */
@@ -83,8 +85,6 @@ static void *leaf_shard(const jit_exec *x, int v, int i) {
   return s;
 }
 
-static bool state_in_place(const ppcc_graph *g, int v, int k) { return ppcc_state_update_output(g, v) == k; }
-
 static ppcc_status init_arg(jit_exec *x, jit_arg *a, ppcc_diag *d) {
   const ppcc_value *p = &x->g->values[a->value];
   if (!a->output && !x->data->values[a->value].data && !ppcc_run_data_shard(x->data, a->value, a->shard))
@@ -100,9 +100,10 @@ static ppcc_status init_arg(jit_exec *x, jit_arg *a, ppcc_diag *d) {
   /* a state: its input shard is read, the output written into the next
    * buffer, or into the same one when only the op writing the output
    * reads the input (a KV cache's index_copy: updated in place, no copy) */
+  a->state_in_place = a->output && state >= 0 && ppcc_state_update_output(x->g, state) == a->output_index;
   if (state >= 0)
     resident = rt_state_shard(x->data, state, &x->g->values[state], p->layout, a->shard, 0,
-                              a->output && !state_in_place(x->g, state, a->output_index));
+                              a->output && !a->state_in_place);
   a->borrowed = resident != NULL;
   a->data = resident ? (void *)resident : a->output ? rt_calloc(shard_bytes(p)) : leaf_shard(x, a->value, a->shard);
   a->desc = calloc((size_t)(3 + 2 * p->rank), sizeof *a->desc);
@@ -363,7 +364,7 @@ static void flip_states(const jit_exec *x) {
     for (int a = 0; a < x->devs[dev].n_args; a++) {
       const jit_arg *arg = &x->devs[dev].args[a];
       int v = arg->output ? rt_state_input(x->g, x->data, arg->output_index) : -1;
-      if (v >= 0 && !state_in_place(x->g, v, arg->output_index)) rt_state_flip(x->data, &x->g->values[v], x->g->values[v].layout, arg->shard, 0);
+      if (v >= 0 && !arg->state_in_place) rt_state_flip(x->data, &x->g->values[v], x->g->values[v].layout, arg->shard, 0);
     }
   }
 }
