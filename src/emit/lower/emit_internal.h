@@ -125,6 +125,11 @@ typedef MlirValue (*emit_body_fn)(ppcc_emit_ctx *c, MlirBlock body, void *user);
 MlirValue emit_generic(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, MlirValue init,
                        int n_loops, int n_reduction_tail, const MlirAffineMap *maps,
                        emit_body_fn body_fn, void *user);
+/* The same with parallel loops and two results (maps: the inputs', then
+ * the two inits'); body_fn writes the two values to yield. */
+typedef void (*emit_body2_fn)(ppcc_emit_ctx *c, MlirBlock body, void *user, MlirValue yielded[2]);
+void emit_generic2(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, const MlirValue inits[2], int n_loops,
+                   const MlirAffineMap *maps, emit_body2_fn body_fn, void *user, MlirValue results[2]);
 /* A linalg named op (matmul, ...) with its region filled by MLIR. */
 MlirValue emit_named_linalg(ppcc_emit_ctx *c, const char *name, int n_in, const MlirValue *ins,
                             MlirValue init);

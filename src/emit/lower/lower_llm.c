@@ -573,15 +573,16 @@ static MlirValue scale_freq(ppcc_emit_ctx *c, MlirBlock b, const rotary_body *r,
  * x[i] cos + x[i-D/2] sin; the angle is pos * theta^(-2j/D), j = i mod D/2.
  * The angle, its cos and sin are computed in f64 (as the interpreter
  * does): in f32 an angle of pos * freq at position 500k is off by ~4e-2.
- * They depend on the position and the lane only, so they are tabulated
- * once per position ([S, D] or [B, S, D], the last loop the lane) and the
- * rotation reads the tables: exp, cos and sin per head were most of a
- * Llama layer's rotary time. */
-static MlirValue body_rotary_table(ppcc_emit_ctx *c, MlirBlock b, const rotary_body *r, int lane_loop, bool sine) {
-  MlirType f32 = mlirF32TypeGet(c->mctx), f64 = mlirF64TypeGet(c->mctx);
-  MlirValue lane = loop_index(c, b, lane_loop), half = emit_index_const(c, b, r->half);
-  MlirValue low = compare(c, b, false, CMPI_ULT, lane, half);
-  MlirValue j = select_value(c, b, low, lane, bin(c, b, "arith.subi", lane, half));
+ * They depend on the position and the pair only, so each pair's frequency
+ * is computed once ([D/2]) and the cos and sin once per position and pair
+ * ([S, D/2] or [B, S, D/2]); the rotation reads them at lane mod D/2: exp,
+ * cos and sin per head were most of a Llama layer's rotary time, and per
+ * lane of both halves (the same angle twice) and exp per position they
+ * still made the JIT's rotary 2.5x the interpreter's (gen_llama h128). */
+static MlirValue body_rotary_freq(ppcc_emit_ctx *c, MlirBlock b, void *user) {
+  const rotary_body *r = user;
+  MlirType f64 = mlirF64TypeGet(c->mctx);
+  MlirValue j = loop_index(c, b, 0);
   MlirValue exponent = fconst(c, b, f64, r->log_theta_over_d), longest = exponent; /* set when used (arg_most) */
   if (r->arg_most >= 0) longest = bin(c, b, "arith.addf", int_to_float(c, b, barg(b, r->arg_most), f64), fconst(c, b, f64, 1));
   if (r->dynamic > 0) { /* dynamic NTK (kernel_rotary's rotary_freqs): ln theta + D/(D-2) ln ntk */
@@ -603,10 +604,21 @@ static MlirValue body_rotary_table(ppcc_emit_ctx *c, MlirBlock b, const rotary_b
     freq = bin(c, b, "arith.divf", freq, div);
   }
   if (r->arg_ff >= 0) freq = bin(c, b, "arith.divf", freq, cast(c, b, "arith.extf", to_f32(c, b, barg(b, r->arg_ff)), f64));
-  MlirValue angle = bin(c, b, "arith.mulf", int_to_float(c, b, barg(b, 0), f64), freq);
-  MlirValue v = emit_unary_scalar(c, b, sine ? "math.sin" : "math.cos", angle);
-  if (r->attention_factor != 1.0) v = bin(c, b, "arith.mulf", v, fconst(c, b, f64, r->attention_factor));
-  return cast(c, b, "arith.truncf", v, f32);
+  return freq;
+}
+
+/* cos and sin of position (block arg 0) times frequency (arg 1), as f32,
+ * in one body: LLVM makes them one sincos call (glibc's, the same bits as
+ * sin and cos apart), half the trigonometry's time. */
+static void body_rotary_table(ppcc_emit_ctx *c, MlirBlock b, void *user, MlirValue yielded[2]) {
+  const rotary_body *r = user;
+  MlirType f32 = mlirF32TypeGet(c->mctx), f64 = mlirF64TypeGet(c->mctx);
+  MlirValue angle = bin(c, b, "arith.mulf", int_to_float(c, b, barg(b, 0), f64), barg(b, 1));
+  for (int k = 0; k < 2; k++) {
+    MlirValue v = emit_unary_scalar(c, b, k ? "math.sin" : "math.cos", angle);
+    if (r->attention_factor != 1.0) v = bin(c, b, "arith.mulf", v, fconst(c, b, f64, r->attention_factor));
+    yielded[k] = cast(c, b, "arith.truncf", v, f32);
+  }
 }
 
 /* max(acc, x) of integers */
@@ -630,17 +642,6 @@ static MlirValue f64_constant(ppcc_emit_ctx *c, const double *v, int64_t n) {
   MlirNamedAttribute value = emit_named(c, "value", mlirDenseElementsAttrDoubleGet(t, (intptr_t)n, v));
   emit_op_spec cst = {"arith.constant", 0, NULL, 1, &t, 1, &value, 0};
   return mlirOperationGetResult(emit_op(c, &cst), 0);
-}
-
-typedef struct rotary_table_body {
-  const rotary_body *r;
-  int lane_loop;
-  bool sine;
-} rotary_table_body;
-
-static MlirValue body_rotary_angle(ppcc_emit_ctx *c, MlirBlock b, void *user) {
-  const rotary_table_body *t = user;
-  return body_rotary_table(c, b, t->r, t->lane_loop, t->sine);
 }
 
 static MlirValue body_rotary(ppcc_emit_ctx *c, MlirBlock b, void *user) {
@@ -671,50 +672,52 @@ ppcc_status lower_rotary(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
   bool has_long = ppcc_op_attr(op, "rope_long_divisors") != NULL;
   int n_div = 0, n_long = 0;
   const double *div = ppcc_attr_floats(op, "rope_divisors", &n_div), *long_div = ppcc_attr_floats(op, "rope_long_divisors", &n_long);
-  /* positions [S] or per row [B, S]; the tables [S, D] or [B, S, D]; the
-   * divisors [D/2] read at lane mod D/2 */
+  /* positions [S] or per row [B, S]; the frequencies [D/2] (from what the
+   * op has of the third operand, the largest position, the divisors and
+   * the long divisors, read at the pair); the tables [S, D/2] or
+   * [B, S, D/2] */
   bool per_row = in_value(g, op, 1)->rank == 2;
   int table_rank = per_row ? 3 : 2;
   MlirType xt = mlirValueGetType(x);
-  int64_t table_shape[3] = {mlirShapedTypeGetDimSize(xt, 0), mlirShapedTypeGetDimSize(xt, 1), xv->shape[3]};
+  int64_t table_shape[3] = {mlirShapedTypeGetDimSize(xt, 0), mlirShapedTypeGetDimSize(xt, 1), r.half};
   const int64_t *tshape = per_row ? table_shape : table_shape + 1;
   MlirType table_type = tensor_type(table_rank, tshape, mlirF32TypeGet(c->mctx));
-  MlirAffineExpr pos_dims[2] = {dim_expr(c, 0), dim_expr(c, 1)};
-  MlirAffineExpr pair = mlirAffineModExprGet(dim_expr(c, table_rank - 1), mlirAffineConstantExprGet(c->mctx, r.half));
-  MlirAffineMap table_maps[3] = {mlirAffineMapGet(c->mctx, table_rank, 0, table_rank - 1, pos_dims),
-                                 mlirAffineMapGet(c->mctx, table_rank, 0, 1, &pair),
-                                 mlirAffineMapMultiDimIdentityGet(c->mctx, table_rank)};
-  /* the tables' inputs: positions, then what the op has of the third
-   * operand, the largest position, the divisors and the long divisors */
-  MlirValue tables[2], table_ins[5] = {pos};
-  MlirAffineMap ins_maps[6] = {table_maps[0]};
-  int n_ins = 1;
+  MlirAffineMap pair = mlirAffineMapMultiDimIdentityGet(c->mctx, 1);
+  MlirValue freq_ins[4];
+  MlirAffineMap freq_maps[5];
+  int n_ins = 0;
   if (r.divisors) {
     r.arg_ff = n_ins;
-    ins_maps[n_ins] = table_maps[1];
-    table_ins[n_ins++] = operand(c, op, 2, shard);
+    freq_maps[n_ins] = pair;
+    freq_ins[n_ins++] = operand(c, op, 2, shard);
   }
   if (r.dynamic > 0 || has_long) {
     r.arg_most = n_ins;
-    ins_maps[n_ins] = mlirAffineMapGet(c->mctx, table_rank, 0, 0, NULL);
-    table_ins[n_ins++] = largest_position(c, pos);
+    freq_maps[n_ins] = mlirAffineMapGet(c->mctx, 1, 0, 0, NULL);
+    freq_ins[n_ins++] = largest_position(c, pos);
   }
   if (div && n_div == r.half) {
     r.arg_div = n_ins;
-    ins_maps[n_ins] = table_maps[1];
-    table_ins[n_ins++] = f64_constant(c, div, n_div);
+    freq_maps[n_ins] = pair;
+    freq_ins[n_ins++] = f64_constant(c, div, n_div);
   }
   if (has_long && long_div && n_long == r.half) {
     r.arg_long = n_ins;
-    ins_maps[n_ins] = table_maps[1];
-    table_ins[n_ins++] = f64_constant(c, long_div, n_long);
+    freq_maps[n_ins] = pair;
+    freq_ins[n_ins++] = f64_constant(c, long_div, n_long);
   }
-  ins_maps[n_ins] = table_maps[2];
-  for (int k = 0; k < 2; k++) {
-    rotary_table_body tb = {&r, table_rank - 1, k == 1};
-    tables[k] = emit_generic(c, n_ins, table_ins, emit_empty(c, table_type), table_rank, 0, ins_maps, body_rotary_angle, &tb);
-  }
-  MlirAffineExpr bsd[3] = {dim_expr(c, 0), dim_expr(c, 1), dim_expr(c, 3)};
+  freq_maps[n_ins] = pair;
+  MlirValue freq = emit_generic(c, n_ins, freq_ins, emit_empty(c, tensor_type(1, &r.half, f64_type(c))), 1, 0, freq_maps,
+                                body_rotary_freq, &r);
+  MlirAffineExpr pos_dims[2] = {dim_expr(c, 0), dim_expr(c, 1)}, lane = dim_expr(c, table_rank - 1);
+  MlirAffineMap table_maps[4] = {mlirAffineMapGet(c->mctx, table_rank, 0, table_rank - 1, pos_dims),
+                                 mlirAffineMapGet(c->mctx, table_rank, 0, 1, &lane),
+                                 mlirAffineMapMultiDimIdentityGet(c->mctx, table_rank),
+                                 mlirAffineMapMultiDimIdentityGet(c->mctx, table_rank)};
+  MlirValue tables[2], table_ins[2] = {pos, freq}, inits[2] = {emit_empty(c, table_type), emit_empty(c, table_type)};
+  emit_generic2(c, 2, table_ins, inits, table_rank, table_maps, body_rotary_table, &r, tables);
+  MlirAffineExpr pair_of_x = mlirAffineModExprGet(dim_expr(c, 3), mlirAffineConstantExprGet(c->mctx, r.half));
+  MlirAffineExpr bsd[3] = {dim_expr(c, 0), dim_expr(c, 1), pair_of_x};
   MlirAffineMap table_of_x = mlirAffineMapGet(c->mctx, 4, 0, table_rank, per_row ? bsd : bsd + 1);
   MlirAffineMap maps[4] = {mlirAffineMapMultiDimIdentityGet(c->mctx, 4), table_of_x, table_of_x,
                            mlirAffineMapMultiDimIdentityGet(c->mctx, 4)};

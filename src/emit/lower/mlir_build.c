@@ -184,6 +184,43 @@ MlirValue emit_generic(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, MlirVal
   return single_result(op);
 }
 
+/* emit_generic of parallel loops with two results (inits, maps: the
+ * inputs', then the two results'): one loop nest computes both, so that
+ * LLVM sees, e.g., sin and cos of one angle together (one sincos call). */
+void emit_generic2(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, const MlirValue inits[2], int n_loops,
+                   const MlirAffineMap *maps, emit_body2_fn body_fn, void *user, MlirValue results[2]) {
+  MlirAttribute map_attrs[8], iters[PPCC_MAX_RANK * 2 + 2];
+  MlirValue operands[8];
+  for (int i = 0; i < n_in + 2; i++) map_attrs[i] = mlirAffineMapAttrGet(maps[i]);
+  for (int i = 0; i < n_loops; i++) iters[i] = c->iter_parallel;
+  for (int i = 0; i < n_in; i++) operands[i] = ins[i];
+  operands[n_in] = inits[0];
+  operands[n_in + 1] = inits[1];
+  int32_t seg[2] = {n_in, 2};
+  MlirNamedAttribute attrs[3] = {
+      emit_named(c, "indexing_maps", mlirArrayAttrGet(c->mctx, n_in + 2, map_attrs)),
+      emit_named(c, "iterator_types", mlirArrayAttrGet(c->mctx, n_loops, iters)),
+      emit_named(c, "operandSegmentSizes", segment_sizes(c, 2, seg)),
+  };
+  MlirType t[2] = {mlirValueGetType(inits[0]), mlirValueGetType(inits[1])};
+  emit_op_spec s = {"linalg.generic", n_in + 2, operands, 2, t, 3, attrs, 1};
+  MlirOperation op = emit_op(c, &s);
+  MlirType arg_types[8];
+  MlirLocation arg_locs[8];
+  for (int i = 0; i < n_in + 2; i++) {
+    arg_types[i] = mlirShapedTypeGetElementType(mlirValueGetType(operands[i]));
+    arg_locs[i] = c->op_loc;
+  }
+  MlirBlock body = mlirBlockCreate(n_in + 2, arg_types, arg_locs);
+  mlirRegionAppendOwnedBlock(mlirOperationGetRegion(op, 0), body);
+  MlirValue yielded[2];
+  body_fn(c, body, user, yielded);
+  emit_op_spec y = {"linalg.yield", 2, yielded, 0, NULL, 0, NULL, 0};
+  emit_op_in(c, body, &y);
+  results[0] = mlirOperationGetResult(op, 0);
+  results[1] = mlirOperationGetResult(op, 1);
+}
+
 /* Map of an operand of shape `in` (rank ri) broadcast to `out` (rank ro):
  * leading dims dropped, size-1 dims read at index 0 (numpy rules). */
 static MlirAffineMap broadcast_map(ppcc_emit_ctx *c, int ri, const int64_t *in, int ro, const int64_t *out) {
