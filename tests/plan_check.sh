@@ -193,6 +193,12 @@ if sys.argv[2] == 'true':
                'linear.rows1', 'linear.rows16', 'matmul.rows1', 'matmul.rows16'):
         k = jit[op]
         assert set(k) == {'call_us', 'ns_per_flop', 'ns_per_byte', 'ns_per_weight_byte', 'ns_per_cold_weight_byte'} and min(k.values()) >= 0 and max(k.values()) > 0, ('jit', op, k)
+    # the JIT's own kernels (no GEMM) are fitted without the weights' share
+    # beyond the cache (calibrate.c, sample_jit_workload): no dearer cold bytes
+    for op in ('rotary', 'silu', 'gelu', 'rms_norm', 'layer_norm', 'softmax'):
+        assert jit[op]['ns_per_cold_weight_byte'] == jit[op]['ns_per_weight_byte'], ('jit cold', op, jit[op])
+    # no JIT threads factor: its GEMMs scale as the interpreter's kernels
+    assert 'jit_threads_factor' not in c and 'jit_threads_factors' not in c, c
 else:
     assert 'jit_op_costs' not in c
 " "$tmp/calib.json" "$have_jit" || fail "calibration file"

@@ -256,7 +256,9 @@ typedef struct ppcc_calibration {
   double jit_threads_factor;  /* the JIT with many_threads kernel threads: this times
                                  the time its costs with the interpreter's scaling
                                  give it, as measured (linear in the threads from 1;
-                                 "jit_threads_factor", optional: 0, none) */
+                                 "jit_threads_factor", optional: 0, none; ppcc
+                                 calibrate no longer writes it, nor the next:
+                                 see calibrate_jit_scaling) */
   int n_jit_threads_factors;  /* jit_threads_factor of the workloads whose time one cost
                                  key dominates (a decode's GEMVs gain nothing from a
                                  second thread in the JIT, a prefill's GEMMs do):

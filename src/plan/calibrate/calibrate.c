@@ -906,7 +906,8 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
  * function's busy time is measured (src/runtime/jit/jit_exec.c). So an op
  * kind's cost is measured by difference: the workload (one device, one
  * kernel thread) against the same workload with every op of that kind
- * run JIT_COPIES more times, each copy reading its own copies of the
+ * run JIT_COPIES more times (a cheap kind more: JIT_CHEAP_SHARE), each
+ * copy reading its own copies of the
  * op's params (a copy must not find the weights in cache that the op
  * just read) and writing a result nobody reads (freed at once, as an op's
  * result is after its last reader). Each model is compiled once; the
@@ -917,6 +918,17 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
 #include <cjson/cJSON.h>
 
 #define JIT_COPIES 2
+/* Copies of a cheap kind (no GEMM): as many as its ops' interpreter costs
+ * take JIT_CHEAP_SHARE of the workload's time, JIT_CHEAP_MIN_COPIES to
+ * JIT_MAX_COPIES. With two, an rms_norm or a silu of a Llama layer (under
+ * a microsecond, in workloads of 20 to 800) was below the rounds' noise and
+ * the code layout's shifts (paired differences of -2 to +1 us): fitted at
+ * 0.05 and 0.01 us on gen_llama h128's rows, where their copies cost 0.7
+ * and 1.2 us each (now fitted 0.7 to 0.8 and 0.9 to 1.2 over three
+ * calibrations). */
+#define JIT_CHEAP_SHARE 0.25
+#define JIT_CHEAP_MIN_COPIES 4
+#define JIT_MAX_COPIES 24
 #define JIT_ROUNDS 7
 #define JIT_FORWARDS 3 /* per round: the median of the warm ones counts, as --check-plan measures */
 
@@ -1086,12 +1098,12 @@ static int op_kinds(const ppcc_graph *g, cost_key *kinds, int cap) {
  * forwards (the statistic --check-plan measures; pairs: the machine's
  * load changes). The copies cost somewhat more than the ops they copy
  * (cold code and weights: +25 % on the smallest Llama), so the kinds'
- * differences, each over JIT_COPIES, are scaled to add up to the
+ * differences, each over its copies, are scaled to add up to the
  * workload's own busy time (the median of its rounds; at most by a factor
  * 2 either way): they say how the time divides between the kinds. */
 typedef struct kind_sample {
   double delta, f, b, w, calls; /* the copies' extra time; their work */
-  double cold;                  /* the weights' share beyond a core's cache (base and variant in turn) */
+  int copies;                   /* of each op of the kind (JIT_COPIES, more for cheap kinds) */
   bool ok;
 } kind_sample;
 
@@ -1143,14 +1155,29 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration 
     for (int i = 0; i < *n_gemm && !seen; i++) seen = strcmp(gemm_keys[i], key) == 0;
     if (!seen && *n_gemm < PPCC_CALIB_MAX_OPS) memcpy(gemm_keys[(*n_gemm)++], key, sizeof key);
   }
+  double kind_us[PPCC_CALIB_MAX_OPS] = {0}; /* per kind: its ops at the interpreter's costs */
+  for (int j = 0; !st && j < base.g->n_ops; j++) {
+    const ppcc_op *op = &base.g->ops[j];
+    if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
+    double us = interp_cost_us(c, base.g, op, 0);
+    cost_key key;
+    ppcc_op_cost_key(base.g, op, key, sizeof key);
+    for (int i = 0; i < n && us > 0; i++)
+      if (strcmp(kinds[i], key) == 0) kind_us[i] += us;
+  }
   for (int i = 0; i < n && !st; i++) {
     memset(&ks[i], 0, sizeof ks[i]);
-    char *variant = with_copies(text, kinds[i], JIT_COPIES);
+    int copies = JIT_COPIES;
+    if (gemm[i] <= 0 && kind_us[i] > 0 && b_us > 0) {
+      double want = JIT_CHEAP_SHARE * b_us / kind_us[i];
+      copies = want > JIT_MAX_COPIES ? JIT_MAX_COPIES : want > JIT_CHEAP_MIN_COPIES ? (int)want : JIT_CHEAP_MIN_COPIES;
+    }
+    ks[i].copies = copies;
+    char *variant = with_copies(text, kinds[i], copies);
     jit_workload v;
     bool ok = variant && jit_workload_open(&v, variant, jit);
     free(variant);
     if (!ok) continue; /* e.g. an in-place op whose copies the passes refuse: no sample */
-    ks[i].cold = ppcc_predict_cold_share(ppcc_predict_param_bytes(base.g) + ppcc_predict_param_bytes(v.g), c->cache_bytes);
     ok = jit_workload_run(&v, jit, 1, &v_us, d); /* warm up */
     int nd = 0;
     for (int r = 0; ok && r < JIT_ROUNDS; r++) {
@@ -1165,7 +1192,7 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration 
       if (strcmp(key, kinds[i]) != 0) continue;
       double of, ob, ow;
       ppcc_predict_op_work(base.g, op, &of, &ob, &ow);
-      ks[i].f += of * JIT_COPIES, ks[i].b += ob * JIT_COPIES, ks[i].w += ow * JIT_COPIES, ks[i].calls += JIT_COPIES;
+      ks[i].f += of * copies, ks[i].b += ob * copies, ks[i].w += ow * copies, ks[i].calls += copies;
     }
     ks[i].delta = ok ? rt_median(diff, nd) : 0;
     /* copies that cost nothing measurable (a loaded machine's noise): a
@@ -1176,7 +1203,7 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration 
   }
   double sum = 0, total = st || !nb ? 0 : rt_median(base_us, nb); /* the kinds' differences, one run of each op */
   for (int i = 0; i < n && !st; i++)
-    if (ks[i].ok) sum += ks[i].delta / JIT_COPIES;
+    if (ks[i].ok) sum += ks[i].delta / ks[i].copies;
   double scale = sum > 0 && total > 0 ? total / sum : 1;
   scale = scale < 0.5 ? 0.5 : scale > 2 ? 2 : scale;
   for (int i = 0; i < n && !st; i++) {
@@ -1185,8 +1212,14 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration 
       if (*n_extra < 256) extra[(*n_extra)++] = (ks[i].delta * scale - gemm[i] * JIT_COPIES) / ks[i].calls;
       continue;
     }
+    /* the JIT's own kernels (no GEMM) read their params by row (a norm's
+     * [H], an embedding's rows), not streamed whole: the share of the
+     * workload's weights beyond the cache says nothing of their time (as
+     * a term, it took an rms_norm's whole cost in one calibration in
+     * three: 0.36 ns a cold weight byte, 0.04 ns/FLOP, where the others
+     * fitted 0.17 ns/FLOP) */
     op_samples *o = samples_for(s, kinds[i]);
-    if (!o || !add_sample_of(o, ks[i].calls, ks[i].f, ks[i].b, ks[i].w, ks[i].cold, ks[i].delta * scale))
+    if (!o || !add_sample_of(o, ks[i].calls, ks[i].f, ks[i].b, ks[i].w, 0, ks[i].delta * scale))
       st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
   free(base_us);
@@ -1356,107 +1389,24 @@ static void calibrate_jit_comm(ppcc_calibration *c, const ppcc_calib_jit *jit, F
   }
 }
 
-/* How the JIT's busy time changes with more kernel threads or more devices
- * computing at once, where the interpreter's figures do not say it (the
- * compiled code around the runtime's kernels is one thread, and its
- * calls and allocations contend differently):
- *   jit_threads_factor       the Llama workloads with the most kernel
- *                            threads (and one, each forward in turn):
- *                            the measured busy time over the one the JIT's
- *                            costs predict with them (scaled as the
- *                            interpreter's: the level with many threads,
- *                            not only the ratio to one thread, since the
- *                            one-thread fits of the GEMMs the JIT shares
- *                            may be off where many threads' are not),
- *                            the median over workloads, and per cost key
- *                            the median over the workloads whose JIT costs
- *                            that key dominates (jit_threads_factors);
+/* How the JIT's busy time changes with more devices computing at once,
+ * where the interpreter's figures do not say it (the compiled code around
+ * the runtime's kernels is one thread, and its calls and allocations
+ * contend differently):
  *   jit_concurrent_slowdown  FFN copies on t devices at once against one,
- *                            compiled by the JIT (as concurrency()). */
+ *                            compiled by the JIT (as concurrency()).
+ * No jit_threads_factor(s) any more (predict.h still reads and applies a
+ * file's): they were the one-device Llama workloads' busy time with many
+ * kernel threads over the prediction, 0.67 to 2.5 from one calibration to
+ * the next, and did not carry over to pipeline stages (0.73 for
+ * linear.rows16 put gen_llama pp4 h128's JIT stages at -29 %, -17 %
+ * without). The JIT's GEMMs are the runtime's kernels, whose thread
+ * scaling the interpreter measures op by op (op_costs_multithreaded);
+ * its compiled kernels (no GEMM) do not split. */
 #define JIT_SCALE_ROUNDS 5
-static double predicted_stage_ms(const ppcc_graph *g, const ppcc_calibration *c, int threads) {
-  ppcc_predict_options o = {.calib = c, .threads = threads, .jit = true};
-  ppcc_prediction p;
-  ppcc_diag q;
-  ppcc_diag_init(&q, NULL, NULL);
-  if (ppcc_predict(g, &o, &p, &q)) return 0;
-  double ms = p.n_stages > 0 ? p.stages[0].time_ms : 0;
-  ppcc_prediction_free(&p);
-  return ms;
-}
-
-/* The cost key whose ops take most of g's time by the JIT's costs. */
-static void dominant_key(const ppcc_graph *g, const ppcc_calibration *c, cost_key out) {
-  cost_key keys[PPCC_CALIB_MAX_OPS];
-  double us[PPCC_CALIB_MAX_OPS] = {0};
-  int n = 0, best = -1;
-  out[0] = 0;
-  for (int j = 0; j < g->n_ops; j++) {
-    const ppcc_op *op = &g->ops[j];
-    if (!op->info || op->info->family != PPCC_FAMILY_COMPUTE || op->n_out < 1) continue;
-    cost_key key;
-    ppcc_op_cost_key(g, op, key, sizeof key);
-    const ppcc_op_cost *k = ppcc_calibration_jit_op_cost(c, key);
-    if (!k) k = ppcc_calibration_jit_op_cost(c, op->info->name);
-    if (!k) continue;
-    double f, b, w;
-    ppcc_predict_op_work(g, op, &f, &b, &w);
-    int i = 0;
-    while (i < n && strcmp(keys[i], key) != 0) i++;
-    if (i == n && n == PPCC_CALIB_MAX_OPS) continue;
-    if (i == n) memcpy(keys[n++], key, sizeof key);
-    us[i] += ppcc_op_cost_us(k, f, b, w, 0);
-    if (best < 0 || us[i] > us[best]) best = i;
-  }
-  if (best >= 0) memcpy(out, keys[best], sizeof(cost_key));
-}
-
-static void calibrate_jit_scaling(ppcc_calibration *c, const ppcc_calib_jit *jit, const char *const *texts, int n_texts,
-                                  FILE *log, ppcc_diag *d) {
-  int many = c->many_threads > 1 ? c->many_threads : c->n_threads;
-  double factor[64];
-  cost_key dominant[64];
-  int nf = 0;
-  c->jit_threads_factor = 0; /* the predictions below: the interpreter's ratio */
+static void calibrate_jit_scaling(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
+  c->jit_threads_factor = 0;
   c->n_jit_threads_factors = 0;
-  for (int i = 0; many > 1 && i < n_texts && nf < 64; i++) {
-    jit_workload w;
-    if (!jit_workload_open(&w, texts[i], jit)) continue;
-    double one[JIT_SCALE_ROUNDS], more[JIT_SCALE_ROUNDS], us;
-    int n = 0;
-    bool ok = jit_workload_run_on(&w, jit, 1, 1, &us, d) && jit_workload_run_on(&w, jit, many, 1, &us, d);
-    for (int r = 0; ok && r < JIT_SCALE_ROUNDS; r++) {
-      ok = jit_workload_run_on(&w, jit, 1, JIT_FORWARDS, &one[n], d) && jit_workload_run_on(&w, jit, many, JIT_FORWARDS, &more[n], d);
-      n += ok;
-    }
-    double p1 = predicted_stage_ms(w.g, c, 1), pm = predicted_stage_ms(w.g, c, many);
-    double m1 = n ? rt_median(one, n) : 0, mm = n ? rt_median(more, n) : 0;
-    if (ok && p1 > 0 && pm > 0 && m1 > 0 && mm > 0) {
-      dominant_key(w.g, c, dominant[nf]);
-      factor[nf++] = mm * 1e-3 / pm; /* us over ms */
-    }
-    jit_workload_close(&w, jit);
-  }
-  for (int i = 0; i < nf; i++) { /* per dominant key (each once) */
-    double same[64];
-    int n = 0;
-    bool seen = false;
-    for (int k = 0; k < i; k++) seen = seen || strcmp(dominant[k], dominant[i]) == 0;
-    for (int k = i; !seen && dominant[i][0] && k < nf; k++)
-      if (strcmp(dominant[k], dominant[i]) == 0) same[n++] = factor[k];
-    if (!n || c->n_jit_threads_factors >= PPCC_CALIB_MAX_OPS) continue;
-    rt_sort_doubles(same, n);
-    ppcc_key_factor *kf = &c->jit_threads_factors[c->n_jit_threads_factors++];
-    snprintf(kf->name, sizeof kf->name, "%.31s", dominant[i]);
-    kf->factor = same[n / 2] < 0.25 ? 0.25 : same[n / 2] > 4 ? 4 : same[n / 2];
-    if (log) fprintf(log, "jit with %d kernel threads, workloads mostly %s: %.3fx\n", many, kf->name, kf->factor);
-  }
-  if (nf) {
-    rt_sort_doubles(factor, nf);
-    double f = factor[nf / 2];
-    c->jit_threads_factor = f < 0.25 ? 0.25 : f > 4 ? 4 : f;
-    if (log) fprintf(log, "jit with %d kernel threads: %.3fx the time the interpreter's scaling says\n", many, c->jit_threads_factor);
-  }
   static const int sizes[][4] = {{8, 256, 1024, 1}, {32, 128, 512, 1}, {8, 64, 128, 3}};
   enum { N = sizeof sizes / sizeof *sizes };
   int most = c->cores < c->n_threads ? c->cores : c->n_threads;
@@ -1669,7 +1619,7 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
   samples_free(&s);
   if (!st) calibrate_cut(c, jit, log, d);
   if (!st) calibrate_jit_comm(c, jit, log, d);
-  if (!st) calibrate_jit_scaling(c, jit, workloads, n_workloads, log, d);
+  if (!st) calibrate_jit_scaling(c, jit, log, d);
   if (!st) calibrate_waits(c, jit, log);
   return st;
 }
