@@ -289,6 +289,8 @@ void ppcc_calibration_defaults(ppcc_calibration *c);
 /* Reads a calibration file; a bad file is a user error naming the file
  * and the field. */
 ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d);
+/* The same from text already read (`path` names it in diagnostics). */
+ppcc_status ppcc_calibration_parse(const char *path, const char *text, size_t len, ppcc_calibration *c, ppcc_diag *d);
 /* Writes it through the atomic-output module. */
 ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, ppcc_diag *d);
 /* The same into an output already opened (ppcc_outfile_open), so that a

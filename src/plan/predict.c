@@ -147,6 +147,12 @@ static ppcc_status read_field(const cJSON *root, const char *path, const calib_f
       snprintf(why, sizeof why, "is not a string of at most %zu bytes", f->size - 1);
       return bad_field(path, f->key, why, d);
     }
+    for (const char *p = x->valuestring; *p;) { /* JSON text is UTF-8: a stray byte would not round-trip */
+      unsigned cp;
+      int len = ppcc_utf8_char(p, &cp);
+      if (len == 0) return bad_field(path, f->key, "is not valid UTF-8", d);
+      p += len;
+    }
     memcpy(at, x->valuestring, strlen(x->valuestring) + 1);
     return PPCC_OK;
   case CAL_RATES: {
@@ -327,17 +333,23 @@ double ppcc_calibration_jit_threads_factor(const ppcc_calibration *c, const ppcc
   return c->jit_threads_factor;
 }
 
+ppcc_status ppcc_calibration_parse(const char *path, const char *text, size_t len, ppcc_calibration *c, ppcc_diag *d) {
+  ppcc_calibration_defaults(c);
+  cJSON *root = NULL;
+  ppcc_status st = ppcc_json_parse_strict(path, text, len, PPCC_JSON_DUPLICATES_REFUSED, &root, d);
+  if (!st) st = parse_calibration(root, path, c, d);
+  cJSON_Delete(root);
+  if (st) ppcc_calibration_defaults(c);
+  return st;
+}
+
 ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d) {
   ppcc_calibration_defaults(c);
   size_t len = 0;
   char *text = ppcc_read_file(path, &len, d);
   if (!text) return d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
-  cJSON *root = NULL;
-  ppcc_status st = ppcc_json_parse_strict(path, text, len, PPCC_JSON_DUPLICATES_REFUSED, &root, d);
-  if (!st) st = parse_calibration(root, path, c, d);
-  cJSON_Delete(root);
+  ppcc_status st = ppcc_calibration_parse(path, text, len, c, d);
   free(text);
-  if (st) ppcc_calibration_defaults(c);
   return st;
 }
 
