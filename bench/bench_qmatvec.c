@@ -8,7 +8,8 @@
  * prefill path). Prints microseconds per call, min and median of ROUNDS
  * rounds, the weight bytes per second and the multiply-adds per second
  * at the median. FORMAT f16 or bf16: ppcc_rt_hlinear_f32 on a weight of
- * that dtype (half_matmul.c; ISA is then ignored).
+ * that dtype (half_matmul.c; ISA c, avx2 or avx512 caps the kernels'
+ * level, rt_set_simd_level).
  *   bench_qmatvec FORMAT [N] [K] [COPIES] [THREADS] [ROUNDS] [ISA] [M]
  * (defaults 2816 1024 40 1 7 best 1) */
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "ppcc/graph.h"
 #include "ppcc/quant.h"
 #include "ppcc/runtime.h"
+#include "../src/runtime/kernels/kernels.h"
 
 static double now_s(void) {
   struct timespec t;
@@ -44,6 +46,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: bench_qmatvec FORMAT [N] [K] [COPIES] [THREADS] [ROUNDS] [ISA] [M]\n");
     return 2;
   }
+  static const char *const levels[] = {[RT_SIMD_NONE] = "c", [RT_SIMD_AVX2] = "avx2", [RT_SIMD_AVX512] = "avx512"};
+  if (argc > 7 && is_half)
+    for (int l = RT_SIMD_NONE; l <= RT_SIMD_AVX512; l++)
+      if (strcmp(argv[7], levels[l]) == 0) rt_set_simd_level(l);
   if (argc > 7 && !is_half && strcmp(argv[7], "best") != 0 && !ppcc_rt_quant_set_isa(argv[7])) {
     fprintf(stderr, "bench_qmatvec: no instruction set '%s' here\n", argv[7]);
     return 1;
@@ -73,7 +79,7 @@ int main(int argc, char **argv) {
   qsort(t, (size_t)rounds, sizeof t[0], cmp_double);
   double med = t[rounds / 2];
   printf("%s %lld x %lld, %lld rows, %d copies, %d threads, %s: us/call min %.1f median %.1f, %.2f GB/s, %.1f GMAC/s\n",
-         name, N, K, M, copies, threads, is_half ? "hlinear" : ppcc_rt_quant_isa(), t[0] * 1e6, med * 1e6, (double)bytes / med * 1e-9,
+         name, N, K, M, copies, threads, is_half ? levels[rt_simd_level()] : ppcc_rt_quant_isa(), t[0] * 1e6, med * 1e6, (double)bytes / med * 1e-9,
          (double)(M * N * K) / med * 1e-9);
   free(w);
   free(x);
