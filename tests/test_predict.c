@@ -5,10 +5,12 @@
  * changes the predicted stage time, wall and bubble by the amount the
  * model says. Hand-made calibrations only: nothing here is timed. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ppcc/devices_spec.h"
+#include "ppcc/io.h"
 #include "ppcc/predict.h"
 #include "test_support.h"
 
@@ -438,6 +440,117 @@ START_TEST(calibration_format_versions) {
   ck_assert_int_eq(read_text(BASE4 ", \"resume_us\": -0.5, \"jit_resume_spread_us\": 3}", &c, &d, &msg), PPCC_OK);
   ck_assert_double_eq(c.resume_us, -0.5);
   ck_assert_double_eq(c.jit_resume_spread_us, 3);
+  free(msg);
+}
+END_TEST
+
+/* The file's optional scalar fields, each alone: written only when set
+ * (a cost above 0, a residual of either sign), read back to the same
+ * value, and written again byte for byte; a file of a format before the
+ * field's is refused naming the field and the format. */
+START_TEST(calibration_optional_fields_round_trip) {
+  static const struct {
+    const char *key;
+    size_t at;
+    int since;
+    bool residual; /* may be negative (from format 4 on) */
+    double value;  /* exact in %.6g (cache_bytes: %.17g) */
+  } fields[] = {
+    {"hop_us", offsetof(ppcc_calibration, hop_us), 1, false, 12.5},
+    {"resume_us", offsetof(ppcc_calibration, resume_us), 1, true, -0.75}, /* before format 4 a cost */
+    {"start_us", offsetof(ppcc_calibration, start_us), 1, false, 1.25},
+    {"jit_start_us", offsetof(ppcc_calibration, jit_start_us), 1, false, 1.5},
+    {"resume_spread_us", offsetof(ppcc_calibration, resume_spread_us), 4, true, -1.75},
+    {"start_spread_us", offsetof(ppcc_calibration, start_spread_us), 4, false, 0.5},
+    {"jit_resume_us", offsetof(ppcc_calibration, jit_resume_us), 4, true, -0.25},
+    {"jit_resume_spread_us", offsetof(ppcc_calibration, jit_resume_spread_us), 4, true, 2.25},
+    {"jit_start_spread_us", offsetof(ppcc_calibration, jit_start_spread_us), 4, false, 0.375},
+    {"pool_wake_us", offsetof(ppcc_calibration, pool_wake_us), 4, false, 3.125},
+    {"cache_bytes", offsetof(ppcc_calibration, cache_bytes), 3, false, 2097152.5},
+    {"jit_threads_factor", offsetof(ppcc_calibration, jit_threads_factor), 3, false, 1.75},
+  };
+  ppcc_diag d;
+  char *msg, key[64];
+  for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+    ppcc_calibration c = hand_calibration(2), back;
+    *(double *)((char *)&c + fields[i].at) = fields[i].value;
+    char *dir, *path = write_calibration(&c, &dir), *text = t_read_text(path);
+    snprintf(key, sizeof key, "\"%s\":", fields[i].key);
+    ck_assert_msg(strstr(text, key) && !strstr(strstr(text, key) + 1, key), "%s not written once", fields[i].key);
+    ppcc_diag_init(&d, NULL, NULL);
+    ck_assert_int_eq(ppcc_calibration_read(path, &back, &d), PPCC_OK);
+    ck_assert_double_eq(*(double *)((char *)&back + fields[i].at), fields[i].value);
+    for (size_t j = 0; j < sizeof fields / sizeof *fields; j++) /* the others stay unset */
+      if (j != i) ck_assert_double_eq(*(double *)((char *)&back + fields[j].at), 0);
+    char *again = t_path_join(dir, "again.json"), *again_text;
+    ppcc_outfile f;
+    ck_assert_int_eq(ppcc_outfile_open(&f, again, &d), PPCC_OK);
+    ck_assert_int_eq(ppcc_calibration_write_to(&f, &back, &d), PPCC_OK);
+    again_text = t_read_text(again);
+    ck_assert_str_eq(again_text, text);
+    /* unset (0), it is not written at all */
+    *(double *)((char *)&c + fields[i].at) = 0;
+    ck_assert_int_eq(ppcc_calibration_write(path, &c, &d), PPCC_OK);
+    free(text);
+    text = t_read_text(path);
+    ck_assert_ptr_null(strstr(text, key));
+    /* a cost below 0 is not measured either (the reader refuses it) */
+    *(double *)((char *)&c + fields[i].at) = -1;
+    ck_assert_int_eq(ppcc_calibration_write(path, &c, &d), PPCC_OK);
+    ppcc_diag_init(&d, NULL, NULL);
+    ck_assert_int_eq(ppcc_calibration_read(path, &back, &d), PPCC_OK);
+    ck_assert_double_eq(*(double *)((char *)&back + fields[i].at), (fields[i].residual ? -1 : 0));
+    free(text);
+    free(again_text);
+    free(again);
+    t_remove_tree(dir);
+    free(path);
+    free(dir);
+    /* from its format on the file may have it, not before */
+    for (int v = 1; v <= PPCC_CALIBRATION_VERSION; v++) {
+      char in[512];
+      snprintf(in, sizeof in,
+               "{\"ppcc_calibration\": %d, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "
+               "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1, \"%s\": 1}",
+               v, fields[i].key);
+      ck_assert_int_eq(read_text(in, &c, &d, &msg), v >= fields[i].since ? PPCC_OK : PPCC_ERR_USER);
+      if (v < fields[i].since) {
+        char expect[96];
+        snprintf(expect, sizeof expect, "'%s' is not in formats before %d", fields[i].key, fields[i].since);
+        ck_assert_msg(strstr(msg, expect), "format %d, %s: message '%s'", v, fields[i].key, msg);
+      } else {
+        ck_assert_double_eq(*(double *)((char *)&c + fields[i].at), 1);
+      }
+      free(msg);
+    }
+  }
+  /* the labels and the JIT's slowdowns the same way */
+  ppcc_calibration c = hand_calibration(2), back;
+  snprintf(c.cpu, sizeof c.cpu, "Some \"CPU\" @ 3 GHz");
+  snprintf(c.ppcc_version, sizeof c.ppcc_version, "0.27");
+  c.n_jit_slowdown = 2;
+  c.jit_concurrent_slowdown[0] = 1, c.jit_concurrent_slowdown[1] = 1.5;
+  char *dir, *path = write_calibration(&c, &dir), *text = t_read_text(path);
+  ppcc_diag_init(&d, NULL, NULL);
+  ck_assert_int_eq(ppcc_calibration_read(path, &back, &d), PPCC_OK);
+  ck_assert_str_eq(back.cpu, c.cpu);
+  ck_assert_str_eq(back.ppcc_version, "0.27");
+  ck_assert_int_eq(back.n_jit_slowdown, 2);
+  ck_assert_double_eq(back.jit_concurrent_slowdown[1], 1.5);
+  ck_assert_int_eq(back.n_slowdown, 0);
+  ck_assert_int_eq(ppcc_calibration_write(path, &back, &d), PPCC_OK);
+  char *again = t_read_text(path);
+  ck_assert_str_eq(again, text);
+  free(again);
+  free(text);
+  t_remove_tree(dir);
+  free(path);
+  free(dir);
+  ck_assert_int_eq(read_text(BASE2 ", \"jit_concurrent_slowdown\": [1]}", &c, &d, &msg), PPCC_ERR_USER);
+  ck_assert_ptr_nonnull(strstr(msg, "'jit_concurrent_slowdown' is not in formats before 3"));
+  free(msg);
+  ck_assert_int_eq(read_text(BASE ", \"cpu\": 3}", &c, &d, &msg), PPCC_ERR_USER);
+  ck_assert_ptr_nonnull(strstr(msg, "'cpu' is not a string of at most 127 bytes"));
   free(msg);
 }
 END_TEST
@@ -931,6 +1044,7 @@ int main(void) {
   tcase_add_test(tc, op_cost_changes_prediction);
   tcase_add_test(tc, gemm_kernels_have_their_own_costs);
   tcase_add_test(tc, calibration_format_versions);
+  tcase_add_test(tc, calibration_optional_fields_round_trip);
   tcase_add_test(tc, wait_costs_follow_placement);
   tcase_add_test(tc, cold_weights_cost_their_own);
   tcase_add_test(tc, jit_moves_and_threads_factor);

@@ -7,6 +7,7 @@
 #include "ppcc/json_strict.h"
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ppcc/io.h"
@@ -40,10 +41,75 @@ static bool cost_number(const cJSON *x) {
   return cJSON_IsNumber(x) && isfinite(x->valuedouble) && x->valuedouble >= 0 && x->valuedouble <= 1e6;
 }
 
-/* A resume cost from format 4 on: a residual of the time model (the
- * measured stage less its ops' costs), so in [-1e6, 1e6]. */
-static bool residual_number(const cJSON *x) {
-  return cJSON_IsNumber(x) && isfinite(x->valuedouble) && fabs(x->valuedouble) <= 1e6;
+/* The kinds of the file's fields that the table below reads and writes:
+ * a string, an integer, a number, and a list of rates (one per thread
+ * count, every list as long as the first). */
+typedef enum { CAL_TEXT, CAL_INTEGER, CAL_NUMBER, CAL_RATES } calib_kind;
+
+/* One field of the calibration file as the reader checks it and the
+ * writer writes it, so that the two cannot disagree on its key, format or
+ * range. Optional fields are absent from the file where the calibration
+ * holds its default (0, "", no entries). */
+typedef struct calib_field {
+  const char *key;      /* the member's name */
+  size_t at;            /* offsetof the member in ppcc_calibration */
+  calib_kind kind;
+  int since;            /* the first format that has it; earlier files are refused with it */
+  bool required;
+  double min, max;      /* INTEGER, NUMBER: its range */
+  int residual_from;    /* NUMBER: from this format on a residual of the time model (the
+                           measured less the modelled), so in [-max, max]; 0: never */
+  bool exact;           /* NUMBER: written with every digit (a byte count), else as %.6g */
+  size_t size;          /* TEXT: the member's size, the terminating NUL included */
+  size_t count_at;      /* RATES: offsetof the member counting its entries */
+} calib_field;
+
+/* Member m of ppcc_calibration, keyed by its name; the _Generic refuses
+ * at compile time a member whose type is not the kind's. */
+#define CAL_AT(m, type) .key = #m, .at = offsetof(ppcc_calibration, m) + 0 * sizeof _Generic(((ppcc_calibration *)0)->m, type: 1)
+#define CAL_TEXT_AT(m, since_) CAL_AT(m, char *), .kind = CAL_TEXT, .since = since_, .size = sizeof((ppcc_calibration *)0)->m
+#define CAL_RATES_AT(m, count, since_) CAL_AT(m, double *), .kind = CAL_RATES, .since = since_, .count_at = offsetof(ppcc_calibration, count)
+#define CAL_NUMBER_AT(m, since_) CAL_AT(m, double), .kind = CAL_NUMBER, .since = since_
+#define CAL_COST_MAX 1e6 /* a time or cost figure: in [0, 1e6] */
+
+/* In the order the writer writes them (and the reader checks them). */
+static const calib_field calib_fields[] = {
+    {CAL_TEXT_AT(cpu, 1)},
+    {CAL_TEXT_AT(ppcc_version, 1)},
+    {CAL_AT(cores, int), .kind = CAL_INTEGER, .since = 1, .required = true, .min = 1, .max = 1 << 20},
+    {CAL_RATES_AT(gemm_gflops, n_threads, 1), .required = true},
+    {CAL_RATES_AT(elementwise_gbps, n_threads, 1), .required = true},
+    {CAL_RATES_AT(elementwise_gflops, n_threads, 1), .required = true},
+    {CAL_RATES_AT(copy_gbps, n_threads, 1), .required = true},
+    {CAL_NUMBER_AT(op_overhead_us, 1), .required = true, .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(gemm_call_us, 1), .required = true, .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(hop_us, 1), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(resume_us, 1), .max = CAL_COST_MAX, .residual_from = 4},
+    {CAL_NUMBER_AT(start_us, 1), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(jit_start_us, 1), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(resume_spread_us, 4), .max = CAL_COST_MAX, .residual_from = 4},
+    {CAL_NUMBER_AT(start_spread_us, 4), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(jit_resume_us, 4), .max = CAL_COST_MAX, .residual_from = 4},
+    {CAL_NUMBER_AT(jit_resume_spread_us, 4), .max = CAL_COST_MAX, .residual_from = 4},
+    {CAL_NUMBER_AT(jit_start_spread_us, 4), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(pool_wake_us, 4), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(cache_bytes, 3), .max = 1e12, .exact = true},
+    {CAL_RATES_AT(concurrent_slowdown, n_slowdown, 1)},
+    {CAL_RATES_AT(jit_concurrent_slowdown, n_jit_slowdown, 3)},
+    {CAL_NUMBER_AT(jit_threads_factor, 3), .max = 100},
+};
+
+/* The least value of a numeric field in a file of format `version`. */
+static double field_min(const calib_field *f, int version) {
+  return f->residual_from && version >= f->residual_from ? -f->max : f->min;
+}
+
+/* A bound as the diagnostics write it: 100, 1048576, 1e6, -1e12. */
+static const char *bound_text(double v, char *buf, size_t size) {
+  double e = fabs(v) >= 1e6 ? round(log10(fabs(v))) : 0;
+  if (e > 0 && pow(10, e) == fabs(v)) snprintf(buf, size, "%s1e%.0f", v < 0 ? "-" : "", e);
+  else snprintf(buf, size, "%.15g", v);
+  return buf;
 }
 
 static ppcc_status read_rates(const cJSON *root, const char *path, const char *field, double *out, int *n,
@@ -61,6 +127,47 @@ static ppcc_status read_rates(const cJSON *root, const char *path, const char *f
     out[i] = e->valuedouble;
   }
   *n = count;
+  return PPCC_OK;
+}
+
+/* Field f of the table from the file (format c->version) into c; *n the
+ * entries of the rates read so far (0: none yet). */
+static ppcc_status read_field(const cJSON *root, const char *path, const calib_field *f, ppcc_calibration *c, int *n,
+                              ppcc_diag *d) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, f->key);
+  char *at = (char *)c + f->at, why[96], lo[24], hi[24];
+  if (x && c->version < f->since) {
+    snprintf(why, sizeof why, "is not in formats before %d", f->since);
+    return bad_field(path, f->key, why, d);
+  }
+  if (!x && !f->required) return PPCC_OK; /* its default (ppcc_calibration_defaults) */
+  switch (f->kind) {
+  case CAL_TEXT:
+    if (!cJSON_IsString(x) || strlen(x->valuestring) >= f->size) {
+      snprintf(why, sizeof why, "is not a string of at most %zu bytes", f->size - 1);
+      return bad_field(path, f->key, why, d);
+    }
+    memcpy(at, x->valuestring, strlen(x->valuestring) + 1);
+    return PPCC_OK;
+  case CAL_RATES: {
+    ppcc_status st = read_rates(root, path, f->key, (double *)at, n, d);
+    if (!st) *(int *)((char *)c + f->count_at) = *n;
+    return st;
+  }
+  case CAL_INTEGER:
+  case CAL_NUMBER: {
+    bool integer = f->kind == CAL_INTEGER;
+    double min = field_min(f, c->version), v = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+    if (!isfinite(v) || v < min || v > f->max || (integer && v != floor(v))) {
+      snprintf(why, sizeof why, "is %snot %s in [%s, %s]", f->required ? "missing or " : "",
+               integer ? "an integer" : "a number", bound_text(min, lo, sizeof lo), bound_text(f->max, hi, sizeof hi));
+      return bad_field(path, f->key, why, d);
+    }
+    if (integer) *(int *)at = (int)v;
+    else *(double *)at = v;
+    return PPCC_OK;
+  }
+  }
   return PPCC_OK;
 }
 
@@ -120,72 +227,11 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
       ver->valuedouble != floor(ver->valuedouble))
     return bad_field(path, "ppcc_calibration", "is missing or not a format this ppcc reads (1 to 4; write the file with 'ppcc calibrate')", d);
   c->version = (int)ver->valuedouble;
-  int n = 0;
-  ppcc_status st = read_rates(root, path, "gemm_gflops", c->gemm_gflops, &n, d);
-  if (!st) st = read_rates(root, path, "elementwise_gbps", c->elementwise_gbps, &n, d);
-  if (!st) st = read_rates(root, path, "elementwise_gflops", c->elementwise_gflops, &n, d);
-  if (!st) st = read_rates(root, path, "copy_gbps", c->copy_gbps, &n, d);
-  if (st) return st;
-  c->n_threads = n;
-  const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "op_overhead_us");
-  if (!cost_number(o))
-    return bad_field(path, "op_overhead_us", "is missing or not a number in [0, 1e6]", d);
-  c->op_overhead_us = o->valuedouble;
-  const cJSON *gc = cJSON_GetObjectItemCaseSensitive(root, "gemm_call_us");
-  if (!cost_number(gc))
-    return bad_field(path, "gemm_call_us", "is missing or not a number in [0, 1e6]", d);
-  c->gemm_call_us = gc->valuedouble;
-  const cJSON *cores = cJSON_GetObjectItemCaseSensitive(root, "cores");
-  if (!cJSON_IsNumber(cores) || cores->valuedouble < 1 || cores->valuedouble > 1 << 20 ||
-      cores->valuedouble != floor(cores->valuedouble))
-    return bad_field(path, "cores", "is missing or not a positive integer", d);
-  c->cores = (int)cores->valuedouble;
-  /* optional (files of ppcc calibrate before per-op costs lack them) */
-  static const char *const optional[5] = {"hop_us", "resume_us", "start_us", "jit_start_us", "pool_wake_us"};
-  double *dst[5] = {&c->hop_us, &c->resume_us, &c->start_us, &c->jit_start_us, &c->pool_wake_us};
-  for (int i = 0; i < 5; i++) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, optional[i]);
-    if (x && i == 4 && c->version < 4)
-      return bad_field(path, optional[i], "is not in formats before 4", d);
-    if (x && !(i == 1 && c->version >= 4 ? residual_number(x) : cost_number(x)))
-      return bad_field(path, optional[i], i == 1 && c->version >= 4 ? "is not a number in [-1e6, 1e6]" : "is not a number in [0, 1e6]", d);
-    *dst[i] = x ? x->valuedouble : 0;
+  int n = 0; /* the entries of every rate, one per thread count */
+  for (size_t i = 0; i < sizeof calib_fields / sizeof *calib_fields; i++) {
+    ppcc_status st = read_field(root, path, &calib_fields[i], c, &n, d);
+    if (st) return st;
   }
-  static const char *const waits[5] = {"resume_spread_us", "start_spread_us", "jit_resume_us", "jit_resume_spread_us",
-                                       "jit_start_spread_us"};
-  double *wait_dst[5] = {&c->resume_spread_us, &c->start_spread_us, &c->jit_resume_us, &c->jit_resume_spread_us,
-                         &c->jit_start_spread_us};
-  for (int i = 0; i < 5; i++) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, waits[i]);
-    bool resume = i != 1 && i != 4; /* a residual: may be negative */
-    if (x && (c->version < 4 || !(resume ? residual_number(x) : cost_number(x))))
-      return bad_field(path, waits[i], resume ? "is not a number in [-1e6, 1e6] (from format 4 on)" : "is not a number in [0, 1e6] (from format 4 on)", d);
-    *wait_dst[i] = x ? x->valuedouble : 0;
-  }
-  const cJSON *cache = cJSON_GetObjectItemCaseSensitive(root, "cache_bytes");
-  if (cache && (c->version < 3 || !cJSON_IsNumber(cache) || !isfinite(cache->valuedouble) || cache->valuedouble < 0 ||
-                cache->valuedouble > 1e12))
-    return bad_field(path, "cache_bytes", "is not a number of bytes in [0, 1e12] (from format 3 on)", d);
-  c->cache_bytes = cache ? cache->valuedouble : 0;
-  const cJSON *slow = cJSON_GetObjectItemCaseSensitive(root, "concurrent_slowdown");
-  if (slow) {
-    int ns = n; /* one entry per thread count, as the rates */
-    ppcc_status sst = read_rates(root, path, "concurrent_slowdown", c->concurrent_slowdown, &ns, d);
-    if (sst) return sst;
-    c->n_slowdown = ns;
-  }
-  const cJSON *jslow = cJSON_GetObjectItemCaseSensitive(root, "jit_concurrent_slowdown");
-  if (jslow) {
-    int ns = n;
-    ppcc_status sst = c->version < 3 ? bad_field(path, "jit_concurrent_slowdown", "is not in formats before 3", d)
-                                     : read_rates(root, path, "jit_concurrent_slowdown", c->jit_concurrent_slowdown, &ns, d);
-    if (sst) return sst;
-    c->n_jit_slowdown = ns;
-  }
-  const cJSON *jf = cJSON_GetObjectItemCaseSensitive(root, "jit_threads_factor");
-  if (jf && (c->version < 3 || !cost_number(jf) || jf->valuedouble > 100))
-    return bad_field(path, "jit_threads_factor", "is not a number in [0, 100] (from format 3 on)", d);
-  c->jit_threads_factor = jf ? jf->valuedouble : 0;
   const cJSON *jfs = cJSON_GetObjectItemCaseSensitive(root, "jit_threads_factors");
   if (jfs && (c->version < 3 || !cJSON_IsObject(jfs)))
     return bad_field(path, "jit_threads_factors", "is not an object (cost key: factor; from format 3 on)", d);
@@ -210,16 +256,6 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
         many->valuedouble != floor(many->valuedouble))
       return bad_field(path, "op_costs_threads", "is missing or not an integer in [2, 64] (the threads of op_costs_multithreaded)", d);
     c->many_threads = (int)many->valuedouble;
-  }
-  static const char *const labels[2] = {"cpu", "ppcc_version"};
-  char *label_dst[2] = {c->cpu, c->ppcc_version};
-  size_t label_size[2] = {sizeof c->cpu, sizeof c->ppcc_version};
-  for (int i = 0; i < 2; i++) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, labels[i]);
-    if (!x) continue;
-    if (!cJSON_IsString(x) || strlen(x->valuestring) >= label_size[i])
-      return bad_field(path, labels[i], "is not a string of the expected length", d);
-    memcpy(label_dst[i], x->valuestring, strlen(x->valuestring) + 1);
   }
   static const char *const cut_fields[2] = {"jit_operand_cut", "operand_cut"};
   ppcc_op_cost *cut_dst[2] = {&c->jit_cut, &c->cut};
@@ -305,10 +341,38 @@ ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_di
   return st;
 }
 
-static void write_rates(FILE *f, const char *field, const double *v, int n) {
-  fprintf(f, "  \"%s\": [", field);
-  for (int i = 0; i < n; i++) fprintf(f, i ? ", %.6g" : "%.6g", v[i]);
-  fputs("],\n", f);
+/* Field f of the table (after the fields before it), unless optional and
+ * at its default: a cost not above 0 means not measured, a residual
+ * (field_min below 0) is one whatever its sign. */
+static void write_field(FILE *fp, const calib_field *f, const ppcc_calibration *c) {
+  const char *at = (const char *)c + f->at;
+  switch (f->kind) {
+  case CAL_TEXT:
+    if (!f->required && !at[0]) return;
+    fprintf(fp, ",\n  \"%s\": \"", f->key);
+    ppcc_escape_fputs(fp, at, PPCC_ESCAPE_JSON);
+    fputc('"', fp);
+    return;
+  case CAL_INTEGER: {
+    int v = *(const int *)at;
+    if (f->required || v != 0) fprintf(fp, ",\n  \"%s\": %d", f->key, v);
+    return;
+  }
+  case CAL_NUMBER: {
+    double v = *(const double *)at;
+    if (f->required || (field_min(f, PPCC_CALIBRATION_VERSION) < 0 ? v != 0 : v > 0))
+      fprintf(fp, f->exact ? ",\n  \"%s\": %.17g" : ",\n  \"%s\": %.6g", f->key, v);
+    return;
+  }
+  case CAL_RATES: {
+    int n = *(const int *)((const char *)c + f->count_at);
+    if (!f->required && n <= 0) return;
+    fprintf(fp, ",\n  \"%s\": [", f->key);
+    for (int i = 0; i < n; i++) fprintf(fp, i ? ", %.6g" : "%.6g", ((const double *)at)[i]);
+    fputc(']', fp);
+    return;
+  }
+  }
 }
 
 static void write_op_costs(FILE *f, const char *field, const ppcc_op_cost *costs, int n) {
@@ -332,43 +396,8 @@ ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, 
 
 ppcc_status ppcc_calibration_write_to(ppcc_outfile *f, const ppcc_calibration *c, ppcc_diag *d) {
   ppcc_status st;
-  fprintf(f->fp, "{\n  \"ppcc_calibration\": %d,\n", PPCC_CALIBRATION_VERSION);
-  const char *labels[2] = {"cpu", "ppcc_version"}, *label_text[2] = {c->cpu, c->ppcc_version};
-  for (int i = 0; i < 2; i++) {
-    if (!label_text[i][0]) continue;
-    fprintf(f->fp, "  \"%s\": \"", labels[i]);
-    ppcc_escape_fputs(f->fp, label_text[i], PPCC_ESCAPE_JSON);
-    fputs("\",\n", f->fp);
-  }
-  fprintf(f->fp, "  \"cores\": %d,\n", c->cores);
-  write_rates(f->fp, "gemm_gflops", c->gemm_gflops, c->n_threads);
-  write_rates(f->fp, "elementwise_gbps", c->elementwise_gbps, c->n_threads);
-  write_rates(f->fp, "elementwise_gflops", c->elementwise_gflops, c->n_threads);
-  write_rates(f->fp, "copy_gbps", c->copy_gbps, c->n_threads);
-  fprintf(f->fp, "  \"op_overhead_us\": %.6g,\n  \"gemm_call_us\": %.6g", c->op_overhead_us, c->gemm_call_us);
-  if (c->hop_us > 0) fprintf(f->fp, ",\n  \"hop_us\": %.6g", c->hop_us);
-  if (c->resume_us != 0) fprintf(f->fp, ",\n  \"resume_us\": %.6g", c->resume_us);
-  if (c->start_us > 0) fprintf(f->fp, ",\n  \"start_us\": %.6g", c->start_us);
-  if (c->jit_start_us > 0) fprintf(f->fp, ",\n  \"jit_start_us\": %.6g", c->jit_start_us);
-  static const char *const waits[5] = {"resume_spread_us", "start_spread_us", "jit_resume_us", "jit_resume_spread_us",
-                                       "jit_start_spread_us"};
-  const double wait_us[5] = {c->resume_spread_us, c->start_spread_us, c->jit_resume_us, c->jit_resume_spread_us,
-                             c->jit_start_spread_us};
-  for (int i = 0; i < 5; i++)
-    if (wait_us[i] != 0) fprintf(f->fp, ",\n  \"%s\": %.6g", waits[i], wait_us[i]);
-  if (c->pool_wake_us > 0) fprintf(f->fp, ",\n  \"pool_wake_us\": %.6g", c->pool_wake_us);
-  if (c->cache_bytes > 0) fprintf(f->fp, ",\n  \"cache_bytes\": %.17g", c->cache_bytes);
-  if (c->n_slowdown > 0) {
-    fputs(",\n  \"concurrent_slowdown\": [", f->fp);
-    for (int i = 0; i < c->n_slowdown; i++) fprintf(f->fp, i ? ", %.6g" : "%.6g", c->concurrent_slowdown[i]);
-    fputc(']', f->fp);
-  }
-  if (c->n_jit_slowdown > 0) {
-    fputs(",\n  \"jit_concurrent_slowdown\": [", f->fp);
-    for (int i = 0; i < c->n_jit_slowdown; i++) fprintf(f->fp, i ? ", %.6g" : "%.6g", c->jit_concurrent_slowdown[i]);
-    fputc(']', f->fp);
-  }
-  if (c->jit_threads_factor > 0) fprintf(f->fp, ",\n  \"jit_threads_factor\": %.6g", c->jit_threads_factor);
+  fprintf(f->fp, "{\n  \"ppcc_calibration\": %d", PPCC_CALIBRATION_VERSION);
+  for (size_t i = 0; i < sizeof calib_fields / sizeof *calib_fields; i++) write_field(f->fp, &calib_fields[i], c);
   if (c->n_jit_threads_factors > 0) {
     fputs(",\n  \"jit_threads_factors\": {", f->fp);
     for (int i = 0; i < c->n_jit_threads_factors; i++)
