@@ -7,7 +7,9 @@
  * avx2-vnni, avx512-vnni). M activation rows (default 1; more: the
  * prefill path). Prints microseconds per call, min and median of ROUNDS
  * rounds, the weight bytes per second and the multiply-adds per second
- * at the median.
+ * at the median. FORMAT f16 or bf16: ppcc_rt_hlinear_f32 on a weight of
+ * that dtype (half_matmul.c; ISA c, avx2 or avx512 caps the kernels'
+ * level, rt_set_simd_level).
  *   bench_qmatvec FORMAT [N] [K] [COPIES] [THREADS] [ROUNDS] [ISA] [M]
  * (defaults 2816 1024 40 1 7 best 1) */
 #include <stdio.h>
@@ -17,6 +19,7 @@
 #include "ppcc/graph.h"
 #include "ppcc/quant.h"
 #include "ppcc/runtime.h"
+#include "../src/runtime/kernels/kernels.h"
 
 static double now_s(void) {
   struct timespec t;
@@ -37,12 +40,17 @@ int main(int argc, char **argv) {
   long long M = argc > 8 ? atoll(argv[8]) : 1;
   ppcc_dtype dt;
   const ppcc_block_format *f = ppcc_block_format_named(name);
+  bool is_half = strcmp(name, "f16") == 0 || strcmp(name, "bf16") == 0;
   if (!f || !ppcc_dtype_from_name(name, &dt) || N < 1 || K < 1 || K % f->block || copies < 1 || rounds < 1 ||
       rounds > 99 || M < 1 || M > 4096) {
     fprintf(stderr, "usage: bench_qmatvec FORMAT [N] [K] [COPIES] [THREADS] [ROUNDS] [ISA] [M]\n");
     return 2;
   }
-  if (argc > 7 && strcmp(argv[7], "best") != 0 && !ppcc_rt_quant_set_isa(argv[7])) {
+  static const char *const levels[] = {[RT_SIMD_NONE] = "c", [RT_SIMD_AVX2] = "avx2", [RT_SIMD_AVX512] = "avx512"};
+  if (argc > 7 && is_half)
+    for (int l = RT_SIMD_NONE; l <= RT_SIMD_AVX512; l++)
+      if (strcmp(argv[7], levels[l]) == 0) rt_set_simd_level(l);
+  if (argc > 7 && !is_half && strcmp(argv[7], "best") != 0 && !ppcc_rt_quant_set_isa(argv[7])) {
     fprintf(stderr, "bench_qmatvec: no instruction set '%s' here\n", argv[7]);
     return 1;
   }
@@ -55,6 +63,8 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < bytes * (size_t)copies; i++) w[i] = (unsigned char)((seed = seed * 1103515245u + 12345u) >> 16);
   for (size_t b = 0; b < blocks * (size_t)copies; b++) /* finite, normal scales: 2^-7 in f16 */
     for (int s = 0; s < 3 && f->scale_at[s] >= 0; s++) memcpy(w + b * (size_t)f->bytes + f->scale_at[s], "\x00\x20", 2);
+  if (is_half) /* finite: the exponent bits of f16 (and bf16) below all ones */
+    for (size_t b = 1; b < bytes * (size_t)copies; b += 2) w[b] &= 0x3f;
   for (long long i = 0; i < M * K; i++) x[i] = (float)((seed = seed * 1103515245u + 12345u) >> 9) / 8388608.0f - 1.0f;
   int calls = copies * (copies < 200 ? 200 / copies : 1);
   if (M > 1) calls = copies < 20 ? 20 / copies * copies : copies; /* a prefill call takes ~100x longer */
@@ -62,13 +72,14 @@ int main(int argc, char **argv) {
   for (int r = 0; r < rounds; r++) {
     double t0 = now_s();
     for (int c = 0; c < calls; c++)
-      if (!ppcc_rt_qlinear_f32(dt, M, N, K, x, w + bytes * (size_t)(c % copies), y)) return 1;
+      if (!(is_half ? ppcc_rt_hlinear_f32 : ppcc_rt_qlinear_f32)(dt, M, N, K, x, w + bytes * (size_t)(c % copies), y))
+        return 1;
     t[r] = (now_s() - t0) / calls;
   }
   qsort(t, (size_t)rounds, sizeof t[0], cmp_double);
   double med = t[rounds / 2];
   printf("%s %lld x %lld, %lld rows, %d copies, %d threads, %s: us/call min %.1f median %.1f, %.2f GB/s, %.1f GMAC/s\n",
-         name, N, K, M, copies, threads, ppcc_rt_quant_isa(), t[0] * 1e6, med * 1e6, (double)bytes / med * 1e-9,
+         name, N, K, M, copies, threads, is_half ? levels[rt_simd_level()] : ppcc_rt_quant_isa(), t[0] * 1e6, med * 1e6, (double)bytes / med * 1e-9,
          (double)(M * N * K) / med * 1e-9);
   free(w);
   free(x);

@@ -309,6 +309,7 @@ bad "copy_gbps" "{\"ppcc_calibration\": 1, ${good/\"copy_gbps\": \[10\]/\"copy_g
 bad "op_overhead_us" "{\"ppcc_calibration\": 1, ${good/\"op_overhead_us\": 1/\"op_overhead_us\": \"x\"}}"
 bad "cores" "{\"ppcc_calibration\": 1, ${good/\"cores\": 2/\"cores\": 0.5}}"
 bad "not valid JSON" '{"ppcc_calibration": 1,'
+bad "cpu" "{\"ppcc_calibration\": 4, $good, \"cpu\": \"I"$'\xe4'"ntel\"}" # Latin-1, not UTF-8: would not round-trip
 printf '{"ppcc_calibration": 1, %s}' "$good" >"$tmp/good.json"
 printf '{"ppcc_calibration": 2, %s}' "$good" >"$tmp/good2.json"
 "$ppcc" report "$tmp/pipe.json" --calibration "$tmp/good2.json" >/dev/null || fail "a valid hand-written calibration of format 2 was refused"

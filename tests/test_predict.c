@@ -823,6 +823,49 @@ START_TEST(wait_costs_follow_placement) {
 }
 END_TEST
 
+/* The resume after a wait is paid by the first op after it that reads
+ * weights (a param operand, or a contraction's matrix, here a gathered
+ * one); what the collective just wrote is hot: a gelu on it pays nothing
+ * and passes the resume on, and a wait that no such op follows costs
+ * nothing (both backends). */
+START_TEST(resume_paid_by_first_op_reading_weights) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *g = t_model(2,
+                          "{'name': 'w', 'dtype': 'f32', 'shape': [32, 32], 'shard': {'kind': 'split', 'dim': 0, "
+                          "'count': 2}, 'devices': [0, 1]}",
+                          "{'name': 'x', 'dtype': 'f32', 'shape': [8, 32], 'shard': {'kind': 'split', 'dim': 1, "
+                          "'count': 2}, 'devices': [0, 1]}, "
+                          "{'name': 'u', 'dtype': 'f32', 'shape': [8, 32], 'shard': {'kind': 'split', 'dim': 0, "
+                          "'count': 2}, 'devices': [0, 1]}",
+                          "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, {'op': 'all_reduce', 'in': ['p'], 'out': ['s']}, "
+                          "{'op': 'gelu', 'in': ['s'], 'out': ['a']}, {'op': 'all_gather', 'in': ['w'], 'out': ['wg']}, "
+                          "{'op': 'matmul', 'in': ['a', 'wg'], 'out': ['h']}, {'op': 'all_gather', 'in': ['u'], 'out': ['ug']}, "
+                          "{'op': 'add', 'in': ['h', 'ug'], 'out': ['y']}",
+                          "'y'", &d);
+  ck_assert_ptr_nonnull(g);
+  ppcc_calibration c = matmul_takes_1ms();
+  for (int jit = 0; jit < 2; jit++)
+    for (int k = 0; k < 3; k++) {
+      ppcc_op_cost ms = {"", 1000, 0, 0, 0, 0};
+      snprintf(ms.name, sizeof ms.name, "%s", k == 0 ? "matmul" : k == 1 ? "gelu" : "add");
+      ck_assert(jit ? ppcc_calibration_set_jit_op_cost(&c, &ms) : ppcc_calibration_set_op_cost(&c, &ms));
+    }
+  c.resume_spread_us = 200, c.jit_resume_spread_us = 400;
+  for (int jit = 0; jit < 2; jit++) {
+    ppcc_prediction p = predict(g, &c, 1, 2, jit);
+    ck_assert_int_eq(p.n_stages, 1);
+    /* 4 ops of 1 ms; resumes: the first matmul (the start), the second
+     * (after the all_reduce, the gelu and the all_gather: once), not the
+     * add after the last all_gather (the JIT's collectives have no cost
+     * of their own here) */
+    ck_assert_double_eq_tol(p.stages[0].time_ms, 4 + 2 * (jit ? 0.4 : 0.2), 1e-9);
+    ppcc_prediction_free(&p);
+  }
+  ppcc_graph_free(g);
+}
+END_TEST
+
 /* A device's kernel threads park while it waits (the start of a forward
  * of several devices, a transfer): its first kernel split across them
  * (ppcc_predict_op_splits: a [32, 256] x [256, 256] product, not an
@@ -1046,6 +1089,7 @@ int main(void) {
   tcase_add_test(tc, calibration_format_versions);
   tcase_add_test(tc, calibration_optional_fields_round_trip);
   tcase_add_test(tc, wait_costs_follow_placement);
+  tcase_add_test(tc, resume_paid_by_first_op_reading_weights);
   tcase_add_test(tc, cold_weights_cost_their_own);
   tcase_add_test(tc, jit_moves_and_threads_factor);
   tcase_add_test(tc, multithreaded_costs_change_prediction);

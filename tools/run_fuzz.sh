@@ -27,7 +27,7 @@ if ! [[ $seconds =~ ^[0-9]+$ ]]; then
   exit 2
 fi
 all_targets=(fuzz_model fuzz_npy fuzz_safetensors fuzz_irpa fuzz_run fuzz_gguf fuzz_hf_config fuzz_onnx
-             fuzz_devices_spec fuzz_quant fuzz_tokenizer_json)
+             fuzz_devices_spec fuzz_quant fuzz_tokenizer_json fuzz_calibration)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all_targets[@]}")
 

@@ -68,9 +68,11 @@
  *   operands and results divided by M), the FLOPs part of a contraction
  *   (> 16 FLOPs per result element) sped up by the sgemm rate with the
  *   device's kernel threads over the 1-thread rate; plus resume_us for
- *   an op that runs right after its device waited (its first op of a
- *   pipeline segment and microbatch, the first after a collective it
- *   takes part in or a transfer it receives; a residual of the model,
+ *   the first op after its device waited that reads weights (a param
+ *   operand, or a contraction's matrix: the wait let other threads push
+ *   them out of the core's caches, while what the wait delivered is hot;
+ *   the wait: the start of a pipeline segment and microbatch, a
+ *   collective it takes part in or a transfer it receives; a residual of the model,
  *   which may be negative, taking back at most the op's own time); plus
  *   start_us for the first compute op of a device that starts computing
  *   without waiting (a first stage's; a file before format 4: only when
@@ -291,6 +293,8 @@ void ppcc_calibration_defaults(ppcc_calibration *c);
 /* Reads a calibration file; a bad file is a user error naming the file
  * and the field. */
 ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d);
+/* The same from text already read (`path` names it in diagnostics). */
+ppcc_status ppcc_calibration_parse(const char *path, const char *text, size_t len, ppcc_calibration *c, ppcc_diag *d);
 /* Writes it through the atomic-output module. */
 ppcc_status ppcc_calibration_write(const char *path, const ppcc_calibration *c, ppcc_diag *d);
 /* The same into an output already opened (ppcc_outfile_open), so that a

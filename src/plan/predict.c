@@ -147,6 +147,12 @@ static ppcc_status read_field(const cJSON *root, const char *path, const calib_f
       snprintf(why, sizeof why, "is not a string of at most %zu bytes", f->size - 1);
       return bad_field(path, f->key, why, d);
     }
+    for (const char *p = x->valuestring; *p;) { /* JSON text is UTF-8: a stray byte would not round-trip */
+      unsigned cp;
+      int len = ppcc_utf8_char(p, &cp);
+      if (len == 0) return bad_field(path, f->key, "is not valid UTF-8", d);
+      p += len;
+    }
     memcpy(at, x->valuestring, strlen(x->valuestring) + 1);
     return PPCC_OK;
   case CAL_RATES: {
@@ -327,17 +333,23 @@ double ppcc_calibration_jit_threads_factor(const ppcc_calibration *c, const ppcc
   return c->jit_threads_factor;
 }
 
+ppcc_status ppcc_calibration_parse(const char *path, const char *text, size_t len, ppcc_calibration *c, ppcc_diag *d) {
+  ppcc_calibration_defaults(c);
+  cJSON *root = NULL;
+  ppcc_status st = ppcc_json_parse_strict(path, text, len, PPCC_JSON_DUPLICATES_REFUSED, &root, d);
+  if (!st) st = parse_calibration(root, path, c, d);
+  cJSON_Delete(root);
+  if (st) ppcc_calibration_defaults(c);
+  return st;
+}
+
 ppcc_status ppcc_calibration_read(const char *path, ppcc_calibration *c, ppcc_diag *d) {
   ppcc_calibration_defaults(c);
   size_t len = 0;
   char *text = ppcc_read_file(path, &len, d);
   if (!text) return d->errors ? PPCC_ERR_USER : PPCC_ERR_INTERNAL;
-  cJSON *root = NULL;
-  ppcc_status st = ppcc_json_parse_strict(path, text, len, PPCC_JSON_DUPLICATES_REFUSED, &root, d);
-  if (!st) st = parse_calibration(root, path, c, d);
-  cJSON_Delete(root);
+  ppcc_status st = ppcc_calibration_parse(path, text, len, c, d);
   free(text);
-  if (st) ppcc_calibration_defaults(c);
   return st;
 }
 
@@ -855,6 +867,21 @@ static double op_ms(const ppcc_graph *g, const ppcc_op *op, const bool *carries,
   double t = flops / rate > bytes / bw ? flops / rate : bytes / bw;
   return ((c->op_overhead_us + (contraction ? c->gemm_call_us : 0)) * 1e-6 + t) * 1e3;
 }
+/* Whether op reads weights: a param operand, or a contraction's matrix
+ * (a gathered weight is a result). The first such op after its device
+ * waited pays resume_us: the wait let other device threads push its
+ * weights out of the core's caches, while what a transfer or collective
+ * just wrote is hot (measured, interpreter, inserted_collectives' first
+ * stage: a 4x16x32 matmul after the forward's first all_gather 0.75 us
+ * more than its cost, the concat after the next all_gather 0.2; an add
+ * after an all_reduce in tiny_llama 0.3-0.45, where a resume is 0.6-1.3). */
+static bool reads_weights(const ppcc_graph *g, const ppcc_op *op) {
+  if (ppcc_predict_is_contraction(g, op)) return true;
+  for (int k = 0; k < op->n_in; k++)
+    if (g->values[op->in[k]].kind == PPCC_VALUE_PARAM) return true;
+  return false;
+}
+
 /* Relative speed of a device: the options' array, else the --devices-spec
  * the model was partitioned with, else 1.0. */
 static double device_speed(const ppcc_graph *g, const ppcc_predict_options *o, int dev) {
@@ -1095,10 +1122,11 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   double cold = ppcc_predict_cold_share(ppcc_predict_param_bytes(g), c->cache_bytes * busy_cores);
   /* per-op costs: the interpreter's (op_costs) or the JIT's (jit_op_costs) */
   bool use_costs = jit ? c->n_jit_op_costs > 0 : true;
-  /* per device: it waited since its last compute op (program start, a
-   * transfer or collective it takes part in), so the next one pays
-   * resume_us (interpreter: with M > 1 once per segment and microbatch,
-   * ppcc_pipeline_segments; counted per segment start, as below) */
+  /* per device: it waited (program start, a transfer or collective it
+   * takes part in) and no op since read weights, so the next one that
+   * does (reads_weights) pays resume_us (interpreter: with M > 1 once per
+   * segment and microbatch, ppcc_pipeline_segments; counted per segment
+   * start, as below) */
   bool *waited = calloc((size_t)(nd > 0 ? nd : 1), sizeof *waited);
   /* per device: its kernel threads parked since its last split kernel
    * (ppcc_predict_op_splits): at every wait, and at the start of a forward
@@ -1190,15 +1218,15 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     int n_group = st->n_dev[st->op_stage[j]] > 0 ? st->n_dev[st->op_stage[j]] : 1;
     int streams = n_group < cores ? n_group : cores;
     double fl, by, t = op_ms(g, op, carries, m, c, threads, streams, cold, use_costs, jit, &fl, &by);
-    bool splits = wake_ms > 0 && ppcc_predict_op_splits(g, op, threads);
+    bool splits = wake_ms > 0 && ppcc_predict_op_splits(g, op, threads), weights = reads_weights(g, op);
     const ppcc_value *r = &g->values[op->out[0]];
     for (int i = 0; i < shard_count(r); i++) {
       int dev = rep_shard_device(r, i);
       if (dev < 0 || dev >= nd) continue;
       size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
       /* a residual: may take back what the op's cost overstates, never more than all of it */
-      double resume = !waited[dev] ? 0 : resume_ms > -t ? resume_ms : -t;
-      waited[dev] = false;
+      double resume = !waited[dev] || !weights ? 0 : resume_ms > -t ? resume_ms : -t;
+      if (weights) waited[dev] = false;
       if (splits && parked[dev]) resume += wake_ms;
       if (splits) parked[dev] = false;
       double start = fresh[dev] ? start_ms : 0; /* once per forward */

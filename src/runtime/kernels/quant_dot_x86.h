@@ -8,23 +8,11 @@
  * ones) decode a weight block once and take it through each row; every row gets the same integer sums and the same
  * float operations as in the one-row (decode) kernel: the same bits
  * whatever the row count.
- * Needs act_q8_0, act_q8_k, blk32, k_scale_shuffle, h2f and hsum8 above
- * its #include in quant_matmul.c. */
+ * Needs act_q8_0, act_q8_k, blk32, k_scale_shuffle, h2f, hsum8 and
+ * QD_PREFETCH above its #include in quant_matmul.c. */
 
 /* the AVX-512 set keeps its own 512-bit k-quant kernels (quant_matmul.c) */
 #define QD_UNUSED __attribute__((unused))
-
-/* The one-row (decode) kernels read each weight byte once, from memory
- * or L3: the hardware prefetcher alone kept a core at 7-9 GB/s there
- * (2816 x 1024 matrices, 40 of them in turn), prefetching the bytes 4 KiB
- * ahead of each block 12-18 GB/s. The distance: 4 KiB for the 32-value
- * formats (q8_0: 1 and 2 KiB measured less), 2 KiB for the k-quants
- * (q4_k 86-87 us per call against 92 at 4 KiB, bench_qmatvec, 1 thread;
- * q6_k the same either way). */
-#define QD_PREFETCH(w, BYTES, DIST)                                                                 \
-  do {                                                                                              \
-    for (int pf_ = 0; pf_ < (BYTES); pf_ += 64) _mm_prefetch((const char *)(w) + (DIST) + pf_, _MM_HINT_T0); \
-  } while (0)
 
 /* ---- 32-value blocks: w = d * (u - off) (+ m), u unsigned, or q8_0's signed bytes ---- */
 
@@ -254,11 +242,11 @@ QD_ATTR static inline __attribute__((always_inline)) void QD(finish256)(const QD
  * the same bits as one row). Two integer accumulators halve the chain of
  * dpwssd latencies. */
 #define QD_DEF256(T, HEAD, BYTES, SAME_D)                                                            \
-  QD_ATTR QD_UNUSED static float QD(dot_##T)(const unsigned char *w, const void *act, int64_t nb) { \
-    const act_q8_k *a = act;                                                                         \
+  QD_ATTR static inline __attribute__((always_inline)) float QD(row256_##T)(const unsigned char *w,  \
+                                                                          const act_q8_k *a, int64_t nb) { \
     __m256 acc = _mm256_setzero_ps(), acc_m = _mm256_setzero_ps();                                   \
     for (int64_t i = 0; i < nb; i++, w += BYTES) {                                                   \
-      QD_PREFETCH(w, BYTES, 2048);                                                                         \
+      QD_PREFETCH(w, BYTES, 2048);                                                                   \
       QD(khead) h = HEAD(w);                                                                         \
       __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};                            \
       _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {                                          \
@@ -269,29 +257,16 @@ QD_ATTR static inline __attribute__((always_inline)) void QD(finish256)(const QD
     }                                                                                                \
     return hsum8(acc) - hsum8(acc_m);                                                                \
   }                                                                                                  \
+  QD_ATTR QD_UNUSED static float QD(dot_##T)(const unsigned char *w, const void *act, int64_t nb) { \
+    return QD(row256_##T)(w, act, nb);                                                               \
+  }                                                                                                  \
   /* Four weight rows (row_bytes apart) against one activation row, one \
    * after the other, each with dot's operations (its bits): one call and \
    * one reduction setup per four rows of 4 blocks (1024 values). Rows  \
    * interleaved block by block were faster in L2 but not from memory. */ \
   QD_ATTR QD_UNUSED static void QD(dotw4_##T)(const unsigned char *w, int64_t row_bytes, const void *act, \
                                                int64_t nb, float *out) {                             \
-    const act_q8_k *a = act;                                                                         \
-    __m256 acc[4], acc_m[4];                                                                         \
-    for (int r = 0; r < 4; r++) acc[r] = acc_m[r] = _mm256_setzero_ps();                             \
-    for (int r = 0; r < 4; r++) {                                                                    \
-      const unsigned char *wr = w + r * row_bytes;                                                   \
-      for (int64_t i = 0; i < nb; i++, wr += BYTES) {                                                \
-        QD_PREFETCH(wr, BYTES, 2048);                                                                \
-        QD(khead) h = HEAD(wr);                                                                      \
-        __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};                          \
-        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {                                        \
-          __m256i y = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * k));                       \
-          sumi[k % 2] = QD_KACC(sumi[k % 2], QD(kscale)(&h, k), _mm256_maddubs_epi16(QD(u_##T)(wr, k), y)); \
-        }                                                                                            \
-        QD(finish256)(&h, &a[i], _mm256_add_epi32(sumi[0], sumi[1]), SAME_D, &acc[r], &acc_m[r]);    \
-      }                                                                                              \
-    }                                                                                                \
-    for (int r = 0; r < 4; r++) out[r] = hsum8(acc[r]) - hsum8(acc_m[r]);                            \
+    for (int r = 0; r < 4; r++) out[r] = QD(row256_##T)(w + r * row_bytes, act, nb);                 \
   }                                                                                                  \
   QD_ATTR QD_UNUSED static void QD(dot4_##T)(const unsigned char *w, const void *const *acts, int64_t nb, float *out) { \
     const act_q8_k *a[4] = {acts[0], acts[1], acts[2], acts[3]};                                     \
@@ -322,7 +297,6 @@ QD_DEF256(q6_k, QD_HEAD_Q6_K, 210, true)
 #undef QD_UNUSED
 #undef QD_DEF32
 #undef QD_DEF256
-#undef QD_PREFETCH
 #undef QD_ROW_Q8_0
 #undef QD_ROW_Q4_0
 #undef QD_ROW_Q5_0
