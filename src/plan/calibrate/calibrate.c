@@ -1555,9 +1555,18 @@ static bool wait_residuals(const ppcc_calibration *c, const ppcc_calib_jit *jit,
  * forwards), but right after the calibration's other workloads only in
  * one fit in three (a run of 400 forwards settles there too). */
 static void idle_before_fit(void) { nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL); }
-static double median_of(double *v, int n) {
-  rt_sort_doubles(v, n);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+
+/* Stores the medians of n fits (none: the costs stay 0) as the backend's
+ * costs for one placement of the device threads, a start below 0 as 0. */
+static void store_wait_fits(double *resume_us, double *start_us, double *resume, double *start, int n, FILE *log,
+                            bool jit, const char *placement, const char *first_op) {
+  if (n <= 0) return;
+  double st = rt_median(start, n);
+  *resume_us = rt_median(resume, n);
+  *start_us = st > 0 ? st : 0;
+  if (log)
+    fprintf(log, "%s%s: an op after its device waited %.3f us more, %s %.3f us more\n", jit ? "jit: " : "", placement,
+            *resume_us, first_op, *start_us);
 }
 
 static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log) {
@@ -1575,14 +1584,8 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
     start[n] = res[0][0] - resume[n];
     n++;
   }
-  if (n > 0) {
-    double rs = median_of(resume, n), st = median_of(start, n);
-    *(jit ? &c->jit_resume_us : &c->resume_us) = rs;
-    *(jit ? &c->jit_start_us : &c->start_us) = st > 0 ? st : 0;
-    if (log)
-      fprintf(log, "%sdevice threads sharing a core: an op after its device waited %.3f us more, a first stage's first op %.3f us more\n",
-              jit ? "jit: " : "", rs, st > 0 ? st : 0);
-  }
+  store_wait_fits(jit ? &c->jit_resume_us : &c->resume_us, jit ? &c->jit_start_us : &c->start_us, resume, start, n, log,
+                  jit != NULL, "device threads sharing a core", "a first stage's first op");
   free(text[0]);
   text[0] = tp_chain_model(1);
   text[1] = tp_chain_model(2);
@@ -1594,14 +1597,8 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
     start[n] = (res[0][0] - resume[n] + res[1][0] - 2 * resume[n]) / 2;
     n++;
   }
-  if (n > 0) {
-    double rs = median_of(resume, n), st = median_of(start, n);
-    *(jit ? &c->jit_resume_spread_us : &c->resume_spread_us) = rs;
-    *(jit ? &c->jit_start_spread_us : &c->start_spread_us) = st > 0 ? st : 0;
-    if (log)
-      fprintf(log, "%sdevice threads spread over the cores: an op after its device waited %.3f us more, a first op %.3f us more\n",
-              jit ? "jit: " : "", rs, st > 0 ? st : 0);
-  }
+  store_wait_fits(jit ? &c->jit_resume_spread_us : &c->resume_spread_us, jit ? &c->jit_start_spread_us : &c->start_spread_us,
+                  resume, start, n, log, jit != NULL, "device threads spread over the cores", "a first op");
   free(text[0]);
   free(text[1]);
 }
