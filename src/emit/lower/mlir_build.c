@@ -150,69 +150,58 @@ MlirValue emit_zeros(ppcc_emit_ctx *c, MlirType tensor_type) {
   return emit_named_linalg(c, "linalg.fill", 1, &zero, emit_empty(c, tensor_type));
 }
 
-MlirValue emit_generic(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, MlirValue init,
-                       int n_loops, int n_reduction_tail, const MlirAffineMap *maps,
-                       emit_body_fn body_fn, void *user) {
+/* A linalg.generic of n_out results (inits; maps: the inputs', then the
+ * results'), the last n_reduction_tail loops reductions; *body its block,
+ * for the caller's scalar ops and yield. */
+static MlirOperation generic_op(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, int n_out, const MlirValue *inits,
+                                int n_loops, int n_reduction_tail, const MlirAffineMap *maps, MlirBlock *body) {
   MlirAttribute map_attrs[8], iters[PPCC_MAX_RANK * 2 + 2];
   MlirValue operands[8];
-  for (int i = 0; i <= n_in; i++) map_attrs[i] = mlirAffineMapAttrGet(maps[i]);
+  int n = n_in + n_out;
+  for (int i = 0; i < n; i++) map_attrs[i] = mlirAffineMapAttrGet(maps[i]);
   for (int i = 0; i < n_loops; i++)
     iters[i] = i < n_loops - n_reduction_tail ? c->iter_parallel : c->iter_reduction;
-  for (int i = 0; i < n_in; i++) operands[i] = ins[i];
-  operands[n_in] = init;
-  int32_t seg[2] = {n_in, 1};
+  for (int i = 0; i < n; i++) operands[i] = i < n_in ? ins[i] : inits[i - n_in];
+  int32_t seg[2] = {n_in, n_out};
   MlirNamedAttribute attrs[3] = {
-      emit_named(c, "indexing_maps", mlirArrayAttrGet(c->mctx, n_in + 1, map_attrs)),
+      emit_named(c, "indexing_maps", mlirArrayAttrGet(c->mctx, n, map_attrs)),
       emit_named(c, "iterator_types", mlirArrayAttrGet(c->mctx, n_loops, iters)),
       emit_named(c, "operandSegmentSizes", segment_sizes(c, 2, seg)),
   };
-  MlirType t = mlirValueGetType(init);
-  emit_op_spec s = {"linalg.generic", n_in + 1, operands, 1, &t, 3, attrs, 1};
+  MlirType t[2];
+  for (int i = 0; i < n_out; i++) t[i] = mlirValueGetType(inits[i]);
+  emit_op_spec s = {"linalg.generic", n, operands, n_out, t, 3, attrs, 1};
   MlirOperation op = emit_op(c, &s);
 
   MlirType arg_types[8];
   MlirLocation arg_locs[8];
-  for (int i = 0; i <= n_in; i++) {
+  for (int i = 0; i < n; i++) {
     arg_types[i] = mlirShapedTypeGetElementType(mlirValueGetType(operands[i]));
     arg_locs[i] = c->op_loc;
   }
-  MlirBlock body = mlirBlockCreate(n_in + 1, arg_types, arg_locs);
-  mlirRegionAppendOwnedBlock(mlirOperationGetRegion(op, 0), body);
+  *body = mlirBlockCreate(n, arg_types, arg_locs);
+  mlirRegionAppendOwnedBlock(mlirOperationGetRegion(op, 0), *body);
+  return op;
+}
+
+MlirValue emit_generic(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, MlirValue init,
+                       int n_loops, int n_reduction_tail, const MlirAffineMap *maps,
+                       emit_body_fn body_fn, void *user) {
+  MlirBlock body;
+  MlirOperation op = generic_op(c, n_in, ins, 1, &init, n_loops, n_reduction_tail, maps, &body);
   MlirValue yielded = body_fn(c, body, user);
   emit_op_spec y = {"linalg.yield", 1, &yielded, 0, NULL, 0, NULL, 0};
   emit_op_in(c, body, &y);
   return single_result(op);
 }
 
-/* emit_generic of parallel loops with two results (inits, maps: the
- * inputs', then the two results'): one loop nest computes both, so that
- * LLVM sees, e.g., sin and cos of one angle together (one sincos call). */
+/* emit_generic of parallel loops with two results: one loop nest computes
+ * both, so that LLVM sees, e.g., sin and cos of one angle together (one
+ * sincos call). */
 void emit_generic2(ppcc_emit_ctx *c, int n_in, const MlirValue *ins, const MlirValue inits[2], int n_loops,
                    const MlirAffineMap *maps, emit_body2_fn body_fn, void *user, MlirValue results[2]) {
-  MlirAttribute map_attrs[8], iters[PPCC_MAX_RANK * 2 + 2];
-  MlirValue operands[8];
-  for (int i = 0; i < n_in + 2; i++) map_attrs[i] = mlirAffineMapAttrGet(maps[i]);
-  for (int i = 0; i < n_loops; i++) iters[i] = c->iter_parallel;
-  for (int i = 0; i < n_in; i++) operands[i] = ins[i];
-  operands[n_in] = inits[0];
-  operands[n_in + 1] = inits[1];
-  int32_t seg[2] = {n_in, 2};
-  MlirNamedAttribute attrs[3] = {
-      emit_named(c, "indexing_maps", mlirArrayAttrGet(c->mctx, n_in + 2, map_attrs)),
-      emit_named(c, "iterator_types", mlirArrayAttrGet(c->mctx, n_loops, iters)),
-      emit_named(c, "operandSegmentSizes", segment_sizes(c, 2, seg)),
-  };
-  MlirType t[2] = {mlirValueGetType(inits[0]), mlirValueGetType(inits[1])};
-  emit_op_spec s = {"linalg.generic", n_in + 2, operands, 2, t, 3, attrs, 1};
-  MlirOperation op = emit_op(c, &s);
-  MlirType arg_types[8];
-  MlirLocation arg_locs[8];
-  for (int i = 0; i < n_in + 2; i++) {
-    arg_types[i] = mlirShapedTypeGetElementType(mlirValueGetType(operands[i]));
-    arg_locs[i] = c->op_loc;
-  }
-  MlirBlock body = mlirBlockCreate(n_in + 2, arg_types, arg_locs);
-  mlirRegionAppendOwnedBlock(mlirOperationGetRegion(op, 0), body);
+  MlirBlock body;
+  MlirOperation op = generic_op(c, n_in, ins, 2, inits, n_loops, 0, maps, &body);
   MlirValue yielded[2];
   body_fn(c, body, user, yielded);
   emit_op_spec y = {"linalg.yield", 2, yielded, 0, NULL, 0, NULL, 0};
