@@ -18,6 +18,7 @@
 #include "kernels.h"
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include "simd_x86.h"
 #define HAVE_X86 1
 #endif
 
@@ -89,14 +90,6 @@ static void nn_plain(int64_t M, int64_t n0, int64_t n1, int64_t K, const float *
 /* ---------------- AVX2 + FMA ---------------- */
 #ifdef HAVE_X86
 #define AVX2 __attribute__((target("avx2,fma")))
-
-AVX2 static inline float hsum8(__m256 v) {
-  /* lanes (0+4, 1+5, 2+6, 3+7), then (0+2, 1+3), then 0+1: as nt_plain */
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 AVX2 static inline __m256i tail_mask(int64_t left) {
   static const int32_t m[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};

@@ -22,6 +22,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #include <immintrin.h>
+#include "simd_x86.h"
 #define HM_X86 1
 #endif
 
@@ -59,6 +60,11 @@ __attribute__((target("avx2,f16c"))) static void to_f32_avx2(bool bf16, const ui
 
 #ifdef HM_X86
 #define HM_AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+/* The n < 16 weights of a row's tail as f32 (exact), for the one-row kernels. */
+static inline void half_tail(bool bf16, const uint16_t *src, int64_t n, float *dst) {
+  for (int64_t j = 0; j < n; j++) dst[j] = bf16 ? ppcc_bf16_to_f32(src[j]) : ppcc_f16_to_f32(src[j]);
+}
 
 /* 16 weights at src as f32 (exact). */
 HM_AVX512 static inline __m512 half16(bool bf16, const uint16_t *src) {
@@ -99,7 +105,7 @@ HM_AVX512 static inline __attribute__((always_inline)) void rows_avx512(int R, b
     __m512 x0 = _mm512_maskz_loadu_ps((__mmask16)((1u << (K - k)) - 1), x + k);
     for (int r = 0; r < R; r++) {
       float t[16] = {0};
-      for (int64_t j = k; j < K; j++) t[j - k] = bf16 ? ppcc_bf16_to_f32(w[r * K + j]) : ppcc_f16_to_f32(w[r * K + j]);
+      half_tail(bf16, w + r * K + k, K - k, t);
       acc[r] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(t), acc[r]);
     }
   }
@@ -119,14 +125,6 @@ HM_AVX512 static void row1_avx512(bool bf16, int64_t K, const float *x, const ui
 HM_AVX2 static inline __m256 half8(bool bf16, const uint16_t *src) {
   __m128i h = _mm_loadu_si128((const __m128i *)(const void *)src);
   return bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)) : _mm256_cvtph_ps(h);
-}
-
-/* gemm_small.c's hsum8: lanes (0+4, 1+5, 2+6, 3+7), then (0+2, 1+3), then 0+1. */
-HM_AVX2 static inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 /* rows_avx512 with AVX2 and F16C: the sums of nt_tile_1_4 and
@@ -154,7 +152,7 @@ HM_AVX2 static inline __attribute__((always_inline)) void rows_avx2(int R, bool 
     __m256 xq = _mm256_loadu_ps(xt);
     for (int r = 0; r < R; r++) {
       float t[8] = {0};
-      for (int64_t j = k; j < K; j++) t[j - k] = bf16 ? ppcc_bf16_to_f32(w[r * K + j]) : ppcc_f16_to_f32(w[r * K + j]);
+      half_tail(bf16, w + r * K + k, K - k, t);
       acc[r] = _mm256_fmadd_ps(xq, _mm256_loadu_ps(t), acc[r]);
     }
   }

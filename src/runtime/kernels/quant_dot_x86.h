@@ -8,7 +8,7 @@
  * ones) decode a weight block once and take it through each row; every row gets the same integer sums and the same
  * float operations as in the one-row (decode) kernel: the same bits
  * whatever the row count.
- * Needs act_q8_0, act_q8_k, blk32, k_scale_shuffle, h2f, hsum8 and
+ * Needs act_q8_0, act_q8_k, blk32, k_scale_shuffle, h2f, hsum8 (simd_x86.h) and
  * QD_PREFETCH above its #include in quant_matmul.c. */
 
 /* the AVX-512 set keeps its own 512-bit k-quant kernels (quant_matmul.c) */

@@ -32,6 +32,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #include <immintrin.h>
+#include "simd_x86.h"
 #define QM_X86 1
 #endif
 
@@ -189,13 +190,6 @@ AVX2 static inline float h2f(const unsigned char *p) {
   uint16_t h;
   memcpy(&h, p, 2);
   return _cvtsh_ss(h);
-}
-
-AVX2 static inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 /* A 32-value weight block in registers: u its unsigned values (q8_0: their
