@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "ppcc/diag.h"
+#include "ppcc/io.h"
 #include "ppcc/predict.h"
 
 static char dir[64];
@@ -23,17 +24,13 @@ static void remove_dir(void) {
   rmdir(dir);
 }
 
+/* The file the writer just wrote (ppcc_read_file: the readers' own). */
 static char *slurp(const char *path, size_t *len) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp) abort();
-  static char buf[1 << 20];
-  *len = fread(buf, 1, sizeof buf, fp);
-  fclose(fp);
-  char *out = malloc(*len + 1);
-  if (!out) abort();
-  memcpy(out, buf, *len);
-  out[*len] = 0;
-  return out;
+  ppcc_diag d;
+  ppcc_diag_init(&d, path, NULL);
+  char *text = ppcc_read_file(path, len, &d);
+  if (!text) abort();
+  return text;
 }
 
 static void write_or_die(const char *path, const ppcc_calibration *c) {
