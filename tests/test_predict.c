@@ -870,7 +870,9 @@ END_TEST
  * of several devices, a transfer): its first kernel split across them
  * (ppcc_predict_op_splits: a [32, 256] x [256, 256] product, not an
  * [8, 8] one) pays pool_wake_us, once per wait, on both backends, with
- * more than one kernel thread only. */
+ * more than one kernel thread only, and only where devices compute at
+ * once (2 microbatches): devices that take turns (one microbatch) share
+ * one pool that no wait parks (rt_pool_share), so none pays it. */
 START_TEST(pool_wake_on_first_split_kernel) {
   ppcc_diag d;
   ppcc_diag_init(&d, NULL, NULL);
@@ -897,12 +899,15 @@ START_TEST(pool_wake_on_first_split_kernel) {
   ck_assert(ppcc_calibration_set_op_cost(&c, &ks) && ppcc_calibration_set_jit_op_cost(&c, &ks));
   c.pool_wake_us = 100;
   for (int jit = 0; jit < 2; jit++) {
-    ppcc_prediction many = predict(g, &c, 1, 4, jit), one = predict(g, &c, 1, 1, jit);
-    ck_assert_double_eq_tol(many.stages[0].time_ms, 2.1, 1e-9); /* the first of two */
-    ck_assert_double_eq_tol(many.stages[1].time_ms, 2.1, 1e-9); /* after the transfer, the one that splits */
-    for (int s = 0; s < 2; s++) ck_assert_double_eq_tol(one.stages[s].time_ms, 2, 1e-9);
+    ppcc_prediction many = predict(g, &c, 2, 4, jit), one = predict(g, &c, 2, 1, jit);
+    ppcc_prediction turns = predict(g, &c, 1, 4, jit);
+    /* per microbatch: the first of two; after the transfer, the one that splits */
+    for (int s = 0; s < 2; s++) ck_assert_double_eq_tol(many.stages[s].time_ms, 2 * 2.1, 1e-9);
+    for (int s = 0; s < 2; s++) ck_assert_double_eq_tol(one.stages[s].time_ms, 2 * 2, 1e-9);
+    for (int s = 0; s < 2; s++) ck_assert_double_eq_tol(turns.stages[s].time_ms, 2, 1e-9);
     ppcc_prediction_free(&many);
     ppcc_prediction_free(&one);
+    ppcc_prediction_free(&turns);
   }
   ppcc_graph_free(g);
 }

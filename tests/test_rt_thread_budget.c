@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../src/runtime/exec/exec.h"
+#include "../src/runtime/kernels/kernels.h"
 #include "ppcc/predict.h"
 #include "ppcc/runtime.h"
 #include "test_support.h"
@@ -103,7 +104,9 @@ static void *gemm_many(void *arg) {
 
 /* Two threads, each a device calling sgemm with 2 kernel threads, at the
  * same time (the case a schedule overlapping more devices than counted
- * would make): every product is the bits it has when computed alone. */
+ * would make): every product is the bits it has when computed alone, with
+ * a pool each and with one shared pool (rt_pool_share: a call finding it
+ * taken runs every part on its caller). */
 START_TEST(concurrent_multithreaded_sgemm_same_bits) {
   size_t n = (size_t)CALLS * DIM * DIM;
   float *a[2], *b[2], *alone[2], *together[2];
@@ -122,7 +125,8 @@ START_TEST(concurrent_multithreaded_sgemm_same_bits) {
     gemm_job j = {a[t], b[t], alone[t]};
     gemm_many(&j);
   }
-  for (int round = 0; round < 3; round++) {
+  for (int round = 0; round < 6; round++) {
+    rt_pool_share(round % 2 == 1);
     pthread_t th[2];
     gemm_job j[2] = {{a[0], b[0], together[0]}, {a[1], b[1], together[1]}};
     for (int t = 0; t < 2; t++) {
@@ -133,6 +137,7 @@ START_TEST(concurrent_multithreaded_sgemm_same_bits) {
     for (int t = 0; t < 2; t++) ck_assert_msg(memcmp(alone[t], together[t], n * sizeof(float)) == 0,
                                               "round %d: thread %d's products differ when run concurrently", round, t);
   }
+  rt_pool_share(false);
   ppcc_rt_set_kernel_threads(1);
   for (int t = 0; t < 2; t++) {
     free(a[t]);

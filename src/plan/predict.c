@@ -1115,7 +1115,8 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     for (int r = 0; r < g->ops[j].n_out; r++) producer[g->ops[j].out[r]] = j;
   /* uncalibrated and no thread count: a core per device (no sharing) */
   int cores = o && o->threads > 0 ? o->threads : c->calibrated ? c->cores : nd > 0 ? nd : 1;
-  int threads = ppcc_kernel_threads_per_device(cores, rep_concurrent_devices(g, st, m)); /* the runtime's share */
+  int concurrent = rep_concurrent_devices(g, st, m);
+  int threads = ppcc_kernel_threads_per_device(cores, concurrent); /* the runtime's share */
   bool jit = o && o->jit;
   /* the weights' share beyond the caches of the cores the run uses */
   int busy_cores = nd * threads < cores ? nd * threads : cores;
@@ -1131,9 +1132,12 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   /* per device: its kernel threads parked since its last split kernel
    * (ppcc_predict_op_splits): at every wait, and at the start of a forward
    * of several devices (rt_finish_gate_wait parks them); its next split
-   * kernel pays pool_wake_us (both backends: the JIT calls the same kernels) */
+   * kernel pays pool_wake_us (both backends: the JIT calls the same kernels).
+   * Devices that compute one at a time with several threads share one
+   * pool that no wait parks (rt_pool_share): no wakes */
   bool *parked = calloc((size_t)(nd > 0 ? nd : 1), sizeof *parked);
-  double wake_ms = threads > 1 && use_costs ? c->pool_wake_us * 1e-3 : 0;
+  bool shared_pool = concurrent == 1;
+  double wake_ms = threads > 1 && !shared_pool && use_costs ? c->pool_wake_us * 1e-3 : 0;
   /* per device: no compute op yet and no wait before it (start_us) */
   bool *fresh = calloc((size_t)(nd > 0 ? nd : 1), sizeof *fresh);
   /* the fixed costs around waits as the runtime places the device threads

@@ -47,6 +47,7 @@ void rt_place_threads(rt_placement how, int cores, int blas_threads) {
   budget_cores = cores < n_cpus ? cores : n_cpus;
   placement = budget_cores >= 2 ? how : RT_PLACE_ANYWHERE;
   (void)blas_threads;
+  rt_pool_share(placement == RT_PLACE_LONE_DEVICE); /* one device computes at a time: one set of workers */
   if (n_cpus < 2) return;
   cpu_set_t workers = process_cpus;
   if (placement == RT_PLACE_LONE_DEVICE) {
@@ -100,7 +101,8 @@ void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int 
 void rt_finish_gate_wait(rt_finish_gate *gate) {
   /* this device is done: its workers need not spin for a next part, on
    * cores the next forward's first stage needs (one device alone keeps
-   * them spinning for its next forward, a decode step's) */
+   * them spinning for its next forward, a decode step's; devices that
+   * take turns share workers that no park reaches, on cores of their own) */
   if (omp_get_num_threads() > 1) rt_pool_park();
   pthread_mutex_lock(&gate->lock);
   if (--gate->left <= 0) pthread_cond_broadcast(&gate->cond);

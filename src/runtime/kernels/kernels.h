@@ -52,6 +52,9 @@ bool rt_in_pool_part(void);
  * 2 cores: each stage waited for the previous one's spinning worker,
  * a decode stage 10x its compute). The next call wakes them. */
 void rt_pool_park(void);
+/* Whether the threads calling kernels from now on share one pool (devices
+ * that compute one at a time, rt_place_threads) instead of one each. */
+void rt_pool_share(bool on);
 /* [begin, end) of part `part` of n items split in multiples of align. */
 void rt_part_range(int64_t n, int64_t align, int part, int parts, int64_t *begin, int64_t *end);
 /* fn(arg, begin, end) over [0, n) split in multiples of align among the

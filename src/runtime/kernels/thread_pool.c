@@ -6,7 +6,19 @@
  * cores (about a third of decode samples). Ours spin for at most
  * SPIN_NS, only waiting for the next part of the same run of kernels,
  * then sleep. One pool per caller, so devices that compute at once never
- * share or queue on one. */
+ * share or queue on one.
+ *
+ * Devices that compute one at a time (rt_pool_share: a pipeline's stages
+ * with one microbatch, each device thread on one core and the workers on
+ * the others) share one pool instead. Waking a parked worker cost the
+ * caller 16-25 us in its futex_wake where the worker's core idled in a VM
+ * (an IPI to a halted vCPU), and each stage's pool had parked while the
+ * stages before it ran: a decode stage's first split product (its gate
+ * projection) took 30-40 us instead of 9-12 (gen_llama decode pp4, 2
+ * cores). The shared workers are still spinning from the previous stage's
+ * products, on cores no device thread uses, so nothing parks them; a
+ * caller that finds the pool taken (devices overlapping more than the
+ * budget counted) runs every part itself, in order: the same bits. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <linux/futex.h>
@@ -44,9 +56,13 @@ struct pool {
   atomic_int pending; /* parts not finished */
   atomic_int caller_sleeping;
   atomic_int parked; /* rt_pool_park: no next part soon, the workers sleep at once */
+  atomic_bool taken; /* a call runs on it (the shared pool has several callers) */
 };
 
 static _Thread_local pool *my_pool;
+static pool *shared_pool; /* made on first use while sharing; lives as long as its workers */
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool sharing;
 static _Thread_local bool in_part; /* inside a part: nested calls run inline */
 
 /* Where workers may run (rt_pool_set_worker_cpus); all pools' workers. */
@@ -161,14 +177,32 @@ void rt_pool_set_worker_cpus(const void *cpus, size_t size) {
 
 bool rt_in_pool_part(void) { return in_part; }
 
+void rt_pool_share(bool on) { atomic_store(&sharing, on); }
+
+/* Parks the caller's own pool only: the shared one serves the device that
+ * computes next, which the one about to wait is not. */
 void rt_pool_park(void) {
   if (my_pool && !in_part) atomic_store(&my_pool->parked, 1);
+}
+
+static pool *caller_pool(void) {
+  if (!atomic_load(&sharing)) {
+    if (!my_pool) my_pool = calloc(1, sizeof *my_pool); /* lives as long as its workers */
+    return my_pool;
+  }
+  pthread_mutex_lock(&shared_lock);
+  if (!shared_pool) shared_pool = calloc(1, sizeof *shared_pool);
+  pool *p = shared_pool;
+  pthread_mutex_unlock(&shared_lock);
+  return p;
 }
 
 /* A forked child has only the forking thread: its pools' workers are
  * gone, so it starts new ones (the old pools are left as they are). */
 static void forget_pools_in_child(void) {
   my_pool = NULL;
+  shared_pool = NULL;
+  pthread_mutex_init(&shared_lock, NULL);
   in_part = false;
   pthread_mutex_init(&registry_lock, NULL);
   n_all_workers = 0;
@@ -191,11 +225,17 @@ void rt_parallel_parts(int parts, rt_part_fn fn, void *arg) {
     return;
   }
   pthread_once(&atfork_once, register_atfork);
-  if (!my_pool) my_pool = calloc(1, sizeof *my_pool); /* lives as long as its workers */
-  pool *p = my_pool;
+  pool *p = caller_pool();
+  if (p && atomic_exchange(&p->taken, true)) { /* another device's call holds it: every part here, in order */
+    in_part = true;
+    for (int i = 0; i < parts; i++) fn(arg, i, parts);
+    in_part = false;
+    return;
+  }
   while (p && p->n_workers < parts - 1 && start_worker(p)) {
   }
   if (!p || p->n_workers < parts - 1) { /* no threads to be had: all of it here */
+    if (p) atomic_store(&p->taken, false);
     run_whole(fn, arg);
     return;
   }
@@ -226,6 +266,7 @@ void rt_parallel_parts(int parts, rt_part_fn fn, void *arg) {
     if (atomic_load(&p->pending) > 0) futex_wait((atomic_uint *)&p->pending, (unsigned)left);
   }
   atomic_store(&p->caller_sleeping, 0);
+  atomic_store(&p->taken, false);
 }
 
 void rt_part_range(int64_t n, int64_t align, int part, int parts, int64_t *begin, int64_t *end) {
