@@ -38,6 +38,11 @@
  * late for the next product, the caller waiting (500 us: decode +6 %
  * median over 50 us, 20 paired rounds; 2 ms was slower under load). */
 #define SPIN_NS 500000
+/* The shared pool's workers (rt_pool_share) have cores of their own: they
+ * also spin across the gap between two forwards (0.6-0.8 ms of a run's
+ * bookkeeping under --check-plan), else the first stage's first split
+ * product of every forward woke them (+25 us on a decode stage). */
+#define SHARED_SPIN_NS 2000000
 
 typedef struct pool pool;
 typedef struct worker {
@@ -57,6 +62,7 @@ struct pool {
   atomic_int caller_sleeping;
   atomic_int parked; /* rt_pool_park: no next part soon, the workers sleep at once */
   atomic_bool taken; /* a call runs on it (the shared pool has several callers) */
+  int64_t spin_ns;   /* how long its workers spin for a next part */
 };
 
 static _Thread_local pool *my_pool;
@@ -90,7 +96,7 @@ static inline void cpu_relax(void) {
 }
 
 /* Waits until *addr != seen: a short spin (none once *parked), then the futex. */
-static unsigned wait_change(atomic_uint *addr, unsigned seen, atomic_int *sleeping, atomic_int *parked) {
+static unsigned wait_change(atomic_uint *addr, unsigned seen, atomic_int *sleeping, atomic_int *parked, int64_t spin_ns) {
   unsigned v;
   int64_t until = 0;
   for (int i = 0;; i++) {
@@ -98,7 +104,7 @@ static unsigned wait_change(atomic_uint *addr, unsigned seen, atomic_int *sleepi
     if (atomic_load_explicit(parked, memory_order_relaxed)) break;
     if ((i & 63) == 63) {
       int64_t t = now_ns();
-      if (!until) until = t + SPIN_NS;
+      if (!until) until = t + spin_ns;
       else if (t > until) break;
     }
     cpu_relax();
@@ -119,7 +125,7 @@ static void *worker_main(void *arg) {
   unsigned seen = 0;
   in_part = true;
   for (;;) {
-    seen = wait_change(&w->job, seen, &w->sleeping, &p->parked);
+    seen = wait_change(&w->job, seen, &w->sleeping, &p->parked, p->spin_ns);
     p->fn(p->arg, w->index, p->parts);
     if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping))
       futex_wake((atomic_uint *)&p->pending);
@@ -187,11 +193,11 @@ void rt_pool_park(void) {
 
 static pool *caller_pool(void) {
   if (!atomic_load(&sharing)) {
-    if (!my_pool) my_pool = calloc(1, sizeof *my_pool); /* lives as long as its workers */
+    if (!my_pool && (my_pool = calloc(1, sizeof *my_pool))) my_pool->spin_ns = SPIN_NS; /* lives as long as its workers */
     return my_pool;
   }
   pthread_mutex_lock(&shared_lock);
-  if (!shared_pool) shared_pool = calloc(1, sizeof *shared_pool);
+  if (!shared_pool && (shared_pool = calloc(1, sizeof *shared_pool))) shared_pool->spin_ns = SHARED_SPIN_NS;
   pool *p = shared_pool;
   pthread_mutex_unlock(&shared_lock);
   return p;
