@@ -787,11 +787,12 @@ START_TEST(wait_costs_follow_placement) {
   ppcc_diag_init(&d, NULL, NULL);
   ppcc_graph *tp = t_model(2,
                            "{'name': 'w', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', 'dim': 0, "
-                           "'count': 2}, 'devices': [0, 1]}",
+                           "'count': 2}, 'devices': [0, 1]}, {'name': 'w2', 'dtype': 'f32', 'shape': [8, 8], "
+                           "'shard': {'kind': 'split', 'dim': 0, 'count': 2}, 'devices': [0, 1]}",
                            "{'name': 'x', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', 'dim': 1, "
                            "'count': 2}, 'devices': [0, 1]}",
                            "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, {'op': 'all_reduce', 'in': ['p'], 'out': ['s']}, "
-                           "{'op': 'matmul', 'in': ['s', 'w'], 'out': ['y']}",
+                           "{'op': 'matmul', 'in': ['s', 'w2'], 'out': ['y']}",
                            "'y'", &d);
   ck_assert_ptr_nonnull(tp);
   ppcc_calibration c = matmul_takes_1ms();
@@ -860,6 +861,42 @@ START_TEST(resume_paid_by_first_op_reading_weights) {
      * add after the last all_gather (the JIT's collectives have no cost
      * of their own here) */
     ck_assert_double_eq_tol(p.stages[0].time_ms, 4 + 2 * (jit ? 0.4 : 0.2), 1e-9);
+    ppcc_prediction_free(&p);
+  }
+  ppcc_graph_free(g);
+}
+END_TEST
+
+/* The interpreter's op after a wait pays no resume when its device read
+ * all of its weights earlier in the forward (they stay in the core's
+ * caches): the second matmul of the same weight after an all_reduce; a
+ * new weight after the next all_reduce does. The JIT's resume, its device
+ * function's own work after a wait too, stays with every first op reading
+ * weights after a wait. */
+START_TEST(resume_not_paid_for_weights_read_before) {
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *g = t_model(2,
+                          "{'name': 'w', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', 'dim': 0, "
+                          "'count': 2}, 'devices': [0, 1]}, {'name': 'w2', 'dtype': 'f32', 'shape': [8, 8], "
+                          "'shard': {'kind': 'split', 'dim': 0, 'count': 2}, 'devices': [0, 1]}",
+                          "{'name': 'x', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', 'dim': 1, "
+                          "'count': 2}, 'devices': [0, 1]}",
+                          "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, {'op': 'all_reduce', 'in': ['p'], 'out': ['s']}, "
+                          "{'op': 'matmul', 'in': ['s', 'w'], 'out': ['q']}, {'op': 'all_reduce', 'in': ['q'], 'out': ['r']}, "
+                          "{'op': 'matmul', 'in': ['r', 'w2'], 'out': ['y']}",
+                          "'y'", &d);
+  ck_assert_msg(g != NULL, "%s", d.first);
+  ppcc_calibration c = matmul_takes_1ms();
+  ppcc_op_cost jk = {"matmul", 1000, 0, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
+  c.resume_spread_us = 200, c.jit_resume_spread_us = 400;
+  for (int jit = 0; jit < 2; jit++) {
+    ppcc_prediction p = predict(g, &c, 1, 2, jit);
+    ck_assert_int_eq(p.n_stages, 1);
+    /* 3 matmuls of 1 ms; the interpreter resumes at the start and before
+     * w2's matmul, the JIT after every wait */
+    ck_assert_double_eq_tol(p.stages[0].time_ms, 3 + (jit ? 3 * 0.4 : 2 * 0.2), 1e-9);
     ppcc_prediction_free(&p);
   }
   ppcc_graph_free(g);
@@ -1095,6 +1132,7 @@ int main(void) {
   tcase_add_test(tc, calibration_optional_fields_round_trip);
   tcase_add_test(tc, wait_costs_follow_placement);
   tcase_add_test(tc, resume_paid_by_first_op_reading_weights);
+  tcase_add_test(tc, resume_not_paid_for_weights_read_before);
   tcase_add_test(tc, cold_weights_cost_their_own);
   tcase_add_test(tc, jit_moves_and_threads_factor);
   tcase_add_test(tc, multithreaded_costs_change_prediction);

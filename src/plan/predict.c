@@ -882,6 +882,43 @@ static bool reads_weights(const ppcc_graph *g, const ppcc_op *op) {
   return false;
 }
 
+/* The bit of param v's shard on device dev in a mask of its shards (its
+ * first 64; 0: none there). */
+static uint64_t shard_bit(const ppcc_graph *g, int v, int dev) {
+  const ppcc_value *p = &g->values[v];
+  for (int i = 0; i < shard_count(p) && i < 64; i++)
+    if (rep_shard_device(p, i) == dev) return (uint64_t)1 << i;
+  return 0;
+}
+
+/* Whether op, on device dev, reads weights the device has not read since
+ * the segment began (read: per value, a mask of its shards read): a param
+ * an earlier op of the device read is still in its core's caches after
+ * the wait, so the interpreter's op after it pays no resume (measured,
+ * inserted_collectives' second stage: the linear after the all_reduce,
+ * reading the weight and bias the linear before it read, took 0.8-1.05 us
+ * in all, its cost alone 0.64-1.13 with the resume 1.0 predicted on top;
+ * ppffn's matmuls after an all_reduce, new weights, 0.4-1.0 us more than
+ * their cost). A contraction whose matrix is no param (gathered) reads
+ * weights. */
+static bool reads_cold_weights(const ppcc_graph *g, const ppcc_op *op, const uint64_t *read, int dev) {
+  if (!reads_weights(g, op)) return false;
+  bool params = false;
+  for (int k = 0; k < op->n_in; k++) {
+    if (g->values[op->in[k]].kind != PPCC_VALUE_PARAM) continue;
+    uint64_t bit = shard_bit(g, op->in[k], dev);
+    if (!bit || !(read[op->in[k]] & bit)) return true;
+    params = true;
+  }
+  return !params;
+}
+
+/* Marks op's param operands read on device dev (reads_cold_weights). */
+static void note_weights_read(const ppcc_graph *g, const ppcc_op *op, uint64_t *read, int dev) {
+  for (int k = 0; k < op->n_in; k++)
+    if (g->values[op->in[k]].kind == PPCC_VALUE_PARAM) read[op->in[k]] |= shard_bit(g, op->in[k], dev);
+}
+
 /* Relative speed of a device: the options' array, else the --devices-spec
  * the model was partitioned with, else 1.0. */
 static double device_speed(const ppcc_graph *g, const ppcc_predict_options *o, int dev) {
@@ -1125,9 +1162,10 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   bool use_costs = jit ? c->n_jit_op_costs > 0 : true;
   /* per device: it waited (program start, a transfer or collective it
    * takes part in) and no op since read weights, so the next one that
-   * does (reads_weights) pays resume_us (interpreter: with M > 1 once per
-   * segment and microbatch, ppcc_pipeline_segments; counted per segment
-   * start, as below) */
+   * does (the interpreter: weights it has not read yet, reads_cold_weights)
+   * pays resume_us (interpreter: with M > 1 once per segment and
+   * microbatch, ppcc_pipeline_segments; counted per segment start, as
+   * below) */
   bool *waited = calloc((size_t)(nd > 0 ? nd : 1), sizeof *waited);
   /* per device: its kernel threads parked since its last split kernel
    * (ppcc_predict_op_splits): at every wait, and at the start of a forward
@@ -1140,6 +1178,8 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   double wake_ms = threads > 1 && !shared_pool && use_costs ? c->pool_wake_us * 1e-3 : 0;
   /* per device: no compute op yet and no wait before it (start_us) */
   bool *fresh = calloc((size_t)(nd > 0 ? nd : 1), sizeof *fresh);
+  /* per value: the shards of a param read since the segment began (reads_cold_weights) */
+  uint64_t *read = calloc((size_t)g->n_values + 1, sizeof *read);
   /* the fixed costs around waits as the runtime places the device threads
    * (rt_run_thread_budget): spread over the cores, a woken device runs on
    * a core that idled; else they share one. Format 4 on: start_us whatever
@@ -1159,7 +1199,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * beyond one hand-over can run at the same time as theirs (tiny TP
    * steps mostly take turns) */
   run_piece *piece = calloc((size_t)(nd > 0 ? nd : 1), sizeof *piece);
-  ok = ok && waited && parked && fresh && seg_begin && piece;
+  ok = ok && waited && parked && fresh && read && seg_begin && piece;
   double hop_ms = c->hop_us * 1e-3;
   int n_seg = 1, seg = 0;
   if (ok) seg_begin[0] = 0, seg_begin[1] = g->n_ops;
@@ -1177,6 +1217,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
         close_piece(&piece[dev], dev_overlap, hop_ms);
         waited[dev] = parked[dev] = true;
       }
+      memset(read, 0, sizeof *read * (size_t)g->n_values);
     }
     if (op->info && op->info->family != PPCC_FAMILY_COMPUTE) {
       /* over a link: the hand-over into its stage from the one before, or
@@ -1222,15 +1263,20 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
     int n_group = st->n_dev[st->op_stage[j]] > 0 ? st->n_dev[st->op_stage[j]] : 1;
     int streams = n_group < cores ? n_group : cores;
     double fl, by, t = op_ms(g, op, carries, m, c, threads, streams, cold, use_costs, jit, &fl, &by);
-    bool splits = wake_ms > 0 && ppcc_predict_op_splits(g, op, threads), weights = reads_weights(g, op);
+    bool splits = wake_ms > 0 && ppcc_predict_op_splits(g, op, threads);
+    bool weights = reads_weights(g, op);
     const ppcc_value *r = &g->values[op->out[0]];
     for (int i = 0; i < shard_count(r); i++) {
       int dev = rep_shard_device(r, i);
       if (dev < 0 || dev >= nd) continue;
       size_t at = (size_t)st->op_stage[j] * (size_t)nd + (size_t)dev;
       /* a residual: may take back what the op's cost overstates, never more than all of it */
-      double resume = !waited[dev] || !weights ? 0 : resume_ms > -t ? resume_ms : -t;
-      if (weights) waited[dev] = false;
+      /* the JIT's resume also holds its device function's own work after
+       * the wait, paid whatever the op reads: by the op reading weights */
+      bool cold = jit ? weights : reads_cold_weights(g, op, read, dev);
+      note_weights_read(g, op, read, dev);
+      double resume = !waited[dev] || !cold ? 0 : resume_ms > -t ? resume_ms : -t;
+      if (cold) waited[dev] = false;
       if (splits && parked[dev]) resume += wake_ms;
       if (splits) parked[dev] = false;
       double start = fresh[dev] ? start_ms : 0; /* once per forward */
@@ -1294,6 +1340,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   free(waited);
   free(parked);
   free(fresh);
+  free(read);
   free(seg_begin);
   free(carries);
   free(dev_ms);
