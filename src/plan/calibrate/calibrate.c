@@ -64,7 +64,11 @@ static double best_gemm_gflops(int threads, int64_t m, int64_t n) {
   if (a && b && c) {
     for (int64_t i = 0; i < m * n; i++) a[i] = (float)(i % 7) * 0.125f;
     for (int64_t i = 0; i < n * n; i++) b[i] = (float)(i % 5) * 0.125f;
-    rt_thread_budget(1, threads, RT_PLACE_ANYWHERE, threads);
+    /* placed as a run of one device places them: left to the scheduler,
+     * the worker woke on the caller's core in 6 of 8 calibrations and the
+     * halves took turns (7.6 GFLOP/s with 2 threads against 185) */
+    rt_thread_budget(1, threads, threads > 1 ? RT_PLACE_LONE_DEVICE : RT_PLACE_ANYWHERE, threads);
+    rt_device_thread_enter(0);
     ppcc_rt_sgemm(m, n, n, a, b, true, c); /* warm up: threads, pages */
     for (int r = 0; r < REPEATS * 4; r++) {
       double t = omp_get_wtime();
@@ -73,6 +77,7 @@ static double best_gemm_gflops(int threads, int64_t m, int64_t n) {
       double rate = 2.0 * m * n * n / t / 1e9;
       if (rate > best) best = rate;
     }
+    rt_device_thread_leave();
     ppcc_rt_set_kernel_threads(1);
   }
   rt_free(a);
@@ -772,38 +777,52 @@ static void calibrate_interp_cut(ppcc_calibration *c, FILE *log) {
   free(o.at);
 }
 
-/* pool_wake_us: two devices hand a [32, 256] activation to each other
- * WAKE_HOPS times, each running linears of [256, 256] weights on it (each
- * split across its kernel threads, gemm_tiles.c) before the next
- * transfer: two, then WAKE_FILL more, so that the other device's threads
- * sleep about as long as a pipeline stage's do while the others compute
- * (a short sleep is a faster wake: 25 us against 35 in a 4-stage Llama).
- * While a device waits its kernel threads park, so its first linear after
- * the wait wakes them and the second finds them awake: the median over
- * the hops of the first's span less the second's, with the run's kernel
+/* pool_wake_us: in each of two lanes, two devices hand a [32, 256]
+ * activation to each other WAKE_HOPS times, each running linears of
+ * [256, 256] weights on it (each split across its kernel threads,
+ * gemm_tiles.c) before the next transfer: two, then WAKE_FILL more, so
+ * that the other device's threads sleep about as long as a pipeline
+ * stage's do while the others compute (a short sleep is a faster wake: 25
+ * us against 35 in a 4-stage Llama). The lanes compute at once, as the
+ * runs that pay the wake do: devices taking turns share one pool that no
+ * wait parks (thread_pool.c); with too few cores for two devices of
+ * several kernel threads each no run pays one, and it is 0. While a
+ * device waits its kernel threads park, so its first linear after the
+ * wait wakes them and the second finds them awake: the median over the
+ * hops of the first's span less the second's, with the run's kernel
  * threads (calibrate_waits, later, fits resume_us to what the model
  * still misses after a wait, this included). */
 #define WAKE_HOPS 8
 #define WAKE_FILL 24
+#define WAKE_LANES 2
 static char *wake_model(void) {
   FILE *f;
   char *buf = NULL;
   size_t len = 0;
   if (!(f = open_memstream(&buf, &len))) return NULL;
-  fputs("{\"ppcc\": 1, \"name\": \"calibrate_wake\", \"devices\": 2, \"params\": [", f);
-  for (int i = 0; i < 4; i++)
+  fprintf(f, "{\"ppcc\": 1, \"name\": \"calibrate_wake\", \"devices\": %d, \"params\": [", 2 * WAKE_LANES);
+  for (int i = 0; i < 4 * WAKE_LANES; i++)
     fprintf(f, "%s{\"name\": \"w%d\", \"dtype\": \"f32\", \"shape\": [256, 256], \"devices\": [%d]}", i ? ", " : "", i,
             i / 2);
-  fputs("], \"inputs\": [{\"name\": \"x0\", \"dtype\": \"f32\", \"shape\": [32, 256], \"devices\": [0]}], \"ops\": [", f);
-  for (int i = 0; i < WAKE_HOPS; i++) {
-    int dev = i % 2;
-    fprintf(f, "%s{\"op\": \"linear\", \"in\": [\"x%d\", \"w%d\"], \"out\": [\"h%d_0\"]}", i ? ", " : "", i, 2 * dev, i);
-    for (int k = 1; k < 2 + WAKE_FILL; k++)
-      fprintf(f, ", {\"op\": \"linear\", \"in\": [\"h%d_%d\", \"w%d\"], \"out\": [\"h%d_%d\"]}", i, k - 1, 2 * dev + 1, i, k);
-    fprintf(f, ", {\"op\": \"transfer\", \"in\": [\"h%d_%d\"], \"out\": [\"x%d\"], \"attrs\": {\"devices\": [%d]}}", i,
-            1 + WAKE_FILL, i + 1, 1 - dev);
-  }
-  fprintf(f, "], \"outputs\": [\"x%d\"]}", WAKE_HOPS);
+  fputs("], \"inputs\": [", f);
+  for (int l = 0; l < WAKE_LANES; l++)
+    fprintf(f, "%s{\"name\": \"x%d_0\", \"dtype\": \"f32\", \"shape\": [32, 256], \"devices\": [%d]}", l ? ", " : "", l,
+            2 * l);
+  fputs("], \"ops\": [", f);
+  for (int i = 0; i < WAKE_HOPS; i++)
+    for (int l = 0; l < WAKE_LANES; l++) {
+      int dev = 2 * l + i % 2;
+      fprintf(f, "%s{\"op\": \"linear\", \"in\": [\"x%d_%d\", \"w%d\"], \"out\": [\"h%d_%d_0\"]}", i || l ? ", " : "", l, i,
+              2 * dev, l, i);
+      for (int k = 1; k < 2 + WAKE_FILL; k++)
+        fprintf(f, ", {\"op\": \"linear\", \"in\": [\"h%d_%d_%d\", \"w%d\"], \"out\": [\"h%d_%d_%d\"]}", l, i, k - 1,
+                2 * dev + 1, l, i, k);
+      fprintf(f, ", {\"op\": \"transfer\", \"in\": [\"h%d_%d_%d\"], \"out\": [\"x%d_%d\"], \"attrs\": {\"devices\": [%d]}}",
+              l, i, 1 + WAKE_FILL, l, i + 1, 2 * l + 1 - i % 2);
+    }
+  fputs("], \"outputs\": [", f);
+  for (int l = 0; l < WAKE_LANES; l++) fprintf(f, "%s\"x%d_%d\"", l ? ", " : "", l, WAKE_HOPS);
+  fputs("]}", f);
   if (fclose(f) != 0) {
     free(buf);
     return NULL;
@@ -814,19 +833,25 @@ static char *wake_model(void) {
 static void calibrate_pool_wake(ppcc_calibration *c, FILE *log) {
   ppcc_diag q; /* optional: without it pool_wake_us stays 0 */
   ppcc_diag_init(&q, NULL, NULL);
+  if (ppcc_kernel_threads_per_device(c->n_threads, WAKE_LANES) < 2) { /* no run splits where a device waits: none paid */
+    c->pool_wake_us = 0;
+    if (log) fprintf(log, "a split kernel after its device waited: none on %d cores (devices taking turns share awake workers)\n", c->n_threads);
+    return;
+  }
   char *text = wake_model();
   workload w = {0};
   bool ok = text && !workload_open(&w, text, true, &q);
   free(text);
   for (int r = 0; ok && r <= REPEATS * 4; r++) ok = !workload_forward_on(&w, c->n_threads, &q) && w.m.filled;
-  double diff[WAKE_HOPS];
+  double diff[WAKE_HOPS * WAKE_LANES];
   int n = 0;
   if (ok) {
     ppcc_plan_measure_summarize(&w.m);
     for (int j = 0; j + 1 < w.g->n_ops; j++) { /* a linear right after a transfer, and the next */
       const ppcc_op *op = &w.g->ops[j], *next = &w.g->ops[j + 1];
       bool first = j == 0 || w.g->ops[j - 1].info->family != PPCC_FAMILY_COMPUTE;
-      if (first && op->info->family == PPCC_FAMILY_COMPUTE && next->info->family == PPCC_FAMILY_COMPUTE && n < WAKE_HOPS)
+      if (first && op->info->family == PPCC_FAMILY_COMPUTE && next->info->family == PPCC_FAMILY_COMPUTE &&
+          n < WAKE_HOPS * WAKE_LANES)
         diff[n++] = (w.op_ms[j] - w.op_ms[j + 1]) * 1e3;
     }
   }
