@@ -183,7 +183,14 @@ void rt_pool_set_worker_cpus(const void *cpus, size_t size) {
 
 bool rt_in_pool_part(void) { return in_part; }
 
-void rt_pool_share(bool on) { atomic_store(&sharing, on); }
+/* Off: the shared workers sleep at once, not spinning on through cores
+ * the next run may give to its device threads. */
+void rt_pool_share(bool on) {
+  atomic_store(&sharing, on);
+  pthread_mutex_lock(&shared_lock);
+  if (!on && shared_pool) atomic_store(&shared_pool->parked, 1);
+  pthread_mutex_unlock(&shared_lock);
+}
 
 /* Parks the caller's own pool only: the shared one serves the device that
  * computes next, which the one about to wait is not. */
