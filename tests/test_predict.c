@@ -775,6 +775,18 @@ START_TEST(start_cost_with_more_devices_than_cores) {
 }
 END_TEST
 
+/* Two TP devices (2 cores: spread), x split on its columns and two [8, 8]
+ * weights split on their rows, w and w2; ops ending in y. */
+static ppcc_graph *tp_two_weights(const char *ops, ppcc_diag *d) {
+  return t_model(2,
+                 "{'name': 'w', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': 2}, "
+                 "'devices': [0, 1]}, {'name': 'w2', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', "
+                 "'dim': 0, 'count': 2}, 'devices': [0, 1]}",
+                 "{'name': 'x', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', 'dim': 1, 'count': 2}, "
+                 "'devices': [0, 1]}",
+                 ops, "'y'", d);
+}
+
 /* Format 4: the costs around waits follow the runtime's placement of the
  * device threads. One device a stage, 2 cores: one computes at a time, its
  * threads share a core (resume_us, start_us; the JIT's jit_resume_us, which
@@ -785,15 +797,10 @@ START_TEST(wait_costs_follow_placement) {
   ppcc_graph *pipe = four_stages();
   ppcc_diag d;
   ppcc_diag_init(&d, NULL, NULL);
-  ppcc_graph *tp = t_model(2,
-                           "{'name': 'w', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', 'dim': 0, "
-                           "'count': 2}, 'devices': [0, 1]}, {'name': 'w2', 'dtype': 'f32', 'shape': [8, 8], "
-                           "'shard': {'kind': 'split', 'dim': 0, 'count': 2}, 'devices': [0, 1]}",
-                           "{'name': 'x', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', 'dim': 1, "
-                           "'count': 2}, 'devices': [0, 1]}",
-                           "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, {'op': 'all_reduce', 'in': ['p'], 'out': ['s']}, "
-                           "{'op': 'matmul', 'in': ['s', 'w2'], 'out': ['y']}",
-                           "'y'", &d);
+  ppcc_graph *tp = tp_two_weights("{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, "
+                                  "{'op': 'all_reduce', 'in': ['p'], 'out': ['s']}, "
+                                  "{'op': 'matmul', 'in': ['s', 'w2'], 'out': ['y']}",
+                                  &d);
   ck_assert_ptr_nonnull(tp);
   ppcc_calibration c = matmul_takes_1ms();
   ppcc_op_cost jk = {"matmul", 1000, 0, 0, 0, 0};
@@ -876,16 +883,12 @@ END_TEST
 START_TEST(resume_not_paid_for_weights_read_before) {
   ppcc_diag d;
   ppcc_diag_init(&d, NULL, NULL);
-  ppcc_graph *g = t_model(2,
-                          "{'name': 'w', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', 'dim': 0, "
-                          "'count': 2}, 'devices': [0, 1]}, {'name': 'w2', 'dtype': 'f32', 'shape': [8, 8], "
-                          "'shard': {'kind': 'split', 'dim': 0, 'count': 2}, 'devices': [0, 1]}",
-                          "{'name': 'x', 'dtype': 'f32', 'shape': [8, 8], 'shard': {'kind': 'split', 'dim': 1, "
-                          "'count': 2}, 'devices': [0, 1]}",
-                          "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, {'op': 'all_reduce', 'in': ['p'], 'out': ['s']}, "
-                          "{'op': 'matmul', 'in': ['s', 'w'], 'out': ['q']}, {'op': 'all_reduce', 'in': ['q'], 'out': ['r']}, "
-                          "{'op': 'matmul', 'in': ['r', 'w2'], 'out': ['y']}",
-                          "'y'", &d);
+  ppcc_graph *g = tp_two_weights("{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, "
+                                 "{'op': 'all_reduce', 'in': ['p'], 'out': ['s']}, "
+                                 "{'op': 'matmul', 'in': ['s', 'w'], 'out': ['q']}, "
+                                 "{'op': 'all_reduce', 'in': ['q'], 'out': ['r']}, "
+                                 "{'op': 'matmul', 'in': ['r', 'w2'], 'out': ['y']}",
+                                 &d);
   ck_assert_msg(g != NULL, "%s", d.first);
   ppcc_calibration c = matmul_takes_1ms();
   ppcc_op_cost jk = {"matmul", 1000, 0, 0, 0, 0};
