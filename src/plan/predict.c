@@ -1273,10 +1273,10 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       /* a residual: may take back what the op's cost overstates, never more than all of it */
       /* the JIT's resume also holds its device function's own work after
        * the wait, paid whatever the op reads: by the op reading weights */
-      bool cold = jit ? weights : reads_cold_weights(g, op, read, dev);
+      bool cold_weights = jit ? weights : reads_cold_weights(g, op, read, dev);
       note_weights_read(g, op, read, dev);
-      double resume = !waited[dev] || !cold ? 0 : resume_ms > -t ? resume_ms : -t;
-      if (cold) waited[dev] = false;
+      double resume = !waited[dev] || !cold_weights ? 0 : resume_ms > -t ? resume_ms : -t;
+      if (cold_weights) waited[dev] = false;
       if (splits && parked[dev]) resume += wake_ms;
       if (splits) parked[dev] = false;
       double start = fresh[dev] ? start_ms : 0; /* once per forward */
