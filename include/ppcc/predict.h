@@ -520,5 +520,10 @@ int ppcc_kernel_threads_per_device(int cores, int concurrent);
  * runtime places them so (src/runtime/exec/affinity.c), the prediction's
  * pipeline simulation likewise. */
 bool ppcc_devices_spread(int cores, int kernel_threads_per_device, int devices);
+/* Whether one device computes at a time with several kernel threads: the
+ * runtime pins its thread to the first core and the workers to the others,
+ * and the devices share one pool of workers that no wait parks
+ * (src/runtime/exec/affinity.c); the prediction then charges no wake. */
+bool ppcc_lone_device(int kernel_threads_per_device, int concurrent);
 
 #endif

@@ -103,3 +103,7 @@ int ppcc_kernel_threads_per_device(int cores, int concurrent) {
 bool ppcc_devices_spread(int cores, int kernel_threads_per_device, int devices) {
   return cores >= 2 && kernel_threads_per_device == 1 && devices > 1;
 }
+
+bool ppcc_lone_device(int kernel_threads_per_device, int concurrent) {
+  return concurrent == 1 && kernel_threads_per_device > 1;
+}

@@ -1172,10 +1172,9 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * of several devices (rt_finish_gate_wait parks them); its next split
    * kernel pays pool_wake_us (both backends: the JIT calls the same kernels).
    * Devices that compute one at a time with several threads share one
-   * pool that no wait parks (rt_pool_share): no wakes */
+   * pool that no wait parks (ppcc_lone_device, rt_pool_share): no wakes */
   bool *parked = calloc((size_t)(nd > 0 ? nd : 1), sizeof *parked);
-  bool shared_pool = concurrent == 1;
-  double wake_ms = threads > 1 && !shared_pool && use_costs ? c->pool_wake_us * 1e-3 : 0;
+  double wake_ms = threads > 1 && !ppcc_lone_device(threads, concurrent) && use_costs ? c->pool_wake_us * 1e-3 : 0;
   /* per device: no compute op yet and no wait before it (start_us) */
   bool *fresh = calloc((size_t)(nd > 0 ? nd : 1), sizeof *fresh);
   /* per value: the shards of a param read since the segment began (reads_cold_weights) */

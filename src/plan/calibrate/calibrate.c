@@ -838,7 +838,9 @@ static void calibrate_pool_wake(ppcc_calibration *c, FILE *log) {
   ppcc_diag_init(&q, NULL, NULL);
   if (ppcc_kernel_threads_per_device(c->n_threads, WAKE_LANES) < 2) { /* no run splits where a device waits: none paid */
     c->pool_wake_us = 0;
-    if (log) fprintf(log, "a split kernel after its device waited: none on %d cores (devices taking turns share awake workers)\n", c->n_threads);
+    if (log)
+      fprintf(log, "a split kernel after its device waited: none on %d cores (devices taking turns share awake workers)\n",
+              c->n_threads);
     return;
   }
   char *text = wake_model();

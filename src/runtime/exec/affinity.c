@@ -91,7 +91,7 @@ void rt_run_thread_budget(const ppcc_graph *g, int microbatches, int cores, int 
   if (local < busy) busy = local; /* MPI: only this rank's devices share its cores */
   int per_device = ppcc_kernel_threads_per_device(cores, busy);
   rt_placement how = rt_dist_active()                              ? RT_PLACE_ANYWHERE /* ranks share a host */
-                     : busy == 1 && per_device > 1                   ? RT_PLACE_LONE_DEVICE
+                     : ppcc_lone_device(per_device, busy)            ? RT_PLACE_LONE_DEVICE
                      : ppcc_devices_spread(cores, per_device, local) ? RT_PLACE_SPREAD
                                                                      : RT_PLACE_ANYWHERE;
   rt_thread_budget(busy, per_device, how, cores);
