@@ -891,29 +891,27 @@ static uint64_t shard_bit(const ppcc_graph *g, int v, int dev) {
   return 0;
 }
 
-/* Whether op, on device dev, reads weights the device has not read since
- * the segment began (read: per value, a mask of its shards read): a param
- * an earlier op of the device read is still in its core's caches after
- * the wait, so the interpreter's op after it pays no resume (measured,
- * inserted_collectives' second stage: the linear after the all_reduce,
- * reading the weight and bias the linear before it read, took 0.8-1.05 us
- * in all, its cost alone 0.64-1.13 with the resume 1.0 predicted on top;
- * ppffn's matmuls after an all_reduce, new weights, 0.4-1.0 us more than
- * their cost). A contraction whose matrix is no param (gathered) reads
- * weights. */
-static bool reads_cold_weights(const ppcc_graph *g, const ppcc_op *op, const uint64_t *read, int dev) {
-  if (!reads_weights(g, op)) return false;
+/* Whether every param op reads on device dev was read there since the
+ * segment began (read: per value, a mask of its shards read; false when
+ * op reads no param, e.g. a contraction of a gathered matrix): it is still
+ * in the core's caches after the wait, so the interpreter's op after it
+ * pays no resume (measured, inserted_collectives' second stage: the linear
+ * after the all_reduce, reading the weight and bias the linear before it
+ * read, took 0.8-1.05 us in all, its cost alone 0.64-1.13 with the resume
+ * 1.0 predicted on top; ppffn's matmuls after an all_reduce, new weights,
+ * 0.4-1.0 us more than their cost). */
+static bool params_read_before(const ppcc_graph *g, const ppcc_op *op, const uint64_t *read, int dev) {
   bool params = false;
   for (int k = 0; k < op->n_in; k++) {
     if (g->values[op->in[k]].kind != PPCC_VALUE_PARAM) continue;
     uint64_t bit = shard_bit(g, op->in[k], dev);
-    if (!bit || !(read[op->in[k]] & bit)) return true;
+    if (!bit || !(read[op->in[k]] & bit)) return false;
     params = true;
   }
-  return !params;
+  return params;
 }
 
-/* Marks op's param operands read on device dev (reads_cold_weights). */
+/* Marks op's param operands read on device dev (params_read_before). */
 static void note_weights_read(const ppcc_graph *g, const ppcc_op *op, uint64_t *read, int dev) {
   for (int k = 0; k < op->n_in; k++)
     if (g->values[op->in[k]].kind == PPCC_VALUE_PARAM) read[op->in[k]] |= shard_bit(g, op->in[k], dev);
@@ -1162,7 +1160,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   bool use_costs = jit ? c->n_jit_op_costs > 0 : true;
   /* per device: it waited (program start, a transfer or collective it
    * takes part in) and no op since read weights, so the next one that
-   * does (the interpreter: weights it has not read yet, reads_cold_weights)
+   * does (the interpreter: weights it has not read yet, params_read_before)
    * pays resume_us (interpreter: with M > 1 once per segment and
    * microbatch, ppcc_pipeline_segments; counted per segment start, as
    * below) */
@@ -1177,7 +1175,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   double wake_ms = threads > 1 && !ppcc_lone_device(threads, concurrent) && use_costs ? c->pool_wake_us * 1e-3 : 0;
   /* per device: no compute op yet and no wait before it (start_us) */
   bool *fresh = calloc((size_t)(nd > 0 ? nd : 1), sizeof *fresh);
-  /* per value: the shards of a param read since the segment began (reads_cold_weights) */
+  /* per value: the shards of a param read since the segment began (params_read_before) */
   uint64_t *read = calloc((size_t)g->n_values + 1, sizeof *read);
   /* the fixed costs around waits as the runtime places the device threads
    * (rt_run_thread_budget): spread over the cores, a woken device runs on
@@ -1272,7 +1270,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       /* a residual: may take back what the op's cost overstates, never more than all of it */
       /* the JIT's resume also holds its device function's own work after
        * the wait, paid whatever the op reads: by the op reading weights */
-      bool cold_weights = jit ? weights : reads_cold_weights(g, op, read, dev);
+      bool cold_weights = weights && (jit || !params_read_before(g, op, read, dev));
       note_weights_read(g, op, read, dev);
       double resume = !waited[dev] || !cold_weights ? 0 : resume_ms > -t ? resume_ms : -t;
       if (cold_weights) waited[dev] = false;
