@@ -45,6 +45,8 @@ exact() {
     { echo "$out"; fail "$(basename "$model") $*: predicted memory differs from the measurement"; }
   grep -q "predicted peak (B)  measured peak (B)" <<<"$out" || { echo "$out"; fail "$model: no plan check table"; }
   grep -q "^plan check backend: interp" <<<"$out" || { echo "$out"; fail "$model: not measured on the interpreter"; }
+  # measured in the steady state: unmeasured forwards first (PPCC_CHECK_PLAN_WARMUP_MS)
+  grep -q "^warm-up: [1-9][0-9]* forwards in [0-9.]* ms, not measured" <<<"$out" || { echo "$out"; fail "$model: no warm-up before the measured forwards"; }
   # every device row: predicted == measured, and not 0
   awk '/predicted peak/{on=1; next} /stage  devices/{on=0} on && NF>=3 { if ($2 != $3 || $2 == 0) bad=1; n++ }
        END { exit !(n > 0 && !bad) }' <<<"$out" || { echo "$out"; fail "$model $*: a device row differs or is empty"; }
@@ -115,6 +117,7 @@ jit_check() {
         --threads 2 "$@" 2>&1) ||
     { echo "$out"; fail "JIT $(basename "$model") $*: predicted memory off by more than $tol"; }
   grep -q "^plan check backend: jit" <<<"$out" || { echo "$out"; fail "$model: not measured on the JIT"; }
+  grep -q "^warm-up: [1-9][0-9]* forwards in [0-9.]* ms, not measured" <<<"$out" || { echo "$out"; fail "JIT $model: no warm-up before the measured forwards"; }
   awk -v tol="$tol" '/predicted peak/{on=1; next} /stage  devices/{on=0}
        on && NF>=3 { d = $2 - $3; if (d < 0) d = -d; if ($3 == 0 || d > tol * $3) bad=1; n++ }
        END { exit !(n > 0 && !bad) }' <<<"$out" || { echo "$out"; fail "JIT $model: a device row is off or empty"; }

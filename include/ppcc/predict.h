@@ -467,6 +467,16 @@ void ppcc_prediction_write_json(const ppcc_prediction *p, FILE *out);
  * a cold one), and `ppcc calibrate` where it measures a stage as it does. */
 #define PPCC_CHECK_PLAN_FORWARDS 10
 
+/* Wall time of unmeasured forwards before the measured ones (at least
+ * one): a plan predicts the steady state, and the cores reach it only
+ * after running a while. Measured (2 cores, explicit_transfer, 200
+ * forwards): after compile and load, the first ~10 ms of forwards ran
+ * every op at half speed (a 256-element gelu 0.77-0.80 us, then
+ * 0.37-0.39), and how many of the measured forwards fell there set the
+ * median: a stage's 1.3 to 2.4 us between runs, 1.10 to 1.19 after this
+ * warm-up. */
+#define PPCC_CHECK_PLAN_WARMUP_MS 50
+
 /* What `ppcc run --check-plan` measures (the runtime fills it). */
 typedef struct ppcc_plan_measure {
   /* in */

@@ -1497,7 +1497,7 @@ static void calibrate_jit_scaling(ppcc_calibration *c, const ppcc_calib_jit *jit
  *     stages' residuals (B * resume), start the first stages' mean
  *     residual beyond their resumes.
  * Each term is the median of several such fits, each on fresh workloads
- * after the process idled (calibrate_waits).
+ * measured after a warm-up, as --check-plan measures (calibrate_waits).
  * A resume may come out negative (the per-op costs, fitted on workloads
  * of many ops, overstate a lone small stage's: the JIT's); a start below
  * 0 counts as 0. */
@@ -1534,6 +1534,17 @@ static bool any_forward(any_workload *w, int threads, ppcc_diag *d) {
   return jit_workload_forward(&w->jw, w->jit, threads, d);
 }
 
+/* Forwards for PPCC_CHECK_PLAN_WARMUP_MS, then none of them counted, as
+ * --check-plan warms up before it measures. */
+static bool any_warm_up(any_workload *w, int threads, ppcc_diag *d) {
+  double t0 = omp_get_wtime();
+  bool ok;
+  do ok = any_forward(w, threads, d);
+  while (ok && (omp_get_wtime() - t0) * 1e3 < PPCC_CHECK_PLAN_WARMUP_MS);
+  (w->jit ? &w->jw.m : &w->iw.m)->forwards = 0;
+  return ok;
+}
+
 /* Per stage of the prediction: the measured busy time (its slowest
  * device's median) less the predicted one without the wait costs, us;
  * false when a forward fails. */
@@ -1543,8 +1554,10 @@ static bool wait_residuals(const ppcc_calibration *c, const ppcc_calib_jit *jit,
   ppcc_calibration *z = malloc(sizeof *z);
   bool ok = z && n <= 2;
   for (int i = 0; i < n; i++) ok = any_open(&w[i], ok ? texts[i] : NULL, jit) && ok;
-  for (int i = 0; i < n; i++) /* each on its own, as --check-plan runs a model (in turn, each other's code and data would cool the caches) */
+  for (int i = 0; i < n; i++) { /* each on its own, as --check-plan runs a model (in turn, each other's code and data would cool the caches) */
+    ok = ok && any_warm_up(&w[i], threads, d);
     for (int r = 0; ok && r < WAIT_FORWARDS; r++) ok = any_forward(&w[i], threads, d);
+  }
   if (ok) {
     *z = *c;
     z->version = PPCC_CALIBRATION_VERSION;
@@ -1578,13 +1591,6 @@ static bool wait_residuals(const ppcc_calibration *c, const ppcc_calib_jit *jit,
  * calibrations, a stage's median forward being a few microseconds); each
  * stays 0 when its workload fails (optional). */
 #define WAIT_FITS 7
-/* Each fit starts after the process idled 100 ms, as a run's forwards
- * start after its compile and load: with the device threads fresh from
- * sleep, the first stage's first op took 1.5-1.8 us more in every fit,
- * and in `ppcc run --check-plan` (pp_chain's first stage, 10 to 40
- * forwards), but right after the calibration's other workloads only in
- * one fit in three (a run of 400 forwards settles there too). */
-static void idle_before_fit(void) { nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL); }
 
 /* Stores the medians of n fits (none: the costs stay 0) as the backend's
  * costs for one placement of the device threads, a start below 0 as 0. */
@@ -1607,7 +1613,6 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
   int n = 0;
   char *text[2] = {start_model(np), NULL};
   for (int r = 0; r < WAIT_FITS; r++) {
-    idle_before_fit();
     if (!wait_residuals(c, jit, (const char *const *)text, 1, c->n_threads, res, &q)) continue;
     rt_sort_doubles(res[0] + 1, np - 1);
     resume[n] = res[0][1 + (np - 1) / 2];
@@ -1621,7 +1626,6 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
   text[1] = tp_chain_model(2);
   n = 0;
   for (int r = 0; c->n_threads >= 2 && r < WAIT_FITS; r++) {
-    idle_before_fit();
     if (!wait_residuals(c, jit, (const char *const *)text, 2, 2, res, &q)) continue;
     resume[n] = (res[0][1] + 2 * res[1][1]) / 5; /* res[B-1][1] = B * resume */
     start[n] = (res[0][0] - resume[n] + res[1][0] - 2 * resume[n]) / 2;

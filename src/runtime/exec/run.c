@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "ppcc/io.h"
 #include "ppcc/mpi.h"
+#include "ppcc/predict.h"
 #include "exec.h"
 #include "../comm/comm.h"
 
@@ -370,7 +371,8 @@ static double median_of(const double *ms, int n) { return n % 2 ? ms[n / 2] : 0.
  * wall time (compares with an eager framework's forward) and the whole
  * call as a caller sees it (binding leaves, device programs, collecting
  * outputs), so that per-call setup is not hidden. The first run's outputs
- * are the ones kept. */
+ * are the ones kept. Under --check-plan the measured forwards follow a
+ * warm-up (PPCC_CHECK_PLAN_WARMUP_MS). */
 static ppcc_status repeat_forward(const ppcc_graph *g, const ppcc_run_options *o, const ppcc_run_data *data,
                                   const ppcc_exec_options *eo, ppcc_diag *d) {
   double *ms = calloc((size_t)o->repeat, sizeof *ms), *call = calloc((size_t)o->repeat, sizeof *call);
@@ -380,6 +382,21 @@ static ppcc_status repeat_forward(const ppcc_graph *g, const ppcc_run_options *o
   quiet.stats = NULL;
   quiet.trace_path = NULL; /* the trace is the first forward's, committed with its outputs */
   quiet.trace_file = NULL;
+  if (eo->measure && !st) { /* --check-plan: the steady state (PPCC_CHECK_PLAN_WARMUP_MS), unmeasured */
+    ppcc_exec_options warm = quiet;
+    warm.measure = NULL;
+    double t0 = omp_get_wtime(), unused;
+    int n = 0;
+    do {
+      st = o->execute ? o->execute(o->execute_ctx, g, data, &warm, out, &unused, d)
+                      : ppcc_execute(g, data, &warm, out, &unused, d);
+      for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
+      n++;
+    } while (!st && (omp_get_wtime() - t0) * 1e3 < PPCC_CHECK_PLAN_WARMUP_MS);
+    if (!st && o->log)
+      fprintf(o->log, "warm-up: %d forwards in %.1f ms, not measured (a plan predicts the steady state)\n", n,
+              (omp_get_wtime() - t0) * 1e3);
+  }
   for (int r = 0; r < o->repeat && !st; r++) {
     double t = omp_get_wtime();
     st = o->execute ? o->execute(o->execute_ctx, g, data, &quiet, out, &ms[r], d) : ppcc_execute(g, data, &quiet, out, &ms[r], d);
