@@ -2,6 +2,8 @@
  * devices and with more devices than cores, determinism, and aborts that
  * wake waiting devices. */
 #include <omp.h>
+#include <sched.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
@@ -314,6 +316,52 @@ START_TEST(size_mismatch_aborts) {
 }
 END_TEST
 
+/* A receive polls before it sleeps (comm.c, RECV_POLL_US): the sender
+ * hands its value over once the receiver has posted (the wait hook runs
+ * after that), 100 ms later; the receiver sleeps only when it polls for
+ * less than that. */
+static atomic_bool posted_flag;
+static void note_posted(void) { posted_flag = true; }
+
+typedef struct late_ctx {
+  ppcc_rt_comm *c;
+  int got, rc;
+} late_ctx;
+
+static void late_sender_device(int dev, void *arg) {
+  late_ctx *x = arg;
+  if (dev == 1) {
+    x->rc = ppcc_rt_recv(x->c, 1, 0, &x->got, sizeof x->got);
+    return;
+  }
+  while (!posted_flag) sched_yield();
+  nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+  int v = 42;
+  if (ppcc_rt_send(x->c, 0, 1, &v, sizeof v)) x->rc = -1;
+}
+
+static long late_send_sleeps(double poll_us) {
+  late_ctx x = {.c = ppcc_rt_comm_new(2)};
+  posted_flag = false;
+  rt_comm_set_wait_hook(note_posted);
+  rt_comm_set_recv_poll_us(poll_us);
+  long before = rt_comm_recv_sleeps();
+  on_devices(2, late_sender_device, &x);
+  long slept = rt_comm_recv_sleeps() - before;
+  rt_comm_set_recv_poll_us(-1);
+  rt_comm_set_wait_hook(NULL);
+  ck_assert_int_eq(x.rc, 0);
+  ck_assert_int_eq(x.got, 42);
+  ppcc_rt_comm_free(x.c);
+  return slept;
+}
+
+START_TEST(recv_polls_before_it_sleeps) {
+  ck_assert_int_eq(late_send_sleeps(10e6), 0); /* 10 s of polling: the value came first */
+  ck_assert_int_eq(late_send_sleeps(0), 1);    /* no polling: it slept until the value came */
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("rt_comm");
   TCase *tc = t_add_tcase(s, "comm", 60);
@@ -327,5 +375,6 @@ int main(void) {
   tcase_add_test(tc, f16_all_reduce_accumulates_in_f32);
   tcase_add_test(tc, abort_wakes_waiting_devices);
   tcase_add_test(tc, size_mismatch_aborts);
+  tcase_add_test(tc, recv_polls_before_it_sleeps);
   return t_run_suite(s);
 }

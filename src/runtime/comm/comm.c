@@ -5,13 +5,16 @@
  *
  * Sends never block: if the receiver already waits for that sender, the
  * data is copied straight into its buffer; otherwise into a queued message.
- * Waiting uses condition variables, never spinning, so more devices than
- * cores works. An abort flag wakes every waiter.
+ * A receive first polls for up to RECV_POLL_US, giving its core to any
+ * other runnable thread between polls (sched_yield), then sleeps on the
+ * mailbox's condition variable, so more devices than cores works. An
+ * abort flag wakes every waiter.
  *
  * In an MPI run (rt_comm_attach_dist) moves to or from a device of another
  * rank go to comm_mpi.c instead of a mailbox; the collectives below are
  * unchanged, so they sum in the same order across ranks. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +174,39 @@ static int enqueue_copy(rt_mailbox *box, int self, const void *buf, int64_t byte
   return 0;
 }
 
+/* A short wait (an all_reduce partner a few microseconds behind, a small
+ * pipeline stage handing over) ends before a sleeping thread would be
+ * woken: on this project's VMs a futex sleep left the vCPU halted, and
+ * the wake across it cost 5-25 us per wait. Polling with sched_yield
+ * keeps the core only while nothing else there can run. Measured (2
+ * cores, interp, --repeat 300, forward median): gen_llama TP2 decode
+ * 0.79 -> 0.38 ms, tiny_llama 0.43 -> 0.18, 8-block TP2xPP2 pipeline
+ * 1.55 -> 1.30; one-device-per-stage pipelines unchanged. */
+#define RECV_POLL_US 200
+static _Atomic double recv_poll_us = RECV_POLL_US;
+static atomic_long recv_sleeps;
+
+void rt_comm_set_recv_poll_us(double us) { recv_poll_us = us >= 0 ? us : RECV_POLL_US; }
+long rt_comm_recv_sleeps(void) { return recv_sleeps; }
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+/* Polls box->posted (locked on entry and on return) until it is done,
+ * the run aborted or the poll time ran out. */
+static void poll_posted(ppcc_rt_comm *c, rt_mailbox *box) {
+  double limit = recv_poll_us, t0 = limit > 0 ? now_us() : 0;
+  while (limit > 0 && !box->posted.done && !ppcc_rt_aborted(c)) {
+    pthread_mutex_unlock(&box->lock);
+    sched_yield();
+    pthread_mutex_lock(&box->lock);
+    if (now_us() - t0 > limit) break;
+  }
+}
+
 static void (*_Atomic wait_hook)(void);
 
 void rt_comm_set_wait_hook(void (*before_wait)(void)) { wait_hook = before_wait; }
@@ -242,6 +278,8 @@ int ppcc_rt_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes) {
     before_wait();
     pthread_mutex_lock(&box->lock);
   }
+  poll_posted(c, box);
+  if (!box->posted.done && !ppcc_rt_aborted(c)) recv_sleeps++;
   while (!box->posted.done && !ppcc_rt_aborted(c)) {
     if (!c->dist) {
       pthread_cond_wait(&box->cond, &box->lock);

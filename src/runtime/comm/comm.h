@@ -36,6 +36,11 @@ void rt_comm_remote_abort(ppcc_rt_comm *c, int device, const char *message);
  * before ppcc_rt_recv blocks (the executors set the kernels'
  * rt_pool_park; NULL: nothing). */
 void rt_comm_set_wait_hook(void (*before_wait)(void));
+/* How long a receive polls before it sleeps (comm.c, RECV_POLL_US; a
+ * negative value restores that), and how many receives have slept in
+ * this process: for tests. */
+void rt_comm_set_recv_poll_us(double us);
+long rt_comm_recv_sleeps(void);
 /* The cross-rank halves of ppcc_rt_send / ppcc_rt_recv. */
 int rt_dist_send(ppcc_rt_comm *c, int self, int dst, const void *buf, int64_t bytes);
 int rt_dist_recv(ppcc_rt_comm *c, int self, int src, void *buf, int64_t bytes);
