@@ -13,6 +13,7 @@
  * In an MPI run (rt_comm_attach_dist) moves to or from a device of another
  * rank go to comm_mpi.c instead of a mailbox; the collectives below are
  * unchanged, so they sum in the same order across ranks. */
+#include <omp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -189,21 +190,15 @@ static atomic_long recv_sleeps;
 void rt_comm_set_recv_poll_us(double us) { recv_poll_us = us >= 0 ? us : RECV_POLL_US; }
 long rt_comm_recv_sleeps(void) { return recv_sleeps; }
 
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
-}
-
 /* Polls box->posted (locked on entry and on return) until it is done,
  * the run aborted or the poll time ran out. */
 static void poll_posted(ppcc_rt_comm *c, rt_mailbox *box) {
-  double limit = recv_poll_us, t0 = limit > 0 ? now_us() : 0;
+  double limit = recv_poll_us * 1e-6, t0 = limit > 0 ? omp_get_wtime() : 0;
   while (limit > 0 && !box->posted.done && !ppcc_rt_aborted(c)) {
     pthread_mutex_unlock(&box->lock);
     sched_yield();
     pthread_mutex_lock(&box->lock);
-    if (now_us() - t0 > limit) break;
+    if (omp_get_wtime() - t0 > limit) break;
   }
 }
 

@@ -366,6 +366,12 @@ static int cmp_double(const void *a, const void *b) {
 /* The median of n sorted times. */
 static double median_of(const double *ms, int n) { return n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]); }
 
+/* One forward through the caller's executor (the JIT) or the interpreter. */
+static ppcc_status forward_once(const ppcc_run_options *o, const ppcc_graph *g, const ppcc_run_data *data,
+                                const ppcc_exec_options *eo, ppcc_host_tensor *out, double *ms, ppcc_diag *d) {
+  return o->execute ? o->execute(o->execute_ctx, g, data, eo, out, ms, d) : ppcc_execute(g, data, eo, out, ms, d);
+}
+
 /* --repeat N: N more forwards on the loaded data (weights stay in place,
  * as in a serving loop). Two figures, min and median: the device programs'
  * wall time (compares with an eager framework's forward) and the whole
@@ -388,8 +394,7 @@ static ppcc_status repeat_forward(const ppcc_graph *g, const ppcc_run_options *o
     double t0 = omp_get_wtime(), unused;
     int n = 0;
     do {
-      st = o->execute ? o->execute(o->execute_ctx, g, data, &warm, out, &unused, d)
-                      : ppcc_execute(g, data, &warm, out, &unused, d);
+      st = forward_once(o, g, data, &warm, out, &unused, d);
       for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
       n++;
     } while (!st && (omp_get_wtime() - t0) * 1e3 < PPCC_CHECK_PLAN_WARMUP_MS);
@@ -399,7 +404,7 @@ static ppcc_status repeat_forward(const ppcc_graph *g, const ppcc_run_options *o
   }
   for (int r = 0; r < o->repeat && !st; r++) {
     double t = omp_get_wtime();
-    st = o->execute ? o->execute(o->execute_ctx, g, data, &quiet, out, &ms[r], d) : ppcc_execute(g, data, &quiet, out, &ms[r], d);
+    st = forward_once(o, g, data, &quiet, out, &ms[r], d);
     call[r] = (omp_get_wtime() - t) * 1e3;
     for (int k = 0; k < g->n_outputs; k++) ppcc_host_tensor_free(&out[k]);
   }
@@ -512,7 +517,7 @@ ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *
   ppcc_pipeline_stats stats = {0};
   if (o->log) eo.stats = &stats;
   double ms = 0, t_call = omp_get_wtime();
-  if (!st) st = o->execute ? o->execute(o->execute_ctx, g, &data, &eo, out, &ms, d) : ppcc_execute(g, &data, &eo, out, &ms, d);
+  if (!st) st = forward_once(o, g, &data, &eo, out, &ms, d);
   t_call = (omp_get_wtime() - t_call) * 1e3;
   char shown[4 * PPCC_MAX_NAME];
   ppcc_escape_text(shown, sizeof shown, g->name);
@@ -575,7 +580,7 @@ static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *
   }
   /* the executors agree on the result */
   double t_call = omp_get_wtime();
-  st = o->execute ? o->execute(o->execute_ctx, g, &data, &eo, out, &ms, d) : ppcc_execute(g, &data, &eo, out, &ms, d);
+  st = forward_once(o, g, &data, &eo, out, &ms, d);
   t_call = (omp_get_wtime() - t_call) * 1e3;
   if (!st && local.log)
   {
