@@ -377,7 +377,7 @@ START_TEST(calibration_format_versions) {
   ppcc_diag_init(&d, NULL, NULL);
   ck_assert_int_eq(ppcc_calibration_read(path, &back, &d), PPCC_OK);
   ck_assert_int_eq(back.version, PPCC_CALIBRATION_VERSION);
-  ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 4);
+  ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 5);
   ck_assert_double_eq(back.pool_wake_us, 12.5);
   ck_assert_double_eq(back.cache_bytes, 2097152);
   ck_assert_double_eq(back.jit_threads_factor, 1.25);
@@ -410,7 +410,7 @@ START_TEST(calibration_format_versions) {
      "op_costs.linear.rows8"},
     {BASE2 ", \"jit_op_costs\": {\"nosuchop.rows1\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
      "jit_op_costs.nosuchop.rows1"},
-    {"{\"ppcc_calibration\": 5}", "ppcc_calibration"},
+    {"{\"ppcc_calibration\": 6}", "ppcc_calibration"},
     {BASE3 ", \"pool_wake_us\": 20}", "pool_wake_us"}, /* format 3 has no wake of parked threads */
     {BASE2 ", \"op_costs\": {\"linear\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, \"ns_per_cold_weight_byte\": 1}}}",
      "op_costs.linear"}, /* format 2 has no cold costs */
@@ -424,6 +424,7 @@ START_TEST(calibration_format_versions) {
     {BASE3 ", \"resume_us\": -1}", "resume_us"}, /* nor negative residuals */
     {BASE4 ", \"start_spread_us\": -1}", "start_spread_us"}, /* a start is a cost */
     {BASE4 ", \"jit_resume_spread_us\": 1e7}", "jit_resume_spread_us"},
+    {BASE4 ", \"start_own_core_us\": 1}", "start_own_core_us"}, /* format 4 has no own-core start */
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     ck_assert_int_eq(read_text(bad[i].text, &c, &d, &msg), PPCC_ERR_USER);
@@ -466,6 +467,8 @@ START_TEST(calibration_optional_fields_round_trip) {
     {"jit_resume_spread_us", offsetof(ppcc_calibration, jit_resume_spread_us), 4, true, 2.25},
     {"jit_start_spread_us", offsetof(ppcc_calibration, jit_start_spread_us), 4, false, 0.375},
     {"pool_wake_us", offsetof(ppcc_calibration, pool_wake_us), 4, false, 3.125},
+    {"start_own_core_us", offsetof(ppcc_calibration, start_own_core_us), 5, false, 0.625},
+    {"jit_start_own_core_us", offsetof(ppcc_calibration, jit_start_own_core_us), 5, false, 0.875},
     {"cache_bytes", offsetof(ppcc_calibration, cache_bytes), 3, false, 2097152.5},
     {"jit_threads_factor", offsetof(ppcc_calibration, jit_threads_factor), 3, false, 1.75},
   };
@@ -791,7 +794,8 @@ static ppcc_graph *tp_two_weights(const char *ops, ppcc_diag *d) {
  * device threads. One device a stage, 2 cores: one computes at a time, its
  * threads share a core (resume_us, start_us; the JIT's jit_resume_us, which
  * format 3 lacks); two TP devices on 2 cores, a kernel thread each, are
- * spread over the cores (resume_spread_us, start_spread_us). A negative
+ * spread over the cores (resume_spread_us; start_spread_us before format
+ * 5, from 5 on, each alone on its core, start_own_core_us). A negative
  * resume (a residual) takes back at most the op's own time. */
 START_TEST(wait_costs_follow_placement) {
   ppcc_graph *pipe = four_stages();
@@ -807,15 +811,22 @@ START_TEST(wait_costs_follow_placement) {
   ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
   c.resume_us = 100, c.start_us = 10, c.resume_spread_us = 200, c.start_spread_us = 20;
   c.jit_resume_us = 300, c.jit_start_us = 30, c.jit_resume_spread_us = 400, c.jit_start_spread_us = 40;
+  c.start_own_core_us = 50, c.jit_start_own_core_us = 70;
   for (int jit = 0; jit < 2; jit++) {
     ppcc_prediction p = predict(pipe, &c, 1, 2, jit), t = predict(tp, &c, 1, 2, jit);
     /* stage 0 starts (start + resume), the later ones resume after a receive */
     ck_assert_double_eq_tol(p.stages[0].time_ms, jit ? 1.33 : 1.11, 1e-9);
     ck_assert_double_eq_tol(p.stages[1].time_ms, jit ? 1.3 : 1.1, 1e-9);
-    /* two matmuls, each after a wait (the start, the all_reduce) */
-    ck_assert_double_eq_tol(t.stages[0].time_ms, jit ? 2.84 : 2.42, 1e-9);
+    /* two matmuls, each after a wait (the start, the all_reduce); a
+     * device thread a core: their own start */
+    ck_assert_double_eq_tol(t.stages[0].time_ms, jit ? 2.87 : 2.45, 1e-9);
     ppcc_prediction_free(&p);
     ppcc_prediction_free(&t);
+    c.version = 4; /* before format 5: the spread start */
+    t = predict(tp, &c, 1, 2, jit);
+    ck_assert_double_eq_tol(t.stages[0].time_ms, jit ? 2.84 : 2.42, 1e-9);
+    ppcc_prediction_free(&t);
+    c.version = PPCC_CALIBRATION_VERSION;
   }
   c.version = 3; /* the JIT then pays no resume, nor start with a core a device */
   ppcc_prediction old = predict(pipe, &c, 1, 2, true);

@@ -78,12 +78,13 @@
  *   without waiting (a first stage's; a file before format 4: only when
  *   the run has more devices than cores); both as the runtime places the
  *   device threads: spread over the cores, a kernel thread each
- *   (ppcc_devices_spread: resume_spread_us, start_spread_us), else
- *   sharing a core;
+ *   (ppcc_devices_spread: resume_spread_us, start_spread_us; from format
+ *   5 on, with no more device threads than cores, each alone on its
+ *   core, start_own_core_us), else sharing a core;
  *   the JIT, when the file has the op kind's jit_op_costs (measured by
  *   `ppcc calibrate` on JIT-compiled workloads): the same formula with
  *   those, jit_resume_us / jit_resume_spread_us and jit_start_us /
- *   jit_start_spread_us for the costs around waits (its busy time counts
+ *   jit_start_spread_us / jit_start_own_core_us for the costs around waits (its busy time counts
  *   the device function around the waits; before format 4 no resume);
  *   a row-parallel
  *   contraction whose kernel first cuts a replicated operand to its part
@@ -153,10 +154,12 @@
  * kernel threads (pool_wake_us; the multithreaded fits no longer include
  * it) and the fixed costs around waits per placement of the device
  * threads (resume_spread_us ...; start_us then counts whatever the number
- * of devices). Files of formats 1 to 3 still read (their weight bytes all
- * cost ns_per_weight_byte before 3), the calibration cache is measured
- * again. */
-#define PPCC_CALIBRATION_VERSION 4
+ * of devices); 5 the start where each spread device thread has a core of
+ * its own (start_own_core_us: a forward's first op costs less than where
+ * two device threads share each core). Files of formats 1 to 4 still read
+ * (their weight bytes all cost ns_per_weight_byte before 3), the
+ * calibration cache is measured again. */
+#define PPCC_CALIBRATION_VERSION 5
 /* Rows at most this many take the runtime's small-GEMM kernel
  * (RT_SMALL_M, src/runtime/kernels/kernels.h); one row its GEMV. */
 #define PPCC_COST_SMALL_ROWS 16
@@ -251,6 +254,15 @@ typedef struct ppcc_calibration {
    * optional ("resume_spread_us", "start_spread_us", "jit_resume_us",
    * "jit_resume_spread_us", "jit_start_spread_us"; 0: not measured). */
   double resume_spread_us, start_spread_us, jit_resume_us, jit_resume_spread_us, jit_start_spread_us;
+  /* The start where the spread device threads are no more than the cores,
+   * each alone on its core (a TP group of the machine's size: tp_ffn,
+   * gen_llama --tp 2 on 2 cores): no other device thread of the run wakes
+   * on its core as a forward starts. Measured (interp, 2 cores, per op
+   * over 60 forwards): a 2-device TP chain's first op 0.5-0.6 us beyond
+   * its fitted cost, the same op 1.3 us where 4 device threads share the
+   * 2 cores. From format 5 on ("start_own_core_us",
+   * "jit_start_own_core_us"; optional: 0); their resume is the spread one. */
+  double start_own_core_us, jit_start_own_core_us;
   bool have_jit_cut;          /* jit_cut measured ("jit_operand_cut"; optional) */
   ppcc_op_cost jit_cut;       /* the JIT's cut of a replicated operand inside a
                                  row-parallel contraction's kernel: call_us +

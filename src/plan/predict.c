@@ -92,6 +92,8 @@ static const calib_field calib_fields[] = {
     {CAL_NUMBER_AT(jit_resume_us, 4), .max = CAL_COST_MAX, .residual_from = 4},
     {CAL_NUMBER_AT(jit_resume_spread_us, 4), .max = CAL_COST_MAX, .residual_from = 4},
     {CAL_NUMBER_AT(jit_start_spread_us, 4), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(start_own_core_us, 5), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(jit_start_own_core_us, 5), .max = CAL_COST_MAX},
     {CAL_NUMBER_AT(pool_wake_us, 4), .max = CAL_COST_MAX},
     {CAL_NUMBER_AT(cache_bytes, 3), .max = 1e12, .exact = true},
     {CAL_RATES_AT(concurrent_slowdown, n_slowdown, 1)},
@@ -231,7 +233,8 @@ static ppcc_status parse_calibration(const cJSON *root, const char *path, ppcc_c
   const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "ppcc_calibration");
   if (!cJSON_IsNumber(ver) || ver->valuedouble < 1 || ver->valuedouble > PPCC_CALIBRATION_VERSION ||
       ver->valuedouble != floor(ver->valuedouble))
-    return bad_field(path, "ppcc_calibration", "is missing or not a format this ppcc reads (1 to 4; write the file with 'ppcc calibrate')", d);
+    return ppcc_error(d, "%s: calibration field 'ppcc_calibration' is missing or not a format this ppcc reads (1 to %d; write "
+                         "the file with 'ppcc calibrate')", path, PPCC_CALIBRATION_VERSION);
   c->version = (int)ver->valuedouble;
   int n = 0; /* the entries of every rate, one per thread count */
   for (size_t i = 0; i < sizeof calib_fields / sizeof *calib_fields; i++) {
@@ -1181,11 +1184,13 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * (rt_run_thread_budget): spread over the cores, a woken device runs on
    * a core that idled; else they share one. Format 4 on: start_us whatever
    * the devices, the JIT's resume too; before: start_us only with more
-   * devices than cores, the JIT no resume */
+   * devices than cores, the JIT no resume. Format 5: spread threads no
+   * more than the cores, each alone on its core, their own start */
   bool spread = ppcc_devices_spread(cores, threads, nd), v4 = c->version >= 4;
+  bool own_core = spread && nd <= cores && c->version >= 5;
   double start_ms = !use_costs || (!v4 && nd <= cores) ? 0
-                    : (jit ? (v4 && spread ? c->jit_start_spread_us : c->jit_start_us)
-                           : (v4 && spread ? c->start_spread_us : c->start_us)) * 1e-3;
+                    : (jit ? (own_core ? c->jit_start_own_core_us : v4 && spread ? c->jit_start_spread_us : c->jit_start_us)
+                           : (own_core ? c->start_own_core_us : v4 && spread ? c->start_spread_us : c->start_us)) * 1e-3;
   double resume_ms = !use_costs ? 0
                      : (jit ? (!v4 ? 0 : spread ? c->jit_resume_spread_us : c->jit_resume_us)
                             : (v4 && spread ? c->resume_spread_us : c->resume_us)) * 1e-3;

@@ -240,19 +240,20 @@ static char *start_model(int devices) {
  * that will wait share the first stage's core, as on the shipped models. */
 static int start_devices(int cores) { return cores < 1 ? 2 : 2 * cores > 16 ? 16 : 2 * cores; }
 
-/* Two pipeline stages of `blocks` tensor-parallel FFN blocks, each stage
- * on two devices (0-1, 2-3: a shipped TP pipeline's, ppffn's): x [8,64]
- * replicated, a [64,64] up projection split on its columns, gelu, the
- * down projection split on its rows, all_reduce; the second stage's input
- * moves there (calibrate_waits). */
-static char *tp_chain_model(int blocks) {
+/* `stages` (1 or 2) pipeline stages of `blocks` tensor-parallel FFN
+ * blocks, each stage on two devices (0-1, 2-3: a shipped TP pipeline's,
+ * ppffn's; one stage: tp_ffn's): x [8,64] replicated, a [64,64] up
+ * projection split on its columns, gelu, the down projection split on its
+ * rows, all_reduce; the second stage's input moves there
+ * (calibrate_waits). */
+static char *tp_chain_model(int blocks, int stages) {
   FILE *f;
   char *buf = NULL;
   size_t len = 0;
   if (!(f = open_memstream(&buf, &len))) return NULL;
-  fputs("{\"ppcc\": 1, \"name\": \"calibrate_tp_chain\", \"devices\": 4, \"params\": [", f);
-  for (int b = 0; b < 2 * blocks; b++) {
-    int dev = b < blocks ? 0 : 2;
+  fprintf(f, "{\"ppcc\": 1, \"name\": \"calibrate_tp_chain\", \"devices\": %d, \"params\": [", 2 * stages);
+  for (int b = 0; b < stages * blocks; b++) {
+    int dev = 2 * (b / blocks);
     fprintf(f, "%s{\"name\": \"up%d\", \"dtype\": \"f32\", \"shape\": [64, 64], \"shard\": {\"kind\": \"split\", \"dim\": 1, "
                "\"count\": 2}, \"devices\": [%d, %d]}, {\"name\": \"down%d\", \"dtype\": \"f32\", \"shape\": [64, 64], "
                "\"shard\": {\"kind\": \"split\", \"dim\": 0, \"count\": 2}, \"devices\": [%d, %d]}",
@@ -260,13 +261,13 @@ static char *tp_chain_model(int blocks) {
   }
   fputs("], \"inputs\": [{\"name\": \"x0\", \"dtype\": \"f32\", \"shape\": [8, 64], \"shard\": {\"kind\": \"replicated\", "
         "\"count\": 2}, \"devices\": [0, 1]}], \"ops\": [", f);
-  for (int b = 0; b < 2 * blocks; b++)
+  for (int b = 0; b < stages * blocks; b++)
     fprintf(f, "%s{\"op\": \"matmul\", \"in\": [\"x%d\", \"up%d\"], \"out\": [\"h%d\"]}, "
                "{\"op\": \"gelu\", \"in\": [\"h%d\"], \"out\": [\"a%d\"]}, "
                "{\"op\": \"matmul\", \"in\": [\"a%d\", \"down%d\"], \"out\": [\"p%d\"]}, "
                "{\"op\": \"all_reduce\", \"in\": [\"p%d\"], \"out\": [\"x%d\"]}",
             b ? ", " : "", b, b, b, b, b, b, b, b, b, b + 1);
-  fprintf(f, "], \"outputs\": [\"x%d\"]}", 2 * blocks);
+  fprintf(f, "], \"outputs\": [\"x%d\"]}", stages * blocks);
   if (fclose(f) != 0) {
     free(buf);
     return NULL;
@@ -745,31 +746,56 @@ static ppcc_status concurrency(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
 
 /* operand_cut: the interpreter's row-parallel matmul of cut_model on its
  * two devices, each shard's span less the matmul's own cost (op_costs,
- * its kernel's), fitted over the sizes as an op's. */
+ * its kernel's), fitted over the sizes as an op's. The spans are the
+ * median over CUT_COPIES copies of the matmul that follow the model's own
+ * (with_copies: weights of their own), after a warm-up, as --check-plan
+ * measures: the model's own matmul is its forward's first op, which also
+ * pays the start (start_spread_us ..., measured apart). Measured on 2
+ * cores, when the first op was the sample: a call cost of 0.17 to 1.52 us
+ * between calibrations, 2 of them per stage of ppffn_sharktank. */
+#define CUT_COPIES 3
+static char *with_copies(const char *text, const char *key, int copies);
+static void first_op_key(const char *text, char key[48]);
 static void calibrate_interp_cut(ppcc_calibration *c, FILE *log) {
   ppcc_diag q; /* optional: without it no operand_cut */
   ppcc_diag_init(&q, NULL, NULL);
   op_samples o = {.name = "cut"};
   for (int i = 0; i < (int)(sizeof cut_sizes / sizeof *cut_sizes); i++) {
-    char *text = cut_model(cut_sizes[i][0], cut_sizes[i][1]);
+    char *base = cut_model(cut_sizes[i][0], cut_sizes[i][1]), key[48] = "";
+    first_op_key(base, key);
+    char *text = key[0] ? with_copies(base, key, CUT_COPIES) : NULL;
     workload w = {0};
     bool ok = text && !workload_open(&w, text, true, &q);
+    double t0 = omp_get_wtime();
+    do ok = ok && !workload_forward(&w, &q) && w.m.filled;
+    while (ok && (omp_get_wtime() - t0) * 1e3 < PPCC_CHECK_PLAN_WARMUP_MS);
+    w.m.forwards = 0;
     for (int r = 0; ok && r <= REPEATS * 2; r++) ok = !workload_forward(&w, &q) && w.m.filled;
+    double span[CUT_COPIES];
+    int n = 0;
+    const ppcc_op *op = NULL;
     if (ok) {
       ppcc_plan_measure_summarize(&w.m);
-      const ppcc_op *op = &w.g->ops[0];
-      char key[48];
-      ppcc_op_cost_key(w.g, op, key, sizeof key);
+      char op_key[48];
+      for (int j = 0; j < w.g->n_ops && n < CUT_COPIES; j++) {
+        ppcc_op_cost_key(w.g, &w.g->ops[j], op_key, sizeof op_key);
+        if (strcmp(op_key, key) != 0) continue;
+        if (op) span[n++] = w.op_ms[j]; /* a copy: not the forward's first op */
+        else op = &w.g->ops[j];
+      }
+    }
+    if (n == CUT_COPIES) {
       const ppcc_op_cost *mm = ppcc_calibration_op_cost(c, key);
       if (!mm) mm = ppcc_calibration_op_cost(c, "matmul");
       double f, b, wb, shards = op->n_devices > 0 ? op->n_devices : 1;
       ppcc_predict_op_work(w.g, op, &f, &b, &wb);
       double own = mm ? ppcc_op_cost_us(mm, f, b, wb, 0) : 0;
-      double t = w.op_ms[0] * 1e3 / shards - own, bytes = cut_bytes(w.g, op);
+      double t = rt_median(span, n) * 1e3 / shards - own, bytes = cut_bytes(w.g, op);
       if (mm && t > 0 && bytes > 0) add_sample_of(&o, 1, 0, bytes, 0, 0, t);
     }
     workload_close(&w);
     free(text);
+    free(base);
   }
   ppcc_op_cost k = {0};
   if (o.n > 0 && fit_op(&o, &k)) {
@@ -1334,6 +1360,14 @@ static bool jit_copies_diff(const char *text, const char *key, int copies, int r
   return ok && nd;
 }
 
+/* Copies of the cut's matmul in its variant: each compile places its code
+ * anew and may run a few tenths of a microsecond slower as a whole (2
+ * cores: 3 or 4 of 7 compiles of one small model), which the difference
+ * of two compiles divides among the copies (with 2 copies the call cost
+ * ranged 0 to 0.71 us, the byte cost 0.25 to 0.58 ns, between
+ * calibrations). */
+#define JIT_CUT_COPIES 8
+
 static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
   enum { ROUNDS = 3 * JIT_ROUNDS }; /* small models: more rounds, a steadier median */
   op_samples o = {.name = "cut"};
@@ -1345,7 +1379,7 @@ static void calibrate_cut(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *
     if (!mm) mm = ppcc_calibration_jit_op_cost(c, "matmul");
     jit_workload base;
     double diff;
-    bool ok = mm && jit_copies_diff(text, key, JIT_COPIES, ROUNDS, jit, &base, &diff, d);
+    bool ok = mm && jit_copies_diff(text, key, JIT_CUT_COPIES, ROUNDS, jit, &base, &diff, d);
     free(text);
     if (!ok) continue;
     const ppcc_op *op = &base.g->ops[0];
@@ -1495,7 +1529,11 @@ static void calibrate_jit_scaling(ppcc_calibration *c, const ppcc_calib_jit *jit
  *     resumes (its first op and each op after an all_reduce), the first
  *     stage also start: resume is the least-squares fit of the second
  *     stages' residuals (B * resume), start the first stages' mean
- *     residual beyond their resumes.
+ *     residual beyond their resumes;
+ *   threads spread over the cores, no more than them (start_own_core_us,
+ *     jit_start_own_core_us): tp_chain_model of 1 block in one stage on
+ *     two devices (each device thread alone on its core, as tp_ffn and a
+ *     TP decode on 2 cores run): its residual beyond the spread resume.
  * Each term is the median of several such fits, each on fresh workloads
  * measured after a warm-up, as --check-plan measures (calibrate_waits).
  * A resume may come out negative (the per-op costs, fitted on workloads
@@ -1563,6 +1601,7 @@ static bool wait_residuals(const ppcc_calibration *c, const ppcc_calib_jit *jit,
     z->version = PPCC_CALIBRATION_VERSION;
     z->resume_us = z->start_us = z->resume_spread_us = z->start_spread_us = 0;
     z->jit_resume_us = z->jit_start_us = z->jit_resume_spread_us = z->jit_start_spread_us = 0;
+    z->start_own_core_us = z->jit_start_own_core_us = 0;
   }
   for (int i = 0; ok && i < n; i++) {
     ppcc_plan_measure_summarize(jit ? &w[i].jw.m : &w[i].iw.m);
@@ -1622,8 +1661,8 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
   store_wait_fits(jit ? &c->jit_resume_us : &c->resume_us, jit ? &c->jit_start_us : &c->start_us, resume, start, n, log,
                   jit != NULL, "device threads sharing a core", "a first stage's first op");
   free(text[0]);
-  text[0] = tp_chain_model(1);
-  text[1] = tp_chain_model(2);
+  text[0] = tp_chain_model(1, 2);
+  text[1] = tp_chain_model(2, 2);
   n = 0;
   for (int r = 0; c->n_threads >= 2 && r < WAIT_FITS; r++) {
     if (!wait_residuals(c, jit, (const char *const *)text, 2, 2, res, &q)) continue;
@@ -1635,6 +1674,19 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
                   resume, start, n, log, jit != NULL, "device threads spread over the cores", "a first op");
   free(text[0]);
   free(text[1]);
+  text[0] = tp_chain_model(1, 1);
+  double spread_resume = jit ? c->jit_resume_spread_us : c->resume_spread_us;
+  n = 0;
+  for (int r = 0; c->n_threads >= 2 && r < WAIT_FITS; r++) {
+    if (!wait_residuals(c, jit, (const char *const *)text, 1, 2, res, &q)) continue;
+    resume[n] = spread_resume;
+    start[n] = res[0][0] - spread_resume; /* res[0][0] = start + resume */
+    n++;
+  }
+  double ignored;
+  store_wait_fits(&ignored, jit ? &c->jit_start_own_core_us : &c->start_own_core_us, resume, start, n, log,
+                  jit != NULL, "device threads on cores of their own", "a first op");
+  free(text[0]);
 }
 
 ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads,
