@@ -842,6 +842,62 @@ START_TEST(wait_costs_follow_placement) {
 }
 END_TEST
 
+/* A TP group of n devices, one stage: x split on its columns, w on its
+ * rows, a matmul and an all_reduce. */
+static ppcc_graph *tp_group(int n) {
+  char params[256], inputs[256];
+  snprintf(params, sizeof params,
+           "{'name': 'w', 'dtype': 'f32', 'shape': [24, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': %d}}", n);
+  snprintf(inputs, sizeof inputs,
+           "{'name': 'x', 'dtype': 'f32', 'shape': [8, 24], 'shard': {'kind': 'split', 'dim': 1, 'count': %d}}", n);
+  ppcc_diag d;
+  ppcc_diag_init(&d, NULL, NULL);
+  ppcc_graph *g = t_model(n, params, inputs,
+                          "{'op': 'matmul', 'in': ['x', 'w'], 'out': ['p']}, {'op': 'all_reduce', 'in': ['p'], 'out': ['y']}",
+                          "'y'", &d);
+  ck_assert_msg(g != NULL, "%s", d.first);
+  return g;
+}
+
+/* Format 5, spread over 2 cores: a forward's first op pays the own-core
+ * start with no other device thread on its core (2 devices), the spread
+ * one with one (4), and as much more per further one (6: device d on core
+ * d mod 2, 2 others; never below 0); a format 4 file the spread start
+ * whatever the devices. The n devices take turns on the 2 cores: the
+ * stage takes n / 2 times as long. */
+START_TEST(start_grows_with_device_threads_sharing_the_core) {
+  ppcc_calibration c = matmul_takes_1ms();
+  ppcc_op_cost jk = {"matmul", 1000, 0, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
+  c.resume_spread_us = 200, c.jit_resume_spread_us = 400;
+  c.start_own_core_us = 10, c.start_spread_us = 30, c.jit_start_own_core_us = 20, c.jit_start_spread_us = 60;
+  static const int devices[] = {2, 4, 6};
+  static const double start_us[2][3] = {{10, 30, 50}, {20, 60, 100}}, v4_us[2] = {30, 60};
+  for (int k = 0; k < 3; k++) {
+    ppcc_graph *g = tp_group(devices[k]);
+    for (int jit = 0; jit < 2; jit++) {
+      c.version = PPCC_CALIBRATION_VERSION;
+      ppcc_prediction p = predict(g, &c, 1, 2, jit);
+      double turns = devices[k] / 2;
+      ck_assert_double_eq_tol(p.stages[0].time_ms, turns * (1 + (jit ? 0.4 : 0.2) + start_us[jit][k] * 1e-3), 1e-9);
+      ppcc_prediction_free(&p);
+      c.version = 4;
+      p = predict(g, &c, 1, 2, jit);
+      ck_assert_double_eq_tol(p.stages[0].time_ms, turns * (1 + (jit ? 0.4 : 0.2) + v4_us[jit] * 1e-3), 1e-9);
+      ppcc_prediction_free(&p);
+    }
+    ppcc_graph_free(g);
+  }
+  c.version = PPCC_CALIBRATION_VERSION;
+  c.start_own_core_us = 50; /* above the spread start: 6 devices, 50 - 2 * 20 = 10; 8 devices would be below 0 */
+  ppcc_graph *g = tp_group(8);
+  ppcc_prediction p = predict(g, &c, 1, 2, false);
+  ck_assert_double_eq_tol(p.stages[0].time_ms, 4 * 1.2, 1e-9);
+  ppcc_prediction_free(&p);
+  ppcc_graph_free(g);
+}
+END_TEST
+
 /* The resume after a wait is paid by the first op after it that reads
  * weights (a param operand, or a contraction's matrix, here a gathered
  * one); what the collective just wrote is hot: a gelu on it pays nothing
@@ -1145,6 +1201,7 @@ int main(void) {
   tcase_add_test(tc, calibration_format_versions);
   tcase_add_test(tc, calibration_optional_fields_round_trip);
   tcase_add_test(tc, wait_costs_follow_placement);
+  tcase_add_test(tc, start_grows_with_device_threads_sharing_the_core);
   tcase_add_test(tc, resume_paid_by_first_op_reading_weights);
   tcase_add_test(tc, resume_not_paid_for_weights_read_before);
   tcase_add_test(tc, cold_weights_cost_their_own);

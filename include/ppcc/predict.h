@@ -80,7 +80,9 @@
  *   device threads: spread over the cores, a kernel thread each
  *   (ppcc_devices_spread: resume_spread_us, start_spread_us; from format
  *   5 on, with no more device threads than cores, each alone on its
- *   core, start_own_core_us), else sharing a core;
+ *   core, start_own_core_us, and with k other device threads on the
+ *   device's core start_own_core_us + k * (start_spread_us -
+ *   start_own_core_us), at least 0), else sharing a core;
  *   the JIT, when the file has the op kind's jit_op_costs (measured by
  *   `ppcc calibrate` on JIT-compiled workloads): the same formula with
  *   those, jit_resume_us / jit_resume_spread_us and jit_start_us /

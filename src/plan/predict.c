@@ -1184,13 +1184,25 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * (rt_run_thread_budget): spread over the cores, a woken device runs on
    * a core that idled; else they share one. Format 4 on: start_us whatever
    * the devices, the JIT's resume too; before: start_us only with more
-   * devices than cores, the JIT no resume. Format 5: spread threads no
-   * more than the cores, each alone on its core, their own start */
-  bool spread = ppcc_devices_spread(cores, threads, nd), v4 = c->version >= 4;
-  bool own_core = spread && nd <= cores && c->version >= 5;
+   * devices than cores, the JIT no resume. Format 5, spread: the start
+   * grows with the other device threads on the device's core (device d on
+   * core d mod cores), each woken as the forward starts: the own-core
+   * start with none, the spread one (its calibration's 4 devices on 2
+   * cores) with one, and as much more per further one. Measured (interp,
+   * 2 cores, per op over 100 forwards): a forward's first op 0.2-0.4 us
+   * beyond its fitted cost and resume with no other device thread on its
+   * core, 0.9-1.3 with one, 2.7 with three (ppffn_sharktank) */
+  bool spread = ppcc_devices_spread(cores, threads, nd), v4 = c->version >= 4, v5 = c->version >= 5;
   double start_ms = !use_costs || (!v4 && nd <= cores) ? 0
-                    : (jit ? (own_core ? c->jit_start_own_core_us : v4 && spread ? c->jit_start_spread_us : c->jit_start_us)
-                           : (own_core ? c->start_own_core_us : v4 && spread ? c->start_spread_us : c->start_us)) * 1e-3;
+                    : (jit ? (v4 && spread ? c->jit_start_spread_us : c->jit_start_us)
+                           : (v4 && spread ? c->start_spread_us : c->start_us)) * 1e-3;
+  double own_core_ms = (jit ? c->jit_start_own_core_us : c->start_own_core_us) * 1e-3;
+  double *dev_start_ms = calloc((size_t)(nd > 0 ? nd : 1), sizeof *dev_start_ms);
+  for (int dev = 0; dev_start_ms && dev < nd; dev++) {
+    int others = spread && v5 && cores > 0 ? (nd - 1 - dev % cores) / cores : -1; /* on dev's core */
+    double ms = others < 0 ? start_ms : own_core_ms + others * (start_ms - own_core_ms);
+    dev_start_ms[dev] = use_costs && ms > 0 ? ms : 0;
+  }
   double resume_ms = !use_costs ? 0
                      : (jit ? (!v4 ? 0 : spread ? c->jit_resume_spread_us : c->jit_resume_us)
                             : (v4 && spread ? c->resume_spread_us : c->resume_us)) * 1e-3;
@@ -1201,7 +1213,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * beyond one hand-over can run at the same time as theirs (tiny TP
    * steps mostly take turns) */
   run_piece *piece = calloc((size_t)(nd > 0 ? nd : 1), sizeof *piece);
-  ok = ok && waited && parked && fresh && read && seg_begin && piece;
+  ok = ok && waited && parked && fresh && dev_start_ms && read && seg_begin && piece;
   double hop_ms = c->hop_us * 1e-3;
   int n_seg = 1, seg = 0;
   if (ok) seg_begin[0] = 0, seg_begin[1] = g->n_ops;
@@ -1281,7 +1293,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       if (cold_weights) waited[dev] = false;
       if (splits && parked[dev]) resume += wake_ms;
       if (splits) parked[dev] = false;
-      double start = fresh[dev] ? start_ms : 0; /* once per forward */
+      double start = fresh[dev] ? dev_start_ms[dev] : 0; /* once per forward */
       fresh[dev] = false;
       dev_ms[at] += ((t + resume) * m + start) / device_speed(g, o, dev);
       if (piece[dev].ms > 0 && piece[dev].cell != at) close_piece(&piece[dev], dev_overlap, hop_ms);
@@ -1342,6 +1354,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   free(waited);
   free(parked);
   free(fresh);
+  free(dev_start_ms);
   free(read);
   free(seg_begin);
   free(carries);
