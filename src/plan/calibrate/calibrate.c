@@ -553,6 +553,18 @@ static ppcc_status workload_forward(workload *w, ppcc_diag *d) {
   return workload_forward_on(w, w->g->n_devices, d);
 }
 
+/* Forwards with `threads` threads for PPCC_CHECK_PLAN_WARMUP_MS, then
+ * none of them counted, as --check-plan warms up before it measures
+ * (any_warm_up: either backend). */
+static bool workload_warm_up(workload *w, int threads, ppcc_diag *d) {
+  double t0 = omp_get_wtime();
+  bool ok;
+  do ok = !workload_forward_on(w, threads, d) && w->m.filled;
+  while (ok && (omp_get_wtime() - t0) * 1e3 < PPCC_CHECK_PLAN_WARMUP_MS);
+  w->m.forwards = 0;
+  return ok;
+}
+
 /* Per step of the chain: the step's busy time (both devices) and the
  * wall, in us; the median of 2 * REPEATS warm forwards. */
 static bool chain_us(bool ping_pong, bool gemm, double *step_us, double *wall_us) {
@@ -765,11 +777,7 @@ static void calibrate_interp_cut(ppcc_calibration *c, FILE *log) {
     first_op_key(base, key);
     char *text = key[0] ? with_copies(base, key, CUT_COPIES) : NULL;
     workload w = {0};
-    bool ok = text && !workload_open(&w, text, true, &q);
-    double t0 = omp_get_wtime();
-    do ok = ok && !workload_forward(&w, &q) && w.m.filled;
-    while (ok && (omp_get_wtime() - t0) * 1e3 < PPCC_CHECK_PLAN_WARMUP_MS);
-    w.m.forwards = 0;
+    bool ok = text && !workload_open(&w, text, true, &q) && workload_warm_up(&w, w.g->n_devices, &q);
     for (int r = 0; ok && r <= REPEATS * 2; r++) ok = !workload_forward(&w, &q) && w.m.filled;
     double span[CUT_COPIES];
     int n = 0;
@@ -1572,14 +1580,14 @@ static bool any_forward(any_workload *w, int threads, ppcc_diag *d) {
   return jit_workload_forward(&w->jw, w->jit, threads, d);
 }
 
-/* Forwards for PPCC_CHECK_PLAN_WARMUP_MS, then none of them counted, as
- * --check-plan warms up before it measures. */
+/* The warm-up (workload_warm_up) on either backend. */
 static bool any_warm_up(any_workload *w, int threads, ppcc_diag *d) {
+  if (!w->jit) return workload_warm_up(&w->iw, threads, d);
   double t0 = omp_get_wtime();
   bool ok;
   do ok = any_forward(w, threads, d);
   while (ok && (omp_get_wtime() - t0) * 1e3 < PPCC_CHECK_PLAN_WARMUP_MS);
-  (w->jit ? &w->jw.m : &w->iw.m)->forwards = 0;
+  w->jw.m.forwards = 0;
   return ok;
 }
 
@@ -1632,16 +1640,20 @@ static bool wait_residuals(const ppcc_calibration *c, const ppcc_calib_jit *jit,
 #define WAIT_FITS 7
 
 /* Stores the medians of n fits (none: the costs stay 0) as the backend's
- * costs for one placement of the device threads, a start below 0 as 0. */
+ * costs for one placement of the device threads, a start below 0 as 0;
+ * resume_us NULL: a start alone (the own-core one, which takes the spread
+ * resume). */
 static void store_wait_fits(double *resume_us, double *start_us, double *resume, double *start, int n, FILE *log,
                             bool jit, const char *placement, const char *first_op) {
   if (n <= 0) return;
   double st = rt_median(start, n);
-  *resume_us = rt_median(resume, n);
+  if (resume_us) *resume_us = rt_median(resume, n); /* NULL: a start alone */
   *start_us = st > 0 ? st : 0;
-  if (log)
+  if (log && resume_us)
     fprintf(log, "%s%s: an op after its device waited %.3f us more, %s %.3f us more\n", jit ? "jit: " : "", placement,
             *resume_us, first_op, *start_us);
+  else if (log)
+    fprintf(log, "%s%s: %s %.3f us more\n", jit ? "jit: " : "", placement, first_op, *start_us);
 }
 
 static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log) {
@@ -1679,13 +1691,10 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
   n = 0;
   for (int r = 0; c->n_threads >= 2 && r < WAIT_FITS; r++) {
     if (!wait_residuals(c, jit, (const char *const *)text, 1, 2, res, &q)) continue;
-    resume[n] = spread_resume;
-    start[n] = res[0][0] - spread_resume; /* res[0][0] = start + resume */
-    n++;
+    start[n++] = res[0][0] - spread_resume; /* res[0][0] = start + resume */
   }
-  double ignored;
-  store_wait_fits(&ignored, jit ? &c->jit_start_own_core_us : &c->start_own_core_us, resume, start, n, log,
-                  jit != NULL, "device threads on cores of their own", "a first op");
+  store_wait_fits(NULL, jit ? &c->jit_start_own_core_us : &c->start_own_core_us, NULL, start, n, log, jit != NULL,
+                  "device threads on cores of their own", "a first op");
   free(text[0]);
 }
 
