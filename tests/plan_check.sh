@@ -172,7 +172,30 @@ rc=0
 "$ppcc" calibrate -o "$tmp/no/such/dir/calib.json" --threads 1 >"$tmp/cal.out" 2>"$tmp/cal.err" || rc=$?
 [[ $rc -eq 1 && ! -s $tmp/cal.out && $(wc -l <"$tmp/cal.err") -eq 1 ]] &&
   grep -q "cannot create '.*calib.json'" "$tmp/cal.err" || fail "calibrate -o into a missing folder: $(cat "$tmp/cal.out" "$tmp/cal.err")"
-"$ppcc" calibrate -o "$tmp/calib.json" --threads 1 >/dev/null
+"$ppcc" calibrate -o "$tmp/calib.json" --threads 1 >"$tmp/cal.log"
+# the wait costs are fitted in fresh processes, as runs measure (in one
+# process the later fits drifted to the costs runs see one time in three)
+grep -q "^wait costs: each fit in a process of its own" "$tmp/cal.log" ||
+  fail "calibrate fits the wait costs in its own process: $(grep -i wait "$tmp/cal.log")"
+grep -Eq "^device threads sharing a core: [1-7] fits \(resume/start, us\):( -?[0-9.]+/-?[0-9.]+)+$" "$tmp/cal.log" ||
+  fail "calibrate does not log each wait fit: $(grep -i fits "$tmp/cal.log")"
+# that child mode: one fit printed as "resume start"; a placement the
+# calibration's threads cannot run, a bad spec or file: one error line
+fit=$("$ppcc" calibrate --wait-fit "interp,0,$tmp/calib.json") || fail "--wait-fit interp,0 failed"
+python3 -c "import math, sys; r, s = map(float, sys.argv[1].split()); assert math.isfinite(r) and math.isfinite(s)" "$fit" ||
+  fail "--wait-fit printed '$fit'"
+if [[ $have_jit == true ]]; then
+  fit=$("$ppcc" calibrate --wait-fit "jit,0,$tmp/calib.json") && [[ $(wc -w <<<"$fit") == 2 ]] || fail "--wait-fit jit,0: '$fit'"
+fi
+for bad in "interp,1,$tmp/calib.json:1:wait fit for placement 1 failed" "gpu,0,$tmp/calib.json:2:--wait-fit wants" \
+           "interp,3,$tmp/calib.json:2:--wait-fit wants" "interp,0:2:--wait-fit wants" \
+           "interp,0,$tmp/none.json:1:none.json: cannot read"; do
+  IFS=: read -r spec want msg <<<"$bad"
+  rc=0
+  "$ppcc" calibrate --wait-fit "$spec" >"$tmp/fit.out" 2>"$tmp/fit.err" || rc=$?
+  [[ $rc == "$want" && ! -s $tmp/fit.out && $(grep -c . "$tmp/fit.err") -le 2 ]] && grep -q -- "$msg" "$tmp/fit.err" ||
+    fail "--wait-fit $spec: exit $rc, $(cat "$tmp/fit.out" "$tmp/fit.err")"
+done
 python3 -c "
 import json, sys
 c = json.load(open(sys.argv[1]))

@@ -7,6 +7,7 @@
 #include "ppcc/io.h"
 #ifdef PPCC_HAVE_RUNTIME
 #include <stdlib.h>
+#include <unistd.h>
 #include "import_cli.h"
 #include "ppcc/mpi.h"
 #include "ppcc/runtime.h"
@@ -22,6 +23,7 @@ typedef struct calibrate_args {
   const char *out;
   long long threads;
   bool links;
+  const char *wait_fit;
 } calibrate_args;
 
 static const cli_option calibrate_options[] = {
@@ -37,6 +39,10 @@ static const cli_option calibrate_options[] = {
                "device per rank on host = rank and a \"links\" entry per\n"
                "pair (copy \"links\" into a larger model's spec: in an MPI\n"
                "run a device without \"host\" is on its rank's host)"),
+  CLI_TEXT_ROW("wait-fit", "B,P,FILE", calibrate_args, wait_fit,
+               "internal (calibrate runs it): one fit of backend B's\n"
+               "wait costs for thread placement P (0-2) with the\n"
+               "calibration FILE, printed as \"resume start\" in us"),
   CLI_END_ROW,
 };
 
@@ -124,6 +130,8 @@ static ppcc_status calibrate_ops(ppcc_calibration *c, FILE *log, ppcc_diag *d) {
 }
 
 ppcc_status cli_calibrate_measure(ppcc_calibration *c, int threads, FILE *log, ppcc_diag *d) {
+  /* the wait costs, each fit in a fresh process as a run is (--wait-fit) */
+  if (access("/proc/self/exe", X_OK) == 0) ppcc_calibrate_set_wait_fit_exe("/proc/self/exe");
   ppcc_status st = ppcc_calibrate(c, threads, log, d);
   if (!st) st = calibrate_ops(c, log, d);
   if (!st) {
@@ -135,6 +143,30 @@ ppcc_status cli_calibrate_measure(ppcc_calibration *c, int threads, FILE *log, p
 #endif
 
 #ifdef PPCC_HAVE_RUNTIME
+/* --wait-fit B,P,FILE: one fit of the wait costs in this fresh process
+ * (ppcc_calibrate_wait_fit), for the calibrate that started it. */
+static ppcc_status wait_fit(const char *spec, ppcc_diag *d) {
+  char backend[8] = "";
+  int placement = -1, at = 0;
+  if (sscanf(spec, "%7[a-z],%d,%n", backend, &placement, &at) < 2 || at == 0 || placement < 0 || placement > 2 ||
+      (strcmp(backend, "interp") != 0 && strcmp(backend, "jit") != 0))
+    return cli_usage_error("calibrate", "--wait-fit wants BACKEND,PLACEMENT,FILE (interp or jit, 0-2), got '%s'", spec);
+  ppcc_calibration c;
+  ppcc_status st = ppcc_calibration_read(spec + at, &c, d);
+  if (st) return st;
+  const ppcc_calib_jit *jit = NULL;
+#ifdef PPCC_HAVE_JIT
+  ppcc_calib_jit on = {.compile = jit_compile, .execute = cli_jit_execute, .release = jit_release};
+  if (strcmp(backend, "jit") == 0) jit = &on;
+#endif
+  if (strcmp(backend, "jit") == 0 && !jit) return ppcc_error(d, "this ppcc was built without MLIR: no JIT to fit");
+  double fit[2];
+  if (!ppcc_calibrate_wait_fit(&c, jit, placement, fit))
+    return ppcc_error(d, "the %s wait fit for placement %d failed", backend, placement);
+  printf("%.9g %.9g\n", fit[0], fit[1]);
+  return fflush(stdout) == 0 ? PPCC_OK : ppcc_error(d, "cannot write the fit");
+}
+
 /* Rank 0's devices spec: one device per rank, a link entry per pair. */
 static ppcc_status write_links(const char *out, int n, const double *bw, const double *lat, ppcc_diag *d) {
   ppcc_outfile file;
@@ -187,6 +219,7 @@ int cli_cmd_calibrate(int argc, char **argv) {
   ppcc_diag d;
   ppcc_diag_init(&d, "ppcc calibrate", stderr);
   if (a.links) return calibrate_links(out, &d);
+  if (a.wait_fit) return wait_fit(a.wait_fit, &d);
   ppcc_calibration c;
   FILE *log = strcmp(out, "-") == 0 ? stderr : stdout;
   ppcc_outfile file; /* opened first: an uncreatable -o is refused before a minute of measuring */

@@ -36,12 +36,17 @@
  * forwards, the statistic --check-plan measures (the fastest forward, or
  * the sum of each op's fastest, is systematically below a typical one),
  * the slowdown the median of paired runs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "ppcc/frontend.h"
 #include "ppcc/ops.h"
@@ -1646,6 +1651,13 @@ static bool wait_residuals(const ppcc_calibration *c, const ppcc_calib_jit *jit,
 static void store_wait_fits(double *resume_us, double *start_us, double *resume, double *start, int n, FILE *log,
                             bool jit, const char *placement, const char *first_op) {
   if (n <= 0) return;
+  if (log) { /* each fit, in the order measured: the spread says how far the medians can be trusted */
+    fprintf(log, "%s%s: %d fits (%s, us):", jit ? "jit: " : "", placement, n, resume ? "resume/start" : "start");
+    for (int i = 0; i < n; i++)
+      if (resume) fprintf(log, " %.3f/%.3f", resume[i], start[i]);
+      else fprintf(log, " %.3f", start[i]);
+    fputc('\n', log);
+  }
   double st = rt_median(start, n);
   if (resume_us) *resume_us = rt_median(resume, n); /* NULL: a start alone */
   *start_us = st > 0 ? st : 0;
@@ -1656,46 +1668,121 @@ static void store_wait_fits(double *resume_us, double *start_us, double *resume,
     fprintf(log, "%s%s: %s %.3f us more\n", jit ? "jit: " : "", placement, first_op, *start_us);
 }
 
-static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log) {
+bool ppcc_calibrate_wait_fit(const ppcc_calibration *c, const ppcc_calib_jit *jit, int placement, double fit[2]) {
   ppcc_diag q;
   ppcc_diag_init(&q, NULL, NULL);
   int np = start_devices(c->n_threads); /* the threads `ppcc calibrate --threads` allows */
-  double res[2][16], resume[WAIT_FITS], start[WAIT_FITS];
-  int n = 0;
-  char *text[2] = {start_model(np), NULL};
-  for (int r = 0; r < WAIT_FITS; r++) {
-    if (!wait_residuals(c, jit, (const char *const *)text, 1, c->n_threads, res, &q)) continue;
-    rt_sort_doubles(res[0] + 1, np - 1);
-    resume[n] = res[0][1 + (np - 1) / 2];
-    start[n] = res[0][0] - resume[n];
-    n++;
+  double res[2][16];
+  char *text[2] = {NULL, NULL};
+  bool ok = false;
+  /* as ppcc_run (run.c) */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  if (placement == PPCC_WAITS_SHARING_A_CORE) {
+    text[0] = start_model(np);
+    ok = np <= 16 && wait_residuals(c, jit, (const char *const *)text, 1, c->n_threads, res, &q);
+    if (ok) {
+      rt_sort_doubles(res[0] + 1, np - 1);
+      fit[0] = res[0][1 + (np - 1) / 2];
+      fit[1] = res[0][0] - fit[0];
+    }
+  } else if (placement == PPCC_WAITS_SPREAD && c->n_threads >= 2) {
+    text[0] = tp_chain_model(1, 2);
+    text[1] = tp_chain_model(2, 2);
+    ok = wait_residuals(c, jit, (const char *const *)text, 2, 2, res, &q);
+    if (ok) {
+      fit[0] = (res[0][1] + 2 * res[1][1]) / 5; /* res[B-1][1] = B * resume */
+      fit[1] = (res[0][0] - fit[0] + res[1][0] - 2 * fit[0]) / 2;
+    }
+  } else if (placement == PPCC_WAITS_OWN_CORE && c->n_threads >= 2) {
+    text[0] = tp_chain_model(1, 1);
+    ok = wait_residuals(c, jit, (const char *const *)text, 1, 2, res, &q);
+    if (ok) fit[0] = 0, fit[1] = res[0][0]; /* start + resume: the caller takes the spread resume off */
   }
-  store_wait_fits(jit ? &c->jit_resume_us : &c->resume_us, jit ? &c->jit_start_us : &c->start_us, resume, start, n, log,
-                  jit != NULL, "device threads sharing a core", "a first stage's first op");
-  free(text[0]);
-  text[0] = tp_chain_model(1, 2);
-  text[1] = tp_chain_model(2, 2);
-  n = 0;
-  for (int r = 0; c->n_threads >= 2 && r < WAIT_FITS; r++) {
-    if (!wait_residuals(c, jit, (const char *const *)text, 2, 2, res, &q)) continue;
-    resume[n] = (res[0][1] + 2 * res[1][1]) / 5; /* res[B-1][1] = B * resume */
-    start[n] = (res[0][0] - resume[n] + res[1][0] - 2 * resume[n]) / 2;
-    n++;
-  }
-  store_wait_fits(jit ? &c->jit_resume_spread_us : &c->resume_spread_us, jit ? &c->jit_start_spread_us : &c->start_spread_us,
-                  resume, start, n, log, jit != NULL, "device threads spread over the cores", "a first op");
   free(text[0]);
   free(text[1]);
-  text[0] = tp_chain_model(1, 1);
-  double spread_resume = jit ? c->jit_resume_spread_us : c->resume_spread_us;
-  n = 0;
-  for (int r = 0; c->n_threads >= 2 && r < WAIT_FITS; r++) {
-    if (!wait_residuals(c, jit, (const char *const *)text, 1, 2, res, &q)) continue;
-    start[n++] = res[0][0] - spread_resume; /* res[0][0] = start + resume */
+  return ok && isfinite(fit[0]) && isfinite(fit[1]);
+}
+
+/* The executable that measures each wait fit in a process of its own
+ * (ppcc_calibrate_set_wait_fit_exe); NULL: in this one. */
+static const char *wait_fit_exe;
+extern char **environ;
+void ppcc_calibrate_set_wait_fit_exe(const char *exe) { wait_fit_exe = exe; }
+
+/* One fit in a fresh process: `EXE calibrate --wait-fit B,P,FILE`, which
+ * prints the fit (ppcc_calibrate_wait_fit); false when it cannot start or
+ * fails. */
+static bool wait_fit_in_child(const char *cal_path, bool jit, int placement, double fit[2]) {
+  char spec[PATH_MAX + 32];
+  snprintf(spec, sizeof spec, "%s,%d,%s", jit ? "jit" : "interp", placement, cal_path);
+  char *argv[] = {"ppcc", "calibrate", "--wait-fit", spec, NULL};
+  int out[2];
+  if (pipe(out) != 0) return false;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&fa, out[0]);
+  posix_spawn_file_actions_addclose(&fa, out[1]);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  bool spawned = posix_spawn(&pid, wait_fit_exe, &fa, NULL, argv, environ) == 0;
+  posix_spawn_file_actions_destroy(&fa);
+  close(out[1]);
+  char line[128] = {0};
+  size_t got = 0;
+  ssize_t r;
+  while (spawned && got + 1 < sizeof line && ((r = read(out[0], line + got, sizeof line - 1 - got)) > 0 || (r < 0 && errno == EINTR)))
+    if (r > 0) got += (size_t)r;
+  close(out[0]);
+  int status = 0;
+  while (spawned && waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  return spawned && WIFEXITED(status) && WEXITSTATUS(status) == 0 && sscanf(line, "%lf %lf", &fit[0], &fit[1]) == 2 &&
+         isfinite(fit[0]) && isfinite(fit[1]);
+}
+
+/* Each fit in a process of its own where it can (the runtime's state
+ * drifts within one process: of 7 fits in a row, the first 3 matched a
+ * fresh `ppcc run` and the later ones paid 0.5-1.5 us more at a first
+ * stage's start (interp) or 0.3-0.4 us more after every wait (JIT), so
+ * the medians came out as runs measure one time in three); else here. */
+static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log) {
+  const char *tmp = getenv("TMPDIR");
+  char dir[PATH_MAX], path[PATH_MAX + 16] = "";
+  if (snprintf(dir, sizeof dir, "%s/ppcc-calibrate-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir) dir[0] = 0;
+  char *made = wait_fit_exe && dir[0] ? mkdtemp(dir) : NULL;
+  if (made) snprintf(path, sizeof path, "%s/c.json", made);
+  ppcc_diag q;
+  ppcc_diag_init(&q, NULL, NULL);
+  bool children = made && path[0] && !ppcc_calibration_write(path, c, &q);
+  double resume[WAIT_FITS], start[WAIT_FITS], fit[2];
+  bool child_fitted = false;
+  static const char *const names[] = {"device threads sharing a core", "device threads spread over the cores",
+                                      "device threads on cores of their own"};
+  static const char *const firsts[] = {"a first stage's first op", "a first op", "a first op"};
+  for (int placement = 0; placement < 3; placement++) {
+    int n = 0;
+    for (int r = 0; r < WAIT_FITS; r++) {
+      bool ok = children && wait_fit_in_child(path, jit != NULL, placement, fit);
+      if (!ok && children && !child_fitted) children = false; /* none starts here: the fits run in this process */
+      if (!ok && !children) ok = ppcc_calibrate_wait_fit(c, jit, placement, fit);
+      child_fitted = child_fitted || (ok && children);
+      if (!ok) continue;
+      if (placement == PPCC_WAITS_OWN_CORE) fit[1] -= jit ? c->jit_resume_spread_us : c->resume_spread_us;
+      resume[n] = fit[0], start[n] = fit[1];
+      n++;
+    }
+    double *resume_us = placement == PPCC_WAITS_SHARING_A_CORE ? (jit ? &c->jit_resume_us : &c->resume_us)
+                        : placement == PPCC_WAITS_SPREAD      ? (jit ? &c->jit_resume_spread_us : &c->resume_spread_us)
+                                                              : NULL;
+    double *start_us = placement == PPCC_WAITS_SHARING_A_CORE ? (jit ? &c->jit_start_us : &c->start_us)
+                       : placement == PPCC_WAITS_SPREAD      ? (jit ? &c->jit_start_spread_us : &c->start_spread_us)
+                                                             : (jit ? &c->jit_start_own_core_us : &c->start_own_core_us);
+    store_wait_fits(resume_us, start_us, resume, start, n, log, jit != NULL, names[placement], firsts[placement]);
   }
-  store_wait_fits(NULL, jit ? &c->jit_start_own_core_us : &c->start_own_core_us, NULL, start, n, log, jit != NULL,
-                  "device threads on cores of their own", "a first op");
-  free(text[0]);
+  if (log) fprintf(log, "%swait costs: each fit %s\n", jit ? "jit: " : "", children ? "in a process of its own" : "in this process");
+  if (path[0]) unlink(path);
+  if (made) rmdir(made);
 }
 
 ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workloads, int n_workloads,

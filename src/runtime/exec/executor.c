@@ -1170,13 +1170,13 @@ static ppcc_status run_devices(rt_exec *x, double *elapsed_ms, ppcc_diag *d) {
     /* implicit barrier: every thread sees `started` */
     bool mine = rt_dist_local(omp_get_thread_num()) || !x->dist; /* MPI: other ranks run the rest */
     if (started == n && mine) device_load(x, omp_get_thread_num());
+    rt_device_thread_enter(omp_get_thread_num()); /* before the barrier: see rt_device_thread_enter */
 #pragma omp barrier
 #pragma omp single
     {
       x->t0 = omp_get_wtime(); /* the clock starts when every device is loaded */
       if (x->dist) rt_dist_sync(&x->t0); /* every rank loaded: one clock for all */
     }
-    rt_device_thread_enter(omp_get_thread_num());
     if (started == n && mine) device_program(x, omp_get_thread_num());
     rt_device_thread_leave();
     rt_finish_gate_wait(&done);
