@@ -153,6 +153,10 @@ static ppcc_status read_text(const char *text, ppcc_calibration *c, ppcc_diag *d
   "{\"ppcc_calibration\": 4, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "                      \
   "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1"
 
+#define BASE5                                                                                                         \
+  "{\"ppcc_calibration\": 5, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "                      \
+  "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1"
+
 START_TEST(calibration_old_file_and_bad_fields) {
   ppcc_calibration c;
   ppcc_diag d;
@@ -377,7 +381,7 @@ START_TEST(calibration_format_versions) {
   ppcc_diag_init(&d, NULL, NULL);
   ck_assert_int_eq(ppcc_calibration_read(path, &back, &d), PPCC_OK);
   ck_assert_int_eq(back.version, PPCC_CALIBRATION_VERSION);
-  ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 5);
+  ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 6);
   ck_assert_double_eq(back.pool_wake_us, 12.5);
   ck_assert_double_eq(back.cache_bytes, 2097152);
   ck_assert_double_eq(back.jit_threads_factor, 1.25);
@@ -410,7 +414,7 @@ START_TEST(calibration_format_versions) {
      "op_costs.linear.rows8"},
     {BASE2 ", \"jit_op_costs\": {\"nosuchop.rows1\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
      "jit_op_costs.nosuchop.rows1"},
-    {"{\"ppcc_calibration\": 6}", "ppcc_calibration"},
+    {"{\"ppcc_calibration\": 7}", "ppcc_calibration"},
     {BASE3 ", \"pool_wake_us\": 20}", "pool_wake_us"}, /* format 3 has no wake of parked threads */
     {BASE2 ", \"op_costs\": {\"linear\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, \"ns_per_cold_weight_byte\": 1}}}",
      "op_costs.linear"}, /* format 2 has no cold costs */
@@ -425,6 +429,8 @@ START_TEST(calibration_format_versions) {
     {BASE4 ", \"start_spread_us\": -1}", "start_spread_us"}, /* a start is a cost */
     {BASE4 ", \"jit_resume_spread_us\": 1e7}", "jit_resume_spread_us"},
     {BASE4 ", \"start_own_core_us\": 1}", "start_own_core_us"}, /* format 4 has no own-core start */
+    {BASE5 ", \"start_wide_us\": 1}", "start_wide_us"}, /* format 5 has no costs at four threads a core */
+    {BASE5 ", \"jit_resume_wide_us\": -1}", "jit_resume_wide_us"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     ck_assert_int_eq(read_text(bad[i].text, &c, &d, &msg), PPCC_ERR_USER);
@@ -469,6 +475,10 @@ START_TEST(calibration_optional_fields_round_trip) {
     {"pool_wake_us", offsetof(ppcc_calibration, pool_wake_us), 4, false, 3.125},
     {"start_own_core_us", offsetof(ppcc_calibration, start_own_core_us), 5, false, 0.625},
     {"jit_start_own_core_us", offsetof(ppcc_calibration, jit_start_own_core_us), 5, false, 0.875},
+    {"resume_wide_us", offsetof(ppcc_calibration, resume_wide_us), 6, true, -0.5},
+    {"start_wide_us", offsetof(ppcc_calibration, start_wide_us), 6, false, 1.125},
+    {"jit_resume_wide_us", offsetof(ppcc_calibration, jit_resume_wide_us), 6, true, 0.3125},
+    {"jit_start_wide_us", offsetof(ppcc_calibration, jit_start_wide_us), 6, false, 2.5},
     {"cache_bytes", offsetof(ppcc_calibration, cache_bytes), 3, false, 2097152.5},
     {"jit_threads_factor", offsetof(ppcc_calibration, jit_threads_factor), 3, false, 1.75},
   };
@@ -847,9 +857,9 @@ END_TEST
 static ppcc_graph *tp_group(int n) {
   char params[256], inputs[256];
   snprintf(params, sizeof params,
-           "{'name': 'w', 'dtype': 'f32', 'shape': [24, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': %d}}", n);
+           "{'name': 'w', 'dtype': 'f32', 'shape': [120, 8], 'shard': {'kind': 'split', 'dim': 0, 'count': %d}}", n);
   snprintf(inputs, sizeof inputs,
-           "{'name': 'x', 'dtype': 'f32', 'shape': [8, 24], 'shard': {'kind': 'split', 'dim': 1, 'count': %d}}", n);
+           "{'name': 'x', 'dtype': 'f32', 'shape': [8, 120], 'shard': {'kind': 'split', 'dim': 1, 'count': %d}}", n);
   ppcc_diag d;
   ppcc_diag_init(&d, NULL, NULL);
   ppcc_graph *g = t_model(n, params, inputs,
@@ -893,6 +903,50 @@ START_TEST(start_grows_with_device_threads_sharing_the_core) {
   ppcc_graph *g = tp_group(8);
   ppcc_prediction p = predict(g, &c, 1, 2, false);
   ck_assert_double_eq_tol(p.stages[0].time_ms, 4 * 1.2, 1e-9);
+  ppcc_prediction_free(&p);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+/* Format 6 measures the costs where each core has four spread device
+ * threads (start_wide_us, resume_wide_us): with k others on a device's
+ * core, a line through the own-core start (k = 0), the spread one (1) and
+ * the wide one (3), the last segment's beyond (4); the resume the spread
+ * one up to k = 1, then toward the wide one likewise. A format 5 file, or
+ * one without the wide costs, keeps the line through k = 0 and 1 (above).
+ * The n devices take turns on the 2 cores: the stage takes n / 2 times
+ * as long. */
+START_TEST(wait_costs_toward_four_threads_a_core) {
+  ppcc_calibration c = matmul_takes_1ms();
+  ppcc_op_cost jk = {"matmul", 1000, 0, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
+  c.resume_spread_us = 200, c.resume_wide_us = 500, c.jit_resume_spread_us = 400, c.jit_resume_wide_us = 600;
+  c.start_own_core_us = 10, c.start_spread_us = 30, c.start_wide_us = 90;
+  c.jit_start_own_core_us = 20, c.jit_start_spread_us = 60, c.jit_start_wide_us = 100;
+  static const int devices[] = {2, 4, 6, 8, 10}; /* k = 0 .. 4 others on each device's core */
+  static const double resume_us[2][5] = {{200, 200, 350, 500, 650}, {400, 400, 500, 600, 700}},
+                      start_us[2][5] = {{10, 30, 60, 90, 120}, {20, 60, 80, 100, 120}},
+                      v5_start_us[2][5] = {{10, 30, 50, 70, 90}, {20, 60, 100, 140, 180}};
+  for (int k = 0; k < 5; k++) {
+    ppcc_graph *g = tp_group(devices[k]);
+    for (int jit = 0; jit < 2; jit++) {
+      double turns = devices[k] / 2, spread_resume = jit ? 0.4 : 0.2;
+      c.version = PPCC_CALIBRATION_VERSION;
+      ppcc_prediction p = predict(g, &c, 1, 2, jit);
+      ck_assert_double_eq_tol(p.stages[0].time_ms, turns * (1 + (resume_us[jit][k] + start_us[jit][k]) * 1e-3), 1e-9);
+      ppcc_prediction_free(&p);
+      c.version = 5;
+      p = predict(g, &c, 1, 2, jit);
+      ck_assert_double_eq_tol(p.stages[0].time_ms, turns * (1 + spread_resume + v5_start_us[jit][k] * 1e-3), 1e-9);
+      ppcc_prediction_free(&p);
+    }
+    ppcc_graph_free(g);
+  }
+  c.version = PPCC_CALIBRATION_VERSION; /* not measured: the line through k = 0 and 1 */
+  c.resume_wide_us = c.start_wide_us = 0;
+  ppcc_graph *g = tp_group(8);
+  ppcc_prediction p = predict(g, &c, 1, 2, false);
+  ck_assert_double_eq_tol(p.stages[0].time_ms, 4 * (1 + 0.2 + 0.07), 1e-9);
   ppcc_prediction_free(&p);
   ppcc_graph_free(g);
 }
@@ -1202,6 +1256,7 @@ int main(void) {
   tcase_add_test(tc, calibration_optional_fields_round_trip);
   tcase_add_test(tc, wait_costs_follow_placement);
   tcase_add_test(tc, start_grows_with_device_threads_sharing_the_core);
+  tcase_add_test(tc, wait_costs_toward_four_threads_a_core);
   tcase_add_test(tc, resume_paid_by_first_op_reading_weights);
   tcase_add_test(tc, resume_not_paid_for_weights_read_before);
   tcase_add_test(tc, cold_weights_cost_their_own);

@@ -82,11 +82,14 @@
  *   5 on, with no more device threads than cores, each alone on its
  *   core, start_own_core_us, and with k other device threads on the
  *   device's core start_own_core_us + k * (start_spread_us -
- *   start_own_core_us), at least 0), else sharing a core;
+ *   start_own_core_us), at least 0; from format 6 on, a line through
+ *   the measured k = 0, 1 and 3 (start_wide_us), and beyond 3 the last
+ *   segment's; the resume likewise from k = 1 (resume_spread_us) to
+ *   3 (resume_wide_us), resume_spread_us below), else sharing a core;
  *   the JIT, when the file has the op kind's jit_op_costs (measured by
  *   `ppcc calibrate` on JIT-compiled workloads): the same formula with
  *   those, jit_resume_us / jit_resume_spread_us and jit_start_us /
- *   jit_start_spread_us / jit_start_own_core_us for the costs around waits (its busy time counts
+ *   jit_start_spread_us / jit_start_own_core_us (and their _wide_us) for the costs around waits (its busy time counts
  *   the device function around the waits; before format 4 no resume);
  *   a row-parallel
  *   contraction whose kernel first cuts a replicated operand to its part
@@ -158,10 +161,12 @@
  * threads (resume_spread_us ...; start_us then counts whatever the number
  * of devices); 5 the start where each spread device thread has a core of
  * its own (start_own_core_us: a forward's first op costs less than where
- * two device threads share each core). Files of formats 1 to 4 still read
+ * two device threads share each core); 6 the costs where four device
+ * threads share each core (resume_wide_us, start_wide_us). Files of
+ * formats 1 to 5 still read
  * (their weight bytes all cost ns_per_weight_byte before 3), the
  * calibration cache is measured again. */
-#define PPCC_CALIBRATION_VERSION 5
+#define PPCC_CALIBRATION_VERSION 6
 /* Rows at most this many take the runtime's small-GEMM kernel
  * (RT_SMALL_M, src/runtime/kernels/kernels.h); one row its GEMV. */
 #define PPCC_COST_SMALL_ROWS 16
@@ -265,6 +270,14 @@ typedef struct ppcc_calibration {
    * 2 cores. From format 5 on ("start_own_core_us",
    * "jit_start_own_core_us"; optional: 0); their resume is the spread one. */
   double start_own_core_us, jit_start_own_core_us;
+  /* Both where four spread device threads share each of the 2 cores
+   * (tp_chain_model of 1 block in 4 stages: 8 devices, as
+   * ppffn_sharktank): each device has 3 others on its core, against 1
+   * for the *_spread_us. Measured (interp, 2 cores): a forward's first
+   * op 1.9-2.0 us more (start), against 0.4-0.6 with one other. From
+   * format 6 on ("resume_wide_us", "start_wide_us", "jit_resume_wide_us",
+   * "jit_start_wide_us"; optional: 0, not measured). */
+  double resume_wide_us, start_wide_us, jit_resume_wide_us, jit_start_wide_us;
   bool have_jit_cut;          /* jit_cut measured ("jit_operand_cut"; optional) */
   ppcc_op_cost jit_cut;       /* the JIT's cut of a replicated operand inside a
                                  row-parallel contraction's kernel: call_us +

@@ -305,13 +305,15 @@ typedef struct ppcc_calib_jit {
  * compared with the workload's (see calibrate.c). */
 ppcc_status ppcc_calibrate_jit_ops(struct ppcc_calibration *c, const char *const *workloads, int n_workloads,
                                    const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d);
-/* Both ends add each placement's wait costs (ppcc_calibration's resume_us,
- * start_us and theirs): one fit of the placement's workloads (calibrate.c,
- * calibrate_waits), fit[0] the resume and fit[1] the start (for
- * PPCC_WAITS_OWN_CORE, start + resume: the caller takes off the spread
- * resume); false when a workload fails (the placement needs 2 threads but
- * for PPCC_WAITS_SHARING_A_CORE). jit NULL: the interpreter. */
-enum { PPCC_WAITS_SHARING_A_CORE, PPCC_WAITS_SPREAD, PPCC_WAITS_OWN_CORE };
+/* ppcc_calibrate_ops and ppcc_calibrate_jit_ops end with their backend's
+ * wait costs (ppcc_calibration's resume_us, start_us and the like), per
+ * placement of the device threads the median of several fits. One fit of
+ * a placement's workloads (calibrate.c, calibrate_waits): fit[0] the
+ * resume, fit[1] the start (PPCC_WAITS_OWN_CORE: start + resume, the
+ * caller takes off the spread resume); false when a workload fails (every
+ * placement but PPCC_WAITS_SHARING_A_CORE needs 2 threads). jit NULL: the
+ * interpreter. */
+enum { PPCC_WAITS_SHARING_A_CORE, PPCC_WAITS_SPREAD, PPCC_WAITS_OWN_CORE, PPCC_WAITS_WIDE };
 bool ppcc_calibrate_wait_fit(const struct ppcc_calibration *c, const ppcc_calib_jit *jit, int placement, double fit[2]);
 /* Each wait fit then runs as `exe calibrate --wait-fit BACKEND,PLACEMENT,FILE`
  * in a process of its own, as a run measures (NULL, the default: in this

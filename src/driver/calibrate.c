@@ -41,7 +41,7 @@ static const cli_option calibrate_options[] = {
                "run a device without \"host\" is on its rank's host)"),
   CLI_TEXT_ROW("wait-fit", "B,P,FILE", calibrate_args, wait_fit,
                "internal (calibrate runs it): one fit of backend B's\n"
-               "wait costs for thread placement P (0-2) with the\n"
+               "wait costs for thread placement P (0-3) with the\n"
                "calibration FILE, printed as \"resume start\" in us"),
   CLI_END_ROW,
 };
@@ -148,9 +148,9 @@ ppcc_status cli_calibrate_measure(ppcc_calibration *c, int threads, FILE *log, p
 static ppcc_status wait_fit(const char *spec, ppcc_diag *d) {
   char backend[8] = "";
   int placement = -1, at = 0;
-  if (sscanf(spec, "%7[a-z],%d,%n", backend, &placement, &at) < 2 || at == 0 || placement < 0 || placement > 2 ||
+  if (sscanf(spec, "%7[a-z],%d,%n", backend, &placement, &at) < 2 || at == 0 || placement < 0 || placement > 3 ||
       (strcmp(backend, "interp") != 0 && strcmp(backend, "jit") != 0))
-    return cli_usage_error("calibrate", "--wait-fit wants BACKEND,PLACEMENT,FILE (interp or jit, 0-2), got '%s'", spec);
+    return cli_usage_error("calibrate", "--wait-fit wants BACKEND,PLACEMENT,FILE (interp or jit, 0-3), got '%s'", spec);
   ppcc_calibration c;
   ppcc_status st = ppcc_calibration_read(spec + at, &c, d);
   if (st) return st;

@@ -94,6 +94,10 @@ static const calib_field calib_fields[] = {
     {CAL_NUMBER_AT(jit_start_spread_us, 4), .max = CAL_COST_MAX},
     {CAL_NUMBER_AT(start_own_core_us, 5), .max = CAL_COST_MAX},
     {CAL_NUMBER_AT(jit_start_own_core_us, 5), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(resume_wide_us, 6), .max = CAL_COST_MAX, .residual_from = 6},
+    {CAL_NUMBER_AT(start_wide_us, 6), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(jit_resume_wide_us, 6), .max = CAL_COST_MAX, .residual_from = 6},
+    {CAL_NUMBER_AT(jit_start_wide_us, 6), .max = CAL_COST_MAX},
     {CAL_NUMBER_AT(pool_wake_us, 4), .max = CAL_COST_MAX},
     {CAL_NUMBER_AT(cache_bytes, 3), .max = 1e12, .exact = true},
     {CAL_RATES_AT(concurrent_slowdown, n_slowdown, 1)},
@@ -1191,21 +1195,33 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * cores) with one, and as much more per further one. Measured (interp,
    * 2 cores, per op over 100 forwards): a forward's first op 0.2-0.4 us
    * beyond its fitted cost and resume with no other device thread on its
-   * core, 0.9-1.3 with one, 2.7 with three (ppffn_sharktank) */
-  bool spread = ppcc_devices_spread(cores, threads, nd), v4 = c->version >= 4, v5 = c->version >= 5;
+   * core, 0.9-1.3 with one, 2.7 with three (ppffn_sharktank). Format 6
+   * measures three (start_wide_us: 1.9-2.0 us, where the line through
+   * none and one gave 0.4-1.4) and the resume there: a line through the
+   * measured points, the last segment's beyond them */
+  bool spread = ppcc_devices_spread(cores, threads, nd), v4 = c->version >= 4, v5 = c->version >= 5,
+       v6 = c->version >= 6;
   double start_ms = !use_costs || (!v4 && nd <= cores) ? 0
                     : (jit ? (v4 && spread ? c->jit_start_spread_us : c->jit_start_us)
                            : (v4 && spread ? c->start_spread_us : c->start_us)) * 1e-3;
   double own_core_ms = (jit ? c->jit_start_own_core_us : c->start_own_core_us) * 1e-3;
-  double *dev_start_ms = calloc((size_t)(nd > 0 ? nd : 1), sizeof *dev_start_ms);
-  for (int dev = 0; dev_start_ms && dev < nd; dev++) {
-    int others = spread && v5 && cores > 0 ? (nd - 1 - dev % cores) / cores : -1; /* on dev's core */
-    double ms = others < 0 ? start_ms : own_core_ms + others * (start_ms - own_core_ms);
-    dev_start_ms[dev] = use_costs && ms > 0 ? ms : 0;
-  }
   double resume_ms = !use_costs ? 0
                      : (jit ? (!v4 ? 0 : spread ? c->jit_resume_spread_us : c->jit_resume_us)
                             : (v4 && spread ? c->resume_spread_us : c->resume_us)) * 1e-3;
+  double wide_start_ms = (jit ? c->jit_start_wide_us : c->start_wide_us) * 1e-3;
+  double wide_resume_ms = (jit ? c->jit_resume_wide_us : c->resume_wide_us) * 1e-3;
+  double *dev_start_ms = calloc((size_t)(nd > 0 ? nd : 1), sizeof *dev_start_ms);
+  double *dev_resume_ms = calloc((size_t)(nd > 0 ? nd : 1), sizeof *dev_resume_ms);
+  for (int dev = 0; dev_start_ms && dev_resume_ms && dev < nd; dev++) {
+    int others = spread && v5 && cores > 0 ? (nd - 1 - dev % cores) / cores : -1; /* on dev's core */
+    double ms = others < 0 ? start_ms : own_core_ms + others * (start_ms - own_core_ms), resume = resume_ms;
+    if (others > 1 && v6 && (wide_start_ms > 0 || wide_resume_ms != 0)) { /* beyond one other: toward the measured three */
+      ms = start_ms + (others - 1) * (wide_start_ms - start_ms) / 2;
+      resume = resume_ms + (others - 1) * (wide_resume_ms - resume_ms) / 2;
+    }
+    dev_start_ms[dev] = use_costs && ms > 0 ? ms : 0;
+    dev_resume_ms[dev] = use_costs ? resume : 0;
+  }
   int *seg_begin = malloc(sizeof(int) * ((size_t)g->n_ops + 2));
   /* per device: the compute since it last waited (one microbatch), its
    * cell, and whether a collective or transfer released it: then the
@@ -1213,7 +1229,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * beyond one hand-over can run at the same time as theirs (tiny TP
    * steps mostly take turns) */
   run_piece *piece = calloc((size_t)(nd > 0 ? nd : 1), sizeof *piece);
-  ok = ok && waited && parked && fresh && dev_start_ms && read && seg_begin && piece;
+  ok = ok && waited && parked && fresh && dev_start_ms && dev_resume_ms && read && seg_begin && piece;
   double hop_ms = c->hop_us * 1e-3;
   int n_seg = 1, seg = 0;
   if (ok) seg_begin[0] = 0, seg_begin[1] = g->n_ops;
@@ -1289,7 +1305,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
        * the wait, paid whatever the op reads: by the op reading weights */
       bool cold_weights = weights && (jit || !params_read_before(g, op, read, dev));
       note_weights_read(g, op, read, dev);
-      double resume = !waited[dev] || !cold_weights ? 0 : resume_ms > -t ? resume_ms : -t;
+      double resume = !waited[dev] || !cold_weights ? 0 : dev_resume_ms[dev] > -t ? dev_resume_ms[dev] : -t;
       if (cold_weights) waited[dev] = false;
       if (splits && parked[dev]) resume += wake_ms;
       if (splits) parked[dev] = false;
@@ -1355,6 +1371,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   free(parked);
   free(fresh);
   free(dev_start_ms);
+  free(dev_resume_ms);
   free(read);
   free(seg_begin);
   free(carries);

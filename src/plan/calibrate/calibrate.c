@@ -245,12 +245,12 @@ static char *start_model(int devices) {
  * that will wait share the first stage's core, as on the shipped models. */
 static int start_devices(int cores) { return cores < 1 ? 2 : 2 * cores > 16 ? 16 : 2 * cores; }
 
-/* `stages` (1 or 2) pipeline stages of `blocks` tensor-parallel FFN
+/* `stages` (1, 2 or 4) pipeline stages of `blocks` tensor-parallel FFN
  * blocks, each stage on two devices (0-1, 2-3: a shipped TP pipeline's,
- * ppffn's; one stage: tp_ffn's): x [8,64] replicated, a [64,64] up
- * projection split on its columns, gelu, the down projection split on its
- * rows, all_reduce; the second stage's input moves there
- * (calibrate_waits). */
+ * ppffn's; one stage: tp_ffn's; four: ppffn_sharktank's): x [8,64]
+ * replicated, a [64,64] up projection split on its columns, gelu, the
+ * down projection split on its rows, all_reduce; each later stage's input
+ * moves there (calibrate_waits). */
 static char *tp_chain_model(int blocks, int stages) {
   FILE *f;
   char *buf = NULL;
@@ -1546,7 +1546,11 @@ static void calibrate_jit_scaling(ppcc_calibration *c, const ppcc_calib_jit *jit
  *   threads spread over the cores, no more than them (start_own_core_us,
  *     jit_start_own_core_us): tp_chain_model of 1 block in one stage on
  *     two devices (each device thread alone on its core, as tp_ffn and a
- *     TP decode on 2 cores run): its residual beyond the spread resume.
+ *     TP decode on 2 cores run): its residual beyond the spread resume;
+ *   threads spread, four to each of two cores (the *_wide_us):
+ *     tp_chain_model of 1 block in 4 stages (8 devices, as
+ *     ppffn_sharktank): resume the median of the later stages'
+ *     residuals, start what the first stage pays beyond it.
  * Each term is the median of several such fits, each on fresh workloads
  * measured after a warm-up, as --check-plan measures (calibrate_waits).
  * A resume may come out negative (the per-op costs, fitted on workloads
@@ -1615,6 +1619,7 @@ static bool wait_residuals(const ppcc_calibration *c, const ppcc_calib_jit *jit,
     z->resume_us = z->start_us = z->resume_spread_us = z->start_spread_us = 0;
     z->jit_resume_us = z->jit_start_us = z->jit_resume_spread_us = z->jit_start_spread_us = 0;
     z->start_own_core_us = z->jit_start_own_core_us = 0;
+    z->resume_wide_us = z->start_wide_us = z->jit_resume_wide_us = z->jit_start_wide_us = 0;
   }
   for (int i = 0; ok && i < n; i++) {
     ppcc_plan_measure_summarize(jit ? &w[i].jw.m : &w[i].iw.m);
@@ -1698,6 +1703,14 @@ bool ppcc_calibrate_wait_fit(const ppcc_calibration *c, const ppcc_calib_jit *ji
     text[0] = tp_chain_model(1, 1);
     ok = wait_residuals(c, jit, (const char *const *)text, 1, 2, res, &q);
     if (ok) fit[0] = 0, fit[1] = res[0][0]; /* start + resume: the caller takes the spread resume off */
+  } else if (placement == PPCC_WAITS_WIDE && c->n_threads >= 2) {
+    text[0] = tp_chain_model(1, 4);
+    ok = wait_residuals(c, jit, (const char *const *)text, 1, 2, res, &q);
+    if (ok) {
+      rt_sort_doubles(res[0] + 1, 3);
+      fit[0] = res[0][2];
+      fit[1] = res[0][0] - fit[0];
+    }
   }
   free(text[0]);
   free(text[1]);
@@ -1758,9 +1771,9 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
   double resume[WAIT_FITS], start[WAIT_FITS], fit[2];
   bool child_fitted = false;
   static const char *const names[] = {"device threads sharing a core", "device threads spread over the cores",
-                                      "device threads on cores of their own"};
-  static const char *const firsts[] = {"a first stage's first op", "a first op", "a first op"};
-  for (int placement = 0; placement < 3; placement++) {
+                                      "device threads on cores of their own", "device threads spread, four a core"};
+  static const char *const firsts[] = {"a first stage's first op", "a first op", "a first op", "a first op"};
+  for (int placement = 0; placement < 4; placement++) {
     int n = 0;
     for (int r = 0; r < WAIT_FITS; r++) {
       bool ok = children && wait_fit_in_child(path, jit != NULL, placement, fit);
@@ -1774,9 +1787,11 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
     }
     double *resume_us = placement == PPCC_WAITS_SHARING_A_CORE ? (jit ? &c->jit_resume_us : &c->resume_us)
                         : placement == PPCC_WAITS_SPREAD      ? (jit ? &c->jit_resume_spread_us : &c->resume_spread_us)
+                        : placement == PPCC_WAITS_WIDE        ? (jit ? &c->jit_resume_wide_us : &c->resume_wide_us)
                                                               : NULL;
     double *start_us = placement == PPCC_WAITS_SHARING_A_CORE ? (jit ? &c->jit_start_us : &c->start_us)
                        : placement == PPCC_WAITS_SPREAD      ? (jit ? &c->jit_start_spread_us : &c->start_spread_us)
+                       : placement == PPCC_WAITS_WIDE        ? (jit ? &c->jit_start_wide_us : &c->start_wide_us)
                                                              : (jit ? &c->jit_start_own_core_us : &c->start_own_core_us);
     store_wait_fits(resume_us, start_us, resume, start, n, log, jit != NULL, names[placement], firsts[placement]);
   }
