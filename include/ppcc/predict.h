@@ -273,8 +273,9 @@ typedef struct ppcc_calibration {
   /* Both where four spread device threads share each of the 2 cores
    * (tp_chain_model of 1 block in 4 stages: 8 devices, as
    * ppffn_sharktank): each device has 3 others on its core, against 1
-   * for the *_spread_us. Measured (interp, 2 cores): a forward's first
-   * op 1.9-2.0 us more (start), against 0.4-0.6 with one other. From
+   * for the *_spread_us. Measured (interp, 2 cores, 6 calibrations): a
+   * forward's first op 1.3-1.55 us more (start), against 0.4-0.65 with one
+   * other. From
    * format 6 on ("resume_wide_us", "start_wide_us", "jit_resume_wide_us",
    * "jit_start_wide_us"; optional: 0, not measured). */
   double resume_wide_us, start_wide_us, jit_resume_wide_us, jit_start_wide_us;

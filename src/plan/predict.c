@@ -1196,9 +1196,9 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * 2 cores, per op over 100 forwards): a forward's first op 0.2-0.4 us
    * beyond its fitted cost and resume with no other device thread on its
    * core, 0.9-1.3 with one, 2.7 with three (ppffn_sharktank). Format 6
-   * measures three (start_wide_us: 1.9-2.0 us, where the line through
-   * none and one gave 0.4-1.4) and the resume there: a line through the
-   * measured points, the last segment's beyond them */
+   * measures three (start_wide_us: 1.3-1.55 us in 6 calibrations, where
+   * the line through none and one gave 0.4-1.4) and the resume there: a
+   * line through the measured points, the last segment's beyond them */
   bool spread = ppcc_devices_spread(cores, threads, nd), v4 = c->version >= 4, v5 = c->version >= 5,
        v6 = c->version >= 6;
   double start_ms = !use_costs || (!v4 && nd <= cores) ? 0

@@ -1775,7 +1775,8 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
   static const char *const firsts[] = {"a first stage's first op", "a first op", "a first op", "a first op"};
   for (int placement = 0; placement < 4; placement++) {
     int n = 0;
-    for (int r = 0; r < WAIT_FITS; r++) {
+    /* every placement but the shared core's spreads 2 device threads a core or more */
+    for (int r = 0; r < WAIT_FITS && (placement == PPCC_WAITS_SHARING_A_CORE || c->n_threads >= 2); r++) {
       bool ok = children && wait_fit_in_child(path, jit != NULL, placement, fit);
       if (!ok && children && !child_fitted) children = false; /* none starts here: the fits run in this process */
       if (!ok && !children) ok = ppcc_calibrate_wait_fit(c, jit, placement, fit);
