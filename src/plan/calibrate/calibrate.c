@@ -1754,11 +1754,11 @@ static bool wait_fit_in_child(const char *cal_path, bool jit, int placement, dou
          isfinite(fit[0]) && isfinite(fit[1]);
 }
 
-/* Each fit in a process of its own where it can (the runtime's state
- * drifts within one process: of 7 fits in a row, the first 3 matched a
- * fresh `ppcc run` and the later ones paid 0.5-1.5 us more at a first
- * stage's start (interp) or 0.3-0.4 us more after every wait (JIT), so
- * the medians came out as runs measure one time in three); else here. */
+/* Each fit in a process of its own where it can; else here. Fitted in
+ * one process, 7 in a row, the interpreter's first 3 matched a fresh
+ * `ppcc run` and the later 4 paid 0.5-1.5 us more at a first stage's
+ * start; all 7 of the JIT's paid 0.3-0.4 us more after every wait, where
+ * single fits in fresh processes paid 0.05-0.12. */
 static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE *log) {
   const char *tmp = getenv("TMPDIR");
   char dir[PATH_MAX], path[PATH_MAX + 16] = "";
