@@ -154,12 +154,13 @@ static ppcc_status wait_fit(const char *spec, ppcc_diag *d) {
   ppcc_calibration c;
   ppcc_status st = ppcc_calibration_read(spec + at, &c, d);
   if (st) return st;
+  bool on_jit = strcmp(backend, "jit") == 0;
   const ppcc_calib_jit *jit = NULL;
 #ifdef PPCC_HAVE_JIT
   ppcc_calib_jit on = {.compile = jit_compile, .execute = cli_jit_execute, .release = jit_release};
-  if (strcmp(backend, "jit") == 0) jit = &on;
+  if (on_jit) jit = &on;
 #endif
-  if (strcmp(backend, "jit") == 0 && !jit) return ppcc_error(d, "this ppcc was built without MLIR: no JIT to fit");
+  if (on_jit && !jit) return ppcc_error(d, "this ppcc was built without MLIR: no JIT to fit");
   double fit[2];
   if (!ppcc_calibrate_wait_fit(&c, jit, placement, fit))
     return ppcc_error(d, "the %s wait fit for placement %d failed", backend, placement);

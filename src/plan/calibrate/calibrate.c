@@ -39,7 +39,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <malloc.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -910,12 +909,9 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
                                ppcc_diag *d) {
   sample_set s = {0};
   ppcc_status st = PPCC_OK;
-  /* as ppcc_run (run.c): freed buffers stay in the process, so a forward
-   * does not map and fault in its large buffers again (a linear of 64
-   * tokens' result is 128 KiB: mapped afresh, it cost more here than in
-   * a run) */
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  /* as ppcc_run: a linear of 64 tokens' result is 128 KiB; mapped afresh
+   * each forward, it cost more here than in a run */
+  rt_keep_freed_memory();
   double step, wall;
   if (chain_us(true, true, &step, &wall)) {
     c->hop_us = wall > step ? wall - step : 0;
@@ -1673,6 +1669,15 @@ static void store_wait_fits(double *resume_us, double *start_us, double *resume,
     fprintf(log, "%s%s: %s %.3f us more\n", jit ? "jit: " : "", placement, first_op, *start_us);
 }
 
+/* A pipeline of one-block stages, each after a wait: the resume the
+ * median of the later stages' residuals, the start what the first pays
+ * beyond it (sorts the later residuals). */
+static void pipeline_fit(double *stage_res, int stages, double fit[2]) {
+  rt_sort_doubles(stage_res + 1, stages - 1);
+  fit[0] = stage_res[1 + (stages - 1) / 2];
+  fit[1] = stage_res[0] - fit[0];
+}
+
 bool ppcc_calibrate_wait_fit(const ppcc_calibration *c, const ppcc_calib_jit *jit, int placement, double fit[2]) {
   ppcc_diag q;
   ppcc_diag_init(&q, NULL, NULL);
@@ -1680,17 +1685,11 @@ bool ppcc_calibrate_wait_fit(const ppcc_calibration *c, const ppcc_calib_jit *ji
   double res[2][16];
   char *text[2] = {NULL, NULL};
   bool ok = false;
-  /* as ppcc_run (run.c) */
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  rt_keep_freed_memory(); /* as ppcc_run */
   if (placement == PPCC_WAITS_SHARING_A_CORE) {
     text[0] = start_model(np);
     ok = np <= 16 && wait_residuals(c, jit, (const char *const *)text, 1, c->n_threads, res, &q);
-    if (ok) {
-      rt_sort_doubles(res[0] + 1, np - 1);
-      fit[0] = res[0][1 + (np - 1) / 2];
-      fit[1] = res[0][0] - fit[0];
-    }
+    if (ok) pipeline_fit(res[0], np, fit);
   } else if (placement == PPCC_WAITS_SPREAD && c->n_threads >= 2) {
     text[0] = tp_chain_model(1, 2);
     text[1] = tp_chain_model(2, 2);
@@ -1706,11 +1705,7 @@ bool ppcc_calibrate_wait_fit(const ppcc_calibration *c, const ppcc_calib_jit *ji
   } else if (placement == PPCC_WAITS_WIDE && c->n_threads >= 2) {
     text[0] = tp_chain_model(1, 4);
     ok = wait_residuals(c, jit, (const char *const *)text, 1, 2, res, &q);
-    if (ok) {
-      rt_sort_doubles(res[0] + 1, 3);
-      fit[0] = res[0][2];
-      fit[1] = res[0][0] - fit[0];
-    }
+    if (ok) pipeline_fit(res[0], 4, fit);
   }
   free(text[0]);
   free(text[1]);
@@ -1770,14 +1765,27 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
   bool children = made && path[0] && !ppcc_calibration_write(path, c, &q);
   double resume[WAIT_FITS], start[WAIT_FITS], fit[2];
   bool child_fitted = false;
-  static const char *const names[] = {"device threads sharing a core", "device threads spread over the cores",
-                                      "device threads on cores of their own", "device threads spread, four a core"};
-  static const char *const firsts[] = {"a first stage's first op", "a first op", "a first op", "a first op"};
-  for (int placement = 0; placement < 4; placement++) {
+  /* per placement (PPCC_WAITS_*): its log names and this backend's costs
+   * (the own core's has no resume of its own) */
+  bool j = jit != NULL;
+  const struct {
+    const char *name, *first_op;
+    double *resume_us, *start_us;
+  } placements[] = {
+      {"device threads sharing a core", "a first stage's first op", j ? &c->jit_resume_us : &c->resume_us,
+       j ? &c->jit_start_us : &c->start_us},
+      {"device threads spread over the cores", "a first op", j ? &c->jit_resume_spread_us : &c->resume_spread_us,
+       j ? &c->jit_start_spread_us : &c->start_spread_us},
+      {"device threads on cores of their own", "a first op", NULL, j ? &c->jit_start_own_core_us : &c->start_own_core_us},
+      {"device threads spread, four a core", "a first op", j ? &c->jit_resume_wide_us : &c->resume_wide_us,
+       j ? &c->jit_start_wide_us : &c->start_wide_us},
+  };
+  _Static_assert(sizeof placements / sizeof *placements == PPCC_WAITS_WIDE + 1, "a row per PPCC_WAITS_*");
+  for (int placement = 0; placement < (int)(sizeof placements / sizeof *placements); placement++) {
     int n = 0;
     /* every placement but the shared core's spreads 2 device threads a core or more */
     for (int r = 0; r < WAIT_FITS && (placement == PPCC_WAITS_SHARING_A_CORE || c->n_threads >= 2); r++) {
-      bool ok = children && wait_fit_in_child(path, jit != NULL, placement, fit);
+      bool ok = children && wait_fit_in_child(path, j, placement, fit);
       if (!ok && children && !child_fitted) children = false; /* none starts here: the fits run in this process */
       if (!ok && !children) ok = ppcc_calibrate_wait_fit(c, jit, placement, fit);
       child_fitted = child_fitted || (ok && children);
@@ -1786,15 +1794,8 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
       resume[n] = fit[0], start[n] = fit[1];
       n++;
     }
-    double *resume_us = placement == PPCC_WAITS_SHARING_A_CORE ? (jit ? &c->jit_resume_us : &c->resume_us)
-                        : placement == PPCC_WAITS_SPREAD      ? (jit ? &c->jit_resume_spread_us : &c->resume_spread_us)
-                        : placement == PPCC_WAITS_WIDE        ? (jit ? &c->jit_resume_wide_us : &c->resume_wide_us)
-                                                              : NULL;
-    double *start_us = placement == PPCC_WAITS_SHARING_A_CORE ? (jit ? &c->jit_start_us : &c->start_us)
-                       : placement == PPCC_WAITS_SPREAD      ? (jit ? &c->jit_start_spread_us : &c->start_spread_us)
-                       : placement == PPCC_WAITS_WIDE        ? (jit ? &c->jit_start_wide_us : &c->start_wide_us)
-                                                             : (jit ? &c->jit_start_own_core_us : &c->start_own_core_us);
-    store_wait_fits(resume_us, start_us, resume, start, n, log, jit != NULL, names[placement], firsts[placement]);
+    store_wait_fits(placements[placement].resume_us, placements[placement].start_us, resume, start, n, log, j,
+                    placements[placement].name, placements[placement].first_op);
   }
   if (log) fprintf(log, "%swait costs: each fit %s\n", jit ? "jit: " : "", children ? "in a process of its own" : "in this process");
   if (path[0]) unlink(path);
@@ -1805,10 +1806,7 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
                                    const ppcc_calib_jit *jit, FILE *log, ppcc_diag *d) {
   sample_set s = {0};
   ppcc_status st = PPCC_OK;
-  /* as ppcc_run (run.c): freed buffers stay in the process, so a forward
-   * does not map and fault in its large buffers again */
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  rt_keep_freed_memory(); /* as ppcc_run */
   static const int ffn[][3] = {{2, 64, 128}, {8, 256, 1024}, {32, 128, 512}, {1, 256, 1024}, {64, 256, 1024},
                                {1, 64, 128},  {24, 64, 128}}; /* one block each */
   cost_key gemm_keys[PPCC_CALIB_MAX_OPS];

@@ -14,6 +14,11 @@
  * d mod cores; ANYWHERE: the scheduler decides. */
 typedef enum { RT_PLACE_ANYWHERE, RT_PLACE_LONE_DEVICE, RT_PLACE_SPREAD } rt_placement;
 void rt_place_threads(rt_placement how, int cores, int blas_threads);
+/* run.c: freed buffers stay with the process for the next op and the
+ * next forward (glibc would hand large ones back to the kernel at once,
+ * and every reuse would fault its pages in again); ppcc calibrate sets
+ * the same, so that its workloads allocate as runs do. */
+void rt_keep_freed_memory(void);
 /* A device thread's program runs between these (placed as above). */
 void rt_device_thread_enter(int dev);
 void rt_device_thread_leave(void);

@@ -448,10 +448,7 @@ static void log_first_call(FILE *log, double call_ms, double device_ms) {
             call_ms, device_ms, call_ms - device_ms);
 }
 
-/* Freed buffers stay with the process for the next op and the next
- * forward (glibc would hand large ones back to the kernel at once, and
- * every reuse would fault its pages in again). */
-static void keep_freed_memory(void) {
+void rt_keep_freed_memory(void) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
@@ -495,7 +492,7 @@ static ppcc_status run_distributed(const ppcc_graph *g, const ppcc_run_options *
 
 ppcc_status ppcc_run(const ppcc_graph *g, const ppcc_run_options *o, ppcc_diag *d) {
   if (rt_dist_active()) return run_distributed(g, o, d);
-  keep_freed_memory();
+  rt_keep_freed_memory();
   int cores = o->threads > 0 ? o->threads : omp_get_num_procs();
   if (g->n_devices > cores)
     ppcc_warning(d, "%d logical devices on %d cores: device threads time-share the cores", g->n_devices, cores);
