@@ -39,7 +39,7 @@ static int cmp_double(const void *a, const void *b) {
 enum { CALLS = 5 };
 
 int main(int argc, char **argv) {
-  ppcc_rt_tame_blas_under_rlimit(argv);
+  ppcc_rt_tame_threads(argv);
   int64_t S = argc > 1 ? atol(argv[1]) : 128, H = 1024, F = 2816, Hq = 16, Hkv = 4, D = 64;
   int threads = argc > 2 ? atoi(argv[2]) : 2, rounds = argc > 3 ? atoi(argv[3]) : 9;
   if (S < 1 || threads < 1 || rounds < 1) {

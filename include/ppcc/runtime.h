@@ -154,13 +154,21 @@ bool ppcc_rt_quant_set_isa(const char *name);
 int ppcc_rt_attention_f32(int64_t B, int64_t Hq, int64_t S, int64_t D, int64_t Hkv, int64_t T, int64_t Dv,
                           double scale, bool causal, int64_t window, double softcap, const int64_t *positions,
                           bool per_row, bool seq_major, const float *q, const float *k, const float *v, float *out);
-/* Under an address-space limit (ulimit -v) OpenBLAS's worker threads spin
- * forever on a failing malloc, and exit waits for them: call first thing
- * in main. With RLIMIT_AS under 32 GiB and OPENBLAS_NUM_THREADS unset, it
- * re-executes the program with OPENBLAS_NUM_THREADS=1 (no worker threads;
- * each BLAS call then runs only where its buffer fits, else the portable
- * kernel). Returns (doing nothing) otherwise or if that fails. */
-void ppcc_rt_tame_blas_under_rlimit(char **argv);
+/* Settings that libgomp and OpenBLAS read once, when they load (before
+ * main): call first thing in main. Where one is wanted and unset it sets
+ * it and re-executes the program (/proc/self/exe, the same argv); returns,
+ * doing nothing, when none is wanted or that fails.
+ * - GOMP_SPINCOUNT=1000, unless GOMP_SPINCOUNT or OMP_WAIT_POLICY is set:
+ *   libgomp's default lets a thread spin 300000 rounds in a barrier or
+ *   between parallel regions when its team has no more threads than
+ *   cores, and the device threads of a pipeline share a core
+ *   (rt_run_thread_budget), so one spun while the other it waited for
+ *   could not run until a scheduler tick (gen_llama decode TP1 PP2 on 2
+ *   cores: 6-12 ms a forward instead of 0.3).
+ * - OPENBLAS_NUM_THREADS=1 under an address-space limit (ulimit -v below
+ *   32 GiB), unless set: OpenBLAS's workers spin forever on a failing
+ *   malloc, and exit waits for them. */
+void ppcc_rt_tame_threads(char **argv);
 /* With on, ppcc_rt_sgemm sums every element of C in one fixed order with
  * ppcc's own kernel (no OpenBLAS), so its bits depend on neither the row
  * count, the kernel threads nor the memory left: a microbatched run then

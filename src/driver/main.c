@@ -72,7 +72,7 @@ static const command *find_command(const char *name) {
 
 int main(int argc, char **argv) {
 #ifdef PPCC_HAVE_RUNTIME
-  ppcc_rt_tame_blas_under_rlimit(argv); /* ulimit -v: no OpenBLAS worker may hang us */
+  ppcc_rt_tame_threads(argv); /* libgomp's spins, OpenBLAS under ulimit -v: set before they load */
 #endif
   ppcc_outfile_cleanup_on_signals(); /* an interrupted run leaves no temporaries */
   if (argc < 2) return cli_usage_error(NULL, "missing a command (compile, report, run, import or generate)");

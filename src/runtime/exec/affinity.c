@@ -25,6 +25,8 @@
 #include <omp.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include "exec.h"
 #include "ppcc/predict.h"
 #include "../comm/comm.h"
@@ -118,4 +120,24 @@ void rt_finish_gate_wait(rt_finish_gate *gate) {
   if (--gate->left <= 0) pthread_cond_broadcast(&gate->cond);
   while (gate->left > 0) pthread_cond_wait(&gate->cond, &gate->lock);
   pthread_mutex_unlock(&gate->lock);
+}
+
+/* libgomp's spin in rounds (GOMP_SPINCOUNT): its own count for teams with
+ * more threads than cores. Measured (2 cores, --repeat 300, forward
+ * median, 3 rounds each): gen_llama decode TP1 PP2 interp 12.0 ms with
+ * the default, 0.30-0.34 with 1000, 1.0 with 10000; JIT 5.2-6.1 -> 0.29-
+ * 0.32; none of tiny_llama, ppffn, ppffn_sharktank, pp_chain, tp_ffn, the
+ * PP4 and TP2xPP2 decodes or a 32-token PP4 prefill slower on either
+ * backend. 0 (or OMP_WAIT_POLICY=passive) put tp_ffn's forward at 0.045
+ * ms instead of 0.028: every barrier then sleeps. */
+#define DEVICE_SPIN_ROUNDS "1000"
+
+void ppcc_rt_tame_threads(char **argv) {
+  bool blas = rt_blas_env_for_rlimit();
+  bool spin = !getenv("GOMP_SPINCOUNT") && !getenv("OMP_WAIT_POLICY") &&
+              setenv("GOMP_SPINCOUNT", DEVICE_SPIN_ROUNDS, 1) == 0;
+  if (!blas && !spin) return;
+  execv("/proc/self/exe", argv);
+  if (blas) unsetenv("OPENBLAS_NUM_THREADS"); /* no /proc: carry on as we are */
+  if (spin) unsetenv("GOMP_SPINCOUNT");
 }

@@ -53,14 +53,11 @@ void ppcc_rt_set_kernel_threads(int n) {
 #endif
 }
 
-void ppcc_rt_tame_blas_under_rlimit(char **argv) {
+bool rt_blas_env_for_rlimit(void) {
 #ifdef PPCC_HAVE_OPENBLAS
-  if (!address_space_limited() || getenv("OPENBLAS_NUM_THREADS")) return;
-  if (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  unsetenv("OPENBLAS_NUM_THREADS"); /* no /proc: carry on as we are */
+  return address_space_limited() && !getenv("OPENBLAS_NUM_THREADS") && setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0;
 #else
-  (void)argv;
+  return false;
 #endif
 }
 
