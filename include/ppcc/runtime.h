@@ -289,12 +289,26 @@ typedef struct ppcc_run_options {
  * (0: all cores) and the fixed cost of a kernel call; log gets a line per
  * thread count. */
 struct ppcc_calibration;
+struct ppcc_op_cost;
 ppcc_status ppcc_calibrate(struct ppcc_calibration *c, int max_threads, FILE *log, ppcc_diag *d);
 /* Adds the interpreter's per-op costs (ppcc_calibration.op_costs) from
  * built-in FFN workloads and the given workload model texts (the driver's
  * generated Llamas), each run on one device with one kernel thread. */
 ppcc_status ppcc_calibrate_ops(struct ppcc_calibration *c, const char *const *workloads, int n_workloads, FILE *log,
                                ppcc_diag *d);
+
+/* One measured call of an op kind, as ppcc_calibrate_ops samples them:
+ * its FLOPs, bytes, the weight bytes the caches hold and those from
+ * beyond them (ppcc_predict_cold_share), and its time. */
+typedef struct ppcc_op_sample {
+  double flops, bytes, weight_bytes, cold_weight_bytes, us;
+} ppcc_op_sample;
+/* The op cost ppcc_calibrate_ops fits to an op kind's samples (calibrate.c,
+ * fit_op): the least relative squared error among the non-negative fits of
+ * every subset of its five terms, a weight byte from beyond the caches
+ * costing at least one from them where samples have both. False without a
+ * fit (no samples, none non-negative). */
+bool ppcc_calibrate_fit_op_cost(const char *name, const ppcc_op_sample *samples, int n, struct ppcc_op_cost *out);
 
 /* The JIT as ppcc_calibrate_jit_ops uses it (the driver's, which loads the
  * MLIR backend): compile a graph (after all passes) into *ctx, run it as

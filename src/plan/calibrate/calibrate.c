@@ -447,6 +447,8 @@ static double term(const op_samples *o, int c, int i) {
 /* The fit of one op kind (see above); false without samples. */
 static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
   double best_err = INFINITY;
+  bool any_cold = false;
+  for (int i = 0; i < o->n; i++) any_cold = any_cold || o->at[i].cw > 0;
   for (int mask = 1; mask < 1 << TERMS; mask++) {
     int cols[TERMS], k = 0;
     for (int c = 0; c < TERMS; c++)
@@ -475,7 +477,12 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
       coef[cols[c]] = x[c] * scale[c];
       nonneg = nonneg && coef[cols[c]] >= 0;
     }
-    if (!nonneg) continue;
+    /* where the samples read weights from both near and far, a byte from
+     * far never costs less than one from near: in workloads whose cold
+     * share is one fraction the two columns are proportional, and a fit
+     * putting the whole cost on the cached bytes would charge it to every
+     * weight byte of a model that fits in the caches */
+    if (!nonneg || (any_cold && coef[3] > coef[4])) continue;
     double err = 0;
     for (int i = 0; i < o->n; i++) {
       double fitted = 0;
@@ -495,6 +502,21 @@ static bool fit_op(const op_samples *o, ppcc_op_cost *out) {
   if (out->ns_per_cold_weight_byte < out->ns_per_weight_byte) out->ns_per_cold_weight_byte = out->ns_per_weight_byte;
   snprintf(out->name, sizeof out->name, "%s", o->name);
   return isfinite(best_err);
+}
+
+bool ppcc_calibrate_fit_op_cost(const char *name, const ppcc_op_sample *samples, int n, ppcc_op_cost *out) {
+  op_samples o = {0};
+  snprintf(o.name, sizeof o.name, "%s", name);
+  bool ok = n > 0;
+  for (int i = 0; ok && i < n; i++) {
+    const ppcc_op_sample *x = &samples[i];
+    double w = x->weight_bytes + x->cold_weight_bytes, cold = w > 0 ? x->cold_weight_bytes / w : 0;
+    ok = x->us > 0 && add_sample(&o, x->flops, x->bytes, w, cold, x->us);
+  }
+  *out = (ppcc_op_cost){0};
+  ok = ok && fit_op(&o, out);
+  free(o.at);
+  return ok;
 }
 
 #define OP_FORWARDS 8
