@@ -558,7 +558,7 @@ static ppcc_status fold_trilu(const Onnx__NodeProto *n, ox_tensor *const *in, in
 
 static ppcc_status fold_where(ox_tensor *const *in, const char *who, ox_tensor *out, ppcc_diag *d) {
   int r1, r2;
-  int64_t s1[PPCC_MAX_RANK], s2[PPCC_MAX_RANK], idx[PPCC_MAX_RANK] = {0};
+  int64_t s1[PPCC_MAX_RANK] = {0}, s2[PPCC_MAX_RANK] = {0}, idx[PPCC_MAX_RANK] = {0};
   ox_tensor tmp = {.rank = 0};
   if (!broadcast_shape(in[1], in[2], &r1, s1)) return fold_error(d, who, "Where operands do not broadcast");
   tmp.rank = r1;
