@@ -123,14 +123,16 @@ void rt_finish_gate_wait(rt_finish_gate *gate) {
 }
 
 /* libgomp's spin in rounds (GOMP_SPINCOUNT): about 10 us by its own
- * estimate of 100000 rounds a ms (its default: 300000, and 100 where a
- * team has more threads than cores, which this leaves as it is). Measured (2 cores, --repeat 300, forward
- * median, 3 rounds each): gen_llama decode TP1 PP2 interp 12.0 ms with
- * the default, 0.30-0.34 with 1000, 1.0 with 10000; JIT 5.2-6.1 -> 0.29-
- * 0.32; none of tiny_llama, ppffn, ppffn_sharktank, pp_chain, tp_ffn, the
- * PP4 and TP2xPP2 decodes or a 32-token PP4 prefill slower on either
- * backend. 0 (or OMP_WAIT_POLICY=passive) put tp_ffn's forward at 0.045
- * ms instead of 0.028: every barrier then sleeps. */
+ * estimate of 100000 rounds a ms. Its default is 300000, and 100 where a
+ * team has more threads than cores (a set GOMP_SPINCOUNT of 1000 leaves
+ * that at 100). Measured (2 cores, --repeat 300, forward median, 3
+ * rounds each, interp / JIT): gen_llama decode TP1 PP2 7.0-8.0 / 6.4-7.8
+ * ms with the default, 0.32-0.46 / 0.30-0.38 with 1000 (1.0 with 10000);
+ * its 32-token PP2 prefill 12-16 / 8.0-8.5 ms against 1.9-2.6 / 1.8-2.2;
+ * tiny_llama, ppffn, ppffn_sharktank, pp_chain, tp_ffn, explicit_transfer
+ * and the PP4, TP2 and TP2xPP2 decodes unchanged. 0 (or
+ * OMP_WAIT_POLICY=passive) put tp_ffn's forward at 0.045 ms instead of
+ * 0.028: every barrier then sleeps. */
 #define DEVICE_SPIN_ROUNDS "1000"
 
 void ppcc_rt_tame_threads(char **argv) {
