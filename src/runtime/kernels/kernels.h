@@ -19,13 +19,13 @@ int rt_contract_slice_dim(const ppcc_op *op, int k, const ppcc_value *operand, p
 /* Shard `shard` of a linear with partial-sum result runs without its bias. */
 bool rt_drops_bias(const ppcc_op *op, ppcc_layout result_layout, int shard);
 
-/* Threads kernels may use (set per run). */
 /* Under an address-space limit (ulimit -v, below 32 GiB) OpenBLAS's worker
  * threads spin forever on a failing malloc, and exit waits for them: sets
  * OPENBLAS_NUM_THREADS=1 (no workers; each BLAS call runs only where its
  * buffer fits, else the portable kernel) unless the user set it, and says
  * whether it did (ppcc_rt_tame_threads then runs the program again). */
 bool rt_blas_env_for_rlimit(void);
+/* Threads kernels may use (set per run). */
 int rt_kernel_threads(void);
 /* Whether every matmul row is computed by the same one-row call
  * (ppcc_rt_set_row_invariant_matmul, --deterministic). */
