@@ -179,6 +179,16 @@ grep -q "^wait costs: each fit in a process of its own" "$tmp/cal.log" ||
   fail "calibrate fits the wait costs in its own process: $(grep -i wait "$tmp/cal.log")"
 grep -Eq "^device threads sharing a core: [1-7] fits \(resume/start, us\):( -?[0-9.]+/-?[0-9.]+)+$" "$tmp/cal.log" ||
   fail "calibrate does not log each wait fit: $(grep -i fits "$tmp/cal.log")"
+# every op-cost sample is taken in the steady state --check-plan measures:
+# each workload (and each JIT variant with its base) after 50 ms of
+# unmeasured forwards (taken from the first forwards after loading, a
+# decode stage's linears were priced 25-50 % too slow)
+grep -Eq "^per-op workloads: [1-9][0-9]*, each measured after 50 ms of unmeasured forwards \([1-9][0-9]* to [1-9][0-9]*\)" "$tmp/cal.log" ||
+  fail "calibrate does not warm its per-op workloads up: $(grep -i workloads "$tmp/cal.log")"
+if [[ $have_jit == true ]]; then
+  grep -Eq "^JIT workloads and their variants \(pairs\): [1-9][0-9]*, each measured after 50 ms of unmeasured forwards" "$tmp/cal.log" ||
+    fail "calibrate does not warm its JIT workloads up: $(grep -i workloads "$tmp/cal.log")"
+fi
 # that child mode: one fit printed as "resume start"; a placement the
 # calibration's threads cannot run, a bad spec or file: one error line
 fit=$("$ppcc" calibrate --wait-fit "interp,0,$tmp/calib.json") || fail "--wait-fit interp,0 failed"

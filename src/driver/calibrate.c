@@ -62,7 +62,7 @@ static const cli_command calibrate_command = {
            "slowdown of devices computing at once; with the JIT, each op kind's cost\n"
            "on JIT-compiled workloads (jit_op_costs) and the cut of a replicated\n"
            "operand in a row-parallel kernel (jit_operand_cut). Best (or median) of\n"
-           "several runs each; takes about 30 s. Calibrate on the machine, and with the\n"
+           "several runs each; takes about a minute. Calibrate on the machine, and with the\n"
            "--threads, of the runs.\n",
   .options = calibrate_options,
   .help_column = 17,

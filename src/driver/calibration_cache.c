@@ -1,7 +1,7 @@
 /* The calibration `ppcc run --check-plan` uses when none is given: out of
  * the box its predicted stage times come from this machine, not from
  * constants. Measured once per CPU model on first use (what `ppcc
- * calibrate` measures, about 30 s) and cached in
+ * calibrate` measures, about a minute) and cached in
  * $XDG_CACHE_HOME/ppcc (else ~/.cache/ppcc) as
  * calibration-vN-HASH.json (N the file format, PPCC_CALIBRATION_VERSION),
  * HASH of the CPU model and core count, written through the atomic-output

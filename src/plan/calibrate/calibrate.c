@@ -344,7 +344,8 @@ ppcc_status ppcc_calibrate(ppcc_calibration *c, int max_threads, FILE *log, ppcc
  * is measured where it runs: workload models (the driver's generated
  * Llamas, and the FFN blocks below) on one device with one kernel thread
  * through the interpreter executor, every op's compute span recorded
- * (ppcc_plan_measure.op_busy_ms, the median of several forwards). Per op
+ * (ppcc_plan_measure.op_busy_ms, the median of several forwards after a
+ * warm-up, as --check-plan measures). Per op
  * kind, the samples (FLOPs, bytes, microseconds) are fitted by
  * call_us + ns_per_flop * FLOPs + ns_per_byte * bytes + ns_per_weight_byte
  * * weight bytes + ns_per_cold_weight_byte * cold weight bytes (params:
@@ -521,6 +522,25 @@ bool ppcc_calibrate_fit_op_cost(const char *name, const ppcc_op_sample *samples,
 
 #define OP_FORWARDS 8
 
+/* Warm-ups before measuring (the log says how many forwards each took). */
+typedef struct warm_stats {
+  int n;      /* workloads (or pairs) warmed up */
+  int lo, hi; /* fewest and most forwards of one warm-up */
+} warm_stats;
+
+static void warm_note(warm_stats *w, int forwards) {
+  if (!w) return;
+  if (!w->n || forwards < w->lo) w->lo = forwards;
+  if (!w->n || forwards > w->hi) w->hi = forwards;
+  w->n++;
+}
+
+static void warm_log(FILE *log, const char *what, const warm_stats *w) {
+  if (log && w->n)
+    fprintf(log, "%s: %d, each measured after %d ms of unmeasured forwards (%d to %d), the steady state --check-plan measures\n",
+            what, w->n, PPCC_CHECK_PLAN_WARMUP_MS, w->lo, w->hi);
+}
+
 /* One workload model loaded, placed and measured as --check-plan does:
  * per device busy (ms) and, when op_ms is wanted, every op's busy time. */
 typedef struct workload {
@@ -642,16 +662,31 @@ static ppcc_status add_samples(const workload *w, sample_set *s, double cold, in
 
 /* Runs one workload model on its device with one kernel thread, and (when
  * many > 1 and s_many) with `many` threads, a forward of each in turn (the
- * machine's load changes), and adds every op's median time to s_one and
- * s_many. Both read their weights in turn: the caches of one core (`many`
+ * machine's load changes), after a warm-up (warm), and adds every op's
+ * median time to s_one and s_many. Both read their weights in turn: the caches of one core (`many`
  * cores) of cache_bytes hold a part of both models' params. */
 static ppcc_status sample_workload(const char *text, sample_set *s_one, int many, sample_set *s_many,
-                                   double cache_bytes, ppcc_diag *d) {
+                                   double cache_bytes, warm_stats *warm, ppcc_diag *d) {
   bool both = many > 1 && s_many;
   workload one, more;
   memset(&more, 0, sizeof more);
   ppcc_status st = workload_open(&one, text, true, d);
   if (!st && both) st = workload_open(&more, text, true, d);
+  /* the steady state, as --check-plan measures it after its warm-up: in
+   * the first forwards after loading, a one-token linear read its weights
+   * at 0.025-0.047 ns a byte, 0.017-0.020 once warm (the same model under
+   * `ppcc run --check-plan`: 0.017), which put decode stages at +50 % */
+  double t0 = omp_get_wtime();
+  int n_warm = 0;
+  while (!st && (omp_get_wtime() - t0) * 1e3 < PPCC_CHECK_PLAN_WARMUP_MS) {
+    st = workload_forward_on(&one, 1, d);
+    rt_pool_park();
+    if (!st && both) st = workload_forward_on(&more, many, d);
+    n_warm++;
+  }
+  if (!st) warm_note(warm, n_warm);
+  one.m.forwards = 0;
+  more.m.forwards = 0;
   for (int r = 0; !st && r <= OP_FORWARDS; r++) {
     st = workload_forward_on(&one, 1, d);
     rt_pool_park(); /* its kernel threads wake in every forward, alike (add_samples leaves it out) */
@@ -955,8 +990,10 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
    * a second thread than the hot sgemm loop of gemm_gflops suggests */
   sample_set many = {0};
   if (!st && c->n_threads > 1) calibrate_pool_wake(c, log);
+  warm_stats warm = {0};
   for (int i = 0; !st && i < n_texts; i++)
-    st = sample_workload(texts[i], &s, c->n_threads, &many, c->cache_bytes, d);
+    st = sample_workload(texts[i], &s, c->n_threads, &many, c->cache_bytes, &warm, d);
+  warm_log(log, "per-op workloads", &warm);
   if (!st) st = concurrency(c, log, d);
   for (int i = 0; !st && i < s.n; i++) {
     ppcc_op_cost k = {0};
@@ -1163,6 +1200,21 @@ static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int for
   return jit_workload_run_on(w, jit, 0, forwards, us, d);
 }
 
+/* A workload and its variant in turn for PPCC_CHECK_PLAN_WARMUP_MS,
+ * unmeasured: their differences are taken in the steady state that
+ * --check-plan measures (sample_workload: the first forwards after
+ * loading are far slower). */
+static bool jit_pair_warm_up(jit_workload *a, jit_workload *b, const ppcc_calib_jit *jit, warm_stats *warm,
+                             ppcc_diag *d) {
+  double t0 = omp_get_wtime(), us;
+  bool ok = true;
+  int n = 0;
+  do ok = jit_workload_run(a, jit, 1, &us, d) && jit_workload_run(b, jit, 1, &us, d), n++;
+  while (ok && (omp_get_wtime() - t0) * 1e3 < PPCC_CHECK_PLAN_WARMUP_MS);
+  if (ok) warm_note(warm, n);
+  return ok;
+}
+
 /* The cost keys of g's compute ops (ppcc_op_cost_key), each once. */
 typedef char cost_key[48];
 static int op_kinds(const ppcc_graph *g, cost_key *kinds, int cap) {
@@ -1216,7 +1268,7 @@ static double interp_cost_us(const ppcc_calibration *c, const ppcc_graph *g, con
  * costs, over the calls (one sample each in *extra; their median counts). */
 static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration *c, const ppcc_calib_jit *jit,
                                        sample_set *s, cost_key *gemm_keys, int *n_gemm, double *extra,
-                                       int *n_extra, ppcc_diag *d) {
+                                       int *n_extra, warm_stats *warm, ppcc_diag *d) {
   jit_workload base;
   if (!jit_workload_open(&base, text, jit)) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "JIT calibration workload does not compile");
   cost_key kinds[PPCC_CALIB_MAX_OPS];
@@ -1265,7 +1317,7 @@ static ppcc_status sample_jit_workload(const char *text, const ppcc_calibration 
     bool ok = variant && jit_workload_open(&v, variant, jit);
     free(variant);
     if (!ok) continue; /* e.g. an in-place op whose copies the passes refuse: no sample */
-    ok = jit_workload_run(&v, jit, 1, &v_us, d); /* warm up */
+    ok = jit_pair_warm_up(&base, &v, jit, warm, d);
     int nd = 0;
     for (int r = 0; ok && r < JIT_ROUNDS; r++) {
       ok = jit_workload_run(&base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
@@ -1379,7 +1431,7 @@ static bool jit_copies_diff(const char *text, const char *key, int copies, int r
     return false;
   }
   int nd = 0;
-  ok = jit_workload_run(base, jit, 1, &b_us, d) && jit_workload_run(&v, jit, 1, &v_us, d);
+  ok = jit_pair_warm_up(base, &v, jit, NULL, d);
   for (int r = 0; ok && r < rounds; r++) {
     ok = jit_workload_run(base, jit, JIT_FORWARDS, &b_us, d) && jit_workload_run(&v, jit, JIT_FORWARDS, &v_us, d);
     if (ok) diff[nd++] = (v_us - b_us) / copies;
@@ -1834,14 +1886,16 @@ ppcc_status ppcc_calibrate_jit_ops(ppcc_calibration *c, const char *const *workl
   cost_key gemm_keys[PPCC_CALIB_MAX_OPS];
   int n_gemm = 0, n_extra = 0;
   double extra[256];
+  warm_stats warm = {0};
   for (int i = 0; !st && i < (int)(sizeof ffn / sizeof *ffn); i++) {
     char *text = ffn_model(ffn[i][0], ffn[i][1], ffn[i][2], 1, 1);
-    st = text ? sample_jit_workload(text, c, jit, &s, gemm_keys, &n_gemm, extra, &n_extra, d)
+    st = text ? sample_jit_workload(text, c, jit, &s, gemm_keys, &n_gemm, extra, &n_extra, &warm, d)
               : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
     free(text);
   }
   for (int i = 0; !st && i < n_workloads; i++)
-    st = sample_jit_workload(workloads[i], c, jit, &s, gemm_keys, &n_gemm, extra, &n_extra, d);
+    st = sample_jit_workload(workloads[i], c, jit, &s, gemm_keys, &n_gemm, extra, &n_extra, &warm, d);
+  warm_log(log, "JIT workloads and their variants (pairs)", &warm);
   for (int i = 0; !st && i < s.n; i++) {
     ppcc_op_cost k = {0};
     if (!fit_op(&s.ops[i], &k)) continue;
