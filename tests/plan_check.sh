@@ -185,6 +185,10 @@ grep -Eq "^device threads sharing a core: [1-7] fits \(resume/start, us\):( -?[0
 # decode stage's linears were priced 25-50 % too slow)
 grep -Eq "^per-op workloads: [1-9][0-9]*, each measured after 50 ms of unmeasured forwards \([1-9][0-9]* to [1-9][0-9]*\)" "$tmp/cal.log" ||
   fail "calibrate does not warm its per-op workloads up: $(grep -i workloads "$tmp/cal.log")"
+# and spread over several passes, each sample the median of its passes
+# (one pass's few seconds may all fall in a slow phase of the machine)
+grep -Eq "^per-op samples: the median of [3-9] passes over the workloads" "$tmp/cal.log" ||
+  fail "calibrate takes its op samples in one pass: $(grep -i samples "$tmp/cal.log")"
 if [[ $have_jit == true ]]; then
   grep -Eq "^JIT workloads and their variants \(pairs\): [1-9][0-9]*, each measured after 50 ms of unmeasured forwards" "$tmp/cal.log" ||
     fail "calibrate does not warm its JIT workloads up: $(grep -i workloads "$tmp/cal.log")"

@@ -389,15 +389,19 @@ static op_samples *samples_for(sample_set *s, const char *name) {
   return o;
 }
 
-static bool add_sample_of(op_samples *o, double calls, double f, double b, double w, double cold, double t) {
+static bool push_sample(op_samples *o, op_sample x) {
   if (o->n == o->cap) {
     int cap = o->cap ? 2 * o->cap : 16;
     op_sample *at = realloc(o->at, sizeof *at * (size_t)cap);
     if (!at) return false;
     o->at = at, o->cap = cap;
   }
-  o->at[o->n++] = (op_sample){.calls = calls, .f = f, .b = b, .w = w * (1 - cold), .cw = w * cold, .t = t};
+  o->at[o->n++] = x;
   return true;
+}
+
+static bool add_sample_of(op_samples *o, double calls, double f, double b, double w, double cold, double t) {
+  return push_sample(o, (op_sample){.calls = calls, .f = f, .b = b, .w = w * (1 - cold), .cw = w * cold, .t = t});
 }
 
 static bool add_sample(op_samples *o, double f, double b, double w, double cold, double t) {
@@ -407,6 +411,31 @@ static bool add_sample(op_samples *o, double f, double b, double w, double cold,
 static void samples_free(sample_set *s) {
   for (int i = 0; i < s->n; i++) free(s->ops[i].at);
   free(s->ops);
+}
+
+/* The same workloads sampled in n passes (the same ops in the same order
+ * each time): into out, each sample with its median time over the passes.
+ * One pass's samples of a workload come from a fraction of a second, and
+ * the machine's speed drifts over seconds (the one-token linears of a
+ * calibration read their weights at 0.019 or at 0.027 ns a byte, as the
+ * few seconds of that workload fell); the passes spread them out. */
+static bool merge_passes(const sample_set *passes, int n, sample_set *out) {
+  for (int k = 0; k < passes[0].n; k++) {
+    const op_samples *first = &passes[0].ops[k];
+    op_samples *o = samples_for(out, first->name);
+    if (!o) return false;
+    for (int i = 0; i < first->n; i++) {
+      double t[16];
+      int m = 0;
+      for (int p = 0; p < n && m < 16; p++) /* a pass that differs (it cannot: same texts) is left out */
+        if (k < passes[p].n && strcmp(passes[p].ops[k].name, first->name) == 0 && passes[p].ops[k].n == first->n)
+          t[m++] = passes[p].ops[k].at[i].t;
+      op_sample x = first->at[i];
+      x.t = rt_median(t, m);
+      if (!push_sample(o, x)) return false;
+    }
+  }
+  return true;
 }
 
 /* Solves the k x k system a x = y (k <= TERMS) by Gaussian elimination
@@ -521,6 +550,7 @@ bool ppcc_calibrate_fit_op_cost(const char *name, const ppcc_op_sample *samples,
 }
 
 #define OP_FORWARDS 8
+#define OP_PASSES 5 /* over all workloads; each sample's median counts (merge_passes) */
 
 /* Warm-ups before measuring (the log says how many forwards each took). */
 typedef struct warm_stats {
@@ -662,9 +692,10 @@ static ppcc_status add_samples(const workload *w, sample_set *s, double cold, in
 
 /* Runs one workload model on its device with one kernel thread, and (when
  * many > 1 and s_many) with `many` threads, a forward of each in turn (the
- * machine's load changes), after a warm-up (warm), and adds every op's
- * median time to s_one and s_many. Both read their weights in turn: the caches of one core (`many`
- * cores) of cache_bytes hold a part of both models' params. */
+ * machine's load changes), after a warm-up (counted in warm), and adds
+ * every op's median time to s_one and s_many. Both read their weights in
+ * turn: the caches of one core (`many` cores) of cache_bytes hold a part
+ * of both models' params. */
 static ppcc_status sample_workload(const char *text, sample_set *s_one, int many, sample_set *s_many,
                                    double cache_bytes, warm_stats *warm, ppcc_diag *d) {
   bool both = many > 1 && s_many;
@@ -991,9 +1022,17 @@ ppcc_status ppcc_calibrate_ops(ppcc_calibration *c, const char *const *workloads
   sample_set many = {0};
   if (!st && c->n_threads > 1) calibrate_pool_wake(c, log);
   warm_stats warm = {0};
-  for (int i = 0; !st && i < n_texts; i++)
-    st = sample_workload(texts[i], &s, c->n_threads, &many, c->cache_bytes, &warm, d);
+  sample_set pass_one[OP_PASSES] = {0}, pass_many[OP_PASSES] = {0};
+  double t0 = omp_get_wtime();
+  for (int p = 0; p < OP_PASSES; p++)
+    for (int i = 0; !st && i < n_texts; i++)
+      st = sample_workload(texts[i], &pass_one[p], c->n_threads, &pass_many[p], c->cache_bytes, &warm, d);
+  if (!st && !(merge_passes(pass_one, OP_PASSES, &s) && merge_passes(pass_many, OP_PASSES, &many)))
+    st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
+  for (int p = 0; p < OP_PASSES; p++) samples_free(&pass_one[p]), samples_free(&pass_many[p]);
   warm_log(log, "per-op workloads", &warm);
+  if (log && !st)
+    fprintf(log, "per-op samples: the median of %d passes over the workloads (%.1f s)\n", OP_PASSES, omp_get_wtime() - t0);
   if (!st) st = concurrency(c, log, d);
   for (int i = 0; !st && i < s.n; i++) {
     ppcc_op_cost k = {0};
