@@ -413,8 +413,11 @@ static void samples_free(sample_set *s) {
   free(s->ops);
 }
 
-/* The same workloads sampled in n passes (the same ops in the same order
- * each time): into out, each sample with its median time over the passes.
+#define OP_PASSES 5 /* over all workloads; each sample's median counts (merge_passes) */
+
+/* The same workloads sampled in n <= OP_PASSES passes (the same ops in
+ * the same order each time): into out, each sample with its median time
+ * over the passes.
  * One pass's samples of a workload come from a fraction of a second, and
  * the machine's speed drifts over seconds (the one-token linears of a
  * calibration read their weights at 0.019 or at 0.027 ns a byte, as the
@@ -425,9 +428,9 @@ static bool merge_passes(const sample_set *passes, int n, sample_set *out) {
     op_samples *o = samples_for(out, first->name);
     if (!o) return false;
     for (int i = 0; i < first->n; i++) {
-      double t[16];
+      double t[OP_PASSES];
       int m = 0;
-      for (int p = 0; p < n && m < 16; p++) /* a pass that differs (it cannot: same texts) is left out */
+      for (int p = 0; p < n && p < OP_PASSES; p++) /* a pass that differs (it cannot: same texts) is left out */
         if (k < passes[p].n && strcmp(passes[p].ops[k].name, first->name) == 0 && passes[p].ops[k].n == first->n)
           t[m++] = passes[p].ops[k].at[i].t;
       op_sample x = first->at[i];
@@ -550,7 +553,6 @@ bool ppcc_calibrate_fit_op_cost(const char *name, const ppcc_op_sample *samples,
 }
 
 #define OP_FORWARDS 8
-#define OP_PASSES 5 /* over all workloads; each sample's median counts (merge_passes) */
 
 /* Warm-ups before measuring (the log says how many forwards each took). */
 typedef struct warm_stats {
@@ -690,6 +692,15 @@ static ppcc_status add_samples(const workload *w, sample_set *s, double cold, in
   return PPCC_OK;
 }
 
+/* A forward of `one` with one kernel thread, then (both) of `more` with
+ * `many`: sample_workload's warm-up and measured forwards alike. */
+static ppcc_status forward_pair(workload *one, workload *more, bool both, int many, ppcc_diag *d) {
+  ppcc_status st = workload_forward_on(one, 1, d);
+  rt_pool_park(); /* its kernel threads wake in every forward, alike (add_samples leaves it out) */
+  if (!st && both) st = workload_forward_on(more, many, d);
+  return st;
+}
+
 /* Runs one workload model on its device with one kernel thread, and (when
  * many > 1 and s_many) with `many` threads, a forward of each in turn (the
  * machine's load changes), after a warm-up (counted in warm), and adds
@@ -709,20 +720,12 @@ static ppcc_status sample_workload(const char *text, sample_set *s_one, int many
    * `ppcc run --check-plan`: 0.017), which put decode stages at +50 % */
   double t0 = omp_get_wtime();
   int n_warm = 0;
-  while (!st && (omp_get_wtime() - t0) * 1e3 < PPCC_CHECK_PLAN_WARMUP_MS) {
-    st = workload_forward_on(&one, 1, d);
-    rt_pool_park();
-    if (!st && both) st = workload_forward_on(&more, many, d);
-    n_warm++;
-  }
+  for (; !st && (omp_get_wtime() - t0) * 1e3 < PPCC_CHECK_PLAN_WARMUP_MS; n_warm++)
+    st = forward_pair(&one, &more, both, many, d);
   if (!st) warm_note(warm, n_warm);
   one.m.forwards = 0;
   more.m.forwards = 0;
-  for (int r = 0; !st && r <= OP_FORWARDS; r++) {
-    st = workload_forward_on(&one, 1, d);
-    rt_pool_park(); /* its kernel threads wake in every forward, alike (add_samples leaves it out) */
-    if (!st && both) st = workload_forward_on(&more, many, d);
-  }
+  for (int r = 0; !st && r <= OP_FORWARDS; r++) st = forward_pair(&one, &more, both, many, d);
   if (!st && (!one.m.filled || (both && !more.m.filled)))
     st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "calibration workload recorded no spans");
   if (!st) ppcc_plan_measure_summarize(&one.m);
@@ -1245,11 +1248,12 @@ static bool jit_workload_run(jit_workload *w, const ppcc_calib_jit *jit, int for
  * loading are far slower). */
 static bool jit_pair_warm_up(jit_workload *a, jit_workload *b, const ppcc_calib_jit *jit, warm_stats *warm,
                              ppcc_diag *d) {
-  double t0 = omp_get_wtime(), us;
+  double t0 = omp_get_wtime();
   bool ok = true;
   int n = 0;
-  do ok = jit_workload_run(a, jit, 1, &us, d) && jit_workload_run(b, jit, 1, &us, d), n++;
+  do ok = jit_workload_forward(a, jit, 0, d) && jit_workload_forward(b, jit, 0, d), n++;
   while (ok && (omp_get_wtime() - t0) * 1e3 < PPCC_CHECK_PLAN_WARMUP_MS);
+  a->m.forwards = b->m.forwards = 0; /* unmeasured (jit_workload_run counts its own forwards only, too) */
   if (ok) warm_note(warm, n);
   return ok;
 }
