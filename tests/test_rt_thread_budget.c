@@ -230,14 +230,17 @@ START_TEST(device_threads_placed_then_released) {
   rt_device_thread_enter(1);
   int lone = my_cpu_if_one();
   ck_assert_int_ge(lone, 0);
+  ck_assert_int_eq(sched_getscheduler(0), SCHED_BATCH); /* a device woken on its core does not preempt it */
   rt_device_thread_leave();
   ck_assert_int_eq(my_cpus(), all);
+  ck_assert_int_eq(sched_getscheduler(0), SCHED_BATCH); /* kept: switching back costs each forward */
   rt_place_threads(RT_PLACE_SPREAD, 2, 1);
   rt_device_thread_enter(0);
   int c0 = my_cpu_if_one();
   rt_device_thread_leave();
   rt_device_thread_enter(3);
   int c3 = my_cpu_if_one();
+  ck_assert_int_eq(sched_getscheduler(0), SCHED_BATCH);
   rt_device_thread_leave();
   rt_device_thread_enter(2);
   int c2 = my_cpu_if_one();

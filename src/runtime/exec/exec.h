@@ -19,7 +19,8 @@ void rt_place_threads(rt_placement how, int cores, int blas_threads);
  * and every reuse would fault its pages in again); ppcc calibrate sets
  * the same, so that its workloads allocate as runs do. */
 void rt_keep_freed_memory(void);
-/* A device thread's program runs between these (placed as above). */
+/* A device thread's program runs between these (placed as above; a
+ * pinned thread is SCHED_BATCH from then on). */
 void rt_device_thread_enter(int dev);
 void rt_device_thread_leave(void);
 /* One thread budget for a run: `devices` device threads (OpenMP, one
