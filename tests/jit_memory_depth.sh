@@ -21,7 +21,7 @@ grep -q 'backend=jit|interp' <<<"$help" || { echo "jit_memory_depth: no JIT in t
 
 # peak MODEL BACKEND: "dev bytes" per device, measured
 peak() {
-  "$ppcc" run "$1" --backend="$2" --check-plan --plan-memory-tolerance=100 --plan-time-tolerance=1e6 --threads 2 \
+  "$ppcc" run "$1" --backend="$2" --check-plan --calibration=none --plan-memory-tolerance=100 --plan-time-tolerance=1e6 --threads 2 \
     > "$tmp/log" 2>&1 || { cat "$tmp/log"; fail "$1 $2: run failed"; }
   awk '/predicted peak/{on=1; next} /stage  devices/{on=0} on && NF>=3 {print $1, $3}' "$tmp/log"
 }
