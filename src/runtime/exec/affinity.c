@@ -71,10 +71,11 @@ void rt_place_threads(rt_placement how, int cores, int blas_threads) {
  * instead of 0.10-0.14. The thread keeps the policy: switching back
  * after each program put 25-30 us on each of ppffn's forwards. */
 static void batch_once(void) {
-  static _Thread_local bool batch;
-  if (batch) return;
+  static _Thread_local bool tried; /* refused (a seccomp policy): not asked again each forward */
+  if (tried) return;
+  tried = true;
   struct sched_param none = {0};
-  batch = pthread_setschedparam(pthread_self(), SCHED_BATCH, &none) == 0;
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &none);
 }
 
 /* The interpreter calls it before the barrier that releases a forward's
