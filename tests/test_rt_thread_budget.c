@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +259,37 @@ START_TEST(device_threads_placed_then_released) {
 }
 END_TEST
 
+/* The scheduling policy a fresh thread gets as device 1 under a placement
+ * (each placement on a thread of its own: a thread keeps SCHED_BATCH once
+ * set, so one thread would carry the first placement's into the next). */
+static void *policy_as_device(void *placement) {
+  rt_place_threads(*(rt_placement *)placement, 2, 1);
+  rt_device_thread_enter(1);
+  int policy = sched_getscheduler(0);
+  rt_device_thread_leave();
+  return (void *)(intptr_t)policy;
+}
+
+static int fresh_thread_policy(rt_placement how) {
+  pthread_t th;
+  void *policy = NULL;
+  ck_assert_int_eq(pthread_create(&th, NULL, policy_as_device, &how), 0);
+  ck_assert_int_eq(pthread_join(th, &policy), 0);
+  return (int)(intptr_t)policy;
+}
+
+/* Pinned device threads (a lone device, devices spread over the cores)
+ * run as SCHED_BATCH, so a device woken on a computing one's core waits
+ * for it (affinity.c, batch_once); threads left to the scheduler keep the
+ * usual policy. */
+START_TEST(pinned_device_threads_run_as_batch) {
+  if (my_cpus() < 2) return; /* nothing is pinned on one core */
+  ck_assert_int_eq(fresh_thread_policy(RT_PLACE_LONE_DEVICE), SCHED_BATCH);
+  ck_assert_int_eq(fresh_thread_policy(RT_PLACE_SPREAD), SCHED_BATCH);
+  ck_assert_int_eq(fresh_thread_policy(RT_PLACE_ANYWHERE), SCHED_OTHER);
+}
+END_TEST
+
 /* Whole runs: a 2-stage pipeline with one microbatch (a lone device) and
  * with two (spread), then a plain OpenMP region: every thread has all
  * cores. */
@@ -298,6 +330,7 @@ int main(void) {
   tcase_add_test(tc, concurrent_multithreaded_sgemm_same_bits);
   tcase_add_test(tc, kernel_threads_park_between_calls);
   tcase_add_test(tc, device_threads_placed_then_released);
+  tcase_add_test(tc, pinned_device_threads_run_as_batch);
   tcase_add_test(tc, runs_leave_every_thread_on_every_core);
   return t_run_suite(s);
 }

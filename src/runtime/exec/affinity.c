@@ -67,8 +67,9 @@ void rt_place_threads(rt_placement how, int cores, int blas_threads) {
  * ppffn's TP2xPP2 first stage on the JIT (devices 0 and 2 on one of 2
  * cores) measured 0.018 ms instead of 0.006 in 5 runs of 16 (--repeat
  * 40, the median forward): device 2 ran its stage inside device 0's
- * time. With it, 16 of 16 at 0.006, and the forward's wall 0.09-0.10 ms
- * instead of 0.10-0.14. The thread keeps the policy: switching back
+ * time. With it, none of 16 (0.006-0.008), and the forward's wall
+ * 0.09-0.12 ms (median 0.095 over 10 runs) instead of 0.10-0.14 (0.115).
+ * The thread keeps the policy: switching back
  * after each program put 25-30 us on each of ppffn's forwards. */
 static void batch_once(void) {
   static _Thread_local bool tried; /* refused (a seccomp policy): not asked again each forward */
