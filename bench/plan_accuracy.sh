@@ -7,7 +7,8 @@
 #   bench/plan_accuracy.sh [PPCC] [ROUNDS] [CALIB.json]
 # Each model runs ROUNDS times (default 3; every run is 1 cold + 10 warm
 # forwards, busy times are the warm median), printed as the min and
-# median over rounds of the measured figure. Measured bubble =
+# median over rounds of the measured figure. The rounds go one after the
+# other over all models, PLAN_GAP seconds apart (default 10). Measured bubble =
 # 1 - sum over stages of the stage's busy time (slowest device) /
 # (stages x wall of the device programs), the same definition as the
 # prediction's. Without CALIB.json, `ppcc calibrate` runs first.
@@ -21,7 +22,13 @@
 # median over rounds of each run's median forward (what --check-plan
 # checks), and the fastest forward of all rounds (the machine at its
 # quietest: other processes only ever add time); a count of the stages
-# within 25 % of each follows.
+# within 25 % of each follows. The runs column is the largest run median
+# over the smallest: the machine's own spread between identical runs.
+# Beyond 1.25 / 0.75 = 1.67x no one prediction is within 25 % of every
+# run, so the last line counts those stages: their misses are the
+# machine's (on this project's shared 2-vCPU VM a core ran at 40-50 % of
+# its speed for seconds at a time in a fifth of 1160 probes), not the
+# time model's.
 # The machine's load (uptime) is printed before and after: the time
 # model is calibrated and checked on the same, possibly shared, machine.
 set -euo pipefail
@@ -42,15 +49,29 @@ fi
 "$bin/gen_pipeline" --blocks 8 --tp 2 --pp 2 --batch 16 --hidden 256 --ffn 1024 -o "$tmp/pipe_tp2pp2.json"
 "$bin/gen_pipeline" --blocks 4 --tp 1 --pp 4 --batch 16 --hidden 256 --ffn 1024 -o "$tmp/pipe_pp4.json"
 
-# run MODEL LABEL [ARGS...]: ROUNDS check-plan runs, outputs kept as $tmp/LABEL.N
+# run MODEL LABEL [ARGS...]: queues ROUNDS check-plan runs, kept as
+# $tmp/LABEL.N; run_queued makes them round after round (every model
+# once, then again), so that each model's rounds sample the machine minutes
+# apart: its speed moves over seconds to minutes, and back-to-back rounds
+# would all see one moment of it.
+queued=()
 run() {
-  local model=$1 label=$2; shift 2
-  local backend=${BACKEND:-${PLAN_BACKEND:-interp}}
-  [[ " $* " == *" --microbatches "* && " $* " != *" --microbatches 1 "* ]] && backend=interp
+  queued+=("${BACKEND:-${PLAN_BACKEND:-interp}} $*")
+}
+run_queued() {
+  local r job backend model label
   for ((r = 0; r < rounds; r++)); do
-    "$ppcc" run "$model" --backend="$backend" --check-plan --plan-time-tolerance=1e6 --plan-memory-tolerance=1e6 --threads 2 \
-      --calibration "$calib" --repeat "${PLAN_REPEAT:-40}" "$@" >"$tmp/$label.$r" 2>/dev/null
+    for job in "${queued[@]}"; do
+      read -r -a args <<<"$job"
+      backend=${args[0]} model=${args[1]} label=${args[2]}
+      args=("${args[@]:3}")
+      [[ " ${args[*]} " == *" --microbatches "* && " ${args[*]} " != *" --microbatches 1 "* ]] && backend=interp
+      "$ppcc" run "$model" --backend="$backend" --check-plan --plan-time-tolerance=1e6 --plan-memory-tolerance=1e6 --threads 2 \
+        --calibration "$calib" --repeat "${PLAN_REPEAT:-40}" "${args[@]}" >"$tmp/$label.$r" 2>/dev/null
+    done
+    ((r + 1 < rounds)) && sleep "${PLAN_GAP:-10}"
   done
+  queued=()
 }
 
 summarize() { # LABEL...: the tables
@@ -80,11 +101,13 @@ for label in labels:
     for d, (p, m) in sorted(dev0.items()):
         ms = [r[0][d][1] for r in runs]
         print(f"  {d:>6}  {p:>14}  {max(ms):>13}  {100*(p-max(ms))/max(ms):>+6.2f}%")
-    print(f"  {'stage':>5}  {'devices':<9}  {'predicted ms':>12}  {'median':>8}  {'fastest':>8}  {'error(median)':>13}  {'error(fastest)':>14}")
+    print(f"  {'stage':>5}  {'devices':<9}  {'predicted ms':>12}  {'median':>8}  {'fastest':>8}  {'runs':>6}  {'error(median)':>13}  {'error(fastest)':>14}")
     for s, (devs, p, _, _) in sorted(st0.items()):
-        med = statistics.median([r[1][s][2] for r in runs])
+        meds = [r[1][s][2] for r in runs]
+        med = statistics.median(meds)
         fast = min(r[1][s][3] for r in runs)
-        print(f"  {s:>5}  {devs:<9}  {p:>12.4f}  {med:>8.4f}  {fast:>8.4f}  {100*(p-med)/med:>+12.1f}%  {100*(p-fast)/fast:>+13.1f}%")
+        spread = max(meds) / min(meds) if min(meds) > 0 else float("inf")
+        print(f"  {s:>5}  {devs:<9}  {p:>12.4f}  {med:>8.4f}  {fast:>8.4f}  {spread:>5.2f}x  {100*(p-med)/med:>+12.1f}%  {100*(p-fast)/fast:>+13.1f}%")
 bub = [l for l in labels if l.startswith("bubble")]
 if bub:
     print("\n4-stage pipeline (gen_pipeline --blocks 4 --tp 1 --pp 4 --batch 16 --hidden 256 --ffn 1024)")
@@ -120,12 +143,15 @@ if [[ ${PLAN_ALL:-0} == 1 ]]; then
     run "$tmp/llama_pp4_small.json" gen_llama_L4_pp4_h128
     run "$tmp/llama_pp4_decode.json" gen_llama_L4_pp4_decode
     labels+=(gen_llama_L4_pp4 gen_llama_L4_pp4_h128 gen_llama_L4_pp4_decode)
+    run_queued
     echo
     echo "plan_accuracy: backend $BACKEND, $rounds rounds per row of ${PLAN_REPEAT:-40} warm forwards each"
     summarize "${labels[@]}" | tee "$tmp/summary"
     awk -v backend="$BACKEND" '/error\(median\)/{on=1; next} /^$|device/{on=0}
-         on && NF>=7 && $NF ~ /%$/ { n++; for (k = 0; k < 2; k++) { e = $(NF - 1 + k); sub("%", "", e); e += 0; if (e < 0) e = -e; if (e <= 25) ok[k]++ } }
-         END { printf "plan_accuracy: %s: %d of %d stages within 25%% of the measured median, %d of the fastest forward\n", backend, ok[0], n, ok[1] }' "$tmp/summary"
+         on && NF>=8 && $NF ~ /%$/ { n++; for (k = 0; k < 2; k++) { e = $(NF - 1 + k); sub("%", "", e); e += 0; if (e < 0) e = -e; if (e <= 25) ok[k]++ }
+                                     x = $(NF - 2); sub("x", "", x); if (x + 0 > 1.25 / 0.75) wide++ }
+         END { printf "plan_accuracy: %s: %d of %d stages within 25%% of the measured median, %d of the fastest forward\n", backend, ok[0], n, ok[1]
+               printf "plan_accuracy: %s: %d of %d stages with run medians more than 1.67x apart (runs: largest / smallest), which no one prediction meets within 25%%\n", backend, wide, n }' "$tmp/summary"
   done
 else
 run testdata/models/tiny_llama.json tiny_llama
@@ -134,6 +160,7 @@ run testdata/models/tp_ffn.json tp_ffn
 run "$tmp/llama_pp4.json" gen_llama_L4_pp4
 run "$tmp/pipe_tp2pp2.json" gen_pipeline_tp2pp2
 for m in 1 2 4 8; do run "$tmp/pipe_pp4.json" "bubble_M$m" --microbatches "$m"; done
+run_queued
 echo "plan_accuracy: $rounds rounds per row, calibration $(tr -d '\n ' <"$calib")"
 summarize tiny_llama ppffn_sharktank tp_ffn gen_llama_L4_pp4 gen_pipeline_tp2pp2 bubble_M1 bubble_M2 bubble_M4 bubble_M8
 fi
