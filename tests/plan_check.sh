@@ -213,7 +213,7 @@ done
 python3 -c "
 import json, sys
 c = json.load(open(sys.argv[1]))
-assert c['ppcc_calibration'] == 6 and len(c['gemm_gflops']) == 1 and c['gemm_gflops'][0] > 0
+assert c['ppcc_calibration'] == 7 and len(c['gemm_gflops']) == 1 and c['gemm_gflops'][0] > 0
 assert c['cache_bytes'] >= 1024, c.get('cache_bytes')  # a core's cache (format 3)
 # the costs around waits: residuals of the model (never exactly 0), one thread: none spread (format 4)
 assert isinstance(c['resume_us'], (int, float)) and 'resume_spread_us' not in c and 'start_spread_us' not in c, c
@@ -259,7 +259,7 @@ cached_run() {
     "$ppcc" run "$src/testdata/models/ppffn.json" --random-weights 1 --input x="$src/testdata/inputs/x.npy" \
     --check-plan --plan-time-tolerance=1e6 "$@" >"$tmp/cache.out" 2>"$tmp/cache.err"
 }
-cache_state() { stat -c '%i %Y %s' "$cache"/ppcc/calibration-v6-*.json; }
+cache_state() { stat -c '%i %Y %s' "$cache"/ppcc/calibration-v7-*.json; }
 cached_run || fail "first cached --check-plan: $(cat "$tmp/cache.err")"
 grep -q "note: no calibration for this CPU yet: measuring this machine once" "$tmp/cache.err" ||
   fail "first use does not say it calibrates: $(cat "$tmp/cache.err")"
@@ -269,7 +269,7 @@ python3 -c "
 import json, sys
 c, ref = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert c['cpu'] and c['ppcc_version'] and c['gemm_gflops'] == ref['gemm_gflops'], c
-" "$cache"/ppcc/calibration-v6-*.json "$tmp/calib.json" || fail "the cache does not hold the measured calibration"
+" "$cache"/ppcc/calibration-v7-*.json "$tmp/calib.json" || fail "the cache does not hold the measured calibration"
 before=$(cache_state)
 cached_run || fail "second cached --check-plan: $(cat "$tmp/cache.err")"
 ! grep -q "calibration" "$tmp/cache.err" || fail "second use measured again: $(cat "$tmp/cache.err")"
@@ -278,7 +278,7 @@ grep -q "plan check (1 microbatch, calibrated" "$tmp/cache.out" || fail "second 
 # a corrupt cache, an old one, one of an older file format: one warning
 # line each, measured again, rewritten
 for spoil in corrupt old format; do
-  f=$(echo "$cache"/ppcc/calibration-v6-*.json)
+  f=$(echo "$cache"/ppcc/calibration-v7-*.json)
   if [[ $spoil == corrupt ]]; then printf '{"ppcc_calibration": 1, "cores": ' >"$f"
   elif [[ $spoil == old ]]; then sed -i 's/"ppcc_version": "[^"]*"/"ppcc_version": "0.0.0-old"/' "$f"
   else # format 2: no cache nor costs of weights beyond it, nor costs around waits per placement (they would not read in it)
@@ -342,7 +342,8 @@ bad() {
 }
 good='"cores": 2, "gemm_gflops": [50], "elementwise_gbps": [10], "elementwise_gflops": [1], "copy_gbps": [10], "op_overhead_us": 1, "gemm_call_us": 1'
 bad "ppcc_calibration" "{$good}"
-bad "ppcc_calibration" "{\"ppcc_calibration\": 7, $good}"
+bad "ppcc_calibration" "{\"ppcc_calibration\": 8, $good}"
+bad "start_spread_us" "{\"ppcc_calibration\": 6, $good, \"start_spread_us\": -0.5}" # a cost before format 7
 bad "start_wide_us" "{\"ppcc_calibration\": 5, $good, \"start_wide_us\": 1}"
 bad "pool_wake_us" "{\"ppcc_calibration\": 3, $good, \"pool_wake_us\": 20}"
 bad "cache_bytes" "{\"ppcc_calibration\": 2, $good, \"cache_bytes\": 1048576}"

@@ -157,6 +157,14 @@ static ppcc_status read_text(const char *text, ppcc_calibration *c, ppcc_diag *d
   "{\"ppcc_calibration\": 5, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "                      \
   "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1"
 
+#define BASE6                                                                                                         \
+  "{\"ppcc_calibration\": 6, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "                      \
+  "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1"
+
+#define BASE7                                                                                                         \
+  "{\"ppcc_calibration\": 7, \"cores\": 2, \"gemm_gflops\": [50], \"elementwise_gbps\": [10], "                      \
+  "\"elementwise_gflops\": [1], \"copy_gbps\": [10], \"op_overhead_us\": 1, \"gemm_call_us\": 1"
+
 START_TEST(calibration_old_file_and_bad_fields) {
   ppcc_calibration c;
   ppcc_diag d;
@@ -381,7 +389,7 @@ START_TEST(calibration_format_versions) {
   ppcc_diag_init(&d, NULL, NULL);
   ck_assert_int_eq(ppcc_calibration_read(path, &back, &d), PPCC_OK);
   ck_assert_int_eq(back.version, PPCC_CALIBRATION_VERSION);
-  ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 6);
+  ck_assert_int_eq(PPCC_CALIBRATION_VERSION, 7);
   ck_assert_double_eq(back.pool_wake_us, 12.5);
   ck_assert_double_eq(back.cache_bytes, 2097152);
   ck_assert_double_eq(back.jit_threads_factor, 1.25);
@@ -414,7 +422,7 @@ START_TEST(calibration_format_versions) {
      "op_costs.linear.rows8"},
     {BASE2 ", \"jit_op_costs\": {\"nosuchop.rows1\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0}}}",
      "jit_op_costs.nosuchop.rows1"},
-    {"{\"ppcc_calibration\": 7}", "ppcc_calibration"},
+    {"{\"ppcc_calibration\": 8}", "ppcc_calibration"},
     {BASE3 ", \"pool_wake_us\": 20}", "pool_wake_us"}, /* format 3 has no wake of parked threads */
     {BASE2 ", \"op_costs\": {\"linear\": {\"call_us\": 1, \"ns_per_flop\": 0, \"ns_per_byte\": 0, \"ns_per_cold_weight_byte\": 1}}}",
      "op_costs.linear"}, /* format 2 has no cold costs */
@@ -431,6 +439,8 @@ START_TEST(calibration_format_versions) {
     {BASE4 ", \"start_own_core_us\": 1}", "start_own_core_us"}, /* format 4 has no own-core start */
     {BASE5 ", \"start_wide_us\": 1}", "start_wide_us"}, /* format 5 has no costs at four threads a core */
     {BASE5 ", \"jit_resume_wide_us\": -1}", "jit_resume_wide_us"},
+    {BASE6 ", \"start_wide_us\": -1}", "start_wide_us"}, /* before format 7 the interpreter's starts are costs */
+    {BASE7 ", \"jit_start_spread_us\": -1}", "jit_start_spread_us"}, /* the JIT's still are */
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     ck_assert_int_eq(read_text(bad[i].text, &c, &d, &msg), PPCC_ERR_USER);
@@ -448,6 +458,13 @@ START_TEST(calibration_format_versions) {
   ck_assert_double_eq(c.resume_us, -0.5);
   ck_assert_double_eq(c.jit_resume_spread_us, 3);
   free(msg);
+  ck_assert_int_eq(read_text(BASE7 ", \"start_spread_us\": -0.75, \"start_own_core_us\": -0.5, \"start_wide_us\": -0.25}", &c,
+                             &d, &msg),
+                   PPCC_OK);
+  ck_assert_double_eq(c.start_spread_us, -0.75);
+  ck_assert_double_eq(c.start_own_core_us, -0.5);
+  ck_assert_double_eq(c.start_wide_us, -0.25);
+  free(msg);
 }
 END_TEST
 
@@ -460,7 +477,7 @@ START_TEST(calibration_optional_fields_round_trip) {
     const char *key;
     size_t at;
     int since;
-    bool residual; /* may be negative (from format 4 on) */
+    bool residual; /* may be negative (from format 4 on; the interpreter's spread starts from 7) */
     double value;  /* exact in %.6g (cache_bytes: %.17g) */
   } fields[] = {
     {"hop_us", offsetof(ppcc_calibration, hop_us), 1, false, 12.5},
@@ -468,15 +485,15 @@ START_TEST(calibration_optional_fields_round_trip) {
     {"start_us", offsetof(ppcc_calibration, start_us), 1, false, 1.25},
     {"jit_start_us", offsetof(ppcc_calibration, jit_start_us), 1, false, 1.5},
     {"resume_spread_us", offsetof(ppcc_calibration, resume_spread_us), 4, true, -1.75},
-    {"start_spread_us", offsetof(ppcc_calibration, start_spread_us), 4, false, 0.5},
+    {"start_spread_us", offsetof(ppcc_calibration, start_spread_us), 4, true, 0.5},
     {"jit_resume_us", offsetof(ppcc_calibration, jit_resume_us), 4, true, -0.25},
     {"jit_resume_spread_us", offsetof(ppcc_calibration, jit_resume_spread_us), 4, true, 2.25},
     {"jit_start_spread_us", offsetof(ppcc_calibration, jit_start_spread_us), 4, false, 0.375},
     {"pool_wake_us", offsetof(ppcc_calibration, pool_wake_us), 4, false, 3.125},
-    {"start_own_core_us", offsetof(ppcc_calibration, start_own_core_us), 5, false, 0.625},
+    {"start_own_core_us", offsetof(ppcc_calibration, start_own_core_us), 5, true, 0.625},
     {"jit_start_own_core_us", offsetof(ppcc_calibration, jit_start_own_core_us), 5, false, 0.875},
     {"resume_wide_us", offsetof(ppcc_calibration, resume_wide_us), 6, true, -0.5},
-    {"start_wide_us", offsetof(ppcc_calibration, start_wide_us), 6, false, 1.125},
+    {"start_wide_us", offsetof(ppcc_calibration, start_wide_us), 6, true, 1.125},
     {"jit_resume_wide_us", offsetof(ppcc_calibration, jit_resume_wide_us), 6, true, 0.3125},
     {"jit_start_wide_us", offsetof(ppcc_calibration, jit_start_wide_us), 6, false, 2.5},
     {"cache_bytes", offsetof(ppcc_calibration, cache_bytes), 3, false, 2097152.5},
@@ -898,12 +915,45 @@ START_TEST(start_grows_with_device_threads_sharing_the_core) {
     }
     ppcc_graph_free(g);
   }
-  c.version = PPCC_CALIBRATION_VERSION;
+  c.version = 6; /* before format 7 a start is a cost: */
   c.start_own_core_us = 50; /* above the spread start: 6 devices, 50 - 2 * 20 = 10; 8 devices would be below 0 */
   ppcc_graph *g = tp_group(8);
   ppcc_prediction p = predict(g, &c, 1, 2, false);
   ck_assert_double_eq_tol(p.stages[0].time_ms, 4 * 1.2, 1e-9);
   ppcc_prediction_free(&p);
+  ppcc_graph_free(g);
+}
+END_TEST
+
+/* Format 7: the interpreter's starts where the device threads spread are
+ * residuals: a forward's first op costs that much less (measured: -0.3 to
+ * -0.9 us, about the resume the program's start is charged), never more
+ * than its own time with that resume; a format 6 file's, and the JIT's,
+ * stay at 0. Two TP devices on 2 cores: each alone on its core. */
+START_TEST(interpreter_start_below_zero_is_a_residual) {
+  ppcc_calibration c = matmul_takes_1ms();
+  ppcc_op_cost jk = {"matmul", 1000, 0, 0, 0, 0};
+  ck_assert(ppcc_calibration_set_jit_op_cost(&c, &jk));
+  c.resume_spread_us = 200, c.jit_resume_spread_us = 400;
+  c.start_own_core_us = -150, c.jit_start_own_core_us = -150;
+  ppcc_graph *g = tp_group(2);
+  static const struct {
+    int version;
+    bool jit;
+    double start_us, stage_ms;
+  } cases[] = {
+      {PPCC_CALIBRATION_VERSION, false, -150, 1.05}, /* 1 ms + 0.2 resume - 0.15 */
+      {PPCC_CALIBRATION_VERSION, false, -5000, 0},   /* all of the op's 1.2 ms, not more */
+      {6, false, -150, 1.2},
+      {PPCC_CALIBRATION_VERSION, true, -150, 1.4},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    c.version = cases[i].version;
+    c.start_own_core_us = c.jit_start_own_core_us = cases[i].start_us;
+    ppcc_prediction p = predict(g, &c, 1, 2, cases[i].jit);
+    ck_assert_msg(fabs(p.stages[0].time_ms - cases[i].stage_ms) < 1e-9, "case %zu: %.6f ms", i, p.stages[0].time_ms);
+    ppcc_prediction_free(&p);
+  }
   ppcc_graph_free(g);
 }
 END_TEST
@@ -1256,6 +1306,7 @@ int main(void) {
   tcase_add_test(tc, calibration_optional_fields_round_trip);
   tcase_add_test(tc, wait_costs_follow_placement);
   tcase_add_test(tc, start_grows_with_device_threads_sharing_the_core);
+  tcase_add_test(tc, interpreter_start_below_zero_is_a_residual);
   tcase_add_test(tc, wait_costs_toward_four_threads_a_core);
   tcase_add_test(tc, resume_paid_by_first_op_reading_weights);
   tcase_add_test(tc, resume_not_paid_for_weights_read_before);

@@ -82,7 +82,9 @@
  *   5 on, with no more device threads than cores, each alone on its
  *   core, start_own_core_us, and with k other device threads on the
  *   device's core start_own_core_us + k * (start_spread_us -
- *   start_own_core_us), at least 0; from format 6 on, a line through
+ *   start_own_core_us), at least 0 (from format 7 on the interpreter's
+ *   may be below 0: a residual, taking back at most the first op's time
+ *   with its resume); from format 6 on, a line through
  *   the measured k = 0, 1 and 3 (start_wide_us), and beyond 3 the last
  *   segment's; the resume likewise from k = 1 (resume_spread_us) to
  *   3 (resume_wide_us), resume_spread_us below), else sharing a core;
@@ -162,11 +164,17 @@
  * of devices); 5 the start where each spread device thread has a core of
  * its own (start_own_core_us: a forward's first op costs less than where
  * two device threads share each core); 6 the costs where four device
- * threads share each core (resume_wide_us, start_wide_us). Files of
- * formats 1 to 5 still read
+ * threads share each core (resume_wide_us, start_wide_us); 7 the
+ * interpreter's starts where device threads spread (start_spread_us,
+ * start_own_core_us, start_wide_us) as residuals, below 0 where a
+ * forward's first op costs less than its modelled cost with the resume
+ * the program's start counts (every fit of two calibrations: -0.3 to -0.9
+ * us where the resume was 0.3 to 0.9; clamped at 0, the first stage of
+ * each spread model read up to 1 us long). Files of
+ * formats 1 to 6 still read
  * (their weight bytes all cost ns_per_weight_byte before 3), the
  * calibration cache is measured again. */
-#define PPCC_CALIBRATION_VERSION 6
+#define PPCC_CALIBRATION_VERSION 7
 /* Rows at most this many take the runtime's small-GEMM kernel
  * (RT_SMALL_M, src/runtime/kernels/kernels.h); one row its GEMV. */
 #define PPCC_COST_SMALL_ROWS 16

@@ -88,14 +88,14 @@ static const calib_field calib_fields[] = {
     {CAL_NUMBER_AT(start_us, 1), .max = CAL_COST_MAX},
     {CAL_NUMBER_AT(jit_start_us, 1), .max = CAL_COST_MAX},
     {CAL_NUMBER_AT(resume_spread_us, 4), .max = CAL_COST_MAX, .residual_from = 4},
-    {CAL_NUMBER_AT(start_spread_us, 4), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(start_spread_us, 4), .max = CAL_COST_MAX, .residual_from = 7},
     {CAL_NUMBER_AT(jit_resume_us, 4), .max = CAL_COST_MAX, .residual_from = 4},
     {CAL_NUMBER_AT(jit_resume_spread_us, 4), .max = CAL_COST_MAX, .residual_from = 4},
     {CAL_NUMBER_AT(jit_start_spread_us, 4), .max = CAL_COST_MAX},
-    {CAL_NUMBER_AT(start_own_core_us, 5), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(start_own_core_us, 5), .max = CAL_COST_MAX, .residual_from = 7},
     {CAL_NUMBER_AT(jit_start_own_core_us, 5), .max = CAL_COST_MAX},
     {CAL_NUMBER_AT(resume_wide_us, 6), .max = CAL_COST_MAX, .residual_from = 6},
-    {CAL_NUMBER_AT(start_wide_us, 6), .max = CAL_COST_MAX},
+    {CAL_NUMBER_AT(start_wide_us, 6), .max = CAL_COST_MAX, .residual_from = 7},
     {CAL_NUMBER_AT(jit_resume_wide_us, 6), .max = CAL_COST_MAX, .residual_from = 6},
     {CAL_NUMBER_AT(jit_start_wide_us, 6), .max = CAL_COST_MAX},
     {CAL_NUMBER_AT(pool_wake_us, 4), .max = CAL_COST_MAX},
@@ -1200,7 +1200,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
    * the line through none and one gave 0.4-1.4) and the resume there: a
    * line through the measured points, the last segment's beyond them */
   bool spread = ppcc_devices_spread(cores, threads, nd), v4 = c->version >= 4, v5 = c->version >= 5,
-       v6 = c->version >= 6;
+       v6 = c->version >= 6, v7 = c->version >= 7;
   double start_ms = !use_costs || (!v4 && nd <= cores) ? 0
                     : (jit ? (v4 && spread ? c->jit_start_spread_us : c->jit_start_us)
                            : (v4 && spread ? c->start_spread_us : c->start_us)) * 1e-3;
@@ -1215,11 +1215,11 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
   for (int dev = 0; dev_start_ms && dev_resume_ms && dev < nd; dev++) {
     int others = spread && v5 && cores > 0 ? (nd - 1 - dev % cores) / cores : -1; /* on dev's core */
     double ms = others < 0 ? start_ms : own_core_ms + others * (start_ms - own_core_ms), resume = resume_ms;
-    if (others > 1 && v6 && (wide_start_ms > 0 || wide_resume_ms != 0)) { /* beyond one other: toward the measured three */
+    if (others > 1 && v6 && (wide_start_ms != 0 || wide_resume_ms != 0)) { /* beyond one other: toward the measured three */
       ms = start_ms + (others - 1) * (wide_start_ms - start_ms) / 2;
       resume = resume_ms + (others - 1) * (wide_resume_ms - resume_ms) / 2;
     }
-    dev_start_ms[dev] = use_costs && ms > 0 ? ms : 0;
+    dev_start_ms[dev] = use_costs && (ms > 0 || (v7 && !jit && spread)) ? ms : 0; /* format 7: the interpreter's may be below 0 */
     dev_resume_ms[dev] = use_costs ? resume : 0;
   }
   int *seg_begin = malloc(sizeof(int) * ((size_t)g->n_ops + 2));
@@ -1310,6 +1310,7 @@ static bool predict_time(const ppcc_graph *g, const ppcc_predict_options *o, con
       if (splits && parked[dev]) resume += wake_ms;
       if (splits) parked[dev] = false;
       double start = fresh[dev] ? dev_start_ms[dev] : 0; /* once per forward */
+      if (start < -(t + resume) * m) start = -(t + resume) * m; /* a residual takes back no more than the op's time */
       fresh[dev] = false;
       dev_ms[at] += ((t + resume) * m + start) / device_speed(g, o, dev);
       if (piece[dev].ms > 0 && piece[dev].cell != at) close_piece(&piece[dev], dev_overlap, hop_ms);
