@@ -168,9 +168,10 @@
  * interpreter's starts where device threads spread (start_spread_us,
  * start_own_core_us, start_wide_us) as residuals, below 0 where a
  * forward's first op costs less than its modelled cost with the resume
- * the program's start counts (every fit of two calibrations: -0.3 to -0.9
- * us where the resume was 0.3 to 0.9; clamped at 0, the first stage of
- * each spread model read up to 1 us long). Files of
+ * the program's start counts (40 of the 42 fits of two calibrations below
+ * 0, the medians -0.3 to -0.8 us where the resumes were 0.27 to 1.05;
+ * clamped at 0, the first stage of each spread model read up to 1 us
+ * long). Files of
  * formats 1 to 6 still read
  * (their weight bytes all cost ns_per_weight_byte before 3), the
  * calibration cache is measured again. */

@@ -1912,11 +1912,12 @@ static void calibrate_waits(ppcc_calibration *c, const ppcc_calib_jit *jit, FILE
       resume[n] = fit[0], start[n] = fit[1];
       n++;
     }
-    /* the interpreter's spread first ops: every fit of two calibrations
-     * -0.3 to -0.9 us, as much as the resume the model charges the
-     * program's start (a forward's first op finds its weights where the
-     * last forward left them); the JIT's (-0.7 to -1.3) left at 0: its
-     * first stages already read short on the shipped models */
+    /* the interpreter's spread first ops: 40 of the 42 fits of two
+     * calibrations below 0, the medians -0.3 to -0.8 us, where the model
+     * charged the program's start a resume of 0.27 to 1.05 (a forward's
+     * first op finds its weights where the last forward left them); the
+     * JIT's (medians -0.8 to -1.0) left at 0: its first stages already
+     * read short on the shipped models */
     bool residual = !j && placement != PPCC_WAITS_SHARING_A_CORE;
     store_wait_fits(placements[placement].resume_us, placements[placement].start_us, resume, start, n, log, j, residual,
                     placements[placement].name, placements[placement].first_op);
