@@ -26,7 +26,7 @@
 # over the smallest: the machine's own spread between identical runs.
 # Beyond 1.25 / 0.75 = 1.67x no one prediction is within 25 % of every
 # run, so the last line counts those stages: their misses are the
-# machine's (on this project's shared 2-vCPU VM a core ran at 40-50 % of
+# machine's (on this project's shared 2-vCPU VM a core ran at 40-54 % of
 # its speed for seconds at a time in a fifth of 1160 probes), not the
 # time model's.
 # The machine's load (uptime) is printed before and after: the time
@@ -55,19 +55,24 @@ fi
 # apart: its speed moves over seconds to minutes, and back-to-back rounds
 # would all see one moment of it.
 queued=()
-run() {
-  queued+=("${BACKEND:-${PLAN_BACKEND:-interp}} $*")
+run() { # each job quoted (%q), so a path with spaces stays one argument
+  local job
+  printf -v job '%q ' "${BACKEND:-${PLAN_BACKEND:-interp}}" "$@"
+  queued+=("$job")
 }
 run_queued() {
-  local r job backend model label
+  local r job backend model label args
   for ((r = 0; r < rounds; r++)); do
     for job in "${queued[@]}"; do
-      read -r -a args <<<"$job"
+      eval "args=($job)"
       backend=${args[0]} model=${args[1]} label=${args[2]}
       args=("${args[@]:3}")
       [[ " ${args[*]} " == *" --microbatches "* && " ${args[*]} " != *" --microbatches 1 "* ]] && backend=interp
+      # a failed check (the process's RSS has no tolerance here) still
+      # printed the tables: said, not fatal
       "$ppcc" run "$model" --backend="$backend" --check-plan --plan-time-tolerance=1e6 --plan-memory-tolerance=1e6 --threads 2 \
-        --calibration "$calib" --repeat "${PLAN_REPEAT:-40}" "${args[@]}" >"$tmp/$label.$r" 2>/dev/null
+        --calibration "$calib" --repeat "${PLAN_REPEAT:-40}" "${args[@]}" >"$tmp/$label.$r" 2>"$tmp/err" ||
+        echo "plan_accuracy: $label round $r ($backend): $(tail -1 "$tmp/err")"
     done
     ((r + 1 < rounds)) && sleep "${PLAN_GAP:-10}"
   done
