@@ -183,6 +183,35 @@ for backend in $backends; do
   check_error 1 "the first non-finite value is 'blk.0.ffn_partial' (element 0), computed by op 22 (linear)" \
     generate "$nan_dir/inf" --prompt-ids 1,2,3 --tp 2 --backend=$backend
 done
+# a weight converted at load (bf16 -> f32 by --dtype) and split on its
+# inner dim under --tp 2 (o_proj: 2 x 32 KiB, down_proj: 2 x 24 KiB)
+# gives its whole tensor back once cut; the search for the non-finite
+# value puts it together again from its shards: the NaN is found at its
+# place in the whole (down_proj row 1, column 48 + 5: in shard 1)
+cp -r "$src/testdata/llm/hf_tied_bf16" "$nan_dir/bf16"
+python3 - "$nan_dir/bf16/model.safetensors" model.layers.0.mlp.down_proj.weight 149 <<'PY'
+import json, struct, sys
+f, name, at = sys.argv[1], sys.argv[2], int(sys.argv[3])
+b = bytearray(open(f, "rb").read())
+n, = struct.unpack_from("<Q", b, 0)
+e = json.loads(b[8:8 + n])[name]
+assert e["dtype"] == "BF16" and e["shape"] == [64, 96], e
+struct.pack_into("<H", b, 8 + n + e["data_offsets"][0] + 2 * at, 0x7fc0)  # bf16 NaN
+open(f, "wb").write(b)
+PY
+for backend in $backends; do
+  out=$("$ppcc" generate "$src/testdata/llm/hf_tied_bf16" --prompt-ids 1,2,3 --max-new-tokens 2 --tp 2 --dtype f32 \
+        --backend=$backend 2>&1)
+  if grep -q "^load: .*, 0.11 MiB of whole tensors given back once cut)$" <<<"$out"; then
+    pass=$((pass + 1))
+  else
+    echo "$out"
+    echo "FAIL $backend: the converted o_proj and down_proj were not given back once cut"
+    fail=$((fail + 1))
+  fi
+  check_error 1 "prefill: non-finite logit NaN (row 0, token id 0); the first non-finite value is weight 'model.layers.0.mlp.down_proj.weight' (element 149)" \
+    generate "$nan_dir/bf16" --prompt-ids 1,2,3 --tp 2 --dtype f32 --backend=$backend
+done
 rm -rf "$nan_dir"
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -97,7 +97,7 @@ for backend in interp jit; do
   awk -v b="$type $backend" -v slack=$slack -v want=$want '{ rss = $4; params = $7; caches = $10
        if (params < want - 3 || params > want + 3) { print "generate_memory_quant: " b ": expected ~" want " MiB of params, got " params; exit 1 }
        if (rss > params + caches + slack) { print "generate_memory_quant: " b ": peak RSS " rss " MiB > params + KV caches + " slack " MiB"; exit 1 } }' <<<"$line"
-  made=$(sed -n 's/^load: .*, \([0-9.]*\) MiB of them made at load)$/\1/p' <<<"$out")
+  made=$(sed -n 's/^load: .*, \([0-9.]*\) MiB of them made at load, .*$/\1/p' <<<"$out")
   [[ -n $made ]] || { echo "generate_memory_quant: no load line"; exit 1; }
   if [[ $type == F32 ]]; then
     awk -v m="$made" 'BEGIN { exit !(m >= 300) }' ||

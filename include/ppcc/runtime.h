@@ -366,6 +366,15 @@ typedef struct ppcc_run_data {
   const void ***shards;
   void ***shard_owned;
   int *n_shards;            /* entries of shards[v] / shard_owned[v] */
+  /* Set before make_resident when nothing reads a param whole afterwards
+   * (no unsharded rerun: run without --check): a param held whole in
+   * memory (generated, converted or realigned at load) whose local shards
+   * are all copies gives its pages back once cut, so the process holds
+   * it once, as its shards, like a weight cut from the mapped file. */
+  bool release_cut;
+  bool *released;           /* values[i].data's pages were given back: the
+                               pointer stays as the resident shards' key,
+                               and nothing may read through it */
 } ppcc_run_data;
 /* Shard i of leaf v when it was loaded shard by shard, else NULL. */
 const void *ppcc_run_data_shard(const ppcc_run_data *data, int v, int i);
@@ -398,7 +407,8 @@ ppcc_status ppcc_run_data_load_sharing(const ppcc_graph *g, const ppcc_run_optio
                                        const ppcc_run_data *from, ppcc_run_data *data, ppcc_diag *d);
 /* Makes now (at load, before any execute) every param shard that g's
  * devices on this process hold, for the sharded run; f32 weights that g
- * reads in full then lie on 64-byte lines (the GEMM tiles' condition). */
+ * reads in full then lie on 64-byte lines (the GEMM tiles' condition).
+ * With data->release_cut, whole tensors cut into copies are given back. */
 ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data *data, ppcc_diag *d);
 /* State (a KV cache): input `input` of g takes, at every execute, the
  * value output `output` had at the previous one (same dtype, shape,
@@ -413,6 +423,8 @@ ppcc_status ppcc_run_data_bind_state(const ppcc_graph *g, ppcc_run_data *data, c
 /* Bytes of resident shards the process holds beyond the full tensors
  * (owned shards), and how many there are in all. */
 int64_t ppcc_resident_owned_bytes(const ppcc_run_data *data);
+/* Bytes of whole tensors given back after they were cut (release_cut). */
+int64_t ppcc_resident_released_bytes(const ppcc_run_data *data);
 int ppcc_resident_count(const ppcc_run_data *data);
 /* Bytes of the state shards (KV caches) the process holds. */
 int64_t ppcc_resident_state_bytes(const ppcc_run_data *data);

@@ -187,6 +187,9 @@ static ppcc_status stage_load(stage_graph *s, const llama_spec *spec, const char
       if (v >= 0 && s->data.values[v].data) memset(s->data.values[v].data, 0, (size_t)s->data.values[v].bytes);
       st = ppcc_run_data_bind_state(s->g, &s->data, name, s->g->values[s->g->outputs[2 + 2 * b + kv]].name, d);
     }
+  /* a weight cut into copies gives its whole tensor back (the search for
+   * a non-finite value puts it together again from the shards) */
+  s->data.release_cut = true;
   if (!st) st = ppcc_run_data_make_resident(s->g, &s->data, d); /* every param and cache shard, once */
   if (st) return st;
   s->out = calloc((size_t)s->g->n_outputs, sizeof *s->out);
@@ -480,7 +483,7 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
    * model's params, caches and working set, or the compile's own peak
    * when that was higher */
   enum { F_LOAD, F_SHARDS, F_MADE, F_PARAMS, F_CACHES, F_RSS, F_COPIED, F_HOST, F_BEFORE, F_PLAN_PARAMS,
-         F_PLAN_STATE, F_PLAN_WORK, F_PREDICTED, N_FIGURES };
+         F_PLAN_STATE, F_PLAN_WORK, F_PREDICTED, F_RELEASED, N_FIGURES };
   double rss = cli_peak_rss(), predicted = rss_before + (double)plan.total_bytes;
   double mine[N_FIGURES] = {t_load, ppcc_resident_count(&sp.data), (double)ppcc_resident_owned_bytes(&sp.data),
                             (double)ppcc_resident_param_bytes(&sp.data),
@@ -488,7 +491,8 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
                             (double)(ppcc_rt_param_bytes_copied() - copied_at_load),
                             (double)(ppcc_rt_state_bytes_host() - cache_at_load), rss_before,
                             (double)plan.param_bytes, (double)plan.state_bytes, (double)plan.activation_bytes,
-                            predicted > peak_before ? predicted : peak_before};
+                            predicted > peak_before ? predicted : peak_before,
+                            (double)ppcc_resident_released_bytes(&sp.data)};
   int ranks = ppcc_mpi_size();
   double *all = root ? calloc((size_t)ranks * N_FIGURES, sizeof *all) : NULL;
   if (mpi && !st) ppcc_mpi_gather(mine, N_FIGURES, all);
@@ -509,8 +513,9 @@ static ppcc_status generate(const char *source, generate_args *a, const int64_t 
         sum[f] += all[r * N_FIGURES + f];
         if (all[r * N_FIGURES + f] > most[f]) most[f] = all[r * N_FIGURES + f];
       }
-    printf("load: %.3f ms (2 graphs compiled, %.0f param and cache shards resident, %.1f MiB of them made at load)\n",
-           most[F_LOAD], sum[F_SHARDS], sum[F_MADE] / (1 << 20));
+    printf("load: %.3f ms (2 graphs compiled, %.0f param and cache shards resident, %.1f MiB of them made at load, "
+           "%.2f MiB of whole tensors given back once cut)\n",
+           most[F_LOAD], sum[F_SHARDS], sum[F_MADE] / (1 << 20), sum[F_RELEASED] / (1 << 20));
     printf("param bytes copied after load: %.0f\n", sum[F_COPIED]);
     printf("KV cache bytes between host and devices after load: %.0f\n", sum[F_HOST]);
     int64_t params = 0;

@@ -132,6 +132,9 @@ void rt_resident_unref(ppcc_resident *r);
 const void *rt_resident_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc_layout l, int i,
                               bool mapped);
 bool rt_param_mapped(const ppcc_run_data *data, int v, bool dist);
+/* Whether param v's whole tensor was given back after load (release_cut):
+ * only the shards made from it may be read. */
+bool rt_param_released(const ppcc_run_data *data, int v);
 /* State input v's shard i of microbatch mb (ppcc_run_data_bind_state):
  * the current bytes, or with next the buffer an executor that cannot write
  * in place fills (then rt_state_flip makes it current). */

@@ -40,6 +40,7 @@ struct ppcc_resident {
   int *table;        /* open addressing: entry index + 1, 0 empty */
   size_t table_size; /* a power of two, more than twice n */
   int64_t owned_bytes;
+  int64_t released_bytes; /* whole tensors given back once cut (release_cut) */
 };
 
 static _Atomic int64_t param_bytes_copied, state_bytes_host;
@@ -75,6 +76,10 @@ void rt_resident_unref(ppcc_resident *r) {
 
 int64_t ppcc_resident_owned_bytes(const ppcc_run_data *data) {
   return data && data->resident ? data->resident->owned_bytes : 0;
+}
+
+int64_t ppcc_resident_released_bytes(const ppcc_run_data *data) {
+  return data && data->resident ? data->resident->released_bytes : 0;
 }
 
 int ppcc_resident_count(const ppcc_run_data *data) { return data && data->resident ? data->resident->n : 0; }
@@ -181,6 +186,8 @@ static bool make_shard(const ppcc_value *p, ppcc_layout l, int i, const void *fu
   return copy != NULL;
 }
 
+bool rt_param_released(const ppcc_run_data *data, int v) { return data->released && data->released[v]; }
+
 bool rt_param_mapped(const ppcc_run_data *data, int v, bool dist) {
   return dist && !data->owned[v] && !(data->borrowed && data->borrowed[v]);
 }
@@ -205,18 +212,48 @@ static bool make_state(const ppcc_value *p, ppcc_layout l, int i, const void *ho
   return b != NULL;
 }
 
+/* The whole of a released param (its pages given back once cut), put
+ * together again from the shards of its own layout, all resident here,
+ * when an unsharded run asks for it: generate's search for the first
+ * non-finite value. */
+static bool assemble_whole(const ppcc_resident *r, const ppcc_value *p, const void *full, ppcc_resident_shard *s) {
+  ppcc_layout own = p->layout;
+  if (own.kind != PPCC_LAYOUT_SPLIT || own.count < 2) return false;
+  int64_t units[PPCC_MAX_RANK], elements = ppcc_num_elements(p->rank, p->shape);
+  int es = rt_storage_units(p->dtype, p->rank, p->shape, units);
+  rt_split_geom geom = rt_split_geometry(p->rank, units, own.dim, own.count);
+  void *whole = rt_alloc(rt_tensor_bytes(p->dtype, p->rank, p->shape));
+  for (int k = 0; whole && k < own.count; k++) {
+    const resident_entry *e = find(r, p->name, full, own, k, elements);
+    if (!e) { /* a shard on another rank */
+      rt_free(whole);
+      return false;
+    }
+    rt_copy_shard_in(whole, e->s.data, geom, own.count, k, es);
+  }
+  s->dtype = p->dtype;
+  s->rank = p->rank;
+  memcpy(s->shape, p->shape, sizeof s->shape);
+  s->data = whole;
+  s->owned = true;
+  return whole != NULL;
+}
+
 /* The entry of (p's name, full, l, i), made on first use (full NULL: a
- * state, made from `host`); NULL when out of memory. Call in the
- * critical section. */
+ * state, made from `host`; `released`: full's pages were given back, so
+ * only the whole is made, from the shards); NULL when out of memory or
+ * not to be made. Call in the critical section. */
 static resident_entry *entry_of(ppcc_resident *r, const ppcc_value *p, const void *full, const void *host,
-                                ppcc_layout l, int i, bool mapped, bool lines) {
+                                ppcc_layout l, int i, bool mapped, bool lines, bool released) {
   int64_t elements = ppcc_num_elements(p->rank, p->shape);
   resident_entry *e = find(r, p->name, full, l, i, elements);
-  if (e || !grow(r)) return e;
+  if (e || (released && (l.count > 1 || i != 0)) || !grow(r)) return e;
   e = &r->entries[r->n];
   memset(e, 0, sizeof *e);
   e->name = malloc(strlen(p->name) + 1);
-  bool made = e->name && (full ? make_shard(p, l, i, full, mapped, lines, &e->s) : make_state(p, l, i, host, &e->s));
+  bool made = e->name && (released ? assemble_whole(r, p, full, &e->s)
+                          : full   ? make_shard(p, l, i, full, mapped, lines, &e->s)
+                                   : make_state(p, l, i, host, &e->s));
   if (!made) {
     free(e->name);
     return NULL;
@@ -240,7 +277,7 @@ static const void *resident_shard(const ppcc_run_data *data, int v, const ppcc_v
   if (!r || !full) return NULL;
 #pragma omp critical(ppcc_resident)
   {
-    resident_entry *e = entry_of(r, p, full, NULL, l, i, mapped, lines);
+    resident_entry *e = entry_of(r, p, full, NULL, l, i, mapped, lines, rt_param_released(data, v));
     out = e ? e->s.data : NULL;
   }
   return out;
@@ -258,7 +295,8 @@ void *rt_state_shard(const ppcc_run_data *data, int v, const ppcc_value *p, ppcc
   if (!r || !host) return NULL;
 #pragma omp critical(ppcc_resident)
   {
-    resident_entry *e = entry_of(r, p, NULL, host + (size_t)mb * (size_t)ppcc_value_bytes(p), l, mb * l.count + i, false, false);
+    resident_entry *e =
+        entry_of(r, p, NULL, host + (size_t)mb * (size_t)ppcc_value_bytes(p), l, mb * l.count + i, false, false, false);
     if (e && next && !e->next) e->next = rt_alloc(ppcc_num_elements(e->s.rank, e->s.shape) * ppcc_dtype_size(e->s.dtype));
     if (e) out = next ? e->next : (void *)e->s.data;
   }
@@ -326,12 +364,39 @@ static void populate_view(const ppcc_graph *g, const ppcc_run_data *data, int v,
     rt_populate_pages(at, rt_tensor_bytes(p->dtype, p->rank, local));
 }
 
+/* A param held whole in memory (generated, converted or realigned at
+ * load) whose local shards are all copies is not read again when no
+ * unsharded rerun follows: its pages go back, so the process holds the
+ * weights once, as the loaded-memory plan counts them (src/plan). The
+ * allocation stays: its address keys the shards made from it. */
+static void release_if_cut(const ppcc_run_data *data, int v, int copies, int views) {
+  if (!data->released || !data->owned[v] || copies == 0 || views > 0) return;
+  rt_release_pages(data->values[v].data, data->values[v].bytes);
+  data->released[v] = true;
+  data->resident->released_bytes += data->values[v].bytes;
+}
+
+/* Whether an op of g writes in place into something other than an input
+ * (a KV cache): the interpreter then cuts each forward a fresh copy of
+ * what it writes, maybe from a param's whole tensor (executor.c). */
+static bool writes_in_place_beyond_inputs(const ppcc_graph *g) {
+  for (int j = 0; j < g->n_ops; j++) {
+    const ppcc_op *op = &g->ops[j];
+    if (op->info && op->info->pin_rule == PPCC_PIN_INPLACE && op->n_in >= 1 &&
+        g->values[op->in[0]].kind != PPCC_VALUE_INPUT)
+      return true;
+  }
+  return false;
+}
+
 ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data *data, ppcc_diag *d) {
-  bool dist = rt_dist_active();
+  bool dist = rt_dist_active(), release = data->release_cut && !writes_in_place_beyond_inputs(g);
   for (int v = 0; v < g->n_values; v++) {
     const ppcc_value *p = &g->values[v];
     bool state = p->kind == PPCC_VALUE_INPUT && data->state_of[v] >= 0;
     if ((p->kind != PPCC_VALUE_PARAM && !state) || !p->devices) continue;
+    const char *full = data->values[v].data;
+    int copies = 0, views = 0;
     for (int i = 0; i < p->layout.count; i++) {
       if (dist && !rt_dist_local(p->devices[i])) continue;
       if (!data->values[v].data && !ppcc_run_data_shard(data, v, i))
@@ -346,8 +411,12 @@ ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data
                                : resident_shard(data, v, p, p->layout, i, rt_param_mapped(data, v, true),
                                                 read_in_full(g, v));
       if (!made) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory for '%s'", p->name);
-      if (!state) populate_view(g, data, v, made);
+      if (state) continue;
+      populate_view(g, data, v, made);
+      bool view = full && (const char *)made >= full && (const char *)made < full + ppcc_value_bytes(p);
+      views += view, copies += !view;
     }
+    if (release && !state && !data->borrowed[v]) release_if_cut(data, v, copies, views);
   }
   return PPCC_OK;
 }

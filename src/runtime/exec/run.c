@@ -35,6 +35,7 @@ void ppcc_run_data_free(ppcc_run_data *data) {
   free(data->values);
   free(data->owned);
   free(data->borrowed);
+  free(data->released);
   free(data->state_of);
   ppcc_weights_close(data->weights);
   memset(data, 0, sizeof *data);
@@ -65,6 +66,7 @@ static bool borrow_param(const ppcc_graph *g, int v, const ppcc_graph *from_g, c
     return false;
   data->values[v] = from->values[u];
   data->borrowed[v] = true;
+  data->released[v] = from->released && from->released[u]; /* only its shards may be read */
   return true;
 }
 
@@ -190,10 +192,11 @@ ppcc_status ppcc_run_data_load_sharing(const ppcc_graph *g, const ppcc_run_optio
   data->values = calloc(n, sizeof *data->values);
   data->owned = calloc(n, sizeof *data->owned);
   data->borrowed = calloc(n, sizeof *data->borrowed);
+  data->released = calloc(n, sizeof *data->released);
   data->state_of = malloc(n * sizeof *data->state_of);
   data->resident = from ? rt_resident_ref(from->resident) : rt_resident_new();
   for (size_t v = 0; data->state_of && v < n; v++) data->state_of[v] = -1;
-  if (!data->values || !data->owned || !data->borrowed || !data->state_of || !data->resident) {
+  if (!data->values || !data->owned || !data->borrowed || !data->released || !data->state_of || !data->resident) {
     ppcc_run_data_free(data);
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   }
@@ -430,14 +433,18 @@ static ppcc_status load_timed(const ppcc_graph *g, const ppcc_run_options *o, pp
   double t = omp_get_wtime();
   ppcc_status st = ppcc_run_data_load(g, o, data, d);
   if (st) return st;
+  data->release_cut = !o->check; /* --check reruns the graph unsharded, on the whole tensors */
   st = ppcc_run_data_make_resident(g, data, d);
   if (st) {
     ppcc_run_data_free(data);
     return st;
   }
   if (o->log)
-    fprintf(o->log, "load: %.3f ms (weights and inputs; %d param shards resident, %.1f MiB of them made at load)\n",
-            (omp_get_wtime() - t) * 1e3, ppcc_resident_count(data), (double)ppcc_resident_owned_bytes(data) / (1 << 20));
+    fprintf(o->log,
+            "load: %.3f ms (weights and inputs; %d param shards resident, %.1f MiB of them made at load, "
+            "%.2f MiB of whole tensors given back once cut)\n",
+            (omp_get_wtime() - t) * 1e3, ppcc_resident_count(data), (double)ppcc_resident_owned_bytes(data) / (1 << 20),
+            (double)ppcc_resident_released_bytes(data) / (1 << 20));
   return PPCC_OK;
 }
 
