@@ -466,7 +466,10 @@ void ppcc_prediction_free(ppcc_prediction *p);
  *   - params: each param shard a local device holds; a whole or
  *     replicated param once however many local devices hold it (they view
  *     one copy: the mapped file, or one made at load), a split or
- *     unreduced one per local shard;
+ *     unreduced one per local shard; a table only looked up (the token
+ *     embedding) only where looked up, its other pages left in the mapped
+ *     file, unless held_whole[k][v] (NULL: none) says the load holds it
+ *     whole in memory (converted or generated at load: all of it);
  *   - state: each local state shard, twice on the JIT (it writes the next
  *     state into a second buffer, then the two swap);
  * and the largest over the graphs of its working set: the local devices'
@@ -480,8 +483,8 @@ typedef struct ppcc_loaded_memory {
   int peak_graph;      /* the graph whose working set is counted */
 } ppcc_loaded_memory;
 ppcc_status ppcc_predict_loaded_memory(const ppcc_graph *const *graphs, const bool *const *is_state,
-                                       const bool *const *view_ops, int n, const bool *local, bool jit,
-                                       ppcc_loaded_memory *m, ppcc_diag *d);
+                                       const bool *const *view_ops, const bool *const *held_whole, int n,
+                                       const bool *local, bool jit, ppcc_loaded_memory *m, ppcc_diag *d);
 /* Per value of g: an input that an in-place update writes (a KV cache),
  * which a loaded model holds as state (NULL: out of memory; caller frees). */
 bool *ppcc_loaded_state_inputs(const ppcc_graph *g);
@@ -529,6 +532,10 @@ typedef struct ppcc_plan_measure {
                              graph: its compute spans summed over devices
                              and microbatches, the median over forwards */
   int n_ops;              /* entries of op_busy_ms (the graph's ops) */
+  bool *held_whole;       /* optional (NULL: not wanted), per value of the
+                             graph: a param the load holds whole in memory
+                             (converted or generated), not a view of the
+                             mapped file (ppcc_predict_loaded_memory) */
   bool filled;
   int forwards;           /* runs measured: the peak is the largest, busy
                              times and wall the median of the warm ones

@@ -313,8 +313,11 @@ static ppcc_status predict_memory(const stage_graph *sp, const stage_graph *sd, 
     if (!state[k] || !views[k]) st = ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
     for (int v = 0; !st && v < s[k]->g->n_values; v++) state[k][v] = s[k]->data.state_of[v] >= 0;
   }
+  /* a param converted at load is in memory whole, even a table only looked up */
+  const bool *held_whole[2] = {sp->data.owned, sd->data.owned};
   if (!st)
-    st = ppcc_predict_loaded_memory(graphs, (const bool *const *)state, (const bool *const *)views, 2, local, jit, m, d);
+    st = ppcc_predict_loaded_memory(graphs, (const bool *const *)state, (const bool *const *)views, held_whole, 2, local,
+                                    jit, m, d);
   for (int k = 0; k < 2; k++) free(state[k]), free(views[k]);
   return st;
 }

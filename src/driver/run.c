@@ -304,7 +304,9 @@ static ppcc_status plan_check_begin(const ppcc_graph *g, run_args *a, bool jit, 
   c->measure.stage_busy_ms = calloc(cells, sizeof(double));
   c->measure.stage_busy_lo = calloc(cells, sizeof(double));
   c->measure.stage_busy_hi = calloc(cells, sizeof(double));
-  if (!c->measure.peak_bytes || !c->measure.stage_busy_ms || !c->measure.stage_busy_lo || !c->measure.stage_busy_hi)
+  c->measure.held_whole = calloc((size_t)g->n_values + 1, sizeof(bool));
+  if (!c->measure.peak_bytes || !c->measure.stage_busy_ms || !c->measure.stage_busy_lo || !c->measure.stage_busy_hi ||
+      !c->measure.held_whole)
     return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   return PPCC_OK;
 }
@@ -335,7 +337,8 @@ static ppcc_status plan_check_process(const ppcc_graph *g, const run_args *a, co
   bool *state = ppcc_loaded_state_inputs(g), *views = c->jit ? ppcc_rt_jit_view_ops(g) : ppcc_rt_view_ops(g);
   const bool *s = state, *v = views;
   ppcc_loaded_memory m;
-  ppcc_status st = state && views ? ppcc_predict_loaded_memory(&g, &s, &v, 1, NULL, c->jit, &m, d)
+  const bool *whole = c->measure.held_whole; /* generated or converted at load: in memory whole */
+  ppcc_status st = state && views ? ppcc_predict_loaded_memory(&g, &s, &v, &whole, 1, NULL, c->jit, &m, d)
                                   : ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory");
   free(state);
   free(views);
@@ -375,6 +378,7 @@ static void plan_check_free(plan_check *c) {
   free(c->measure.stage_busy_ms);
   free(c->measure.stage_busy_lo);
   free(c->measure.stage_busy_hi);
+  free(c->measure.held_whole);
 }
 
 /* MPI: this rank's devices per --ranks-map or the default stage map. */

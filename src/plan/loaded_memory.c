@@ -69,12 +69,12 @@ static int64_t *read_bytes(const ppcc_graph *g) {
 }
 
 ppcc_status ppcc_predict_loaded_memory(const ppcc_graph *const *graphs, const bool *const *is_state,
-                                       const bool *const *view_ops, int n, const bool *local, bool jit,
-                                       ppcc_loaded_memory *m, ppcc_diag *d) {
+                                       const bool *const *view_ops, const bool *const *held_whole, int n,
+                                       const bool *local, bool jit, ppcc_loaded_memory *m, ppcc_diag *d) {
   memset(m, 0, sizeof *m);
   m->peak_graph = -1;
   /* params: what each holds, or only what lookups read of it (over every
-   * graph that reads it, once per graph) */
+   * graph that reads it, once per graph) when the rest stays in the file */
   int64_t **reads = calloc((size_t)n + 1, sizeof *reads);
   for (int k = 0; reads && k < n; k++) reads[k] = read_bytes(graphs[k]);
   for (int k = 0; k < n; k++) {
@@ -82,7 +82,8 @@ ppcc_status ppcc_predict_loaded_memory(const ppcc_graph *const *graphs, const bo
     for (int v = 0; v < g->n_values; v++) {
       const ppcc_value *p = &g->values[v];
       if (p->kind != PPCC_VALUE_PARAM || counted_before(graphs, k, p->name)) continue;
-      int64_t held = held_bytes(p, local, true), read = viewed(p) ? 0 : -1;
+      bool whole = held_whole && held_whole[k] && held_whole[k][v];
+      int64_t held = held_bytes(p, local, true), read = viewed(p) && !whole ? 0 : -1;
       for (int j = k; j < n && read >= 0; j++) {
         int u = ppcc_find_value(graphs[j], p->name);
         if (u >= 0) read = !reads || !reads[j] || reads[j][u] < 0 ? -1 : read + reads[j][u];
@@ -155,7 +156,7 @@ static int loaded_rows(const ppcc_graph *g, const ppcc_predict_options *opts, pp
         local[pred.stages[k].devices[i]] = true;
         devices[n][n_devices[n]++] = pred.stages[k].devices[i];
       }
-      if (ppcc_predict_loaded_memory(&g, &s, &views, 1, local, o.jit, &rows[n], d)) {
+      if (ppcc_predict_loaded_memory(&g, &s, &views, NULL, 1, local, o.jit, &rows[n], d)) {
         n = -1;
         break;
       }

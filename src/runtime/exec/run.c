@@ -434,6 +434,8 @@ static ppcc_status load_timed(const ppcc_graph *g, const ppcc_run_options *o, pp
   ppcc_status st = ppcc_run_data_load(g, o, data, d);
   if (st) return st;
   data->release_cut = !o->check; /* --check reruns the graph unsharded, on the whole tensors */
+  for (int v = 0; o->measure && o->measure->held_whole && v < g->n_values; v++)
+    o->measure->held_whole[v] = data->owned[v]; /* for the plan: generated or converted, not in the file */
   st = ppcc_run_data_make_resident(g, data, d);
   if (st) {
     ppcc_run_data_free(data);
