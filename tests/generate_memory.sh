@@ -16,16 +16,20 @@ set -eu
 ppcc=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 - "$tmp/m" <<'PY'
+# write_model DIR DTYPE: the checkpoint, in F32 or BF16 (constant weights)
+write_model() {
+python3 - "$1" "$2" <<'PY'
 import json, os, struct, sys
-out = sys.argv[1]
+out, dtype = sys.argv[1], sys.argv[2]
+size = 4 if dtype == "F32" else 2
 os.makedirs(out)
 H, L, NH, KV, F, V = 1024, 8, 16, 4, 2816, 8192
 D = H // NH
 cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": H, "num_hidden_layers": L,
        "num_attention_heads": NH, "num_key_value_heads": KV, "head_dim": D, "intermediate_size": F,
        "vocab_size": V, "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-       "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "float32"}
+       "hidden_act": "silu", "tie_word_embeddings": False,
+       "torch_dtype": "float32" if dtype == "F32" else "bfloat16"}
 json.dump(cfg, open(os.path.join(out, "config.json"), "w"))
 shapes = [("model.embed_tokens.weight", [V, H])]
 for b in range(L):
@@ -38,18 +42,20 @@ for b in range(L):
 shapes += [("model.norm.weight", [H]), ("lm_head.weight", [V, H])]
 header, off = {}, 0
 for name, shape in shapes:
-    n = 4
+    n = size
     for s in shape: n *= s
-    header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + n]}
+    header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + n]}
     off += n
 h = json.dumps(header).encode()
 h += b" " * (-len(h) % 8)
-chunk = struct.pack("<f", 0.01) * (1 << 18)
+chunk = struct.pack("<f", 0.01)[4 - size:] * (1 << 18)  # bf16: the f32's upper half
 with open(os.path.join(out, "model.safetensors"), "wb") as f:
     f.write(struct.pack("<Q", len(h)) + h)
     for _ in range(off // len(chunk)): f.write(chunk)
     f.write(chunk[:off % len(chunk)])
 PY
+}
+write_model "$tmp/m" F32
 # TP1, and TP2 in one process: the row-parallel shards copied at load
 # release the mapped pages they came from, so the weights are held once
 for tp in 1 2; do
@@ -78,40 +84,7 @@ done
 # At --dtype bf16 a linear reads its bf16 weight as stored, a few rows at
 # a time, on both backends (an f32 copy of the LM head per call was 46 MiB
 # of peak RSS more than the plan: -17 %).
-python3 - "$tmp/m16" BF16 <<'PY'
-import json, os, struct, sys
-out, dtype = sys.argv[1], sys.argv[2]
-os.makedirs(out)
-H, L, NH, KV, F, V = 1024, 8, 16, 4, 2816, 8192
-D = H // NH
-cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": H, "num_hidden_layers": L,
-       "num_attention_heads": NH, "num_key_value_heads": KV, "head_dim": D, "intermediate_size": F,
-       "vocab_size": V, "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-       "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
-json.dump(cfg, open(os.path.join(out, "config.json"), "w"))
-shapes = [("model.embed_tokens.weight", [V, H])]
-for b in range(L):
-    p = f"model.layers.{b}."
-    shapes += [(p + "input_layernorm.weight", [H]), (p + "post_attention_layernorm.weight", [H]),
-               (p + "self_attn.q_proj.weight", [H, H]), (p + "self_attn.k_proj.weight", [KV * D, H]),
-               (p + "self_attn.v_proj.weight", [KV * D, H]), (p + "self_attn.o_proj.weight", [H, H]),
-               (p + "mlp.gate_proj.weight", [F, H]), (p + "mlp.up_proj.weight", [F, H]),
-               (p + "mlp.down_proj.weight", [H, F])]
-shapes += [("model.norm.weight", [H]), ("lm_head.weight", [V, H])]
-header, off = {}, 0
-for name, shape in shapes:
-    n = 2
-    for s in shape: n *= s
-    header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + n]}
-    off += n
-h = json.dumps(header).encode()
-h += b" " * (-len(h) % 8)
-chunk = struct.pack("<f", 0.01)[2:] * (1 << 18)  # bf16: the f32's upper half
-with open(os.path.join(out, "model.safetensors"), "wb") as f:
-    f.write(struct.pack("<Q", len(h)) + h)
-    for _ in range(off // len(chunk)): f.write(chunk)
-    f.write(chunk[:off % len(chunk)])
-PY
+write_model "$tmp/m16" BF16
 half_backends=interp
 "$ppcc" generate "$tmp/m16" --backend=jit --prompt-ids 1 --max-new-tokens 1 >/dev/null 2>&1 && half_backends="interp jit"
 runs="interp:f32:408"
