@@ -366,11 +366,14 @@ typedef struct ppcc_run_data {
   const void ***shards;
   void ***shard_owned;
   int *n_shards;            /* entries of shards[v] / shard_owned[v] */
-  /* Set before make_resident when nothing reads a param whole afterwards
-   * (no unsharded rerun: run without --check): a param held whole in
-   * memory (generated, converted or realigned at load) whose local shards
-   * are all copies gives its pages back once cut, so the process holds
-   * it once, as its shards, like a weight cut from the mapped file. */
+  /* Set before make_resident when the whole of a param is rarely read
+   * afterwards (run without --check, whose reference run reads every
+   * whole tensor; generate): a param held whole in memory (generated,
+   * converted or realigned at load) whose local shards are all copies
+   * gives its pages back once cut, so the process holds it once, as its
+   * shards, like a weight cut from the mapped file. An unsharded run that
+   * asks for the whole later (generate's search for a non-finite value)
+   * gets it put together again from the shards. */
   bool release_cut;
   bool *released;           /* values[i].data's pages were given back: the
                                pointer stays as the resident shards' key,

@@ -365,10 +365,11 @@ static void populate_view(const ppcc_graph *g, const ppcc_run_data *data, int v,
 }
 
 /* A param held whole in memory (generated, converted or realigned at
- * load) whose local shards are all copies is not read again when no
- * unsharded rerun follows: its pages go back, so the process holds the
- * weights once, as the loaded-memory plan counts them (src/plan). The
- * allocation stays: its address keys the shards made from it. */
+ * load) whose local shards are all copies is read through its shards
+ * only: its pages go back, so the process holds the weights once, as the
+ * loaded-memory plan counts them (src/plan). The allocation stays: its
+ * address keys the shards made from it (and the whole assembled again
+ * from them, assemble_whole). */
 static void release_if_cut(const ppcc_run_data *data, int v, int copies, int views) {
   if (!data->released || !data->owned[v] || copies == 0 || views > 0) return;
   rt_release_pages(data->values[v].data, data->values[v].bytes);
