@@ -324,8 +324,8 @@ ppcc_status lower_linear(struct ppcc_emit_ctx *c, const ppcc_graph *g, const ppc
                            in_value(c, op, 1)->name, ppcc_dtype_name(wt));
     y = c->runtime_calls->qlinear(c, a, w, wt, ct);
     if (mlirValueIsNull(y)) return emit_op_error(c, op, "the quantized linear call could not be built");
-  } else if ((wt == PPCC_F16 || wt == PPCC_BF16) && mlirTypeIsAF32(mlirShapedTypeGetElementType(ct)) && c->runtime_calls &&
-             c->runtime_calls->qlinear) {
+  } else if (ppcc_dtype_is_stored_half(wt, PPCC_F32) && mlirTypeIsAF32(mlirShapedTypeGetElementType(ct)) &&
+             c->runtime_calls && c->runtime_calls->qlinear) {
     /* an f16/bf16 weight as stored, next to f32 activations (or f16/bf16
      * ones widened to f32): the runtime's kernel converts blocks of its
      * rows; widened whole, an LM head was a 31 MiB f32 buffer per call

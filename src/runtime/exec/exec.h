@@ -135,6 +135,10 @@ bool rt_param_mapped(const ppcc_run_data *data, int v, bool dist);
 /* Whether param v's whole tensor was given back after load (release_cut):
  * only the shards made from it may be read. */
 bool rt_param_released(const ppcc_run_data *data, int v);
+/* An executor about to cut shard `shard` of param v from its full tensor:
+ * an internal error when that tensor was given back (reading it would
+ * read zeros), else PPCC_OK. */
+ppcc_status rt_refuse_released(const ppcc_run_data *data, int v, const ppcc_value *p, int shard, ppcc_diag *d);
 /* State input v's shard i of microbatch mb (ppcc_run_data_bind_state):
  * the current bytes, or with next the buffer an executor that cannot write
  * in place fills (then rt_state_flip makes it current). */

@@ -254,10 +254,9 @@ static ppcc_status load_leaves(rt_exec *x, int dev, ppcc_diag *d) {
       /* a state's shard, or a param's resident one (a stored shard itself when it can be bound) */
       const void *resident = is_state(x, v) ? rt_state_shard(x->data, v, val(x, v), w.layout, i, x->mb, false)
                                             : bound_param(x, v, w.layout, i);
-      /* a whole tensor given back after load (release_cut) is never cut again: reading it would read zeros */
-      if (!resident && !stored && rt_param_released(x->data, v))
-        return ppcc_error_status(d, PPCC_ERR_INTERNAL, "'%s' was released after load but its shard %d is not resident",
-                                 val(x, v)->name, i);
+      /* never cut from a whole tensor given back after load */
+      ppcc_status st = !resident && !stored ? rt_refuse_released(x->data, v, val(x, v), i, d) : PPCC_OK;
+      if (st) return st;
       *slot(x, v, i) = resident ? (rt_slot){(void *)resident, false, false}
                        : stored ? (rt_slot){copy_stored(x, v, stored), true, false}
                                 : (rt_slot){cut_shard(x, v, w.layout, i, full), true, false};

@@ -188,6 +188,12 @@ static bool make_shard(const ppcc_value *p, ppcc_layout l, int i, const void *fu
 
 bool rt_param_released(const ppcc_run_data *data, int v) { return data->released && data->released[v]; }
 
+ppcc_status rt_refuse_released(const ppcc_run_data *data, int v, const ppcc_value *p, int shard, ppcc_diag *d) {
+  if (!rt_param_released(data, v)) return PPCC_OK;
+  return ppcc_error_status(d, PPCC_ERR_INTERNAL, "'%s' was released after load but its shard %d is not resident",
+                           p->name, shard);
+}
+
 bool rt_param_mapped(const ppcc_run_data *data, int v, bool dist) {
   return dist && !data->owned[v] && !(data->borrowed && data->borrowed[v]);
 }
@@ -350,6 +356,13 @@ static bool read_in_full(const ppcc_graph *g, int v) {
   return false;
 }
 
+/* Whether a resident shard of param v lies in its full tensor (bound in
+ * place) rather than in a copy made at load. */
+static bool view_of_full(const ppcc_run_data *data, int v, const ppcc_value *p, const void *shard) {
+  const char *full = data->values[v].data, *at = shard;
+  return full && at >= full && at < full + ppcc_value_bytes(p);
+}
+
 /* A shard bound in place from the mapped weights and read in full gets
  * its pages mapped now: loaded once at load, as llama.cpp's MAP_POPULATE,
  * instead of page faults in the first execute (a tenth of a 128-token
@@ -357,11 +370,10 @@ static bool read_in_full(const ppcc_graph *g, int v) {
  * up, as the memory plan counts. */
 static void populate_view(const ppcc_graph *g, const ppcc_run_data *data, int v, const void *shard) {
   const ppcc_value *p = &g->values[v];
-  const char *full = data->values[v].data, *at = shard;
   int64_t local[PPCC_MAX_RANK];
   ppcc_value_shard_shape(p, local);
-  if (full && at >= full && at < full + ppcc_value_bytes(p) && read_in_full(g, v))
-    rt_populate_pages(at, rt_tensor_bytes(p->dtype, p->rank, local));
+  if (view_of_full(data, v, p, shard) && read_in_full(g, v))
+    rt_populate_pages(shard, rt_tensor_bytes(p->dtype, p->rank, local));
 }
 
 /* A param held whole in memory (generated, converted or realigned at
@@ -396,7 +408,6 @@ ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data
     const ppcc_value *p = &g->values[v];
     bool state = p->kind == PPCC_VALUE_INPUT && data->state_of[v] >= 0;
     if ((p->kind != PPCC_VALUE_PARAM && !state) || !p->devices) continue;
-    const char *full = data->values[v].data;
     int copies = 0, views = 0;
     for (int i = 0; i < p->layout.count; i++) {
       if (dist && !rt_dist_local(p->devices[i])) continue;
@@ -414,7 +425,7 @@ ppcc_status ppcc_run_data_make_resident(const ppcc_graph *g, const ppcc_run_data
       if (!made) return ppcc_error_status(d, PPCC_ERR_INTERNAL, "out of memory for '%s'", p->name);
       if (state) continue;
       populate_view(g, data, v, made);
-      bool view = full && (const char *)made >= full && (const char *)made < full + ppcc_value_bytes(p);
+      bool view = view_of_full(data, v, p, made);
       views += view, copies += !view;
     }
     if (release && !state && !data->borrowed[v]) release_if_cut(data, v, copies, views);

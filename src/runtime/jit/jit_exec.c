@@ -105,10 +105,11 @@ static ppcc_status init_arg(jit_exec *x, jit_arg *a, ppcc_diag *d) {
     resident = rt_state_shard(x->data, state, &x->g->values[state], p->layout, a->shard, 0,
                               a->output && !a->state_in_place);
   a->borrowed = resident != NULL;
-  /* a whole tensor given back after load (release_cut) is never cut again: reading it would read zeros */
-  if (!resident && !a->output && p->kind == PPCC_VALUE_PARAM && rt_param_released(x->data, a->value))
-    return ppcc_error_status(d, PPCC_ERR_INTERNAL, "'%s' was released after load but its shard %d is not resident",
-                             p->name, a->shard);
+  /* never cut from a whole tensor given back after load */
+  ppcc_status st = !resident && !a->output && p->kind == PPCC_VALUE_PARAM
+                       ? rt_refuse_released(x->data, a->value, p, a->shard, d)
+                       : PPCC_OK;
+  if (st) return st;
   a->data = resident ? (void *)resident : a->output ? rt_calloc(shard_bytes(p)) : leaf_shard(x, a->value, a->shard);
   a->desc = calloc((size_t)(3 + 2 * p->rank), sizeof *a->desc);
   if (!a->data || !a->desc) return oom(d);

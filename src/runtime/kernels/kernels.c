@@ -556,7 +556,7 @@ static ppcc_status run_converted(ppcc_kernel_fn k, const ppcc_op *op, const ppcc
     /* a linear's f16/bf16 weight is read as stored next to the f32 copy
      * of x, a few rows at a time (half_matmul.c): a whole f32 copy per
      * call was the largest buffer of a --dtype bf16 decode (its LM head) */
-    if (k == kernel_linear && i == 1 && (in[i].dtype == PPCC_F16 || in[i].dtype == PPCC_BF16)) continue;
+    if (k == kernel_linear && i == 1 && ppcc_dtype_is_stored_half(in[i].dtype, PPCC_F32)) continue;
     cin[i].dtype = PPCC_F32;
     cin[i].data = rt_alloc(numel(&in[i]) * 4);
     if (cin[i].data)
